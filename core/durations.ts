@@ -1,0 +1,43 @@
+/** @module Every timing constant of Outpost, each with the reason for its value. */
+
+/** How often an edge tells the hub it is alive. Ephemeral: never written into a document. */
+export const HEARTBEAT_INTERVAL_MS = 10_000;
+/** An edge is Offline after missing this many heartbeats; 3 tolerates one lost packet and a GC pause. */
+export const OFFLINE_AFTER_MS = 3 * HEARTBEAT_INTERVAL_MS;
+/** WebSocket ping interval; a peer that has not answered the previous ping by the next one is terminated. */
+export const WS_PING_INTERVAL_MS = 15_000;
+/** How long a client waits for the server's welcome before it gives up on that connection. */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Reconnect backoff: first delay, cap, and the random share added so 10,000 edges do not return in lockstep. */
+export const RECONNECT_MIN_MS = 500;
+export const RECONNECT_MAX_MS = 30_000;
+export const RECONNECT_JITTER = 0.5;
+/** The edge reconciler runs on every change and also on this period, to repair drift nobody told it about. */
+export const RECONCILE_PERIOD_MS = 5_000;
+/** Status transitions of one workload are coalesced over this window so a crash loop cannot flood history. */
+export const STATUS_COALESCE_MS = 1_000;
+/** Hub-side debounce of summary recomputation after a burst of report changes. */
+export const SUMMARY_DEBOUNCE_MS = 200;
+
+export function backoffDelay(attempt: number, rand: () => number = Math.random): number {
+  const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(attempt, 16));
+  return Math.round(base * (1 - RECONNECT_JITTER / 2 + rand() * RECONNECT_JITTER));
+}
+
+/** Parses `90s`, `15m`, `1h`, `7d` or a number of milliseconds. */
+export function parseDuration(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(s.trim());
+  if (!m) throw new Error(`invalid duration "${s}": use a number with a unit, e.g. 90s, 15m, 1h, 7d`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? 'ms';
+  const mult = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[unit]!;
+  return Math.round(n * mult);
+}
+
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ''}`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
+  return `${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600) ? `${Math.floor((s % 86400) / 3600)}h` : ''}`;
+}

@@ -1,0 +1,53 @@
+/** @module One error class carrying an HTTP-like status, a stable code and a hint for the user. */
+
+export type ErrorCode =
+  | 'bad_request'
+  | 'invalid'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'offline'
+  | 'too_large'
+  | 'internal'
+  | 'unavailable';
+
+const STATUS: Record<ErrorCode, number> = {
+  bad_request: 400,
+  invalid: 422,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  offline: 503,
+  unavailable: 503,
+  internal: 500,
+};
+
+export class OutpostError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Machine-readable details, e.g. the list of invalid fields. */
+  readonly details?: unknown;
+
+  constructor(code: ErrorCode, message: string, opts: { cause?: unknown; details?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'OutpostError';
+    this.code = code;
+    this.status = STATUS[code];
+    this.details = opts.details;
+  }
+
+  toJSON(): { error: { code: ErrorCode; message: string; details?: unknown } } {
+    return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return err.message + cause;
+  }
+  return String(err);
+}

@@ -1,0 +1,380 @@
+/**
+ * @module The mailbox of one edge: two Automerge documents with one writer each.
+ *
+ * - `spec` is written only by the hub: the edge's desired workloads (already customized), edge
+ *   settings, and which local intents the hub has cleared.
+ * - `report` is written only by the edge: per-workload observed status, the inventory, and the
+ *   local intents (pause, resume, override, clear) given on site.
+ *
+ * Strings that are never edited character by character are stored as `ImmutableString`: a plain
+ * JS string becomes a text CRDT in Automerge 3, ~5x larger and ~15x slower to load (FACTS.md).
+ * This module is the only place that knows the document layout; everything else goes through
+ * the plain views and writer functions below.
+ */
+import { Counter, ImmutableString } from '@automerge/automerge/slim';
+import type { Inventory, Manifest } from './resources.js';
+import type { ReportedPhase } from './status.js';
+
+export const MAILBOX_SCHEMA = 1;
+
+type Str = ImmutableString;
+
+export interface SpecWorkloadDoc {
+  generation: number;
+  revision: number;
+  /** JSON of the customized manifest list. */
+  manifests: Str;
+  /** Set when the hub could not customize this workload for this edge; the edge applies nothing. */
+  error?: Str;
+}
+
+export interface SpecDoc {
+  schema: number;
+  edge: Str;
+  settings: { labels: { [k: string]: Str }; heartbeatSeconds: number };
+  workloads: { [name: string]: SpecWorkloadDoc };
+  /** Per workload, the highest local-intent sequence number the hub has cleared. */
+  intentsCleared: { [workload: string]: number };
+}
+
+export interface ReportObjectDoc {
+  ready: boolean;
+  message?: Str;
+}
+
+export interface ReportWorkloadDoc {
+  observedGeneration: number;
+  phase: Str;
+  message?: Str;
+  /** Milliseconds since epoch of the last phase transition. */
+  since: number;
+  restarts: Counter;
+  objects: { [key: string]: ReportObjectDoc };
+}
+
+export const INTENT_ACTIONS = ['pause', 'resume', 'override', 'clear'] as const;
+export type IntentAction = (typeof INTENT_ACTIONS)[number];
+
+export interface IntentDoc {
+  seq: number;
+  workload: Str;
+  action: Str;
+  /** For `override`: dotted path -> JSON-encoded value. */
+  set?: { [path: string]: Str };
+  at: number;
+  origin: Str;
+}
+
+export interface ReportDoc {
+  schema: number;
+  edge: Str;
+  inventory?: { [k: string]: Str | number | Str[] };
+  workloads: { [name: string]: ReportWorkloadDoc };
+  intents: { [seq: string]: IntentDoc };
+  intentSeq: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plain views
+
+export interface SpecWorkload {
+  name: string;
+  generation: number;
+  revision: number;
+  manifests: Manifest[];
+  error?: string;
+}
+
+export interface EdgeSpecState {
+  edge: string;
+  labels: Record<string, string>;
+  heartbeatSeconds: number;
+  workloads: Record<string, SpecWorkload>;
+  intentsCleared: Record<string, number>;
+}
+
+export interface ObjectStatus {
+  ready: boolean;
+  message?: string;
+}
+
+export interface ReportedWorkload {
+  name: string;
+  observedGeneration: number;
+  phase: ReportedPhase;
+  message?: string;
+  since: number;
+  restarts: number;
+  objects: Record<string, ObjectStatus>;
+}
+
+export interface Intent {
+  seq: number;
+  workload: string;
+  action: IntentAction;
+  set?: Record<string, unknown>;
+  at: number;
+  origin: string;
+}
+
+export interface EdgeReportState {
+  edge: string;
+  inventory?: Inventory;
+  workloads: Record<string, ReportedWorkload>;
+  intents: Intent[];
+}
+
+const s = (v: unknown): string => (v instanceof ImmutableString ? v.val : v === undefined || v === null ? '' : String(v));
+const opt = (v: unknown): string | undefined => (v === undefined || v === null ? undefined : s(v));
+
+export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
+  const workloads: Record<string, SpecWorkload> = {};
+  for (const [name, w] of Object.entries(doc.workloads ?? {})) {
+    workloads[name] = {
+      name,
+      generation: w.generation,
+      revision: w.revision,
+      manifests: JSON.parse(s(w.manifests) || '[]') as Manifest[],
+      error: opt(w.error),
+    };
+  }
+  const labels: Record<string, string> = {};
+  for (const [k, v] of Object.entries(doc.settings?.labels ?? {})) labels[k] = s(v);
+  return {
+    edge: s(doc.edge),
+    labels,
+    heartbeatSeconds: doc.settings?.heartbeatSeconds ?? 10,
+    workloads,
+    intentsCleared: { ...(doc.intentsCleared ?? {}) },
+  };
+}
+
+export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
+  const workloads: Record<string, ReportedWorkload> = {};
+  for (const [name, w] of Object.entries(doc.workloads ?? {})) {
+    const objects: Record<string, ObjectStatus> = {};
+    for (const [k, o] of Object.entries(w.objects ?? {})) objects[k] = { ready: o.ready, message: opt(o.message) };
+    workloads[name] = {
+      name,
+      observedGeneration: w.observedGeneration,
+      phase: s(w.phase) as ReportedPhase,
+      message: opt(w.message),
+      since: w.since,
+      restarts: w.restarts ? Number(w.restarts.value) : 0,
+      objects,
+    };
+  }
+  const intents: Intent[] = Object.values(doc.intents ?? {})
+    .map((i) => ({
+      seq: i.seq,
+      workload: s(i.workload),
+      action: s(i.action) as IntentAction,
+      set: i.set ? Object.fromEntries(Object.entries(i.set).map(([k, v]) => [k, JSON.parse(s(v))])) : undefined,
+      at: i.at,
+      origin: s(i.origin),
+    }))
+    .sort((a, b) => a.seq - b.seq);
+  let inventory: Inventory | undefined;
+  if (doc.inventory) {
+    const inv = doc.inventory;
+    inventory = {
+      hostname: s(inv.hostname),
+      os: s(inv.os),
+      arch: s(inv.arch),
+      cpus: Number(inv.cpus ?? 0),
+      memoryBytes: Number(inv.memoryBytes ?? 0),
+      runtimes: Array.isArray(inv.runtimes) ? inv.runtimes.map(s) : [],
+      driver: s(inv.driver),
+      agentVersion: s(inv.agentVersion),
+    };
+  }
+  return { edge: s(doc.edge), inventory, workloads, intents };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writers (call inside Automerge.change)
+
+export function initSpec(d: SpecDoc, edge: string): void {
+  d.schema = MAILBOX_SCHEMA;
+  d.edge = new ImmutableString(edge);
+  d.settings = { labels: {}, heartbeatSeconds: 10 };
+  d.workloads = {};
+  d.intentsCleared = {};
+}
+
+export function initReport(d: ReportDoc, edge: string): void {
+  d.schema = MAILBOX_SCHEMA;
+  d.edge = new ImmutableString(edge);
+  d.workloads = {};
+  d.intents = {};
+  d.intentSeq = 0;
+}
+
+export function setSpecLabels(d: SpecDoc, labels: Record<string, string>): void {
+  for (const k of Object.keys(d.settings.labels)) if (!(k in labels)) delete d.settings.labels[k];
+  for (const [k, v] of Object.entries(labels)) if (s(d.settings.labels[k]) !== v || !(k in d.settings.labels)) d.settings.labels[k] = new ImmutableString(v);
+}
+
+/** Writes a workload only if it differs; returns true when the document changed. */
+export function putSpecWorkload(d: SpecDoc, w: SpecWorkload): boolean {
+  const cur = d.workloads[w.name];
+  const manifests = JSON.stringify(w.manifests);
+  if (cur && s(cur.manifests) === manifests && opt(cur.error) === w.error && cur.generation === w.generation && cur.revision === w.revision) return false;
+  const next: SpecWorkloadDoc = { generation: w.generation, revision: w.revision, manifests: new ImmutableString(manifests) };
+  if (w.error !== undefined) next.error = new ImmutableString(w.error);
+  d.workloads[w.name] = next;
+  return true;
+}
+
+export function deleteSpecWorkload(d: SpecDoc, name: string): boolean {
+  if (!(name in d.workloads)) return false;
+  delete d.workloads[name];
+  return true;
+}
+
+export function setInventory(d: ReportDoc, inv: Inventory): boolean {
+  const cur = d.inventory ? readReport({ inventory: d.inventory }).inventory : undefined;
+  if (cur && JSON.stringify(cur) === JSON.stringify(inv)) return false;
+  d.inventory = {
+    hostname: new ImmutableString(inv.hostname),
+    os: new ImmutableString(inv.os),
+    arch: new ImmutableString(inv.arch),
+    cpus: inv.cpus,
+    memoryBytes: inv.memoryBytes,
+    runtimes: inv.runtimes.map((r) => new ImmutableString(r)),
+    driver: new ImmutableString(inv.driver),
+    agentVersion: new ImmutableString(inv.agentVersion),
+  };
+  return true;
+}
+
+export interface ObservedWorkload {
+  observedGeneration: number;
+  phase: ReportedPhase;
+  message?: string;
+  restarts: number;
+  objects: Record<string, ObjectStatus>;
+}
+
+/**
+ * Records a workload's status as a transition only: nothing is written when nothing a user would
+ * see changed, so a steady workload adds no history. Restarts are a Counter (cheap increments).
+ */
+export function putReportWorkload(d: ReportDoc, name: string, o: ObservedWorkload, now = Date.now()): boolean {
+  const cur = d.workloads[name];
+  if (!cur) {
+    const objects: Record<string, ReportObjectDoc> = {};
+    for (const [k, v] of Object.entries(o.objects)) objects[k] = v.message ? { ready: v.ready, message: new ImmutableString(v.message) } : { ready: v.ready };
+    const w: ReportWorkloadDoc = { observedGeneration: o.observedGeneration, phase: new ImmutableString(o.phase), since: now, restarts: new Counter(o.restarts), objects };
+    if (o.message) w.message = new ImmutableString(o.message);
+    d.workloads[name] = w;
+    return true;
+  }
+  let changed = false;
+  if (cur.observedGeneration !== o.observedGeneration) {
+    cur.observedGeneration = o.observedGeneration;
+    changed = true;
+  }
+  if (s(cur.phase) !== o.phase) {
+    cur.phase = new ImmutableString(o.phase);
+    cur.since = now;
+    changed = true;
+  }
+  if (opt(cur.message) !== o.message) {
+    if (o.message === undefined) delete cur.message;
+    else cur.message = new ImmutableString(o.message);
+    changed = true;
+  }
+  const restarts = Number(cur.restarts?.value ?? 0);
+  if (o.restarts > restarts) {
+    cur.restarts.increment(o.restarts - restarts);
+    changed = true;
+  }
+  for (const k of Object.keys(cur.objects)) {
+    if (!(k in o.objects)) {
+      delete cur.objects[k];
+      changed = true;
+    }
+  }
+  for (const [k, v] of Object.entries(o.objects)) {
+    const c = cur.objects[k];
+    if (!c || c.ready !== v.ready || opt(c.message) !== v.message) {
+      cur.objects[k] = v.message ? { ready: v.ready, message: new ImmutableString(v.message) } : { ready: v.ready };
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+export function deleteReportWorkload(d: ReportDoc, name: string): boolean {
+  if (!(name in d.workloads)) return false;
+  delete d.workloads[name];
+  return true;
+}
+
+/** Appends a local intent; returns its sequence number. */
+export function addIntent(d: ReportDoc, i: Omit<Intent, 'seq'>): number {
+  const seq = (d.intentSeq ?? 0) + 1;
+  d.intentSeq = seq;
+  const doc: IntentDoc = { seq, workload: new ImmutableString(i.workload), action: new ImmutableString(i.action), at: i.at, origin: new ImmutableString(i.origin) };
+  if (i.set) doc.set = Object.fromEntries(Object.entries(i.set).map(([k, v]) => [k, new ImmutableString(JSON.stringify(v))]));
+  d.intents[String(seq)] = doc;
+  return seq;
+}
+
+/** The edge forgets intents the hub has cleared (it is the only writer of its report). */
+export function pruneClearedIntents(d: ReportDoc, cleared: Record<string, number>): boolean {
+  let changed = false;
+  for (const [k, i] of Object.entries(d.intents)) {
+    const upTo = cleared[s(i.workload)];
+    if (upTo !== undefined && i.seq <= upTo) {
+      delete d.intents[k];
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The merge rule for local intents
+
+export interface LocalState {
+  paused: boolean;
+  overrides: Record<string, unknown>;
+  /** The intents still in force, oldest first (for `describe edge`). */
+  intents: Intent[];
+}
+
+/**
+ * The one deterministic rule that joins hub and site when both changed a workload while apart:
+ * the hub's spec is the base; the site's intents that the hub has not cleared are folded over it
+ * in sequence order (pause/resume toggle, override sets paths, clear drops earlier overrides and
+ * the pause). So a site override wins on the paths it names and the hub wins everywhere else,
+ * whichever side spoke first, until the hub clears the intents (`intentsCleared`). Both replicas
+ * compute this from the same two documents, so they always agree.
+ */
+export function localState(report: EdgeReportState, spec: Pick<EdgeSpecState, 'intentsCleared'>): Record<string, LocalState> {
+  const out: Record<string, LocalState> = {};
+  for (const i of report.intents) {
+    if (i.seq <= (spec.intentsCleared[i.workload] ?? 0)) continue;
+    const st = (out[i.workload] ??= { paused: false, overrides: {}, intents: [] });
+    switch (i.action) {
+      case 'pause':
+        st.paused = true;
+        break;
+      case 'resume':
+        st.paused = false;
+        break;
+      case 'override':
+        Object.assign(st.overrides, i.set ?? {});
+        break;
+      case 'clear':
+        st.paused = false;
+        st.overrides = {};
+        st.intents = [];
+        continue;
+    }
+    st.intents.push(i);
+  }
+  return out;
+}

@@ -1,0 +1,180 @@
+/**
+ * @module The resource model: Kubernetes-style objects with zod schemas, shared by hub, edge, CLI and
+ * the OpenAPI document. `apiVersion: outpost.dev/v1alpha1`.
+ */
+import { z } from 'zod';
+import { NAME_PATTERN } from './ids.js';
+
+export const API_VERSION = 'outpost.dev/v1alpha1';
+export const KINDS = ['Edge', 'Workload', 'Placement'] as const;
+export type Kind = (typeof KINDS)[number];
+
+const name = z.string().regex(NAME_PATTERN, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit');
+const labelKey = z.string().min(1).max(317).regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be a label key like "region" or "example.com/tier"');
+const labelValue = z.string().max(63).regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/, 'must be 63 characters or less: letters, digits, "-", "_", "."');
+
+export const Labels = z.record(labelKey, labelValue);
+export type Labels = z.infer<typeof Labels>;
+
+export const Metadata = z.object({
+  name,
+  project: name.default('default'),
+  labels: Labels.default({}),
+  annotations: z.record(z.string(), z.string()).default({}),
+  /** Opaque; an update that carries a stale one gets 409 Conflict. */
+  resourceVersion: z.string().optional(),
+  generation: z.number().int().nonnegative().optional(),
+  creationTimestamp: z.string().optional(),
+});
+export type Metadata = z.infer<typeof Metadata>;
+
+export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
+
+export const SelectorRequirement = z.object({
+  key: labelKey,
+  operator: z.enum(SELECTOR_OPERATORS, { error: () => `must be one of ${SELECTOR_OPERATORS.join(', ')}` }),
+  values: z.array(labelValue).optional(),
+});
+
+export const LabelSelector = z
+  .object({
+    matchLabels: Labels.optional(),
+    matchExpressions: z.array(SelectorRequirement).optional(),
+  })
+  .superRefine((sel, ctx) => {
+    sel.matchExpressions?.forEach((req, i) => {
+      const needsValues = req.operator === 'In' || req.operator === 'NotIn';
+      if (needsValues && (!req.values || req.values.length === 0)) {
+        ctx.addIssue({ code: 'custom', path: ['matchExpressions', i, 'values'], message: `operator ${req.operator} needs a non-empty values list` });
+      }
+      if (!needsValues && req.values && req.values.length > 0) {
+        ctx.addIssue({ code: 'custom', path: ['matchExpressions', i, 'values'], message: `operator ${req.operator} takes no values; remove them` });
+      }
+    });
+  });
+export type LabelSelector = z.infer<typeof LabelSelector>;
+
+/** A Kubernetes object as the edge runtime receives it. Only the envelope is checked here. */
+export const Manifest = z.looseObject({
+  apiVersion: z.string().min(1, 'is required, e.g. "v1" or "apps/v1"'),
+  kind: z.string().min(1, 'is required, e.g. "Pod", "Deployment", "ConfigMap"'),
+  metadata: z.looseObject({ name: z.string().min(1, 'is required'), namespace: z.string().optional() }),
+});
+export type Manifest = z.infer<typeof Manifest>;
+
+// ---------------------------------------------------------------------------------------------
+// Edge
+
+export const EDGE_PHASES = ['Pending', 'Online', 'Offline', 'Decommissioned'] as const;
+export type EdgePhase = (typeof EDGE_PHASES)[number];
+
+export const Inventory = z.object({
+  hostname: z.string(),
+  os: z.string(),
+  arch: z.string(),
+  cpus: z.number().int().nonnegative(),
+  memoryBytes: z.number().nonnegative(),
+  runtimes: z.array(z.string()),
+  driver: z.string(),
+  agentVersion: z.string(),
+});
+export type Inventory = z.infer<typeof Inventory>;
+
+export const EdgeSpec = z.object({
+  /** A drained edge keeps its connection but gets no workloads. */
+  unschedulable: z.boolean().default(false),
+  heartbeatSeconds: z.number().int().min(1).max(3600).optional(),
+});
+
+export const Edge = z.object({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('Edge'),
+  metadata: Metadata,
+  spec: EdgeSpec.default({ unschedulable: false }),
+  status: z.looseObject({}).optional(),
+});
+export type Edge = z.infer<typeof Edge>;
+
+// ---------------------------------------------------------------------------------------------
+// Workload
+
+export const WorkloadSpec = z.object({
+  manifests: z.array(Manifest).min(1, 'a workload needs at least one manifest'),
+});
+
+export const Workload = z.object({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('Workload'),
+  metadata: Metadata,
+  spec: WorkloadSpec,
+  status: z.looseObject({}).optional(),
+});
+export type Workload = z.infer<typeof Workload>;
+
+// ---------------------------------------------------------------------------------------------
+// Placement
+
+/** Set one field of matching manifests: `path` is dotted with numeric indexes, e.g. `spec.replicas`. */
+export const SetOperation = z.object({
+  path: z.string().min(1).regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'must be a dotted path such as spec.replicas or spec.containers.0.image'),
+  value: z.unknown(),
+});
+
+export const CustomizationRule = z.object({
+  /** Which edges the rule applies to; absent means all selected edges. */
+  edgeSelector: LabelSelector.optional(),
+  /** Which workloads; absent means all workloads of the placement. */
+  workloads: z.array(name).optional(),
+  /** Which manifests inside the workload; absent means all. */
+  target: z.object({ kind: z.string().optional(), name: z.string().optional() }).optional(),
+  /** A JSON merge patch (RFC 7386) applied to each targeted manifest. */
+  patch: z.record(z.string(), z.unknown()).optional(),
+  set: z.array(SetOperation).optional(),
+});
+export type CustomizationRule = z.infer<typeof CustomizationRule>;
+
+const intOrPercent = z.union([z.number().int().min(0), z.string().regex(/^\d{1,3}%$/, 'must be a number or a percentage like "25%"')]);
+
+export const Rollout = z.object({
+  /** How many selected edges may be not-ready-on-the-new-generation at once. */
+  maxUnavailable: intOrPercent.default('100%'),
+  /** Pause the rollout when this many edges fail on the new generation. */
+  failureThreshold: z.number().int().min(1).default(1),
+  paused: z.boolean().default(false),
+});
+export type Rollout = z.infer<typeof Rollout>;
+
+export const PlacementSpec = z
+  .object({
+    edgeSelector: LabelSelector.optional(),
+    edges: z.array(name).optional(),
+    workloads: z.array(name).min(1, 'name at least one workload'),
+    customization: z.array(CustomizationRule).default([]),
+    rollout: Rollout.default({ maxUnavailable: '100%', failureThreshold: 1, paused: false }),
+    statusSummary: z.object({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
+  })
+  .refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
+    message: 'select edges with edgeSelector, edges, or both',
+    path: ['edgeSelector'],
+  });
+export type PlacementSpec = z.infer<typeof PlacementSpec>;
+
+export const Placement = z.object({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('Placement'),
+  metadata: Metadata,
+  spec: PlacementSpec,
+  status: z.looseObject({}).optional(),
+});
+export type Placement = z.infer<typeof Placement>;
+
+export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement]);
+export type Resource = z.infer<typeof Resource>;
+
+/** Formats zod issues as `path: message` lines, the form users see in API and CLI errors. */
+export function formatIssues(error: z.ZodError, prefix = ''): { path: string; message: string }[] {
+  return error.issues.map((i) => ({
+    path: [prefix, ...i.path.map((p, idx) => (typeof p === 'number' ? `[${p}]` : `${idx === 0 && !prefix ? '' : '.'}${String(p)}`))].join('').replace(/^\./, ''),
+    message: i.message,
+  }));
+}

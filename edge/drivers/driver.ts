@@ -1,0 +1,93 @@
+/**
+ * @module The seam between the edge reconciler and a local runtime. One interface, three
+ * implementations (process, podman, kubernetes), one acceptance suite (`driver.case.test.ts`)
+ * that each implementation runs.
+ *
+ * Contract, in the words the reconciler relies on:
+ * - `apply` is idempotent: applying a unit whose `hash` equals what is running does nothing
+ *   (no restart). A different hash replaces the workload's objects.
+ * - Workloads survive the agent: after the agent process dies (even kill -9) and a new driver
+ *   is started on the same data directory, `list()` reports the workloads still running, adopted
+ *   with their hash, and they were not restarted.
+ * - `remove` is idempotent and removes every object the workload owns.
+ * - `list` reports only workloads that Outpost owns (by label/state file), never foreign ones.
+ */
+import type { Manifest } from '../../core/resources.js';
+import type { ObjectStatus } from '../../core/mailbox.js';
+import type { ReportedPhase } from '../../core/status.js';
+
+export type DriverName = 'process' | 'podman' | 'kubernetes';
+
+export interface WorkloadUnit {
+  /** Workload name, unique on the edge (DNS-1123 label). */
+  name: string;
+  /** The hub's generation for this workload on this edge; reported back as observedGeneration. */
+  generation: number;
+  /** Customized manifests with local overrides applied. Pod, Deployment, ConfigMap, Secret, Service... */
+  manifests: Manifest[];
+  /** Stable hash of `manifests`: the driver compares it to decide whether anything must change. */
+  hash: string;
+}
+
+export interface WorkloadObservation {
+  name: string;
+  /** Generation of the unit the running objects came from. */
+  generation: number;
+  hash: string;
+  phase: ReportedPhase;
+  message?: string;
+  /** Total container/process restarts since the workload was applied. */
+  restarts: number;
+  /** Keyed `Kind/name` (and `Kind/name/container` where useful). */
+  objects: Record<string, ObjectStatus>;
+}
+
+export interface LogOptions {
+  container?: string;
+  tail?: number;
+  follow?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ExecOptions {
+  container?: string;
+  signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A TCP endpoint of a workload that the service proxy may reach (declared containerPort). */
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+export interface Driver {
+  readonly name: DriverName;
+  /** Connect to the runtime and adopt what is already running. Throws a clear error if the runtime is unusable. */
+  start(): Promise<void>;
+  apply(unit: WorkloadUnit): Promise<void>;
+  remove(name: string): Promise<void>;
+  list(): Promise<WorkloadObservation[]>;
+  /** Stop a running workload without forgetting it (remote action `stop`); `apply` or `startWorkload` brings it back. */
+  stopWorkload(name: string): Promise<void>;
+  startWorkload(name: string): Promise<void>;
+  restartWorkload(name: string): Promise<void>;
+  logs(name: string, opts: LogOptions): AsyncIterable<string>;
+  exec(name: string, command: string[], opts: ExecOptions): Promise<ExecResult>;
+  /** Where a declared port of a workload listens, for the service proxy; null if not declared. */
+  endpoint(name: string, port: number): Promise<Endpoint | null>;
+  /** Release resources held by the driver. Workloads keep running. */
+  close(): Promise<void>;
+}
+
+export class DriverError extends Error {
+  constructor(message: string, opts?: { cause?: unknown }) {
+    super(message, opts);
+    this.name = 'DriverError';
+  }
+}
