@@ -1,0 +1,126 @@
+/**
+ * @module esbuild settings that turn an ESM TypeScript entry into one CommonJS file a Node SEA can run
+ * (Node 20 SEA has no ESM main and its `require` only loads built-in modules, so everything but
+ * the native addon and the wasm must be inside the bundle).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import * as esbuild from 'esbuild';
+
+export interface BuildInfo {
+  version: string;
+  commit: string;
+}
+
+export interface BundleResult {
+  outFile: string;
+  bytes: number;
+  /** Bundle bytes per npm package (or `(project)`), largest first, to see what makes the bundle big. */
+  inputsByPackage: [string, number][];
+  warnings: string[];
+}
+
+// A CJS bundle has no import.meta; esbuild would leave `import.meta.url` empty and silently break
+// every `fileURLToPath(import.meta.url)` (core/version.ts, createRequire fallbacks). This keeps the
+// sources plain ESM: the banner computes the URL of the bundle file itself.
+const IMPORT_META_URL = '__outpost_import_meta_url';
+const BANNER = `var ${IMPORT_META_URL} = require("node:url").pathToFileURL(__filename).href;`;
+
+/**
+ * better-sqlite3 finds its addon with the `bindings` package, which walks up from the *calling
+ * file* to a package root: from dist/outpost.cjs that is the project root, where the addon is not.
+ * The shim resolves the addon from node_modules next to the bundle instead, so `node dist/outpost.cjs`
+ * works in a checkout. Inside the executable sync/native.ts always passes `nativeBinding`, so the
+ * shim is not reached there.
+ */
+const bindingsShim: esbuild.Plugin = {
+  name: 'outpost-better-sqlite3-bindings',
+  setup(build) {
+    build.onResolve({ filter: /^bindings$/ }, (args) => {
+      if (!/[\\/]better-sqlite3[\\/]/.test(args.importer)) return undefined;
+      return { path: 'better-sqlite3-bindings', namespace: 'outpost-shim' };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'outpost-shim' }, () => ({
+      loader: 'js',
+      contents: `
+const { createRequire } = require('node:module');
+module.exports = function bindings(name) {
+  const req = createRequire(__filename);
+  let file;
+  try {
+    file = req.resolve('better-sqlite3/build/Release/' + name);
+  } catch (cause) {
+    throw new Error('cannot find the better-sqlite3 addon ' + name + ' from ' + __filename + ': run the bundle from a checkout with node_modules, or run the packaged executable', { cause });
+  }
+  return req(file);
+};`,
+    }));
+  },
+};
+
+function packageOf(input: string): string {
+  const i = input.lastIndexOf('node_modules/');
+  if (i < 0) return '(project)';
+  const parts = input.slice(i + 'node_modules/'.length).split('/');
+  return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
+}
+
+export async function bundle(entry: string, outFile: string, info: BuildInfo): Promise<BundleResult> {
+  let result: esbuild.BuildResult<{ metafile: true }>;
+  try {
+    result = await esbuild.build({
+      entryPoints: [entry],
+      outfile: outFile,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      // Class and function names stay readable in errors and logs (`err.name`, constructor names).
+      keepNames: true,
+      sourcemap: 'linked',
+      sourcesContent: false,
+      legalComments: 'none',
+      metafile: true,
+      logLevel: 'silent',
+      banner: { js: BANNER },
+      define: {
+        __OUTPOST_VERSION__: JSON.stringify(info.version),
+        __OUTPOST_COMMIT__: JSON.stringify(info.commit),
+        'import.meta.url': IMPORT_META_URL,
+        // ws would otherwise try to require the optional native modules bufferutil and utf-8-validate.
+        'process.env.WS_NO_BUFFER_UTIL': '"1"',
+        'process.env.WS_NO_UTF_8_VALIDATE': '"1"',
+      },
+      // Never installed and never reached thanks to the defines above; external keeps esbuild from
+      // failing should one of them appear in node_modules as someone else's dependency.
+      external: ['bufferutil', 'utf-8-validate'],
+      plugins: [bindingsShim],
+    });
+  } catch (cause) {
+    throw new Error(`bundling ${entry} with esbuild failed (see the errors above)`, { cause });
+  }
+  const warnings = await esbuild.formatMessages(result.warnings, { kind: 'warning', color: false });
+  // Any other import.meta property (dirname, resolve) would be empty at runtime: refuse to ship that.
+  const fatal = result.warnings.filter((w) => w.id === 'empty-import-meta');
+  if (fatal.length > 0) {
+    throw new Error(`import.meta used in a way the CommonJS bundle cannot provide:\n${warnings.join('\n')}\nuse import.meta.url only (the build defines it), or __dirname-free code`);
+  }
+  const byPkg = new Map<string, number>();
+  for (const out of Object.values(result.metafile.outputs)) {
+    for (const [input, meta] of Object.entries(out.inputs)) {
+      const key = packageOf(input);
+      byPkg.set(key, (byPkg.get(key) ?? 0) + meta.bytesInOutput);
+    }
+  }
+  return {
+    outFile,
+    bytes: fs.statSync(outFile).size,
+    inputsByPackage: [...byPkg.entries()].sort((a, b) => b[1] - a[1]),
+    warnings,
+  };
+}
+
+/** Absolute path of the source map esbuild writes beside a bundle. */
+export function sourceMapOf(outFile: string): string {
+  return path.resolve(`${outFile}.map`);
+}

@@ -1,0 +1,133 @@
+/**
+ * @module One pipeline from a TypeScript entry to a Linux single executable (Node SEA):
+ * esbuild bundle (CJS) -> `node --experimental-sea-config` blob -> stripped copy of this node ->
+ * postject. `npm run build` runs it on main.ts; build/build.test.ts runs it on build/sea/selftest.ts.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { collectAssets, type AssetMap } from './assets.js';
+import { bundle, sourceMapOf, type BuildInfo, type BundleResult } from './bundle.js';
+
+/** Node looks for this fuse in its own binary to know a blob was injected (Node's SEA docs). */
+export const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+
+export interface ExecutableOptions {
+  /** Project root (node_modules, optional assets). */
+  root: string;
+  entry: string;
+  /** The executable to write. */
+  outFile: string;
+  /** Where the CommonJS bundle (and its source map) is kept; it is also the code inside the executable. */
+  bundleFile: string;
+  info: BuildInfo;
+  /** Built web UI to embed; defaults to `<root>/ui/dist` when it exists. */
+  uiDist?: string;
+  /** Strip symbols from the copy of node (about 12% smaller); falls back to a plain copy if `strip` fails. */
+  strip?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface ExecutableReport {
+  bundle: BundleResult;
+  executable: string;
+  bytes: number;
+  stripped: boolean;
+  assets: { key: string; bytes: number }[];
+  /** Milliseconds per step. */
+  timings: Record<string, number>;
+}
+
+function run(cmd: string, args: string[], what: string): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
+  if (r.error) throw new Error(`${what}: cannot run ${cmd}`, { cause: r.error });
+  if (r.status !== 0) throw new Error(`${what} failed (${cmd} exited with ${r.status ?? r.signal}):\n${output}`);
+  return output;
+}
+
+export function checkNodeSupportsSea(): void {
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+  // node:sea getAsset() (the assets the runtime reads) arrived in 20.12 and 21.7.
+  if (major < 20 || (major === 20 && minor < 12) || (major === 21 && minor < 7)) {
+    throw new Error(`Node ${process.versions.node} cannot build the executable: SEA assets need Node >= 20.12 (install a newer Node and rebuild)`);
+  }
+  if (process.platform !== 'linux') {
+    throw new Error(`building the executable is only set up for Linux (this is ${process.platform}): postject flags and strip differ elsewhere`);
+  }
+}
+
+function copyNode(dest: string, wantStrip: boolean, log: (line: string) => void): boolean {
+  if (wantStrip) {
+    const r = spawnSync('strip', ['-o', dest, process.execPath], { encoding: 'utf8' });
+    if (!r.error && r.status === 0) return true;
+    log(`strip failed, embedding into an unstripped node: ${r.error?.message ?? r.stderr.trim()}`);
+  }
+  fs.copyFileSync(process.execPath, dest);
+  return false;
+}
+
+export async function buildExecutable(opts: ExecutableOptions): Promise<ExecutableReport> {
+  checkNodeSupportsSea();
+  const log = opts.log ?? (() => {});
+  const timings: Record<string, number> = {};
+  const step = async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    const v = await fn();
+    timings[name] = Math.round(performance.now() - t0);
+    return v;
+  };
+  const outFile = path.resolve(opts.outFile);
+  const bundleFile = path.resolve(opts.bundleFile);
+  fs.mkdirSync(path.dirname(outFile), { recursive: true });
+  fs.mkdirSync(path.dirname(bundleFile), { recursive: true });
+  // Work beside the outputs so the final renames are atomic: a test or a person running the
+  // previous executable never sees a half-written one.
+  const work = fs.mkdtempSync(path.join(path.dirname(outFile), '.build-'));
+  try {
+    // Same base name as the final bundle so the sourceMappingURL comment stays right after the rename.
+    const tmpBundle = path.join(work, path.basename(bundleFile));
+    const bundled = await step('bundle', () => bundle(opts.entry, tmpBundle, opts.info));
+    const assets: AssetMap = await step('assets', () => collectAssets({ root: opts.root, workDir: work, uiDist: opts.uiDist }));
+    const blob = path.join(work, 'sea.blob');
+    const seaConfig = path.join(work, 'sea.json');
+    fs.writeFileSync(
+      seaConfig,
+      JSON.stringify(
+        {
+          main: tmpBundle,
+          output: blob,
+          disableExperimentalSEAWarning: true,
+          // V8 code cache for the bundle: skips most of the parse/compile at every start.
+          useCodeCache: true,
+          // A startup snapshot cannot hold Automerge's wasm state (measured), so no useSnapshot.
+          useSnapshot: false,
+          assets,
+        },
+        null,
+        2,
+      ),
+    );
+    await step('sea-blob', () => run(process.execPath, ['--experimental-sea-config', seaConfig], 'generating the SEA blob'));
+    const exe = path.join(work, path.basename(outFile));
+    const stripped = await step('copy-node', () => copyNode(exe, opts.strip ?? true, log));
+    const postject = createRequire(path.join(opts.root, 'package.json')).resolve('postject/dist/cli.js');
+    await step('inject', () => run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE], 'injecting the blob with postject'));
+    fs.chmodSync(exe, 0o755);
+    fs.renameSync(tmpBundle, bundleFile);
+    fs.renameSync(`${tmpBundle}.map`, sourceMapOf(bundleFile));
+    fs.renameSync(exe, outFile);
+    bundled.outFile = bundleFile;
+    return {
+      bundle: bundled,
+      executable: outFile,
+      bytes: fs.statSync(outFile).size,
+      stripped,
+      assets: Object.entries(assets).map(([key, file]) => ({ key, bytes: fs.statSync(file).size })),
+      timings,
+    };
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
