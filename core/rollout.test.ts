@@ -1,0 +1,202 @@
+import { describe, expect, it } from 'vitest';
+import { planRollout, resolveMaxUnavailable, type RolloutEdge, type RolloutInput } from './rollout.js';
+
+const NEW = 'k2';
+const OLD = 'k1';
+
+/** An edge running the old content, ready on it. */
+const old = (edge: string, extra: Partial<RolloutEdge> = {}): RolloutEdge => ({ edge, targetKey: NEW, writtenKey: OLD, observed: { key: OLD, state: 'ready' }, ...extra });
+const written = (edge: string, state?: 'ready' | 'progressing' | 'failed', extra: Partial<RolloutEdge> = {}): RolloutEdge => ({
+  edge,
+  targetKey: NEW,
+  writtenKey: NEW,
+  observed: state ? { key: NEW, state } : { key: OLD, state: 'ready' },
+  ...extra,
+});
+
+const plan = (edges: RolloutEdge[], rollout: RolloutInput['rollout'] = {}, acknowledgedFailures?: Record<string, string>) =>
+  planRollout({ placement: 'web', rollout, edges, acknowledgedFailures });
+
+describe('resolveMaxUnavailable', () => {
+  const cases: [number | string | undefined, number, number][] = [
+    [undefined, 10, 10],
+    ['100%', 10, 10],
+    ['25%', 10, 2],
+    ['25%', 3, 1], // 0.75 rounds down to 0, raised to 1
+    ['0%', 10, 1],
+    [0, 10, 1],
+    [3, 10, 3],
+    [50, 10, 10],
+    ['150%', 4, 4],
+    ['50%', 0, 1],
+  ];
+  it.each(cases)('%j of %i edges is %i', (v, total, want) => {
+    expect(resolveMaxUnavailable(v, total)).toBe(want);
+  });
+
+  it('rejects a malformed value with the fix', () => {
+    expect(() => resolveMaxUnavailable('25', 4)).toThrow('invalid maxUnavailable "25": use a number of edges or a percentage like "25%"');
+  });
+});
+
+describe('planRollout', () => {
+  it('updates everything at once with the defaults', () => {
+    const p = plan([old('e2'), old('e1'), old('e3')]);
+    expect(p.update).toEqual(['e1', 'e2', 'e3']);
+    expect(p.phase).toBe('Progressing');
+    expect(p.counts).toEqual({ total: 3, updated: 3, ready: 0, failed: 0, pending: 0 });
+    expect(p.reason).toBe('3 of 3 edges updated, 0 ready; waiting for e1, e2, e3; at most 3 unavailable at once');
+  });
+
+  it('writes a first batch of maxUnavailable edges, by name', () => {
+    const p = plan([old('e4'), old('e3'), old('e2'), old('e1')], { maxUnavailable: '50%' });
+    expect(p.update).toEqual(['e1', 'e2']);
+    expect(p.maxUnavailable).toBe(2);
+    expect(p.counts).toEqual({ total: 4, updated: 2, ready: 0, failed: 0, pending: 2 });
+  });
+
+  it('only fills the budget left by edges still in flight', () => {
+    const p = plan([written('e1', 'ready'), written('e2', 'progressing'), old('e3'), old('e4'), old('e5')], { maxUnavailable: 2 });
+    expect(p.update).toEqual(['e3']);
+    expect(p.counts).toEqual({ total: 5, updated: 3, ready: 1, failed: 0, pending: 2 });
+  });
+
+  it('counts an edge written but not yet reporting on the new key as in flight', () => {
+    const p = plan([written('e1'), old('e2')], { maxUnavailable: 1 });
+    expect(p.update).toEqual([]);
+    expect(p.phase).toBe('Progressing');
+    expect(p.reason).toBe('1 of 2 edges updated, 0 ready; waiting for e1; at most 1 unavailable at once');
+  });
+
+  it('prefers online edges and names offline ones that hold the budget', () => {
+    const p = plan([old('a', { online: false }), old('b'), old('c')], { maxUnavailable: 2 });
+    expect(p.update).toEqual(['b', 'c']);
+    const q = plan([written('a', undefined, { online: false }), old('b')], { maxUnavailable: 1 });
+    expect(q.update).toEqual([]);
+    expect(q.reason).toContain('waiting for a (offline)');
+  });
+
+  it('still writes to offline edges once online ones are done, so they catch up on reconnect', () => {
+    const p = plan([written('a', 'ready'), old('b', { online: false })], { maxUnavailable: 1 });
+    expect(p.update).toEqual(['b']);
+  });
+
+  it('treats a brand-new edge like any other pending edge', () => {
+    const fresh: RolloutEdge = { edge: 'new', targetKey: NEW };
+    const p = plan([written('e1', 'progressing'), fresh], { maxUnavailable: 1 });
+    expect(p.update).toEqual([]);
+    expect(plan([written('e1', 'ready'), fresh], { maxUnavailable: 1 }).update).toEqual(['new']);
+  });
+
+  it('writes edges already ready on the target at no cost, even when the budget is used up', () => {
+    const p = plan([written('e1', 'progressing'), { edge: 'e2', targetKey: NEW, writtenKey: OLD, observed: { key: NEW, state: 'ready' } }, old('e3')], {
+      maxUnavailable: 1,
+    });
+    expect(p.update).toEqual(['e2']);
+    expect(p.counts).toEqual({ total: 3, updated: 2, ready: 1, failed: 0, pending: 1 });
+  });
+
+  it('is Complete when every edge is ready on its target, each edge with its own key', () => {
+    const p = plan([
+      { edge: 'e1', targetKey: 'a', writtenKey: 'a', observed: { key: 'a', state: 'ready' } },
+      { edge: 'e2', targetKey: 'b', writtenKey: 'b', observed: { key: 'b', state: 'ready' } },
+    ]);
+    expect(p).toMatchObject({ update: [], phase: 'Complete', reason: 'all 2 edges ready on the new version' });
+    expect(plan([]).phase).toBe('Complete');
+    expect(plan([]).reason).toBe('no edges selected');
+  });
+
+  it('does not count a failure on the old key against the new version', () => {
+    const p = plan([{ edge: 'e1', targetKey: NEW, writtenKey: OLD, observed: { key: OLD, state: 'failed' } }, old('e2')], { maxUnavailable: 1 });
+    expect(p.update).toEqual(['e1']);
+    expect(p.counts.failed).toBe(0);
+  });
+
+  it('pauses once failures reach the threshold and keeps updated edges updated', () => {
+    const edges = [written('e1', 'failed'), written('e2', 'failed'), written('e3', 'ready'), old('e4'), old('e5')];
+    const p = plan(edges, { maxUnavailable: '100%', failureThreshold: 2 });
+    expect(p.update).toEqual([]);
+    expect(p.phase).toBe('Paused');
+    expect(p.reason).toBe(
+      'paused: 2 edges failed on the new version (threshold 2): e1, e2; fix the workload or run `outpost rollout resume placement web` to go on anyway',
+    );
+    expect(p.counts).toEqual({ total: 5, updated: 3, ready: 1, failed: 2, pending: 2 });
+    expect(p.failures).toEqual({ e1: NEW, e2: NEW });
+  });
+
+  it('goes on below the threshold, with failed edges holding budget', () => {
+    const p = plan([written('e1', 'failed'), old('e2'), old('e3'), old('e4')], { maxUnavailable: 2, failureThreshold: 2 });
+    expect(p.update).toEqual(['e2']);
+    expect(p.phase).toBe('Progressing');
+    expect(p.reason).toBe('2 of 4 edges updated, 0 ready, 1 failed; waiting for e2; at most 2 unavailable at once');
+  });
+
+  it('continues after resume: acknowledged failures neither count nor hold budget', () => {
+    const edges = [written('e1', 'failed'), old('e2'), old('e3')];
+    expect(plan(edges, { maxUnavailable: 1 }).phase).toBe('Paused');
+    const first = plan(edges, { maxUnavailable: 1 });
+    const resumed = plan(edges, { maxUnavailable: 1 }, first.failures);
+    expect(resumed.update).toEqual(['e2']);
+    expect(resumed.phase).toBe('Progressing');
+    expect(resumed.counts.failed).toBe(1);
+  });
+
+  it('forgets an acknowledgement when the target key changes', () => {
+    const edges: RolloutEdge[] = [{ edge: 'e1', targetKey: 'k3', writtenKey: 'k3', observed: { key: 'k3', state: 'failed' } }, old('e2')];
+    expect(plan(edges, {}, { e1: NEW }).phase).toBe('Paused');
+  });
+
+  it('is Failed when nothing is left to roll and some edges failed', () => {
+    const p = plan([written('e1', 'failed'), written('e2', 'ready')], { failureThreshold: 5 });
+    expect(p.phase).toBe('Failed');
+    expect(p.reason).toBe('1 of 2 edges failed on the new version: e1');
+    expect(plan([written('e1', 'failed'), written('e2', 'ready')]).phase).toBe('Failed');
+  });
+
+  it('writes nothing at all when paused, not even free updates', () => {
+    const free: RolloutEdge = { edge: 'e2', targetKey: NEW, writtenKey: OLD, observed: { key: NEW, state: 'ready' } };
+    const p = plan([old('e1'), free], { paused: true });
+    expect(p.update).toEqual([]);
+    expect(p.phase).toBe('Paused');
+    expect(p.reason).toBe('paused by user; 0 of 2 edges updated, 0 ready; run `outpost rollout resume placement web` to continue');
+    const done = plan([written('e1', 'ready')], { paused: true });
+    expect(done.reason).toBe('paused by user; all 1 edge are up to date; run `outpost rollout resume placement web` to roll out later changes');
+  });
+
+  it('lists at most five names', () => {
+    const edges = Array.from({ length: 8 }, (_, i) => written(`e${i}`, 'failed')).concat([old('z')]);
+    expect(plan(edges, { failureThreshold: 1 }).reason).toContain('e0, e1, e2, e3, e4 and 3 more;');
+  });
+
+  it('ignores duplicate edge entries', () => {
+    expect(plan([old('e1'), old('e1')]).counts.total).toBe(1);
+  });
+
+  // Drives the planner against a simulated fleet where written edges become ready (or fail) one
+  // step later, and checks the promise users rely on: never more than maxUnavailable down.
+  it.each([
+    [10, 3, []],
+    [10, '25%', []],
+    [7, 1, []],
+    [12, '50%', ['e03']],
+  ] as [number, number | string, string[]][])('rolls %i edges with maxUnavailable %j, failing %j, within budget', (n, maxUnavailable, failing) => {
+    const fleet = new Map<string, RolloutEdge>();
+    for (let i = 0; i < n; i++) fleet.set(`e${String(i).padStart(2, '0')}`, old(`e${String(i).padStart(2, '0')}`));
+    const budget = resolveMaxUnavailable(maxUnavailable, n);
+    let last;
+    for (let step = 0; step < 100; step++) {
+      // Edges written in the previous step report.
+      for (const e of fleet.values()) {
+        if (e.writtenKey === NEW && e.observed?.key !== NEW) e.observed = { key: NEW, state: failing.includes(e.edge) ? 'failed' : 'ready' };
+      }
+      last = plan([...fleet.values()], { maxUnavailable, failureThreshold: 2 });
+      for (const name of last.update) fleet.get(name)!.writtenKey = NEW;
+      const down = [...fleet.values()].filter((e) => e.writtenKey === NEW && !(e.observed?.key === NEW && e.observed.state === 'ready')).length;
+      expect(down).toBeLessThanOrEqual(budget);
+      if (last.phase === 'Complete' || last.phase === 'Failed') break;
+    }
+    expect(last!.phase).toBe(failing.length ? 'Failed' : 'Complete');
+    expect(last!.counts.updated).toBe(n);
+    expect(last!.counts.ready).toBe(n - failing.length);
+  });
+});
