@@ -1,0 +1,237 @@
+/**
+ * @module The edge's end of the sync connection: it dials the hub (the edge is never dialled), sends
+ * hello, adopts the hub's epochs, runs a SyncSession and heartbeats, and redials with exponential
+ * backoff and jitter for as long as it runs.
+ *
+ * Connection policy: any close or error leads to a redial; a refusal by the hub (401, protocol
+ * version, decommissioned) is logged as an error with what to do, and redialled at the slowest
+ * pace, because the fix (a new credential, an upgraded hub) may happen without restarting us.
+ */
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import { backoffDelay, HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, WS_PING_INTERVAL_MS } from '../core/durations.js';
+import type { DocId, EdgeName } from '../core/ids.js';
+import { createLogger } from '../core/logger.js';
+import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
+import { decodeBinary, decodeControl, encodeControl, MAX_FRAME_BYTES, PROTOCOL_VERSION, ProtocolError, type HeartbeatMessage, type WelcomeMessage } from './messages.js';
+import { SyncSession, type SessionStats } from './session.js';
+import type { ReplicaStore } from './store.js';
+
+const log = createLogger('sync:client');
+
+export interface SyncClientOptions {
+  /** ws:// or wss:// URL of the hub's sync endpoint. */
+  url: string;
+  token: string;
+  edge: EdgeName;
+  store: ReplicaStore;
+  agentVersion: string;
+  /** PEM of the CA the hub's certificate must chain to (pinned at enrollment). */
+  ca?: string;
+  maxFrameBytes?: number;
+  /** Gauges sent with each heartbeat (never written into a document). */
+  metrics?: () => HeartbeatMessage['metrics'];
+  /** Override the heartbeat period (tests, benchmarks); otherwise the hub's welcome decides. */
+  heartbeatMs?: number;
+}
+
+export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
+
+export interface SyncClientEvents {
+  state: [ConnectionState, { code?: number; reason?: string }];
+  welcome: [WelcomeMessage];
+  tunnel: [Buffer];
+}
+
+export class SyncClient extends EventEmitter<SyncClientEvents> {
+  state: ConnectionState = 'disconnected';
+  session: SyncSession | undefined;
+  /** Totals over every connection of this client. */
+  readonly totals: SessionStats & { connects: number } = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0, connects: 0 };
+  private ws: WebSocket | undefined;
+  private attempt = 0;
+  private stopped = true;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private deadTimer: NodeJS.Timeout | undefined;
+  private refusedSlow = false;
+
+  constructor(private readonly opts: SyncClientOptions) {
+    super();
+  }
+
+  /** Makes sure the local mailbox exists (the edge works offline from the first second) and dials. */
+  start(): void {
+    if (!this.stopped) return;
+    ensureMailbox(this.opts.store, this.opts.edge, 'edge');
+    this.stopped = false;
+    this.dial();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    const ws = this.ws;
+    if (ws && ws.readyState !== WebSocket.CLOSED) {
+      await new Promise<void>((resolve) => {
+        ws.once('close', () => resolve());
+        ws.close(1000, 'edge stopping');
+        setTimeout(() => {
+          ws.terminate();
+          resolve();
+        }, 1_000).unref();
+      });
+    }
+    this.teardown();
+    this.setState('stopped', {});
+  }
+
+  /** A local document changed: push it if connected (otherwise the next connection carries it). */
+  notify(id: DocId): void {
+    this.session?.notify(id);
+  }
+
+  /** Sends a tunnel payload (frame type 0x02); false when not connected. */
+  sendTunnel(payload: Buffer): boolean {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN || !this.session) return false;
+    ws.send(Buffer.concat([Buffer.from([0x02]), payload]));
+    return true;
+  }
+
+  /** Bytes buffered in the socket but not yet written (for tunnel flow control). */
+  bufferedAmount(): number {
+    return this.ws?.bufferedAmount ?? 0;
+  }
+
+  private setState(s: ConnectionState, info: { code?: number; reason?: string }): void {
+    this.state = s;
+    this.emit('state', s, info);
+  }
+
+  private dial(): void {
+    if (this.stopped) return;
+    this.setState('connecting', {});
+    const ws = new WebSocket(this.opts.url, {
+      headers: { authorization: `Bearer ${this.opts.token}` },
+      maxPayload: this.opts.maxFrameBytes ?? MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+      ...(this.opts.ca ? { ca: this.opts.ca } : {}),
+    });
+    this.ws = ws;
+    let docs: MailboxDoc[] = [];
+    const welcomeTimer = setTimeout(() => {
+      log.warn('no welcome from the hub in time; redialling');
+      ws.terminate();
+    }, HANDSHAKE_TIMEOUT_MS);
+
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => {
+        const hint = res.statusCode === 401 ? ': the hub does not accept this edge credential; enroll again with a new join token (outpost edge --join-token ...)' : '';
+        log.error({ status: res.statusCode, body: body.slice(0, 500) }, `hub refused the connection (HTTP ${res.statusCode})${hint}`);
+        this.refusedSlow = res.statusCode === 401 || res.statusCode === 403;
+        ws.terminate();
+      });
+    });
+
+    ws.on('open', () => {
+      docs = ensureMailbox(this.opts.store, this.opts.edge, 'edge');
+      ws.send(encodeControl({ type: 'hello', protocol: PROTOCOL_VERSION, agentVersion: this.opts.agentVersion, docs: docs.map((d) => ({ id: d.id, epoch: this.opts.store.epoch(d.id)! })) }));
+      this.armDeadTimer();
+    });
+    ws.on('ping', () => this.armDeadTimer());
+
+    ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer);
+      this.armDeadTimer();
+      try {
+        if (isBinary) {
+          const f = decodeBinary(buf);
+          if (!this.session) throw new ProtocolError('bad_frame', 'binary frame before welcome');
+          if (f.kind === 'sync') this.session.receive(f.frame, buf.length);
+          else this.emit('tunnel', f.payload);
+          return;
+        }
+        const msg = decodeControl(buf.toString('utf8'));
+        if (msg.type === 'welcome') {
+          clearTimeout(welcomeTimer);
+          const reset = adoptEpochs(this.opts.store, docs, msg.docs);
+          if (reset.length) log.info({ docs: reset }, 'adopted the hub epoch; replica reset and resyncing');
+          this.session = new SyncSession(this.opts.store, 'hub', docs, (frame) => ws.send(frame), log);
+          this.attempt = 0;
+          this.refusedSlow = false;
+          this.totals.connects++;
+          this.setState('connected', {});
+          this.emit('welcome', msg);
+          this.session.start();
+          this.startHeartbeats(this.opts.heartbeatMs ?? msg.heartbeatSeconds * 1000);
+        } else if (msg.type === 'error') {
+          const fatal = msg.code === 'protocol_version' || msg.code === 'decommissioned';
+          this.refusedSlow = fatal;
+          (fatal ? log.error.bind(log) : log.warn.bind(log))({ code: msg.code }, `hub closed the connection: ${msg.message}`);
+        } else if (msg.type === 'epoch') {
+          const d = docs.find((x) => x.id === msg.id);
+          if (!d || d.weWrite) throw new ProtocolError('forbidden_document', `hub announced an epoch for ${msg.id}, which it does not write`);
+          adoptEpochs(this.opts.store, docs, [msg]);
+          this.session?.resetDoc(d.id);
+        }
+      } catch (err) {
+        const code = err instanceof ProtocolError ? err.code : 'internal';
+        log.error({ err, code }, 'bad frame from the hub; reconnecting');
+        ws.close(4400, String((err as Error).message).slice(0, 120));
+      }
+    });
+
+    ws.on('close', (code, reason) => {
+      clearTimeout(welcomeTimer);
+      this.teardown();
+      if (this.stopped) return;
+      this.setState('disconnected', { code, reason: reason.toString() });
+      this.scheduleRedial();
+    });
+    ws.on('error', (err) => {
+      log.debug({ err: err.message }, 'connection error');
+    });
+  }
+
+  private teardown(): void {
+    clearInterval(this.heartbeatTimer);
+    clearTimeout(this.deadTimer);
+    if (this.session) {
+      const s = this.session.stats;
+      this.totals.bytesIn += s.bytesIn;
+      this.totals.bytesOut += s.bytesOut;
+      this.totals.messagesIn += s.messagesIn;
+      this.totals.messagesOut += s.messagesOut;
+      this.session.close();
+      this.session = undefined;
+    }
+  }
+
+  private scheduleRedial(): void {
+    const delay = this.refusedSlow ? RECONNECT_MAX_MS : backoffDelay(this.attempt++);
+    log.debug({ delay }, 'redialling');
+    this.retryTimer = setTimeout(() => this.dial(), delay);
+  }
+
+  private startHeartbeats(periodMs: number): void {
+    clearInterval(this.heartbeatTimer);
+    const beat = () => {
+      if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeControl({ type: 'heartbeat', at: Date.now(), metrics: this.opts.metrics?.() }));
+    };
+    beat();
+    this.heartbeatTimer = setInterval(beat, periodMs);
+  }
+
+  /** A hub that neither pings nor sends for two ping periods is gone (half-open TCP): redial. */
+  private armDeadTimer(): void {
+    clearTimeout(this.deadTimer);
+    this.deadTimer = setTimeout(() => {
+      log.warn('hub silent for two ping periods; reconnecting');
+      this.ws?.terminate();
+    }, 2 * WS_PING_INTERVAL_MS + 5_000);
+  }
+}

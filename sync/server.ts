@@ -1,0 +1,275 @@
+/**
+ * @module The hub's end of the sync connection: authentication in the HTTP upgrade, the versioned
+ * handshake, one SyncSession per edge, keepalive, and refusal of hostile input.
+ *
+ * Every inbound frame is handled inside a guard: a decode failure, a foreign document id or a
+ * write to a document the edge does not own sends a typed error, closes that one connection with
+ * a specific close code and is logged. Other edges are never disturbed.
+ */
+import type { IncomingMessage, Server as HttpServer } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket, type RawData } from 'ws';
+import { HANDSHAKE_TIMEOUT_MS, WS_PING_INTERVAL_MS } from '../core/durations.js';
+import { parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
+import { createLogger } from '../core/logger.js';
+import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
+import {
+  CLOSE_CODES,
+  decodeBinary,
+  decodeControl,
+  encodeControl,
+  MAX_FRAME_BYTES,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  type ErrorCode,
+  type HeartbeatMessage,
+  type HelloMessage,
+} from './messages.js';
+import { SyncSession } from './session.js';
+import type { ReplicaStore } from './store.js';
+
+const log = createLogger('sync:server');
+
+export interface EdgeIdentity {
+  edge: EdgeName;
+}
+
+export interface EdgeConnection {
+  readonly edge: EdgeName;
+  readonly session: SyncSession;
+  readonly socket: WebSocket;
+  readonly connectedAt: number;
+  readonly remoteAddress: string;
+  readonly agentVersion: string;
+  /** Sends a tunnel payload (frame type 0x02) to this edge. */
+  sendTunnel(payload: Buffer): boolean;
+}
+
+export interface SyncServerOptions {
+  store: ReplicaStore;
+  hubVersion: string;
+  path?: string;
+  maxFrameBytes?: number;
+  /** Resolves the bearer credential of an upgrade request; null refuses it with 401. */
+  authenticate(token: string, req: IncomingMessage): EdgeIdentity | null | Promise<EdgeIdentity | null>;
+  heartbeatSeconds?(edge: EdgeName): number;
+  onConnect?(conn: EdgeConnection): void;
+  onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
+  onHeartbeat?(edge: EdgeName, hb: HeartbeatMessage): void;
+  onTunnel?(conn: EdgeConnection, payload: Buffer): void;
+  /** Refusals are reported here too (metrics, events). */
+  onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized', message: string): void;
+}
+
+function bearer(req: IncomingMessage): string | null {
+  const h = req.headers.authorization;
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)$/i.exec(h);
+  return m ? m[1] : null;
+}
+
+function refuseUpgrade(socket: Duplex, status: number, message: string): void {
+  const body = JSON.stringify({ error: { code: status === 401 ? 'unauthorized' : 'bad_request', message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Bad Request'}\r\n` +
+      'Content-Type: application/json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      (status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '') +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+}
+
+export class SyncServer {
+  private readonly wss: WebSocketServer;
+  private readonly conns = new Map<EdgeName, EdgeConnection>();
+  private readonly pingTimer: NodeJS.Timeout;
+  private readonly alive = new WeakMap<WebSocket, boolean>();
+  readonly path: string;
+
+  constructor(private readonly opts: SyncServerOptions) {
+    this.path = opts.path ?? '/api/v1/sync';
+    // permessage-deflate stays off: it fragments memory under many connections (ws#1202).
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes ?? MAX_FRAME_BYTES, perMessageDeflate: false });
+    this.pingTimer = setInterval(() => this.keepalive(), WS_PING_INTERVAL_MS);
+    this.pingTimer.unref();
+  }
+
+  /** Routes upgrade requests for the sync path to this server; others are left to other handlers. */
+  attach(server: HttpServer): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== this.path) return;
+      void this.handleUpgrade(req, socket, head);
+    });
+  }
+
+  connection(edge: EdgeName): EdgeConnection | undefined {
+    return this.conns.get(edge);
+  }
+
+  connections(): EdgeConnection[] {
+    return [...this.conns.values()];
+  }
+
+  /** A document changed locally: push it to the edge that holds it, if connected. */
+  notify(id: DocId): void {
+    const p = parseMailboxDocId(id);
+    if (p) this.conns.get(p.edge)?.session.notify(id);
+  }
+
+  /** Closes an edge's connection with a typed error (e.g. decommissioned). */
+  disconnect(edge: EdgeName, code: ErrorCode, message: string): void {
+    const c = this.conns.get(edge);
+    if (c) this.refuse(c.socket, edge, code, message);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.pingTimer);
+    for (const c of this.conns.values()) c.socket.terminate();
+    await new Promise<void>((r) => this.wss.close(() => r()));
+  }
+
+  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    const token = bearer(req);
+    let identity: EdgeIdentity | null = null;
+    try {
+      identity = token ? await this.opts.authenticate(token, req) : null;
+    } catch (err) {
+      log.error({ err }, 'authenticating an edge failed');
+    }
+    if (!identity) {
+      const why = token ? 'the edge credential is not valid (revoked, decommissioned or unknown): enroll the edge again with a new join token' : 'missing bearer credential';
+      log.warn({ remote: req.socket.remoteAddress }, `refused sync upgrade: ${why}`);
+      this.opts.onRefused?.(null, 'unauthorized', why);
+      refuseUpgrade(socket, 401, why);
+      return;
+    }
+    const id = identity;
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, id, req));
+  }
+
+  private onSocket(ws: WebSocket, identity: EdgeIdentity, req: IncomingMessage): void {
+    const edge = identity.edge;
+    const remoteAddress = req.socket.remoteAddress ?? '';
+    let conn: EdgeConnection | undefined;
+    this.alive.set(ws, true);
+    ws.on('pong', () => this.alive.set(ws, true));
+    const handshakeTimer = setTimeout(() => this.refuse(ws, edge, 'bad_frame', 'no hello within the handshake timeout'), HANDSHAKE_TIMEOUT_MS);
+
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer);
+      this.alive.set(ws, true);
+      try {
+        if (!conn) {
+          if (isBinary) throw new ProtocolError('bad_frame', 'expected a hello text frame first');
+          const msg = decodeControl(buf.toString('utf8'));
+          if (msg.type !== 'hello') throw new ProtocolError('bad_frame', `expected hello, got ${msg.type}`);
+          clearTimeout(handshakeTimer);
+          conn = this.welcome(ws, edge, msg, remoteAddress);
+          return;
+        }
+        if (isBinary) {
+          const f = decodeBinary(buf);
+          if (f.kind === 'sync') conn.session.receive(f.frame, buf.length);
+          else this.opts.onTunnel?.(conn, f.payload);
+          return;
+        }
+        const msg = decodeControl(buf.toString('utf8'));
+        if (msg.type === 'heartbeat') this.opts.onHeartbeat?.(edge, msg);
+        else if (msg.type === 'error') log.warn({ edge, code: msg.code }, `edge reported: ${msg.message}`);
+        else throw new ProtocolError('bad_frame', `unexpected ${msg.type} message after the handshake`);
+      } catch (err) {
+        if (err instanceof ProtocolError) this.refuse(ws, edge, err.code, err.message);
+        else {
+          log.error({ err, edge }, 'internal error handling a frame');
+          this.refuse(ws, edge, 'internal', 'internal error on the hub; the edge will reconnect');
+        }
+      }
+    });
+
+    ws.on('close', (code, reasonBuf) => {
+      clearTimeout(handshakeTimer);
+      if (!conn) return;
+      conn.session.close();
+      if (this.conns.get(edge) === conn) this.conns.delete(edge);
+      const reason = reasonBuf.toString();
+      log.info({ edge, code, reason, bytesIn: conn.session.stats.bytesIn, bytesOut: conn.session.stats.bytesOut }, 'edge disconnected');
+      this.opts.onDisconnect?.(conn, code, reason);
+    });
+    ws.on('error', (err) => log.warn({ err, edge }, 'edge socket error'));
+  }
+
+  private welcome(ws: WebSocket, edge: EdgeName, hello: HelloMessage, remoteAddress: string): EdgeConnection {
+    if (hello.protocol !== PROTOCOL_VERSION) {
+      throw new ProtocolError(
+        'protocol_version',
+        `this hub speaks sync protocol ${PROTOCOL_VERSION}, the edge speaks ${hello.protocol}: upgrade the ${hello.protocol < PROTOCOL_VERSION ? 'edge' : 'hub'} binary`,
+      );
+    }
+    for (const d of hello.docs) {
+      const p = parseMailboxDocId(d.id);
+      if (!p || p.edge !== edge) throw new ProtocolError('forbidden_document', `edge ${edge} may not sync document ${d.id}`);
+    }
+    const docs: MailboxDoc[] = ensureMailbox(this.opts.store, edge, 'hub');
+    adoptEpochs(this.opts.store, docs, hello.docs);
+    const old = this.conns.get(edge);
+    if (old) this.refuse(old.socket, edge, 'replaced', 'a newer connection of this edge replaced this one');
+    const session = new SyncSession(this.opts.store, edge, docs, (frame) => ws.send(frame), log.child({ edge }));
+    const conn: EdgeConnection = {
+      edge,
+      session,
+      socket: ws,
+      connectedAt: Date.now(),
+      remoteAddress,
+      agentVersion: hello.agentVersion,
+      sendTunnel: (payload) => {
+        if (ws.readyState !== ws.OPEN) return false;
+        ws.send(Buffer.concat([Buffer.from([0x02]), payload]));
+        return true;
+      },
+    };
+    this.conns.set(edge, conn);
+    ws.send(
+      encodeControl({
+        type: 'welcome',
+        protocol: PROTOCOL_VERSION,
+        hubVersion: this.opts.hubVersion,
+        edge,
+        docs: docs.map((d) => ({ id: d.id, epoch: this.opts.store.epoch(d.id)! })),
+        heartbeatSeconds: this.opts.heartbeatSeconds?.(edge) ?? 10,
+      }),
+    );
+    session.start();
+    log.info({ edge, remoteAddress, agentVersion: hello.agentVersion }, 'edge connected');
+    this.opts.onConnect?.(conn);
+    return conn;
+  }
+
+  private refuse(ws: WebSocket, edge: EdgeName, code: ErrorCode, message: string): void {
+    if (code !== 'replaced') log.warn({ edge, code }, `closing edge connection: ${message}`);
+    this.opts.onRefused?.(edge, code, message);
+    try {
+      if (ws.readyState === ws.OPEN) ws.send(encodeControl({ type: 'error', code, message }));
+      // Close reasons are limited to 123 bytes by the WebSocket protocol.
+      ws.close(CLOSE_CODES[code], message.slice(0, 120));
+    } catch {
+      ws.terminate();
+    }
+    // A peer that ignores the close handshake is cut off.
+    setTimeout(() => ws.terminate(), 2_000).unref();
+  }
+
+  private keepalive(): void {
+    for (const ws of this.wss.clients) {
+      if (this.alive.get(ws) === false) {
+        log.warn('terminating an edge connection that missed a ping');
+        ws.terminate();
+        continue;
+      }
+      this.alive.set(ws, false);
+      ws.ping();
+    }
+  }
+}

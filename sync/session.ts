@@ -1,0 +1,123 @@
+/**
+ * @module One sync session: the Automerge sync protocol for a fixed set of documents over one
+ * connection. Used on both ends (the hub per edge connection, the edge towards the hub).
+ *
+ * Delivery: messages are generated after every receive and every local change; the connection
+ * is ordered and reliable while it lasts, and on reconnect the persisted sync state (shared
+ * heads) lets both sides exchange only what changed. A session never trusts its peer: a frame
+ * for a document outside the session, or one that would add changes to a document the peer
+ * does not write, raises a ProtocolError and the caller closes the connection.
+ */
+import * as A from '@automerge/automerge/slim';
+import type { DocId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import { encodeSyncFrame, ProtocolError, type SyncFrame } from './messages.js';
+import { WriteViolation, type ReplicaStore } from './store.js';
+
+export interface SessionDoc {
+  id: DocId;
+  /** True when this side is the document's only writer: the peer may then add no changes. */
+  weWrite: boolean;
+}
+
+export interface SessionStats {
+  bytesIn: number;
+  bytesOut: number;
+  messagesIn: number;
+  messagesOut: number;
+}
+
+export class SyncSession {
+  readonly stats: SessionStats = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0 };
+  private readonly states = new Map<DocId, A.SyncState>();
+  private readonly docs = new Map<DocId, SessionDoc>();
+  private closed = false;
+
+  constructor(
+    private readonly store: ReplicaStore,
+    /** Whose sync states these are: the edge name on the hub, `hub` on an edge. */
+    private readonly peer: string,
+    docs: SessionDoc[],
+    private readonly send: (frame: Buffer) => void,
+    private readonly log: Logger,
+  ) {
+    for (const d of docs) this.docs.set(d.id, d);
+  }
+
+  /** Loads persisted sync states and sends the first message for every document. */
+  start(): void {
+    for (const id of this.docs.keys()) {
+      this.states.set(id, this.store.loadSyncState(this.peer, id));
+      this.flush(id);
+    }
+  }
+
+  /** The writer moved a document to a new epoch: forget what we knew about the peer's copy. */
+  resetDoc(id: DocId): void {
+    if (!this.docs.has(id)) return;
+    this.states.set(id, A.initSyncState());
+    this.flush(id);
+  }
+
+  receive(frame: SyncFrame, frameBytes: number): void {
+    const id = frame.docId as DocId;
+    const doc = this.docs.get(id);
+    if (!doc) throw new ProtocolError('forbidden_document', `document ${frame.docId} is not part of this mailbox`);
+    this.stats.bytesIn += frameBytes;
+    this.stats.messagesIn++;
+    const state = this.states.get(id) ?? this.store.loadSyncState(this.peer, id);
+    try {
+      const r = this.store.receive(this.peer, id, state, frame.message, { mayAddChanges: !doc.weWrite });
+      this.states.set(id, r.state);
+    } catch (err) {
+      if (err instanceof WriteViolation) throw new ProtocolError('write_violation', err.message);
+      throw new ProtocolError('bad_frame', `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`);
+    }
+    this.flush(id);
+  }
+
+  /** A local change happened: tell the peer. */
+  notify(id: DocId): void {
+    if (this.docs.has(id) && this.states.has(id)) this.flush(id);
+  }
+
+  /** True when, as far as this session knows, the peer has exactly our heads for every document. */
+  inSync(): boolean {
+    for (const id of this.docs.keys()) {
+      const st = this.states.get(id);
+      const doc = this.store.get(id);
+      if (!st || !doc) return false;
+      const heads = A.getHeads(doc);
+      const theirs = st.theirHeads;
+      if (!theirs || theirs.length !== heads.length || !heads.every((h) => theirs.includes(h))) return false;
+    }
+    return true;
+  }
+
+  /** Persists what we know the peer has, so the next connection starts from there. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const [id, st] of this.states) {
+      try {
+        if (this.store.has(id)) this.store.saveSyncState(this.peer, id, st);
+      } catch (err) {
+        this.log.warn({ err, doc: id }, 'could not persist sync state');
+      }
+    }
+  }
+
+  private flush(id: DocId): void {
+    if (this.closed) return;
+    const doc = this.store.get(id);
+    const state = this.states.get(id);
+    if (!doc || !state) return;
+    const [next, msg] = A.generateSyncMessage(doc, state);
+    this.states.set(id, next);
+    if (!msg) return;
+    const frame = encodeSyncFrame(id, msg);
+    this.stats.bytesOut += frame.length;
+    this.stats.messagesOut++;
+    this.send(frame);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * @module SQLite conventions shared by the hub's and the edge's stores: WAL, forward-only migrations
+ * recorded per component, and a clear refusal when a newer binary already migrated the file.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { openSqlite, type SqliteDatabase } from './native.js';
+
+export type { SqliteDatabase };
+
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+/** Opens (creating if needed) a database with the pragmas every Outpost store uses. */
+export function openDatabase(file: string): SqliteDatabase {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new Error(`cannot create data directory ${path.dirname(file)}: check the path and its permissions`, { cause: err });
+  }
+  let db: SqliteDatabase;
+  try {
+    db = openSqlite(file);
+  } catch (err) {
+    throw new Error(`cannot open database ${file}`, { cause: err });
+  }
+  db.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9); only an OS
+  // crash or power loss may lose the last transactions, never corrupt the file.
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  db.exec('CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)');
+  return db;
+}
+
+/**
+ * Applies the migrations of one component newer than the recorded version, each in a transaction.
+ * A file written by a newer binary is refused: running an old binary on it could lose data.
+ */
+export function migrate(db: SqliteDatabase, component: string, migrations: Migration[], binaryVersion: string): void {
+  const row = db.prepare('SELECT version FROM schema_versions WHERE component = ?').get(component) as { version: number } | undefined;
+  const current = row?.version ?? 0;
+  const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0);
+  if (current > latest) {
+    throw new Error(
+      `the ${component} data in ${db.name} has schema version ${current}, but this outpost ${binaryVersion} only knows up to ${latest}: ` +
+        `it was written by a newer outpost. Run the newer binary, or restore a backup taken before the upgrade.`,
+    );
+  }
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_versions (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version').run(component, m.version);
+    })();
+  }
+}

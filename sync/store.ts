@@ -1,0 +1,392 @@
+/**
+ * @module The replica store: Automerge documents persisted in one SQLite file, with sync states per
+ * (peer, document) and a hook for projection tables.
+ *
+ * Transaction boundary: applying a received sync message, saving the document's new bytes, saving
+ * the sync state and updating projections (the `onChange` hook) happen in ONE SQLite transaction,
+ * so after a crash at any point the replica is before or after that message, never torn.
+ *
+ * Memory: documents are loaded on demand and evicted least-recently-used under a byte budget;
+ * evicted documents are freed in wasm (`A.free`) because Automerge's wasm memory only grows.
+ *
+ * Storage: each document is a snapshot plus incremental chunks (`saveSince`); when chunks pile up
+ * they are folded into a new snapshot in the same transaction as the write that crossed the line.
+ */
+import { randomBytes } from 'node:crypto';
+import * as A from '@automerge/automerge/slim';
+import type { DocId } from '../core/ids.js';
+import { createLogger } from '../core/logger.js';
+import { buildInfo } from '../core/version.js';
+import { initAutomerge } from './native.js';
+import { migrate, openDatabase, type SqliteDatabase } from './sqlite.js';
+
+const log = createLogger('sync:store');
+
+const MIGRATIONS = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE docs (
+        id TEXT PRIMARY KEY,
+        epoch TEXT NOT NULL,
+        snapshot BLOB NOT NULL,
+        heads TEXT NOT NULL,
+        chunk_count INTEGER NOT NULL DEFAULT 0,
+        chunk_bytes INTEGER NOT NULL DEFAULT 0,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE doc_chunks (
+        doc_id TEXT NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (doc_id, seq)
+      );
+      CREATE TABLE sync_states (
+        peer TEXT NOT NULL,
+        doc_id TEXT NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+        epoch TEXT NOT NULL,
+        state BLOB NOT NULL,
+        PRIMARY KEY (peer, doc_id)
+      );
+    `,
+  },
+];
+
+/** Fold chunks into a snapshot past this many, or once they outweigh the snapshot. */
+const COMPACT_CHUNK_COUNT = 64;
+/** Rough resident cost of a loaded document (FACTS.md: ~117 KiB for a 2.2 KB doc). */
+const DOC_BASE_COST = 100 * 1024;
+const DOC_BYTE_COST = 40;
+
+export type AnyDoc = A.Doc<Record<string, unknown>>;
+
+export interface DocChange {
+  id: DocId;
+  doc: AnyDoc;
+  origin: 'local' | 'remote';
+  /** The peer whose message caused the change (origin remote). */
+  peer?: string;
+  db: SqliteDatabase;
+}
+
+export interface ReplicaStoreOptions {
+  /** Evict loaded documents beyond this estimate of resident bytes. Default 256 MiB. */
+  memoryBudgetBytes?: number;
+  /** Called inside the write transaction of every change: update projection tables here. */
+  onChange?: (change: DocChange) => void;
+  /** Called after the transaction committed (notify sessions, schedule work). */
+  afterChange?: (id: DocId, origin: 'local' | 'remote', peer?: string) => void;
+}
+
+export class WriteViolation extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WriteViolation';
+  }
+}
+
+interface Loaded {
+  doc: AnyDoc;
+  epoch: string;
+  cost: number;
+}
+
+interface DocRow {
+  id: string;
+  epoch: string;
+  snapshot: Buffer;
+  heads: string;
+  chunk_count: number;
+  chunk_bytes: number;
+}
+
+export function newEpoch(): string {
+  return `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const total = parts.reduce((n, p) => n + p.length, 0);
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+function sameHeads(a: A.Heads, b: A.Heads): boolean {
+  if (a.length !== b.length) return false;
+  const s = new Set(a);
+  return b.every((h) => s.has(h));
+}
+
+export class ReplicaStore {
+  readonly db: SqliteDatabase;
+  private readonly cache = new Map<DocId, Loaded>();
+  private cacheCost = 0;
+  private readonly budget: number;
+  private readonly opts: ReplicaStoreOptions;
+  private closed = false;
+  private readonly stmt;
+
+  private constructor(db: SqliteDatabase, opts: ReplicaStoreOptions) {
+    this.db = db;
+    this.opts = opts;
+    this.budget = opts.memoryBudgetBytes ?? 256 * 1024 * 1024;
+    this.stmt = {
+      getDoc: db.prepare('SELECT id, epoch, snapshot, heads, chunk_count, chunk_bytes FROM docs WHERE id = ?'),
+      docMeta: db.prepare('SELECT epoch, heads, length(snapshot) + chunk_bytes AS size FROM docs WHERE id = ?'),
+      chunks: db.prepare('SELECT data FROM doc_chunks WHERE doc_id = ? ORDER BY seq'),
+      insertDoc: db.prepare('INSERT INTO docs (id, epoch, snapshot, heads, updated_at) VALUES (?, ?, ?, ?, ?)'),
+      addChunk: db.prepare('INSERT INTO doc_chunks (doc_id, seq, data) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM doc_chunks WHERE doc_id = ?), ?)'),
+      bumpDoc: db.prepare('UPDATE docs SET heads = ?, chunk_count = chunk_count + 1, chunk_bytes = chunk_bytes + ?, updated_at = ? WHERE id = ?'),
+      counts: db.prepare('SELECT chunk_count, chunk_bytes, length(snapshot) AS snap FROM docs WHERE id = ?'),
+      snapshot: db.prepare('UPDATE docs SET snapshot = ?, heads = ?, chunk_count = 0, chunk_bytes = 0, updated_at = ? WHERE id = ?'),
+      dropChunks: db.prepare('DELETE FROM doc_chunks WHERE doc_id = ?'),
+      deleteDoc: db.prepare('DELETE FROM docs WHERE id = ?'),
+      listDocs: db.prepare('SELECT id, epoch FROM docs WHERE id LIKE ? ORDER BY id'),
+      getSync: db.prepare('SELECT epoch, state FROM sync_states WHERE peer = ? AND doc_id = ?'),
+      putSync: db.prepare(
+        'INSERT INTO sync_states (peer, doc_id, epoch, state) VALUES (?, ?, ?, ?) ON CONFLICT(peer, doc_id) DO UPDATE SET epoch = excluded.epoch, state = excluded.state',
+      ),
+      dropSync: db.prepare('DELETE FROM sync_states WHERE doc_id = ?'),
+    };
+  }
+
+  /** Opens the store file (creating it), after making sure Automerge's wasm is initialized. */
+  static async open(file: string, opts: ReplicaStoreOptions = {}): Promise<ReplicaStore> {
+    await initAutomerge();
+    const db = openDatabase(file);
+    migrate(db, 'replica', MIGRATIONS, buildInfo().version);
+    return new ReplicaStore(db, opts);
+  }
+
+  /** Runs fn in a transaction (nested calls join the outer one). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  has(id: DocId): boolean {
+    return this.cache.has(id) || this.stmt.docMeta.get(id) !== undefined;
+  }
+
+  /** Epoch, heads and stored size without loading the document. */
+  meta(id: DocId): { epoch: string; heads: A.Heads; size: number } | undefined {
+    const r = this.stmt.docMeta.get(id) as { epoch: string; heads: string; size: number } | undefined;
+    return r && { epoch: r.epoch, heads: JSON.parse(r.heads) as A.Heads, size: r.size };
+  }
+
+  list(prefix = ''): { id: DocId; epoch: string }[] {
+    return (this.stmt.listDocs.all(`${prefix}%`) as { id: DocId; epoch: string }[]).map((r) => ({ id: r.id, epoch: r.epoch }));
+  }
+
+  get<T = Record<string, unknown>>(id: DocId): A.Doc<T> | undefined {
+    this.assertOpen();
+    const hit = this.cache.get(id);
+    if (hit) {
+      this.cache.delete(id);
+      this.cache.set(id, hit);
+      return hit.doc as A.Doc<T>;
+    }
+    const row = this.stmt.getDoc.get(id) as DocRow | undefined;
+    if (!row) return undefined;
+    const chunks = (this.stmt.chunks.all(id) as { data: Buffer }[]).map((c) => c.data);
+    let doc: AnyDoc;
+    try {
+      doc = A.loadIncremental(A.init<Record<string, unknown>>(), concat([row.snapshot, ...chunks]));
+    } catch (err) {
+      throw new Error(`document ${id} in ${this.db.name} cannot be loaded: restore the data directory from a backup`, { cause: err });
+    }
+    this.remember(id, doc, row.epoch, row.snapshot.length + row.chunk_bytes);
+    return doc as A.Doc<T>;
+  }
+
+  epoch(id: DocId): string | undefined {
+    return this.cache.get(id)?.epoch ?? this.meta(id)?.epoch;
+  }
+
+  /**
+   * Creates a document. With `init` the local side is its writer and makes the first change;
+   * without, it is an empty replica that sync will fill.
+   */
+  create<T>(id: DocId, opts: { epoch?: string; init?: (d: T) => void } = {}): A.Doc<T> {
+    this.assertOpen();
+    const epoch = opts.epoch ?? newEpoch();
+    let doc = A.init<Record<string, unknown>>();
+    if (opts.init) doc = A.change(doc, { message: 'create' }, opts.init as unknown as A.ChangeFn<Record<string, unknown>>);
+    const bytes = A.save(doc);
+    this.transaction(() => {
+      this.stmt.insertDoc.run(id, epoch, bytes, JSON.stringify(A.getHeads(doc)), Date.now());
+      if (opts.init) this.opts.onChange?.({ id, doc, origin: 'local', db: this.db });
+    });
+    this.remember(id, doc, epoch, bytes.length);
+    if (opts.init) this.opts.afterChange?.(id, 'local');
+    return doc as A.Doc<T>;
+  }
+
+  /** Replaces a document by an empty (or initialized) one in a new epoch, dropping its sync states. */
+  reset<T>(id: DocId, epoch: string, init?: (d: T) => void): A.Doc<T> {
+    this.transaction(() => this.delete(id));
+    return this.create<T>(id, { epoch, init });
+  }
+
+  /** A local change, persisted with projections in one transaction. Returns false when fn changed nothing. */
+  change<T>(id: DocId, fn: (d: T) => void, message?: string): boolean {
+    const before = this.get<Record<string, unknown>>(id);
+    if (!before) throw new Error(`document ${id} does not exist`);
+    const heads = A.getHeads(before);
+    const after = A.change(before, message ? { message } : {}, fn as unknown as A.ChangeFn<Record<string, unknown>>);
+    if (sameHeads(heads, A.getHeads(after))) return false;
+    this.persist(id, after, heads, 'local');
+    this.opts.afterChange?.(id, 'local');
+    return true;
+  }
+
+  /** The persisted sync state for (peer, doc), or a fresh one when absent or from another epoch. */
+  loadSyncState(peer: string, id: DocId): A.SyncState {
+    const row = this.stmt.getSync.get(peer, id) as { epoch: string; state: Buffer } | undefined;
+    if (row && row.epoch === this.epoch(id)) {
+      try {
+        return A.decodeSyncState(row.state);
+      } catch (err) {
+        log.warn({ err, peer, doc: id }, 'discarding unreadable sync state');
+      }
+    }
+    return A.initSyncState();
+  }
+
+  saveSyncState(peer: string, id: DocId, state: A.SyncState): void {
+    const epoch = this.epoch(id);
+    if (epoch === undefined) return;
+    this.stmt.putSync.run(peer, id, epoch, A.encodeSyncState(state));
+  }
+
+  /**
+   * Applies a sync message from `peer`. With `mayAddChanges: false` (the peer is not this
+   * document's writer) a message that would add any change is refused with WriteViolation and
+   * the replica stays exactly as it was.
+   */
+  receive(peer: string, id: DocId, state: A.SyncState, message: Uint8Array, opts: { mayAddChanges: boolean }): { state: A.SyncState; changed: boolean } {
+    const before = this.get(id);
+    if (!before) throw new Error(`document ${id} does not exist`);
+    const heads = A.getHeads(before);
+    let after: AnyDoc;
+    let next: A.SyncState;
+    try {
+      [after, next] = A.receiveSyncMessage(before, state, message);
+    } catch (err) {
+      // The old handle is outdated once receive ran; reload from disk on next use.
+      this.evict(id);
+      throw new Error(`invalid sync message for ${id}`, { cause: err });
+    }
+    const changed = !sameHeads(heads, A.getHeads(after));
+    if (changed && !opts.mayAddChanges) {
+      this.evict(id, after);
+      throw new WriteViolation(`${peer} may not write ${id}: the message would add ${A.getChangesMetaSince(after, heads).length} change(s)`);
+    }
+    try {
+      this.transaction(() => {
+        if (changed) this.persist(id, after, heads, 'remote', peer);
+        else this.replace(id, after);
+        this.saveSyncState(peer, id, next);
+      });
+    } catch (err) {
+      this.evict(id, after);
+      throw err;
+    }
+    if (changed) this.opts.afterChange?.(id, 'remote', peer);
+    return { state: next, changed };
+  }
+
+  /** Deletes a document and its sync states. */
+  delete(id: DocId): void {
+    this.transaction(() => {
+      this.stmt.dropSync.run(id);
+      this.stmt.dropChunks.run(id);
+      this.stmt.deleteDoc.run(id);
+    });
+    this.evict(id);
+  }
+
+  /** Number and estimated bytes of loaded documents (for metrics and tests). */
+  loadedStats(): { docs: number; bytes: number } {
+    return { docs: this.cache.size, bytes: this.cacheCost };
+  }
+
+  close(): void {
+    if (this.closed) return;
+    for (const id of [...this.cache.keys()]) this.evict(id);
+    this.closed = true;
+    this.db.close();
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string): void {
+    const now = Date.now();
+    const heads = JSON.stringify(A.getHeads(doc));
+    const run = () => {
+      const inc = A.saveSince(doc, prevHeads);
+      this.stmt.addChunk.run(id, id, inc);
+      this.stmt.bumpDoc.run(heads, inc.length, now, id);
+      const c = this.stmt.counts.get(id) as { chunk_count: number; chunk_bytes: number; snap: number };
+      if (c.chunk_count >= COMPACT_CHUNK_COUNT || c.chunk_bytes > Math.max(c.snap, 16 * 1024)) {
+        this.stmt.snapshot.run(A.save(doc), heads, now, id);
+        this.stmt.dropChunks.run(id);
+      }
+      this.opts.onChange?.({ id, doc, origin, peer, db: this.db });
+    };
+    try {
+      this.transaction(run);
+    } catch (err) {
+      this.evict(id, doc);
+      throw err;
+    }
+    this.replace(id, doc);
+  }
+
+  private replace(id: DocId, doc: AnyDoc): void {
+    const cur = this.cache.get(id);
+    const epoch = cur?.epoch ?? this.meta(id)?.epoch;
+    if (epoch === undefined) return;
+    this.remember(id, doc, epoch, undefined);
+  }
+
+  private remember(id: DocId, doc: AnyDoc, epoch: string, storedBytes: number | undefined): void {
+    const cur = this.cache.get(id);
+    if (cur) {
+      this.cache.delete(id);
+      this.cacheCost -= cur.cost;
+    }
+    const size = storedBytes ?? (this.meta(id)?.size ?? 0);
+    const cost = DOC_BASE_COST + size * DOC_BYTE_COST;
+    this.cache.set(id, { doc, epoch, cost });
+    this.cacheCost += cost;
+    for (const [victim] of this.cache) {
+      if (this.cacheCost <= this.budget || this.cache.size <= 1) break;
+      if (victim === id) continue;
+      this.evict(victim);
+    }
+  }
+
+  /** Drops a document from memory; `live` is the current handle when the cached one was outdated by a change. */
+  private evict(id: DocId, live?: AnyDoc): void {
+    const cur = this.cache.get(id);
+    if (cur) {
+      this.cache.delete(id);
+      this.cacheCost -= cur.cost;
+    }
+    const handle = live ?? cur?.doc;
+    if (!handle) return;
+    try {
+      A.free(handle);
+    } catch {
+      /* an outdated handle owns nothing */
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('replica store is closed');
+  }
+}

@@ -1,0 +1,81 @@
+/** Shared helpers for cross-folder tests: temp dirs, polling with a deadline, forked peers. */
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export function tempDir(prefix = 'outpost-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** Polls `fn` until it returns a truthy value or the deadline passes (then throws with the last value). */
+export async function waitFor<T>(fn: () => T | Promise<T>, opts: { timeout?: number; interval?: number; what?: string } = {}): Promise<NonNullable<T>> {
+  const deadline = Date.now() + (opts.timeout ?? 20_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${opts.what ?? 'condition'}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, opts.interval ?? 50));
+  }
+}
+
+/** A TypeScript script in a child process with an IPC channel: request/response by id. */
+export class ForkedPeer {
+  readonly child: ChildProcess;
+  private rid = 0;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  readonly events: Record<string, unknown>[] = [];
+  readonly ready: Promise<Record<string, unknown>>;
+  stderr = '';
+
+  constructor(script: string, env: Record<string, string>) {
+    this.child = fork(script, [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, OUTPOST_LOG_LEVEL: process.env.OUTPOST_TEST_LOG ?? 'warn', ...env },
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+    });
+    this.child.stderr?.on('data', (c: Buffer) => {
+      this.stderr += c.toString();
+      if (process.env.OUTPOST_TEST_LOG) process.stderr.write(c);
+    });
+    this.ready = new Promise((resolve, reject) => {
+      this.child.on('message', (m: Record<string, unknown>) => {
+        if (m.ready) resolve(m);
+        else if (typeof m.rid === 'number') {
+          const p = this.pending.get(m.rid);
+          this.pending.delete(m.rid);
+          if (m.error) p?.reject(new Error(String(m.error)));
+          else p?.resolve(m.result);
+        } else this.events.push(m);
+      });
+      this.child.on('exit', (code, sig) => {
+        reject(new Error(`peer exited (${code ?? sig}) before ready: ${this.stderr.slice(-2000)}`));
+        for (const p of this.pending.values()) p.reject(new Error(`peer exited (${code ?? sig})`));
+        this.pending.clear();
+      });
+    });
+  }
+
+  call<T = unknown>(cmd: Record<string, unknown>): Promise<T> {
+    const rid = ++this.rid;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(rid, { resolve: resolve as (v: unknown) => void, reject });
+      this.child.send({ ...cmd, rid });
+    });
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.kill(signal);
+    await exited;
+  }
+}
