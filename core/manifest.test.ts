@@ -35,7 +35,12 @@ describe('parseManifests', () => {
     expect(parseManifests('{"kind": "List", "items": [{"kind": "Pod"}, {"kind": "Service"}]}')).toEqual([{ kind: 'Pod' }, { kind: 'Service' }]);
   });
 
+  it('expands a top-level list', () => {
+    expect(parseManifests('- kind: Pod\n- kind: Service\n')).toEqual([{ kind: 'Pod' }, { kind: 'Service' }]);
+  });
+
   const bad: [string, string][] = [
+    ['kind: Pod\n---\njust text\n', 'YAML document 2: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got "just text"'],
     ['a: 1\n---\nb: [1,\n', 'YAML document 2 (line 4, column 1): Flow sequence in block collection must be sufficiently indented and end with a ]'],
     ['kind: Pod\nkind: Service\n', 'YAML document 1 (line 2, column 1): Map keys must be unique'],
     ['x: 1\n---\ny: 2\n---\na:\n  b: 1\n c: 2\n', 'YAML document 3 (line 7, column 1): All mapping items must start at the same column'],

@@ -8,7 +8,8 @@ import type { Manifest } from './resources.js';
 
 /**
  * Parses a multi-document YAML (or JSON) text into plain values, one per non-empty document.
- * A `kind: List` document is expanded into its items, as `kubectl apply` does.
+ * A `kind: List` document and a top-level list are expanded into their items, as `kubectl apply`
+ * does. The items are not validated here: callers check them with the `Manifest` schema.
  * Throws an Error naming the document (1-based, counting empty ones) and the line.
  */
 export function parseManifests(text: string): unknown[] {
@@ -32,8 +33,15 @@ export function parseManifests(text: string): unknown[] {
       throw new Error(`YAML document ${i + 1}: ${(cause as Error).message}`, { cause });
     }
     if (value === null || value === undefined) return;
+    if (Array.isArray(value)) {
+      out.push(...value);
+      return;
+    }
+    if (typeof value !== 'object') {
+      throw new Error(`YAML document ${i + 1}: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got ${JSON.stringify(value).slice(0, 60)}`);
+    }
     const list = value as { kind?: unknown; items?: unknown };
-    if (typeof value === 'object' && !Array.isArray(value) && list.kind === 'List' && Array.isArray(list.items)) out.push(...list.items);
+    if (list.kind === 'List' && Array.isArray(list.items)) out.push(...list.items);
     else out.push(value);
   });
   return out;
