@@ -4,6 +4,7 @@
  * the native addon and the wasm must be inside the bundle).
  */
 import fs from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 
@@ -58,6 +59,34 @@ module.exports = function bindings(name) {
   },
 };
 
+/**
+ * Optional packages that dependencies `require` inside try/catch and that are not installed.
+ * Left alone, esbuild keeps such a require as is, and inside the executable Node's SEA `require`
+ * then prints a warning on stderr before throwing. A stub throws the same MODULE_NOT_FOUND
+ * error a missing package would, silently.
+ */
+export const OPTIONAL_MODULES: readonly string[] = [
+  'bufferutil', // ws; also switched off by the WS_NO_BUFFER_UTIL define
+  'utf-8-validate', // ws; also switched off by WS_NO_UTF_8_VALIDATE
+  'encoding', // node-fetch (via @kubernetes/client-node): only for non-UTF-8 response charsets
+  'supports-color', // debug (via agent-base/socks): colors for DEBUG output
+];
+
+const optionalModuleStubs: esbuild.Plugin = {
+  name: 'outpost-optional-modules',
+  setup(build) {
+    const names = OPTIONAL_MODULES.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+    build.onResolve({ filter: new RegExp(`^(${names})$`) }, (args) => ({ path: args.path, namespace: 'outpost-optional' }));
+    build.onLoad({ filter: /.*/, namespace: 'outpost-optional' }, (args) => ({
+      loader: 'js',
+      contents: `const e = new Error(${JSON.stringify(`Cannot find module '${args.path}' (not packaged: optional)`)}); e.code = 'MODULE_NOT_FOUND'; throw e;`,
+    }));
+  },
+};
+
+const BUILTINS = new Set(builtinModules);
+const isBuiltin = (p: string): boolean => BUILTINS.has(p.replace(/^node:/, '')) || p.startsWith('node:');
+
 function packageOf(input: string): string {
   const i = input.lastIndexOf('node_modules/');
   if (i < 0) return '(project)';
@@ -91,10 +120,7 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
         'process.env.WS_NO_BUFFER_UTIL': '"1"',
         'process.env.WS_NO_UTF_8_VALIDATE': '"1"',
       },
-      // Never installed and never reached thanks to the defines above; external keeps esbuild from
-      // failing should one of them appear in node_modules as someone else's dependency.
-      external: ['bufferutil', 'utf-8-validate'],
-      plugins: [bindingsShim],
+      plugins: [bindingsShim, optionalModuleStubs],
     });
   } catch (cause) {
     throw new Error(`bundling ${entry} with esbuild failed (see the errors above)`, { cause });
@@ -104,6 +130,18 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
   const fatal = result.warnings.filter((w) => w.id === 'empty-import-meta');
   if (fatal.length > 0) {
     throw new Error(`import.meta used in a way the CommonJS bundle cannot provide:\n${warnings.join('\n')}\nuse import.meta.url only (the build defines it), or __dirname-free code`);
+  }
+  // Anything esbuild could not resolve stays a runtime require(), which the executable cannot
+  // satisfy (its require only loads built-in modules): make that a build error, not a field bug.
+  const unresolved: string[] = [];
+  for (const [input, meta] of Object.entries(result.metafile.inputs)) {
+    for (const imp of meta.imports) if (imp.external && imp.path !== '<runtime>' && !isBuiltin(imp.path)) unresolved.push(`${imp.path} (required by ${input})`);
+  }
+  if (unresolved.length > 0) {
+    throw new Error(
+      `the bundle would require modules at runtime that the executable cannot load:\n  ${unresolved.join('\n  ')}\n` +
+        'install them, or if the code copes with their absence add them to OPTIONAL_MODULES in build/sea/bundle.ts',
+    );
   }
   const byPkg = new Map<string, number>();
   for (const out of Object.values(result.metafile.outputs)) {

@@ -1,0 +1,204 @@
+/**
+ * The packaged executable, run the way users run it: copied to a fresh directory, started from an
+ * empty read-only working directory, with no node_modules, no network (own network namespace) and,
+ * when the test runs as root, as the unprivileged user `nobody` so read-only really is read-only.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { DIST_BUNDLE, DIST_EXECUTABLE, ROOT } from './build.js';
+import { collectAssets, uiAssets, UI_MANIFEST_KEY, type UiManifest } from './sea/assets.js';
+import { bundle } from './sea/bundle.js';
+import { buildExecutable } from './sea/executable.js';
+import { ensureBuilt } from './sea/freshness.js';
+
+const NOBODY = 65534;
+const asRoot = process.getuid?.() === 0;
+const runUid = asRoot ? NOBODY : (process.getuid?.() ?? 0);
+
+let tmp: string;
+let bin: string;
+let emptyCwd: string;
+let selftestExe: string;
+
+function dir(name: string, mode: number): string {
+  const d = path.join(tmp, name);
+  fs.mkdirSync(d, { recursive: true });
+  fs.chmodSync(d, mode);
+  return d;
+}
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a file with exactly `env` (plus PATH), from the empty read-only directory, without network. */
+function runIsolated(file: string, args: string[], env: Record<string, string>): Run {
+  const envArgs = Object.entries({ PATH: '/usr/bin:/bin', ...env }).map(([k, v]) => `${k}=${v}`);
+  const inner = ['env', '-i', ...envArgs, file, ...args];
+  const argv = asRoot ? ['unshare', '--net', 'setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...inner] : inner;
+  const r = spawnSync(argv[0]!, argv.slice(1), { cwd: emptyCwd, encoding: 'utf8', timeout: 60_000 });
+  if (r.error) throw new Error(`running ${file} failed to start`, { cause: r.error });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const VERSION_LINE = /^outpost (\d+\.\d+\.\d+\S*) \(commit ([0-9a-f]{12})(-dirty)?\)\n$/;
+
+beforeAll(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-build-test-'));
+  fs.chmodSync(tmp, 0o755);
+  bin = dir('bin', 0o755);
+  emptyCwd = dir('empty', 0o555);
+  ensureBuilt(ROOT, [DIST_EXECUTABLE, DIST_BUNDLE]);
+  fs.copyFileSync(DIST_EXECUTABLE, path.join(bin, 'outpost'));
+  fs.chmodSync(path.join(bin, 'outpost'), 0o755);
+
+  const ui = path.join(tmp, 'ui-dist');
+  fs.mkdirSync(path.join(ui, 'assets'), { recursive: true });
+  fs.writeFileSync(path.join(ui, 'index.html'), '<!doctype html><title>Outpost</title><script src="/assets/app.js"></script>');
+  fs.writeFileSync(path.join(ui, 'assets', 'app.js'), 'console.log("outpost ui")\n');
+  fs.writeFileSync(path.join(ui, 'assets', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
+  selftestExe = path.join(bin, 'selftest');
+  await buildExecutable({
+    root: ROOT,
+    entry: path.join(ROOT, 'build', 'sea', 'selftest.ts'),
+    outFile: selftestExe,
+    bundleFile: path.join(tmp, 'selftest.cjs'),
+    info: { version: '0.0.0-selftest', commit: 'selftest' },
+    uiDist: ui,
+  });
+}, 600_000);
+
+afterAll(() => {
+  if (!tmp) return;
+  // Directories were made read-only on purpose; give write back so they can be removed.
+  spawnSync('chmod', ['-R', 'u+w', tmp]);
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('dist/outpost', () => {
+  test('--version prints version and commit, and nothing on stderr (no experimental warning)', () => {
+    const r = runIsolated(path.join(bin, 'outpost'), ['--version'], { HOME: '/nonexistent' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const m = VERSION_LINE.exec(r.stdout);
+    expect(m, `unexpected --version output: ${JSON.stringify(r.stdout)}`).not.toBeNull();
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(m![1]).toBe(pkg.version);
+    // The commit baked in is a real commit of this repository.
+    const known = spawnSync('git', ['cat-file', '-e', `${m![2]}^{commit}`], { cwd: ROOT });
+    expect(known.status).toBe(0);
+  });
+
+  test('the bundle runs with plain node and reports the same build', () => {
+    const exe = runIsolated(path.join(bin, 'outpost'), ['--version'], { HOME: '/nonexistent' });
+    const r = spawnSync(process.execPath, [DIST_BUNDLE, '--version'], { cwd: tmp, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(exe.stdout);
+  });
+
+  test('an unknown flag fails with a usage hint instead of a stack trace', () => {
+    const r = runIsolated(path.join(bin, 'outpost'), ['--no-such-flag'], { HOME: '/nonexistent' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/unknown option '--no-such-flag'/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('packaged self-test (SQLite, Automerge, ws, pino, Kubernetes client, UI assets)', () => {
+  const addonHash = (): string =>
+    createHash('sha256')
+      .update(fs.readFileSync(path.join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')))
+      .digest('hex')
+      .slice(0, 16);
+
+  function selftest(env: Record<string, string>): { log: Record<string, unknown>; result: Record<string, any> } {
+    const work = dir(`work-${Math.random().toString(36).slice(2)}`, 0o777);
+    const r = runIsolated(selftestExe, [work], env);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    return { log: JSON.parse(lines[0]!), result: JSON.parse(lines[1]!) };
+  }
+
+  test('falls back to a cache in the temp dir when home is unusable, and every piece works', () => {
+    const tmpdir = dir('tmpdir', 0o777);
+    const { log, result } = selftest({ HOME: '/nonexistent', TMPDIR: tmpdir });
+    expect(result.packaged).toBe(true);
+    expect(result.sqlite).toEqual({ version: expect.stringMatching(/^3\.\d+\.\d+$/), journalMode: 'wal' });
+    expect(result.automerge.replicas).toBe(3);
+    expect(result.automerge.heads).toHaveLength(1);
+    expect(result.ws.echoedBytes).toBeGreaterThan(0);
+    // Nothing listens (and there is no network): the client got as far as opening a connection.
+    expect(result.kubernetes.error).toMatch(/^(ECONNREFUSED|ENETUNREACH|EADDRNOTAVAIL)$/);
+    expect(result.ui).toEqual({ files: 3 });
+    expect(log).toMatchObject({ level: 30, ns: 'build:selftest', msg: 'selftest passed' });
+    expect(fs.existsSync(path.join(tmpdir, `outpost-cache-${runUid}`, addonHash(), 'better_sqlite3.node'))).toBe(true);
+  });
+
+  test('OUTPOST_CACHE_DIR holds the extracted addon, reused by the next start', () => {
+    const cache = dir('cache', 0o777);
+    selftest({ HOME: '/nonexistent', OUTPOST_CACHE_DIR: cache });
+    const addon = path.join(cache, addonHash(), 'better_sqlite3.node');
+    const first = fs.statSync(addon);
+    expect(first.size).toBe(fs.statSync(path.join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')).size);
+    selftest({ HOME: '/nonexistent', OUTPOST_CACHE_DIR: cache });
+    expect(fs.statSync(addon).mtimeMs).toBe(first.mtimeMs);
+    expect(fs.readdirSync(path.join(cache, addonHash()))).toEqual(['better_sqlite3.node']);
+  });
+});
+
+describe('assets and bundling rules', () => {
+  test('a built UI becomes ui/<path> assets plus a manifest with sizes, hashes and content types', () => {
+    const ui = path.join(tmp, 'ui-dist');
+    const work = dir('assets-work', 0o755);
+    const { assets, manifest } = uiAssets(ui, work);
+    expect(Object.keys(assets).sort()).toEqual(['ui/assets/app.js', 'ui/assets/logo.svg', 'ui/index.html', UI_MANIFEST_KEY]);
+    const onDisk = JSON.parse(fs.readFileSync(assets[UI_MANIFEST_KEY]!, 'utf8')) as UiManifest;
+    expect(onDisk).toEqual(manifest);
+    const html = manifest.files.find((f) => f.path === 'index.html')!;
+    expect(html.contentType).toBe('text/html; charset=utf-8');
+    expect(html.sha256).toBe(createHash('sha256').update(fs.readFileSync(path.join(ui, 'index.html'))).digest('hex'));
+    expect(manifest.files.find((f) => f.path === 'assets/logo.svg')!.contentType).toBe('image/svg+xml');
+  });
+
+  test('a UI file named manifest.json is refused with the reason', () => {
+    const ui = dir('ui-collide', 0o755);
+    fs.writeFileSync(path.join(ui, 'manifest.json'), '{}');
+    expect(() => uiAssets(ui, ui)).toThrow(/collides with the asset key ui\/manifest\.json/);
+  });
+
+  test('dist/openapi.json is embedded when present, skipped when absent', () => {
+    const root = dir('fake-root', 0o755);
+    fs.writeFileSync(path.join(root, 'package.json'), '{"name":"fake"}');
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'));
+    const work = dir('fake-work', 0o755);
+    const without = collectAssets({ root, workDir: work });
+    expect(Object.keys(without).sort()).toEqual(['automerge.wasm', 'better_sqlite3.node']);
+    fs.mkdirSync(path.join(root, 'dist'));
+    fs.writeFileSync(path.join(root, 'dist', 'openapi.json'), '{"openapi":"3.1.0"}');
+    expect(collectAssets({ root, workDir: work })['openapi.json']).toBe(path.join(root, 'dist', 'openapi.json'));
+  });
+
+  test('a require the executable could not satisfy fails the build, naming the module', async () => {
+    const src = dir('src-missing', 0o755);
+    const entry = path.join(src, 'entry.ts');
+    fs.writeFileSync(entry, "let m: unknown;\ntry { m = require('outpost-no-such-package'); } catch { m = null; }\nconsole.log(m);\n");
+    await expect(bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' })).rejects.toThrow(/outpost-no-such-package \(required by .*entry\.ts\)[\s\S]*OPTIONAL_MODULES/);
+  });
+
+  test('known optional modules are stubbed to fail like a missing package', async () => {
+    const src = dir('src-optional', 0o755);
+    const entry = path.join(src, 'entry.ts');
+    fs.writeFileSync(entry, "try { require('encoding'); console.log('loaded'); } catch (e) { console.log((e as { code?: string }).code); }\n");
+    await bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' });
+    const r = spawnSync(process.execPath, [path.join(src, 'out.cjs')], { encoding: 'utf8' });
+    expect(r.stdout).toBe('MODULE_NOT_FOUND\n');
+  });
+});
