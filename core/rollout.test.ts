@@ -160,7 +160,7 @@ describe('planRollout', () => {
     expect(p.phase).toBe('Paused');
     expect(p.reason).toBe('paused by user; 0 of 2 edges updated, 0 ready; run `outpost rollout resume placement web` to continue');
     const done = plan([written('e1', 'ready')], { paused: true });
-    expect(done.reason).toBe('paused by user; all 1 edge are up to date; run `outpost rollout resume placement web` to roll out later changes');
+    expect(done.reason).toBe('paused by user; the edge is up to date; run `outpost rollout resume placement web` to roll out later changes');
   });
 
   it('lists at most five names', () => {

@@ -151,7 +151,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
     phase = 'Paused';
     reason =
       ready === total
-        ? `paused by user; all ${plural(total, 'edge')} are up to date; ${resume} to roll out later changes`
+        ? `paused by user; ${total === 1 ? 'the edge is' : `all ${total} edges are`} up to date; ${resume} to roll out later changes`
         : `paused by user; ${progress}; ${resume} to continue`;
   } else if (total === 0) {
     phase = 'Complete';
