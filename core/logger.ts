@@ -1,26 +1,46 @@
-/** @module Logger factory: pino, one namespace per folder (`hub:api`, `edge:reconciler`). */
+/**
+ * @module Logger factory: pino, JSON lines, one namespace per folder (`hub:api`, `edge:reconciler`).
+ *
+ * Output goes to stdout, except under vitest, where it is dropped unless OUTPOST_TEST_LOG is set;
+ * tests that assert on what was logged use `captureLogs()`.
+ */
 import pino from 'pino';
 
 export type Logger = pino.Logger;
 
+const captures = new Set<string[]>();
+const toStdout = !process.env.VITEST || !!process.env.OUTPOST_TEST_LOG;
+
 let root: pino.Logger | undefined;
 
 function rootLogger(): pino.Logger {
-  if (!root) {
-    root = pino({
-      level: process.env.OUTPOST_LOG_LEVEL ?? (process.env.VITEST ? 'silent' : 'info'),
+  root ??= pino(
+    {
+      level: process.env.OUTPOST_LOG_LEVEL ?? 'info',
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
-    });
-  }
+    },
+    {
+      write(line: string) {
+        for (const c of captures) c.push(line);
+        if (toStdout) process.stdout.write(line);
+      },
+    },
+  );
   return root;
-}
-
-/** Replace the root logger (tests capture logs, main sets the level from flags). */
-export function setRootLogger(l: pino.Logger): void {
-  root = l;
 }
 
 export function createLogger(ns: string, bindings: Record<string, unknown> = {}): Logger {
   return rootLogger().child({ ns, ...bindings });
+}
+
+/** Collects every log line written from now until `stop()` (for tests). */
+export function captureLogs(): { lines: string[]; parsed(): Record<string, unknown>[]; stop(): void } {
+  const lines: string[] = [];
+  captures.add(lines);
+  return {
+    lines,
+    parsed: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
+    stop: () => captures.delete(lines),
+  };
 }

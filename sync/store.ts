@@ -282,8 +282,9 @@ export class ReplicaStore {
     }
     const changed = !sameHeads(heads, A.getHeads(after));
     if (changed && !opts.mayAddChanges) {
+      const added = A.getChangesMetaSince(after, heads).length;
       this.evict(id, after);
-      throw new WriteViolation(`${peer} may not write ${id}: the message would add ${A.getChangesMetaSince(after, heads).length} change(s)`);
+      throw new WriteViolation(`${peer} may not write ${id}: the message would add ${added} change(s)`);
     }
     try {
       this.transaction(() => {

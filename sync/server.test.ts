@@ -1,0 +1,201 @@
+/**
+ * Hostile input against the sync endpoint, over real sockets: each refusal is specific, logged,
+ * leaves the hub's replica unchanged, and a well-behaved edge keeps syncing throughout.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import * as A from '@automerge/automerge/slim';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { edgeName, mailboxDocId } from '../core/ids.js';
+import { captureLogs } from '../core/logger.js';
+import { putReportWorkload, putSpecWorkload, readReport, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import { tempDir, waitFor } from '../test/helpers.js';
+import { SyncClient } from './client.js';
+import { ensureMailbox } from './mailbox.js';
+import { encodeControl, encodeSyncFrame, PROTOCOL_VERSION } from './messages.js';
+import { SyncServer } from './server.js';
+import { ReplicaStore } from './store.js';
+
+const A_EDGE = edgeName('edge-a');
+const B_EDGE = edgeName('edge-b');
+let dir: string;
+let hubStore: ReplicaStore;
+let server: SyncServer;
+let httpServer: http.Server;
+let url: string;
+let goodStore: ReplicaStore;
+let good: SyncClient;
+const refusals: { edge: string | null; code: string }[] = [];
+
+beforeAll(async () => {
+  dir = tempDir();
+  hubStore = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => server.notify(id) });
+  httpServer = http.createServer((_q, r) => r.writeHead(404).end());
+  server = new SyncServer({
+    store: hubStore,
+    hubVersion: 'test',
+    maxFrameBytes: 64 * 1024,
+    authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : t === 'tok-b' ? { edge: B_EDGE } : null),
+    onRefused: (edge, code) => refusals.push({ edge, code }),
+  });
+  server.attach(httpServer);
+  await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', r));
+  url = `ws://127.0.0.1:${(httpServer.address() as { port: number }).port}/api/v1/sync`;
+  // A well-behaved edge that must keep syncing while the others misbehave.
+  goodStore = await ReplicaStore.open(path.join(dir, 'good.db'), { afterChange: (id) => good.notify(id) });
+  good = new SyncClient({ url, token: 'tok-b', edge: B_EDGE, store: goodStore, agentVersion: 'test' });
+  good.start();
+  await waitFor(() => good.state === 'connected', { what: 'good edge connected' });
+});
+
+afterAll(async () => {
+  await good.stop();
+  await server.close();
+  httpServer.close();
+  hubStore.close();
+  goodStore.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** The good edge writes a status and we wait until the hub has it: proof that it still syncs. */
+let goodGen = 0;
+async function goodEdgeStillSyncs(): Promise<void> {
+  const gen = ++goodGen;
+  goodStore.change<ReportDoc>(mailboxDocId(B_EDGE, 'report'), (d) => {
+    putReportWorkload(d, 'web', { observedGeneration: gen, phase: 'Ready', restarts: 0, objects: {} });
+  });
+  await waitFor(() => readReport(hubStore.get<ReportDoc>(mailboxDocId(B_EDGE, 'report'))!).workloads.web?.observedGeneration === gen, { what: 'good edge report at hub' });
+}
+
+function upgradeStatus(headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.on('open', () => {
+      ws.terminate();
+      reject(new Error('socket opened'));
+    });
+    ws.on('error', () => undefined);
+  });
+}
+
+/** Opens an authenticated raw socket, runs `act`, and resolves with the close code, reason and any error message. */
+function rawSession(token: string, act: (ws: WebSocket) => void): Promise<{ code: number; reason: string; error?: { code: string; message: string } }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+    let error: { code: string; message: string } | undefined;
+    ws.on('open', () => act(ws));
+    ws.on('message', (d, bin) => {
+      if (!bin) {
+        const m = JSON.parse(d.toString()) as { type: string; code: string; message: string };
+        if (m.type === 'error') error = { code: m.code, message: m.message };
+      }
+    });
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), error }));
+    ws.on('error', () => undefined);
+  });
+}
+
+const hello = (docs: { id: string; epoch: string }[] = [], protocol = PROTOCOL_VERSION) => encodeControl({ type: 'hello', protocol, agentVersion: 'test', docs });
+
+describe('sync endpoint refuses hostile input', () => {
+  it('missing or wrong credential: 401 at the upgrade, no socket, logged', async () => {
+    const logs = captureLogs();
+    expect(await upgradeStatus({})).toBe(401);
+    expect(await upgradeStatus({ authorization: 'Bearer nope' })).toBe(401);
+    logs.stop();
+    expect(logs.parsed().filter((l) => String(l.msg).includes('refused sync upgrade'))).toHaveLength(2);
+    expect(refusals.filter((r) => r.code === 'unauthorized').length).toBeGreaterThanOrEqual(2);
+    await goodEdgeStillSyncs();
+  });
+
+  it('a wrong protocol version gets protocol_version and close 4426', async () => {
+    const r = await rawSession('tok-a', (ws) => ws.send(hello([], 99)));
+    expect(r.code).toBe(4426);
+    expect(r.error?.code).toBe('protocol_version');
+    expect(r.error?.message).toMatch(/upgrade the hub/);
+    await goodEdgeStillSyncs();
+  });
+
+  it("a valid edge asking for another edge's document is refused with 4403", async () => {
+    const r = await rawSession('tok-a', (ws) => ws.send(hello([{ id: 'edge/edge-b/report', epoch: 'x' }])));
+    expect(r.code).toBe(4403);
+    expect(r.error?.code).toBe('forbidden_document');
+    // After the handshake too: a sync frame for a foreign document.
+    const r2 = await rawSession('tok-a', (ws) => {
+      ws.send(hello());
+      ws.once('message', () => ws.send(encodeSyncFrame('edge/edge-b/spec', new Uint8Array([0x42, 1, 2, 3]))));
+    });
+    expect(r2.code).toBe(4403);
+    await goodEdgeStillSyncs();
+  });
+
+  it('an edge sending changes for its spec document is refused and the hub replica stays unchanged', async () => {
+    ensureMailbox(hubStore, A_EDGE, 'hub');
+    const specId = mailboxDocId(A_EDGE, 'spec');
+    hubStore.change<SpecDoc>(specId, (d) => {
+      putSpecWorkload(d, { name: 'web', generation: 1, revision: 1, manifests: [] });
+    });
+    const headsBefore = A.getHeads(hubStore.get(specId)!);
+    // The attacker builds a spec doc from the hub's own bytes, adds a change, and syncs it.
+    let forged = A.load<SpecDoc>(A.save(hubStore.get(specId)!));
+    forged = A.change(forged, (d) => {
+      putSpecWorkload(d, { name: 'evil', generation: 99, revision: 1, manifests: [] });
+    });
+    const logs = captureLogs();
+    const r = await rawSession('tok-a', (ws) => {
+      ws.send(hello([{ id: specId, epoch: hubStore.epoch(specId)! }, { id: mailboxDocId(A_EDGE, 'report'), epoch: hubStore.epoch(mailboxDocId(A_EDGE, 'report'))! }]));
+      let st = A.initSyncState();
+      ws.on('message', (d, bin) => {
+        if (!bin) return;
+        const buf = d as Buffer;
+        const idLen = buf.readUInt16BE(1);
+        if (buf.toString('utf8', 3, 3 + idLen) !== specId) return;
+        [forged, st] = A.receiveSyncMessage(forged, st, new Uint8Array(buf.subarray(3 + idLen)));
+        const [st2, msg] = A.generateSyncMessage(forged, st);
+        st = st2;
+        if (msg) ws.send(encodeSyncFrame(specId, msg));
+      });
+    });
+    logs.stop();
+    expect(r.code).toBe(4409);
+    expect(r.error?.code).toBe('write_violation');
+    expect(A.getHeads(hubStore.get(specId)!)).toEqual(headsBefore);
+    expect(Object.keys(hubStore.get<SpecDoc>(specId)!.workloads)).toEqual(['web']);
+    expect(logs.parsed().some((l) => l.code === 'write_violation' && l.edge === 'edge-a')).toBe(true);
+    // The refusal survives a reload from disk too.
+    const reopened = await ReplicaStore.open(path.join(dir, 'hub.db'));
+    expect(Object.keys(reopened.get<SpecDoc>(specId)!.workloads)).toEqual(['web']);
+    reopened.close();
+    await goodEdgeStillSyncs();
+  });
+
+  it('garbage text and binary frames close with 4400', async () => {
+    const t = await rawSession('tok-a', (ws) => ws.send('this is not json'));
+    expect(t.code).toBe(4400);
+    expect(t.error?.code).toBe('bad_frame');
+    const b = await rawSession('tok-a', (ws) => {
+      ws.send(hello());
+      ws.once('message', () => ws.send(Buffer.from([0x7f, 0, 1, 2])));
+    });
+    expect(b.code).toBe(4400);
+    const s = await rawSession('tok-a', (ws) => {
+      ws.send(hello());
+      ws.once('message', () => ws.send(encodeSyncFrame('edge/edge-a/report', new Uint8Array([1, 2, 3, 4, 5]))));
+    });
+    expect(s.code).toBe(4400);
+    expect(s.error?.message).toMatch(/cannot apply sync message/);
+    await goodEdgeStillSyncs();
+  });
+
+  it('an oversized frame closes that connection (1009) and nothing else', async () => {
+    const r = await rawSession('tok-a', (ws) => {
+      ws.send(hello());
+      ws.once('message', () => ws.send(Buffer.alloc(200 * 1024, 1)));
+    });
+    expect(r.code).toBe(1009);
+    await goodEdgeStillSyncs();
+  });
+});

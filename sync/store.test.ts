@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import * as A from '@automerge/automerge/slim';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DocId } from '../core/ids.js';
+import { tempDir } from '../test/helpers.js';
+import { openDatabase } from './sqlite.js';
+import { ReplicaStore } from './store.js';
+
+type Doc = { n: number; items: Record<string, number> };
+const dirs: string[] = [];
+function file(): string {
+  const d = tempDir();
+  dirs.push(d);
+  return path.join(d, 'replica.db');
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+const ID = 'doc/a' as DocId;
+
+describe('ReplicaStore', () => {
+  it('persists changes across reopen, folding chunks into a snapshot', async () => {
+    const f = file();
+    const s = await ReplicaStore.open(f);
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
+    for (let i = 1; i <= 100; i++) s.change<Doc>(ID, (d) => void (d.n = i));
+    const heads = A.getHeads(s.get(ID)!);
+    const chunks = s.db.prepare('SELECT chunk_count FROM docs WHERE id = ?').get(ID) as { chunk_count: number };
+    expect(chunks.chunk_count).toBeLessThan(64);
+    s.close();
+    const r = await ReplicaStore.open(f);
+    expect(r.get<Doc>(ID)!.n).toBe(100);
+    expect(A.getHeads(r.get(ID)!)).toEqual(heads);
+    r.close();
+  });
+
+  it('a no-op change writes nothing', async () => {
+    const s = await ReplicaStore.open(file());
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 1, items: {} }) });
+    expect(s.change<Doc>(ID, (d) => void (d.n = 1))).toBe(false);
+    expect(s.change<Doc>(ID, (d) => void (d.n = 2))).toBe(true);
+    s.close();
+  });
+
+  it('rolls back the whole write when the projection hook fails', async () => {
+    let fail = false;
+    const f = file();
+    const s = await ReplicaStore.open(f, {
+      onChange: ({ db }) => {
+        db.prepare('INSERT INTO proj (v) VALUES (1)').run();
+        if (fail) throw new Error('projection broke');
+      },
+    });
+    s.db.exec('CREATE TABLE proj (v INTEGER)');
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 1, items: {} }) });
+    fail = true;
+    expect(() => s.change<Doc>(ID, (d) => void (d.n = 2))).toThrow(/projection broke/);
+    // Memory and disk agree: the change did not happen.
+    expect(s.get<Doc>(ID)!.n).toBe(1);
+    expect((s.db.prepare('SELECT COUNT(*) c FROM proj').get() as { c: number }).c).toBe(1);
+    s.close();
+    const r = await ReplicaStore.open(f);
+    expect(r.get<Doc>(ID)!.n).toBe(1);
+    r.close();
+  });
+
+  it('loads on demand and evicts under its memory budget', async () => {
+    const s = await ReplicaStore.open(file(), { memoryBudgetBytes: 1024 * 1024 });
+    for (let i = 0; i < 50; i++) s.create<Doc>(`doc/${i}` as DocId, { init: (d) => Object.assign(d, { n: i, items: {} }) });
+    const st = s.loadedStats();
+    expect(st.docs).toBeLessThan(50);
+    expect(st.bytes).toBeLessThanOrEqual(1024 * 1024);
+    // Evicted documents come back from disk intact.
+    for (let i = 0; i < 50; i++) expect(s.get<Doc>(`doc/${i}` as DocId)!.n).toBe(i);
+    s.close();
+  });
+
+  it('two stores converge through sync messages and persist sync states', async () => {
+    const a = await ReplicaStore.open(file());
+    const b = await ReplicaStore.open(file());
+    a.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 7, items: { x: 1 } }) });
+    b.create(ID, { epoch: a.epoch(ID) });
+    let sa = a.loadSyncState('b', ID);
+    let sb = b.loadSyncState('a', ID);
+    for (let i = 0; i < 6; i++) {
+      let m: Uint8Array | null;
+      [sa, m] = A.generateSyncMessage(a.get(ID)!, sa);
+      if (m) sb = b.receive('a', ID, sb, m, { mayAddChanges: true }).state;
+      [sb, m] = A.generateSyncMessage(b.get(ID)!, sb);
+      if (m) sa = a.receive('b', ID, sa, m, { mayAddChanges: false }).state;
+    }
+    expect(b.get<Doc>(ID)!.items.x).toBe(1);
+    expect(A.getHeads(b.get(ID)!)).toEqual(A.getHeads(a.get(ID)!));
+    expect(b.loadSyncState('a', ID).sharedHeads).toEqual(A.getHeads(a.get(ID)!));
+    a.close();
+    b.close();
+  });
+
+  it('refuses a file written by a newer schema, with the fix in the message', async () => {
+    const f = file();
+    (await ReplicaStore.open(f)).close();
+    const db = openDatabase(f);
+    db.prepare("UPDATE schema_versions SET version = 99 WHERE component = 'replica'").run();
+    db.close();
+    await expect(ReplicaStore.open(f)).rejects.toThrow(/schema version 99.*newer outpost/);
+  });
+});
