@@ -1,0 +1,137 @@
+/**
+ * @module Readiness, liveness and startup probes for host processes (exec, httpGet and tcpSocket
+ * against 127.0.0.1: the processes share the host network). Semantics follow Kubernetes: a probe
+ * result flips only after `successThreshold` successes or `failureThreshold` failures in a row.
+ */
+import { spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
+import type { ProbeSpec } from './plan.js';
+
+export interface ProbeTarget {
+  env: Record<string, string>;
+  cwd: string;
+}
+
+/** One probe attempt; resolves true on success, false on failure or timeout. Never rejects. */
+export function runProbe(spec: ProbeSpec, target: ProbeTarget): Promise<boolean> {
+  const a = spec.action;
+  if ('exec' in a) return execProbe(a.exec, target, spec.timeoutMs);
+  if ('http' in a) return httpProbe(a.http, spec.timeoutMs);
+  return tcpProbe(a.tcp.port, spec.timeoutMs);
+}
+
+function execProbe(argv: string[], target: ProbeTarget, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let child;
+    try {
+      // Own group so a timed-out probe can be killed with everything it started.
+      child = spawn(argv[0], argv.slice(1), { cwd: target.cwd, env: target.env, stdio: 'ignore', detached: true });
+    } catch {
+      resolve(false);
+      return;
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+      resolve(false);
+    }, timeoutMs);
+    child.once('error', () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code === 0);
+    });
+  });
+}
+
+function httpProbe(h: { port: number; path: string; https: boolean; headers: Record<string, string> }, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = (h.https ? httpsRequest : httpRequest)(
+      // Kubernetes does not verify a probe's certificate either: the point is liveness, not identity.
+      { host: '127.0.0.1', port: h.port, path: h.path, method: 'GET', headers: { 'user-agent': 'outpost-probe', ...h.headers }, timeout: timeoutMs, rejectUnauthorized: false, agent: false },
+      (res) => {
+        res.resume();
+        const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400;
+        res.on('end', () => resolve(ok));
+        res.on('error', () => resolve(ok));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('probe timeout')));
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+function tcpProbe(port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
+}
+
+/**
+ * Runs one probe periodically and reports result flips. `onChange(true)` after successThreshold
+ * successes in a row, `onChange(false)` after failureThreshold failures in a row.
+ */
+export class ProbeLoop {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private successes = 0;
+  private failures = 0;
+  private state: boolean | undefined;
+
+  constructor(
+    private readonly spec: ProbeSpec,
+    private readonly target: ProbeTarget,
+    private readonly onChange: (ok: boolean) => void,
+  ) {}
+
+  start(): void {
+    this.schedule(this.spec.initialDelayMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    const ok = await runProbe(this.spec, this.target);
+    if (this.stopped) return;
+    if (ok) {
+      this.successes++;
+      this.failures = 0;
+      if (this.state !== true && this.successes >= this.spec.successThreshold) {
+        this.state = true;
+        this.onChange(true);
+      }
+    } else {
+      this.failures++;
+      this.successes = 0;
+      if (this.state !== false && this.failures >= this.spec.failureThreshold) {
+        this.state = false;
+        this.onChange(false);
+      }
+    }
+    this.schedule(this.spec.periodMs);
+  }
+}

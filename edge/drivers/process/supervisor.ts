@@ -1,0 +1,315 @@
+/**
+ * @module Supervises one host process (one container replica): spawn, notice its exit, restart per
+ * restartPolicy with exponential backoff, run its probes, rotate its log.
+ *
+ * Exit is noticed by polling /proc, not by `wait`: after an agent restart the process is no
+ * longer our child. The exit code comes from the file the spawn wrapper writes (see proc.ts).
+ * All state transitions run one at a time on `queue`, so a poll tick, a probe failure and a stop
+ * request never interleave.
+ */
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import type { Logger } from '../../../core/logger.js';
+import { rotateIfNeeded, type RotateOptions } from './logs.js';
+import type { ProcessPlan, ProbeSpec } from './plan.js';
+import { ProbeLoop } from './probes.js';
+import { isAlive, signalGroup, spawnDetached, terminateGroup, type ProcIdentity } from './proc.js';
+import type { ProcessRecord } from './state.js';
+
+export interface BackoffOptions {
+  baseMs: number;
+  maxMs: number;
+  /** A run this long without exiting resets the backoff (and ends "restarting"). */
+  stableMs: number;
+}
+
+export interface SupervisorDeps {
+  logPath: string;
+  exitFile: string;
+  pollMs: number;
+  backoff: BackoffOptions;
+  rotate: RotateOptions;
+  /** Called after every change of `record`, to persist it. */
+  onChange: () => void;
+  log: Logger;
+}
+
+export interface ProcessObservation {
+  ready: boolean;
+  /** In backoff, or running again after a failure and not yet stable. */
+  restarting: boolean;
+  failed: boolean;
+  succeeded: boolean;
+  stopped: boolean;
+  message?: string;
+}
+
+export function newRecord(): ProcessRecord {
+  return { pid: 0, startTime: 0, startedAt: 0, status: 'stopped', restarts: 0, consecutiveFailures: 0 };
+}
+
+export class ProcessSupervisor {
+  private timer: NodeJS.Timeout | undefined;
+  private probes: ProbeLoop[] = [];
+  private readinessOk = false;
+  private startupOk = false;
+  private childExit: { code: number | null } | undefined;
+  private queue: Promise<void> = Promise.resolve();
+  private queued = false;
+  private detached = false;
+  private startError: string | undefined;
+
+  constructor(
+    readonly plan: ProcessPlan,
+    readonly record: ProcessRecord,
+    private readonly deps: SupervisorDeps,
+  ) {}
+
+  get identity(): ProcIdentity {
+    return { pid: this.record.pid, startTime: this.record.startTime };
+  }
+
+  /** Starts a fresh process (new workload, startWorkload). */
+  start(): Promise<void> {
+    return this.enqueue(async () => {
+      this.record.consecutiveFailures = 0;
+      await this.spawn();
+      this.ensureTimer();
+    });
+  }
+
+  /**
+   * Takes over from a previous agent: a live process is kept as it is; one that died while no
+   * agent watched is handled like any exit (restart per policy); backoff resumes where it was.
+   */
+  adopt(sameBoot: boolean): Promise<void> {
+    return this.enqueue(async () => {
+      const r = this.record;
+      if (r.status === 'running') {
+        if (sameBoot && isAlive(this.identity)) {
+          this.startProbes();
+        } else {
+          // After a reboot the pid means nothing: never signal whatever holds it now.
+          if (!sameBoot) r.pid = 0;
+          await this.handleExit(sameBoot ? 'exited while the agent was not running' : 'gone after a reboot of the device');
+        }
+      }
+      if (r.status === 'running' || r.status === 'backoff') this.ensureTimer();
+    });
+  }
+
+  /** Stops the process for good (stopWorkload, remove, replacement): SIGTERM, grace, SIGKILL. */
+  stop(): Promise<void> {
+    return this.enqueue(async () => {
+      this.stopProbes();
+      this.clearTimer();
+      if (this.record.status === 'running') await terminateGroup(this.identity, this.plan.graceMs);
+      this.record.status = 'stopped';
+      this.record.nextStartAt = undefined;
+      this.deps.onChange();
+    });
+  }
+
+  /** Stops watching and leaves the process running (agent shutdown). */
+  detach(): void {
+    this.detached = true;
+    this.clearTimer();
+    this.stopProbes();
+  }
+
+  observe(): ProcessObservation {
+    const r = this.record;
+    const exit = r.lastExit ? describeExit(r.lastExit) : undefined;
+    const base = { ready: false, restarting: false, failed: false, succeeded: false, stopped: false };
+    switch (r.status) {
+      case 'running': {
+        const probeWait = !this.startupOk ? 'waiting for the startup probe' : this.plan.readiness && !this.readinessOk ? 'waiting for the readiness probe' : undefined;
+        const restarting = r.consecutiveFailures > 0;
+        return {
+          ...base,
+          ready: probeWait === undefined,
+          restarting,
+          message: restarting ? `running again after ${exit ?? 'a failure'} (${r.restarts} restarts)` : probeWait,
+        };
+      }
+      case 'backoff': {
+        const secs = Math.max(0, Math.ceil(((r.nextStartAt ?? 0) - Date.now()) / 1000));
+        return { ...base, restarting: true, message: `${exit ?? 'exited'}; restarting in ${secs}s (back-off, ${r.restarts} restarts)` };
+      }
+      case 'failed':
+        return { ...base, failed: true, message: `${exit ?? 'exited'} and restartPolicy is ${this.plan.restartPolicy}` };
+      case 'succeeded':
+        return { ...base, succeeded: true, message: 'completed (exit code 0)' };
+      case 'stopped':
+        return { ...base, stopped: true, message: 'stopped' };
+    }
+  }
+
+  private enqueue(fn: () => Promise<void>): Promise<void> {
+    const p = this.queue.then(fn);
+    this.queue = p.catch((err: unknown) => this.deps.log.error({ err, process: this.plan.key }, 'supervisor step failed'));
+    return p;
+  }
+
+  private ensureTimer(): void {
+    if (this.timer || this.detached) return;
+    this.timer = setInterval(() => {
+      if (this.queued) return;
+      this.queued = true;
+      void this.enqueue(() => this.tick()).finally(() => (this.queued = false));
+    }, this.deps.pollMs);
+    // The agent's own loops keep it alive; a forgotten driver must not hold a test process open.
+    this.timer.unref();
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async tick(): Promise<void> {
+    if (this.detached) return;
+    const r = this.record;
+    if (r.status === 'running') {
+      if (this.childExit || !isAlive(this.identity)) {
+        await this.handleExit();
+      } else if (r.consecutiveFailures > 0 && Date.now() - r.startedAt >= this.deps.backoff.stableMs) {
+        r.consecutiveFailures = 0;
+        this.deps.onChange();
+      }
+    } else if (r.status === 'backoff' && Date.now() >= (r.nextStartAt ?? 0)) {
+      await this.spawn();
+    }
+    try {
+      await rotateIfNeeded(this.deps.logPath, this.deps.rotate);
+    } catch (err) {
+      this.deps.log.warn({ err, file: this.deps.logPath }, 'log rotation failed');
+    }
+  }
+
+  private async spawn(): Promise<void> {
+    const r = this.record;
+    this.childExit = undefined;
+    this.startError = undefined;
+    await rm(this.deps.exitFile, { force: true });
+    try {
+      const st = await stat(this.plan.workingDir).catch(() => null);
+      if (!st?.isDirectory()) {
+        throw new Error(`workingDir ${this.plan.workingDir} does not exist; create it on the device or change workingDir`);
+      }
+      const spawned = await spawnDetached({ argv: this.plan.argv, env: this.plan.env, cwd: this.plan.workingDir, logPath: this.deps.logPath, exitFile: this.deps.exitFile });
+      r.pid = spawned.pid;
+      r.startTime = spawned.startTime;
+      r.startedAt = Date.now();
+      r.status = 'running';
+      r.nextStartAt = undefined;
+      const pid = spawned.pid;
+      void spawned.exited.then((code) => {
+        if (this.record.pid === pid) this.childExit = { code };
+      });
+      this.deps.log.info({ process: this.plan.key, pid, argv: this.plan.argv }, 'process started');
+      this.startProbes();
+      this.deps.onChange();
+    } catch (err) {
+      this.startError = err instanceof Error ? err.message : String(err);
+      r.status = 'running';
+      r.pid = 0;
+      r.startTime = -1;
+      r.startedAt = Date.now();
+      await this.handleExit(`could not start: ${this.startError}`);
+    }
+  }
+
+  private async handleExit(reason?: string, killed?: string): Promise<void> {
+    const r = this.record;
+    this.stopProbes();
+    // The wrapper is gone; anything it left in its group (a daemonized child) goes too, or a
+    // restarted process would find its port taken.
+    if (r.pid > 0) signalGroup(this.identity, 'SIGKILL');
+    const code = await this.exitCode();
+    const now = Date.now();
+    r.lastExit = { code, at: now, reason: killed ?? (code !== null ? `exited with code ${code}` : reason ?? 'exited (exit code unknown)') };
+    const restart = this.plan.restartPolicy === 'Always' || (this.plan.restartPolicy === 'OnFailure' && code !== 0);
+    if (!restart) {
+      r.status = code === 0 ? 'succeeded' : 'failed';
+      this.clearTimer();
+      this.deps.log.info({ process: this.plan.key, code, reason: r.lastExit.reason }, 'process finished');
+    } else {
+      r.restarts++;
+      r.consecutiveFailures++;
+      const { baseMs, maxMs } = this.deps.backoff;
+      const delay = Math.min(maxMs, baseMs * 2 ** Math.min(r.consecutiveFailures - 1, 20));
+      r.status = 'backoff';
+      r.nextStartAt = now + delay;
+      this.deps.log.warn({ process: this.plan.key, code, reason: r.lastExit.reason, delayMs: delay, restarts: r.restarts }, 'process exited, restarting after back-off');
+    }
+    this.deps.onChange();
+  }
+
+  private async exitCode(): Promise<number | null> {
+    try {
+      const text = await readFile(this.deps.exitFile, 'utf8');
+      const n = Number(text.trim());
+      if (Number.isInteger(n)) return n;
+    } catch {
+      // No exit file: killed by a signal, the wrapper was killed, or the host rebooted.
+    }
+    return this.childExit?.code ?? null;
+  }
+
+  private startProbes(): void {
+    this.stopProbes();
+    this.readinessOk = false;
+    this.startupOk = this.plan.startup === undefined;
+    const target = { env: this.plan.env, cwd: this.plan.workingDir };
+    const loop = (spec: ProbeSpec, onChange: (ok: boolean) => void): void => {
+      const p = new ProbeLoop(spec, target, onChange);
+      this.probes.push(p);
+      p.start();
+    };
+    const afterStartup = (): void => {
+      if (this.plan.readiness) loop(this.plan.readiness, (ok) => (this.readinessOk = ok));
+      if (this.plan.liveness) loop(this.plan.liveness, (ok) => !ok && this.killForProbe('liveness'));
+    };
+    if (this.plan.startup) {
+      loop(this.plan.startup, (ok) => {
+        if (ok && !this.startupOk) {
+          this.startupOk = true;
+          afterStartup();
+        } else if (!ok) {
+          this.killForProbe('startup');
+        }
+      });
+    } else {
+      afterStartup();
+    }
+  }
+
+  private killForProbe(which: 'liveness' | 'startup'): void {
+    const pid = this.record.pid;
+    void this.enqueue(async () => {
+      if (this.record.status !== 'running' || this.record.pid !== pid) return;
+      this.deps.log.warn({ process: this.plan.key, pid }, `${which} probe failed, killing the process`);
+      this.stopProbes();
+      await terminateGroup(this.identity, this.plan.graceMs);
+      await this.handleExit(undefined, `killed after the ${which} probe failed ${this.plan[which]!.failureThreshold} times`);
+    });
+  }
+
+  private stopProbes(): void {
+    for (const p of this.probes) p.stop();
+    this.probes = [];
+    this.readinessOk = false;
+  }
+}
+
+function describeExit(e: { code: number | null; reason: string }): string {
+  if (e.code === null || e.reason.startsWith('killed') || e.reason.startsWith('could not')) return e.reason;
+  if (e.code === 127) return `${e.reason} (command not found)`;
+  if (e.code > 128) return `${e.reason} (signal ${e.code - 128})`;
+  return e.reason;
+}
+
+/** Makes sure a default working directory exists; an explicit one is the operator's to create. */
+export async function ensureDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+}
