@@ -164,7 +164,7 @@ export class ManagedWorkload {
       const procs = perObject.get(o.key)!;
       const done = (x: ProcessObservation): boolean => x.ready || x.succeeded;
       const ready = procs.filter((x) => done(x.obs)).length;
-      const notes = procs.filter((x) => x.obs.message && !x.obs.succeeded).map((x) => `${x.key}: ${x.obs.message}`);
+      const notes = procs.filter((x) => x.obs.message).map((x) => (procs.length > 1 || o.kind === 'Deployment' ? `${x.key}: ${x.obs.message}` : x.obs.message!));
       const objReady = ready === procs.length && !this.state.stopped;
       const summary = o.kind === 'Deployment' ? `${procs.filter((x) => x.obs.ready).length}/${o.replicas} replicas ready` : undefined;
       const message = this.state.stopped ? 'stopped' : [summary, ...notes].filter(Boolean).join('; ') || undefined;
