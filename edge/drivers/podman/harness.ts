@@ -1,0 +1,85 @@
+/**
+ * @module Test helpers for the podman driver: the busybox workloads the acceptance suite needs and
+ * cleanup of everything a test run made. Pod names carry a random suffix and every driver gets its
+ * own data directory (hence its own owner label), so concurrent runs on one host never collide.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Manifest } from '../../../core/resources.js';
+import type { WorkloadUnit } from '../driver.js';
+import { createPodman, type Podman } from './cli.js';
+
+export const TEST_IMAGE = process.env.OUTPOST_TEST_IMAGE ?? 'localhost/outpost-busybox:latest';
+
+/** `OUTPOST_SKIP_PODMAN=1` skips podman tests on machines without podman; CI never sets it. */
+export const SKIP_PODMAN = process.env.OUTPOST_SKIP_PODMAN === '1';
+if (SKIP_PODMAN) console.warn('\n*** OUTPOST_SKIP_PODMAN=1: SKIPPING ALL PODMAN DRIVER TESTS ***\n');
+
+export function unit(name: string, generation: number, manifests: Manifest[]): WorkloadUnit {
+  const hash = createHash('sha256').update(JSON.stringify(manifests)).digest('hex').slice(0, 16);
+  return { name, generation, hash, manifests };
+}
+
+export function pod(name: string, spec: Record<string, unknown>): Manifest {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { terminationGracePeriodSeconds: 1, ...spec } } as Manifest;
+}
+
+export interface PodmanTestEnv {
+  dir: string;
+  suffix: string;
+  podman: Podman;
+  owner: () => Promise<string>;
+  /** Container ids and start times of a workload's containers. */
+  identity: (workload: string) => Promise<string>;
+  /** Plays a pod that looks like ours (same workload label) but has no owner label. */
+  foreign: (workload: string) => Promise<void>;
+  cleanup: () => Promise<void>;
+}
+
+export async function podmanTestEnv(): Promise<PodmanTestEnv> {
+  const dir = await mkdtemp(join(tmpdir(), 'outpost-podman-'));
+  const suffix = randomBytes(3).toString('hex');
+  const podman = createPodman();
+  const foreignPods: string[] = [];
+  const owner = async (): Promise<string> => (await readFile(join(dir, 'podman', 'owner'), 'utf8').catch(() => '')).trim();
+
+  return {
+    dir,
+    suffix,
+    podman,
+    owner,
+    async identity(workload) {
+      const o = await owner();
+      const ids = (await podman.ok(['ps', '-a', '-q', '--no-trunc', '--filter', `label=outpost.dev/owner=${o}`, '--filter', `label=outpost.dev/workload=${workload}`], 'ps')).split('\n').filter(Boolean);
+      if (ids.length === 0) return '';
+      const out = await podman.ok(['container', 'inspect', '--format', '{{.Id}}@{{.State.StartedAt}}', ...ids], 'inspect');
+      return out.split('\n').filter(Boolean).sort().join(' ');
+    },
+    async foreign(workload) {
+      const name = `${workload}-foreign-${suffix}`;
+      const file = join(dir, `${name}.yaml`);
+      await writeFile(
+        file,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name, labels: { 'outpost.dev/workload': workload } },
+          spec: { terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }] },
+        }),
+      );
+      foreignPods.push(name);
+      await podman.ok(['kube', 'play', file], 'playing a foreign pod');
+    },
+    async cleanup() {
+      const o = await owner();
+      if (o) {
+        const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${o}`])).stdout.split('\n').filter(Boolean);
+        if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
+      }
+      if (foreignPods.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...foreignPods]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

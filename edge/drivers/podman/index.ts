@@ -1,0 +1,380 @@
+/**
+ * @module The podman runtime driver: workloads as podman pods made by `podman kube play`.
+ *
+ * Why the CLI (execFile-style, one podman process per call) and not the libpod REST API: the CLI
+ * needs no long-lived service to supervise (without systemd nobody restarts a dead
+ * `podman system service`), it is the interface podman documents and keeps stable, and its error
+ * messages are the ones users can paste into a search. The cost is ~50-100 ms per call, fine at an
+ * edge's scale. `socketPath` switches the same commands to a remote service (`podman --url`).
+ *
+ * Ownership: every pod and container carries `outpost.dev/owner` (a random id kept in the data
+ * directory), `outpost.dev/workload`, `outpost.dev/hash`, `outpost.dev/generation`. The driver
+ * only ever lists, stops or removes what carries its owner id, so foreign pods, and pods of another
+ * agent (or test run) on the same host, are never touched. Pods are independent of this process:
+ * a new driver on the same data directory adopts them by label.
+ *
+ * Networking: declared containerPorts are not published on the host (see plan.ts); `endpoint`
+ * returns the pod's IP on podman's bridge network, which the host (root) reaches directly.
+ *
+ * @example
+ * ```ts
+ * const driver = createPodmanDriver({ dataDir: '/var/lib/outpost/edge' });
+ * await driver.start();
+ * await driver.apply({ name: 'web', generation: 1, hash: 'h1', manifests });
+ * ```
+ */
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { createLogger } from '../../../core/logger.js';
+import type { Driver, Endpoint, ExecOptions, ExecResult, LogOptions, WorkloadObservation, WorkloadUnit } from '../driver.js';
+import { DriverError } from '../driver.js';
+import { createPodman, podmanError, type Podman } from './cli.js';
+import { podmanLogLines } from './logs.js';
+import { LABEL_OWNER, LABEL_WORKLOAD, planUnit, UnsupportedUnitError, type PodmanPlan } from './plan.js';
+import { ReadinessProber } from './probes.js';
+import { scan, type Scan } from './scan.js';
+import { StateStore, type PodmanWorkloadState } from './state.js';
+import { observe, type ContainerView } from './status.js';
+
+export interface PodmanDriverOptions {
+  /** The agent's data directory; the driver keeps its files under `DATADIR/podman`. */
+  dataDir: string;
+  /** A `podman system service` socket to use instead of running podman locally. */
+  socketPath?: string;
+  podmanBin?: string;
+}
+
+/** A unit whose apply failed is retried at most this often: image pulls can take seconds each. */
+const FAILED_RETRY_MS = 30_000;
+/** `pod rm -f` races with the restart policy of a crash-looping container; a retry wins it. */
+const REMOVE_ATTEMPTS = 4;
+
+const log = createLogger('edge:driver:podman');
+
+export function createPodmanDriver(opts: PodmanDriverOptions): Driver {
+  return new PodmanDriver(opts);
+}
+
+class PodmanDriver implements Driver {
+  readonly name = 'podman' as const;
+  private readonly store: StateStore;
+  private readonly podman: Podman;
+  private readonly prober: ReadinessProber;
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private ownerId: string | undefined;
+
+  constructor(opts: PodmanDriverOptions) {
+    this.store = new StateStore(join(resolve(opts.dataDir), 'podman'));
+    this.podman = createPodman(opts.podmanBin ?? 'podman', opts.socketPath);
+    this.prober = new ReadinessProber(this.podman);
+  }
+
+  private get owner(): string {
+    if (!this.ownerId) throw new DriverError('the podman driver is not started; call start() first');
+    return this.ownerId;
+  }
+
+  async start(): Promise<void> {
+    const r = await this.podman.run(['info', '--format', '{{.Host.OCIRuntime.Name}}']);
+    if (r.code !== 0) {
+      throw new DriverError(`podman does not work here: ${podmanError(r.stderr)}; run build/setup.sh (it installs podman and writes /etc/outpost/containers.conf)`);
+    }
+    this.ownerId = await this.store.owner();
+    // Play secrets live only during an apply; an agent killed mid-apply leaves them behind.
+    await this.removeSecrets();
+    log.info({ owner: this.ownerId, runtime: r.stdout.trim() }, 'podman driver started');
+  }
+
+  /** Runs `fn` after every earlier operation on the same workload. */
+  private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(name) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.locks.set(name, tail);
+    void tail.then(() => {
+      if (this.locks.get(name) === tail) this.locks.delete(name);
+    });
+    return next;
+  }
+
+  private async scanOne(name: string, state?: PodmanWorkloadState): Promise<Scan> {
+    return scan(this.podman, this.owner, name, new Map(state ? [[name, state]] : []));
+  }
+
+  apply(unit: WorkloadUnit): Promise<void> {
+    return this.serial(unit.name, () => this.applyNow(unit));
+  }
+
+  private async applyNow(unit: WorkloadUnit): Promise<void> {
+    const state = await this.store.read(unit.name);
+    const seen = await this.scanOne(unit.name, state);
+    const runningHash = seen.pods[0]?.labels['outpost.dev/hash'];
+    const expected = (state?.templates ?? []).reduce((n, t) => n + t.replicas, 0);
+    if (runningHash === unit.hash && (!state || (state.hash === unit.hash && !state.error)) && seen.pods.length >= expected) {
+      if (!state || state.generation !== unit.generation) await this.adoptState(unit, state);
+      return;
+    }
+    if (state?.hash === unit.hash && state.error && Date.now() - state.attemptedAt < FAILED_RETRY_MS) return;
+
+    let plan: PodmanPlan;
+    try {
+      plan = planUnit(unit, this.owner, this.store.volumeRoot(unit.name, unit.hash));
+    } catch (err) {
+      if (!(err instanceof UnsupportedUnitError)) throw err;
+      await this.store.write({ ...emptyState(unit), ...(state ? pick(state) : {}), name: unit.name, generation: unit.generation, hash: unit.hash, error: err.message, attemptedAt: Date.now() });
+      log.warn({ workload: unit.name, err: err.message }, 'workload cannot run on podman');
+      return;
+    }
+    if (plan.ignored.length) log.info({ workload: unit.name, ignored: plan.ignored }, 'kinds the podman driver does not create');
+
+    await this.writeVolumes(unit, plan);
+    await this.removePods(unit.name, state?.graceSeconds ?? plan.graceSeconds);
+    const error = await this.play(unit, plan);
+    await this.store.write({
+      name: unit.name,
+      generation: unit.generation,
+      hash: unit.hash,
+      ...(error ? { error } : {}),
+      attemptedAt: Date.now(),
+      templates: plan.templates,
+      ports: plan.ports,
+      graceSeconds: plan.graceSeconds,
+      probes: plan.probes,
+      claims: [...new Set([...(state?.claims ?? []), ...plan.claims])],
+    });
+    await this.pruneVolumes(unit.name, error ? undefined : this.store.volumeRoot(unit.name, unit.hash));
+  }
+
+  /** Same hash already running: refresh the state file (new generation, or a lost file) without touching pods. */
+  private async adoptState(unit: WorkloadUnit, state: PodmanWorkloadState | undefined): Promise<void> {
+    let plan: Partial<PodmanPlan> = {};
+    try {
+      plan = planUnit(unit, this.owner, this.store.volumeRoot(unit.name, unit.hash));
+    } catch {
+      // It runs, so it planned once; keep what the state file had.
+    }
+    await this.store.write({
+      ...emptyState(unit),
+      ...(state ? pick(state) : {}),
+      ...(plan.templates ? { templates: plan.templates, ports: plan.ports!, graceSeconds: plan.graceSeconds!, probes: plan.probes!, claims: plan.claims! } : {}),
+      name: unit.name,
+      generation: unit.generation,
+      hash: unit.hash,
+      attemptedAt: state?.attemptedAt ?? Date.now(),
+      ...(state?.stopped ? { stopped: true } : {}),
+    });
+  }
+
+  private async writeVolumes(unit: WorkloadUnit, plan: PodmanPlan): Promise<void> {
+    const root = this.store.volumeRoot(unit.name, unit.hash);
+    await rm(root, { recursive: true, force: true });
+    for (const v of plan.volumes) {
+      const dir = join(root, v.dir);
+      await mkdir(dir, { recursive: true, mode: 0o755 });
+      for (const f of v.files) {
+        const file = join(dir, f.path);
+        await mkdir(dirname(file), { recursive: true, mode: 0o755 });
+        await writeFile(file, f.content, { mode: f.mode });
+      }
+    }
+  }
+
+  private async pruneVolumes(name: string, keep: string | undefined): Promise<void> {
+    const dir = this.store.volumesOf(name);
+    const entries = await readdir(dir).catch(() => [] as string[]);
+    for (const e of entries) if (join(dir, e) !== keep) await rm(join(dir, e), { recursive: true, force: true });
+  }
+
+  /** Creates the pods; returns the error message for phase Failed, or undefined on success. */
+  private async play(unit: WorkloadUnit, plan: PodmanPlan): Promise<string | undefined> {
+    const file = join(this.store.root, 'play', `${unit.name}.yaml`);
+    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    await writeFile(file, plan.yaml, { mode: 0o600 });
+    try {
+      for (const s of plan.secrets) {
+        await this.podman.run(['secret', 'rm', s.name]);
+        await this.podman.ok(['secret', 'create', '--label', `${LABEL_OWNER}=${this.owner}`, '--label', `${LABEL_WORKLOAD}=${unit.name}`, s.name, '-'], `creating podman secret ${s.name}`, { input: s.data });
+      }
+      const r = await this.podman.run(['kube', 'play', '--start=true', file]);
+      if (r.code === 0) {
+        log.info({ workload: unit.name, hash: unit.hash, generation: unit.generation }, 'workload played');
+        return undefined;
+      }
+      const message = await this.explainPlayFailure(plan, podmanError(r.stderr));
+      log.warn({ workload: unit.name, err: message }, 'podman kube play failed');
+      // A failed play leaves half-made pods (state Created) behind.
+      await this.removePods(unit.name, 0).catch((err) => log.warn({ workload: unit.name, err }, 'cleaning up after a failed play'));
+      return message;
+    } catch (err) {
+      return err instanceof Error ? err.message : String(err);
+    } finally {
+      // Env values from secrets are copied into the containers at creation; the secrets are not needed after.
+      await this.removeSecrets(unit.name).catch((err) => log.warn({ workload: unit.name, err }, 'removing play secrets'));
+    }
+  }
+
+  private async explainPlayFailure(plan: PodmanPlan, podmanSaid: string): Promise<string> {
+    const images = new Set<string>();
+    for (const m of /image: *"?([^\s"]+)/g[Symbol.matchAll](plan.yaml)) images.add(m[1]);
+    const missing: string[] = [];
+    for (const img of images) if ((await this.podman.run(['image', 'exists', img])).code !== 0) missing.push(img);
+    if (missing.length === 0) return `podman kube play failed: ${podmanSaid}`;
+    return (
+      `image ${missing.join(', ')} is not on this edge and could not be pulled (is a registry reachable from here?); ` +
+      `build or load it locally (podman load -i FILE, podman import) or fix the image name. podman said: ${podmanSaid}`
+    );
+  }
+
+  private async podIds(name: string): Promise<string[]> {
+    const out = await this.podman.ok(['pod', 'ps', '-q', '--no-trunc', '--filter', `label=${LABEL_OWNER}=${this.owner}`, '--filter', `label=${LABEL_WORKLOAD}=${name}`], `listing pods of ${name}`);
+    return out.split('\n').filter(Boolean);
+  }
+
+  private async removePods(name: string, graceSeconds: number): Promise<void> {
+    let lastError = '';
+    for (let attempt = 0; attempt < REMOVE_ATTEMPTS; attempt++) {
+      const ids = await this.podIds(name);
+      if (ids.length === 0) return;
+      const r = await this.podman.run(['pod', 'rm', '-f', '-t', String(graceSeconds), ...ids]);
+      if (r.code === 0) return;
+      lastError = podmanError(r.stderr);
+      await new Promise((res) => setTimeout(res, 200 * (attempt + 1)));
+    }
+    throw new DriverError(`removing the pods of ${name}: ${lastError}; try 'podman pod rm -f' on them by hand`);
+  }
+
+  private async removeSecrets(workload?: string): Promise<void> {
+    const filters = ['--filter', `label=${LABEL_OWNER}=${this.owner}`];
+    if (workload) filters.push('--filter', `label=${LABEL_WORKLOAD}=${workload}`);
+    const r = await this.podman.run(['secret', 'ls', '--format', '{{.ID}}', ...filters]);
+    // podman 4.3 may not filter secrets by label: check each one's labels before removing it.
+    const ids = r.code === 0 ? r.stdout.split('\n').filter(Boolean) : [];
+    if (ids.length === 0) return;
+    const specs = JSON.parse(await this.podman.ok(['secret', 'inspect', ...ids], 'inspecting secrets')) as { ID: string; Spec?: { Labels?: Record<string, string> | null } }[];
+    const ours = specs.filter((s) => s.Spec?.Labels?.[LABEL_OWNER] === this.owner && (!workload || s.Spec?.Labels?.[LABEL_WORKLOAD] === workload)).map((s) => s.ID);
+    if (ours.length) await this.podman.ok(['secret', 'rm', ...ours], 'removing podman secrets');
+  }
+
+  remove(name: string): Promise<void> {
+    return this.serial(name, async () => {
+      const state = await this.store.read(name);
+      await this.removePods(name, state?.graceSeconds ?? 10);
+      await this.removeSecrets(name);
+      for (const claim of state?.claims ?? []) {
+        const r = await this.podman.run(['volume', 'rm', '-f', claim]);
+        if (r.code !== 0 && !/no such volume/i.test(r.stderr)) log.warn({ workload: name, volume: claim, err: podmanError(r.stderr) }, 'removing a claim volume');
+      }
+      await this.store.delete(name);
+      log.info({ workload: name }, 'workload removed');
+    });
+  }
+
+  async list(): Promise<WorkloadObservation[]> {
+    const states = new Map((await this.store.all()).map((s) => [s.name, s]));
+    const seen = await scan(this.podman, this.owner, undefined, states);
+    const names = new Set([...states.keys(), ...seen.pods.map((p) => p.workload), ...seen.containers.map((c) => c.workload)].filter(Boolean));
+    this.prober.prune(new Set(seen.containers.map((c) => c.id)));
+    const out: WorkloadObservation[] = [];
+    for (const name of [...names].sort()) {
+      const state = states.get(name);
+      const containers: ContainerView[] = await Promise.all(
+        seen.containers
+          .filter((c) => c.workload === name)
+          .map(async (c) => {
+            const probe = state?.probes[`${c.template}/${c.container}`];
+            if (!probe || c.state !== 'running') return c;
+            return { ...c, probe: await this.prober.check(c.id, c.startedAt, probe, c.ip) };
+          }),
+      );
+      out.push(observe(name, state, seen.pods.filter((p) => p.workload === name), containers));
+    }
+    return out;
+  }
+
+  private async podAction(name: string, action: 'stop' | 'start', graceSeconds: number): Promise<void> {
+    const ids = await this.podIds(name);
+    if (ids.length === 0) throw new DriverError(`workload ${name} has no pods on this edge; apply it first`);
+    const args = action === 'stop' ? ['pod', 'stop', '-t', String(graceSeconds), ...ids] : ['pod', 'start', ...ids];
+    await this.podman.ok(args, `${action === 'stop' ? 'stopping' : 'starting'} the pods of ${name}`);
+  }
+
+  private async setStopped(name: string, stopped: boolean): Promise<PodmanWorkloadState | undefined> {
+    const state = await this.store.read(name);
+    if (state && Boolean(state.stopped) !== stopped) await this.store.write({ ...state, stopped });
+    return state;
+  }
+
+  stopWorkload(name: string): Promise<void> {
+    return this.serial(name, async () => {
+      const state = await this.setStopped(name, true);
+      await this.podAction(name, 'stop', state?.graceSeconds ?? 10);
+    });
+  }
+
+  startWorkload(name: string): Promise<void> {
+    return this.serial(name, async () => {
+      await this.podAction(name, 'start', 0);
+      await this.setStopped(name, false);
+    });
+  }
+
+  restartWorkload(name: string): Promise<void> {
+    // `podman pod restart` has no stop timeout flag; stop + start honours the workload's grace period.
+    return this.serial(name, async () => {
+      const state = await this.store.read(name);
+      await this.podAction(name, 'stop', state?.graceSeconds ?? 10);
+      await this.podAction(name, 'start', 0);
+      await this.setStopped(name, false);
+    });
+  }
+
+  /** The container a log or exec request means: `container` by name, else the first of the first pod. */
+  private async target(name: string, container: string | undefined, running: boolean): Promise<string> {
+    const seen = await this.scanOne(name, await this.store.read(name));
+    const all = [...seen.containers].sort((a, b) => a.pod.localeCompare(b.pod));
+    const pick = container ? all.filter((c) => c.container === container) : all;
+    const chosen = running ? pick.find((c) => c.state === 'running') : pick[0];
+    if (chosen) return chosen.id;
+    if (all.length === 0) throw new DriverError(`workload ${name} has no containers on this edge`);
+    if (container && pick.length === 0) throw new DriverError(`workload ${name} has no container named ${container}; it has ${[...new Set(all.map((c) => c.container))].join(', ')}`);
+    throw new DriverError(`workload ${name} has no running container${container ? ` named ${container}` : ''}; start it first`);
+  }
+
+  logs(name: string, opts: LogOptions): AsyncIterable<string> {
+    const self = this;
+    return (async function* () {
+      const id = await self.target(name, opts.container, false);
+      yield* podmanLogLines(self.podman, id, opts);
+    })();
+  }
+
+  async exec(name: string, command: string[], opts: ExecOptions): Promise<ExecResult> {
+    if (command.length === 0) throw new DriverError('exec needs a command');
+    const id = await this.target(name, opts.container, true);
+    const r = await this.podman.run(['exec', id, ...command], { signal: opts.signal });
+    // 125 is podman's own failure (exec could not start); 126/127 are the command's, as in a shell.
+    if (r.code === 125 && /^Error:/m.test(r.stderr)) throw new DriverError(`exec in ${name}: ${podmanError(r.stderr)}`);
+    return { exitCode: r.code, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  async endpoint(name: string, port: number): Promise<Endpoint | null> {
+    const state = await this.store.read(name);
+    if (!state || !state.ports.includes(port)) return null;
+    const seen = await this.scanOne(name, state);
+    const ip = seen.containers.find((c) => c.state === 'running' && c.ip)?.ip;
+    if (!ip) throw new DriverError(`workload ${name} has no running pod with an IP address; start it first`);
+    return { host: ip, port };
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.locks.values()]);
+  }
+}
+
+function emptyState(unit: WorkloadUnit): PodmanWorkloadState {
+  return { name: unit.name, generation: unit.generation, hash: unit.hash, attemptedAt: Date.now(), templates: [], ports: [], graceSeconds: 10, probes: {}, claims: [] };
+}
+
+function pick(s: PodmanWorkloadState): Partial<PodmanWorkloadState> {
+  return { templates: s.templates, ports: s.ports, graceSeconds: s.graceSeconds, probes: s.probes, claims: s.claims };
+}

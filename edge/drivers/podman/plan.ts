@@ -1,0 +1,251 @@
+/**
+ * @module Turning a workload unit into what `podman kube play` (4.3) runs correctly. Pure: no
+ * podman, no files; the driver carries out the plan.
+ *
+ * What podman 4.3 gets wrong or differently from Kubernetes, and what the plan does about it
+ * (each measured on Debian 12's podman 4.3.1):
+ * - Ownership: labels `outpost.dev/{owner,workload,hash,generation}` go on each Pod's metadata and
+ *   each Deployment's pod template (podman labels the pods it creates from a Deployment with the
+ *   template's labels only, and copies pod labels to the containers).
+ * - A containerPort without hostPort is published on 0.0.0.0 with the same host port: two
+ *   workloads declaring port 80 collide, and every port is open to the network, unlike Kubernetes.
+ *   Such ports are dropped from the played YAML; the service proxy reaches them on the pod's
+ *   bridge IP (`endpoint`). Ports with an explicit hostPort stay published.
+ * - Secret manifests are stored as YAML podman secrets, but env lookups (secretKeyRef/secretRef)
+ *   parse a secret as a JSON `{key: base64}` map and fail ("not valid JSON"). The plan creates
+ *   those secrets itself in the JSON form under workload-scoped names and rewrites references.
+ * - ConfigMap and Secret volumes become global named volumes that are filled once and never
+ *   updated or removed (and a secret volume without `optional` crashes podman 4.3). The plan
+ *   writes their files itself and mounts them as read-only hostPath directories per unit hash.
+ */
+import { stringify } from 'yaml';
+import { podTemplates } from '../../../core/manifest.js';
+import type { WorkloadUnit } from '../driver.js';
+
+export const LABEL_OWNER = 'outpost.dev/owner';
+export const LABEL_WORKLOAD = 'outpost.dev/workload';
+export const LABEL_HASH = 'outpost.dev/hash';
+export const LABEL_GENERATION = 'outpost.dev/generation';
+
+/** Kinds podman kube play runs; Secret is handled by the driver, Service is the hub proxy's business. */
+const PLAYED_KINDS = new Set(['Pod', 'Deployment', 'ConfigMap', 'PersistentVolumeClaim']);
+const IGNORED_KINDS = new Set(['Service']);
+
+/** Podman's own default stop timeout; Kubernetes' 30 s would make every replace slow. */
+export const DEFAULT_GRACE_SECONDS = 10;
+
+export interface Probe {
+  exec?: { command?: string[] };
+  httpGet?: { path?: string; port?: number | string; scheme?: string; host?: string };
+  tcpSocket?: { port?: number | string };
+  initialDelaySeconds?: number;
+  periodSeconds?: number;
+  timeoutSeconds?: number;
+}
+
+export interface PlannedFile {
+  /** Relative to the volume directory. */
+  path: string;
+  content: Buffer;
+  mode: number;
+}
+
+export interface PlannedVolume {
+  /** Directory relative to the unit's volume root: `<pod template>/<volume>`. */
+  dir: string;
+  files: PlannedFile[];
+}
+
+export interface PlannedSecret {
+  name: string;
+  /** JSON `{key: base64}`, the form podman 4.3's env lookup parses. */
+  data: string;
+}
+
+export interface PodmanPlan {
+  /** The multi-document YAML for `podman kube play`. */
+  yaml: string;
+  secrets: PlannedSecret[];
+  volumes: PlannedVolume[];
+  /** Pod templates by name, with how many pods each should have. */
+  templates: { kind: string; name: string; replicas: number }[];
+  ports: number[];
+  graceSeconds: number;
+  /** Readiness probes keyed `<template>/<container>`, evaluated by the driver (podman ignores them). */
+  probes: Record<string, Probe>;
+  /** PersistentVolumeClaim names: podman makes named volumes of them, removed with the workload. */
+  claims: string[];
+  /** Kinds skipped on purpose, for the log. */
+  ignored: string[];
+}
+
+/** Why a unit cannot run on podman; the driver reports it as phase Failed with this message. */
+export class UnsupportedUnitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsupportedUnitError';
+  }
+}
+
+// Manifests are loosely typed Kubernetes objects; the plan reads and rewrites them in place.
+type Obj = Record<string, any>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The podman secret name for a Secret of a workload; owner-scoped so two agents never share one. */
+export function secretName(owner: string, workload: string, secret: string): string {
+  return `outpost.${owner}.${workload}.${secret}`;
+}
+
+function decodeSecret(m: Obj, where: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  for (const [k, v] of Object.entries(isObj(m.data) ? m.data : {})) {
+    if (typeof v !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(v)) throw new UnsupportedUnitError(`${where}.data.${k} is not base64; use stringData for plain text`);
+    out.set(k, Buffer.from(v, 'base64'));
+  }
+  for (const [k, v] of Object.entries(isObj(m.stringData) ? m.stringData : {})) out.set(k, Buffer.from(String(v), 'utf8'));
+  return out;
+}
+
+function configMapData(m: Obj): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  for (const [k, v] of Object.entries(isObj(m.data) ? m.data : {})) out.set(k, Buffer.from(String(v), 'utf8'));
+  for (const [k, v] of Object.entries(isObj(m.binaryData) ? m.binaryData : {})) out.set(k, Buffer.from(String(v), 'base64'));
+  return out;
+}
+
+function volumeFiles(data: Map<string, Buffer>, src: Obj, where: string): PlannedFile[] {
+  const defaultMode = typeof src.defaultMode === 'number' ? src.defaultMode : 0o644;
+  if (!Array.isArray(src.items) || src.items.length === 0) return [...data].map(([path, content]) => ({ path, content, mode: defaultMode }));
+  return src.items.map((item: Obj, i: number) => {
+    const content = data.get(String(item.key));
+    if (!content) throw new UnsupportedUnitError(`${where}.items[${i}]: key "${item.key}" is not in the referenced object`);
+    const path = String(item.path ?? item.key);
+    if (path.startsWith('/') || path.split('/').includes('..')) throw new UnsupportedUnitError(`${where}.items[${i}].path must be relative without "..": ${path}`);
+    return { path, content, mode: typeof item.mode === 'number' ? item.mode : defaultMode };
+  });
+}
+
+/** Named probe ports refer to the container's ports, which the played YAML may no longer carry. */
+function resolveProbePort(probe: Probe, c: Obj): Probe {
+  const target = probe.httpGet ?? probe.tcpSocket;
+  if (target && typeof target.port === 'string' && !/^\d+$/.test(target.port)) {
+    const named = (Array.isArray(c.ports) ? c.ports : []).find((p: Obj) => p.name === target.port);
+    if (named) target.port = named.containerPort;
+  }
+  return probe;
+}
+
+/**
+ * Plans a unit for podman. `volumeRoot` is the absolute directory where the driver will write the
+ * unit's ConfigMap/Secret volume files (one per unit hash, so a replace never edits live files).
+ */
+export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string): PodmanPlan {
+  const manifests = structuredClone(unit.manifests) as Obj[];
+  const secrets = new Map<string, Map<string, Buffer>>();
+  const configMaps = new Map<string, Map<string, Buffer>>();
+  const ignored: string[] = [];
+  const claims: string[] = [];
+  manifests.forEach((m, i) => {
+    const where = `manifests[${i}] (${m.kind} ${m.metadata?.name})`;
+    if (m.kind === 'Secret') secrets.set(m.metadata.name, decodeSecret(m, where));
+    else if (m.kind === 'ConfigMap') configMaps.set(m.metadata.name, configMapData(m));
+    else if (m.kind === 'PersistentVolumeClaim') claims.push(m.metadata.name);
+    else if (IGNORED_KINDS.has(m.kind)) ignored.push(`${m.kind}/${m.metadata.name}`);
+    else if (!PLAYED_KINDS.has(m.kind)) {
+      throw new UnsupportedUnitError(`${where}: kind ${m.kind} is not supported by the podman driver; use Pod or Deployment (with ConfigMap, Secret, PersistentVolumeClaim)`);
+    }
+  });
+
+  const labels: Record<string, string> = {
+    [LABEL_OWNER]: owner,
+    [LABEL_WORKLOAD]: unit.name,
+    [LABEL_HASH]: unit.hash,
+    [LABEL_GENERATION]: String(unit.generation),
+  };
+  const usedSecrets = new Set<string>();
+  const volumes: PlannedVolume[] = [];
+  const probes: Record<string, Probe> = {};
+  let grace: number | undefined;
+
+  for (const [i, m] of manifests.entries()) {
+    if (m.kind !== 'Pod' && m.kind !== 'Deployment') continue;
+    const where = `manifests[${i}] (${m.kind} ${m.metadata.name})`;
+    let pod: Obj;
+    if (m.kind === 'Pod') pod = m;
+    else {
+      m.spec = isObj(m.spec) ? m.spec : {};
+      m.spec.template = isObj(m.spec.template) ? m.spec.template : {};
+      pod = m.spec.template;
+      m.metadata.labels = { ...(m.metadata.labels ?? {}), ...labels };
+    }
+    pod.metadata = isObj(pod.metadata) ? pod.metadata : {};
+    pod.metadata.labels = { ...(pod.metadata.labels ?? {}), ...labels };
+    const spec: Obj = isObj(pod.spec) ? pod.spec : {};
+    if (!Array.isArray(spec.containers) || spec.containers.length === 0) throw new UnsupportedUnitError(`${where}: a pod needs at least one container`);
+    if (typeof spec.terminationGracePeriodSeconds === 'number') grace = Math.max(grace ?? 0, spec.terminationGracePeriodSeconds);
+
+    const fileVolumes = new Set<string>();
+    for (const [vi, v] of (Array.isArray(spec.volumes) ? spec.volumes : []).entries()) {
+      const vwhere = `${where}.spec.volumes[${vi}]`;
+      const src = isObj(v.configMap) ? v.configMap : isObj(v.secret) ? v.secret : undefined;
+      if (!src) continue;
+      const ref = String(v.configMap ? src.name : src.secretName);
+      const data = v.configMap ? configMaps.get(ref) : secrets.get(ref);
+      if (!data) {
+        if (src.optional === true) continue;
+        throw new UnsupportedUnitError(`${vwhere}: ${v.configMap ? 'ConfigMap' : 'Secret'} "${ref}" is not part of the workload; add it to the manifests or mark the volume optional`);
+      }
+      const dir = `${m.metadata.name}/${v.name}`;
+      volumes.push({ dir, files: volumeFiles(data, src, vwhere) });
+      spec.volumes[vi] = { name: v.name, hostPath: { path: `${volumeRoot}/${dir}`, type: 'Directory' } };
+      fileVolumes.add(v.name);
+    }
+
+    for (const c of [...spec.containers, ...(Array.isArray(spec.initContainers) ? spec.initContainers : [])] as Obj[]) {
+      if (isObj(c.readinessProbe)) probes[`${m.metadata.name}/${c.name}`] = resolveProbePort(structuredClone(c.readinessProbe) as Probe, c);
+      if (Array.isArray(c.ports)) {
+        c.ports = c.ports.filter((p: Obj) => typeof p.hostPort === 'number' && p.hostPort > 0);
+        if (c.ports.length === 0) delete c.ports;
+      }
+      for (const vm of Array.isArray(c.volumeMounts) ? c.volumeMounts : []) if (fileVolumes.has(vm.name)) vm.readOnly = true;
+      for (const e of Array.isArray(c.env) ? c.env : []) {
+        const ref = e.valueFrom?.secretKeyRef;
+        if (isObj(ref) && secrets.has(ref.name)) {
+          usedSecrets.add(ref.name);
+          ref.name = secretName(owner, unit.name, ref.name);
+        }
+      }
+      for (const e of Array.isArray(c.envFrom) ? c.envFrom : []) {
+        if (isObj(e.secretRef) && secrets.has(e.secretRef.name)) {
+          usedSecrets.add(e.secretRef.name);
+          e.secretRef.name = secretName(owner, unit.name, e.secretRef.name);
+        }
+      }
+    }
+    pod.spec = spec;
+  }
+
+  const templates = podTemplates(unit.manifests).filter((t) => t.kind === 'Pod' || t.kind === 'Deployment');
+  if (templates.length === 0) throw new UnsupportedUnitError('the workload has no Pod or Deployment; the podman driver needs at least one');
+  const ports = new Set<number>();
+  for (const t of templates) {
+    for (const c of t.podSpec.containers) for (const p of Array.isArray(c.ports) ? c.ports : []) if (Number.isInteger(p.containerPort)) ports.add(p.containerPort);
+  }
+
+  const played = manifests.filter((m) => PLAYED_KINDS.has(m.kind));
+  return {
+    yaml: played.map((m) => stringify(m)).join('---\n'),
+    secrets: [...usedSecrets].map((name) => ({
+      name: secretName(owner, unit.name, name),
+      data: JSON.stringify(Object.fromEntries([...secrets.get(name)!].map(([k, v]) => [k, v.toString('base64')]))),
+    })),
+    volumes,
+    templates: templates.map((t) => ({ kind: t.kind, name: t.name, replicas: t.replicas })),
+    ports: [...ports].sort((a, b) => a - b),
+    graceSeconds: grace ?? DEFAULT_GRACE_SECONDS,
+    probes,
+    claims,
+    ignored,
+  };
+}
+
