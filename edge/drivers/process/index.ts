@@ -181,6 +181,11 @@ class ProcessDriver implements Driver {
     const t = w.target(opts.container);
     if (!t) throw new DriverError(`workload ${name} has no container ${opts.container ?? ''}; containers: ${w.plan.processes.map((p) => p.key).join(', ') || 'none'}`);
     if (command.length === 0) throw new DriverError('exec needs a command, e.g. ["sh", "-c", "ls"]');
+    try {
+      await access(t.cwd);
+    } catch (err) {
+      throw new DriverError(`workingDir ${t.cwd} of workload ${name} does not exist; create it on the device or change workingDir`, { cause: err });
+    }
     return runCommand(command, t.env, t.cwd, opts.signal);
   }
 

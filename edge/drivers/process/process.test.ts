@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { driverSuite, freePort, waitFor } from '../driver.case.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createProcessDriver, type ProcessDriverOptions } from './index.js';
-import { readStat } from './proc.js';
+import { groupMembers, readStat } from './proc.js';
 import { crashingWorkload, httpWorkload, identity, killAll, shWorkload, tickerWorkload, unit } from './testing.js';
 
 driverSuite('process', async () => {
@@ -105,20 +105,25 @@ describe('process driver specifics', () => {
     await phase(d1, 'again', (w) => w.phase === 'Ready', 'to be Ready');
     await d1.close();
     const first = (await statePids('again')).main;
+    const stragglers = groupMembers(first).filter((p) => p !== first.pid);
+    expect(stragglers.length).toBeGreaterThan(0);
+    // Only the wrapper dies: the command it ran lingers in the group, as a half-killed process would.
     process.kill(first.pid, 'SIGKILL');
-    await waitFor('the ticker to die', async () => readStat(first.pid) === null || readStat(first.pid)?.state === 'Z');
+    await waitFor('the wrapper to die', async () => readStat(first.pid) === null || readStat(first.pid)?.state === 'Z');
 
     const d2 = await make();
     const o = await phase(d2, 'again', (w) => w.phase !== 'Pending' && (w.restarts === 1), 'to be restarted once');
     expect(o.restarts).toBe(1);
     await waitFor('a new process running', async () => !(await identity(dataDir, 'again')).includes('gone'));
+    expect(groupMembers(first)).toEqual([]);
     await d2.close();
 
     // A reboot: the recorded pid now belongs to a stranger (this test process stands in for it).
     const stateFile = join(dataDir, 'workloads', 'again', 'state.json');
     const st = JSON.parse(await readFile(stateFile, 'utf8'));
     const second = st.processes.main;
-    process.kill(second.pid, 'SIGKILL');
+    // A reboot ends the whole group, not just the wrapper.
+    process.kill(-second.pid, 'SIGKILL');
     st.bootId = 'another-boot';
     st.processes.main.pid = process.pid;
     st.processes.main.startTime = readStat(process.pid)!.startTime;
