@@ -36,7 +36,8 @@ const RENEW_BEFORE_MS = 30 * DAY;
 const BACKDATE_MS = 3_600_000;
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+// @peculiar/x509 is typed against the DOM's Crypto, which this Node-only project does not load.
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 /** sha256 of the DER of the (first) certificate in `pem`, lower-case hex, 64 characters. */
 export function caFingerprint(pem: string): string {
@@ -93,18 +94,18 @@ function readIfExists(file: string): string | undefined {
   }
 }
 
-async function exportKeyPem(key: CryptoKey): Promise<string> {
-  const der = await webcrypto.subtle.exportKey('pkcs8', key as webcrypto.CryptoKey);
+async function exportKeyPem(key: webcrypto.CryptoKey): Promise<string> {
+  const der = await webcrypto.subtle.exportKey('pkcs8', key);
   return x509.PemConverter.encode(der, 'PRIVATE KEY');
 }
 
-async function importSigningKey(pem: string): Promise<CryptoKey> {
+async function importSigningKey(pem: string): Promise<webcrypto.CryptoKey> {
   const der = createPrivateKey(pem).export({ type: 'pkcs8', format: 'der' });
-  return (await webcrypto.subtle.importKey('pkcs8', der, ALG, false, ['sign'])) as CryptoKey;
+  return webcrypto.subtle.importKey('pkcs8', der, ALG, false, ['sign']);
 }
 
 async function createCa(now: number): Promise<{ caPem: string; caKeyPem: string }> {
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     // A timestamp in the name, like k3s, tells CAs of successive installs apart at a glance.
     name: `CN=outpost-hub-ca@${Math.floor(now / 1000)}`,
@@ -123,7 +124,7 @@ async function createCa(now: number): Promise<{ caPem: string; caKeyPem: string 
 
 async function createServerCert(caPem: string, caKeyPem: string, hosts: string[], now: number): Promise<{ certPem: string; keyPem: string }> {
   const ca = new x509.X509Certificate(caPem);
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.create({
     subject: 'CN=outpost-hub',
     issuer: ca.subject,

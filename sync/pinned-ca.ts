@@ -14,9 +14,9 @@
  * const ca = t?.caFingerprint ? await fetchPinnedCa('https://hub.example:8443', t.caFingerprint) : undefined;
  * new SyncClient({ url: 'wss://hub.example:8443/api/v1/sync', ca, ... });
  */
-import { createHash, X509Certificate, type PeerCertificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import net from 'node:net';
-import tls from 'node:tls';
+import tls, { type DetailedPeerCertificate, type PeerCertificate } from 'node:tls';
 import { isValidName } from '../core/ids.js';
 
 export type TokenKind = 'api' | 'join' | 'edge';
@@ -51,6 +51,13 @@ export function parseToken(token: string): ParsedToken | null {
   if (kind === 'edge') return isValidName(middle) ? { kind, edge: middle, id, secret } : null;
   if (middle === NO_FINGERPRINT) return { kind, id, secret };
   return FINGERPRINT.test(middle) ? { kind, caFingerprint: middle, id, secret } : null;
+}
+
+/** Builds `<prefix>.<middle>.<id>.<secret>`; `middle` is the CA pin (or `none`) or the edge name. */
+export function formatToken(kind: TokenKind, middle: string, id: string, secret: string): string {
+  const token = `${TOKEN_PREFIX[kind]}.${middle}.${id}.${secret}`;
+  if (!parseToken(token)) throw new Error(`cannot build the ${kind} token from "${middle}": expected a sha256 fingerprint, "none" or an edge name`);
+  return token;
 }
 
 /** sha256 of the DER of the first certificate in `pem`, lower-case hex. */
@@ -113,7 +120,7 @@ async function presentedChain(host: string, port: number, timeoutMs: number): Pr
     while (cert?.raw && !seen.has(cert)) {
       seen.add(cert);
       chain.push(cert.raw);
-      cert = (cert as tls.DetailedPeerCertificate).issuerCertificate;
+      cert = (cert as DetailedPeerCertificate).issuerCertificate;
     }
     return chain;
   } finally {

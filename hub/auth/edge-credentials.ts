@@ -1,0 +1,40 @@
+/**
+ * @module Edge credentials: `ope1.<edgeName>.<id>.<secret>`, the bearer an edge presents on every
+ * sync connection (docs/protocol.md). One per edge: issuing a new one (re-enrollment) replaces the
+ * old one, and revoking it (decommission) makes the hub refuse the edge at the upgrade.
+ */
+import type { EdgeName } from '../../core/ids.js';
+import { edgeName } from '../../core/ids.js';
+import { formatToken, parseToken } from '../../sync/pinned-ca.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
+
+/** Issues the edge's credential, replacing (and so revoking) any previous one. */
+export function issueEdgeCredential(db: SqliteDatabase, edge: string, now = Date.now()): string {
+  migrateAuth(db);
+  const name = edgeName(edge);
+  const id = newId();
+  const secret = newSecret();
+  const token = formatToken('edge', name, id, secret);
+  db.prepare(
+    `INSERT INTO edge_credentials (edge, id, secret_hash, created_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT(edge) DO UPDATE SET id = excluded.id, secret_hash = excluded.secret_hash, created_at = excluded.created_at`,
+  ).run(name, id, hashSecret(secret), now);
+  return token;
+}
+
+/** The edge a credential belongs to; null for a replaced, revoked, unknown or malformed one. */
+export function verifyEdgeCredential(db: SqliteDatabase, token: string): { edge: EdgeName } | null {
+  migrateAuth(db);
+  const t = parseToken(token);
+  if (!t || t.kind !== 'edge') return null;
+  const row = db.prepare('SELECT edge, secret_hash FROM edge_credentials WHERE id = ?').get(t.id) as { edge: string; secret_hash: Buffer } | undefined;
+  if (!row || !secretMatches(t.secret, row.secret_hash) || row.edge !== t.edge) return null;
+  return { edge: row.edge as EdgeName };
+}
+
+/** False if the edge had no credential. */
+export function revokeEdgeCredential(db: SqliteDatabase, edge: string): boolean {
+  migrateAuth(db);
+  return db.prepare('DELETE FROM edge_credentials WHERE edge = ?').run(edge).changes === 1;
+}

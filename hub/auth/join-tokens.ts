@@ -1,0 +1,123 @@
+/**
+ * @module Join tokens: `opj1.<caFingerprint|none>.<id>.<secret>`. An edge presents one once, at
+ * enrollment, and gets an edge credential in exchange; the token decides the edge's project and
+ * initial labels, and may expire and/or allow a limited number of uses.
+ */
+import { OutpostError } from '../../core/errors.js';
+import { Labels } from '../../core/resources.js';
+import { formatToken, NO_FINGERPRINT, parseToken } from '../../sync/pinned-ca.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
+import { checkProject, checkTtl } from './tokens.js';
+
+export interface JoinGrant {
+  project: string;
+  labels: Labels;
+}
+
+export interface CreateJoinTokenOptions {
+  project: string;
+  labels?: Labels;
+  ttlMs?: number;
+  /** How many edges may enroll with it; absent means unlimited. */
+  uses?: number;
+  description?: string;
+  /** The hub's CA pin, written into the token for the edge; null or absent for a plain-HTTP hub. */
+  caFingerprint?: string | null;
+}
+
+export interface JoinTokenInfo extends JoinGrant {
+  id: string;
+  description: string;
+  createdAt: number;
+  expiresAt: number | null;
+  usesLimit: number | null;
+  uses: number;
+  revokedAt: number | null;
+}
+
+interface Row {
+  id: string;
+  secret_hash: Buffer;
+  project: string;
+  labels: string;
+  description: string;
+  created_at: number;
+  expires_at: number | null;
+  uses_limit: number | null;
+  uses: number;
+  revoked_at: number | null;
+}
+
+const CREATE_NEW = 'create a new one with `outpost token create`';
+
+export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions, now = Date.now()): string {
+  migrateAuth(db);
+  checkProject(opts.project, false);
+  checkTtl(opts.ttlMs);
+  if (opts.uses !== undefined && !(Number.isSafeInteger(opts.uses) && opts.uses > 0)) {
+    throw new OutpostError('invalid', `uses must be a positive whole number (got ${opts.uses}); leave it out for unlimited`);
+  }
+  const labels = Labels.safeParse(opts.labels ?? {});
+  if (!labels.success) {
+    const issue = labels.error.issues[0];
+    throw new OutpostError('invalid', `labels${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`, { details: labels.error.issues });
+  }
+  const id = newId();
+  const secret = newSecret();
+  const token = formatToken('join', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
+  db.prepare(
+    'INSERT INTO join_tokens (id, secret_hash, project, labels, description, created_at, expires_at, uses_limit) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  ).run(id, hashSecret(secret), opts.project, JSON.stringify(labels.data), opts.description ?? '', now, opts.ttlMs === undefined ? null : now + opts.ttlMs, opts.uses ?? null);
+  return token;
+}
+
+/**
+ * Checks a join token and counts one use, atomically: the check and the increment run in one
+ * IMMEDIATE transaction, which takes SQLite's write lock before reading, so two hubs processes or
+ * connections enrolling at once cannot both see the last use as free. Called inside the caller's
+ * transaction (enrollment: consume + create the edge + issue its credential) it becomes part of it.
+ */
+export function consumeJoinToken(db: SqliteDatabase, token: string, now = Date.now()): JoinGrant {
+  migrateAuth(db);
+  const t = parseToken(token);
+  const unknown = () => new OutpostError('unauthorized', `unknown join token: check that it was copied whole, or ${CREATE_NEW}`);
+  if (!t || t.kind !== 'join') throw unknown();
+  const consume = db.transaction((): JoinGrant => {
+    const row = db.prepare('SELECT * FROM join_tokens WHERE id = ?').get(t.id) as Row | undefined;
+    // A wrong secret is reported like an unknown id, so guessing reveals nothing about ids.
+    if (!row || !secretMatches(t.secret, row.secret_hash)) throw unknown();
+    if (row.revoked_at !== null) throw new OutpostError('unauthorized', `join token ${row.id} was revoked at ${new Date(row.revoked_at).toISOString()}: ${CREATE_NEW}`);
+    if (row.expires_at !== null && row.expires_at <= now) {
+      throw new OutpostError('unauthorized', `join token expired at ${new Date(row.expires_at).toISOString()}: ${CREATE_NEW}`);
+    }
+    if (row.uses_limit !== null && row.uses >= row.uses_limit) {
+      throw new OutpostError('unauthorized', `join token already used ${row.uses} times (limit ${row.uses_limit}): ${CREATE_NEW}`);
+    }
+    db.prepare('UPDATE join_tokens SET uses = uses + 1 WHERE id = ?').run(row.id);
+    return { project: row.project, labels: JSON.parse(row.labels) as Labels };
+  });
+  return db.inTransaction ? consume() : consume.immediate();
+}
+
+export function listJoinTokens(db: SqliteDatabase): JoinTokenInfo[] {
+  migrateAuth(db);
+  const rows = db.prepare('SELECT * FROM join_tokens ORDER BY created_at, id').all() as Row[];
+  return rows.map((r) => ({
+    id: r.id,
+    project: r.project,
+    labels: JSON.parse(r.labels) as Labels,
+    description: r.description,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    usesLimit: r.uses_limit,
+    uses: r.uses,
+    revokedAt: r.revoked_at,
+  }));
+}
+
+/** Revokes by id; false if there is no such token or it was already revoked. */
+export function revokeJoinToken(db: SqliteDatabase, id: string, now = Date.now()): boolean {
+  migrateAuth(db);
+  return db.prepare('UPDATE join_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1;
+}

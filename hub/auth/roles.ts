@@ -1,0 +1,64 @@
+/**
+ * @module Who may do what. A principal is an API token's role and project; an action is one of
+ * three levels, each including the ones below it:
+ *
+ * | action | what it covers                                                          | viewer | operator | admin |
+ * |--------|-------------------------------------------------------------------------|:------:|:--------:|:-----:|
+ * | read   | list/get edges, workloads, placements, status, events, logs             |   ✓    |    ✓     |   ✓   |
+ * | write  | create/update/delete workloads and placements; edge labels, drain;      |        |    ✓     |   ✓   |
+ * |        | pause/resume rollouts; exec and port-forward through the tunnel         |        |          |       |
+ * | admin  | create/list/revoke API and join tokens; approve and decommission edges  |        |          |   ✓   |
+ *
+ * Scope: a token acts only inside its project; project `*` (admin tokens made by the hub at first
+ * start) covers every project and the hub-wide actions, which callers check against project `*`.
+ * Exec and port-forward count as write, not read: they run code on the edge, which an operator
+ * could do anyway by deploying a workload. Token creation is admin in the target project, so an
+ * admin of one project can mint tokens for that project only, never for `*`.
+ */
+import { OutpostError } from '../../core/errors.js';
+
+export const ROLES = ['viewer', 'operator', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+export type Action = 'read' | 'write' | 'admin';
+
+/** The project value that means "every project" (and hub-wide actions). */
+export const ALL_PROJECTS = '*';
+
+export interface Principal {
+  role: Role;
+  project: string;
+}
+
+const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
+const NEEDS: Record<Action, number> = { read: 1, write: 2, admin: 3 };
+const MIN_ROLE: Record<Action, Role> = { read: 'viewer', write: 'operator', admin: 'admin' };
+
+export function isRole(s: string): s is Role {
+  return (ROLES as readonly string[]).includes(s);
+}
+
+/**
+ * Whether `principal` may perform `action` in `project` (`*` for hub-wide actions).
+ *
+ * @example
+ * can({ role: 'operator', project: 'shop' }, 'write', 'shop'); // true
+ * can({ role: 'operator', project: 'shop' }, 'admin', 'shop'); // false
+ */
+export function can(principal: Principal, action: Action, project: string): boolean {
+  const inScope = principal.project === ALL_PROJECTS || principal.project === project;
+  return inScope && RANK[principal.role] >= NEEDS[action];
+}
+
+/** Throws 403 with what the caller would need instead. */
+export function authorize(principal: Principal, action: Action, project: string): void {
+  if (can(principal, action, project)) return;
+  const where = project === ALL_PROJECTS ? 'across all projects' : `in project "${project}"`;
+  const scope = principal.project === ALL_PROJECTS ? 'for all projects' : `for project "${principal.project}"`;
+  const need = `a token with role ${MIN_ROLE[action]} or higher for ${project === ALL_PROJECTS ? 'all projects (*)' : `project "${project}"`}`;
+  throw new OutpostError('forbidden', `this ${principal.role} token ${scope} may not ${action === 'admin' ? 'administer' : action} ${where}: use ${need}`);
+}
+
+/** Whether `principal` may create a token with `grant` (admin over the grant's project). */
+export function canGrant(principal: Principal, grant: { project: string }): boolean {
+  return can(principal, 'admin', grant.project);
+}

@@ -1,0 +1,79 @@
+/**
+ * @module The tables of hub/auth and the helpers every token kind shares: random ids and secrets,
+ * sha256 hashes (a stolen database file yields no usable token), constant-time comparison.
+ *
+ * Each table is keyed by the token id, a non-secret lookup key; only the secret is compared, and
+ * in constant time, so response timing tells an attacker nothing about how close a guess was.
+ */
+import crypto from 'node:crypto';
+import { buildInfo } from '../../core/version.js';
+import { migrate, type Migration, type SqliteDatabase } from '../../sync/sqlite.js';
+
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE api_tokens (
+        id TEXT PRIMARY KEY,
+        secret_hash BLOB NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'operator', 'viewer')),
+        project TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        revoked_at INTEGER
+      );
+      CREATE TABLE join_tokens (
+        id TEXT PRIMARY KEY,
+        secret_hash BLOB NOT NULL,
+        project TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        uses_limit INTEGER,
+        uses INTEGER NOT NULL DEFAULT 0,
+        revoked_at INTEGER
+      );
+      -- One credential per edge: issuing a new one replaces the row, which revokes the old one.
+      CREATE TABLE edge_credentials (
+        edge TEXT PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        secret_hash BLOB NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+    `,
+  },
+];
+
+const migrated = new WeakSet<SqliteDatabase>();
+
+/** Creates or upgrades the auth tables; every function of hub/auth calls it, so it runs once per handle. */
+export function migrateAuth(db: SqliteDatabase): void {
+  if (migrated.has(db)) return;
+  migrate(db, 'hub-auth', MIGRATIONS, buildInfo().version);
+  migrated.add(db);
+}
+
+/** A lookup key: 8 random bytes as 16 hex characters. Not secret. */
+export function newId(): string {
+  return crypto.randomBytes(8).toString('hex');
+}
+
+/** 32 random bytes, base64url without padding (43 characters). */
+export function newSecret(): string {
+  return crypto.randomBytes(32).toString('base64url');
+}
+
+export function hashSecret(secret: string): Buffer {
+  return crypto.createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/**
+ * Compares a presented secret with a stored hash in constant time. Hashing first gives both
+ * sides the same length, which timingSafeEqual requires, whatever was presented.
+ */
+export function secretMatches(secret: string, storedHash: Buffer): boolean {
+  const presented = hashSecret(secret);
+  return storedHash.length === presented.length && crypto.timingSafeEqual(presented, storedHash);
+}

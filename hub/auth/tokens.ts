@@ -1,0 +1,143 @@
+/**
+ * @module API tokens: `opt1.<caFingerprint|none>.<id>.<secret>` (docs/security.md), each with a
+ * role and a project (`*` = every project). Only the sha256 of the secret is stored; the token is
+ * shown once, when created. The admin token of a fresh hub is written to DATA/admin.token.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { OutpostError } from '../../core/errors.js';
+import { isValidName } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import { formatToken, NO_FINGERPRINT, parseToken } from '../../sync/pinned-ca.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { ALL_PROJECTS, isRole, type Principal, type Role } from './roles.js';
+import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
+
+const log = createLogger('hub:auth');
+
+export interface ApiTokenInfo {
+  id: string;
+  role: Role;
+  project: string;
+  description: string;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface CreateApiTokenOptions {
+  role: Role;
+  project: string;
+  description?: string;
+  ttlMs?: number;
+  /** The hub's CA pin, written into the token for clients; null or absent for a plain-HTTP hub. */
+  caFingerprint?: string | null;
+}
+
+interface Row {
+  id: string;
+  secret_hash: Buffer;
+  role: Role;
+  project: string;
+  description: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+/** Shared checks of the options every token kind takes; throws 422 naming the field. */
+export function checkTtl(ttlMs: number | undefined): void {
+  if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
+    throw new OutpostError('invalid', `ttl must be a positive duration, e.g. 24h (got ${ttlMs} ms)`);
+  }
+}
+
+export function checkProject(project: string, allowAll: boolean): void {
+  if (allowAll && project === ALL_PROJECTS) return;
+  if (!isValidName(project)) {
+    throw new OutpostError('invalid', `project "${project}" is not a valid name: use lower-case letters, digits and '-'${allowAll ? ', or * for all projects' : ''}`);
+  }
+}
+
+/** Creates an API token and returns it; this is the only time the secret exists outside the caller. */
+export function createApiToken(db: SqliteDatabase, opts: CreateApiTokenOptions, now = Date.now()): string {
+  migrateAuth(db);
+  if (!isRole(opts.role)) throw new OutpostError('invalid', `role "${opts.role}" is not one of admin, operator, viewer`);
+  checkProject(opts.project, true);
+  checkTtl(opts.ttlMs);
+  const id = newId();
+  const secret = newSecret();
+  const token = formatToken('api', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
+  db.prepare('INSERT INTO api_tokens (id, secret_hash, role, project, description, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    id,
+    hashSecret(secret),
+    opts.role,
+    opts.project,
+    opts.description ?? '',
+    now,
+    opts.ttlMs === undefined ? null : now + opts.ttlMs,
+  );
+  return token;
+}
+
+/** The principal of a valid token; null for anything expired, revoked, unknown or malformed. */
+export function verifyApiToken(db: SqliteDatabase, token: string, now = Date.now()): (Principal & { id: string }) | null {
+  migrateAuth(db);
+  const t = parseToken(token);
+  if (!t || t.kind !== 'api') return null;
+  const row = db.prepare('SELECT * FROM api_tokens WHERE id = ?').get(t.id) as Row | undefined;
+  if (!row || !secretMatches(t.secret, row.secret_hash)) return null;
+  if (row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
+  return { id: row.id, role: row.role, project: row.project };
+}
+
+/** Revokes by id; false if there is no such token or it was already revoked. */
+export function revokeApiToken(db: SqliteDatabase, id: string, now = Date.now()): boolean {
+  migrateAuth(db);
+  return db.prepare('UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1;
+}
+
+export function listApiTokens(db: SqliteDatabase): ApiTokenInfo[] {
+  migrateAuth(db);
+  const rows = db.prepare('SELECT * FROM api_tokens ORDER BY created_at, id').all() as Row[];
+  return rows.map((r) => ({
+    id: r.id,
+    role: r.role,
+    project: r.project,
+    description: r.description,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    revokedAt: r.revoked_at,
+  }));
+}
+
+/**
+ * On first start, creates an admin token for all projects and writes it to DATA/admin.token
+ * (mode 0600). Once the file exists it is never rewritten, so deleting it and restarting is how
+ * an operator gets a new admin token; the old one stays valid until revoked.
+ */
+export function ensureAdminToken(db: SqliteDatabase, dataDir: string, caFingerprint: string | null, now = Date.now()): { token: string; created: boolean } {
+  migrateAuth(db);
+  const file = path.join(dataDir, 'admin.token');
+  if (fs.existsSync(file)) {
+    const token = fs.readFileSync(file, 'utf8').trim();
+    if (!verifyApiToken(db, token, now)) {
+      log.warn({ file }, `${file} holds a token this hub does not accept (revoked, expired or from another database): delete the file and restart the hub to get a new admin token`);
+    }
+    return { token, created: false };
+  }
+  // The row and the file succeed or fail together: a failed write rolls the token back.
+  const token = db.transaction(() => {
+    const t = createApiToken(db, { role: 'admin', project: ALL_PROJECTS, description: 'created at first start (admin.token)', caFingerprint }, now);
+    try {
+      fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      // 'wx' never overwrites a file another process wrote meanwhile.
+      fs.writeFileSync(file, `${t}\n`, { mode: 0o600, flag: 'wx' });
+      fs.chmodSync(file, 0o600);
+    } catch (err) {
+      throw new Error(`cannot write the admin token to ${file}: check the data directory's permissions`, { cause: err });
+    }
+    return t;
+  })();
+  return { token, created: true };
+}
