@@ -137,6 +137,7 @@ describe('packaged self-test (SQLite, Automerge, ws, pino, Kubernetes client, UI
     expect(result.ws.echoedBytes).toBeGreaterThan(0);
     // Nothing listens (and there is no network): the client got as far as opening a connection.
     expect(result.kubernetes.error).toMatch(/^(ECONNREFUSED|ENETUNREACH|EADDRNOTAVAIL)$/);
+    expect(result.x509).toEqual({ subject: 'CN=outpost selftest' });
     expect(result.ui).toEqual({ files: 3 });
     expect(log).toMatchObject({ level: 30, ns: 'build:selftest', msg: 'selftest passed' });
     expect(fs.existsSync(path.join(tmpdir, `outpost-cache-${runUid}`, addonHash(), 'better_sqlite3.node'))).toBe(true);

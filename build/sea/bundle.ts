@@ -123,7 +123,8 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
       plugins: [bindingsShim, optionalModuleStubs],
     });
   } catch (cause) {
-    throw new Error(`bundling ${entry} with esbuild failed (see the errors above)`, { cause });
+    // esbuild's message lists every error with file:line; top-level await is the usual one (CJS has none).
+    throw new Error(`bundling ${entry} with esbuild failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
   const warnings = await esbuild.formatMessages(result.warnings, { kind: 'warning', color: false });
   // Any other import.meta property (dirname, resolve) would be empty at runtime: refuse to ship that.

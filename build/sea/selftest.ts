@@ -3,16 +3,18 @@
  * pipeline as main.ts and runs it from an empty, read-only directory with no network. It proves
  * the pieces that only break once bundled: the SQLite addon and the Automerge wasm loaded from SEA
  * assets (sync/native.ts), ws without its optional native modules, pino's default stdout
- * destination, @kubernetes/client-node's HTTP stack, and the embedded web UI manifest.
+ * destination, @kubernetes/client-node's HTTP stack, @peculiar/x509 (decorators and reflect-metadata,
+ * used by the hub's CA), and the embedded web UI manifest.
  *
  * Usage: selftest <writable work dir>. Prints one pino line, then one JSON result line; exits 1
  * with the error on stderr when a check fails.
  */
-import { createHash } from 'node:crypto';
+import { createHash, webcrypto, X509Certificate } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import * as A from '@automerge/automerge/slim';
 import * as k8s from '@kubernetes/client-node';
+import * as x509 from '@peculiar/x509';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createLogger } from '../../core/logger.js';
 import { initAutomerge, isPackaged, openSqlite, packagedAsset } from '../../sync/native.js';
@@ -112,6 +114,25 @@ async function kubernetesClient(): Promise<string> {
   throw new Error('selftest: the Kubernetes client reached an API server at 127.0.0.1:9');
 }
 
+/** A self-signed certificate made by @peculiar/x509 must parse with Node's own X509Certificate. */
+async function selfSignedCertificate(): Promise<string> {
+  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+  const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: '01',
+    name: 'CN=outpost selftest',
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + 3_600_000),
+    keys,
+    signingAlgorithm: alg,
+    extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
+  });
+  const parsed = new X509Certificate(cert.toString('pem'));
+  check(parsed.checkIssued(parsed), 'the x509 self-signed certificate is not self-issued');
+  return parsed.subject;
+}
+
 function verifyUi(): { files: number } | null {
   const raw = packagedAsset(UI_MANIFEST_KEY);
   if (!raw) return null;
@@ -135,6 +156,7 @@ async function main(): Promise<void> {
   check(sameHeads(A.getHeads(reloaded), A.getHeads(synced.hub)), 'the doc loaded back from SQLite has different heads');
   const echoed = await wsEcho(dir, synced.lastMessage);
   const k8sError = await kubernetesClient();
+  const certSubject = await selfSignedCertificate();
   const ui = verifyUi();
   createLogger('build:selftest').info({ sqlite: sqlite.version }, 'selftest passed');
   const result = {
@@ -143,6 +165,7 @@ async function main(): Promise<void> {
     automerge: { rounds: synced.rounds, replicas: reloaded.workloads.web?.replicas, heads: A.getHeads(reloaded) },
     ws: { echoedBytes: echoed },
     kubernetes: { error: k8sError },
+    x509: { subject: certSubject },
     ui,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
