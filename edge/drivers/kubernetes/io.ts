@@ -1,0 +1,89 @@
+/**
+ * @module Logs and exec for the kubernetes driver, through the API server (`pods/log` and the
+ * `pods/exec` websocket protocol), with @kubernetes/client-node's Log and Exec clients.
+ */
+import { PassThrough, Writable } from 'node:stream';
+import { Exec, Log, type KubeConfig, type V1Status } from '@kubernetes/client-node';
+import { DriverError, type ExecResult } from '../driver.js';
+import type { KObj } from './objects.js';
+
+/** Lines of one container's log; ends when the server ends the stream or `signal` aborts. */
+export async function* podLogLines(kc: KubeConfig, pod: KObj, container: string, opts: { tail?: number; follow?: boolean; signal?: AbortSignal }): AsyncGenerator<string> {
+  if (opts.signal?.aborted) return;
+  const out = new PassThrough();
+  let ctl: AbortController;
+  try {
+    ctl = await new Log(kc).log(pod.metadata.namespace!, pod.metadata.name, container, out, { follow: opts.follow ?? false, ...(opts.tail !== undefined ? { tailLines: opts.tail } : {}) });
+  } catch (err) {
+    const code = (err as { code?: number }).code;
+    throw new DriverError(`reading logs of pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container} failed${code ? ` (HTTP ${code})` : ''}; the container may not have started yet`, { cause: err });
+  }
+  // Aborting the request does not end the piped stream; end it ourselves so the loop below finishes.
+  const onAbort = (): void => {
+    ctl.abort();
+    out.end();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  let partial = '';
+  try {
+    for await (const chunk of out) {
+      const parts = (partial + (chunk as Buffer).toString('utf8')).split('\n');
+      partial = parts.pop() ?? '';
+      for (const l of parts) yield l;
+      if (opts.signal?.aborted) return;
+    }
+    if (partial) yield partial;
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
+    ctl.abort();
+  }
+}
+
+class Collect extends Writable {
+  readonly chunks: Buffer[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
+    this.chunks.push(Buffer.from(chunk));
+    cb();
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/** Exit code from the status the API server sends on the exec error channel. */
+export function exitCodeOf(status: V1Status): number | undefined {
+  if (status.status === 'Success') return 0;
+  if (status.reason === 'NonZeroExitCode') {
+    const c = status.details?.causes?.find((x) => x.reason === 'ExitCode');
+    const n = Number(c?.message);
+    if (Number.isInteger(n)) return n;
+  }
+  return undefined;
+}
+
+export async function execInPod(kc: KubeConfig, pod: KObj, container: string, command: string[], signal?: AbortSignal): Promise<ExecResult> {
+  const stdout = new Collect();
+  const stderr = new Collect();
+  let status: V1Status | undefined;
+  let ws;
+  try {
+    ws = await new Exec(kc).exec(pod.metadata.namespace!, pod.metadata.name, container, command, stdout, stderr, null, false, (s) => {
+      status = s;
+    });
+  } catch (err) {
+    throw new DriverError(`exec in pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container} failed to connect; check that the kubeconfig user may create pods/exec`, { cause: err });
+  }
+  await new Promise<void>((resolve) => {
+    const abort = (): void => ws.close();
+    signal?.addEventListener('abort', abort, { once: true });
+    ws.on('close', () => {
+      signal?.removeEventListener('abort', abort);
+      resolve();
+    });
+  });
+  if (signal?.aborted) throw new DriverError(`exec of ${command[0]} in ${pod.metadata.name} was aborted`);
+  if (!status) throw new DriverError(`exec of ${command[0]} in ${pod.metadata.name}: the API server closed the stream without an exit status`);
+  const exitCode = exitCodeOf(status);
+  if (exitCode === undefined) throw new DriverError(`exec of ${command[0]} in ${pod.metadata.name} failed: ${status.message ?? status.reason ?? 'unknown error'}`);
+  return { exitCode, stdout: stdout.text(), stderr: stderr.text() };
+}
