@@ -30,7 +30,7 @@ import type { Driver, Endpoint, ExecOptions, ExecResult, LogOptions, WorkloadObs
 import { DriverError } from '../driver.js';
 import { createPodman, podmanError, type Podman } from './cli.js';
 import { podmanLogLines } from './logs.js';
-import { LABEL_OWNER, LABEL_WORKLOAD, planUnit, UnsupportedUnitError, type PodmanPlan } from './plan.js';
+import { LABEL_OWNER, LABEL_WORKLOAD, planUnit, secretName, UnsupportedUnitError, type PodmanPlan } from './plan.js';
 import { ReadinessProber } from './probes.js';
 import { scan, type Scan } from './scan.js';
 import { StateStore, type PodmanWorkloadState } from './state.js';
@@ -193,7 +193,14 @@ class PodmanDriver implements Driver {
     try {
       for (const s of plan.secrets) {
         await this.podman.run(['secret', 'rm', s.name]);
-        await this.podman.ok(['secret', 'create', '--label', `${LABEL_OWNER}=${this.owner}`, '--label', `${LABEL_WORKLOAD}=${unit.name}`, s.name, '-'], `creating podman secret ${s.name}`, { input: s.data });
+        // `secret create NAME -` insists on a FIFO for stdin and Node's pipes are socket pairs: use a file.
+        const dataFile = join(dirname(file), `${s.name}.json`);
+        await writeFile(dataFile, s.data, { mode: 0o600 });
+        try {
+          await this.podman.ok(['secret', 'create', '--label', `${LABEL_OWNER}=${this.owner}`, '--label', `${LABEL_WORKLOAD}=${unit.name}`, s.name, dataFile], `creating podman secret ${s.name}`);
+        } finally {
+          await rm(dataFile, { force: true });
+        }
       }
       const r = await this.podman.run(['kube', 'play', '--start=true', file]);
       if (r.code === 0) {
@@ -244,11 +251,11 @@ class PodmanDriver implements Driver {
   }
 
   private async removeSecrets(workload?: string): Promise<void> {
-    const filters = ['--filter', `label=${LABEL_OWNER}=${this.owner}`];
-    if (workload) filters.push('--filter', `label=${LABEL_WORKLOAD}=${workload}`);
-    const r = await this.podman.run(['secret', 'ls', '--format', '{{.ID}}', ...filters]);
-    // podman 4.3 may not filter secrets by label: check each one's labels before removing it.
-    const ids = r.code === 0 ? r.stdout.split('\n').filter(Boolean) : [];
+    // podman 4.3 cannot filter secrets by label ("invalid filter"): narrow by our name prefix,
+    // then check each one's labels before removing it.
+    const prefix = workload ? secretName(this.owner, workload, '') : `outpost.${this.owner}.`;
+    const names = (await this.podman.ok(['secret', 'ls', '--format', '{{.Name}}'], 'listing podman secrets')).split('\n');
+    const ids = names.filter((n) => n.startsWith(prefix));
     if (ids.length === 0) return;
     const specs = JSON.parse(await this.podman.ok(['secret', 'inspect', ...ids], 'inspecting secrets')) as { ID: string; Spec?: { Labels?: Record<string, string> | null } }[];
     const ours = specs.filter((s) => s.Spec?.Labels?.[LABEL_OWNER] === this.owner && (!workload || s.Spec?.Labels?.[LABEL_WORKLOAD] === workload)).map((s) => s.ID);

@@ -1,0 +1,146 @@
+/**
+ * Podman-specific behaviour on real pods: Deployments with ConfigMaps and Secrets (the podman 4.3
+ * workarounds of plan.ts), missing images, readiness probes, owner isolation.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Manifest } from '../../../core/resources.js';
+import { waitFor } from '../driver.case.js';
+import type { Driver, WorkloadObservation } from '../driver.js';
+import { createPodmanDriver } from './index.js';
+import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+
+const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> => (await d.list()).find((w) => w.name === name);
+
+function app(suffix: string, version: string): Manifest[] {
+  return [
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg' }, data: { GREETING: `hello-${version}`, 'app.conf': `version=${version}\n` } },
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, data: { PASSWORD: Buffer.from(`pw-${version}`).toString('base64') }, stringData: { token: `tok-${version}` } },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: `app-${suffix}` },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'app' } },
+        template: {
+          metadata: { labels: { app: 'app' } },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'main',
+                image: TEST_IMAGE,
+                command: ['sleep', '600'],
+                envFrom: [{ configMapRef: { name: 'cfg' } }],
+                env: [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'PASSWORD' } } }],
+                ports: [{ containerPort: 8080 }],
+                volumeMounts: [
+                  { name: 'conf', mountPath: '/etc/app' },
+                  { name: 'secret', mountPath: '/run/creds' },
+                ],
+              },
+            ],
+            volumes: [
+              { name: 'conf', configMap: { name: 'cfg', items: [{ key: 'app.conf', path: 'app.conf' }] } },
+              { name: 'secret', secret: { secretName: 'creds' } },
+            ],
+          },
+        },
+      },
+    } as Manifest,
+  ];
+}
+
+describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
+  let env: PodmanTestEnv;
+  let driver: Driver;
+
+  beforeEach(async () => {
+    env = await podmanTestEnv();
+    driver = createPodmanDriver({ dataDir: env.dir });
+    await driver.start();
+  });
+
+  afterEach(async () => {
+    try {
+      for (const w of await driver.list().catch(() => [])) await driver.remove(w.name).catch(() => undefined);
+      await driver.close();
+    } finally {
+      await env.cleanup();
+    }
+  });
+
+  it('runs a Deployment with ConfigMap and Secret env and volumes, and updates them on a new version', async () => {
+    await driver.apply(unit('app', 1, app(env.suffix, 'v1')));
+    const o = await waitFor('app Ready', async () => ((await observe(driver, 'app'))?.phase === 'Ready' ? observe(driver, 'app') : undefined));
+    expect(o!.objects[`Deployment/app-${env.suffix}`]).toEqual({ ready: true, message: '2/2 pods ready' });
+    const read = async (): Promise<string> =>
+      (await driver.exec('app', ['sh', '-c', 'echo "$GREETING $PASSWORD"; cat /etc/app/app.conf /run/creds/token; echo; cat /run/creds/PASSWORD'], {})).stdout;
+    expect(await read()).toBe('hello-v1 pw-v1\nversion=v1\ntok-v1\npw-v1');
+    // Mounted config is read-only, as in Kubernetes.
+    expect((await driver.exec('app', ['sh', '-c', 'echo x > /etc/app/app.conf'], {})).exitCode).not.toBe(0);
+
+    await driver.apply(unit('app', 2, app(env.suffix, 'v2')));
+    await waitFor('app Ready on v2', async () => {
+      const w = await observe(driver, 'app');
+      return w?.phase === 'Ready' && w.generation === 2;
+    });
+    expect(await read()).toBe('hello-v2 pw-v2\nversion=v2\ntok-v2\npw-v2');
+
+    // Secrets were only needed while playing; none is left in podman's store.
+    const owner = await env.owner();
+    const secrets = (await env.podman.ok(['secret', 'ls', '--format', '{{.Name}}'], 'secret ls')).split('\n');
+    expect(secrets.filter((s) => s.includes(owner))).toEqual([]);
+    // The containerPort is not published on the host (no collisions between workloads).
+    const ports = await env.podman.ok(['ps', '--filter', `label=outpost.dev/workload=app`, '--filter', `label=outpost.dev/owner=${await env.owner()}`, '--format', '{{.Ports}}'], 'ps');
+    expect(ports).not.toContain('8080');
+  });
+
+  it('reports a missing image as Failed, naming the image and how to provide it', async () => {
+    const image = `localhost/outpost-missing-${env.suffix}:1`;
+    await driver.apply(unit('noimg', 1, [pod(`noimg-${env.suffix}`, { containers: [{ name: 'c', image, command: ['sleep', '1'] }] })]));
+    const o = await waitFor('noimg Failed', async () => {
+      const w = await observe(driver, 'noimg');
+      return w?.phase === 'Failed' ? w : undefined;
+    });
+    expect(o.message).toContain(image);
+    expect(o.message).toContain('podman load');
+    // The half-made pod of the failed play is gone.
+    expect(await env.podman.ok(['pod', 'ps', '-q', '--filter', `name=noimg-${env.suffix}`], 'pod ps')).toBe('');
+  });
+
+  it('waits for the readiness probe before reporting Ready', async () => {
+    await driver.apply(
+      unit('probe', 1, [
+        pod(`probe-${env.suffix}`, {
+          containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'], readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 } }],
+        }),
+      ]),
+    );
+    const waiting = await waitFor('probe running but not ready', async () => {
+      const w = await observe(driver, 'probe');
+      return w && w.objects[`Pod/probe-${env.suffix}/c`]?.message?.includes('readiness probe failed') ? w : undefined;
+    });
+    expect(waiting.phase).toBe('Progressing');
+    await driver.exec('probe', ['touch', '/tmp/ready'], {});
+    await waitFor('probe Ready', async () => (await observe(driver, 'probe'))?.phase === 'Ready');
+  });
+
+  it('never lists or removes the pods of another agent on the same host', async () => {
+    const other = await podmanTestEnv();
+    const otherDriver = createPodmanDriver({ dataDir: other.dir });
+    try {
+      await otherDriver.start();
+      const sleeper = (name: string): Manifest[] => [pod(name, { containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }] })];
+      await otherDriver.apply(unit('shared', 1, sleeper(`shared-${other.suffix}`)));
+      await driver.apply(unit('shared', 1, sleeper(`shared-${env.suffix}`)));
+      await waitFor('both Ready', async () => (await observe(driver, 'shared'))?.phase === 'Ready' && (await observe(otherDriver, 'shared'))?.phase === 'Ready');
+      expect(Object.keys((await observe(driver, "shared"))!.objects).sort()).toEqual([`Pod/shared-${env.suffix}`, `Pod/shared-${env.suffix}/c`]);
+      await driver.remove('shared');
+      expect((await observe(otherDriver, 'shared'))?.phase).toBe('Ready');
+    } finally {
+      await otherDriver.remove('shared').catch(() => undefined);
+      await other.cleanup();
+    }
+  });
+});
