@@ -35,8 +35,8 @@ export interface SupervisorDeps {
 
 export interface ProcessObservation {
   ready: boolean;
-  /** In backoff, or running again after a failure and not yet stable. */
-  restarting: boolean;
+  /** In backoff, running again after a failure and not yet stable, or lost readiness it had: the workload is Degraded. */
+  degraded: boolean;
   failed: boolean;
   succeeded: boolean;
   stopped: boolean;
@@ -51,6 +51,8 @@ export class ProcessSupervisor {
   private timer: NodeJS.Timeout | undefined;
   private probes: ProbeLoop[] = [];
   private readinessOk = false;
+  /** The readiness probe passed at least once in this run: losing it later is a degradation, not a start-up. */
+  private wasReady = false;
   private startupOk = false;
   private childExit: { code: number | null } | undefined;
   private queue: Promise<void> = Promise.resolve();
@@ -119,21 +121,22 @@ export class ProcessSupervisor {
   observe(): ProcessObservation {
     const r = this.record;
     const exit = r.lastExit ? describeExit(r.lastExit) : undefined;
-    const base = { ready: false, restarting: false, failed: false, succeeded: false, stopped: false };
+    const base = { ready: false, degraded: false, failed: false, succeeded: false, stopped: false };
     switch (r.status) {
       case 'running': {
-        const probeWait = !this.startupOk ? 'waiting for the startup probe' : this.plan.readiness && !this.readinessOk ? 'waiting for the readiness probe' : undefined;
-        const restarting = r.consecutiveFailures > 0;
+        const notReady = this.plan.readiness !== undefined && !this.readinessOk;
+        const probeWait = !this.startupOk ? 'waiting for the startup probe' : notReady ? (this.wasReady ? 'readiness probe failing' : 'waiting for the readiness probe') : undefined;
+        const recovering = r.consecutiveFailures > 0 ? `running again after ${exit ?? 'a failure'} (${r.restarts} restarts)` : undefined;
         return {
           ...base,
           ready: probeWait === undefined,
-          restarting,
-          message: restarting ? `running again after ${exit ?? 'a failure'} (${r.restarts} restarts)` : probeWait,
+          degraded: recovering !== undefined || (notReady && this.wasReady),
+          message: [recovering, probeWait].filter(Boolean).join('; ') || undefined,
         };
       }
       case 'backoff': {
         const secs = Math.max(0, Math.ceil(((r.nextStartAt ?? 0) - Date.now()) / 1000));
-        return { ...base, restarting: true, message: `${exit ?? 'exited'}; restarting in ${secs}s (back-off, ${r.restarts} restarts)` };
+        return { ...base, degraded: true, message: `${exit ?? 'exited'}; restarting in ${secs}s (back-off, ${r.restarts} restarts)` };
       }
       case 'failed':
         return { ...base, failed: true, message: `${exit ?? 'exited'} and restartPolicy is ${this.plan.restartPolicy}` };
@@ -259,6 +262,7 @@ export class ProcessSupervisor {
   private startProbes(): void {
     this.stopProbes();
     this.readinessOk = false;
+    this.wasReady = false;
     this.startupOk = this.plan.startup === undefined;
     const target = { env: this.plan.env, cwd: this.plan.workingDir };
     const loop = (spec: ProbeSpec, onChange: (ok: boolean) => void): void => {
@@ -267,7 +271,12 @@ export class ProcessSupervisor {
       p.start();
     };
     const afterStartup = (): void => {
-      if (this.plan.readiness) loop(this.plan.readiness, (ok) => (this.readinessOk = ok));
+      if (this.plan.readiness) {
+        loop(this.plan.readiness, (ok) => {
+          this.readinessOk = ok;
+          this.wasReady ||= ok;
+        });
+      }
       if (this.plan.liveness) loop(this.plan.liveness, (ok) => !ok && this.killForProbe('liveness'));
     };
     if (this.plan.startup) {

@@ -152,13 +152,13 @@ export class ManagedWorkload {
     for (const o of this.plan.objects) perObject.set(o.key, []);
     for (const p of this.plan.processes) {
       const sup = this.supervisors.get(p.key);
-      const obs: ProcessObservation = sup ? sup.observe() : { ready: false, restarting: false, failed: false, succeeded: false, stopped: false, message: 'not started' };
+      const obs: ProcessObservation = sup ? sup.observe() : { ready: false, degraded: false, failed: false, succeeded: false, stopped: false, message: 'not started' };
       perObject.get(p.object)!.push({ key: p.key, obs });
     }
     const objects: Record<string, ObjectStatus> = {};
     const problems: string[] = [];
     let failed = false;
-    let restarting = false;
+    let degraded = false;
     let allReady = true;
     for (const o of this.plan.objects) {
       const procs = perObject.get(o.key)!;
@@ -170,14 +170,14 @@ export class ManagedWorkload {
       const message = this.state.stopped ? 'stopped' : [summary, ...notes].filter(Boolean).join('; ') || undefined;
       objects[o.key] = message ? { ready: objReady, message } : { ready: objReady };
       failed ||= procs.some((x) => x.obs.failed);
-      restarting ||= procs.some((x) => x.obs.restarting);
+      degraded ||= procs.some((x) => x.obs.degraded);
       allReady &&= objReady;
       if (!objReady && notes.length) problems.push(`${o.key}: ${notes.join('; ')}`);
     }
     const message = problems.join('; ') || undefined;
     if (this.state.stopped) return { ...base, phase: 'Pending', message: 'stopped on request; startWorkload or apply starts it again', restarts, objects };
     if (failed) return { ...base, phase: 'Failed', message, restarts, objects };
-    if (restarting) return { ...base, phase: 'Degraded', message, restarts, objects };
+    if (degraded) return { ...base, phase: 'Degraded', message, restarts, objects };
     if (allReady) return { ...base, phase: 'Ready', restarts, objects };
     return { ...base, phase: this.supervisors.size === 0 ? 'Pending' : 'Progressing', message, restarts, objects };
   }
