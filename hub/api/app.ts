@@ -1,0 +1,100 @@
+/**
+ * @module The hub's HTTP API (hono): authentication middleware, routes, and the one error mapper
+ * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
+ */
+import { Hono } from 'hono';
+import { parseDuration } from '../../core/durations.js';
+import { OutpostError } from '../../core/errors.js';
+import { createLogger } from '../../core/logger.js';
+import { Labels } from '../../core/resources.js';
+import { isValidName } from '../../core/ids.js';
+import { authorize, jsonBody, principal, type Env, type HubDeps, type Role } from './context.js';
+import { edgeRoutes, enrollRoute } from './edges.js';
+import { objectRoutes } from './objects.js';
+import { openApiDocument } from './openapi.js';
+
+const log = createLogger('hub:api');
+/** Bounds every API request body: manifests are small; a larger body is a mistake or an attack. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export function createApi(deps: HubDeps): Hono {
+  const app = new Hono();
+  let openapi: string | undefined;
+
+  app.onError((err, c) => {
+    if (err instanceof OutpostError) return c.json(err.toJSON(), err.status as 400);
+    log.error({ err, path: c.req.path }, 'unhandled API error');
+    return c.json({ error: { code: 'internal', message: 'internal error on the hub; see its log' } }, 500);
+  });
+  app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}: see /api/v1/openapi.json` } }, 404));
+
+  app.use('*', async (c, next) => {
+    const len = Number(c.req.header('content-length') ?? 0);
+    if (len > MAX_BODY_BYTES) throw new OutpostError('too_large', `request body of ${len} bytes exceeds the ${MAX_BODY_BYTES}-byte limit`);
+    await next();
+  });
+
+  app.get('/healthz', (c) => c.json({ ok: true, version: deps.version }));
+  app.get('/metrics', async (c) => c.body(await deps.metricsText(), 200, { 'content-type': deps.metricsContentType }));
+  app.get('/api/v1/openapi.json', (c) => {
+    openapi ??= JSON.stringify(openApiDocument(deps.version));
+    return c.body(openapi, 200, { 'content-type': 'application/json' });
+  });
+  app.get('/api/v1/tls/ca.pem', (c) => {
+    if (!deps.caPem) throw new OutpostError('not_found', 'this hub runs without TLS (--insecure-http)');
+    return c.body(deps.caPem, 200, { 'content-type': 'application/x-pem-file' });
+  });
+  app.route('/api/v1', enrollRoute(deps));
+
+  const api = new Hono<Env>();
+  api.use('*', async (c, next) => {
+    const h = c.req.header('authorization');
+    const m = h ? /^Bearer\s+(\S+)$/i.exec(h) : null;
+    if (!m) throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`');
+    const p = deps.auth.verifyApiToken(m[1]);
+    if (!p) throw new OutpostError('unauthorized', 'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again');
+    c.set('principal', p);
+    await next();
+  });
+  api.get('/whoami', (c) => c.json(principal(c)));
+
+  api.post('/tokens/join', async (c) => {
+    const b = await jsonBody<{ project?: string; labels?: unknown; ttl?: string; uses?: number }>(c);
+    const project = b.project ?? (principal(c).project === '*' ? 'default' : principal(c).project);
+    if (!isValidName(project)) throw new OutpostError('invalid', 'project: must be a DNS label such as "default"');
+    authorize(deps, c, 'write', project);
+    const labels = Labels.safeParse(b.labels ?? {});
+    if (!labels.success) throw new OutpostError('invalid', `labels: ${labels.error.issues[0]?.message}`);
+    if (b.uses !== undefined && (!Number.isInteger(b.uses) || b.uses < 1)) throw new OutpostError('invalid', 'uses: must be a positive integer');
+    let ttlMs: number | undefined;
+    try {
+      ttlMs = b.ttl ? parseDuration(b.ttl) : undefined;
+    } catch (err) {
+      throw new OutpostError('invalid', `ttl: ${(err as Error).message}`);
+    }
+    const t = deps.auth.createJoinToken({ project, labels: labels.data, ttlMs, uses: b.uses });
+    return c.json({ token: t.token, id: t.id, ...(t.expiresAt ? { expiresAt: new Date(t.expiresAt).toISOString() } : {}) }, 201);
+  });
+  api.post('/tokens/api', async (c) => {
+    const b = await jsonBody<{ role?: Role; project?: string; ttl?: string; description?: string }>(c);
+    const role = b.role ?? 'viewer';
+    if (!['admin', 'operator', 'viewer'].includes(role)) throw new OutpostError('invalid', 'role: must be one of admin, operator, viewer');
+    const project = b.project ?? 'default';
+    if (project !== '*' && !isValidName(project)) throw new OutpostError('invalid', 'project: must be a DNS label or "*"');
+    const p = principal(c);
+    if (p.role !== 'admin' || (p.project !== '*' && p.project !== project)) throw new OutpostError('forbidden', 'only an admin token of that project can create API tokens');
+    let ttlMs: number | undefined;
+    try {
+      ttlMs = b.ttl ? parseDuration(b.ttl) : undefined;
+    } catch (err) {
+      throw new OutpostError('invalid', `ttl: ${(err as Error).message}`);
+    }
+    const t = deps.auth.createApiToken({ role, project, ttlMs, description: b.description });
+    return c.json({ token: t.token, id: t.id, role, project }, 201);
+  });
+
+  api.route('/', edgeRoutes(deps));
+  api.route('/', objectRoutes(deps));
+  app.route('/api/v1', api);
+  return app;
+}

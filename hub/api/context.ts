@@ -1,0 +1,80 @@
+/**
+ * @module What the API routes need from the hub (dependency injection from the composition root),
+ * the authenticated principal, and the one place where errors become HTTP responses.
+ */
+import type { Context } from 'hono';
+import { OutpostError } from '../../core/errors.js';
+import type { Kind } from '../../core/resources.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { ReplicaStore } from '../../sync/store.js';
+import type { Scheduler } from '../controllers/scheduler.js';
+import type { ObjectStore } from '../objects.js';
+
+export type Role = 'admin' | 'operator' | 'viewer';
+
+export interface Principal {
+  tokenId: string;
+  role: Role;
+  /** `*` for a token that spans projects (admin tokens). */
+  project: string;
+}
+
+export type Action = 'read' | 'write' | 'admin';
+
+export interface HubAuth {
+  verifyApiToken(token: string): Principal | null;
+  can(p: Principal, action: Action, project: string): boolean;
+  createApiToken(opts: { role: Role; project: string; ttlMs?: number; description?: string }): { token: string; id: string; expiresAt?: number };
+  createJoinToken(opts: { project: string; labels: Record<string, string>; ttlMs?: number; uses?: number }): { token: string; id: string; expiresAt?: number };
+  /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
+  consumeJoinToken(token: string): { project: string; labels: Record<string, string> };
+  issueEdgeCredential(edge: string): string;
+  revokeEdgeCredential(edge: string): void;
+}
+
+export interface HubDeps {
+  db: SqliteDatabase;
+  store: ReplicaStore;
+  objects: ObjectStore;
+  scheduler: Scheduler;
+  auth: HubAuth;
+  version: string;
+  requireApproval: boolean;
+  caPem?: string;
+  metricsText(): Promise<string>;
+  metricsContentType: string;
+  /** Closes an edge's live connection (decommission). */
+  disconnectEdge(edge: string, message: string): void;
+}
+
+export type Env = { Variables: { principal: Principal } };
+
+export const KIND_PATHS: Record<string, Kind> = { edges: 'Edge', workloads: 'Workload', placements: 'Placement' };
+
+export function kindFromPath(s: string): Kind {
+  const k = KIND_PATHS[s];
+  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use edges, workloads or placements`);
+  return k;
+}
+
+export function principal(c: Context<Env>): Principal {
+  return c.get('principal');
+}
+
+/** Throws 404 (not 403) for another project's objects: a token never learns they exist. */
+export function authorize(deps: HubDeps, c: Context<Env>, action: Action, project: string): Principal {
+  const p = principal(c);
+  if (p.project !== '*' && p.project !== project) throw new OutpostError('not_found', `project ${project} not found`);
+  if (!deps.auth.can(p, action, project)) {
+    throw new OutpostError('forbidden', `a ${p.role} token may not ${action === 'read' ? 'read' : action === 'write' ? 'change objects' : 'do this'} in project ${project}: ask an admin for an operator or admin token`);
+  }
+  return p;
+}
+
+export async function jsonBody<T = unknown>(c: Context): Promise<T> {
+  try {
+    return (await c.req.json()) as T;
+  } catch {
+    throw new OutpostError('bad_request', 'the request body is not valid JSON');
+  }
+}

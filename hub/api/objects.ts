@@ -1,0 +1,195 @@
+/** @module Object routes: CRUD with status, `apply` (validate all, then change), revisions, rollout verbs, events. */
+import { Hono, type Context } from 'hono';
+import { OutpostError } from '../../core/errors.js';
+import { parseManifests } from '../../core/manifest.js';
+import type { Edge, Kind, Placement, Resource, Workload } from '../../core/resources.js';
+import { matchesSelector, parseSelectorString } from '../../core/selector.js';
+import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
+import { edgePhase, edgeRuntime } from '../controllers/edges.js';
+import { validateResource } from '../objects.js';
+import { authorize, jsonBody, kindFromPath, type Env, type HubDeps } from './context.js';
+
+const MAX_LIST = 1000;
+
+export function withStatus(deps: HubDeps, o: Resource): Resource {
+  const { db, store, scheduler } = deps;
+  if (o.kind === 'Placement') {
+    return { ...o, status: { ...placementStatus(db, o, scheduler.rollout(o.metadata.project, o.metadata.name)) } } as Resource;
+  }
+  if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
+  return { ...o, status: { ...(o.status ?? {}), summary: workloadSummary(db, o.metadata.project, o.metadata.name) } } as Resource;
+}
+
+function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
+  const p = c.get('principal');
+  return `${p.role} token ${p.tokenId}`;
+}
+
+export function objectRoutes(deps: HubDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const { objects, scheduler, db } = deps;
+
+  app.get('/projects/:project/events', (c) => {
+    const project = c.req.param('project');
+    authorize(deps, c, 'read', project);
+    const kind = c.req.query('kind');
+    const name = c.req.query('name');
+    const limit = Math.min(Number(c.req.query('limit') ?? 50) || 50, 500);
+    const rows = db
+      .prepare(`SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ORDER BY id DESC LIMIT ?`)
+      .all(...[project, ...(kind ? [kind] : []), ...(name ? [name] : []), limit]) as { at: number }[];
+    return c.json({ items: rows.map((r) => ({ ...r, time: new Date(r.at).toISOString() })) });
+  });
+
+  app.get('/projects/:project/:kind', (c) => {
+    const project = c.req.param('project');
+    const kind = kindFromPath(c.req.param('kind'));
+    authorize(deps, c, 'read', project);
+    const limit = Math.min(Number(c.req.query('limit') ?? MAX_LIST) || MAX_LIST, MAX_LIST);
+    const after = c.req.query('continue') ?? '';
+    const sel = c.req.query('labelSelector');
+    const q = c.req.query('q');
+    const state = c.req.query('state');
+    let selector;
+    try {
+      selector = sel ? parseSelectorString(sel) : undefined;
+    } catch (err) {
+      throw new OutpostError('bad_request', `labelSelector: ${(err as Error).message}`);
+    }
+    // Filter on the server so a 10,000-edge fleet pages through matches, not through everything.
+    const out: Resource[] = [];
+    let cursor = after;
+    let more = false;
+    for (;;) {
+      const batch = objects.list(kind, project, { after: cursor, limit: 500 });
+      if (batch.length === 0) break;
+      for (const o of batch) {
+        cursor = project === '*' ? `${o.metadata.project}/${o.metadata.name}` : o.metadata.name;
+        if (selector && !matchesSelector(o.metadata.labels, selector)) continue;
+        if (q && !o.metadata.name.includes(q)) continue;
+        if (state && kind === 'Edge' && edgePhase(edgeRuntime(db, o.metadata.name)) !== state) continue;
+        if (out.length === limit) {
+          more = true;
+          break;
+        }
+        out.push(o);
+      }
+      if (more || batch.length < 500) break;
+    }
+    const items = out.map((o) => withStatus(deps, o));
+    return c.json({ items, total: objects.count(kind, project), ...(more ? { continue: items[items.length - 1].metadata.name } : {}) });
+  });
+
+  app.get('/projects/:project/:kind/:name', (c) => {
+    const project = c.req.param('project');
+    const kind = kindFromPath(c.req.param('kind'));
+    authorize(deps, c, 'read', project);
+    const o = objects.get(kind, project, c.req.param('name'));
+    if (!o) throw new OutpostError('not_found', `${kind} ${c.req.param('name')} not found in project ${project}`);
+    return c.json(withStatus(deps, o));
+  });
+
+  const write = async (c: Context<Env>, mode: 'create' | 'put') => {
+    const project = c.req.param('project') ?? '';
+    const kind = kindFromPath(c.req.param('kind') ?? '');
+    authorize(deps, c, 'write', project);
+    if (kind === 'Edge' && mode === 'create') throw new OutpostError('bad_request', 'edges are created by enrollment: create a join token (outpost token create) and start the edge agent with it');
+    const body = await jsonBody<Record<string, unknown>>(c);
+    const meta = (body.metadata ?? {}) as Record<string, unknown>;
+    const input = { ...body, kind: body.kind ?? kind, metadata: { ...meta, project: meta.project ?? project, ...(mode === 'put' ? { name: meta.name ?? c.req.param('name') } : {}) } };
+    const obj = validateResource(input);
+    if (obj.kind !== kind) throw new OutpostError('bad_request', `body kind ${obj.kind} does not match the URL (${c.req.param('kind')})`);
+    if (obj.metadata.project !== project) throw new OutpostError('bad_request', `metadata.project ${obj.metadata.project} does not match the URL project ${project}`);
+    if (mode === 'put' && obj.metadata.name !== c.req.param('name')) throw new OutpostError('bad_request', `metadata.name ${obj.metadata.name} does not match the URL name ${c.req.param('name')}`);
+    if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name)) throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
+    const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+    return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
+  };
+  app.post('/projects/:project/:kind', (c) => write(c, 'create'));
+  app.put('/projects/:project/:kind/:name', (c) => write(c, 'put'));
+
+  app.delete('/projects/:project/:kind/:name', (c) => {
+    const project = c.req.param('project');
+    const kind = kindFromPath(c.req.param('kind'));
+    authorize(deps, c, 'write', project);
+    if (kind === 'Edge') throw new OutpostError('bad_request', `edges leave by decommission: outpost edge decommission ${c.req.param('name')}`);
+    const o = objects.delete(kind, project, c.req.param('name'), actor(c));
+    return c.json({ deleted: { kind, project, name: o.metadata.name } });
+  });
+
+  app.post('/apply', async (c) => {
+    const defaultProject = c.req.query('project') ?? 'default';
+    const type = c.req.header('content-type') ?? '';
+    let raw: unknown[];
+    if (type.includes('yaml')) {
+      try {
+        raw = parseManifests(await c.req.text());
+      } catch (err) {
+        throw new OutpostError('bad_request', (err as Error).message);
+      }
+    } else {
+      const body = await jsonBody<{ objects?: unknown[] }>(c);
+      if (!Array.isArray(body.objects)) throw new OutpostError('bad_request', 'the body must be {"objects": [...]}');
+      raw = body.objects;
+    }
+    // Validate every object and check every permission before changing anything.
+    const errors: { index: number; path: string; message: string }[] = [];
+    const valid: Resource[] = [];
+    raw.forEach((o, index) => {
+      const obj = o as { metadata?: Record<string, unknown> } | null;
+      const withProject = obj && typeof obj === 'object' ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } } : obj;
+      try {
+        const v = validateResource(withProject);
+        if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name)) throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
+        valid.push(v);
+      } catch (err) {
+        if (err instanceof OutpostError && Array.isArray(err.details)) for (const d of err.details as { path: string; message: string }[]) errors.push({ index, path: d.path, message: d.message });
+        else errors.push({ index, path: '', message: (err as Error).message });
+      }
+    });
+    if (errors.length) {
+      throw new OutpostError('invalid', errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '), { details: errors });
+    }
+    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
+    const results = db.transaction(() =>
+      valid.map((v) => {
+        const r = objects.apply(v, { actor: actor(c) });
+        return { kind: v.kind, project: v.metadata.project, name: v.metadata.name, action: r.action, resourceVersion: r.object.metadata.resourceVersion };
+      }),
+    )();
+    return c.json({ results });
+  });
+
+  app.get('/projects/:project/workloads/:name/revisions', (c) => {
+    const project = c.req.param('project');
+    authorize(deps, c, 'read', project);
+    if (!objects.get('Workload', project, c.req.param('name'))) throw new OutpostError('not_found', `Workload ${c.req.param('name')} not found`);
+    return c.json({ items: objects.revisions(project, c.req.param('name')) });
+  });
+
+  app.post('/projects/:project/workloads/:name/rollback', async (c) => {
+    const project = c.req.param('project');
+    authorize(deps, c, 'write', project);
+    const body = (await c.req.json().catch(() => ({}))) as { revision?: number };
+    if (body.revision !== undefined && (!Number.isInteger(body.revision) || body.revision < 1)) throw new OutpostError('invalid', 'revision: must be a positive integer');
+    const r = objects.rollback(project, c.req.param('name'), body.revision, actor(c));
+    return c.json({ revision: r.revision, object: withStatus(deps, r.object) });
+  });
+
+  for (const verb of ['pause', 'resume'] as const) {
+    app.post(`/projects/:project/placements/:name/${verb}`, (c) => {
+      const project = c.req.param('project');
+      authorize(deps, c, 'write', project);
+      const p = objects.get<Placement>('Placement', project, c.req.param('name'));
+      if (!p) throw new OutpostError('not_found', `Placement ${c.req.param('name')} not found`);
+      const next = { ...p, metadata: { ...p.metadata, resourceVersion: undefined }, spec: { ...p.spec, rollout: { ...p.spec.rollout, paused: verb === 'pause' } } };
+      const r = objects.apply(next, { create: false, actor: actor(c) });
+      if (verb === 'resume') scheduler.resume(project, p.metadata.name);
+      return c.json(withStatus(deps, r.object));
+    });
+  }
+
+  return app;
+}
+
+export type { Edge, Kind, Workload };

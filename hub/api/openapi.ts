@@ -1,0 +1,61 @@
+/** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
+import { z } from 'zod';
+import { Edge, Placement, Workload } from '../../core/resources.js';
+
+function schema(s: z.ZodType): unknown {
+  return z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (s: unknown) => ({ content: { 'application/json': { schema: s } } });
+const errorResponse = { description: 'error', ...json(ref('Error')) };
+const kinds = { edges: 'Edge', workloads: 'Workload', placements: 'Placement' } as const;
+
+export function openApiDocument(version: string): unknown {
+  const paths: Record<string, unknown> = {};
+  for (const [plural, kind] of Object.entries(kinds)) {
+    paths[`/api/v1/projects/{project}/${plural}`] = {
+      get: { summary: `List ${plural}`, parameters: [{ name: 'labelSelector', in: 'query', schema: { type: 'string' } }, { name: 'limit', in: 'query', schema: { type: 'integer' } }, { name: 'continue', in: 'query', schema: { type: 'string' } }], responses: { 200: { description: 'list', ...json({ type: 'object', properties: { items: { type: 'array', items: ref(kind) }, continue: { type: 'string' } } }) }, default: errorResponse } },
+      ...(kind === 'Edge' ? {} : { post: { summary: `Create a ${kind}`, requestBody: json(ref(kind)), responses: { 201: { description: 'created', ...json(ref(kind)) }, default: errorResponse } } }),
+    };
+    paths[`/api/v1/projects/{project}/${plural}/{name}`] = {
+      get: { summary: `Get a ${kind} with its status`, responses: { 200: { description: kind, ...json(ref(kind)) }, default: errorResponse } },
+      put: { summary: `Create or update a ${kind} (409 on a stale resourceVersion)`, requestBody: json(ref(kind)), responses: { 200: { description: 'updated', ...json(ref(kind)) }, default: errorResponse } },
+      ...(kind === 'Edge' ? {} : { delete: { summary: `Delete a ${kind}`, responses: { 200: { description: 'deleted' }, default: errorResponse } } }),
+    };
+  }
+  const simple = (summary: string) => ({ post: { summary, responses: { 200: { description: 'ok' }, default: errorResponse } } });
+  Object.assign(paths, {
+    '/api/v1/apply': { post: { summary: 'Create or update many objects; all are validated before any is changed', requestBody: json({ type: 'object', properties: { objects: { type: 'array', items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement')] } } } }), responses: { 200: { description: 'results' }, default: errorResponse } } },
+    '/api/v1/projects/{project}/workloads/{name}/revisions': { get: { summary: 'Kept revisions of a workload', responses: { 200: { description: 'revisions' }, default: errorResponse } } },
+    '/api/v1/projects/{project}/workloads/{name}/rollback': simple('Roll a workload back to a kept revision'),
+    '/api/v1/projects/{project}/placements/{name}/pause': simple('Pause a rollout'),
+    '/api/v1/projects/{project}/placements/{name}/resume': simple('Resume a rollout, accepting current failures'),
+    '/api/v1/projects/{project}/edges/{name}/approve': simple('Approve a pending edge'),
+    '/api/v1/projects/{project}/edges/{name}/labels': simple('Set or remove labels (null removes)'),
+    '/api/v1/projects/{project}/edges/{name}/drain': simple('Remove all workloads from an edge'),
+    '/api/v1/projects/{project}/edges/{name}/uncordon': simple('Make a drained edge schedulable again'),
+    '/api/v1/projects/{project}/edges/{name}/decommission': simple('Revoke the credential and forget the mailbox'),
+    '/api/v1/projects/{project}/edges/{name}/clear-intents': simple('Clear the local intents made on site for a workload'),
+    '/api/v1/projects/{project}/events': { get: { summary: 'Latest events', responses: { 200: { description: 'events' } } } },
+    '/api/v1/enroll': simple('Enroll an edge with a join token (no bearer token)'),
+    '/api/v1/tokens/join': simple('Create a join token'),
+    '/api/v1/tokens/api': simple('Create an API token'),
+    '/api/v1/whoami': { get: { summary: 'The calling token', responses: { 200: { description: 'principal' } } } },
+  });
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Outpost hub API', version },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        Edge: schema(Edge),
+        Workload: schema(Workload),
+        Placement: schema(Placement),
+        Error: { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} }, required: ['code', 'message'] } } },
+      },
+    },
+    security: [{ bearer: [] }],
+    paths,
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * @module What the hub knows about edges at run time, read from SQLite: labels and schedulability
+ * (the Edge object), approval and connection facts (edge_runtime). Heartbeats update last_seen
+ * here and nowhere else: they never touch a document.
+ */
+import { OFFLINE_AFTER_MS } from '../../core/durations.js';
+import type { Edge, Inventory } from '../../core/resources.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+
+export interface EdgeRuntime {
+  name: string;
+  project: string;
+  approved: boolean;
+  enrolledAt: number;
+  lastSeen?: number;
+  connectedSince?: number;
+  disconnectedAt?: number;
+  agentVersion?: string;
+  remoteAddress?: string;
+  inventory?: Inventory;
+}
+
+interface Row {
+  name: string;
+  project: string;
+  approved: number;
+  enrolled_at: number;
+  last_seen: number | null;
+  connected_since: number | null;
+  disconnected_at: number | null;
+  agent_version: string | null;
+  remote_address: string | null;
+  inventory: string | null;
+}
+
+const toRuntime = (r: Row): EdgeRuntime => ({
+  name: r.name,
+  project: r.project,
+  approved: r.approved === 1,
+  enrolledAt: r.enrolled_at,
+  lastSeen: r.last_seen ?? undefined,
+  connectedSince: r.connected_since ?? undefined,
+  disconnectedAt: r.disconnected_at ?? undefined,
+  agentVersion: r.agent_version ?? undefined,
+  remoteAddress: r.remote_address ?? undefined,
+  inventory: r.inventory ? (JSON.parse(r.inventory) as Inventory) : undefined,
+});
+
+export function edgeRuntime(db: SqliteDatabase, name: string): EdgeRuntime | undefined {
+  const r = db.prepare('SELECT * FROM edge_runtime WHERE name = ?').get(name) as Row | undefined;
+  return r && toRuntime(r);
+}
+
+export function edgeRuntimes(db: SqliteDatabase, project: string): Map<string, EdgeRuntime> {
+  const rows = (project === '*' ? db.prepare('SELECT * FROM edge_runtime').all() : db.prepare('SELECT * FROM edge_runtime WHERE project = ?').all(project)) as Row[];
+  return new Map(rows.map((r) => [r.name, toRuntime(r)]));
+}
+
+export function isOnline(rt: EdgeRuntime | undefined, now = Date.now()): boolean {
+  return !!rt?.connectedSince && rt.lastSeen !== undefined && now - rt.lastSeen < OFFLINE_AFTER_MS;
+}
+
+export type EdgePhaseView = 'Pending' | 'Online' | 'Offline';
+
+export function edgePhase(rt: EdgeRuntime | undefined, now = Date.now()): EdgePhaseView {
+  if (!rt?.approved) return 'Pending';
+  return isOnline(rt, now) ? 'Online' : 'Offline';
+}
+
+/** Edges a placement may schedule to: approved and not drained. */
+export function schedulableEdges(edges: Edge[], runtimes: Map<string, EdgeRuntime>): { name: string; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }[] {
+  return edges
+    .filter((e) => runtimes.get(e.metadata.name)?.approved)
+    .map((e) => ({ name: e.metadata.name, labels: e.metadata.labels, annotations: e.metadata.annotations, unschedulable: e.spec.unschedulable }));
+}

@@ -1,0 +1,345 @@
+/**
+ * @module The scheduler: turns placements into each edge's desired state.
+ *
+ * For every placement it selects edges (label selector and/or names; approved, not drained),
+ * customizes each workload for each edge, asks the rollout planner which edges may get new
+ * content now, and records the result as assignments (edge, workload -> manifests, generation).
+ * Then it writes the `spec` document of every edge whose assignments changed, and only those:
+ * a label change on one edge rewrites at most that edge's mailbox.
+ *
+ * Work is queued (dirty placements and edges) and processed in one batch on the next tick, so a
+ * burst of changes (an `apply -f dir/`, 1,000 reports arriving) costs one pass.
+ */
+import { createHash } from 'node:crypto';
+import { customize, manifestHash } from '../../core/customize.js';
+import { edgeName, mailboxDocId } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import { deleteSpecWorkload, putSpecWorkload, setSpecLabels, type SpecDoc } from '../../core/mailbox.js';
+import type { Edge, Manifest, Placement, Workload } from '../../core/resources.js';
+import { planRollout, type RolloutEdge, type RolloutPlan } from '../../core/rollout.js';
+import { selectEdges } from '../../core/selector.js';
+import { ensureMailbox } from '../../sync/mailbox.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { ReplicaStore } from '../../sync/store.js';
+import { recordEvent } from '../db.js';
+import type { ObjectStore } from '../objects.js';
+import { edgeRuntimes, isOnline, schedulableEdges } from './edges.js';
+
+const log = createLogger('hub:scheduler');
+
+export interface Assignment {
+  edge: string;
+  workload: string;
+  project: string;
+  placement: string;
+  revision: number;
+  contentKey: string;
+  generation: number;
+  manifests: Manifest[];
+  error?: string;
+}
+
+interface AssignmentRow {
+  edge: string;
+  workload: string;
+  project: string;
+  placement: string;
+  revision: number;
+  content_key: string;
+  generation: number;
+  manifests: string;
+  error: string | null;
+}
+
+const fromRow = (r: AssignmentRow): Assignment => ({
+  edge: r.edge,
+  workload: r.workload,
+  project: r.project,
+  placement: r.placement,
+  revision: r.revision,
+  contentKey: r.content_key,
+  generation: r.generation,
+  manifests: JSON.parse(r.manifests) as Manifest[],
+  ...(r.error ? { error: r.error } : {}),
+});
+
+export function assignmentsForEdge(db: SqliteDatabase, edge: string): Assignment[] {
+  return (db.prepare('SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as AssignmentRow[]).map(fromRow);
+}
+
+export function assignmentsForPlacement(db: SqliteDatabase, project: string, placement: string): Assignment[] {
+  return (db.prepare('SELECT * FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload').all(project, placement) as AssignmentRow[]).map(fromRow);
+}
+
+export function assignmentsForWorkload(db: SqliteDatabase, project: string, workload: string): Assignment[] {
+  return (db.prepare('SELECT * FROM assignments WHERE project = ? AND workload = ? ORDER BY edge').all(project, workload) as AssignmentRow[]).map(fromRow);
+}
+
+interface Target {
+  workload: string;
+  revision: number;
+  manifests: Manifest[];
+  key: string;
+  error?: string;
+}
+
+/** Rollout state of one placement, as the planner last decided. */
+export interface RolloutStatus {
+  phase: RolloutPlan['phase'];
+  reason: string;
+  counts: RolloutPlan['counts'];
+  maxUnavailable: number;
+  paused: boolean;
+}
+
+export class Scheduler {
+  private readonly dirtyPlacements = new Set<string>();
+  private readonly dirtyEdges = new Set<string>();
+  private scheduled = false;
+  private readonly rolloutStatus = new Map<string, RolloutStatus>();
+  /** Resolves when the current batch is done (tests and the API's `?wait` use it). */
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly objects: ObjectStore,
+    private readonly store: ReplicaStore,
+  ) {}
+
+  markPlacement(project: string, name: string): void {
+    this.dirtyPlacements.add(`${project}/${name}`);
+    this.schedule();
+  }
+
+  markEdge(name: string): void {
+    this.dirtyEdges.add(name);
+    this.schedule();
+  }
+
+  markWorkload(project: string, name: string): void {
+    for (const p of this.objects.list<Placement>('Placement', project)) if (p.spec.workloads.includes(name)) this.markPlacement(project, p.metadata.name);
+  }
+
+  markAll(): void {
+    for (const p of this.objects.list<Placement>('Placement', '*')) this.dirtyPlacements.add(`${p.metadata.project}/${p.metadata.name}`);
+    for (const e of this.objects.list<Edge>('Edge', '*')) this.dirtyEdges.add(e.metadata.name);
+    this.schedule();
+  }
+
+  rollout(project: string, placement: string): RolloutStatus | undefined {
+    return this.rolloutStatus.get(`${project}/${placement}`);
+  }
+
+  /** Resolves once no work is queued. */
+  idle(): Promise<void> {
+    if (!this.scheduled) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      try {
+        this.runBatch();
+      } catch (err) {
+        log.error({ err }, 'scheduling pass failed; it will run again on the next change');
+      } finally {
+        this.scheduled = false;
+        if (this.dirtyPlacements.size || this.dirtyEdges.size) this.schedule();
+        else for (const w of this.idleWaiters.splice(0)) w();
+      }
+    });
+  }
+
+  private runBatch(): void {
+    const edges = new Set(this.dirtyEdges);
+    this.dirtyEdges.clear();
+    const placements = new Set(this.dirtyPlacements);
+    this.dirtyPlacements.clear();
+    // An edge change affects the placements of its project (its labels may now match or not).
+    const edgeProjects = new Set<string>();
+    for (const name of edges) {
+      const row = this.db.prepare('SELECT project FROM edge_runtime WHERE name = ?').get(name) as { project: string } | undefined;
+      if (row) edgeProjects.add(row.project);
+    }
+    for (const project of edgeProjects) for (const p of this.objects.list<Placement>('Placement', project)) placements.add(`${project}/${p.metadata.name}`);
+    const touched = new Set<string>(edges);
+    for (const key of placements) {
+      const [project, name] = key.split('/') as [string, string];
+      for (const e of this.reconcilePlacement(project, name)) touched.add(e);
+    }
+    for (const e of touched) this.writeSpec(e);
+  }
+
+  /** Recomputes one placement's assignments; returns the edges whose assignments changed. */
+  private reconcilePlacement(project: string, name: string): string[] {
+    const placement = this.objects.get<Placement>('Placement', project, name);
+    const before = assignmentsForPlacement(this.db, project, name);
+    const changed = new Set<string>();
+    if (!placement) {
+      // Deleted: its workloads leave every edge it had placed them on.
+      this.db.prepare('DELETE FROM assignments WHERE project = ? AND placement = ?').run(project, name);
+      this.db.prepare('DELETE FROM rollouts WHERE project = ? AND placement = ?').run(project, name);
+      this.rolloutStatus.delete(`${project}/${name}`);
+      for (const a of before) changed.add(a.edge);
+      return [...changed];
+    }
+    const runtimes = edgeRuntimes(this.db, project);
+    const edgeObjs = this.objects.list<Edge>('Edge', project);
+    const candidates = schedulableEdges(edgeObjs, runtimes);
+    const selected = selectEdges(candidates, placement.spec);
+    const byName = new Map(candidates.map((e) => [e.name, e]));
+    const workloads = placement.spec.workloads
+      .map((w) => this.objects.get<Workload>('Workload', project, w))
+      .filter((w): w is Workload => !!w);
+
+    // Targets per edge.
+    const targets = new Map<string, Target[]>();
+    for (const e of selected) {
+      const edge = byName.get(e)!;
+      targets.set(
+        e,
+        workloads.map((w) => {
+          const rules = placement.spec.customization;
+          const r = customize(w.spec.manifests, { name: edge.name, labels: edge.labels, annotations: edge.annotations }, rules, w.metadata.name);
+          const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
+          if ('error' in r) return { workload: w.metadata.name, revision, manifests: [], key: `error:${createHash('sha256').update(r.error).digest('hex').slice(0, 16)}`, error: r.error };
+          return { workload: w.metadata.name, revision, manifests: r.manifests, key: manifestHash(r.manifests) };
+        }),
+      );
+    }
+
+    // Other placements may already hold a workload on an edge: the first placement by name wins.
+    const heldElsewhere = new Set(
+      (this.db.prepare('SELECT edge, workload FROM assignments WHERE project = ? AND placement <> ? AND placement < ?').all(project, name, name) as { edge: string; workload: string }[]).map((r) => `${r.edge}/${r.workload}`),
+    );
+
+    const current = new Map<string, Assignment[]>();
+    for (const a of before) (current.get(a.edge) ?? current.set(a.edge, []).get(a.edge)!).push(a);
+    const combined = (ts: { workload: string; key: string }[]): string => createHash('sha256').update(ts.map((t) => `${t.workload}=${t.key}`).sort().join('\n')).digest('hex').slice(0, 16);
+
+    const statusRows = new Map(
+      (this.db.prepare(`SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?`).all(project, name) as { edge: string; workload: string; observed_generation: number; phase: string }[]).map((r) => [`${r.edge}/${r.workload}`, r]),
+    );
+
+    const rolloutEdges: RolloutEdge[] = [];
+    for (const e of selected) {
+      const ts = targets.get(e)!;
+      const cur = current.get(e) ?? [];
+      const targetKey = combined(ts);
+      const writtenKey = cur.length ? combined(cur.map((a) => ({ workload: a.workload, key: a.contentKey }))) : undefined;
+      let observed: RolloutEdge['observed'];
+      if (writtenKey && cur.length === ts.length) {
+        let state: 'ready' | 'progressing' | 'failed' = 'ready';
+        for (const a of cur) {
+          if (a.error) {
+            state = 'failed';
+            break;
+          }
+          const s = statusRows.get(`${e}/${a.workload}`);
+          if (!s || s.observed_generation < a.generation) {
+            state = 'progressing';
+            continue;
+          }
+          if (s.phase === 'Failed' || s.phase === 'Degraded') {
+            state = 'failed';
+            break;
+          }
+          if (s.phase !== 'Ready') state = 'progressing';
+        }
+        observed = { key: writtenKey, state };
+      }
+      rolloutEdges.push({ edge: e, targetKey, writtenKey, observed, online: isOnline(runtimes.get(e)) });
+    }
+    const ackRow = this.db.prepare('SELECT acknowledged FROM rollouts WHERE project = ? AND placement = ?').get(project, name) as { acknowledged: string } | undefined;
+    const acknowledged = ackRow ? (JSON.parse(ackRow.acknowledged) as Record<string, string>) : {};
+    const plan = planRollout({ placement: name, rollout: placement.spec.rollout, edges: rolloutEdges, acknowledgedFailures: acknowledged });
+    const prev = this.rolloutStatus.get(`${project}/${name}`);
+    this.rolloutStatus.set(`${project}/${name}`, { phase: plan.phase, reason: plan.reason, counts: plan.counts, maxUnavailable: plan.maxUnavailable, paused: placement.spec.rollout.paused });
+    this.db
+      .prepare('INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at')
+      .run(project, name, plan.phase, plan.reason, JSON.stringify(acknowledged), Date.now());
+    if (prev && prev.phase !== plan.phase) {
+      recordEvent(this.db, { project, kind: 'Placement', name, reason: `Rollout${plan.phase}`, message: plan.reason });
+    }
+
+    const write = new Set(plan.update);
+    const tx = this.db.transaction(() => {
+      for (const e of selected) {
+        const writtenKey = rolloutEdges.find((r) => r.edge === e)!.writtenKey;
+        const isTarget = writtenKey === rolloutEdges.find((r) => r.edge === e)!.targetKey;
+        if (!write.has(e) && !isTarget) continue; // the rollout holds this edge on what it has
+        const cur = new Map((current.get(e) ?? []).map((a) => [a.workload, a]));
+        for (const t of targets.get(e)!) {
+          if (heldElsewhere.has(`${e}/${t.workload}`)) continue;
+          const a = cur.get(t.workload);
+          if (a && a.contentKey === t.key) continue;
+          const observed = (this.db.prepare('SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?').get(e, t.workload) as { observed_generation: number } | undefined)?.observed_generation ?? 0;
+          const gen = Math.max(a?.generation ?? 0, observed) + 1;
+          this.db
+            .prepare(
+              `INSERT INTO assignments (edge, workload, project, placement, revision, content_key, generation, manifests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT(edge, workload) DO UPDATE SET project = excluded.project, placement = excluded.placement, revision = excluded.revision, content_key = excluded.content_key, generation = excluded.generation, manifests = excluded.manifests, error = excluded.error`,
+            )
+            .run(e, t.workload, project, name, t.revision, t.key, gen, JSON.stringify(t.manifests), t.error ?? null);
+          changed.add(e);
+        }
+        // Workloads the placement no longer names leave this edge.
+        for (const a of cur.values()) {
+          if (!targets.get(e)!.some((t) => t.workload === a.workload)) {
+            this.db.prepare('DELETE FROM assignments WHERE edge = ? AND workload = ?').run(e, a.workload);
+            changed.add(e);
+          }
+        }
+      }
+      // Edges no longer selected lose everything this placement gave them.
+      for (const [e, as] of current) {
+        if (selected.includes(e)) continue;
+        for (const a of as) this.db.prepare('DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(e, a.workload, name);
+        changed.add(e);
+      }
+    });
+    tx();
+    return [...changed];
+  }
+
+  /** Writes an edge's spec document from its assignments (no-op when nothing differs). */
+  writeSpec(edge: string): void {
+    const rt = this.db.prepare('SELECT name FROM edge_runtime WHERE name = ?').get(edge) as { name: string } | undefined;
+    if (!rt) return;
+    const e = edgeName(edge);
+    ensureMailbox(this.store, e, 'hub');
+    const as = assignmentsForEdge(this.db, edge);
+    const edgeObj = this.db.prepare("SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as { labels: string } | undefined;
+    this.store.change<SpecDoc>(mailboxDocId(e, 'spec'), (d) => {
+      setSpecLabels(d, edgeObj ? (JSON.parse(edgeObj.labels) as Record<string, string>) : {});
+      const keep = new Set(as.map((a) => a.workload));
+      for (const name of Object.keys(d.workloads)) if (!keep.has(name)) deleteSpecWorkload(d, name);
+      for (const a of as) putSpecWorkload(d, { name: a.workload, generation: a.generation, revision: a.revision, manifests: a.manifests, error: a.error });
+    });
+  }
+
+  /** `outpost rollout resume`: accept the current failures and go on. */
+  resume(project: string, name: string): void {
+    const placement = this.objects.get<Placement>('Placement', project, name);
+    if (!placement) return;
+    // Recompute the failures now and store them as acknowledged.
+    const before = assignmentsForPlacement(this.db, project, name);
+    const failures: Record<string, string> = {};
+    const byEdge = new Map<string, Assignment[]>();
+    for (const a of before) (byEdge.get(a.edge) ?? byEdge.set(a.edge, []).get(a.edge)!).push(a);
+    for (const [e, as] of byEdge) {
+      const failed = as.some((a) => {
+        if (a.error) return true;
+        const s = this.db.prepare('SELECT observed_generation, phase FROM workload_status WHERE edge = ? AND workload = ?').get(e, a.workload) as { observed_generation: number; phase: string } | undefined;
+        return !!s && s.observed_generation >= a.generation && (s.phase === 'Failed' || s.phase === 'Degraded');
+      });
+      if (failed) failures[e] = createHash('sha256').update(as.map((a) => `${a.workload}=${a.contentKey}`).sort().join('\n')).digest('hex').slice(0, 16);
+    }
+    this.db
+      .prepare("INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, 'Progressing', 'resumed', ?, ?) ON CONFLICT(project, placement) DO UPDATE SET acknowledged = excluded.acknowledged, updated_at = excluded.updated_at")
+      .run(project, name, JSON.stringify(failures), Date.now());
+    this.markPlacement(project, name);
+  }
+}

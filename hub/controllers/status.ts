@@ -1,0 +1,165 @@
+/**
+ * @module Status: the projection of report documents into SQLite (inside the sync transaction), and
+ * the summaries the API serves (per placement, per edge, per workload), computed from the
+ * projection on read so they are never stale with respect to what the hub has.
+ */
+import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
+import { localState, readReport, readSpec, type EdgeReportState, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
+import type { Placement } from '../../core/resources.js';
+import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
+import type { Summary } from '../../core/status.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { AnyDoc, ReplicaStore } from '../../sync/store.js';
+import { edgePhase, edgeRuntime, isOnline, type EdgeRuntime } from './edges.js';
+import { assignmentsForEdge, assignmentsForPlacement, assignmentsForWorkload, type Assignment } from './scheduler.js';
+
+/** Called by the replica store inside the transaction that applied a report change. */
+export function projectReport(db: SqliteDatabase, id: DocId, doc: AnyDoc): string | undefined {
+  const p = parseMailboxDocId(id);
+  if (!p || p.role !== 'report') return undefined;
+  const report = readReport(doc as unknown as ReportDoc);
+  const names = Object.keys(report.workloads);
+  const upsert = db.prepare(
+    `INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(edge, workload) DO UPDATE SET observed_generation = excluded.observed_generation, phase = excluded.phase, message = excluded.message, since = excluded.since, restarts = excluded.restarts, objects = excluded.objects`,
+  );
+  for (const w of Object.values(report.workloads)) upsert.run(p.edge, w.name, w.observedGeneration, w.phase, w.message ?? null, w.since, w.restarts, JSON.stringify(w.objects));
+  const existing = (db.prepare('SELECT workload FROM workload_status WHERE edge = ?').all(p.edge) as { workload: string }[]).map((r) => r.workload);
+  for (const w of existing) if (!names.includes(w)) db.prepare('DELETE FROM workload_status WHERE edge = ? AND workload = ?').run(p.edge, w);
+  if (report.inventory) db.prepare('UPDATE edge_runtime SET inventory = ? WHERE name = ?').run(JSON.stringify(report.inventory), p.edge);
+  return p.edge;
+}
+
+interface StatusRow {
+  edge: string;
+  workload: string;
+  observed_generation: number;
+  phase: string;
+  message: string | null;
+  since: number;
+  restarts: number;
+  objects: string;
+}
+
+function statusRow(db: SqliteDatabase, edge: string, workload: string): StatusRow | undefined {
+  return db.prepare('SELECT * FROM workload_status WHERE edge = ? AND workload = ?').get(edge, workload) as StatusRow | undefined;
+}
+
+/** One status entry per (edge, workload) assignment, plus per-object entries for broken objects. */
+function entriesFor(db: SqliteDatabase, assignments: Assignment[], now: number, runtimes = new Map<string, EdgeRuntime | undefined>()): StatusEntry[] {
+  const out: StatusEntry[] = [];
+  for (const a of assignments) {
+    if (!runtimes.has(a.edge)) runtimes.set(a.edge, edgeRuntime(db, a.edge));
+    const rt = runtimes.get(a.edge);
+    const s = statusRow(db, a.edge, a.workload);
+    const d = stateFromReport({
+      generation: a.generation,
+      specError: a.error,
+      reported: s && { phase: s.phase, observedGeneration: s.observed_generation, message: s.message ?? undefined },
+      online: isOnline(rt, now),
+      lastSeenAgoMs: rt?.lastSeen === undefined ? undefined : now - rt.lastSeen,
+    });
+    let object: string | undefined;
+    if (s && d.state !== 'Ready' && d.state !== 'Stale') {
+      const objs = JSON.parse(s.objects) as Record<string, { ready: boolean; message?: string }>;
+      const bad = Object.entries(objs).find(([, o]) => !o.ready);
+      if (bad) object = bad[0];
+    }
+    out.push({ edge: a.edge, workload: a.workload, state: d.state, ...(d.reason ? { reason: d.reason } : {}), ...(object ? { object } : {}) });
+  }
+  return out;
+}
+
+export interface PlacementStatus {
+  selectedEdges: number;
+  summary: Summary;
+  rollout?: { phase: string; reason: string; counts?: unknown; paused: boolean };
+}
+
+export function placementStatus(db: SqliteDatabase, p: Placement, rollout: { phase: string; reason: string; counts?: unknown } | undefined, now = Date.now()): PlacementStatus {
+  const as = assignmentsForPlacement(db, p.metadata.project, p.metadata.name);
+  const summary = summarize(entriesFor(db, as, now), p.spec.statusSummary.maxBroken);
+  const counts = rollout?.counts as { total?: number } | undefined;
+  // Edges selected but not yet written (held back by the rollout) count as Pending.
+  const total = counts?.total ?? new Set(as.map((a) => a.edge)).size;
+  const writtenEdges = new Set(as.map((a) => a.edge)).size;
+  const missing = Math.max(0, total - writtenEdges) * p.spec.workloads.length;
+  if (missing > 0) {
+    summary.total += missing;
+    summary.states.Pending = (summary.states.Pending ?? 0) + missing;
+  }
+  return {
+    selectedEdges: total,
+    summary,
+    ...(rollout ? { rollout: { ...rollout, paused: p.spec.rollout.paused } } : {}),
+  };
+}
+
+export function workloadSummary(db: SqliteDatabase, project: string, workload: string, now = Date.now()): Summary {
+  return summarize(entriesFor(db, assignmentsForWorkload(db, project, workload), now));
+}
+
+export interface EdgeWorkloadView {
+  name: string;
+  placement: string;
+  generation: number;
+  observedGeneration?: number;
+  state: string;
+  reason?: string;
+  restarts: number;
+  since?: string;
+  objects: Record<string, { ready: boolean; message?: string }>;
+}
+
+export interface EdgeStatusView {
+  phase: string;
+  lastSeen?: string;
+  lastSeenAgo?: number;
+  connectedSince?: string;
+  agentVersion?: string;
+  inventory?: unknown;
+  summary: Summary;
+  workloads: EdgeWorkloadView[];
+  localIntents: Record<string, LocalState>;
+}
+
+export function edgeStatus(db: SqliteDatabase, store: ReplicaStore, name: string, now = Date.now()): EdgeStatusView {
+  const rt = edgeRuntime(db, name);
+  const as = assignmentsForEdge(db, name);
+  const entries = entriesFor(db, as, now, new Map([[name, rt]]));
+  const workloads: EdgeWorkloadView[] = as.map((a, i) => {
+    const s = statusRow(db, name, a.workload);
+    return {
+      name: a.workload,
+      placement: a.placement,
+      generation: a.generation,
+      ...(s ? { observedGeneration: s.observed_generation, since: new Date(s.since).toISOString() } : {}),
+      state: entries[i].state,
+      ...(entries[i].reason ? { reason: entries[i].reason } : {}),
+      restarts: s?.restarts ?? 0,
+      objects: s ? (JSON.parse(s.objects) as EdgeWorkloadView['objects']) : {},
+    };
+  });
+  let intents: Record<string, LocalState> = {};
+  let report: EdgeReportState | undefined;
+  try {
+    const rdoc = store.get<ReportDoc>(mailboxDocId(name as never, 'report'));
+    const sdoc = store.get<SpecDoc>(mailboxDocId(name as never, 'spec'));
+    if (rdoc && sdoc) {
+      report = readReport(rdoc);
+      intents = localState(report, readSpec(sdoc));
+    }
+  } catch {
+    /* an edge without a mailbox yet has no intents */
+  }
+  return {
+    phase: edgePhase(rt, now),
+    ...(rt?.lastSeen ? { lastSeen: new Date(rt.lastSeen).toISOString(), lastSeenAgo: now - rt.lastSeen } : {}),
+    ...(rt?.connectedSince && isOnline(rt, now) ? { connectedSince: new Date(rt.connectedSince).toISOString() } : {}),
+    ...(rt?.agentVersion ? { agentVersion: rt.agentVersion } : {}),
+    ...(rt?.inventory ? { inventory: rt.inventory } : {}),
+    summary: summarize(entries),
+    workloads,
+    localIntents: intents,
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * @module The hub's own tables, in the same SQLite file as its replica store (one file per process):
+ * objects (Edge, Workload, Placement with resourceVersion), workload revisions, edge runtime facts
+ * (enrollment, last seen: never in a document), per-edge assignments written by the scheduler,
+ * the status projection of report documents, and events.
+ */
+import type { SqliteDatabase } from '../sync/sqlite.js';
+import { migrate } from '../sync/sqlite.js';
+import { buildInfo } from '../core/version.js';
+
+const MIGRATIONS = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      INSERT INTO counters (name, value) VALUES ('resourceVersion', 0);
+
+      CREATE TABLE objects (
+        kind TEXT NOT NULL,
+        project TEXT NOT NULL,
+        name TEXT NOT NULL,
+        uid TEXT NOT NULL,
+        resource_version INTEGER NOT NULL,
+        generation INTEGER NOT NULL,
+        labels TEXT NOT NULL,
+        annotations TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (kind, project, name)
+      );
+
+      CREATE TABLE workload_revisions (
+        project TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        manifests TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (project, workload, revision)
+      );
+
+      -- Runtime facts about an edge that change without an operator: not part of its resourceVersion.
+      CREATE TABLE edge_runtime (
+        name TEXT PRIMARY KEY,
+        project TEXT NOT NULL,
+        approved INTEGER NOT NULL,
+        enrolled_at INTEGER NOT NULL,
+        last_seen INTEGER,
+        connected_since INTEGER,
+        disconnected_at INTEGER,
+        agent_version TEXT,
+        remote_address TEXT,
+        inventory TEXT
+      );
+
+      -- What the scheduler has written into each edge's spec document, per workload.
+      CREATE TABLE assignments (
+        edge TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        project TEXT NOT NULL,
+        placement TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        content_key TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        manifests TEXT NOT NULL,
+        error TEXT,
+        PRIMARY KEY (edge, workload)
+      );
+      CREATE INDEX assignments_by_placement ON assignments (project, placement);
+
+      -- Projection of report documents (updated in the same transaction as the sync message).
+      CREATE TABLE workload_status (
+        edge TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        observed_generation INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        message TEXT,
+        since INTEGER NOT NULL,
+        restarts INTEGER NOT NULL,
+        objects TEXT NOT NULL,
+        PRIMARY KEY (edge, workload)
+      );
+
+      -- Rollout state per placement: failures the operator acknowledged by resuming.
+      CREATE TABLE rollouts (
+        project TEXT NOT NULL,
+        placement TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        acknowledged TEXT NOT NULL DEFAULT '[]',
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (project, placement)
+      );
+
+      CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        project TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        message TEXT NOT NULL
+      );
+      CREATE INDEX events_by_object ON events (project, kind, name, id);
+
+      -- Connection history per edge (online/offline transitions), bounded by pruning.
+      CREATE TABLE connections (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        edge TEXT NOT NULL,
+        connected_at INTEGER NOT NULL,
+        disconnected_at INTEGER,
+        reason TEXT,
+        remote_address TEXT
+      );
+      CREATE INDEX connections_by_edge ON connections (edge, id);
+    `,
+  },
+];
+
+export function migrateHub(db: SqliteDatabase): void {
+  migrate(db, 'hub', MIGRATIONS, buildInfo().version);
+}
+
+export function nextResourceVersion(db: SqliteDatabase): number {
+  const r = db.prepare("UPDATE counters SET value = value + 1 WHERE name = 'resourceVersion' RETURNING value").get() as { value: number };
+  return r.value;
+}
+
+export interface EventRecord {
+  id: number;
+  at: number;
+  project: string;
+  kind: string;
+  name: string;
+  reason: string;
+  message: string;
+}
+
+export function recordEvent(db: SqliteDatabase, e: Omit<EventRecord, 'id' | 'at'> & { at?: number }): void {
+  db.prepare('INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)').run(e.at ?? Date.now(), e.project, e.kind, e.name, e.reason, e.message);
+}

@@ -1,0 +1,228 @@
+/**
+ * @module The hub's composition root: one SQLite file (replica store + hub tables), TLS, the REST
+ * API, the sync endpoint, the scheduler and status projection, metrics. `startHub` is what
+ * `outpost hub` runs; tests start it in-process.
+ *
+ * @example
+ * const hub = await startHub({ dataDir: '/var/lib/outpost-hub', listen: '0.0.0.0:7443' });
+ * console.log(hub.url, hub.adminToken);
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import { getRequestListener } from '@hono/node-server';
+import client from 'prom-client';
+import { OFFLINE_AFTER_MS } from '../core/durations.js';
+import { edgeName, type EdgeName } from '../core/ids.js';
+import { createLogger } from '../core/logger.js';
+import { buildInfo } from '../core/version.js';
+import { SyncServer } from '../sync/server.js';
+import { ReplicaStore } from '../sync/store.js';
+import { createApi } from './api/app.js';
+import type { HubAuth, Principal } from './api/context.js';
+import * as auth from './auth/index.js';
+import { edgeRuntime } from './controllers/edges.js';
+import { Scheduler } from './controllers/scheduler.js';
+import { projectReport } from './controllers/status.js';
+import { migrateHub, recordEvent } from './db.js';
+import { ObjectStore } from './objects.js';
+import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
+
+const log = createLogger('hub');
+
+export interface HubOptions {
+  dataDir: string;
+  /** HOST:PORT; port 0 picks a free one. */
+  listen: string;
+  insecureHttp?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  requireApproval?: boolean;
+  /** Extra names for the server certificate (the hub's public DNS name). */
+  hosts?: string[];
+  memoryBudgetBytes?: number;
+}
+
+export interface Hub {
+  url: string;
+  port: number;
+  adminToken: string;
+  adminTokenCreated: boolean;
+  caPem?: string;
+  caFingerprint?: string;
+  store: ReplicaStore;
+  scheduler: Scheduler;
+  objects: ObjectStore;
+  sync: SyncServer;
+  close(): Promise<void>;
+}
+
+function parseListen(s: string): { host: string; port: number } {
+  const m = /^(.*):(\d+)$/.exec(s);
+  if (!m) throw new Error(`--listen ${s}: use HOST:PORT, e.g. 0.0.0.0:7443 or 127.0.0.1:0`);
+  return { host: m[1].replace(/^\[|\]$/g, '') || '0.0.0.0', port: Number(m[2]) };
+}
+
+export async function startHub(opts: HubOptions): Promise<Hub> {
+  const { version } = buildInfo();
+  const { host, port } = parseListen(opts.listen);
+  fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+
+  let tls: HubTls | undefined;
+  if (!opts.insecureHttp) {
+    tls = opts.tlsCert && opts.tlsKey ? loadUserTls(opts.tlsCert, opts.tlsKey, opts.tlsCa) : await ensureHubTls(opts.dataDir, { hosts: [...(opts.hosts ?? []), ...(host !== '0.0.0.0' && host !== '::' ? [host] : [])] });
+  }
+
+  // Wired below; the store's hooks need the scheduler and sync server, which need the store.
+  let sync: SyncServer | undefined;
+  let scheduler: Scheduler | undefined;
+  const reportChanged = new Set<string>();
+  const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
+    memoryBudgetBytes: opts.memoryBudgetBytes,
+    onChange: ({ id, doc, db, origin }) => {
+      if (origin === 'remote') {
+        const edge = projectReport(db, id, doc);
+        if (edge) reportChanged.add(edge);
+      }
+    },
+    afterChange: (id) => {
+      sync?.notify(id);
+      for (const e of reportChanged) scheduler?.markEdge(e);
+      reportChanged.clear();
+    },
+  });
+  const db = store.db;
+  migrateHub(db);
+  auth.migrateAuth(db);
+  const objects = new ObjectStore(db);
+  scheduler = new Scheduler(db, objects, store);
+  const sched = scheduler;
+  objects.onChange((c) => {
+    if (c.kind === 'Edge') sched.markEdge(c.name);
+    else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
+    else sched.markPlacement(c.project, c.name);
+  });
+
+  const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
+  const fingerprint = tls?.caFingerprint ?? null;
+
+  // Metrics: gauges read at scrape time, counters bumped by the sync hooks.
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_hub_' });
+  const refused = new client.Counter({ name: 'outpost_hub_sync_refusals_total', help: 'Sync connections refused, by code', labelNames: ['code'], registers: [registry] });
+  const heartbeats = new client.Counter({ name: 'outpost_hub_heartbeats_total', help: 'Heartbeats received', registers: [registry] });
+  new client.Gauge({ name: 'outpost_hub_edges_connected', help: 'Edges with an open sync connection', registers: [registry], collect() { this.set(sync?.connections().length ?? 0); } });
+  new client.Gauge({ name: 'outpost_hub_edges', help: 'Enrolled edges', registers: [registry], collect() { this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c); } });
+  new client.Gauge({ name: 'outpost_hub_docs_loaded', help: 'Documents loaded in memory', registers: [registry], collect() { this.set(store.loadedStats().docs); } });
+
+  const hubAuth: HubAuth = {
+    verifyApiToken: (t) => {
+      const p = auth.verifyApiToken(db, t);
+      return p ? ({ tokenId: p.id, role: p.role, project: p.project } satisfies Principal) : null;
+    },
+    can: (p, action, project) => auth.can(p, action, project),
+    createApiToken: (o) => {
+      const token = auth.createApiToken(db, { ...o, caFingerprint: fingerprint });
+      return { token, id: auth.parseToken(token)?.id ?? '' };
+    },
+    createJoinToken: (o) => {
+      const token = auth.createJoinToken(db, { ...o, caFingerprint: fingerprint });
+      return { token, id: auth.parseToken(token)?.id ?? '', ...(o.ttlMs ? { expiresAt: Date.now() + o.ttlMs } : {}) };
+    },
+    consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
+    issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
+    revokeEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e),
+  };
+
+  const app = createApi({
+    db,
+    store,
+    objects,
+    scheduler,
+    auth: hubAuth,
+    version,
+    requireApproval: !!opts.requireApproval,
+    caPem: tls?.caPem,
+    metricsText: () => registry.metrics(),
+    metricsContentType: registry.contentType,
+    disconnectEdge: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
+  });
+  const listener = getRequestListener(app.fetch);
+  const server = tls ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener) : http.createServer(listener);
+
+  const touch = db.prepare('UPDATE edge_runtime SET last_seen = ? WHERE name = ?');
+  sync = new SyncServer({
+    store,
+    hubVersion: version,
+    authenticate: (token) => {
+      const id = auth.verifyEdgeCredential(db, token);
+      return id ? { edge: edgeName(id.edge) } : null;
+    },
+    onConnect: (conn) => {
+      const now = Date.now();
+      const rt = edgeRuntime(db, conn.edge);
+      db.prepare('UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?').run(now, now, conn.agentVersion, conn.remoteAddress, conn.edge);
+      db.prepare('INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(conn.edge, now, conn.remoteAddress);
+      if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Connected', message: `edge ${conn.edge} connected from ${conn.remoteAddress}` });
+      sched.markEdge(conn.edge);
+    },
+    onDisconnect: (conn, code, reason) => {
+      const now = Date.now();
+      db.prepare('UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?').run(now, conn.edge);
+      db.prepare('UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL').run(now, `${code} ${reason}`.trim(), conn.edge);
+      const rt = edgeRuntime(db, conn.edge);
+      if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Disconnected', message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})` });
+      sched.markEdge(conn.edge);
+    },
+    onHeartbeat: (edge) => {
+      heartbeats.inc();
+      touch.run(Date.now(), edge);
+    },
+    onRefused: (_edge, code) => refused.inc({ code }),
+  });
+  sync.attach(server);
+
+  // Rollouts and Stale states depend on time passing: re-plan edges that went quiet.
+  const offlineTimer = setInterval(() => {
+    const cutoff = Date.now() - OFFLINE_AFTER_MS;
+    const quiet = db.prepare('SELECT name, project FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?').all(cutoff) as { name: string; project: string }[];
+    for (const q of quiet) sched.markEdge(q.name);
+  }, OFFLINE_AFTER_MS / 3);
+  offlineTimer.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(err.code === 'EADDRINUSE' ? `cannot listen on ${opts.listen}: the address is in use (another hub running? pick another port with --listen)` : `cannot listen on ${opts.listen}: ${err.message}`, { cause: err })),
+    );
+    server.listen(port, host, () => resolve());
+  });
+  const actualPort = (server.address() as { port: number }).port;
+  const urlHost = host === '0.0.0.0' || host === '::' ? (tls ? 'localhost' : '127.0.0.1') : host.includes(':') ? `[${host}]` : host;
+  const url = `${tls ? 'https' : 'http'}://${urlHost}:${actualPort}`;
+  scheduler.markAll();
+  log.info({ url, dataDir: opts.dataDir, tls: !!tls, version }, 'hub ready');
+
+  return {
+    url,
+    port: actualPort,
+    adminToken: admin.token,
+    adminTokenCreated: admin.created,
+    caPem: tls?.caPem,
+    caFingerprint: tls?.caFingerprint,
+    store,
+    scheduler,
+    objects,
+    sync,
+    async close() {
+      clearInterval(offlineTimer);
+      await sync!.close();
+      await new Promise<void>((r) => server.close(() => r()));
+      server.closeAllConnections?.();
+      await scheduler!.idle();
+      store.close();
+    },
+  };
+}
+

@@ -1,0 +1,215 @@
+/**
+ * @module The object store: Edge, Workload and Placement objects in SQLite with optimistic
+ * concurrency (a global resourceVersion; an update carrying a stale one gets 409) and immutable
+ * workload revisions (every change of manifests is a new revision; rollback copies an old one
+ * forward, as `kubectl rollout undo` does).
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { OutpostError } from '../core/errors.js';
+import { API_VERSION, Edge, formatIssues, Placement, Workload, type Kind, type Resource } from '../core/resources.js';
+import type { SqliteDatabase } from '../sync/sqlite.js';
+import { nextResourceVersion, recordEvent } from './db.js';
+
+/** How many revisions of a workload are kept; older ones are pruned. */
+export const KEPT_REVISIONS = 20;
+
+const SCHEMAS = { Edge, Workload, Placement } as const;
+
+interface Row {
+  kind: Kind;
+  project: string;
+  name: string;
+  uid: string;
+  resource_version: number;
+  generation: number;
+  labels: string;
+  annotations: string;
+  spec: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type ApplyAction = 'created' | 'configured' | 'unchanged';
+
+export interface ObjectChange {
+  kind: Kind;
+  project: string;
+  name: string;
+  before?: Resource;
+  after?: Resource;
+}
+
+export interface Revision {
+  revision: number;
+  createdAt: string;
+  manifests: unknown[];
+}
+
+/** Validates an object against its kind's schema; errors name the field path and the fix. */
+export function validateResource(input: unknown): Resource {
+  const kind = (input as { kind?: unknown } | null)?.kind;
+  if (typeof kind !== 'string' || !(kind in SCHEMAS)) {
+    throw new OutpostError('invalid', `kind: must be one of Edge, Workload, Placement (got ${JSON.stringify(kind)})`, {
+      details: [{ path: 'kind', message: 'must be one of Edge, Workload, Placement' }],
+    });
+  }
+  const api = (input as { apiVersion?: unknown }).apiVersion;
+  if (api !== undefined && api !== API_VERSION) {
+    throw new OutpostError('invalid', `apiVersion: must be ${API_VERSION} (got ${JSON.stringify(api)})`, { details: [{ path: 'apiVersion', message: `must be ${API_VERSION}` }] });
+  }
+  const r = (SCHEMAS[kind as Kind] as z.ZodType<Resource>).safeParse(input);
+  if (!r.success) {
+    const issues = formatIssues(r.error);
+    throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
+  }
+  return r.data;
+}
+
+function specOf(o: Resource): unknown {
+  return o.spec;
+}
+
+export class ObjectStore {
+  private readonly listeners: ((c: ObjectChange) => void)[] = [];
+
+  constructor(private readonly db: SqliteDatabase) {}
+
+  /** Called inside the write transaction; schedulers react after commit through their own queue. */
+  onChange(fn: (c: ObjectChange) => void): void {
+    this.listeners.push(fn);
+  }
+
+  get<T extends Resource = Resource>(kind: Kind, project: string, name: string): T | undefined {
+    const row = this.db.prepare('SELECT * FROM objects WHERE kind = ? AND project = ? AND name = ?').get(kind, project, name) as Row | undefined;
+    return row ? (this.toResource(row) as T) : undefined;
+  }
+
+  /** Lists objects of a kind in a project (`*` = all projects), ordered by project and name. */
+  list<T extends Resource = Resource>(kind: Kind, project: string, opts: { limit?: number; after?: string } = {}): T[] {
+    const rows = (
+      project === '*'
+        ? this.db.prepare('SELECT * FROM objects WHERE kind = ? AND (project || \'/\' || name) > ? ORDER BY project, name LIMIT ?').all(kind, opts.after ?? '', opts.limit ?? -1)
+        : this.db.prepare('SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?').all(kind, project, opts.after ?? '', opts.limit ?? -1)
+    ) as Row[];
+    return rows.map((r) => this.toResource(r) as T);
+  }
+
+  count(kind: Kind, project: string): number {
+    const r = (project === '*' ? this.db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ?').get(kind) : this.db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project)) as { c: number };
+    return r.c;
+  }
+
+  /**
+   * Creates or updates (the verb behind `outpost apply` and PUT). An input carrying
+   * metadata.resourceVersion must match the stored one, or 409.
+   */
+  apply(input: Resource, opts: { create?: boolean; update?: boolean; actor?: string } = {}): { object: Resource; action: ApplyAction } {
+    const obj = validateResource(input);
+    const { kind } = obj;
+    const { project, name } = obj.metadata;
+    return this.db.transaction(() => {
+      const cur = this.get(kind, project, name);
+      if (!cur) {
+        if (opts.create === false) throw new OutpostError('not_found', `${kind} ${project}/${name} does not exist: create it first (outpost apply -f FILE)`);
+        if (obj.metadata.resourceVersion) throw new OutpostError('conflict', `${kind} ${project}/${name} does not exist but the request carries resourceVersion ${obj.metadata.resourceVersion}: it was deleted; drop resourceVersion to create it again`);
+        const rv = nextResourceVersion(this.db);
+        const now = new Date().toISOString();
+        this.db
+          .prepare('INSERT INTO objects (kind, project, name, uid, resource_version, generation, labels, annotations, spec, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)')
+          .run(kind, project, name, randomUUID(), rv, JSON.stringify(obj.metadata.labels), JSON.stringify(obj.metadata.annotations), JSON.stringify(specOf(obj)), now, now);
+        if (kind === 'Workload') this.addRevision(project, name, obj.spec.manifests);
+        const after = this.get(kind, project, name)!;
+        recordEvent(this.db, { project, kind, name, reason: 'Created', message: `${kind} ${name} created${opts.actor ? ` by ${opts.actor}` : ''}` });
+        for (const l of this.listeners) l({ kind, project, name, after });
+        return { object: after, action: 'created' as const };
+      }
+      if (opts.update === false) throw new OutpostError('conflict', `${kind} ${project}/${name} already exists: use outpost apply to change it`);
+      if (obj.metadata.resourceVersion && obj.metadata.resourceVersion !== cur.metadata.resourceVersion) {
+        throw new OutpostError('conflict', `${kind} ${project}/${name} was changed by someone else (resourceVersion ${obj.metadata.resourceVersion} is stale, current is ${cur.metadata.resourceVersion}): get it again, reapply your change, and retry`);
+      }
+      const specChanged = JSON.stringify(specOf(obj)) !== JSON.stringify(specOf(cur));
+      const metaChanged = JSON.stringify(obj.metadata.labels) !== JSON.stringify(cur.metadata.labels) || JSON.stringify(obj.metadata.annotations) !== JSON.stringify(cur.metadata.annotations);
+      if (!specChanged && !metaChanged) return { object: cur, action: 'unchanged' as const };
+      const rv = nextResourceVersion(this.db);
+      this.db
+        .prepare('UPDATE objects SET resource_version = ?, generation = generation + ?, labels = ?, annotations = ?, spec = ?, updated_at = ? WHERE kind = ? AND project = ? AND name = ?')
+        .run(rv, specChanged ? 1 : 0, JSON.stringify(obj.metadata.labels), JSON.stringify(obj.metadata.annotations), JSON.stringify(specOf(obj)), new Date().toISOString(), kind, project, name);
+      if (kind === 'Workload' && cur.kind === 'Workload' && JSON.stringify(obj.spec.manifests) !== JSON.stringify(cur.spec.manifests)) this.addRevision(project, name, obj.spec.manifests);
+      const after = this.get(kind, project, name)!;
+      recordEvent(this.db, { project, kind, name, reason: 'Updated', message: `${kind} ${name} updated${opts.actor ? ` by ${opts.actor}` : ''}` });
+      for (const l of this.listeners) l({ kind, project, name, before: cur, after });
+      return { object: after, action: 'configured' as const };
+    })();
+  }
+
+  delete(kind: Kind, project: string, name: string, actor?: string): Resource {
+    return this.db.transaction(() => {
+      const cur = this.get(kind, project, name);
+      if (!cur) throw new OutpostError('not_found', `${kind} ${project}/${name} not found`);
+      this.db.prepare('DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(kind, project, name);
+      if (kind === 'Workload') this.db.prepare('DELETE FROM workload_revisions WHERE project = ? AND workload = ?').run(project, name);
+      recordEvent(this.db, { project, kind, name, reason: 'Deleted', message: `${kind} ${name} deleted${actor ? ` by ${actor}` : ''}` });
+      for (const l of this.listeners) l({ kind, project, name, before: cur });
+      return cur;
+    })();
+  }
+
+  revisions(project: string, workload: string): Revision[] {
+    return (this.db.prepare('SELECT revision, created_at, manifests FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision').all(project, workload) as { revision: number; created_at: string; manifests: string }[]).map((r) => ({
+      revision: r.revision,
+      createdAt: r.created_at,
+      manifests: JSON.parse(r.manifests) as unknown[],
+    }));
+  }
+
+  currentRevision(project: string, workload: string): number {
+    const r = this.db.prepare('SELECT MAX(revision) r FROM workload_revisions WHERE project = ? AND workload = ?').get(project, workload) as { r: number | null };
+    return r.r ?? 0;
+  }
+
+  /** Rolls a workload back to a kept revision (default: the previous one) by making it the newest. */
+  rollback(project: string, workload: string, toRevision?: number, actor?: string): { object: Resource; revision: number } {
+    return this.db.transaction(() => {
+      const cur = this.get<Workload>('Workload', project, workload);
+      if (!cur) throw new OutpostError('not_found', `Workload ${project}/${workload} not found`);
+      const revs = this.revisions(project, workload);
+      const current = revs[revs.length - 1];
+      let target: Revision | undefined;
+      if (toRevision === undefined) {
+        target = revs.length >= 2 ? revs[revs.length - 2] : undefined;
+        if (!target) throw new OutpostError('bad_request', `Workload ${workload} has only one revision: nothing to roll back to`);
+      } else {
+        target = revs.find((r) => r.revision === toRevision);
+        if (!target) throw new OutpostError('not_found', `Workload ${workload} has no revision ${toRevision}; kept revisions: ${revs.map((r) => r.revision).join(', ')}`);
+        if (current && target.revision === current.revision) throw new OutpostError('bad_request', `revision ${toRevision} is already the current revision of ${workload}`);
+      }
+      const next = { ...cur, metadata: { ...cur.metadata, resourceVersion: undefined }, spec: { ...cur.spec, manifests: target.manifests as Workload['spec']['manifests'] } };
+      const { object } = this.apply(next, { create: false, actor });
+      recordEvent(this.db, { project, kind: 'Workload', name: workload, reason: 'RolledBack', message: `rolled back to the manifests of revision ${target.revision}${actor ? ` by ${actor}` : ''}` });
+      return { object, revision: this.currentRevision(project, workload) };
+    })();
+  }
+
+  private addRevision(project: string, workload: string, manifests: unknown[]): void {
+    const next = this.currentRevision(project, workload) + 1;
+    this.db.prepare('INSERT INTO workload_revisions (project, workload, revision, manifests, created_at) VALUES (?, ?, ?, ?, ?)').run(project, workload, next, JSON.stringify(manifests), new Date().toISOString());
+    this.db.prepare('DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(project, workload, next - KEPT_REVISIONS);
+  }
+
+  private toResource(r: Row): Resource {
+    const metadata = {
+      name: r.name,
+      project: r.project,
+      labels: JSON.parse(r.labels) as Record<string, string>,
+      annotations: JSON.parse(r.annotations) as Record<string, string>,
+      resourceVersion: String(r.resource_version),
+      generation: r.generation,
+      uid: r.uid,
+      creationTimestamp: r.created_at,
+    };
+    const base = { apiVersion: API_VERSION, kind: r.kind, metadata, spec: JSON.parse(r.spec) };
+    if (r.kind === 'Workload') return { ...base, status: { revision: this.currentRevision(r.project, r.name) } } as Resource;
+    return base as Resource;
+  }
+}
