@@ -1,0 +1,44 @@
+/**
+ * @module The operator CLI: commands that talk to a hub over its REST API (docs/api.md,
+ * docs/cli.md). A pure HTTP client: it imports no hub internals, only core/ and sync/pinned-ca.
+ * main.ts wires it in and maps errors to exit codes with `exitCodeOf`.
+ *
+ * @example
+ * const program = new Command('outpost').exitOverride();
+ * registerOperatorCommands(program);
+ * registerEdgeAdminCommands(edgeCommand);
+ * try { await program.parseAsync(argv); } catch (err) { return exitCodeOf(err); }
+ */
+import type { Command } from 'commander';
+import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
+import { registerLogin } from './cmd-login.js';
+import { registerObjectCommands } from './cmd-objects.js';
+import { registerRolloutCommands } from './cmd-rollout.js';
+import { registerTokenCommands } from './cmd-token.js';
+import { defaultDeps, parseProject, type CliDeps } from './context.js';
+
+export { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf, shouldPrintError, UsageError } from './errors.js';
+export { HubClient, HubError, type HubConnection } from './client.js';
+export type { CliDeps } from './context.js';
+
+function withDefaults(deps: Partial<CliDeps> | undefined): CliDeps {
+  return { ...defaultDeps(), ...deps };
+}
+
+/**
+ * Adds `login`, `whoami`, `apply`, `get`, `describe`, `delete`, `rollout ...` and `token create`
+ * to `program`, and the global `--project` option. `deps` replaces I/O and the clock in tests.
+ */
+export function registerOperatorCommands(program: Command, deps?: Partial<CliDeps>): void {
+  const d = withDefaults(deps);
+  program.option('--project <name>', 'the project to work in (default: the token\'s project, else "default"; env OUTPOST_PROJECT)', parseProject);
+  registerLogin(program, d);
+  registerObjectCommands(program, d);
+  registerRolloutCommands(program, d);
+  registerTokenCommands(program, d);
+}
+
+/** Adds `approve`, `label`, `drain`, `uncordon`, `decommission` and `clear` to the existing `edge` command. */
+export function registerEdgeAdminCommands(edgeCommand: Command, deps?: Partial<CliDeps>): void {
+  registerEdgeAdmin(edgeCommand, withDefaults(deps));
+}

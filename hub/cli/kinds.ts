@@ -1,0 +1,60 @@
+/**
+ * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
+ * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`), and
+ * `KIND/NAME` (`placement/eu`) as kubectl accepts it.
+ */
+import { InvalidArgumentError } from 'commander';
+import type { Kind } from '../../core/resources.js';
+
+export interface KindInfo {
+  kind: Kind;
+  /** Singular lower case: `placement`; used in messages and output (`placement/eu created`). */
+  singular: string;
+  /** The URL segment: `placements`. */
+  path: string;
+}
+
+export const KIND_INFO: Record<Kind, KindInfo> = {
+  Edge: { kind: 'Edge', singular: 'edge', path: 'edges' },
+  Workload: { kind: 'Workload', singular: 'workload', path: 'workloads' },
+  Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
+};
+
+const ALIASES: Record<string, Kind> = {
+  edge: 'Edge',
+  edges: 'Edge',
+  e: 'Edge',
+  workload: 'Workload',
+  workloads: 'Workload',
+  wl: 'Workload',
+  placement: 'Placement',
+  placements: 'Placement',
+  pl: 'Placement',
+};
+
+export const KIND_HELP = 'edge|edges|e, workload|workloads|wl, placement|placements|pl';
+
+/** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
+export function parseKind(s: string): KindInfo {
+  const k = ALIASES[s.trim().toLowerCase()];
+  if (!k) throw new InvalidArgumentError(`unknown kind "${s}": use one of ${KIND_HELP}`);
+  return KIND_INFO[k];
+}
+
+/** `placement/eu` -> kind and name; `placement` -> kind only. */
+export function parseKindArg(s: string): { info: KindInfo; name?: string } {
+  const slash = s.indexOf('/');
+  if (slash < 0) return { info: parseKind(s) };
+  const name = s.slice(slash + 1);
+  if (name === '') throw new InvalidArgumentError(`"${s}" has no name after "/": write KIND/NAME, e.g. placement/eu`);
+  return { info: parseKind(s.slice(0, slash)), name };
+}
+
+/** The kind a command only accepts one of (`rollout pause placement NAME`), with its aliases. */
+export function expectKind(expected: Kind): (s: string) => KindInfo {
+  return (s: string) => {
+    const info = parseKind(s);
+    if (info.kind !== expected) throw new InvalidArgumentError(`this command works on ${KIND_INFO[expected].singular}s, not ${info.singular}s`);
+    return info;
+  };
+}

@@ -1,0 +1,184 @@
+import { describe, expect, it } from 'vitest';
+import { describeEdge, describePlacement, describeWorkload } from './describe.js';
+import { KIND_INFO } from './kinds.js';
+import { formatTable } from './output.js';
+import { formatObjectTable, formatRevisions } from './tables.js';
+import { edgeState, rolloutLine, type ApiObject } from './views.js';
+
+const NOW = Date.parse('2025-01-01T12:00:00Z');
+const iso = (agoMs: number): string => new Date(NOW - agoMs).toISOString();
+
+function edge(name: string, status: Record<string, unknown>, extra: Partial<ApiObject> = {}): ApiObject {
+  return { kind: 'Edge', metadata: { name, project: 'default', labels: { region: 'eu', tier: 'small' }, creationTimestamp: iso(86_400_000) }, spec: { unschedulable: false }, status, ...extra };
+}
+
+const summary = (ready: number, total: number, extra: Record<string, unknown> = {}) => ({ ready, total, states: { Ready: ready }, broken: [], ...extra });
+
+describe('formatTable', () => {
+  it('aligns columns with three spaces and no trailing blanks', () => {
+    expect(formatTable(['NAME', 'STATE'], [['a', 'Online'], ['long-name', '']])).toBe('NAME        STATE\na           Online\nlong-name\n');
+  });
+
+  it('keeps alignment when cells are coloured', () => {
+    const t = formatTable(['NAME', 'STATE', 'X'], [['a', 'Failed', '1'], ['bb', 'Ready', '2']], { color: true, colorColumns: ['STATE'] });
+    const plain = t.replace(/\u001b\[\d+m/g, '');
+    expect(plain).toBe('NAME   STATE    X\na      Failed   1\nbb     Ready    2\n');
+    expect(t).toContain('\u001b[31mFailed\u001b[0m');
+  });
+});
+
+describe('get tables', () => {
+  const edges = [
+    edge('e1', { phase: 'Online', lastSeenAgo: 2_000, summary: summary(2, 3), agentVersion: '0.1.0', inventory: { driver: 'podman', agentVersion: '0.1.0' } }),
+    edge('e2', { phase: 'Offline', lastSeen: iso(180_000), summary: summary(0, 1) }, { spec: { unschedulable: true } }),
+    edge('e3', { phase: 'Pending', summary: summary(0, 0) }, { metadata: { name: 'e3', project: 'default', labels: {} } }),
+  ];
+
+  it('edges: an offline edge shows how long it has been gone, never Unknown', () => {
+    const t = formatObjectTable(KIND_INFO.Edge, edges, { now: NOW });
+    expect(t.split('\n')).toEqual([
+      'NAME   STATE                      READY   LAST-SEEN   LABELS',
+      'e1     Online                     2/3     2s          region=eu,tier=small',
+      'e2     Offline (3m),Drained       0/1     3m          region=eu,tier=small',
+      'e3     Pending (needs approval)   0/0     never       <none>',
+      '',
+    ]);
+    expect(t).not.toContain('Unknown');
+  });
+
+  it('edges -o wide adds agent, runtime driver and project', () => {
+    const t = formatObjectTable(KIND_INFO.Edge, edges.slice(0, 1), { now: NOW, wide: true });
+    expect(t.split('\n')[0]).toBe('NAME   STATE    READY   LAST-SEEN   LABELS                 AGENT   RUNTIME   PROJECT');
+    expect(t.split('\n')[1]).toBe('e1     Online   2/3     2s          region=eu,tier=small   0.1.0   podman    default');
+  });
+
+  it('--all-projects puts PROJECT first, once', () => {
+    const t = formatObjectTable(KIND_INFO.Edge, edges.slice(0, 1), { now: NOW, wide: true, allProjects: true });
+    expect(t.split('\n')[0]).toBe('PROJECT   NAME   STATE    READY   LAST-SEEN   LABELS                 AGENT   RUNTIME');
+  });
+
+  it('workloads: revision, READY x/y, edges and age', () => {
+    const wl: ApiObject = { kind: 'Workload', metadata: { name: 'web', creationTimestamp: iso(3_600_000 * 5) }, status: { revision: 4, summary: summary(7, 9) } };
+    expect(formatObjectTable(KIND_INFO.Workload, [wl], { now: NOW })).toBe('NAME   REVISION   READY   EDGES   AGE\nweb    4          7/9     9       5h\n');
+  });
+
+  it('placements: READY, worst state, rollout phase, selected edges', () => {
+    const pl: ApiObject = {
+      kind: 'Placement',
+      metadata: { name: 'eu', creationTimestamp: iso(120_000) },
+      spec: { rollout: { paused: false } },
+      status: { selectedEdges: 10, summary: summary(8, 10, { worst: 'Failed' }), rollout: { phase: 'Paused', reason: 'x' } },
+    };
+    expect(formatObjectTable(KIND_INFO.Placement, [pl], { now: NOW })).toBe('NAME   READY   WORST    ROLLOUT   EDGES   AGE\neu     8/10    Failed   Paused    10      2m\n');
+  });
+
+  it('revision history marks the current revision', () => {
+    const t = formatRevisions(
+      [
+        { revision: 2, createdAt: iso(60_000), manifests: [{ kind: 'Deployment', metadata: { name: 'web' } }] },
+        { revision: 1, createdAt: iso(7_200_000), manifests: [{ kind: 'Pod', metadata: { name: 'web' } }, { kind: 'ConfigMap', metadata: { name: 'cfg' } }] },
+      ],
+      NOW,
+    );
+    expect(t).toBe('REVISION      AGE   MANIFESTS\n1             2h    Pod/web, ConfigMap/cfg\n2 (current)   1m    Deployment/web\n');
+  });
+});
+
+describe('status words', () => {
+  it('an offline edge that never connected says so', () => {
+    expect(edgeState(edge('x', { phase: 'Offline' }), NOW)).toBe('Offline (never connected)');
+  });
+
+  it('rollout line has the counts and the reason', () => {
+    expect(rolloutLine({ phase: 'Progressing', reason: 'waiting for e4', counts: { total: 10, updated: 3, ready: 2, failed: 0 } })).toBe('3/10 edges updated, 2 ready, 0 failed: waiting for e4');
+    expect(rolloutLine(undefined)).toMatch(/no rollout status yet/);
+  });
+});
+
+describe('describe', () => {
+  it('edge: state, inventory, workloads with generation and restarts, local intents with time and origin, events', () => {
+    const o = edge('shop-12', {
+      phase: 'Offline',
+      lastSeen: iso(180_000),
+      agentVersion: '0.1.0',
+      inventory: { hostname: 'till-1', os: 'linux', arch: 'arm64', cpus: 4, memoryBytes: 4 * 1024 ** 3, runtimes: ['process', 'podman'], driver: 'podman' },
+      summary: summary(1, 2),
+      workloads: [
+        { name: 'web', placement: 'eu', generation: 3, observedGeneration: 3, state: 'Ready', restarts: 0 },
+        { name: 'pos', placement: 'eu', generation: 2, observedGeneration: 1, state: 'Stale', reason: 'edge offline for 3m, last known Ready', restarts: 5 },
+      ],
+      localIntents: {
+        pos: {
+          paused: true,
+          overrides: { 'spec.replicas': 1 },
+          intents: [
+            { seq: 1, workload: 'pos', action: 'pause', at: NOW - 600_000, origin: 'local-api uid=0' },
+            { seq: 2, workload: 'pos', action: 'override', set: { 'spec.replicas': 1 }, at: NOW - 300_000, origin: 'outpost edge local' },
+          ],
+        },
+      },
+    });
+    const text = describeEdge(o, {
+      now: NOW,
+      events: [
+        { at: NOW - 60_000, reason: 'Disconnected', message: 'connection lost' },
+        { at: NOW - 3_600_000, reason: 'Connected', message: 'edge connected from 10.0.0.5' },
+      ],
+    });
+    expect(text).toContain('Name:');
+    expect(text).toMatch(/State:\s+Offline \(3m\)/);
+    expect(text).toMatch(/Last seen:\s+3m ago/);
+    expect(text).toMatch(/Memory:\s+4\.0 GiB/);
+    expect(text).toMatch(/Runtimes:\s+process, podman/);
+    expect(text).toMatch(/pos\s+eu\s+Stale\s+2\s+1\s+5\s+edge offline for 3m, last known Ready/);
+    expect(text).toMatch(/pos\s+2025-01-01T11:50:00\.000Z \(10m ago\)\s+local-api uid=0\s+pause/);
+    expect(text).toMatch(/override\s+spec\.replicas=1/);
+    expect(text).toContain('pos: paused; overrides spec.replicas (clear: `outpost edge clear shop-12 pos`)');
+    // Events read oldest first, like a log.
+    expect(text.indexOf('Connected')).toBeLessThan(text.indexOf('Disconnected'));
+  });
+
+  it('edge without intents, inventory or events says so instead of leaving gaps', () => {
+    const text = describeEdge(edge('e', { phase: 'Pending', summary: summary(0, 0) }), { now: NOW, events: 'HTTP 500' });
+    expect(text).toContain('Inventory:\n  <not reported yet>');
+    expect(text).toContain('Local intents made on site:\n  <none>');
+    expect(text).toContain('outpost edge approve e');
+    expect(text).toContain('<cannot read events: HTTP 500>');
+  });
+
+  it('placement: summary with states, the broken list, and the rollout', () => {
+    const o: ApiObject = {
+      kind: 'Placement',
+      metadata: { name: 'eu', project: 'shop', generation: 4, creationTimestamp: iso(60_000) },
+      spec: { workloads: ['web'], edgeSelector: { matchLabels: { region: 'eu' } }, rollout: { maxUnavailable: '25%', failureThreshold: 2, paused: false }, customization: [{}] },
+      status: {
+        selectedEdges: 3,
+        summary: { total: 3, ready: 1, worst: 'Failed', states: { Ready: 1, Failed: 1, Progressing: 1 }, broken: [{ edge: 'e2', workload: 'web', object: 'Deployment/web', reason: 'image pull failed' }] },
+        rollout: { phase: 'Paused', reason: 'paused: 1 edge failed', counts: { total: 3, updated: 2, ready: 1, failed: 1, pending: 1 }, paused: false },
+      },
+    };
+    const text = describePlacement(o, { now: NOW, events: [] });
+    expect(text).toMatch(/Edge selector:\s+region=eu/);
+    expect(text).toMatch(/Rollout:\s+maxUnavailable 25%, failureThreshold 2/);
+    expect(text).toMatch(/Ready:\s+1\/3/);
+    expect(text).toMatch(/States:\s+Ready 1, Failed 1, Progressing 1/);
+    expect(text).toMatch(/e2\s+web\s+Deployment\/web\s+image pull failed/);
+    expect(text).toMatch(/Phase:\s+Paused/);
+    expect(text).toMatch(/Reason:\s+paused: 1 edge failed/);
+    expect(text).toMatch(/Progress:\s+2\/3 edges updated, 1 ready, 1 failed, 1 pending/);
+    expect(text).toContain('Events:\n  <none>');
+  });
+
+  it('workload: revision, manifests and status', () => {
+    const o: ApiObject = {
+      kind: 'Workload',
+      metadata: { name: 'web', project: 'default' },
+      spec: { manifests: [{ kind: 'Deployment', metadata: { name: 'web' } }] },
+      status: { revision: 3, summary: summary(2, 2, { worst: 'Ready' }) },
+    };
+    const text = describeWorkload(o, { now: NOW });
+    expect(text).toMatch(/Revision:\s+3/);
+    expect(text).toContain('Manifests:\n  Deployment/web');
+    expect(text).toMatch(/Ready:\s+2\/2/);
+  });
+});

@@ -1,0 +1,75 @@
+/** @module The tables of `outpost get`, one per kind, plus the revision history of a workload. */
+import type { KindInfo } from './kinds.js';
+import { formatTable } from './output.js';
+import { age, edgeState, formatLabels, lastSeenMs, ready, statusOf, type ApiObject, type EdgeStatus, type PlacementStatus, type WorkloadStatus } from './views.js';
+import { formatAge } from '../../core/durations.js';
+
+export type OutputFormat = 'table' | 'wide' | 'yaml' | 'json';
+export const OUTPUT_FORMATS: readonly OutputFormat[] = ['table', 'wide', 'yaml', 'json'];
+
+export interface TableOptions {
+  now: number;
+  wide?: boolean;
+  /** Adds a PROJECT column in front, as kubectl does for --all-namespaces. */
+  allProjects?: boolean;
+  color?: boolean;
+}
+
+function edgeRow(o: ApiObject, opts: TableOptions): string[] {
+  const s = statusOf<EdgeStatus>(o);
+  const seen = lastSeenMs(s, opts.now);
+  const row = [o.metadata.name, edgeState(o, opts.now), ready(s.summary), seen === undefined ? 'never' : formatAge(seen), formatLabels(o.metadata.labels)];
+  if (opts.wide) {
+    row.push(s.agentVersion ?? s.inventory?.agentVersion ?? '-', s.inventory?.driver ?? '-');
+    if (!opts.allProjects) row.push(o.metadata.project ?? '-');
+  }
+  return row;
+}
+
+function workloadRow(o: ApiObject, opts: TableOptions): string[] {
+  const s = statusOf<WorkloadStatus>(o);
+  return [o.metadata.name, s.revision === undefined ? '-' : String(s.revision), ready(s.summary), String(s.summary?.total ?? 0), age(o.metadata.creationTimestamp, opts.now)];
+}
+
+function placementRow(o: ApiObject, opts: TableOptions): string[] {
+  const s = statusOf<PlacementStatus>(o);
+  const pausedBySpec = (o.spec as { rollout?: { paused?: boolean } } | undefined)?.rollout?.paused;
+  const rollout = s.rollout?.phase ?? (pausedBySpec ? 'Paused' : '-');
+  return [o.metadata.name, ready(s.summary), s.summary?.worst ?? '-', rollout, String(s.selectedEdges ?? 0), age(o.metadata.creationTimestamp, opts.now)];
+}
+
+const HEADERS: Record<string, { base: string[]; wide: string[]; row: (o: ApiObject, opts: TableOptions) => string[]; color: string[] }> = {
+  Edge: { base: ['NAME', 'STATE', 'READY', 'LAST-SEEN', 'LABELS'], wide: ['AGENT', 'RUNTIME', 'PROJECT'], row: edgeRow, color: ['STATE'] },
+  Workload: { base: ['NAME', 'REVISION', 'READY', 'EDGES', 'AGE'], wide: [], row: workloadRow, color: [] },
+  Placement: { base: ['NAME', 'READY', 'WORST', 'ROLLOUT', 'EDGES', 'AGE'], wide: [], row: placementRow, color: ['WORST', 'ROLLOUT'] },
+};
+
+/** The `get` table for objects of one kind. */
+export function formatObjectTable(info: KindInfo, objects: ApiObject[], opts: TableOptions): string {
+  const h = HEADERS[info.kind];
+  let headers = opts.wide ? [...h.base, ...h.wide] : [...h.base];
+  if (opts.allProjects) headers = ['PROJECT', ...headers.filter((x) => x !== 'PROJECT')];
+  const rows = objects.map((o) => {
+    const r = h.row(o, opts);
+    return opts.allProjects ? [o.metadata.project ?? '-', ...r] : r;
+  });
+  return formatTable(headers, rows, { color: opts.color, colorColumns: h.color });
+}
+
+export interface RevisionView {
+  revision: number;
+  createdAt?: string;
+  manifests?: { kind?: string; metadata?: { name?: string } }[];
+}
+
+/** `outpost rollout history workload NAME`: oldest first, the current (newest) one marked. */
+export function formatRevisions(revisions: RevisionView[], now: number): string {
+  const sorted = [...revisions].sort((a, b) => a.revision - b.revision);
+  const last = sorted[sorted.length - 1]?.revision;
+  const rows = sorted.map((r) => [
+    String(r.revision) + (r.revision === last ? ' (current)' : ''),
+    age(r.createdAt, now),
+    (r.manifests ?? []).map((m) => `${m.kind ?? '?'}/${m.metadata?.name ?? '?'}`).join(', ') || '-',
+  ]);
+  return formatTable(['REVISION', 'AGE', 'MANIFESTS'], rows);
+}
