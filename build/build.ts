@@ -34,7 +34,9 @@ export function buildInfo(): BuildInfo {
 const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 const kib = (n: number): string => `${(n / 1024).toFixed(0)} KiB`;
 
-async function main(): Promise<void> {
+const USAGE = 'usage: tsx build/build.ts [--reproducible]   (--reproducible: no V8 code cache, byte-identical output)';
+
+async function main(reproducible: boolean): Promise<void> {
   const t0 = performance.now();
   const info = buildInfo();
   const report = await buildExecutable({
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
     outFile: DIST_EXECUTABLE,
     bundleFile: DIST_BUNDLE,
     info,
+    reproducible,
     log: (line) => process.stdout.write(`  ${line}\n`),
   });
   const out = process.stdout;
@@ -52,14 +55,20 @@ async function main(): Promise<void> {
   const assetBytes = report.assets.reduce((s, a) => s + a.bytes, 0);
   const ui = report.assets.filter((a) => a.key.startsWith('ui/')).length;
   out.write(`  assets  ${report.assets.length} (${mib(assetBytes)}): ${report.assets.filter((a) => !a.key.startsWith('ui/')).map((a) => a.key).join(', ')}${ui ? ` + ${ui} ui/ files` : ''}\n`);
-  out.write(`  ${path.relative(ROOT, report.executable)}  ${mib(report.bytes)}  (${report.stripped ? 'stripped' : 'unstripped'} node ${process.version})\n`);
+  out.write(`  ${path.relative(ROOT, report.executable)}  ${mib(report.bytes)}  (${report.stripped ? 'stripped' : 'unstripped'} node ${process.version}${reproducible ? ', no code cache' : ''})\n`);
   out.write(`  steps  ${Object.entries(report.timings).map(([k, v]) => `${k} ${v} ms`).join(', ')}\n`);
   out.write(`built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 }
 
 // Imported by build.test.ts for the paths; only build when run as the script.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((err: unknown) => {
+  const args = process.argv.slice(2);
+  const unknown = args.filter((a) => a !== '--reproducible');
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown argument ${unknown.join(' ')}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  main(args.includes('--reproducible')).catch((err: unknown) => {
     process.stderr.write(`build failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     if (err instanceof Error && err.cause) process.stderr.write(`cause: ${err.cause instanceof Error ? err.cause.message : String(err.cause)}\n`);
     process.exitCode = 1;

@@ -26,6 +26,11 @@ export interface ExecutableOptions {
   uiDist?: string;
   /** Strip symbols from the copy of node (about 12% smaller); falls back to a plain copy if `strip` fails. */
   strip?: boolean;
+  /**
+   * Leave out the V8 code cache, which differs from run to run: the same sources and commit then
+   * give a byte-identical executable, at the price of a slower start (see docs/packaging.md).
+   */
+  reproducible?: boolean;
   log?: (line: string) => void;
 }
 
@@ -39,8 +44,8 @@ export interface ExecutableReport {
   timings: Record<string, number>;
 }
 
-function run(cmd: string, args: string[], what: string): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+function run(cmd: string, args: string[], what: string, cwd?: string): string {
+  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const output = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
   if (r.error) throw new Error(`${what}: cannot run ${cmd}`, { cause: r.error });
   if (r.status !== 0) throw new Error(`${what} failed (${cmd} exited with ${r.status ?? r.signal}):\n${output}`);
@@ -96,11 +101,12 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
       seaConfig,
       JSON.stringify(
         {
-          main: tmpBundle,
+          // Relative: the blob records this path, and the temp dir name would make every build differ.
+          main: path.basename(tmpBundle),
           output: blob,
           disableExperimentalSEAWarning: true,
           // V8 code cache for the bundle: skips most of the parse/compile at every start.
-          useCodeCache: true,
+          useCodeCache: !opts.reproducible,
           // A startup snapshot cannot hold Automerge's wasm state (measured), so no useSnapshot.
           useSnapshot: false,
           assets,
@@ -109,7 +115,7 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
         2,
       ),
     );
-    await step('sea-blob', () => run(process.execPath, ['--experimental-sea-config', seaConfig], 'generating the SEA blob'));
+    await step('sea-blob', () => run(process.execPath, ['--experimental-sea-config', seaConfig], 'generating the SEA blob', work));
     const exe = path.join(work, path.basename(outFile));
     const stripped = await step('copy-node', () => copyNode(exe, opts.strip ?? true, log));
     const postject = createRequire(path.join(opts.root, 'package.json')).resolve('postject/dist/cli.js');
