@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { captureLogs } from '../core/logger.js';
 import { tempDir } from '../test/helpers.js';
 import { splitPem } from '../sync/pinned-ca.js';
 import { caFingerprint, ensureHubTls, loadUserTls } from './tls.js';
@@ -55,6 +56,11 @@ describe('ensureHubTls', () => {
     const leafDays = (Date.parse(leaf.validTo) - Date.now()) / DAY;
     expect(leafDays).toBeGreaterThan(360);
     expect(leafDays).toBeLessThan(367);
+  });
+
+  it('refuses a host given as a URL or with a port', async () => {
+    await expect(ensureHubTls(dir(), { hosts: ['https://hub.example.com'] })).rejects.toThrow(/"https:\/\/hub.example.com" is not a host name or IP address/);
+    await expect(ensureHubTls(dir(), { hosts: ['hub.example.com:8443'] })).rejects.toThrow(/without scheme, port or path/);
   });
 
   it('fingerprint is the sha256 of the CA DER in lower-case hex', async () => {
@@ -144,8 +150,15 @@ describe('loadUserTls', () => {
     expect(t.caFingerprint).toBe(f.hub.caFingerprint);
     expect(splitPem(t.certPem)).toHaveLength(2);
     expect(caFingerprint(splitPem(t.certPem)[1])).toBe(f.hub.caFingerprint);
-    // Without a CA file, the top of the chain (here the leaf itself) is the pin.
-    expect(loadUserTls(f.leafFile, f.keyFile).caFingerprint).toBe(caFingerprint(splitPem(f.hub.certPem)[0]));
+    // Without a CA file, the top of the chain (here the leaf itself) is the pin, which clients
+    // cannot use as a trust anchor: the hub says so.
+    const logs = captureLogs();
+    try {
+      expect(loadUserTls(f.leafFile, f.keyFile).caFingerprint).toBe(caFingerprint(splitPem(f.hub.certPem)[0]));
+      expect(logs.parsed().filter((l) => l.level === 40).map((l) => l.msg)).toEqual([expect.stringMatching(/is not a self-signed root.*--tls-ca/)]);
+    } finally {
+      logs.stop();
+    }
   });
 
   it('refuses a key that does not match, a CA that did not issue the chain, and an empty file', async () => {

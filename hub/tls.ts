@@ -44,14 +44,25 @@ export function caFingerprint(pem: string): string {
   return certFingerprint(pem);
 }
 
+const DNS_NAME = /^(\*\.)?[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+function normalizeHost(h: string): string {
+  const bare = h.trim().replace(/^\[(.*)\]$/, '$1');
+  return net.isIP(bare) ? bare : bare.toLowerCase().replace(/\.$/, '');
+}
+
 /** The names a server certificate must cover: the requested ones plus every local name. */
 export function serverHosts(hosts: string[]): string[] {
-  const all = [...hosts, 'localhost', '127.0.0.1', '::1', os.hostname()]
-    .map((h) => h.trim().replace(/^\[(.*)\]$/, '$1'))
-    .map((h) => (net.isIP(h) ? h : h.toLowerCase()))
-    // Listen addresses like 0.0.0.0 are not names anyone connects to.
-    .filter((h) => h && h !== '0.0.0.0' && h !== '::');
-  return [...new Set(all)];
+  const requested = hosts.map(normalizeHost);
+  for (const [i, h] of requested.entries()) {
+    if (!net.isIP(h) && !DNS_NAME.test(h)) {
+      throw new Error(`"${hosts[i]}" is not a host name or IP address for the hub's certificate: give the bare name, without scheme, port or path`);
+    }
+  }
+  // The machine's host name is added only if it is usable as a DNS name.
+  const local = ['localhost', '127.0.0.1', '::1', normalizeHost(os.hostname())].filter((h) => net.isIP(h) || DNS_NAME.test(h));
+  // Listen addresses like 0.0.0.0 are not names anyone connects to.
+  return [...new Set([...requested, ...local])].filter((h) => h && h !== '0.0.0.0' && h !== '::');
 }
 
 function covers(cert: X509Certificate, host: string): boolean {
@@ -174,6 +185,7 @@ function renewalReason(certPem: string | undefined, keyPem: string | undefined, 
  */
 export async function ensureHubTls(dataDir: string, opts: { hosts: string[]; now?: number }): Promise<HubTls> {
   const now = opts.now ?? Date.now();
+  const hosts = serverHosts(opts.hosts);
   const dir = path.join(dataDir, 'tls');
   const files = {
     ca: path.join(dir, 'ca.pem'),
@@ -210,7 +222,6 @@ export async function ensureHubTls(dataDir: string, opts: { hosts: string[]; now
   let certPem = readIfExists(files.cert);
   let keyPem = readIfExists(files.key);
   const previous = certPem ? safeSans(certPem) : [];
-  const hosts = serverHosts(opts.hosts);
   const reason = renewalReason(certPem, keyPem, ca, hosts, now);
   if (reason) {
     if (caKeyPem === undefined) {
@@ -272,6 +283,14 @@ export function loadUserTls(certFile: string, keyFile: string, caFile?: string):
       }
       certPem += caPem;
     }
+  }
+  const pinned = new X509Certificate(caPem);
+  if (!pinned.checkIssued(pinned) || !pinned.verify(pinned.publicKey)) {
+    // Node 20 accepts a trust anchor only if it is a self-signed root (no partial chains).
+    log.warn(
+      { subject: pinned.subject },
+      `the pinned certificate (${pinned.subject}) is not a self-signed root: edges and the CLI will fail to verify the hub with it; pass the root CA with --tls-ca`,
+    );
   }
   return { caPem, certPem, keyPem, caFingerprint: caFingerprint(caPem) };
 }
