@@ -180,6 +180,8 @@ describe('kubernetes driver specifics', () => {
   it('applies server-side as field manager "outpost" with ownership labels, and writes nothing for the same hash', async () => {
     const u = unit('owned', [deployment('owned', {})], 4);
     await apply(u);
+    // Settled first: the controller's status writes also move the resourceVersion.
+    await waitFor('owned Ready', async () => (await observe('owned'))?.phase === 'Ready', READY_MS);
     const d = (await read(env, 'apps/v1', 'Deployment', 'outpost-owned', 'owned'))!;
     const managers = (d.metadata.managedFields ?? []).map((f: M) => `${f.manager}/${f.operation}`);
     expect(managers).toContain('outpost/Apply');
