@@ -7,7 +7,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { isValidName } from '../../core/ids.js';
 import { parseLabels } from '../../core/selector.js';
 import { objectPath, openSession, type CliDeps } from './context.js';
-import { UsageError } from './errors.js';
+import { asUsage, UsageError } from './errors.js';
 import { line } from './output.js';
 
 /**
@@ -75,7 +75,7 @@ export function registerEdgeAdminCommands(edge: Command, deps: CliDeps): void {
     .argument('<edits...>', 'key=value to set, key- to remove')
     .addHelpText('after', '\nExample:\n  outpost edge label shop-12 region=eu tier=small legacy-')
     .action(async (name: string, edits: string[], _opts: unknown, cmd: Command) => {
-      const labels = parseLabelEdits(edits);
+      const labels = asUsage(() => parseLabelEdits(edits));
       const s = await openSession(cmd, deps);
       await s.client.post(`${objectPath(s.project, 'edges', name)}/labels`, { labels }, { subject: { kind: 'edge', name } });
       line(s.out.out, `edge/${name} labeled`);

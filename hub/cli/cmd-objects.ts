@@ -5,7 +5,7 @@ import { parseSelectorString } from '../../core/selector.js';
 import { HubError } from './client.js';
 import { objectPath, openSession, type CliDeps } from './context.js';
 import { describeObject } from './describe.js';
-import { CliError, UsageError } from './errors.js';
+import { asUsage, CliError, UsageError } from './errors.js';
 import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
 import { line, toJson, toYaml } from './output.js';
 import { checkObjects, readSources, type SourcedObject } from './sources.js';
@@ -35,7 +35,7 @@ function collect(value: string, previous: string[] = []): string[] {
 
 /** `placement eu` or `placement/eu`: exactly one name, or a usage error. */
 function kindAndName(kindArg: string, nameArg: string | undefined, verb: string): { info: KindInfo; name: string } {
-  const { info, name } = parseKindArg(kindArg);
+  const { info, name } = asUsage(() => parseKindArg(kindArg));
   if (name !== undefined && nameArg !== undefined) throw new UsageError(`give the name once: \`outpost ${verb} ${info.singular} ${name}\` or \`outpost ${verb} ${info.singular}/${name}\``);
   const n = name ?? nameArg;
   if (!n) throw new UsageError(`${verb} needs a name: outpost ${verb} ${info.singular} NAME`);
@@ -85,7 +85,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .option('-A, --all-projects', 'list objects of every project the token may read')
     .addHelpText('after', '\nExamples:\n  outpost get edges -l region=eu -o wide\n  outpost get placement eu -o yaml\n  outpost get wl --all-projects')
     .action(async (kindArg: string, nameArg: string | undefined, opts: { output: OutputFormat; selector?: string; allProjects?: boolean }, cmd: Command) => {
-      const { info, name: slashName } = parseKindArg(kindArg);
+      const { info, name: slashName } = asUsage(() => parseKindArg(kindArg));
       if (slashName !== undefined && nameArg !== undefined) throw new UsageError(`give the name once: outpost get ${info.singular} ${slashName}`);
       const name = slashName ?? nameArg;
       if (name !== undefined && opts.selector !== undefined) throw new UsageError('-l selects among many objects; leave it out when naming one');

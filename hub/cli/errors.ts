@@ -3,7 +3,7 @@
  * hub said no, the object is missing, a rollout failed), 2 bad usage (unknown kind, bad flag).
  * main.ts maps errors to exit codes with `exitCodeOf`, the only place that exits.
  */
-import { CommanderError } from 'commander';
+import { CommanderError, InvalidArgumentError } from 'commander';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -46,6 +46,19 @@ export function exitCodeOf(err: unknown): number {
  * CliError with an empty message (a watch that ended in failure after printing why) says nothing more.
  */
 export function shouldPrintError(err: unknown): boolean {
+  // Commander prints (and rethrows as a plain CommanderError) what its parsers reject; an
+  // InvalidArgumentError that gets here was thrown by an action and has not been shown.
+  if (err instanceof InvalidArgumentError) return true;
   if (err instanceof CommanderError) return false;
   return !(err instanceof CliError && err.message === '');
+}
+
+/** Runs a parser inside an action: its InvalidArgumentError becomes a UsageError (exit code 2, printed by main.ts). */
+export function asUsage<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) throw new UsageError(err.message);
+    throw err;
+  }
 }

@@ -93,7 +93,14 @@ export interface RecordedRequest {
   body: unknown;
 }
 
-export type Handler = (req: RecordedRequest) => { status?: number; body?: unknown } | undefined;
+export interface FakeAnswer {
+  status?: number;
+  body?: unknown;
+  /** Sent as is instead of JSON. */
+  raw?: string;
+}
+
+export type Handler = (req: RecordedRequest) => FakeAnswer | undefined;
 
 /** An imitation of the hub's REST API: routes are `METHOD /path` keys; unknown routes get the hub's 404. */
 export class FakeHub {
@@ -111,7 +118,7 @@ export class FakeHub {
     return hub;
   }
 
-  on(route: string, h: Handler | { status?: number; body?: unknown }): this {
+  on(route: string, h: Handler | FakeAnswer): this {
     this.routes.set(route, typeof h === 'function' ? h : () => h);
     return this;
   }
@@ -127,7 +134,7 @@ export class FakeHub {
       const h = this.routes.get(`${rec.method} ${rec.path}`);
       const r = h?.(rec) ?? { status: 404, body: { error: { code: 'not_found', message: `no route ${rec.method} ${rec.path}` } } };
       res.writeHead(r.status ?? 200, { 'content-type': 'application/json' });
-      res.end(r.body === undefined ? '' : JSON.stringify(r.body));
+      res.end(r.raw ?? (r.body === undefined ? '' : JSON.stringify(r.body)));
     });
   }
 
