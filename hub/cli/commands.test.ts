@@ -295,3 +295,20 @@ describe('describe', () => {
     expect(hub.find('GET', '/api/v1/projects/default/events')!.query).toEqual({ kind: 'Edge', name: 'e1', limit: '10' });
   });
 });
+
+describe('login to a plain-HTTP hub (--insecure-http)', () => {
+  it('a token without a pin logs in over http://', async () => {
+    const dir = tempDir('outpost-cli-http-');
+    dirs.push(dir);
+    const config = path.join(dir, 'config.json');
+    const r = await runCli(['login', '--hub', `${hub.url}/`, '--token', apiToken('none')], { env: { OUTPOST_CONFIG: config } });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(fs.readFileSync(config, 'utf8'))).toEqual({ hub: hub.url, token: apiToken('none'), project: 'default' });
+  });
+
+  it('a token that pins a CA refuses http://', async () => {
+    const r = await runCli(['login', '--hub', hub.url, '--token', apiToken('ab'.repeat(32))], { env: { OUTPOST_CONFIG: '/nonexistent/c.json' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`the token pins a CA, so the hub speaks TLS: use https:// in the hub URL (got ${hub.url})`);
+  });
+});
