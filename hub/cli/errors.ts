@@ -62,3 +62,13 @@ export function asUsage<T>(parse: () => T): T {
     throw err;
   }
 }
+
+/**
+ * The line main.ts prints for an error. A CliError's message is complete (it already says what
+ * the cause was and what to do); other errors get their cause appended.
+ */
+export function formatError(err: unknown): string {
+  if (err instanceof CliError) return err.message;
+  if (err instanceof Error) return err.message + (err.cause instanceof Error ? `: ${err.cause.message}` : '');
+  return String(err);
+}

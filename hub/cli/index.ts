@@ -17,7 +17,7 @@ import { registerRolloutCommands } from './cmd-rollout.js';
 import { registerTokenCommands } from './cmd-token.js';
 import { defaultDeps, parseProject, type CliDeps } from './context.js';
 
-export { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf, shouldPrintError, UsageError } from './errors.js';
+export { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf, formatError, shouldPrintError, UsageError } from './errors.js';
 export { HubClient, HubError, type HubConnection } from './client.js';
 export type { CliDeps } from './context.js';
 

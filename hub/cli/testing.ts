@@ -9,7 +9,7 @@ import os from 'node:os';
 import { PassThrough } from 'node:stream';
 import { Command } from 'commander';
 import type { CliDeps } from './context.js';
-import { exitCodeOf, shouldPrintError } from './errors.js';
+import { exitCodeOf, formatError, shouldPrintError } from './errors.js';
 import { registerEdgeAdminCommands, registerOperatorCommands } from './index.js';
 
 export interface CliRun {
@@ -80,7 +80,7 @@ export async function runCli(args: string[], opts: RunOptions = {}): Promise<Cli
     await program.parseAsync(args, { from: 'user' });
   } catch (err) {
     code = exitCodeOf(err);
-    if (shouldPrintError(err)) stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (shouldPrintError(err)) stderr.write(`error: ${formatError(err)}\n`);
   }
   return { code, stdout: stdout.text, stderr: stderr.text, questions };
 }
