@@ -3,26 +3,111 @@
  * the operator CLI. This is the only file that imports both hub/ and edge/, and the only one that
  * exits the process.
  */
-import { Command, CommanderError } from 'commander';
+import { Command, Option } from 'commander';
+import { createLogger } from './core/logger.js';
+import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
+import { startEdgeAgent } from './edge/agent.js';
+import { registerEdgeLocalCommands } from './edge/cli.js';
+import { backupHub } from './hub/backup.js';
+import { exitCodeOf, registerEdgeAdminCommands, registerOperatorCommands, shouldPrintError, UsageError } from './hub/cli/index.js';
+import { startHub } from './hub/hub.js';
 
-async function main(argv: string[]): Promise<number> {
+const log = createLogger('main');
+
+/** Runs until SIGINT/SIGTERM, then closes `thing` gracefully. */
+function untilSignal(close: () => Promise<void>): Promise<void> {
+  return new Promise((resolve) => {
+    let closing = false;
+    const stop = (sig: string) => {
+      if (closing) return;
+      closing = true;
+      log.info({ signal: sig }, 'shutting down');
+      close().then(resolve, (err) => {
+        log.error({ err }, 'error while shutting down');
+        resolve();
+      });
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+}
+
+function labelsOption(v: string): Record<string, string> {
+  try {
+    return parseLabels(v);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+export function buildProgram(): Command {
   const { version, commit } = buildInfo();
   const program = new Command('outpost')
     .description('Edge orchestrator: a hub control plane and edge agents that keep working offline')
     .version(`outpost ${version} (commit ${commit})`, '-v, --version', 'print the version and the git commit it was built from')
     .exitOverride()
     .showHelpAfterError('(run `outpost --help` for usage)');
+
+  const hub = program
+    .command('hub')
+    .description('run the hub (control plane): REST API, sync endpoint for edges, metrics')
+    .option('--data <dir>', 'data directory (SQLite, TLS files, admin token)', '/var/lib/outpost-hub')
+    .option('--listen <host:port>', 'address to listen on', '0.0.0.0:7443')
+    .option('--insecure-http', 'serve plain HTTP (local development only)')
+    .option('--tls-cert <file>', 'serve this certificate chain instead of the hub-made one')
+    .option('--tls-key <file>', 'key of --tls-cert')
+    .option('--tls-ca <file>', 'root CA of --tls-cert (pinned by tokens)')
+    .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
+    .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
+    .action(async (o: { data: string; listen: string; insecureHttp?: boolean; tlsCert?: string; tlsKey?: string; tlsCa?: string; host?: string[]; requireApproval?: boolean }) => {
+      if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+      const h = await startHub({ dataDir: o.data, listen: o.listen, insecureHttp: o.insecureHttp, tlsCert: o.tlsCert, tlsKey: o.tlsKey, tlsCa: o.tlsCa, hosts: o.host, requireApproval: o.requireApproval });
+      process.stderr.write(`outpost hub listening on ${h.url}\n`);
+      if (h.adminTokenCreated) process.stderr.write(`admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n`);
+      await untilSignal(() => h.close());
+    });
+  hub
+    .command('backup')
+    .description('take a consistent online backup of a hub data directory (the hub may be running)')
+    .requiredOption('--to <file>', 'the backup file to create')
+    .option('--data <dir>', 'hub data directory', '/var/lib/outpost-hub')
+    .action(async (o: { to: string; data: string }) => {
+      const r = await backupHub(o.data, o.to);
+      process.stdout.write(`backup written to ${o.to} (${r.bytes} bytes); restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`);
+    });
+
+  const edge = program
+    .command('edge')
+    .description('run the edge agent (enrolls once with --hub and --join-token), or manage edges')
+    .option('--data <dir>', 'data directory (credential, replica, runtime state)', '/var/lib/outpost-edge')
+    .option('--hub <url>', 'hub URL, e.g. https://hub.example.com:7443 (first start only)')
+    .option('--join-token <token>', 'join token from `outpost token create` (first start only)')
+    .option('--name <name>', 'edge name (default: the hostname)')
+    .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
+    .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
+    .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
+    .action(async (o: { data: string; hub?: string; joinToken?: string; name?: string; labels?: Record<string, string>; driver?: string; kubeconfig?: string }) => {
+      const agent = await startEdgeAgent({ dataDir: o.data, hub: o.hub, joinToken: o.joinToken, name: o.name, labels: o.labels, driver: o.driver, kubeconfig: o.kubeconfig });
+      process.stderr.write(`outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`);
+      await untilSignal(() => agent.close());
+    });
+  registerEdgeLocalCommands(edge);
+  registerEdgeAdminCommands(edge);
+  registerOperatorCommands(program);
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
   try {
-    await program.parseAsync(argv);
+    await buildProgram().parseAsync(argv);
     return 0;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      return 2;
+    if (shouldPrintError(err)) {
+      const msg = err instanceof Error ? err.message + (err.cause instanceof Error ? `: ${err.cause.message}` : '') : String(err);
+      process.stderr.write(`error: ${msg}\n`);
     }
-    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }
 

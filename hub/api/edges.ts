@@ -126,15 +126,17 @@ export function enrollRoute(deps: HubDeps): Hono {
     if (db.prepare('SELECT 1 FROM edge_runtime WHERE name = ?').get(req.name)) {
       throw new OutpostError('conflict', `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`);
     }
-    const grant = auth.consumeJoinToken(req.joinToken);
-    const labels = { ...grant.labels, ...(req.labels ?? {}) };
     const approved = !deps.requireApproval;
-    const credential = db.transaction(() => {
+    // The join token is consumed in the same transaction that creates the edge: a failed
+    // enrollment gives the use back.
+    const { grant, credential } = db.transaction(() => {
+      const grant = auth.consumeJoinToken(req.joinToken);
+      const labels = { ...grant.labels, ...(req.labels ?? {}) };
       objects.apply({ apiVersion: API_VERSION, kind: 'Edge', metadata: { name: req.name, project: grant.project, labels, annotations: {} }, spec: { unschedulable: false } } as Edge, { update: false, actor: 'enrollment' });
       db.prepare('INSERT INTO edge_runtime (name, project, approved, enrolled_at, inventory) VALUES (?, ?, ?, ?, ?)').run(req.name, grant.project, approved ? 1 : 0, Date.now(), req.inventory ? JSON.stringify(req.inventory) : null);
       recordEvent(db, { project: grant.project, kind: 'Edge', name: req.name, reason: 'Enrolled', message: `edge ${req.name} enrolled${approved ? '' : ', waiting for approval (outpost edge approve ' + req.name + ')'}` });
-      return auth.issueEdgeCredential(req.name);
-    })();
+      return { grant, credential: auth.issueEdgeCredential(req.name) };
+    }).immediate();
     log.info({ edge: req.name, project: grant.project, approved }, 'edge enrolled');
     scheduler.markEdge(req.name);
     return c.json({ edge: req.name, project: grant.project, credential, approved }, 201);

@@ -1,0 +1,142 @@
+/**
+ * @module The edge agent's composition root: enroll once, then open the local replica, start the
+ * runtime driver and the reconciler (they work from the replica, hub or no hub), dial the hub
+ * for as long as we run, and serve the local operator API on DATA/agent.sock.
+ *
+ * @example
+ * const agent = await startEdgeAgent({ dataDir: '/var/lib/outpost-edge', hub: 'https://hub:7443', joinToken: T });
+ */
+import os from 'node:os';
+import path from 'node:path';
+import type http from 'node:http';
+import client from 'prom-client';
+import { edgeName, mailboxDocId } from '../core/ids.js';
+import { createLogger } from '../core/logger.js';
+import { setInventory, type ReportDoc } from '../core/mailbox.js';
+import { buildInfo } from '../core/version.js';
+import { SyncClient } from '../sync/client.js';
+import { ensureMailbox } from '../sync/mailbox.js';
+import { ReplicaStore } from '../sync/store.js';
+import { driverName, readEdgeConfig, type EdgeConfig } from './config.js';
+import type { Driver } from './drivers/driver.js';
+import { createDriver } from './drivers/index.js';
+import { enroll } from './enroll.js';
+import { collectInventory } from './inventory.js';
+import { listenLocal, localApp } from './local-api.js';
+import { Reconciler } from './reconciler.js';
+
+const log = createLogger('edge');
+
+export interface EdgeAgentOptions {
+  dataDir: string;
+  hub?: string;
+  joinToken?: string;
+  name?: string;
+  labels?: Record<string, string>;
+  driver?: string;
+  kubeconfig?: string;
+  /** Tests and benchmarks: a faster heartbeat. */
+  heartbeatMs?: number;
+}
+
+export interface EdgeAgent {
+  config: EdgeConfig;
+  store: ReplicaStore;
+  driver: Driver;
+  reconciler: Reconciler;
+  sync: SyncClient;
+  socketPath: string;
+  close(): Promise<void>;
+}
+
+export function socketPathFor(dataDir: string): string {
+  return path.join(dataDir, 'agent.sock');
+}
+
+export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
+  const { version } = buildInfo();
+  let config = readEdgeConfig(o.dataDir);
+  const requestedDriver = driverName(o.driver ?? config?.driver ?? 'process');
+  if (!config) {
+    if (!o.hub || !o.joinToken) throw new Error(`${o.dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`);
+    const name = o.name ?? os.hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63);
+    config = await enroll({ dataDir: o.dataDir, hub: o.hub, joinToken: o.joinToken, name, labels: o.labels, driver: requestedDriver, inventory: collectInventory(requestedDriver, version), kubeconfig: o.kubeconfig });
+  } else if (o.joinToken && o.name && o.name !== config.name) {
+    throw new Error(`${o.dataDir} already belongs to edge ${config.name}: use another --data directory to enroll ${o.name}`);
+  }
+  const edge = edgeName(config.name);
+
+  let sync: SyncClient | undefined;
+  let reconciler: Reconciler | undefined;
+  const specId = mailboxDocId(edge, 'spec');
+  const store = await ReplicaStore.open(path.join(o.dataDir, 'edge.db'), {
+    afterChange: (id, origin) => {
+      sync?.notify(id);
+      // A new spec (or a hub clearing intents) is desired state: act on it now.
+      if (origin === 'remote' && id === specId) void reconciler?.trigger();
+    },
+  });
+  ensureMailbox(store, edge, 'edge');
+  store.change<ReportDoc>(mailboxDocId(edge, 'report'), (d) => {
+    setInventory(d, collectInventory(config.driver, version));
+  });
+
+  const driver = createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });
+  try {
+    await driver.start();
+  } catch (err) {
+    store.close();
+    throw new Error(`the ${config.driver} runtime is not usable`, { cause: err });
+  }
+  reconciler = new Reconciler(store, edge, driver);
+
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_edge_' });
+  new client.Gauge({ name: 'outpost_edge_connected', help: '1 when the sync connection to the hub is up', registers: [registry], collect() { this.set(sync?.state === 'connected' ? 1 : 0); } });
+  new client.Gauge({ name: 'outpost_edge_sync_bytes_out', help: 'Sync bytes sent on closed connections', registers: [registry], collect() { this.set(sync?.totals.bytesOut ?? 0); } });
+  new client.Gauge({ name: 'outpost_edge_reconcile_passes', help: 'Reconciler passes since start', registers: [registry], collect() { this.set(reconciler?.passes ?? 0); } });
+
+  const wsUrl = `${config.hub.replace(/^http/, 'ws')}/api/v1/sync`;
+  sync = new SyncClient({
+    url: wsUrl,
+    token: config.credential,
+    edge,
+    store,
+    agentVersion: version,
+    ...(config.caPem ? { ca: config.caPem } : {}),
+    ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
+    metrics: () => ({ rssBytes: process.memoryUsage().rss }),
+  });
+  const s = sync;
+  s.on('state', (state, info) => log.info({ state, ...info }, `hub connection ${state}`));
+
+  // The replica is enough to run: reconcile before (and regardless of) the first connection.
+  reconciler.start();
+  s.start();
+
+  const socketPath = socketPathFor(o.dataDir);
+  let local: http.Server | undefined;
+  try {
+    local = await listenLocal(localApp({ edge, hub: config.hub, store, driver, reconciler, connection: () => s.state, registry }), socketPath);
+  } catch (err) {
+    log.error({ err, socketPath }, 'the local operator API could not start; `outpost edge local` will not work');
+  }
+  log.info({ edge, hub: config.hub, driver: config.driver, socketPath }, 'edge agent running');
+
+  const r = reconciler;
+  return {
+    config,
+    store,
+    driver,
+    reconciler: r,
+    sync: s,
+    socketPath,
+    async close() {
+      await s.stop();
+      await r.stop();
+      await new Promise<void>((res) => (local ? local.close(() => res()) : res()));
+      await driver.close();
+      store.close();
+    },
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * @module `outpost edge local ...`: orders given on site, through the running agent's unix socket
+ * (DATA/agent.sock). They work with the hub unreachable; each becomes a local intent in the
+ * report document and reaches the hub on reconnect.
+ */
+import http from 'node:http';
+import os from 'node:os';
+import { Command, InvalidArgumentError } from 'commander';
+import { socketPathFor } from './agent.js';
+
+interface Out {
+  out: (s: string) => void;
+}
+
+function call(socketPath: string, method: string, p: string, body?: unknown, onChunk?: (s: string) => void): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request({ socketPath, method, path: p, headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {} }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => {
+        if (onChunk) onChunk(c.toString());
+        else text += c.toString();
+      });
+      res.on('end', () => {
+        let parsed: unknown = text;
+        try {
+          parsed = text ? JSON.parse(text) : null;
+        } catch {
+          /* text */
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
+    });
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(err.code === 'ENOENT' || err.code === 'ECONNREFUSED' ? `no edge agent is running with data directory ${socketPath.replace(/\/agent\.sock$/, '')} (start it with outpost edge --data DIR, or pass --data)` : err.message)),
+    );
+    req.end(payload);
+  });
+}
+
+function parseSet(v: string, prev: Record<string, unknown> = {}): Record<string, unknown> {
+  const i = v.indexOf('=');
+  if (i <= 0) throw new InvalidArgumentError(`"${v}": use PATH=VALUE, e.g. spec.replicas=3 or Deployment/web:spec.template.spec.containers.0.image=app:2`);
+  const raw = v.slice(i + 1);
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    /* a plain string */
+  }
+  return { ...prev, [v.slice(0, i)]: value };
+}
+
+export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) => process.stdout.write(s) }): void {
+  const local = edge.command('local').description('orders on site to the running agent (work with the hub unreachable)');
+  const sock = (cmd: Command): string => socketPathFor((cmd.optsWithGlobals() as { data?: string }).data ?? '/var/lib/outpost-edge');
+  const origin = `local:${os.userInfo().username}@${os.hostname()}`;
+  const check = (r: { status: number; body: any }) => {
+    if (r.status >= 400) throw new Error(r.body?.error?.message ?? `agent answered HTTP ${r.status}`);
+    return r.body;
+  };
+  local.option('--data <dir>', 'the agent data directory', '/var/lib/outpost-edge');
+
+  local
+    .command('status')
+    .description('what this edge runs, its status and local intents, and whether the hub is reachable')
+    .option('-o, --output <format>', 'table or json', 'table')
+    .action(async (opts: { output: string }, cmd: Command) => {
+      const s = check(await call(sock(cmd), 'GET', '/status'));
+      if (opts.output === 'json') return io.out(`${JSON.stringify(s, null, 2)}\n`);
+      io.out(`edge ${s.edge}  hub ${s.hub} (${s.connection})  driver ${s.driver}\n`);
+      const rows = [['WORKLOAD', 'GEN', 'OBSERVED', 'PHASE', 'RESTARTS', 'LOCAL']];
+      for (const w of s.workloads) {
+        const l = w.local ? [w.local.paused ? 'paused' : '', Object.keys(w.local.overrides ?? {}).length ? `overrides: ${Object.entries(w.local.overrides).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}` : ''].filter(Boolean).join('; ') : '';
+        rows.push([w.name, String(w.generation), String(w.status?.observedGeneration ?? '-'), w.error ? 'Error' : (w.status?.phase ?? 'Pending'), String(w.status?.restarts ?? 0), l]);
+      }
+      const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+      for (const r of rows) io.out(`${r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()}\n`);
+    });
+
+  for (const action of ['pause', 'resume', 'clear'] as const) {
+    local
+      .command(`${action} <workload>`)
+      .description(action === 'clear' ? 'drop the local overrides and pause of a workload' : `${action} a workload on this edge`)
+      .action(async (workload: string, _o: unknown, cmd: Command) => {
+        const r = check(await call(sock(cmd), 'POST', '/intents', { workload, action, origin }));
+        io.out(`${workload}: ${action} recorded as local intent #${r.seq}\n`);
+      });
+  }
+  local
+    .command('override <workload>')
+    .description('override fields of a workload on this edge (local wins on these paths until cleared)')
+    .requiredOption('--set <path=value>', 'PATH=VALUE (repeatable); VALUE is JSON or a string', parseSet)
+    .action(async (workload: string, opts: { set: Record<string, unknown> }, cmd: Command) => {
+      const r = check(await call(sock(cmd), 'POST', '/intents', { workload, action: 'override', set: opts.set, origin }));
+      io.out(`${workload}: override recorded as local intent #${r.seq}\n`);
+    });
+  local
+    .command('logs <workload>')
+    .description('the logs of a workload on this edge')
+    .option('-c, --container <name>', 'container')
+    .option('--tail <n>', 'last N lines', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('--tail takes a whole number');
+      return n;
+    })
+    .option('-f, --follow', 'keep printing new lines')
+    .action(async (workload: string, opts: { container?: string; tail?: number; follow?: boolean }, cmd: Command) => {
+      const q = new URLSearchParams({ workload, ...(opts.container ? { container: opts.container } : {}), ...(opts.tail !== undefined ? { tail: String(opts.tail) } : {}), ...(opts.follow ? { follow: '1' } : {}) });
+      const r = await call(sock(cmd), 'GET', `/logs?${q}`, undefined, (s) => io.out(s));
+      if (r.status >= 400) throw new Error(`agent answered HTTP ${r.status}`);
+    });
+}

@@ -1,0 +1,164 @@
+/**
+ * @module The edge reconciler: level-triggered and idempotent. Desired state is the `spec`
+ * document combined with the site's local intents (the merge rule in core/mailbox.ts `localState`);
+ * actual state is what the driver reports. Each pass creates what is missing, replaces what differs
+ * (by content hash: an unchanged workload is never touched, so reconnects and agent restarts do not
+ * restart anything), stops what is paused, and removes what is no longer desired, including
+ * workloads deleted on the hub while this edge was offline.
+ *
+ * Status goes into the `report` document as transitions only, all workloads of a pass in one
+ * change: a steady fleet adds no history, and a crash loop adds one small change per restart.
+ */
+import { applyOverridesDetailed, manifestHash } from '../core/customize.js';
+import { RECONCILE_PERIOD_MS } from '../core/durations.js';
+import { mailboxDocId, type EdgeName } from '../core/ids.js';
+import { createLogger } from '../core/logger.js';
+import { deleteReportWorkload, localState, pruneClearedIntents, putReportWorkload, readReport, readSpec, type ObservedWorkload, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import type { ReplicaStore } from '../sync/store.js';
+import type { Driver, WorkloadObservation } from './drivers/driver.js';
+
+const log = createLogger('edge:reconciler');
+
+export interface ReconcileResult {
+  applied: string[];
+  removed: string[];
+  stopped: string[];
+}
+
+export class Reconciler {
+  private running: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stoppedByUs = new Set<string>();
+  /** Workloads stopped by a remote `stop` action: kept stopped until `start`. */
+  readonly heldStopped = new Set<string>();
+  lastResult: ReconcileResult = { applied: [], removed: [], stopped: [] };
+  passes = 0;
+
+  constructor(
+    private readonly store: ReplicaStore,
+    private readonly edge: EdgeName,
+    private readonly driver: Driver,
+  ) {}
+
+  start(): void {
+    this.trigger();
+    this.timer = setInterval(() => this.trigger(), RECONCILE_PERIOD_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Runs a pass now, or right after the one in progress. */
+  trigger(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pass();
+        } while (this.again);
+      } finally {
+        this.running = undefined;
+      }
+    })();
+    return this.running;
+  }
+
+  private async pass(): Promise<void> {
+    this.passes++;
+    const specId = mailboxDocId(this.edge, 'spec');
+    const reportId = mailboxDocId(this.edge, 'report');
+    const specDoc = this.store.get<SpecDoc>(specId);
+    const reportDoc = this.store.get<ReportDoc>(reportId);
+    if (!specDoc || !reportDoc) return;
+    const spec = readSpec(specDoc);
+    const report = readReport(reportDoc);
+    const local = localState(report, spec);
+    const result: ReconcileResult = { applied: [], removed: [], stopped: [] };
+    let observed: WorkloadObservation[];
+    try {
+      observed = await this.driver.list();
+    } catch (err) {
+      log.error({ err }, 'the runtime cannot be listed; retrying on the next pass');
+      return;
+    }
+    const actual = new Map(observed.map((o) => [o.name, o]));
+    const problems = new Map<string, string>();
+    const wantHash = new Map<string, string>();
+
+    for (const w of Object.values(spec.workloads)) {
+      if (w.error) continue; // the hub could not build it for this edge; the hub shows why
+      const st = local[w.name];
+      const { manifests, problems: p } = applyOverridesDetailed(w.manifests, st?.overrides ?? {});
+      if (p.length) problems.set(w.name, p.join('; '));
+      const hash = manifestHash(manifests);
+      wantHash.set(w.name, hash);
+      const cur = actual.get(w.name);
+      try {
+        if (st?.paused || this.heldStopped.has(w.name)) {
+          if (cur && !this.stoppedByUs.has(w.name)) {
+            await this.driver.stopWorkload(w.name);
+            this.stoppedByUs.add(w.name);
+            result.stopped.push(w.name);
+          }
+          continue;
+        }
+        if (!cur || cur.hash !== hash) {
+          await this.driver.apply({ name: w.name, generation: w.generation, manifests, hash });
+          this.stoppedByUs.delete(w.name);
+          result.applied.push(w.name);
+        } else if (this.stoppedByUs.has(w.name)) {
+          await this.driver.startWorkload(w.name);
+          this.stoppedByUs.delete(w.name);
+          result.applied.push(w.name);
+        }
+      } catch (err) {
+        problems.set(w.name, `applying failed: ${err instanceof Error ? err.message : String(err)}`);
+        log.error({ err, workload: w.name }, 'applying a workload failed');
+      }
+    }
+    for (const o of observed) {
+      if (spec.workloads[o.name]) continue;
+      try {
+        await this.driver.remove(o.name);
+        this.stoppedByUs.delete(o.name);
+        result.removed.push(o.name);
+      } catch (err) {
+        log.error({ err, workload: o.name }, 'removing a workload failed');
+      }
+    }
+    if (result.applied.length || result.removed.length || result.stopped.length) log.info(result, 'reconciled');
+    this.lastResult = result;
+
+    // Status, after acting, from a fresh look at the runtime.
+    const after = result.applied.length || result.removed.length || result.stopped.length ? new Map((await this.driver.list().catch(() => observed)).map((o) => [o.name, o])) : actual;
+    const now = Date.now();
+    this.store.change<ReportDoc>(reportId, (d) => {
+      pruneClearedIntents(d, spec.intentsCleared);
+      for (const name of Object.keys(d.workloads)) if (!spec.workloads[name]) deleteReportWorkload(d, name);
+      for (const w of Object.values(spec.workloads)) {
+        if (w.error) {
+          deleteReportWorkload(d, w.name);
+          continue;
+        }
+        const o = after.get(w.name);
+        const st = local[w.name];
+        const hashNow = wantHash.get(w.name);
+        // Same content under a newer generation counts as applied: nothing had to change.
+        const observedGeneration = o && o.hash === hashNow ? w.generation : (o?.generation ?? 0);
+        const status: ObservedWorkload = o
+          ? { observedGeneration, phase: st?.paused || this.heldStopped.has(w.name) ? 'Paused' : o.phase, restarts: o.restarts, objects: o.objects, message: problems.get(w.name) ?? o.message }
+          : { observedGeneration: 0, phase: 'Pending', restarts: 0, objects: {}, message: problems.get(w.name) ?? 'not started yet' };
+        if (status.message === undefined) delete status.message;
+        putReportWorkload(d, w.name, status, now);
+      }
+    });
+  }
+}
