@@ -95,7 +95,13 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       const objects: ApiObject[] =
         name !== undefined
           ? [await s.client.get<ApiObject>(objectPath(project, info.path, name), { subject: { kind: info.singular, name } })]
-          : await s.client.list<ApiObject>(objectPath(project, info.path), { labelSelector: opts.selector || undefined }, { kind: info.singular });
+          : await s.client.list<ApiObject>(objectPath(project, info.path), { labelSelector: opts.selector || undefined }, { kind: info.singular }).catch((err: unknown) => {
+              // The hub hides other projects behind 404, so a project-bound token asking for all of them gets one.
+              if (opts.allProjects && err instanceof HubError && err.status === 404) {
+                throw new CliError(`--all-projects needs a token for all projects; this one is bound to a project: leave out -A, or use --project P`, { cause: err });
+              }
+              throw err;
+            });
       if (opts.output === 'json' || opts.output === 'yaml') {
         const value = name !== undefined ? objects[0] : { apiVersion: API_VERSION, kind: 'List', items: objects };
         s.out.out.write(opts.output === 'json' ? toJson(value) : toYaml(value));

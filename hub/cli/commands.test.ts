@@ -121,6 +121,13 @@ describe('get', () => {
     expect(e.stderr).toBe('No placements found in project default.\n');
   });
 
+  it('--all-projects with a project-bound token says why the hub answered 404', async () => {
+    hub.on('GET /api/v1/projects/*/edges', { status: 404, body: { error: { code: 'not_found', message: 'project * not found' } } });
+    const r = await runCli(['get', 'edges', '-A'], { env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: --all-projects needs a token for all projects; this one is bound to a project: leave out -A, or use --project P\n');
+  });
+
   it("a project-bound token from the environment works in the token's project (asked with whoami)", async () => {
     hub.on('GET /api/v1/whoami', { body: { role: 'viewer', project: 'shop', tokenId: 'x' } });
     hub.on('GET /api/v1/projects/shop/placements', { body: { items: [] } });

@@ -162,6 +162,7 @@ describe('the CLI against a real hub', () => {
     const l = await runCli(['login', '--hub', hub.url, '--token', t.stdout.trim()], { env: viewerEnv });
     expect(l.stdout).toMatch(/as viewer \(project default\)/);
     expect((await runCli(['get', 'pl'], { env: viewerEnv })).code).toBe(0);
+    expect((await runCli(['get', 'pl', '-A'], { env: viewerEnv })).stderr).toMatch(/--all-projects needs a token for all projects/);
     const del = await runCli(['delete', 'placement', 'eu'], { env: viewerEnv });
     expect(del.code).toBe(1);
     expect(del.stderr).toMatch(/^error: a viewer token may not change objects in project default/);
