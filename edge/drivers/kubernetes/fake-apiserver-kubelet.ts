@@ -32,6 +32,8 @@ interface ContainerRun {
   startedAt?: string;
   finishedAt?: string;
   restartCount: number;
+  /** The previous run, as `lastState.terminated` on a real kubelet. */
+  last?: { exitCode: number; startedAt?: string; finishedAt?: string };
   ready: boolean;
   everStarted: boolean;
   log: string[];
@@ -150,6 +152,7 @@ export class Kubelet {
       c.state = 'terminated';
       c.exitCode = code ?? (signal ? 137 : 128);
       c.finishedAt = now();
+      c.last = { exitCode: c.exitCode, startedAt: c.startedAt, finishedAt: c.finishedAt };
       c.ready = false;
       if (run.stopping) return;
       const policy = pod.spec.restartPolicy ?? 'Always';
@@ -215,7 +218,8 @@ export class Kubelet {
       if (c.state === 'running') state = { running: { startedAt: c.startedAt } };
       else if (c.state === 'terminated') state = { terminated: { exitCode: c.exitCode, reason: c.exitCode === 0 ? 'Completed' : 'Error', startedAt: c.startedAt, finishedAt: c.finishedAt } };
       else state = { waiting: { reason: c.reason, ...(c.message ? { message: c.message } : {}) } };
-      return { name, image: c.spec.image, imageID: '', ready: c.ready, started: c.state === 'running', restartCount: c.restartCount, state };
+      const lastState = c.last && c.restartCount > 0 ? { terminated: { ...c.last, reason: c.last.exitCode === 0 ? 'Completed' : 'Error' } } : {};
+      return { name, image: c.spec.image, imageID: '', ready: c.ready, started: c.state === 'running', restartCount: c.restartCount, state, lastState };
     });
     const all = [...run.containers.values()];
     let phase = 'Pending';

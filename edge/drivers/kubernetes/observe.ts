@@ -5,9 +5,11 @@
  * - Deployment: Ready when the controller has observed the current generation and the updated,
  *   available replicas equal the desired count with no old pods left. Failed when its Progressing
  *   condition is False (ProgressDeadlineExceeded) or ReplicaFailure is True. Degraded while its
- *   pods crash-loop or cannot pull their image, before the deadline. Otherwise Progressing.
+ *   pods crash-loop or cannot pull their image (before the deadline), or a container restarted
+ *   within the last minute. Otherwise Progressing.
  * - Pod: Ready on its Ready condition (or Succeeded); Failed on phase Failed or an image that
- *   cannot be pulled; Degraded while crash-looping; Pending while unscheduled/creating.
+ *   cannot be pulled; Degraded while crash-looping or within a minute of a restart; Pending while
+ *   unscheduled or creating.
  * - Namespace: Ready unless Terminating. Anything else (ConfigMap, Secret, Service...): Ready once it exists.
  */
 import type { ObjectStatus } from '../../../core/mailbox.js';
@@ -20,14 +22,26 @@ export interface ObjectPhase extends ObjectStatus {
 
 const IMAGE_ERRORS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError']);
 
+/**
+ * A container that restarted this recently counts as crash-looping even while it runs: without
+ * a readiness probe a crash-looping pod is Ready for a moment after each restart, and the workload
+ * would flap to Ready. One minute covers the kubelet's early back-off steps (10 s, 20 s, 40 s).
+ */
+export const RECENT_RESTART_MS = 60_000;
+
 const cond = (o: KObj, type: string): Record<string, any> | undefined => ((o.status?.conditions ?? []) as Record<string, any>[]).find((c) => c.type === type);
 
 /** The first container problem of a pod, as `ImagePullBackOff: Back-off pulling image "x"`. */
-function containerProblem(pod: KObj): { reason: string; text: string } | undefined {
+function containerProblem(pod: KObj, now = Date.now()): { reason: string; text: string } | undefined {
   for (const c of (pod.status?.containerStatuses ?? []) as Record<string, any>[]) {
     const w = c.state?.waiting;
     if (w && (IMAGE_ERRORS.has(w.reason) || w.reason === 'CrashLoopBackOff')) {
       return { reason: w.reason, text: `container ${c.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}` };
+    }
+    const last = c.lastState?.terminated;
+    const finished = last?.finishedAt ? new Date(last.finishedAt).getTime() : NaN;
+    if (c.restartCount > 0 && now - finished < RECENT_RESTART_MS) {
+      return { reason: 'CrashLoopBackOff', text: `container ${c.name}: restarted ${c.restartCount} times, last exit code ${last.exitCode}${last.reason ? ` (${last.reason})` : ''}` };
     }
   }
   return undefined;
@@ -67,8 +81,8 @@ export function deploymentPhase(d: KObj, pods: KObj[]): ObjectPhase {
   const updated = Number(st.updatedReplicas ?? 0);
   const available = Number(st.availableReplicas ?? 0);
   const total = Number(st.replicas ?? 0);
-  if (updated >= desired && available >= desired && total <= desired) return { ready: true, phase: 'Ready' };
   if (podProblem) return { ready: false, phase: 'Degraded', message: `${available}/${desired} available; ${podProblem.text}` };
+  if (updated >= desired && available >= desired && total <= desired) return { ready: true, phase: 'Ready' };
   return { ready: false, phase: 'Progressing', message: `${available}/${desired} replicas available, ${updated} updated` };
 }
 
