@@ -194,6 +194,14 @@ describe('assets and bundling rules', () => {
     await expect(bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' })).rejects.toThrow(/outpost-no-such-package \(required by .*entry\.ts\)[\s\S]*OPTIONAL_MODULES/);
   });
 
+  test('an import used only for types does not count as a runtime require', async () => {
+    const src = dir('src-types-only', 0o755);
+    const entry = path.join(src, 'entry.ts');
+    fs.writeFileSync(entry, "import { Thing } from 'outpost-types-only-package';\nconst t: Thing | undefined = undefined;\nconsole.log(t === undefined);\n");
+    const r = await bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' });
+    expect(r.bytes).toBeGreaterThan(0);
+  });
+
   test('known optional modules are stubbed to fail like a missing package', async () => {
     const src = dir('src-optional', 0o755);
     const entry = path.join(src, 'entry.ts');

@@ -134,9 +134,14 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
   }
   // Anything esbuild could not resolve stays a runtime require(), which the executable cannot
   // satisfy (its require only loads built-in modules): make that a build error, not a field bug.
+  // Only calls can slip through: an unresolvable `import` statement is an esbuild error, and one
+  // listed as external was dropped because TypeScript used it for types only.
+  const RUNTIME_KINDS = new Set(['require-call', 'require-resolve', 'dynamic-import']);
   const unresolved: string[] = [];
   for (const [input, meta] of Object.entries(result.metafile.inputs)) {
-    for (const imp of meta.imports) if (imp.external && imp.path !== '<runtime>' && !isBuiltin(imp.path)) unresolved.push(`${imp.path} (required by ${input})`);
+    for (const imp of meta.imports) {
+      if (imp.external && RUNTIME_KINDS.has(imp.kind) && !isBuiltin(imp.path)) unresolved.push(`${imp.path} (required by ${input})`);
+    }
   }
   if (unresolved.length > 0) {
     throw new Error(
