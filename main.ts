@@ -10,7 +10,7 @@ import { buildInfo } from './core/version.js';
 import { startEdgeAgent } from './edge/agent.js';
 import { registerEdgeLocalCommands } from './edge/cli.js';
 import { backupHub } from './hub/backup.js';
-import { exitCodeOf, registerEdgeAdminCommands, registerOperatorCommands, shouldPrintError, UsageError } from './hub/cli/index.js';
+import { exitCodeOf, formatError, registerEdgeAdminCommands, registerOperatorCommands, shouldPrintError, UsageError } from './hub/cli/index.js';
 import { startHub } from './hub/hub.js';
 
 const log = createLogger('main');
@@ -103,10 +103,7 @@ async function main(argv: string[]): Promise<number> {
     await buildProgram().parseAsync(argv);
     return 0;
   } catch (err) {
-    if (shouldPrintError(err)) {
-      const msg = err instanceof Error ? err.message + (err.cause instanceof Error ? `: ${err.cause.message}` : '') : String(err);
-      process.stderr.write(`error: ${msg}\n`);
-    }
+    if (shouldPrintError(err)) process.stderr.write(`error: ${formatError(err)}\n`);
     return exitCodeOf(err);
   }
 }

@@ -77,7 +77,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       if (more || batch.length < 500) break;
     }
     const items = out.map((o) => withStatus(deps, o));
-    return c.json({ items, total: objects.count(kind, project), ...(more ? { continue: items[items.length - 1].metadata.name } : {}) });
+    return c.json({ items, total: objects.count(kind, project), ...(more ? { continue: project === '*' ? `${items[items.length - 1].metadata.project}/${items[items.length - 1].metadata.name}` : items[items.length - 1].metadata.name } : {}) });
   });
 
   app.get('/projects/:project/:kind/:name', (c) => {

@@ -1,0 +1,77 @@
+/** Real `outpost` processes for integration tests: a hub and edge agents spawned from main.ts. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { ROOT, waitFor } from './helpers.js';
+
+export const MAIN = path.join(ROOT, 'main.ts');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+export class Proc {
+  readonly child: ChildProcess;
+  out = '';
+  err = '';
+  constructor(args: string[], env: Record<string, string> = {}) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, OUTPOST_LOG_LEVEL: process.env.OUTPOST_TEST_LOG ? 'debug' : 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout!.on('data', (c: Buffer) => {
+      this.out += c.toString();
+      if (process.env.OUTPOST_TEST_LOG) process.stderr.write(c);
+    });
+    this.child.stderr!.on('data', (c: Buffer) => {
+      this.err += c.toString();
+      if (process.env.OUTPOST_TEST_LOG) process.stderr.write(c);
+    });
+  }
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (!this.alive) return;
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.kill(signal);
+    await exited;
+  }
+}
+
+export interface HubProc {
+  proc: Proc;
+  url: string;
+  token: string;
+  ca?: string;
+}
+
+export async function startHubProc(dataDir: string, port: number, extra: string[] = []): Promise<HubProc> {
+  const proc = new Proc(['hub', '--data', dataDir, '--listen', `127.0.0.1:${port}`, ...extra]);
+  const url = await waitFor(() => /listening on (\S+)/.exec(proc.err)?.[1] ?? (proc.alive ? null : Promise.reject(new Error(`hub exited: ${proc.err}`))), { timeout: 30_000, what: 'hub to listen' });
+  const token = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
+  const caFile = path.join(dataDir, 'tls', 'ca.pem');
+  return { proc, url, token, ...(fs.existsSync(caFile) ? { ca: fs.readFileSync(caFile, 'utf8') } : {}) };
+}
+
+export async function startEdgeProc(dataDir: string, args: string[] = []): Promise<Proc> {
+  const proc = new Proc(['edge', '--data', dataDir, ...args]);
+  await waitFor(() => (/outpost edge \S+ running/.test(proc.err) ? true : proc.alive ? null : Promise.reject(new Error(`edge exited: ${proc.err}`))), { timeout: 30_000, what: 'edge agent to run' });
+  return proc;
+}
+
+/** Runs the CLI to completion. */
+export async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const p = new Proc(args, env);
+  const code = await new Promise<number>((r) => p.child.on('exit', (c) => r(c ?? 1)));
+  return { code, stdout: p.out, stderr: p.err };
+}
