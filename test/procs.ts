@@ -75,3 +75,45 @@ export async function cli(args: string[], env: Record<string, string> = {}): Pro
   const code = await new Promise<number>((r) => p.child.on('exit', (c) => r(c ?? 1)));
   return { code, stdout: p.out, stderr: p.err };
 }
+
+/** A TCP proxy on loopback that a test can cut and heal: the network between an edge and its hub. */
+export class CuttableProxy {
+  private server: net.Server;
+  private sockets = new Set<net.Socket>();
+  cut = false;
+  port = 0;
+  constructor(private readonly target: number) {
+    this.server = net.createServer((client) => {
+      if (this.cut) return client.destroy();
+      const upstream = net.connect(this.target, '127.0.0.1');
+      this.sockets.add(client).add(upstream);
+      const drop = () => {
+        client.destroy();
+        upstream.destroy();
+        this.sockets.delete(client);
+        this.sockets.delete(upstream);
+      };
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', drop).on('close', drop);
+      client.pipe(upstream).pipe(client);
+    });
+  }
+  async listen(): Promise<number> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as net.AddressInfo).port;
+    return this.port;
+  }
+  /** Drops every connection and refuses new ones. */
+  sever(): void {
+    this.cut = true;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+  heal(): void {
+    this.cut = false;
+  }
+  close(): Promise<void> {
+    this.sever();
+    return new Promise((r) => this.server.close(() => r()));
+  }
+}
