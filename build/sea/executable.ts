@@ -73,6 +73,23 @@ function copyNode(dest: string, wantStrip: boolean, log: (line: string) => void)
   return false;
 }
 
+/**
+ * A killed build (a test timeout, Ctrl-C during postject) leaves its ~100 MB work dir behind. An
+ * hour is far longer than any build, so an older one belongs to no running build.
+ */
+function removeAbandonedWorkDirs(dir: string): void {
+  const cutoff = Date.now() - 3_600_000;
+  for (const name of fs.readdirSync(dir)) {
+    if (!name.startsWith('.build-')) continue;
+    const p = path.join(dir, name);
+    try {
+      if (fs.statSync(p).mtimeMs < cutoff) fs.rmSync(p, { recursive: true, force: true });
+    } catch {
+      /* another build removed it first */
+    }
+  }
+}
+
 export async function buildExecutable(opts: ExecutableOptions): Promise<ExecutableReport> {
   checkNodeSupportsSea();
   const log = opts.log ?? (() => {});
@@ -87,6 +104,7 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
   const bundleFile = path.resolve(opts.bundleFile);
   fs.mkdirSync(path.dirname(outFile), { recursive: true });
   fs.mkdirSync(path.dirname(bundleFile), { recursive: true });
+  removeAbandonedWorkDirs(path.dirname(outFile));
   // Work beside the outputs so the final renames are atomic: a test or a person running the
   // previous executable never sees a half-written one.
   const work = fs.mkdtempSync(path.join(path.dirname(outFile), '.build-'));
