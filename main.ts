@@ -7,11 +7,8 @@ import { Command, Option } from 'commander';
 import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
-import { startEdgeAgent } from './edge/agent.js';
 import { registerEdgeLocalCommands } from './edge/cli.js';
-import { backupHub } from './hub/backup.js';
 import { exitCodeOf, formatError, registerEdgeAdminCommands, registerOperatorCommands, shouldPrintError, UsageError } from './hub/cli/index.js';
-import { startHub } from './hub/hub.js';
 
 const log = createLogger('main');
 
@@ -62,6 +59,8 @@ export function buildProgram(): Command {
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
     .action(async (o: { data: string; listen: string; insecureHttp?: boolean; tlsCert?: string; tlsKey?: string; tlsCa?: string; host?: string[]; requireApproval?: boolean }) => {
       if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+      // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
+      const { startHub } = await import('./hub/hub.js');
       const h = await startHub({ dataDir: o.data, listen: o.listen, insecureHttp: o.insecureHttp, tlsCert: o.tlsCert, tlsKey: o.tlsKey, tlsCa: o.tlsCa, hosts: o.host, requireApproval: o.requireApproval });
       process.stderr.write(`outpost hub listening on ${h.url}\n`);
       if (h.adminTokenCreated) process.stderr.write(`admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n`);
@@ -71,9 +70,11 @@ export function buildProgram(): Command {
     .command('backup')
     .description('take a consistent online backup of a hub data directory (the hub may be running)')
     .requiredOption('--to <file>', 'the backup file to create')
-    .option('--data <dir>', 'hub data directory', '/var/lib/outpost-hub')
-    .action(async (o: { to: string; data: string }) => {
-      const r = await backupHub(o.data, o.to);
+    .action(async (o: { to: string }, cmd: Command) => {
+      // --data belongs to `outpost hub`; commander parses it wherever it appears.
+      const { data } = cmd.optsWithGlobals() as { data: string };
+      const { backupHub } = await import('./hub/backup.js');
+      const r = await backupHub(data, o.to);
       process.stdout.write(`backup written to ${o.to} (${r.bytes} bytes); restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`);
     });
 
@@ -88,6 +89,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
     .action(async (o: { data: string; hub?: string; joinToken?: string; name?: string; labels?: Record<string, string>; driver?: string; kubeconfig?: string }) => {
+      const { startEdgeAgent } = await import('./edge/agent.js');
       const agent = await startEdgeAgent({ dataDir: o.data, hub: o.hub, joinToken: o.joinToken, name: o.name, labels: o.labels, driver: o.driver, kubeconfig: o.kubeconfig });
       process.stderr.write(`outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`);
       await untilSignal(() => agent.close());

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import os from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
-import { socketPathFor } from './agent.js';
+import path from 'node:path';
 
 interface Out {
   out: (s: string) => void;
@@ -53,13 +53,13 @@ function parseSet(v: string, prev: Record<string, unknown> = {}): Record<string,
 
 export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) => process.stdout.write(s) }): void {
   const local = edge.command('local').description('orders on site to the running agent (work with the hub unreachable)');
-  const sock = (cmd: Command): string => socketPathFor((cmd.optsWithGlobals() as { data?: string }).data ?? '/var/lib/outpost-edge');
+  const sock = (cmd: Command): string => path.join((cmd.optsWithGlobals() as { data?: string }).data ?? '/var/lib/outpost-edge', 'agent.sock');
   const origin = `local:${os.userInfo().username}@${os.hostname()}`;
   const check = (r: { status: number; body: any }) => {
     if (r.status >= 400) throw new Error(r.body?.error?.message ?? `agent answered HTTP ${r.status}`);
     return r.body;
   };
-  local.option('--data <dir>', 'the agent data directory', '/var/lib/outpost-edge');
+  // --data is the `outpost edge` option (the agent's data directory); commander parses it anywhere.
 
   local
     .command('status')

@@ -86,7 +86,11 @@ function sqliteBinding(): unknown {
   }
   const file = extractAsset('better_sqlite3.node', bytes);
   const mod = { exports: {} as unknown };
-  process.dlopen(mod, file);
+  try {
+    process.dlopen(mod, file);
+  } catch (cause) {
+    throw new Error(`cannot load the SQLite addon ${file}: the directory may be on a noexec mount (set OUTPOST_CACHE_DIR to a directory where programs may run), or glibc is older than 2.34`, { cause });
+  }
   nativeBinding = mod.exports;
   return nativeBinding;
 }
