@@ -20,6 +20,7 @@ import { buildInfo } from '../core/version.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
 import { createApi } from './api/app.js';
+import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
 import { edgeRuntime } from './controllers/edges.js';
@@ -79,6 +80,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
+  let changes: ChangeFeed | undefined;
   const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
     memoryBudgetBytes: opts.memoryBudgetBytes,
     onChange: ({ id, doc, db, origin }) => {
@@ -89,17 +91,20 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     afterChange: (id) => {
       sync?.notify(id);
+      changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markEdge(e);
       reportChanged.clear();
     },
   });
   const db = store.db;
   migrateHub(db);
+  changes = changeFeed(db);
   auth.migrateAuth(db);
   const objects = new ObjectStore(db);
   scheduler = new Scheduler(db, objects, store);
   const sched = scheduler;
   objects.onChange((c) => {
+    changes?.notify(c.project, 'objects');
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else sched.markPlacement(c.project, c.name);
@@ -217,6 +222,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     async close() {
       clearInterval(offlineTimer);
+      changes?.close();
       await sync!.close();
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections?.();

@@ -10,8 +10,11 @@ import { Labels } from '../../core/resources.js';
 import { isValidName } from '../../core/ids.js';
 import { authorize, jsonBody, principal, type Env, type HubDeps, type Role } from './context.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
+import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
+import { streamRoutes } from './stream.js';
+import { uiRoutes } from './ui.js';
 
 const log = createLogger('hub:api');
 /** Bounds every API request body: manifests are small; a larger body is a mistake or an attack. */
@@ -93,8 +96,12 @@ export function createApi(deps: HubDeps): Hono {
     return c.json({ token: t.token, id: t.id, role, project }, 201);
   });
 
+  // Before objectRoutes: its /projects/:project/:kind would take /stream and /edges-online.
+  api.route('/', fleetRoutes(deps));
+  api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
+  app.route('/', uiRoutes());
   return app;
 }

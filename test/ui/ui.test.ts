@@ -1,0 +1,247 @@
+/**
+ * The web UI in Debian's Chromium against a real hub (in-process, plain HTTP on loopback, approval
+ * required) with real edge agents running busybox through the process driver: sign in, the fleet
+ * reaching READY live, approving a pending edge, the editor refusing an invalid change, a diff
+ * between revisions and a rollback, pausing a rollout, a viewer seeing no buttons, and the banner
+ * when the hub goes away. Screenshots of the main pages go to docs/screenshots/.
+ *
+ * Chromium missing is a failure, not a skip: CI must have it (build/setup.sh installs it).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEdgeAgent, type EdgeAgent } from '../../edge/agent.js';
+import { startHub, type Hub } from '../../hub/hub.js';
+import { tempDir, waitFor } from '../helpers.js';
+import { buildUi, collectErrors, launch, screenshot } from './browser.js';
+
+let dir: string;
+let hub: Hub | undefined;
+let hubClosed = false;
+let browser: BrowserContext | undefined;
+let page: Page;
+let errors: string[] = [];
+const agents: EdgeAgent[] = [];
+
+async function api<T = any>(method: string, p: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${hub!.url}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${hub!.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as T;
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+const workload = (greeting: string) => ({
+  apiVersion: 'outpost.dev/v1alpha1',
+  kind: 'Workload',
+  metadata: { name: 'hello', project: 'default' },
+  spec: {
+    manifests: [
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'hello' },
+        spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'busybox', command: ['/bin/busybox', 'sleep', '3600'], env: [{ name: 'GREETING', value: greeting }] }] },
+      },
+    ],
+  },
+});
+
+async function startEdge(name: string, joinToken: string): Promise<EdgeAgent> {
+  const a = await startEdgeAgent({ dataDir: path.join(dir, name), hub: hub!.url, joinToken, name, driver: 'process', heartbeatMs: 1_000 });
+  agents.push(a);
+  return a;
+}
+
+/** Posts to an edge's local operator API (the unix socket a technician's `outpost edge local` uses). */
+function localIntent(agent: EdgeAgent, body: unknown): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const req = http.request({ socketPath: agent.socketPath, path: '/intents', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+/** Waits until the locator's text contains `text` (Playwright's own expect is not in playwright-core). */
+async function hasText(l: Locator, text: string): Promise<void> {
+  await waitFor(async () => (await l.innerText({ timeout: 1_000 })).includes(text), { timeout: 15_000, what: `text "${text}" in ${l}` });
+}
+
+async function hasCount(l: Locator, n: number): Promise<void> {
+  await waitFor(async () => (await l.count()) === n, { timeout: 15_000, what: `${n} of ${l}` });
+}
+
+const placementStatus = async () => (await api('GET', '/api/v1/projects/default/placements/hello-eu')).status;
+
+beforeAll(async () => {
+  dir = tempDir('outpost-ui-test-');
+  const uiDir = path.join(dir, 'ui-dist');
+  buildUi(uiDir);
+  process.env.OUTPOST_UI_DIR = uiDir;
+  browser = await launch(path.join(dir, 'chromium-profile'));
+  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true, requireApproval: true });
+  const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', { project: 'default', labels: { region: 'eu' }, uses: 2 });
+  await api('POST', '/api/v1/apply', { objects: [workload('v1'), { kind: 'Placement', metadata: { name: 'hello-eu' }, spec: { edgeSelector: { matchLabels: { region: 'eu' } }, workloads: ['hello'] } }] });
+  await startEdge('shop-berlin', join.token);
+  await startEdge('shop-paris', join.token);
+  // One edge approved before the browser arrives; the other waits for the click in the UI.
+  await api('POST', '/api/v1/projects/default/edges/shop-berlin/approve');
+  page = await browser.newPage();
+  errors = collectErrors(page);
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close().catch(() => undefined);
+  // Workloads outlive their agent by design: stop reconciling, then remove them on each edge.
+  for (const a of agents) {
+    await a.sync.stop().catch(() => undefined);
+    await a.reconciler.stop().catch(() => undefined);
+    for (const w of await a.driver.list().catch(() => [])) await a.driver.remove(w.name).catch(() => undefined);
+    await a.close().catch(() => undefined);
+  }
+  if (!hubClosed) await hub?.close().catch(() => undefined);
+  delete process.env.OUTPOST_UI_DIR;
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('web UI in Chromium', () => {
+  it('signs in with an API token and shows the fleet reaching READY', async () => {
+    await page.goto(hub!.url + '/');
+    await page.getByLabel('API token').waitFor();
+    await screenshot(page, 'sign-in');
+    await page.getByLabel('API token').fill('not-a-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('The hub does not accept this token').waitFor();
+    await page.getByLabel('API token').fill(hub!.adminToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('outpost.token'))).toBe(hub!.adminToken);
+    // Live: the page was loaded before the edge reported; READY comes in without a reload.
+    await page.getByRole('progressbar', { name: 'placement hello-eu: 1 of 1 ready' }).waitFor({ timeout: 30_000 });
+    await hasText(page.getByRole('link', { name: /pending approval/ }), '1');
+    await hasText(page.getByRole('link', { name: /edges online/ }), '1');
+    await page.getByText('Connected', { exact: true }).first().waitFor();
+    await screenshot(page, 'overview');
+  });
+
+  it('approves a pending edge from the edges table and the placement goes to READY 2/2 live', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Edges' }).click();
+    const row = page.getByRole('row', { name: /shop-paris/ });
+    await row.getByText('Pending', { exact: true }).waitFor();
+    await screenshot(page, 'edges');
+    await row.getByRole('button', { name: 'Approve' }).click();
+    await row.getByRole('button', { name: 'Approve' }).click(); // the in-place confirmation
+    await row.getByText('Online', { exact: true }).waitFor({ timeout: 20_000 });
+    await waitFor(async () => (await placementStatus()).summary.ready === 2, { timeout: 30_000, what: 'both edges ready' });
+    // Server-side filters, reflected in the URL.
+    await page.getByLabel('Name contains').fill('berlin');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/q=berlin/);
+    await hasCount(page.getByRole('row', { name: /shop-paris/ }), 0);
+    await hasCount(page.getByRole('row', { name: /shop-berlin/ }), 1);
+  });
+
+  it('shows an edge with inventory, workloads, on-site overrides (time and origin) and connection history', async () => {
+    const berlin = agents[0];
+    expect(await localIntent(berlin, { workload: 'hello', action: 'override', set: { 'Pod/hello:spec.containers.0.env.0.value': 'from-site' }, origin: 'local:maria' })).toBe(200);
+    await page.goto(hub!.url + '/edges/shop-berlin');
+    await page.getByRole('heading', { name: /Edge shop-berlin/ }).waitFor();
+    await page.getByText('local:maria').waitFor({ timeout: 20_000 });
+    await page.getByText('Pod/hello:spec.containers.0.env.0.value', { exact: true }).waitFor();
+    await page.getByRole('heading', { name: 'Inventory' }).waitFor();
+    await page.locator('dd').getByText('process', { exact: true }).waitFor();
+    await page.getByRole('heading', { name: 'Connection history' }).waitFor();
+    await page.getByRole('row', { name: /hello hello-eu Ready/ }).waitFor();
+    await screenshot(page, 'edge-detail');
+  });
+
+  it('refuses an invalid edit with the field named, then diffs two revisions and rolls back', async () => {
+    await api('PUT', '/api/v1/projects/default/workloads/hello', workload('v2'));
+    await page.goto(hub!.url + '/workloads/hello');
+    await page.getByText('revision #2').waitFor();
+
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const editor = page.getByLabel('Workload hello (YAML)');
+    const original = await editor.inputValue();
+    await editor.fill(original + '\n  bad: [');
+    await page.getByText(/YAML error: YAML document 1/).waitFor();
+    expect(await page.getByRole('button', { name: 'Validate and apply' }).isDisabled()).toBe(true);
+    await editor.fill(original.replace('- apiVersion: v1', '- apiVersion: ""'));
+    await page.getByText('YAML is well-formed: Workload hello').waitFor();
+    await page.getByRole('button', { name: 'Validate and apply' }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'nothing was changed' });
+    await hasText(alert, 'spec.manifests[0].apiVersion');
+    await page.getByRole('button', { name: 'Review changes' }).click();
+    await screenshot(page, 'workload-editor');
+    expect((await api('GET', '/api/v1/projects/default/workloads/hello')).status.revision).toBe(2);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+
+    const diff = page.getByRole('region', { name: 'changes from revision 1 to 2' });
+    await hasText(diff, 'value: v1');
+    await hasText(diff, 'value: v2');
+    await page.getByRole('button', { name: 'Roll back to #1' }).click();
+    await page.getByRole('button', { name: 'Roll back', exact: true }).click();
+    await page.getByText('revision #3').waitFor({ timeout: 10_000 });
+    const w = await api('GET', '/api/v1/projects/default/workloads/hello');
+    expect(w.spec.manifests[0].spec.containers[0].env[0].value).toBe('v1');
+    await hasText(page.getByLabel('manifests of hello'), 'value: v1');
+    await screenshot(page, 'workload');
+  });
+
+  it('pauses a rollout from the placement page', async () => {
+    await page.goto(hub!.url + '/placements/hello-eu');
+    await page.getByRole('heading', { name: 'Placement hello-eu' }).waitFor();
+    await page.getByRole('progressbar', { name: 'placement hello-eu: 2 of 2 ready' }).waitFor({ timeout: 30_000 });
+    await page.getByRole('row', { name: /shop-paris/ }).waitFor();
+    await page.getByRole('button', { name: 'Pause rollout' }).click();
+    await page.getByRole('button', { name: 'Pause', exact: true }).click();
+    await page.getByRole('button', { name: 'Resume rollout' }).waitFor();
+    expect((await api('GET', '/api/v1/projects/default/placements/hello-eu')).spec.rollout.paused).toBe(true);
+    await page.getByText('Paused', { exact: true }).first().waitFor();
+    await screenshot(page, 'placement');
+  });
+
+  it('shows a viewer no button that would fail', async () => {
+    const viewer = await api<{ token: string }>('POST', '/api/v1/tokens/api', { role: 'viewer', project: 'default' });
+    const vp = await browser!.newPage();
+    const vErrors = collectErrors(vp);
+    try {
+      await vp.goto(hub!.url + '/placements/hello-eu');
+      await vp.getByLabel('API token').fill(viewer.token);
+      await vp.getByRole('button', { name: 'Sign in' }).click();
+      await vp.getByRole('heading', { name: 'Placement hello-eu' }).waitFor();
+      await vp.getByText('viewer (read-only)').waitFor();
+      await vp.getByRole('heading', { name: 'Matched edges' }).waitFor();
+      const buttons = await vp.getByRole('button').allTextContents();
+      expect(buttons.filter((b) => /Pause|Resume|Edit|Approve|Roll back|Drain|Clear/.test(b))).toEqual([]);
+      await vp.goto(hub!.url + '/workloads/hello');
+      await vp.getByRole('heading', { name: 'Revisions', exact: true }).waitFor();
+      expect((await vp.getByRole('button').allTextContents()).filter((b) => /Edit|Roll back/.test(b))).toEqual([]);
+      expect(vErrors).toEqual([]);
+    } finally {
+      await vp.close();
+    }
+  });
+
+  it('shows a clear banner when the hub connection is lost', async () => {
+    await page.goto(hub!.url + '/');
+    await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
+    await page.getByRole('progressbar', { name: /placement hello-eu/ }).waitFor();
+    hubClosed = true;
+    await hub!.close();
+    const banner = page.getByRole('alert').filter({ hasText: 'Connection to the hub lost' });
+    await banner.waitFor({ timeout: 15_000 });
+    await banner.getByRole('button', { name: 'Retry now' }).waitFor();
+    await screenshot(page, 'connection-lost');
+    expect(errors).toEqual([]);
+  });
+});

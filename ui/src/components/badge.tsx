@@ -1,0 +1,34 @@
+/** State names always in text (never colour alone); the colour is a second cue. */
+import { STATE_RANK } from '../../../core/status.js';
+import type { State } from '../types.js';
+
+const TONE: Record<string, string> = {
+  Ready: 'ok',
+  Online: 'ok',
+  Complete: 'ok',
+  Progressing: 'info',
+  Pending: 'muted',
+  Paused: 'warn',
+  Stale: 'warn',
+  Offline: 'warn',
+  Degraded: 'bad',
+  Failed: 'bad',
+  Error: 'bad',
+};
+
+export function toneOf(s: string): string {
+  return TONE[s] ?? 'muted';
+}
+
+export function Badge(props: { value: string; title?: string }) {
+  return (
+    <span class={`badge tone-${toneOf(props.value)}`} title={props.title}>
+      {props.value}
+    </span>
+  );
+}
+
+/** Sorts states worst first, for state breakdowns. */
+export function byRank(states: Partial<Record<State, number>>): [State, number][] {
+  return (Object.entries(states) as [State, number][]).filter(([, n]) => n > 0).sort((a, b) => STATE_RANK[b[0]] - STATE_RANK[a[0]]);
+}

@@ -1,0 +1,123 @@
+/**
+ * App-wide state: the session (token, role, project; the token lives in sessionStorage so it
+ * dies with the tab), the hub link state for the banner, and the live-update counter pages
+ * refetch on. A tiny observable; components read it through `useApp`.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { ApiClient } from './api.js';
+import type { LinkState } from './live.js';
+import type { Role } from './types.js';
+
+export interface Session {
+  token: string;
+  role: Role;
+  /** The token's scope: a project, or `*` for all. */
+  scope: string;
+  project: string;
+}
+
+export interface AppState {
+  session?: Session;
+  link: LinkState;
+  linkDetail?: string;
+  /** Bumped on every live change event (and on reconnect): pages refetch when it moves. */
+  tick: number;
+  /** Set when the hub refused the token mid-session. */
+  signedOutReason?: string;
+}
+
+const TOKEN_KEY = 'outpost.token';
+const PROJECT_KEY = 'outpost.project';
+
+type Listener = () => void;
+
+class AppStore {
+  state: AppState = { link: 'connecting', tick: 0 };
+  private listeners = new Set<Listener>();
+
+  set(patch: Partial<AppState>): void {
+    this.state = { ...this.state, ...patch };
+    for (const l of this.listeners) l();
+  }
+
+  subscribe(l: Listener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+
+  bump(): void {
+    this.set({ tick: this.state.tick + 1 });
+  }
+}
+
+export const app = new AppStore();
+
+export const api = new ApiClient(() => app.state.session?.token, {
+  reachable: (ok) => {
+    if (!ok && app.state.link !== 'lost') app.set({ link: 'lost', linkDetail: 'a request to the hub failed' });
+  },
+  unauthorized: () => {
+    if (app.state.session) signOut('the hub no longer accepts this token (expired or revoked): sign in with a valid one');
+  },
+});
+
+export function useApp(): AppState {
+  const [, force] = useState(0);
+  useEffect(() => app.subscribe(() => force((n) => n + 1)), []);
+  return app.state;
+}
+
+export function storedToken(): string | undefined {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function storedProject(): string | undefined {
+  try {
+    return sessionStorage.getItem(PROJECT_KEY) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function signIn(s: Session): void {
+  try {
+    sessionStorage.setItem(TOKEN_KEY, s.token);
+    sessionStorage.setItem(PROJECT_KEY, s.project);
+  } catch {
+    /* private mode: the session lasts until reload */
+  }
+  app.set({ session: s, signedOutReason: undefined });
+}
+
+export function setProject(project: string): void {
+  const s = app.state.session;
+  if (!s || s.project === project) return;
+  try {
+    sessionStorage.setItem(PROJECT_KEY, project);
+  } catch {
+    /* see signIn */
+  }
+  app.set({ session: { ...s, project } });
+}
+
+export function signOut(reason?: string): void {
+  try {
+    sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(PROJECT_KEY);
+  } catch {
+    /* see signIn */
+  }
+  app.set({ session: undefined, signedOutReason: reason });
+}
+
+const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
+
+/** Mirrors the hub's role matrix (docs/security.md) so a viewer sees no button that would fail. */
+export function can(s: Session | undefined, action: 'write' | 'admin'): boolean {
+  if (!s) return false;
+  return RANK[s.role] >= (action === 'write' ? 2 : 3);
+}

@@ -1,0 +1,179 @@
+/** The JSON the hub's API answers with, as the UI reads it (docs/api.md). */
+import type { State, Summary } from '../../core/status.js';
+
+export type { State, Summary };
+export type Role = 'admin' | 'operator' | 'viewer';
+
+export interface WhoAmI {
+  role: Role;
+  project: string;
+  tokenId: string;
+}
+
+export interface List<T> {
+  items: T[];
+  total?: number;
+  continue?: string;
+}
+
+export interface Inventory {
+  hostname?: string;
+  os?: string;
+  arch?: string;
+  cpus?: number;
+  memoryBytes?: number;
+  runtimes?: string[];
+  driver?: string;
+  agentVersion?: string;
+}
+
+export interface EdgeWorkloadView {
+  name: string;
+  placement: string;
+  generation: number;
+  observedGeneration?: number;
+  state: State;
+  reason?: string;
+  restarts: number;
+  since?: string;
+  objects: Record<string, { ready: boolean; message?: string }>;
+}
+
+export interface IntentView {
+  seq: number;
+  workload: string;
+  action: string;
+  set?: Record<string, unknown>;
+  at: number;
+  origin: string;
+}
+
+export interface LocalStateView {
+  paused: boolean;
+  overrides: Record<string, unknown>;
+  intents: IntentView[];
+}
+
+export interface EdgeStatus {
+  phase: 'Pending' | 'Online' | 'Offline';
+  lastSeen?: string;
+  lastSeenAgo?: number;
+  connectedSince?: string;
+  agentVersion?: string;
+  inventory?: Inventory;
+  summary: Summary;
+  workloads: EdgeWorkloadView[];
+  localIntents: Record<string, LocalStateView>;
+}
+
+export interface RolloutView {
+  phase: string;
+  reason: string;
+  counts?: { total: number; updated: number; ready: number; failed: number; pending: number };
+  paused: boolean;
+}
+
+export interface PlacementStatus {
+  selectedEdges: number;
+  summary: Summary;
+  rollout?: RolloutView;
+}
+
+export interface WorkloadStatus {
+  revision: number;
+  summary: Summary;
+}
+
+// The resource shapes (core/resources.ts) as the API sends them. Written out here because the
+// browser build type-checks without Node's types, which core's id helpers need.
+export interface Metadata {
+  name: string;
+  project: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  uid?: string;
+}
+
+export interface SelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: SelectorRequirement[];
+}
+
+export interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+interface Obj<K extends string, Spec, S> {
+  apiVersion: string;
+  kind: K;
+  metadata: Metadata;
+  spec: Spec;
+  status: S;
+}
+
+export type EdgeObj = Obj<'Edge', { unschedulable: boolean; heartbeatSeconds?: number }, EdgeStatus>;
+export type WorkloadObj = Obj<'Workload', { manifests: Manifest[] }, WorkloadStatus>;
+export type PlacementObj = Obj<
+  'Placement',
+  {
+    edgeSelector?: LabelSelector;
+    edges?: string[];
+    workloads: string[];
+    customization: unknown[];
+    rollout: { maxUnavailable: number | string; failureThreshold: number; paused: boolean };
+    statusSummary?: { maxBroken: number };
+  },
+  PlacementStatus
+>;
+
+export interface Revision {
+  revision: number;
+  createdAt: string;
+  manifests: unknown[];
+}
+
+export interface HubEvent {
+  id: number;
+  time: string;
+  kind: string;
+  name: string;
+  reason: string;
+  message: string;
+}
+
+export interface Fleet {
+  edges: { total: number; Online: number; Offline: number; Pending: number };
+  workloads: number;
+  placements: number;
+}
+
+export interface OnlineHistory {
+  from: string;
+  to: string;
+  stepSeconds: number;
+  points: { t: string; online: number }[];
+}
+
+export interface Connection {
+  connectedAt: string;
+  disconnectedAt?: string;
+  durationMs?: number;
+  reason?: string;
+  remoteAddress?: string;
+}
+
+export interface ApplyResult {
+  results: { kind: string; project: string; name: string; action: 'created' | 'configured' | 'unchanged' }[];
+}
