@@ -1,0 +1,320 @@
+/**
+ * @module A worker process of the edge simulator: many simulated edges in one process, driven by the
+ * harness over the fork IPC channel (request `{rid, op, ...}`, answer `{rid, result|error}`).
+ *
+ * A simulated edge is real everywhere but the runtime: it enrolls through the hub's API with a
+ * join token, keeps its mailbox in a real ReplicaStore (one SQLite file per worker, shared by the
+ * worker's edges: documents are keyed by edge name), speaks the real protocol through SyncClient,
+ * and instead of running workloads it reports every workload of a new spec Ready (putReportWorkload,
+ * one change per edge, like the reconciler) `BENCH_READY_DELAY_MS` after the spec arrived.
+ *
+ *   env BENCH_WORKER_INDEX=n BENCH_WORKER_DIR=dir BENCH_READY_DELAY_MS=ms BENCH_STORE_BUDGET=bytes
+ */
+import path from 'node:path';
+import type { Socket } from 'node:net';
+import { edgeName, mailboxDocId, parseMailboxDocId, type EdgeName } from '../core/ids.js';
+import { addIntent, deleteReportWorkload, putReportWorkload, readReport, readSpec, setInventory, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import { SyncClient } from '../sync/client.js';
+import { ensureMailbox } from '../sync/mailbox.js';
+import { ReplicaStore } from '../sync/store.js';
+
+interface SimEdge {
+  name: EdgeName;
+  credential?: string;
+  client?: SyncClient;
+  autoReady: boolean;
+  readyTimer?: NodeJS.Timeout;
+  /** When the last remote spec change was committed here, and when the Ready report for it was. */
+  specAt?: number;
+  readyAt?: number;
+  /** Sync tracking since the last `mark`. */
+  baseConnects: number;
+  syncedAt?: number;
+  syncBytes?: { session: number; socket?: number };
+}
+
+const index = Number(process.env.BENCH_WORKER_INDEX ?? 0);
+const dir = process.env.BENCH_WORKER_DIR!;
+const readyDelayMs = Number(process.env.BENCH_READY_DELAY_MS ?? 100);
+const edges = new Map<string, SimEdge>();
+let hubUrl = '';
+let requireNewConnection = false;
+let tracking = false;
+
+const store = await ReplicaStore.open(path.join(dir, `worker-${index}.db`), {
+  memoryBudgetBytes: Number(process.env.BENCH_STORE_BUDGET ?? 256 * 1024 * 1024),
+  afterChange: (id, origin) => {
+    const p = parseMailboxDocId(id);
+    const e = p && edges.get(p.edge);
+    if (!p || !e) return;
+    // As the real agent does: every committed change is offered to the hub.
+    e.client?.notify(id);
+    if (origin === 'remote' && p.role === 'spec') {
+      e.specAt = Date.now();
+      if (e.autoReady && !e.readyTimer) e.readyTimer = setTimeout(() => reportReady(e), readyDelayMs);
+    }
+  },
+});
+
+const INVENTORY = { hostname: 'sim', os: 'linux', arch: 'x64', cpus: 2, memoryBytes: 2 ** 31, runtimes: ['process'], driver: 'process', agentVersion: '0.1.0' };
+
+/** What the reconciler writes once every workload of the spec runs: all of them Ready, one change. */
+function reportReady(e: SimEdge): void {
+  e.readyTimer = undefined;
+  const spec = store.get<SpecDoc>(mailboxDocId(e.name, 'spec'));
+  if (!spec) return;
+  const s = readSpec(spec);
+  const changed = store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
+    for (const name of Object.keys(d.workloads)) if (!s.workloads[name]) deleteReportWorkload(d, name);
+    for (const w of Object.values(s.workloads)) {
+      if (w.error) deleteReportWorkload(d, w.name);
+      else putReportWorkload(d, w.name, { observedGeneration: w.generation, phase: 'Ready', restarts: 0, objects: { [`Pod/${w.name}`]: { ready: true } } });
+    }
+  });
+  if (changed) e.readyAt = Date.now();
+}
+
+/** Status writes of a crash-looping workload: phase flips, a message, restarts climb. */
+function statusChange(e: SimEdge, round: number): boolean {
+  const spec = store.get<SpecDoc>(mailboxDocId(e.name, 'spec'));
+  const workloads = spec ? Object.values(readSpec(spec).workloads) : [];
+  const w = workloads.length ? workloads[round % workloads.length] : { name: 'local', generation: 0 };
+  const ready = round % 2 === 1;
+  return store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
+    const cur = d.workloads[w.name];
+    const restarts = (cur?.restarts ? Number(cur.restarts.value) : 0) + (ready ? 0 : 1);
+    putReportWorkload(d, w.name, { observedGeneration: w.generation, phase: ready ? 'Ready' : 'Degraded', restarts, objects: { [`Pod/${w.name}`]: { ready, ...(ready ? {} : { message: `back-off restarting (${restarts})` }) } }, ...(ready ? {} : { message: 'container exited with code 1' }) });
+  });
+}
+
+/**
+ * TCP payload bytes of the edge's live connection (upgrade, control and sync frames, pings).
+ * SyncClient keeps its socket private; this reads the ws object's socket for measurement only.
+ */
+function socketBytes(c: SyncClient | undefined): number | undefined {
+  const s = (c as unknown as { ws?: { _socket?: Socket } } | undefined)?.ws?._socket;
+  return s ? s.bytesRead + s.bytesWritten : undefined;
+}
+
+function sessionBytes(c: SyncClient | undefined): number {
+  const s = c?.session?.stats;
+  return s ? s.bytesIn + s.bytesOut : 0;
+}
+
+function inSync(e: SimEdge): boolean {
+  const c = e.client;
+  if (!c || c.state !== 'connected' || !c.session) return false;
+  if (requireNewConnection && c.totals.connects <= e.baseConnects) return false;
+  return c.session.inSync();
+}
+
+/** Records the first moment each edge is in sync since the last mark (50 ms resolution). */
+function trackSync(): void {
+  if (!tracking) return;
+  let pending = 0;
+  for (const e of edges.values()) {
+    if (e.syncedAt !== undefined) continue;
+    if (inSync(e)) {
+      e.syncedAt = Date.now();
+      e.syncBytes = { session: sessionBytes(e.client), socket: socketBytes(e.client) };
+    } else pending++;
+  }
+  if (pending === 0) tracking = false;
+  else setTimeout(trackSync, 50);
+}
+
+async function enroll(names: string[], joinToken: string, concurrency: number): Promise<{ enrolled: number; failed: { name: string; error: string }[] }> {
+  const failed: { name: string; error: string }[] = [];
+  let next = 0;
+  const one = async (name: string) => {
+    const res = await fetch(`${hubUrl}/api/v1/enroll`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ joinToken, name, inventory: INVENTORY }),
+    });
+    const body = (await res.json()) as { credential?: string; error?: { message: string } };
+    if (res.status !== 201 || !body.credential) throw new Error(`HTTP ${res.status}: ${body.error?.message ?? JSON.stringify(body)}`);
+    const e: SimEdge = { name: edgeName(name), credential: body.credential, autoReady: true, baseConnects: 0 };
+    edges.set(name, e);
+    // As the agent does at start: the mailbox exists locally with the inventory in the report.
+    ensureMailbox(store, e.name, 'edge');
+    store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => void setInventory(d, INVENTORY));
+  };
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, names.length) }, async () => {
+      while (next < names.length) {
+        const name = names[next++];
+        try {
+          await one(name);
+        } catch (err) {
+          failed.push({ name, error: (err as Error).message });
+        }
+      }
+    }),
+  );
+  return { enrolled: names.length - failed.length, failed: failed.slice(0, 20) };
+}
+
+/** Starts the clients of `names`, at most `window` of them mid-handshake at once (a connect ramp). */
+async function connect(names: string[], window: number): Promise<void> {
+  let inflight = 0;
+  let wake: (() => void) | undefined;
+  for (const name of names) {
+    const e = edges.get(name);
+    if (!e?.credential) throw new Error(`edge ${name} is not enrolled in worker ${index}`);
+    while (inflight >= window) await new Promise<void>((r) => (wake = r));
+    if (!e.client) {
+      e.client = new SyncClient({ url: `${hubUrl.replace(/^http/, 'ws')}/api/v1/sync`, token: e.credential, edge: e.name, store, agentVersion: '0.1.0-bench' });
+      e.client.setMaxListeners(0);
+    }
+    const c = e.client;
+    inflight++;
+    const settle = (s: string) => {
+      if (s === 'connecting') return;
+      c.off('state', settle);
+      inflight--;
+      wake?.();
+    };
+    c.on('state', settle);
+    c.start();
+  }
+}
+
+type Cmd = { op: string; rid: number } & Record<string, unknown>;
+
+async function handle(cmd: Cmd): Promise<unknown> {
+  switch (cmd.op) {
+    case 'init':
+      hubUrl = cmd.hub as string;
+      return true;
+    case 'enroll':
+      return enroll(cmd.names as string[], cmd.joinToken as string, (cmd.concurrency as number) ?? 4);
+    case 'connect':
+      await connect((cmd.names as string[] | undefined) ?? [...edges.keys()], (cmd.window as number) ?? 100);
+      return true;
+    case 'disconnect':
+      await Promise.all(((cmd.names as string[] | undefined) ?? [...edges.keys()]).map((n) => edges.get(n)?.client?.stop()));
+      return true;
+    case 'mark': {
+      requireNewConnection = !!cmd.requireNewConnection;
+      const only = cmd.only as string[] | undefined;
+      for (const e of only ? only.map((n) => edges.get(n)!) : edges.values()) {
+        e.baseConnects = e.client?.totals.connects ?? 0;
+        e.syncedAt = undefined;
+        e.syncBytes = undefined;
+      }
+      tracking = true;
+      trackSync();
+      return true;
+    }
+    case 'syncStatus': {
+      let connected = 0;
+      const syncedAt: number[] = [];
+      const session: number[] = [];
+      const socket: number[] = [];
+      for (const e of edges.values()) {
+        if (e.client?.state === 'connected') connected++;
+        if (e.syncedAt !== undefined) {
+          syncedAt.push(e.syncedAt);
+          session.push(e.syncBytes!.session);
+          if (e.syncBytes!.socket !== undefined) socket.push(e.syncBytes!.socket);
+        }
+      }
+      return { edges: edges.size, connected, synced: syncedAt.length, ...(cmd.details ? { syncedAt, session, socket } : {}) };
+    }
+    case 'readyTimes': {
+      const since = cmd.since as number;
+      const spec: number[] = [];
+      const ready: number[] = [];
+      for (const e of edges.values()) {
+        if (e.specAt !== undefined && e.specAt >= since) spec.push(e.specAt);
+        if (e.readyAt !== undefined && e.readyAt >= since) ready.push(e.readyAt);
+      }
+      return { edges: edges.size, spec, ready };
+    }
+    case 'setAutoReady':
+      for (const n of cmd.names as string[]) edges.get(n)!.autoReady = !!cmd.on;
+      return true;
+    case 'churn': {
+      // One status change per edge per round; before each round wait (bounded) until most edges'
+      // previous change reached the hub, so the run measures throughput, not an unbounded backlog.
+      const rounds = cmd.rounds as number;
+      const list = [...edges.values()];
+      let changes = 0;
+      for (let r = 0; r < rounds; r++) {
+        const deadline = Date.now() + 5_000;
+        while (list.filter((e) => !inSync(e)).length > list.length * 0.1 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
+        for (const e of list) if (statusChange(e, ((cmd.offset as number | undefined) ?? 0) + r)) changes++;
+        await new Promise((res) => setImmediate(res));
+      }
+      return { changes };
+    }
+    case 'local': {
+      const e = edges.get(cmd.name as string)!;
+      let status = 0;
+      for (let i = 0; i < (cmd.statusChanges as number); i++) if (statusChange(e, i)) status++;
+      const spec = readSpec(store.get<SpecDoc>(mailboxDocId(e.name, 'spec'))!);
+      const names = Object.keys(spec.workloads);
+      for (let i = 0; i < (cmd.intents as number); i++) {
+        const workload = names[i % names.length] ?? 'local';
+        const action = (['pause', 'resume', 'override'] as const)[i % 3];
+        store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
+          addIntent(d, { workload, action, ...(action === 'override' ? { set: { 'metadata.annotations.site': `local-${i}` } } : {}), at: Date.now(), origin: 'bench operator' });
+        });
+      }
+      return { status, intents: cmd.intents };
+    }
+    case 'edgeInfo': {
+      const e = edges.get(cmd.name as string)!;
+      const spec = store.get<SpecDoc>(mailboxDocId(e.name, 'spec'));
+      const report = store.get<ReportDoc>(mailboxDocId(e.name, 'report'));
+      const r = report ? readReport(report) : undefined;
+      return {
+        state: e.client?.state,
+        inSync: inSync(e),
+        syncedAt: e.syncedAt,
+        syncBytes: e.syncBytes,
+        generations: spec ? Object.fromEntries(Object.values(readSpec(spec).workloads).map((w) => [w.name, w.generation])) : {},
+        restarts: r ? Object.fromEntries(Object.values(r.workloads).map((w) => [w.name, w.restarts])) : {},
+        intents: r?.intents.length ?? 0,
+        totals: e.client?.totals,
+        session: e.client?.session?.stats,
+        socketBytes: socketBytes(e.client),
+        reportSize: store.meta(mailboxDocId(e.name, 'report'))?.size,
+        specSize: store.meta(mailboxDocId(e.name, 'spec'))?.size,
+      };
+    }
+    case 'docSizes': {
+      const report: number[] = [];
+      const spec: number[] = [];
+      for (const e of edges.values()) {
+        report.push(store.meta(mailboxDocId(e.name, 'report'))?.size ?? 0);
+        spec.push(store.meta(mailboxDocId(e.name, 'spec'))?.size ?? 0);
+      }
+      return { report, spec };
+    }
+    case 'stats': {
+      const u = process.cpuUsage();
+      return { edges: edges.size, cpuMs: (u.user + u.system) / 1000, rss: process.memoryUsage().rss, loaded: store.loadedStats() };
+    }
+    case 'stop': {
+      await Promise.race([Promise.all([...edges.values()].map((e) => e.client?.stop())), new Promise((r) => setTimeout(r, 5_000))]);
+      store.close();
+      setImmediate(() => process.exit(0));
+      return true;
+    }
+    default:
+      throw new Error(`unknown worker op ${cmd.op}`);
+  }
+}
+
+process.on('message', (raw) => {
+  const cmd = raw as Cmd;
+  handle(cmd).then(
+    (result) => process.send!({ rid: cmd.rid, result }),
+    (err: unknown) => process.send!({ rid: cmd.rid, error: err instanceof Error ? err.message : String(err) }),
+  );
+});
+// The harness going away must not leave simulated edges dialling a dead hub forever.
+process.on('disconnect', () => process.exit(0));
+process.send!({ ready: true, pid: process.pid });

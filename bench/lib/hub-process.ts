@@ -1,0 +1,100 @@
+/**
+ * @module The hub under test: the real `outpost hub` command (main.ts through tsx) in its own
+ * process, plain HTTP on loopback, its log in the run directory. Restarting keeps the data
+ * directory and the port, as an operator's restart would.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cpuMs, rssBytes, sleep } from './sys.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface HubProcessOptions {
+  dataDir: string;
+  logFile: string;
+  /** Write a V8 CPU profile of the hub into this directory when it exits (`--cpu-prof`). */
+  cpuProfDir?: string;
+  logLevel?: string;
+}
+
+/** How long a hub may take to print its URL; tsx compiles the sources on a cold cache. */
+const START_TIMEOUT_MS = 60_000;
+
+export class HubProcess {
+  child: ChildProcess | undefined;
+  url = '';
+  port = 0;
+  adminToken = '';
+  startedAt = 0;
+  readyAt = 0;
+
+  constructor(private readonly opts: HubProcessOptions) {}
+
+  get pid(): number {
+    if (!this.child?.pid) throw new Error('the hub process is not running');
+    return this.child.pid;
+  }
+
+  rss(): number | undefined {
+    return this.child?.pid ? rssBytes(this.child.pid) : undefined;
+  }
+
+  cpuMs(): number | undefined {
+    return this.child?.pid ? cpuMs(this.child.pid) : undefined;
+  }
+
+  /** Starts `outpost hub` and resolves once it listens (on the previous port after a restart). */
+  async start(): Promise<void> {
+    const log = fs.openSync(this.opts.logFile, 'a');
+    const execArgv = ['--import', 'tsx', ...(this.opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', this.opts.cpuProfDir] : [])];
+    const args = [...execArgv, path.join(ROOT, 'main.ts'), 'hub', '--insecure-http', '--data', this.opts.dataDir, '--listen', `127.0.0.1:${this.port}`];
+    this.startedAt = Date.now();
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { ...process.env, OUTPOST_LOG_LEVEL: this.opts.logLevel ?? 'info' },
+      stdio: ['ignore', log, 'pipe'],
+    });
+    fs.closeSync(log);
+    this.child = child;
+    // A harness that dies (Ctrl-C, crash) must not leave a hub behind.
+    const reap = () => child.kill('SIGKILL');
+    process.once('exit', reap);
+    child.once('exit', () => process.off('exit', reap));
+    let stderr = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the hub did not start within ${START_TIMEOUT_MS / 1000} s; its log: ${this.opts.logFile}; stderr: ${stderr.slice(-1000)}`)), START_TIMEOUT_MS);
+      child.stderr!.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        fs.appendFileSync(this.opts.logFile, c);
+        const m = /outpost hub listening on (\S+)/.exec(stderr);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
+      });
+      child.once('exit', (code, sig) => {
+        clearTimeout(timer);
+        reject(new Error(`the hub exited (${code ?? sig}) before listening; its log: ${this.opts.logFile}; stderr: ${stderr.slice(-1000)}`));
+      });
+    });
+    this.readyAt = Date.now();
+    this.url = url;
+    this.port = Number(new URL(url).port);
+    this.adminToken = fs.readFileSync(path.join(this.opts.dataDir, 'admin.token'), 'utf8').trim();
+  }
+
+  /** SIGTERM (graceful: sessions persist their sync states), SIGKILL after a grace period. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill(signal);
+    const done = await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)]);
+    if (!done) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * @module What the harness reads from the operating system: RSS and CPU time of a process from
+ * /proc, the machine description written into every result, resource limits that decide how many
+ * edges a run can hold, and small statistics helpers.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+
+/** Kernel clock ticks per second for /proc/PID/stat utime+stime (100 on every Linux we ship to). */
+let clkTck: number | undefined;
+function ticksPerSecond(): number {
+  if (clkTck === undefined) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  return clkTck;
+}
+
+/** Resident set size in bytes (VmRSS), or undefined when the process is gone or /proc is missing. */
+export function rssBytes(pid: number): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system CPU time consumed so far, in milliseconds. */
+export function cpuMs(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(rest[11]);
+    const stime = Number(rest[12]);
+    return ((utime + stime) * 1000) / ticksPerSecond();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Tracks CPU use of a set of processes between two points in time. */
+export class CpuMeter {
+  private readonly start = new Map<number, number>();
+  private readonly t0 = Date.now();
+  constructor(private readonly pids: number[]) {
+    for (const p of pids) this.start.set(p, cpuMs(p) ?? 0);
+  }
+  /** CPU milliseconds per pid since construction, and the wall time elapsed. */
+  read(): { wallMs: number; cpu: Map<number, number> } {
+    const cpu = new Map<number, number>();
+    for (const p of this.pids) cpu.set(p, Math.max(0, (cpuMs(p) ?? this.start.get(p)!) - this.start.get(p)!));
+    return { wallMs: Date.now() - this.t0, cpu };
+  }
+}
+
+export interface MachineInfo {
+  cores: number;
+  cpuModel: string;
+  memoryBytes: number;
+  node: string;
+  os: string;
+  fdLimit?: number;
+}
+
+export function machineInfo(): MachineInfo {
+  return {
+    cores: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    memoryBytes: os.totalmem(),
+    node: process.version,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    fdLimit: openFileLimit(),
+  };
+}
+
+/** The soft limit on open files of this process (children inherit it), from /proc/self/limits. */
+export function openFileLimit(): number | undefined {
+  try {
+    const m = /Max open files\s+(\d+|unlimited)/.exec(fs.readFileSync('/proc/self/limits', 'utf8'));
+    if (!m) return undefined;
+    return m[1] === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(m[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** How many local ports the kernel hands out to outgoing connections. */
+export function ephemeralPorts(): number | undefined {
+  try {
+    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    return hi - lo + 1;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Refuses a run the machine cannot hold, with the fix. The hub needs one descriptor per edge (plus
+ * SQLite, listeners); a restart storm needs twice N local ports (old ones linger in TIME_WAIT).
+ */
+export function checkLimits(edges: number): string[] {
+  const problems: string[] = [];
+  const fds = openFileLimit();
+  if (fds !== undefined && fds < edges + 1024) {
+    problems.push(`the open-file limit is ${fds}, the hub needs at least ${edges + 1024} for ${edges} edges: run \`ulimit -n ${Math.max(65536, edges * 2)}\` in this shell (or raise nofile in /etc/security/limits.conf) and start again`);
+  }
+  const ports = ephemeralPorts();
+  if (ports !== undefined && ports < edges * 2 + 1000) {
+    problems.push(`only ${ports} local ports (net.ipv4.ip_local_port_range) for ${edges} edges: a reconnect storm needs about ${edges * 2}; widen the range with sysctl -w net.ipv4.ip_local_port_range="1024 65000"`);
+  }
+  const free = os.freemem();
+  // Measured: ~0.3 MB per simulated edge in the workers plus the hub's share; keep a safety margin.
+  const need = edges * 600 * 1024 + 1024 ** 3;
+  if (free < need) problems.push(`${Math.round(free / 1024 ** 2)} MiB free memory, a run with ${edges} edges may need ${Math.round(need / 1024 ** 2)} MiB: use fewer --edges`);
+  return problems;
+}
+
+export function percentile(values: number[], p: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const s = [...values].sort((a, b) => a - b);
+  const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[i];
+}
+
+export function median(values: number[]): number | undefined {
+  return percentile(values, 50);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls fn until it returns a truthy value; throws with `what` when the deadline passes. */
+export async function until<T>(fn: () => T | Promise<T>, o: { timeoutMs: number; intervalMs?: number; what: string | (() => string) }): Promise<NonNullable<T>> {
+  const deadline = Date.now() + o.timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new BenchTimeout(`gave up after ${Math.round(o.timeoutMs / 1000)} s waiting for ${typeof o.what === 'function' ? o.what() : o.what}${last instanceof Error ? ` (last error: ${last.message})` : ''}`);
+    }
+    await sleep(o.intervalMs ?? 100);
+  }
+}
+
+/** A run that would exceed its time budget stops with this error; the result records it. */
+export class BenchTimeout extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BenchTimeout';
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * @module `npm run bench [-- --scenario NAME --edges N]`: runs benchmark scenarios against a real hub
+ * process with simulated edges on loopback, writes bench/results/<scenario>-<date>.json and prints
+ * a summary table. Without --scenario it runs every scenario at its default size and also writes
+ * bench/results/summary-<date>.json.
+ *
+ * Options: --scenario connect|fanout|reconnect|offline|churn|footprint (repeatable or comma list),
+ * --edges N, --workers W (simulator processes), --ready-delay MS (simulated time to Ready),
+ * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
+ * --keep (keep the run directory with logs and databases), --results-dir DIR.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { formatTable, RESULTS_DIR, today, writeResult, type RunResult } from './lib/results.js';
+import { BenchTimeout, checkLimits, machineInfo } from './lib/sys.js';
+import { churn } from './scenarios/churn.js';
+import { cleanRunDir, type Scenario, type ScenarioContext, type ScenarioOutput } from './scenarios/common.js';
+import { connect } from './scenarios/connect.js';
+import { fanout } from './scenarios/fanout.js';
+import { footprint } from './scenarios/footprint.js';
+import { offline } from './scenarios/offline.js';
+import { reconnect } from './scenarios/reconnect.js';
+
+export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> = {
+  connect: { run: connect, defaultEdges: 1_000 },
+  fanout: { run: fanout, defaultEdges: 1_000 },
+  reconnect: { run: reconnect, defaultEdges: 1_000 },
+  offline: { run: offline, defaultEdges: 1_000 },
+  churn: { run: churn, defaultEdges: 1_000 },
+  footprint: { run: footprint, defaultEdges: 1 },
+};
+
+export interface RunOptions {
+  scenarios: string[];
+  edges?: number;
+  workers?: number;
+  readyDelayMs: number;
+  budgetMin: number;
+  profileHub: boolean;
+  keep: boolean;
+  resultsDir: string;
+}
+
+class UsageError extends Error {}
+
+export function parseArgs(argv: string[]): RunOptions {
+  const o: RunOptions = { scenarios: [], readyDelayMs: 100, budgetMin: 10, profileHub: false, keep: false, resultsDir: process.env.BENCH_RESULTS_DIR ?? RESULTS_DIR };
+  const num = (flag: string, v: string | undefined, min: number): number => {
+    const n = Number(v);
+    if (v === undefined || !Number.isInteger(n) || n < min) throw new UsageError(`${flag} needs a whole number >= ${min} (got ${v ?? 'nothing'})`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--scenario') {
+      const v = argv[++i] ?? '';
+      for (const s of v.split(',').filter(Boolean)) {
+        if (s !== 'all' && !SCENARIOS[s]) throw new UsageError(`--scenario ${s}: unknown; use one of ${Object.keys(SCENARIOS).join(', ')} or all`);
+        if (s === 'all') o.scenarios.push(...Object.keys(SCENARIOS));
+        else o.scenarios.push(s);
+      }
+    } else if (a === '--edges') o.edges = num(a, argv[++i], 1);
+    else if (a === '--workers') o.workers = num(a, argv[++i], 1);
+    else if (a === '--ready-delay') o.readyDelayMs = num(a, argv[++i], 0);
+    else if (a === '--budget-min') o.budgetMin = num(a, argv[++i], 1);
+    else if (a === '--profile-hub') o.profileHub = true;
+    else if (a === '--keep') o.keep = true;
+    else if (a === '--results-dir') o.resultsDir = path.resolve(argv[++i] ?? '.');
+    else throw new UsageError(`unknown argument ${a}: see the header of bench/run.ts (e.g. npm run bench -- --scenario connect --edges 1000)`);
+  }
+  if (o.scenarios.length === 0) o.scenarios = Object.keys(SCENARIOS);
+  return o;
+}
+
+function defaultWorkers(edges: number): number {
+  return Math.max(2, Math.min(8, Math.ceil(edges / 1_250)));
+}
+
+const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+export async function runScenario(name: string, o: RunOptions): Promise<RunResult> {
+  const edges = name === 'footprint' ? 1 : (o.edges ?? SCENARIOS[name].defaultEdges);
+  const workers = o.workers ?? defaultWorkers(edges);
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), `outpost-bench-${name}-`));
+  const cpuProfDir = o.profileHub ? path.join(os.tmpdir(), `outpost-bench-profile-${name}-${edges}-${Date.now()}`) : undefined;
+  const started = Date.now();
+  const ctx: ScenarioContext = { edges, workers, readyDelayMs: o.readyDelayMs, deadline: started + o.budgetMin * 60_000, runDir, cpuProfDir, log: (m) => log(`${name}/${edges}: ${m}`) };
+  const out: ScenarioOutput = { metrics: {}, targets: [], bottleneck: [] };
+  const result: RunResult = { scenario: name, parameters: { edges, workers, readyDelayMs: o.readyDelayMs, budgetMin: o.budgetMin }, startedAt: new Date(started).toISOString(), durationMs: 0, completed: false, metrics: out.metrics, targets: out.targets, bottleneck: out.bottleneck };
+  const problems = checkLimits(edges);
+  if (problems.length) {
+    result.error = problems.join('; ');
+    log(`${name}/${edges}: not run: ${result.error}`);
+    return result;
+  }
+  log(`${name}/${edges}: starting (${workers} simulator workers, run directory ${runDir})`);
+  try {
+    await SCENARIOS[name].run(ctx, out);
+    result.completed = true;
+  } catch (err) {
+    result.error = err instanceof BenchTimeout ? `stopped early: ${err.message}` : `${(err as Error).message}`;
+    log(`${name}/${edges}: ${result.error}`);
+  } finally {
+    result.durationMs = Date.now() - started;
+    if (cpuProfDir) {
+      result.metrics.hubCpuProfileDir = cpuProfDir;
+      log(`${name}/${edges}: hub CPU profile in ${cpuProfDir} (open in Chrome DevTools > Performance)`);
+    }
+    if (result.completed && !o.keep) cleanRunDir(runDir);
+    else log(`${name}/${edges}: logs and databases kept in ${runDir}`);
+  }
+  return result;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let o: RunOptions;
+  try {
+    o = parseArgs(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const m = machineInfo();
+  log(`machine: ${m.cores} cores (${m.cpuModel}), ${Math.round(m.memoryBytes / 1024 ** 3)} GB, node ${m.node}, open-file limit ${m.fdLimit ?? 'unknown'}`);
+  const runs: RunResult[] = [];
+  const command = `npm run bench -- ${argv.join(' ')}`.trim().replace(/ --$/, '');
+  for (const name of o.scenarios) {
+    const r = await runScenario(name, o);
+    runs.push(r);
+    const file = writeResult(r, o.resultsDir, command);
+    log(`${name}: results in ${path.relative(process.cwd(), file)}`);
+  }
+  if (runs.length > 1) {
+    fs.mkdirSync(o.resultsDir, { recursive: true });
+    const file = path.join(o.resultsDir, `summary-${today()}.json`);
+    fs.writeFileSync(file, `${JSON.stringify({ date: today(), machine: m, command, runs: runs.map((r) => ({ scenario: r.scenario, parameters: r.parameters, completed: r.completed, error: r.error, targets: r.targets })) }, null, 2)}\n`);
+    log(`combined summary in ${path.relative(process.cwd(), file)}`);
+  }
+  process.stdout.write(`\n${formatTable(runs)}\n`);
+  for (const r of runs) for (const b of r.bottleneck) process.stdout.write(`  ${r.scenario}/${r.parameters.edges}: ${b}\n`);
+  return runs.every((r) => r.completed) ? 0 : 1;
+}
+
+process.once('SIGINT', () => process.exit(130));
+process.once('SIGTERM', () => process.exit(143));
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

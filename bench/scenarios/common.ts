@@ -1,0 +1,142 @@
+/**
+ * @module What every fleet scenario shares: a fresh hub and data directory, the simulated fleet
+ * enrolled and connected, CPU accounting of hub and workers over a measured phase, and the notes
+ * that say whether the hub or the simulator limited the run.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { HubApi, placement, workload } from '../lib/api.js';
+import { Fleet } from '../lib/fleet.js';
+import { HubProcess } from '../lib/hub-process.js';
+import type { RunResult, Target } from '../lib/results.js';
+import { CpuMeter, until } from '../lib/sys.js';
+
+export interface ScenarioContext {
+  edges: number;
+  workers: number;
+  readyDelayMs: number;
+  /** Absolute time (ms) by which the scenario must be done; waits derive their timeouts from it. */
+  deadline: number;
+  runDir: string;
+  cpuProfDir?: string;
+  log(msg: string): void;
+}
+
+export interface ScenarioOutput {
+  metrics: Record<string, unknown>;
+  targets: Target[];
+  bottleneck: string[];
+}
+
+export type Scenario = (ctx: ScenarioContext, out: ScenarioOutput) => Promise<void>;
+
+export function remaining(ctx: ScenarioContext): number {
+  return Math.max(1_000, ctx.deadline - Date.now());
+}
+
+export interface Setup {
+  hub: HubProcess;
+  api: HubApi;
+  fleet: Fleet;
+}
+
+/** Starts the hub and the worker processes, and enrolls every edge through the API (not connected yet). */
+export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edges = ctx.edges): Promise<Setup> {
+  const hub = new HubProcess({ dataDir: path.join(ctx.runDir, 'hub'), logFile: path.join(ctx.runDir, 'hub.log'), cpuProfDir: ctx.cpuProfDir });
+  await hub.start();
+  const api = new HubApi(hub.url, hub.adminToken);
+  const fleet = new Fleet({ edges, workers: Math.min(ctx.workers, edges), dir: ctx.runDir, readyDelayMs: ctx.readyDelayMs });
+  try {
+    await fleet.start(hub.url);
+    const token = await api.joinToken(edges, { bench: 'yes' });
+    const t0 = Date.now();
+    await fleet.enroll(token);
+    out.metrics.enrollMs = Date.now() - t0;
+    ctx.log(`enrolled ${edges} edges in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  } catch (err) {
+    await teardown({ hub, api, fleet });
+    throw err;
+  }
+  return { hub, api, fleet };
+}
+
+/** Connects every edge (ramped by the workers) and waits until each is in sync with the hub. */
+export async function connectAll(ctx: ScenarioContext, s: Setup, window = 100): Promise<{ ms: number; syncedAt: number[] }> {
+  await s.fleet.all('mark', { requireNewConnection: true });
+  const t0 = Date.now();
+  await s.fleet.each('connect', s.fleet.names, { window });
+  let last = '';
+  await until(
+    async () => {
+      const st = await s.fleet.syncStatus();
+      last = `${st.connected} connected, ${st.synced} in sync`;
+      return st.synced === s.fleet.names.length;
+    },
+    { timeoutMs: remaining(ctx), intervalMs: 250, what: () => `all ${s.fleet.names.length} edges to connect and sync (last: ${last})` },
+  );
+  const st = await s.fleet.syncStatus(true);
+  return { ms: Math.max(...st.syncedAt!) - t0, syncedAt: st.syncedAt! };
+}
+
+/** Places one workload on every edge and waits for READY N/N (so mailboxes are not empty). */
+export async function placeOnAll(ctx: ScenarioContext, s: Setup, name = 'bench-app'): Promise<number> {
+  const t0 = Date.now();
+  await s.api.apply([workload(name), placement(name, [name], { labels: { bench: 'yes' } })]);
+  await waitReady(ctx, s, name, s.fleet.names.length);
+  return Date.now() - t0;
+}
+
+/** Polls the placement's summary until READY N/N; returns when the API first showed it. */
+export async function waitReady(ctx: ScenarioContext, s: Setup, name: string, n: number, intervalMs = 200): Promise<number> {
+  let last = '';
+  await until(
+    async () => {
+      const st = await s.api.placement(name);
+      last = `READY ${st.summary.ready}/${st.summary.total}, selected ${st.selectedEdges}`;
+      return st.selectedEdges === n && st.summary.total === n && st.summary.ready === n;
+    },
+    { timeoutMs: remaining(ctx), intervalMs, what: () => `placement ${name} to show READY ${n}/${n} (last: ${last})` },
+  );
+  return Date.now();
+}
+
+/** Measures CPU of hub and workers over a phase and turns it into bottleneck notes. */
+export class PhaseMeter {
+  private readonly meter: CpuMeter;
+  constructor(
+    private readonly s: Setup,
+    private readonly phase: string,
+  ) {
+    this.meter = new CpuMeter([s.hub.pid, ...s.fleet.pids]);
+  }
+
+  finish(out: ScenarioOutput): { hubCpuMs: number; workerCpuMs: number[]; wallMs: number } {
+    const { wallMs, cpu } = this.meter.read();
+    const hubCpuMs = cpu.get(this.s.hub.pid) ?? 0;
+    const workerCpuMs = this.s.fleet.pids.map((p) => cpu.get(p) ?? 0);
+    const hubShare = hubCpuMs / Math.max(1, wallMs);
+    const workerShares = workerCpuMs.map((c) => c / Math.max(1, wallMs));
+    const simShare = workerShares.reduce((a, b) => a + b, 0);
+    const cores = os.cpus().length;
+    const pct = (x: number) => `${Math.round(x * 100)}%`;
+    out.metrics[`${this.phase}Cpu`] = { wallMs, hubCpuMs: Math.round(hubCpuMs), hubCoreShare: +hubShare.toFixed(2), workerCpuMs: workerCpuMs.map(Math.round), simulatorCoreShare: +simShare.toFixed(2) };
+    const note = `${this.phase}: hub ${pct(hubShare)} of a core, simulator ${pct(simShare)} over ${workerShares.length} workers (busiest ${pct(Math.max(...workerShares))}), ${cores} cores`;
+    if (Math.max(...workerShares) > 0.9) out.bottleneck.push(`${note}: a simulator worker was CPU-bound, so the simulator (not only the hub) limited this phase; add --workers or use a bigger machine`);
+    else if (hubShare + simShare > cores * 0.85) out.bottleneck.push(`${note}: the machine was saturated; hub and simulator shared the cores, so the hub's numbers include waiting for CPU`);
+    else if (hubShare > 0.85) out.bottleneck.push(`${note}: the hub was CPU-bound (one JS thread), it is the bottleneck of this phase`);
+    else out.bottleneck.push(`${note}: neither side saturated`);
+    return { hubCpuMs, workerCpuMs, wallMs };
+  }
+}
+
+export async function teardown(s: Partial<Setup>): Promise<void> {
+  await s.fleet?.stop().catch(() => undefined);
+  await s.hub?.stop().catch(() => undefined);
+}
+
+export function cleanRunDir(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+export type { RunResult };

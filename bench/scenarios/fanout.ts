@@ -1,0 +1,71 @@
+/**
+ * @module fanout: one Placement change (a customization that changes every edge's manifests)
+ * reaches all N selected edges; each edge reports Ready `--ready-delay` ms after its spec changed.
+ * Measures per-edge latency from the API request to the edge's committed Ready report (and to
+ * the spec's arrival), and the time until the hub's summary shows READY N/N through the API.
+ *
+ * The summary is polled only once every edge has written its report, so the (costly at 10,000
+ * edges) summary computation does not compete with the fan-out it measures; the first poll that
+ * shows N/N ends the clock.
+ */
+import { placement } from '../lib/api.js';
+import { msf, sec } from '../lib/results.js';
+import { percentile, sleep, until } from '../lib/sys.js';
+import { connectAll, PhaseMeter, placeOnAll, remaining, setupFleet, teardown, type Scenario } from './common.js';
+
+const NAME = 'bench-app';
+
+export const fanout: Scenario = async (ctx, out) => {
+  const s = await setupFleet(ctx, out);
+  try {
+    const c = await connectAll(ctx, s);
+    ctx.log(`all ${ctx.edges} edges in sync after ${sec(c.ms)}; placing the workload`);
+    const initial = await placeOnAll(ctx, s, NAME);
+    out.metrics.initialPlacementToReadyMs = initial;
+    ctx.log(`initial placement READY ${ctx.edges}/${ctx.edges} after ${sec(initial)}`);
+    await sleep(2_000);
+
+    const meter = new PhaseMeter(s, 'fanout');
+    const t0 = Date.now();
+    await s.api.apply([placement(NAME, [NAME], { labels: { bench: 'yes' } }, 1)]);
+    const applied = Date.now();
+    let ready: number[] = [];
+    let spec: number[] = [];
+    await until(
+      async () => {
+        const r = await s.fleet.all<{ spec: number[]; ready: number[] }>('readyTimes', { since: t0 });
+        ready = r.flatMap((x) => x.ready);
+        spec = r.flatMap((x) => x.spec);
+        return ready.length === ctx.edges;
+      },
+      { timeoutMs: remaining(ctx), intervalMs: 100, what: () => `every edge to report Ready (${ready.length}/${ctx.edges})` },
+    );
+    let nn = 0;
+    await until(
+      async () => {
+        const st = await s.api.placement(NAME);
+        nn = Date.now();
+        return st.summary.ready === ctx.edges && st.summary.total === ctx.edges;
+      },
+      { timeoutMs: remaining(ctx), intervalMs: 50, what: `the hub's summary to show READY ${ctx.edges}/${ctx.edges}` },
+    );
+    meter.finish(out);
+    const lat = ready.map((t) => t - t0);
+    const del = spec.map((t) => t - t0);
+    out.metrics.applyRequestMs = applied - t0;
+    out.metrics.readyLatencyMs = { p50: percentile(lat, 50), p99: percentile(lat, 99), max: percentile(lat, 100) };
+    out.metrics.specDeliveryMs = { p50: percentile(del, 50), p99: percentile(del, 99), max: percentile(del, 100) };
+    out.metrics.timeToReadyNNMs = nn - t0;
+    out.metrics.readyDelayMs = ctx.readyDelayMs;
+    const limit = ctx.edges <= 1_000 ? 2_000 : ctx.edges <= 10_000 ? 15_000 : undefined;
+    out.targets.push({ what: 'per-edge change -> Ready p50/p99', target: `(ready delay ${ctx.readyDelayMs} ms)`, value: `${msf(percentile(lat, 50))} / ${msf(percentile(lat, 99))}` });
+    out.targets.push({
+      what: 'change -> hub summary READY N/N',
+      target: limit ? `<= ${limit / 1000} s for ${ctx.edges <= 1_000 ? '1,000' : '10,000'}` : 'none above 10,000',
+      value: sec(nn - t0),
+      met: limit === undefined ? undefined : nn - t0 <= limit,
+    });
+  } finally {
+    await teardown(s);
+  }
+};
