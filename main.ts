@@ -78,6 +78,20 @@ export function buildProgram(): Command {
       process.stdout.write(`backup written to ${o.to} (${r.bytes} bytes); restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`);
     });
 
+  hub
+    .command('install')
+    .description('install this executable as the systemd service outpost-hub (copy, data directory, unit); --dry-run shows what it would write')
+    .option('--dry-run', 'print every step and file, change nothing')
+    .option('--unit-dir <dir>', 'where to write outpost-hub.service', '/etc/systemd/system')
+    .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
+    .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
+      // --data, --listen and the TLS flags belong to `outpost hub`; commander gives them to it.
+      const g = cmd.optsWithGlobals() as { data: string; listen: string; insecureHttp?: boolean; tlsCert?: string; tlsKey?: string; tlsCa?: string; host?: string[]; requireApproval?: boolean };
+      if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+      const [{ installHub }, { isPackaged }] = await Promise.all([import('./hub/install.js'), import('./sync/native.js')]);
+      process.stdout.write(installHub({ ...g, dataDir: g.data, hosts: g.host, unitDir: o.unitDir, bin: o.bin, dryRun: o.dryRun, packaged: isPackaged(), execPath: process.execPath }));
+    });
+
   const edge = program
     .command('edge')
     .description('run the edge agent (enrolls once with --hub and --join-token), or manage edges')
@@ -93,6 +107,18 @@ export function buildProgram(): Command {
       const agent = await startEdgeAgent({ dataDir: o.data, hub: o.hub, joinToken: o.joinToken, name: o.name, labels: o.labels, driver: o.driver, kubeconfig: o.kubeconfig });
       process.stderr.write(`outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`);
       await untilSignal(() => agent.close());
+    });
+  edge
+    .command('install')
+    .description('enroll this host with --hub and --join-token and install the systemd service outpost-edge; --dry-run shows what it would write')
+    .option('--dry-run', 'print every step and file, change nothing, contact nobody')
+    .option('--unit-dir <dir>', 'where to write outpost-edge.service', '/etc/systemd/system')
+    .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
+    .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
+      // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig belong to `outpost edge`.
+      const g = cmd.optsWithGlobals() as { data: string; hub?: string; joinToken?: string; name?: string; labels?: Record<string, string>; driver?: string; kubeconfig?: string };
+      const [{ installEdge }, { isPackaged }] = await Promise.all([import('./edge/install.js'), import('./sync/native.js')]);
+      process.stdout.write(await installEdge({ ...g, dataDir: g.data, unitDir: o.unitDir, bin: o.bin, dryRun: o.dryRun, packaged: isPackaged(), execPath: process.execPath }));
     });
   registerEdgeLocalCommands(edge);
   registerEdgeAdminCommands(edge);
