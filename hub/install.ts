@@ -120,7 +120,9 @@ export function hubInstallSteps(o: HubInstallOptions): InstallStep[] {
 function nextSteps(o: HubInstallOptions): string {
   const dataDir = absolute(o.dataDir);
   const scheme = o.insecureHttp ? 'http' : 'https';
-  const host = os.hostname();
+  const listenHost = /^(.*):\d+$/.exec(o.listen)?.[1].replace(/^\[|\]$/g, '') ?? '';
+  // A hub bound to one address is reached there; one bound to all addresses by the host's name.
+  const host = listenHost === '' || listenHost === '0.0.0.0' || listenHost === '::' ? os.hostname() : listenHost.includes(':') ? `[${listenHost}]` : listenHost;
   return [
     'next, as root:',
     '  systemctl daemon-reload && systemctl enable --now outpost-hub',
@@ -129,7 +131,7 @@ function nextSteps(o: HubInstallOptions): string {
     `  outpost login --hub ${scheme}://${host}:${listenPort(o.listen)} --token "$(cat ${dataDir}/admin.token)"`,
     '  T=$(outpost token create)             # a join token for edges',
     `  outpost edge install --hub ${scheme}://${host}:${listenPort(o.listen)} --join-token "$T"     # on each edge`,
-    ...(o.insecureHttp || o.tlsCert ? [] : [`edges must reach the hub by a name its certificate holds (localhost, ${host}); add others with --host NAME`]),
+    ...(o.insecureHttp || o.tlsCert ? [] : [`edges must reach the hub by a name its certificate holds (localhost, ${os.hostname()}, the --listen address); add others with --host NAME`]),
   ].join('\n');
 }
 
