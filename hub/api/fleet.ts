@@ -37,8 +37,8 @@ export interface OnlinePoint {
 }
 
 /**
- * Edges of a project with an open connection at each of `points` instants ending now, from the
- * `connections` table. A connection with no end is open while its edge still counts as connected;
+ * Approved edges of a project with an open connection at each of `points` instants ending now,
+ * from the `connections` table (a pending edge may be connected but is not part of the fleet yet). A connection with no end is open while its edge still counts as connected;
  * otherwise (the hub stopped without closing it) it ends at the edge's last heartbeat.
  */
 export function edgesOnline(db: SqliteDatabase, project: string, hours: number, points = HISTORY_POINTS, now = Date.now()): { from: string; to: string; stepSeconds: number; points: OnlinePoint[] } {
@@ -48,7 +48,7 @@ export function edgesOnline(db: SqliteDatabase, project: string, hours: number, 
     .prepare(
       `SELECT c.edge, c.connected_at, c.disconnected_at, r.connected_since, r.last_seen
        FROM connections c JOIN edge_runtime r ON r.name = c.edge
-       WHERE r.project = ? AND c.connected_at <= ? AND (c.disconnected_at IS NULL OR c.disconnected_at >= ?)`,
+       WHERE r.project = ? AND r.approved = 1 AND c.connected_at <= ? AND (c.disconnected_at IS NULL OR c.disconnected_at >= ?)`,
     )
     .all(project, now, from) as { edge: string; connected_at: number; disconnected_at: number | null; connected_since: number | null; last_seen: number | null }[];
   // Sweep: +1 when a connection opens, -1 when it closes; an edge counts once however many rows overlap.

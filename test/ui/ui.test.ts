@@ -124,7 +124,8 @@ describe('web UI in Chromium', () => {
     await page.getByLabel('API token').fill(hub!.adminToken);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem('outpost.token'))).toBe(hub!.adminToken);
+    // The page's own global, evaluated in the browser.
+    expect(await page.evaluate(() => (globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }).sessionStorage.getItem('outpost.token'))).toBe(hub!.adminToken);
     // Live: the page was loaded before the edge reported; READY comes in without a reload.
     await page.getByRole('progressbar', { name: 'placement hello-eu: 1 of 1 ready' }).waitFor({ timeout: 30_000 });
     await hasText(page.getByRole('link', { name: /pending approval/ }), '1');

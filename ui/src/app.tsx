@@ -181,7 +181,22 @@ export function App() {
   }, [route.path, !!state.session]);
 
   if (!state.session) {
-    if (restoring) return <p class="loading">{restoreError ? `Cannot reach the hub: ${restoreError}` : 'Connecting to the hub…'}</p>;
+    if (restoring || restoreError) {
+      return (
+        <main id="main" class="loading" ref={main}>
+          {restoreError ? (
+            <div class="error-box" role="alert">
+              <strong>Cannot reach the hub.</strong> <p>{restoreError}</p>
+              <button type="button" class="btn" onClick={() => location.reload()}>
+                Try again
+              </button>
+            </div>
+          ) : (
+            <p>Connecting to the hub…</p>
+          )}
+        </main>
+      );
+    }
     return <SignIn reason={state.signedOutReason} />;
   }
   return (

@@ -31,7 +31,8 @@ export function diffLines(oldText: string, newText: string): DiffLine[] {
     am.forEach((t, i) => out.push({ op: 'del', text: t, a: pre + i + 1 }));
     bm.forEach((t, j) => out.push({ op: 'add', text: t, b: pre + j + 1 }));
   } else {
-    // lcs[i][j] = LCS length of am[i..] and bm[j..], in one flat array.
+    // lcs[i][j] = LCS length of am[i..] and bm[j..], in one flat array. On a tie the removal goes
+    // first, so a changed line reads "- old" then "+ new".
     const w = m + 1;
     const lcs = new Uint32Array((n + 1) * w);
     for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i * w + j] = am[i] === bm[j] ? lcs[(i + 1) * w + j + 1] + 1 : Math.max(lcs[(i + 1) * w + j], lcs[i * w + j + 1]);
@@ -42,7 +43,7 @@ export function diffLines(oldText: string, newText: string): DiffLine[] {
         out.push({ op: 'same', text: am[i], a: pre + i + 1, b: pre + j + 1 });
         i++;
         j++;
-      } else if (j < m && (i === n || lcs[i * w + j + 1] >= lcs[(i + 1) * w + j])) {
+      } else if (j < m && (i === n || lcs[i * w + j + 1] > lcs[(i + 1) * w + j])) {
         out.push({ op: 'add', text: bm[j], b: pre + j + 1 });
         j++;
       } else {

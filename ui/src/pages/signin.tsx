@@ -1,4 +1,4 @@
-/** Sign-in with an API token (`outpost token create --role viewer`, or the admin token the hub printed at first start). */
+/** Sign-in with an API token (`outpost token create --api --role viewer`, or the admin token the hub printed at first start). */
 import { useState } from 'preact/hooks';
 import { ApiClient, ApiError } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
@@ -54,7 +54,7 @@ export function SignIn(props: { reason?: string }) {
           <label for="token">API token</label>
           <input id="token" name="token" type="password" autocomplete="off" spellcheck={false} required value={token} onInput={(e) => setToken((e.target as HTMLInputElement).value)} aria-describedby="token-help" />
           <p id="token-help" class="help">
-            Create one with <code>outpost token create --role viewer</code>, or use the admin token the hub wrote to its data directory at first start. It is kept in this browser tab only (session storage).
+            Create one with <code>outpost token create --api --role viewer</code>, or use the admin token the hub printed at first start (also in <code>DATA/admin.token</code>). It is kept in this browser tab only (session storage).
           </p>
           <button type="submit" class="btn primary" disabled={busy}>
             {busy ? 'Signing in…' : 'Sign in'}
