@@ -378,3 +378,34 @@ export function localState(report: EdgeReportState, spec: Pick<EdgeSpecState, 'i
   }
   return out;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Compaction: a fresh document holding only the materialized state (no history)
+
+/** Writes a spec document from its plain view (used when the hub starts a new epoch). */
+export function materializeSpec(state: EdgeSpecState): (d: SpecDoc) => void {
+  return (d) => {
+    initSpec(d, state.edge);
+    setSpecLabels(d, state.labels);
+    d.settings.heartbeatSeconds = state.heartbeatSeconds;
+    for (const w of Object.values(state.workloads)) putSpecWorkload(d, w);
+    for (const [k, v] of Object.entries(state.intentsCleared)) d.intentsCleared[k] = v;
+  };
+}
+
+/** Writes a report document from its plain view (used when the edge starts a new epoch). */
+export function materializeReport(state: EdgeReportState, intentSeq: number): (d: ReportDoc) => void {
+  return (d) => {
+    initReport(d, state.edge);
+    if (state.inventory) setInventory(d, state.inventory);
+    for (const w of Object.values(state.workloads)) {
+      putReportWorkload(d, w.name, { observedGeneration: w.observedGeneration, phase: w.phase, message: w.message, restarts: w.restarts, objects: w.objects }, w.since);
+    }
+    for (const i of state.intents) {
+      const doc: IntentDoc = { seq: i.seq, workload: new ImmutableString(i.workload), action: new ImmutableString(i.action), at: i.at, origin: new ImmutableString(i.origin) };
+      if (i.set) doc.set = Object.fromEntries(Object.entries(i.set).map(([k, v]) => [k, new ImmutableString(JSON.stringify(v))]));
+      d.intents[String(i.seq)] = doc;
+    }
+    d.intentSeq = intentSeq;
+  };
+}

@@ -12,7 +12,9 @@ import type http from 'node:http';
 import client from 'prom-client';
 import { edgeName, mailboxDocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
-import { setInventory, type ReportDoc } from '../core/mailbox.js';
+import { materializeReport, readReport, setInventory, type ReportDoc } from '../core/mailbox.js';
+import { RECONCILE_PERIOD_MS } from '../core/durations.js';
+import { compactIfLarge } from '../sync/compaction.js';
 import { buildInfo } from '../core/version.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
@@ -114,6 +116,15 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   reconciler.start();
   s.start();
 
+  // The edge writes its report; once the hub holds all of it, a report past the threshold
+  // restarts as a new epoch (sync/compaction.ts), so a mailbox stays small however long it lives.
+  const reportId = mailboxDocId(edge, 'report');
+  const compactTimer = setInterval(() => {
+    if (!s.inSync(reportId)) return;
+    if (compactIfLarge<ReportDoc>(store, reportId, (doc) => materializeReport(readReport(doc), doc.intentSeq ?? 0))) s.announceEpoch(reportId);
+  }, RECONCILE_PERIOD_MS);
+  compactTimer.unref();
+
   const socketPath = socketPathFor(o.dataDir);
   let local: http.Server | undefined;
   try {
@@ -132,6 +143,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     sync: s,
     socketPath,
     async close() {
+      clearInterval(compactTimer);
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));

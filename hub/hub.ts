@@ -16,7 +16,9 @@ import client from 'prom-client';
 import { OFFLINE_AFTER_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
+import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
 import { buildInfo } from '../core/version.js';
+import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
 import { createApi } from './api/app.js';
@@ -89,7 +91,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         if (edge) reportChanged.add(edge);
       }
     },
-    afterChange: (id) => {
+    afterChange: (id, origin) => {
+      // The hub writes spec documents; one that grew past the threshold restarts as a new epoch.
+      if (origin === 'local' && id.endsWith('/spec') && compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)))) {
+        sync?.announceEpoch(id);
+        return;
+      }
       sync?.notify(id);
       changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markEdge(e);

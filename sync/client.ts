@@ -47,7 +47,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   state: ConnectionState = 'disconnected';
   session: SyncSession | undefined;
   /** Totals over every connection of this client. */
-  readonly totals: SessionStats & { connects: number } = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0, connects: 0 };
+  readonly totals: SessionStats & { connects: number } = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0, staleFrames: 0, connects: 0 };
   private ws: WebSocket | undefined;
   private attempt = 0;
   private stopped = true;
@@ -89,6 +89,20 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   /** A local document changed: push it if connected (otherwise the next connection carries it). */
   notify(id: DocId): void {
     this.session?.notify(id);
+  }
+
+  /** We (the writer) moved a document to a new epoch: tell the hub, then sync the new document. */
+  announceEpoch(id: DocId): void {
+    const ws = this.ws;
+    const epoch = this.opts.store.epoch(id);
+    if (!ws || ws.readyState !== WebSocket.OPEN || !this.session || !epoch) return;
+    ws.send(encodeControl({ type: 'epoch', id, epoch }));
+    this.session.resetDoc(id);
+  }
+
+  /** True when the hub is known to hold exactly our heads of `id`. */
+  inSync(id: DocId): boolean {
+    return this.state === 'connected' && !!this.session?.inSync([id]);
   }
 
   /** Sends a tunnel payload (frame type 0x02); false when not connected. */
@@ -206,6 +220,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       this.totals.bytesOut += s.bytesOut;
       this.totals.messagesIn += s.messagesIn;
       this.totals.messagesOut += s.messagesOut;
+      this.totals.staleFrames += s.staleFrames;
       this.session.close();
       this.session = undefined;
     }

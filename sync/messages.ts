@@ -3,7 +3,9 @@
  *
  * One WebSocket per edge, opened by the edge. Control messages are JSON text frames, a union on a
  * literal `type`, validated with zod on receipt (peer input is untrusted). Document sync travels
- * in binary frames: `[0x01][u16 id length][id utf-8][Automerge sync message]`. Frame type 0x02 is
+ * in binary frames: `[0x01][u16 id length][id utf-8][u8 epoch length][epoch][Automerge sync message]`;
+ * the epoch lets a receiver drop a frame about a document generation it has already left
+ * (compaction, docs/protocol.md). Frame type 0x02 is
  * reserved for the tunnel (streams from the hub into the edge).
  */
 import { z } from 'zod';
@@ -129,18 +131,22 @@ export function encodeControl(m: ControlMessage): string {
   return JSON.stringify(m);
 }
 
-export function encodeSyncFrame(docId: string, message: Uint8Array): Buffer {
+export function encodeSyncFrame(docId: string, epoch: string, message: Uint8Array): Buffer {
   const id = Buffer.from(docId, 'utf8');
-  const out = Buffer.allocUnsafe(3 + id.length + message.length);
+  const ep = Buffer.from(epoch, 'utf8');
+  const out = Buffer.allocUnsafe(4 + id.length + ep.length + message.length);
   out[0] = FRAME_SYNC;
   out.writeUInt16BE(id.length, 1);
   id.copy(out, 3);
-  out.set(message, 3 + id.length);
+  out[3 + id.length] = ep.length;
+  ep.copy(out, 4 + id.length);
+  out.set(message, 4 + id.length + ep.length);
   return out;
 }
 
 export interface SyncFrame {
   docId: string;
+  epoch: string;
   message: Uint8Array;
 }
 
@@ -150,6 +156,16 @@ export function decodeBinary(buf: Buffer): { kind: 'sync'; frame: SyncFrame } | 
   if (buf[0] !== FRAME_SYNC) throw new ProtocolError('bad_frame', `unknown frame type 0x${buf[0].toString(16)}`);
   if (buf.length < 3) throw new ProtocolError('bad_frame', 'truncated sync frame');
   const len = buf.readUInt16BE(1);
-  if (len === 0 || len > 200 || buf.length < 3 + len + 1) throw new ProtocolError('bad_frame', 'truncated or malformed sync frame');
-  return { kind: 'sync', frame: { docId: buf.toString('utf8', 3, 3 + len), message: new Uint8Array(buf.buffer, buf.byteOffset + 3 + len, buf.length - 3 - len) } };
+  if (len === 0 || len > 200 || buf.length < 4 + len) throw new ProtocolError('bad_frame', 'truncated or malformed sync frame');
+  const epLen = buf[3 + len];
+  const start = 4 + len + epLen;
+  if (epLen === 0 || epLen > 100 || buf.length < start + 1) throw new ProtocolError('bad_frame', 'truncated or malformed sync frame');
+  return {
+    kind: 'sync',
+    frame: {
+      docId: buf.toString('utf8', 3, 3 + len),
+      epoch: buf.toString('utf8', 4 + len, start),
+      message: new Uint8Array(buf.buffer, buf.byteOffset + start, buf.length - start),
+    },
+  };
 }

@@ -126,7 +126,7 @@ describe('sync endpoint refuses hostile input', () => {
     // After the handshake too: a sync frame for a foreign document.
     const r2 = await rawSession('tok-a', (ws) => {
       ws.send(hello());
-      ws.once('message', () => ws.send(encodeSyncFrame('edge/edge-b/spec', new Uint8Array([0x42, 1, 2, 3]))));
+      ws.once('message', () => ws.send(encodeSyncFrame('edge/edge-b/spec', 'x', new Uint8Array([0x42, 1, 2, 3]))));
     });
     expect(r2.code).toBe(4403);
     await goodEdgeStillSyncs();
@@ -153,10 +153,11 @@ describe('sync endpoint refuses hostile input', () => {
         const buf = d as Buffer;
         const idLen = buf.readUInt16BE(1);
         if (buf.toString('utf8', 3, 3 + idLen) !== specId) return;
-        [forged, st] = A.receiveSyncMessage(forged, st, new Uint8Array(buf.subarray(3 + idLen)));
+        const start = 4 + idLen + buf[3 + idLen];
+        [forged, st] = A.receiveSyncMessage(forged, st, new Uint8Array(buf.subarray(start)));
         const [st2, msg] = A.generateSyncMessage(forged, st);
         st = st2;
-        if (msg) ws.send(encodeSyncFrame(specId, msg));
+        if (msg) ws.send(encodeSyncFrame(specId, hubStore.epoch(specId)!, msg));
       });
     });
     logs.stop();
@@ -183,7 +184,7 @@ describe('sync endpoint refuses hostile input', () => {
     expect(b.code).toBe(4400);
     const s = await rawSession('tok-a', (ws) => {
       ws.send(hello());
-      ws.once('message', () => ws.send(encodeSyncFrame('edge/edge-a/report', new Uint8Array([1, 2, 3, 4, 5]))));
+      ws.once('message', () => ws.send(encodeSyncFrame('edge/edge-a/report', hubStore.epoch(mailboxDocId(A_EDGE, 'report'))!, new Uint8Array([1, 2, 3, 4, 5]))));
     });
     expect(s.code).toBe(4400);
     expect(s.error?.message).toMatch(/cannot apply sync message/);

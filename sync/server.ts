@@ -118,6 +118,24 @@ export class SyncServer {
     if (p) this.conns.get(p.edge)?.session.notify(id);
   }
 
+  /** We (the writer) moved a document to a new epoch: tell its edge, then sync the new document. */
+  announceEpoch(id: DocId): void {
+    const p = parseMailboxDocId(id);
+    const c = p && this.conns.get(p.edge);
+    const epoch = this.opts.store.epoch(id);
+    if (!c || !epoch || c.socket.readyState !== c.socket.OPEN) return;
+    c.socket.send(encodeControl({ type: 'epoch', id, epoch }));
+    c.session.resetDoc(id);
+  }
+
+  /** The edge compacted a document it writes: drop our replica and resync the new epoch. */
+  private adoptEdgeEpoch(conn: EdgeConnection, id: string, epoch: string): void {
+    const p = parseMailboxDocId(id);
+    if (!p || p.edge !== conn.edge || p.role !== 'report') throw new ProtocolError('forbidden_document', `edge ${conn.edge} may not move ${id} to a new epoch`);
+    adoptEpochs(this.opts.store, [{ id: id as DocId, weWrite: false, epoch: this.opts.store.epoch(id as DocId) ?? '' }], [{ id, epoch }]);
+    conn.session.resetDoc(id as DocId);
+  }
+
   /** Closes an edge's connection with a typed error (e.g. decommissioned). */
   disconnect(edge: EdgeName, code: ErrorCode, message: string): void {
     const c = this.conns.get(edge);
@@ -178,6 +196,7 @@ export class SyncServer {
         }
         const msg = decodeControl(buf.toString('utf8'));
         if (msg.type === 'heartbeat') this.opts.onHeartbeat?.(edge, msg);
+        else if (msg.type === 'epoch') this.adoptEdgeEpoch(conn, msg.id, msg.epoch);
         else if (msg.type === 'error') log.warn({ edge, code: msg.code }, `edge reported: ${msg.message}`);
         else throw new ProtocolError('bad_frame', `unexpected ${msg.type} message after the handshake`);
       } catch (err) {

@@ -25,12 +25,16 @@ export interface SessionStats {
   bytesOut: number;
   messagesIn: number;
   messagesOut: number;
+  /** Frames dropped because they were about an epoch this side has left. */
+  staleFrames: number;
 }
 
 export class SyncSession {
-  readonly stats: SessionStats = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0 };
+  readonly stats: SessionStats = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0, staleFrames: 0 };
   private readonly states = new Map<DocId, A.SyncState>();
   private readonly docs = new Map<DocId, SessionDoc>();
+  /** The epoch each document's sync state belongs to; a document in another epoch waits for resetDoc. */
+  private readonly epochs = new Map<DocId, string>();
   private closed = false;
 
   constructor(
@@ -48,6 +52,7 @@ export class SyncSession {
   start(): void {
     for (const id of this.docs.keys()) {
       this.states.set(id, this.store.loadSyncState(this.peer, id));
+      this.epochs.set(id, this.store.epoch(id) ?? '');
       this.flush(id);
     }
   }
@@ -56,6 +61,7 @@ export class SyncSession {
   resetDoc(id: DocId): void {
     if (!this.docs.has(id)) return;
     this.states.set(id, A.initSyncState());
+    this.epochs.set(id, this.store.epoch(id) ?? '');
     this.flush(id);
   }
 
@@ -65,6 +71,11 @@ export class SyncSession {
     if (!doc) throw new ProtocolError('forbidden_document', `document ${frame.docId} is not part of this mailbox`);
     this.stats.bytesIn += frameBytes;
     this.stats.messagesIn++;
+    // A frame about an epoch we left (the writer compacted and both moved on) is stale: drop it.
+    if (frame.epoch !== this.store.epoch(id)) {
+      this.stats.staleFrames++;
+      return;
+    }
     const state = this.states.get(id) ?? this.store.loadSyncState(this.peer, id);
     try {
       const r = this.store.receive(this.peer, id, state, frame.message, { mayAddChanges: !doc.weWrite });
@@ -81,9 +92,9 @@ export class SyncSession {
     if (this.docs.has(id) && this.states.has(id)) this.flush(id);
   }
 
-  /** True when, as far as this session knows, the peer has exactly our heads for every document. */
-  inSync(): boolean {
-    for (const id of this.docs.keys()) {
+  /** True when, as far as this session knows, the peer has exactly our heads for these documents (default all). */
+  inSync(ids: Iterable<DocId> = this.docs.keys()): boolean {
+    for (const id of ids) {
       const st = this.states.get(id);
       const doc = this.store.get(id);
       if (!st || !doc) return false;
@@ -112,10 +123,12 @@ export class SyncSession {
     const doc = this.store.get(id);
     const state = this.states.get(id);
     if (!doc || !state) return;
+    // The document moved to a new epoch that the peer has not been told about yet.
+    if (this.epochs.get(id) !== this.store.epoch(id)) return;
     const [next, msg] = A.generateSyncMessage(doc, state);
     this.states.set(id, next);
     if (!msg) return;
-    const frame = encodeSyncFrame(id, msg);
+    const frame = encodeSyncFrame(id, this.store.epoch(id)!, msg);
     this.stats.bytesOut += frame.length;
     this.stats.messagesOut++;
     this.send(frame);

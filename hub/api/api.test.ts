@@ -89,8 +89,9 @@ describe('hub API', () => {
     expect(r.json.results.map((x: { action: string }) => x.action)).toEqual(['created', 'created']);
     const p = await waitFor(async () => {
       const g = await api('GET', '/api/v1/projects/default/placements/eu-web');
-      return g.json.status.summary.ready === 2 ? g.json : null;
-    }, { what: 'READY 2/2' });
+      // The summary is computed on read; the rollout phase follows on the scheduler's next pass.
+      return g.json.status.summary.ready === 2 && g.json.status.rollout.phase === 'Complete' ? g.json : null;
+    }, { what: 'READY 2/2 and rollout Complete' });
     expect(p.status.summary).toMatchObject({ total: 2, ready: 2, worst: 'Ready', broken: [] });
     expect(p.status.rollout.phase).toBe('Complete');
     // Per-edge customization reached the edge's spec document.
