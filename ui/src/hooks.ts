@@ -8,6 +8,11 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, app, useApp } from './store.js';
 
 export const PERIODIC_REFRESH_MS = 30_000;
+/**
+ * A view reloads at most this often on live changes (the last change is never dropped): a large
+ * fleet reports all the time, and each reload of a list page costs the hub a page of statuses.
+ */
+export const MIN_RELOAD_MS = 1_000;
 
 export interface Loaded<T> {
   data?: T;
@@ -20,9 +25,12 @@ interface View {
   ctl: AbortController;
   running: boolean;
   again: boolean;
+  lastStart: number;
+  timer?: ReturnType<typeof setTimeout>;
 }
 
-export function useLoad<T>(load: ((signal: AbortSignal) => Promise<T>) | null, deps: unknown[]): Loaded<T> {
+/** `live: false` skips live-change reloads (the periodic refresh still runs): for costly views such as history. */
+export function useLoad<T>(load: ((signal: AbortSignal) => Promise<T>) | null, deps: unknown[], opts: { live?: boolean } = {}): Loaded<T> {
   const { tick } = useApp();
   const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: !!load });
   const [nonce, setNonce] = useState(0);
@@ -42,6 +50,7 @@ export function useLoad<T>(load: ((signal: AbortSignal) => Promise<T>) | null, d
     try {
       do {
         v.again = false;
+        v.lastStart = Date.now();
         const data = await fn(v.ctl.signal);
         if (v.ctl.signal.aborted) return;
         setState({ data, loading: false });
@@ -56,22 +65,38 @@ export function useLoad<T>(load: ((signal: AbortSignal) => Promise<T>) | null, d
 
   // A new view (deps): start over, dropping the old data.
   useEffect(() => {
-    const v: View = { ctl: new AbortController(), running: false, again: false };
+    const v: View = { ctl: new AbortController(), running: false, again: false, lastStart: 0 };
     view.current = v;
     setState({ loading: !!loadRef.current });
     void run(v);
-    return () => v.ctl.abort();
+    return () => {
+      v.ctl.abort();
+      clearTimeout(v.timer);
+    };
   }, deps);
 
-  // Same view, something changed: refetch in place.
+  // Same view, something changed: refetch in place, throttled.
   const first = useRef(true);
   useEffect(() => {
     if (first.current) {
       first.current = false;
       return;
     }
-    if (view.current) void run(view.current);
-  }, [tick, nonce]);
+    const v = view.current;
+    if (!v || v.timer || opts.live === false) return;
+    const wait = v.lastStart + MIN_RELOAD_MS - Date.now();
+    if (wait <= 0) void run(v);
+    else
+      v.timer = setTimeout(() => {
+        v.timer = undefined;
+        void run(v);
+      }, wait);
+  }, [tick]);
+
+  // An explicit reload (after an action) runs at once.
+  useEffect(() => {
+    if (nonce > 0 && view.current) void run(view.current);
+  }, [nonce]);
 
   useEffect(() => {
     const t = setInterval(() => {
@@ -84,8 +109,8 @@ export function useLoad<T>(load: ((signal: AbortSignal) => Promise<T>) | null, d
 }
 
 /** GET a path with useLoad; `null` loads nothing. */
-export function useGet<T>(path: string | null): Loaded<T> {
-  return useLoad<T>(path ? (signal) => api.get<T>(path, signal) : null, [path]);
+export function useGet<T>(path: string | null, opts: { live?: boolean } = {}): Loaded<T> {
+  return useLoad<T>(path ? (signal) => api.get<T>(path, signal) : null, [path], opts);
 }
 
 /** Runs an action, tracking busy and error, for buttons. */

@@ -53,7 +53,8 @@ export function Overview() {
   const p = enc(project);
   const [hours, setHours] = useState(6);
   const fleet = useGet<Fleet>(`/api/v1/projects/${p}/fleet`);
-  const history = useGet<OnlineHistory>(`/api/v1/projects/${p}/edges-online?hours=${hours}`);
+  // History moves slowly and costs a scan of the connections table: the periodic refresh is enough.
+  const history = useGet<OnlineHistory>(`/api/v1/projects/${p}/edges-online?hours=${hours}`, { live: false });
   const placements = useGet<List<PlacementObj>>(`/api/v1/projects/${p}/placements?limit=50`);
   const e = fleet.data?.edges;
   return (
