@@ -48,8 +48,20 @@ export function cpuMs(pid: number): number | undefined {
 export class CpuMeter {
   private readonly start = new Map<number, number>();
   private readonly t0 = Date.now();
+  private readonly busy0 = machineBusyMs();
+  private readonly self0 = process.cpuUsage();
   constructor(private readonly pids: number[]) {
     for (const p of pids) this.start.set(p, cpuMs(p) ?? 0);
+  }
+  /**
+   * CPU the rest of the machine used meanwhile (other users' processes on a shared box): busy
+   * time of all cores minus ours (measured processes and this harness).
+   */
+  othersMs(ours: number): number | undefined {
+    const b = machineBusyMs();
+    if (b === undefined || this.busy0 === undefined) return undefined;
+    const self = process.cpuUsage(this.self0);
+    return Math.max(0, b - this.busy0 - ours - (self.user + self.system) / 1000);
   }
   /** CPU milliseconds per pid since construction, and the wall time elapsed. */
   read(): { wallMs: number; cpu: Map<number, number> } {
@@ -59,11 +71,25 @@ export class CpuMeter {
   }
 }
 
+/** CPU milliseconds the whole machine spent busy (all processes, all cores), from /proc/stat. */
+export function machineBusyMs(): number | undefined {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: busy = all but idle and iowait.
+    const busy = f[0] + f[1] + f[2] + f[5] + f[6] + (f[7] ?? 0);
+    return (busy * 1000) / ticksPerSecond();
+  } catch {
+    return undefined;
+  }
+}
+
 export interface MachineInfo {
   cores: number;
   cpuModel: string;
   memoryBytes: number;
   node: string;
+  /** 1, 5 and 15 minute load averages when the results were written (the machine is shared). */
+  loadAverage: number[];
   os: string;
   fdLimit?: number;
 }
@@ -74,6 +100,7 @@ export function machineInfo(): MachineInfo {
     cpuModel: os.cpus()[0]?.model ?? 'unknown',
     memoryBytes: os.totalmem(),
     node: process.version,
+    loadAverage: os.loadavg().map((x) => +x.toFixed(2)),
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     fdLimit: openFileLimit(),
   };

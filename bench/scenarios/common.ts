@@ -119,9 +119,12 @@ export class PhaseMeter {
     const workerShares = workerCpuMs.map((c) => c / Math.max(1, wallMs));
     const simShare = workerShares.reduce((a, b) => a + b, 0);
     const cores = os.cpus().length;
+    const others = this.meter.othersMs(hubCpuMs + workerCpuMs.reduce((a, b) => a + b, 0));
+    const othersShare = others === undefined ? 0 : others / Math.max(1, wallMs);
     const pct = (x: number) => `${Math.round(x * 100)}%`;
-    out.metrics[`${this.phase}Cpu`] = { wallMs, hubCpuMs: Math.round(hubCpuMs), hubCoreShare: +hubShare.toFixed(2), workerCpuMs: workerCpuMs.map(Math.round), simulatorCoreShare: +simShare.toFixed(2) };
-    const note = `${this.phase}: hub ${pct(hubShare)} of a core, simulator ${pct(simShare)} over ${workerShares.length} workers (busiest ${pct(Math.max(...workerShares))}), ${cores} cores`;
+    out.metrics[`${this.phase}Cpu`] = { wallMs, hubCpuMs: Math.round(hubCpuMs), hubCoreShare: +hubShare.toFixed(2), workerCpuMs: workerCpuMs.map(Math.round), simulatorCoreShare: +simShare.toFixed(2), otherProcessesCoreShare: +othersShare.toFixed(2), loadAverage: os.loadavg().map((x) => +x.toFixed(2)) };
+    const note = `${this.phase}: hub ${pct(hubShare)} of a core, simulator ${pct(simShare)} over ${workerShares.length} workers (busiest ${pct(Math.max(...workerShares))}), other processes on the machine ${pct(othersShare)}, ${cores} cores`;
+    if (othersShare > 0.5) out.bottleneck.push(`${note}: the machine was shared with other work that took ${pct(othersShare)} of a core on average; wall-clock times are inflated, CPU times (hubCpuMs) are not`);
     if (Math.max(...workerShares) > 0.9) out.bottleneck.push(`${note}: a simulator worker was CPU-bound, so the simulator (not only the hub) limited this phase; add --workers or use a bigger machine`);
     else if (hubShare + simShare > cores * 0.85) out.bottleneck.push(`${note}: the machine was saturated; hub and simulator shared the cores, so the hub's numbers include waiting for CPU`);
     else if (hubShare > 0.85) out.bottleneck.push(`${note}: the hub was CPU-bound (one JS thread), it is the bottleneck of this phase`);
