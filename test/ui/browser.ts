@@ -9,7 +9,19 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { ROOT } from '../helpers.js';
 
 export const CHROMIUM = process.env.OUTPOST_CHROMIUM ?? '/usr/bin/chromium';
+/**
+ * Screenshots are always taken (a page that cannot render fails the test), but written over the
+ * committed ones in docs/screenshots/ only with OUTPOST_UPDATE_SCREENSHOTS=1, so a test run never
+ * leaves tracked files changed (that would mark the next build as -dirty).
+ */
 export const SCREENSHOTS = path.join(ROOT, 'docs', 'screenshots');
+let screenshotDir = SCREENSHOTS;
+
+/** Where screenshots go in this run: docs/screenshots/ when updating them, else `scratch`. */
+export function screenshotsTo(scratch: string): string {
+  screenshotDir = process.env.OUTPOST_UPDATE_SCREENSHOTS === '1' ? SCREENSHOTS : scratch;
+  return screenshotDir;
+}
 
 /** Builds ui/ with Vite into `outDir`, so the test serves exactly the current sources. */
 export function buildUi(outDir: string): void {
@@ -45,6 +57,6 @@ export function collectErrors(page: Page): string[] {
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  fs.mkdirSync(screenshotDir, { recursive: true });
+  await page.screenshot({ path: path.join(screenshotDir, `${name}.png`), fullPage: true });
 }

@@ -3,7 +3,8 @@
  * required) with real edge agents running busybox through the process driver: sign in, the fleet
  * reaching READY live, approving a pending edge, the editor refusing an invalid change, a diff
  * between revisions and a rollback, pausing a rollout, a viewer seeing no buttons, and the banner
- * when the hub goes away. Screenshots of the main pages go to docs/screenshots/.
+ * when the hub goes away. Screenshots of the main pages: OUTPOST_UPDATE_SCREENSHOTS=1 writes them
+ * to docs/screenshots/.
  *
  * Chromium missing is a failure, not a skip: CI must have it (build/setup.sh installs it).
  */
@@ -15,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeAgent, type EdgeAgent } from '../../edge/agent.js';
 import { startHub, type Hub } from '../../hub/hub.js';
 import { tempDir, waitFor } from '../helpers.js';
-import { buildUi, collectErrors, launch, screenshot } from './browser.js';
+import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
 
 let dir: string;
 let hub: Hub | undefined;
@@ -80,10 +81,14 @@ async function hasCount(l: Locator, n: number): Promise<void> {
   await waitFor(async () => (await l.count()) === n, { timeout: 15_000, what: `${n} of ${l}` });
 }
 
+/** Text of the focused element. */
+const focused = () => page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string | null } | null } }).document.activeElement?.textContent?.trim());
+
 const placementStatus = async () => (await api('GET', '/api/v1/projects/default/placements/hello-eu')).status;
 
 beforeAll(async () => {
   dir = tempDir('outpost-ui-test-');
+  screenshotsTo(path.join(dir, 'screenshots'));
   const uiDir = path.join(dir, 'ui-dist');
   buildUi(uiDir);
   process.env.OUTPOST_UI_DIR = uiDir;
@@ -135,7 +140,17 @@ describe('web UI in Chromium', () => {
   });
 
   it('approves a pending edge from the edges table and the placement goes to READY 2/2 live', async () => {
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Edges' }).click();
+    // Keyboard only: the skip link comes first, the main navigation follows, Enter follows a link,
+    // and focus lands on the new page's heading.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Skip to content');
+    for (let i = 0; i < 6 && (await focused()) !== 'Edges'; i++) await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Edges');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Edges', exact: true }).waitFor();
+    await waitFor(async () => (await focused()) === 'Edges' && (await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { tagName: string } } }).document.activeElement.tagName)) === 'H1', { what: 'focus on the Edges heading' });
     const row = page.getByRole('row', { name: /shop-paris/ });
     await row.getByText('Pending', { exact: true }).waitFor();
     await screenshot(page, 'edges');

@@ -170,14 +170,19 @@ export function App() {
       .finally(() => setRestoring(false));
   }, []);
 
-  // Move focus to the page heading on navigation so screen readers announce the new page.
+  // Move focus to the page heading on navigation so screen readers announce the new page; not on
+  // the first page shown, where Tab should start at the top (the skip link).
+  const shownPath = useRef<string>();
   useEffect(() => {
     const h = main.current?.querySelector('h1');
-    if (h) {
+    document.title = `${h?.textContent ?? 'Outpost'} · Outpost`;
+    if (!state.session) return;
+    const first = shownPath.current === undefined;
+    shownPath.current = route.path;
+    if (h && !first) {
       h.setAttribute('tabindex', '-1');
       h.focus({ preventScroll: true });
     }
-    document.title = `${h?.textContent ?? 'Outpost'} · Outpost`;
   }, [route.path, !!state.session]);
 
   if (!state.session) {
