@@ -41,6 +41,11 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/enroll': simple('Enroll an edge with a join token (no bearer token)'),
     '/api/v1/tokens/join': simple('Create a join token'),
     '/api/v1/tokens/api': simple('Create an API token'),
+    '/api/v1/projects': { get: { summary: 'Projects the token can see', responses: { 200: { description: 'projects' } } } },
+    '/api/v1/projects/{project}/fleet': { get: { summary: 'Edge counts by state, workload and placement counts', responses: { 200: { description: 'counts' } } } },
+    '/api/v1/projects/{project}/edges-online': { get: { summary: 'Edges online over the last N hours', parameters: [{ name: 'hours', in: 'query', schema: { type: 'integer' } }], responses: { 200: { description: 'points' } } } },
+    '/api/v1/projects/{project}/edges/{name}/connections': { get: { summary: 'Connection history of an edge', responses: { 200: { description: 'connections' } } } },
+    '/api/v1/projects/{project}/stream': { get: { summary: 'Server-sent events on every change in the project', responses: { 200: { description: 'text/event-stream' } } } },
     '/api/v1/whoami': { get: { summary: 'The calling token', responses: { 200: { description: 'principal' } } } },
   });
   return {
