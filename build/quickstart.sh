@@ -21,7 +21,14 @@ unset OUTPOST_HUB OUTPOST_TOKEN OUTPOST_PROJECT OUTPOST_CA
 say() { printf '\033[1m==>\033[0m %s\n' "$*"; }
 die() { printf 'quickstart: %s\n' "$*" >&2; exit 1; }
 
-alive() { [ -f "$Q/$1.pid" ] && kill -0 "$(cat "$Q/$1.pid")" 2>/dev/null; }
+# Running, not a zombie left unreaped, and ours (a recycled pid would run something else).
+alive() {
+  local pid
+  pid=$(cat "$Q/$1.pid" 2>/dev/null) || return 1
+  [ -r "/proc/$pid/stat" ] || return 1
+  [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--data $Q/$1"
+}
 
 # Polls "$@" for up to $1 seconds.
 wait_for() {
@@ -116,8 +123,10 @@ The hub and the edge run in the background. To use the CLI from this shell:
   export OUTPOST_CONFIG=$Q/cli.json PATH=$ROOT/dist:\$PATH
   outpost get edges -o wide
   outpost describe placement hello-eu
-  busybox wget -qO- http://127.0.0.1:8080/ >/dev/null && echo hello serves
+  outpost edge local status --data $Q/edge     # what the edge runs, asked on site
 
+Web UI: $HUB_URL/ (a certificate from the hub's own CA: the browser warns; the token to sign in
+is in .outpost/hub/admin.token). The sample serves on http://127.0.0.1:8080/.
 Logs: .outpost/hub.log, .outpost/edge.log (JSON lines). Stop everything: npm run quickstart -- --stop
 EOF
 }
@@ -132,13 +141,19 @@ stop_one() {
   local pid
   pid=$(cat "$Q/$1.pid")
   kill -TERM "$pid"
-  wait_for 30 bash -c "! kill -0 $pid" || kill -KILL "$pid" 2>/dev/null || true
+  wait_for 30 bash -c "[ ! -r /proc/$pid/stat ] || [ \"\$(cut -d' ' -f3 /proc/$pid/stat)\" = Z ]" || kill -KILL "$pid" 2>/dev/null || true
   rm -f "$Q/$1.pid"
   say "stopped the $1 (pid $pid)"
 }
 
 stop() {
   [ -x "$EXE" ] && [ -d "$Q" ] || { say "nothing to stop"; exit 0; }
+  # Nothing runs and no workload is left behind: nothing to start just to stop it.
+  if ! alive hub && ! alive edge && ! compgen -G "$Q/edge/runtime/*/workloads/*/state.json" >/dev/null; then
+    rm -f "$Q/hub.pid" "$Q/edge.pid"
+    say "nothing is running"
+    return
+  fi
   if [ -f "$Q/edge/edge.json" ]; then
     # Workloads outlive the agent by design: both must run for the edge to remove them.
     start_hub
