@@ -63,7 +63,9 @@ export function buildProgram(): Command {
       const { startHub } = await import('./hub/hub.js');
       const h = await startHub({ dataDir: o.data, listen: o.listen, insecureHttp: o.insecureHttp, tlsCert: o.tlsCert, tlsKey: o.tlsKey, tlsCa: o.tlsCa, hosts: o.host, requireApproval: o.requireApproval });
       process.stderr.write(`outpost hub listening on ${h.url}\n`);
-      if (h.adminTokenCreated) process.stderr.write(`admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n`);
+      // Under systemd stderr goes to the journal, which keeps it and is readable by more users than
+      // the data directory: print the token itself only to a person at a terminal.
+      if (h.adminTokenCreated) process.stderr.write(process.stderr.isTTY ? `admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n` : `admin token created in ${o.data}/admin.token (mode 0600)\n`);
       await untilSignal(() => h.close());
     });
   hub

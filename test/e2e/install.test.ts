@@ -98,6 +98,9 @@ describe('outpost hub install / edge install through the executable', () => {
     const hub = startUnit(unit);
     await waitFor(() => /listening on https:\/\/127\.0\.0\.1:\d+/.test(hub.err) || (hub.alive ? null : Promise.reject(new Error(hub.tail()))), { timeout: 30_000, what: 'installed hub to listen' });
     const admin = fs.readFileSync(path.join(hubData, 'admin.token'), 'utf8').trim();
+    // stderr is the journal under systemd: the secret stays in the 0600 file.
+    expect(hub.err).toContain(`admin token created in ${hubData}/admin.token`);
+    expect(hub.err).not.toContain(admin);
     await ok(['login', '--hub', `https://127.0.0.1:${port}`, '--token', admin], env);
   });
 
