@@ -126,7 +126,7 @@ The hub and the edge run in the background. To use the CLI from this shell:
   outpost edge local status --data $Q/edge     # what the edge runs, asked on site
 
 Web UI: $HUB_URL/ (a certificate from the hub's own CA: the browser warns; the token to sign in
-is in .outpost/hub/admin.token). The sample serves on http://127.0.0.1:8080/.
+is in .outpost/hub/admin.token). The sample is busybox httpd on 127.0.0.1:8080, serving /tmp.
 Logs: .outpost/hub.log, .outpost/edge.log (JSON lines). Stop everything: npm run quickstart -- --stop
 EOF
 }
