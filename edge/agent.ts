@@ -26,6 +26,7 @@ import { enroll } from './enroll.js';
 import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
 import { Reconciler } from './reconciler.js';
+import { createTunnelAgent } from './tunnel/index.js';
 
 const log = createLogger('edge');
 
@@ -111,6 +112,9 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   });
   const s = sync;
   s.on('state', (state, info) => log.info({ state, ...info }, `hub connection ${state}`));
+  const tunnel = createTunnelAgent({ driver, reconciler, transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() }, ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) });
+  s.on('tunnel', (p) => tunnel.receive(p));
+  s.on('state', (state) => state !== 'connected' && tunnel.disconnected());
 
   // The replica is enough to run: reconcile before (and regardless of) the first connection.
   reconciler.start();

@@ -31,6 +31,7 @@ import { projectReport } from './controllers/status.js';
 import { migrateHub, recordEvent } from './db.js';
 import { ObjectStore } from './objects.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
+import { TunnelGateway } from './tunnel/gateway.js';
 
 const log = createLogger('hub');
 
@@ -161,8 +162,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     metricsContentType: registry.contentType,
     disconnectEdge: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
   });
-  const listener = getRequestListener(app.fetch);
+  const honoListener = getRequestListener(app.fetch);
+  // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
+  const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
+  const listener: http.RequestListener = (req, res) => void (tunnel.handleRequest(req, res) || honoListener(req, res));
   const server = tls ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener) : http.createServer(listener);
+  server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
   const touch = db.prepare('UPDATE edge_runtime SET last_seen = ? WHERE name = ?');
   sync = new SyncServer({
@@ -187,12 +192,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const rt = edgeRuntime(db, conn.edge);
       if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Disconnected', message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})` });
       sched.markEdge(conn.edge);
+      tunnel.onDisconnect(conn);
     },
+    onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {
       heartbeats.inc();
       touch.run(Date.now(), edge);
     },
     onRefused: (_edge, code) => refused.inc({ code }),
+    restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
   });
   sync.attach(server);
 
@@ -230,6 +238,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     async close() {
       clearInterval(offlineTimer);
       changes?.close();
+      tunnel.close();
       await sync!.close();
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections?.();

@@ -15,6 +15,7 @@ import { registerLogin } from './cmd-login.js';
 import { registerObjectCommands } from './cmd-objects.js';
 import { registerRolloutCommands } from './cmd-rollout.js';
 import { registerTokenCommands } from './cmd-token.js';
+import { registerEdgeTunnelCommands, registerTunnelCommands } from './cmd-tunnel.js';
 import { defaultDeps, parseProject, type CliDeps } from './context.js';
 
 export { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf, formatError, shouldPrintError, UsageError } from './errors.js';
@@ -36,9 +37,12 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerObjectCommands(program, d);
   registerRolloutCommands(program, d);
   registerTokenCommands(program, d);
+  registerTunnelCommands(program, d);
 }
 
 /** Adds `approve`, `label`, `drain`, `uncordon`, `decommission` and `clear` to the existing `edge` command. */
 export function registerEdgeAdminCommands(edgeCommand: Command, deps?: Partial<CliDeps>): void {
-  registerEdgeAdmin(edgeCommand, withDefaults(deps));
+  const d = withDefaults(deps);
+  registerEdgeAdmin(edgeCommand, d);
+  registerEdgeTunnelCommands(edgeCommand, d);
 }

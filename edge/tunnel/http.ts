@@ -1,0 +1,96 @@
+/**
+ * @module HTTP over a tunnel stream, on the edge: one request to a workload port or to the cluster
+ * API, its response head as META and its body as DATA; an upgrade (WebSocket, SPDY for kubectl)
+ * turns the stream into a raw byte pipe after the 101.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
+import { KubeConfig } from '@kubernetes/client-node';
+import { TunnelError, type TunnelRequest, type TunnelStream } from '../../sync/tunnel.js';
+
+export interface KubeTarget {
+  url: URL;
+  /** TLS material (ca, cert, key) for the target. */
+  options: https.RequestOptions;
+  /** Headers the edge adds (its own credential for the cluster API). */
+  headers: Record<string, string>;
+}
+
+/** Headers that describe one hop, never forwarded (RFC 9110 7.6.1); `upgrade`/`connection` come back for upgrades. */
+export const HOP_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+
+/** The cluster API of `kubeconfig`, with the credential the driver uses. */
+export async function kubeTarget(kubeconfig: string): Promise<KubeTarget> {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(kubeconfig);
+  } catch (err) {
+    throw new TunnelError('unavailable', `the edge cannot read its kubeconfig ${kubeconfig}: ${(err as Error).message}`);
+  }
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new TunnelError('unavailable', `the edge's kubeconfig ${kubeconfig} has no current cluster`);
+  const options: https.RequestOptions & { headers?: Record<string, string> } = {};
+  await kc.applyToHTTPSOptions(options);
+  const headers = { ...((options.headers ?? {}) as Record<string, string>) };
+  delete options.headers;
+  return { url: new URL(server), options, headers };
+}
+
+function filtered(h: Record<string, string | string[] | undefined>, keepUpgrade: boolean): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) {
+    const lk = k.toLowerCase();
+    if (v === undefined) continue;
+    if (HOP_HEADERS.has(lk) && !(keepUpgrade && (lk === 'upgrade' || lk === 'connection'))) continue;
+    out[lk] = v;
+  }
+  return out;
+}
+
+/** Forwards one HTTP request (or upgrade) arriving on `s`; resolves when the exchange is over. */
+export async function forwardHttp(s: TunnelStream, r: Extract<TunnelRequest, { type: 'http' }>, resolveTarget: () => Promise<KubeTarget>): Promise<void> {
+  const t = await resolveTarget();
+  const base = t.url.pathname.replace(/\/+$/, '');
+  const headers: Record<string, string | string[]> = { ...filtered(r.headers, !!r.upgrade), ...t.headers, host: t.url.host };
+  if (!t.headers.authorization && !t.headers.Authorization) delete headers.authorization;
+  const mod = t.url.protocol === 'https:' ? https : http;
+  const req = mod.request({
+    ...t.options,
+    protocol: t.url.protocol,
+    hostname: t.url.hostname.replace(/^\[|\]$/g, ''),
+    port: t.url.port || (t.url.protocol === 'https:' ? 443 : 80),
+    method: r.method,
+    path: base + r.path,
+    headers,
+    agent: false,
+  });
+  await new Promise<void>((resolve, reject) => {
+    const fail = (err: Error): void => reject(err instanceof TunnelError ? err : new TunnelError('unavailable', `${r.target === 'kube' ? 'the cluster API' : `workload ${r.target.workload} port ${r.target.port}`} did not answer: ${err.message}`));
+    req.on('error', fail);
+    s.on('close', () => {
+      req.destroy();
+      resolve();
+    });
+    req.on('response', (res) => {
+      s.sendMeta({ status: res.statusCode ?? 502, headers: filtered(res.headers, false) });
+      res.on('error', fail);
+      res.pipe(s);
+      res.on('end', resolve);
+    });
+    req.on('upgrade', (res, socket: Duplex, head: Buffer) => {
+      s.sendMeta({ status: res.statusCode ?? 101, headers: filtered(res.headers, true) });
+      if (head.length) s.write(head);
+      socket.on('error', () => s.destroy());
+      s.on('error', () => socket.destroy());
+      socket.pipe(s);
+      s.pipe(socket);
+      socket.on('close', () => {
+        s.end();
+        resolve();
+      });
+    });
+    if (r.upgrade) req.end();
+    else s.pipe(req);
+  });
+}

@@ -1,0 +1,173 @@
+/**
+ * @module `outpost logs`, `outpost exec`, `outpost edge action` and `outpost edge kubeconfig`:
+ * commands that reach into an edge through the hub's tunnel (docs/tunnel.md). Logs stream as they
+ * arrive; exec exits with the command's exit code.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { stringify as toYaml } from 'yaml';
+import { isValidName } from '../../core/ids.js';
+import { describeHttpError, HubClient, type HubConnection } from './client.js';
+import { resolveConnection } from './config.js';
+import type { CliDeps } from './context.js';
+import { CliError } from './errors.js';
+import { line } from './output.js';
+
+function parseEdgeRef(s: string): string {
+  const m = /^(?:edges?\/)?([^/]+)$/.exec(s);
+  if (!m || !isValidName(m[1])) throw new InvalidArgumentError(`invalid edge "${s}": write edge/NAME, e.g. edge/shop-12`);
+  return m[1];
+}
+
+function parseName(what: string) {
+  return (s: string): string => {
+    if (!isValidName(s)) throw new InvalidArgumentError(`invalid ${what} name "${s}": 1-63 lower-case letters, digits or "-"`);
+    return s;
+  };
+}
+
+function parseTail(s: string): number {
+  if (!/^\d+$/.test(s)) throw new InvalidArgumentError(`--tail ${s}: give a whole number of lines`);
+  return Number(s);
+}
+
+/** A streaming request to the hub: resolves with the response once its head arrived (2xx), else rejects with the hub's error. */
+function open(conn: HubConnection, method: string, path: string, body?: unknown): Promise<http.IncomingMessage> {
+  const url = new URL(conn.hub.replace(/\/+$/, '') + path);
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const tls = url.protocol === 'https:';
+  return new Promise((resolve, reject) => {
+    const req = (tls ? https : http).request(
+      url,
+      {
+        method,
+        agent: false,
+        headers: { authorization: `Bearer ${conn.token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) },
+        ...(tls && conn.ca ? { ca: conn.ca } : {}),
+      },
+      (res) => {
+        if ((res.statusCode ?? 0) < 300) return resolve(res);
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            parsed = undefined;
+          }
+          reject(describeHttpError(res.statusCode ?? 0, parsed, conn.hub));
+        });
+      },
+    );
+    req.on('error', (err) => reject(new CliError(`request to the hub at ${conn.hub} failed: ${err.message}`, { cause: err })));
+    req.end(payload);
+  });
+}
+
+async function readAll(res: http.IncomingMessage): Promise<string> {
+  let text = '';
+  for await (const c of res) text += (c as Buffer).toString();
+  return text;
+}
+
+async function connection(deps: CliDeps): Promise<HubConnection> {
+  return (await resolveConnection({ env: deps.env, homedir: deps.homedir })).conn;
+}
+
+const edgePath = (edge: string, route: string): string => `/api/v1/edges/${encodeURIComponent(edge)}/${route}`;
+
+/** `outpost logs` and `outpost exec`, on the program. */
+export function registerTunnelCommands(program: Command, deps: CliDeps): void {
+  program
+    .command('logs')
+    .description("print a workload's logs on an edge, through the hub")
+    .argument('<edge>', 'edge/NAME', parseEdgeRef)
+    .argument('<workload>', 'the workload', parseName('workload'))
+    .option('-c, --container <name>', 'the container (default: the first)')
+    .option('-f, --follow', 'keep printing new lines until interrupted')
+    .option('--tail <n>', 'only the last N lines', parseTail)
+    .addHelpText('after', '\nExample:\n  outpost logs edge/shop-12 web --tail 100 --follow')
+    .action(async (edge: string, workload: string, o: { container?: string; follow?: boolean; tail?: number }) => {
+      const conn = await connection(deps);
+      const q = new URLSearchParams();
+      if (o.container) q.set('container', o.container);
+      if (o.follow) q.set('follow', 'true');
+      if (o.tail !== undefined) q.set('tail', String(o.tail));
+      const res = await open(conn, 'GET', `${edgePath(edge, 'logs')}/${workload}?${q}`);
+      await new Promise<void>((resolve, reject) => {
+        res.on('data', (c: Buffer) => deps.stdout.write(c.toString('utf8')));
+        res.on('end', resolve);
+        res.on('error', reject);
+        res.on('aborted', () => reject(new CliError(`the log stream of ${workload} on edge ${edge} broke off (the edge disconnected or the stream passed its deadline)`)));
+      });
+    });
+
+  program
+    .command('exec')
+    .description('run a command in a workload on an edge, through the hub; exits with the command\'s exit code')
+    .argument('<edge>', 'edge/NAME', parseEdgeRef)
+    .argument('<workload>', 'the workload', parseName('workload'))
+    .argument('<command...>', 'the command and its arguments (after --)')
+    .option('-c, --container <name>', 'the container (default: the first)')
+    .addOption(new Option('-i, --stdin', 'pass stdin to the command (interactive; needs driver support)'))
+    .addOption(new Option('-t, --tty', 'allocate a terminal (with -i)'))
+    .addHelpText('after', '\nExample:\n  outpost exec edge/shop-12 web -- cat /etc/hostname')
+    .action(async (edge: string, workload: string, command: string[], o: { container?: string; stdin?: boolean; tty?: boolean }) => {
+      const conn = await connection(deps);
+      if (o.stdin || o.tty) {
+        const { interactiveExec } = await import('./exec-interactive.js');
+        const code = await interactiveExec(conn, edgePath(edge, 'exec'), workload, command, { container: o.container, tty: !!o.tty }, deps);
+        if (code !== 0) throw new CliError('', { exitCode: code });
+        return;
+      }
+      const res = await open(conn, 'POST', `${edgePath(edge, 'exec')}/${workload}`, { command, ...(o.container ? { container: o.container } : {}) });
+      const r = JSON.parse(await readAll(res)) as { exitCode: number; stdout: string; stderr: string };
+      deps.stdout.write(r.stdout);
+      deps.stderr.write(r.stderr);
+      // The command's own failure: nothing more to print, its exit code says it.
+      if (r.exitCode !== 0) throw new CliError('', { exitCode: r.exitCode });
+    });
+}
+
+/** `outpost edge action` and `outpost edge kubeconfig`, on the `edge` command. */
+export function registerEdgeTunnelCommands(edge: Command, deps: CliDeps): void {
+  edge
+    .command('action')
+    .description('restart, stop or start a workload on an edge now (recorded as an event); stop holds until start')
+    .argument('<name>', 'the edge', parseEdgeRef)
+    .argument('<action>', 'restart, stop or start', (s: string) => {
+      if (s !== 'restart' && s !== 'stop' && s !== 'start') throw new InvalidArgumentError(`unknown action "${s}": use restart, stop or start`);
+      return s;
+    })
+    .argument('<workload>', 'the workload', parseName('workload'))
+    .action(async (name: string, action: string, workload: string) => {
+      const conn = await connection(deps);
+      await new HubClient(conn).post(edgePath(name, 'actions'), { action, workload }, { subject: { kind: 'edge', name } });
+      line(deps.stdout, `${action} of ${workload} on edge/${name} done`);
+    });
+
+  edge
+    .command('kubeconfig')
+    .description("print a kubeconfig that reaches the edge's Kubernetes API through the hub with your token")
+    .argument('<name>', 'the edge', parseEdgeRef)
+    .addHelpText('after', '\nExample:\n  outpost edge kubeconfig shop-12 > shop-12.yaml && kubectl --kubeconfig shop-12.yaml get pods -A')
+    .action(async (name: string) => {
+      const conn = await connection(deps);
+      deps.stdout.write(kubeconfigFor(conn, name));
+    });
+}
+
+/** The kubeconfig: server is the hub's kube route for the edge, CA the pinned hub CA, credential the user's token. */
+export function kubeconfigFor(conn: HubConnection, edge: string): string {
+  const ctx = `outpost-${edge}`;
+  return toYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: ctx, cluster: { server: `${conn.hub.replace(/\/+$/, '')}${edgePath(edge, 'kube')}`, ...(conn.ca ? { 'certificate-authority-data': Buffer.from(conn.ca).toString('base64') } : {}) } }],
+    users: [{ name: ctx, user: { token: conn.token } }],
+    contexts: [{ name: ctx, context: { cluster: ctx, user: ctx } }],
+    'current-context': ctx,
+  });
+}

@@ -1,0 +1,213 @@
+/**
+ * @module The hub's tunnel gateway (docs/tunnel.md): HTTP routes under `/api/v1/edges/NAME/...`
+ * that reach into an edge over the WebSocket the edge opened, multiplexed next to sync.
+ *
+ * Order of checks, all before anything reaches the edge: bearer token (401), the edge exists in
+ * the token's project (404, so other projects' edges stay invisible), the role allows the action
+ * (403: reading logs and kube reads need read; exec, proxy, actions and kube writes need write),
+ * the edge is connected (503 `edge NAME is offline since T`, at once, never a hang). Every
+ * tunnelled request is logged with the token id, the edge and the target; every stream has a
+ * deadline and a byte budget.
+ *
+ * The routes are served on the raw node request (not hono): responses stream with backpressure
+ * (a 50 MB download or a watch), and upgrades (WebSocket, kubectl's SPDY) pass through as bytes.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import client from 'prom-client';
+import { OutpostError } from '../../core/errors.js';
+import type { EdgeName } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import { ProtocolError } from '../../sync/messages.js';
+import type { EdgeConnection, SyncServer } from '../../sync/server.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
+import type { Action, HubAuth, Principal } from '../api/context.js';
+import { edgeRuntime } from '../controllers/edges.js';
+import { handleActions, handleExec, handleLogs } from './ops.js';
+import { handleHttp, sendError, type RouteContext } from './routes.js';
+
+const log = createLogger('hub:tunnel');
+
+export const TUNNEL_PATH = /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy|logs|exec|actions)(\/.*)?$/;
+
+export interface GatewayLimits {
+  /** Deadline of a request/response stream (proxy, kube, exec, actions). */
+  requestDeadlineMs: number;
+  /** Deadline of a long-lived stream (log follow, watch, WebSocket, interactive exec). */
+  streamDeadlineMs: number;
+  /** Bytes one stream may move, both directions together. */
+  maxBytesPerStream: number;
+  /** Concurrent streams per edge. */
+  maxStreamsPerEdge: number;
+}
+
+/** A download of a few GB or an hour-long log follow is legitimate; anything past that is a runaway. */
+export const DEFAULT_LIMITS: GatewayLimits = {
+  requestDeadlineMs: 10 * 60_000,
+  streamDeadlineMs: 60 * 60_000,
+  maxBytesPerStream: 4 * 1024 ** 3,
+  maxStreamsPerEdge: 256,
+};
+
+export interface GatewayOptions {
+  db: SqliteDatabase;
+  auth: Pick<HubAuth, 'verifyApiToken' | 'can'>;
+  sync: () => SyncServer | undefined;
+  registry?: client.Registry;
+  limits?: Partial<GatewayLimits>;
+}
+
+interface EdgeTunnel {
+  conn: EdgeConnection;
+  mux: TunnelMux;
+}
+
+export class TunnelGateway {
+  private readonly tunnels = new Map<EdgeName, EdgeTunnel>();
+  readonly limits: GatewayLimits;
+  private readonly opened?: client.Counter<'type'>;
+
+  constructor(private readonly opts: GatewayOptions) {
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    if (opts.registry) {
+      const self = this;
+      new client.Gauge({ name: 'outpost_hub_tunnel_streams', help: 'Tunnel streams open now, all edges', registers: [opts.registry], collect() { this.set(self.openStreams()); } });
+      this.opened = new client.Counter({ name: 'outpost_hub_tunnel_streams_total', help: 'Tunnel streams opened, by type', labelNames: ['type'], registers: [opts.registry] });
+    }
+  }
+
+  /** Streams open now over every edge's tunnel. */
+  openStreams(): number {
+    let n = 0;
+    for (const t of this.tunnels.values()) n += t.mux.size;
+    return n;
+  }
+
+  /** SyncServer's onTunnel hook: a 0x02 payload from an edge. A malformed one closes that edge's connection. */
+  onTunnel(conn: EdgeConnection, payload: Buffer): void {
+    const t = this.tunnels.get(conn.edge);
+    if (!t || t.conn !== conn) return; // no stream was opened on this connection: stale frames
+    try {
+      t.mux.receive(payload);
+    } catch (err) {
+      throw new ProtocolError('bad_frame', `bad tunnel frame: ${(err as Error).message}`);
+    }
+  }
+
+  /** The edge's connection closed: its streams fail now and are freed. */
+  onDisconnect(conn: EdgeConnection): void {
+    const t = this.tunnels.get(conn.edge);
+    if (!t || t.conn !== conn) return;
+    this.tunnels.delete(conn.edge);
+    t.mux.close(`edge ${conn.edge} disconnected`);
+  }
+
+  close(): void {
+    for (const t of this.tunnels.values()) t.mux.close('the hub is shutting down');
+    this.tunnels.clear();
+  }
+
+  private mux(conn: EdgeConnection): TunnelMux {
+    const t = this.tunnels.get(conn.edge);
+    if (t && t.conn === conn) return t.mux;
+    t?.mux.close(`edge ${conn.edge} reconnected`);
+    const socket = conn.socket;
+    const mux = new TunnelMux({ send: (p) => conn.sendTunnel(p), bufferedAmount: () => socket.bufferedAmount, maxStreams: this.limits.maxStreamsPerEdge });
+    this.tunnels.set(conn.edge, { conn, mux });
+    return mux;
+  }
+
+  /** Serves a tunnel route; false when `req` is not one (the caller passes it on). */
+  handleRequest(req: IncomingMessage, res: ServerResponse): boolean {
+    const m = TUNNEL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
+    if (!m) return false;
+    let ctx: RouteContext;
+    try {
+      ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', false);
+    } catch (err) {
+      sendError(res, err);
+      return true;
+    }
+    const route = m[3];
+    const work = route === 'logs' ? handleLogs(ctx, req, res) : route === 'exec' ? handleExec(ctx, req, res) : route === 'actions' ? handleActions(ctx, req, res) : handleHttp(ctx, req, res);
+    work.catch((err: unknown) => {
+      if (!(err instanceof OutpostError || err instanceof TunnelError)) log.error({ err, path: req.url }, 'tunnel request failed');
+      sendError(res, err);
+    });
+    return true;
+  }
+
+  /** Serves an upgrade on a tunnel route (proxy/kube WebSocket or SPDY, interactive exec); false when not one. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const m = TUNNEL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
+    if (!m) return false;
+    socket.on('error', () => socket.destroy());
+    let ctx: RouteContext;
+    try {
+      ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', true);
+      if (m[3] !== 'proxy' && m[3] !== 'kube' && m[3] !== 'exec') throw new OutpostError('bad_request', `${m[3]} does not take a WebSocket: use a plain request`);
+    } catch (err) {
+      const e = err instanceof OutpostError ? err : new OutpostError('internal', 'internal error on the hub');
+      const body = JSON.stringify(e.toJSON());
+      socket.end(`HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      return true;
+    }
+    ctx.upgrade = { socket, head };
+    const work = m[3] === 'exec' ? handleExec(ctx, req, undefined) : handleHttp(ctx, req, undefined);
+    work.catch((err: unknown) => {
+      log.warn({ err, path: req.url }, 'tunnelled upgrade failed');
+      socket.destroy();
+    });
+    return true;
+  }
+
+  /** Authentication, authorization and the online check: everything that happens before the edge is involved. */
+  private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
+    const h = req.headers.authorization;
+    const bearer = h ? /^Bearer\s+(\S+)$/i.exec(h)?.[1] : undefined;
+    if (!bearer) throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`');
+    const p = this.opts.auth.verifyApiToken(bearer);
+    if (!p) throw new OutpostError('unauthorized', 'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again');
+    const rt = edgeRuntime(this.opts.db, edge);
+    if (!rt || (p.project !== '*' && p.project !== rt.project)) throw new OutpostError('not_found', `edge ${edge} not found`);
+    const action = neededAction(route, req.method ?? 'GET', rest, upgrade);
+    if (!this.opts.auth.can(p, action, rt.project)) {
+      throw new OutpostError('forbidden', `a ${p.role} token may not ${route === 'logs' || (route === 'kube' && action === 'read') ? 'read' : `use ${route}`} on edge ${edge} (needs ${action === 'read' ? 'viewer' : 'operator'} or higher in project ${rt.project}): ask an admin for an operator token`);
+    }
+    const conn = this.opts.sync()?.connection(edge);
+    if (!conn) {
+      const since = rt.disconnectedAt ? new Date(rt.disconnectedAt).toISOString() : rt.lastSeen ? new Date(rt.lastSeen).toISOString() : 'enrollment (it never connected)';
+      throw new OutpostError('offline', `edge ${edge} is offline since ${since}`);
+    }
+    const gw = this;
+    return {
+      principal: p,
+      edge,
+      project: rt.project,
+      route,
+      rest,
+      limits: this.limits,
+      open(header: Record<string, unknown>, long: boolean, target: string): TunnelStream {
+        const limits: StreamLimits = { deadlineMs: long ? gw.limits.streamDeadlineMs : gw.limits.requestDeadlineMs, maxBytes: gw.limits.maxBytesPerStream };
+        const s = gw.mux(conn).open(header, limits);
+        gw.opened?.inc({ type: String(header.type) });
+        log.info({ user: p.tokenId, role: p.role, edge, target, stream: s.id }, 'tunnel request');
+        return s;
+      },
+      db: this.opts.db,
+    };
+  }
+}
+
+/** Which action a tunnel route needs. Kube reads are read; anything that changes or runs code is write. */
+export function neededAction(route: string, method: string, rest: string, upgrade: boolean): Action {
+  if (route === 'logs') return 'read';
+  if (route !== 'kube') return 'write';
+  if (upgrade) return 'write';
+  if (!['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())) return 'write';
+  // GET on these subresources runs code or reaches into pods: they count as exec/port-forward.
+  return /\/(exec|attach|portforward|proxy)(\/|$|\?)/.test(rest) ? 'write' : 'read';
+}
+
+export type { Principal };

@@ -1,0 +1,140 @@
+/**
+ * @module The tunnel routes on the hub, once a request is admitted (gateway.ts): proxy and kube
+ * (HTTP and upgrades, streamed both ways); logs, exec and actions are in ops.ts.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { OutpostError } from '../../core/errors.js';
+import { isValidName, type EdgeName } from '../../core/ids.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
+import type { Principal } from '../api/context.js';
+import type { GatewayLimits } from './gateway.js';
+
+export interface RouteContext {
+  principal: Principal;
+  edge: EdgeName;
+  project: string;
+  route: string;
+  /** The path after the route (`/WORKLOAD/PORT/x` for proxy, `/api/v1/pods` for kube). */
+  rest: string;
+  limits: GatewayLimits;
+  db: SqliteDatabase;
+  /** Opens a stream to the edge; `long` picks the long deadline; `target` is what the log line names. */
+  open(header: Record<string, unknown>, long: boolean, target: string): TunnelStream;
+  upgrade?: { socket: Duplex; head: Buffer };
+}
+
+const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+
+const TUNNEL_STATUS: Record<string, [number, string]> = {
+  not_found: [404, 'not_found'],
+  forbidden: [403, 'forbidden'],
+  refused: [400, 'bad_request'],
+  unavailable: [502, 'bad_gateway'],
+  disconnected: [502, 'edge_disconnected'],
+  deadline: [504, 'deadline'],
+  budget: [413, 'too_large'],
+};
+
+function errorBody(err: unknown): { status: number; body: { error: { code: string; message: string } } } {
+  if (err instanceof OutpostError) return { status: err.status, body: err.toJSON() };
+  if (err instanceof TunnelError) {
+    const [status, code] = TUNNEL_STATUS[err.code] ?? [502, 'bad_gateway'];
+    return { status, body: { error: { code, message: err.message } } };
+  }
+  return { status: 500, body: { error: { code: 'internal', message: 'internal error on the hub; see its log' } } };
+}
+
+/** Answers with the error if nothing was sent yet; otherwise cuts the response so the client sees a failure. */
+export function sendError(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) {
+    res.destroy(err instanceof Error ? err : undefined);
+    return;
+  }
+  const { status, body } = errorBody(err);
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+function rawError(socket: Duplex, err: unknown): void {
+  const { status, body } = errorBody(err);
+  const text = JSON.stringify(body);
+  socket.end(`HTTP/1.1 ${status} ${body.error.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+}
+
+function forwardHeaders(req: IncomingMessage, prefix: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    // The user's hub token authenticates to the hub only; it never reaches an edge or a workload.
+    if (v === undefined || HOP.has(k) || k === 'authorization') continue;
+    out[k] = v;
+  }
+  if (req.headers.upgrade) {
+    out.connection = 'Upgrade';
+    out.upgrade = req.headers.upgrade;
+  }
+  const xff = req.headers['x-forwarded-for'];
+  out['x-forwarded-for'] = [xff, req.socket.remoteAddress].filter(Boolean).join(', ');
+  out['x-forwarded-host'] = req.headers.host ?? '';
+  out['x-forwarded-proto'] = 'encrypted' in req.socket ? 'https' : 'http';
+  out['x-forwarded-prefix'] = prefix;
+  return out;
+}
+
+function writeHead(res: ServerResponse, head: Record<string, unknown>): void {
+  const headers = (head.headers ?? {}) as Record<string, string | string[]>;
+  for (const k of Object.keys(headers)) if (HOP.has(k)) delete headers[k];
+  res.writeHead(Number(head.status) || 502, headers);
+}
+
+/** Proxy and kube: one HTTP exchange, or an upgrade that becomes a byte pipe. */
+export async function handleHttp(ctx: RouteContext, req: IncomingMessage, res: ServerResponse | undefined): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://x');
+  let target: 'kube' | { workload: string; port: number };
+  let path: string;
+  let prefix = `/api/v1/edges/${ctx.edge}/${ctx.route}`;
+  if (ctx.route === 'kube') {
+    target = 'kube';
+    path = (ctx.rest || '/') + url.search;
+  } else {
+    const m = /^\/([^/]+)\/(\d{1,5})(\/.*)?$/.exec(ctx.rest);
+    if (!m || !isValidName(m[1]) || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new OutpostError('bad_request', `use /api/v1/edges/${ctx.edge}/proxy/WORKLOAD/PORT/PATH (PORT a declared containerPort of WORKLOAD)`);
+    target = { workload: m[1], port: Number(m[2]) };
+    prefix += `/${m[1]}/${m[2]}`;
+    path = (m[3] ?? '/') + url.search;
+  }
+  const upgrade = !!ctx.upgrade;
+  const long = upgrade || url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1' || url.searchParams.get('follow') === 'true';
+  const s = ctx.open({ type: 'http', target, method: (req.method ?? 'GET').toUpperCase(), path, headers: forwardHeaders(req, prefix), upgrade }, long, `${ctx.route} ${typeof target === 'string' ? '' : `${target.workload}:${target.port} `}${req.method} ${path}`);
+
+  if (ctx.upgrade) {
+    const { socket, head } = ctx.upgrade;
+    socket.on('close', () => s.destroy());
+    s.on('error', (err) => (s.bytesIn === 0 ? rawError(socket, err) : socket.destroy()));
+    s.once('meta', (h) => {
+      const status = Number(h.status) || 502;
+      const headers = (h.headers ?? {}) as Record<string, string | string[]>;
+      const lines = [`HTTP/1.1 ${status} ${status === 101 ? 'Switching Protocols' : 'Upgrade Refused'}`];
+      for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
+      if (status !== 101) lines.push('connection: close');
+      socket.write(lines.join('\r\n') + '\r\n\r\n');
+      if (status === 101) {
+        if (head.length) s.write(head);
+        socket.pipe(s);
+      } else s.end();
+      s.pipe(socket);
+    });
+    return;
+  }
+
+  const r = res!;
+  req.pipe(s);
+  r.on('close', () => {
+    if (!r.writableFinished) s.destroy();
+  });
+  s.on('error', (err) => sendError(r, err));
+  s.once('meta', (h) => {
+    writeHead(r, h);
+    s.pipe(r);
+  });
+}
