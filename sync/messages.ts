@@ -105,10 +105,13 @@ export function isEpoch(m: ControlMessage): m is EpochMessage {
 
 export class ProtocolError extends Error {
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string) {
+  /** The document the error is about, when there is one. */
+  readonly docId?: string;
+  constructor(code: ErrorCode, message: string, docId?: string) {
     super(message);
     this.name = 'ProtocolError';
     this.code = code;
+    this.docId = docId;
   }
 }
 

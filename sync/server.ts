@@ -57,6 +57,12 @@ export interface SyncServerOptions {
   onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
   onHeartbeat?(edge: EdgeName, hb: HeartbeatMessage): void;
   onTunnel?(conn: EdgeConnection, payload: Buffer): void;
+  /**
+   * Starts a new epoch of a document the hub writes, from its current state. Called at the next
+   * handshake of an edge whose copy turned out to be ahead of ours (it sent changes we never
+   * made: the hub was restored from a backup); the edge then adopts the new epoch.
+   */
+  restartEpoch?(id: DocId): void;
   /** Refusals are reported here too (metrics, events). */
   onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized', message: string): void;
 }
@@ -85,6 +91,8 @@ export class SyncServer {
   private readonly conns = new Map<EdgeName, EdgeConnection>();
   private readonly pingTimer: NodeJS.Timeout;
   private readonly alive = new WeakMap<WebSocket, boolean>();
+  /** Edges whose copy of a hub-written document is ahead of ours: restart its epoch at their next hello. */
+  private readonly aheadOfUs = new Map<EdgeName, Set<DocId>>();
   readonly path: string;
 
   constructor(private readonly opts: SyncServerOptions) {
@@ -200,7 +208,10 @@ export class SyncServer {
         else if (msg.type === 'error') log.warn({ edge, code: msg.code }, `edge reported: ${msg.message}`);
         else throw new ProtocolError('bad_frame', `unexpected ${msg.type} message after the handshake`);
       } catch (err) {
-        if (err instanceof ProtocolError) this.refuse(ws, edge, err.code, err.message);
+        if (err instanceof ProtocolError) {
+          if (err.code === 'write_violation' && err.docId) (this.aheadOfUs.get(edge) ?? this.aheadOfUs.set(edge, new Set()).get(edge)!).add(err.docId as DocId);
+          this.refuse(ws, edge, err.code, err.message);
+        }
         else {
           log.error({ err, edge }, 'internal error handling a frame');
           this.refuse(ws, edge, 'internal', 'internal error on the hub; the edge will reconnect');
@@ -231,6 +242,12 @@ export class SyncServer {
       const p = parseMailboxDocId(d.id);
       if (!p || p.edge !== edge) throw new ProtocolError('forbidden_document', `edge ${edge} may not sync document ${d.id}`);
     }
+    const ahead = this.aheadOfUs.get(edge);
+    if (ahead && this.opts.restartEpoch) {
+      for (const id of ahead) this.opts.restartEpoch(id);
+      log.warn({ edge, docs: [...ahead] }, 'the edge held changes this hub never made (restored from a backup?): started a new epoch');
+    }
+    this.aheadOfUs.delete(edge);
     const docs: MailboxDoc[] = ensureMailbox(this.opts.store, edge, 'hub');
     adoptEpochs(this.opts.store, docs, hello.docs);
     const old = this.conns.get(edge);

@@ -81,7 +81,7 @@ export class SyncSession {
       const r = this.store.receive(this.peer, id, state, frame.message, { mayAddChanges: !doc.weWrite });
       this.states.set(id, r.state);
     } catch (err) {
-      if (err instanceof WriteViolation) throw new ProtocolError('write_violation', err.message);
+      if (err instanceof WriteViolation) throw new ProtocolError('write_violation', err.message, id);
       throw new ProtocolError('bad_frame', `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`);
     }
     this.flush(id);
