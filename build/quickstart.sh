@@ -42,6 +42,15 @@ wait_for() {
 
 prepare() {
   command -v node >/dev/null || die "node is not installed: install Node 20 (https://nodejs.org or your distribution's nodejs package)"
+  # The sample workload runs busybox httpd on the host (process driver).
+  if ! command -v busybox >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      say "installing busybox-static (the sample workload's web server)"
+      apt-get install -y -qq busybox-static >/dev/null 2>&1 || { apt-get update -qq >/dev/null && apt-get install -y -qq busybox-static >/dev/null; } || die "cannot install busybox-static: install it by hand (apt-get install busybox-static)"
+    else
+      die "busybox is not installed: the sample workload needs it (sudo apt-get install busybox-static)"
+    fi
+  fi
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     say "installing dependencies (npm ci)"
     npm ci --no-audit --no-fund
