@@ -6,7 +6,6 @@
  * @example
  * const agent = await startEdgeAgent({ dataDir: '/var/lib/outpost-edge', hub: 'https://hub:7443', joinToken: T });
  */
-import os from 'node:os';
 import path from 'node:path';
 import type http from 'node:http';
 import client from 'prom-client';
@@ -19,7 +18,7 @@ import { buildInfo } from '../core/version.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
-import { driverName, readEdgeConfig, type EdgeConfig } from './config.js';
+import { defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { enroll } from './enroll.js';
@@ -62,7 +61,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const requestedDriver = driverName(o.driver ?? config?.driver ?? 'process');
   if (!config) {
     if (!o.hub || !o.joinToken) throw new Error(`${o.dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`);
-    const name = o.name ?? os.hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63);
+    const name = o.name ?? defaultEdgeName();
     config = await enroll({ dataDir: o.dataDir, hub: o.hub, joinToken: o.joinToken, name, labels: o.labels, driver: requestedDriver, inventory: collectInventory(requestedDriver, version), kubeconfig: o.kubeconfig });
   } else if (o.joinToken && o.name && o.name !== config.name) {
     throw new Error(`${o.dataDir} already belongs to edge ${config.name}: use another --data directory to enroll ${o.name}`);

@@ -4,6 +4,7 @@
  * afterwards `outpost edge --data DIR` needs nothing else.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import type { DriverName } from './drivers/driver.js';
@@ -48,4 +49,9 @@ export function writeEdgeConfig(dataDir: string, cfg: EdgeConfig): void {
 export function driverName(s: string): DriverName {
   if (s === 'process' || s === 'podman' || s === 'kubernetes') return s;
   throw new Error(`--driver ${s}: use process, podman or kubernetes`);
+}
+
+/** The default edge name: the host name, made a valid DNS label. */
+export function defaultEdgeName(): string {
+  return os.hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63);
 }

@@ -7,14 +7,13 @@
  *
  * The unit depends on the runtime driver: see `edgeUnit` and docs/operations.md.
  */
-import os from 'node:os';
 import path from 'node:path';
 import { isValidName } from '../core/ids.js';
 import { absolute, applyStep, describeStep, installSource, type InstallStep } from '../core/install.js';
 import { environment, execLine, renderUnit, unitPath, unitText, type UnitEntry } from '../core/systemd.js';
 import { buildInfo } from '../core/version.js';
 import { parseToken } from '../sync/pinned-ca.js';
-import { configPath, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
+import { configPath, defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
 import type { DriverName } from './drivers/driver.js';
 import { enroll } from './enroll.js';
 import { collectInventory } from './inventory.js';
@@ -36,10 +35,6 @@ export interface EdgeInstallOptions {
   execPath: string;
 }
 
-/** The same default as the agent's: the host name, made a valid edge name. */
-function defaultName(): string {
-  return os.hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63);
-}
 
 /** Settings that depend on the driver: how far the service can be sandboxed, and what stop kills. */
 function driverSettings(driver: DriverName, data: string): UnitEntry[] {
@@ -150,7 +145,7 @@ function plan(o: EdgeInstallOptions): Plan {
     ({ name, hub, driver } = enrolled);
   } else {
     if (!o.hub || !o.joinToken) throw new Error(`${dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`);
-    name = o.name ?? defaultName();
+    name = o.name ?? defaultEdgeName();
     if (!isValidName(name)) throw new Error(`--name ${name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
     if (parseToken(o.joinToken)?.kind !== 'join') throw new Error('--join-token: this is not a join token (it starts with opj1.); create one on the hub with `outpost token create`');
     if (!/^https?:\/\/[^/]+/.test(o.hub)) throw new Error(`--hub ${o.hub}: use the hub's URL, e.g. https://hub.example.com:7443`);
