@@ -124,7 +124,7 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     expect(await res.text()).toBe('hello through the tunnel\n');
     const undeclared = await fetch(`${hub.url}/api/v1/edges/site-a/proxy/web/${ports.wsecho}/`, { headers: auth() });
     expect(undeclared.status).toBe(403);
-    expect((await undeclared.json()).error.message).toMatch(/does not declare port/);
+    expect(((await undeclared.json()) as any).error.message).toMatch(/does not declare port/);
   });
 
   it('a WebSocket passes through the proxy', async () => {
@@ -242,7 +242,7 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     await waitFor(async () => (await metric('outpost_hub_tunnel_streams ')) === 0, { what: 'the hub to free the stream' });
     const off = await fetch(proxy('web', '/index.html'), { headers: auth() });
     expect(off.status).toBe(503);
-    expect((await off.json()).error.message).toMatch(/^edge site-a is offline since \d{4}-\d\d-\d\dT/);
+    expect(((await off.json()) as any).error.message).toMatch(/^edge site-a is offline since \d{4}-\d\d-\d\dT/);
     const cliOff = await cli(['logs', 'edge/site-a', 'ticker'], cliEnv());
     expect(cliOff.code).toBe(1);
     expect(cliOff.stderr).toMatch(/edge site-a is offline since/);

@@ -126,14 +126,14 @@ export class TunnelGateway {
     try {
       ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', false);
     } catch (err) {
-      sendError(res, err);
+      sendError(res, err, m[3] === 'kube');
       return true;
     }
     const route = m[3];
     const work = route === 'logs' ? handleLogs(ctx, req, res) : route === 'exec' ? handleExec(ctx, req, res) : route === 'actions' ? handleActions(ctx, req, res) : handleHttp(ctx, req, res);
     work.catch((err: unknown) => {
       if (!(err instanceof OutpostError || err instanceof TunnelError)) log.error({ err, path: req.url }, 'tunnel request failed');
-      sendError(res, err);
+      sendError(res, err, route === 'kube');
     });
     return true;
   }

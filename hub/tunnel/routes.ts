@@ -46,14 +46,20 @@ function errorBody(err: unknown): { status: number; body: { error: { code: strin
   return { status: 500, body: { error: { code: 'internal', message: 'internal error on the hub; see its log' } } };
 }
 
-/** Answers with the error if nothing was sent yet; otherwise cuts the response so the client sees a failure. */
-export function sendError(res: ServerResponse, err: unknown): void {
+const KUBE_REASONS: Record<number, string> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 413: 'RequestEntityTooLarge', 503: 'ServiceUnavailable', 504: 'Timeout' };
+
+/**
+ * Answers with the error if nothing was sent yet; otherwise cuts the response so the client sees a
+ * failure. On the kube route the error is a Kubernetes `Status`, so kubectl prints our message.
+ */
+export function sendError(res: ServerResponse, err: unknown, kube = false): void {
   if (res.headersSent) {
     res.destroy(err instanceof Error ? err : undefined);
     return;
   }
   const { status, body } = errorBody(err);
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const out = kube ? { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: body.error.message, reason: KUBE_REASONS[status] ?? 'InternalError', code: status } : body;
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(out));
 }
 
 function rawError(socket: Duplex, err: unknown): void {
@@ -132,7 +138,7 @@ export async function handleHttp(ctx: RouteContext, req: IncomingMessage, res: S
   r.on('close', () => {
     if (!r.writableFinished) s.destroy();
   });
-  s.on('error', (err) => sendError(r, err));
+  s.on('error', (err) => sendError(r, err, ctx.route === 'kube'));
   s.once('meta', (h) => {
     writeHead(r, h);
     s.pipe(r);
