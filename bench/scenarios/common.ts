@@ -88,13 +88,14 @@ export async function placeOnAll(ctx: ScenarioContext, s: Setup, name = 'bench-a
 }
 
 /** Polls the placement's summary until READY N/N; returns when the API first showed it. */
-export async function waitReady(ctx: ScenarioContext, s: Setup, name: string, n: number, intervalMs = 200): Promise<number> {
+/** `n` is the number of (edge, workload) entries; `edges` how many edges the placement selects. */
+export async function waitReady(ctx: ScenarioContext, s: Setup, name: string, n: number, intervalMs = 200, edges = n): Promise<number> {
   let last = '';
   await until(
     async () => {
       const st = await s.api.placement(name);
       last = `READY ${st.summary.ready}/${st.summary.total}, selected ${st.selectedEdges}`;
-      return st.selectedEdges === n && st.summary.total === n && st.summary.ready === n;
+      return st.selectedEdges === edges && st.summary.total === n && st.summary.ready === n;
     },
     { timeoutMs: remaining(ctx), intervalMs, what: () => `placement ${name} to show READY ${n}/${n} (last: ${last})` },
   );

@@ -35,7 +35,7 @@ export const offline: Scenario = async (ctx, out) => {
     const target = s.fleet.names[0];
     const names = Array.from({ length: WORKLOADS }, (_, i) => `site-${i}`);
     await s.api.apply([...names.map((n) => workload(n)), placement('site', names, { edges: [target] })]);
-    await waitReady(ctx, s, 'site', WORKLOADS);
+    await waitReady(ctx, s, 'site', WORKLOADS, 200, 1);
     await sleep(1_000);
 
     // The edge goes away; from now on its status is written locally only, as the agent would.
