@@ -142,13 +142,23 @@ export class TunnelStream extends Duplex {
     this.mux.schedule();
   }
 
-  /** Grants the peer credit for what our consumer has taken out of the read buffer. */
-  override _read(): void {
+  /**
+   * Credit goes back as our consumer takes bytes out of the read buffer. Checked after every
+   * `read()` (pipe, flowing mode and async iteration all go through it), not in `_read`, which
+   * Node calls before it takes the data out and then not again until the next push.
+   */
+  override read(size?: number): any {
+    const chunk: unknown = super.read(size);
     const consumed = this.bytesIn - this.readableLength - this.granted;
     if (consumed >= INITIAL_WINDOW / 4 || (consumed > 0 && this.readableLength === 0)) {
       this.granted += consumed;
       this.mux.sendNow(frame(TUNNEL_WINDOW, this.id, u32(consumed)));
     }
+    return chunk;
+  }
+
+  override _read(): void {
+    // Data arrives when the peer sends it; credit is granted in read().
   }
 
   override _destroy(err: Error | null, cb: (err: Error | null) => void): void {

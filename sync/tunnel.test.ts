@@ -1,0 +1,99 @@
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { INITIAL_WINDOW, TunnelError, TunnelMux, type TunnelStream } from './tunnel.js';
+
+/** Two muxes joined by an asynchronous in-memory link that counts what is in flight, like a socket buffer. */
+function pair(onStream: (s: TunnelStream) => void) {
+  const link = { inFlight: 0 };
+  let hub!: TunnelMux;
+  let edge!: TunnelMux;
+  const deliver = (to: () => TunnelMux) => (p: Buffer) => {
+    link.inFlight += p.length;
+    setImmediate(() => {
+      link.inFlight -= p.length;
+      to().receive(p);
+    });
+    return true;
+  };
+  hub = new TunnelMux({ send: deliver(() => edge), bufferedAmount: () => link.inFlight });
+  edge = new TunnelMux({
+    send: deliver(() => hub),
+    bufferedAmount: () => link.inFlight,
+    onStream: (s) => {
+      s.on('error', () => undefined);
+      onStream(s);
+    },
+  });
+  return { hub, edge, link };
+}
+
+describe('TunnelMux', () => {
+  it('carries 8 MB intact; a consumer that stops reading stops the sender at one window', async () => {
+    const total = 8 * 1024 * 1024;
+    let producer!: TunnelStream;
+    const { hub, edge } = pair((s) => {
+      producer = s;
+      const chunk = Buffer.alloc(64 * 1024, 7);
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < total) {
+          sent += chunk.length;
+          if (!s.write(chunk)) return void s.once('drain', pump);
+        }
+        s.end();
+      };
+      pump();
+    });
+    const s = hub.open({ type: 'test' });
+    s.end();
+    s.pause();
+    await new Promise((r) => setTimeout(r, 200));
+    // Nobody read: the edge sent at most one window, and its write buffers are bounded too.
+    expect(producer.bytesOut - producer.writableLength).toBeLessThanOrEqual(INITIAL_WINDOW + 2 * 64 * 1024);
+    expect(s.readableLength).toBeLessThanOrEqual(INITIAL_WINDOW);
+    let got = 0;
+    s.on('data', (c: Buffer) => (got += c.length));
+    s.resume();
+    await once(s, 'end');
+    expect(got).toBe(total);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(hub.size).toBe(0);
+    expect(edge.size).toBe(0);
+  });
+
+  it('a reset on one side fails the other with its code and message, and frees both', async () => {
+    const { hub, edge } = pair((s) => s.destroy(new TunnelError('forbidden', 'port 22 is not declared')));
+    const s = hub.open({ type: 'test' });
+    const [err] = (await once(s, 'error')) as [TunnelError];
+    expect(err.code).toBe('forbidden');
+    expect(err.message).toBe('port 22 is not declared');
+    expect(hub.size).toBe(0);
+    expect(edge.size).toBe(0);
+  });
+
+  it('a stream past its byte budget or deadline is reset', async () => {
+    const { hub } = pair((s) => s.write(Buffer.alloc(100_000)));
+    const over = hub.open({ type: 'test' }, { maxBytes: 50_000 });
+    over.resume();
+    expect(((await once(over, 'error')) as [TunnelError])[0].code).toBe('budget');
+    const slow = hub.open({ type: 'test' }, { deadlineMs: 50 });
+    slow.resume();
+    expect(((await once(slow, 'error')) as [TunnelError])[0].code).toBe('deadline');
+  });
+
+  it('closing the mux (connection lost) fails every stream with `disconnected`', async () => {
+    const { hub } = pair(() => undefined);
+    const a = hub.open({ type: 'test' });
+    const b = hub.open({ type: 'test' });
+    const errs = Promise.all([once(a, 'error'), once(b, 'error')]);
+    hub.close('edge e1 disconnected');
+    for (const [e] of (await errs) as unknown as [TunnelError][]) expect(e.code).toBe('disconnected');
+    expect(hub.size).toBe(0);
+  });
+
+  it('a malformed frame throws (the caller closes the connection)', () => {
+    const { hub } = pair(() => undefined);
+    expect(() => hub.receive(Buffer.from([1, 2]))).toThrow(/truncated/);
+    expect(() => hub.receive(Buffer.from([99, 0, 0, 0, 1]))).toThrow(/unknown tunnel frame kind/);
+  });
+});
