@@ -4,6 +4,7 @@
  * (enrollment, last seen: never in a document), per-edge assignments written by the scheduler,
  * the status projection of report documents, and events.
  */
+import { cachedStatement } from '../sync/sqlite.js';
 import type { SqliteDatabase } from '../sync/sqlite.js';
 import { migrate } from '../sync/sqlite.js';
 import { buildInfo } from '../core/version.js';
@@ -122,7 +123,7 @@ export function migrateHub(db: SqliteDatabase): void {
 }
 
 export function nextResourceVersion(db: SqliteDatabase): number {
-  const r = db.prepare("UPDATE counters SET value = value + 1 WHERE name = 'resourceVersion' RETURNING value").get() as { value: number };
+  const r = cachedStatement(db, "UPDATE counters SET value = value + 1 WHERE name = 'resourceVersion' RETURNING value").get() as { value: number };
   return r.value;
 }
 
@@ -137,5 +138,5 @@ export interface EventRecord {
 }
 
 export function recordEvent(db: SqliteDatabase, e: Omit<EventRecord, 'id' | 'at'> & { at?: number }): void {
-  db.prepare('INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)').run(e.at ?? Date.now(), e.project, e.kind, e.name, e.reason, e.message);
+  cachedStatement(db, 'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)').run(e.at ?? Date.now(), e.project, e.kind, e.name, e.reason, e.message);
 }

@@ -100,7 +100,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       }
       sync?.notify(id);
       changes?.notifyDoc(id);
-      for (const e of reportChanged) scheduler?.markEdge(e);
+      for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
     },
   });
@@ -183,7 +183,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       db.prepare('UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?').run(now, now, conn.agentVersion, conn.remoteAddress, conn.edge);
       db.prepare('INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(conn.edge, now, conn.remoteAddress);
       if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Connected', message: `edge ${conn.edge} connected from ${conn.remoteAddress}` });
-      sched.markEdge(conn.edge);
+      sched.markStatus(conn.edge);
     },
     onDisconnect: (conn, code, reason) => {
       const now = Date.now();
@@ -191,7 +191,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       db.prepare('UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL').run(now, `${code} ${reason}`.trim(), conn.edge);
       const rt = edgeRuntime(db, conn.edge);
       if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Disconnected', message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})` });
-      sched.markEdge(conn.edge);
+      sched.markStatus(conn.edge);
       tunnel.onDisconnect(conn);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
@@ -208,7 +208,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const offlineTimer = setInterval(() => {
     const cutoff = Date.now() - OFFLINE_AFTER_MS;
     const quiet = db.prepare('SELECT name, project FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?').all(cutoff) as { name: string; project: string }[];
-    for (const q of quiet) sched.markEdge(q.name);
+    for (const q of quiet) sched.markStatus(q.name);
   }, OFFLINE_AFTER_MS / 3);
   offlineTimer.unref();
 

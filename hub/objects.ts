@@ -4,6 +4,7 @@
  * workload revisions (every change of manifests is a new revision; rollback copies an old one
  * forward, as `kubectl rollout undo` does).
  */
+import { cachedStatement } from '../sync/sqlite.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
@@ -81,7 +82,7 @@ export class ObjectStore {
   }
 
   get<T extends Resource = Resource>(kind: Kind, project: string, name: string): T | undefined {
-    const row = this.db.prepare('SELECT * FROM objects WHERE kind = ? AND project = ? AND name = ?').get(kind, project, name) as Row | undefined;
+    const row = cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND project = ? AND name = ?').get(kind, project, name) as Row | undefined;
     return row ? (this.toResource(row) as T) : undefined;
   }
 
@@ -89,14 +90,14 @@ export class ObjectStore {
   list<T extends Resource = Resource>(kind: Kind, project: string, opts: { limit?: number; after?: string } = {}): T[] {
     const rows = (
       project === '*'
-        ? this.db.prepare('SELECT * FROM objects WHERE kind = ? AND (project || \'/\' || name) > ? ORDER BY project, name LIMIT ?').all(kind, opts.after ?? '', opts.limit ?? -1)
-        : this.db.prepare('SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?').all(kind, project, opts.after ?? '', opts.limit ?? -1)
+        ? cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND (project || \'/\' || name) > ? ORDER BY project, name LIMIT ?').all(kind, opts.after ?? '', opts.limit ?? -1)
+        : cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?').all(kind, project, opts.after ?? '', opts.limit ?? -1)
     ) as Row[];
     return rows.map((r) => this.toResource(r) as T);
   }
 
   count(kind: Kind, project: string): number {
-    const r = (project === '*' ? this.db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ?').get(kind) : this.db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project)) as { c: number };
+    const r = (project === '*' ? cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ?').get(kind) : cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project)) as { c: number };
     return r.c;
   }
 
@@ -147,8 +148,8 @@ export class ObjectStore {
     return this.db.transaction(() => {
       const cur = this.get(kind, project, name);
       if (!cur) throw new OutpostError('not_found', `${kind} ${project}/${name} not found`);
-      this.db.prepare('DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(kind, project, name);
-      if (kind === 'Workload') this.db.prepare('DELETE FROM workload_revisions WHERE project = ? AND workload = ?').run(project, name);
+      cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(kind, project, name);
+      if (kind === 'Workload') cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ?').run(project, name);
       recordEvent(this.db, { project, kind, name, reason: 'Deleted', message: `${kind} ${name} deleted${actor ? ` by ${actor}` : ''}` });
       for (const l of this.listeners) l({ kind, project, name, before: cur });
       return cur;
@@ -156,7 +157,7 @@ export class ObjectStore {
   }
 
   revisions(project: string, workload: string): Revision[] {
-    return (this.db.prepare('SELECT revision, created_at, manifests FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision').all(project, workload) as { revision: number; created_at: string; manifests: string }[]).map((r) => ({
+    return (cachedStatement(this.db, 'SELECT revision, created_at, manifests FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision').all(project, workload) as { revision: number; created_at: string; manifests: string }[]).map((r) => ({
       revision: r.revision,
       createdAt: r.created_at,
       manifests: JSON.parse(r.manifests) as unknown[],
@@ -164,7 +165,7 @@ export class ObjectStore {
   }
 
   currentRevision(project: string, workload: string): number {
-    const r = this.db.prepare('SELECT MAX(revision) r FROM workload_revisions WHERE project = ? AND workload = ?').get(project, workload) as { r: number | null };
+    const r = cachedStatement(this.db, 'SELECT MAX(revision) r FROM workload_revisions WHERE project = ? AND workload = ?').get(project, workload) as { r: number | null };
     return r.r ?? 0;
   }
 
@@ -193,8 +194,8 @@ export class ObjectStore {
 
   private addRevision(project: string, workload: string, manifests: unknown[]): void {
     const next = this.currentRevision(project, workload) + 1;
-    this.db.prepare('INSERT INTO workload_revisions (project, workload, revision, manifests, created_at) VALUES (?, ?, ?, ?, ?)').run(project, workload, next, JSON.stringify(manifests), new Date().toISOString());
-    this.db.prepare('DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(project, workload, next - KEPT_REVISIONS);
+    cachedStatement(this.db, 'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at) VALUES (?, ?, ?, ?, ?)').run(project, workload, next, JSON.stringify(manifests), new Date().toISOString());
+    cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(project, workload, next - KEPT_REVISIONS);
   }
 
   private toResource(r: Row): Resource {

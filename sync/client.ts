@@ -55,6 +55,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private deadTimer: NodeJS.Timeout | undefined;
   private refusedSlow = false;
+  private retryAfterMs: number | undefined;
 
   constructor(private readonly opts: SyncClientOptions) {
     super();
@@ -141,6 +142,13 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     }, HANDSHAKE_TIMEOUT_MS);
 
     ws.on('unexpected-response', (_req, res) => {
+      if (res.statusCode === 503) {
+        const retry = Number(res.headers['retry-after']);
+        if (retry > 0) this.retryAfterMs = retry * 1000 * (0.75 + Math.random() * 0.5);
+        log.debug({ retryAfter: retry }, 'hub busy; coming back later');
+        ws.terminate();
+        return;
+      }
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => {
@@ -227,7 +235,8 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   }
 
   private scheduleRedial(): void {
-    const delay = this.refusedSlow ? RECONNECT_MAX_MS : backoffDelay(this.attempt++);
+    const delay = this.refusedSlow ? RECONNECT_MAX_MS : (this.retryAfterMs ?? backoffDelay(this.attempt++));
+    this.retryAfterMs = undefined;
     log.debug({ delay }, 'redialling');
     this.retryTimer = setTimeout(() => this.dial(), delay);
   }

@@ -200,3 +200,38 @@ describe('sync endpoint refuses hostile input', () => {
     await goodEdgeStillSyncs();
   });
 });
+
+describe('admission control', () => {
+  it('beyond the pending-handshake limit, upgrades get 503 with Retry-After; admitted ones complete', async () => {
+    const srv = http.createServer();
+    const busy = new SyncServer({ store: hubStore, hubVersion: 'test', maxPendingHandshakes: 1, authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : null) });
+    busy.attach(srv);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const u = `ws://127.0.0.1:${(srv.address() as { port: number }).port}/api/v1/sync`;
+    try {
+      // The first one is admitted and stays in its handshake (no hello yet).
+      const first = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
+      await new Promise((r) => first.once('open', r));
+      const second = await new Promise<{ status: number; retry: string | undefined }>((resolve) => {
+        const ws = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
+        ws.on('unexpected-response', (_q, res) => resolve({ status: res.statusCode ?? 0, retry: res.headers['retry-after'] as string | undefined }));
+        ws.on('error', () => undefined);
+      });
+      expect(second.status).toBe(503);
+      expect(Number(second.retry)).toBeGreaterThanOrEqual(1);
+      // Once the first finishes its handshake, a place frees up.
+      first.send(hello());
+      await new Promise((r) => first.once('message', r));
+      const third = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
+      await new Promise((r, j) => {
+        third.once('open', r);
+        third.once('unexpected-response', () => j(new Error('refused after the first completed')));
+      });
+      first.terminate();
+      third.terminate();
+    } finally {
+      await busy.close();
+      srv.close();
+    }
+  });
+});

@@ -50,6 +50,12 @@ export interface SyncServerOptions {
   hubVersion: string;
   path?: string;
   maxFrameBytes?: number;
+  /**
+   * Handshakes in progress beyond which new upgrades get 503 with Retry-After. After a hub
+   * restart thousands of edges return at once; admitting them all makes every handshake slow
+   * enough to time out and be retried, which feeds the storm (measured in docs/benchmarks.md).
+   */
+  maxPendingHandshakes?: number;
   /** Resolves the bearer credential of an upgrade request; null refuses it with 401. */
   authenticate(token: string, req: IncomingMessage): EdgeIdentity | null | Promise<EdgeIdentity | null>;
   heartbeatSeconds?(edge: EdgeName): number;
@@ -93,6 +99,7 @@ export class SyncServer {
   private readonly alive = new WeakMap<WebSocket, boolean>();
   /** Edges whose copy of a hub-written document is ahead of ours: restart its epoch at their next hello. */
   private readonly aheadOfUs = new Map<EdgeName, Set<DocId>>();
+  private pendingHandshakes = 0;
   readonly path: string;
 
   constructor(private readonly opts: SyncServerOptions) {
@@ -158,6 +165,28 @@ export class SyncServer {
 
   private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    if (this.pendingHandshakes >= (this.opts.maxPendingHandshakes ?? 256)) {
+      // Spread the retries: 1-5 s, so the queue drains instead of refilling in lockstep.
+      const retry = 1 + Math.floor(Math.random() * 5);
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      return;
+    }
+    this.pendingHandshakes++;
+    let counted = true;
+    const done = () => {
+      if (counted) this.pendingHandshakes--;
+      counted = false;
+    };
+    socket.once('close', done);
+    try {
+      await this.upgrade(req, socket, head, done);
+    } catch (err) {
+      done();
+      throw err;
+    }
+  }
+
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, handshakeDone: () => void): Promise<void> {
     const token = bearer(req);
     let identity: EdgeIdentity | null = null;
     try {
@@ -173,10 +202,10 @@ export class SyncServer {
       return;
     }
     const id = identity;
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, id, req));
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, id, req, handshakeDone));
   }
 
-  private onSocket(ws: WebSocket, identity: EdgeIdentity, req: IncomingMessage): void {
+  private onSocket(ws: WebSocket, identity: EdgeIdentity, req: IncomingMessage, handshakeDone: () => void): void {
     const edge = identity.edge;
     const remoteAddress = req.socket.remoteAddress ?? '';
     let conn: EdgeConnection | undefined;
@@ -194,6 +223,7 @@ export class SyncServer {
           if (msg.type !== 'hello') throw new ProtocolError('bad_frame', `expected hello, got ${msg.type}`);
           clearTimeout(handshakeTimer);
           conn = this.welcome(ws, edge, msg, remoteAddress);
+          handshakeDone();
           return;
         }
         if (isBinary) {
@@ -221,6 +251,7 @@ export class SyncServer {
 
     ws.on('close', (code, reasonBuf) => {
       clearTimeout(handshakeTimer);
+      handshakeDone();
       if (!conn) return;
       conn.session.close();
       if (this.conns.get(edge) === conn) this.conns.delete(edge);

@@ -3,6 +3,7 @@
  * (the Edge object), approval and connection facts (edge_runtime). Heartbeats update last_seen
  * here and nowhere else: they never touch a document.
  */
+import { cachedStatement } from '../../sync/sqlite.js';
 import { OFFLINE_AFTER_MS } from '../../core/durations.js';
 import type { Edge, Inventory } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
@@ -47,12 +48,12 @@ const toRuntime = (r: Row): EdgeRuntime => ({
 });
 
 export function edgeRuntime(db: SqliteDatabase, name: string): EdgeRuntime | undefined {
-  const r = db.prepare('SELECT * FROM edge_runtime WHERE name = ?').get(name) as Row | undefined;
+  const r = cachedStatement(db, 'SELECT * FROM edge_runtime WHERE name = ?').get(name) as Row | undefined;
   return r && toRuntime(r);
 }
 
 export function edgeRuntimes(db: SqliteDatabase, project: string): Map<string, EdgeRuntime> {
-  const rows = (project === '*' ? db.prepare('SELECT * FROM edge_runtime').all() : db.prepare('SELECT * FROM edge_runtime WHERE project = ?').all(project)) as Row[];
+  const rows = (project === '*' ? cachedStatement(db, 'SELECT * FROM edge_runtime').all() : cachedStatement(db, 'SELECT * FROM edge_runtime WHERE project = ?').all(project)) as Row[];
   return new Map(rows.map((r) => [r.name, toRuntime(r)]));
 }
 

@@ -10,9 +10,11 @@
  * Work is queued (dirty placements and edges) and processed in one batch on the next tick, so a
  * burst of changes (an `apply -f dir/`, 1,000 reports arriving) costs one pass.
  */
+import { cachedStatement } from '../../sync/sqlite.js';
 import { createHash } from 'node:crypto';
 import { customize, manifestHash } from '../../core/customize.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
+import { SUMMARY_DEBOUNCE_MS } from '../../core/durations.js';
 import { createLogger } from '../../core/logger.js';
 import { deleteSpecWorkload, putSpecWorkload, setSpecLabels, type SpecDoc } from '../../core/mailbox.js';
 import type { Edge, Manifest, Placement, Workload } from '../../core/resources.js';
@@ -64,15 +66,15 @@ const fromRow = (r: AssignmentRow): Assignment => ({
 });
 
 export function assignmentsForEdge(db: SqliteDatabase, edge: string): Assignment[] {
-  return (db.prepare('SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as AssignmentRow[]).map(fromRow);
+  return (cachedStatement(db, 'SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as AssignmentRow[]).map(fromRow);
 }
 
 export function assignmentsForPlacement(db: SqliteDatabase, project: string, placement: string): Assignment[] {
-  return (db.prepare('SELECT * FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload').all(project, placement) as AssignmentRow[]).map(fromRow);
+  return (cachedStatement(db, 'SELECT * FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload').all(project, placement) as AssignmentRow[]).map(fromRow);
 }
 
 export function assignmentsForWorkload(db: SqliteDatabase, project: string, workload: string): Assignment[] {
-  return (db.prepare('SELECT * FROM assignments WHERE project = ? AND workload = ? ORDER BY edge').all(project, workload) as AssignmentRow[]).map(fromRow);
+  return (cachedStatement(db, 'SELECT * FROM assignments WHERE project = ? AND workload = ? ORDER BY edge').all(project, workload) as AssignmentRow[]).map(fromRow);
 }
 
 interface Target {
@@ -111,9 +113,21 @@ export class Scheduler {
     this.schedule();
   }
 
+  /** The edge itself changed (labels, approval, drain, enrollment): re-select it everywhere and rewrite its spec. */
   markEdge(name: string): void {
     this.dirtyEdges.add(name);
     this.schedule();
+  }
+
+  /**
+   * Only the edge's status changed (a report, a connect or disconnect): re-plan the rollouts of the
+   * placements that have put something on it, debounced, so a thousand reports arriving together
+   * cost one pass instead of a thousand, and no spec document is touched unless a rollout moves.
+   */
+  markStatus(name: string): void {
+    const rows = cachedStatement(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?').all(name) as { project: string; placement: string }[];
+    for (const r of rows) this.dirtyPlacements.add(`${r.project}/${r.placement}`);
+    if (rows.length) this.schedule(SUMMARY_DEBOUNCE_MS);
   }
 
   markWorkload(project: string, name: string): void {
@@ -136,10 +150,11 @@ export class Scheduler {
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
-  private schedule(): void {
+  private schedule(delayMs = 0): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
+    const run = delayMs > 0 ? (fn: () => void) => setTimeout(fn, delayMs) : setImmediate;
+    run(() => {
       try {
         this.runBatch();
       } catch (err) {
@@ -160,7 +175,7 @@ export class Scheduler {
     // An edge change affects the placements of its project (its labels may now match or not).
     const edgeProjects = new Set<string>();
     for (const name of edges) {
-      const row = this.db.prepare('SELECT project FROM edge_runtime WHERE name = ?').get(name) as { project: string } | undefined;
+      const row = cachedStatement(this.db, 'SELECT project FROM edge_runtime WHERE name = ?').get(name) as { project: string } | undefined;
       if (row) edgeProjects.add(row.project);
     }
     for (const project of edgeProjects) for (const p of this.objects.list<Placement>('Placement', project)) placements.add(`${project}/${p.metadata.name}`);
@@ -179,8 +194,8 @@ export class Scheduler {
     const changed = new Set<string>();
     if (!placement) {
       // Deleted: its workloads leave every edge it had placed them on.
-      this.db.prepare('DELETE FROM assignments WHERE project = ? AND placement = ?').run(project, name);
-      this.db.prepare('DELETE FROM rollouts WHERE project = ? AND placement = ?').run(project, name);
+      cachedStatement(this.db, 'DELETE FROM assignments WHERE project = ? AND placement = ?').run(project, name);
+      cachedStatement(this.db, 'DELETE FROM rollouts WHERE project = ? AND placement = ?').run(project, name);
       this.rolloutStatus.delete(`${project}/${name}`);
       for (const a of before) changed.add(a.edge);
       return [...changed];
@@ -212,7 +227,7 @@ export class Scheduler {
 
     // Other placements may already hold a workload on an edge: the first placement by name wins.
     const heldElsewhere = new Set(
-      (this.db.prepare('SELECT edge, workload FROM assignments WHERE project = ? AND placement <> ? AND placement < ?').all(project, name, name) as { edge: string; workload: string }[]).map((r) => `${r.edge}/${r.workload}`),
+      (cachedStatement(this.db, 'SELECT edge, workload FROM assignments WHERE project = ? AND placement <> ? AND placement < ?').all(project, name, name) as { edge: string; workload: string }[]).map((r) => `${r.edge}/${r.workload}`),
     );
 
     const current = new Map<string, Assignment[]>();
@@ -220,7 +235,7 @@ export class Scheduler {
     const combined = (ts: { workload: string; key: string }[]): string => createHash('sha256').update(ts.map((t) => `${t.workload}=${t.key}`).sort().join('\n')).digest('hex').slice(0, 16);
 
     const statusRows = new Map(
-      (this.db.prepare(`SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?`).all(project, name) as { edge: string; workload: string; observed_generation: number; phase: string }[]).map((r) => [`${r.edge}/${r.workload}`, r]),
+      (cachedStatement(this.db, `SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?`).all(project, name) as { edge: string; workload: string; observed_generation: number; phase: string }[]).map((r) => [`${r.edge}/${r.workload}`, r]),
     );
 
     const rolloutEdges: RolloutEdge[] = [];
@@ -252,7 +267,7 @@ export class Scheduler {
       }
       rolloutEdges.push({ edge: e, targetKey, writtenKey, observed, online: isOnline(runtimes.get(e)) });
     }
-    const ackRow = this.db.prepare('SELECT acknowledged FROM rollouts WHERE project = ? AND placement = ?').get(project, name) as { acknowledged: string } | undefined;
+    const ackRow = cachedStatement(this.db, 'SELECT acknowledged FROM rollouts WHERE project = ? AND placement = ?').get(project, name) as { acknowledged: string } | undefined;
     const acknowledged = ackRow ? (JSON.parse(ackRow.acknowledged) as Record<string, string>) : {};
     const plan = planRollout({ placement: name, rollout: placement.spec.rollout, edges: rolloutEdges, acknowledgedFailures: acknowledged });
     const prev = this.rolloutStatus.get(`${project}/${name}`);
@@ -265,17 +280,18 @@ export class Scheduler {
     }
 
     const write = new Set(plan.update);
+    const byEdge = new Map(rolloutEdges.map((r) => [r.edge, r]));
     const tx = this.db.transaction(() => {
       for (const e of selected) {
-        const writtenKey = rolloutEdges.find((r) => r.edge === e)!.writtenKey;
-        const isTarget = writtenKey === rolloutEdges.find((r) => r.edge === e)!.targetKey;
+        const r = byEdge.get(e)!;
+        const isTarget = r.writtenKey === r.targetKey;
         if (!write.has(e) && !isTarget) continue; // the rollout holds this edge on what it has
         const cur = new Map((current.get(e) ?? []).map((a) => [a.workload, a]));
         for (const t of targets.get(e)!) {
           if (heldElsewhere.has(`${e}/${t.workload}`)) continue;
           const a = cur.get(t.workload);
           if (a && a.contentKey === t.key) continue;
-          const observed = (this.db.prepare('SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?').get(e, t.workload) as { observed_generation: number } | undefined)?.observed_generation ?? 0;
+          const observed = (cachedStatement(this.db, 'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?').get(e, t.workload) as { observed_generation: number } | undefined)?.observed_generation ?? 0;
           const gen = Math.max(a?.generation ?? 0, observed) + 1;
           this.db
             .prepare(
@@ -288,15 +304,16 @@ export class Scheduler {
         // Workloads the placement no longer names leave this edge.
         for (const a of cur.values()) {
           if (!targets.get(e)!.some((t) => t.workload === a.workload)) {
-            this.db.prepare('DELETE FROM assignments WHERE edge = ? AND workload = ?').run(e, a.workload);
+            cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?').run(e, a.workload);
             changed.add(e);
           }
         }
       }
       // Edges no longer selected lose everything this placement gave them.
+      const selectedSet = new Set(selected);
       for (const [e, as] of current) {
-        if (selected.includes(e)) continue;
-        for (const a of as) this.db.prepare('DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(e, a.workload, name);
+        if (selectedSet.has(e)) continue;
+        for (const a of as) cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(e, a.workload, name);
         changed.add(e);
       }
     });
@@ -306,12 +323,12 @@ export class Scheduler {
 
   /** Writes an edge's spec document from its assignments (no-op when nothing differs). */
   writeSpec(edge: string): void {
-    const rt = this.db.prepare('SELECT name FROM edge_runtime WHERE name = ?').get(edge) as { name: string } | undefined;
+    const rt = cachedStatement(this.db, 'SELECT name FROM edge_runtime WHERE name = ?').get(edge) as { name: string } | undefined;
     if (!rt) return;
     const e = edgeName(edge);
     ensureMailbox(this.store, e, 'hub');
     const as = assignmentsForEdge(this.db, edge);
-    const edgeObj = this.db.prepare("SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as { labels: string } | undefined;
+    const edgeObj = cachedStatement(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as { labels: string } | undefined;
     this.store.change<SpecDoc>(mailboxDocId(e, 'spec'), (d) => {
       setSpecLabels(d, edgeObj ? (JSON.parse(edgeObj.labels) as Record<string, string>) : {});
       const keep = new Set(as.map((a) => a.workload));
@@ -332,7 +349,7 @@ export class Scheduler {
     for (const [e, as] of byEdge) {
       const failed = as.some((a) => {
         if (a.error) return true;
-        const s = this.db.prepare('SELECT observed_generation, phase FROM workload_status WHERE edge = ? AND workload = ?').get(e, a.workload) as { observed_generation: number; phase: string } | undefined;
+        const s = cachedStatement(this.db, 'SELECT observed_generation, phase FROM workload_status WHERE edge = ? AND workload = ?').get(e, a.workload) as { observed_generation: number; phase: string } | undefined;
         return !!s && s.observed_generation >= a.generation && (s.phase === 'Failed' || s.phase === 'Degraded');
       });
       if (failed) failures[e] = createHash('sha256').update(as.map((a) => `${a.workload}=${a.contentKey}`).sort().join('\n')).digest('hex').slice(0, 16);

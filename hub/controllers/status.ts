@@ -3,6 +3,7 @@
  * the summaries the API serves (per placement, per edge, per workload), computed from the
  * projection on read so they are never stale with respect to what the hub has.
  */
+import { cachedStatement } from '../../sync/sqlite.js';
 import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
 import { localState, readReport, readSpec, type EdgeReportState, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import type { Placement } from '../../core/resources.js';
@@ -19,14 +20,14 @@ export function projectReport(db: SqliteDatabase, id: DocId, doc: AnyDoc): strin
   if (!p || p.role !== 'report') return undefined;
   const report = readReport(doc as unknown as ReportDoc);
   const names = Object.keys(report.workloads);
-  const upsert = db.prepare(
+  const upsert = cachedStatement(db, 
     `INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT(edge, workload) DO UPDATE SET observed_generation = excluded.observed_generation, phase = excluded.phase, message = excluded.message, since = excluded.since, restarts = excluded.restarts, objects = excluded.objects`,
   );
   for (const w of Object.values(report.workloads)) upsert.run(p.edge, w.name, w.observedGeneration, w.phase, w.message ?? null, w.since, w.restarts, JSON.stringify(w.objects));
-  const existing = (db.prepare('SELECT workload FROM workload_status WHERE edge = ?').all(p.edge) as { workload: string }[]).map((r) => r.workload);
-  for (const w of existing) if (!names.includes(w)) db.prepare('DELETE FROM workload_status WHERE edge = ? AND workload = ?').run(p.edge, w);
-  if (report.inventory) db.prepare('UPDATE edge_runtime SET inventory = ? WHERE name = ?').run(JSON.stringify(report.inventory), p.edge);
+  const existing = (cachedStatement(db, 'SELECT workload FROM workload_status WHERE edge = ?').all(p.edge) as { workload: string }[]).map((r) => r.workload);
+  for (const w of existing) if (!names.includes(w)) cachedStatement(db, 'DELETE FROM workload_status WHERE edge = ? AND workload = ?').run(p.edge, w);
+  if (report.inventory) cachedStatement(db, 'UPDATE edge_runtime SET inventory = ? WHERE name = ?').run(JSON.stringify(report.inventory), p.edge);
   return p.edge;
 }
 
@@ -42,7 +43,7 @@ interface StatusRow {
 }
 
 function statusRow(db: SqliteDatabase, edge: string, workload: string): StatusRow | undefined {
-  return db.prepare('SELECT * FROM workload_status WHERE edge = ? AND workload = ?').get(edge, workload) as StatusRow | undefined;
+  return cachedStatement(db, 'SELECT * FROM workload_status WHERE edge = ? AND workload = ?').get(edge, workload) as StatusRow | undefined;
 }
 
 /** One status entry per (edge, workload) assignment, plus per-object entries for broken objects. */
