@@ -83,7 +83,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     setInventory(d, collectInventory(config.driver, version));
   });
 
-  const driver = createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });
+  const driver = await createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });
   try {
     await driver.start();
   } catch (err) {

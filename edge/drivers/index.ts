@@ -1,18 +1,18 @@
-/** @module Picks the runtime driver named in the edge's configuration. */
+/**
+ * @module Picks the runtime driver named in the edge's configuration. Drivers are loaded on demand:
+ * an edge running processes never loads the Kubernetes client (tens of MB of heap).
+ */
 import path from 'node:path';
 import type { Driver, DriverName } from './driver.js';
-import { createKubernetesDriver } from './kubernetes/index.js';
-import { createPodmanDriver } from './podman/index.js';
-import { createProcessDriver } from './process/index.js';
 
-export function createDriver(name: DriverName, dataDir: string, opts: { kubeconfig?: string } = {}): Driver {
+export async function createDriver(name: DriverName, dataDir: string, opts: { kubeconfig?: string } = {}): Promise<Driver> {
   const dir = path.join(dataDir, 'runtime', name);
   switch (name) {
     case 'process':
-      return createProcessDriver({ dataDir: dir });
+      return (await import('./process/index.js')).createProcessDriver({ dataDir: dir });
     case 'podman':
-      return createPodmanDriver({ dataDir: dir });
+      return (await import('./podman/index.js')).createPodmanDriver({ dataDir: dir });
     case 'kubernetes':
-      return createKubernetesDriver({ dataDir: dir, ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}) });
+      return (await import('./kubernetes/index.js')).createKubernetesDriver({ dataDir: dir, ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}) });
   }
 }

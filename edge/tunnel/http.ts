@@ -6,7 +6,6 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import { KubeConfig } from '@kubernetes/client-node';
 import { TunnelError, type TunnelRequest, type TunnelStream } from '../../sync/tunnel.js';
 
 export interface KubeTarget {
@@ -22,6 +21,8 @@ export const HOP_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connectio
 
 /** The cluster API of `kubeconfig`, with the credential the driver uses. */
 export async function kubeTarget(kubeconfig: string): Promise<KubeTarget> {
+  // Loaded on first use: edges without the kubernetes driver never pay for the client.
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   try {
     kc.loadFromFile(kubeconfig);
