@@ -4,7 +4,7 @@
  * workload revisions (every change of manifests is a new revision; rollback copies an old one
  * forward, as `kubectl rollout undo` does).
  */
-import { cachedStatement } from '../sync/sqlite.js';
+import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
@@ -109,7 +109,7 @@ export class ObjectStore {
     const obj = validateResource(input);
     const { kind } = obj;
     const { project, name } = obj.metadata;
-    return this.db.transaction(() => {
+    return inTransaction(this.db, () => {
       const cur = this.get(kind, project, name);
       if (!cur) {
         if (opts.create === false) throw new OutpostError('not_found', `${kind} ${project}/${name} does not exist: create it first (outpost apply -f FILE)`);
@@ -141,11 +141,11 @@ export class ObjectStore {
       recordEvent(this.db, { project, kind, name, reason: 'Updated', message: `${kind} ${name} updated${opts.actor ? ` by ${opts.actor}` : ''}` });
       for (const l of this.listeners) l({ kind, project, name, before: cur, after });
       return { object: after, action: 'configured' as const };
-    })();
+    });
   }
 
   delete(kind: Kind, project: string, name: string, actor?: string): Resource {
-    return this.db.transaction(() => {
+    return inTransaction(this.db, () => {
       const cur = this.get(kind, project, name);
       if (!cur) throw new OutpostError('not_found', `${kind} ${project}/${name} not found`);
       cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(kind, project, name);
@@ -153,7 +153,7 @@ export class ObjectStore {
       recordEvent(this.db, { project, kind, name, reason: 'Deleted', message: `${kind} ${name} deleted${actor ? ` by ${actor}` : ''}` });
       for (const l of this.listeners) l({ kind, project, name, before: cur });
       return cur;
-    })();
+    });
   }
 
   revisions(project: string, workload: string): Revision[] {
@@ -171,7 +171,7 @@ export class ObjectStore {
 
   /** Rolls a workload back to a kept revision (default: the previous one) by making it the newest. */
   rollback(project: string, workload: string, toRevision?: number, actor?: string): { object: Resource; revision: number } {
-    return this.db.transaction(() => {
+    return inTransaction(this.db, () => {
       const cur = this.get<Workload>('Workload', project, workload);
       if (!cur) throw new OutpostError('not_found', `Workload ${project}/${workload} not found`);
       const revs = this.revisions(project, workload);
@@ -189,7 +189,7 @@ export class ObjectStore {
       const { object } = this.apply(next, { create: false, actor });
       recordEvent(this.db, { project, kind: 'Workload', name: workload, reason: 'RolledBack', message: `rolled back to the manifests of revision ${target.revision}${actor ? ` by ${actor}` : ''}` });
       return { object, revision: this.currentRevision(project, workload) };
-    })();
+    });
   }
 
   private addRevision(project: string, workload: string, manifests: unknown[]): void {

@@ -18,7 +18,7 @@ import type { DocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { buildInfo } from '../core/version.js';
 import { initAutomerge } from './native.js';
-import { migrate, openDatabase, type SqliteDatabase } from './sqlite.js';
+import { inTransaction, migrate, openDatabase, type SqliteDatabase } from './sqlite.js';
 
 const log = createLogger('sync:store');
 
@@ -164,7 +164,7 @@ export class ReplicaStore {
 
   /** Runs fn in a transaction (nested calls join the outer one). */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    return inTransaction(this.db, fn);
   }
 
   has(id: DocId): boolean {

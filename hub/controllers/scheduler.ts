@@ -10,7 +10,7 @@
  * Work is queued (dirty placements and edges) and processed in one batch on the next tick, so a
  * burst of changes (an `apply -f dir/`, 1,000 reports arriving) costs one pass.
  */
-import { cachedStatement } from '../../sync/sqlite.js';
+import { cachedStatement, inTransaction } from '../../sync/sqlite.js';
 import { createHash } from 'node:crypto';
 import { customize, manifestHash } from '../../core/customize.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
@@ -281,7 +281,7 @@ export class Scheduler {
 
     const write = new Set(plan.update);
     const byEdge = new Map(rolloutEdges.map((r) => [r.edge, r]));
-    const tx = this.db.transaction(() => {
+    const tx = () => inTransaction(this.db, () => {
       for (const e of selected) {
         const r = byEdge.get(e)!;
         const isTarget = r.writtenKey === r.targetKey;
