@@ -22,6 +22,7 @@ import { defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { enroll } from './enroll.js';
+import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
 import { Reconciler } from './reconciler.js';
@@ -90,7 +91,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     store.close();
     throw new Error(`the ${config.driver} runtime is not usable`, { cause: err });
   }
-  reconciler = new Reconciler(store, edge, driver);
+  reconciler = new Reconciler(store, edge, driver, await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')));
 
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'outpost_edge_' });

@@ -16,6 +16,7 @@ import { createLogger } from '../core/logger.js';
 import { deleteReportWorkload, localState, pruneClearedIntents, putReportWorkload, readReport, readSpec, type ObservedWorkload, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver, WorkloadObservation } from './drivers/driver.js';
+import { HeldStopped } from './held-stopped.js';
 
 const log = createLogger('edge:reconciler');
 
@@ -30,8 +31,6 @@ export class Reconciler {
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private stoppedByUs = new Set<string>();
-  /** Workloads stopped by a remote `stop` action: kept stopped until `start`. */
-  readonly heldStopped = new Set<string>();
   lastResult: ReconcileResult = { applied: [], removed: [], stopped: [] };
   passes = 0;
 
@@ -39,6 +38,8 @@ export class Reconciler {
     private readonly store: ReplicaStore,
     private readonly edge: EdgeName,
     private readonly driver: Driver,
+    /** Workloads stopped by a remote `stop` action: kept stopped until `start`, across agent restarts (held-stopped.ts). */
+    readonly heldStopped: HeldStopped = HeldStopped.inMemory(),
   ) {}
 
   start(): void {
@@ -81,6 +82,10 @@ export class Reconciler {
     const spec = readSpec(specDoc);
     const report = readReport(reportDoc);
     const local = localState(report, spec);
+    // A hold outlives its workload only as a trap: re-adding the workload later must start it.
+    for (const name of [...this.heldStopped]) {
+      if (!spec.workloads[name]) await this.heldStopped.delete(name).catch((err: unknown) => log.warn({ err, workload: name }, 'could not drop the stop hold of a removed workload'));
+    }
     const result: ReconcileResult = { applied: [], removed: [], stopped: [] };
     let observed: WorkloadObservation[];
     try {

@@ -11,6 +11,14 @@
  *   with their hash, and they were not restarted.
  * - `remove` is idempotent and removes every object the workload owns.
  * - `list` reports only workloads that Outpost owns (by label/state file), never foreign ones.
+ * - `execInteractive` is optional (`outpost exec -it` needs it). It resolves once the command
+ *   runs (rejects with a DriverError when the workload or container is not there); bytes written
+ *   to `stdin` reach the command and ending `stdin` is its end of input; `stdout`/`stderr` end
+ *   before `exit` settles, so a caller that awaits `exit` has seen all output. `exit` resolves
+ *   with the exit code (128 + signal number for a signal, as a shell reports it), or rejects when
+ *   the runtime lost the session without one. Aborting `signal` ends the command (and what it
+ *   started) and settles `exit`. With `tty`, the runtime allocates a terminal when it can (then
+ *   stderr arrives merged into stdout); a driver that cannot says so in docs/tunnel.md.
  */
 import type { Manifest } from '../../core/resources.js';
 import type { ObjectStatus } from '../../core/mailbox.js';
@@ -54,6 +62,19 @@ export interface ExecOptions {
   signal?: AbortSignal;
 }
 
+export interface InteractiveExecOptions extends ExecOptions {
+  /** Ask for a terminal (`outpost exec -t`). */
+  tty?: boolean;
+}
+
+/** A running interactive command; see the contract above. */
+export interface InteractiveExec {
+  stdin: NodeJS.WritableStream;
+  stdout: NodeJS.ReadableStream;
+  stderr: NodeJS.ReadableStream;
+  exit: Promise<number>;
+}
+
 export interface ExecResult {
   exitCode: number;
   stdout: string;
@@ -79,6 +100,8 @@ export interface Driver {
   restartWorkload(name: string): Promise<void>;
   logs(name: string, opts: LogOptions): AsyncIterable<string>;
   exec(name: string, command: string[], opts: ExecOptions): Promise<ExecResult>;
+  /** A command with stdin and output as it comes (`outpost exec -it`); optional, see the contract above. */
+  execInteractive?(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec>;
   /** Where a declared port of a workload listens, for the service proxy; null if not declared. */
   endpoint(name: string, port: number): Promise<Endpoint | null>;
   /** Release resources held by the driver. Workloads keep running. */

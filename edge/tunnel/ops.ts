@@ -4,23 +4,11 @@
  */
 import { once } from 'node:events';
 import { createLogger } from '../../core/logger.js';
-import { EXEC_STDERR, EXEC_STDOUT, TunnelError, type TunnelRequest, type TunnelStream } from '../../sync/tunnel.js';
-import type { Driver, ExecOptions } from '../drivers/driver.js';
+import { EXEC_STDERR, EXEC_STDOUT, MAX_DATA_BYTES, TunnelError, type TunnelRequest, type TunnelStream } from '../../sync/tunnel.js';
+import type { Driver } from '../drivers/driver.js';
 import type { Reconciler } from '../reconciler.js';
 
 const log = createLogger('edge:tunnel');
-
-/**
- * Interactive exec (stdin, output as it comes) is an optional driver capability: the Driver
- * interface only has one-shot `exec`. A driver that implements this gets `outpost exec -it`.
- */
-export interface InteractiveExecDriver {
-  execInteractive(name: string, command: string[], opts: ExecOptions & { tty?: boolean }): Promise<{ stdin: NodeJS.WritableStream; stdout: NodeJS.ReadableStream; stderr: NodeJS.ReadableStream; exit: Promise<number> }>;
-}
-
-function hasInteractive(d: Driver): d is Driver & InteractiveExecDriver {
-  return typeof (d as Partial<InteractiveExecDriver>).execInteractive === 'function';
-}
 
 async function requireWorkload(driver: Driver, name: string): Promise<void> {
   const all = await driver.list();
@@ -80,20 +68,24 @@ export async function runExec(s: TunnelStream, driver: Driver, r: Extract<Tunnel
     s.end();
     return;
   }
-  if (!hasInteractive(driver)) {
+  if (!driver.execInteractive) {
     throw new TunnelError('refused', `the ${driver.name} driver runs one-shot commands only: drop -i/-t (outpost exec edge/NAME ${r.workload} -- ${r.command.join(' ')})`);
   }
   const p = await driver.execInteractive(r.workload, r.command, { container: r.container, signal: ctl.signal, tty: r.tty }).catch((err: unknown) => {
     throw driverFailure(err);
   });
   s.sendMeta({ ok: true });
-  s.pipe(p.stdin as NodeJS.WritableStream);
-  const channel = (ch: number) => (c: Buffer | string) => {
+  s.pipe(p.stdin);
+  // Each DATA frame the hub reads must start with its channel byte: the mux splits writes larger
+  // than MAX_DATA_BYTES, so output goes in pieces that fit one frame with the byte in front.
+  const channel = (ch: number, from: NodeJS.ReadableStream) => (c: Buffer | string) => {
     const b = Buffer.isBuffer(c) ? c : Buffer.from(c);
-    if (!s.write(Buffer.concat([Buffer.from([ch]), b]))) (ch === EXEC_STDOUT ? p.stdout : p.stderr).pause();
+    let ok = true;
+    for (let off = 0; off < b.length; off += MAX_DATA_BYTES - 1) ok = s.write(Buffer.concat([Buffer.from([ch]), b.subarray(off, off + MAX_DATA_BYTES - 1)])) && ok;
+    if (!ok) from.pause();
   };
-  p.stdout.on('data', channel(EXEC_STDOUT));
-  p.stderr.on('data', channel(EXEC_STDERR));
+  p.stdout.on('data', channel(EXEC_STDOUT, p.stdout));
+  p.stderr.on('data', channel(EXEC_STDERR, p.stderr));
   s.on('drain', () => {
     p.stdout.resume();
     p.stderr.resume();
@@ -111,10 +103,11 @@ export async function runAction(s: TunnelStream, driver: Driver, reconciler: Rec
       await driver.restartWorkload(r.workload);
     } else if (r.action === 'stop') {
       // Held by the reconciler, not just stopped by the driver: its next pass would restart it.
-      reconciler.heldStopped.add(r.workload);
+      // On disk before anything stops, so an agent restart cannot undo the order.
+      await reconciler.heldStopped.add(r.workload);
       await reconciler.trigger();
     } else {
-      reconciler.heldStopped.delete(r.workload);
+      await reconciler.heldStopped.delete(r.workload);
       await reconciler.trigger();
     }
   } catch (err) {

@@ -1,12 +1,13 @@
 /**
- * @module `outpost logs`, `outpost exec`, `outpost edge action` and `outpost edge kubeconfig`:
- * commands that reach into an edge through the hub's tunnel (docs/tunnel.md). Logs stream as they
- * arrive; exec exits with the command's exit code.
+ * @module `outpost logs`, `outpost exec`, `outpost edge action`, `outpost edge kubeconfig` and
+ * `outpost edge proxy-url`: commands that reach into an edge through the hub's tunnel
+ * (docs/tunnel.md). Logs stream as they arrive; exec exits with the command's exit code.
  */
 import http from 'node:http';
 import https from 'node:https';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
+import { parseDuration } from '../../core/durations.js';
 import { isValidName } from '../../core/ids.js';
 import { describeHttpError, HubClient, type HubConnection } from './client.js';
 import { resolveConnection } from './config.js';
@@ -25,6 +26,22 @@ function parseName(what: string) {
     if (!isValidName(s)) throw new InvalidArgumentError(`invalid ${what} name "${s}": 1-63 lower-case letters, digits or "-"`);
     return s;
   };
+}
+
+function parsePort(s: string): number {
+  if (!/^\d{1,5}$/.test(s) || Number(s) < 1 || Number(s) > 65535) throw new InvalidArgumentError(`invalid port "${s}": give a declared containerPort of the workload (1-65535)`);
+  return Number(s);
+}
+
+function parseSessionTtl(s: string): number {
+  let ms: number;
+  try {
+    ms = parseDuration(s);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  if (ms < 1000 || ms > 12 * 3600_000) throw new InvalidArgumentError(`--ttl ${s}: give between 1s and 12h, e.g. 30m`);
+  return Math.round(ms / 1000);
 }
 
 function parseTail(s: string): number {
@@ -146,6 +163,21 @@ export function registerEdgeTunnelCommands(edge: Command, deps: CliDeps): void {
       const conn = await connection(deps);
       await new HubClient(conn).post(edgePath(name, 'actions'), { action, workload }, { subject: { kind: 'edge', name } });
       line(deps.stdout, `${action} of ${workload} on edge/${name} done`);
+    });
+
+  edge
+    .command('proxy-url')
+    .description("print a link that opens a workload's web UI in a browser through the hub (works once, then a cookie for that port only)")
+    .argument('<name>', 'the edge', parseEdgeRef)
+    .argument('<workload>', 'the workload', parseName('workload'))
+    .argument('<port>', 'a declared containerPort of the workload', parsePort)
+    .option('--ttl <duration>', 'how long the browser session lasts (default 1h, at most 12h)', parseSessionTtl)
+    .addHelpText('after', '\nExample:\n  xdg-open "$(outpost edge proxy-url shop-12 web 8080)"')
+    .action(async (name: string, workload: string, port: number, o: { ttl?: number }) => {
+      const conn = await connection(deps);
+      const r = await new HubClient(conn).post<{ path: string }>(edgePath(name, 'proxy-session'), { workload, port, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) }, { subject: { kind: 'edge', name } });
+      // The hub URL the user configured, not the Host the hub saw: behind a proxy they differ.
+      line(deps.stdout, `${conn.hub.replace(/\/+$/, '')}${r.path}`);
     });
 
   edge

@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import client from 'prom-client';
 import { OutpostError } from '../../core/errors.js';
-import type { EdgeName } from '../../core/ids.js';
+import { isValidName, type EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { ProtocolError } from '../../sync/messages.js';
 import type { EdgeConnection, SyncServer } from '../../sync/server.js';
@@ -24,12 +24,13 @@ import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { edgeRuntime } from '../controllers/edges.js';
-import { handleActions, handleExec, handleLogs } from './ops.js';
+import { handleActions, handleExec, handleLogs, readJson } from './ops.js';
+import { cookieValues, DEFAULT_SESSION_TTL_MS, MAX_SESSION_TTL_MS, PROXY_COOKIE, proxyPath, ProxySessions, proxyTargetOf, sessionCookie, type ProxyTarget } from './proxy-session.js';
 import { handleHttp, sendError, type RouteContext } from './routes.js';
 
 const log = createLogger('hub:tunnel');
 
-export const TUNNEL_PATH = /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy|logs|exec|actions)(\/.*)?$/;
+export const TUNNEL_PATH = /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions)(\/.*)?$/;
 
 export interface GatewayLimits {
   /** Deadline of a request/response stream (proxy, kube, exec, actions). */
@@ -67,9 +68,11 @@ export class TunnelGateway {
   private readonly tunnels = new Map<EdgeName, EdgeTunnel>();
   readonly limits: GatewayLimits;
   private readonly opened?: client.Counter<'type'>;
+  private readonly sessions: ProxySessions;
 
   constructor(private readonly opts: GatewayOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.sessions = new ProxySessions(opts.db);
     if (opts.registry) {
       const self = this;
       new client.Gauge({ name: 'outpost_hub_tunnel_streams', help: 'Tunnel streams open now, all edges', registers: [opts.registry], collect() { this.set(self.openStreams()); } });
@@ -122,6 +125,20 @@ export class TunnelGateway {
   handleRequest(req: IncomingMessage, res: ServerResponse): boolean {
     const m = TUNNEL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
     if (!m) return false;
+    const route = m[3];
+    if (route === 'proxy-session') {
+      this.createSession(req, res, m[1] as EdgeName, m[4] ?? '').catch((err: unknown) => sendError(res, err));
+      return true;
+    }
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (route === 'proxy' && !req.headers.authorization && url.searchParams.has('session')) {
+      try {
+        this.exchange(req, res, m[1] as EdgeName, m[4] ?? '', url);
+      } catch (err) {
+        sendError(res, err);
+      }
+      return true;
+    }
     let ctx: RouteContext;
     try {
       ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', false);
@@ -129,7 +146,6 @@ export class TunnelGateway {
       sendError(res, err, m[3] === 'kube');
       return true;
     }
-    const route = m[3];
     const work = route === 'logs' ? handleLogs(ctx, req, res) : route === 'exec' ? handleExec(ctx, req, res) : route === 'actions' ? handleActions(ctx, req, res) : handleHttp(ctx, req, res);
     work.catch((err: unknown) => {
       if (!(err instanceof OutpostError || err instanceof TunnelError)) log.error({ err, path: req.url }, 'tunnel request failed');
@@ -162,13 +178,70 @@ export class TunnelGateway {
     return true;
   }
 
-  /** Authentication, authorization and the online check: everything that happens before the edge is involved. */
-  private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
+  /**
+   * Who is asking: the bearer token, or on the proxy route a browser session cookie valid for
+   * exactly this edge, workload and port (proxy-session.ts).
+   */
+  private authenticate(req: IncomingMessage, edge: EdgeName, route: string, rest: string): Principal {
     const h = req.headers.authorization;
     const bearer = h ? /^Bearer\s+(\S+)$/i.exec(h)?.[1] : undefined;
-    if (!bearer) throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`');
-    const p = this.opts.auth.verifyApiToken(bearer);
-    if (!p) throw new OutpostError('unauthorized', 'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again');
+    if (bearer) {
+      const p = this.opts.auth.verifyApiToken(bearer);
+      if (!p) throw new OutpostError('unauthorized', 'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again');
+      return p;
+    }
+    const cookies = route === 'proxy' && !h ? cookieValues(req.headers.cookie, PROXY_COOKIE) : [];
+    if (cookies.length > 0) {
+      const target = proxyTargetOf(edge, rest);
+      const p = target ? this.sessions.verify(cookies, target) : null;
+      if (p) return p;
+      throw new OutpostError('unauthorized', `the proxy session is not valid here (expired, its token revoked, or made for another workload port): run \`outpost edge proxy-url ${edge}${target ? ` ${target.workload} ${target.port}` : ' WORKLOAD PORT'}\` for a new link`);
+    }
+    throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login` (a browser opens a proxied app with a link from `outpost edge proxy-url`)');
+  }
+
+  /** `POST .../proxy-session {"workload", "port", "ttlSeconds"}`: a one-time browser link (bearer only, write). */
+  private async createSession(req: IncomingMessage, res: ServerResponse, edge: EdgeName, rest: string): Promise<void> {
+    if (req.method !== 'POST' || rest !== '') throw new OutpostError('bad_request', `use POST /api/v1/edges/${edge}/proxy-session {"workload": "NAME", "port": N, "ttlSeconds": S}`);
+    if (!req.headers.authorization) throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`');
+    const p = this.authenticate(req, edge, 'proxy-session', rest);
+    const rt = edgeRuntime(this.opts.db, edge);
+    if (!rt || (p.project !== '*' && p.project !== rt.project)) throw new OutpostError('not_found', `edge ${edge} not found`);
+    if (!this.opts.auth.can(p, 'write', rt.project)) throw new OutpostError('forbidden', `a ${p.role} token may not use proxy on edge ${edge} (needs operator or higher in project ${rt.project}): ask an admin for an operator token`);
+    const b = await readJson(req);
+    if (typeof b.workload !== 'string' || !isValidName(b.workload)) throw new OutpostError('invalid', 'workload: must be a workload name');
+    if (typeof b.port !== 'number' || !Number.isInteger(b.port) || b.port < 1 || b.port > 65535) throw new OutpostError('invalid', 'port: must be a declared containerPort of the workload (1-65535)');
+    const maxS = MAX_SESSION_TTL_MS / 1000;
+    if (b.ttlSeconds !== undefined && (typeof b.ttlSeconds !== 'number' || !Number.isInteger(b.ttlSeconds) || b.ttlSeconds < 1 || b.ttlSeconds > maxS)) throw new OutpostError('invalid', `ttlSeconds: must be a whole number of seconds from 1 to ${maxS}`);
+    const target: ProxyTarget = { edge, workload: b.workload, port: b.port };
+    const { link, expiresAt } = this.sessions.create(p, target, b.ttlSeconds === undefined ? DEFAULT_SESSION_TTL_MS : (b.ttlSeconds as number) * 1000);
+    const path = `${proxyPath(target)}?session=${link}`;
+    const proto = 'encrypted' in req.socket ? 'https' : 'http';
+    log.info({ user: p.tokenId, role: p.role, edge, target: `proxy ${target.workload}:${target.port}`, expiresAt: new Date(expiresAt).toISOString() }, 'proxy session created');
+    res.writeHead(201, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ url: `${proto}://${req.headers.host ?? 'localhost'}${path}`, path, expiresAt: new Date(expiresAt).toISOString() }));
+  }
+
+  /** The first request with `?session=LINK`: trade it for the path-scoped cookie and redirect to the same URL without it. */
+  private exchange(req: IncomingMessage, res: ServerResponse, edge: EdgeName, rest: string, url: URL): void {
+    const target = proxyTargetOf(edge, rest);
+    if (!target) throw new OutpostError('bad_request', `use /api/v1/edges/${edge}/proxy/WORKLOAD/PORT/PATH (PORT a declared containerPort of WORKLOAD)`);
+    const link = url.searchParams.get('session') ?? '';
+    url.searchParams.delete('session');
+    const headers: Record<string, string> = { location: url.pathname + url.search, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' };
+    try {
+      const { cookie, expiresAt } = this.sessions.exchange(link, target);
+      headers['set-cookie'] = sessionCookie(cookie, target, expiresAt, 'encrypted' in req.socket);
+      log.info({ edge, target: `proxy ${target.workload}:${target.port}` }, 'proxy session link exchanged for a cookie');
+    } catch (err) {
+      // A used link opened again in the browser that holds its cookie (a reload, a bookmark) just goes on.
+      if (!this.sessions.verify(cookieValues(req.headers.cookie, PROXY_COOKIE), target)) throw err;
+    }
+    res.writeHead(303, headers).end();
+  }
+
+  /** Authentication, authorization and the online check: everything that happens before the edge is involved. */
+  private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
+    const p = this.authenticate(req, edge, route, rest);
     const rt = edgeRuntime(this.opts.db, edge);
     if (!rt || (p.project !== '*' && p.project !== rt.project)) throw new OutpostError('not_found', `edge ${edge} not found`);
     const action = neededAction(route, req.method ?? 'GET', rest, upgrade);

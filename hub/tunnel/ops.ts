@@ -17,7 +17,7 @@ const MAX_JSON_BODY = 1024 * 1024;
 const WS_STDIN = 0;
 const WS_STATUS = 3;
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {

@@ -10,6 +10,7 @@ import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
 import type { Principal } from '../api/context.js';
 import type { GatewayLimits } from './gateway.js';
+import { withoutProxyCookie } from './proxy-session.js';
 
 export interface RouteContext {
   principal: Principal;
@@ -73,6 +74,12 @@ function forwardHeaders(req: IncomingMessage, prefix: string): Record<string, st
   for (const [k, v] of Object.entries(req.headers)) {
     // The user's hub token authenticates to the hub only; it never reaches an edge or a workload.
     if (v === undefined || HOP.has(k) || k === 'authorization') continue;
+    if (k === 'cookie') {
+      // Likewise the browser's proxy session cookie; the app's own cookies pass.
+      const rest = withoutProxyCookie(String(v));
+      if (rest) out[k] = rest;
+      continue;
+    }
     out[k] = v;
   }
   if (req.headers.upgrade) {

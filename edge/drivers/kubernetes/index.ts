@@ -24,8 +24,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi } from '@kubernetes/client-node';
 import { createLogger } from '../../../core/logger.js';
-import { DriverError, type Driver, type Endpoint, type ExecOptions, type ExecResult, type LogOptions, type WorkloadObservation, type WorkloadUnit } from '../driver.js';
-import { execInPod, podLogLines } from './io.js';
+import { DriverError, type Driver, type Endpoint, type ExecOptions, type ExecResult, type InteractiveExec, type InteractiveExecOptions, type LogOptions, type WorkloadObservation, type WorkloadUnit } from '../driver.js';
+import { execInPod, execInPodInteractive, podLogLines } from './io.js';
 import { BASE_KINDS, FIELD_MANAGER, LABEL_GENERATION, LABEL_HASH, LABEL_MANAGED_BY, LABEL_WORKLOAD, RESTARTED_AT, RESTART_FIELD_MANAGER, defaultNamespace, identity, objectKey, prepare, type KObj } from './objects.js';
 import { objectPhase, restartsOf, worstPhase, type ObjectPhase } from './observe.js';
 import { StateDir, type WorkloadRecord } from './state.js';
@@ -337,6 +337,12 @@ class KubernetesDriver implements Driver {
     if (command.length === 0) throw new DriverError('exec needs a command, e.g. ["sh", "-c", "echo hi"]');
     const pod = await this.pickPod(name);
     return execInPod(this.kc!, pod, this.containerOf(pod, opts.container), command, opts.signal);
+  }
+
+  async execInteractive(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec> {
+    if (command.length === 0) throw new DriverError('exec needs a command, e.g. ["sh"]');
+    const pod = await this.pickPod(name);
+    return execInPodInteractive(this.kc!, pod, this.containerOf(pod, opts.container), command, opts);
   }
 
   async endpoint(name: string, port: number): Promise<Endpoint | null> {

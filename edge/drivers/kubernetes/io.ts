@@ -1,10 +1,12 @@
 /**
  * @module Logs and exec for the kubernetes driver, through the API server (`pods/log` and the
  * `pods/exec` websocket protocol), with @kubernetes/client-node's Log and Exec clients.
+ * Interactive exec adds stdin (channel 0; its end is the v5 close frame) and, with a tty, asks
+ * the kubelet for a terminal, which merges stderr into stdout as kubectl does.
  */
 import { PassThrough, Writable } from 'node:stream';
 import { Exec, Log, type KubeConfig, type V1Status } from '@kubernetes/client-node';
-import { DriverError, type ExecResult } from '../driver.js';
+import { DriverError, type ExecResult, type InteractiveExec } from '../driver.js';
 import type { KObj } from './objects.js';
 
 /** Lines of one container's log; ends when the server ends the stream or `signal` aborts. */
@@ -86,4 +88,45 @@ export async function execInPod(kc: KubeConfig, pod: KObj, container: string, co
   const exitCode = exitCodeOf(status);
   if (exitCode === undefined) throw new DriverError(`exec of ${command[0]} in ${pod.metadata.name} failed: ${status.message ?? status.reason ?? 'unknown error'}`);
   return { exitCode, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+/** `outpost exec -it` in a pod: stdin streams up, output comes down as the API server sends it. */
+export async function execInPodInteractive(kc: KubeConfig, pod: KObj, container: string, command: string[], opts: { tty?: boolean; signal?: AbortSignal }): Promise<InteractiveExec> {
+  const where = `pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container}`;
+  const stdin = new PassThrough();
+  // Input piped in after the session closed has nowhere to go; that is not an error of the session.
+  stdin.on('error', () => undefined);
+  const stdout = new PassThrough();
+  // With a terminal there is no separate stderr (the API server refuses stderr=true with tty=true).
+  const stderr = new PassThrough();
+  let status: V1Status | undefined;
+  let ws;
+  try {
+    ws = await new Exec(kc).exec(pod.metadata.namespace!, pod.metadata.name, container, command, stdout, opts.tty ? null : stderr, stdin, !!opts.tty, (s) => {
+      status = s;
+    });
+  } catch (err) {
+    throw new DriverError(`exec in ${where} failed to connect; check that the kubeconfig user may create pods/exec`, { cause: err });
+  }
+  const socket = ws;
+  const exit = new Promise<number>((resolve, reject) => {
+    const abort = (): void => socket.close();
+    if (opts.signal?.aborted) abort();
+    else opts.signal?.addEventListener('abort', abort, { once: true });
+    socket.on('close', () => {
+      opts.signal?.removeEventListener('abort', abort);
+      stdin.destroy();
+      // The client library ends the output streams when the status arrives; a socket that closed
+      // without one (aborted, API server gone) must end them too, or readers wait forever.
+      if (!stdout.writableEnded) stdout.end();
+      if (!stderr.writableEnded) stderr.end();
+      if (!status) return reject(new DriverError(`exec of ${command[0]} in ${where}: ${opts.signal?.aborted ? 'aborted' : 'the API server closed the stream without an exit status'}`));
+      const code = exitCodeOf(status);
+      if (code === undefined) return reject(new DriverError(`exec of ${command[0]} in ${where} failed: ${status.message ?? status.reason ?? 'unknown error'}`));
+      resolve(code);
+    });
+  });
+  // Settled by whoever awaits it; until then a rejection must not count as unhandled.
+  exit.catch(() => undefined);
+  return { stdin, stdout, stderr, exit };
 }

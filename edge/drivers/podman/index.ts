@@ -26,8 +26,9 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { createLogger } from '../../../core/logger.js';
-import type { Driver, Endpoint, ExecOptions, ExecResult, LogOptions, WorkloadObservation, WorkloadUnit } from '../driver.js';
+import type { Driver, Endpoint, ExecOptions, ExecResult, InteractiveExec, InteractiveExecOptions, LogOptions, WorkloadObservation, WorkloadUnit } from '../driver.js';
 import { DriverError } from '../driver.js';
+import { childSession } from '../interactive.js';
 import { createPodman, podmanError, type Podman } from './cli.js';
 import { podmanLogLines } from './logs.js';
 import { LABEL_OWNER, LABEL_WORKLOAD, planUnit, secretName, UnsupportedUnitError, type PodmanPlan } from './plan.js';
@@ -362,6 +363,21 @@ class PodmanDriver implements Driver {
     // 125 is podman's own failure (exec could not start); 126/127 are the command's, as in a shell.
     if (r.code === 125 && /^Error:/m.test(r.stderr)) throw new DriverError(`exec in ${name}: ${podmanError(r.stderr)}`);
     return { exitCode: r.code, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  /**
+   * `podman exec -i [-t]`. Ending the session closes stdin and then kills the podman client; the
+   * command in the container sees end of input (or, with a terminal, a hangup) and ends with it.
+   */
+  async execInteractive(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec> {
+    if (command.length === 0) throw new DriverError('exec needs a command');
+    const id = await this.target(name, opts.container, true);
+    const child = this.podman.spawn(['exec', '-i', ...(opts.tty ? ['-t'] : []), id, ...command]);
+    const kill = (): void => {
+      child.stdin?.end();
+      child.kill('SIGTERM');
+    };
+    return childSession(child, `podman exec in ${name}`, kill, opts.signal);
   }
 
   async endpoint(name: string, port: number): Promise<Endpoint | null> {

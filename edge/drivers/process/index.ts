@@ -11,6 +11,9 @@
  *   even a kill -9. `start()` adopts them from the state files; see supervisor.ts and state.ts.
  * - Processes share the host network: a port is reached at 127.0.0.1, and a Deployment with
  *   replicas > 1 cannot declare one.
+ * - `exec` and `execInteractive` run the command as a host process with the container's env and
+ *   workingDir. There is no terminal for `-t`: allocating a pty needs a native module, which the
+ *   single-binary agent does not ship, so `-t` runs with pipes (docs/tunnel.md).
  *
  * @example
  * ```ts
@@ -25,7 +28,8 @@ import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { isValidName } from '../../../core/ids.js';
 import { createLogger } from '../../../core/logger.js';
-import { DriverError, type Driver, type Endpoint, type ExecOptions, type ExecResult, type LogOptions, type WorkloadObservation, type WorkloadUnit } from '../driver.js';
+import { DriverError, type Driver, type Endpoint, type ExecOptions, type ExecResult, type InteractiveExec, type InteractiveExecOptions, type LogOptions, type WorkloadObservation, type WorkloadUnit } from '../driver.js';
+import { childSession } from '../interactive.js';
 import { readLog } from './logs.js';
 import { readAllStates } from './state.js';
 import { ManagedWorkload, type WorkloadContext } from './workload.js';
@@ -177,16 +181,35 @@ class ProcessDriver implements Driver {
   }
 
   async exec(name: string, command: string[], opts: ExecOptions): Promise<ExecResult> {
+    const t = await this.execTarget(name, command, opts.container);
+    return runCommand(command, t.env, t.cwd, opts.signal);
+  }
+
+  async execInteractive(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec> {
+    const t = await this.execTarget(name, command, opts.container);
+    // Its own process group, so ending the session also ends what the command started (a shell's children).
+    const child = spawn(command[0], command.slice(1), { env: t.env, cwd: t.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const kill = (): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    return childSession(child, command[0], kill, opts.signal);
+  }
+
+  private async execTarget(name: string, command: string[], container: string | undefined): Promise<{ env: Record<string, string>; cwd: string }> {
     const w = this.get(name);
-    const t = w.target(opts.container);
-    if (!t) throw new DriverError(`workload ${name} has no container ${opts.container ?? ''}; containers: ${w.plan.processes.map((p) => p.key).join(', ') || 'none'}`);
+    const t = w.target(container);
+    if (!t) throw new DriverError(`workload ${name} has no container ${container ?? ''}; containers: ${w.plan.processes.map((p) => p.key).join(', ') || 'none'}`);
     if (command.length === 0) throw new DriverError('exec needs a command, e.g. ["sh", "-c", "ls"]');
     try {
       await access(t.cwd);
     } catch (err) {
       throw new DriverError(`workingDir ${t.cwd} of workload ${name} does not exist; create it on the device or change workingDir`, { cause: err });
     }
-    return runCommand(command, t.env, t.cwd, opts.signal);
+    return t;
   }
 
   async endpoint(name: string, port: number): Promise<Endpoint | null> {

@@ -1,0 +1,175 @@
+/**
+ * @module Browser sessions for the service proxy (docs/tunnel.md): a browser following a link
+ * cannot send an Authorization header, so `POST /api/v1/edges/NAME/proxy-session` (bearer, write)
+ * hands out a link to `.../proxy/WORKLOAD/PORT/?session=LINK`. The first request with the link
+ * trades it for a cookie scoped to exactly that path; later requests (and WebSocket upgrades)
+ * authenticate by the cookie.
+ *
+ * Safety, and why:
+ * - The link works once: it ends up in browser history, proxies' logs and chat messages; after the
+ *   exchange it is worthless. The cookie is a different secret, HttpOnly (scripts of the proxied
+ *   app cannot read it), SameSite=Strict (another site cannot ride on it, WebSockets included),
+ *   Secure on a TLS hub.
+ * - Both secrets are stored as sha256 hashes under a non-secret id (as API tokens are), so the
+ *   hub's database yields nothing usable.
+ * - A session is bound to one edge, workload and port, checked on every request whatever path
+ *   the browser sends it on; it carries the creating token's principal, re-checked per request
+ *   (project and role by the gateway; here, that the token is neither revoked nor expired), and
+ *   it expires (1 h by default).
+ */
+import type { Principal, Role } from '../api/context.js';
+import { OutpostError } from '../../core/errors.js';
+import { isValidName } from '../../core/ids.js';
+import { buildInfo } from '../../core/version.js';
+import { migrate, type SqliteDatabase } from '../../sync/sqlite.js';
+import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from '../auth/schema.js';
+
+export const PROXY_COOKIE = 'outpost_proxy';
+/** Long enough to use an app's UI for a while, short enough that a forgotten tab does not stay a door. */
+export const DEFAULT_SESSION_TTL_MS = 60 * 60_000;
+export const MAX_SESSION_TTL_MS = 12 * 60 * 60_000;
+
+export interface ProxyTarget {
+  edge: string;
+  workload: string;
+  port: number;
+}
+
+interface Row {
+  id: string;
+  link_hash: Buffer | null;
+  cookie_hash: Buffer | null;
+  token_id: string;
+  role: Role;
+  project: string;
+  edge: string;
+  workload: string;
+  port: number;
+  expires_at: number;
+}
+
+const MIGRATIONS = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE tunnel_proxy_sessions (
+        id TEXT PRIMARY KEY,
+        link_hash BLOB,   -- NULL once the link was traded for a cookie
+        cookie_hash BLOB, -- NULL until then
+        token_id TEXT NOT NULL,
+        role TEXT NOT NULL,
+        project TEXT NOT NULL,
+        edge TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX tunnel_proxy_sessions_expiry ON tunnel_proxy_sessions (expires_at);
+    `,
+  },
+];
+
+/** The path a session is scoped to (its cookie's Path, with the trailing slash). */
+export function proxyPath(t: ProxyTarget): string {
+  return `/api/v1/edges/${t.edge}/proxy/${t.workload}/${t.port}/`;
+}
+
+/** The target of a proxy route's rest (`/WORKLOAD/PORT/...`); null when it is not one. */
+export function proxyTargetOf(edge: string, rest: string): ProxyTarget | null {
+  const m = /^\/([^/]+)\/(\d{1,5})(\/.*)?$/.exec(rest);
+  if (!m || !isValidName(m[1]) || Number(m[2]) < 1 || Number(m[2]) > 65535) return null;
+  return { edge, workload: m[1], port: Number(m[2]) };
+}
+
+/** `ID.SECRET`: the id finds the row, the secret is compared in constant time. */
+function split(value: string): { id: string; secret: string } | null {
+  const m = /^([0-9a-f]{16})\.([A-Za-z0-9_-]{43})$/.exec(value);
+  return m ? { id: m[1], secret: m[2] } : null;
+}
+
+const sameTarget = (r: Row, t: ProxyTarget): boolean => r.edge === t.edge && r.workload === t.workload && r.port === t.port;
+
+export class ProxySessions {
+  constructor(private readonly db: SqliteDatabase) {
+    migrateAuth(db);
+    migrate(db, 'hub-tunnel', MIGRATIONS, buildInfo().version);
+  }
+
+  /** A one-time link secret for `p` on `target`, valid for `ttlMs`. */
+  create(p: Principal, target: ProxyTarget, ttlMs = DEFAULT_SESSION_TTL_MS, now = Date.now()): { link: string; expiresAt: number } {
+    this.db.prepare('DELETE FROM tunnel_proxy_sessions WHERE expires_at <= ?').run(now);
+    const id = newId();
+    const secret = newSecret();
+    const expiresAt = now + ttlMs;
+    this.db
+      .prepare('INSERT INTO tunnel_proxy_sessions (id, link_hash, token_id, role, project, edge, workload, port, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(id, hashSecret(secret), p.tokenId, p.role, p.project, target.edge, target.workload, target.port, now, expiresAt);
+    return { link: `${id}.${secret}`, expiresAt };
+  }
+
+  /** Trades a link for a cookie secret; throws `unauthorized` for a used, expired, unknown or misplaced link. */
+  exchange(link: string, target: ProxyTarget, now = Date.now()): { cookie: string; expiresAt: number } {
+    const parts = split(link);
+    const row = parts ? this.row(parts.id) : undefined;
+    if (!parts || !row || !row.link_hash || !secretMatches(parts.secret, row.link_hash) || !sameTarget(row, target) || row.expires_at <= now) {
+      throw new OutpostError(
+        'unauthorized',
+        `this proxy link is not valid (each link works once, for one workload port, until it expires): run \`outpost edge proxy-url ${target.edge} ${target.workload} ${target.port}\` for a new one`,
+      );
+    }
+    const secret = newSecret();
+    // Only one exchange wins, even if two requests race with the same link.
+    const changed = this.db.prepare('UPDATE tunnel_proxy_sessions SET link_hash = NULL, cookie_hash = ? WHERE id = ? AND link_hash IS NOT NULL').run(hashSecret(secret), row.id).changes;
+    if (changed !== 1) throw new OutpostError('unauthorized', `this proxy link was already used: run \`outpost edge proxy-url ${target.edge} ${target.workload} ${target.port}\` for a new one`);
+    return { cookie: `${row.id}.${secret}`, expiresAt: row.expires_at };
+  }
+
+  /** The principal of the first cookie value that is a live session for exactly `target`; null if none. */
+  verify(cookies: string[], target: ProxyTarget, now = Date.now()): Principal | null {
+    for (const value of cookies) {
+      const parts = split(value);
+      const row = parts ? this.row(parts.id) : undefined;
+      if (!parts || !row || !row.cookie_hash || !secretMatches(parts.secret, row.cookie_hash)) continue;
+      if (!sameTarget(row, target) || row.expires_at <= now || !this.tokenLive(row.token_id, now)) continue;
+      return { tokenId: row.token_id, role: row.role, project: row.project };
+    }
+    return null;
+  }
+
+  /** A session dies with its token: revoking the token (or its expiry) ends its browser sessions too. */
+  private tokenLive(tokenId: string, now: number): boolean {
+    const t = this.db.prepare('SELECT expires_at, revoked_at FROM api_tokens WHERE id = ?').get(tokenId) as { expires_at: number | null; revoked_at: number | null } | undefined;
+    return !!t && t.revoked_at === null && (t.expires_at === null || t.expires_at > now);
+  }
+
+  private row(id: string): Row | undefined {
+    return this.db.prepare('SELECT id, link_hash, cookie_hash, token_id, role, project, edge, workload, port, expires_at FROM tunnel_proxy_sessions WHERE id = ?').get(id) as Row | undefined;
+  }
+}
+
+/** Every value of cookie `name` in a Cookie header (a browser may send several with different paths). */
+export function cookieValues(header: string | undefined, name: string): string[] {
+  if (!header) return [];
+  const out: string[] = [];
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) out.push(part.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+/** The Cookie header without our session cookie: the proxied app gets its own cookies, never ours. */
+export function withoutProxyCookie(header: string): string | undefined {
+  const kept = header
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => p && !p.startsWith(`${PROXY_COOKIE}=`));
+  return kept.length ? kept.join('; ') : undefined;
+}
+
+/** The Set-Cookie value for a session on `target`. */
+export function sessionCookie(value: string, target: ProxyTarget, expiresAt: number, secure: boolean, now = Date.now()): string {
+  const maxAge = Math.max(0, Math.floor((expiresAt - now) / 1000));
+  return `${PROXY_COOKIE}=${value}; Path=${proxyPath(target)}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+}
