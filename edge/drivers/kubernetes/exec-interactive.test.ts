@@ -1,0 +1,55 @@
+/**
+ * `execInteractive` of the kubernetes driver over the `pods/exec` websocket (stdin on channel 0,
+ * its end as the v5 close frame), against the API server stand-in, whose kubelet runs the command
+ * as a host process: the shared acceptance checks.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { checkInteractiveExec } from '../exec-interactive.case.js';
+import { waitFor } from '../driver.case.js';
+import type { Driver, WorkloadUnit } from '../driver.js';
+import { startFakeApiServer, type FakeApiServer } from './fake-apiserver.js';
+import { createKubernetesDriver } from './index.js';
+
+let dir: string;
+let api: FakeApiServer;
+let driver: Driver;
+
+const manifests = [
+  {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'shell' },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'shell' } },
+      template: { metadata: { labels: { app: 'shell' } }, spec: { containers: [{ name: 'main', image: 'busybox', command: ['sleep', '600'], env: [{ name: 'GREETING', value: 'hello' }] }] } },
+    },
+  },
+];
+const shell: WorkloadUnit = { name: 'shell', generation: 1, hash: createHash('sha256').update(JSON.stringify(manifests)).digest('hex').slice(0, 16), manifests: manifests as WorkloadUnit['manifests'] };
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'outpost-k8s-it-'));
+  api = await startFakeApiServer({ startDelayMs: 50 });
+  await api.writeKubeconfig(join(dir, 'kubeconfig'));
+  driver = createKubernetesDriver({ kubeconfig: join(dir, 'kubeconfig'), dataDir: dir });
+  await driver.start();
+  await driver.apply(shell);
+  await waitFor('shell Ready', async () => (await driver.list()).find((w) => w.name === 'shell')?.phase === 'Ready');
+}, 60_000);
+
+afterAll(async () => {
+  await driver?.close();
+  await api?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('kubernetes driver execInteractive (API server stand-in)', () => {
+  it('passes the interactive exec acceptance checks', async () => {
+    await checkInteractiveExec(driver, 'shell');
+  });
+});
