@@ -73,17 +73,27 @@ export class HeldStopped {
     return this.names.values();
   }
 
-  /** Holds `name` stopped; resolves once that is on disk. */
-  add(name: string): Promise<void> {
+  /** Holds `name` stopped; resolves once that is on disk. If it cannot be written, nothing changed. */
+  async add(name: string): Promise<void> {
     if (this.names.has(name)) return this.writes;
     this.names.add(name);
-    return this.persist();
+    try {
+      await this.persist();
+    } catch (err) {
+      this.names.delete(name);
+      throw err;
+    }
   }
 
-  /** Lifts the hold; resolves once that is on disk. */
-  delete(name: string): Promise<void> {
+  /** Lifts the hold; resolves once that is on disk. If it cannot be written, the hold stays. */
+  async delete(name: string): Promise<void> {
     if (!this.names.delete(name)) return this.writes;
-    return this.persist();
+    try {
+      await this.persist();
+    } catch (err) {
+      this.names.add(name);
+      throw err;
+    }
   }
 
   /** Writes are chained, each of the then-current set, so the last one on disk is the latest. */
