@@ -366,8 +366,10 @@ class PodmanDriver implements Driver {
   }
 
   /**
-   * `podman exec -i [-t]`. Ending the session closes stdin and then kills the podman client; the
-   * command in the container sees end of input (or, with a terminal, a hangup) and ends with it.
+   * `podman exec -i [-t]`. Ending the session closes stdin and then stops the podman client; a
+   * command that reads its input (a shell, cat) sees the end of it and ends. Podman 4.3 gives no
+   * handle on the exec'd process, so one that ignores stdin (sleep) runs on in the container until
+   * it ends by itself (docs/drivers.md).
    */
   async execInteractive(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec> {
     if (command.length === 0) throw new DriverError('exec needs a command');
