@@ -46,6 +46,10 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/projects/{project}/edges-online': { get: { summary: 'Edges online over the last N hours', parameters: [{ name: 'hours', in: 'query', schema: { type: 'integer' } }], responses: { 200: { description: 'points' } } } },
     '/api/v1/projects/{project}/edges/{name}/connections': { get: { summary: 'Connection history of an edge', responses: { 200: { description: 'connections' } } } },
     '/api/v1/projects/{project}/stream': { get: { summary: 'Server-sent events on every change in the project', responses: { 200: { description: 'text/event-stream' } } } },
+    '/api/v1/edges/{name}/proxy-session': simple('A one-time link that opens a workload service in a browser through the tunnel'),
+    '/api/v1/edges/{name}/actions': simple('Restart, stop or start a workload on an edge'),
+    '/api/v1/edges/{name}/logs/{workload}': { get: { summary: 'Workload logs from an edge, streamed', responses: { 200: { description: 'text' }, 503: errorResponse } } },
+    '/api/v1/edges/{name}/exec/{workload}': simple('Run a command in a workload on an edge'),
     '/api/v1/whoami': { get: { summary: 'The calling token', responses: { 200: { description: 'principal' } } } },
   });
   return {
