@@ -81,6 +81,8 @@ const rowNames = async (rows: Locator) => rows.locator('th[scope=row] a').allInn
 /** All table rows in the document: a page that rendered the whole fleet would have thousands. */
 const domRows = () => page.locator('tr').count();
 const requested = (re: RegExp) => requests.filter((r) => re.test(r.path));
+/** Playwright reports a finished request a moment after the page may have rendered its answer. */
+const sawRequest = (re: RegExp) => waitFor(() => requested(re).length > 0, { timeout: 5_000, what: `a request matching ${re}` });
 
 beforeAll(async () => {
   dir = tempDir('outpost-ui-scale-');
@@ -168,7 +170,7 @@ describe(`web UI with ${EDGES} edges`, () => {
     );
     expect(await rowNames(edgeRows())).toEqual(offline.slice(0, PAGE));
     expect(new Set(await edgeRows().locator('td:nth-child(3)').allInnerTexts())).toEqual(new Set(['Offline']));
-    expect(requested(/\/edges\?.*state=Offline/).length).toBeGreaterThan(0);
+    await sawRequest(/\/edges\?.*state=Offline/);
   });
 
   it('shows the first page of edges, pages forward, and never holds more than a page of rows', async () => {
@@ -190,7 +192,7 @@ describe(`web UI with ${EDGES} edges`, () => {
     );
     expect(await rowNames(edgeRows())).toEqual(names.slice(PAGE, 2 * PAGE));
     await page.getByText(`Page 2 · ${PAGE} shown`).waitFor();
-    expect(requested(/\/edges\?.*continue=/).length).toBeGreaterThan(0);
+    await sawRequest(/\/edges\?.*continue=/);
     expect(await domRows()).toBeLessThanOrEqual(MAX_PAGE + 1);
   });
 
@@ -204,7 +206,7 @@ describe(`web UI with ${EDGES} edges`, () => {
     );
     await page.waitForURL(/labelSelector=region%3Deu%2Ctier%3Dlarge/);
     expect(await rowNames(edgeRows())).toEqual(match.slice(0, PAGE));
-    expect(requested(/\/edges\?.*labelSelector=region%3Deu%2Ctier%3Dlarge/).length).toBeGreaterThan(0);
+    await sawRequest(/\/edges\?.*labelSelector=region%3Deu%2Ctier%3Dlarge/);
     // The page asked the hub for one page of matches, never for the whole fleet to filter itself.
     expect(requested(/\/edges\?/).every((r) => /limit=(25|50|100)\b/.test(r.path))).toBe(true);
   });
@@ -220,7 +222,7 @@ describe(`web UI with ${EDGES} edges`, () => {
       () => hasText(page.locator('p[aria-live]').first(), `${match.length} match the filter`),
     );
     await page.waitForURL(/q=edge-012/);
-    expect(requested(/\/edges\?.*q=edge-012/).length).toBeGreaterThan(0);
+    await sawRequest(/\/edges\?.*q=edge-012/);
     expect(await rowNames(edgeRows())).toEqual(match.slice(0, PAGE));
     await page.getByRole('button', { name: 'Next →' }).click();
     await waitFor(async () => (await rowNames(edgeRows()))[0] === match[PAGE], { what: 'the second page of matches' });
@@ -247,7 +249,7 @@ describe(`web UI with ${EDGES} edges`, () => {
     await hasText(section, '2000 edges match');
     const matched = section.locator('tbody tr');
     expect(await rowNames(matched)).toEqual(canary.slice(0, 25).map((e) => e.name));
-    expect(requested(/\/edges\?.*labelSelector=ring%3Dcanary/).length).toBeGreaterThan(0);
+    await sawRequest(/\/edges\?.*labelSelector=ring%3Dcanary/);
     expect(await domRows()).toBeLessThanOrEqual(MAX_PAGE + 50);
     expect(errors).toEqual([]);
   });
