@@ -99,6 +99,9 @@ export class Scheduler {
   private readonly dirtyEdges = new Set<string>();
   private scheduled = false;
   private readonly rolloutStatus = new Map<string, RolloutStatus>();
+  /** Bumped whenever an edge's labels, approval or schedulability may have changed. */
+  private edgesVersion = 0;
+  private readonly targetCache = new Map<string, { stamp: string; targets: Map<string, Target[]> }>();
   /** Resolves when the current batch is done (tests and the API's `?wait` use it). */
   private idleWaiters: (() => void)[] = [];
 
@@ -116,6 +119,7 @@ export class Scheduler {
   /** The edge itself changed (labels, approval, drain, enrollment): re-select it everywhere and rewrite its spec. */
   markEdge(name: string): void {
     this.dirtyEdges.add(name);
+    this.edgesVersion++;
     this.schedule();
   }
 
@@ -190,13 +194,15 @@ export class Scheduler {
   /** Recomputes one placement's assignments; returns the edges whose assignments changed. */
   private reconcilePlacement(project: string, name: string): string[] {
     const placement = this.objects.get<Placement>('Placement', project, name);
-    const before = assignmentsForPlacement(this.db, project, name);
+    // Without the manifests: parsing them for every edge on every pass is wasted work here.
+    const before = (cachedStatement(this.db, 'SELECT edge, workload, project, placement, revision, content_key, generation, error FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload').all(project, name) as Omit<AssignmentRow, 'manifests'>[]).map((r) => fromRow({ ...r, manifests: '[]' }));
     const changed = new Set<string>();
     if (!placement) {
       // Deleted: its workloads leave every edge it had placed them on.
       cachedStatement(this.db, 'DELETE FROM assignments WHERE project = ? AND placement = ?').run(project, name);
       cachedStatement(this.db, 'DELETE FROM rollouts WHERE project = ? AND placement = ?').run(project, name);
       this.rolloutStatus.delete(`${project}/${name}`);
+      this.targetCache.delete(`${project}/${name}`);
       for (const a of before) changed.add(a.edge);
       return [...changed];
     }
@@ -210,8 +216,18 @@ export class Scheduler {
       .filter((w): w is Workload => !!w);
 
     // Targets per edge.
-    const targets = new Map<string, Target[]>();
+    // Customized targets depend only on the placement, its workloads and the edges' labels: reuse
+    // them across the many status-only passes a rollout makes (at 5,000 edges, customizing every
+    // edge on every pass kept the hub busy for minutes).
+    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}`;
+    let cache = this.targetCache.get(`${project}/${name}`);
+    if (!cache || cache.stamp !== stamp) {
+      cache = { stamp, targets: new Map() };
+      this.targetCache.set(`${project}/${name}`, cache);
+    }
+    const targets = cache.targets;
     for (const e of selected) {
+      if (targets.has(e)) continue;
       const edge = byName.get(e)!;
       targets.set(
         e,
