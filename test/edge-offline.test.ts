@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killHostWorkloads } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -117,17 +118,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of running) await p.kill('SIGTERM').catch(() => undefined);
   // Workloads outlive agents by design: stop what the test started.
-  for (const n of Object.keys(ports)) {
-    try {
-      process.kill(-pidOf(n), 'SIGKILL');
-    } catch {
-      try {
-        process.kill(pidOf(n), 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-  }
+  killHostWorkloads(www);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
@@ -19,45 +20,9 @@ let edge: Proc;
 const running: Proc[] = [];
 const ports: Record<string, number> = {};
 
-const pod = (name: string, command: string, port?: number) => ({
-  apiVersion: 'outpost.dev/v1alpha1',
-  kind: 'Workload',
-  metadata: { name },
-  spec: {
-    manifests: [
-      {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          containers: [
-            {
-              name: 'main',
-              image: 'localhost/outpost-busybox:latest',
-              // The pid file lets the test see whether (and when) the workload was started, and clean up.
-              command: ['sh', '-c', `echo $$$$ > ${www}/${name}.pid && exec ${command}`],
-              env: [{ name: 'GREETING', value: `hello from ${name}` }],
-              ...(port ? { ports: [{ containerPort: port }], readinessProbe: { tcpSocket: { port }, periodSeconds: 1 } } : {}),
-            },
-          ],
-        },
-      },
-    ],
-  },
-});
-
-async function api(method: string, p: string, body?: unknown, token = hub.token): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${hub.url}${p}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: res.status, json };
-}
+// The pid file lets the test see whether (and when) the workload was started, and clean up.
+const pod = (name: string, command: string, port?: number) => hostPod(name, command, { pidDir: www, port, env: [{ name: 'GREETING', value: `hello from ${name}` }] });
+const api = (method: string, p: string, body?: unknown, token = hub.token) => hubApi(hub, method, p, body, token);
 
 const cliEnv = () => ({ OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'none.json') });
 
@@ -128,16 +93,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of running) await p.kill('SIGTERM').catch(() => undefined);
   // Workloads outlive agents by design: stop what the test started.
-  for (const f of fs.existsSync(www) ? fs.readdirSync(www).filter((x) => x.endsWith('.pid')) : []) {
-    const pid = Number(fs.readFileSync(path.join(www, f), 'utf8'));
-    for (const target of [-pid, pid]) {
-      try {
-        process.kill(target, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-  }
+  killHostWorkloads(www);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
@@ -21,36 +22,8 @@ const ports: Record<string, number> = {};
 const BIG = 50 * 1024 * 1024;
 let bigSha = '';
 
-const pod = (name: string, command: string[], port?: number) => ({
-  apiVersion: 'outpost.dev/v1alpha1',
-  kind: 'Workload',
-  metadata: { name },
-  spec: {
-    manifests: [
-      {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'main', image: 'localhost/outpost-busybox:latest', command: ['sh', '-c', `echo $$$$ > ${www}/${name}.pid && exec ${command.join(' ')}`], ...(port ? { ports: [{ containerPort: port }], readinessProbe: { tcpSocket: { port }, periodSeconds: 1 } } : {}) }],
-        },
-      },
-    ],
-  },
-});
-
-async function api(method: string, p: string, body?: unknown, token = hub.token): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${hub.url}${p}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: res.status, json };
-}
+const pod = (name: string, command: string[], port?: number) => hostPod(name, command.join(' '), { pidDir: www, port });
+const api = (method: string, p: string, body?: unknown, token = hub.token) => hubApi(hub, method, p, body, token);
 
 async function metric(name: string): Promise<number> {
   const text = await (await fetch(`${hub.url}/metrics`)).text();
@@ -104,16 +77,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of running) await p.kill('SIGTERM').catch(() => undefined);
   // Workloads outlive agents by design: stop what the test started.
-  for (const f of fs.existsSync(www) ? fs.readdirSync(www).filter((x) => x.endsWith('.pid')) : []) {
-    const pid = Number(fs.readFileSync(path.join(www, f), 'utf8'));
-    for (const target of [-pid, pid]) {
-      try {
-        process.kill(target, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-  }
+  killHostWorkloads(www);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
