@@ -12,7 +12,7 @@ import type { Summary } from '../../core/status.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { AnyDoc, ReplicaStore } from '../../sync/store.js';
 import { edgePhase, edgeRuntime, isOnline, type EdgeRuntime } from './edges.js';
-import { assignmentsForEdge, assignmentsForPlacement, assignmentsForWorkload, type Assignment } from './scheduler.js';
+import { assignmentsForEdge } from './scheduler.js';
 
 /** Called by the replica store inside the transaction that applied a report change. */
 export function projectReport(db: SqliteDatabase, id: DocId, doc: AnyDoc): string | undefined {
@@ -42,33 +42,54 @@ interface StatusRow {
   objects: string;
 }
 
-function statusRow(db: SqliteDatabase, edge: string, workload: string): StatusRow | undefined {
-  return cachedStatement(db, 'SELECT * FROM workload_status WHERE edge = ? AND workload = ?').get(edge, workload) as StatusRow | undefined;
+
+interface JoinedRow {
+  edge: string;
+  workload: string;
+  generation: number;
+  error: string | null;
+  observed_generation: number | null;
+  phase: string | null;
+  message: string | null;
+  objects: string | null;
+  last_seen: number | null;
+  connected_since: number | null;
 }
 
-/** One status entry per (edge, workload) assignment, plus per-object entries for broken objects. */
-function entriesFor(db: SqliteDatabase, assignments: Assignment[], now: number, runtimes = new Map<string, EdgeRuntime | undefined>()): StatusEntry[] {
+const JOINED = `SELECT a.edge, a.workload, a.generation, a.error, s.observed_generation, s.phase, s.message, s.objects, r.last_seen, r.connected_since
+  FROM assignments a
+  LEFT JOIN workload_status s ON s.edge = a.edge AND s.workload = a.workload
+  LEFT JOIN edge_runtime r ON r.name = a.edge`;
+
+/**
+ * One status entry per (edge, workload) assignment, from one joined query: summaries are served on
+ * every GET (the UI and `rollout status --watch` poll them), so they must cost one scan, not two
+ * queries per edge.
+ */
+function joinedEntries(rows: JoinedRow[], now: number): StatusEntry[] {
   const out: StatusEntry[] = [];
-  for (const a of assignments) {
-    if (!runtimes.has(a.edge)) runtimes.set(a.edge, edgeRuntime(db, a.edge));
-    const rt = runtimes.get(a.edge);
-    const s = statusRow(db, a.edge, a.workload);
+  for (const r of rows) {
+    const rt = { connectedSince: r.connected_since ?? undefined, lastSeen: r.last_seen ?? undefined } as EdgeRuntime;
     const d = stateFromReport({
-      generation: a.generation,
-      specError: a.error,
-      reported: s && { phase: s.phase, observedGeneration: s.observed_generation, message: s.message ?? undefined },
+      generation: r.generation,
+      specError: r.error ?? undefined,
+      reported: r.phase === null ? undefined : { phase: r.phase, observedGeneration: r.observed_generation ?? 0, message: r.message ?? undefined },
       online: isOnline(rt, now),
-      lastSeenAgoMs: rt?.lastSeen === undefined ? undefined : now - rt.lastSeen,
+      lastSeenAgoMs: r.last_seen === null ? undefined : now - r.last_seen,
     });
     let object: string | undefined;
-    if (s && d.state !== 'Ready' && d.state !== 'Stale') {
-      const objs = JSON.parse(s.objects) as Record<string, { ready: boolean; message?: string }>;
+    if (r.objects && d.state !== 'Ready' && d.state !== 'Stale') {
+      const objs = JSON.parse(r.objects) as Record<string, { ready: boolean; message?: string }>;
       const bad = Object.entries(objs).find(([, o]) => !o.ready);
       if (bad) object = bad[0];
     }
-    out.push({ edge: a.edge, workload: a.workload, state: d.state, ...(d.reason ? { reason: d.reason } : {}), ...(object ? { object } : {}) });
+    out.push({ edge: r.edge, workload: r.workload, state: d.state, ...(d.reason ? { reason: d.reason } : {}), ...(object ? { object } : {}) });
   }
   return out;
+}
+
+function statusRow(db: SqliteDatabase, edge: string, workload: string): StatusRow | undefined {
+  return cachedStatement(db, 'SELECT * FROM workload_status WHERE edge = ? AND workload = ?').get(edge, workload) as StatusRow | undefined;
 }
 
 export interface PlacementStatus {
@@ -78,12 +99,12 @@ export interface PlacementStatus {
 }
 
 export function placementStatus(db: SqliteDatabase, p: Placement, rollout: { phase: string; reason: string; counts?: unknown } | undefined, now = Date.now()): PlacementStatus {
-  const as = assignmentsForPlacement(db, p.metadata.project, p.metadata.name);
-  const summary = summarize(entriesFor(db, as, now), p.spec.statusSummary.maxBroken);
+  const rows = cachedStatement(db, `${JOINED} WHERE a.project = ? AND a.placement = ?`).all(p.metadata.project, p.metadata.name) as JoinedRow[];
+  const summary = summarize(joinedEntries(rows, now), p.spec.statusSummary.maxBroken);
   const counts = rollout?.counts as { total?: number } | undefined;
   // Edges selected but not yet written (held back by the rollout) count as Pending.
-  const total = counts?.total ?? new Set(as.map((a) => a.edge)).size;
-  const writtenEdges = new Set(as.map((a) => a.edge)).size;
+  const total = counts?.total ?? new Set(rows.map((a) => a.edge)).size;
+  const writtenEdges = new Set(rows.map((a) => a.edge)).size;
   const missing = Math.max(0, total - writtenEdges) * p.spec.workloads.length;
   if (missing > 0) {
     summary.total += missing;
@@ -97,7 +118,7 @@ export function placementStatus(db: SqliteDatabase, p: Placement, rollout: { pha
 }
 
 export function workloadSummary(db: SqliteDatabase, project: string, workload: string, now = Date.now()): Summary {
-  return summarize(entriesFor(db, assignmentsForWorkload(db, project, workload), now));
+  return summarize(joinedEntries(cachedStatement(db, `${JOINED} WHERE a.project = ? AND a.workload = ?`).all(project, workload) as JoinedRow[], now));
 }
 
 export interface EdgeWorkloadView {
@@ -127,7 +148,7 @@ export interface EdgeStatusView {
 export function edgeStatus(db: SqliteDatabase, store: ReplicaStore, name: string, now = Date.now()): EdgeStatusView {
   const rt = edgeRuntime(db, name);
   const as = assignmentsForEdge(db, name);
-  const entries = entriesFor(db, as, now, new Map([[name, rt]]));
+  const entries = joinedEntries(cachedStatement(db, `${JOINED} WHERE a.edge = ? ORDER BY a.workload`).all(name) as JoinedRow[], now);
   const workloads: EdgeWorkloadView[] = as.map((a, i) => {
     const s = statusRow(db, name, a.workload);
     return {
