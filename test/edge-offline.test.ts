@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killHostWorkloads } from './fixtures/host-workloads.js';
+import { hostPod, killHostWorkloads } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -29,34 +29,12 @@ const running: Proc[] = [];
 
 function web(name: string, version: string) {
   const root = path.join(www, name);
-  return {
-    apiVersion: 'outpost.dev/v1alpha1',
-    kind: 'Workload',
-    metadata: { name },
-    spec: {
-      manifests: [
-        {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name },
-          spec: {
-            terminationGracePeriodSeconds: 1,
-            containers: [
-              {
-                name: 'web',
-                image: 'localhost/outpost-busybox:latest',
-                // `$$$$`: Kubernetes expands `$$` to `$` in commands, as the process driver does.
-                command: ['sh', '-c', `mkdir -p ${root} && echo "$VERSION" > ${root}/index.html && echo $$$$ > ${root}.pid && exec busybox httpd -f -p ${ports[name]} -h ${root}`],
-                env: [{ name: 'VERSION', value: version }],
-                ports: [{ containerPort: ports[name] }],
-                readinessProbe: { tcpSocket: { port: ports[name] }, periodSeconds: 1 },
-              },
-            ],
-          },
-        },
-      ],
-    },
-  };
+  return hostPod(name, `busybox httpd -f -p ${ports[name]} -h ${root}`, {
+    pidDir: www,
+    port: ports[name],
+    env: [{ name: 'VERSION', value: version }],
+    setup: `mkdir -p ${root} && echo "$VERSION" > ${root}/index.html`,
+  });
 }
 
 async function api(method: string, p: string, body?: unknown): Promise<any> {

@@ -9,9 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads, startFleet } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, freePort, MAIN, Proc, startEdgeProc, type HubProc } from './procs.js';
 
 let dir: string;
 let www: string;
@@ -73,21 +73,20 @@ beforeAll(async () => {
       `const wss = new WebSocketServer({ port: Number(process.argv[2]), host: '127.0.0.1' });\nwss.on('connection', (ws, req) => ws.on('message', (m) => ws.send('echo:' + m + ' cookie:' + (req.headers.cookie ?? ''))));\n`,
   );
   for (const n of ['web', 'wsecho', 'marker']) ports[n] = await freePort();
-  hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
-  running.push(hub.proc);
-  const join = await api('POST', '/api/v1/tokens/join', { labels: { site: 'b' } });
-  edge = await startEdgeProc(path.join(dir, 'edge'), ['--hub', hub.url, '--join-token', join.json.token, '--name', 'site-b', '--driver', 'process']);
-  running.push(edge);
-  const r = await api('POST', '/api/v1/apply', {
+  ({ hub, edge } = await startFleet({
+    dir,
+    edgeName: 'site-b',
+    labels: { site: 'b' },
+    placement: 'b',
+    ready: 3,
     objects: [
       pod('web', `busybox httpd -f -p 127.0.0.1:${ports.web} -h ${www}`, ports.web),
       pod('wsecho', `${process.execPath} ${path.join(dir, 'echo.mjs')} ${ports.wsecho}`, ports.wsecho),
       pod('sleeper', 'sleep 3600'),
       { kind: 'Placement', metadata: { name: 'b' }, spec: { edgeSelector: { matchLabels: { site: 'b' } }, workloads: ['web', 'wsecho', 'sleeper'] } },
     ],
-  });
-  expect(r.status).toBeLessThan(300);
-  await waitFor(async () => (await api('GET', '/api/v1/projects/default/placements/b')).json.status?.summary?.ready === 3, { timeout: 45_000, what: 'READY 3/3' });
+  }));
+  running.push(hub.proc, edge);
 }, 90_000);
 
 afterAll(async () => {

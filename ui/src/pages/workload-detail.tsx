@@ -82,26 +82,8 @@ function Revisions(props: { project: string; name: string; current: number; canW
         <div class="compare">
           <h3>Compare revisions</h3>
           <div class="filters">
-            <div class="field">
-              <label for="rev-from">From</label>
-              <select id="rev-from" value={String(from)} onChange={(e) => setFrom(Number((e.target as HTMLSelectElement).value))}>
-                {items.map((r) => (
-                  <option key={r.revision} value={String(r.revision)}>
-                    #{r.revision}
-                  </option>
-                ))}
-              </select>
-            </div>
-            <div class="field">
-              <label for="rev-to">To</label>
-              <select id="rev-to" value={String(to)} onChange={(e) => setTo(Number((e.target as HTMLSelectElement).value))}>
-                {items.map((r) => (
-                  <option key={r.revision} value={String(r.revision)}>
-                    #{r.revision}
-                  </option>
-                ))}
-              </select>
-            </div>
+            <RevisionSelect id="rev-from" label="From" revisions={items} value={from} onChange={setFrom} />
+            <RevisionSelect id="rev-to" label="To" revisions={items} value={to} onChange={setTo} />
           </div>
           {a && b && <DiffView before={toYamlDocs(a.manifests)} after={toYamlDocs(b.manifests)} label={`changes from revision ${a.revision} to ${b.revision}`} />}
         </div>
@@ -177,5 +159,20 @@ export function WorkloadDetail(props: { name: string }) {
         </>
       )}
     </>
+  );
+}
+
+function RevisionSelect(p: { id: string; label: string; revisions: { revision: number }[]; value: number | undefined; onChange: (n: number) => void }) {
+  return (
+    <div class="field">
+      <label for={p.id}>{p.label}</label>
+      <select id={p.id} value={String(p.value)} onChange={(e) => p.onChange(Number((e.target as HTMLSelectElement).value))}>
+        {p.revisions.map((r) => (
+          <option key={r.revision} value={String(r.revision)}>
+            #{r.revision}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }
