@@ -116,6 +116,18 @@ const MIGRATIONS = [
       CREATE INDEX connections_by_edge ON connections (edge, id);
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- What the scheduler last wrote into each spec document (a digest of labels and assignments),
+      -- written in the same transaction as the change: an unchanged spec is never loaded again.
+      CREATE TABLE spec_written (
+        edge TEXT PRIMARY KEY,
+        epoch TEXT NOT NULL,
+        digest TEXT NOT NULL
+      );
+    `,
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

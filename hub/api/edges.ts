@@ -80,6 +80,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
       store.delete(mailboxDocId(edgeName(name), 'spec'));
       store.delete(mailboxDocId(edgeName(name), 'report'));
       db.prepare('DELETE FROM assignments WHERE edge = ?').run(name);
+      db.prepare('DELETE FROM spec_written WHERE edge = ?').run(name);
       db.prepare('DELETE FROM workload_status WHERE edge = ?').run(name);
       db.prepare('DELETE FROM edge_runtime WHERE name = ?').run(name);
       db.prepare("DELETE FROM objects WHERE kind = 'Edge' AND project = ? AND name = ?").run(project, name);

@@ -342,15 +342,26 @@ export class Scheduler {
     const rt = cachedStatement(this.db, 'SELECT name FROM edge_runtime WHERE name = ?').get(edge) as { name: string } | undefined;
     if (!rt) return;
     const e = edgeName(edge);
+    const id = mailboxDocId(e, 'spec');
+    const edgeObj = cachedStatement(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as { labels: string } | undefined;
+    // The content key of every assignment stands for its manifests: labels plus these rows are
+    // everything this writes, so an equal digest means the document already says it all (the
+    // common case after a hub restart, which re-plans every edge) and it is not even loaded.
+    const keys = cachedStatement(this.db, 'SELECT workload, revision, content_key, generation, error FROM assignments WHERE edge = ? ORDER BY workload').all(edge);
+    const digest = createHash('sha256').update(JSON.stringify([edgeObj?.labels ?? '{}', keys])).digest('base64url');
+    const written = cachedStatement(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?').get(edge) as { epoch: string; digest: string } | undefined;
+    if (written && written.digest === digest && written.epoch === this.store.epoch(id)) return;
     ensureMailbox(this.store, e, 'hub');
     const as = assignmentsForEdge(this.db, edge);
-    const edgeObj = cachedStatement(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as { labels: string } | undefined;
-    this.store.change<SpecDoc>(mailboxDocId(e, 'spec'), (d) => {
+    this.store.change<SpecDoc>(id, (d) => {
       setSpecLabels(d, edgeObj ? (JSON.parse(edgeObj.labels) as Record<string, string>) : {});
       const keep = new Set(as.map((a) => a.workload));
       for (const name of Object.keys(d.workloads)) if (!keep.has(name)) deleteSpecWorkload(d, name);
       for (const a of as) putSpecWorkload(d, { name: a.workload, generation: a.generation, revision: a.revision, manifests: a.manifests, error: a.error });
     });
+    // Recorded after the change committed (and was sent): a crash in between only costs one
+    // more no-op pass, never a digest that claims content the document lacks.
+    cachedStatement(this.db, 'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest').run(edge, this.store.epoch(id), digest);
   }
 
   /** `outpost rollout resume`: accept the current failures and go on. */
