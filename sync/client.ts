@@ -136,6 +136,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     });
     this.ws = ws;
     let docs: MailboxDoc[] = [];
+    let helloHeads = new Map<DocId, string[]>();
     const welcomeTimer = setTimeout(() => {
       log.warn('no welcome from the hub in time; redialling');
       ws.terminate();
@@ -161,7 +162,15 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
 
     ws.on('open', () => {
       docs = ensureMailbox(this.opts.store, this.opts.edge, 'edge');
-      ws.send(encodeControl({ type: 'hello', protocol: PROTOCOL_VERSION, agentVersion: this.opts.agentVersion, docs: docs.map((d) => ({ id: d.id, epoch: this.opts.store.epoch(d.id)! })) }));
+      helloHeads = new Map(docs.map((d) => [d.id, this.opts.store.meta(d.id)?.heads ?? []]));
+      ws.send(
+        encodeControl({
+          type: 'hello',
+          protocol: PROTOCOL_VERSION,
+          agentVersion: this.opts.agentVersion,
+          docs: docs.map((d) => ({ id: d.id, epoch: this.opts.store.epoch(d.id)!, heads: helloHeads.get(d.id) })),
+        }),
+      );
       this.armDeadTimer();
     });
     ws.on('ping', () => this.armDeadTimer());
@@ -188,7 +197,14 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
           this.totals.connects++;
           this.setState('connected', {});
           this.emit('welcome', msg);
-          this.session.start();
+          // The hub found our hello heads equal to its own for these: start them settled (the
+          // session still sends whatever we changed since the hello).
+          const quiet = new Map<DocId, string[]>();
+          for (const id of msg.quiet ?? []) {
+            const heads = helloHeads.get(id as DocId);
+            if (heads && !reset.includes(id as DocId)) quiet.set(id as DocId, heads);
+          }
+          this.session.start(quiet);
           this.startHeartbeats(this.opts.heartbeatMs ?? msg.heartbeatSeconds * 1000);
         } else if (msg.type === 'error') {
           const fatal = msg.code === 'protocol_version' || msg.code === 'decommissioned';

@@ -23,7 +23,12 @@ export const HelloMessage = z.object({
   type: z.literal('hello'),
   protocol: z.number().int(),
   agentVersion: z.string().max(100),
-  docs: z.array(DocEpoch).max(16),
+  /**
+   * `heads`: the edge's current heads of each document. Where the hub has exactly these heads in
+   * the same epoch, both sides already hold the same history and skip the first sync round
+   * (`welcome.quiet`). Optional, so hubs and edges of either age understand each other.
+   */
+  docs: z.array(DocEpoch.extend({ heads: z.array(z.string().regex(/^[0-9a-f]{64}$/)).max(64).optional() })).max(16),
 });
 export type HelloMessage = z.infer<typeof HelloMessage>;
 
@@ -34,6 +39,8 @@ export const WelcomeMessage = z.object({
   edge: z.string().max(63),
   docs: z.array(DocEpoch).max(16),
   heartbeatSeconds: z.number().int().positive(),
+  /** Documents whose heads in the hello equal the hub's: both sides start them as in sync. */
+  quiet: z.array(z.string().max(200)).max(16).optional(),
 });
 export type WelcomeMessage = z.infer<typeof WelcomeMessage>;
 

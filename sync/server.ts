@@ -73,6 +73,10 @@ export interface SyncServerOptions {
   onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized', message: string): void;
 }
 
+function sameHeads(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((h) => b.includes(h));
+}
+
 function bearer(req: IncomingMessage): string | null {
   const h = req.headers.authorization;
   if (!h) return null;
@@ -298,6 +302,12 @@ export class SyncServer {
       },
     };
     this.conns.set(edge, conn);
+    // Same epoch and same heads on both sides: nothing to exchange, and no document to load.
+    const quiet = new Map<DocId, string[]>();
+    for (const h of hello.docs) {
+      const meta = h.heads && this.opts.store.meta(h.id as DocId);
+      if (meta && meta.epoch === h.epoch && sameHeads(meta.heads, h.heads!)) quiet.set(h.id as DocId, meta.heads);
+    }
     ws.send(
       encodeControl({
         type: 'welcome',
@@ -306,9 +316,10 @@ export class SyncServer {
         edge,
         docs: docs.map((d) => ({ id: d.id, epoch: this.opts.store.epoch(d.id)! })),
         heartbeatSeconds: this.opts.heartbeatSeconds?.(edge) ?? 10,
+        ...(quiet.size ? { quiet: [...quiet.keys()] } : {}),
       }),
     );
-    session.start();
+    session.start(quiet);
     log.info({ edge, remoteAddress, agentVersion: hello.agentVersion }, 'edge connected');
     this.opts.onConnect?.(conn);
     return conn;

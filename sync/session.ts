@@ -29,6 +29,24 @@ export interface SessionStats {
   staleFrames: number;
 }
 
+/**
+ * The sync state of two peers known to hold exactly `heads` (both said so at the handshake): the
+ * state Automerge itself reaches after a completed exchange, so neither side generates a message
+ * until something changes, and the next change is sent as usual. Built without loading the
+ * document, which is what makes a quiet reconnect cheap for a hub with thousands of edges.
+ */
+export function settledSyncState(heads: A.Heads): A.SyncState {
+  return {
+    ...A.initSyncState(),
+    sharedHeads: heads,
+    lastSentHeads: heads,
+    theirHeads: heads,
+    theirNeed: [],
+    theirHave: [{ lastSync: heads, bloom: new Uint8Array(0) }],
+    haveResponded: true,
+  } as A.SyncState;
+}
+
 export class SyncSession {
   readonly stats: SessionStats = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0, staleFrames: 0 };
   private readonly states = new Map<DocId, A.SyncState>();
@@ -48,12 +66,18 @@ export class SyncSession {
     for (const d of docs) this.docs.set(d.id, d);
   }
 
-  /** Loads persisted sync states and sends the first message for every document. */
-  start(): void {
+  /**
+   * Loads persisted sync states and sends the first message for every document, except the
+   * `quiet` ones: both sides agreed at the handshake that they hold these heads. A quiet
+   * document is flushed only if it is loaded anyway (it may have changed since the hello);
+   * otherwise it stays on disk until one side changes it.
+   */
+  start(quiet: ReadonlyMap<DocId, A.Heads> = new Map()): void {
     for (const id of this.docs.keys()) {
-      this.states.set(id, this.store.loadSyncState(this.peer, id));
+      const heads = quiet.get(id);
+      this.states.set(id, heads ? settledSyncState(heads) : this.store.loadSyncState(this.peer, id));
       this.epochs.set(id, this.store.epoch(id) ?? '');
-      this.flush(id);
+      if (!heads || this.store.isLoaded(id)) this.flush(id);
     }
   }
 

@@ -193,6 +193,11 @@ export class ReplicaStore {
     return r && { epoch: r.epoch, heads: JSON.parse(r.heads) as A.Heads, size: r.size };
   }
 
+  /** True when the document is in memory (using it costs no load). */
+  isLoaded(id: DocId): boolean {
+    return this.cache.has(id);
+  }
+
   list(prefix = ''): { id: DocId; epoch: string }[] {
     return (this.stmt.listDocs.all(`${prefix}%`) as { id: DocId; epoch: string }[]).map((r) => ({ id: r.id, epoch: r.epoch }));
   }
