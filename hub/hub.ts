@@ -21,6 +21,7 @@ import { buildInfo } from '../core/version.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
+import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
@@ -177,20 +178,25 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const id = auth.verifyEdgeCredential(db, token);
       return id ? { edge: edgeName(id.edge) } : null;
     },
+    // One transaction per connect or disconnect (three writes): a reconnect storm is thousands.
     onConnect: (conn) => {
       const now = Date.now();
-      const rt = edgeRuntime(db, conn.edge);
-      db.prepare('UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?').run(now, now, conn.agentVersion, conn.remoteAddress, conn.edge);
-      db.prepare('INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(conn.edge, now, conn.remoteAddress);
-      if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Connected', message: `edge ${conn.edge} connected from ${conn.remoteAddress}` });
+      inTransaction(db, () => {
+        const rt = edgeRuntime(db, conn.edge);
+        cachedStatement(db, 'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?').run(now, now, conn.agentVersion, conn.remoteAddress, conn.edge);
+        cachedStatement(db, 'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(conn.edge, now, conn.remoteAddress);
+        if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Connected', message: `edge ${conn.edge} connected from ${conn.remoteAddress}` });
+      });
       sched.markStatus(conn.edge);
     },
     onDisconnect: (conn, code, reason) => {
       const now = Date.now();
-      db.prepare('UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?').run(now, conn.edge);
-      db.prepare('UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL').run(now, `${code} ${reason}`.trim(), conn.edge);
-      const rt = edgeRuntime(db, conn.edge);
-      if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Disconnected', message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})` });
+      inTransaction(db, () => {
+        cachedStatement(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?').run(now, conn.edge);
+        cachedStatement(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL').run(now, `${code} ${reason}`.trim(), conn.edge);
+        const rt = edgeRuntime(db, conn.edge);
+        if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Disconnected', message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})` });
+      });
       sched.markStatus(conn.edge);
       tunnel.onDisconnect(conn);
     },

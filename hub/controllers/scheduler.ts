@@ -101,7 +101,11 @@ export class Scheduler {
   private readonly rolloutStatus = new Map<string, RolloutStatus>();
   /** Bumped whenever an edge's labels, approval or schedulability may have changed. */
   private edgesVersion = 0;
-  private readonly targetCache = new Map<string, { stamp: string; targets: Map<string, Target[]> }>();
+  private readonly targetCache = new Map<string, { stamp: string; selected: string[]; targets: Map<string, Target[]>; targetKeys: Map<string, string> }>();
+  /** combinedKey memo: the same few assignment sets recur on every edge and every pass. */
+  private readonly keyMemo = new Map<string, string>();
+  /** How long the last status-only pass took: the next one waits at least twice that. */
+  private lastPassMs = 0;
   /** Resolves when the current batch is done (tests and the API's `?wait` use it). */
   private idleWaiters: (() => void)[] = [];
 
@@ -131,7 +135,9 @@ export class Scheduler {
   markStatus(name: string): void {
     const rows = cachedStatement(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?').all(name) as { project: string; placement: string }[];
     for (const r of rows) this.dirtyPlacements.add(`${r.project}/${r.placement}`);
-    if (rows.length) this.schedule(SUMMARY_DEBOUNCE_MS);
+    // A pass over a large fleet is long: waiting twice its duration keeps status passes under a
+    // third of the hub's time however many reports arrive (a reconnect storm of 10,000 edges).
+    if (rows.length) this.schedule(Math.min(Math.max(SUMMARY_DEBOUNCE_MS, 2 * this.lastPassMs), 5_000));
   }
 
   markWorkload(project: string, name: string): void {
@@ -159,8 +165,10 @@ export class Scheduler {
     this.scheduled = true;
     const run = delayMs > 0 ? (fn: () => void) => setTimeout(fn, delayMs) : setImmediate;
     run(() => {
+      const t0 = performance.now();
       try {
         this.runBatch();
+        this.lastPassMs = performance.now() - t0;
       } catch (err) {
         log.error({ err }, 'scheduling pass failed; it will run again on the next change');
       } finally {
@@ -191,6 +199,18 @@ export class Scheduler {
     for (const e of touched) this.writeSpec(e);
   }
 
+  /** One key for an edge's set of (workload, content key): equal sets, equal keys. */
+  private combinedKey(ts: { workload: string; key: string }[]): string {
+    const joined = ts.map((t) => `${t.workload}=${t.key}`).sort().join('\n');
+    let key = this.keyMemo.get(joined);
+    if (key === undefined) {
+      if (this.keyMemo.size > 10_000) this.keyMemo.clear();
+      key = createHash('sha256').update(joined).digest('hex').slice(0, 16);
+      this.keyMemo.set(joined, key);
+    }
+    return key;
+  }
+
   /** Recomputes one placement's assignments; returns the edges whose assignments changed. */
   private reconcilePlacement(project: string, name: string): string[] {
     const placement = this.objects.get<Placement>('Placement', project, name);
@@ -207,39 +227,39 @@ export class Scheduler {
       return [...changed];
     }
     const runtimes = edgeRuntimes(this.db, project);
-    const edgeObjs = this.objects.list<Edge>('Edge', project);
-    const candidates = schedulableEdges(edgeObjs, runtimes);
-    const selected = selectEdges(candidates, placement.spec);
-    const byName = new Map(candidates.map((e) => [e.name, e]));
     const workloads = placement.spec.workloads
       .map((w) => this.objects.get<Workload>('Workload', project, w))
       .filter((w): w is Workload => !!w);
 
-    // Targets per edge.
-    // Customized targets depend only on the placement, its workloads and the edges' labels: reuse
-    // them across the many status-only passes a rollout makes (at 5,000 edges, customizing every
-    // edge on every pass kept the hub busy for minutes).
+    // Which edges are selected and what each should run depend only on the placement, its
+    // workloads and the edges themselves (labels, approval, schedulability: `edgesVersion`), not
+    // on status: reuse them across the many status-only passes a rollout or a reconnect storm
+    // makes (at 5,000 edges, re-selecting and customizing on every pass kept the hub busy for minutes).
     const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}`;
     let cache = this.targetCache.get(`${project}/${name}`);
     if (!cache || cache.stamp !== stamp) {
-      cache = { stamp, targets: new Map() };
-      this.targetCache.set(`${project}/${name}`, cache);
-    }
-    const targets = cache.targets;
-    for (const e of selected) {
-      if (targets.has(e)) continue;
-      const edge = byName.get(e)!;
-      targets.set(
-        e,
-        workloads.map((w) => {
+      const edgeObjs = this.objects.list<Edge>('Edge', project);
+      const candidates = schedulableEdges(edgeObjs, runtimes);
+      const selected = selectEdges(candidates, placement.spec);
+      const byName = new Map(candidates.map((e) => [e.name, e]));
+      const targets = new Map<string, Target[]>();
+      const targetKeys = new Map<string, string>();
+      for (const e of selected) {
+        const edge = byName.get(e)!;
+        const ts = workloads.map((w): Target => {
           const rules = placement.spec.customization;
           const r = customize(w.spec.manifests, { name: edge.name, labels: edge.labels, annotations: edge.annotations }, rules, w.metadata.name);
           const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
           if ('error' in r) return { workload: w.metadata.name, revision, manifests: [], key: `error:${createHash('sha256').update(r.error).digest('hex').slice(0, 16)}`, error: r.error };
           return { workload: w.metadata.name, revision, manifests: r.manifests, key: manifestHash(r.manifests) };
-        }),
-      );
+        });
+        targets.set(e, ts);
+        targetKeys.set(e, this.combinedKey(ts));
+      }
+      cache = { stamp, selected, targets, targetKeys };
+      this.targetCache.set(`${project}/${name}`, cache);
     }
+    const { selected, targets, targetKeys } = cache;
 
     // Other placements may already hold a workload on an edge: the first placement by name wins.
     const heldElsewhere = new Set(
@@ -248,7 +268,6 @@ export class Scheduler {
 
     const current = new Map<string, Assignment[]>();
     for (const a of before) (current.get(a.edge) ?? current.set(a.edge, []).get(a.edge)!).push(a);
-    const combined = (ts: { workload: string; key: string }[]): string => createHash('sha256').update(ts.map((t) => `${t.workload}=${t.key}`).sort().join('\n')).digest('hex').slice(0, 16);
 
     const statusRows = new Map(
       (cachedStatement(this.db, `SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?`).all(project, name) as { edge: string; workload: string; observed_generation: number; phase: string }[]).map((r) => [`${r.edge}/${r.workload}`, r]),
@@ -258,8 +277,8 @@ export class Scheduler {
     for (const e of selected) {
       const ts = targets.get(e)!;
       const cur = current.get(e) ?? [];
-      const targetKey = combined(ts);
-      const writtenKey = cur.length ? combined(cur.map((a) => ({ workload: a.workload, key: a.contentKey }))) : undefined;
+      const targetKey = targetKeys.get(e)!;
+      const writtenKey = cur.length ? this.combinedKey(cur.map((a) => ({ workload: a.workload, key: a.contentKey }))) : undefined;
       let observed: RolloutEdge['observed'];
       if (writtenKey && cur.length === ts.length) {
         let state: 'ready' | 'progressing' | 'failed' = 'ready';
