@@ -106,6 +106,13 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
       target: 'node20',
       // Class and function names stay readable in errors and logs (`err.name`, constructor names).
       keepNames: true,
+      // V8 keeps the whole script source on the heap for the life of the process, and a source
+      // holding one non-ASCII character (comments of dependencies have a few) is stored two bytes
+      // a character: minifying drops the comments and the whitespace. `charset: 'ascii'` (esbuild's
+      // default, said here on purpose) escapes non-ASCII in strings, so the source stays one-byte.
+      minifyWhitespace: true,
+      minifySyntax: true,
+      charset: 'ascii',
       sourcemap: 'linked',
       sourcesContent: false,
       legalComments: 'none',

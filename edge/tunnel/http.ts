@@ -21,21 +21,11 @@ export const HOP_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connectio
 
 /** The cluster API of `kubeconfig`, with the credential the driver uses. */
 export async function kubeTarget(kubeconfig: string): Promise<KubeTarget> {
-  // Loaded on first use: edges without the kubernetes driver never pay for the client.
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromFile(kubeconfig);
-  } catch (err) {
-    throw new TunnelError('unavailable', `the edge cannot read its kubeconfig ${kubeconfig}: ${(err as Error).message}`);
-  }
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new TunnelError('unavailable', `the edge's kubeconfig ${kubeconfig} has no current cluster`);
-  const options: https.RequestOptions & { headers?: Record<string, string> } = {};
-  await kc.applyToHTTPSOptions(options);
-  const headers = { ...((options.headers ?? {}) as Record<string, string>) };
-  delete options.headers;
-  return { url: new URL(server), options, headers };
+  // Loaded on first use: edges without the kubernetes driver never pay for the client. The module
+  // imports the client statically: a dynamic import() of the package itself would make esbuild
+  // keep all of it (14 MB) in the executable instead of the part we use (docs/packaging.md).
+  const { readKubeTarget } = await import('./kube-target.js');
+  return readKubeTarget(kubeconfig);
 }
 
 function filtered(h: Record<string, string | string[] | undefined>, keepUpgrade: boolean): Record<string, string | string[]> {
