@@ -53,7 +53,9 @@ export class HubProcess {
     this.startedAt = Date.now();
     const child = spawn(process.execPath, args, {
       cwd: ROOT,
-      env: { ...process.env, OUTPOST_LOG_LEVEL: this.opts.logLevel ?? 'info' },
+      // BENCH_HUB_NODE_OPTIONS: V8 flags for the hub alone (e.g. heap sizing), as NODE_OPTIONS
+      // would be set in the hub's systemd unit; the simulator keeps its own.
+      env: { ...process.env, OUTPOST_LOG_LEVEL: this.opts.logLevel ?? 'info', ...(process.env.BENCH_HUB_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS } : {}) },
       stdio: ['ignore', log, 'pipe'],
     });
     fs.closeSync(log);

@@ -94,6 +94,9 @@ export interface RolloutStatus {
   paused: boolean;
 }
 
+/** Longest stretch of spec writes before the scheduler yields to sockets and the API. */
+const SPEC_SLICE_MS = 20;
+
 export class Scheduler {
   private readonly dirtyPlacements = new Set<string>();
   private readonly dirtyEdges = new Set<string>();
@@ -104,6 +107,9 @@ export class Scheduler {
   private readonly targetCache = new Map<string, { stamp: string; selected: string[]; targets: Map<string, Target[]>; targetKeys: Map<string, string> }>();
   /** combinedKey memo: the same few assignment sets recur on every edge and every pass. */
   private readonly keyMemo = new Map<string, string>();
+  /** Edges whose spec document is to be written (by drainSpecs, in slices). */
+  private readonly specQueue = new Set<string>();
+  private draining = false;
   /** How long the last status-only pass took: the next one waits at least twice that. */
   private lastPassMs = 0;
   /** Resolves when the current batch is done (tests and the API's `?wait` use it). */
@@ -154,10 +160,43 @@ export class Scheduler {
     return this.rolloutStatus.get(`${project}/${placement}`);
   }
 
-  /** Resolves once no work is queued. */
+  /** Resolves once no work is queued (no pass pending, every spec written). */
   idle(): Promise<void> {
-    if (!this.scheduled) return Promise.resolve();
+    if (!this.scheduled && !this.draining) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private wakeIdle(): void {
+    if (!this.scheduled && !this.draining) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * Writes queued spec documents in slices of SPEC_SLICE_MS, yielding to the event loop between
+   * them: one placement change to 10,000 edges is ~30 s of writes, and a hub that blocked for all
+   * of it answered no handshake, heartbeat or API call meanwhile (edges gave up waiting for their
+   * welcome and redialled, which fed a storm). The first slice runs at once.
+   */
+  private drainSpecs(): void {
+    if (this.draining) return;
+    this.draining = true;
+    const step = () => {
+      const t0 = performance.now();
+      for (const e of this.specQueue) {
+        this.specQueue.delete(e);
+        try {
+          this.writeSpec(e);
+        } catch (err) {
+          log.error({ err, edge: e }, 'writing the spec document failed; it is written again on the next change');
+        }
+        if (performance.now() - t0 > SPEC_SLICE_MS) break;
+      }
+      if (this.specQueue.size) setImmediate(step);
+      else {
+        this.draining = false;
+        this.wakeIdle();
+      }
+    };
+    step();
   }
 
   private schedule(delayMs = 0): void {
@@ -174,7 +213,7 @@ export class Scheduler {
       } finally {
         this.scheduled = false;
         if (this.dirtyPlacements.size || this.dirtyEdges.size) this.schedule();
-        else for (const w of this.idleWaiters.splice(0)) w();
+        else this.wakeIdle();
       }
     });
   }
@@ -196,7 +235,8 @@ export class Scheduler {
       const [project, name] = key.split('/') as [string, string];
       for (const e of this.reconcilePlacement(project, name)) touched.add(e);
     }
-    for (const e of touched) this.writeSpec(e);
+    for (const e of touched) this.specQueue.add(e);
+    this.drainSpecs();
   }
 
   /** One key for an edge's set of (workload, content key): equal sets, equal keys. */
