@@ -30,7 +30,7 @@ describe('outpost edge install: the unit', () => {
       expect(splitExecLine(u.Service.ExecStart[0])).toEqual(['/usr/local/bin/outpost', 'edge', '--data', '/var/lib/outpost-edge']);
       expect(u.Service.Restart).toEqual(['always']);
       expect(u.Unit.Description[0]).toContain(`shop-1 (hub https://hub:7443, ${d} driver)`);
-      expect(u.Service.Environment).toEqual(['"OUTPOST_CACHE_DIR=/var/cache/outpost-edge"']);
+      expect(u.Service.Environment).toEqual(['"OUTPOST_CACHE_DIR=/var/cache/outpost-edge"', '"NODE_OPTIONS=--v8-pool-size=1"']);
     }
   });
 

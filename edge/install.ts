@@ -114,6 +114,8 @@ export function edgeUnit(o: { bin: string; dataDir: string; driver: DriverName; 
         ['CacheDirectory', 'outpost-edge'],
         ['CacheDirectoryMode', '0700'],
         ['Environment', environment('OUTPOST_CACHE_DIR', '/var/cache/outpost-edge')],
+        { comment: "One V8 worker thread instead of four: their memory pools held ~17 MB of an agent's RSS (docs/benchmarks.md, footprint)." },
+        ['Environment', environment('NODE_OPTIONS', '--v8-pool-size=1')],
         ...driverSettings(o.driver, data),
       ],
       Install: [['WantedBy', 'multi-user.target']],

@@ -6,7 +6,7 @@ import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '.
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
 import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
-import { edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
+import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
 import { authorize, jsonBody, kindFromPath, type Env, type HubDeps } from './context.js';
 
@@ -35,13 +35,8 @@ export function countMatching(db: SqliteDatabase, kind: Kind, project: string, f
   let phases: Map<string, string> | undefined;
   if (f.state && kind === 'Edge') {
     // Only the columns the phase needs: edgeRuntimes() would parse every edge's inventory too.
-    const rts = (
-      project === '*'
-        ? cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime').all()
-        : cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime WHERE project = ?').all(project)
-    ) as { name: string; approved: number; connected_since: number | null; last_seen: number | null }[];
     const now = Date.now();
-    phases = new Map(rts.map((r) => [r.name, edgePhase({ approved: r.approved === 1, connectedSince: r.connected_since ?? undefined, lastSeen: r.last_seen ?? undefined } as EdgeRuntime, now)]));
+    phases = new Map([...edgeLiveness(db, project)].map(([name, l]) => [name, edgePhase(l, now)]));
   }
   let n = 0;
   for (const r of rows) {

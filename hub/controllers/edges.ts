@@ -57,19 +57,33 @@ export function edgeRuntimes(db: SqliteDatabase, project: string): Map<string, E
   return new Map(rows.map((r) => [r.name, toRuntime(r)]));
 }
 
-export function isOnline(rt: EdgeRuntime | undefined, now = Date.now()): boolean {
+/** What scheduling and the online/offline view need, without parsing inventories: one light scan. */
+export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'lastSeen'>;
+
+export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, EdgeLiveness> {
+  const rows = (
+    project === '*'
+      ? cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime').all()
+      : cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime WHERE project = ?').all(project)
+  ) as { name: string; approved: number; connected_since: number | null; last_seen: number | null }[];
+  const out = new Map<string, EdgeLiveness>();
+  for (const r of rows) out.set(r.name, { approved: r.approved === 1, connectedSince: r.connected_since ?? undefined, lastSeen: r.last_seen ?? undefined });
+  return out;
+}
+
+export function isOnline(rt: EdgeLiveness | undefined, now = Date.now()): boolean {
   return !!rt?.connectedSince && rt.lastSeen !== undefined && now - rt.lastSeen < OFFLINE_AFTER_MS;
 }
 
 export type EdgePhaseView = 'Pending' | 'Online' | 'Offline';
 
-export function edgePhase(rt: EdgeRuntime | undefined, now = Date.now()): EdgePhaseView {
+export function edgePhase(rt: EdgeLiveness | undefined, now = Date.now()): EdgePhaseView {
   if (!rt?.approved) return 'Pending';
   return isOnline(rt, now) ? 'Online' : 'Offline';
 }
 
 /** Edges a placement may schedule to: approved and not drained. */
-export function schedulableEdges(edges: Edge[], runtimes: Map<string, EdgeRuntime>): { name: string; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }[] {
+export function schedulableEdges(edges: Edge[], runtimes: Map<string, EdgeLiveness>): { name: string; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }[] {
   return edges
     .filter((e) => runtimes.get(e.metadata.name)?.approved)
     .map((e) => ({ name: e.metadata.name, labels: e.metadata.labels, annotations: e.metadata.annotations, unschedulable: e.spec.unschedulable }));
