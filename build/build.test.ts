@@ -181,7 +181,11 @@ describe('assets and bundling rules', () => {
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'));
     const work = dir('fake-work', 0o755);
     const without = collectAssets({ root, workDir: work });
-    expect(Object.keys(without).sort()).toEqual(['automerge.wasm', 'better_sqlite3.node']);
+    expect(Object.keys(without).sort()).toEqual(['automerge.wasm', 'better_sqlite3.node', 'native.json']);
+    // The runtime names the extracted copies by these hashes, so it need not read the assets again.
+    const native = JSON.parse(fs.readFileSync(without['native.json'], 'utf8')) as Record<string, { sha256: string; size: number }>;
+    const wasm = fs.readFileSync(without['automerge.wasm']);
+    expect(native['automerge.wasm']).toEqual({ sha256: createHash('sha256').update(wasm).digest('hex').slice(0, 16), size: wasm.length });
     fs.mkdirSync(path.join(root, 'dist'));
     fs.writeFileSync(path.join(root, 'dist', 'openapi.json'), '{"openapi":"3.1.0"}');
     expect(collectAssets({ root, workDir: work })['openapi.json']).toBe(path.join(root, 'dist', 'openapi.json'));

@@ -187,7 +187,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         cachedStatement(db, 'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(conn.edge, now, conn.remoteAddress);
         if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Connected', message: `edge ${conn.edge} connected from ${conn.remoteAddress}` });
       });
-      sched.markStatus(conn.edge);
+      sched.markStatus(conn.edge, 'connectivity');
     },
     onDisconnect: (conn, code, reason) => {
       const now = Date.now();
@@ -197,7 +197,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         const rt = edgeRuntime(db, conn.edge);
         if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Disconnected', message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})` });
       });
-      sched.markStatus(conn.edge);
+      sched.markStatus(conn.edge, 'connectivity');
       tunnel.onDisconnect(conn);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
@@ -214,7 +214,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const offlineTimer = setInterval(() => {
     const cutoff = Date.now() - OFFLINE_AFTER_MS;
     const quiet = db.prepare('SELECT name, project FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?').all(cutoff) as { name: string; project: string }[];
-    for (const q of quiet) sched.markStatus(q.name);
+    for (const q of quiet) sched.markStatus(q.name, 'connectivity');
   }, OFFLINE_AFTER_MS / 3);
   offlineTimer.unref();
 

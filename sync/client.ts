@@ -131,16 +131,15 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       headers: { authorization: `Bearer ${this.opts.token}` },
       maxPayload: this.opts.maxFrameBytes ?? MAX_FRAME_BYTES,
       perMessageDeflate: false,
-      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+      handshakeTimeout: 2 * HANDSHAKE_TIMEOUT_MS,
       ...(this.opts.ca ? { ca: this.opts.ca } : {}),
     });
     this.ws = ws;
     let docs: MailboxDoc[] = [];
     let helloHeads = new Map<DocId, string[]>();
-    const welcomeTimer = setTimeout(() => {
-      log.warn('no welcome from the hub in time; redialling');
-      ws.terminate();
-    }, HANDSHAKE_TIMEOUT_MS);
+    // The upgrade has its own limit (handshakeTimeout: a busy hub may queue it); the welcome must
+    // follow the upgrade within HANDSHAKE_TIMEOUT_MS.
+    let welcomeTimer: NodeJS.Timeout | undefined;
 
     ws.on('unexpected-response', (_req, res) => {
       if (res.statusCode === 503) {
@@ -161,6 +160,10 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     });
 
     ws.on('open', () => {
+      welcomeTimer = setTimeout(() => {
+        log.warn('no welcome from the hub in time; redialling');
+        ws.terminate();
+      }, HANDSHAKE_TIMEOUT_MS);
       docs = ensureMailbox(this.opts.store, this.opts.edge, 'edge');
       helloHeads = new Map(docs.map((d) => [d.id, this.opts.store.meta(d.id)?.heads ?? []]));
       ws.send(

@@ -3,8 +3,9 @@
  *
  * Unpackaged (tsx, vitest, node on the bundle) they come from node_modules. Inside the single
  * executable they are SEA assets: the addon is written once to a cache directory named by its
- * hash and loaded with `process.dlopen` (a `.node` file cannot be loaded from memory), the wasm is
- * passed to `initializeWasm` as bytes. See docs/packaging.md.
+ * hash and loaded with `process.dlopen` (a `.node` file cannot be loaded from memory); the wasm is
+ * extracted the same way and read from there. Their hashes are known at build time (`native.json`),
+ * so once extracted neither asset is read from the executable again. See docs/packaging.md.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -49,15 +50,64 @@ export function packagedAsset(key: string): Buffer | null {
   }
 }
 
+/** Build-time facts about the native assets (`native.json`, written by build/sea/assets.ts). */
+interface NativeEntry {
+  sha256: string;
+  size: number;
+}
+let nativeManifest: Record<string, NativeEntry> | null | undefined;
+function nativeEntry(name: string): NativeEntry | undefined {
+  if (nativeManifest === undefined) {
+    const b = packagedAsset('native.json');
+    try {
+      nativeManifest = b ? (JSON.parse(b.toString('utf8')) as Record<string, NativeEntry>) : null;
+    } catch {
+      nativeManifest = null;
+    }
+  }
+  return nativeManifest?.[name];
+}
+
 function cacheDir(): string {
   const base = process.env.OUTPOST_CACHE_DIR ?? (process.env.XDG_CACHE_HOME ? path.join(process.env.XDG_CACHE_HOME, 'outpost') : path.join(os.homedir(), '.cache', 'outpost'));
   return base;
 }
 
+function cacheCandidates(): string[] {
+  return [cacheDir(), path.join(os.tmpdir(), `outpost-cache-${process.getuid?.() ?? 0}`)];
+}
+
+/** The asset's content hash as named in the cache: the first 16 hex digits of its SHA-256. */
+function assetHash(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+}
+
+/**
+ * Path of a packaged asset extracted to the cache, or null when running unpackaged. With the
+ * build-time hash (`native.json`) an already extracted copy is used without reading the asset:
+ * reading it maps its pages of the executable into memory for the life of the process (~6 MB
+ * for the SQLite addon and the Automerge wasm, measured on the edge agent).
+ */
+function extractedAsset(name: string): string | null {
+  const entry = nativeEntry(name);
+  if (entry) {
+    for (const base of cacheCandidates()) {
+      const file = path.join(base, entry.sha256, name);
+      try {
+        if (fs.statSync(file).size === entry.size) return file;
+      } catch {
+        /* not extracted there yet */
+      }
+    }
+  }
+  const bytes = packagedAsset(name);
+  return bytes ? extractAsset(name, bytes) : null;
+}
+
 /** Writes an asset once to `<cache>/<sha256>/<name>` (atomically) and returns the path. */
 function extractAsset(name: string, bytes: Buffer): string {
-  const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
-  const candidates = [cacheDir(), path.join(os.tmpdir(), `outpost-cache-${process.getuid?.() ?? 0}`)];
+  const hash = assetHash(bytes);
+  const candidates = cacheCandidates();
   let lastErr: unknown;
   for (const base of candidates) {
     const dir = path.join(base, hash);
@@ -79,12 +129,11 @@ function extractAsset(name: string, bytes: Buffer): string {
 let nativeBinding: unknown;
 function sqliteBinding(): unknown {
   if (nativeBinding !== undefined) return nativeBinding;
-  const bytes = packagedAsset('better_sqlite3.node');
-  if (!bytes) {
+  const file = extractedAsset('better_sqlite3.node');
+  if (!file) {
     nativeBinding = null;
     return null;
   }
-  const file = extractAsset('better_sqlite3.node', bytes);
   const mod = { exports: {} as unknown };
   try {
     process.dlopen(mod, file);
@@ -110,12 +159,13 @@ let automergeReady: Promise<void> | undefined;
 export function initAutomerge(): Promise<void> {
   if (A.isWasmInitialized()) return Promise.resolve();
   automergeReady ??= (async () => {
-    let bytes = packagedAsset('automerge.wasm');
-    if (!bytes) {
+    // Packaged: read from the extracted copy (see extractedAsset), not from the executable.
+    let file = extractedAsset('automerge.wasm');
+    if (!file) {
       const req = createRequire(typeof __filename === 'string' ? __filename : import.meta.url);
-      bytes = fs.readFileSync(req.resolve('@automerge/automerge/automerge.wasm'));
+      file = req.resolve('@automerge/automerge/automerge.wasm');
     }
-    await A.initializeWasm(bytes);
+    await A.initializeWasm(fs.readFileSync(file));
   })();
   return automergeReady;
 }

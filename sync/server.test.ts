@@ -202,34 +202,39 @@ describe('sync endpoint refuses hostile input', () => {
 });
 
 describe('admission control', () => {
-  it('beyond the pending-handshake limit, upgrades get 503 with Retry-After; admitted ones complete', async () => {
+  it('beyond the handshake limit upgrades wait in line; beyond the line they get 503 with Retry-After', async () => {
     const srv = http.createServer();
-    const busy = new SyncServer({ store: hubStore, hubVersion: 'test', maxPendingHandshakes: 1, authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : null) });
+    const busy = new SyncServer({ store: hubStore, hubVersion: 'test', maxPendingHandshakes: 1, maxQueuedUpgrades: 1, authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : null) });
     busy.attach(srv);
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const u = `ws://127.0.0.1:${(srv.address() as { port: number }).port}/api/v1/sync`;
+    const sockets: WebSocket[] = [];
     try {
       // The first one is admitted and stays in its handshake (no hello yet).
       const first = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
+      sockets.push(first);
       await new Promise((r) => first.once('open', r));
-      const second = await new Promise<{ status: number; retry: string | undefined }>((resolve) => {
+      // The second waits in line: no answer to its upgrade yet.
+      const second = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
+      sockets.push(second);
+      let secondOpen = false;
+      second.once('open', () => (secondOpen = true));
+      second.on('error', () => undefined);
+      // The third finds the line full.
+      const third = await new Promise<{ status: number; retry: string | undefined }>((resolve) => {
         const ws = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
         ws.on('unexpected-response', (_q, res) => resolve({ status: res.statusCode ?? 0, retry: res.headers['retry-after'] as string | undefined }));
         ws.on('error', () => undefined);
       });
-      expect(second.status).toBe(503);
-      expect(Number(second.retry)).toBeGreaterThanOrEqual(1);
-      // Once the first finishes its handshake, a place frees up.
+      expect(third.status).toBe(503);
+      expect(Number(third.retry)).toBeGreaterThanOrEqual(1);
+      expect(secondOpen).toBe(false);
+      // Once the first finishes its handshake, the one in line is let in.
       first.send(hello());
       await new Promise((r) => first.once('message', r));
-      const third = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
-      await new Promise((r, j) => {
-        third.once('open', r);
-        third.once('unexpected-response', () => j(new Error('refused after the first completed')));
-      });
-      first.terminate();
-      third.terminate();
+      await waitFor(() => secondOpen, { what: 'the queued upgrade admitted' });
     } finally {
+      for (const ws of sockets) ws.terminate();
       await busy.close();
       srv.close();
     }

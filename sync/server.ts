@@ -56,6 +56,12 @@ export interface SyncServerOptions {
    * enough to time out and be retried, which feeds the storm (measured in docs/benchmarks.md).
    */
   maxPendingHandshakes?: number;
+  /**
+   * Upgrades beyond `maxPendingHandshakes` wait in a FIFO queue of this length for a free slot
+   * (the hub never idles while edges wait, and no edge redials into the back of the line); only
+   * beyond the queue do they get 503, with a Retry-After that grows with the queue.
+   */
+  maxQueuedUpgrades?: number;
   /** Resolves the bearer credential of an upgrade request; null refuses it with 401. */
   authenticate(token: string, req: IncomingMessage): EdgeIdentity | null | Promise<EdgeIdentity | null>;
   heartbeatSeconds?(edge: EdgeName): number;
@@ -104,6 +110,8 @@ export class SyncServer {
   /** Edges whose copy of a hub-written document is ahead of ours: restart its epoch at their next hello. */
   private readonly aheadOfUs = new Map<EdgeName, Set<DocId>>();
   private pendingHandshakes = 0;
+  /** Upgrades waiting for a handshake slot, oldest first. */
+  private readonly queued = new Set<() => void>();
   readonly path: string;
 
   constructor(private readonly opts: SyncServerOptions) {
@@ -163,22 +171,45 @@ export class SyncServer {
 
   async close(): Promise<void> {
     clearInterval(this.pingTimer);
+    // Persist every session's sync state in one transaction before the sockets go (their close
+    // handlers would otherwise write them one commit each: 20,000 commits for 10,000 edges).
+    this.opts.store.transaction(() => {
+      for (const c of this.conns.values()) c.session.close();
+    });
     for (const c of this.conns.values()) c.socket.terminate();
     await new Promise<void>((r) => this.wss.close(() => r()));
   }
 
-  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    socket.on('error', () => socket.destroy());
-    if (this.pendingHandshakes >= (this.opts.maxPendingHandshakes ?? 256)) {
-      // Spread the retries: 1-5 s, so the queue drains instead of refilling in lockstep.
-      const retry = 1 + Math.floor(Math.random() * 5);
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, fromQueue = false): Promise<void> {
+    if (!fromQueue) socket.on('error', () => socket.destroy());
+    const max = this.opts.maxPendingHandshakes ?? 256;
+    // Newcomers line up behind the queue; a queued upgrade handed a free slot goes straight in.
+    if (this.pendingHandshakes >= max || (!fromQueue && this.queued.size > 0)) {
+      const maxQueued = this.opts.maxQueuedUpgrades ?? 1024;
+      if (this.queued.size >= maxQueued) {
+        // Come back once the queue ahead has drained: ~1 s per `max` handshakes, spread by the
+        // client's jitter, so the retries do not return in lockstep.
+        const retry = Math.min(30, 1 + Math.ceil(this.queued.size / max) + Math.floor(Math.random() * 3));
+        socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+        return;
+      }
+      const resume = () => {
+        this.queued.delete(resume);
+        if (!socket.destroyed) void this.handleUpgrade(req, socket, head, true);
+      };
+      this.queued.add(resume);
+      socket.once('close', () => this.queued.delete(resume));
       return;
     }
     this.pendingHandshakes++;
     let counted = true;
     const done = () => {
-      if (counted) this.pendingHandshakes--;
+      if (counted) {
+        this.pendingHandshakes--;
+        // Hand the slot to the oldest waiting upgrade.
+        const next = this.queued.values().next().value as (() => void) | undefined;
+        next?.();
+      }
       counted = false;
     };
     socket.once('close', done);

@@ -1,8 +1,8 @@
 /**
  * @module The files a single executable carries besides its code (SEA assets), by key.
  *
- * The keys are a contract with the runtime: sync/native.ts reads `better_sqlite3.node` and
- * `automerge.wasm`; the hub serves the web UI from `ui/<path>` using `ui/manifest.json`, and the
+ * The keys are a contract with the runtime: sync/native.ts reads `better_sqlite3.node`,
+ * `automerge.wasm` and their hashes in `native.json`; the hub serves the web UI from `ui/<path>` using `ui/manifest.json`, and the
  * API document from `openapi.json`. See docs/packaging.md.
  */
 import { createHash } from 'node:crypto';
@@ -117,8 +117,20 @@ export interface CollectOptions {
   uiDist?: string;
 }
 
+/** Build-time hashes and sizes of the native assets, so the runtime finds their extracted copies without reading them. */
+export const NATIVE_MANIFEST_KEY = 'native.json';
+
 export function collectAssets(opts: CollectOptions): AssetMap {
   const assets: AssetMap = { ...requiredAssets(opts.root) };
+  const native: Record<string, { sha256: string; size: number }> = {};
+  for (const [key, file] of Object.entries(assets)) {
+    const bytes = fs.readFileSync(file);
+    // The same name sync/native.ts gives the extracted copy: 16 hex digits of the SHA-256.
+    native[key] = { sha256: createHash('sha256').update(bytes).digest('hex').slice(0, 16), size: bytes.length };
+  }
+  const nativeFile = path.join(opts.workDir, 'native.json');
+  fs.writeFileSync(nativeFile, JSON.stringify(native) + '\n');
+  assets[NATIVE_MANIFEST_KEY] = nativeFile;
   const uiDist = opts.uiDist ?? path.join(opts.root, 'ui', 'dist');
   if (fs.existsSync(uiDist)) Object.assign(assets, uiAssets(uiDist, opts.workDir).assets);
   for (const { key, file } of OPTIONAL_ASSETS) {

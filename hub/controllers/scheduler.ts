@@ -154,12 +154,22 @@ export class Scheduler {
    * placements that have put something on it, debounced, so a thousand reports arriving together
    * cost one pass instead of a thousand, and no spec document is touched unless a rollout moves.
    */
-  markStatus(name: string): void {
+  markStatus(name: string, cause: 'report' | 'connectivity' = 'report'): void {
     const rows = cachedStatement(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?').all(name) as { project: string; placement: string }[];
-    for (const r of rows) this.dirtyPlacements.add(`${r.project}/${r.placement}`);
+    let marked = false;
+    for (const r of rows) {
+      const key = `${r.project}/${r.placement}`;
+      // An edge coming or going changes a rollout only while something is still to be written or
+      // awaited (online edges go first, the reason names offline ones): a Complete rollout stays
+      // Complete, and skipping it is what keeps a reconnect storm of 10,000 edges from re-planning
+      // the whole fleet every few hundred milliseconds.
+      if (cause === 'connectivity' && this.rolloutStatus.get(key)?.phase === 'Complete') continue;
+      this.dirtyPlacements.add(key);
+      marked = true;
+    }
     // A pass over a large fleet is long: waiting twice its duration keeps status passes under a
-    // third of the hub's time however many reports arrive (a reconnect storm of 10,000 edges).
-    if (rows.length) this.schedule(Math.min(Math.max(SUMMARY_DEBOUNCE_MS, 2 * this.lastPassMs), 5_000));
+    // third of the hub's time however many reports arrive.
+    if (marked) this.schedule(Math.min(Math.max(SUMMARY_DEBOUNCE_MS, 2 * this.lastPassMs), 5_000));
   }
 
   markWorkload(project: string, name: string): void {
