@@ -10,7 +10,14 @@ export const WS_PING_INTERVAL_MS = 15_000;
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
 /** Reconnect backoff: first delay, cap, and the random share added so 10,000 edges do not return in lockstep. */
 export const RECONNECT_MIN_MS = 500;
-export const RECONNECT_MAX_MS = 30_000;
+/**
+ * 10 s, not more: after a hub restart the edges that dialled in vain during the outage come back
+ * within this (a 30 s cap left a 10,000-edge fleet's tail waiting ~20 s after the hub was up);
+ * a busy hub spreads them itself with its upgrade line and Retry-After.
+ */
+export const RECONNECT_MAX_MS = 10_000;
+/** Pace of redials after a refusal a retry cannot fix soon (401, protocol version, decommissioned). */
+export const RECONNECT_REFUSED_MS = 30_000;
 export const RECONNECT_JITTER = 0.5;
 /** The edge reconciler runs on every change and also on this period, to repair drift nobody told it about. */
 export const RECONCILE_PERIOD_MS = 5_000;

@@ -245,6 +245,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       clearInterval(offlineTimer);
       changes?.close();
       tunnel.close();
+      // Every connected edge is disconnected by the stop: one statement each, not one transaction
+      // and event per edge (the sync server skips onDisconnect while closing).
+      const now = Date.now();
+      inTransaction(db, () => {
+        const n = cachedStatement(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE connected_since IS NOT NULL').run(now).changes;
+        cachedStatement(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE disconnected_at IS NULL').run(now, 'hub stopped');
+        if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
+      });
       await sync!.close();
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections?.();

@@ -9,7 +9,7 @@
  */
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import { backoffDelay, HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, WS_PING_INTERVAL_MS } from '../core/durations.js';
+import { backoffDelay, HANDSHAKE_TIMEOUT_MS, RECONNECT_REFUSED_MS, WS_PING_INTERVAL_MS } from '../core/durations.js';
 import type { DocId, EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
@@ -254,7 +254,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   }
 
   private scheduleRedial(): void {
-    const delay = this.refusedSlow ? RECONNECT_MAX_MS : (this.retryAfterMs ?? backoffDelay(this.attempt++));
+    const delay = this.refusedSlow ? RECONNECT_REFUSED_MS : (this.retryAfterMs ?? backoffDelay(this.attempt++));
     this.retryAfterMs = undefined;
     log.debug({ delay }, 'redialling');
     this.retryTimer = setTimeout(() => this.dial(), delay);
