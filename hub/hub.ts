@@ -254,8 +254,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
       });
       await sync!.close();
-      await new Promise<void>((r) => server.close(() => r()));
+      // Idle keep-alive API connections would hold close() for their timeout: end them now.
+      const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections?.();
+      await closed;
       await scheduler!.idle();
       store.close();
     },

@@ -112,6 +112,8 @@ export class SyncServer {
   private pendingHandshakes = 0;
   /** Set by close(): the owner records the stop for all edges at once, not one disconnect at a time. */
   private closing = false;
+  /** Handshakes completed in the current and the previous second (for Retry-After). */
+  private rate = { second: 0, current: 0, previous: 0 };
   /** Upgrades waiting for a handshake slot, oldest first. */
   private readonly queued = new Set<() => void>();
   readonly path: string;
@@ -192,11 +194,11 @@ export class SyncServer {
     const max = this.opts.maxPendingHandshakes ?? 256;
     // Newcomers line up behind the queue; a queued upgrade handed a free slot goes straight in.
     if (this.pendingHandshakes >= max || (!fromQueue && this.queued.size > 0)) {
-      const maxQueued = this.opts.maxQueuedUpgrades ?? 1024;
+      const maxQueued = this.opts.maxQueuedUpgrades ?? 4096;
       if (this.queued.size >= maxQueued) {
-        // Come back once the queue ahead has drained: ~1 s per `max` handshakes, spread by the
-        // client's jitter, so the retries do not return in lockstep.
-        const retry = Math.min(30, 1 + Math.ceil(this.queued.size / max) + Math.floor(Math.random() * 3));
+        // Come back once the line ahead has drained at the rate handshakes are completing now,
+        // spread over 3 s (and the client's jitter) so the retries do not return in lockstep.
+        const retry = Math.min(30, 1 + Math.ceil(this.queued.size / this.handshakeRate()) + Math.floor(Math.random() * 3));
         socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
         return;
       }
@@ -213,6 +215,7 @@ export class SyncServer {
     const done = () => {
       if (counted) {
         this.pendingHandshakes--;
+        this.countHandshake();
         // Hand the slot to the oldest waiting upgrade.
         const next = this.queued.values().next().value as (() => void) | undefined;
         next?.();
@@ -226,6 +229,17 @@ export class SyncServer {
       done();
       throw err;
     }
+  }
+
+  private countHandshake(): void {
+    const sec = Math.floor(Date.now() / 1000);
+    if (sec !== this.rate.second) this.rate = { second: sec, current: 0, previous: sec === this.rate.second + 1 ? this.rate.current : 0 };
+    this.rate.current++;
+  }
+
+  /** Handshakes per second lately (at least 50, so an idle moment does not inflate Retry-After). */
+  private handshakeRate(): number {
+    return Math.max(50, this.rate.previous, this.rate.current);
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, handshakeDone: () => void): Promise<void> {
