@@ -112,6 +112,8 @@ export class SyncServer {
   private pendingHandshakes = 0;
   /** Set by close(): the owner records the stop for all edges at once, not one disconnect at a time. */
   private closing = false;
+  /** The time the last refused upgrade was told to come back at (Retry-After pacing). */
+  private nextSlotAt = 0;
   /** Handshakes completed in the current and the previous second (for Retry-After). */
   private rate = { second: 0, current: 0, previous: 0 };
   /** Upgrades waiting for a handshake slot, oldest first. */
@@ -196,9 +198,14 @@ export class SyncServer {
     if (this.pendingHandshakes >= max || (!fromQueue && this.queued.size > 0)) {
       const maxQueued = this.opts.maxQueuedUpgrades ?? 4096;
       if (this.queued.size >= maxQueued) {
-        // Come back once the line ahead has drained at the rate handshakes are completing now,
-        // spread over 3 s (and the client's jitter) so the retries do not return in lockstep.
-        const retry = Math.min(30, 1 + Math.ceil(this.queued.size / this.handshakeRate()) + Math.floor(Math.random() * 3));
+        // Each refused edge is given its own future slot: after the line ahead has drained, one
+        // per 1/rate seconds at the rate handshakes complete now. Refused edges then come back
+        // paced as the hub can take them, not all together once the line is empty (with a flat
+        // Retry-After the hub sat idle between waves while 10,000 edges waited).
+        const now = Date.now();
+        const rate = this.handshakeRate();
+        this.nextSlotAt = Math.max(this.nextSlotAt, now + (this.queued.size / rate) * 1000) + 1000 / rate;
+        const retry = Math.min(60, Math.max(1, Math.round((this.nextSlotAt - now) / 1000)));
         socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
         return;
       }
