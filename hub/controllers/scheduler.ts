@@ -316,7 +316,11 @@ export class Scheduler {
     // workloads and the edges themselves (labels, approval, schedulability: `edgesVersion`), not
     // on status: reuse them across the many status-only passes a rollout or a reconnect storm
     // makes (at 5,000 edges, re-selecting and customizing on every pass kept the hub busy for minutes).
-    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}`;
+    // The approved count too: approval is a runtime fact (edge_runtime), and a change of it that
+    // did not come through markEdge must still re-select (the UI's scale test seeds it directly).
+    let approved = 0;
+    for (const l of runtimes.values()) if (l.approved) approved++;
+    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}`;
     let cache = this.targetCache.get(`${project}/${name}`);
     if (!cache || cache.stamp !== stamp) {
       const edgeObjs = this.objects.list<Edge>('Edge', project);
