@@ -76,7 +76,8 @@ export const churn: Scenario = async (ctx, out) => {
     const maxDoc = Math.max(percentile(report, 100) ?? 0, percentile(hubReport, 100) ?? 0);
     out.targets.push({ what: `${changes} status changes: hub CPU`, target: 'report', value: `${sec(hubCpu)} CPU (${out.metrics.hubCpuUsPerChange} us/change), ${out.metrics.changesPerSecond}/s` });
     out.targets.push({ what: `report doc after ${Math.round(perEdge)} changes/edge`, target: '< 64 KB (after compaction)', value: `${kb(percentile(report, 50))} p50, ${kb(maxDoc)} max (${out.metrics.bytesPerChange} B/change)`, met: maxDoc < MAILBOX_LIMIT });
-    if (bpc > 0) out.targets.push({ what: 'history growth without compaction', target: 'bounded (< 64 KB forever)', value: `64 KB after ~${out.metrics.changesUntil64KB} changes of one edge`, met: false });
+    // What compaction is for, not a verdict: the bound itself is tested in sync/compaction.test.ts.
+    if (bpc > 0) out.targets.push({ what: 'history growth if never compacted', target: 'report (epoch compaction past 24 KB bounds it)', value: `64 KB after ~${out.metrics.changesUntil64KB} changes of one edge` });
   } finally {
     await teardown(s);
   }
