@@ -16,7 +16,7 @@ import { SyncClient } from './client.js';
 import { ensureMailbox } from './mailbox.js';
 import type { WelcomeMessage } from './messages.js';
 import { SyncServer } from './server.js';
-import { ReplicaStore } from './store.js';
+import { ReplicaStore, sameHeads } from './store.js';
 
 const EDGE = edgeName('quiet-1');
 const SPEC = mailboxDocId(EDGE, 'spec');
@@ -51,26 +51,35 @@ async function stopHub(hub: Hub): Promise<void> {
   hub.store.close();
 }
 
-function sameHeads(a: A.Heads, b: A.Heads): boolean {
-  return a.length === b.length && a.every((h) => b.includes(h));
+/** A hub on a fresh file holding the edge's mailbox; `port` to restart it on. */
+async function hubWithMailbox(dir: string): Promise<{ hub: Hub; port: number }> {
+  const hub = await startHub(path.join(dir, 'hub.db'));
+  ensureMailbox(hub.store, EDGE, 'hub');
+  return { hub, port: (hub.http.address() as { port: number }).port };
+}
+
+/** A real edge replica and client; every welcome it receives is kept. */
+async function startEdge(dir: string, url: string): Promise<{ edgeStore: ReplicaStore; edge: SyncClient; welcomes: WelcomeMessage[] }> {
+  const edgeStore = await ReplicaStore.open(path.join(dir, 'edge.db'), { afterChange: (id) => edge.notify(id) });
+  cleanup.push(() => edgeStore.close());
+  const edge: SyncClient = new SyncClient({ url, token: 'tok', edge: EDGE, store: edgeStore, agentVersion: 'test' });
+  cleanup.push(() => edge.stop());
+  const welcomes: WelcomeMessage[] = [];
+  edge.on('welcome', (w: WelcomeMessage) => welcomes.push(w));
+  edge.start();
+  return { edgeStore, edge, welcomes };
 }
 
 describe('quiet reconnect', () => {
   it('skips the first round when heads agree, loads nothing on the hub, and later changes flow both ways', async () => {
     const dir = tempDir();
     cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    let hub = await startHub(path.join(dir, 'hub.db'));
-    const port = (hub.http.address() as { port: number }).port;
-    ensureMailbox(hub.store, EDGE, 'hub');
+    const first = await hubWithMailbox(dir);
+    const port = first.port;
+    let hub = first.hub;
     hub.store.change<SpecDoc>(SPEC, (d) => putSpecWorkload(d, { name: 'web', generation: 1, revision: 1, manifests: [] }));
 
-    const edgeStore = await ReplicaStore.open(path.join(dir, 'edge.db'), { afterChange: (id) => edge.notify(id) });
-    cleanup.push(() => edgeStore.close());
-    const edge: SyncClient = new SyncClient({ url: hub.url, token: 'tok', edge: EDGE, store: edgeStore, agentVersion: 'test' });
-    cleanup.push(() => edge.stop());
-    const welcomes: WelcomeMessage[] = [];
-    edge.on('welcome', (w: WelcomeMessage) => welcomes.push(w));
-    edge.start();
+    const { edgeStore, edge, welcomes } = await startEdge(dir, hub.url);
     await waitFor(() => edge.state === 'connected' && !!edgeStore.get(SPEC) && readSpec(edgeStore.get<SpecDoc>(SPEC)!).workloads.web !== undefined, { what: 'first sync' });
     edgeStore.change<ReportDoc>(REPORT, (d) => putReportWorkload(d, 'web', { observedGeneration: 1, phase: 'Ready', restarts: 0, objects: {} }));
     await waitFor(() => !!hub.store.get(REPORT) && readReport(hub.store.get<ReportDoc>(REPORT)!).workloads.web?.phase === 'Ready', { what: 'report at the hub' });
@@ -102,16 +111,10 @@ describe('quiet reconnect', () => {
   it('is not quiet when the heads differ: the edge changed while the hub was away', async () => {
     const dir = tempDir();
     cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    let hub = await startHub(path.join(dir, 'hub.db'));
-    const port = (hub.http.address() as { port: number }).port;
-    ensureMailbox(hub.store, EDGE, 'hub');
-    const edgeStore = await ReplicaStore.open(path.join(dir, 'edge.db'), { afterChange: (id) => edge.notify(id) });
-    cleanup.push(() => edgeStore.close());
-    const edge: SyncClient = new SyncClient({ url: hub.url, token: 'tok', edge: EDGE, store: edgeStore, agentVersion: 'test' });
-    cleanup.push(() => edge.stop());
-    const welcomes: WelcomeMessage[] = [];
-    edge.on('welcome', (w: WelcomeMessage) => welcomes.push(w));
-    edge.start();
+    const first = await hubWithMailbox(dir);
+    const port = first.port;
+    let hub = first.hub;
+    const { edgeStore, edge, welcomes } = await startEdge(dir, hub.url);
     await waitFor(() => edge.state === 'connected' && edge.session!.inSync(), { what: 'first sync' });
 
     await stopHub(hub);

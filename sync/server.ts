@@ -26,7 +26,7 @@ import {
   type HelloMessage,
 } from './messages.js';
 import { SyncSession } from './session.js';
-import type { ReplicaStore } from './store.js';
+import { sameHeads, type ReplicaStore } from './store.js';
 
 const log = createLogger('sync:server');
 
@@ -77,10 +77,6 @@ export interface SyncServerOptions {
   restartEpoch?(id: DocId): void;
   /** Refusals are reported here too (metrics, events). */
   onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized', message: string): void;
-}
-
-function sameHeads(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((h) => b.includes(h));
 }
 
 function bearer(req: IncomingMessage): string | null {

@@ -135,7 +135,8 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-function sameHeads(a: A.Heads, b: A.Heads): boolean {
+/** Equal sets of heads (order differs between replicas). */
+export function sameHeads(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   const s = new Set(a);
   return b.every((h) => s.has(h));

@@ -34,7 +34,7 @@ export function countMatching(db: SqliteDatabase, kind: Kind, project: string, f
   ) as { name: string; labels: string }[];
   let phases: Map<string, string> | undefined;
   if (f.state && kind === 'Edge') {
-    // Only the columns the phase needs: edgeRuntimes() would parse every edge's inventory too.
+    // Only the columns the phase needs (not every edge's inventory).
     const now = Date.now();
     phases = new Map([...edgeLiveness(db, project)].map(([name, l]) => [name, edgePhase(l, now)]));
   }

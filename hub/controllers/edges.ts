@@ -52,11 +52,6 @@ export function edgeRuntime(db: SqliteDatabase, name: string): EdgeRuntime | und
   return r && toRuntime(r);
 }
 
-export function edgeRuntimes(db: SqliteDatabase, project: string): Map<string, EdgeRuntime> {
-  const rows = (project === '*' ? cachedStatement(db, 'SELECT * FROM edge_runtime').all() : cachedStatement(db, 'SELECT * FROM edge_runtime WHERE project = ?').all(project)) as Row[];
-  return new Map(rows.map((r) => [r.name, toRuntime(r)]));
-}
-
 /** What scheduling and the online/offline view need, without parsing inventories: one light scan. */
 export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'lastSeen'>;
 

@@ -126,7 +126,7 @@ export class Scheduler {
   /** Edges whose spec document is to be written (by drainSpecs, in slices). */
   private readonly specQueue = new Set<string>();
   private draining = false;
-  /** How long the last status-only pass took: the next one waits at least twice that. */
+  /** How long the last pass took: a status-triggered pass waits at least twice that. */
   private lastPassMs = 0;
   /** Resolves when the current batch is done (tests and the API's `?wait` use it). */
   private idleWaiters: (() => void)[] = [];
