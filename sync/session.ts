@@ -13,6 +13,8 @@ import type { DocId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { encodeSyncFrame, ProtocolError, type SyncFrame } from './messages.js';
 import { WriteViolation, type ReplicaStore } from './store.js';
+import * as wasmSync from './wasm-sync.js';
+import type { SyncHandle } from './wasm-sync.js';
 
 export interface SessionDoc {
   id: DocId;
@@ -35,8 +37,8 @@ export interface SessionStats {
  * until something changes, and the next change is sent as usual. Built without loading the
  * document, which is what makes a quiet reconnect cheap for a hub with thousands of edges.
  */
-export function settledSyncState(heads: A.Heads): A.SyncState {
-  return {
+export function settledSyncState(heads: A.Heads): SyncHandle {
+  return wasmSync.importSyncState({
     ...A.initSyncState(),
     sharedHeads: heads,
     lastSentHeads: heads,
@@ -44,12 +46,12 @@ export function settledSyncState(heads: A.Heads): A.SyncState {
     theirNeed: [],
     theirHave: [{ lastSync: heads, bloom: new Uint8Array(0) }],
     haveResponded: true,
-  } as A.SyncState;
+  } as A.SyncState);
 }
 
 export class SyncSession {
   readonly stats: SessionStats = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0, staleFrames: 0 };
-  private readonly states = new Map<DocId, A.SyncState>();
+  private readonly states = new Map<DocId, SyncHandle>();
   private readonly docs = new Map<DocId, SessionDoc>();
   /** The epoch each document's sync state belongs to; a document in another epoch waits for resetDoc. */
   private readonly epochs = new Map<DocId, string>();
@@ -84,7 +86,7 @@ export class SyncSession {
   /** The writer moved a document to a new epoch: forget what we knew about the peer's copy. */
   resetDoc(id: DocId): void {
     if (!this.docs.has(id)) return;
-    this.states.set(id, A.initSyncState());
+    this.states.set(id, wasmSync.newSyncState());
     this.epochs.set(id, this.store.epoch(id) ?? '');
     this.flush(id);
   }
@@ -101,10 +103,12 @@ export class SyncSession {
       return;
     }
     const state = this.states.get(id) ?? this.store.loadSyncState(this.peer, id);
+    this.states.set(id, state);
     try {
-      const r = this.store.receive(this.peer, id, state, frame.message, { mayAddChanges: !doc.weWrite });
-      this.states.set(id, r.state);
+      this.store.receive(this.peer, id, state, frame.message, { mayAddChanges: !doc.weWrite });
     } catch (err) {
+      // The state saw a message the replica refused or could not keep: never persist it.
+      this.states.delete(id);
       if (err instanceof WriteViolation) throw new ProtocolError('write_violation', err.message, id);
       throw new ProtocolError('bad_frame', `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`);
     }
@@ -123,7 +127,7 @@ export class SyncSession {
       const doc = this.store.get(id);
       if (!st || !doc) return false;
       const heads = A.getHeads(doc);
-      const theirs = st.theirHeads;
+      const theirs = wasmSync.theirHeads(st);
       if (!theirs || theirs.length !== heads.length || !heads.every((h) => theirs.includes(h))) return false;
     }
     return true;
@@ -149,8 +153,7 @@ export class SyncSession {
     if (!doc || !state) return;
     // The document moved to a new epoch that the peer has not been told about yet.
     if (this.epochs.get(id) !== this.store.epoch(id)) return;
-    const [next, msg] = A.generateSyncMessage(doc, state);
-    this.states.set(id, next);
+    const msg = wasmSync.generate(doc, state);
     if (!msg) return;
     const frame = encodeSyncFrame(id, this.store.epoch(id)!, msg);
     this.stats.bytesOut += frame.length;

@@ -6,6 +6,7 @@ import type { DocId } from '../core/ids.js';
 import { tempDir } from '../test/helpers.js';
 import { openDatabase } from './sqlite.js';
 import { ReplicaStore } from './store.js';
+import { encodeSyncState, generate } from './wasm-sync.js';
 
 type Doc = { n: number; items: Record<string, number> };
 const dirs: string[] = [];
@@ -81,18 +82,20 @@ describe('ReplicaStore', () => {
     const b = await ReplicaStore.open(file());
     a.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 7, items: { x: 1 } }) });
     b.create(ID, { epoch: a.epoch(ID) });
-    let sa = a.loadSyncState('b', ID);
-    let sb = b.loadSyncState('a', ID);
+    const sa = a.loadSyncState('b', ID);
+    const sb = b.loadSyncState('a', ID);
     for (let i = 0; i < 6; i++) {
-      let m: Uint8Array | null;
-      [sa, m] = A.generateSyncMessage(a.get(ID)!, sa);
-      if (m) sb = b.receive('a', ID, sb, m, { mayAddChanges: true }).state;
-      [sb, m] = A.generateSyncMessage(b.get(ID)!, sb);
-      if (m) sa = a.receive('b', ID, sa, m, { mayAddChanges: false }).state;
+      let m = generate(a.get(ID)!, sa);
+      if (m) b.receive('a', ID, sb, m, { mayAddChanges: true });
+      m = generate(b.get(ID)!, sb);
+      if (m) a.receive('b', ID, sa, m, { mayAddChanges: false });
     }
     expect(b.get<Doc>(ID)!.items.x).toBe(1);
     expect(A.getHeads(b.get(ID)!)).toEqual(A.getHeads(a.get(ID)!));
-    expect(b.loadSyncState('a', ID).sharedHeads).toEqual(A.getHeads(a.get(ID)!));
+    // Persisted (b wrote the state with the change; acknowledgements are flushed at close).
+    b.flushSyncStates();
+    expect(A.decodeSyncState(encodeSyncState(b.loadSyncState('a', ID))).sharedHeads).toEqual(A.getHeads(a.get(ID)!));
+    expect(A.decodeSyncState((b.db.prepare("SELECT state FROM sync_states WHERE peer = 'a'").get() as { state: Buffer }).state).sharedHeads).toEqual(A.getHeads(a.get(ID)!));
     a.close();
     b.close();
   });

@@ -19,6 +19,8 @@ import { createLogger } from '../core/logger.js';
 import { buildInfo } from '../core/version.js';
 import { initAutomerge } from './native.js';
 import { inTransaction, migrate, openDatabase, type SqliteDatabase } from './sqlite.js';
+import * as wasmSync from './wasm-sync.js';
+import type { SyncHandle } from './wasm-sync.js';
 
 const log = createLogger('sync:store');
 
@@ -151,7 +153,7 @@ export class ReplicaStore {
   private closed = false;
   private readonly stmt;
   /** Sync states changed by acknowledgements, not yet persisted: key `peer\0docId`. */
-  private readonly dirtySync = new Map<string, { peer: string; id: DocId; epoch: string | undefined; state: A.SyncState }>();
+  private readonly dirtySync = new Map<string, { peer: string; id: DocId; epoch: string | undefined; state: SyncHandle }>();
   private syncFlushTimer: NodeJS.Timeout | undefined;
 
   private constructor(db: SqliteDatabase, opts: ReplicaStoreOptions) {
@@ -275,25 +277,25 @@ export class ReplicaStore {
   }
 
   /** The persisted sync state for (peer, doc), or a fresh one when absent or from another epoch. */
-  loadSyncState(peer: string, id: DocId): A.SyncState {
+  loadSyncState(peer: string, id: DocId): SyncHandle {
     const pending = this.dirtySync.get(`${peer}\0${id}`);
     if (pending && pending.epoch === this.epoch(id)) return pending.state;
     const row = this.stmt.getSync.get(peer, id) as { epoch: string; state: Buffer } | undefined;
     if (row && row.epoch === this.epoch(id)) {
       try {
-        return A.decodeSyncState(row.state);
+        return wasmSync.decodeSyncState(row.state);
       } catch (err) {
         log.warn({ err, peer, doc: id }, 'discarding unreadable sync state');
       }
     }
-    return A.initSyncState();
+    return wasmSync.newSyncState();
   }
 
-  saveSyncState(peer: string, id: DocId, state: A.SyncState): void {
+  saveSyncState(peer: string, id: DocId, state: SyncHandle): void {
     this.dirtySync.delete(`${peer}\0${id}`);
     const epoch = this.epoch(id);
     if (epoch === undefined) return;
-    this.stmt.putSync.run(peer, id, epoch, A.encodeSyncState(state));
+    this.stmt.putSync.run(peer, id, epoch, wasmSync.encodeSyncState(state));
   }
 
   /** Persists the sync states kept back by `receive`, in one transaction. */
@@ -310,24 +312,24 @@ export class ReplicaStore {
   }
 
   /**
-   * Applies a sync message from `peer`. With `mayAddChanges: false` (the peer is not this
-   * document's writer) a message that would add any change is refused with WriteViolation and
-   * the replica stays exactly as it was.
+   * Applies a sync message from `peer`, updating `state` in place. With `mayAddChanges: false`
+   * (the peer is not this document's writer) a message that would add any change is refused with
+   * WriteViolation and the replica stays exactly as it was (the caller must drop `state`, which
+   * saw the refused message).
    */
-  receive(peer: string, id: DocId, state: A.SyncState, message: Uint8Array, opts: { mayAddChanges: boolean }): { state: A.SyncState; changed: boolean } {
+  receive(peer: string, id: DocId, state: SyncHandle, message: Uint8Array, opts: { mayAddChanges: boolean }): { changed: boolean } {
     const before = this.get(id);
     if (!before) throw new Error(`document ${id} does not exist`);
     const heads = A.getHeads(before);
     let after: AnyDoc;
-    let next: A.SyncState;
     try {
-      [after, next] = A.receiveSyncMessage(before, state, message);
+      after = wasmSync.receive(before, state, message);
     } catch (err) {
-      // The old handle is outdated once receive ran; reload from disk on next use.
+      // The handle may be half-updated; reload from disk on next use.
       this.evict(id);
       throw new Error(`invalid sync message for ${id}`, { cause: err });
     }
-    const changed = !sameHeads(heads, A.getHeads(after));
+    const changed = after !== before;
     if (changed && !opts.mayAddChanges) {
       const added = A.getChangesMetaSince(after, heads).length;
       this.evict(id, after);
@@ -335,22 +337,21 @@ export class ReplicaStore {
     }
     if (!changed) {
       // An acknowledgement: nothing to write but the sync state, which can wait (SYNC_STATE_FLUSH_MS).
-      this.replace(id, after);
-      this.dirtySync.set(`${peer}\0${id}`, { peer, id, epoch: this.epoch(id), state: next });
+      this.dirtySync.set(`${peer}\0${id}`, { peer, id, epoch: this.epoch(id), state });
       this.syncFlushTimer ??= setTimeout(() => this.flushSafely(), SYNC_STATE_FLUSH_MS).unref();
-      return { state: next, changed };
+      return { changed };
     }
     try {
       this.transaction(() => {
         this.persist(id, after, heads, 'remote', peer);
-        this.saveSyncState(peer, id, next);
+        this.saveSyncState(peer, id, state);
       });
     } catch (err) {
       this.evict(id, after);
       throw err;
     }
     this.opts.afterChange?.(id, 'remote', peer);
-    return { state: next, changed };
+    return { changed };
   }
 
   /** Deletes a document and its sync states. */
@@ -381,14 +382,18 @@ export class ReplicaStore {
   private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string): void {
     const now = Date.now();
     const heads = JSON.stringify(A.getHeads(doc));
+    let stored = 0;
     const run = () => {
       const inc = A.saveSince(doc, prevHeads);
       this.stmt.addChunk.run(id, id, inc);
       this.stmt.bumpDoc.run(heads, inc.length, now, id);
       const c = this.stmt.counts.get(id) as { chunk_count: number; chunk_bytes: number; snap: number };
+      stored = c.snap + c.chunk_bytes;
       if (c.chunk_count >= COMPACT_CHUNK_COUNT || c.chunk_bytes > Math.max(c.snap, 16 * 1024)) {
-        this.stmt.snapshot.run(A.save(doc), heads, now, id);
+        const snapshot = A.save(doc);
+        this.stmt.snapshot.run(snapshot, heads, now, id);
         this.stmt.dropChunks.run(id);
+        stored = snapshot.length;
       }
       this.opts.onChange?.({ id, doc, origin, peer, db: this.db });
     };
@@ -398,24 +403,17 @@ export class ReplicaStore {
       this.evict(id, doc);
       throw err;
     }
-    this.replace(id, doc);
+    const epoch = this.cache.get(id)?.epoch ?? this.meta(id)?.epoch;
+    if (epoch !== undefined) this.remember(id, doc, epoch, stored);
   }
 
-  private replace(id: DocId, doc: AnyDoc): void {
-    const cur = this.cache.get(id);
-    const epoch = cur?.epoch ?? this.meta(id)?.epoch;
-    if (epoch === undefined) return;
-    this.remember(id, doc, epoch, undefined);
-  }
-
-  private remember(id: DocId, doc: AnyDoc, epoch: string, storedBytes: number | undefined): void {
+  private remember(id: DocId, doc: AnyDoc, epoch: string, storedBytes: number): void {
     const cur = this.cache.get(id);
     if (cur) {
       this.cache.delete(id);
       this.cacheCost -= cur.cost;
     }
-    const size = storedBytes ?? (this.meta(id)?.size ?? 0);
-    const cost = DOC_BASE_COST + size * DOC_BYTE_COST;
+    const cost = DOC_BASE_COST + storedBytes * DOC_BYTE_COST;
     this.cache.set(id, { doc, epoch, cost });
     this.cacheCost += cost;
     for (const [victim] of this.cache) {

@@ -23,7 +23,8 @@ class Worker {
   constructor(index: number, dir: string, env: Record<string, string>, logFile: string) {
     const log = fs.openSync(logFile, 'a');
     this.child = fork(WORKER, [], {
-      execArgv: ['--import', 'tsx'],
+      // BENCH_WORKER_PROF_DIR: a V8 CPU profile of every simulator worker, written at its exit.
+      execArgv: ['--import', 'tsx', ...(process.env.BENCH_WORKER_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROF_DIR] : [])],
       env: { ...process.env, OUTPOST_LOG_LEVEL: 'warn', BENCH_WORKER_INDEX: String(index), BENCH_WORKER_DIR: dir, ...env },
       stdio: ['ignore', log, log, 'ipc'],
     });

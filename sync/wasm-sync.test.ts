@@ -1,0 +1,76 @@
+import * as A from '@automerge/automerge/slim';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initAutomerge } from './native.js';
+import * as W from './wasm-sync.js';
+
+type Doc = { items: Record<string, number> };
+
+/** Runs the sync protocol between two documents until neither side has anything to say. */
+function exchange(a: A.Doc<Doc>, sa: W.SyncHandle, b: A.Doc<Doc>, sb: W.SyncHandle): { a: A.Doc<Doc>; b: A.Doc<Doc>; rounds: number } {
+  let rounds = 0;
+  for (;;) {
+    const m1 = W.generate(a, sa);
+    if (m1) b = W.receive(b, sb, m1);
+    const m2 = W.generate(b, sb);
+    if (m2) a = W.receive(a, sa, m2);
+    if (!m1 && !m2) return { a, b, rounds };
+    if (++rounds > 10) throw new Error('sync did not settle');
+  }
+}
+
+describe('wasm sync states (Automerge internals this project relies on)', () => {
+  beforeAll(() => initAutomerge());
+
+  it('uses the Automerge instance initializeWasm set up, and converges two replicas', () => {
+    let a = A.from<Doc>({ items: { x: 1 } });
+    let b = A.init<Doc>();
+    const sa = W.newSyncState();
+    const sb = W.newSyncState();
+    ({ a, b } = exchange(a, sa, b, sb));
+    expect(b.items.x).toBe(1);
+    expect(A.getHeads(b)).toEqual(A.getHeads(a));
+    expect(W.theirHeads(sa)).toEqual(A.getHeads(a));
+    expect(W.theirHeads(sb)).toEqual(A.getHeads(a));
+
+    // A change flows and moves the receiver's JS view forward; the old view is outdated.
+    a = A.change(a, (d) => void (d.items.y = 2));
+    const old = b;
+    ({ a, b } = exchange(a, sa, b, sb));
+    expect(b).not.toBe(old);
+    expect(b.items).toEqual({ x: 1, y: 2 });
+    expect(() => A.change(old, (d) => void (d.items.z = 3))).toThrow(/outdated/);
+    // The receiver can go on changing its current view.
+    b = A.change(b, (d) => void (d.items.z = 3));
+    ({ a, b } = exchange(a, sa, b, sb));
+    expect(a.items).toEqual({ x: 1, y: 2, z: 3 });
+  });
+
+  it('keeps the same view for a message that adds nothing (an acknowledgement)', () => {
+    let a = A.from<Doc>({ items: { x: 1 } });
+    let b = A.load<Doc>(A.save(a));
+    const sa = W.newSyncState();
+    const sb = W.newSyncState();
+    ({ a, b } = exchange(a, sa, b, sb));
+    a = A.change(a, (d) => void (d.items.x = 5));
+    b = W.receive(b, sb, W.generate(a, sa)!);
+    const ack = W.generate(b, sb)!;
+    expect(ack).not.toBeNull();
+    const view = a;
+    expect(W.receive(a, sa, ack)).toBe(view);
+    expect(b.items.x).toBe(5);
+  });
+
+  it('encodes sync states exactly as the public API does', () => {
+    let a = A.from<Doc>({ items: { x: 1 } });
+    let b = A.init<Doc>();
+    const sa = W.newSyncState();
+    const sb = W.newSyncState();
+    ({ a, b } = exchange(a, sa, b, sb));
+    const bytes = W.encodeSyncState(sa);
+    expect(A.encodeSyncState(A.decodeSyncState(bytes))).toEqual(bytes);
+    expect(A.decodeSyncState(bytes).sharedHeads).toEqual(A.getHeads(a));
+    expect(W.encodeSyncState(W.decodeSyncState(bytes))).toEqual(bytes);
+    const settled = W.importSyncState({ ...A.initSyncState(), sharedHeads: A.getHeads(b) } as A.SyncState);
+    expect(A.decodeSyncState(W.encodeSyncState(settled)).sharedHeads).toEqual(A.getHeads(b));
+  });
+});
