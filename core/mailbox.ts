@@ -219,7 +219,9 @@ export function setSpecLabels(d: SpecDoc, labels: Record<string, string>): void 
 export function putSpecWorkload(d: SpecDoc, w: SpecWorkload): boolean {
   const cur = d.workloads[w.name];
   const manifests = JSON.stringify(w.manifests);
-  if (cur && s(cur.manifests) === manifests && opt(cur.error) === w.error && cur.generation === w.generation && cur.revision === w.revision) return false;
+  // Numbers first: a new generation (the usual case) is decided without reading the manifests,
+  // a string the size of the workload, out of the document.
+  if (cur && cur.generation === w.generation && cur.revision === w.revision && opt(cur.error) === w.error && s(cur.manifests) === manifests) return false;
   const next: SpecWorkloadDoc = { generation: w.generation, revision: w.revision, manifests: new ImmutableString(manifests) };
   if (w.error !== undefined) next.error = new ImmutableString(w.error);
   d.workloads[w.name] = next;

@@ -123,6 +123,8 @@ export class Scheduler {
   private readonly targetCache = new Map<string, { stamp: string; selected: string[]; targets: Map<string, Target[]>; targetKeys: Map<string, string> }>();
   /** combinedKey memo: the same few assignment sets recur on every edge and every pass. */
   private readonly keyMemo = new Map<string, string>();
+  /** Per edge, `epoch\0labels` its spec document last received from writeSpec (in memory only). */
+  private readonly labelsWritten = new Map<string, string>();
   /** Edges whose spec document is to be written (by drainSpecs, in slices). */
   private readonly specQueue = new Set<string>();
   private draining = false;
@@ -392,9 +394,7 @@ export class Scheduler {
     const plan = planRollout({ placement: name, rollout: placement.spec.rollout, edges: rolloutEdges, acknowledgedFailures: acknowledged });
     const prev = this.rolloutStatus.get(`${project}/${name}`);
     this.rolloutStatus.set(`${project}/${name}`, { phase: plan.phase, reason: plan.reason, counts: plan.counts, maxUnavailable: plan.maxUnavailable, paused: placement.spec.rollout.paused });
-    this.db
-      .prepare('INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at')
-      .run(project, name, plan.phase, plan.reason, JSON.stringify(acknowledged), Date.now());
+    cachedStatement(this.db, 'INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at').run(project, name, plan.phase, plan.reason, JSON.stringify(acknowledged), Date.now());
     if (prev && prev.phase !== plan.phase) {
       recordEvent(this.db, { project, kind: 'Placement', name, reason: `Rollout${plan.phase}`, message: plan.reason });
     }
@@ -415,12 +415,11 @@ export class Scheduler {
           if (a && a.contentKey === t.key) continue;
           const observed = (cachedStatement(this.db, 'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?').get(e, t.workload) as { observed_generation: number } | undefined)?.observed_generation ?? 0;
           const gen = Math.max(a?.generation ?? 0, observed) + 1;
-          this.db
-            .prepare(
+          cachedStatement(
+              this.db,
               `INSERT INTO assignments (edge, workload, project, placement, revision, content_key, generation, manifests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT(edge, workload) DO UPDATE SET project = excluded.project, placement = excluded.placement, revision = excluded.revision, content_key = excluded.content_key, generation = excluded.generation, manifests = excluded.manifests, error = excluded.error`,
-            )
-            .run(e, t.workload, project, name, t.revision, t.key, gen, JSON.stringify(t.manifests), t.error ?? null);
+            ).run(e, t.workload, project, name, t.revision, t.key, gen, JSON.stringify(t.manifests), t.error ?? null);
           changed.add(e);
         }
         // Workloads the placement no longer names leave this edge.
@@ -459,14 +458,19 @@ export class Scheduler {
     if (written && written.digest === digest && written.epoch === this.store.epoch(id)) return;
     ensureMailbox(this.store, e, 'hub');
     const as = assignmentsForEdge(this.db, edge);
+    const labels = edgeObj?.labels ?? '{}';
+    const labelsKey = `${this.store.epoch(id)}\0${labels}`;
     this.store.change<SpecDoc>(id, (d) => {
-      setSpecLabels(d, edgeObj ? (JSON.parse(edgeObj.labels) as Record<string, string>) : {});
+      // Comparing labels costs a read of each through the document: skip it when this document
+      // (same epoch) last got exactly these labels from here.
+      if (this.labelsWritten.get(edge) !== labelsKey) setSpecLabels(d, JSON.parse(labels) as Record<string, string>);
       const keep = new Set(as.map((a) => a.workload));
       for (const name of Object.keys(d.workloads)) if (!keep.has(name)) deleteSpecWorkload(d, name);
       for (const a of as) putSpecWorkload(d, { name: a.workload, generation: a.generation, revision: a.revision, manifests: a.manifests, error: a.error });
     });
     // Recorded after the change committed (and was sent): a crash in between only costs one
     // more no-op pass, never a digest that claims content the document lacks.
+    this.labelsWritten.set(edge, labelsKey);
     cachedStatement(this.db, 'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest').run(edge, this.store.epoch(id), digest);
   }
 
