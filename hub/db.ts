@@ -128,6 +128,13 @@ const MIGRATIONS = [
       );
     `,
   },
+  {
+    version: 3,
+    // Edge names are unique across projects, and the scheduler looks an edge's labels up by name
+    // alone: without this index each lookup scanned every Edge object (0.6 ms per spec write at
+    // 10,000 edges, 6 s of a fleet-wide change).
+    sql: 'CREATE INDEX objects_by_kind_name ON objects (kind, name);',
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

@@ -170,7 +170,26 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const server = tls ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener) : http.createServer(listener);
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
+  // Heartbeats are recorded in batches: one UPDATE per heartbeat, each its own commit, was ~0.3 ms
+  // of hub CPU apiece, and 10,000 edges send 1,000 a second. last_seen lags at most a second,
+  // against an offline threshold of three heartbeat intervals.
   const touch = db.prepare('UPDATE edge_runtime SET last_seen = ? WHERE name = ?');
+  const seen = new Map<string, number>();
+  const flushSeen = () => {
+    if (seen.size === 0) return;
+    const batch = [...seen];
+    seen.clear();
+    try {
+      inTransaction(db, () => {
+        for (const [edge, at] of batch) touch.run(at, edge);
+      });
+    } catch (err) {
+      log.warn({ err, edges: batch.length }, 'could not record heartbeats (retried with the next ones)');
+      for (const [edge, at] of batch) if (!seen.has(edge)) seen.set(edge, at);
+    }
+  };
+  const seenTimer = setInterval(flushSeen, 1_000);
+  seenTimer.unref();
   sync = new SyncServer({
     store,
     hubVersion: version,
@@ -203,7 +222,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {
       heartbeats.inc();
-      touch.run(Date.now(), edge);
+      seen.set(edge, Date.now());
     },
     onRefused: (_edge, code) => refused.inc({ code }),
     restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
@@ -243,6 +262,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     async close() {
       clearInterval(offlineTimer);
+      clearInterval(seenTimer);
+      flushSeen();
       changes?.close();
       tunnel.close();
       // Every connected edge is disconnected by the stop: one statement each, not one transaction
