@@ -222,9 +222,21 @@ export function putSpecWorkload(d: SpecDoc, w: SpecWorkload): boolean {
   // Numbers first: a new generation (the usual case) is decided without reading the manifests,
   // a string the size of the workload, out of the document.
   if (cur && cur.generation === w.generation && cur.revision === w.revision && opt(cur.error) === w.error && s(cur.manifests) === manifests) return false;
-  const next: SpecWorkloadDoc = { generation: w.generation, revision: w.revision, manifests: new ImmutableString(manifests) };
-  if (w.error !== undefined) next.error = new ImmutableString(w.error);
-  d.workloads[w.name] = next;
+  if (!cur) {
+    const next: SpecWorkloadDoc = { generation: w.generation, revision: w.revision, manifests: new ImmutableString(manifests) };
+    if (w.error !== undefined) next.error = new ImmutableString(w.error);
+    d.workloads[w.name] = next;
+    return true;
+  }
+  // Field by field into the existing map: a new map for every generation cost a third of a spec
+  // write on the hub and grew the history by a map per change. Only the hub writes a spec, so the
+  // fields never see concurrent writers.
+  if (cur.generation !== w.generation) cur.generation = w.generation;
+  if (cur.revision !== w.revision) cur.revision = w.revision;
+  if (s(cur.manifests) !== manifests) cur.manifests = new ImmutableString(manifests);
+  if (w.error === undefined) {
+    if (cur.error !== undefined) delete cur.error;
+  } else if (opt(cur.error) !== w.error) cur.error = new ImmutableString(w.error);
   return true;
 }
 

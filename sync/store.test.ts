@@ -66,6 +66,41 @@ describe('ReplicaStore', () => {
     r.close();
   });
 
+  it('batch: one transaction, announcements after the commit; a failure rolls every change back', async () => {
+    const f = file();
+    const announced: string[] = [];
+    const s = await ReplicaStore.open(f, { afterChange: (id) => announced.push(`${id}:${s.db.inTransaction ? 'in-tx' : 'committed'}`) });
+    const B = 'doc/b' as DocId;
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
+    s.create<Doc>(B, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
+    announced.length = 0;
+    s.batch(() => {
+      s.change<Doc>(ID, (d) => void (d.n = 1));
+      s.change<Doc>(B, (d) => void (d.n = 1));
+      expect(announced).toEqual([]);
+    });
+    expect(announced).toEqual([`${ID}:committed`, `${B}:committed`]);
+
+    announced.length = 0;
+    expect(() =>
+      s.batch(() => {
+        s.change<Doc>(ID, (d) => void (d.n = 2));
+        s.change<Doc>(B, (d) => void (d.n = 2));
+        throw new Error('disk full');
+      }),
+    ).toThrow('disk full');
+    expect(announced).toEqual([]);
+    // Memory follows the disk again: both documents read back what was committed.
+    expect(s.get<Doc>(ID)!.n).toBe(1);
+    expect(s.get<Doc>(B)!.n).toBe(1);
+    s.change<Doc>(ID, (d) => void (d.n = 3));
+    s.close();
+    const again = await ReplicaStore.open(f);
+    expect(again.get<Doc>(ID)!.n).toBe(3);
+    expect(again.get<Doc>(B)!.n).toBe(1);
+    again.close();
+  });
+
   it('loads on demand and evicts under its memory budget', async () => {
     const s = await ReplicaStore.open(file(), { memoryBudgetBytes: 1024 * 1024 });
     for (let i = 0; i < 50; i++) s.create<Doc>(`doc/${i}` as DocId, { init: (d) => Object.assign(d, { n: i, items: {} }) });

@@ -155,6 +155,8 @@ export class ReplicaStore {
   /** Sync states changed by acknowledgements, not yet persisted: key `peer\0docId`. */
   private readonly dirtySync = new Map<string, { peer: string; id: DocId; epoch: string | undefined; state: SyncHandle }>();
   private syncFlushTimer: NodeJS.Timeout | undefined;
+  /** Set inside `batch`: documents changed and notifications held until the commit. */
+  private batched: { touched: Set<DocId>; after: [DocId, 'local' | 'remote', string | undefined][] } | undefined;
 
   private constructor(db: SqliteDatabase, opts: ReplicaStoreOptions) {
     this.db = db;
@@ -191,6 +193,39 @@ export class ReplicaStore {
   /** Runs fn in a transaction (nested calls join the outer one). */
   transaction<T>(fn: () => T): T {
     return inTransaction(this.db, fn);
+  }
+
+  /**
+   * Runs many changes in ONE transaction (one commit instead of one per change). `afterChange` of
+   * the changes made inside runs after the commit, so nothing is announced (sent to a peer) that
+   * is not on disk. If fn throws, everything it wrote is rolled back, every document it changed is
+   * dropped from memory (reloaded from disk on next use) and the error is rethrown.
+   */
+  batch(fn: () => void): void {
+    if (this.batched) return fn();
+    this.batched = { touched: new Set(), after: [] };
+    const b = this.batched;
+    try {
+      this.transaction(fn);
+    } catch (err) {
+      this.batched = undefined;
+      for (const id of b.touched) this.evict(id);
+      throw err;
+    }
+    this.batched = undefined;
+    for (const [id, origin, peer] of b.after) {
+      try {
+        this.opts.afterChange?.(id, origin, peer);
+      } catch (err) {
+        // Committed already: one failing hook must not keep the others from running.
+        log.error({ err, doc: id }, 'after-change hook failed');
+      }
+    }
+  }
+
+  private announce(id: DocId, origin: 'local' | 'remote', peer?: string): void {
+    if (this.batched) this.batched.after.push([id, origin, peer]);
+    else this.opts.afterChange?.(id, origin, peer);
   }
 
   has(id: DocId): boolean {
@@ -249,12 +284,13 @@ export class ReplicaStore {
     let doc = A.init<Record<string, unknown>>();
     if (opts.init) doc = A.change(doc, { message: 'create' }, opts.init as unknown as A.ChangeFn<Record<string, unknown>>);
     const bytes = A.save(doc);
+    this.batched?.touched.add(id);
     this.transaction(() => {
       this.stmt.insertDoc.run(id, epoch, bytes, JSON.stringify(A.getHeads(doc)), Date.now());
       if (opts.init) this.opts.onChange?.({ id, doc, origin: 'local', db: this.db });
     });
     this.remember(id, doc, epoch, bytes.length);
-    if (opts.init) this.opts.afterChange?.(id, 'local');
+    if (opts.init) this.announce(id, 'local');
     return doc as A.Doc<T>;
   }
 
@@ -272,7 +308,7 @@ export class ReplicaStore {
     const after = A.change(before, message ? { message } : {}, fn as unknown as A.ChangeFn<Record<string, unknown>>);
     if (sameHeads(heads, A.getHeads(after))) return false;
     this.persist(id, after, heads, 'local');
-    this.opts.afterChange?.(id, 'local');
+    this.announce(id, 'local');
     return true;
   }
 
@@ -350,7 +386,7 @@ export class ReplicaStore {
       this.evict(id, after);
       throw err;
     }
-    this.opts.afterChange?.(id, 'remote', peer);
+    this.announce(id, 'remote', peer);
     return { changed };
   }
 
@@ -382,6 +418,7 @@ export class ReplicaStore {
   private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string): void {
     const now = Date.now();
     const heads = JSON.stringify(A.getHeads(doc));
+    this.batched?.touched.add(id);
     let stored = 0;
     const run = () => {
       const inc = A.saveSince(doc, prevHeads);

@@ -240,14 +240,28 @@ export class Scheduler {
     this.draining = true;
     const step = () => {
       const t0 = performance.now();
-      for (const e of this.specQueue) {
-        this.specQueue.delete(e);
-        try {
-          this.writeSpec(e);
-        } catch (err) {
-          log.error({ err, edge: e }, 'writing the spec document failed; it is written again on the next change');
+      const slice: string[] = [];
+      try {
+        // One transaction per slice: a commit per spec was a tenth of a fleet-wide change.
+        this.store.batch(() => {
+          for (const e of this.specQueue) {
+            this.specQueue.delete(e);
+            slice.push(e);
+            this.writeSpec(e);
+            if (performance.now() - t0 > SPEC_SLICE_MS) break;
+          }
+        });
+      } catch {
+        // One write failed and its slice rolled back: write those edges one at a time, so a bad
+        // edge costs only itself (and is logged).
+        for (const e of slice) {
+          this.labelsWritten.delete(e);
+          try {
+            this.writeSpec(e);
+          } catch (err) {
+            log.error({ err, edge: e }, 'writing the spec document failed; it is written again on the next change');
+          }
         }
-        if (performance.now() - t0 > SPEC_SLICE_MS) break;
       }
       if (this.specQueue.size) setImmediate(step);
       else {
@@ -502,8 +516,8 @@ export class Scheduler {
       for (const name of Object.keys(d.workloads)) if (!keep.has(name)) deleteSpecWorkload(d, name);
       for (const a of as) putSpecWorkload(d, { name: a.workload, generation: a.generation, revision: a.revision, manifests: a.manifests, error: a.error });
     });
-    // Recorded after the change committed (and was sent): a crash in between only costs one
-    // more no-op pass, never a digest that claims content the document lacks.
+    // Recorded after the change (in the same transaction when drainSpecs batches): a crash in
+    // between only costs one more no-op pass, never a digest that claims content the document lacks.
     this.labelsWritten.set(edge, labelsKey);
     cachedStatement(this.db, 'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest').run(edge, this.store.epoch(id), digest);
   }
