@@ -8,7 +8,7 @@
  * and instead of running workloads it reports every workload of a new spec Ready (putReportWorkload,
  * one change per edge, like the reconciler) `BENCH_READY_DELAY_MS` after the spec arrived.
  *
- *   env BENCH_WORKER_INDEX=n BENCH_WORKER_DIR=dir BENCH_READY_DELAY_MS=ms BENCH_STORE_BUDGET=bytes
+ *   env BENCH_WORKER_INDEX=n BENCH_WORKER_DIR=dir BENCH_READY_DELAY_MS=ms BENCH_STORE_BUDGET=bytes BENCH_WORKER_STORE=memory|file
  */
 import path from 'node:path';
 import type { Socket } from 'node:net';
@@ -41,7 +41,9 @@ let hubUrl = '';
 let requireNewConnection = false;
 let tracking = false;
 
-const store = await ReplicaStore.open(path.join(dir, `worker-${index}.db`), {
+// In-memory SQLite by default (the issue allows it): the simulator's disk writes only compete with
+// the hub for this machine's two cores. `--sim-store file` keeps one file per worker instead.
+const store = await ReplicaStore.open(process.env.BENCH_WORKER_STORE === 'memory' ? ':memory:' : path.join(dir, `worker-${index}.db`), {
   memoryBudgetBytes: Number(process.env.BENCH_STORE_BUDGET ?? 256 * 1024 * 1024),
   afterChange: (id, origin) => {
     const p = parseMailboxDocId(id);

@@ -7,7 +7,8 @@
  * Options: --scenario connect|fanout|reconnect|offline|churn|footprint (repeatable or comma list),
  * --edges N, --workers W (simulator processes), --ready-delay MS (simulated time to Ready),
  * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
- * --keep (keep the run directory with logs and databases), --results-dir DIR.
+ * --keep (keep the run directory with logs and databases), --results-dir DIR, --sim-store memory|file
+ * (each simulator worker's replica: in-memory SQLite, the default, or a file in the run directory).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,12 +41,13 @@ export interface RunOptions {
   profileHub: boolean;
   keep: boolean;
   resultsDir: string;
+  simStore: 'memory' | 'file';
 }
 
 class UsageError extends Error {}
 
 export function parseArgs(argv: string[]): RunOptions {
-  const o: RunOptions = { scenarios: [], readyDelayMs: 100, budgetMin: 10, profileHub: false, keep: false, resultsDir: process.env.BENCH_RESULTS_DIR ?? RESULTS_DIR };
+  const o: RunOptions = { scenarios: [], readyDelayMs: 100, budgetMin: 10, profileHub: false, keep: false, resultsDir: process.env.BENCH_RESULTS_DIR ?? RESULTS_DIR, simStore: 'memory' };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min) throw new UsageError(`${flag} needs a whole number >= ${min} (got ${v ?? 'nothing'})`);
@@ -66,6 +68,11 @@ export function parseArgs(argv: string[]): RunOptions {
     else if (a === '--budget-min') o.budgetMin = num(a, argv[++i], 1);
     else if (a === '--profile-hub') o.profileHub = true;
     else if (a === '--keep') o.keep = true;
+    else if (a === '--sim-store') {
+      const v = argv[++i];
+      if (v !== 'memory' && v !== 'file') throw new UsageError(`--sim-store ${v ?? ''}: use memory or file`);
+      o.simStore = v;
+    }
     else if (a === '--results-dir') o.resultsDir = path.resolve(argv[++i] ?? '.');
     else throw new UsageError(`unknown argument ${a}: see the header of bench/run.ts (e.g. npm run bench -- --scenario connect --edges 1000)`);
   }
@@ -85,9 +92,9 @@ export async function runScenario(name: string, o: RunOptions): Promise<RunResul
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), `outpost-bench-${name}-`));
   const cpuProfDir = o.profileHub ? path.join(os.tmpdir(), `outpost-bench-profile-${name}-${edges}-${Date.now()}`) : undefined;
   const started = Date.now();
-  const ctx: ScenarioContext = { edges, workers, readyDelayMs: o.readyDelayMs, deadline: started + o.budgetMin * 60_000, runDir, cpuProfDir, log: (m) => log(`${name}/${edges}: ${m}`) };
+  const ctx: ScenarioContext = { edges, workers, readyDelayMs: o.readyDelayMs, simStore: o.simStore, deadline: started + o.budgetMin * 60_000, runDir, cpuProfDir, log: (m) => log(`${name}/${edges}: ${m}`) };
   const out: ScenarioOutput = { metrics: {}, targets: [], bottleneck: [] };
-  const result: RunResult = { scenario: name, parameters: { edges, workers, readyDelayMs: o.readyDelayMs, budgetMin: o.budgetMin }, startedAt: new Date(started).toISOString(), durationMs: 0, completed: false, metrics: out.metrics, targets: out.targets, bottleneck: out.bottleneck };
+  const result: RunResult = { scenario: name, parameters: { edges, workers, readyDelayMs: o.readyDelayMs, budgetMin: o.budgetMin, simStore: o.simStore }, startedAt: new Date(started).toISOString(), durationMs: 0, completed: false, metrics: out.metrics, targets: out.targets, bottleneck: out.bottleneck };
   const problems = checkLimits(edges);
   if (problems.length) {
     result.error = problems.join('; ');

@@ -24,13 +24,13 @@ export const COMPACT_THRESHOLD_BYTES = 24 * 1024;
  * the threshold. Returns the new epoch, or undefined when nothing was done.
  */
 export function compactIfLarge<T>(store: ReplicaStore, id: DocId, materialize: (doc: A.Doc<T>) => (d: T) => void, threshold = COMPACT_THRESHOLD_BYTES): string | undefined {
-  const meta = store.meta(id);
-  if (!meta || meta.size <= threshold) return undefined;
+  const size = store.storedSize(id);
+  if (size === undefined || size <= threshold) return undefined;
   const doc = store.get<T>(id);
   if (!doc) return undefined;
   const init = materialize(doc);
   const epoch = newEpoch();
   store.reset<T>(id, epoch, init);
-  log.info({ doc: id, before: meta.size, after: store.meta(id)?.size, epoch }, 'compacted a document into a new epoch');
+  log.info({ doc: id, before: size, after: store.meta(id)?.size, epoch }, 'compacted a document into a new epoch');
   return epoch;
 }

@@ -111,6 +111,8 @@ interface Loaded {
   doc: AnyDoc;
   epoch: string;
   cost: number;
+  /** Bytes stored for the document (snapshot and chunks). */
+  size: number;
 }
 
 interface DocRow {
@@ -238,6 +240,11 @@ export class ReplicaStore {
     return r && { epoch: r.epoch, heads: JSON.parse(r.heads) as A.Heads, size: r.size };
   }
 
+  /** Bytes stored for the document (snapshot and chunks), without a query when it is loaded. */
+  storedSize(id: DocId): number | undefined {
+    return this.cache.get(id)?.size ?? this.meta(id)?.size;
+  }
+
   /** True when the document is in memory (using it costs no load). */
   isLoaded(id: DocId): boolean {
     return this.cache.has(id);
@@ -307,7 +314,9 @@ export class ReplicaStore {
     const heads = A.getHeads(before);
     const after = A.change(before, message ? { message } : {}, fn as unknown as A.ChangeFn<Record<string, unknown>>);
     if (sameHeads(heads, A.getHeads(after))) return false;
-    this.persist(id, after, heads, 'local');
+    // One A.change makes exactly one change: its bytes are at hand (saveSince would re-encode them,
+    // five times the cost).
+    this.persist(id, after, heads, 'local', undefined, A.getLastLocalChange(after));
     this.announce(id, 'local');
     return true;
   }
@@ -415,13 +424,13 @@ export class ReplicaStore {
 
   // -------------------------------------------------------------------------------------------
 
-  private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string): void {
+  private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string, change?: Uint8Array): void {
     const now = Date.now();
     const heads = JSON.stringify(A.getHeads(doc));
     this.batched?.touched.add(id);
     let stored = 0;
     const run = () => {
-      const inc = A.saveSince(doc, prevHeads);
+      const inc = change ?? A.saveSince(doc, prevHeads);
       this.stmt.addChunk.run(id, id, inc);
       this.stmt.bumpDoc.run(heads, inc.length, now, id);
       const c = this.stmt.counts.get(id) as { chunk_count: number; chunk_bytes: number; snap: number };
@@ -451,7 +460,7 @@ export class ReplicaStore {
       this.cacheCost -= cur.cost;
     }
     const cost = DOC_BASE_COST + storedBytes * DOC_BYTE_COST;
-    this.cache.set(id, { doc, epoch, cost });
+    this.cache.set(id, { doc, epoch, cost, size: storedBytes });
     this.cacheCost += cost;
     for (const [victim] of this.cache) {
       if (this.cacheCost <= this.budget || this.cache.size <= 1) break;

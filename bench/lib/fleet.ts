@@ -62,6 +62,7 @@ export interface FleetOptions {
   workers: number;
   dir: string;
   readyDelayMs: number;
+  simStore?: 'memory' | 'file';
 }
 
 export interface SyncStatus {
@@ -84,7 +85,7 @@ export class Fleet {
     // edge's two documents loaded, as a real agent keeps its own.
     const budget = Math.max(256 * 1024 ** 2, perWorker * 2 * 110 * 1024);
     for (let i = 0; i < opts.workers; i++) {
-      this.workers.push(new Worker(i, opts.dir, { BENCH_READY_DELAY_MS: String(opts.readyDelayMs), BENCH_STORE_BUDGET: String(budget) }, path.join(opts.dir, `worker-${i}.log`)));
+      this.workers.push(new Worker(i, opts.dir, { BENCH_READY_DELAY_MS: String(opts.readyDelayMs), BENCH_STORE_BUDGET: String(budget), BENCH_WORKER_STORE: opts.simStore ?? 'file' }, path.join(opts.dir, `worker-${i}.log`)));
     }
   }
 

@@ -16,6 +16,8 @@ export interface ScenarioContext {
   edges: number;
   workers: number;
   readyDelayMs: number;
+  /** Where each simulator worker keeps its replica (in-memory SQLite or a file). */
+  simStore: 'memory' | 'file';
   /** Absolute time (ms) by which the scenario must be done; waits derive their timeouts from it. */
   deadline: number;
   runDir: string;
@@ -46,7 +48,7 @@ export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edge
   const hub = new HubProcess({ dataDir: path.join(ctx.runDir, 'hub'), logFile: path.join(ctx.runDir, 'hub.log'), cpuProfDir: ctx.cpuProfDir });
   await hub.start();
   const api = new HubApi(hub.url, hub.adminToken);
-  const fleet = new Fleet({ edges, workers: Math.min(ctx.workers, edges), dir: ctx.runDir, readyDelayMs: ctx.readyDelayMs });
+  const fleet = new Fleet({ edges, workers: Math.min(ctx.workers, edges), dir: ctx.runDir, readyDelayMs: ctx.readyDelayMs, simStore: ctx.simStore });
   try {
     await fleet.start(hub.url);
     const token = await api.joinToken(edges, { bench: 'yes' });

@@ -500,12 +500,12 @@ export class Scheduler {
     // The content key of every assignment stands for its manifests: labels plus these rows are
     // everything this writes, so an equal digest means the document already says it all (the
     // common case after a hub restart, which re-plans every edge) and it is not even loaded.
-    const keys = cachedStatement(this.db, 'SELECT workload, revision, content_key, generation, error FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as KeyRow[];
-    const digest = specDigest(edgeObj?.labels, keys);
+    const rows = cachedStatement(this.db, 'SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as AssignmentRow[];
+    const digest = specDigest(edgeObj?.labels, rows);
     const written = cachedStatement(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?').get(edge) as { epoch: string; digest: string } | undefined;
     if (written && written.digest === digest && written.epoch === this.store.epoch(id)) return;
     ensureMailbox(this.store, e, 'hub');
-    const as = assignmentsForEdge(this.db, edge);
+    const as = rows.map(fromRow);
     const labels = edgeObj?.labels ?? '{}';
     const labelsKey = `${this.store.epoch(id)}\0${labels}`;
     this.store.change<SpecDoc>(id, (d) => {
