@@ -13,6 +13,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { EDGE_NODE_OPTIONS as AGENT_NODE_OPTIONS } from '../../edge/install.js';
 import { HubApi, placement, workload } from '../lib/api.js';
 import { HubProcess, ROOT } from '../lib/hub-process.js';
 import { mb, msf } from '../lib/results.js';
@@ -193,9 +194,11 @@ export const footprint: Scenario = async (ctx, out) => {
         // Informational: the same with one V8 platform worker thread (a Node option, so it does
         // not invalidate the executable's code cache as V8 flags would). Fewer threads compiling
         // and collecting at once leaves less freed memory in per-thread malloc arenas.
-        const pool = await measureAgent(ctx, api, hub.url, 'bin-pool1', BINARY, [], { NODE_OPTIONS: '--v8-pool-size=1' });
-        out.metrics.agentFromBinaryPool1 = pool;
-        out.targets.push({ what: `edge agent RSS, ${WORKLOADS} workloads (binary, NODE_OPTIONS=--v8-pool-size=1)`, target: 'report', value: `${mb(pool.agentRssBytes as number)} (anon ${mb(pool.agentRssAnonBytes as number)}, file ${mb(pool.agentRssFileBytes as number)}; idle ${mb(pool.idleRssBytes as number)})` });
+        // BENCH_AGENT_NODE_OPTIONS tries other options in this second measurement.
+        const nodeOptions = process.env.BENCH_AGENT_NODE_OPTIONS ?? AGENT_NODE_OPTIONS;
+        const pool = await measureAgent(ctx, api, hub.url, 'bin-pool1', BINARY, [], { NODE_OPTIONS: nodeOptions });
+        out.metrics.agentFromBinaryPool1 = { ...pool, nodeOptions };
+        out.targets.push({ what: `edge agent RSS, ${WORKLOADS} workloads (binary, NODE_OPTIONS=${nodeOptions})`, target: 'report', value: `${mb(pool.agentRssBytes as number)} (anon ${mb(pool.agentRssAnonBytes as number)}, file ${mb(pool.agentRssFileBytes as number)}; idle ${mb(pool.idleRssBytes as number)})` });
       } catch (err) {
         out.bottleneck.push(`the binary's agent could not be measured (${(err as Error).message}); rebuild it with npm run build`);
       }
