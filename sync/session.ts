@@ -124,7 +124,7 @@ export class SyncSession {
   inSync(ids: Iterable<DocId> = this.docs.keys()): boolean {
     for (const id of ids) {
       const st = this.states.get(id);
-      const doc = this.store.get(id);
+      const doc = this.store.handle(id);
       if (!st || !doc) return false;
       const heads = A.getHeads(doc);
       const theirs = wasmSync.theirHeads(st);
@@ -148,7 +148,7 @@ export class SyncSession {
 
   private flush(id: DocId): void {
     if (this.closed) return;
-    const doc = this.store.get(id);
+    const doc = this.store.handle(id);
     const state = this.states.get(id);
     if (!doc || !state) return;
     // The document moved to a new epoch that the peer has not been told about yet.

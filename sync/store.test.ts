@@ -101,6 +101,40 @@ describe('ReplicaStore', () => {
     again.close();
   });
 
+  it('changeBackend: persisted and announced like change, the JS view brought forward only when read', async () => {
+    const f = file();
+    const seen: number[] = [];
+    const announced: string[] = [];
+    const s = await ReplicaStore.open(f, { onChange: (c) => seen.push((c.doc as unknown as Doc).n), afterChange: (id) => announced.push(id) });
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
+    seen.length = 0;
+    expect(s.changeBackend(ID, (b) => b.put('_root', 'n', 5, 'int'))).toBe(true);
+    expect(seen).toEqual([5]); // the hook asked for the document: it got the new value
+    expect(announced).toEqual([ID, ID]);
+    expect(s.changeBackend(ID, (b) => b.put('_root', 'n', 5, 'int'))).toBe(false); // same value: no op
+    // Without a reader in between, the view lags (handle) until get brings it forward.
+    const quiet = await ReplicaStore.open(file());
+    quiet.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
+    quiet.changeBackend(ID, (b) => b.put('_root', 'n', 7, 'int'));
+    expect(quiet.handle<Doc>(ID)!.n).toBe(0);
+    expect(quiet.get<Doc>(ID)!.n).toBe(7);
+    quiet.change<Doc>(ID, (d) => void (d.items.x = 1));
+    expect(quiet.get<Doc>(ID)).toMatchObject({ n: 7, items: { x: 1 } });
+    quiet.close();
+    // A failing fn leaves nothing behind.
+    expect(() =>
+      s.changeBackend(ID, (b) => {
+        b.put('_root', 'n', 9, 'int');
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(s.get<Doc>(ID)!.n).toBe(5);
+    s.close();
+    const again = await ReplicaStore.open(f);
+    expect(again.get<Doc>(ID)!.n).toBe(5);
+    again.close();
+  });
+
   it('loads on demand and evicts under its memory budget', async () => {
     const s = await ReplicaStore.open(file(), { memoryBudgetBytes: 1024 * 1024 });
     for (let i = 0; i < 50; i++) s.create<Doc>(`doc/${i}` as DocId, { init: (d) => Object.assign(d, { n: i, items: {} }) });

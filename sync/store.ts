@@ -113,7 +113,11 @@ interface Loaded {
   cost: number;
   /** Bytes stored for the document (snapshot and chunks). */
   size: number;
+  /** Changed through its backend since `doc` was built: the JS view lags until the next `get`. */
+  stale?: boolean;
 }
+
+const EMPTY = new Uint8Array(0);
 
 interface DocRow {
   id: string;
@@ -254,7 +258,24 @@ export class ReplicaStore {
     return (this.stmt.listDocs.all(`${prefix}%`) as { id: DocId; epoch: string }[]).map((r) => ({ id: r.id, epoch: r.epoch }));
   }
 
+  /** The document, its JS view up to date (loaded from disk when not in memory). */
   get<T = Record<string, unknown>>(id: DocId): A.Doc<T> | undefined {
+    const doc = this.handle(id);
+    const e = this.cache.get(id);
+    if (doc && e?.stale) {
+      // Applies every patch the backend accumulated since the view was built (wasm-sync.ts).
+      e.doc = A.loadIncremental(doc, EMPTY);
+      e.stale = false;
+      return e.doc as A.Doc<T>;
+    }
+    return doc as A.Doc<T> | undefined;
+  }
+
+  /**
+   * The document for what only needs its backend (heads, sync messages, saves): its JS view may
+   * lag behind after `changeBackend`, and bringing it forward costs a patch nobody may read.
+   */
+  handle<T = Record<string, unknown>>(id: DocId): A.Doc<T> | undefined {
     this.assertOpen();
     const hit = this.cache.get(id);
     if (hit) {
@@ -321,6 +342,30 @@ export class ReplicaStore {
     return true;
   }
 
+  /**
+   * A local change made directly on the document's backend (`fn` calls put/putObject/delete): a
+   * third of the cost of `change` through Automerge's proxies, and no patch for the JS view, which
+   * is brought up to date only when something `get`s the document. Returns false when fn changed
+   * nothing. Same transaction, projections and announcements as `change`.
+   */
+  changeBackend(id: DocId, fn: (backend: ReturnType<typeof A.getBackend>) => void, message?: string): boolean {
+    const doc = this.handle(id);
+    if (!doc) throw new Error(`document ${id} does not exist`);
+    const backend = A.getBackend(doc);
+    const heads = backend.getHeads();
+    try {
+      fn(backend);
+    } catch (err) {
+      backend.rollback();
+      throw err;
+    }
+    if (backend.pendingOps() === 0) return false;
+    backend.commit(message, Math.floor(Date.now() / 1000));
+    this.persist(id, doc, heads, 'local', undefined, A.getLastLocalChange(doc), true);
+    this.announce(id, 'local');
+    return true;
+  }
+
   /** The persisted sync state for (peer, doc), or a fresh one when absent or from another epoch. */
   loadSyncState(peer: string, id: DocId): SyncHandle {
     const pending = this.dirtySync.get(`${peer}\0${id}`);
@@ -363,7 +408,7 @@ export class ReplicaStore {
    * saw the refused message).
    */
   receive(peer: string, id: DocId, state: SyncHandle, message: Uint8Array, opts: { mayAddChanges: boolean }): { changed: boolean } {
-    const before = this.get(id);
+    const before = this.handle(id);
     if (!before) throw new Error(`document ${id} does not exist`);
     const heads = A.getHeads(before);
     let after: AnyDoc;
@@ -424,7 +469,12 @@ export class ReplicaStore {
 
   // -------------------------------------------------------------------------------------------
 
-  private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string, change?: Uint8Array): void {
+  /**
+   * Writes a change of `doc` (its backend is ahead of prevHeads) with projections in one
+   * transaction. `stale`: the JS view of `doc` lags its backend (changeBackend); a projection
+   * hook that reads the document gets an up-to-date view, built only then.
+   */
+  private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string, change?: Uint8Array, stale = false): void {
     const now = Date.now();
     const heads = JSON.stringify(A.getHeads(doc));
     this.batched?.touched.add(id);
@@ -441,26 +491,43 @@ export class ReplicaStore {
         this.stmt.dropChunks.run(id);
         stored = snapshot.length;
       }
-      this.opts.onChange?.({ id, doc, origin, peer, db: this.db });
+      if (this.opts.onChange) {
+        const db = this.db;
+        this.opts.onChange({
+          id,
+          origin,
+          peer,
+          db,
+          get doc() {
+            if (stale) {
+              live = A.loadIncremental(live, EMPTY);
+              stale = false;
+            }
+            return live;
+          },
+        });
+      }
     };
+    let live = doc;
     try {
       this.transaction(run);
     } catch (err) {
-      this.evict(id, doc);
+      this.evict(id, live);
       throw err;
     }
     const epoch = this.cache.get(id)?.epoch ?? this.meta(id)?.epoch;
-    if (epoch !== undefined) this.remember(id, doc, epoch, stored);
+    if (epoch !== undefined) this.remember(id, live, epoch, stored, stale);
   }
 
-  private remember(id: DocId, doc: AnyDoc, epoch: string, storedBytes: number): void {
+  private remember(id: DocId, doc: AnyDoc, epoch: string, storedBytes: number, stale = false): void {
     const cur = this.cache.get(id);
     if (cur) {
       this.cache.delete(id);
       this.cacheCost -= cur.cost;
     }
     const cost = DOC_BASE_COST + storedBytes * DOC_BYTE_COST;
-    this.cache.set(id, { doc, epoch, cost, size: storedBytes });
+    // A view that lagged before this change still lags (the same handle, changed again).
+    this.cache.set(id, { doc, epoch, cost, size: storedBytes, stale: stale || (cur?.doc === doc && cur.stale) });
     this.cacheCost += cost;
     for (const [victim] of this.cache) {
       if (this.cacheCost <= this.budget || this.cache.size <= 1) break;

@@ -16,7 +16,7 @@ import { customize, manifestHash } from '../../core/customize.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { SUMMARY_DEBOUNCE_MS } from '../../core/durations.js';
 import { createLogger } from '../../core/logger.js';
-import { deleteSpecWorkload, putSpecWorkload, setSpecLabels, type SpecDoc } from '../../core/mailbox.js';
+import { writeSpecTo } from '../../core/mailbox.js';
 import type { Edge, Manifest, Placement, Workload } from '../../core/resources.js';
 import { planRollout, type RolloutEdge, type RolloutPlan } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
@@ -133,8 +133,6 @@ export class Scheduler {
   private readonly targetCache = new Map<string, { stamp: string; selected: string[]; targets: Map<string, Target[]>; targetKeys: Map<string, string> }>();
   /** combinedKey memo: the same few assignment sets recur on every edge and every pass. */
   private readonly keyMemo = new Map<string, string>();
-  /** Per edge, `epoch\0labels` its spec document last received from writeSpec (in memory only). */
-  private readonly labelsWritten = new Map<string, string>();
   /** Edges whose spec document is to be written (by drainSpecs, in slices). */
   private readonly specQueue = new Set<string>();
   private draining = false;
@@ -255,7 +253,6 @@ export class Scheduler {
         // One write failed and its slice rolled back: write those edges one at a time, so a bad
         // edge costs only itself (and is logged).
         for (const e of slice) {
-          this.labelsWritten.delete(e);
           try {
             this.writeSpec(e);
           } catch (err) {
@@ -507,18 +504,17 @@ export class Scheduler {
     ensureMailbox(this.store, e, 'hub');
     const as = rows.map(fromRow);
     const labels = edgeObj?.labels ?? '{}';
-    const labelsKey = `${this.store.epoch(id)}\0${labels}`;
-    this.store.change<SpecDoc>(id, (d) => {
-      // Comparing labels costs a read of each through the document: skip it when this document
-      // (same epoch) last got exactly these labels from here.
-      if (this.labelsWritten.get(edge) !== labelsKey) setSpecLabels(d, JSON.parse(labels) as Record<string, string>);
-      const keep = new Set(as.map((a) => a.workload));
-      for (const name of Object.keys(d.workloads)) if (!keep.has(name)) deleteSpecWorkload(d, name);
-      for (const a of as) putSpecWorkload(d, { name: a.workload, generation: a.generation, revision: a.revision, manifests: a.manifests, error: a.error });
-    });
+    // Through the document's backend (core/mailbox.ts writeSpecTo): the hub never reads its spec
+    // documents back, so no JS view is built for them on every write.
+    this.store.changeBackend(id, (b) =>
+      writeSpecTo(
+        b,
+        JSON.parse(labels) as Record<string, string>,
+        as.map((a) => ({ name: a.workload, generation: a.generation, revision: a.revision, manifests: a.manifests, error: a.error })),
+      ),
+    );
     // Recorded after the change (in the same transaction when drainSpecs batches): a crash in
     // between only costs one more no-op pass, never a digest that claims content the document lacks.
-    this.labelsWritten.set(edge, labelsKey);
     cachedStatement(this.db, 'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest').run(edge, this.store.epoch(id), digest);
   }
 

@@ -1,0 +1,61 @@
+import * as A from '@automerge/automerge/slim';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initAutomerge } from '../sync/native.js';
+import { deleteSpecWorkload, initSpec, putSpecWorkload, readSpec, setSpecLabels, writeSpecTo, type SpecDoc, type SpecWorkload } from './mailbox.js';
+
+const pod = (name: string, v: string) => [{ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: `busybox:${v}` }] } }] as SpecWorkload['manifests'];
+
+/** The same edits through Automerge's proxies (the reference) and through writeSpecTo. */
+function both(steps: { labels: Record<string, string>; workloads: SpecWorkload[] }[]): { proxy: A.Doc<SpecDoc>; backend: A.Doc<SpecDoc> } {
+  let proxy = A.change(A.init<SpecDoc>(), (d) => initSpec(d, 'e1'));
+  let backend = A.change(A.init<SpecDoc>(), (d) => initSpec(d, 'e1'));
+  for (const s of steps) {
+    proxy = A.change(proxy, (d) => {
+      setSpecLabels(d, s.labels);
+      const keep = new Set(s.workloads.map((w) => w.name));
+      for (const n of Object.keys(d.workloads)) if (!keep.has(n)) deleteSpecWorkload(d, n);
+      for (const w of s.workloads) putSpecWorkload(d, w);
+    });
+    const b = A.getBackend(backend);
+    writeSpecTo(b, s.labels, s.workloads);
+    b.commit(undefined, 0);
+    backend = A.loadIncremental(backend, new Uint8Array(0));
+  }
+  return { proxy, backend };
+}
+
+describe('writeSpecTo (a spec written through the document backend)', () => {
+  beforeAll(() => initAutomerge());
+
+  it('writes exactly what the proxy functions write, step by step', () => {
+    const steps = [
+      { labels: { site: 'a' }, workloads: [{ name: 'web', generation: 1, revision: 1, manifests: pod('web', '1') }] },
+      { labels: { site: 'a', tier: 'x' }, workloads: [{ name: 'web', generation: 2, revision: 2, manifests: pod('web', '2') }, { name: 'db', generation: 1, revision: 1, manifests: [], error: 'no such label' }] },
+      { labels: { tier: 'y' }, workloads: [{ name: 'db', generation: 2, revision: 1, manifests: pod('db', '1') }] },
+      { labels: {}, workloads: [] },
+    ];
+    for (let n = 1; n <= steps.length; n++) {
+      const { proxy, backend } = both(steps.slice(0, n));
+      expect(A.toJS(backend)).toEqual(A.toJS(proxy));
+      expect(readSpec(backend)).toEqual(readSpec(proxy));
+    }
+    // Datatypes too: strings are ImmutableStrings, numbers integers, as the proxies make them.
+    const { backend } = both(steps.slice(0, 2));
+    expect(backend.workloads.web.manifests).toBeInstanceOf(A.ImmutableString);
+    expect(backend.settings.labels.tier).toBeInstanceOf(A.ImmutableString);
+    expect(A.getBackend(backend).getWithType(A.getObjectId(backend.workloads, 'web')!, 'generation')).toEqual(['int', 2]);
+  });
+
+  it('changes nothing when the document already says it all', () => {
+    const step = { labels: { site: 'a' }, workloads: [{ name: 'web', generation: 1, revision: 1, manifests: pod('web', '1') }] };
+    const { backend } = both([step]);
+    const b = A.getBackend(backend);
+    writeSpecTo(b, step.labels, step.workloads);
+    expect(b.pendingOps()).toBe(0);
+  });
+
+  it('refuses a document that initSpec did not create', () => {
+    const doc = A.from<Record<string, unknown>>({ other: 1 });
+    expect(() => writeSpecTo(A.getBackend(doc), {}, [])).toThrow(/not created by initSpec/);
+  });
+});
