@@ -28,7 +28,7 @@ describe('writeSpecTo (a spec written through the document backend)', () => {
   beforeAll(() => initAutomerge());
 
   it('writes exactly what the proxy functions write, step by step', () => {
-    const steps = [
+    const steps: { labels: Record<string, string>; workloads: SpecWorkload[] }[] = [
       { labels: { site: 'a' }, workloads: [{ name: 'web', generation: 1, revision: 1, manifests: pod('web', '1') }] },
       { labels: { site: 'a', tier: 'x' }, workloads: [{ name: 'web', generation: 2, revision: 2, manifests: pod('web', '2') }, { name: 'db', generation: 1, revision: 1, manifests: [], error: 'no such label' }] },
       { labels: { tier: 'y' }, workloads: [{ name: 'db', generation: 2, revision: 1, manifests: pod('db', '1') }] },

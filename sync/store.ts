@@ -146,8 +146,10 @@ function concat(parts: Uint8Array[]): Uint8Array {
 /** Equal sets of heads (order differs between replicas). */
 export function sameHeads(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
+  if (a.length === 1) return a[0] === b[0];
   const s = new Set(a);
-  return b.every((h) => s.has(h));
+  for (const h of b) if (!s.has(h)) return false;
+  return true;
 }
 
 export class ReplicaStore {

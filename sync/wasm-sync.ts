@@ -66,6 +66,13 @@ export function receive<T>(doc: A.Doc<T>, state: SyncHandle, message: Uint8Array
   const before = backend.getHeads();
   backend.receiveSyncMessage(state, message);
   const after = backend.getHeads();
-  if (after.length === before.length && after.every((h, i) => h === before[i])) return doc;
+  if (sameOrder(before, after)) return doc;
   return A.loadIncremental(doc, EMPTY);
+}
+
+/** Equal head lists (the backend returns them sorted). A plain loop: this runs for every message. */
+function sameOrder(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
