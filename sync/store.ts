@@ -276,6 +276,8 @@ export class ReplicaStore {
   /**
    * The document for what only needs its backend (heads, sync messages, saves): its JS view may
    * lag behind after `changeBackend`, and bringing it forward costs a patch nobody may read.
+   * Never `A.toJS` or `materialize` it: Automerge would consume the patches the lagging view is
+   * waiting for (its diff cursor moves), and the next `get` would return stale contents.
    */
   handle<T = Record<string, unknown>>(id: DocId): A.Doc<T> | undefined {
     this.assertOpen();
