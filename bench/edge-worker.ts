@@ -3,7 +3,7 @@
  * harness over the fork IPC channel (request `{rid, op, ...}`, answer `{rid, result|error}`).
  *
  * A simulated edge is real everywhere but the runtime: it enrolls through the hub's API with a
- * join token, keeps its mailbox in a real ReplicaStore (one SQLite file per worker, shared by the
+ * join token, keeps its mailbox in a real ReplicaStore (one SQLite database per worker, in memory or a file, shared by the
  * worker's edges: documents are keyed by edge name), speaks the real protocol through SyncClient,
  * and instead of running workloads it reports every workload of a new spec Ready (putReportWorkload,
  * one change per edge, like the reconciler) `BENCH_READY_DELAY_MS` after the spec arrived.
