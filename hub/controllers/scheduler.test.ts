@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { readSpec, type SpecDoc } from '../../core/mailbox.js';
-import { tempDir } from '../../test/helpers.js';
+import { tempDir, waitFor } from '../../test/helpers.js';
 import { startHub, type Hub } from '../hub.js';
 
 let dir: string;
@@ -55,4 +55,20 @@ it('markAll rewrites a spec document that missed its last write, and only that o
   await hub.scheduler.idle();
   expect(spec('sch-a').workloads.app?.generation).toBe(7);
   expect(heads('sch-b')).toBe(untouched);
+});
+
+it('a change is not held behind a paced status pass, and idle() does not sit one out', async () => {
+  const sched = hub.scheduler as unknown as { lastPassMs: number; markStatus(name: string): void };
+  const spec = () => readSpec(hub.store.get<SpecDoc>(mailboxDocId(edgeName('sch-a'), 'spec'))!);
+  const before = spec().workloads.app!.generation;
+  // A long last pass paces the next status pass 5 s out.
+  sched.lastPassMs = 4_000;
+  sched.markStatus('sch-a');
+  const t0 = Date.now();
+  const w = { kind: 'Workload', metadata: { name: 'app' }, spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app' }, spec: { containers: [{ name: 'c', image: 'busybox:2' }] } }] } };
+  expect((await api('POST', '/api/v1/apply', { objects: [w] })).status).toBeLessThan(300);
+  await waitFor(() => spec().workloads.app!.generation > before, { timeout: 3_000, what: 'the new workload revision in the spec before the paced pass is due' });
+  sched.markStatus('sch-a');
+  await hub.scheduler.idle();
+  expect(Date.now() - t0).toBeLessThan(4_500);
 });

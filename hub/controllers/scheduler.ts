@@ -220,6 +220,8 @@ export class Scheduler {
   /** Resolves once no work is queued (no pass pending, every spec written). */
   idle(): Promise<void> {
     if (!this.scheduled && !this.draining) return Promise.resolve();
+    // Whoever waits (a stopping hub, the API's ?wait) should not sit out a paced status pass.
+    if (this.timer) this.schedule(0);
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
@@ -279,6 +281,8 @@ export class Scheduler {
       if (this.running || due >= this.dueAt) return;
       clearTimeout(this.timer);
       clearImmediate(this.immediate);
+      this.timer = undefined;
+      this.immediate = undefined;
     }
     this.scheduled = true;
     this.dueAt = due;
