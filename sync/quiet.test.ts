@@ -16,7 +16,8 @@ import { SyncClient } from './client.js';
 import { ensureMailbox } from './mailbox.js';
 import type { WelcomeMessage } from './messages.js';
 import { SyncServer } from './server.js';
-import { ReplicaStore, sameHeads } from './store.js';
+import { ReplicaStore } from './store.js';
+import { sameHeads } from './wasm-sync.js';
 
 const EDGE = edgeName('quiet-1');
 const SPEC = mailboxDocId(EDGE, 'spec');

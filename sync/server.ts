@@ -26,7 +26,8 @@ import {
   type HelloMessage,
 } from './messages.js';
 import { SyncSession } from './session.js';
-import { sameHeads, type ReplicaStore } from './store.js';
+import type { ReplicaStore } from './store.js';
+import { sameHeads } from './wasm-sync.js';
 
 const log = createLogger('sync:server');
 

@@ -12,7 +12,7 @@ import * as A from '@automerge/automerge/slim';
 import type { DocId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { encodeSyncFrame, ProtocolError, type SyncFrame } from './messages.js';
-import { sameHeads, WriteViolation, type ReplicaStore } from './store.js';
+import { WriteViolation, type ReplicaStore } from './store.js';
 import * as wasmSync from './wasm-sync.js';
 import type { SyncHandle } from './wasm-sync.js';
 
@@ -128,7 +128,7 @@ export class SyncSession {
       if (!st || !doc) return false;
       const heads = A.getHeads(doc);
       const theirs = wasmSync.theirHeads(st);
-      if (!theirs || !sameHeads(heads, theirs)) return false;
+      if (!theirs || !wasmSync.sameHeads(heads, theirs)) return false;
     }
     return true;
   }

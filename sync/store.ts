@@ -117,8 +117,6 @@ interface Loaded {
   stale?: boolean;
 }
 
-const EMPTY = new Uint8Array(0);
-
 interface DocRow {
   id: string;
   epoch: string;
@@ -143,14 +141,6 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** Equal sets of heads (order differs between replicas). */
-export function sameHeads(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  if (a.length === 1) return a[0] === b[0];
-  const s = new Set(a);
-  for (const h of b) if (!s.has(h)) return false;
-  return true;
-}
 
 export class ReplicaStore {
   readonly db: SqliteDatabase;
@@ -265,8 +255,7 @@ export class ReplicaStore {
     const doc = this.handle(id);
     const e = this.cache.get(id);
     if (doc && e?.stale) {
-      // Applies every patch the backend accumulated since the view was built (wasm-sync.ts).
-      e.doc = A.loadIncremental(doc, EMPTY);
+      e.doc = wasmSync.catchUp(doc);
       e.stale = false;
       return e.doc as A.Doc<T>;
     }
@@ -338,7 +327,7 @@ export class ReplicaStore {
     if (!before) throw new Error(`document ${id} does not exist`);
     const heads = A.getHeads(before);
     const after = A.change(before, message ? { message } : {}, fn as unknown as A.ChangeFn<Record<string, unknown>>);
-    if (sameHeads(heads, A.getHeads(after))) return false;
+    if (wasmSync.sameHeads(heads, A.getHeads(after))) return false;
     // One A.change makes exactly one change: its bytes are at hand (saveSince would re-encode them,
     // five times the cost).
     this.persist(id, after, heads, 'local', undefined, A.getLastLocalChange(after));
@@ -504,7 +493,7 @@ export class ReplicaStore {
           db,
           get doc() {
             if (stale) {
-              live = A.loadIncremental(live, EMPTY);
+              live = wasmSync.catchUp(live);
               stale = false;
             }
             return live;

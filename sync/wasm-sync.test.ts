@@ -18,15 +18,18 @@ function exchange(a: A.Doc<Doc>, sa: W.SyncHandle, b: A.Doc<Doc>, sb: W.SyncHand
   }
 }
 
+/** Two replicas synced from `a` into `b`, with their sync states. */
+function synced(a: A.Doc<Doc>, b: A.Doc<Doc>): { a: A.Doc<Doc>; b: A.Doc<Doc>; sa: W.SyncHandle; sb: W.SyncHandle } {
+  const sa = W.newSyncState();
+  const sb = W.newSyncState();
+  return { ...exchange(a, sa, b, sb), sa, sb };
+}
+
 describe('wasm sync states (Automerge internals this project relies on)', () => {
   beforeAll(() => initAutomerge());
 
   it('uses the Automerge instance initializeWasm set up, and converges two replicas', () => {
-    let a = A.from<Doc>({ items: { x: 1 } });
-    let b = A.init<Doc>();
-    const sa = W.newSyncState();
-    const sb = W.newSyncState();
-    ({ a, b } = exchange(a, sa, b, sb));
+    let { a, b, sa, sb } = synced(A.from<Doc>({ items: { x: 1 } }), A.init<Doc>());
     expect(b.items.x).toBe(1);
     expect(A.getHeads(b)).toEqual(A.getHeads(a));
     expect(W.theirHeads(sa)).toEqual(A.getHeads(a));
@@ -46,11 +49,8 @@ describe('wasm sync states (Automerge internals this project relies on)', () => 
   });
 
   it('keeps the same view for a message that adds nothing (an acknowledgement)', () => {
-    let a = A.from<Doc>({ items: { x: 1 } });
-    let b = A.load<Doc>(A.save(a));
-    const sa = W.newSyncState();
-    const sb = W.newSyncState();
-    ({ a, b } = exchange(a, sa, b, sb));
+    const first = A.from<Doc>({ items: { x: 1 } });
+    let { a, b, sa, sb } = synced(first, A.load<Doc>(A.save(first)));
     a = A.change(a, (d) => void (d.items.x = 5));
     b = W.receive(b, sb, W.generate(a, sa)!);
     const ack = W.generate(b, sb)!;
@@ -61,11 +61,7 @@ describe('wasm sync states (Automerge internals this project relies on)', () => 
   });
 
   it('encodes sync states exactly as the public API does', () => {
-    let a = A.from<Doc>({ items: { x: 1 } });
-    let b = A.init<Doc>();
-    const sa = W.newSyncState();
-    const sb = W.newSyncState();
-    ({ a, b } = exchange(a, sa, b, sb));
+    const { a, b, sa } = synced(A.from<Doc>({ items: { x: 1 } }), A.init<Doc>());
     const bytes = W.encodeSyncState(sa);
     expect(A.encodeSyncState(A.decodeSyncState(bytes))).toEqual(bytes);
     expect(A.decodeSyncState(bytes).sharedHeads).toEqual(A.getHeads(a));

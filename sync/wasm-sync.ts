@@ -17,8 +17,7 @@
  * view moving forward, sync states round-tripping).
  */
 import * as A from '@automerge/automerge/slim';
-import type { SyncState as WasmSyncState } from '../node_modules/@automerge/automerge/dist/wasm_types.js';
-import type { API } from '../node_modules/@automerge/automerge/dist/wasm_types.js';
+import type { API, SyncState as WasmSyncState } from '../node_modules/@automerge/automerge/dist/wasm_types.js';
 // @ts-expect-error -- the package's d.ts files sit in dist/, its code in dist/mjs/ (typed through API below).
 import { ApiHandler as untypedHandler } from '../node_modules/@automerge/automerge/dist/mjs/low_level.js';
 
@@ -65,14 +64,26 @@ export function receive<T>(doc: A.Doc<T>, state: SyncHandle, message: Uint8Array
   const backend = A.getBackend(doc);
   const before = backend.getHeads();
   backend.receiveSyncMessage(state, message);
-  const after = backend.getHeads();
-  if (sameOrder(before, after)) return doc;
+  return sameHeads(before, backend.getHeads()) ? doc : catchUp(doc);
+}
+
+/**
+ * Brings a document's JS view up to date with its backend (changed by `receive` or by direct
+ * backend writes): `loadIncremental` of nothing applies the patches accumulated since the view was
+ * built. The returned view replaces `doc`, which is then outdated.
+ */
+export function catchUp<T>(doc: A.Doc<T>): A.Doc<T> {
   return A.loadIncremental(doc, EMPTY);
 }
 
-/** Equal head lists (the backend returns them sorted). A plain loop: this runs for every message. */
-function sameOrder(a: readonly string[], b: readonly string[]): boolean {
+/**
+ * Equal sets of heads (order differs between replicas). Plain loops, no `Array.every`: this runs
+ * for every message (docs/benchmarks.md, a V8 deoptimizer crash with `every` hot here).
+ */
+export function sameHeads(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  if (a.length === 1) return a[0] === b[0];
+  const s = new Set(a);
+  for (const h of b) if (!s.has(h)) return false;
   return true;
 }
