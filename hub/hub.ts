@@ -47,8 +47,16 @@ export interface HubOptions {
   requireApproval?: boolean;
   /** Extra names for the server certificate (the hub's public DNS name). */
   hosts?: string[];
+  /** Loaded mailbox documents are evicted beyond this estimate (default HUB_DOC_CACHE_BYTES). */
   memoryBudgetBytes?: number;
 }
+
+/**
+ * The hub's document cache: 384 MiB holds the 20,000 mailboxes of 10,000 edges with one or two
+ * workloads each (~17 KiB a document, sync/store.ts). A fleet-wide change touches every mailbox
+ * once; when they do not all fit, each is loaded again from SQLite (docs/benchmarks.md).
+ */
+export const HUB_DOC_CACHE_BYTES = 384 * 1024 * 1024;
 
 export interface Hub {
   url: string;
@@ -86,7 +94,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const reportChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
   const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
-    memoryBudgetBytes: opts.memoryBudgetBytes,
+    memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     onChange: ({ id, doc, db, origin }) => {
       if (origin === 'remote') {
         const edge = projectReport(db, id, doc);

@@ -51,6 +51,8 @@ export interface SyncServerOptions {
   hubVersion: string;
   path?: string;
   maxFrameBytes?: number;
+  /** Keepalive round period (default WS_PING_INTERVAL_MS; tests shorten it). */
+  pingIntervalMs?: number;
   /**
    * Handshakes in progress beyond which new upgrades get 503 with Retry-After. After a hub
    * restart thousands of edges return at once; admitting them all makes every handshake slow
@@ -103,7 +105,13 @@ export class SyncServer {
   private readonly wss: WebSocketServer;
   private readonly conns = new Map<EdgeName, EdgeConnection>();
   private readonly pingTimer: NodeJS.Timeout;
-  private readonly alive = new WeakMap<WebSocket, boolean>();
+  /**
+   * Per socket: true when the edge was heard from since the last keepalive round, false when it
+   * was pinged and not heard from since, 'quiet' when a ping was skipped and it was not heard from.
+   */
+  private readonly alive = new WeakMap<WebSocket, boolean | 'quiet'>();
+  /** Sockets the hub sent a sync or tunnel frame to since the last keepalive round. */
+  private readonly sentTo = new WeakSet<WebSocket>();
   /** Edges whose copy of a hub-written document is ahead of ours: restart its epoch at their next hello. */
   private readonly aheadOfUs = new Map<EdgeName, Set<DocId>>();
   private pendingHandshakes = 0;
@@ -121,7 +129,7 @@ export class SyncServer {
     this.path = opts.path ?? '/api/v1/sync';
     // permessage-deflate stays off: it fragments memory under many connections (ws#1202).
     this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes ?? MAX_FRAME_BYTES, perMessageDeflate: false });
-    this.pingTimer = setInterval(() => this.keepalive(), WS_PING_INTERVAL_MS);
+    this.pingTimer = setInterval(() => this.keepalive(), opts.pingIntervalMs ?? WS_PING_INTERVAL_MS);
     this.pingTimer.unref();
   }
 
@@ -344,7 +352,16 @@ export class SyncServer {
     adoptEpochs(this.opts.store, docs, hello.docs);
     const old = this.conns.get(edge);
     if (old) this.refuse(old.socket, edge, 'replaced', 'a newer connection of this edge replaced this one');
-    const session = new SyncSession(this.opts.store, edge, docs, (frame) => ws.send(frame), log.child({ edge }));
+    const session = new SyncSession(
+      this.opts.store,
+      edge,
+      docs,
+      (frame) => {
+        ws.send(frame);
+        this.sentTo.add(ws);
+      },
+      log.child({ edge }),
+    );
     const conn: EdgeConnection = {
       edge,
       session,
@@ -355,6 +372,7 @@ export class SyncServer {
       sendTunnel: (payload) => {
         if (ws.readyState !== ws.OPEN) return false;
         ws.send(Buffer.concat([Buffer.from([0x02]), payload]));
+        this.sentTo.add(ws);
         return true;
       },
     };
@@ -396,11 +414,26 @@ export class SyncServer {
     setTimeout(() => ws.terminate(), 2_000).unref();
   }
 
+  /**
+   * Every WS_PING_INTERVAL_MS: a connection that did not answer the last ping is cut off; the others
+   * are pinged, except those the hub sent a frame to since the last round and heard from: any
+   * frame rearms the edge's dead-link timer as a ping does (sync/client.ts), and at 10,000 edges
+   * a ping each was ~1.5 s of the hub's CPU in a fan-out (one write per socket). A connection not
+   * heard from after a skipped ping is pinged in the next round, so a dead peer is cut off after
+   * at most three rounds instead of two, and the edge hears from the hub at least every two.
+   */
   private keepalive(): void {
     for (const ws of this.wss.clients) {
-      if (this.alive.get(ws) === false) {
+      const heard = this.alive.get(ws);
+      if (heard === false) {
         log.warn('terminating an edge connection that missed a ping');
         ws.terminate();
+        continue;
+      }
+      const sent = this.sentTo.has(ws);
+      this.sentTo.delete(ws);
+      if (heard === true && sent) {
+        this.alive.set(ws, 'quiet');
         continue;
       }
       this.alive.set(ws, false);

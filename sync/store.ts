@@ -19,6 +19,7 @@ import { createLogger } from '../core/logger.js';
 import { buildInfo } from '../core/version.js';
 import { initAutomerge } from './native.js';
 import { inTransaction, migrate, openDatabase, type SqliteDatabase } from './sqlite.js';
+import { keepWasmHeadroom } from './wasm-heap.js';
 import * as wasmSync from './wasm-sync.js';
 import type { SyncHandle } from './wasm-sync.js';
 
@@ -64,14 +65,24 @@ const MIGRATIONS = [
 /** Fold chunks into a snapshot past this many, or once they outweigh the snapshot. */
 const COMPACT_CHUNK_COUNT = 64;
 /**
- * Rough resident cost of a loaded document: ~28 KiB for an empty-ish mailbox (measured: 2,000
- * loaded 333-byte spec documents grew RSS by 27-31 KiB each) plus ~40 bytes per stored byte
- * (FACTS.md: 117 KiB for a 2.2 KB document of 20 workloads). Overestimating this made a
- * 1,000-edge hub evict documents it was about to use again (an LRU scanned cyclically hits
- * nothing): the fan-out then reloaded every mailbox from SQLite.
+ * Resident cost of a loaded document: ~6 KiB, ~20 bytes per byte of its snapshot and ~1 byte per
+ * byte of incremental chunks (a change's chunk repeats what a snapshot stores once, compressed
+ * across changes). Measured with 10,000-20,000 loaded mailbox documents and the wasm heap kept from
+ * growing in small steps (sync/wasm-heap.ts): a one-workload spec (579-byte snapshot) 15.4 KiB
+ * without its JS view, 16.8 KiB with; a one-workload report (413 B) 15.1 / 15.8 KiB; a 20-workload
+ * spec (1,474 B) 34 / 47 KiB; a one-workload spec after 30 generations 24.5 KiB (an 817-byte
+ * snapshot, or 12.6 KB as chunks). The estimate used before (28 KiB + 40 B per stored byte, from
+ * a run whose wasm heap grew 64 KiB at a time) was 3-10 times too high: a 10,000-edge hub kept a
+ * third of its 20,000 mailboxes loaded and a fleet-wide change, which touches each once in order
+ * (an LRU scanned cyclically hits nothing), reloaded every one of them.
  */
-const DOC_BASE_COST = 28 * 1024;
-const DOC_BYTE_COST = 40;
+const DOC_BASE_COST = 6 * 1024;
+const DOC_SNAPSHOT_BYTE_COST = 20;
+const DOC_CHUNK_BYTE_COST = 1;
+
+function docCost(snapshotBytes: number, chunkBytes: number): number {
+  return DOC_BASE_COST + snapshotBytes * DOC_SNAPSHOT_BYTE_COST + chunkBytes * DOC_CHUNK_BYTE_COST;
+}
 /**
  * Sync states after a message that changed nothing (an acknowledgement) are written at most
  * this often, in one transaction for all of them, and when the session closes. After a crash
@@ -281,13 +292,14 @@ export class ReplicaStore {
     const chunks = (this.stmt.chunks.all(id) as { data: Buffer }[]).map((c) => c.data);
     let doc: AnyDoc;
     try {
-      // `load` of the snapshot and its chunks at once: loadIncremental into an empty document
-      // would also compute a patch for every object, half the cost of a reload.
-      doc = A.load<Record<string, unknown>>(chunks.length ? concat([row.snapshot, ...chunks]) : row.snapshot);
+      // The snapshot and its chunks at once, without a JS view: it is built (whole, as A.load
+      // would) only when something `get`s the document; a hub reads few of the spec documents
+      // it writes.
+      doc = wasmSync.loadLazy<Record<string, unknown>>(chunks.length ? concat([row.snapshot, ...chunks]) : row.snapshot);
     } catch (err) {
       throw new Error(`document ${id} in ${this.db.name} cannot be loaded: restore the data directory from a backup`, { cause: err });
     }
-    this.remember(id, doc, row.epoch, row.snapshot.length + row.chunk_bytes);
+    this.remember(id, doc, row.epoch, row.snapshot.length, row.chunk_bytes, true);
     return doc as A.Doc<T>;
   }
 
@@ -310,7 +322,7 @@ export class ReplicaStore {
       this.stmt.insertDoc.run(id, epoch, bytes, JSON.stringify(A.getHeads(doc)), Date.now());
       if (opts.init) this.opts.onChange?.({ id, doc, origin: 'local', db: this.db });
     });
-    this.remember(id, doc, epoch, bytes.length);
+    this.remember(id, doc, epoch, bytes.length, 0);
     if (opts.init) this.announce(id, 'local');
     return doc as A.Doc<T>;
   }
@@ -419,6 +431,7 @@ export class ReplicaStore {
       throw new WriteViolation(`${peer} may not write ${id}: the message would add ${added} change(s)`);
     }
     if (!changed) {
+      keepWasmHeadroom();
       // An acknowledgement: nothing to write but the sync state, which can wait (SYNC_STATE_FLUSH_MS).
       this.dirtySync.set(`${peer}\0${id}`, { peer, id, epoch: this.epoch(id), state });
       this.syncFlushTimer ??= setTimeout(() => this.flushSafely(), SYNC_STATE_FLUSH_MS).unref();
@@ -471,18 +484,21 @@ export class ReplicaStore {
     const now = Date.now();
     const heads = JSON.stringify(A.getHeads(doc));
     this.batched?.touched.add(id);
-    let stored = 0;
+    let snap = 0;
+    let chunkBytes = 0;
     const run = () => {
       const inc = change ?? A.saveSince(doc, prevHeads);
       this.stmt.addChunk.run(id, id, inc);
       this.stmt.bumpDoc.run(heads, inc.length, now, id);
       const c = this.stmt.counts.get(id) as { chunk_count: number; chunk_bytes: number; snap: number };
-      stored = c.snap + c.chunk_bytes;
+      snap = c.snap;
+      chunkBytes = c.chunk_bytes;
       if (c.chunk_count >= COMPACT_CHUNK_COUNT || c.chunk_bytes > Math.max(c.snap, 16 * 1024)) {
         const snapshot = A.save(doc);
         this.stmt.snapshot.run(snapshot, heads, now, id);
         this.stmt.dropChunks.run(id);
-        stored = snapshot.length;
+        snap = snapshot.length;
+        chunkBytes = 0;
       }
       if (this.opts.onChange) {
         const db = this.db;
@@ -509,18 +525,21 @@ export class ReplicaStore {
       throw err;
     }
     const epoch = this.cache.get(id)?.epoch ?? this.meta(id)?.epoch;
-    if (epoch !== undefined) this.remember(id, live, epoch, stored, stale);
+    if (epoch !== undefined) this.remember(id, live, epoch, snap, chunkBytes, stale);
   }
 
-  private remember(id: DocId, doc: AnyDoc, epoch: string, storedBytes: number, stale = false): void {
+  private remember(id: DocId, doc: AnyDoc, epoch: string, snapshotBytes: number, chunkBytes: number, stale = false): void {
+    // Every load and every write ends here: the place to keep Automerge's heap from growing in
+    // small steps (sync/wasm-heap.ts).
+    keepWasmHeadroom();
     const cur = this.cache.get(id);
     if (cur) {
       this.cache.delete(id);
       this.cacheCost -= cur.cost;
     }
-    const cost = DOC_BASE_COST + storedBytes * DOC_BYTE_COST;
+    const cost = docCost(snapshotBytes, chunkBytes);
     // A view that lagged before this change still lags (the same handle, changed again).
-    this.cache.set(id, { doc, epoch, cost, size: storedBytes, stale: stale || (cur?.doc === doc && cur.stale) });
+    this.cache.set(id, { doc, epoch, cost, size: snapshotBytes + chunkBytes, stale: stale || (cur?.doc === doc && cur.stale) });
     this.cacheCost += cost;
     for (const [victim] of this.cache) {
       if (this.cacheCost <= this.budget || this.cache.size <= 1) break;
