@@ -14,8 +14,12 @@ export interface Migration {
   sql: string;
 }
 
-/** Opens (creating if needed) a database with the pragmas every Outpost store uses. */
-export function openDatabase(file: string): SqliteDatabase {
+/**
+ * Opens (creating if needed) a database with the pragmas every Outpost store uses.
+ * `walAutocheckpointPages`: the WAL is copied back into the database file (a checkpoint, with two
+ * fsyncs) once it holds this many pages; SQLite's default is 1,000 (4 MB).
+ */
+export function openDatabase(file: string, opts: { walAutocheckpointPages?: number } = {}): SqliteDatabase {
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   } catch (err) {
@@ -31,6 +35,7 @@ export function openDatabase(file: string): SqliteDatabase {
   // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9); only an OS
   // crash or power loss may lose the last transactions, never corrupt the file.
   db.pragma('synchronous = NORMAL');
+  if (opts.walAutocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(opts.walAutocheckpointPages))}`);
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   db.exec('CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)');

@@ -152,6 +152,15 @@ describe('ReplicaStore', () => {
     s.close();
   });
 
+  it('sets the WAL checkpoint interval it is given (the hub checkpoints every 10,000 pages)', async () => {
+    const s = await ReplicaStore.open(file(), { walAutocheckpointPages: 10_000 });
+    expect(s.db.pragma('wal_autocheckpoint', { simple: true })).toBe(10_000);
+    s.close();
+    const d = await ReplicaStore.open(file());
+    expect(d.db.pragma('wal_autocheckpoint', { simple: true })).toBe(1_000);
+    d.close();
+  });
+
   it('two stores converge through sync messages and persist sync states', async () => {
     const a = await ReplicaStore.open(file());
     const b = await ReplicaStore.open(file());

@@ -109,6 +109,8 @@ export interface ReplicaStoreOptions {
   onChange?: (change: DocChange) => void;
   /** Called after the transaction committed (notify sessions, schedule work). */
   afterChange?: (id: DocId, origin: 'local' | 'remote', peer?: string) => void;
+  /** WAL pages before an automatic checkpoint (default SQLite's 1,000; see openDatabase). */
+  walAutocheckpointPages?: number;
 }
 
 export class WriteViolation extends Error {
@@ -194,7 +196,7 @@ export class ReplicaStore {
   /** Opens the store file (creating it), after making sure Automerge's wasm is initialized. */
   static async open(file: string, opts: ReplicaStoreOptions = {}): Promise<ReplicaStore> {
     await initAutomerge();
-    const db = openDatabase(file);
+    const db = openDatabase(file, { walAutocheckpointPages: opts.walAutocheckpointPages });
     migrate(db, 'replica', MIGRATIONS, buildInfo().version);
     return new ReplicaStore(db, opts);
   }
