@@ -182,10 +182,11 @@ export class Scheduler {
     // A pass over a large fleet is long: waiting twice its duration keeps status passes under a
     // third of the hub's time however many reports arrive. When no rollout waits on status (every
     // selected edge already has its target written: a fleet-wide change in flight), a pass only
-    // refreshes the phase and counts, and waits ten times its duration: at 10,000 edges a pass is
-    // ~0.5 s, and passes every second took a third of the hub during a fan-out. The summary
-    // (READY x/y) is read from the tables on demand and never waits for a pass.
-    if (marked) this.schedule(Math.min(Math.max(SUMMARY_DEBOUNCE_MS, (advances ? 2 : 10) * this.lastPassMs), 5_000));
+    // refreshes the phase and counts, and waits twenty times its duration (at most 5 s): at 10,000
+    // edges a pass is ~0.2 s, passes every second took a third of the hub during a fan-out, and
+    // at ten times its duration still a tenth. The summary (READY x/y) is read from the tables on
+    // demand and never waits for a pass.
+    if (marked) this.schedule(Math.min(Math.max(SUMMARY_DEBOUNCE_MS, (advances ? 2 : 20) * this.lastPassMs), 5_000));
   }
 
   markWorkload(project: string, name: string): void {
