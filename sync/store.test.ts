@@ -184,6 +184,21 @@ describe('ReplicaStore', () => {
     b.close();
   });
 
+  it('loads a document without its view until read, and names the fix for a damaged one', async () => {
+    const f = file();
+    const s = await ReplicaStore.open(f);
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 3, items: { x: 1 } }) });
+    s.create<Doc>('doc/2' as DocId, { init: (d) => Object.assign(d, { n: 4, items: {} }) });
+    s.close();
+    const again = await ReplicaStore.open(f);
+    // Backend-only use (heads) needs no view; reading builds it, with the whole content.
+    expect(A.getHeads(again.handle(ID)!)).toHaveLength(1);
+    expect(again.get<Doc>(ID)).toMatchObject({ n: 3, items: { x: 1 } });
+    again.db.prepare("UPDATE docs SET snapshot = substr(snapshot, 1, length(snapshot) - 20) WHERE id = 'doc/2'").run();
+    expect(() => again.get('doc/2' as DocId)).toThrow(/doc\/2 .* cannot be loaded: restore the data directory from a backup/);
+    again.close();
+  });
+
   it('refuses a file written by a newer schema, with the fix in the message', async () => {
     const f = file();
     (await ReplicaStore.open(f)).close();

@@ -179,8 +179,10 @@ export class ReplicaStore {
       chunks: db.prepare('SELECT data FROM doc_chunks WHERE doc_id = ? ORDER BY seq'),
       insertDoc: db.prepare('INSERT INTO docs (id, epoch, snapshot, heads, updated_at) VALUES (?, ?, ?, ?, ?)'),
       addChunk: db.prepare('INSERT INTO doc_chunks (doc_id, seq, data) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM doc_chunks WHERE doc_id = ?), ?)'),
-      bumpDoc: db.prepare('UPDATE docs SET heads = ?, chunk_count = chunk_count + 1, chunk_bytes = chunk_bytes + ?, updated_at = ? WHERE id = ?'),
-      counts: db.prepare('SELECT chunk_count, chunk_bytes, length(snapshot) AS snap FROM docs WHERE id = ?'),
+      // One statement for the bump and the counts the fold decision needs (was an UPDATE and a SELECT).
+      bumpDoc: db.prepare(
+        'UPDATE docs SET heads = ?, chunk_count = chunk_count + 1, chunk_bytes = chunk_bytes + ?, updated_at = ? WHERE id = ? RETURNING chunk_count, chunk_bytes, length(snapshot) AS snap',
+      ),
       snapshot: db.prepare('UPDATE docs SET snapshot = ?, heads = ?, chunk_count = 0, chunk_bytes = 0, updated_at = ? WHERE id = ?'),
       dropChunks: db.prepare('DELETE FROM doc_chunks WHERE doc_id = ?'),
       deleteDoc: db.prepare('DELETE FROM docs WHERE id = ?'),
@@ -491,8 +493,7 @@ export class ReplicaStore {
     const run = () => {
       const inc = change ?? A.saveSince(doc, prevHeads);
       this.stmt.addChunk.run(id, id, inc);
-      this.stmt.bumpDoc.run(heads, inc.length, now, id);
-      const c = this.stmt.counts.get(id) as { chunk_count: number; chunk_bytes: number; snap: number };
+      const c = this.stmt.bumpDoc.get(heads, inc.length, now, id) as { chunk_count: number; chunk_bytes: number; snap: number };
       snap = c.snap;
       chunkBytes = c.chunk_bytes;
       if (c.chunk_count >= COMPACT_CHUNK_COUNT || c.chunk_bytes > Math.max(c.snap, 16 * 1024)) {
