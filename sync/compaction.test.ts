@@ -4,7 +4,6 @@
  * changes an offline edge held while the hub compacted its spec.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import * as A from '@automerge/automerge/slim';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -14,8 +13,8 @@ import { tempDir, waitFor } from '../test/helpers.js';
 import { SyncClient } from './client.js';
 import { compactIfLarge } from './compaction.js';
 import { ensureMailbox } from './mailbox.js';
-import { SyncServer } from './server.js';
 import { ReplicaStore } from './store.js';
+import { listenSyncServer, type ListeningSyncServer } from './testing.js';
 
 const E = edgeName('edge-c');
 const SPEC = mailboxDocId(E, 'spec');
@@ -23,19 +22,15 @@ const REPORT = mailboxDocId(E, 'report');
 let dir: string;
 let hub: ReplicaStore;
 let edge: ReplicaStore;
-let server: SyncServer;
-let httpServer: http.Server;
+let hubServer: ListeningSyncServer;
 let client: SyncClient;
 
 beforeEach(async () => {
   dir = tempDir();
-  hub = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => server.notify(id) });
-  httpServer = http.createServer();
-  server = new SyncServer({ store: hub, hubVersion: 'test', authenticate: (t) => (t === 'tok' ? { edge: E } : null) });
-  server.attach(httpServer);
-  await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', r));
+  hub = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => hubServer.server.notify(id) });
+  hubServer = await listenSyncServer({ store: hub, hubVersion: 'test', authenticate: (t) => (t === 'tok' ? { edge: E } : null) });
   edge = await ReplicaStore.open(path.join(dir, 'edge.db'), { afterChange: (id) => client.notify(id) });
-  client = new SyncClient({ url: `ws://127.0.0.1:${(httpServer.address() as { port: number }).port}/api/v1/sync`, token: 'tok', edge: E, store: edge, agentVersion: 'test' });
+  client = new SyncClient({ url: hubServer.url, token: 'tok', edge: E, store: edge, agentVersion: 'test' });
   ensureMailbox(hub, E, 'hub');
   client.start();
   await waitFor(() => client.state === 'connected', { what: 'connected' });
@@ -43,8 +38,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await client.stop();
-  await server.close();
-  httpServer.close();
+  await hubServer.close();
   hub.close();
   edge.close();
   fs.rmSync(dir, { recursive: true, force: true });

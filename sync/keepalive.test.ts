@@ -4,7 +4,6 @@
  * again; a peer that answers nothing is cut off.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,38 +13,31 @@ import { putSpecWorkload, type SpecDoc } from '../core/mailbox.js';
 import { tempDir, waitFor } from '../test/helpers.js';
 import { ensureMailbox } from './mailbox.js';
 import { encodeControl, PROTOCOL_VERSION } from './messages.js';
-import { SyncServer } from './server.js';
 import { ReplicaStore } from './store.js';
+import { listenSyncServer, type ListeningSyncServer } from './testing.js';
 
 const EDGE = edgeName('edge-k');
 const PING_MS = 150;
 let dir: string;
 let store: ReplicaStore;
-let server: SyncServer;
-let httpServer: http.Server;
-let url: string;
+let hub: ListeningSyncServer;
 
 beforeAll(async () => {
   dir = tempDir();
-  store = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => server?.notify(id) });
+  store = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => hub?.server.notify(id) });
   ensureMailbox(store, EDGE, 'hub');
-  httpServer = http.createServer((_q, r) => r.writeHead(404).end());
-  server = new SyncServer({ store, hubVersion: 'test', pingIntervalMs: PING_MS, authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null) });
-  server.attach(httpServer);
-  await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', r));
-  url = `ws://127.0.0.1:${(httpServer.address() as { port: number }).port}/api/v1/sync`;
+  hub = await listenSyncServer({ store, hubVersion: 'test', pingIntervalMs: PING_MS, authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null) });
 });
 
 afterAll(async () => {
-  await server.close();
-  httpServer.close();
+  await hub.close();
   store.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
 /** A raw edge that never answers pings by itself (autoPong off) and counts them. */
 async function rawEdge(): Promise<{ ws: WebSocket; pings: () => number; closed: Promise<void> }> {
-  const ws = new WebSocket(url, { headers: { authorization: 'Bearer tok' }, autoPong: false });
+  const ws = new WebSocket(hub.url, { headers: { authorization: 'Bearer tok' }, autoPong: false });
   let pings = 0;
   ws.on('ping', () => pings++);
   const closed = new Promise<void>((r) => ws.on('close', () => r()));

@@ -5,7 +5,6 @@
  * the hub "restarted" by reopening its store file.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import * as A from '@automerge/automerge/slim';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,19 +14,16 @@ import { tempDir, waitFor } from '../test/helpers.js';
 import { SyncClient } from './client.js';
 import { ensureMailbox } from './mailbox.js';
 import type { WelcomeMessage } from './messages.js';
-import { SyncServer } from './server.js';
 import { ReplicaStore } from './store.js';
+import { listenSyncServer, type ListeningSyncServer } from './testing.js';
 import { sameHeads } from './wasm-sync.js';
 
 const EDGE = edgeName('quiet-1');
 const SPEC = mailboxDocId(EDGE, 'spec');
 const REPORT = mailboxDocId(EDGE, 'report');
 
-interface Hub {
+interface Hub extends ListeningSyncServer {
   store: ReplicaStore;
-  server: SyncServer;
-  http: http.Server;
-  url: string;
 }
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -36,19 +32,14 @@ afterEach(async () => {
 });
 
 async function startHub(file: string, port = 0): Promise<Hub> {
-  const hub = {} as Hub;
-  hub.store = await ReplicaStore.open(file, { afterChange: (id) => hub.server.notify(id) });
-  hub.http = http.createServer((_q, r) => r.writeHead(404).end());
-  hub.server = new SyncServer({ store: hub.store, hubVersion: 'test', authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null) });
-  hub.server.attach(hub.http);
-  await new Promise<void>((r) => hub.http.listen(port, '127.0.0.1', r));
-  hub.url = `ws://127.0.0.1:${(hub.http.address() as { port: number }).port}/api/v1/sync`;
-  return hub;
+  let listening: ListeningSyncServer | undefined;
+  const store = await ReplicaStore.open(file, { afterChange: (id) => listening?.server.notify(id) });
+  listening = await listenSyncServer({ store, hubVersion: 'test', authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null) }, port);
+  return { ...listening, store };
 }
 
 async function stopHub(hub: Hub): Promise<void> {
-  await hub.server.close();
-  await new Promise<void>((r) => hub.http.close(() => r()));
+  await hub.close();
   hub.store.close();
 }
 
@@ -56,7 +47,7 @@ async function stopHub(hub: Hub): Promise<void> {
 async function hubWithMailbox(dir: string): Promise<{ hub: Hub; port: number }> {
   const hub = await startHub(path.join(dir, 'hub.db'));
   ensureMailbox(hub.store, EDGE, 'hub');
-  return { hub, port: (hub.http.address() as { port: number }).port };
+  return { hub, port: hub.port };
 }
 
 /** A real edge replica and client; every welcome it receives is kept. */

@@ -5,7 +5,6 @@
  * it has, the edge adopts it, and from then on they sync normally.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import * as A from '@automerge/automerge/slim';
 import { afterEach, expect, it } from 'vitest';
@@ -15,8 +14,8 @@ import { tempDir, waitFor } from '../test/helpers.js';
 import { SyncClient } from './client.js';
 import { compactIfLarge } from './compaction.js';
 import { ensureMailbox } from './mailbox.js';
-import { SyncServer } from './server.js';
 import { ReplicaStore } from './store.js';
+import { listenSyncServer, type ListeningSyncServer } from './testing.js';
 
 const E = edgeName('edge-r');
 const SPEC = mailboxDocId(E, 'spec');
@@ -26,25 +25,31 @@ afterEach(async () => {
 });
 
 async function hubOn(file: string, port: number) {
-  const store: ReplicaStore = await ReplicaStore.open(file, { afterChange: (id) => server.notify(id) });
+  let listening: ListeningSyncServer | undefined;
+  const store: ReplicaStore = await ReplicaStore.open(file, { afterChange: (id) => listening?.server.notify(id) });
   const refusals: string[] = [];
-  const server: SyncServer = new SyncServer({
-    store,
-    hubVersion: 'test',
-    authenticate: (t) => (t === 'tok' ? { edge: E } : null),
-    onRefused: (_e, code) => refusals.push(code),
-    restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
-  });
-  const httpServer = http.createServer();
-  server.attach(httpServer);
-  await new Promise<void>((r) => httpServer.listen(port, '127.0.0.1', r));
+  listening = await listenSyncServer(
+    {
+      store,
+      hubVersion: 'test',
+      authenticate: (t) => (t === 'tok' ? { edge: E } : null),
+      onRefused: (_e, code) => refusals.push(code),
+      restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
+    },
+    port,
+  );
   ensureMailbox(store, E, 'hub');
-  const close = async () => {
-    await server.close();
-    await new Promise((r) => httpServer.close(r));
-    store.close();
+  const { server, close } = listening;
+  return {
+    store,
+    server,
+    refusals,
+    port: listening.port,
+    close: async () => {
+      await close();
+      store.close();
+    },
   };
-  return { store, server, refusals, port: (httpServer.address() as { port: number }).port, close };
 }
 
 const spec = (store: ReplicaStore, gen: number) =>

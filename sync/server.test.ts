@@ -3,7 +3,6 @@
  * leaves the hub's replica unchanged, and a well-behaved edge keeps syncing throughout.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import * as A from '@automerge/automerge/slim';
 import WebSocket from 'ws';
@@ -15,15 +14,14 @@ import { tempDir, waitFor } from '../test/helpers.js';
 import { SyncClient } from './client.js';
 import { ensureMailbox } from './mailbox.js';
 import { encodeControl, encodeSyncFrame, PROTOCOL_VERSION } from './messages.js';
-import { SyncServer } from './server.js';
 import { ReplicaStore } from './store.js';
+import { listenSyncServer, type ListeningSyncServer } from './testing.js';
 
 const A_EDGE = edgeName('edge-a');
 const B_EDGE = edgeName('edge-b');
 let dir: string;
 let hubStore: ReplicaStore;
-let server: SyncServer;
-let httpServer: http.Server;
+let hub: ListeningSyncServer;
 let url: string;
 let goodStore: ReplicaStore;
 let good: SyncClient;
@@ -31,18 +29,15 @@ const refusals: { edge: string | null; code: string }[] = [];
 
 beforeAll(async () => {
   dir = tempDir();
-  hubStore = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => server.notify(id) });
-  httpServer = http.createServer((_q, r) => r.writeHead(404).end());
-  server = new SyncServer({
+  hubStore = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => hub.server.notify(id) });
+  hub = await listenSyncServer({
     store: hubStore,
     hubVersion: 'test',
     maxFrameBytes: 64 * 1024,
     authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : t === 'tok-b' ? { edge: B_EDGE } : null),
     onRefused: (edge, code) => refusals.push({ edge, code }),
   });
-  server.attach(httpServer);
-  await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', r));
-  url = `ws://127.0.0.1:${(httpServer.address() as { port: number }).port}/api/v1/sync`;
+  url = hub.url;
   // A well-behaved edge that must keep syncing while the others misbehave.
   goodStore = await ReplicaStore.open(path.join(dir, 'good.db'), { afterChange: (id) => good.notify(id) });
   good = new SyncClient({ url, token: 'tok-b', edge: B_EDGE, store: goodStore, agentVersion: 'test' });
@@ -52,8 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await good.stop();
-  await server.close();
-  httpServer.close();
+  await hub.close();
   hubStore.close();
   goodStore.close();
   fs.rmSync(dir, { recursive: true, force: true });
@@ -203,11 +197,8 @@ describe('sync endpoint refuses hostile input', () => {
 
 describe('admission control', () => {
   it('beyond the handshake limit upgrades wait in line; beyond the line they get 503 with Retry-After', async () => {
-    const srv = http.createServer();
-    const busy = new SyncServer({ store: hubStore, hubVersion: 'test', maxPendingHandshakes: 1, maxQueuedUpgrades: 1, authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : null) });
-    busy.attach(srv);
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    const u = `ws://127.0.0.1:${(srv.address() as { port: number }).port}/api/v1/sync`;
+    const busy = await listenSyncServer({ store: hubStore, hubVersion: 'test', maxPendingHandshakes: 1, maxQueuedUpgrades: 1, authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : null) });
+    const u = busy.url;
     const sockets: WebSocket[] = [];
     try {
       // The first one is admitted and stays in its handshake (no hello yet).
@@ -236,7 +227,6 @@ describe('admission control', () => {
     } finally {
       for (const ws of sockets) ws.terminate();
       await busy.close();
-      srv.close();
     }
   });
 });

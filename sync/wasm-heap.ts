@@ -58,7 +58,7 @@ function exportsOf(): WasmExports | undefined {
  * did, reserves free room for what comes next (see the module comment).
  */
 export function keepWasmHeadroom(): void {
-  const ex = wasm ?? exportsOf();
+  const ex = exportsOf();
   if (!ex) return;
   const bytes = ex.memory.buffer.byteLength;
   if (bytes === seenBytes) return;
