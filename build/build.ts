@@ -55,7 +55,7 @@ async function main(reproducible: boolean): Promise<void> {
   const assetBytes = report.assets.reduce((s, a) => s + a.bytes, 0);
   const ui = report.assets.filter((a) => a.key.startsWith('ui/')).length;
   out.write(`  assets  ${report.assets.length} (${mib(assetBytes)}): ${report.assets.filter((a) => !a.key.startsWith('ui/')).map((a) => a.key).join(', ')}${ui ? ` + ${ui} ui/ files` : ''}\n`);
-  out.write(`  ${path.relative(ROOT, report.executable)}  ${mib(report.bytes)}  (${report.stripped ? 'stripped' : 'unstripped'} node ${process.version}${reproducible ? ', no code cache' : ''})\n`);
+  out.write(`  ${path.relative(ROOT, report.executable)}  ${mib(report.bytes)}  (${report.stripped ? 'stripped' : 'unstripped'} node ${report.nodeVersion}${reproducible ? ', no code cache' : ''})\n`);
   out.write(`  steps  ${Object.entries(report.timings).map(([k, v]) => `${k} ${v} ms`).join(', ')}\n`);
   out.write(`built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 }

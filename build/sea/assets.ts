@@ -68,9 +68,12 @@ export function requiredAssets(root: string): AssetMap {
   } catch (cause) {
     throw new Error('resolving better-sqlite3 and @automerge/automerge from node_modules (run `npm install` first)', { cause });
   }
-  const addon = path.join(sqliteDir, 'build', 'Release', 'better_sqlite3.node');
+  // better-sqlite3 13 ships N-API prebuilds in its package (ABI-stable across Node versions); a
+  // build from source (`npm rebuild better-sqlite3 --build-from-source`) lands in build/Release.
+  const compiled = path.join(sqliteDir, 'build', 'Release', 'better_sqlite3.node');
+  const addon = fs.existsSync(compiled) ? compiled : path.join(sqliteDir, 'prebuilds', `${process.platform}-${process.arch}.node`);
   if (!fs.existsSync(addon)) {
-    throw new Error(`${addon} is missing: better-sqlite3 was not compiled (run \`npm rebuild better-sqlite3\`)`);
+    throw new Error(`${addon} is missing: this better-sqlite3 has no addon for ${process.platform}-${process.arch} (run \`npm rebuild better-sqlite3 --build-from-source\`)`);
   }
   return { 'better_sqlite3.node': addon, 'automerge.wasm': wasm };
 }

@@ -28,32 +28,39 @@ const IMPORT_META_URL = '__outpost_import_meta_url';
 const BANNER = `var ${IMPORT_META_URL} = require("node:url").pathToFileURL(__filename).href;`;
 
 /**
- * better-sqlite3 finds its addon with the `bindings` package, which walks up from the *calling
- * file* to a package root: from dist/outpost.cjs that is the project root, where the addon is not.
- * The shim resolves the addon from node_modules next to the bundle instead, so `node dist/outpost.cjs`
- * works in a checkout. Inside the executable sync/native.ts always passes `nativeBinding`, so the
- * shim is not reached there.
+ * better-sqlite3 (13+) finds its addon in `lib/binding.js`, relative to its own `__dirname`: from
+ * dist/outpost.cjs that is dist/, where the addon is not. The shim resolves the addon from
+ * node_modules next to the bundle instead (a compiled build/Release one first, else the package's
+ * N-API prebuild), so `node dist/outpost.cjs` works in a checkout. Inside the executable
+ * sync/native.ts always passes `nativeBinding`, which the shim hands back untouched.
  */
-const bindingsShim: esbuild.Plugin = {
-  name: 'outpost-better-sqlite3-bindings',
+const bindingShim: esbuild.Plugin = {
+  name: 'outpost-better-sqlite3-binding',
   setup(build) {
-    build.onResolve({ filter: /^bindings$/ }, (args) => {
-      if (!/[\\/]better-sqlite3[\\/]/.test(args.importer)) return undefined;
-      return { path: 'better-sqlite3-bindings', namespace: 'outpost-shim' };
+    build.onResolve({ filter: /^\.\/binding$/ }, (args) => {
+      if (!/[\\/]better-sqlite3[\\/]lib[\\/]/.test(args.importer)) return undefined;
+      return { path: 'better-sqlite3-binding', namespace: 'outpost-shim' };
     });
     build.onLoad({ filter: /.*/, namespace: 'outpost-shim' }, () => ({
       loader: 'js',
       contents: `
 const { createRequire } = require('node:module');
-module.exports = function bindings(name) {
+const fs = require('node:fs');
+const path = require('node:path');
+let loaded;
+exports.getBinding = function getBinding(nativeBinding) {
+  if (nativeBinding && typeof nativeBinding === 'object') return nativeBinding;
+  if (loaded) return loaded;
   const req = createRequire(__filename);
-  let file;
+  let dir;
   try {
-    file = req.resolve('better-sqlite3/build/Release/' + name);
+    dir = path.dirname(req.resolve('better-sqlite3/package.json'));
   } catch (cause) {
-    throw new Error('cannot find the better-sqlite3 addon ' + name + ' from ' + __filename + ': run the bundle from a checkout with node_modules, or run the packaged executable', { cause });
+    throw new Error('cannot find better-sqlite3 from ' + __filename + ': run the bundle from a checkout with node_modules, or run the packaged executable', { cause });
   }
-  return req(file);
+  const compiled = path.join(dir, 'build', 'Release', 'better_sqlite3.node');
+  const prebuilt = path.join(dir, 'prebuilds', process.platform + '-' + process.arch + '.node');
+  return (loaded = req(fs.existsSync(compiled) ? compiled : prebuilt));
 };`,
     }));
   },
@@ -103,7 +110,7 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
       bundle: true,
       platform: 'node',
       format: 'cjs',
-      target: 'node20',
+      target: 'node24',
       // Class and function names stay readable in errors and logs (`err.name`, constructor names).
       keepNames: true,
       // V8 keeps the whole script source on the heap for the life of the process, and a source
@@ -127,7 +134,11 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
         'process.env.WS_NO_BUFFER_UTIL': '"1"',
         'process.env.WS_NO_UTF_8_VALIDATE': '"1"',
       },
-      plugins: [bindingsShim, optionalModuleStubs],
+      // Node's own `punycode` module is deprecated and warns on stderr when required (DEP0040, a
+      // runtime warning since Node 21); the Kubernetes client's node-fetch -> whatwg-url -> tr46
+      // require it. The userland package is the same code without the warning.
+      alias: { punycode: 'punycode/' },
+      plugins: [bindingShim, optionalModuleStubs],
     });
   } catch (cause) {
     // esbuild's message lists every error with file:line; top-level await is the usual one (CJS has none).

