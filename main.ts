@@ -8,7 +8,14 @@ import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
 import { registerEdgeLocalCommands } from './edge/cli.js';
-import { exitCodeOf, formatError, registerEdgeAdminCommands, registerOperatorCommands, shouldPrintError, UsageError } from './hub/cli/index.js';
+import {
+  exitCodeOf,
+  formatError,
+  registerEdgeAdminCommands,
+  registerOperatorCommands,
+  shouldPrintError,
+  UsageError,
+} from './hub/cli/index.js';
 
 const log = createLogger('main');
 
@@ -42,7 +49,11 @@ export function buildProgram(): Command {
   const { version, commit } = buildInfo();
   const program = new Command('outpost')
     .description('Edge orchestrator: a hub control plane and edge agents that keep working offline')
-    .version(`outpost ${version} (commit ${commit}, node ${process.version})`, '-v, --version', 'print the version, the git commit it was built from and the Node it runs on')
+    .version(
+      `outpost ${version} (commit ${commit}, node ${process.version})`,
+      '-v, --version',
+      'print the version, the git commit it was built from and the Node it runs on',
+    )
     .exitOverride()
     .showHelpAfterError('(run `outpost --help` for usage)');
 
@@ -57,17 +68,42 @@ export function buildProgram(): Command {
     .option('--tls-ca <file>', 'root CA of --tls-cert (pinned by tokens)')
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
-    .action(async (o: { data: string; listen: string; insecureHttp?: boolean; tlsCert?: string; tlsKey?: string; tlsCa?: string; host?: string[]; requireApproval?: boolean }) => {
-      if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
-      // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
-      const { startHub } = await import('./hub/hub.js');
-      const h = await startHub({ dataDir: o.data, listen: o.listen, insecureHttp: o.insecureHttp, tlsCert: o.tlsCert, tlsKey: o.tlsKey, tlsCa: o.tlsCa, hosts: o.host, requireApproval: o.requireApproval });
-      process.stderr.write(`outpost hub listening on ${h.url}\n`);
-      // Under systemd stderr goes to the journal, which keeps it and is readable by more users than
-      // the data directory: print the token itself only to a person at a terminal.
-      if (h.adminTokenCreated) process.stderr.write(process.stderr.isTTY ? `admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n` : `admin token created in ${o.data}/admin.token (mode 0600)\n`);
-      await untilSignal(() => h.close());
-    });
+    .action(
+      async (o: {
+        data: string;
+        listen: string;
+        insecureHttp?: boolean;
+        tlsCert?: string;
+        tlsKey?: string;
+        tlsCa?: string;
+        host?: string[];
+        requireApproval?: boolean;
+      }) => {
+        if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+        // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
+        const { startHub } = await import('./hub/hub.js');
+        const h = await startHub({
+          dataDir: o.data,
+          listen: o.listen,
+          insecureHttp: o.insecureHttp,
+          tlsCert: o.tlsCert,
+          tlsKey: o.tlsKey,
+          tlsCa: o.tlsCa,
+          hosts: o.host,
+          requireApproval: o.requireApproval,
+        });
+        process.stderr.write(`outpost hub listening on ${h.url}\n`);
+        // Under systemd stderr goes to the journal, which keeps it and is readable by more users than
+        // the data directory: print the token itself only to a person at a terminal.
+        if (h.adminTokenCreated)
+          process.stderr.write(
+            process.stderr.isTTY
+              ? `admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n`
+              : `admin token created in ${o.data}/admin.token (mode 0600)\n`,
+          );
+        await untilSignal(() => h.close());
+      },
+    );
   hub
     .command('backup')
     .description('take a consistent online backup of a hub data directory (the hub may be running)')
@@ -77,21 +113,48 @@ export function buildProgram(): Command {
       const { data } = cmd.optsWithGlobals() as { data: string };
       const { backupHub } = await import('./hub/backup.js');
       const r = await backupHub(data, o.to);
-      process.stdout.write(`backup written to ${o.to} (${r.bytes} bytes); restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`);
+      process.stdout.write(
+        `backup written to ${o.to} (${r.bytes} bytes); restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`,
+      );
     });
 
   hub
     .command('install')
-    .description('install this executable as the systemd service outpost-hub (copy, data directory, unit); --dry-run shows what it would write')
+    .description(
+      'install this executable as the systemd service outpost-hub (copy, data directory, unit); --dry-run shows what it would write',
+    )
     .option('--dry-run', 'print every step and file, change nothing')
     .option('--unit-dir <dir>', 'where to write outpost-hub.service', '/etc/systemd/system')
     .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
     .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
       // --data, --listen and the TLS flags belong to `outpost hub`; commander gives them to it.
-      const g = cmd.optsWithGlobals() as { data: string; listen: string; insecureHttp?: boolean; tlsCert?: string; tlsKey?: string; tlsCa?: string; host?: string[]; requireApproval?: boolean };
+      const g = cmd.optsWithGlobals() as {
+        data: string;
+        listen: string;
+        insecureHttp?: boolean;
+        tlsCert?: string;
+        tlsKey?: string;
+        tlsCa?: string;
+        host?: string[];
+        requireApproval?: boolean;
+      };
       if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
-      const [{ installHub }, { isPackaged }] = await Promise.all([import('./hub/install.js'), import('./sync/native.js')]);
-      process.stdout.write(installHub({ ...g, dataDir: g.data, hosts: g.host, unitDir: o.unitDir, bin: o.bin, dryRun: o.dryRun, packaged: isPackaged(), execPath: process.execPath }));
+      const [{ installHub }, { isPackaged }] = await Promise.all([
+        import('./hub/install.js'),
+        import('./sync/native.js'),
+      ]);
+      process.stdout.write(
+        installHub({
+          ...g,
+          dataDir: g.data,
+          hosts: g.host,
+          unitDir: o.unitDir,
+          bin: o.bin,
+          dryRun: o.dryRun,
+          packaged: isPackaged(),
+          execPath: process.execPath,
+        }),
+      );
     });
 
   const edge = program
@@ -104,23 +167,66 @@ export function buildProgram(): Command {
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
-    .action(async (o: { data: string; hub?: string; joinToken?: string; name?: string; labels?: Record<string, string>; driver?: string; kubeconfig?: string }) => {
-      const { startEdgeAgent } = await import('./edge/agent.js');
-      const agent = await startEdgeAgent({ dataDir: o.data, hub: o.hub, joinToken: o.joinToken, name: o.name, labels: o.labels, driver: o.driver, kubeconfig: o.kubeconfig });
-      process.stderr.write(`outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`);
-      await untilSignal(() => agent.close());
-    });
+    .action(
+      async (o: {
+        data: string;
+        hub?: string;
+        joinToken?: string;
+        name?: string;
+        labels?: Record<string, string>;
+        driver?: string;
+        kubeconfig?: string;
+      }) => {
+        const { startEdgeAgent } = await import('./edge/agent.js');
+        const agent = await startEdgeAgent({
+          dataDir: o.data,
+          hub: o.hub,
+          joinToken: o.joinToken,
+          name: o.name,
+          labels: o.labels,
+          driver: o.driver,
+          kubeconfig: o.kubeconfig,
+        });
+        process.stderr.write(
+          `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,
+        );
+        await untilSignal(() => agent.close());
+      },
+    );
   edge
     .command('install')
-    .description('enroll this host with --hub and --join-token and install the systemd service outpost-edge; --dry-run shows what it would write')
+    .description(
+      'enroll this host with --hub and --join-token and install the systemd service outpost-edge; --dry-run shows what it would write',
+    )
     .option('--dry-run', 'print every step and file, change nothing, contact nobody')
     .option('--unit-dir <dir>', 'where to write outpost-edge.service', '/etc/systemd/system')
     .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
     .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
       // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig belong to `outpost edge`.
-      const g = cmd.optsWithGlobals() as { data: string; hub?: string; joinToken?: string; name?: string; labels?: Record<string, string>; driver?: string; kubeconfig?: string };
-      const [{ installEdge }, { isPackaged }] = await Promise.all([import('./edge/install.js'), import('./sync/native.js')]);
-      process.stdout.write(await installEdge({ ...g, dataDir: g.data, unitDir: o.unitDir, bin: o.bin, dryRun: o.dryRun, packaged: isPackaged(), execPath: process.execPath }));
+      const g = cmd.optsWithGlobals() as {
+        data: string;
+        hub?: string;
+        joinToken?: string;
+        name?: string;
+        labels?: Record<string, string>;
+        driver?: string;
+        kubeconfig?: string;
+      };
+      const [{ installEdge }, { isPackaged }] = await Promise.all([
+        import('./edge/install.js'),
+        import('./sync/native.js'),
+      ]);
+      process.stdout.write(
+        await installEdge({
+          ...g,
+          dataDir: g.data,
+          unitDir: o.unitDir,
+          bin: o.bin,
+          dryRun: o.dryRun,
+          packaged: isPackaged(),
+          execPath: process.execPath,
+        }),
+      );
     });
   registerEdgeLocalCommands(edge);
   registerEdgeAdminCommands(edge);

@@ -2,7 +2,16 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['bench/**/*.test.ts', 'core/**/*.test.ts', 'sync/**/*.test.ts', 'hub/**/*.test.ts', 'edge/**/*.test.ts', 'build/**/*.test.ts', 'test/**/*.test.ts', 'ui/**/*.test.ts'],
+    include: [
+      'bench/**/*.test.ts',
+      'core/**/*.test.ts',
+      'sync/**/*.test.ts',
+      'hub/**/*.test.ts',
+      'edge/**/*.test.ts',
+      'build/**/*.test.ts',
+      'test/**/*.test.ts',
+      'ui/**/*.test.ts',
+    ],
     // Integration tests spawn real processes and sockets; the machines are shared and noisy.
     testTimeout: 60_000,
     hookTimeout: 60_000,

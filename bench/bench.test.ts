@@ -18,7 +18,11 @@ afterEach(() => {
 
 function runBench(args: string[], resultsDir: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/run.ts'), ...args, '--results-dir', resultsDir], { cwd: ROOT, env: { ...process.env, VITEST: undefined }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(ROOT, 'bench/run.ts'), ...args, '--results-dir', resultsDir],
+      { cwd: ROOT, env: { ...process.env, VITEST: undefined }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
@@ -32,28 +36,32 @@ function runBench(args: string[], resultsDir: string): Promise<{ code: number | 
 }
 
 describe('bench harness', () => {
-  it('runs the connect scenario with 20 edges and writes a well-formed results file', { timeout: 180_000 }, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-bench-test-'));
-    dirs.push(dir);
-    const { code, output } = await runBench(['--scenario', 'connect', '--edges', '20', '--workers', '2'], dir);
-    expect(code, output).toBe(0);
-    const files = fs.readdirSync(dir).filter((f) => /^connect-\d{4}-\d{2}-\d{2}\.json$/.test(f));
-    expect(files).toHaveLength(1);
-    const data = JSON.parse(fs.readFileSync(path.join(dir, files[0]), 'utf8')) as ResultFile;
-    expect(data.scenario).toBe('connect');
-    expect(data.machine.cores).toBeGreaterThan(0);
-    expect(data.machine.node).toBe(process.version);
-    expect(data.runs).toHaveLength(1);
-    const run = data.runs[0];
-    expect(run).toMatchObject({ scenario: 'connect', completed: true, parameters: { edges: 20, workers: 2 } });
-    expect(run.error).toBeUndefined();
-    // Every edge was connected and in sync, and the memory figures are real readings.
-    expect(run.targets.find((t) => t.what === 'edges connected and in sync')?.value).toMatch(/^20\/20 in /);
-    expect(typeof run.metrics.hubRssBaselineBytes).toBe('number');
-    expect(run.metrics.hubRssBaselineBytes as number).toBeGreaterThan(0);
-    expect(typeof run.metrics.hubRssPerEdgeBytes).toBe('number');
-    expect(Array.isArray(run.bottleneck) && run.bottleneck.length).toBeTruthy();
-    // The table went to stdout.
-    expect(output).toContain('hub RSS per idle edge');
-  });
+  it(
+    'runs the connect scenario with 20 edges and writes a well-formed results file',
+    { timeout: 180_000 },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-bench-test-'));
+      dirs.push(dir);
+      const { code, output } = await runBench(['--scenario', 'connect', '--edges', '20', '--workers', '2'], dir);
+      expect(code, output).toBe(0);
+      const files = fs.readdirSync(dir).filter((f) => /^connect-\d{4}-\d{2}-\d{2}\.json$/.test(f));
+      expect(files).toHaveLength(1);
+      const data = JSON.parse(fs.readFileSync(path.join(dir, files[0]), 'utf8')) as ResultFile;
+      expect(data.scenario).toBe('connect');
+      expect(data.machine.cores).toBeGreaterThan(0);
+      expect(data.machine.node).toBe(process.version);
+      expect(data.runs).toHaveLength(1);
+      const run = data.runs[0];
+      expect(run).toMatchObject({ scenario: 'connect', completed: true, parameters: { edges: 20, workers: 2 } });
+      expect(run.error).toBeUndefined();
+      // Every edge was connected and in sync, and the memory figures are real readings.
+      expect(run.targets.find((t) => t.what === 'edges connected and in sync')?.value).toMatch(/^20\/20 in /);
+      expect(typeof run.metrics.hubRssBaselineBytes).toBe('number');
+      expect(run.metrics.hubRssBaselineBytes as number).toBeGreaterThan(0);
+      expect(typeof run.metrics.hubRssPerEdgeBytes).toBe('number');
+      expect(Array.isArray(run.bottleneck) && run.bottleneck.length).toBeTruthy();
+      // The table went to stdout.
+      expect(output).toContain('hub RSS per idle edge');
+    },
+  );
 });

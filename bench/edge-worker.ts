@@ -13,7 +13,16 @@
 import path from 'node:path';
 import type { Socket } from 'node:net';
 import { edgeName, mailboxDocId, parseMailboxDocId, type EdgeName } from '../core/ids.js';
-import { addIntent, deleteReportWorkload, putReportWorkload, readReport, readSpec, setInventory, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import {
+  addIntent,
+  deleteReportWorkload,
+  putReportWorkload,
+  readReport,
+  readSpec,
+  setInventory,
+  type ReportDoc,
+  type SpecDoc,
+} from '../core/mailbox.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
@@ -43,22 +52,34 @@ let tracking = false;
 
 // In-memory SQLite by default (the issue allows it): the simulator's disk writes only compete with
 // the hub for this machine's two cores. `--sim-store file` keeps one file per worker instead.
-const store = await ReplicaStore.open(process.env.BENCH_WORKER_STORE === 'memory' ? ':memory:' : path.join(dir, `worker-${index}.db`), {
-  memoryBudgetBytes: Number(process.env.BENCH_STORE_BUDGET ?? 256 * 1024 * 1024),
-  afterChange: (id, origin) => {
-    const p = parseMailboxDocId(id);
-    const e = p && edges.get(p.edge);
-    if (!p || !e) return;
-    // As the real agent does: every committed change is offered to the hub.
-    e.client?.notify(id);
-    if (origin === 'remote' && p.role === 'spec') {
-      e.specAt = Date.now();
-      if (e.autoReady && !e.readyTimer) e.readyTimer = setTimeout(() => reportReady(e), readyDelayMs);
-    }
+const store = await ReplicaStore.open(
+  process.env.BENCH_WORKER_STORE === 'memory' ? ':memory:' : path.join(dir, `worker-${index}.db`),
+  {
+    memoryBudgetBytes: Number(process.env.BENCH_STORE_BUDGET ?? 256 * 1024 * 1024),
+    afterChange: (id, origin) => {
+      const p = parseMailboxDocId(id);
+      const e = p && edges.get(p.edge);
+      if (!p || !e) return;
+      // As the real agent does: every committed change is offered to the hub.
+      e.client?.notify(id);
+      if (origin === 'remote' && p.role === 'spec') {
+        e.specAt = Date.now();
+        if (e.autoReady && !e.readyTimer) e.readyTimer = setTimeout(() => reportReady(e), readyDelayMs);
+      }
+    },
   },
-});
+);
 
-const INVENTORY = { hostname: 'sim', os: 'linux', arch: 'x64', cpus: 2, memoryBytes: 2 ** 31, runtimes: ['process'], driver: 'process', agentVersion: '0.1.0' };
+const INVENTORY = {
+  hostname: 'sim',
+  os: 'linux',
+  arch: 'x64',
+  cpus: 2,
+  memoryBytes: 2 ** 31,
+  runtimes: ['process'],
+  driver: 'process',
+  agentVersion: '0.1.0',
+};
 
 /** What the reconciler writes once every workload of the spec runs: all of them Ready, one change. */
 function reportReady(e: SimEdge): void {
@@ -70,7 +91,13 @@ function reportReady(e: SimEdge): void {
     for (const name of Object.keys(d.workloads)) if (!s.workloads[name]) deleteReportWorkload(d, name);
     for (const w of Object.values(s.workloads)) {
       if (w.error) deleteReportWorkload(d, w.name);
-      else putReportWorkload(d, w.name, { observedGeneration: w.generation, phase: 'Ready', restarts: 0, objects: { [`Pod/${w.name}`]: { ready: true } } });
+      else
+        putReportWorkload(d, w.name, {
+          observedGeneration: w.generation,
+          phase: 'Ready',
+          restarts: 0,
+          objects: { [`Pod/${w.name}`]: { ready: true } },
+        });
     }
   });
   if (changed) e.readyAt = Date.now();
@@ -85,7 +112,13 @@ function statusChange(e: SimEdge, round: number): boolean {
   return store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
     const cur = d.workloads[w.name];
     const restarts = (cur?.restarts ? Number(cur.restarts.value) : 0) + (ready ? 0 : 1);
-    putReportWorkload(d, w.name, { observedGeneration: w.generation, phase: ready ? 'Ready' : 'Degraded', restarts, objects: { [`Pod/${w.name}`]: { ready, ...(ready ? {} : { message: `back-off restarting (${restarts})` }) } }, ...(ready ? {} : { message: 'container exited with code 1' }) });
+    putReportWorkload(d, w.name, {
+      observedGeneration: w.generation,
+      phase: ready ? 'Ready' : 'Degraded',
+      restarts,
+      objects: { [`Pod/${w.name}`]: { ready, ...(ready ? {} : { message: `back-off restarting (${restarts})` }) } },
+      ...(ready ? {} : { message: 'container exited with code 1' }),
+    });
   });
 }
 
@@ -125,7 +158,11 @@ function trackSync(): void {
   else setTimeout(trackSync, 50);
 }
 
-async function enroll(names: string[], joinToken: string, concurrency: number): Promise<{ enrolled: number; failed: { name: string; error: string }[] }> {
+async function enroll(
+  names: string[],
+  joinToken: string,
+  concurrency: number,
+): Promise<{ enrolled: number; failed: { name: string; error: string }[] }> {
   const failed: { name: string; error: string }[] = [];
   let next = 0;
   const one = async (name: string) => {
@@ -135,7 +172,8 @@ async function enroll(names: string[], joinToken: string, concurrency: number): 
       body: JSON.stringify({ joinToken, name, inventory: INVENTORY }),
     });
     const body = (await res.json()) as { credential?: string; error?: { message: string } };
-    if (res.status !== 201 || !body.credential) throw new Error(`HTTP ${res.status}: ${body.error?.message ?? JSON.stringify(body)}`);
+    if (res.status !== 201 || !body.credential)
+      throw new Error(`HTTP ${res.status}: ${body.error?.message ?? JSON.stringify(body)}`);
     const e: SimEdge = { name: edgeName(name), credential: body.credential, autoReady: true, baseConnects: 0 };
     edges.set(name, e);
     // As the agent does at start: the mailbox exists locally with the inventory in the report.
@@ -166,7 +204,13 @@ async function connect(names: string[], window: number): Promise<void> {
     if (!e?.credential) throw new Error(`edge ${name} is not enrolled in worker ${index}`);
     while (inflight >= window) await new Promise<void>((r) => (wake = r));
     if (!e.client) {
-      e.client = new SyncClient({ url: `${hubUrl.replace(/^http/, 'ws')}/api/v1/sync`, token: e.credential, edge: e.name, store, agentVersion: '0.1.0-bench' });
+      e.client = new SyncClient({
+        url: `${hubUrl.replace(/^http/, 'ws')}/api/v1/sync`,
+        token: e.credential,
+        edge: e.name,
+        store,
+        agentVersion: '0.1.0-bench',
+      });
       e.client.setMaxListeners(0);
     }
     const c = e.client;
@@ -195,7 +239,9 @@ async function handle(cmd: Cmd): Promise<unknown> {
       await connect((cmd.names as string[] | undefined) ?? [...edges.keys()], (cmd.window as number) ?? 100);
       return true;
     case 'disconnect':
-      await Promise.all(((cmd.names as string[] | undefined) ?? [...edges.keys()]).map((n) => edges.get(n)?.client?.stop()));
+      await Promise.all(
+        ((cmd.names as string[] | undefined) ?? [...edges.keys()]).map((n) => edges.get(n)?.client?.stop()),
+      );
       return true;
     case 'mark': {
       requireNewConnection = !!cmd.requireNewConnection;
@@ -222,7 +268,12 @@ async function handle(cmd: Cmd): Promise<unknown> {
           if (e.syncBytes!.socket !== undefined) socket.push(e.syncBytes!.socket);
         }
       }
-      return { edges: edges.size, connected, synced: syncedAt.length, ...(cmd.details ? { syncedAt, session, socket } : {}) };
+      return {
+        edges: edges.size,
+        connected,
+        synced: syncedAt.length,
+        ...(cmd.details ? { syncedAt, session, socket } : {}),
+      };
     }
     case 'readyTimes': {
       const since = cmd.since as number;
@@ -245,7 +296,8 @@ async function handle(cmd: Cmd): Promise<unknown> {
       let changes = 0;
       for (let r = 0; r < rounds; r++) {
         const deadline = Date.now() + 5_000;
-        while (list.filter((e) => !inSync(e)).length > list.length * 0.1 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
+        while (list.filter((e) => !inSync(e)).length > list.length * 0.1 && Date.now() < deadline)
+          await new Promise((res) => setTimeout(res, 5));
         for (const e of list) if (statusChange(e, ((cmd.offset as number | undefined) ?? 0) + r)) changes++;
         await new Promise((res) => setImmediate(res));
       }
@@ -261,7 +313,13 @@ async function handle(cmd: Cmd): Promise<unknown> {
         const workload = names[i % names.length] ?? 'local';
         const action = (['pause', 'resume', 'override'] as const)[i % 3];
         store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
-          addIntent(d, { workload, action, ...(action === 'override' ? { set: { 'metadata.annotations.site': `local-${i}` } } : {}), at: Date.now(), origin: 'bench operator' });
+          addIntent(d, {
+            workload,
+            action,
+            ...(action === 'override' ? { set: { 'metadata.annotations.site': `local-${i}` } } : {}),
+            at: Date.now(),
+            origin: 'bench operator',
+          });
         });
       }
       return { status, intents: cmd.intents };
@@ -276,7 +334,9 @@ async function handle(cmd: Cmd): Promise<unknown> {
         inSync: inSync(e),
         syncedAt: e.syncedAt,
         syncBytes: e.syncBytes,
-        generations: spec ? Object.fromEntries(Object.values(readSpec(spec).workloads).map((w) => [w.name, w.generation])) : {},
+        generations: spec
+          ? Object.fromEntries(Object.values(readSpec(spec).workloads).map((w) => [w.name, w.generation]))
+          : {},
         restarts: r ? Object.fromEntries(Object.values(r.workloads).map((w) => [w.name, w.restarts])) : {},
         intents: r?.intents.length ?? 0,
         totals: e.client?.totals,
@@ -297,10 +357,18 @@ async function handle(cmd: Cmd): Promise<unknown> {
     }
     case 'stats': {
       const u = process.cpuUsage();
-      return { edges: edges.size, cpuMs: (u.user + u.system) / 1000, rss: process.memoryUsage().rss, loaded: store.loadedStats() };
+      return {
+        edges: edges.size,
+        cpuMs: (u.user + u.system) / 1000,
+        rss: process.memoryUsage().rss,
+        loaded: store.loadedStats(),
+      };
     }
     case 'stop': {
-      await Promise.race([Promise.all([...edges.values()].map((e) => e.client?.stop())), new Promise((r) => setTimeout(r, 5_000))]);
+      await Promise.race([
+        Promise.all([...edges.values()].map((e) => e.client?.stop())),
+        new Promise((r) => setTimeout(r, 5_000)),
+      ]);
       store.close();
       setImmediate(() => process.exit(0));
       return true;

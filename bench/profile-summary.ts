@@ -37,7 +37,11 @@ export function timeline(profile: Profile): number[] {
 }
 
 /** `window`: [from, to) in seconds since the profile started; samples outside it are ignored. */
-export function summarize(profile: Profile, top = 25, window?: [number, number]): { totalMs: number; self: [string, number][]; inclusive: [string, number][] } {
+export function summarize(
+  profile: Profile,
+  top = 25,
+  window?: [number, number],
+): { totalMs: number; self: [string, number][]; inclusive: [string, number][] } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   let t = 0;
@@ -46,7 +50,8 @@ export function summarize(profile: Profile, top = 25, window?: [number, number])
     if (window && (t < window[0] * 1e6 || t >= window[1] * 1e6)) continue;
     selfUs.set(profile.samples[i], (selfUs.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
-  const key = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url ? `${path.relative(process.cwd(), n.callFrame.url.replace(/^file:\/\//, ''))}:${n.callFrame.lineNumber + 1}` : ''}`.trim();
+  const key = (n: Node) =>
+    `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url ? `${path.relative(process.cwd(), n.callFrame.url.replace(/^file:\/\//, ''))}:${n.callFrame.lineNumber + 1}` : ''}`.trim();
   const self = new Map<string, number>();
   for (const [id, us] of selfUs) self.set(key(byId.get(id)!), (self.get(key(byId.get(id)!)) ?? 0) + us);
   // Inclusive: walk the tree once, counting each function at most once per stack.
@@ -62,7 +67,11 @@ export function summarize(profile: Profile, top = 25, window?: [number, number])
       inclusive.set(k, (inclusive.get(k) ?? 0) + us);
     }
   }
-  const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, v]) => [k, Math.round(v / 1000)] as [string, number]);
+  const sorted = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, v]) => [k, Math.round(v / 1000)] as [string, number]);
   const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
   return { totalMs: Math.round(total / 1000), self: sorted(self), inclusive: sorted(inclusive) };
 }

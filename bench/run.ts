@@ -47,10 +47,19 @@ export interface RunOptions {
 class UsageError extends Error {}
 
 export function parseArgs(argv: string[]): RunOptions {
-  const o: RunOptions = { scenarios: [], readyDelayMs: 100, budgetMin: 10, profileHub: false, keep: false, resultsDir: process.env.BENCH_RESULTS_DIR ?? RESULTS_DIR, simStore: 'memory' };
+  const o: RunOptions = {
+    scenarios: [],
+    readyDelayMs: 100,
+    budgetMin: 10,
+    profileHub: false,
+    keep: false,
+    resultsDir: process.env.BENCH_RESULTS_DIR ?? RESULTS_DIR,
+    simStore: 'memory',
+  };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
-    if (v === undefined || !Number.isInteger(n) || n < min) throw new UsageError(`${flag} needs a whole number >= ${min} (got ${v ?? 'nothing'})`);
+    if (v === undefined || !Number.isInteger(n) || n < min)
+      throw new UsageError(`${flag} needs a whole number >= ${min} (got ${v ?? 'nothing'})`);
     return n;
   };
   for (let i = 0; i < argv.length; i++) {
@@ -58,7 +67,8 @@ export function parseArgs(argv: string[]): RunOptions {
     if (a === '--scenario') {
       const v = argv[++i] ?? '';
       for (const s of v.split(',').filter(Boolean)) {
-        if (s !== 'all' && !SCENARIOS[s]) throw new UsageError(`--scenario ${s}: unknown; use one of ${Object.keys(SCENARIOS).join(', ')} or all`);
+        if (s !== 'all' && !SCENARIOS[s])
+          throw new UsageError(`--scenario ${s}: unknown; use one of ${Object.keys(SCENARIOS).join(', ')} or all`);
         if (s === 'all') o.scenarios.push(...Object.keys(SCENARIOS));
         else o.scenarios.push(s);
       }
@@ -72,9 +82,11 @@ export function parseArgs(argv: string[]): RunOptions {
       const v = argv[++i];
       if (v !== 'memory' && v !== 'file') throw new UsageError(`--sim-store ${v ?? ''}: use memory or file`);
       o.simStore = v;
-    }
-    else if (a === '--results-dir') o.resultsDir = path.resolve(argv[++i] ?? '.');
-    else throw new UsageError(`unknown argument ${a}: see the header of bench/run.ts (e.g. npm run bench -- --scenario connect --edges 1000)`);
+    } else if (a === '--results-dir') o.resultsDir = path.resolve(argv[++i] ?? '.');
+    else
+      throw new UsageError(
+        `unknown argument ${a}: see the header of bench/run.ts (e.g. npm run bench -- --scenario connect --edges 1000)`,
+      );
   }
   if (o.scenarios.length === 0) o.scenarios = Object.keys(SCENARIOS);
   return o;
@@ -90,11 +102,31 @@ export async function runScenario(name: string, o: RunOptions): Promise<RunResul
   const edges = name === 'footprint' ? 1 : (o.edges ?? SCENARIOS[name].defaultEdges);
   const workers = o.workers ?? defaultWorkers(edges);
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), `outpost-bench-${name}-`));
-  const cpuProfDir = o.profileHub ? path.join(os.tmpdir(), `outpost-bench-profile-${name}-${edges}-${Date.now()}`) : undefined;
+  const cpuProfDir = o.profileHub
+    ? path.join(os.tmpdir(), `outpost-bench-profile-${name}-${edges}-${Date.now()}`)
+    : undefined;
   const started = Date.now();
-  const ctx: ScenarioContext = { edges, workers, readyDelayMs: o.readyDelayMs, simStore: o.simStore, deadline: started + o.budgetMin * 60_000, runDir, cpuProfDir, log: (m) => log(`${name}/${edges}: ${m}`) };
+  const ctx: ScenarioContext = {
+    edges,
+    workers,
+    readyDelayMs: o.readyDelayMs,
+    simStore: o.simStore,
+    deadline: started + o.budgetMin * 60_000,
+    runDir,
+    cpuProfDir,
+    log: (m) => log(`${name}/${edges}: ${m}`),
+  };
   const out: ScenarioOutput = { metrics: {}, targets: [], bottleneck: [] };
-  const result: RunResult = { scenario: name, parameters: { edges, workers, readyDelayMs: o.readyDelayMs, budgetMin: o.budgetMin, simStore: o.simStore }, startedAt: new Date(started).toISOString(), durationMs: 0, completed: false, metrics: out.metrics, targets: out.targets, bottleneck: out.bottleneck };
+  const result: RunResult = {
+    scenario: name,
+    parameters: { edges, workers, readyDelayMs: o.readyDelayMs, budgetMin: o.budgetMin, simStore: o.simStore },
+    startedAt: new Date(started).toISOString(),
+    durationMs: 0,
+    completed: false,
+    metrics: out.metrics,
+    targets: out.targets,
+    bottleneck: out.bottleneck,
+  };
   const problems = checkLimits(edges);
   if (problems.length) {
     result.error = problems.join('; ');
@@ -132,7 +164,9 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   const m = machineInfo();
-  log(`machine: ${m.cores} cores (${m.cpuModel}), ${Math.round(m.memoryBytes / 1024 ** 3)} GB, node ${m.node}, open-file limit ${m.fdLimit ?? 'unknown'}`);
+  log(
+    `machine: ${m.cores} cores (${m.cpuModel}), ${Math.round(m.memoryBytes / 1024 ** 3)} GB, node ${m.node}, open-file limit ${m.fdLimit ?? 'unknown'}`,
+  );
   const runs: RunResult[] = [];
   const command = `npm run bench -- ${argv.join(' ')}`.trim().replace(/ --$/, '');
   for (const name of o.scenarios) {
@@ -144,11 +178,15 @@ async function main(argv: string[]): Promise<number> {
   if (runs.length > 1) {
     fs.mkdirSync(o.resultsDir, { recursive: true });
     const file = path.join(o.resultsDir, `summary-${today()}.json`);
-    fs.writeFileSync(file, `${JSON.stringify({ date: today(), machine: m, command, runs: runs.map((r) => ({ scenario: r.scenario, parameters: r.parameters, completed: r.completed, error: r.error, targets: r.targets })) }, null, 2)}\n`);
+    fs.writeFileSync(
+      file,
+      `${JSON.stringify({ date: today(), machine: m, command, runs: runs.map((r) => ({ scenario: r.scenario, parameters: r.parameters, completed: r.completed, error: r.error, targets: r.targets })) }, null, 2)}\n`,
+    );
     log(`combined summary in ${path.relative(process.cwd(), file)}`);
   }
   process.stdout.write(`\n${formatTable(runs)}\n`);
-  for (const r of runs) for (const b of r.bottleneck) process.stdout.write(`  ${r.scenario}/${r.parameters.edges}: ${b}\n`);
+  for (const r of runs)
+    for (const b of r.bottleneck) process.stdout.write(`  ${r.scenario}/${r.parameters.edges}: ${b}\n`);
   return runs.every((r) => r.completed) ? 0 : 1;
 }
 

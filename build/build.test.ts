@@ -41,7 +41,9 @@ interface Run {
 function runIsolated(file: string, args: string[], env: Record<string, string>): Run {
   const envArgs = Object.entries({ PATH: '/usr/bin:/bin', ...env }).map(([k, v]) => `${k}=${v}`);
   const inner = ['env', '-i', ...envArgs, file, ...args];
-  const argv = asRoot ? ['unshare', '--net', 'setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...inner] : inner;
+  const argv = asRoot
+    ? ['unshare', '--net', 'setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...inner]
+    : inner;
   const r = spawnSync(argv[0]!, argv.slice(1), { cwd: emptyCwd, encoding: 'utf8', timeout: 60_000 });
   if (r.error) throw new Error(`running ${file} failed to start`, { cause: r.error });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -60,7 +62,10 @@ beforeAll(async () => {
 
   const ui = path.join(tmp, 'ui-dist');
   fs.mkdirSync(path.join(ui, 'assets'), { recursive: true });
-  fs.writeFileSync(path.join(ui, 'index.html'), '<!doctype html><title>Outpost</title><script src="/assets/app.js"></script>');
+  fs.writeFileSync(
+    path.join(ui, 'index.html'),
+    '<!doctype html><title>Outpost</title><script src="/assets/app.js"></script>',
+  );
   fs.writeFileSync(path.join(ui, 'assets', 'app.js'), 'console.log("outpost ui")\n');
   fs.writeFileSync(path.join(ui, 'assets', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
   selftestExe = path.join(bin, 'selftest');
@@ -162,12 +167,21 @@ describe('assets and bundling rules', () => {
     const ui = path.join(tmp, 'ui-dist');
     const work = dir('assets-work', 0o755);
     const { assets, manifest } = uiAssets(ui, work);
-    expect(Object.keys(assets).sort()).toEqual(['ui/assets/app.js', 'ui/assets/logo.svg', 'ui/index.html', UI_MANIFEST_KEY]);
+    expect(Object.keys(assets).sort()).toEqual([
+      'ui/assets/app.js',
+      'ui/assets/logo.svg',
+      'ui/index.html',
+      UI_MANIFEST_KEY,
+    ]);
     const onDisk = JSON.parse(fs.readFileSync(assets[UI_MANIFEST_KEY]!, 'utf8')) as UiManifest;
     expect(onDisk).toEqual(manifest);
     const html = manifest.files.find((f) => f.path === 'index.html')!;
     expect(html.contentType).toBe('text/html; charset=utf-8');
-    expect(html.sha256).toBe(createHash('sha256').update(fs.readFileSync(path.join(ui, 'index.html'))).digest('hex'));
+    expect(html.sha256).toBe(
+      createHash('sha256')
+        .update(fs.readFileSync(path.join(ui, 'index.html')))
+        .digest('hex'),
+    );
     expect(manifest.files.find((f) => f.path === 'assets/logo.svg')!.contentType).toBe('image/svg+xml');
   });
 
@@ -185,9 +199,15 @@ describe('assets and bundling rules', () => {
     const without = collectAssets({ root, workDir: work });
     expect(Object.keys(without).sort()).toEqual(['automerge.wasm', 'better_sqlite3.node', 'native.json']);
     // The runtime names the extracted copies by these hashes, so it need not read the assets again.
-    const native = JSON.parse(fs.readFileSync(without['native.json'], 'utf8')) as Record<string, { sha256: string; size: number }>;
+    const native = JSON.parse(fs.readFileSync(without['native.json'], 'utf8')) as Record<
+      string,
+      { sha256: string; size: number }
+    >;
     const wasm = fs.readFileSync(without['automerge.wasm']);
-    expect(native['automerge.wasm']).toEqual({ sha256: createHash('sha256').update(wasm).digest('hex').slice(0, 16), size: wasm.length });
+    expect(native['automerge.wasm']).toEqual({
+      sha256: createHash('sha256').update(wasm).digest('hex').slice(0, 16),
+      size: wasm.length,
+    });
     fs.mkdirSync(path.join(root, 'dist'));
     fs.writeFileSync(path.join(root, 'dist', 'openapi.json'), '{"openapi":"3.1.0"}');
     expect(collectAssets({ root, workDir: work })['openapi.json']).toBe(path.join(root, 'dist', 'openapi.json'));
@@ -196,14 +216,22 @@ describe('assets and bundling rules', () => {
   test('a require the executable could not satisfy fails the build, naming the module', async () => {
     const src = dir('src-missing', 0o755);
     const entry = path.join(src, 'entry.ts');
-    fs.writeFileSync(entry, "let m: unknown;\ntry { m = require('outpost-no-such-package'); } catch { m = null; }\nconsole.log(m);\n");
-    await expect(bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' })).rejects.toThrow(/outpost-no-such-package \(required by .*entry\.ts\)[\s\S]*OPTIONAL_MODULES/);
+    fs.writeFileSync(
+      entry,
+      "let m: unknown;\ntry { m = require('outpost-no-such-package'); } catch { m = null; }\nconsole.log(m);\n",
+    );
+    await expect(bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' })).rejects.toThrow(
+      /outpost-no-such-package \(required by .*entry\.ts\)[\s\S]*OPTIONAL_MODULES/,
+    );
   });
 
   test('an import used only for types does not count as a runtime require', async () => {
     const src = dir('src-types-only', 0o755);
     const entry = path.join(src, 'entry.ts');
-    fs.writeFileSync(entry, "import { Thing } from 'outpost-types-only-package';\nconst t: Thing | undefined = undefined;\nconsole.log(t === undefined);\n");
+    fs.writeFileSync(
+      entry,
+      "import { Thing } from 'outpost-types-only-package';\nconst t: Thing | undefined = undefined;\nconsole.log(t === undefined);\n",
+    );
     const r = await bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' });
     expect(r.bytes).toBeGreaterThan(0);
   });
@@ -211,7 +239,10 @@ describe('assets and bundling rules', () => {
   test('known optional modules are stubbed to fail like a missing package', async () => {
     const src = dir('src-optional', 0o755);
     const entry = path.join(src, 'entry.ts');
-    fs.writeFileSync(entry, "try { require('encoding'); console.log('loaded'); } catch (e) { console.log((e as { code?: string }).code); }\n");
+    fs.writeFileSync(
+      entry,
+      "try { require('encoding'); console.log('loaded'); } catch (e) { console.log((e as { code?: string }).code); }\n",
+    );
     await bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' });
     const r = spawnSync(process.execPath, [path.join(src, 'out.cjs')], { encoding: 'utf8' });
     expect(r.stdout).toBe('MODULE_NOT_FOUND\n');

@@ -16,7 +16,9 @@ export const DIST_BUNDLE = path.join(ROOT, 'dist', 'outpost.cjs');
 
 function git(args: string[]): string | undefined {
   try {
-    return execFileSync('git', args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    return execFileSync('git', args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {
     return undefined;
   }
@@ -51,12 +53,28 @@ async function main(reproducible: boolean): Promise<void> {
   const out = process.stdout;
   out.write(`outpost ${info.version} (commit ${info.commit})\n`);
   for (const w of report.bundle.warnings) out.write(`esbuild warning:\n${w}\n`);
-  out.write(`  ${path.relative(ROOT, report.bundle.outFile)}  ${kib(report.bundle.bytes)}  (largest: ${report.bundle.inputsByPackage.slice(0, 5).map(([p, b]) => `${p} ${kib(b)}`).join(', ')})\n`);
+  out.write(
+    `  ${path.relative(ROOT, report.bundle.outFile)}  ${kib(report.bundle.bytes)}  (largest: ${report.bundle.inputsByPackage
+      .slice(0, 5)
+      .map(([p, b]) => `${p} ${kib(b)}`)
+      .join(', ')})\n`,
+  );
   const assetBytes = report.assets.reduce((s, a) => s + a.bytes, 0);
   const ui = report.assets.filter((a) => a.key.startsWith('ui/')).length;
-  out.write(`  assets  ${report.assets.length} (${mib(assetBytes)}): ${report.assets.filter((a) => !a.key.startsWith('ui/')).map((a) => a.key).join(', ')}${ui ? ` + ${ui} ui/ files` : ''}\n`);
-  out.write(`  ${path.relative(ROOT, report.executable)}  ${mib(report.bytes)}  (${report.stripped ? 'stripped' : 'unstripped'} node ${report.nodeVersion}${reproducible ? ', no code cache' : ''})\n`);
-  out.write(`  steps  ${Object.entries(report.timings).map(([k, v]) => `${k} ${v} ms`).join(', ')}\n`);
+  out.write(
+    `  assets  ${report.assets.length} (${mib(assetBytes)}): ${report.assets
+      .filter((a) => !a.key.startsWith('ui/'))
+      .map((a) => a.key)
+      .join(', ')}${ui ? ` + ${ui} ui/ files` : ''}\n`,
+  );
+  out.write(
+    `  ${path.relative(ROOT, report.executable)}  ${mib(report.bytes)}  (${report.stripped ? 'stripped' : 'unstripped'} node ${report.nodeVersion}${reproducible ? ', no code cache' : ''})\n`,
+  );
+  out.write(
+    `  steps  ${Object.entries(report.timings)
+      .map(([k, v]) => `${k} ${v} ms`)
+      .join(', ')}\n`,
+  );
   out.write(`built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 }
 
@@ -70,7 +88,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   }
   main(args.includes('--reproducible')).catch((err: unknown) => {
     process.stderr.write(`build failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    if (err instanceof Error && err.cause) process.stderr.write(`cause: ${err.cause instanceof Error ? err.cause.message : String(err.cause)}\n`);
+    if (err instanceof Error && err.cause)
+      process.stderr.write(`cause: ${err.cause instanceof Error ? err.cause.message : String(err.cause)}\n`);
     process.exitCode = 1;
   });
 }

@@ -12,7 +12,11 @@ import {
   renderTemplates,
 } from './customize.js';
 
-const edge = { name: 'e1', labels: { region: 'eu', 'example.com/tier': 'small', replicas: '3' }, annotations: { 'site/address': 'Main St 1' } };
+const edge = {
+  name: 'e1',
+  labels: { region: 'eu', 'example.com/tier': 'small', replicas: '3' },
+  annotations: { 'site/address': 'Main St 1' },
+};
 
 function deployment(): Manifest {
   return {
@@ -39,7 +43,12 @@ function deployment(): Manifest {
   };
 }
 
-const service = (): Manifest => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { ports: [{ port: 80 }] } });
+const service = (): Manifest => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name: 'web' },
+  spec: { ports: [{ port: 80 }] },
+});
 
 const env = (m: Manifest) => (m as any).spec.template.spec.containers[0].env;
 
@@ -54,7 +63,11 @@ describe('mergePatch (RFC 7386 examples)', () => {
     [{ a: 'c' }, { a: ['b'] }, { a: ['b'] }],
     [{ a: { b: 'c' } }, { a: { b: 'd', c: null } }, { a: { b: 'd' } }],
     [{ a: [{ b: 'c' }] }, { a: [1] }, { a: [1] }],
-    [['a', 'b'], ['c', 'd'], ['c', 'd']],
+    [
+      ['a', 'b'],
+      ['c', 'd'],
+      ['c', 'd'],
+    ],
     [{ a: 'b' }, ['c'], ['c']],
     [{ a: 'foo' }, null, null],
     [{ a: 'foo' }, 'bar', 'bar'],
@@ -100,7 +113,11 @@ describe('applySet', () => {
   });
 
   const bad: [unknown, string, string][] = [
-    [{ spec: { replicas: 1 } }, 'spec.replicas.max', 'cannot set "spec.replicas.max": spec.replicas is a number, not an object'],
+    [
+      { spec: { replicas: 1 } },
+      'spec.replicas.max',
+      'cannot set "spec.replicas.max": spec.replicas is a number, not an object',
+    ],
     [{ l: [1] }, 'l.x', 'cannot set "l.x": l is a list; use a numeric index such as l.0'],
     [{ l: [1] }, 'l.5', 'cannot set "l.5": index 5 is past the end of l (1 items)'],
     [{}, 'spec..replicas', 'invalid path "spec..replicas": use a dotted path such as spec.replicas'],
@@ -131,7 +148,9 @@ describe('renderTemplates', () => {
   });
 
   it('keeps a whole-string template a string, and leaves other types alone', () => {
-    expect(renderTemplates({ a: '{{ edge.labels.replicas }}', n: 3, b: true, z: null }, edge)).toEqual({ value: { a: '3', n: 3, b: true, z: null } });
+    expect(renderTemplates({ a: '{{ edge.labels.replicas }}', n: 3, b: true, z: null }, edge)).toEqual({
+      value: { a: '3', n: 3, b: true, z: null },
+    });
   });
 
   it('does not render keys', () => {
@@ -139,14 +158,29 @@ describe('renderTemplates', () => {
   });
 
   const bad: [unknown, string][] = [
-    [{ v: '{{ edge.labels.zone }}' }, 'v: edge "e1" has no label "zone" (add the label to the edge or change the template)'],
-    [{ v: '{{ edge.annotations.owner }}' }, 'v: edge "e1" has no annotation "owner" (add the annotation to the edge or change the template)'],
-    [{ v: '{{ edge.hostname }}' }, 'v: unknown template expression "{{ edge.hostname }}": use {{ edge.name }}, {{ edge.labels.KEY }}'],
+    [
+      { v: '{{ edge.labels.zone }}' },
+      'v: edge "e1" has no label "zone" (add the label to the edge or change the template)',
+    ],
+    [
+      { v: '{{ edge.annotations.owner }}' },
+      'v: edge "e1" has no annotation "owner" (add the annotation to the edge or change the template)',
+    ],
+    [
+      { v: '{{ edge.hostname }}' },
+      'v: unknown template expression "{{ edge.hostname }}": use {{ edge.name }}, {{ edge.labels.KEY }}',
+    ],
     [{ v: '{{ .Values.x }}' }, 'v: unknown template expression "{{ .Values.x }}"'],
     [{ v: '{{ edge.labels }}' }, 'v: unknown template expression "{{ edge.labels }}"'],
-    [{ v: '{{ edge.name ' }, 'v: unclosed template in "{{ edge.name ": close it with }}, or write {{ "{{" }} for literal braces'],
+    [
+      { v: '{{ edge.name ' },
+      'v: unclosed template in "{{ edge.name ": close it with }}, or write {{ "{{" }} for literal braces',
+    ],
     [{ 'example.com/x': ['{{ edge.labels.zone }}'] }, '["example.com/x"][0]: edge "e1" has no label "zone"'],
-    [{ a: '{{ edge.labels.x }}', b: '{{ edge.labels.y }}', c: '{{ edge.labels.z }}' }, 'a: edge "e1" has no label "x" (add the label to the edge or change the template) (and 2 more template errors)'],
+    [
+      { a: '{{ edge.labels.x }}', b: '{{ edge.labels.y }}', c: '{{ edge.labels.z }}' },
+      'a: edge "e1" has no label "x" (add the label to the edge or change the template) (and 2 more template errors)',
+    ],
   ];
   it.each(bad)('%j is an error', (input, msg) => {
     const r = renderTemplates(input, edge);
@@ -155,13 +189,17 @@ describe('renderTemplates', () => {
   });
 
   it('does not treat a missing label as an empty string even when labels has an inherited property of that name', () => {
-    expect(renderTemplates('{{ edge.labels.constructor }}', edge)).toEqual({ error: 'edge "e1" has no label "constructor" (add the label to the edge or change the template)' });
+    expect(renderTemplates('{{ edge.labels.constructor }}', edge)).toEqual({
+      error: 'edge "e1" has no label "constructor" (add the label to the edge or change the template)',
+    });
   });
 });
 
 describe('formatPath', () => {
   it('uses dots for identifiers, brackets for indexes and odd keys', () => {
-    expect(formatPath(['manifests', 0, 'metadata', 'annotations', 'example.com/x', 'y'])).toBe('manifests[0].metadata.annotations["example.com/x"].y');
+    expect(formatPath(['manifests', 0, 'metadata', 'annotations', 'example.com/x', 'y'])).toBe(
+      'manifests[0].metadata.annotations["example.com/x"].y',
+    );
   });
 });
 
@@ -179,14 +217,21 @@ describe('customize', () => {
   it('names the workload, the field and the fix for a missing label', () => {
     const r = customize([service(), deployment()], { ...edge, labels: {} }, [], 'web');
     expect(r).toEqual({
-      error: 'workload web: manifests[1].spec.template.spec.containers[0].env[1].value: edge "e1" has no label "region" (add the label to the edge or change the template)',
+      error:
+        'workload web: manifests[1].spec.template.spec.containers[0].env[1].value: edge "e1" has no label "region" (add the label to the edge or change the template)',
     });
   });
 
   it('applies rules in order, patch before set, with templates in patches rendered last', () => {
     const rules: CustomizationRule[] = [
       { patch: { spec: { replicas: 2, template: { metadata: { labels: { site: '{{ edge.name }}' } } } } } },
-      { target: { kind: 'Deployment' }, set: [{ path: 'spec.replicas', value: 5 }, { path: 'spec.template.spec.containers.0.image', value: 'nginx:{{ edge.labels.region }}' }] },
+      {
+        target: { kind: 'Deployment' },
+        set: [
+          { path: 'spec.replicas', value: 5 },
+          { path: 'spec.template.spec.containers.0.image', value: 'nginx:{{ edge.labels.region }}' },
+        ],
+      },
     ];
     const r = customize([deployment()], edge, rules, 'web') as { manifests: any[] };
     expect(r.manifests[0].spec.replicas).toBe(5);
@@ -213,7 +258,9 @@ describe('customize', () => {
   });
 
   it('deletes with null and replaces lists', () => {
-    const rules: CustomizationRule[] = [{ patch: { spec: { replicas: null, template: { spec: { containers: [{ name: 'only', image: 'busybox' }] } } } } }];
+    const rules: CustomizationRule[] = [
+      { patch: { spec: { replicas: null, template: { spec: { containers: [{ name: 'only', image: 'busybox' }] } } } } },
+    ];
     const r = customize([deployment()], edge, rules, 'web') as { manifests: any[] };
     expect(r.manifests[0].spec.replicas).toBeUndefined();
     expect(r.manifests[0].spec.template.spec.containers).toEqual([{ name: 'only', image: 'busybox' }]);
@@ -221,7 +268,9 @@ describe('customize', () => {
 
   it('never mutates its inputs', () => {
     const input = [deployment(), service()];
-    const rules: CustomizationRule[] = [{ patch: { spec: { replicas: 9 } }, set: [{ path: 'metadata.labels.x', value: { deep: ['{{ edge.name }}'] } }] }];
+    const rules: CustomizationRule[] = [
+      { patch: { spec: { replicas: 9 } }, set: [{ path: 'metadata.labels.x', value: { deep: ['{{ edge.name }}'] } }] },
+    ];
     const before = JSON.stringify([input, rules]);
     customize(input, edge, rules, 'web');
     expect(JSON.stringify([input, rules])).toBe(before);
@@ -230,14 +279,22 @@ describe('customize', () => {
   it('reports a set that runs into a scalar, naming the rule and manifest', () => {
     const r = customize([deployment()], edge, [{}, { set: [{ path: 'spec.replicas.x', value: 1 }] }], 'web');
     expect(r).toEqual({
-      error: 'workload web: customization[1] on manifests[0]: cannot set "spec.replicas.x": spec.replicas is a number, not an object (fix the set path in the placement)',
+      error:
+        'workload web: customization[1] on manifests[0]: cannot set "spec.replicas.x": spec.replicas is a number, not an object (fix the set path in the placement)',
     });
   });
 
   it('reports a patch that breaks the manifest envelope', () => {
-    const r = customize([service(), deployment()], edge, [{ target: { kind: 'Deployment' }, patch: { kind: null } }], 'web');
+    const r = customize(
+      [service(), deployment()],
+      edge,
+      [{ target: { kind: 'Deployment' }, patch: { kind: null } }],
+      'web',
+    );
     expect(r).toHaveProperty('error');
-    expect((r as { error: string }).error).toMatch(/^workload web: manifests\[1\]\.kind: .* after customization \(check the placement's patch rules\)$/);
+    expect((r as { error: string }).error).toMatch(
+      /^workload web: manifests\[1\]\.kind: .* after customization \(check the placement's patch rules\)$/,
+    );
   });
 
   it('gives different edges different content and the same edge the same hash', () => {
@@ -264,7 +321,10 @@ describe('applyOverrides', () => {
   });
 
   it('targets Kind/name:path, kind case-insensitively, creating parents', () => {
-    const out = applyOverrides([deployment(), service()], { 'deployment/web:spec.template.spec.nodeSelector.disk': 'ssd', 'Service/web:spec.type': 'NodePort' });
+    const out = applyOverrides([deployment(), service()], {
+      'deployment/web:spec.template.spec.nodeSelector.disk': 'ssd',
+      'Service/web:spec.type': 'NodePort',
+    });
     expect((out[0] as any).spec.template.spec.nodeSelector).toEqual({ disk: 'ssd' });
     expect((out[1] as any).spec.type).toBe('NodePort');
   });
@@ -301,15 +361,23 @@ describe('applyOverrides', () => {
 
 describe('canonicalJson and manifestHash', () => {
   it('sorts keys at every level, keeps list order, drops undefined', () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: undefined } })).toBe('{"a":{"d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: undefined } })).toBe(
+      '{"a":{"d":[3,{"y":2,"z":1}]},"b":1}',
+    );
   });
 
   it('is a 16-hex-character sha256 prefix independent of key order', () => {
-    const a = manifestHash([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '2' } }]);
-    const b = manifestHash([{ metadata: { name: 'x' }, data: { b: '2', a: '1' }, kind: 'ConfigMap', apiVersion: 'v1' }]);
+    const a = manifestHash([
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '2' } },
+    ]);
+    const b = manifestHash([
+      { metadata: { name: 'x' }, data: { b: '2', a: '1' }, kind: 'ConfigMap', apiVersion: 'v1' },
+    ]);
     expect(a).toMatch(/^[0-9a-f]{16}$/);
     expect(a).toBe(b);
-    expect(manifestHash([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '3' } }])).not.toBe(a);
+    expect(
+      manifestHash([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '3' } }]),
+    ).not.toBe(a);
   });
 
   it('matches a known value, so hashes stay stable across releases', () => {

@@ -80,7 +80,8 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 
 function parseDotted(path: string): string[] {
   const segs = path.split('.');
-  if (path === '' || segs.some((s) => s === '')) throw new Error(`invalid path "${path}": use a dotted path such as spec.replicas or spec.containers.0.image`);
+  if (path === '' || segs.some((s) => s === ''))
+    throw new Error(`invalid path "${path}": use a dotted path such as spec.replicas or spec.containers.0.image`);
   return segs;
 }
 
@@ -94,16 +95,21 @@ const kindOf = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ?
 export function applySet<T>(obj: T, path: string, value: unknown): T {
   const segs = parseDotted(path);
   const root = clone(obj) as unknown;
-  if (!isObject(root) && !Array.isArray(root)) throw new Error(`cannot set "${path}": the target is ${kindOf(root)}, not an object`);
+  if (!isObject(root) && !Array.isArray(root))
+    throw new Error(`cannot set "${path}": the target is ${kindOf(root)}, not an object`);
   let cur: Record<string, unknown> | unknown[] = root;
   for (let i = 0; i < segs.length; i++) {
     const seg = segs[i];
     const here = segs.slice(0, i).join('.') || 'the manifest';
     let key: string | number = seg;
     if (Array.isArray(cur)) {
-      if (!/^\d+$/.test(seg)) throw new Error(`cannot set "${path}": ${here} is a list; use a numeric index such as ${segs.slice(0, i).join('.')}.0`);
+      if (!/^\d+$/.test(seg))
+        throw new Error(
+          `cannot set "${path}": ${here} is a list; use a numeric index such as ${segs.slice(0, i).join('.')}.0`,
+        );
       key = Number(seg);
-      if (key > cur.length) throw new Error(`cannot set "${path}": index ${key} is past the end of ${here} (${cur.length} items)`);
+      if (key > cur.length)
+        throw new Error(`cannot set "${path}": index ${key} is past the end of ${here} (${cur.length} items)`);
     }
     if (i === segs.length - 1) {
       put(cur, key, clone(value));
@@ -138,7 +144,8 @@ function hasPath(obj: unknown, segs: string[]): boolean {
 // A `{{ ... }}` whose body may hold quoted strings containing braces.
 const TEMPLATE = /\{\{((?:"[^"]*"|'[^']*'|[^"'}]|\}(?!\}))*)\}\}/g;
 const PROPERTY = /^edge\.(labels|annotations)(?:\.([^\s"'[\]{}]+)|\[\s*(?:"([^"]*)"|'([^']*)')\s*\])$/;
-const TEMPLATE_HINT = 'use {{ edge.name }}, {{ edge.labels.KEY }}, {{ edge.labels["example.com/key"] }} or {{ edge.annotations.KEY }}; write {{ "{{" }} for literal braces';
+const TEMPLATE_HINT =
+  'use {{ edge.name }}, {{ edge.labels.KEY }}, {{ edge.labels["example.com/key"] }} or {{ edge.annotations.KEY }}; write {{ "{{" }} for literal braces';
 
 function evalExpression(raw: string, edge: EdgeContext): { value: string } | { error: string } {
   const expr = raw.trim();
@@ -150,7 +157,10 @@ function evalExpression(raw: string, edge: EdgeContext): { value: string } | { e
   const map = m[1] === 'labels' ? edge.labels : edge.annotations;
   const noun = m[1] === 'labels' ? 'label' : 'annotation';
   const key = m[2] ?? m[3] ?? m[4];
-  if (!Object.hasOwn(map, key)) return { error: `edge "${edge.name}" has no ${noun} "${key}" (add the ${noun} to the edge or change the template)` };
+  if (!Object.hasOwn(map, key))
+    return {
+      error: `edge "${edge.name}" has no ${noun} "${key}" (add the ${noun} to the edge or change the template)`,
+    };
   return { value: map[key] };
 }
 
@@ -185,11 +195,19 @@ function render(v: unknown, edge: EdgeContext, path: Path, errors: string[]): un
 }
 
 /** Renders every template in `value` (deep) for one edge; the first error, with a count of the others. */
-export function renderTemplates(value: unknown, edge: EdgeContext, path: Path = []): { value: unknown } | { error: string } {
+export function renderTemplates(
+  value: unknown,
+  edge: EdgeContext,
+  path: Path = [],
+): { value: unknown } | { error: string } {
   const errors: string[] = [];
   const out = render(value, edge, path, errors);
   if (errors.length === 0) return { value: out };
-  return { error: errors[0] + (errors.length > 1 ? ` (and ${errors.length - 1} more template error${errors.length > 2 ? 's' : ''})` : '') };
+  return {
+    error:
+      errors[0] +
+      (errors.length > 1 ? ` (and ${errors.length - 1} more template error${errors.length > 2 ? 's' : ''})` : ''),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,7 +231,12 @@ function targets(rule: CustomizationRule, m: Manifest): boolean {
  * @example
  * customize(w.spec.manifests, { name: 'e1', labels: { region: 'eu' }, annotations: {} }, placement.spec.customization, 'web');
  */
-export function customize(manifests: Manifest[], edge: EdgeContext, rules: CustomizationRule[], workloadName: string): CustomizeResult {
+export function customize(
+  manifests: Manifest[],
+  edge: EdgeContext,
+  rules: CustomizationRule[],
+  workloadName: string,
+): CustomizeResult {
   const prefix = `workload ${workloadName}`;
   let out = manifests.map((m) => clone(m));
   for (const [ri, rule] of rules.entries()) {
@@ -226,7 +249,9 @@ export function customize(manifests: Manifest[], edge: EdgeContext, rules: Custo
         try {
           m = applySet(m, op.path, op.value);
         } catch (err) {
-          return { error: `${prefix}: customization[${ri}] on manifests[${mi}]: ${(err as Error).message} (fix the set path in the placement)` };
+          return {
+            error: `${prefix}: customization[${ri}] on manifests[${mi}]: ${(err as Error).message} (fix the set path in the placement)`,
+          };
         }
       }
       out[mi] = m as Manifest;
@@ -240,7 +265,9 @@ export function customize(manifests: Manifest[], edge: EdgeContext, rules: Custo
     const parsed = Manifest.safeParse(m);
     if (!parsed.success) {
       const issue = formatIssues(parsed.error, `manifests[${mi}]`)[0];
-      return { error: `${prefix}: ${issue.path}: ${issue.message} after customization (check the placement's patch rules)` };
+      return {
+        error: `${prefix}: ${issue.path}: ${issue.message} after customization (check the placement's patch rules)`,
+      };
     }
   }
   return { manifests: out };
@@ -274,9 +301,13 @@ export function applyOverridesDetailed(manifests: Manifest[], overrides: Record<
     }
     let hits: number[];
     if (t) {
-      hits = out.flatMap((m, i) => (m.kind.toLowerCase() === t[1].toLowerCase() && m.metadata?.name === t[2] ? [i] : []));
+      hits = out.flatMap((m, i) =>
+        m.kind.toLowerCase() === t[1].toLowerCase() && m.metadata?.name === t[2] ? [i] : [],
+      );
       if (hits.length === 0) {
-        problems.push(`override "${key}": the workload has no ${t[1]} named "${t[2]}" (it has ${ids() || 'no manifests'})`);
+        problems.push(
+          `override "${key}": the workload has no ${t[1]} named "${t[2]}" (it has ${ids() || 'no manifests'})`,
+        );
         continue;
       }
     } else {
@@ -284,7 +315,9 @@ export function applyOverridesDetailed(manifests: Manifest[], overrides: Record<
       if (hits.length === 0 && out.length === 1) hits = [0];
       if (hits.length === 0) {
         const example = out[0] ? `${out[0].kind}/${out[0].metadata?.name}:${path}` : `Kind/name:${path}`;
-        problems.push(`override "${key}": no manifest has this field; name the manifest, e.g. "${example}" (manifests: ${ids() || 'none'})`);
+        problems.push(
+          `override "${key}": no manifest has this field; name the manifest, e.g. "${example}" (manifests: ${ids() || 'none'})`,
+        );
         continue;
       }
     }

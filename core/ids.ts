@@ -17,7 +17,9 @@ export function isValidName(s: string): boolean {
 
 export function edgeName(s: string): EdgeName {
   if (!isValidName(s)) {
-    throw new Error(`invalid edge name "${s}": use 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit`);
+    throw new Error(
+      `invalid edge name "${s}": use 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit`,
+    );
   }
   return s as EdgeName;
 }

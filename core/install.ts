@@ -31,7 +31,9 @@ function samePath(a: string, b: string): boolean {
 export function describeStep(s: InstallStep): string {
   switch (s.kind) {
     case 'copy':
-      return samePath(s.from, s.to) ? `keep ${s.to} (the running executable is already there)\n` : `copy ${s.from} -> ${s.to} (mode ${octal(s.mode)})\n`;
+      return samePath(s.from, s.to)
+        ? `keep ${s.to} (the running executable is already there)\n`
+        : `copy ${s.from} -> ${s.to} (mode ${octal(s.mode)})\n`;
     case 'dir':
       return `create directory ${s.path} (mode ${octal(s.mode)})\n`;
     case 'file':

@@ -1,12 +1,27 @@
 import * as A from '@automerge/automerge/slim';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initAutomerge } from '../sync/native.js';
-import { deleteSpecWorkload, initSpec, putSpecWorkload, readSpec, setSpecLabels, writeSpecTo, type SpecDoc, type SpecWorkload } from './mailbox.js';
+import {
+  deleteSpecWorkload,
+  initSpec,
+  putSpecWorkload,
+  readSpec,
+  setSpecLabels,
+  writeSpecTo,
+  type SpecDoc,
+  type SpecWorkload,
+} from './mailbox.js';
 
-const pod = (name: string, v: string) => [{ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: `busybox:${v}` }] } }] as SpecWorkload['manifests'];
+const pod = (name: string, v: string) =>
+  [
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: `busybox:${v}` }] } },
+  ] as SpecWorkload['manifests'];
 
 /** The same edits through Automerge's proxies (the reference) and through writeSpecTo. */
-function both(steps: { labels: Record<string, string>; workloads: SpecWorkload[] }[]): { proxy: A.Doc<SpecDoc>; backend: A.Doc<SpecDoc> } {
+function both(steps: { labels: Record<string, string>; workloads: SpecWorkload[] }[]): {
+  proxy: A.Doc<SpecDoc>;
+  backend: A.Doc<SpecDoc>;
+} {
   let proxy = A.change(A.init<SpecDoc>(), (d) => initSpec(d, 'e1'));
   let backend = A.change(A.init<SpecDoc>(), (d) => initSpec(d, 'e1'));
   for (const s of steps) {
@@ -30,7 +45,13 @@ describe('writeSpecTo (a spec written through the document backend)', () => {
   it('writes exactly what the proxy functions write, step by step', () => {
     const steps: { labels: Record<string, string>; workloads: SpecWorkload[] }[] = [
       { labels: { site: 'a' }, workloads: [{ name: 'web', generation: 1, revision: 1, manifests: pod('web', '1') }] },
-      { labels: { site: 'a', tier: 'x' }, workloads: [{ name: 'web', generation: 2, revision: 2, manifests: pod('web', '2') }, { name: 'db', generation: 1, revision: 1, manifests: [], error: 'no such label' }] },
+      {
+        labels: { site: 'a', tier: 'x' },
+        workloads: [
+          { name: 'web', generation: 2, revision: 2, manifests: pod('web', '2') },
+          { name: 'db', generation: 1, revision: 1, manifests: [], error: 'no such label' },
+        ],
+      },
       { labels: { tier: 'y' }, workloads: [{ name: 'db', generation: 2, revision: 1, manifests: pod('db', '1') }] },
       { labels: {}, workloads: [] },
     ];
@@ -43,11 +64,17 @@ describe('writeSpecTo (a spec written through the document backend)', () => {
     const { backend } = both(steps.slice(0, 2));
     expect(backend.workloads.web.manifests).toBeInstanceOf(A.ImmutableString);
     expect(backend.settings.labels.tier).toBeInstanceOf(A.ImmutableString);
-    expect(A.getBackend(backend).getWithType(A.getObjectId(backend.workloads, 'web')!, 'generation')).toEqual(['int', 2]);
+    expect(A.getBackend(backend).getWithType(A.getObjectId(backend.workloads, 'web')!, 'generation')).toEqual([
+      'int',
+      2,
+    ]);
   });
 
   it('changes nothing when the document already says it all', () => {
-    const step = { labels: { site: 'a' }, workloads: [{ name: 'web', generation: 1, revision: 1, manifests: pod('web', '1') }] };
+    const step = {
+      labels: { site: 'a' },
+      workloads: [{ name: 'web', generation: 1, revision: 1, manifests: pod('web', '1') }],
+    };
     const { backend } = both([step]);
     const b = A.getBackend(backend);
     writeSpecTo(b, step.labels, step.workloads);

@@ -124,7 +124,8 @@ export interface EdgeReportState {
   intents: Intent[];
 }
 
-const s = (v: unknown): string => (v instanceof ImmutableString ? v.val : v === undefined || v === null ? '' : String(v));
+const s = (v: unknown): string =>
+  v instanceof ImmutableString ? v.val : v === undefined || v === null ? '' : String(v);
 const opt = (v: unknown): string | undefined => (v === undefined || v === null ? undefined : s(v));
 
 export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
@@ -212,7 +213,8 @@ export function initReport(d: ReportDoc, edge: string): void {
 
 export function setSpecLabels(d: SpecDoc, labels: Record<string, string>): void {
   for (const k of Object.keys(d.settings.labels)) if (!(k in labels)) delete d.settings.labels[k];
-  for (const [k, v] of Object.entries(labels)) if (s(d.settings.labels[k]) !== v || !(k in d.settings.labels)) d.settings.labels[k] = new ImmutableString(v);
+  for (const [k, v] of Object.entries(labels))
+    if (s(d.settings.labels[k]) !== v || !(k in d.settings.labels)) d.settings.labels[k] = new ImmutableString(v);
 }
 
 /** Writes a workload only if it differs; returns true when the document changed. */
@@ -221,9 +223,20 @@ export function putSpecWorkload(d: SpecDoc, w: SpecWorkload): boolean {
   const manifests = JSON.stringify(w.manifests);
   // Numbers first: a new generation (the usual case) is decided without reading the manifests,
   // a string the size of the workload, out of the document.
-  if (cur && cur.generation === w.generation && cur.revision === w.revision && opt(cur.error) === w.error && s(cur.manifests) === manifests) return false;
+  if (
+    cur &&
+    cur.generation === w.generation &&
+    cur.revision === w.revision &&
+    opt(cur.error) === w.error &&
+    s(cur.manifests) === manifests
+  )
+    return false;
   if (!cur) {
-    const next: SpecWorkloadDoc = { generation: w.generation, revision: w.revision, manifests: new ImmutableString(manifests) };
+    const next: SpecWorkloadDoc = {
+      generation: w.generation,
+      revision: w.revision,
+      manifests: new ImmutableString(manifests),
+    };
     if (w.error !== undefined) next.error = new ImmutableString(w.error);
     d.workloads[w.name] = next;
     return true;
@@ -260,7 +273,8 @@ function mapId(b: MapBackend, obj: string, prop: string): string | undefined {
 
 function putIfChanged(b: MapBackend, obj: string, prop: string, value: string | number, datatype: 'str' | 'int'): void {
   const cur = b.getWithType(obj, prop);
-  if (!cur || cur[1] !== value || (datatype === 'str' ? cur[0] !== 'str' : cur[0] !== 'int' && cur[0] !== 'uint')) b.put(obj, prop, value, datatype);
+  if (!cur || cur[1] !== value || (datatype === 'str' ? cur[0] !== 'str' : cur[0] !== 'int' && cur[0] !== 'uint'))
+    b.put(obj, prop, value, datatype);
 }
 
 /**
@@ -273,7 +287,8 @@ export function writeSpecTo(b: MapBackend, labels: Record<string, string>, workl
   const settings = mapId(b, '_root', 'settings');
   const labelsId = settings && mapId(b, settings, 'labels');
   const wls = mapId(b, '_root', 'workloads');
-  if (!labelsId || !wls) throw new Error('spec document without settings.labels or workloads: it was not created by initSpec');
+  if (!labelsId || !wls)
+    throw new Error('spec document without settings.labels or workloads: it was not created by initSpec');
   for (const k of b.keys(labelsId)) if (!(k in labels)) b.delete(labelsId, k);
   for (const [k, v] of Object.entries(labels)) putIfChanged(b, labelsId, k, v, 'str');
   const keep = new Set(workloads.map((w) => w.name));
@@ -327,8 +342,15 @@ export function putReportWorkload(d: ReportDoc, name: string, o: ObservedWorkloa
   const cur = d.workloads[name];
   if (!cur) {
     const objects: Record<string, ReportObjectDoc> = {};
-    for (const [k, v] of Object.entries(o.objects)) objects[k] = v.message ? { ready: v.ready, message: new ImmutableString(v.message) } : { ready: v.ready };
-    const w: ReportWorkloadDoc = { observedGeneration: o.observedGeneration, phase: new ImmutableString(o.phase), since: now, restarts: new Counter(o.restarts), objects };
+    for (const [k, v] of Object.entries(o.objects))
+      objects[k] = v.message ? { ready: v.ready, message: new ImmutableString(v.message) } : { ready: v.ready };
+    const w: ReportWorkloadDoc = {
+      observedGeneration: o.observedGeneration,
+      phase: new ImmutableString(o.phase),
+      since: now,
+      restarts: new Counter(o.restarts),
+      objects,
+    };
     if (o.message) w.message = new ImmutableString(o.message);
     d.workloads[name] = w;
     return true;
@@ -379,8 +401,15 @@ export function deleteReportWorkload(d: ReportDoc, name: string): boolean {
 export function addIntent(d: ReportDoc, i: Omit<Intent, 'seq'>): number {
   const seq = (d.intentSeq ?? 0) + 1;
   d.intentSeq = seq;
-  const doc: IntentDoc = { seq, workload: new ImmutableString(i.workload), action: new ImmutableString(i.action), at: i.at, origin: new ImmutableString(i.origin) };
-  if (i.set) doc.set = Object.fromEntries(Object.entries(i.set).map(([k, v]) => [k, new ImmutableString(JSON.stringify(v))]));
+  const doc: IntentDoc = {
+    seq,
+    workload: new ImmutableString(i.workload),
+    action: new ImmutableString(i.action),
+    at: i.at,
+    origin: new ImmutableString(i.origin),
+  };
+  if (i.set)
+    doc.set = Object.fromEntries(Object.entries(i.set).map(([k, v]) => [k, new ImmutableString(JSON.stringify(v))]));
   d.intents[String(seq)] = doc;
   return seq;
 }
@@ -416,7 +445,10 @@ export interface LocalState {
  * whichever side spoke first, until the hub clears the intents (`intentsCleared`). Both replicas
  * compute this from the same two documents, so they always agree.
  */
-export function localState(report: EdgeReportState, spec: Pick<EdgeSpecState, 'intentsCleared'>): Record<string, LocalState> {
+export function localState(
+  report: EdgeReportState,
+  spec: Pick<EdgeSpecState, 'intentsCleared'>,
+): Record<string, LocalState> {
   const out: Record<string, LocalState> = {};
   for (const i of report.intents) {
     if (i.seq <= (spec.intentsCleared[i.workload] ?? 0)) continue;
@@ -462,11 +494,31 @@ export function materializeReport(state: EdgeReportState, intentSeq: number): (d
     initReport(d, state.edge);
     if (state.inventory) setInventory(d, state.inventory);
     for (const w of Object.values(state.workloads)) {
-      putReportWorkload(d, w.name, { observedGeneration: w.observedGeneration, phase: w.phase, message: w.message, restarts: w.restarts, objects: w.objects }, w.since);
+      putReportWorkload(
+        d,
+        w.name,
+        {
+          observedGeneration: w.observedGeneration,
+          phase: w.phase,
+          message: w.message,
+          restarts: w.restarts,
+          objects: w.objects,
+        },
+        w.since,
+      );
     }
     for (const i of state.intents) {
-      const doc: IntentDoc = { seq: i.seq, workload: new ImmutableString(i.workload), action: new ImmutableString(i.action), at: i.at, origin: new ImmutableString(i.origin) };
-      if (i.set) doc.set = Object.fromEntries(Object.entries(i.set).map(([k, v]) => [k, new ImmutableString(JSON.stringify(v))]));
+      const doc: IntentDoc = {
+        seq: i.seq,
+        workload: new ImmutableString(i.workload),
+        action: new ImmutableString(i.action),
+        at: i.at,
+        origin: new ImmutableString(i.origin),
+      };
+      if (i.set)
+        doc.set = Object.fromEntries(
+          Object.entries(i.set).map(([k, v]) => [k, new ImmutableString(JSON.stringify(v))]),
+        );
       d.intents[String(i.seq)] = doc;
     }
     d.intentSeq = intentSeq;

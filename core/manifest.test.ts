@@ -32,7 +32,10 @@ describe('parseManifests', () => {
   });
 
   it('reads JSON too, and expands kind: List', () => {
-    expect(parseManifests('{"kind": "List", "items": [{"kind": "Pod"}, {"kind": "Service"}]}')).toEqual([{ kind: 'Pod' }, { kind: 'Service' }]);
+    expect(parseManifests('{"kind": "List", "items": [{"kind": "Pod"}, {"kind": "Service"}]}')).toEqual([
+      { kind: 'Pod' },
+      { kind: 'Service' },
+    ]);
   });
 
   it('expands a top-level list', () => {
@@ -40,10 +43,19 @@ describe('parseManifests', () => {
   });
 
   const bad: [string, string][] = [
-    ['kind: Pod\n---\njust text\n', 'YAML document 2: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got "just text"'],
-    ['a: 1\n---\nb: [1,\n', 'YAML document 2 (line 4, column 1): Flow sequence in block collection must be sufficiently indented and end with a ]'],
+    [
+      'kind: Pod\n---\njust text\n',
+      'YAML document 2: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got "just text"',
+    ],
+    [
+      'a: 1\n---\nb: [1,\n',
+      'YAML document 2 (line 4, column 1): Flow sequence in block collection must be sufficiently indented and end with a ]',
+    ],
     ['kind: Pod\nkind: Service\n', 'YAML document 1 (line 2, column 1): Map keys must be unique'],
-    ['x: 1\n---\ny: 2\n---\na:\n  b: 1\n c: 2\n', 'YAML document 3 (line 7, column 1): All mapping items must start at the same column'],
+    [
+      'x: 1\n---\ny: 2\n---\na:\n  b: 1\n c: 2\n',
+      'YAML document 3 (line 7, column 1): All mapping items must start at the same column',
+    ],
   ];
   it.each(bad)('names the document and line: %j', (text, msg) => {
     expect(() => parseManifests(text)).toThrow(msg);
@@ -56,7 +68,12 @@ describe('parseManifests', () => {
 
   it('refuses an alias bomb instead of expanding it', () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 0; i < 8; i++) lines.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(9).fill(`*${String.fromCharCode(97 + i)}`).join(',')}]`);
+    for (let i = 0; i < 8; i++)
+      lines.push(
+        `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(9)
+          .fill(`*${String.fromCharCode(97 + i)}`)
+          .join(',')}]`,
+      );
     expect(() => parseManifests(lines.join('\n'))).toThrow(/YAML document 1: .*alias/i);
   });
 });
@@ -74,7 +91,10 @@ const controller = (kind: string, name: string, spec: Record<string, unknown>, p
   metadata: { name },
   spec: {
     ...spec,
-    template: { metadata: { labels: { app: name, n: 1 } }, spec: { restartPolicy: 'Always', containers: [{ name: 'c', ports: ports.map((p) => ({ containerPort: p })) }] } },
+    template: {
+      metadata: { labels: { app: name, n: 1 } },
+      spec: { restartPolicy: 'Always', containers: [{ name: 'c', ports: ports.map((p) => ({ containerPort: p })) }] },
+    },
   },
 });
 
@@ -111,7 +131,12 @@ describe('podTemplates', () => {
   it('gives an empty container list for a malformed spec instead of throwing', () => {
     const ms = [
       { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' } },
-      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'y' }, spec: { replicas: 'two', template: { spec: { containers: 'nope' } } } },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'y' },
+        spec: { replicas: 'two', template: { spec: { containers: 'nope' } } },
+      },
     ] as Manifest[];
     expect(podTemplates(ms).map((t) => [t.name, t.replicas, t.podSpec.containers])).toEqual([
       ['x', 1, []],
@@ -122,7 +147,12 @@ describe('podTemplates', () => {
 
 describe('declaredPorts', () => {
   it('collects containerPorts of all workload kinds, sorted and unique', () => {
-    const ms = [pod('p', [8080, 80]), controller('Deployment', 'd', {}, [80, 9090]), controller('Job', 'j', {}, [7000]), controller('StatefulSet', 's', {}, [5432])];
+    const ms = [
+      pod('p', [8080, 80]),
+      controller('Deployment', 'd', {}, [80, 9090]),
+      controller('Job', 'j', {}, [7000]),
+      controller('StatefulSet', 's', {}, [5432]),
+    ];
     expect(declaredPorts(ms)).toEqual([80, 5432, 7000, 8080, 9090]);
   });
 
@@ -135,7 +165,19 @@ describe('declaredPorts', () => {
         metadata: { name: 'p' },
         spec: {
           initContainers: [{ name: 'i', ports: [{ containerPort: 1111 }] }],
-          containers: [{ name: 'c', ports: [{ containerPort: '80' }, { containerPort: 0 }, { containerPort: 70000 }, { name: 'x' }, 'junk', { containerPort: 443 }] }],
+          containers: [
+            {
+              name: 'c',
+              ports: [
+                { containerPort: '80' },
+                { containerPort: 0 },
+                { containerPort: 70000 },
+                { name: 'x' },
+                'junk',
+                { containerPort: 443 },
+              ],
+            },
+          ],
         },
       },
     ];

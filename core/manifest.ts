@@ -38,7 +38,9 @@ export function parseManifests(text: string): unknown[] {
       return;
     }
     if (typeof value !== 'object') {
-      throw new Error(`YAML document ${i + 1}: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got ${JSON.stringify(value).slice(0, 60)}`);
+      throw new Error(
+        `YAML document ${i + 1}: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got ${JSON.stringify(value).slice(0, 60)}`,
+      );
     }
     const list = value as { kind?: unknown; items?: unknown };
     if (list.kind === 'List' && Array.isArray(list.items)) out.push(...list.items);

@@ -9,9 +9,24 @@ export const API_VERSION = 'outpost.dev/v1alpha1';
 export const KINDS = ['Edge', 'Workload', 'Placement'] as const;
 export type Kind = (typeof KINDS)[number];
 
-const name = z.string().regex(NAME_PATTERN, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit');
-const labelKey = z.string().min(1).max(317).regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be a label key like "region" or "example.com/tier"');
-const labelValue = z.string().max(63).regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/, 'must be 63 characters or less: letters, digits, "-", "_", "."');
+const name = z
+  .string()
+  .regex(NAME_PATTERN, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit');
+const labelKey = z
+  .string()
+  .min(1)
+  .max(317)
+  .regex(
+    /^([a-z0-9.-]+\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/,
+    'must be a label key like "region" or "example.com/tier"',
+  );
+const labelValue = z
+  .string()
+  .max(63)
+  .regex(
+    /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/,
+    'must be 63 characters or less: letters, digits, "-", "_", "."',
+  );
 
 export const Labels = z.record(labelKey, labelValue);
 export type Labels = z.infer<typeof Labels>;
@@ -45,10 +60,18 @@ export const LabelSelector = z
     sel.matchExpressions?.forEach((req, i) => {
       const needsValues = req.operator === 'In' || req.operator === 'NotIn';
       if (needsValues && (!req.values || req.values.length === 0)) {
-        ctx.addIssue({ code: 'custom', path: ['matchExpressions', i, 'values'], message: `operator ${req.operator} needs a non-empty values list` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['matchExpressions', i, 'values'],
+          message: `operator ${req.operator} needs a non-empty values list`,
+        });
       }
       if (!needsValues && req.values && req.values.length > 0) {
-        ctx.addIssue({ code: 'custom', path: ['matchExpressions', i, 'values'], message: `operator ${req.operator} takes no values; remove them` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['matchExpressions', i, 'values'],
+          message: `operator ${req.operator} takes no values; remove them`,
+        });
       }
     });
   });
@@ -116,7 +139,13 @@ export type Workload = z.infer<typeof Workload>;
 
 /** Set one field of matching manifests: `path` is dotted with numeric indexes, e.g. `spec.replicas`. */
 export const SetOperation = z.object({
-  path: z.string().min(1).regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'must be a dotted path such as spec.replicas or spec.containers.0.image'),
+  path: z
+    .string()
+    .min(1)
+    .regex(
+      /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/,
+      'must be a dotted path such as spec.replicas or spec.containers.0.image',
+    ),
   value: z.unknown(),
 });
 
@@ -133,7 +162,10 @@ export const CustomizationRule = z.object({
 });
 export type CustomizationRule = z.infer<typeof CustomizationRule>;
 
-const intOrPercent = z.union([z.number().int().min(0), z.string().regex(/^\d{1,3}%$/, 'must be a number or a percentage like "25%"')]);
+const intOrPercent = z.union([
+  z.number().int().min(0),
+  z.string().regex(/^\d{1,3}%$/, 'must be a number or a percentage like "25%"'),
+]);
 
 export const Rollout = z.object({
   /** How many selected edges may be not-ready-on-the-new-generation at once. */
@@ -174,7 +206,12 @@ export type Resource = z.infer<typeof Resource>;
 /** Formats zod issues as `path: message` lines, the form users see in API and CLI errors. */
 export function formatIssues(error: z.ZodError, prefix = ''): { path: string; message: string }[] {
   return error.issues.map((i) => ({
-    path: [prefix, ...i.path.map((p, idx) => (typeof p === 'number' ? `[${p}]` : `${idx === 0 && !prefix ? '' : '.'}${String(p)}`))].join('').replace(/^\./, ''),
+    path: [
+      prefix,
+      ...i.path.map((p, idx) => (typeof p === 'number' ? `[${p}]` : `${idx === 0 && !prefix ? '' : '.'}${String(p)}`)),
+    ]
+      .join('')
+      .replace(/^\./, ''),
     message: i.message,
   }));
 }

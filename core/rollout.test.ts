@@ -5,8 +5,18 @@ const NEW = 'k2';
 const OLD = 'k1';
 
 /** An edge running the old content, ready on it. */
-const old = (edge: string, extra: Partial<RolloutEdge> = {}): RolloutEdge => ({ edge, targetKey: NEW, writtenKey: OLD, observed: { key: OLD, state: 'ready' }, ...extra });
-const written = (edge: string, state?: 'ready' | 'progressing' | 'failed', extra: Partial<RolloutEdge> = {}): RolloutEdge => ({
+const old = (edge: string, extra: Partial<RolloutEdge> = {}): RolloutEdge => ({
+  edge,
+  targetKey: NEW,
+  writtenKey: OLD,
+  observed: { key: OLD, state: 'ready' },
+  ...extra,
+});
+const written = (
+  edge: string,
+  state?: 'ready' | 'progressing' | 'failed',
+  extra: Partial<RolloutEdge> = {},
+): RolloutEdge => ({
   edge,
   targetKey: NEW,
   writtenKey: NEW,
@@ -14,8 +24,11 @@ const written = (edge: string, state?: 'ready' | 'progressing' | 'failed', extra
   ...extra,
 });
 
-const plan = (edges: RolloutEdge[], rollout: RolloutInput['rollout'] = {}, acknowledgedFailures?: Record<string, string>) =>
-  planRollout({ placement: 'web', rollout, edges, acknowledgedFailures });
+const plan = (
+  edges: RolloutEdge[],
+  rollout: RolloutInput['rollout'] = {},
+  acknowledgedFailures?: Record<string, string>,
+) => planRollout({ placement: 'web', rollout, edges, acknowledgedFailures });
 
 describe('resolveMaxUnavailable', () => {
   const cases: [number | string | undefined, number, number][] = [
@@ -35,7 +48,9 @@ describe('resolveMaxUnavailable', () => {
   });
 
   it('rejects a malformed value with the fix', () => {
-    expect(() => resolveMaxUnavailable('25', 4)).toThrow('invalid maxUnavailable "25": use a number of edges or a percentage like "25%"');
+    expect(() => resolveMaxUnavailable('25', 4)).toThrow(
+      'invalid maxUnavailable "25": use a number of edges or a percentage like "25%"',
+    );
   });
 });
 
@@ -56,7 +71,9 @@ describe('planRollout', () => {
   });
 
   it('only fills the budget left by edges still in flight', () => {
-    const p = plan([written('e1', 'ready'), written('e2', 'progressing'), old('e3'), old('e4'), old('e5')], { maxUnavailable: 2 });
+    const p = plan([written('e1', 'ready'), written('e2', 'progressing'), old('e3'), old('e4'), old('e5')], {
+      maxUnavailable: 2,
+    });
     expect(p.update).toEqual(['e3']);
     expect(p.counts).toEqual({ total: 5, updated: 3, ready: 1, failed: 0, pending: 2 });
   });
@@ -89,9 +106,16 @@ describe('planRollout', () => {
   });
 
   it('writes edges already ready on the target at no cost, even when the budget is used up', () => {
-    const p = plan([written('e1', 'progressing'), { edge: 'e2', targetKey: NEW, writtenKey: OLD, observed: { key: NEW, state: 'ready' } }, old('e3')], {
-      maxUnavailable: 1,
-    });
+    const p = plan(
+      [
+        written('e1', 'progressing'),
+        { edge: 'e2', targetKey: NEW, writtenKey: OLD, observed: { key: NEW, state: 'ready' } },
+        old('e3'),
+      ],
+      {
+        maxUnavailable: 1,
+      },
+    );
     expect(p.update).toEqual(['e2']);
     expect(p.counts).toEqual({ total: 3, updated: 2, ready: 1, failed: 0, pending: 1 });
   });
@@ -107,7 +131,10 @@ describe('planRollout', () => {
   });
 
   it('does not count a failure on the old key against the new version', () => {
-    const p = plan([{ edge: 'e1', targetKey: NEW, writtenKey: OLD, observed: { key: OLD, state: 'failed' } }, old('e2')], { maxUnavailable: 1 });
+    const p = plan(
+      [{ edge: 'e1', targetKey: NEW, writtenKey: OLD, observed: { key: OLD, state: 'failed' } }, old('e2')],
+      { maxUnavailable: 1 },
+    );
     expect(p.update).toEqual(['e1']);
     expect(p.counts.failed).toBe(0);
   });
@@ -125,7 +152,10 @@ describe('planRollout', () => {
   });
 
   it('goes on below the threshold, with failed edges holding budget', () => {
-    const p = plan([written('e1', 'failed'), old('e2'), old('e3'), old('e4')], { maxUnavailable: 2, failureThreshold: 2 });
+    const p = plan([written('e1', 'failed'), old('e2'), old('e3'), old('e4')], {
+      maxUnavailable: 2,
+      failureThreshold: 2,
+    });
     expect(p.update).toEqual(['e2']);
     expect(p.phase).toBe('Progressing');
     expect(p.reason).toBe('2 of 4 edges updated, 0 ready, 1 failed; waiting for e2; at most 2 unavailable at once');
@@ -142,7 +172,10 @@ describe('planRollout', () => {
   });
 
   it('forgets an acknowledgement when the target key changes', () => {
-    const edges: RolloutEdge[] = [{ edge: 'e1', targetKey: 'k3', writtenKey: 'k3', observed: { key: 'k3', state: 'failed' } }, old('e2')];
+    const edges: RolloutEdge[] = [
+      { edge: 'e1', targetKey: 'k3', writtenKey: 'k3', observed: { key: 'k3', state: 'failed' } },
+      old('e2'),
+    ];
     expect(plan(edges, {}, { e1: NEW }).phase).toBe('Paused');
   });
 
@@ -158,9 +191,13 @@ describe('planRollout', () => {
     const p = plan([old('e1'), free], { paused: true });
     expect(p.update).toEqual([]);
     expect(p.phase).toBe('Paused');
-    expect(p.reason).toBe('paused by user; 0 of 2 edges updated, 0 ready; run `outpost rollout resume placement web` to continue');
+    expect(p.reason).toBe(
+      'paused by user; 0 of 2 edges updated, 0 ready; run `outpost rollout resume placement web` to continue',
+    );
     const done = plan([written('e1', 'ready')], { paused: true });
-    expect(done.reason).toBe('paused by user; the edge is up to date; run `outpost rollout resume placement web` to roll out later changes');
+    expect(done.reason).toBe(
+      'paused by user; the edge is up to date; run `outpost rollout resume placement web` to roll out later changes',
+    );
   });
 
   it('lists at most five names', () => {
@@ -179,24 +216,30 @@ describe('planRollout', () => {
     [10, '25%', []],
     [7, 1, []],
     [12, '50%', ['e03']],
-  ] as [number, number | string, string[]][])('rolls %i edges with maxUnavailable %j, failing %j, within budget', (n, maxUnavailable, failing) => {
-    const fleet = new Map<string, RolloutEdge>();
-    for (let i = 0; i < n; i++) fleet.set(`e${String(i).padStart(2, '0')}`, old(`e${String(i).padStart(2, '0')}`));
-    const budget = resolveMaxUnavailable(maxUnavailable, n);
-    let last;
-    for (let step = 0; step < 100; step++) {
-      // Edges written in the previous step report.
-      for (const e of fleet.values()) {
-        if (e.writtenKey === NEW && e.observed?.key !== NEW) e.observed = { key: NEW, state: failing.includes(e.edge) ? 'failed' : 'ready' };
+  ] as [number, number | string, string[]][])(
+    'rolls %i edges with maxUnavailable %j, failing %j, within budget',
+    (n, maxUnavailable, failing) => {
+      const fleet = new Map<string, RolloutEdge>();
+      for (let i = 0; i < n; i++) fleet.set(`e${String(i).padStart(2, '0')}`, old(`e${String(i).padStart(2, '0')}`));
+      const budget = resolveMaxUnavailable(maxUnavailable, n);
+      let last;
+      for (let step = 0; step < 100; step++) {
+        // Edges written in the previous step report.
+        for (const e of fleet.values()) {
+          if (e.writtenKey === NEW && e.observed?.key !== NEW)
+            e.observed = { key: NEW, state: failing.includes(e.edge) ? 'failed' : 'ready' };
+        }
+        last = plan([...fleet.values()], { maxUnavailable, failureThreshold: 2 });
+        for (const name of last.update) fleet.get(name)!.writtenKey = NEW;
+        const down = [...fleet.values()].filter(
+          (e) => e.writtenKey === NEW && !(e.observed?.key === NEW && e.observed.state === 'ready'),
+        ).length;
+        expect(down).toBeLessThanOrEqual(budget);
+        if (last.phase === 'Complete' || last.phase === 'Failed') break;
       }
-      last = plan([...fleet.values()], { maxUnavailable, failureThreshold: 2 });
-      for (const name of last.update) fleet.get(name)!.writtenKey = NEW;
-      const down = [...fleet.values()].filter((e) => e.writtenKey === NEW && !(e.observed?.key === NEW && e.observed.state === 'ready')).length;
-      expect(down).toBeLessThanOrEqual(budget);
-      if (last.phase === 'Complete' || last.phase === 'Failed') break;
-    }
-    expect(last!.phase).toBe(failing.length ? 'Failed' : 'Complete');
-    expect(last!.counts.updated).toBe(n);
-    expect(last!.counts.ready).toBe(n - failing.length);
-  });
+      expect(last!.phase).toBe(failing.length ? 'Failed' : 'Complete');
+      expect(last!.counts.updated).toBe(n);
+      expect(last!.counts.ready).toBe(n - failing.length);
+    },
+  );
 });

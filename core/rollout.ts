@@ -116,7 +116,9 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   const { placement, rollout } = input;
   const acked = input.acknowledgedFailures ?? {};
   const threshold = Math.max(1, rollout.failureThreshold ?? 1);
-  const edges = [...new Map(input.edges.map((e) => [e.edge, e])).values()].sort((a, b) => (a.edge < b.edge ? -1 : a.edge > b.edge ? 1 : 0));
+  const edges = [...new Map(input.edges.map((e) => [e.edge, e])).values()].sort((a, b) =>
+    a.edge < b.edge ? -1 : a.edge > b.edge ? 1 : 0,
+  );
   const total = edges.length;
   const maxUnavailable = resolveMaxUnavailable(rollout.maxUnavailable, total);
 

@@ -24,7 +24,11 @@ describe('matchesSelector', () => {
     ['Exists absent', { matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, false],
     ['DoesNotExist', { matchExpressions: [{ key: 'zone', operator: 'DoesNotExist' }] }, true],
     ['DoesNotExist present', { matchExpressions: [{ key: 'tier', operator: 'DoesNotExist' }] }, false],
-    ['labels AND expressions', { matchLabels: { region: 'eu' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['large'] }] }, false],
+    [
+      'labels AND expressions',
+      { matchLabels: { region: 'eu' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['large'] }] },
+      false,
+    ],
     ['inherited properties are not labels', { matchExpressions: [{ key: 'constructor', operator: 'Exists' }] }, false],
   ];
   it.each(cases)('%s', (_name, sel, want) => {
@@ -51,7 +55,9 @@ describe('selectEdges', () => {
   });
 
   it('unions explicit names that exist and ignores unknown ones', () => {
-    expect(selectEdges(edges, { edgeSelector: { matchLabels: { region: 'eu' } }, edges: ['e2', 'e1', 'ghost'] })).toEqual(['e1', 'e2', 'e3']);
+    expect(
+      selectEdges(edges, { edgeSelector: { matchLabels: { region: 'eu' } }, edges: ['e2', 'e1', 'ghost'] }),
+    ).toEqual(['e1', 'e2', 'e3']);
   });
 
   it('selects only the named edges when there is no selector', () => {
@@ -70,7 +76,12 @@ describe('selectEdges', () => {
 
 describe('parseLabels', () => {
   it('parses pairs, trims spaces, allows empty values and prefixed keys', () => {
-    expect(parseLabels('region=eu, tier=small,gpu=,example.com/rack=r-1')).toEqual({ region: 'eu', tier: 'small', gpu: '', 'example.com/rack': 'r-1' });
+    expect(parseLabels('region=eu, tier=small,gpu=,example.com/rack=r-1')).toEqual({
+      region: 'eu',
+      tier: 'small',
+      gpu: '',
+      'example.com/rack': 'r-1',
+    });
   });
 
   it('parses the empty string and stray commas as no labels', () => {
@@ -79,10 +90,19 @@ describe('parseLabels', () => {
   });
 
   const bad: [string, string][] = [
-    ['region', 'invalid label "region": write labels as key=value pairs separated by commas, e.g. region=eu,tier=small'],
+    [
+      'region',
+      'invalid label "region": write labels as key=value pairs separated by commas, e.g. region=eu,tier=small',
+    ],
     ['=eu', 'invalid label "=eu": the key is empty; write key=value, e.g. region=eu'],
-    ['region=eu=west', 'invalid label "region=eu=west": a value cannot contain "="; separate pairs with commas, e.g. region=eu,tier=small'],
-    ['Region Name=eu', 'invalid label key "Region Name" in "Region Name=eu": use a key like "region" or "example.com/tier"'],
+    [
+      'region=eu=west',
+      'invalid label "region=eu=west": a value cannot contain "="; separate pairs with commas, e.g. region=eu,tier=small',
+    ],
+    [
+      'Region Name=eu',
+      'invalid label key "Region Name" in "Region Name=eu": use a key like "region" or "example.com/tier"',
+    ],
     ['region=eu west', 'invalid value "eu west" for label "region" in "region=eu west": use at most 63 letters'],
     [`region=${'a'.repeat(64)}`, `invalid value "${'a'.repeat(64)}" for label "region"`],
     ['region=eu,region=us', 'label "region" is given twice ("eu" and "us"): keep one'],
@@ -139,7 +159,10 @@ describe('parseSelectorString', () => {
       },
     ],
     ['example.com/tier=edge', { matchLabels: { 'example.com/tier': 'edge' } }],
-    ['region=eu,region=us', { matchLabels: { region: 'eu' }, matchExpressions: [{ key: 'region', operator: 'In', values: ['us'] }] }],
+    [
+      'region=eu,region=us',
+      { matchLabels: { region: 'eu' }, matchExpressions: [{ key: 'region', operator: 'In', values: ['us'] }] },
+    ],
   ];
   it.each(cases)('parses %j', (input, want) => {
     expect(parseSelectorString(input)).toEqual(want);

@@ -16,7 +16,8 @@ export type SelectorRequirement = NonNullable<LabelSelector['matchExpressions']>
 // a per-pair message, which a record schema cannot give.
 const LABEL_KEY = /^([a-z0-9.-]+\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
-const KEY_HINT = 'use a key like "region" or "example.com/tier" (letters, digits, "-", "_", "." and one optional "prefix/")';
+const KEY_HINT =
+  'use a key like "region" or "example.com/tier" (letters, digits, "-", "_", "." and one optional "prefix/")';
 const VALUE_HINT = 'use at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit';
 
 const has = (labels: Record<string, string>, key: string): boolean => Object.hasOwn(labels, key);
@@ -55,7 +56,10 @@ export interface SelectableEdge {
  * The edges a placement selects: selector matches plus explicitly named edges that exist, minus
  * unschedulable (drained) ones. Sorted and without duplicates, so callers can diff two results.
  */
-export function selectEdges(edges: SelectableEdge[], spec: { edgeSelector?: LabelSelector; edges?: string[] }): string[] {
+export function selectEdges(
+  edges: SelectableEdge[],
+  spec: { edgeSelector?: LabelSelector; edges?: string[] },
+): string[] {
   const named = new Set(spec.edges ?? []);
   const out = new Set<string>();
   for (const e of edges) {
@@ -70,7 +74,8 @@ function checkKey(key: string, where: string): void {
 }
 
 function checkValue(value: string, key: string, where: string): void {
-  if (value.length > 63 || !LABEL_VALUE.test(value)) throw new Error(`invalid value "${value}" for label "${key}" in ${where}: ${VALUE_HINT}`);
+  if (value.length > 63 || !LABEL_VALUE.test(value))
+    throw new Error(`invalid value "${value}" for label "${key}" in ${where}: ${VALUE_HINT}`);
 }
 
 /**
@@ -83,15 +88,22 @@ export function parseLabels(s: string): Record<string, string> {
     const pair = raw.trim();
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    if (eq < 0) throw new Error(`invalid label "${pair}": write labels as key=value pairs separated by commas, e.g. region=eu,tier=small`);
+    if (eq < 0)
+      throw new Error(
+        `invalid label "${pair}": write labels as key=value pairs separated by commas, e.g. region=eu,tier=small`,
+      );
     const key = pair.slice(0, eq).trim();
     const value = pair.slice(eq + 1).trim();
     const where = `"${pair}"`;
     if (key === '') throw new Error(`invalid label "${pair}": the key is empty; write key=value, e.g. region=eu`);
     checkKey(key, where);
-    if (value.includes('=')) throw new Error(`invalid label "${pair}": a value cannot contain "="; separate pairs with commas, e.g. region=eu,tier=small`);
+    if (value.includes('='))
+      throw new Error(
+        `invalid label "${pair}": a value cannot contain "="; separate pairs with commas, e.g. region=eu,tier=small`,
+      );
     checkValue(value, key, where);
-    if (has(out, key) && out[key] !== value) throw new Error(`label "${key}" is given twice ("${out[key]}" and "${value}"): keep one`);
+    if (has(out, key) && out[key] !== value)
+      throw new Error(`label "${key}" is given twice ("${out[key]}" and "${value}"): keep one`);
     out[key] = value;
   }
   return out;
@@ -133,7 +145,8 @@ export function parseSelectorString(s: string): LabelSelector {
       const [, key, op, list] = m;
       checkKey(key, where);
       const values = list.split(',').map((v) => v.trim());
-      if (list.trim() === '') throw new Error(`invalid ${where}: "${op}" needs at least one value, e.g. ${key} ${op} (a,b)`);
+      if (list.trim() === '')
+        throw new Error(`invalid ${where}: "${op}" needs at least one value, e.g. ${key} ${op} (a,b)`);
       for (const v of values) checkValue(v, key, where);
       matchExpressions.push({ key, operator: op === 'in' ? 'In' : 'NotIn', values: [...new Set(values)] });
     } else if ((m = /^([^=!\s]+)\s*!=\s*(.*)$/.exec(term))) {
@@ -147,7 +160,8 @@ export function parseSelectorString(s: string): LabelSelector {
       checkValue(value, key, where);
       // Two different equalities on one key can never both hold; keep that meaning instead of
       // letting the second silently replace the first in matchLabels.
-      if (has(matchLabels, key) && matchLabels[key] !== value) matchExpressions.push({ key, operator: 'In', values: [value] });
+      if (has(matchLabels, key) && matchLabels[key] !== value)
+        matchExpressions.push({ key, operator: 'In', values: [value] });
       else matchLabels[key] = value;
     } else if ((m = /^!\s*(\S+)$/.exec(term))) {
       checkKey(m[1], where);

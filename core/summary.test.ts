@@ -1,8 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import type { State } from './status.js';
-import { readyColumn, stateFromReport, summarize, summarizeByEdge, type ReportFacts, type StatusEntry } from './summary.js';
+import {
+  readyColumn,
+  stateFromReport,
+  summarize,
+  summarizeByEdge,
+  type ReportFacts,
+  type StatusEntry,
+} from './summary.js';
 
-const e = (edge: string, workload: string, state: State, reason?: string, object?: string): StatusEntry => ({ edge, workload, state, reason, object });
+const e = (edge: string, workload: string, state: State, reason?: string, object?: string): StatusEntry => ({
+  edge,
+  workload,
+  state,
+  reason,
+  object,
+});
 
 describe('summarize', () => {
   it('is empty for no entries', () => {
@@ -10,13 +23,28 @@ describe('summarize', () => {
   });
 
   it('counts pairs, ready, states and the worst state', () => {
-    const s = summarize([e('e1', 'web', 'Ready'), e('e2', 'web', 'Ready'), e('e3', 'web', 'Progressing'), e('e1', 'db', 'Paused')]);
-    expect(s).toEqual({ total: 4, ready: 2, states: { Ready: 2, Progressing: 1, Paused: 1 }, worst: 'Paused', broken: [] });
+    const s = summarize([
+      e('e1', 'web', 'Ready'),
+      e('e2', 'web', 'Ready'),
+      e('e3', 'web', 'Progressing'),
+      e('e1', 'db', 'Paused'),
+    ]);
+    expect(s).toEqual({
+      total: 4,
+      ready: 2,
+      states: { Ready: 2, Progressing: 1, Paused: 1 },
+      worst: 'Paused',
+      broken: [],
+    });
     expect(readyColumn(s)).toBe('2/4');
   });
 
   it('counts a pair with several object entries once, at its worst state', () => {
-    const s = summarize([e('e1', 'web', 'Ready', undefined, 'Pod/a'), e('e1', 'web', 'Failed', 'CrashLoop', 'Pod/b'), e('e2', 'web', 'Ready')]);
+    const s = summarize([
+      e('e1', 'web', 'Ready', undefined, 'Pod/a'),
+      e('e1', 'web', 'Failed', 'CrashLoop', 'Pod/b'),
+      e('e2', 'web', 'Ready'),
+    ]);
     expect(s.total).toBe(2);
     expect(s.ready).toBe(1);
     expect(s.states).toEqual({ Failed: 1, Ready: 1 });
@@ -62,7 +90,12 @@ describe('summarize', () => {
 
 describe('summarizeByEdge', () => {
   it('gives each edge its READY x/y', () => {
-    const by = summarizeByEdge([e('e2', 'web', 'Ready'), e('e1', 'web', 'Ready'), e('e1', 'db', 'Failed', 'exit 1'), e('e1', 'cache', 'Ready')]);
+    const by = summarizeByEdge([
+      e('e2', 'web', 'Ready'),
+      e('e1', 'web', 'Ready'),
+      e('e1', 'db', 'Failed', 'exit 1'),
+      e('e1', 'cache', 'Ready'),
+    ]);
     expect(Object.keys(by)).toEqual(['e1', 'e2']);
     expect(readyColumn(by.e1)).toBe('2/3');
     expect(by.e1.worst).toBe('Failed');
@@ -72,23 +105,108 @@ describe('summarizeByEdge', () => {
 
 describe('stateFromReport', () => {
   const cases: [string, ReportFacts, { state: State; reason?: string }][] = [
-    ['a spec error wins', { generation: 2, specError: 'workload web: edge "e1" has no label "region"', online: false, lastSeenAgoMs: 1, reported: { phase: 'Ready', observedGeneration: 2 } }, { state: 'Error', reason: 'workload web: edge "e1" has no label "region"' }],
-    ['never reported', { generation: 1, online: true, lastSeenAgoMs: 0 }, { state: 'Pending', reason: 'waiting for the edge to report' }],
-    ['never connected', { generation: 1, online: false }, { state: 'Pending', reason: 'waiting for the edge to connect for the first time' }],
-    ['older generation', { generation: 3, online: true, lastSeenAgoMs: 0, reported: { phase: 'Ready', observedGeneration: 2 } }, { state: 'Progressing', reason: 'edge is applying generation 3 (last reported Ready on generation 2)' }],
-    ['ready', { generation: 3, online: true, lastSeenAgoMs: 0, reported: { phase: 'Ready', observedGeneration: 3 } }, { state: 'Ready' }],
-    ['ahead of the hub counts as current', { generation: 3, online: true, reported: { phase: 'Ready', observedGeneration: 4 } }, { state: 'Ready' }],
-    ['offline, last known Ready', { generation: 2, online: false, lastSeenAgoMs: 180_000, reported: { phase: 'Ready', observedGeneration: 2 } }, { state: 'Stale', reason: 'edge offline for 3m, last known Ready' }],
-    ['offline on an older generation', { generation: 3, online: false, lastSeenAgoMs: 7_200_000, reported: { phase: 'Ready', observedGeneration: 2 } }, { state: 'Stale', reason: 'edge offline for 2h, last known Ready on generation 2 (generation 3 not applied yet)' }],
-    ['offline, never reported', { generation: 1, online: false, lastSeenAgoMs: 45_000 }, { state: 'Stale', reason: 'edge offline for 45s, no status reported yet' }],
-    ['offline hides a failure only behind its reason', { generation: 1, online: false, lastSeenAgoMs: 90_000, reported: { phase: 'Failed', observedGeneration: 1 } }, { state: 'Stale', reason: 'edge offline for 1m30s, last known Failed' }],
-    ['paused on site', { generation: 1, online: true, reported: { phase: 'Paused', observedGeneration: 1 } }, { state: 'Paused', reason: 'paused on site by a local intent' }],
-    ['failed with message', { generation: 1, online: true, reported: { phase: 'Failed', observedGeneration: 1, message: 'container web exited with code 1' } }, { state: 'Failed', reason: 'container web exited with code 1' }],
-    ['failed without message', { generation: 1, online: true, reported: { phase: 'Failed', observedGeneration: 1 } }, { state: 'Failed', reason: 'failed, the edge gave no message' }],
-    ['degraded', { generation: 1, online: true, reported: { phase: 'Degraded', observedGeneration: 1, message: '1/2 ready' } }, { state: 'Degraded', reason: '1/2 ready' }],
-    ['progressing', { generation: 1, online: true, reported: { phase: 'Progressing', observedGeneration: 1 } }, { state: 'Progressing', reason: 'starting on the edge' }],
-    ['pending', { generation: 1, online: true, reported: { phase: 'Pending', observedGeneration: 1, message: 'pulling image' } }, { state: 'Pending', reason: 'pulling image' }],
-    ['unknown phase', { generation: 1, online: true, reported: { phase: 'Exploded', observedGeneration: 1 } }, { state: 'Pending', reason: 'edge reported an unknown phase "Exploded"; check that the edge agent and the hub run compatible versions' }],
+    [
+      'a spec error wins',
+      {
+        generation: 2,
+        specError: 'workload web: edge "e1" has no label "region"',
+        online: false,
+        lastSeenAgoMs: 1,
+        reported: { phase: 'Ready', observedGeneration: 2 },
+      },
+      { state: 'Error', reason: 'workload web: edge "e1" has no label "region"' },
+    ],
+    [
+      'never reported',
+      { generation: 1, online: true, lastSeenAgoMs: 0 },
+      { state: 'Pending', reason: 'waiting for the edge to report' },
+    ],
+    [
+      'never connected',
+      { generation: 1, online: false },
+      { state: 'Pending', reason: 'waiting for the edge to connect for the first time' },
+    ],
+    [
+      'older generation',
+      { generation: 3, online: true, lastSeenAgoMs: 0, reported: { phase: 'Ready', observedGeneration: 2 } },
+      { state: 'Progressing', reason: 'edge is applying generation 3 (last reported Ready on generation 2)' },
+    ],
+    [
+      'ready',
+      { generation: 3, online: true, lastSeenAgoMs: 0, reported: { phase: 'Ready', observedGeneration: 3 } },
+      { state: 'Ready' },
+    ],
+    [
+      'ahead of the hub counts as current',
+      { generation: 3, online: true, reported: { phase: 'Ready', observedGeneration: 4 } },
+      { state: 'Ready' },
+    ],
+    [
+      'offline, last known Ready',
+      { generation: 2, online: false, lastSeenAgoMs: 180_000, reported: { phase: 'Ready', observedGeneration: 2 } },
+      { state: 'Stale', reason: 'edge offline for 3m, last known Ready' },
+    ],
+    [
+      'offline on an older generation',
+      { generation: 3, online: false, lastSeenAgoMs: 7_200_000, reported: { phase: 'Ready', observedGeneration: 2 } },
+      {
+        state: 'Stale',
+        reason: 'edge offline for 2h, last known Ready on generation 2 (generation 3 not applied yet)',
+      },
+    ],
+    [
+      'offline, never reported',
+      { generation: 1, online: false, lastSeenAgoMs: 45_000 },
+      { state: 'Stale', reason: 'edge offline for 45s, no status reported yet' },
+    ],
+    [
+      'offline hides a failure only behind its reason',
+      { generation: 1, online: false, lastSeenAgoMs: 90_000, reported: { phase: 'Failed', observedGeneration: 1 } },
+      { state: 'Stale', reason: 'edge offline for 1m30s, last known Failed' },
+    ],
+    [
+      'paused on site',
+      { generation: 1, online: true, reported: { phase: 'Paused', observedGeneration: 1 } },
+      { state: 'Paused', reason: 'paused on site by a local intent' },
+    ],
+    [
+      'failed with message',
+      {
+        generation: 1,
+        online: true,
+        reported: { phase: 'Failed', observedGeneration: 1, message: 'container web exited with code 1' },
+      },
+      { state: 'Failed', reason: 'container web exited with code 1' },
+    ],
+    [
+      'failed without message',
+      { generation: 1, online: true, reported: { phase: 'Failed', observedGeneration: 1 } },
+      { state: 'Failed', reason: 'failed, the edge gave no message' },
+    ],
+    [
+      'degraded',
+      { generation: 1, online: true, reported: { phase: 'Degraded', observedGeneration: 1, message: '1/2 ready' } },
+      { state: 'Degraded', reason: '1/2 ready' },
+    ],
+    [
+      'progressing',
+      { generation: 1, online: true, reported: { phase: 'Progressing', observedGeneration: 1 } },
+      { state: 'Progressing', reason: 'starting on the edge' },
+    ],
+    [
+      'pending',
+      { generation: 1, online: true, reported: { phase: 'Pending', observedGeneration: 1, message: 'pulling image' } },
+      { state: 'Pending', reason: 'pulling image' },
+    ],
+    [
+      'unknown phase',
+      { generation: 1, online: true, reported: { phase: 'Exploded', observedGeneration: 1 } },
+      {
+        state: 'Pending',
+        reason:
+          'edge reported an unknown phase "Exploded"; check that the edge agent and the hub run compatible versions',
+      },
+    ],
   ];
   it.each(cases)('%s', (_name, facts, want) => {
     expect(stateFromReport(facts)).toEqual(want);

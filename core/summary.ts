@@ -7,7 +7,15 @@
  * shows as Stale with how long ago and what it last said, never as a bare "Unknown".
  */
 import { formatAge } from './durations.js';
-import { REPORTED_PHASES, STATE_RANK, worstState, type BrokenEntry, type ReportedPhase, type State, type Summary } from './status.js';
+import {
+  REPORTED_PHASES,
+  STATE_RANK,
+  worstState,
+  type BrokenEntry,
+  type ReportedPhase,
+  type State,
+  type Summary,
+} from './status.js';
 
 export interface StatusEntry {
   edge: string;
@@ -21,7 +29,8 @@ export interface StatusEntry {
 /** States listed under `broken`: something is wrong or we cannot tell. Paused and moving states are not. */
 export const BROKEN_STATES: ReadonlySet<State> = new Set<State>(['Stale', 'Degraded', 'Failed', 'Error']);
 
-const cmp = (a: string | undefined, b: string | undefined): number => ((a ?? '') < (b ?? '') ? -1 : (a ?? '') > (b ?? '') ? 1 : 0);
+const cmp = (a: string | undefined, b: string | undefined): number =>
+  (a ?? '') < (b ?? '') ? -1 : (a ?? '') > (b ?? '') ? 1 : 0;
 
 /**
  * Summarizes entries. `total` counts distinct (edge, workload) pairs; a pair with several entries
@@ -39,9 +48,20 @@ export function summarize(entries: StatusEntry[], maxBroken = 10): Summary {
   for (const s of pairs.values()) states[s] = (states[s] ?? 0) + 1;
   const broken: BrokenEntry[] = entries
     .filter((e) => BROKEN_STATES.has(e.state))
-    .sort((a, b) => STATE_RANK[b.state] - STATE_RANK[a.state] || cmp(a.edge, b.edge) || cmp(a.workload, b.workload) || cmp(a.object, b.object))
+    .sort(
+      (a, b) =>
+        STATE_RANK[b.state] - STATE_RANK[a.state] ||
+        cmp(a.edge, b.edge) ||
+        cmp(a.workload, b.workload) ||
+        cmp(a.object, b.object),
+    )
     .slice(0, Math.max(0, maxBroken))
-    .map((e) => ({ edge: e.edge, workload: e.workload, ...(e.object === undefined ? {} : { object: e.object }), reason: e.reason ?? `${e.state}: no reason reported` }));
+    .map((e) => ({
+      edge: e.edge,
+      workload: e.workload,
+      ...(e.object === undefined ? {} : { object: e.object }),
+      reason: e.reason ?? `${e.state}: no reason reported`,
+    }));
   const summary: Summary = { total: pairs.size, ready: states.Ready ?? 0, states, broken };
   const worst = worstState(pairs.values());
   if (worst !== undefined) summary.worst = worst;
@@ -102,18 +122,31 @@ export function stateFromReport(f: ReportFacts): DerivedState {
   if (f.specError !== undefined) return { state: 'Error', reason: f.specError };
   const r = f.reported;
   if (!f.online) {
-    if (f.lastSeenAgoMs === undefined) return { state: r ? 'Stale' : 'Pending', reason: r ? 'edge offline, last known ' + r.phase : 'waiting for the edge to connect for the first time' };
+    if (f.lastSeenAgoMs === undefined)
+      return {
+        state: r ? 'Stale' : 'Pending',
+        reason: r ? 'edge offline, last known ' + r.phase : 'waiting for the edge to connect for the first time',
+      };
     const since = `edge offline for ${formatAge(f.lastSeenAgoMs)}`;
     if (!r) return { state: 'Stale', reason: `${since}, no status reported yet` };
-    const older = r.observedGeneration < f.generation ? ` on generation ${r.observedGeneration} (generation ${f.generation} not applied yet)` : '';
+    const older =
+      r.observedGeneration < f.generation
+        ? ` on generation ${r.observedGeneration} (generation ${f.generation} not applied yet)`
+        : '';
     return { state: 'Stale', reason: `${since}, last known ${r.phase}${older}` };
   }
   if (!r) return { state: 'Pending', reason: 'waiting for the edge to report' };
   if (r.observedGeneration < f.generation) {
-    return { state: 'Progressing', reason: `edge is applying generation ${f.generation} (last reported ${r.phase} on generation ${r.observedGeneration})` };
+    return {
+      state: 'Progressing',
+      reason: `edge is applying generation ${f.generation} (last reported ${r.phase} on generation ${r.observedGeneration})`,
+    };
   }
   if (!(REPORTED_PHASES as readonly string[]).includes(r.phase)) {
-    return { state: 'Pending', reason: `edge reported an unknown phase "${r.phase}"; check that the edge agent and the hub run compatible versions` };
+    return {
+      state: 'Pending',
+      reason: `edge reported an unknown phase "${r.phase}"; check that the edge agent and the hub run compatible versions`,
+    };
   }
   const phase = r.phase as ReportedPhase;
   const reason = r.message || DEFAULT_REASON[phase];

@@ -3,7 +3,18 @@ import { environment, execLine, parseUnit, quoteArg, renderUnit, splitExecLine, 
 
 describe('systemd unit rendering', () => {
   it('quotes ExecStart arguments so systemd gives the program exactly what was asked', () => {
-    const argv = ['/usr/local/bin/outpost', 'hub', '--data', '/var/lib/outpost hub', '--host', 'a"b', 'x\\y', '100%', '$HOME', ''];
+    const argv = [
+      '/usr/local/bin/outpost',
+      'hub',
+      '--data',
+      '/var/lib/outpost hub',
+      '--host',
+      'a"b',
+      'x\\y',
+      '100%',
+      '$HOME',
+      '',
+    ];
     const line = execLine(argv);
     // systemd would expand these: they must be escaped, never passed through.
     expect(line).toContain('100%%');
@@ -26,7 +37,12 @@ describe('systemd unit rendering', () => {
       header: ['made by a test'],
       sections: {
         Unit: [['Description', 'x']],
-        Service: [{ comment: 'why' }, ['ExecStart', execLine(['/bin/true', 'a b'])], ['Environment', environment('K', 'v "q" 50%')], ['ReadWritePaths', '/a /b']],
+        Service: [
+          { comment: 'why' },
+          ['ExecStart', execLine(['/bin/true', 'a b'])],
+          ['Environment', environment('K', 'v "q" 50%')],
+          ['ReadWritePaths', '/a /b'],
+        ],
         Install: [['WantedBy', 'multi-user.target']],
       },
     });

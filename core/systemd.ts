@@ -25,7 +25,10 @@ const PLAIN_WORD = /^[A-Za-z0-9_@+=:,./-]+$/;
 
 /** Refuses what systemd cannot carry on one line (a newline would start a new setting). */
 function checkLine(what: string, s: string): void {
-  if (/[\n\r\0]/.test(s)) throw new Error(`${what} ${JSON.stringify(s)} contains a line break or NUL: systemd units cannot hold it, choose another value`);
+  if (/[\n\r\0]/.test(s))
+    throw new Error(
+      `${what} ${JSON.stringify(s)} contains a line break or NUL: systemd units cannot hold it, choose another value`,
+    );
 }
 
 /**
@@ -41,7 +44,8 @@ export function quoteArg(arg: string): string {
 
 /** An ExecStart value: the program (absolute) and its arguments, each quoted. */
 export function execLine(argv: string[]): string {
-  if (!argv[0]?.startsWith('/')) throw new Error(`ExecStart needs an absolute program path, got ${JSON.stringify(argv[0])}`);
+  if (!argv[0]?.startsWith('/'))
+    throw new Error(`ExecStart needs an absolute program path, got ${JSON.stringify(argv[0])}`);
   return argv.map(quoteArg).join(' ');
 }
 
@@ -52,13 +56,17 @@ export function execLine(argv: string[]): string {
 export function unitPath(what: string, p: string): string {
   checkLine(what, p);
   if (!p.startsWith('/')) throw new Error(`${what} ${p}: systemd needs an absolute path`);
-  if (/\s/.test(p)) throw new Error(`${what} ${JSON.stringify(p)} contains white space, which systemd path settings cannot hold: choose a path without spaces`);
+  if (/\s/.test(p))
+    throw new Error(
+      `${what} ${JSON.stringify(p)} contains white space, which systemd path settings cannot hold: choose a path without spaces`,
+    );
   return p.replace(/%/g, '%%');
 }
 
 /** `Environment=` value for one variable, quoted so spaces and quotes survive. */
 export function environment(name: string, value: string): string {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`environment variable name ${JSON.stringify(name)} is not valid`);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    throw new Error(`environment variable name ${JSON.stringify(name)} is not valid`);
   checkLine(`the value of ${name}`, value);
   const v = `${name}=${value}`.replace(/%/g, '%%').replace(/\\/g, '\\\\').replace(/"/g, '\\"');
   return `"${v}"`;

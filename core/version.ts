@@ -17,14 +17,22 @@ function fromSources(): { version: string; commit: string } {
     /* not fatal: a version string is informative only */
   }
   try {
-    commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
+      .toString()
+      .trim();
   } catch {
     /* not a git checkout */
   }
   return { version, commit };
 }
 
-const built = typeof __OUTPOST_VERSION__ === 'string' ? { version: __OUTPOST_VERSION__, commit: __OUTPOST_COMMIT__ ?? 'unknown' } : undefined;
+const built =
+  typeof __OUTPOST_VERSION__ === 'string'
+    ? { version: __OUTPOST_VERSION__, commit: __OUTPOST_COMMIT__ ?? 'unknown' }
+    : undefined;
 let cached: { version: string; commit: string } | undefined = built;
 
 export function buildInfo(): { version: string; commit: string } {

@@ -61,11 +61,25 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let config = readEdgeConfig(o.dataDir);
   const requestedDriver = driverName(o.driver ?? config?.driver ?? 'process');
   if (!config) {
-    if (!o.hub || !o.joinToken) throw new Error(`${o.dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`);
+    if (!o.hub || !o.joinToken)
+      throw new Error(
+        `${o.dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`,
+      );
     const name = o.name ?? defaultEdgeName();
-    config = await enroll({ dataDir: o.dataDir, hub: o.hub, joinToken: o.joinToken, name, labels: o.labels, driver: requestedDriver, inventory: collectInventory(requestedDriver, version), kubeconfig: o.kubeconfig });
+    config = await enroll({
+      dataDir: o.dataDir,
+      hub: o.hub,
+      joinToken: o.joinToken,
+      name,
+      labels: o.labels,
+      driver: requestedDriver,
+      inventory: collectInventory(requestedDriver, version),
+      kubeconfig: o.kubeconfig,
+    });
   } else if (o.joinToken && o.name && o.name !== config.name) {
-    throw new Error(`${o.dataDir} already belongs to edge ${config.name}: use another --data directory to enroll ${o.name}`);
+    throw new Error(
+      `${o.dataDir} already belongs to edge ${config.name}: use another --data directory to enroll ${o.name}`,
+    );
   }
   const edge = edgeName(config.name);
 
@@ -95,9 +109,30 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
 
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'outpost_edge_' });
-  new client.Gauge({ name: 'outpost_edge_connected', help: '1 when the sync connection to the hub is up', registers: [registry], collect() { this.set(sync?.state === 'connected' ? 1 : 0); } });
-  new client.Gauge({ name: 'outpost_edge_sync_bytes_out', help: 'Sync bytes sent on closed connections', registers: [registry], collect() { this.set(sync?.totals.bytesOut ?? 0); } });
-  new client.Gauge({ name: 'outpost_edge_reconcile_passes', help: 'Reconciler passes since start', registers: [registry], collect() { this.set(reconciler?.passes ?? 0); } });
+  new client.Gauge({
+    name: 'outpost_edge_connected',
+    help: '1 when the sync connection to the hub is up',
+    registers: [registry],
+    collect() {
+      this.set(sync?.state === 'connected' ? 1 : 0);
+    },
+  });
+  new client.Gauge({
+    name: 'outpost_edge_sync_bytes_out',
+    help: 'Sync bytes sent on closed connections',
+    registers: [registry],
+    collect() {
+      this.set(sync?.totals.bytesOut ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: 'outpost_edge_reconcile_passes',
+    help: 'Reconciler passes since start',
+    registers: [registry],
+    collect() {
+      this.set(reconciler?.passes ?? 0);
+    },
+  });
 
   const wsUrl = `${config.hub.replace(/^http/, 'ws')}/api/v1/sync`;
   sync = new SyncClient({
@@ -112,7 +147,12 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   });
   const s = sync;
   s.on('state', (state, info) => log.info({ state, ...info }, `hub connection ${state}`));
-  const tunnel = createTunnelAgent({ driver, reconciler, transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() }, ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) });
+  const tunnel = createTunnelAgent({
+    driver,
+    reconciler,
+    transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() },
+    ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+  });
   s.on('tunnel', (p) => tunnel.receive(p));
   s.on('state', (state) => state !== 'connected' && tunnel.disconnected());
 
@@ -125,14 +165,18 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const reportId = mailboxDocId(edge, 'report');
   const compactTimer = setInterval(() => {
     if (!s.inSync(reportId)) return;
-    if (compactIfLarge<ReportDoc>(store, reportId, (doc) => materializeReport(readReport(doc), doc.intentSeq ?? 0))) s.announceEpoch(reportId);
+    if (compactIfLarge<ReportDoc>(store, reportId, (doc) => materializeReport(readReport(doc), doc.intentSeq ?? 0)))
+      s.announceEpoch(reportId);
   }, RECONCILE_PERIOD_MS);
   compactTimer.unref();
 
   const socketPath = socketPathFor(o.dataDir);
   let local: http.Server | undefined;
   try {
-    local = await listenLocal(localApp({ edge, hub: config.hub, store, driver, reconciler, connection: () => s.state, registry }), socketPath);
+    local = await listenLocal(
+      localApp({ edge, hub: config.hub, store, driver, reconciler, connection: () => s.state, registry }),
+      socketPath,
+    );
   } catch (err) {
     log.error({ err, socketPath }, 'the local operator API could not start; `outpost edge local` will not work');
   }

@@ -12,27 +12,47 @@ interface Out {
   out: (s: string) => void;
 }
 
-function call(socketPath: string, method: string, p: string, body?: unknown, onChunk?: (s: string) => void): Promise<{ status: number; body: any }> {
+function call(
+  socketPath: string,
+  method: string,
+  p: string,
+  body?: unknown,
+  onChunk?: (s: string) => void,
+): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = http.request({ socketPath, method, path: p, headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {} }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => {
-        if (onChunk) onChunk(c.toString());
-        else text += c.toString();
-      });
-      res.on('end', () => {
-        let parsed: unknown = text;
-        try {
-          parsed = text ? JSON.parse(text) : null;
-        } catch {
-          /* text */
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
-      });
-    });
+    const req = http.request(
+      {
+        socketPath,
+        method,
+        path: p,
+        headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {},
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          if (onChunk) onChunk(c.toString());
+          else text += c.toString();
+        });
+        res.on('end', () => {
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : null;
+          } catch {
+            /* text */
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) =>
-      reject(new Error(err.code === 'ENOENT' || err.code === 'ECONNREFUSED' ? `no edge agent is running with data directory ${socketPath.replace(/\/agent\.sock$/, '')} (start it with outpost edge --data DIR, or pass --data)` : err.message)),
+      reject(
+        new Error(
+          err.code === 'ENOENT' || err.code === 'ECONNREFUSED'
+            ? `no edge agent is running with data directory ${socketPath.replace(/\/agent\.sock$/, '')} (start it with outpost edge --data DIR, or pass --data)`
+            : err.message,
+        ),
+      ),
     );
     req.end(payload);
   });
@@ -40,7 +60,10 @@ function call(socketPath: string, method: string, p: string, body?: unknown, onC
 
 function parseSet(v: string, prev: Record<string, unknown> = {}): Record<string, unknown> {
   const i = v.indexOf('=');
-  if (i <= 0) throw new InvalidArgumentError(`"${v}": use PATH=VALUE, e.g. spec.replicas=3 or Deployment/web:spec.template.spec.containers.0.image=app:2`);
+  if (i <= 0)
+    throw new InvalidArgumentError(
+      `"${v}": use PATH=VALUE, e.g. spec.replicas=3 or Deployment/web:spec.template.spec.containers.0.image=app:2`,
+    );
   const raw = v.slice(i + 1);
   let value: unknown = raw;
   try {
@@ -52,8 +75,11 @@ function parseSet(v: string, prev: Record<string, unknown> = {}): Record<string,
 }
 
 export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) => process.stdout.write(s) }): void {
-  const local = edge.command('local').description('orders on site to the running agent (work with the hub unreachable)');
-  const sock = (cmd: Command): string => path.join((cmd.optsWithGlobals() as { data?: string }).data ?? '/var/lib/outpost-edge', 'agent.sock');
+  const local = edge
+    .command('local')
+    .description('orders on site to the running agent (work with the hub unreachable)');
+  const sock = (cmd: Command): string =>
+    path.join((cmd.optsWithGlobals() as { data?: string }).data ?? '/var/lib/outpost-edge', 'agent.sock');
   const origin = `local:${os.userInfo().username}@${os.hostname()}`;
   const check = (r: { status: number; body: any }) => {
     if (r.status >= 400) throw new Error(r.body?.error?.message ?? `agent answered HTTP ${r.status}`);
@@ -71,17 +97,43 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       io.out(`edge ${s.edge}  hub ${s.hub} (${s.connection})  driver ${s.driver}\n`);
       const rows = [['WORKLOAD', 'GEN', 'OBSERVED', 'PHASE', 'RESTARTS', 'LOCAL']];
       for (const w of s.workloads) {
-        const l = w.local ? [w.local.paused ? 'paused' : '', Object.keys(w.local.overrides ?? {}).length ? `overrides: ${Object.entries(w.local.overrides).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}` : ''].filter(Boolean).join('; ') : '';
-        rows.push([w.name, String(w.generation), String(w.status?.observedGeneration ?? '-'), w.error ? 'Error' : (w.status?.phase ?? 'Pending'), String(w.status?.restarts ?? 0), l]);
+        const l = w.local
+          ? [
+              w.local.paused ? 'paused' : '',
+              Object.keys(w.local.overrides ?? {}).length
+                ? `overrides: ${Object.entries(w.local.overrides)
+                    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+                    .join(',')}`
+                : '',
+            ]
+              .filter(Boolean)
+              .join('; ')
+          : '';
+        rows.push([
+          w.name,
+          String(w.generation),
+          String(w.status?.observedGeneration ?? '-'),
+          w.error ? 'Error' : (w.status?.phase ?? 'Pending'),
+          String(w.status?.restarts ?? 0),
+          l,
+        ]);
       }
       const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-      for (const r of rows) io.out(`${r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()}\n`);
+      for (const r of rows)
+        io.out(
+          `${r
+            .map((c, i) => c.padEnd(widths[i]))
+            .join('  ')
+            .trimEnd()}\n`,
+        );
     });
 
   for (const action of ['pause', 'resume', 'clear'] as const) {
     local
       .command(`${action} <workload>`)
-      .description(action === 'clear' ? 'drop the local overrides and pause of a workload' : `${action} a workload on this edge`)
+      .description(
+        action === 'clear' ? 'drop the local overrides and pause of a workload' : `${action} a workload on this edge`,
+      )
       .action(async (workload: string, _o: unknown, cmd: Command) => {
         const r = check(await call(sock(cmd), 'POST', '/intents', { workload, action, origin }));
         io.out(`${workload}: ${action} recorded as local intent #${r.seq}\n`);
@@ -92,7 +144,9 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
     .description('override fields of a workload on this edge (local wins on these paths until cleared)')
     .requiredOption('--set <path=value>', 'PATH=VALUE (repeatable); VALUE is JSON or a string', parseSet)
     .action(async (workload: string, opts: { set: Record<string, unknown> }, cmd: Command) => {
-      const r = check(await call(sock(cmd), 'POST', '/intents', { workload, action: 'override', set: opts.set, origin }));
+      const r = check(
+        await call(sock(cmd), 'POST', '/intents', { workload, action: 'override', set: opts.set, origin }),
+      );
       io.out(`${workload}: override recorded as local intent #${r.seq}\n`);
     });
   local
@@ -106,7 +160,12 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
     })
     .option('-f, --follow', 'keep printing new lines')
     .action(async (workload: string, opts: { container?: string; tail?: number; follow?: boolean }, cmd: Command) => {
-      const q = new URLSearchParams({ workload, ...(opts.container ? { container: opts.container } : {}), ...(opts.tail !== undefined ? { tail: String(opts.tail) } : {}), ...(opts.follow ? { follow: '1' } : {}) });
+      const q = new URLSearchParams({
+        workload,
+        ...(opts.container ? { container: opts.container } : {}),
+        ...(opts.tail !== undefined ? { tail: String(opts.tail) } : {}),
+        ...(opts.follow ? { follow: '1' } : {}),
+      });
       const r = await call(sock(cmd), 'GET', `/logs?${q}`, undefined, (s) => io.out(s));
       if (r.status >= 400) throw new Error(`agent answered HTTP ${r.status}`);
     });

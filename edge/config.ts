@@ -31,7 +31,10 @@ export function readEdgeConfig(dataDir: string): EdgeConfig | undefined {
   try {
     raw = JSON.parse(fs.readFileSync(f, 'utf8'));
   } catch (err) {
-    throw new Error(`${f} is not valid JSON: restore it from a backup, or move the data directory away and enroll again`, { cause: err });
+    throw new Error(
+      `${f} is not valid JSON: restore it from a backup, or move the data directory away and enroll again`,
+      { cause: err },
+    );
   }
   const r = EdgeConfig.safeParse(raw);
   if (!r.success) throw new Error(`${f}: ${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`);
@@ -53,5 +56,10 @@ export function driverName(s: string): DriverName {
 
 /** The default edge name: the host name, made a valid DNS label. */
 export function defaultEdgeName(): string {
-  return os.hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63);
+  return os
+    .hostname()
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63);
 }

@@ -24,24 +24,50 @@ export interface EnrollOptions {
 }
 
 export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
-  if (!isValidName(o.name)) throw new Error(`--name ${o.name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
+  if (!isValidName(o.name))
+    throw new Error(`--name ${o.name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
   const t = parseToken(o.joinToken);
-  if (!t || t.kind !== 'join') throw new Error('--join-token: this is not a join token (it starts with opj1.); create one on the hub with `outpost token create`');
+  if (!t || t.kind !== 'join')
+    throw new Error(
+      '--join-token: this is not a join token (it starts with opj1.); create one on the hub with `outpost token create`',
+    );
   const hub = o.hub.replace(/\/+$/, '');
   let caPem: string | undefined;
   if (hub.startsWith('https:')) {
-    if (!t.caFingerprint) throw new Error('the join token carries no CA pin but the hub URL is https: create the token on a hub that serves TLS, or use an http:// URL for a hub started with --insecure-http');
+    if (!t.caFingerprint)
+      throw new Error(
+        'the join token carries no CA pin but the hub URL is https: create the token on a hub that serves TLS, or use an http:// URL for a hub started with --insecure-http',
+      );
     caPem = await fetchPinnedCa(hub, t.caFingerprint);
   }
-  const res = await requestJson<{ edge?: string; project?: string; credential?: string; approved?: boolean; error?: { message: string } }>(`${hub}/api/v1/enroll`, {
+  const res = await requestJson<{
+    edge?: string;
+    project?: string;
+    credential?: string;
+    approved?: boolean;
+    error?: { message: string };
+  }>(`${hub}/api/v1/enroll`, {
     body: { joinToken: o.joinToken, name: o.name, labels: o.labels, inventory: o.inventory },
     ca: caPem,
   });
   if (res.status !== 201 || !res.body.credential) {
-    throw new Error(`the hub refused enrollment (HTTP ${res.status}): ${res.body.error?.message ?? JSON.stringify(res.body)}`);
+    throw new Error(
+      `the hub refused enrollment (HTTP ${res.status}): ${res.body.error?.message ?? JSON.stringify(res.body)}`,
+    );
   }
-  const cfg: EdgeConfig = { hub, name: o.name, project: res.body.project!, credential: res.body.credential, ...(caPem ? { caPem } : {}), driver: o.driver, ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}) };
+  const cfg: EdgeConfig = {
+    hub,
+    name: o.name,
+    project: res.body.project!,
+    credential: res.body.credential,
+    ...(caPem ? { caPem } : {}),
+    driver: o.driver,
+    ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
+  };
   writeEdgeConfig(o.dataDir, cfg);
-  log.info({ edge: o.name, project: cfg.project, approved: res.body.approved }, res.body.approved ? 'enrolled' : 'enrolled; waiting for approval on the hub (outpost edge approve)');
+  log.info(
+    { edge: o.name, project: cfg.project, approved: res.body.approved },
+    res.body.approved ? 'enrolled' : 'enrolled; waiting for approval on the hub (outpost edge approve)',
+  );
   return cfg;
 }

@@ -22,7 +22,10 @@ import { createLogger } from '../core/logger.js';
 
 const log = createLogger('edge:reconciler');
 
-const FileSchema = z.object({ version: z.literal(1), workloads: z.array(z.string().refine(isValidName, 'not a workload name')) });
+const FileSchema = z.object({
+  version: z.literal(1),
+  workloads: z.array(z.string().refine(isValidName, 'not a workload name')),
+});
 
 export class HeldStopped {
   private readonly names: Set<string>;
@@ -49,14 +52,18 @@ export class HeldStopped {
     try {
       text = await readFile(file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.error({ err, file }, 'cannot read the workloads held stopped by remote actions; they may start again');
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        log.error({ err, file }, 'cannot read the workloads held stopped by remote actions; they may start again');
       return new HeldStopped(file);
     }
     try {
       const parsed = FileSchema.parse(JSON.parse(text));
       return new HeldStopped(file, parsed.workloads);
     } catch (err) {
-      log.error({ err, file }, 'the file of workloads held stopped by remote actions is malformed; ignoring it (remove it, then stop them again)');
+      log.error(
+        { err, file },
+        'the file of workloads held stopped by remote actions is malformed; ignoring it (remove it, then stop them again)',
+      );
       return new HeldStopped(file);
     }
   }
@@ -128,6 +135,9 @@ async function writeAtomically(file: string, body: string): Promise<void> {
     }
   } catch (err) {
     await rm(tmp, { force: true });
-    throw new Error(`writing ${file} (workloads held stopped by remote actions); check that the data directory is writable`, { cause: err });
+    throw new Error(
+      `writing ${file} (workloads held stopped by remote actions); check that the data directory is writable`,
+      { cause: err },
+    );
   }
 }

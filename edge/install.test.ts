@@ -20,17 +20,40 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const base = () => ({ dataDir: path.join(dir, 'edge'), unitDir: path.join(dir, 'units'), bin: path.join(dir, 'bin', 'outpost'), packaged: true, execPath: fakeExe });
-const unit = (driver: 'process' | 'podman' | 'kubernetes') => parseUnit(edgeUnit({ bin: '/usr/local/bin/outpost', dataDir: '/var/lib/outpost-edge', driver, name: 'shop-1', hub: 'https://hub:7443' }));
+const base = () => ({
+  dataDir: path.join(dir, 'edge'),
+  unitDir: path.join(dir, 'units'),
+  bin: path.join(dir, 'bin', 'outpost'),
+  packaged: true,
+  execPath: fakeExe,
+});
+const unit = (driver: 'process' | 'podman' | 'kubernetes') =>
+  parseUnit(
+    edgeUnit({
+      bin: '/usr/local/bin/outpost',
+      dataDir: '/var/lib/outpost-edge',
+      driver,
+      name: 'shop-1',
+      hub: 'https://hub:7443',
+    }),
+  );
 
 describe('outpost edge install: the unit', () => {
   it('runs the agent on its data dir only (enrollment is done), restarts always', () => {
     for (const d of ['process', 'podman', 'kubernetes'] as const) {
       const u = unit(d);
-      expect(splitExecLine(u.Service.ExecStart[0])).toEqual(['/usr/local/bin/outpost', 'edge', '--data', '/var/lib/outpost-edge']);
+      expect(splitExecLine(u.Service.ExecStart[0])).toEqual([
+        '/usr/local/bin/outpost',
+        'edge',
+        '--data',
+        '/var/lib/outpost-edge',
+      ]);
       expect(u.Service.Restart).toEqual(['always']);
       expect(u.Unit.Description[0]).toContain(`shop-1 (hub https://hub:7443, ${d} driver)`);
-      expect(u.Service.Environment).toEqual(['"OUTPOST_CACHE_DIR=/var/cache/outpost-edge"', '"NODE_OPTIONS=--v8-pool-size=1"']);
+      expect(u.Service.Environment).toEqual([
+        '"OUTPOST_CACHE_DIR=/var/cache/outpost-edge"',
+        '"NODE_OPTIONS=--v8-pool-size=1"',
+      ]);
     }
   });
 
@@ -64,7 +87,14 @@ describe('outpost edge install: the unit', () => {
 describe('outpost edge install: steps', () => {
   it('--dry-run prints every step and the unit, contacts no hub and changes nothing', async () => {
     // Port 9 on loopback: nothing listens; a dry run must not try.
-    const out = await installEdge({ ...base(), hub: 'https://127.0.0.1:9', joinToken: JOIN, name: 'shop-1', labels: { region: 'eu' }, dryRun: true });
+    const out = await installEdge({
+      ...base(),
+      hub: 'https://127.0.0.1:9',
+      joinToken: JOIN,
+      name: 'shop-1',
+      labels: { region: 'eu' },
+      dryRun: true,
+    });
     expect(out).toMatch(/^dry run: nothing was changed/);
     expect(out).toContain(`enroll edge shop-1 with https://127.0.0.1:9 (driver process, labels region=eu)`);
     expect(out).toContain(`write ${path.join(dir, 'units', 'outpost-edge.service')} (mode 0644):`);
@@ -75,21 +105,49 @@ describe('outpost edge install: steps', () => {
 
   it('refuses before changing anything: no hub or token, a bad token, a bad name, kubernetes without a kubeconfig', async () => {
     await expect(installEdge({ ...base() })).rejects.toThrow(/--hub URL and --join-token T/);
-    await expect(installEdge({ ...base(), hub: 'https://h:1', joinToken: 'opt1.x.y.z' })).rejects.toThrow(/not a join token/);
-    await expect(installEdge({ ...base(), hub: 'https://h:1', joinToken: JOIN, name: 'Bad_Name' })).rejects.toThrow(/--name Bad_Name/);
-    await expect(installEdge({ ...base(), hub: 'https://h:1', joinToken: JOIN, name: 'k', driver: 'kubernetes' })).rejects.toThrow(/--kubeconfig/);
-    await expect(installEdge({ ...base(), hub: 'https://h:1', joinToken: JOIN, name: 'k', packaged: false, execPath: process.execPath })).rejects.toThrow(/dist\/outpost edge install/);
+    await expect(installEdge({ ...base(), hub: 'https://h:1', joinToken: 'opt1.x.y.z' })).rejects.toThrow(
+      /not a join token/,
+    );
+    await expect(installEdge({ ...base(), hub: 'https://h:1', joinToken: JOIN, name: 'Bad_Name' })).rejects.toThrow(
+      /--name Bad_Name/,
+    );
+    await expect(
+      installEdge({ ...base(), hub: 'https://h:1', joinToken: JOIN, name: 'k', driver: 'kubernetes' }),
+    ).rejects.toThrow(/--kubeconfig/);
+    await expect(
+      installEdge({
+        ...base(),
+        hub: 'https://h:1',
+        joinToken: JOIN,
+        name: 'k',
+        packaged: false,
+        execPath: process.execPath,
+      }),
+    ).rejects.toThrow(/dist\/outpost edge install/);
     expect(fs.readdirSync(dir)).toEqual(['outpost-build']);
   });
 
   it('a failed enrollment writes no unit', async () => {
-    await expect(installEdge({ ...base(), hub: 'http://127.0.0.1:9', joinToken: JOIN.replace(/^opj1\.a+/, 'opj1.none'), name: 'shop-1' })).rejects.toThrow(/enrolling edge shop-1 .* no unit was written/);
+    await expect(
+      installEdge({
+        ...base(),
+        hub: 'http://127.0.0.1:9',
+        joinToken: JOIN.replace(/^opj1\.a+/, 'opj1.none'),
+        name: 'shop-1',
+      }),
+    ).rejects.toThrow(/enrolling edge shop-1 .* no unit was written/);
     expect(fs.existsSync(path.join(dir, 'units'))).toBe(false);
   });
 
   it('on an enrolled data dir (a reinstall) keeps the identity, writes the unit and needs no hub', async () => {
     const p = base();
-    writeEdgeConfig(p.dataDir, { hub: 'https://127.0.0.1:9', name: 'shop-1', project: 'default', credential: 'c', driver: 'podman' });
+    writeEdgeConfig(p.dataDir, {
+      hub: 'https://127.0.0.1:9',
+      name: 'shop-1',
+      project: 'default',
+      credential: 'c',
+      driver: 'podman',
+    });
     await expect(installEdge({ ...p, name: 'other' })).rejects.toThrow(/already belongs to edge shop-1/);
     await expect(installEdge({ ...p, driver: 'process' })).rejects.toThrow(/enrolled with the podman driver/);
     const out = await installEdge({ ...p });
@@ -99,7 +157,9 @@ describe('outpost edge install: steps', () => {
     expect(fs.statSync(p.dataDir).mode & 0o777).toBe(0o700);
     expect(fs.readFileSync(p.bin, 'utf8')).toBe('#!/bin/sh\n');
     if (hasSystemdAnalyze) {
-      const r = spawnSync('systemd-analyze', ['verify', path.join(p.unitDir, 'outpost-edge.service')], { encoding: 'utf8' });
+      const r = spawnSync('systemd-analyze', ['verify', path.join(p.unitDir, 'outpost-edge.service')], {
+        encoding: 'utf8',
+      });
       expect(r.stderr + r.stdout).toBe('');
     }
   });

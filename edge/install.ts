@@ -38,7 +38,6 @@ export interface EdgeInstallOptions {
   execPath: string;
 }
 
-
 /** Settings that depend on the driver: how far the service can be sandboxed, and what stop kills. */
 function driverSettings(driver: DriverName, data: string): UnitEntry[] {
   const common: UnitEntry[] = [
@@ -55,8 +54,11 @@ function driverSettings(driver: DriverName, data: string): UnitEntry[] {
         { comment: 'the service ends the agent only. They stop when a placement stops selecting this edge.' },
         ['KillMode', 'process'],
         { comment: 'They also run inside this sandbox: they may write only to these paths and cannot gain' },
-        { comment: 'privileges (setuid, sudo). More paths: systemctl edit outpost-edge, [Service] ReadWritePaths=/srv/x' },
-        { comment: '/tmp is the host\'s on purpose: a private /tmp would vanish under running workloads at restart.' },
+        {
+          comment:
+            'privileges (setuid, sudo). More paths: systemctl edit outpost-edge, [Service] ReadWritePaths=/srv/x',
+        },
+        { comment: "/tmp is the host's on purpose: a private /tmp would vanish under running workloads at restart." },
         ['NoNewPrivileges', 'yes'],
         ['ProtectSystem', 'strict'],
         ['ReadWritePaths', `${data} /tmp /var/tmp`],
@@ -64,18 +66,24 @@ function driverSettings(driver: DriverName, data: string): UnitEntry[] {
       ];
     case 'podman':
       return [
-        { comment: 'podman\'s conmon and containers are children of this service and must outlive the agent.' },
+        { comment: "podman's conmon and containers are children of this service and must outlive the agent." },
         ['KillMode', 'process'],
         { comment: 'No file system or privilege sandbox: podman writes /var/lib/containers, /run, /etc/containers' },
-        { comment: 'and cgroups, and setuid programs inside containers must keep working. Podman isolates the containers.' },
+        {
+          comment:
+            'and cgroups, and setuid programs inside containers must keep working. Podman isolates the containers.',
+        },
         ...common,
       ];
     case 'kubernetes':
       return [
-        { comment: 'The kubernetes driver only talks to the cluster\'s API server: nothing runs here, so stop kills' },
+        { comment: "The kubernetes driver only talks to the cluster's API server: nothing runs here, so stop kills" },
         { comment: 'everything (the default KillMode), and the agent needs its data directory and the network only.' },
         { comment: 'The kubeconfig may live in a home directory (read-only here); an exec credential plugin that' },
-        { comment: 'writes a cache needs that path: systemctl edit outpost-edge, [Service] ReadWritePaths=/root/.kube/cache' },
+        {
+          comment:
+            'writes a cache needs that path: systemctl edit outpost-edge, [Service] ReadWritePaths=/root/.kube/cache',
+        },
         ['NoNewPrivileges', 'yes'],
         ['ProtectSystem', 'strict'],
         ['ReadWritePaths', data],
@@ -98,7 +106,10 @@ export function edgeUnit(o: { bin: string; dataDir: string; driver: DriverName; 
   const { version, commit } = buildInfo();
   const data = unitPath('--data', o.dataDir);
   return renderUnit({
-    header: [`Written by \`outpost edge install\` (outpost ${version}, commit ${commit}). Running it again rewrites this file;`, 'keep local changes in a drop-in instead: systemctl edit outpost-edge. See docs/operations.md.'],
+    header: [
+      `Written by \`outpost edge install\` (outpost ${version}, commit ${commit}). Running it again rewrites this file;`,
+      'keep local changes in a drop-in instead: systemctl edit outpost-edge. See docs/operations.md.',
+    ],
     sections: {
       Unit: [
         ['Description', unitText(`Outpost edge agent ${o.name} (hub ${o.hub}, ${o.driver} driver)`)],
@@ -117,7 +128,10 @@ export function edgeUnit(o: { bin: string; dataDir: string; driver: DriverName; 
         ['CacheDirectory', 'outpost-edge'],
         ['CacheDirectoryMode', '0700'],
         ['Environment', environment('OUTPOST_CACHE_DIR', '/var/cache/outpost-edge')],
-        { comment: "One V8 worker thread instead of four: their memory pools held ~17 MB of an agent's RSS (docs/benchmarks.md, footprint)." },
+        {
+          comment:
+            "One V8 worker thread instead of four: their memory pools held ~17 MB of an agent's RSS (docs/benchmarks.md, footprint).",
+        },
         ['Environment', environment('NODE_OPTIONS', EDGE_NODE_OPTIONS)],
         ...driverSettings(o.driver, data),
       ],
@@ -145,20 +159,36 @@ function plan(o: EdgeInstallOptions): Plan {
   let driver: DriverName;
   if (enrolled) {
     // Installing again (a new binary, a lost unit file): keep the identity, refuse to change it.
-    if (o.name && o.name !== enrolled.name) throw new Error(`${dataDir} already belongs to edge ${enrolled.name}: use another --data directory to enroll ${o.name}`);
-    if (o.driver && o.driver !== enrolled.driver) throw new Error(`edge ${enrolled.name} was enrolled with the ${enrolled.driver} driver: to change drivers, decommission it (outpost edge decommission ${enrolled.name}) and install with a new --data directory`);
+    if (o.name && o.name !== enrolled.name)
+      throw new Error(
+        `${dataDir} already belongs to edge ${enrolled.name}: use another --data directory to enroll ${o.name}`,
+      );
+    if (o.driver && o.driver !== enrolled.driver)
+      throw new Error(
+        `edge ${enrolled.name} was enrolled with the ${enrolled.driver} driver: to change drivers, decommission it (outpost edge decommission ${enrolled.name}) and install with a new --data directory`,
+      );
     ({ name, hub, driver } = enrolled);
   } else {
-    if (!o.hub || !o.joinToken) throw new Error(`${dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`);
+    if (!o.hub || !o.joinToken)
+      throw new Error(
+        `${dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`,
+      );
     name = o.name ?? defaultEdgeName();
-    if (!isValidName(name)) throw new Error(`--name ${name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
-    if (parseToken(o.joinToken)?.kind !== 'join') throw new Error('--join-token: this is not a join token (it starts with opj1.); create one on the hub with `outpost token create`');
-    if (!/^https?:\/\/[^/]+/.test(o.hub)) throw new Error(`--hub ${o.hub}: use the hub's URL, e.g. https://hub.example.com:7443`);
+    if (!isValidName(name))
+      throw new Error(`--name ${name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
+    if (parseToken(o.joinToken)?.kind !== 'join')
+      throw new Error(
+        '--join-token: this is not a join token (it starts with opj1.); create one on the hub with `outpost token create`',
+      );
+    if (!/^https?:\/\/[^/]+/.test(o.hub))
+      throw new Error(`--hub ${o.hub}: use the hub's URL, e.g. https://hub.example.com:7443`);
     hub = o.hub.replace(/\/+$/, '');
     driver = driverName(o.driver ?? 'process');
     if (driver === 'kubernetes' && o.kubeconfig === undefined) {
       // A service sees neither the shell's KUBECONFIG nor a predictable HOME: the path goes in edge.json.
-      throw new Error('--driver kubernetes: pass --kubeconfig FILE (the service does not inherit your shell\'s environment or home)');
+      throw new Error(
+        "--driver kubernetes: pass --kubeconfig FILE (the service does not inherit your shell's environment or home)",
+      );
     }
   }
   return {
@@ -166,7 +196,12 @@ function plan(o: EdgeInstallOptions): Plan {
       { kind: 'copy', from: source, to: bin, mode: 0o755 },
       { kind: 'dir', path: dataDir, mode: 0o700 },
     ],
-    unit: { kind: 'file', path: path.join(absolute(o.unitDir), EDGE_UNIT), mode: 0o644, content: edgeUnit({ bin, dataDir, driver, name, hub }) },
+    unit: {
+      kind: 'file',
+      path: path.join(absolute(o.unitDir), EDGE_UNIT),
+      mode: 0o644,
+      content: edgeUnit({ bin, dataDir, driver, name, hub }),
+    },
     enrolled,
     name,
     hub,
@@ -187,7 +222,10 @@ function nextSteps(dataDir: string): string {
 export async function installEdge(o: EdgeInstallOptions): Promise<string> {
   const p = plan(o);
   const dataDir = absolute(o.dataDir);
-  const labels = Object.entries(o.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(',') || 'none';
+  const labels =
+    Object.entries(o.labels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',') || 'none';
   if (o.dryRun) {
     const enrollLine = p.enrolled
       ? `keep the enrollment of edge ${p.name} with ${p.hub} (${configPath(dataDir)})\n`
@@ -199,7 +237,16 @@ export async function installEdge(o: EdgeInstallOptions): Promise<string> {
   else {
     const { version } = buildInfo();
     try {
-      await enroll({ dataDir, hub: p.hub, joinToken: o.joinToken!, name: p.name, labels: o.labels, driver: p.driver, inventory: collectInventory(p.driver, version), ...(o.kubeconfig ? { kubeconfig: absolute(o.kubeconfig) } : {}) });
+      await enroll({
+        dataDir,
+        hub: p.hub,
+        joinToken: o.joinToken!,
+        name: p.name,
+        labels: o.labels,
+        driver: p.driver,
+        inventory: collectInventory(p.driver, version),
+        ...(o.kubeconfig ? { kubeconfig: absolute(o.kubeconfig) } : {}),
+      });
     } catch (err) {
       throw new Error(`enrolling edge ${p.name} with ${p.hub} failed; no unit was written`, { cause: err });
     }

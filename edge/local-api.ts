@@ -10,7 +10,16 @@ import { Hono } from 'hono';
 import { stream } from 'hono/streaming';
 import type { Registry } from 'prom-client';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
-import { addIntent, INTENT_ACTIONS, localState, readReport, readSpec, type IntentAction, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import {
+  addIntent,
+  INTENT_ACTIONS,
+  localState,
+  readReport,
+  readSpec,
+  type IntentAction,
+  type ReportDoc,
+  type SpecDoc,
+} from '../core/mailbox.js';
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver } from './drivers/driver.js';
 import type { Reconciler } from './reconciler.js';
@@ -52,14 +61,28 @@ export function localApp(d: LocalApiDeps): Hono {
   });
 
   app.post('/intents', async (c) => {
-    const b = (await c.req.json().catch(() => null)) as { workload?: string; action?: string; set?: Record<string, unknown>; origin?: string } | null;
+    const b = (await c.req.json().catch(() => null)) as {
+      workload?: string;
+      action?: string;
+      set?: Record<string, unknown>;
+      origin?: string;
+    } | null;
     if (!b?.workload || !b.action) return c.json(err('body must be {"workload", "action"}'), 400);
-    if (!(INTENT_ACTIONS as readonly string[]).includes(b.action)) return c.json(err(`action must be one of ${INTENT_ACTIONS.join(', ')}`), 400);
-    if (!spec().workloads[b.workload]) return c.json(err(`workload ${b.workload} is not placed on this edge (see outpost edge local status)`), 404);
-    if (b.action === 'override' && (!b.set || Object.keys(b.set).length === 0)) return c.json(err('override needs --set PATH=VALUE'), 400);
+    if (!(INTENT_ACTIONS as readonly string[]).includes(b.action))
+      return c.json(err(`action must be one of ${INTENT_ACTIONS.join(', ')}`), 400);
+    if (!spec().workloads[b.workload])
+      return c.json(err(`workload ${b.workload} is not placed on this edge (see outpost edge local status)`), 404);
+    if (b.action === 'override' && (!b.set || Object.keys(b.set).length === 0))
+      return c.json(err('override needs --set PATH=VALUE'), 400);
     let seq = 0;
     d.store.change<ReportDoc>(mailboxDocId(d.edge, 'report'), (doc) => {
-      seq = addIntent(doc, { workload: b.workload!, action: b.action as IntentAction, ...(b.set ? { set: b.set } : {}), at: Date.now(), origin: b.origin ?? 'local' });
+      seq = addIntent(doc, {
+        workload: b.workload!,
+        action: b.action as IntentAction,
+        ...(b.set ? { set: b.set } : {}),
+        at: Date.now(),
+        origin: b.origin ?? 'local',
+      });
     });
     await d.reconciler.trigger();
     return c.json({ seq, workload: b.workload, action: b.action });
@@ -75,7 +98,12 @@ export function localApp(d: LocalApiDeps): Hono {
     return stream(c, async (s) => {
       s.onAbort(() => ac.abort());
       try {
-        for await (const line of d.driver.logs(workload, { tail, follow, signal: ac.signal, ...(container ? { container } : {}) })) {
+        for await (const line of d.driver.logs(workload, {
+          tail,
+          follow,
+          signal: ac.signal,
+          ...(container ? { container } : {}),
+        })) {
           await s.write(line.endsWith('\n') ? line : `${line}\n`);
         }
       } catch (e) {

@@ -13,7 +13,17 @@ import { applyOverridesDetailed, manifestHash } from '../core/customize.js';
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
-import { deleteReportWorkload, localState, pruneClearedIntents, putReportWorkload, readReport, readSpec, type ObservedWorkload, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import {
+  deleteReportWorkload,
+  localState,
+  pruneClearedIntents,
+  putReportWorkload,
+  readReport,
+  readSpec,
+  type ObservedWorkload,
+  type ReportDoc,
+  type SpecDoc,
+} from '../core/mailbox.js';
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver, WorkloadObservation } from './drivers/driver.js';
 import { HeldStopped } from './held-stopped.js';
@@ -84,7 +94,12 @@ export class Reconciler {
     const local = localState(report, spec);
     // A hold outlives its workload only as a trap: re-adding the workload later must start it.
     for (const name of [...this.heldStopped]) {
-      if (!spec.workloads[name]) await this.heldStopped.delete(name).catch((err: unknown) => log.warn({ err, workload: name }, 'could not drop the stop hold of a removed workload'));
+      if (!spec.workloads[name])
+        await this.heldStopped
+          .delete(name)
+          .catch((err: unknown) =>
+            log.warn({ err, workload: name }, 'could not drop the stop hold of a removed workload'),
+          );
     }
     const result: ReconcileResult = { applied: [], removed: [], stopped: [] };
     let observed: WorkloadObservation[];
@@ -143,7 +158,10 @@ export class Reconciler {
     this.lastResult = result;
 
     // Status, after acting, from a fresh look at the runtime.
-    const after = result.applied.length || result.removed.length || result.stopped.length ? new Map((await this.driver.list().catch(() => observed)).map((o) => [o.name, o])) : actual;
+    const after =
+      result.applied.length || result.removed.length || result.stopped.length
+        ? new Map((await this.driver.list().catch(() => observed)).map((o) => [o.name, o]))
+        : actual;
     const now = Date.now();
     this.store.change<ReportDoc>(reportId, (d) => {
       pruneClearedIntents(d, spec.intentsCleared);
@@ -159,8 +177,20 @@ export class Reconciler {
         // Same content under a newer generation counts as applied: nothing had to change.
         const observedGeneration = o && o.hash === hashNow ? w.generation : (o?.generation ?? 0);
         const status: ObservedWorkload = o
-          ? { observedGeneration, phase: st?.paused || this.heldStopped.has(w.name) ? 'Paused' : o.phase, restarts: o.restarts, objects: o.objects, message: problems.get(w.name) ?? o.message }
-          : { observedGeneration: 0, phase: 'Pending', restarts: 0, objects: {}, message: problems.get(w.name) ?? 'not started yet' };
+          ? {
+              observedGeneration,
+              phase: st?.paused || this.heldStopped.has(w.name) ? 'Paused' : o.phase,
+              restarts: o.restarts,
+              objects: o.objects,
+              message: problems.get(w.name) ?? o.message,
+            }
+          : {
+              observedGeneration: 0,
+              phase: 'Pending',
+              restarts: 0,
+              objects: {},
+              message: problems.get(w.name) ?? 'not started yet',
+            };
         if (status.message === undefined) delete status.message;
         putReportWorkload(d, w.name, status, now);
       }

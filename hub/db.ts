@@ -142,7 +142,10 @@ export function migrateHub(db: SqliteDatabase): void {
 }
 
 export function nextResourceVersion(db: SqliteDatabase): number {
-  const r = cachedStatement(db, "UPDATE counters SET value = value + 1 WHERE name = 'resourceVersion' RETURNING value").get() as { value: number };
+  const r = cachedStatement(
+    db,
+    "UPDATE counters SET value = value + 1 WHERE name = 'resourceVersion' RETURNING value",
+  ).get() as { value: number };
   return r.value;
 }
 
@@ -157,5 +160,12 @@ export interface EventRecord {
 }
 
 export function recordEvent(db: SqliteDatabase, e: Omit<EventRecord, 'id' | 'at'> & { at?: number }): void {
-  cachedStatement(db, 'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)').run(e.at ?? Date.now(), e.project, e.kind, e.name, e.reason, e.message);
+  cachedStatement(db, 'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)').run(
+    e.at ?? Date.now(),
+    e.project,
+    e.kind,
+    e.name,
+    e.reason,
+    e.message,
+  );
 }

@@ -95,7 +95,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   let tls: HubTls | undefined;
   if (!opts.insecureHttp) {
-    tls = opts.tlsCert && opts.tlsKey ? loadUserTls(opts.tlsCert, opts.tlsKey, opts.tlsCa) : await ensureHubTls(opts.dataDir, { hosts: [...(opts.hosts ?? []), ...(host !== '0.0.0.0' && host !== '::' ? [host] : [])] });
+    tls =
+      opts.tlsCert && opts.tlsKey
+        ? loadUserTls(opts.tlsCert, opts.tlsKey, opts.tlsCa)
+        : await ensureHubTls(opts.dataDir, {
+            hosts: [...(opts.hosts ?? []), ...(host !== '0.0.0.0' && host !== '::' ? [host] : [])],
+          });
   }
 
   // Wired below; the store's hooks need the scheduler and sync server, which need the store.
@@ -114,7 +119,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     afterChange: (id, origin) => {
       // The hub writes spec documents; one that grew past the threshold restarts as a new epoch.
-      if (origin === 'local' && id.endsWith('/spec') && compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)))) {
+      if (
+        origin === 'local' &&
+        id.endsWith('/spec') &&
+        compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)))
+      ) {
         sync?.announceEpoch(id);
         return;
       }
@@ -144,11 +153,41 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Metrics: gauges read at scrape time, counters bumped by the sync hooks.
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'outpost_hub_' });
-  const refused = new client.Counter({ name: 'outpost_hub_sync_refusals_total', help: 'Sync connections refused, by code', labelNames: ['code'], registers: [registry] });
-  const heartbeats = new client.Counter({ name: 'outpost_hub_heartbeats_total', help: 'Heartbeats received', registers: [registry] });
-  new client.Gauge({ name: 'outpost_hub_edges_connected', help: 'Edges with an open sync connection', registers: [registry], collect() { this.set(sync?.connections().length ?? 0); } });
-  new client.Gauge({ name: 'outpost_hub_edges', help: 'Enrolled edges', registers: [registry], collect() { this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c); } });
-  new client.Gauge({ name: 'outpost_hub_docs_loaded', help: 'Documents loaded in memory', registers: [registry], collect() { this.set(store.loadedStats().docs); } });
+  const refused = new client.Counter({
+    name: 'outpost_hub_sync_refusals_total',
+    help: 'Sync connections refused, by code',
+    labelNames: ['code'],
+    registers: [registry],
+  });
+  const heartbeats = new client.Counter({
+    name: 'outpost_hub_heartbeats_total',
+    help: 'Heartbeats received',
+    registers: [registry],
+  });
+  new client.Gauge({
+    name: 'outpost_hub_edges_connected',
+    help: 'Edges with an open sync connection',
+    registers: [registry],
+    collect() {
+      this.set(sync?.connections().length ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: 'outpost_hub_edges',
+    help: 'Enrolled edges',
+    registers: [registry],
+    collect() {
+      this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c);
+    },
+  });
+  new client.Gauge({
+    name: 'outpost_hub_docs_loaded',
+    help: 'Documents loaded in memory',
+    registers: [registry],
+    collect() {
+      this.set(store.loadedStats().docs);
+    },
+  });
 
   const hubAuth: HubAuth = {
     verifyApiToken: (t) => {
@@ -186,7 +225,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
   const listener: http.RequestListener = (req, res) => void (tunnel.handleRequest(req, res) || honoListener(req, res));
-  const server = tls ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener) : http.createServer(listener);
+  const server = tls
+    ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener)
+    : http.createServer(listener);
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
   // Heartbeats are recorded in batches: one UPDATE per heartbeat, each its own commit, was ~0.3 ms
@@ -221,19 +262,46 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const now = Date.now();
       inTransaction(db, () => {
         const rt = edgeRuntime(db, conn.edge);
-        cachedStatement(db, 'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?').run(now, now, conn.agentVersion, conn.remoteAddress, conn.edge);
-        cachedStatement(db, 'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(conn.edge, now, conn.remoteAddress);
-        if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Connected', message: `edge ${conn.edge} connected from ${conn.remoteAddress}` });
+        cachedStatement(
+          db,
+          'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?',
+        ).run(now, now, conn.agentVersion, conn.remoteAddress, conn.edge);
+        cachedStatement(db, 'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(
+          conn.edge,
+          now,
+          conn.remoteAddress,
+        );
+        if (rt)
+          recordEvent(db, {
+            project: rt.project,
+            kind: 'Edge',
+            name: conn.edge,
+            reason: 'Connected',
+            message: `edge ${conn.edge} connected from ${conn.remoteAddress}`,
+          });
       });
       sched.markStatus(conn.edge, 'connectivity');
     },
     onDisconnect: (conn, code, reason) => {
       const now = Date.now();
       inTransaction(db, () => {
-        cachedStatement(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?').run(now, conn.edge);
-        cachedStatement(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL').run(now, `${code} ${reason}`.trim(), conn.edge);
+        cachedStatement(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?').run(
+          now,
+          conn.edge,
+        );
+        cachedStatement(
+          db,
+          'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
+        ).run(now, `${code} ${reason}`.trim(), conn.edge);
         const rt = edgeRuntime(db, conn.edge);
-        if (rt) recordEvent(db, { project: rt.project, kind: 'Edge', name: conn.edge, reason: 'Disconnected', message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})` });
+        if (rt)
+          recordEvent(db, {
+            project: rt.project,
+            kind: 'Edge',
+            name: conn.edge,
+            reason: 'Disconnected',
+            message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})`,
+          });
       });
       sched.markStatus(conn.edge, 'connectivity');
       tunnel.onDisconnect(conn);
@@ -251,19 +319,29 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Rollouts and Stale states depend on time passing: re-plan edges that went quiet.
   const offlineTimer = setInterval(() => {
     const cutoff = Date.now() - OFFLINE_AFTER_MS;
-    const quiet = db.prepare('SELECT name, project FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?').all(cutoff) as { name: string; project: string }[];
+    const quiet = db
+      .prepare('SELECT name, project FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?')
+      .all(cutoff) as { name: string; project: string }[];
     for (const q of quiet) sched.markStatus(q.name, 'connectivity');
   }, OFFLINE_AFTER_MS / 3);
   offlineTimer.unref();
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new Error(err.code === 'EADDRINUSE' ? `cannot listen on ${opts.listen}: the address is in use (another hub running? pick another port with --listen)` : `cannot listen on ${opts.listen}: ${err.message}`, { cause: err })),
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `cannot listen on ${opts.listen}: the address is in use (another hub running? pick another port with --listen)`
+            : `cannot listen on ${opts.listen}: ${err.message}`,
+          { cause: err },
+        ),
+      ),
     );
     server.listen(port, host, () => resolve());
   });
   const actualPort = (server.address() as { port: number }).port;
-  const urlHost = host === '0.0.0.0' || host === '::' ? (tls ? 'localhost' : '127.0.0.1') : host.includes(':') ? `[${host}]` : host;
+  const urlHost =
+    host === '0.0.0.0' || host === '::' ? (tls ? 'localhost' : '127.0.0.1') : host.includes(':') ? `[${host}]` : host;
   const url = `${tls ? 'https' : 'http'}://${urlHost}:${actualPort}`;
   scheduler.markAll();
   log.info({ url, dataDir: opts.dataDir, tls: !!tls, version }, 'hub ready');
@@ -289,8 +367,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       // and event per edge (the sync server skips onDisconnect while closing).
       const now = Date.now();
       inTransaction(db, () => {
-        const n = cachedStatement(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE connected_since IS NOT NULL').run(now).changes;
-        cachedStatement(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE disconnected_at IS NULL').run(now, 'hub stopped');
+        const n = cachedStatement(
+          db,
+          'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE connected_since IS NOT NULL',
+        ).run(now).changes;
+        cachedStatement(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE disconnected_at IS NULL').run(
+          now,
+          'hub stopped',
+        );
         if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
       });
       await sync!.close();
@@ -303,4 +387,3 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
   };
 }
-

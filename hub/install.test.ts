@@ -18,12 +18,34 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const paths = () => ({ dataDir: path.join(dir, 'var', 'hub'), unitDir: path.join(dir, 'units'), bin: path.join(dir, 'bin', 'outpost') });
+const paths = () => ({
+  dataDir: path.join(dir, 'var', 'hub'),
+  unitDir: path.join(dir, 'units'),
+  bin: path.join(dir, 'bin', 'outpost'),
+});
 
 describe('outpost hub install', () => {
   it('the unit runs the installed binary on the data dir, restarts always, and is sandboxed to its data dir', () => {
-    const u = parseUnit(hubUnit({ bin: '/usr/local/bin/outpost', dataDir: '/var/lib/outpost-hub', listen: '0.0.0.0:7443', hosts: ['hub.example.com'], requireApproval: true }));
-    expect(splitExecLine(u.Service.ExecStart[0])).toEqual(['/usr/local/bin/outpost', 'hub', '--data', '/var/lib/outpost-hub', '--listen', '0.0.0.0:7443', '--host', 'hub.example.com', '--require-approval']);
+    const u = parseUnit(
+      hubUnit({
+        bin: '/usr/local/bin/outpost',
+        dataDir: '/var/lib/outpost-hub',
+        listen: '0.0.0.0:7443',
+        hosts: ['hub.example.com'],
+        requireApproval: true,
+      }),
+    );
+    expect(splitExecLine(u.Service.ExecStart[0])).toEqual([
+      '/usr/local/bin/outpost',
+      'hub',
+      '--data',
+      '/var/lib/outpost-hub',
+      '--listen',
+      '0.0.0.0:7443',
+      '--host',
+      'hub.example.com',
+      '--require-approval',
+    ]);
     expect(u.Service.Restart).toEqual(['always']);
     expect(u.Service.NoNewPrivileges).toEqual(['yes']);
     expect(u.Service.ProtectSystem).toEqual(['strict']);
@@ -39,7 +61,9 @@ describe('outpost hub install', () => {
   });
 
   it('keeps the one capability needed to listen below 1024, and refuses a bad --listen', () => {
-    expect(parseUnit(hubUnit({ bin: '/b', dataDir: '/d', listen: '0.0.0.0:443' })).Service.CapabilityBoundingSet).toEqual(['CAP_NET_BIND_SERVICE']);
+    expect(
+      parseUnit(hubUnit({ bin: '/b', dataDir: '/d', listen: '0.0.0.0:443' })).Service.CapabilityBoundingSet,
+    ).toEqual(['CAP_NET_BIND_SERVICE']);
     expect(() => hubUnit({ bin: '/b', dataDir: '/d', listen: '7443' })).toThrow(/HOST:PORT/);
   });
 
@@ -64,7 +88,12 @@ describe('outpost hub install', () => {
     expect(fs.statSync(p.dataDir).mode & 0o777).toBe(0o700);
     const unitFile = path.join(p.unitDir, 'outpost-hub.service');
     expect(fs.statSync(unitFile).mode & 0o777).toBe(0o644);
-    expect(splitExecLine(parseUnit(fs.readFileSync(unitFile, 'utf8')).Service.ExecStart[0]).slice(0, 4)).toEqual([p.bin, 'hub', '--data', p.dataDir]);
+    expect(splitExecLine(parseUnit(fs.readFileSync(unitFile, 'utf8')).Service.ExecStart[0]).slice(0, 4)).toEqual([
+      p.bin,
+      'hub',
+      '--data',
+      p.dataDir,
+    ]);
     fs.writeFileSync(path.join(p.dataDir, 'hub.db'), 'data');
 
     // Run from the installed copy: nothing to copy, the unit is rewritten, the data stays.
@@ -77,19 +106,31 @@ describe('outpost hub install', () => {
   });
 
   it('refuses to install node itself when not running as the packaged executable', () => {
-    expect(() => installHub({ ...paths(), listen: '0.0.0.0:7443', packaged: false, execPath: process.execPath })).toThrow(/npm run build.*dist\/outpost hub install/);
+    expect(() =>
+      installHub({ ...paths(), listen: '0.0.0.0:7443', packaged: false, execPath: process.execPath }),
+    ).toThrow(/npm run build.*dist\/outpost hub install/);
   });
 
   it('says how to fix a path it may not write', () => {
     fs.writeFileSync(path.join(dir, 'file'), '');
     // root ignores directory modes; a file where a directory must be fails for everyone.
-    expect(() => installHub({ ...paths(), unitDir: path.join(dir, 'file', 'units'), listen: '0.0.0.0:7443', packaged: true, execPath: fakeExe })).toThrow(/cannot write .*outpost-hub.service/);
+    expect(() =>
+      installHub({
+        ...paths(),
+        unitDir: path.join(dir, 'file', 'units'),
+        listen: '0.0.0.0:7443',
+        packaged: true,
+        execPath: fakeExe,
+      }),
+    ).toThrow(/cannot write .*outpost-hub.service/);
   });
 
   it.skipIf(!hasSystemdAnalyze)('systemd-analyze verify accepts the written unit', () => {
     const p = paths();
     installHub({ ...p, listen: '0.0.0.0:7443', packaged: true, execPath: fakeExe });
-    const r = spawnSync('systemd-analyze', ['verify', path.join(p.unitDir, 'outpost-hub.service')], { encoding: 'utf8' });
+    const r = spawnSync('systemd-analyze', ['verify', path.join(p.unitDir, 'outpost-hub.service')], {
+      encoding: 'utf8',
+    });
     expect(r.stderr + r.stdout).toBe('');
     expect(r.status).toBe(0);
   });

@@ -40,7 +40,12 @@ function listenPort(listen: string): number {
 }
 
 /** The command line the service runs: everything the hub needs is on it, nothing in the environment. */
-export function hubArgv(o: Pick<HubInstallOptions, 'bin' | 'dataDir' | 'listen' | 'insecureHttp' | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'hosts' | 'requireApproval'>): string[] {
+export function hubArgv(
+  o: Pick<
+    HubInstallOptions,
+    'bin' | 'dataDir' | 'listen' | 'insecureHttp' | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'hosts' | 'requireApproval'
+  >,
+): string[] {
   const argv = [o.bin, 'hub', '--data', o.dataDir, '--listen', o.listen];
   if (o.insecureHttp) argv.push('--insecure-http');
   if (o.tlsCert) argv.push('--tls-cert', o.tlsCert);
@@ -51,7 +56,12 @@ export function hubArgv(o: Pick<HubInstallOptions, 'bin' | 'dataDir' | 'listen' 
   return argv;
 }
 
-export function hubUnit(o: Pick<HubInstallOptions, 'bin' | 'dataDir' | 'listen' | 'insecureHttp' | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'hosts' | 'requireApproval'>): string {
+export function hubUnit(
+  o: Pick<
+    HubInstallOptions,
+    'bin' | 'dataDir' | 'listen' | 'insecureHttp' | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'hosts' | 'requireApproval'
+  >,
+): string {
   const { version, commit } = buildInfo();
   const port = listenPort(o.listen);
   const data = unitPath('--data', o.dataDir);
@@ -92,7 +102,10 @@ export function hubUnit(o: Pick<HubInstallOptions, 'bin' | 'dataDir' | 'listen' 
     ['CapabilityBoundingSet', port > 0 && port < 1024 ? 'CAP_NET_BIND_SERVICE' : ''],
   ];
   return renderUnit({
-    header: [`Written by \`outpost hub install\` (outpost ${version}, commit ${commit}). Running it again rewrites this file;`, 'keep local changes in a drop-in instead: systemctl edit outpost-hub. See docs/operations.md.'],
+    header: [
+      `Written by \`outpost hub install\` (outpost ${version}, commit ${commit}). Running it again rewrites this file;`,
+      'keep local changes in a drop-in instead: systemctl edit outpost-hub. See docs/operations.md.',
+    ],
     sections: {
       Unit: [
         ['Description', 'Outpost hub (control plane: REST API, edge sync, metrics)'],
@@ -109,7 +122,14 @@ export function hubInstallSteps(o: HubInstallOptions): InstallStep[] {
   const source = installSource(o.packaged, o.execPath, 'outpost hub install');
   const bin = absolute(o.bin);
   const dataDir = absolute(o.dataDir);
-  const unit = hubUnit({ ...o, bin, dataDir, tlsCert: o.tlsCert && absolute(o.tlsCert), tlsKey: o.tlsKey && absolute(o.tlsKey), tlsCa: o.tlsCa && absolute(o.tlsCa) });
+  const unit = hubUnit({
+    ...o,
+    bin,
+    dataDir,
+    tlsCert: o.tlsCert && absolute(o.tlsCert),
+    tlsKey: o.tlsKey && absolute(o.tlsKey),
+    tlsCa: o.tlsCa && absolute(o.tlsCa),
+  });
   return [
     { kind: 'copy', from: source, to: bin, mode: 0o755 },
     { kind: 'dir', path: dataDir, mode: 0o700 },
@@ -122,7 +142,12 @@ function nextSteps(o: HubInstallOptions): string {
   const scheme = o.insecureHttp ? 'http' : 'https';
   const listenHost = /^(.*):\d+$/.exec(o.listen)?.[1].replace(/^\[|\]$/g, '') ?? '';
   // A hub bound to one address is reached there; one bound to all addresses by the host's name.
-  const host = listenHost === '' || listenHost === '0.0.0.0' || listenHost === '::' ? os.hostname() : listenHost.includes(':') ? `[${listenHost}]` : listenHost;
+  const host =
+    listenHost === '' || listenHost === '0.0.0.0' || listenHost === '::'
+      ? os.hostname()
+      : listenHost.includes(':')
+        ? `[${listenHost}]`
+        : listenHost;
   return [
     'next, as root:',
     '  systemctl daemon-reload && systemctl enable --now outpost-hub',
@@ -131,13 +156,18 @@ function nextSteps(o: HubInstallOptions): string {
     `  outpost login --hub ${scheme}://${host}:${listenPort(o.listen)} --token "$(cat ${dataDir}/admin.token)"`,
     '  T=$(outpost token create)             # a join token for edges',
     `  outpost edge install --hub ${scheme}://${host}:${listenPort(o.listen)} --join-token "$T"     # on each edge`,
-    ...(o.insecureHttp || o.tlsCert ? [] : [`edges must reach the hub by a name its certificate holds (localhost, ${os.hostname()}, the --listen address); add others with --host NAME`]),
+    ...(o.insecureHttp || o.tlsCert
+      ? []
+      : [
+          `edges must reach the hub by a name its certificate holds (localhost, ${os.hostname()}, the --listen address); add others with --host NAME`,
+        ]),
   ].join('\n');
 }
 
 /** Runs (or with dryRun describes) the install; returns what to print. */
 export function installHub(o: HubInstallOptions): string {
   const steps = hubInstallSteps(o);
-  if (o.dryRun) return `dry run: nothing was changed. outpost hub install would:\n${steps.map(describeStep).join('')}\n${nextSteps(o)}\n`;
+  if (o.dryRun)
+    return `dry run: nothing was changed. outpost hub install would:\n${steps.map(describeStep).join('')}\n${nextSteps(o)}\n`;
   return `${steps.map(applyStep).join('')}\n${nextSteps(o)}\n`;
 }

@@ -57,7 +57,9 @@ export function validateResource(input: unknown): Resource {
   }
   const api = (input as { apiVersion?: unknown }).apiVersion;
   if (api !== undefined && api !== API_VERSION) {
-    throw new OutpostError('invalid', `apiVersion: must be ${API_VERSION} (got ${JSON.stringify(api)})`, { details: [{ path: 'apiVersion', message: `must be ${API_VERSION}` }] });
+    throw new OutpostError('invalid', `apiVersion: must be ${API_VERSION} (got ${JSON.stringify(api)})`, {
+      details: [{ path: 'apiVersion', message: `must be ${API_VERSION}` }],
+    });
   }
   const r = (SCHEMAS[kind as Kind] as z.ZodType<Resource>).safeParse(input);
   if (!r.success) {
@@ -82,7 +84,11 @@ export class ObjectStore {
   }
 
   get<T extends Resource = Resource>(kind: Kind, project: string, name: string): T | undefined {
-    const row = cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND project = ? AND name = ?').get(kind, project, name) as Row | undefined;
+    const row = cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND project = ? AND name = ?').get(
+      kind,
+      project,
+      name,
+    ) as Row | undefined;
     return row ? (this.toResource(row) as T) : undefined;
   }
 
@@ -90,14 +96,24 @@ export class ObjectStore {
   list<T extends Resource = Resource>(kind: Kind, project: string, opts: { limit?: number; after?: string } = {}): T[] {
     const rows = (
       project === '*'
-        ? cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND (project || \'/\' || name) > ? ORDER BY project, name LIMIT ?').all(kind, opts.after ?? '', opts.limit ?? -1)
-        : cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?').all(kind, project, opts.after ?? '', opts.limit ?? -1)
+        ? cachedStatement(
+            this.db,
+            "SELECT * FROM objects WHERE kind = ? AND (project || '/' || name) > ? ORDER BY project, name LIMIT ?",
+          ).all(kind, opts.after ?? '', opts.limit ?? -1)
+        : cachedStatement(
+            this.db,
+            'SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?',
+          ).all(kind, project, opts.after ?? '', opts.limit ?? -1)
     ) as Row[];
     return rows.map((r) => this.toResource(r) as T);
   }
 
   count(kind: Kind, project: string): number {
-    const r = (project === '*' ? cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ?').get(kind) : cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project)) as { c: number };
+    const r = (
+      project === '*'
+        ? cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ?').get(kind)
+        : cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project)
+    ) as { c: number };
     return r.c;
   }
 
@@ -105,40 +121,99 @@ export class ObjectStore {
    * Creates or updates (the verb behind `outpost apply` and PUT). An input carrying
    * metadata.resourceVersion must match the stored one, or 409.
    */
-  apply(input: Resource, opts: { create?: boolean; update?: boolean; actor?: string } = {}): { object: Resource; action: ApplyAction } {
+  apply(
+    input: Resource,
+    opts: { create?: boolean; update?: boolean; actor?: string } = {},
+  ): { object: Resource; action: ApplyAction } {
     const obj = validateResource(input);
     const { kind } = obj;
     const { project, name } = obj.metadata;
     return inTransaction(this.db, () => {
       const cur = this.get(kind, project, name);
       if (!cur) {
-        if (opts.create === false) throw new OutpostError('not_found', `${kind} ${project}/${name} does not exist: create it first (outpost apply -f FILE)`);
-        if (obj.metadata.resourceVersion) throw new OutpostError('conflict', `${kind} ${project}/${name} does not exist but the request carries resourceVersion ${obj.metadata.resourceVersion}: it was deleted; drop resourceVersion to create it again`);
+        if (opts.create === false)
+          throw new OutpostError(
+            'not_found',
+            `${kind} ${project}/${name} does not exist: create it first (outpost apply -f FILE)`,
+          );
+        if (obj.metadata.resourceVersion)
+          throw new OutpostError(
+            'conflict',
+            `${kind} ${project}/${name} does not exist but the request carries resourceVersion ${obj.metadata.resourceVersion}: it was deleted; drop resourceVersion to create it again`,
+          );
         const rv = nextResourceVersion(this.db);
         const now = new Date().toISOString();
         this.db
-          .prepare('INSERT INTO objects (kind, project, name, uid, resource_version, generation, labels, annotations, spec, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)')
-          .run(kind, project, name, randomUUID(), rv, JSON.stringify(obj.metadata.labels), JSON.stringify(obj.metadata.annotations), JSON.stringify(specOf(obj)), now, now);
+          .prepare(
+            'INSERT INTO objects (kind, project, name, uid, resource_version, generation, labels, annotations, spec, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)',
+          )
+          .run(
+            kind,
+            project,
+            name,
+            randomUUID(),
+            rv,
+            JSON.stringify(obj.metadata.labels),
+            JSON.stringify(obj.metadata.annotations),
+            JSON.stringify(specOf(obj)),
+            now,
+            now,
+          );
         if (kind === 'Workload') this.addRevision(project, name, obj.spec.manifests);
         const after = this.get(kind, project, name)!;
-        recordEvent(this.db, { project, kind, name, reason: 'Created', message: `${kind} ${name} created${opts.actor ? ` by ${opts.actor}` : ''}` });
+        recordEvent(this.db, {
+          project,
+          kind,
+          name,
+          reason: 'Created',
+          message: `${kind} ${name} created${opts.actor ? ` by ${opts.actor}` : ''}`,
+        });
         for (const l of this.listeners) l({ kind, project, name, after });
         return { object: after, action: 'created' as const };
       }
-      if (opts.update === false) throw new OutpostError('conflict', `${kind} ${project}/${name} already exists: use outpost apply to change it`);
+      if (opts.update === false)
+        throw new OutpostError('conflict', `${kind} ${project}/${name} already exists: use outpost apply to change it`);
       if (obj.metadata.resourceVersion && obj.metadata.resourceVersion !== cur.metadata.resourceVersion) {
-        throw new OutpostError('conflict', `${kind} ${project}/${name} was changed by someone else (resourceVersion ${obj.metadata.resourceVersion} is stale, current is ${cur.metadata.resourceVersion}): get it again, reapply your change, and retry`);
+        throw new OutpostError(
+          'conflict',
+          `${kind} ${project}/${name} was changed by someone else (resourceVersion ${obj.metadata.resourceVersion} is stale, current is ${cur.metadata.resourceVersion}): get it again, reapply your change, and retry`,
+        );
       }
       const specChanged = JSON.stringify(specOf(obj)) !== JSON.stringify(specOf(cur));
-      const metaChanged = JSON.stringify(obj.metadata.labels) !== JSON.stringify(cur.metadata.labels) || JSON.stringify(obj.metadata.annotations) !== JSON.stringify(cur.metadata.annotations);
+      const metaChanged =
+        JSON.stringify(obj.metadata.labels) !== JSON.stringify(cur.metadata.labels) ||
+        JSON.stringify(obj.metadata.annotations) !== JSON.stringify(cur.metadata.annotations);
       if (!specChanged && !metaChanged) return { object: cur, action: 'unchanged' as const };
       const rv = nextResourceVersion(this.db);
       this.db
-        .prepare('UPDATE objects SET resource_version = ?, generation = generation + ?, labels = ?, annotations = ?, spec = ?, updated_at = ? WHERE kind = ? AND project = ? AND name = ?')
-        .run(rv, specChanged ? 1 : 0, JSON.stringify(obj.metadata.labels), JSON.stringify(obj.metadata.annotations), JSON.stringify(specOf(obj)), new Date().toISOString(), kind, project, name);
-      if (kind === 'Workload' && cur.kind === 'Workload' && JSON.stringify(obj.spec.manifests) !== JSON.stringify(cur.spec.manifests)) this.addRevision(project, name, obj.spec.manifests);
+        .prepare(
+          'UPDATE objects SET resource_version = ?, generation = generation + ?, labels = ?, annotations = ?, spec = ?, updated_at = ? WHERE kind = ? AND project = ? AND name = ?',
+        )
+        .run(
+          rv,
+          specChanged ? 1 : 0,
+          JSON.stringify(obj.metadata.labels),
+          JSON.stringify(obj.metadata.annotations),
+          JSON.stringify(specOf(obj)),
+          new Date().toISOString(),
+          kind,
+          project,
+          name,
+        );
+      if (
+        kind === 'Workload' &&
+        cur.kind === 'Workload' &&
+        JSON.stringify(obj.spec.manifests) !== JSON.stringify(cur.spec.manifests)
+      )
+        this.addRevision(project, name, obj.spec.manifests);
       const after = this.get(kind, project, name)!;
-      recordEvent(this.db, { project, kind, name, reason: 'Updated', message: `${kind} ${name} updated${opts.actor ? ` by ${opts.actor}` : ''}` });
+      recordEvent(this.db, {
+        project,
+        kind,
+        name,
+        reason: 'Updated',
+        message: `${kind} ${name} updated${opts.actor ? ` by ${opts.actor}` : ''}`,
+      });
       for (const l of this.listeners) l({ kind, project, name, before: cur, after });
       return { object: after, action: 'configured' as const };
     });
@@ -148,16 +223,35 @@ export class ObjectStore {
     return inTransaction(this.db, () => {
       const cur = this.get(kind, project, name);
       if (!cur) throw new OutpostError('not_found', `${kind} ${project}/${name} not found`);
-      cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(kind, project, name);
-      if (kind === 'Workload') cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ?').run(project, name);
-      recordEvent(this.db, { project, kind, name, reason: 'Deleted', message: `${kind} ${name} deleted${actor ? ` by ${actor}` : ''}` });
+      cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(
+        kind,
+        project,
+        name,
+      );
+      if (kind === 'Workload')
+        cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ?').run(
+          project,
+          name,
+        );
+      recordEvent(this.db, {
+        project,
+        kind,
+        name,
+        reason: 'Deleted',
+        message: `${kind} ${name} deleted${actor ? ` by ${actor}` : ''}`,
+      });
       for (const l of this.listeners) l({ kind, project, name, before: cur });
       return cur;
     });
   }
 
   revisions(project: string, workload: string): Revision[] {
-    return (cachedStatement(this.db, 'SELECT revision, created_at, manifests FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision').all(project, workload) as { revision: number; created_at: string; manifests: string }[]).map((r) => ({
+    return (
+      cachedStatement(
+        this.db,
+        'SELECT revision, created_at, manifests FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision',
+      ).all(project, workload) as { revision: number; created_at: string; manifests: string }[]
+    ).map((r) => ({
       revision: r.revision,
       createdAt: r.created_at,
       manifests: JSON.parse(r.manifests) as unknown[],
@@ -165,12 +259,20 @@ export class ObjectStore {
   }
 
   currentRevision(project: string, workload: string): number {
-    const r = cachedStatement(this.db, 'SELECT MAX(revision) r FROM workload_revisions WHERE project = ? AND workload = ?').get(project, workload) as { r: number | null };
+    const r = cachedStatement(
+      this.db,
+      'SELECT MAX(revision) r FROM workload_revisions WHERE project = ? AND workload = ?',
+    ).get(project, workload) as { r: number | null };
     return r.r ?? 0;
   }
 
   /** Rolls a workload back to a kept revision (default: the previous one) by making it the newest. */
-  rollback(project: string, workload: string, toRevision?: number, actor?: string): { object: Resource; revision: number } {
+  rollback(
+    project: string,
+    workload: string,
+    toRevision?: number,
+    actor?: string,
+  ): { object: Resource; revision: number } {
     return inTransaction(this.db, () => {
       const cur = this.get<Workload>('Workload', project, workload);
       if (!cur) throw new OutpostError('not_found', `Workload ${project}/${workload} not found`);
@@ -179,23 +281,49 @@ export class ObjectStore {
       let target: Revision | undefined;
       if (toRevision === undefined) {
         target = revs.length >= 2 ? revs[revs.length - 2] : undefined;
-        if (!target) throw new OutpostError('bad_request', `Workload ${workload} has only one revision: nothing to roll back to`);
+        if (!target)
+          throw new OutpostError('bad_request', `Workload ${workload} has only one revision: nothing to roll back to`);
       } else {
         target = revs.find((r) => r.revision === toRevision);
-        if (!target) throw new OutpostError('not_found', `Workload ${workload} has no revision ${toRevision}; kept revisions: ${revs.map((r) => r.revision).join(', ')}`);
-        if (current && target.revision === current.revision) throw new OutpostError('bad_request', `revision ${toRevision} is already the current revision of ${workload}`);
+        if (!target)
+          throw new OutpostError(
+            'not_found',
+            `Workload ${workload} has no revision ${toRevision}; kept revisions: ${revs.map((r) => r.revision).join(', ')}`,
+          );
+        if (current && target.revision === current.revision)
+          throw new OutpostError(
+            'bad_request',
+            `revision ${toRevision} is already the current revision of ${workload}`,
+          );
       }
-      const next = { ...cur, metadata: { ...cur.metadata, resourceVersion: undefined }, spec: { ...cur.spec, manifests: target.manifests as Workload['spec']['manifests'] } };
+      const next = {
+        ...cur,
+        metadata: { ...cur.metadata, resourceVersion: undefined },
+        spec: { ...cur.spec, manifests: target.manifests as Workload['spec']['manifests'] },
+      };
       const { object } = this.apply(next, { create: false, actor });
-      recordEvent(this.db, { project, kind: 'Workload', name: workload, reason: 'RolledBack', message: `rolled back to the manifests of revision ${target.revision}${actor ? ` by ${actor}` : ''}` });
+      recordEvent(this.db, {
+        project,
+        kind: 'Workload',
+        name: workload,
+        reason: 'RolledBack',
+        message: `rolled back to the manifests of revision ${target.revision}${actor ? ` by ${actor}` : ''}`,
+      });
       return { object, revision: this.currentRevision(project, workload) };
     });
   }
 
   private addRevision(project: string, workload: string, manifests: unknown[]): void {
     const next = this.currentRevision(project, workload) + 1;
-    cachedStatement(this.db, 'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at) VALUES (?, ?, ?, ?, ?)').run(project, workload, next, JSON.stringify(manifests), new Date().toISOString());
-    cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(project, workload, next - KEPT_REVISIONS);
+    cachedStatement(
+      this.db,
+      'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at) VALUES (?, ?, ?, ?, ?)',
+    ).run(project, workload, next, JSON.stringify(manifests), new Date().toISOString());
+    cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(
+      project,
+      workload,
+      next - KEPT_REVISIONS,
+    );
   }
 
   private toResource(r: Row): Resource {
@@ -210,7 +338,8 @@ export class ObjectStore {
       creationTimestamp: r.created_at,
     };
     const base = { apiVersion: API_VERSION, kind: r.kind, metadata, spec: JSON.parse(r.spec) };
-    if (r.kind === 'Workload') return { ...base, status: { revision: this.currentRevision(r.project, r.name) } } as Resource;
+    if (r.kind === 'Workload')
+      return { ...base, status: { revision: this.currentRevision(r.project, r.name) } } as Resource;
     return base as Resource;
   }
 }

@@ -47,7 +47,8 @@ describe('ensureHubTls', () => {
     // The presented chain carries the CA so clients can read the pinned CA from the handshake.
     expect(splitPem(t.certPem).map((c) => new X509Certificate(c).fingerprint256)).toContain(ca.fingerprint256);
 
-    for (const h of ['hub.example.com', 'localhost', os.hostname().toLowerCase()]) expect(leaf.checkHost(h, { subject: 'never' })).toBe(h);
+    for (const h of ['hub.example.com', 'localhost', os.hostname().toLowerCase()])
+      expect(leaf.checkHost(h, { subject: 'never' })).toBe(h);
     for (const ip of ['10.1.2.3', '127.0.0.1', '::1']) expect(leaf.checkIP(ip)).toBe(ip);
     expect(leaf.checkIP('0.0.0.0')).toBeUndefined();
 
@@ -59,8 +60,12 @@ describe('ensureHubTls', () => {
   });
 
   it('refuses a host given as a URL or with a port', async () => {
-    await expect(ensureHubTls(dir(), { hosts: ['https://hub.example.com'] })).rejects.toThrow(/"https:\/\/hub.example.com" is not a host name or IP address/);
-    await expect(ensureHubTls(dir(), { hosts: ['hub.example.com:8443'] })).rejects.toThrow(/without scheme, port or path/);
+    await expect(ensureHubTls(dir(), { hosts: ['https://hub.example.com'] })).rejects.toThrow(
+      /"https:\/\/hub.example.com" is not a host name or IP address/,
+    );
+    await expect(ensureHubTls(dir(), { hosts: ['hub.example.com:8443'] })).rejects.toThrow(
+      /without scheme, port or path/,
+    );
   });
 
   it('fingerprint is the sha256 of the CA DER in lower-case hex', async () => {
@@ -129,12 +134,26 @@ describe('ensureHubTls', () => {
 });
 
 describe('loadUserTls', () => {
-  async function userFiles(): Promise<{ d: string; hub: Awaited<ReturnType<typeof ensureHubTls>>; leafFile: string; chainFile: string; keyFile: string; caFile: string }> {
+  async function userFiles(): Promise<{
+    d: string;
+    hub: Awaited<ReturnType<typeof ensureHubTls>>;
+    leafFile: string;
+    chainFile: string;
+    keyFile: string;
+    caFile: string;
+  }> {
     const d = dir();
     const hub = await ensureHubTls(d, { hosts: ['user.example.com'] });
     const leafFile = path.join(d, 'leaf.pem');
     fs.writeFileSync(leafFile, splitPem(hub.certPem)[0]);
-    return { d, hub, leafFile, chainFile: path.join(d, 'tls', 'server.pem'), keyFile: path.join(d, 'tls', 'server-key.pem'), caFile: path.join(d, 'tls', 'ca.pem') };
+    return {
+      d,
+      hub,
+      leafFile,
+      chainFile: path.join(d, 'tls', 'server.pem'),
+      keyFile: path.join(d, 'tls', 'server-key.pem'),
+      caFile: path.join(d, 'tls', 'ca.pem'),
+    };
   }
 
   it('pins the top certificate of a full chain', async () => {
@@ -155,7 +174,12 @@ describe('loadUserTls', () => {
     const logs = captureLogs();
     try {
       expect(loadUserTls(f.leafFile, f.keyFile).caFingerprint).toBe(caFingerprint(splitPem(f.hub.certPem)[0]));
-      expect(logs.parsed().filter((l) => l.level === 40).map((l) => l.msg)).toEqual([expect.stringMatching(/is not a self-signed root.*--tls-ca/)]);
+      expect(
+        logs
+          .parsed()
+          .filter((l) => l.level === 40)
+          .map((l) => l.msg),
+      ).toEqual([expect.stringMatching(/is not a self-signed root.*--tls-ca/)]);
     } finally {
       logs.stop();
     }

@@ -56,18 +56,25 @@ export function serverHosts(hosts: string[]): string[] {
   const requested = hosts.map(normalizeHost);
   for (const [i, h] of requested.entries()) {
     if (!net.isIP(h) && !DNS_NAME.test(h)) {
-      throw new Error(`"${hosts[i]}" is not a host name or IP address for the hub's certificate: give the bare name, without scheme, port or path`);
+      throw new Error(
+        `"${hosts[i]}" is not a host name or IP address for the hub's certificate: give the bare name, without scheme, port or path`,
+      );
     }
   }
   // The machine's host name is added only if it is usable as a DNS name.
-  const local = ['localhost', '127.0.0.1', '::1', normalizeHost(os.hostname())].filter((h) => net.isIP(h) || DNS_NAME.test(h));
+  const local = ['localhost', '127.0.0.1', '::1', normalizeHost(os.hostname())].filter(
+    (h) => net.isIP(h) || DNS_NAME.test(h),
+  );
   // Listen addresses like 0.0.0.0 are not names anyone connects to.
   return [...new Set([...requested, ...local])].filter((h) => h && h !== '0.0.0.0' && h !== '::');
 }
 
 function covers(cert: X509Certificate, host: string): boolean {
   if (net.isIP(host)) return cert.checkIP(host) !== undefined;
-  const names = (cert.subjectAltName ?? '').split(', ').filter((s) => s.startsWith('DNS:')).map((s) => s.slice(4).toLowerCase());
+  const names = (cert.subjectAltName ?? '')
+    .split(', ')
+    .filter((s) => s.startsWith('DNS:'))
+    .map((s) => s.slice(4).toLowerCase());
   return names.includes(host);
 }
 
@@ -133,7 +140,12 @@ async function createCa(now: number): Promise<{ caPem: string; caKeyPem: string 
   return { caPem: cert.toString('pem') + '\n', caKeyPem: await exportKeyPem(keys.privateKey) };
 }
 
-async function createServerCert(caPem: string, caKeyPem: string, hosts: string[], now: number): Promise<{ certPem: string; keyPem: string }> {
+async function createServerCert(
+  caPem: string,
+  caKeyPem: string,
+  hosts: string[],
+  now: number,
+): Promise<{ certPem: string; keyPem: string }> {
   const ca = new x509.X509Certificate(caPem);
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.create({
@@ -149,7 +161,9 @@ async function createServerCert(caPem: string, caKeyPem: string, hosts: string[]
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension(hosts.map((h) => ({ type: net.isIP(h) ? ('ip' as const) : ('dns' as const), value: h }))),
+      new x509.SubjectAlternativeNameExtension(
+        hosts.map((h) => ({ type: net.isIP(h) ? ('ip' as const) : ('dns' as const), value: h })),
+      ),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(ca),
     ],
@@ -158,7 +172,13 @@ async function createServerCert(caPem: string, caKeyPem: string, hosts: string[]
 }
 
 /** Why the stored server certificate cannot be reused, or null if it can. */
-function renewalReason(certPem: string | undefined, keyPem: string | undefined, ca: X509Certificate, hosts: string[], now: number): string | null {
+function renewalReason(
+  certPem: string | undefined,
+  keyPem: string | undefined,
+  ca: X509Certificate,
+  hosts: string[],
+  now: number,
+): string | null {
   if (!certPem || !keyPem) return 'no server certificate yet';
   let leaf: X509Certificate;
   try {
@@ -213,10 +233,15 @@ export async function ensureHubTls(dataDir: string, opts: { hosts: string[]; now
   try {
     ca = new X509Certificate(caPem);
   } catch (err) {
-    throw new Error(`${files.ca} is not a certificate: restore it from a backup, or delete ${dir} to create a new CA (every edge and token then needs re-enrolling)`, { cause: err });
+    throw new Error(
+      `${files.ca} is not a certificate: restore it from a backup, or delete ${dir} to create a new CA (every edge and token then needs re-enrolling)`,
+      { cause: err },
+    );
   }
   if (Date.parse(ca.validTo) <= now) {
-    throw new Error(`the hub CA in ${files.ca} expired on ${new Date(ca.validTo).toISOString()}: delete ${dir} to create a new CA, then issue new tokens and re-enroll the edges`);
+    throw new Error(
+      `the hub CA in ${files.ca} expired on ${new Date(ca.validTo).toISOString()}: delete ${dir} to create a new CA, then issue new tokens and re-enroll the edges`,
+    );
   }
 
   let certPem = readIfExists(files.cert);
@@ -225,7 +250,9 @@ export async function ensureHubTls(dataDir: string, opts: { hosts: string[]; now
   const reason = renewalReason(certPem, keyPem, ca, hosts, now);
   if (reason) {
     if (caKeyPem === undefined) {
-      throw new Error(`the server certificate must be renewed (${reason}) but the CA key ${files.caKey} is missing: restore it from a backup, or delete ${dir} to create a new CA (every edge and token then needs re-enrolling)`);
+      throw new Error(
+        `the server certificate must be renewed (${reason}) but the CA key ${files.caKey} is missing: restore it from a backup, or delete ${dir} to create a new CA (every edge and token then needs re-enrolling)`,
+      );
     }
     const names = [...hosts, ...previous.filter((p) => !hosts.some((h) => sameHost(h, p)))];
     ({ certPem, keyPem } = await createServerCert(caPem, caKeyPem, names, now));
@@ -266,7 +293,10 @@ export function loadUserTls(certFile: string, keyFile: string, caFile?: string):
       throw new Error('the key does not belong to the first certificate');
     }
   } catch (err) {
-    throw new Error(`--tls-key ${keyFile} does not match the first certificate of --tls-cert ${certFile}: the leaf certificate must come first`, { cause: err });
+    throw new Error(
+      `--tls-key ${keyFile} does not match the first certificate of --tls-cert ${certFile}: the leaf certificate must come first`,
+      { cause: err },
+    );
   }
   let caPem = chain[chain.length - 1];
   let certPem = chain.join('');
@@ -279,7 +309,9 @@ export function loadUserTls(certFile: string, keyFile: string, caFile?: string):
     const fp = caFingerprint(caPem);
     if (!chain.some((c) => caFingerprint(c) === fp)) {
       if (!top.checkIssued(ca) || !top.verify(ca.publicKey)) {
-        throw new Error(`--tls-cert ${certFile} does not chain to --tls-ca ${caFile}: its last certificate (${top.subject}) was not issued by ${ca.subject}`);
+        throw new Error(
+          `--tls-cert ${certFile} does not chain to --tls-ca ${caFile}: its last certificate (${top.subject}) was not issued by ${ca.subject}`,
+        );
       }
       certPem += caPem;
     }

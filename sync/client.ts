@@ -13,7 +13,16 @@ import { backoffDelay, HANDSHAKE_TIMEOUT_MS, RECONNECT_REFUSED_MS, WS_PING_INTER
 import type { DocId, EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
-import { decodeBinary, decodeControl, encodeControl, MAX_FRAME_BYTES, PROTOCOL_VERSION, ProtocolError, type HeartbeatMessage, type WelcomeMessage } from './messages.js';
+import {
+  decodeBinary,
+  decodeControl,
+  encodeControl,
+  MAX_FRAME_BYTES,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  type HeartbeatMessage,
+  type WelcomeMessage,
+} from './messages.js';
 import { SyncSession, type SessionStats } from './session.js';
 import type { ReplicaStore } from './store.js';
 
@@ -47,7 +56,14 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   state: ConnectionState = 'disconnected';
   session: SyncSession | undefined;
   /** Totals over every connection of this client. */
-  readonly totals: SessionStats & { connects: number } = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0, staleFrames: 0, connects: 0 };
+  readonly totals: SessionStats & { connects: number } = {
+    bytesIn: 0,
+    bytesOut: 0,
+    messagesIn: 0,
+    messagesOut: 0,
+    staleFrames: 0,
+    connects: 0,
+  };
   private ws: WebSocket | undefined;
   private attempt = 0;
   private stopped = true;
@@ -152,8 +168,14 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => {
-        const hint = res.statusCode === 401 ? ': the hub does not accept this edge credential; enroll again with a new join token (outpost edge --join-token ...)' : '';
-        log.error({ status: res.statusCode, body: body.slice(0, 500) }, `hub refused the connection (HTTP ${res.statusCode})${hint}`);
+        const hint =
+          res.statusCode === 401
+            ? ': the hub does not accept this edge credential; enroll again with a new join token (outpost edge --join-token ...)'
+            : '';
+        log.error(
+          { status: res.statusCode, body: body.slice(0, 500) },
+          `hub refused the connection (HTTP ${res.statusCode})${hint}`,
+        );
         this.refusedSlow = res.statusCode === 401 || res.statusCode === 403;
         ws.terminate();
       });
@@ -179,7 +201,11 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     ws.on('ping', () => this.armDeadTimer());
 
     ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
-      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer);
+      const buf = Array.isArray(data)
+        ? Buffer.concat(data)
+        : Buffer.isBuffer(data)
+          ? data
+          : Buffer.from(data as ArrayBuffer);
       this.armDeadTimer();
       try {
         if (isBinary) {
@@ -212,10 +238,17 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
         } else if (msg.type === 'error') {
           const fatal = msg.code === 'protocol_version' || msg.code === 'decommissioned';
           this.refusedSlow = fatal;
-          (fatal ? log.error.bind(log) : log.warn.bind(log))({ code: msg.code }, `hub closed the connection: ${msg.message}`);
+          (fatal ? log.error.bind(log) : log.warn.bind(log))(
+            { code: msg.code },
+            `hub closed the connection: ${msg.message}`,
+          );
         } else if (msg.type === 'epoch') {
           const d = docs.find((x) => x.id === msg.id);
-          if (!d || d.weWrite) throw new ProtocolError('forbidden_document', `hub announced an epoch for ${msg.id}, which it does not write`);
+          if (!d || d.weWrite)
+            throw new ProtocolError(
+              'forbidden_document',
+              `hub announced an epoch for ${msg.id}, which it does not write`,
+            );
           adoptEpochs(this.opts.store, docs, [msg]);
           this.session?.resetDoc(d.id);
         }
@@ -263,7 +296,8 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   private startHeartbeats(periodMs: number): void {
     clearInterval(this.heartbeatTimer);
     const beat = () => {
-      if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeControl({ type: 'heartbeat', at: Date.now(), metrics: this.opts.metrics?.() }));
+      if (this.ws?.readyState === WebSocket.OPEN)
+        this.ws.send(encodeControl({ type: 'heartbeat', at: Date.now(), metrics: this.opts.metrics?.() }));
     };
     beat();
     this.heartbeatTimer = setInterval(beat, periodMs);
@@ -272,9 +306,12 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   /** A hub that neither pings nor sends for two ping periods is gone (half-open TCP): redial. */
   private armDeadTimer(): void {
     clearTimeout(this.deadTimer);
-    this.deadTimer = setTimeout(() => {
-      log.warn('hub silent for two ping periods; reconnecting');
-      this.ws?.terminate();
-    }, 2 * WS_PING_INTERVAL_MS + 5_000);
+    this.deadTimer = setTimeout(
+      () => {
+        log.warn('hub silent for two ping periods; reconnecting');
+        this.ws?.terminate();
+      },
+      2 * WS_PING_INTERVAL_MS + 5_000,
+    );
   }
 }

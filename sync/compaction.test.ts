@@ -8,7 +8,17 @@ import path from 'node:path';
 import * as A from '@automerge/automerge/slim';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { edgeName, mailboxDocId } from '../core/ids.js';
-import { addIntent, materializeReport, materializeSpec, putReportWorkload, putSpecWorkload, readReport, readSpec, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import {
+  addIntent,
+  materializeReport,
+  materializeSpec,
+  putReportWorkload,
+  putSpecWorkload,
+  readReport,
+  readSpec,
+  type ReportDoc,
+  type SpecDoc,
+} from '../core/mailbox.js';
 import { tempDir, waitFor } from '../test/helpers.js';
 import { SyncClient } from './client.js';
 import { compactIfLarge } from './compaction.js';
@@ -28,7 +38,11 @@ let client: SyncClient;
 beforeEach(async () => {
   dir = tempDir();
   hub = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => hubServer.server.notify(id) });
-  hubServer = await listenSyncServer({ store: hub, hubVersion: 'test', authenticate: (t) => (t === 'tok' ? { edge: E } : null) });
+  hubServer = await listenSyncServer({
+    store: hub,
+    hubVersion: 'test',
+    authenticate: (t) => (t === 'tok' ? { edge: E } : null),
+  });
   edge = await ReplicaStore.open(path.join(dir, 'edge.db'), { afterChange: (id) => client.notify(id) });
   client = new SyncClient({ url: hubServer.url, token: 'tok', edge: E, store: edge, agentVersion: 'test' });
   ensureMailbox(hub, E, 'hub');
@@ -47,7 +61,13 @@ afterEach(async () => {
 function churnReport(n: number, from = 0): void {
   for (let i = from; i < from + n; i++) {
     edge.change<ReportDoc>(REPORT, (d) => {
-      putReportWorkload(d, `w${i % 7}`, { observedGeneration: i, phase: i % 3 ? 'Ready' : 'Degraded', message: i % 3 ? undefined : `crashed at ${i}`, restarts: i, objects: { [`Pod/w${i % 7}`]: { ready: i % 3 !== 0 } } });
+      putReportWorkload(d, `w${i % 7}`, {
+        observedGeneration: i,
+        phase: i % 3 ? 'Ready' : 'Degraded',
+        message: i % 3 ? undefined : `crashed at ${i}`,
+        restarts: i,
+        objects: { [`Pod/w${i % 7}`]: { ready: i % 3 !== 0 } },
+      });
     });
   }
 }
@@ -58,27 +78,63 @@ const same = (a: A.Heads, b: A.Heads) => JSON.stringify([...a].sort()) === JSON.
 describe('epoch compaction', () => {
   it('the edge compacts its report once the hub has all of it; the hub follows and keeps the same content', async () => {
     churnReport(300);
-    edge.change<ReportDoc>(REPORT, (d) => void addIntent(d, { workload: 'w1', action: 'override', set: { 'spec.replicas': 2 }, at: 1, origin: 'local:test' }));
+    edge.change<ReportDoc>(
+      REPORT,
+      (d) =>
+        void addIntent(d, {
+          workload: 'w1',
+          action: 'override',
+          set: { 'spec.replicas': 2 },
+          at: 1,
+          origin: 'local:test',
+        }),
+    );
     expect(edge.meta(REPORT)!.size).toBeGreaterThan(LIMIT);
     await waitFor(() => client.inSync(REPORT), { what: 'hub holds the whole report' });
     const before = readReport(hub.get<ReportDoc>(REPORT)!);
     const oldEpoch = edge.epoch(REPORT);
-    const epoch = compactIfLarge<ReportDoc>(edge, REPORT, (doc) => materializeReport(readReport(doc), doc.intentSeq), LIMIT);
+    const epoch = compactIfLarge<ReportDoc>(
+      edge,
+      REPORT,
+      (doc) => materializeReport(readReport(doc), doc.intentSeq),
+      LIMIT,
+    );
     expect(epoch).toBeTruthy();
     client.announceEpoch(REPORT);
-    await waitFor(() => hub.epoch(REPORT) === epoch && same(A.getHeads(hub.get(REPORT)!), A.getHeads(edge.get(REPORT)!)), { what: 'hub on the new epoch with equal heads' });
+    await waitFor(
+      () => hub.epoch(REPORT) === epoch && same(A.getHeads(hub.get(REPORT)!), A.getHeads(edge.get(REPORT)!)),
+      { what: 'hub on the new epoch with equal heads' },
+    );
     expect(epoch).not.toBe(oldEpoch);
     expect(readReport(hub.get<ReportDoc>(REPORT)!)).toEqual(before);
     expect(hub.meta(REPORT)!.size).toBeLessThan(LIMIT / 2);
     // Changes after the epoch change keep flowing, and the intent sequence goes on.
-    edge.change<ReportDoc>(REPORT, (d) => void addIntent(d, { workload: 'w2', action: 'pause', at: 2, origin: 'local:test' }));
-    await waitFor(() => readReport(hub.get<ReportDoc>(REPORT)!).intents.map((i) => i.seq).join() === '1,2', { what: 'intent #2 at hub' });
+    edge.change<ReportDoc>(
+      REPORT,
+      (d) => void addIntent(d, { workload: 'w2', action: 'pause', at: 2, origin: 'local:test' }),
+    );
+    await waitFor(
+      () =>
+        readReport(hub.get<ReportDoc>(REPORT)!)
+          .intents.map((i) => i.seq)
+          .join() === '1,2',
+      { what: 'intent #2 at hub' },
+    );
   });
 
   it('the hub compacts a spec while the edge is offline holding unsent report changes: on reconnect both arrive intact', async () => {
     await client.stop();
     for (let i = 0; i < 150; i++) {
-      hub.change<SpecDoc>(SPEC, (d) => void putSpecWorkload(d, { name: `w${i % 10}`, generation: i + 1, revision: i, manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` }, data: { i: String(i) } }] }));
+      hub.change<SpecDoc>(
+        SPEC,
+        (d) =>
+          void putSpecWorkload(d, {
+            name: `w${i % 10}`,
+            generation: i + 1,
+            revision: i,
+            manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` }, data: { i: String(i) } }],
+          }),
+      );
     }
     churnReport(100); // the edge works offline: these are unsent
     const unsent = readReport(edge.get<ReportDoc>(REPORT)!);
@@ -87,7 +143,10 @@ describe('epoch compaction', () => {
     expect(epoch).toBeTruthy();
     client.start();
     await waitFor(
-      () => edge.epoch(SPEC) === epoch && same(A.getHeads(edge.get(SPEC)!), A.getHeads(hub.get(SPEC)!)) && same(A.getHeads(hub.get(REPORT)!), A.getHeads(edge.get(REPORT)!)),
+      () =>
+        edge.epoch(SPEC) === epoch &&
+        same(A.getHeads(edge.get(SPEC)!), A.getHeads(hub.get(SPEC)!)) &&
+        same(A.getHeads(hub.get(REPORT)!), A.getHeads(edge.get(REPORT)!)),
       { what: 'both documents converged after reconnect' },
     );
     expect(readSpec(edge.get<SpecDoc>(SPEC)!)).toEqual(specBefore);
@@ -99,9 +158,13 @@ describe('epoch compaction', () => {
     for (let round = 0; round < 3; round++) {
       churnReport(200, written);
       written += 200;
-      hub.change<SpecDoc>(SPEC, (d) => void putSpecWorkload(d, { name: 'w', generation: round + 1, revision: round, manifests: [] }));
+      hub.change<SpecDoc>(
+        SPEC,
+        (d) => void putSpecWorkload(d, { name: 'w', generation: round + 1, revision: round, manifests: [] }),
+      );
       await waitFor(() => client.inSync(REPORT), { what: 'report in sync' });
-      if (compactIfLarge<ReportDoc>(edge, REPORT, (doc) => materializeReport(readReport(doc), doc.intentSeq), LIMIT)) client.announceEpoch(REPORT);
+      if (compactIfLarge<ReportDoc>(edge, REPORT, (doc) => materializeReport(readReport(doc), doc.intentSeq), LIMIT))
+        client.announceEpoch(REPORT);
       await waitFor(() => hub.epoch(REPORT) === edge.epoch(REPORT) && client.inSync(REPORT), { what: 'hub follows' });
       // Bounded whatever the total written: the writer holds at most the threshold; the reader's
       // copy of a fresh epoch arrives as several sync chunks, a little larger than one snapshot.

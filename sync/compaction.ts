@@ -23,7 +23,12 @@ export const COMPACT_THRESHOLD_BYTES = 24 * 1024;
  * Replaces `id` by a fresh document written by `materialize` in a new epoch if it is larger than
  * the threshold. Returns the new epoch, or undefined when nothing was done.
  */
-export function compactIfLarge<T>(store: ReplicaStore, id: DocId, materialize: (doc: A.Doc<T>) => (d: T) => void, threshold = COMPACT_THRESHOLD_BYTES): string | undefined {
+export function compactIfLarge<T>(
+  store: ReplicaStore,
+  id: DocId,
+  materialize: (doc: A.Doc<T>) => (d: T) => void,
+  threshold = COMPACT_THRESHOLD_BYTES,
+): string | undefined {
   const size = store.storedSize(id);
   if (size === undefined || size <= threshold) return undefined;
   const doc = store.get<T>(id);

@@ -7,7 +7,10 @@ export interface JsonResponse<T> {
   body: T;
 }
 
-export function requestJson<T = unknown>(url: string, opts: { method?: string; body?: unknown; token?: string; ca?: string; timeoutMs?: number } = {}): Promise<JsonResponse<T>> {
+export function requestJson<T = unknown>(
+  url: string,
+  opts: { method?: string; body?: unknown; token?: string; ca?: string; timeoutMs?: number } = {},
+): Promise<JsonResponse<T>> {
   const u = new URL(url);
   const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
   const mod = u.protocol === 'https:' ? https : http;

@@ -26,7 +26,12 @@ beforeAll(async () => {
   dir = tempDir();
   store = await ReplicaStore.open(path.join(dir, 'hub.db'), { afterChange: (id) => hub?.server.notify(id) });
   ensureMailbox(store, EDGE, 'hub');
-  hub = await listenSyncServer({ store, hubVersion: 'test', pingIntervalMs: PING_MS, authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null) });
+  hub = await listenSyncServer({
+    store,
+    hubVersion: 'test',
+    pingIntervalMs: PING_MS,
+    authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null),
+  });
 });
 
 afterAll(async () => {
@@ -58,7 +63,10 @@ describe('hub keepalive', () => {
     // The hub writes the spec every 40 ms (a frame to the edge each time) and the edge sends a
     // heartbeat as often: for eight rounds no ping is needed.
     const busy = setInterval(() => {
-      store.change<SpecDoc>(mailboxDocId(EDGE, 'spec'), (d) => void putSpecWorkload(d, { name: 'web', generation: ++gen, revision: 1, manifests: [] }));
+      store.change<SpecDoc>(
+        mailboxDocId(EDGE, 'spec'),
+        (d) => void putSpecWorkload(d, { name: 'web', generation: ++gen, revision: 1, manifests: [] }),
+      );
       edge.ws.send(encodeControl({ type: 'heartbeat', at: Date.now() }));
     }, 40);
     await sleep(8 * PING_MS);

@@ -28,7 +28,16 @@ export const HelloMessage = z.object({
    * the same epoch, both sides already hold the same history and skip the first sync round
    * (`welcome.quiet`). Optional, so hubs and edges of either age understand each other.
    */
-  docs: z.array(DocEpoch.extend({ heads: z.array(z.string().regex(/^[0-9a-f]{64}$/)).max(64).optional() })).max(16),
+  docs: z
+    .array(
+      DocEpoch.extend({
+        heads: z
+          .array(z.string().regex(/^[0-9a-f]{64}$/))
+          .max(64)
+          .optional(),
+      }),
+    )
+    .max(16),
 });
 export type HelloMessage = z.infer<typeof HelloMessage>;
 
@@ -80,7 +89,13 @@ export const ErrorMessage = z.object({
 });
 export type ErrorMessage = z.infer<typeof ErrorMessage>;
 
-export const ControlMessage = z.discriminatedUnion('type', [HelloMessage, WelcomeMessage, HeartbeatMessage, EpochMessage, ErrorMessage]);
+export const ControlMessage = z.discriminatedUnion('type', [
+  HelloMessage,
+  WelcomeMessage,
+  HeartbeatMessage,
+  EpochMessage,
+  ErrorMessage,
+]);
 export type ControlMessage = z.infer<typeof ControlMessage>;
 
 /** WebSocket close codes, one per refusal, so a client can tell them apart without parsing text. */
@@ -132,7 +147,10 @@ export function decodeControl(text: string): ControlMessage {
   const r = ControlMessage.safeParse(raw);
   if (!r.success) {
     const i = r.error.issues[0];
-    throw new ProtocolError('bad_frame', `invalid control message: ${i?.path.join('.') || 'type'}: ${i?.message ?? 'unknown'}`);
+    throw new ProtocolError(
+      'bad_frame',
+      `invalid control message: ${i?.path.join('.') || 'type'}: ${i?.message ?? 'unknown'}`,
+    );
   }
   return r.data;
 }
@@ -166,10 +184,12 @@ export function decodeBinary(buf: Buffer): { kind: 'sync'; frame: SyncFrame } | 
   if (buf[0] !== FRAME_SYNC) throw new ProtocolError('bad_frame', `unknown frame type 0x${buf[0].toString(16)}`);
   if (buf.length < 3) throw new ProtocolError('bad_frame', 'truncated sync frame');
   const len = buf.readUInt16BE(1);
-  if (len === 0 || len > 200 || buf.length < 4 + len) throw new ProtocolError('bad_frame', 'truncated or malformed sync frame');
+  if (len === 0 || len > 200 || buf.length < 4 + len)
+    throw new ProtocolError('bad_frame', 'truncated or malformed sync frame');
   const epLen = buf[3 + len];
   const start = 4 + len + epLen;
-  if (epLen === 0 || epLen > 100 || buf.length < start + 1) throw new ProtocolError('bad_frame', 'truncated or malformed sync frame');
+  if (epLen === 0 || epLen > 100 || buf.length < start + 1)
+    throw new ProtocolError('bad_frame', 'truncated or malformed sync frame');
   return {
     kind: 'sync',
     frame: {

@@ -69,7 +69,11 @@ function nativeEntry(name: string): NativeEntry | undefined {
 }
 
 function cacheDir(): string {
-  const base = process.env.OUTPOST_CACHE_DIR ?? (process.env.XDG_CACHE_HOME ? path.join(process.env.XDG_CACHE_HOME, 'outpost') : path.join(os.homedir(), '.cache', 'outpost'));
+  const base =
+    process.env.OUTPOST_CACHE_DIR ??
+    (process.env.XDG_CACHE_HOME
+      ? path.join(process.env.XDG_CACHE_HOME, 'outpost')
+      : path.join(os.homedir(), '.cache', 'outpost'));
   return base;
 }
 
@@ -123,7 +127,9 @@ function extractAsset(name: string, bytes: Buffer): string {
       lastErr = err;
     }
   }
-  throw new Error(`cannot extract ${name} to a cache directory (set OUTPOST_CACHE_DIR to a writable directory)`, { cause: lastErr });
+  throw new Error(`cannot extract ${name} to a cache directory (set OUTPOST_CACHE_DIR to a writable directory)`, {
+    cause: lastErr,
+  });
 }
 
 let nativeBinding: unknown;
@@ -138,7 +144,10 @@ function sqliteBinding(): unknown {
   try {
     process.dlopen(mod, file);
   } catch (cause) {
-    throw new Error(`cannot load the SQLite addon ${file}: the directory may be on a noexec mount (set OUTPOST_CACHE_DIR to a directory where programs may run), or glibc is older than 2.34`, { cause });
+    throw new Error(
+      `cannot load the SQLite addon ${file}: the directory may be on a noexec mount (set OUTPOST_CACHE_DIR to a directory where programs may run), or glibc is older than 2.34`,
+      { cause },
+    );
   }
   nativeBinding = mod.exports;
   return nativeBinding;

@@ -13,9 +13,23 @@ const FP = 'ab'.repeat(32);
 
 describe('parseToken', () => {
   it('reads the three kinds', () => {
-    expect(parseToken(`opt1.${FP}.0123456789abcdef.${SECRET}`)).toEqual({ kind: 'api', caFingerprint: FP, id: '0123456789abcdef', secret: SECRET });
-    expect(parseToken(`opj1.none.0123456789abcdef.${SECRET}\n`)).toEqual({ kind: 'join', id: '0123456789abcdef', secret: SECRET });
-    expect(parseToken(`ope1.edge-7.0123456789abcdef.${SECRET}`)).toEqual({ kind: 'edge', edge: 'edge-7', id: '0123456789abcdef', secret: SECRET });
+    expect(parseToken(`opt1.${FP}.0123456789abcdef.${SECRET}`)).toEqual({
+      kind: 'api',
+      caFingerprint: FP,
+      id: '0123456789abcdef',
+      secret: SECRET,
+    });
+    expect(parseToken(`opj1.none.0123456789abcdef.${SECRET}\n`)).toEqual({
+      kind: 'join',
+      id: '0123456789abcdef',
+      secret: SECRET,
+    });
+    expect(parseToken(`ope1.edge-7.0123456789abcdef.${SECRET}`)).toEqual({
+      kind: 'edge',
+      edge: 'edge-7',
+      id: '0123456789abcdef',
+      secret: SECRET,
+    });
   });
 
   it('rejects anything else', () => {
@@ -97,7 +111,9 @@ describe('fetchPinnedCa against a hub certificate', () => {
     const otherDir = tempDir('outpost-pin-other-');
     try {
       const other = await ensureHubTls(otherDir, { hosts: [] });
-      await expect(get(`https://127.0.0.1:${port}/`, other.caPem)).rejects.toThrow(/self.signed|local issuer|signature/);
+      await expect(get(`https://127.0.0.1:${port}/`, other.caPem)).rejects.toThrow(
+        /self.signed|local issuer|signature/,
+      );
     } finally {
       fs.rmSync(otherDir, { recursive: true, force: true });
     }
@@ -110,6 +126,8 @@ describe('fetchPinnedCa against a hub certificate', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const freePort = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    await expect(fetchPinnedCa(`https://127.0.0.1:${freePort}`, tls.caFingerprint)).rejects.toThrow(/cannot read the TLS certificates of the hub/);
+    await expect(fetchPinnedCa(`https://127.0.0.1:${freePort}`, tls.caFingerprint)).rejects.toThrow(
+      /cannot read the TLS certificates of the hub/,
+    );
   });
 });

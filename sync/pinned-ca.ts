@@ -56,7 +56,10 @@ export function parseToken(token: string): ParsedToken | null {
 /** Builds `<prefix>.<middle>.<id>.<secret>`; `middle` is the CA pin (or `none`) or the edge name. */
 export function formatToken(kind: TokenKind, middle: string, id: string, secret: string): string {
   const token = `${TOKEN_PREFIX[kind]}.${middle}.${id}.${secret}`;
-  if (!parseToken(token)) throw new Error(`cannot build the ${kind} token from "${middle}": expected a sha256 fingerprint, "none" or an edge name`);
+  if (!parseToken(token))
+    throw new Error(
+      `cannot build the ${kind} token from "${middle}": expected a sha256 fingerprint, "none" or an edge name`,
+    );
   return token;
 }
 
@@ -78,7 +81,8 @@ export function splitPem(pem: string): string[] {
 
 function normalizeFingerprint(fp: string): string {
   const n = fp.trim().toLowerCase().replace(/:/g, '');
-  if (!FINGERPRINT.test(n)) throw new Error(`invalid CA fingerprint "${fp}": expected 64 hex characters (sha256), as in the token`);
+  if (!FINGERPRINT.test(n))
+    throw new Error(`invalid CA fingerprint "${fp}": expected 64 hex characters (sha256), as in the token`);
   return n;
 }
 
@@ -91,7 +95,9 @@ export function tlsEndpoint(hubUrl: string): { host: string; port: number } {
     throw new Error(`invalid hub URL "${hubUrl}": use https://HOST:PORT`, { cause: err });
   }
   if (u.protocol !== 'https:' && u.protocol !== 'wss:') {
-    throw new Error(`the hub URL ${hubUrl} is not https://: a pinned CA can only be checked over TLS (use https://HOST:PORT)`);
+    throw new Error(
+      `the hub URL ${hubUrl} is not https://: a pinned CA can only be checked over TLS (use https://HOST:PORT)`,
+    );
   }
   // URL keeps IPv6 literals in brackets; tls.connect wants the bare address.
   return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : 443 };
@@ -132,18 +138,29 @@ async function presentedChain(host: string, port: number, timeoutMs: number): Pr
  * Connects to the hub, finds the presented certificate whose sha256 equals `fingerprint` and
  * returns it as PEM, to be passed as `ca` to every later (verified) connection.
  */
-export async function fetchPinnedCa(hubUrl: string, fingerprint: string, opts: { timeoutMs?: number } = {}): Promise<string> {
+export async function fetchPinnedCa(
+  hubUrl: string,
+  fingerprint: string,
+  opts: { timeoutMs?: number } = {},
+): Promise<string> {
   const pin = normalizeFingerprint(fingerprint);
   const { host, port } = tlsEndpoint(hubUrl);
   let chain: Buffer[];
   try {
     chain = await presentedChain(host, port, opts.timeoutMs ?? 10_000);
   } catch (err) {
-    throw new Error(`cannot read the TLS certificates of the hub at ${hubUrl}: check the URL and that the hub is running with TLS`, { cause: err });
+    throw new Error(
+      `cannot read the TLS certificates of the hub at ${hubUrl}: check the URL and that the hub is running with TLS`,
+      { cause: err },
+    );
   }
   const match = chain.find((der) => createHash('sha256').update(der).digest('hex') === pin);
   if (!match) {
-    const top = chain.length ? createHash('sha256').update(chain[chain.length - 1]).digest('hex') : '(no certificate)';
+    const top = chain.length
+      ? createHash('sha256')
+          .update(chain[chain.length - 1])
+          .digest('hex')
+      : '(no certificate)';
     throw new Error(
       `the hub at ${hubUrl} presented a CA with fingerprint ${top}, but the token pins ${pin}: ` +
         'the token is for another hub, or someone is intercepting the connection',

@@ -9,7 +9,14 @@ import path from 'node:path';
 import * as A from '@automerge/automerge/slim';
 import { afterEach, describe, expect, it } from 'vitest';
 import { edgeName, mailboxDocId } from '../core/ids.js';
-import { putReportWorkload, putSpecWorkload, readReport, readSpec, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import {
+  putReportWorkload,
+  putSpecWorkload,
+  readReport,
+  readSpec,
+  type ReportDoc,
+  type SpecDoc,
+} from '../core/mailbox.js';
 import { tempDir, waitFor } from '../test/helpers.js';
 import { SyncClient } from './client.js';
 import { ensureMailbox } from './mailbox.js';
@@ -34,7 +41,10 @@ afterEach(async () => {
 async function startHub(file: string, port = 0): Promise<Hub> {
   let listening: ListeningSyncServer | undefined;
   const store = await ReplicaStore.open(file, { afterChange: (id) => listening?.server.notify(id) });
-  listening = await listenSyncServer({ store, hubVersion: 'test', authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null) }, port);
+  listening = await listenSyncServer(
+    { store, hubVersion: 'test', authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null) },
+    port,
+  );
   return { ...listening, store };
 }
 
@@ -51,7 +61,10 @@ async function hubWithMailbox(dir: string): Promise<{ hub: Hub; port: number }> 
 }
 
 /** A real edge replica and client; every welcome it receives is kept. */
-async function startEdge(dir: string, url: string): Promise<{ edgeStore: ReplicaStore; edge: SyncClient; welcomes: WelcomeMessage[] }> {
+async function startEdge(
+  dir: string,
+  url: string,
+): Promise<{ edgeStore: ReplicaStore; edge: SyncClient; welcomes: WelcomeMessage[] }> {
   const edgeStore = await ReplicaStore.open(path.join(dir, 'edge.db'), { afterChange: (id) => edge.notify(id) });
   cleanup.push(() => edgeStore.close());
   const edge: SyncClient = new SyncClient({ url, token: 'tok', edge: EDGE, store: edgeStore, agentVersion: 'test' });
@@ -69,12 +82,25 @@ describe('quiet reconnect', () => {
     const first = await hubWithMailbox(dir);
     const port = first.port;
     let hub = first.hub;
-    hub.store.change<SpecDoc>(SPEC, (d) => putSpecWorkload(d, { name: 'web', generation: 1, revision: 1, manifests: [] }));
+    hub.store.change<SpecDoc>(SPEC, (d) =>
+      putSpecWorkload(d, { name: 'web', generation: 1, revision: 1, manifests: [] }),
+    );
 
     const { edgeStore, edge, welcomes } = await startEdge(dir, hub.url);
-    await waitFor(() => edge.state === 'connected' && !!edgeStore.get(SPEC) && readSpec(edgeStore.get<SpecDoc>(SPEC)!).workloads.web !== undefined, { what: 'first sync' });
-    edgeStore.change<ReportDoc>(REPORT, (d) => putReportWorkload(d, 'web', { observedGeneration: 1, phase: 'Ready', restarts: 0, objects: {} }));
-    await waitFor(() => !!hub.store.get(REPORT) && readReport(hub.store.get<ReportDoc>(REPORT)!).workloads.web?.phase === 'Ready', { what: 'report at the hub' });
+    await waitFor(
+      () =>
+        edge.state === 'connected' &&
+        !!edgeStore.get(SPEC) &&
+        readSpec(edgeStore.get<SpecDoc>(SPEC)!).workloads.web !== undefined,
+      { what: 'first sync' },
+    );
+    edgeStore.change<ReportDoc>(REPORT, (d) =>
+      putReportWorkload(d, 'web', { observedGeneration: 1, phase: 'Ready', restarts: 0, objects: {} }),
+    );
+    await waitFor(
+      () => !!hub.store.get(REPORT) && readReport(hub.store.get<ReportDoc>(REPORT)!).workloads.web?.phase === 'Ready',
+      { what: 'report at the hub' },
+    );
     await waitFor(() => edge.session!.inSync(), { what: 'in sync before the restart' });
     expect(welcomes[0].quiet ?? []).toEqual([]); // the edge's replica was empty at the first hello
 
@@ -92,12 +118,27 @@ describe('quiet reconnect', () => {
     expect(hub.store.isLoaded(REPORT)).toBe(false);
 
     // Both sides change after the quiet start; both changes arrive and the heads converge.
-    hub.store.change<SpecDoc>(SPEC, (d) => putSpecWorkload(d, { name: 'api', generation: 1, revision: 1, manifests: [] }));
-    edgeStore.change<ReportDoc>(REPORT, (d) => putReportWorkload(d, 'web', { observedGeneration: 1, phase: 'Failed', message: 'crashed', restarts: 1, objects: {} }));
-    await waitFor(() => readSpec(edgeStore.get<SpecDoc>(SPEC)!).workloads.api !== undefined, { what: 'hub change at the edge' });
-    await waitFor(() => readReport(hub.store.get<ReportDoc>(REPORT)!).workloads.web?.phase === 'Failed', { what: 'edge change at the hub' });
+    hub.store.change<SpecDoc>(SPEC, (d) =>
+      putSpecWorkload(d, { name: 'api', generation: 1, revision: 1, manifests: [] }),
+    );
+    edgeStore.change<ReportDoc>(REPORT, (d) =>
+      putReportWorkload(d, 'web', {
+        observedGeneration: 1,
+        phase: 'Failed',
+        message: 'crashed',
+        restarts: 1,
+        objects: {},
+      }),
+    );
+    await waitFor(() => readSpec(edgeStore.get<SpecDoc>(SPEC)!).workloads.api !== undefined, {
+      what: 'hub change at the edge',
+    });
+    await waitFor(() => readReport(hub.store.get<ReportDoc>(REPORT)!).workloads.web?.phase === 'Failed', {
+      what: 'edge change at the hub',
+    });
     await waitFor(() => edge.session!.inSync(), { what: 'in sync again' });
-    for (const id of [SPEC, REPORT]) expect(sameHeads(A.getHeads(hub.store.get(id)!), A.getHeads(edgeStore.get(id)!))).toBe(true);
+    for (const id of [SPEC, REPORT])
+      expect(sameHeads(A.getHeads(hub.store.get(id)!), A.getHeads(edgeStore.get(id)!))).toBe(true);
   });
 
   it('is not quiet when the heads differ: the edge changed while the hub was away', async () => {
@@ -111,11 +152,16 @@ describe('quiet reconnect', () => {
 
     await stopHub(hub);
     await waitFor(() => edge.state !== 'connected', { what: 'edge noticed' });
-    edgeStore.change<ReportDoc>(REPORT, (d) => putReportWorkload(d, 'web', { observedGeneration: 0, phase: 'Pending', restarts: 0, objects: {} }));
+    edgeStore.change<ReportDoc>(REPORT, (d) =>
+      putReportWorkload(d, 'web', { observedGeneration: 0, phase: 'Pending', restarts: 0, objects: {} }),
+    );
     hub = await startHub(path.join(dir, 'hub.db'), port);
     cleanup.push(() => stopHub(hub));
     await waitFor(() => welcomes.length === 2 && edge.state === 'connected', { what: 'reconnected' });
     expect(welcomes[1].quiet).toEqual([SPEC]);
-    await waitFor(() => !!hub.store.get(REPORT) && readReport(hub.store.get<ReportDoc>(REPORT)!).workloads.web?.phase === 'Pending', { what: 'offline change at the hub' });
+    await waitFor(
+      () => !!hub.store.get(REPORT) && readReport(hub.store.get<ReportDoc>(REPORT)!).workloads.web?.phase === 'Pending',
+      { what: 'offline change at the hub' },
+    );
   });
 });

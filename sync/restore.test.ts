@@ -53,7 +53,16 @@ async function hubOn(file: string, port: number) {
 }
 
 const spec = (store: ReplicaStore, gen: number) =>
-  store.change<SpecDoc>(SPEC, (d) => void putSpecWorkload(d, { name: 'web', generation: gen, revision: gen, manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { gen: String(gen) } }] }));
+  store.change<SpecDoc>(
+    SPEC,
+    (d) =>
+      void putSpecWorkload(d, {
+        name: 'web',
+        generation: gen,
+        revision: gen,
+        manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { gen: String(gen) } }],
+      }),
+  );
 const same = (a: A.Heads, b: A.Heads) => JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
 
 it('an edge ahead of a restored hub is brought onto a new spec epoch, and sync goes on', async () => {
@@ -62,16 +71,26 @@ it('an edge ahead of a restored hub is brought onto a new spec epoch, and sync g
   let hub = await hubOn(path.join(dir, 'hub.db'), 0);
   const port = hub.port;
   const edge = await ReplicaStore.open(path.join(dir, 'edge.db'), { afterChange: (id) => client.notify(id) });
-  const client: SyncClient = new SyncClient({ url: `ws://127.0.0.1:${port}/api/v1/sync`, token: 'tok', edge: E, store: edge, agentVersion: 'test' });
+  const client: SyncClient = new SyncClient({
+    url: `ws://127.0.0.1:${port}/api/v1/sync`,
+    token: 'tok',
+    edge: E,
+    store: edge,
+    agentVersion: 'test',
+  });
   cleanups.push(() => edge.close());
   cleanups.push(() => client.stop());
   client.start();
   spec(hub.store, 1);
-  await waitFor(() => readSpec(edge.get<SpecDoc>(SPEC)!).workloads.web?.generation === 1, { what: 'gen 1 at the edge' });
+  await waitFor(() => readSpec(edge.get<SpecDoc>(SPEC)!).workloads.web?.generation === 1, {
+    what: 'gen 1 at the edge',
+  });
 
   await hub.store.db.backup(path.join(dir, 'backup.db'));
   spec(hub.store, 2);
-  await waitFor(() => readSpec(edge.get<SpecDoc>(SPEC)!).workloads.web?.generation === 2, { what: 'gen 2 at the edge' });
+  await waitFor(() => readSpec(edge.get<SpecDoc>(SPEC)!).workloads.web?.generation === 2, {
+    what: 'gen 2 at the edge',
+  });
 
   // Restore: the hub comes back from the backup, which never saw generation 2.
   await hub.close();
@@ -81,8 +100,15 @@ it('an edge ahead of a restored hub is brought onto a new spec epoch, and sync g
   cleanups.push(() => restored.close());
   await waitFor(() => restored.refusals.includes('write_violation'), { what: 'the first sync refused' });
   expect(readSpec(restored.store.get<SpecDoc>(SPEC)!).workloads.web.generation).toBe(1);
-  await waitFor(() => edge.epoch(SPEC) === restored.store.epoch(SPEC) && same(A.getHeads(edge.get(SPEC)!), A.getHeads(restored.store.get(SPEC)!)), { timeout: 30_000, what: 'edge on the new epoch' });
+  await waitFor(
+    () =>
+      edge.epoch(SPEC) === restored.store.epoch(SPEC) &&
+      same(A.getHeads(edge.get(SPEC)!), A.getHeads(restored.store.get(SPEC)!)),
+    { timeout: 30_000, what: 'edge on the new epoch' },
+  );
   expect(readSpec(edge.get<SpecDoc>(SPEC)!).workloads.web.generation).toBe(1);
   spec(restored.store, 3);
-  await waitFor(() => readSpec(edge.get<SpecDoc>(SPEC)!).workloads.web?.generation === 3, { what: 'gen 3 at the edge' });
+  await waitFor(() => readSpec(edge.get<SpecDoc>(SPEC)!).workloads.web?.generation === 3, {
+    what: 'gen 3 at the edge',
+  });
 });

@@ -60,7 +60,11 @@ async function goodEdgeStillSyncs(): Promise<void> {
   goodStore.change<ReportDoc>(mailboxDocId(B_EDGE, 'report'), (d) => {
     putReportWorkload(d, 'web', { observedGeneration: gen, phase: 'Ready', restarts: 0, objects: {} });
   });
-  await waitFor(() => readReport(hubStore.get<ReportDoc>(mailboxDocId(B_EDGE, 'report'))!).workloads.web?.observedGeneration === gen, { what: 'good edge report at hub' });
+  await waitFor(
+    () =>
+      readReport(hubStore.get<ReportDoc>(mailboxDocId(B_EDGE, 'report'))!).workloads.web?.observedGeneration === gen,
+    { what: 'good edge report at hub' },
+  );
 }
 
 function upgradeStatus(headers: Record<string, string>): Promise<number> {
@@ -76,7 +80,10 @@ function upgradeStatus(headers: Record<string, string>): Promise<number> {
 }
 
 /** Opens an authenticated raw socket, runs `act`, and resolves with the close code, reason and any error message. */
-function rawSession(token: string, act: (ws: WebSocket) => void): Promise<{ code: number; reason: string; error?: { code: string; message: string } }> {
+function rawSession(
+  token: string,
+  act: (ws: WebSocket) => void,
+): Promise<{ code: number; reason: string; error?: { code: string; message: string } }> {
   return new Promise((resolve) => {
     const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
     let error: { code: string; message: string } | undefined;
@@ -92,7 +99,8 @@ function rawSession(token: string, act: (ws: WebSocket) => void): Promise<{ code
   });
 }
 
-const hello = (docs: { id: string; epoch: string }[] = [], protocol = PROTOCOL_VERSION) => encodeControl({ type: 'hello', protocol, agentVersion: 'test', docs });
+const hello = (docs: { id: string; epoch: string }[] = [], protocol = PROTOCOL_VERSION) =>
+  encodeControl({ type: 'hello', protocol, agentVersion: 'test', docs });
 
 describe('sync endpoint refuses hostile input', () => {
   it('missing or wrong credential: 401 at the upgrade, no socket, logged', async () => {
@@ -140,7 +148,12 @@ describe('sync endpoint refuses hostile input', () => {
     });
     const logs = captureLogs();
     const r = await rawSession('tok-a', (ws) => {
-      ws.send(hello([{ id: specId, epoch: hubStore.epoch(specId)! }, { id: mailboxDocId(A_EDGE, 'report'), epoch: hubStore.epoch(mailboxDocId(A_EDGE, 'report'))! }]));
+      ws.send(
+        hello([
+          { id: specId, epoch: hubStore.epoch(specId)! },
+          { id: mailboxDocId(A_EDGE, 'report'), epoch: hubStore.epoch(mailboxDocId(A_EDGE, 'report'))! },
+        ]),
+      );
       let st = A.initSyncState();
       ws.on('message', (d, bin) => {
         if (!bin) return;
@@ -178,7 +191,15 @@ describe('sync endpoint refuses hostile input', () => {
     expect(b.code).toBe(4400);
     const s = await rawSession('tok-a', (ws) => {
       ws.send(hello());
-      ws.once('message', () => ws.send(encodeSyncFrame('edge/edge-a/report', hubStore.epoch(mailboxDocId(A_EDGE, 'report'))!, new Uint8Array([1, 2, 3, 4, 5]))));
+      ws.once('message', () =>
+        ws.send(
+          encodeSyncFrame(
+            'edge/edge-a/report',
+            hubStore.epoch(mailboxDocId(A_EDGE, 'report'))!,
+            new Uint8Array([1, 2, 3, 4, 5]),
+          ),
+        ),
+      );
     });
     expect(s.code).toBe(4400);
     expect(s.error?.message).toMatch(/cannot apply sync message/);
@@ -197,7 +218,13 @@ describe('sync endpoint refuses hostile input', () => {
 
 describe('admission control', () => {
   it('beyond the handshake limit upgrades wait in line; beyond the line they get 503 with Retry-After', async () => {
-    const busy = await listenSyncServer({ store: hubStore, hubVersion: 'test', maxPendingHandshakes: 1, maxQueuedUpgrades: 1, authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : null) });
+    const busy = await listenSyncServer({
+      store: hubStore,
+      hubVersion: 'test',
+      maxPendingHandshakes: 1,
+      maxQueuedUpgrades: 1,
+      authenticate: (t) => (t === 'tok-a' ? { edge: A_EDGE } : null),
+    });
     const u = busy.url;
     const sockets: WebSocket[] = [];
     try {
@@ -214,7 +241,9 @@ describe('admission control', () => {
       // The third finds the line full.
       const third = await new Promise<{ status: number; retry: string | undefined }>((resolve) => {
         const ws = new WebSocket(u, { headers: { authorization: 'Bearer tok-a' } });
-        ws.on('unexpected-response', (_q, res) => resolve({ status: res.statusCode ?? 0, retry: res.headers['retry-after'] as string | undefined }));
+        ws.on('unexpected-response', (_q, res) =>
+          resolve({ status: res.statusCode ?? 0, retry: res.headers['retry-after'] as string | undefined }),
+        );
         ws.on('error', () => undefined);
       });
       expect(third.status).toBe(503);

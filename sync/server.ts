@@ -130,7 +130,11 @@ export class SyncServer {
   constructor(private readonly opts: SyncServerOptions) {
     this.path = opts.path ?? '/api/v1/sync';
     // permessage-deflate stays off: it fragments memory under many connections (ws#1202).
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes ?? MAX_FRAME_BYTES, perMessageDeflate: false });
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: opts.maxFrameBytes ?? MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+    });
     this.pingTimer = setInterval(() => this.keepalive(), opts.pingIntervalMs ?? WS_PING_INTERVAL_MS);
     this.pingTimer.unref();
   }
@@ -171,8 +175,13 @@ export class SyncServer {
   /** The edge compacted a document it writes: drop our replica and resync the new epoch. */
   private adoptEdgeEpoch(conn: EdgeConnection, id: string, epoch: string): void {
     const p = parseMailboxDocId(id);
-    if (!p || p.edge !== conn.edge || p.role !== 'report') throw new ProtocolError('forbidden_document', `edge ${conn.edge} may not move ${id} to a new epoch`);
-    adoptEpochs(this.opts.store, [{ id: id as DocId, weWrite: false, epoch: this.opts.store.epoch(id as DocId) ?? '' }], [{ id, epoch }]);
+    if (!p || p.edge !== conn.edge || p.role !== 'report')
+      throw new ProtocolError('forbidden_document', `edge ${conn.edge} may not move ${id} to a new epoch`);
+    adoptEpochs(
+      this.opts.store,
+      [{ id: id as DocId, weWrite: false, epoch: this.opts.store.epoch(id as DocId) ?? '' }],
+      [{ id, epoch }],
+    );
     conn.session.resetDoc(id as DocId);
   }
 
@@ -213,7 +222,9 @@ export class SyncServer {
         const rate = this.handshakeRate();
         this.nextSlotAt = Math.max(this.nextSlotAt, now + (this.queued.size / rate) * 1000) + 1000 / rate;
         const retry = Math.min(60, Math.max(1, Math.round((this.nextSlotAt - now) / 1000)));
-        socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+        socket.end(
+          `HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+        );
         return;
       }
       const resume = () => {
@@ -278,7 +289,9 @@ export class SyncServer {
       log.error({ err }, 'authenticating an edge failed');
     }
     if (!identity) {
-      const why = token ? 'the edge credential is not valid (revoked, decommissioned or unknown): enroll the edge again with a new join token' : 'missing bearer credential';
+      const why = token
+        ? 'the edge credential is not valid (revoked, decommissioned or unknown): enroll the edge again with a new join token'
+        : 'missing bearer credential';
       log.warn({ remote: req.socket.remoteAddress }, `refused sync upgrade: ${why}`);
       this.opts.onRefused?.(null, 'unauthorized', why);
       refuseUpgrade(socket, 401, why);
@@ -294,10 +307,17 @@ export class SyncServer {
     let conn: EdgeConnection | undefined;
     this.alive.set(ws, true);
     ws.on('pong', () => this.alive.set(ws, true));
-    const handshakeTimer = setTimeout(() => this.refuse(ws, edge, 'bad_frame', 'no hello within the handshake timeout'), HANDSHAKE_TIMEOUT_MS);
+    const handshakeTimer = setTimeout(
+      () => this.refuse(ws, edge, 'bad_frame', 'no hello within the handshake timeout'),
+      HANDSHAKE_TIMEOUT_MS,
+    );
 
     ws.on('message', (data: RawData, isBinary: boolean) => {
-      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer);
+      const buf = Array.isArray(data)
+        ? Buffer.concat(data)
+        : Buffer.isBuffer(data)
+          ? data
+          : Buffer.from(data as ArrayBuffer);
       this.alive.set(ws, true);
       try {
         if (!conn) {
@@ -322,10 +342,10 @@ export class SyncServer {
         else throw new ProtocolError('bad_frame', `unexpected ${msg.type} message after the handshake`);
       } catch (err) {
         if (err instanceof ProtocolError) {
-          if (err.code === 'write_violation' && err.docId) (this.aheadOfUs.get(edge) ?? this.aheadOfUs.set(edge, new Set()).get(edge)!).add(err.docId as DocId);
+          if (err.code === 'write_violation' && err.docId)
+            (this.aheadOfUs.get(edge) ?? this.aheadOfUs.set(edge, new Set()).get(edge)!).add(err.docId as DocId);
           this.refuse(ws, edge, err.code, err.message);
-        }
-        else {
+        } else {
           log.error({ err, edge }, 'internal error handling a frame');
           this.refuse(ws, edge, 'internal', 'internal error on the hub; the edge will reconnect');
         }
@@ -340,7 +360,10 @@ export class SyncServer {
       if (this.conns.get(edge) === conn) this.conns.delete(edge);
       const reason = reasonBuf.toString();
       if (this.closing) return;
-      log.info({ edge, code, reason, bytesIn: conn.session.stats.bytesIn, bytesOut: conn.session.stats.bytesOut }, 'edge disconnected');
+      log.info(
+        { edge, code, reason, bytesIn: conn.session.stats.bytesIn, bytesOut: conn.session.stats.bytesOut },
+        'edge disconnected',
+      );
       this.opts.onDisconnect?.(conn, code, reason);
     });
     ws.on('error', (err) => log.warn({ err, edge }, 'edge socket error'));
@@ -355,12 +378,16 @@ export class SyncServer {
     }
     for (const d of hello.docs) {
       const p = parseMailboxDocId(d.id);
-      if (!p || p.edge !== edge) throw new ProtocolError('forbidden_document', `edge ${edge} may not sync document ${d.id}`);
+      if (!p || p.edge !== edge)
+        throw new ProtocolError('forbidden_document', `edge ${edge} may not sync document ${d.id}`);
     }
     const ahead = this.aheadOfUs.get(edge);
     if (ahead && this.opts.restartEpoch) {
       for (const id of ahead) this.opts.restartEpoch(id);
-      log.warn({ edge, docs: [...ahead] }, 'the edge held changes this hub never made (restored from a backup?): started a new epoch');
+      log.warn(
+        { edge, docs: [...ahead] },
+        'the edge held changes this hub never made (restored from a backup?): started a new epoch',
+      );
     }
     this.aheadOfUs.delete(edge);
     const docs: MailboxDoc[] = ensureMailbox(this.opts.store, edge, 'hub');

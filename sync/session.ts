@@ -110,7 +110,10 @@ export class SyncSession {
       // The state saw a message the replica refused or could not keep: never persist it.
       this.states.delete(id);
       if (err instanceof WriteViolation) throw new ProtocolError('write_violation', err.message, id);
-      throw new ProtocolError('bad_frame', `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`);
+      throw new ProtocolError(
+        'bad_frame',
+        `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`,
+      );
     }
     this.flush(id);
   }

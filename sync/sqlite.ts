@@ -23,7 +23,9 @@ export function openDatabase(file: string, opts: { walAutocheckpointPages?: numb
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw new Error(`cannot create data directory ${path.dirname(file)}: check the path and its permissions`, { cause: err });
+    throw new Error(`cannot create data directory ${path.dirname(file)}: check the path and its permissions`, {
+      cause: err,
+    });
   }
   let db: SqliteDatabase;
   try {
@@ -35,7 +37,8 @@ export function openDatabase(file: string, opts: { walAutocheckpointPages?: numb
   // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9); only an OS
   // crash or power loss may lose the last transactions, never corrupt the file.
   db.pragma('synchronous = NORMAL');
-  if (opts.walAutocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(opts.walAutocheckpointPages))}`);
+  if (opts.walAutocheckpointPages !== undefined)
+    db.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(opts.walAutocheckpointPages))}`);
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   db.exec('CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)');
@@ -47,7 +50,8 @@ export function openDatabase(file: string, opts: { walAutocheckpointPages?: numb
  * A file written by a newer binary is refused: running an old binary on it could lose data.
  */
 export function migrate(db: SqliteDatabase, component: string, migrations: Migration[], binaryVersion: string): void {
-  const row = db.prepare('SELECT version FROM schema_versions WHERE component = ?').get(component) as { version: number } | undefined;
+  const row = db.prepare('SELECT version FROM schema_versions WHERE component = ?').get(component) as
+    { version: number } | undefined;
   const current = row?.version ?? 0;
   const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0);
   if (current > latest) {
@@ -60,7 +64,9 @@ export function migrate(db: SqliteDatabase, component: string, migrations: Migra
     if (m.version <= current) continue;
     db.transaction(() => {
       db.exec(m.sql);
-      db.prepare('INSERT INTO schema_versions (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version').run(component, m.version);
+      db.prepare(
+        'INSERT INTO schema_versions (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version',
+      ).run(component, m.version);
     })();
   }
 }

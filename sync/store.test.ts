@@ -69,7 +69,9 @@ describe('ReplicaStore', () => {
   it('batch: one transaction, announcements after the commit; a failure rolls every change back', async () => {
     const f = file();
     const announced: string[] = [];
-    const s = await ReplicaStore.open(f, { afterChange: (id) => announced.push(`${id}:${s.db.inTransaction ? 'in-tx' : 'committed'}`) });
+    const s = await ReplicaStore.open(f, {
+      afterChange: (id) => announced.push(`${id}:${s.db.inTransaction ? 'in-tx' : 'committed'}`),
+    });
     const B = 'doc/b' as DocId;
     s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
     s.create<Doc>(B, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
@@ -105,7 +107,10 @@ describe('ReplicaStore', () => {
     const f = file();
     const seen: number[] = [];
     const announced: string[] = [];
-    const s = await ReplicaStore.open(f, { onChange: (c) => seen.push((c.doc as unknown as Doc).n), afterChange: (id) => announced.push(id) });
+    const s = await ReplicaStore.open(f, {
+      onChange: (c) => seen.push((c.doc as unknown as Doc).n),
+      afterChange: (id) => announced.push(id),
+    });
     s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 0, items: {} }) });
     seen.length = 0;
     expect(s.changeBackend(ID, (b) => b.put('_root', 'n', 5, 'int'))).toBe(true);
@@ -142,7 +147,8 @@ describe('ReplicaStore', () => {
   it('loads on demand and evicts under its memory budget', async () => {
     // ~7 KiB estimated per tiny document: 256 KiB holds about 36 of the 50.
     const s = await ReplicaStore.open(file(), { memoryBudgetBytes: 256 * 1024 });
-    for (let i = 0; i < 50; i++) s.create<Doc>(`doc/${i}` as DocId, { init: (d) => Object.assign(d, { n: i, items: {} }) });
+    for (let i = 0; i < 50; i++)
+      s.create<Doc>(`doc/${i}` as DocId, { init: (d) => Object.assign(d, { n: i, items: {} }) });
     const st = s.loadedStats();
     expect(st.docs).toBeLessThan(50);
     expect(st.docs).toBeGreaterThan(20);
@@ -179,7 +185,11 @@ describe('ReplicaStore', () => {
     // Persisted (b wrote the state with the change; acknowledgements are flushed at close).
     b.flushSyncStates();
     expect(A.decodeSyncState(encodeSyncState(b.loadSyncState('a', ID))).sharedHeads).toEqual(A.getHeads(a.get(ID)!));
-    expect(A.decodeSyncState((b.db.prepare("SELECT state FROM sync_states WHERE peer = 'a'").get() as { state: Buffer }).state).sharedHeads).toEqual(A.getHeads(a.get(ID)!));
+    expect(
+      A.decodeSyncState(
+        (b.db.prepare("SELECT state FROM sync_states WHERE peer = 'a'").get() as { state: Buffer }).state,
+      ).sharedHeads,
+    ).toEqual(A.getHeads(a.get(ID)!));
     a.close();
     b.close();
   });
@@ -195,7 +205,9 @@ describe('ReplicaStore', () => {
     expect(A.getHeads(again.handle(ID)!)).toHaveLength(1);
     expect(again.get<Doc>(ID)).toMatchObject({ n: 3, items: { x: 1 } });
     again.db.prepare("UPDATE docs SET snapshot = substr(snapshot, 1, length(snapshot) - 20) WHERE id = 'doc/2'").run();
-    expect(() => again.get('doc/2' as DocId)).toThrow(/doc\/2 .* cannot be loaded: restore the data directory from a backup/);
+    expect(() => again.get('doc/2' as DocId)).toThrow(
+      /doc\/2 .* cannot be loaded: restore the data directory from a backup/,
+    );
     again.close();
   });
 

@@ -154,7 +154,6 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-
 export class ReplicaStore {
   readonly db: SqliteDatabase;
   private readonly cache = new Map<DocId, Loaded>();
@@ -164,7 +163,10 @@ export class ReplicaStore {
   private closed = false;
   private readonly stmt;
   /** Sync states changed by acknowledgements, not yet persisted: key `peer\0docId`. */
-  private readonly dirtySync = new Map<string, { peer: string; id: DocId; epoch: string | undefined; state: SyncHandle }>();
+  private readonly dirtySync = new Map<
+    string,
+    { peer: string; id: DocId; epoch: string | undefined; state: SyncHandle }
+  >();
   private syncFlushTimer: NodeJS.Timeout | undefined;
   /** Set inside `batch`: documents changed and notifications held until the commit. */
   private batched: { touched: Set<DocId>; after: [DocId, 'local' | 'remote', string | undefined][] } | undefined;
@@ -178,12 +180,16 @@ export class ReplicaStore {
       docMeta: db.prepare('SELECT epoch, heads, length(snapshot) + chunk_bytes AS size FROM docs WHERE id = ?'),
       chunks: db.prepare('SELECT data FROM doc_chunks WHERE doc_id = ? ORDER BY seq'),
       insertDoc: db.prepare('INSERT INTO docs (id, epoch, snapshot, heads, updated_at) VALUES (?, ?, ?, ?, ?)'),
-      addChunk: db.prepare('INSERT INTO doc_chunks (doc_id, seq, data) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM doc_chunks WHERE doc_id = ?), ?)'),
+      addChunk: db.prepare(
+        'INSERT INTO doc_chunks (doc_id, seq, data) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM doc_chunks WHERE doc_id = ?), ?)',
+      ),
       // One statement for the bump and the counts the fold decision needs (was an UPDATE and a SELECT).
       bumpDoc: db.prepare(
         'UPDATE docs SET heads = ?, chunk_count = chunk_count + 1, chunk_bytes = chunk_bytes + ?, updated_at = ? WHERE id = ? RETURNING chunk_count, chunk_bytes, length(snapshot) AS snap',
       ),
-      snapshot: db.prepare('UPDATE docs SET snapshot = ?, heads = ?, chunk_count = 0, chunk_bytes = 0, updated_at = ? WHERE id = ?'),
+      snapshot: db.prepare(
+        'UPDATE docs SET snapshot = ?, heads = ?, chunk_count = 0, chunk_bytes = 0, updated_at = ? WHERE id = ?',
+      ),
       dropChunks: db.prepare('DELETE FROM doc_chunks WHERE doc_id = ?'),
       deleteDoc: db.prepare('DELETE FROM docs WHERE id = ?'),
       listDocs: db.prepare('SELECT id, epoch FROM docs WHERE id LIKE ? ORDER BY id'),
@@ -262,7 +268,10 @@ export class ReplicaStore {
   }
 
   list(prefix = ''): { id: DocId; epoch: string }[] {
-    return (this.stmt.listDocs.all(`${prefix}%`) as { id: DocId; epoch: string }[]).map((r) => ({ id: r.id, epoch: r.epoch }));
+    return (this.stmt.listDocs.all(`${prefix}%`) as { id: DocId; epoch: string }[]).map((r) => ({
+      id: r.id,
+      epoch: r.epoch,
+    }));
   }
 
   /** The document, its JS view up to date (loaded from disk when not in memory). */
@@ -299,9 +308,13 @@ export class ReplicaStore {
       // The snapshot and its chunks at once, without a JS view: it is built (whole, as A.load
       // would) only when something `get`s the document; a hub reads few of the spec documents
       // it writes.
-      doc = wasmSync.loadLazy<Record<string, unknown>>(chunks.length ? concat([row.snapshot, ...chunks]) : row.snapshot);
+      doc = wasmSync.loadLazy<Record<string, unknown>>(
+        chunks.length ? concat([row.snapshot, ...chunks]) : row.snapshot,
+      );
     } catch (err) {
-      throw new Error(`document ${id} in ${this.db.name} cannot be loaded: restore the data directory from a backup`, { cause: err });
+      throw new Error(`document ${id} in ${this.db.name} cannot be loaded: restore the data directory from a backup`, {
+        cause: err,
+      });
     }
     this.remember(id, doc, row.epoch, row.snapshot.length, row.chunk_bytes, true);
     return doc as A.Doc<T>;
@@ -319,7 +332,8 @@ export class ReplicaStore {
     this.assertOpen();
     const epoch = opts.epoch ?? newEpoch();
     let doc = A.init<Record<string, unknown>>();
-    if (opts.init) doc = A.change(doc, { message: 'create' }, opts.init as unknown as A.ChangeFn<Record<string, unknown>>);
+    if (opts.init)
+      doc = A.change(doc, { message: 'create' }, opts.init as unknown as A.ChangeFn<Record<string, unknown>>);
     const bytes = A.save(doc);
     this.batched?.touched.add(id);
     this.transaction(() => {
@@ -406,7 +420,8 @@ export class ReplicaStore {
     this.dirtySync.clear();
     this.transaction(() => {
       // A state of an epoch the document has left describes nothing: drop it.
-      for (const p of pending) if (p.epoch !== undefined && this.epoch(p.id) === p.epoch) this.saveSyncState(p.peer, p.id, p.state);
+      for (const p of pending)
+        if (p.epoch !== undefined && this.epoch(p.id) === p.epoch) this.saveSyncState(p.peer, p.id, p.state);
     });
   }
 
@@ -416,7 +431,13 @@ export class ReplicaStore {
    * WriteViolation and the replica stays exactly as it was (the caller must drop `state`, which
    * saw the refused message).
    */
-  receive(peer: string, id: DocId, state: SyncHandle, message: Uint8Array, opts: { mayAddChanges: boolean }): { changed: boolean } {
+  receive(
+    peer: string,
+    id: DocId,
+    state: SyncHandle,
+    message: Uint8Array,
+    opts: { mayAddChanges: boolean },
+  ): { changed: boolean } {
     const before = this.handle(id);
     if (!before) throw new Error(`document ${id} does not exist`);
     const heads = A.getHeads(before);
@@ -484,7 +505,15 @@ export class ReplicaStore {
    * transaction. `stale`: the JS view of `doc` lags its backend (changeBackend); a projection
    * hook that reads the document gets an up-to-date view, built only then.
    */
-  private persist(id: DocId, doc: AnyDoc, prevHeads: A.Heads, origin: 'local' | 'remote', peer?: string, change?: Uint8Array, stale = false): void {
+  private persist(
+    id: DocId,
+    doc: AnyDoc,
+    prevHeads: A.Heads,
+    origin: 'local' | 'remote',
+    peer?: string,
+    change?: Uint8Array,
+    stale = false,
+  ): void {
     const now = Date.now();
     const heads = JSON.stringify(A.getHeads(doc));
     this.batched?.touched.add(id);
@@ -493,7 +522,11 @@ export class ReplicaStore {
     const run = () => {
       const inc = change ?? A.saveSince(doc, prevHeads);
       this.stmt.addChunk.run(id, id, inc);
-      const c = this.stmt.bumpDoc.get(heads, inc.length, now, id) as { chunk_count: number; chunk_bytes: number; snap: number };
+      const c = this.stmt.bumpDoc.get(heads, inc.length, now, id) as {
+        chunk_count: number;
+        chunk_bytes: number;
+        snap: number;
+      };
       snap = c.snap;
       chunkBytes = c.chunk_bytes;
       if (c.chunk_count >= COMPACT_CHUNK_COUNT || c.chunk_bytes > Math.max(c.snap, 16 * 1024)) {
@@ -531,7 +564,14 @@ export class ReplicaStore {
     if (epoch !== undefined) this.remember(id, live, epoch, snap, chunkBytes, stale);
   }
 
-  private remember(id: DocId, doc: AnyDoc, epoch: string, snapshotBytes: number, chunkBytes: number, stale = false): void {
+  private remember(
+    id: DocId,
+    doc: AnyDoc,
+    epoch: string,
+    snapshotBytes: number,
+    chunkBytes: number,
+    stale = false,
+  ): void {
     // Every load and every write ends here: the place to keep Automerge's heap from growing in
     // small steps (sync/wasm-heap.ts).
     keepWasmHeadroom();
@@ -542,7 +582,13 @@ export class ReplicaStore {
     }
     const cost = docCost(snapshotBytes, chunkBytes);
     // A view that lagged before this change still lags (the same handle, changed again).
-    this.cache.set(id, { doc, epoch, cost, size: snapshotBytes + chunkBytes, stale: stale || (cur?.doc === doc && cur.stale) });
+    this.cache.set(id, {
+      doc,
+      epoch,
+      cost,
+      size: snapshotBytes + chunkBytes,
+      stale: stale || (cur?.doc === doc && cur.stale),
+    });
     this.cacheCost += cost;
     for (const [victim] of this.cache) {
       if (this.cacheCost <= this.budget || this.cache.size <= 1) break;

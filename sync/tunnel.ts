@@ -46,7 +46,17 @@ const BLOCKED_POLL_MS = 5;
 /** Bound on a JSON header or META body. */
 const MAX_JSON_BYTES = 64 * 1024;
 
-export type TunnelErrorCode = 'refused' | 'not_found' | 'forbidden' | 'unavailable' | 'deadline' | 'budget' | 'disconnected' | 'protocol' | 'aborted' | 'internal';
+export type TunnelErrorCode =
+  | 'refused'
+  | 'not_found'
+  | 'forbidden'
+  | 'unavailable'
+  | 'deadline'
+  | 'budget'
+  | 'disconnected'
+  | 'protocol'
+  | 'aborted'
+  | 'internal';
 
 /** A stream that ended abnormally, with a code both ends understand. */
 export class TunnelError extends Error {
@@ -72,7 +82,10 @@ export interface StreamLimits {
   maxBytes?: number;
 }
 
-type Outgoing = { kind: 'data'; buf: Buffer; cb?: (err?: Error | null) => void } | { kind: 'meta'; json: unknown } | { kind: 'end'; cb?: (err?: Error | null) => void };
+type Outgoing =
+  | { kind: 'data'; buf: Buffer; cb?: (err?: Error | null) => void }
+  | { kind: 'meta'; json: unknown }
+  | { kind: 'end'; cb?: (err?: Error | null) => void };
 
 function frame(kind: number, id: number, body?: Buffer): Buffer {
   const out = Buffer.allocUnsafe(5 + (body?.length ?? 0));
@@ -112,7 +125,13 @@ export class TunnelStream extends Duplex {
   ) {
     super({ readableHighWaterMark: INITIAL_WINDOW, writableHighWaterMark: 64 * 1024, allowHalfOpen: true });
     if (limits.deadlineMs) {
-      this.timer = setTimeout(() => this.destroy(new TunnelError('deadline', `the stream passed its deadline of ${Math.round(limits.deadlineMs! / 1000)}s`)), limits.deadlineMs);
+      this.timer = setTimeout(
+        () =>
+          this.destroy(
+            new TunnelError('deadline', `the stream passed its deadline of ${Math.round(limits.deadlineMs! / 1000)}s`),
+          ),
+        limits.deadlineMs,
+      );
       this.timer.unref();
     }
   }
@@ -165,10 +184,14 @@ export class TunnelStream extends Duplex {
     clearTimeout(this.timer);
     if (!this.reset && !(this.localEnded && this.remoteEnded)) {
       this.reset = true;
-      const e = err instanceof TunnelError ? err : new TunnelError('aborted', err?.message ?? 'closed by the other side of the tunnel');
+      const e =
+        err instanceof TunnelError
+          ? err
+          : new TunnelError('aborted', err?.message ?? 'closed by the other side of the tunnel');
       this.mux.sendNow(frame(TUNNEL_RESET, this.id, json({ code: e.code, message: e.message })));
     }
-    for (const o of this.queue.splice(0)) if (o.kind !== 'meta') o.cb?.(err ?? new TunnelError('aborted', 'the stream was closed'));
+    for (const o of this.queue.splice(0))
+      if (o.kind !== 'meta') o.cb?.(err ?? new TunnelError('aborted', 'the stream was closed'));
     this.mux.forget(this);
     cb(err);
   }
@@ -231,7 +254,8 @@ export class TunnelMux {
   open(header: Record<string, unknown>, limits: StreamLimits = {}): TunnelStream {
     if (this.closed) throw new TunnelError('disconnected', 'the tunnel is closed');
     const max = this.opts.maxStreams ?? 1024;
-    if (this.streams.size >= max) throw new TunnelError('unavailable', `too many open tunnel streams (${max}); retry when some finish`);
+    if (this.streams.size >= max)
+      throw new TunnelError('unavailable', `too many open tunnel streams (${max}); retry when some finish`);
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
     const s = new TunnelStream(id, this, header, limits);
@@ -255,12 +279,24 @@ export class TunnelMux {
     switch (kind) {
       case TUNNEL_OPEN: {
         if (s || !this.opts.onStream) {
-          this.sendNow(frame(TUNNEL_RESET, id, json({ code: 'refused', message: s ? 'stream id in use' : 'this side does not accept streams' })));
+          this.sendNow(
+            frame(
+              TUNNEL_RESET,
+              id,
+              json({ code: 'refused', message: s ? 'stream id in use' : 'this side does not accept streams' }),
+            ),
+          );
           return;
         }
         const header = parseJson(body);
         if (this.streams.size >= (this.opts.maxStreams ?? 1024)) {
-          this.sendNow(frame(TUNNEL_RESET, id, json({ code: 'unavailable', message: 'too many open tunnel streams on the edge; retry later' })));
+          this.sendNow(
+            frame(
+              TUNNEL_RESET,
+              id,
+              json({ code: 'unavailable', message: 'too many open tunnel streams on the edge; retry later' }),
+            ),
+          );
           return;
         }
         const ns = new TunnelStream(id, this, header);
@@ -402,14 +438,16 @@ export class TunnelMux {
 }
 
 function parseJson(body: Buffer): Record<string, unknown> {
-  if (body.length > MAX_JSON_BYTES) throw new TunnelError('protocol', `tunnel JSON of ${body.length} bytes exceeds ${MAX_JSON_BYTES}`);
+  if (body.length > MAX_JSON_BYTES)
+    throw new TunnelError('protocol', `tunnel JSON of ${body.length} bytes exceeds ${MAX_JSON_BYTES}`);
   let v: unknown;
   try {
     v = JSON.parse(body.toString('utf8'));
   } catch {
     throw new TunnelError('protocol', 'tunnel frame body is not JSON');
   }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new TunnelError('protocol', 'tunnel frame body is not a JSON object');
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new TunnelError('protocol', 'tunnel frame body is not a JSON object');
   return v as Record<string, unknown>;
 }
 
@@ -418,7 +456,10 @@ export const TunnelRequest = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('http'),
     /** `kube`: the edge's cluster API; otherwise a declared port of a workload. */
-    target: z.union([z.literal('kube'), z.object({ workload: z.string().max(63), port: z.number().int().min(1).max(65535) })]),
+    target: z.union([
+      z.literal('kube'),
+      z.object({ workload: z.string().max(63), port: z.number().int().min(1).max(65535) }),
+    ]),
     method: z.string().regex(/^[A-Z]{1,16}$/),
     /** Path and query on the target, starting with `/`. */
     path: z.string().startsWith('/').max(8192),
@@ -426,14 +467,30 @@ export const TunnelRequest = z.discriminatedUnion('type', [
     /** An HTTP upgrade (WebSocket, SPDY): after the 101 the stream carries raw bytes both ways. */
     upgrade: z.boolean().optional(),
   }),
-  z.object({ type: z.literal('logs'), workload: z.string().max(63), container: z.string().max(253).optional(), follow: z.boolean().optional(), tail: z.number().int().min(0).optional() }),
-  z.object({ type: z.literal('exec'), workload: z.string().max(63), container: z.string().max(253).optional(), command: z.array(z.string().max(65536)).min(1).max(1024), interactive: z.boolean().optional(), tty: z.boolean().optional() }),
+  z.object({
+    type: z.literal('logs'),
+    workload: z.string().max(63),
+    container: z.string().max(253).optional(),
+    follow: z.boolean().optional(),
+    tail: z.number().int().min(0).optional(),
+  }),
+  z.object({
+    type: z.literal('exec'),
+    workload: z.string().max(63),
+    container: z.string().max(253).optional(),
+    command: z.array(z.string().max(65536)).min(1).max(1024),
+    interactive: z.boolean().optional(),
+    tty: z.boolean().optional(),
+  }),
   z.object({ type: z.literal('action'), workload: z.string().max(63), action: z.enum(['restart', 'stop', 'start']) }),
 ]);
 export type TunnelRequest = z.infer<typeof TunnelRequest>;
 
 /** The edge's answer before any data: `{status, headers}` for http, `{ok}` for logs, `{exitCode,...}` for exec. */
-export type TunnelHead = { status: number; headers: Record<string, string | string[]> } | { ok: true; message?: string } | { exitCode: number; stdout?: string; stderr?: string };
+export type TunnelHead =
+  | { status: number; headers: Record<string, string | string[]> }
+  | { ok: true; message?: string }
+  | { exitCode: number; stdout?: string; stderr?: string };
 
 /** Interactive exec: DATA from the edge starts with a channel byte (stdout, stderr); DATA to the edge is stdin. */
 export const EXEC_STDOUT = 1;

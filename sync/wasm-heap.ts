@@ -46,8 +46,14 @@ function exportsOf(): WasmExports | undefined {
   if (!A.isWasmInitialized()) return undefined;
   // Initialized already: initSync returns the live instance's exports without instantiating.
   const ex = (initSync as () => Partial<WasmExports>)();
-  if (!(ex.memory?.buffer instanceof ArrayBuffer) || typeof ex.__wbindgen_malloc !== 'function' || typeof ex.__wbindgen_free !== 'function') {
-    throw new Error('Automerge wasm exports changed (memory/__wbindgen_malloc/__wbindgen_free): check sync/wasm-heap.ts against the pinned Automerge version');
+  if (
+    !(ex.memory?.buffer instanceof ArrayBuffer) ||
+    typeof ex.__wbindgen_malloc !== 'function' ||
+    typeof ex.__wbindgen_free !== 'function'
+  ) {
+    throw new Error(
+      'Automerge wasm exports changed (memory/__wbindgen_malloc/__wbindgen_free): check sync/wasm-heap.ts against the pinned Automerge version',
+    );
   }
   wasm = ex as WasmExports;
   return wasm;

@@ -6,7 +6,12 @@ import * as W from './wasm-sync.js';
 type Doc = { items: Record<string, number> };
 
 /** Runs the sync protocol between two documents until neither side has anything to say. */
-function exchange(a: A.Doc<Doc>, sa: W.SyncHandle, b: A.Doc<Doc>, sb: W.SyncHandle): { a: A.Doc<Doc>; b: A.Doc<Doc>; rounds: number } {
+function exchange(
+  a: A.Doc<Doc>,
+  sa: W.SyncHandle,
+  b: A.Doc<Doc>,
+  sb: W.SyncHandle,
+): { a: A.Doc<Doc>; b: A.Doc<Doc>; rounds: number } {
   let rounds = 0;
   for (;;) {
     const m1 = W.generate(a, sa);
@@ -71,7 +76,10 @@ describe('wasm sync states (Automerge internals this project relies on)', () => 
   });
 
   it('loads a document lazily: backend complete at once, the view built whole on catchUp', () => {
-    let full = A.from<Doc & { label: A.ImmutableString }>({ items: { x: 1, y: 2 }, label: new A.ImmutableString('edge-1') });
+    let full = A.from<Doc & { label: A.ImmutableString }>({
+      items: { x: 1, y: 2 },
+      label: new A.ImmutableString('edge-1'),
+    });
     full = A.change(full, (d) => void (d.items.z = 3));
     const lazy = W.loadLazy<Doc & { label: A.ImmutableString }>(A.save(full));
     // Heads, saves and sync work on the placeholder; its view is empty until catchUp.

@@ -99,7 +99,12 @@ export function catchUp<T>(doc: A.Doc<T>): A.Doc<T> {
     placeholders.delete(doc as object);
     const handle = A.getBackend(doc as A.Doc<unknown>);
     // The metadata A.load gives materialize: the view's state (handle, current heads).
-    return handle.materialize('/', undefined, { handle, heads: undefined, freeze: false, patchCallback: undefined }) as A.Doc<T>;
+    return handle.materialize('/', undefined, {
+      handle,
+      heads: undefined,
+      freeze: false,
+      patchCallback: undefined,
+    }) as A.Doc<T>;
   }
   return A.loadIncremental(doc, EMPTY);
 }

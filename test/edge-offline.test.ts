@@ -38,7 +38,11 @@ function web(name: string, version: string) {
 }
 
 async function api(method: string, p: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${hub.url}${p}`, { method, headers: { authorization: `Bearer ${hub.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${hub.url}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${hub.token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = await res.json();
   if (res.status >= 400) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -66,11 +70,13 @@ const alive = (pid: number) => {
 async function localStatus(): Promise<any> {
   const http = await import('node:http');
   return new Promise((resolve, reject) => {
-    http.get({ socketPath: path.join(edgeDir, 'agent.sock'), path: '/status' }, (res) => {
-      let t = '';
-      res.on('data', (c) => (t += c));
-      res.on('end', () => resolve(JSON.parse(t)));
-    }).on('error', reject);
+    http
+      .get({ socketPath: path.join(edgeDir, 'agent.sock'), path: '/status' }, (res) => {
+        let t = '';
+        res.on('data', (c) => (t += c));
+        res.on('end', () => resolve(JSON.parse(t)));
+      })
+      .on('error', reject);
   });
 }
 
@@ -85,12 +91,33 @@ beforeAll(async () => {
   hub = await startHubProc(hubDir, hubPort, ['--insecure-http']);
   running.push(hub.proc);
   const join = await api('POST', '/api/v1/tokens/join', { labels: { site: 'a' } });
-  edge = await startEdgeProc(edgeDir, ['--hub', hub.url, '--join-token', join.token, '--name', 'site-a', '--driver', 'process']);
+  edge = await startEdgeProc(edgeDir, [
+    '--hub',
+    hub.url,
+    '--join-token',
+    join.token,
+    '--name',
+    'site-a',
+    '--driver',
+    'process',
+  ]);
   running.push(edge);
   await api('POST', '/api/v1/apply', {
-    objects: [web('keep', 'v1'), web('change', 'v1'), web('gone', 'v1'), { kind: 'Placement', metadata: { name: 'all' }, spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['keep', 'change', 'gone'] } }],
+    objects: [
+      web('keep', 'v1'),
+      web('change', 'v1'),
+      web('gone', 'v1'),
+      {
+        kind: 'Placement',
+        metadata: { name: 'all' },
+        spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['keep', 'change', 'gone'] },
+      },
+    ],
   });
-  await waitFor(async () => (await api('GET', '/api/v1/projects/default/placements/all')).status.summary.ready === 3, { timeout: 45_000, what: 'READY 3/3' });
+  await waitFor(async () => (await api('GET', '/api/v1/projects/default/placements/all')).status.summary.ready === 3, {
+    timeout: 45_000,
+    what: 'READY 3/3',
+  });
 });
 
 afterAll(async () => {
@@ -107,14 +134,19 @@ describe('offline autonomy (real processes)', () => {
     keepPid = pidOf('keep');
     await hub.proc.kill('SIGKILL');
     for (const n of ['keep', 'change', 'gone']) expect(await serves(n)).toBe('v1');
-    await waitFor(async () => (await localStatus()).connection !== 'connected', { what: 'edge to notice the hub is gone' });
+    await waitFor(async () => (await localStatus()).connection !== 'connected', {
+      what: 'edge to notice the hub is gone',
+    });
     // A workload crashes while the hub is away: the edge restarts it and records it.
     process.kill(pidOf('gone'), 'SIGKILL');
-    const st = await waitFor(async () => {
-      const s = await localStatus();
-      const g = s.workloads.find((w: any) => w.name === 'gone');
-      return g.status.restarts >= 1 && g.status.phase === 'Ready' ? s : null;
-    }, { timeout: 30_000, what: 'restart recorded locally' });
+    const st = await waitFor(
+      async () => {
+        const s = await localStatus();
+        const g = s.workloads.find((w: any) => w.name === 'gone');
+        return g.status.restarts >= 1 && g.status.phase === 'Ready' ? s : null;
+      },
+      { timeout: 30_000, what: 'restart recorded locally' },
+    );
     expect(st.workloads.find((w: any) => w.name === 'gone').status.restarts).toBeGreaterThanOrEqual(1);
     expect(await serves('gone')).toBe('v1');
   });
@@ -133,19 +165,26 @@ describe('offline autonomy (real processes)', () => {
   it('3. the hub restarts and loses no edge status', async () => {
     hub = await startHubProc(hubDir, hubPort, ['--insecure-http']);
     running.push(hub.proc);
-    const e = await waitFor(async () => {
-      const x = await api('GET', '/api/v1/projects/default/edges/site-a');
-      // The crash recorded while the hub was dead must reach it.
-      const gone = x.status.workloads.find((w: any) => w.name === 'gone');
-      return x.status.phase === 'Online' && x.status.summary.ready === 3 && gone.restarts >= 1 ? x : null;
-    }, { timeout: 30_000, what: 'edge online with READY 3/3 and the offline restart' });
+    const e = await waitFor(
+      async () => {
+        const x = await api('GET', '/api/v1/projects/default/edges/site-a');
+        // The crash recorded while the hub was dead must reach it.
+        const gone = x.status.workloads.find((w: any) => w.name === 'gone');
+        return x.status.phase === 'Online' && x.status.summary.ready === 3 && gone.restarts >= 1 ? x : null;
+      },
+      { timeout: 30_000, what: 'edge online with READY 3/3 and the offline restart' },
+    );
     expect(e.status.summary.broken).toEqual([]);
   });
 
   it('4. while the edge is offline the hub changes one workload and deletes another: after reconnect both happen, the third is not restarted', async () => {
     await edge.kill('SIGKILL');
     await api('PUT', '/api/v1/projects/default/workloads/change', web('change', 'v2'));
-    await api('PUT', '/api/v1/projects/default/placements/all', { kind: 'Placement', metadata: { name: 'all' }, spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['keep', 'change'] } });
+    await api('PUT', '/api/v1/projects/default/placements/all', {
+      kind: 'Placement',
+      metadata: { name: 'all' },
+      spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['keep', 'change'] },
+    });
     // Offline: nothing changed on the edge yet.
     expect(await serves('change')).toBe('v1');
     expect(await serves('gone')).toBe('v1');
@@ -155,10 +194,13 @@ describe('offline autonomy (real processes)', () => {
     await waitFor(async () => (await serves('gone')) === null, { timeout: 30_000, what: 'gone to be removed' });
     expect(pidOf('keep')).toBe(keepPid);
     expect(alive(keepPid)).toBe(true);
-    const p = await waitFor(async () => {
-      const x = await api('GET', '/api/v1/projects/default/placements/all');
-      return x.status.summary.ready === 2 && x.status.summary.total === 2 ? x : null;
-    }, { timeout: 30_000, what: 'READY 2/2' });
+    const p = await waitFor(
+      async () => {
+        const x = await api('GET', '/api/v1/projects/default/placements/all');
+        return x.status.summary.ready === 2 && x.status.summary.total === 2 ? x : null;
+      },
+      { timeout: 30_000, what: 'READY 2/2' },
+    );
     expect(p.status.summary.worst).toBe('Ready');
   });
 });

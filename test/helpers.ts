@@ -12,7 +12,10 @@ export function tempDir(prefix = 'outpost-test-'): string {
 }
 
 /** Polls `fn` until it returns a truthy value or the deadline passes (then throws with the last value). */
-export async function waitFor<T>(fn: () => T | Promise<T>, opts: { timeout?: number; interval?: number; what?: string } = {}): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  fn: () => T | Promise<T>,
+  opts: { timeout?: number; interval?: number; what?: string } = {},
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + (opts.timeout ?? 20_000);
   let last: unknown;
   for (;;) {
@@ -22,7 +25,10 @@ export async function waitFor<T>(fn: () => T | Promise<T>, opts: { timeout?: num
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${opts.what ?? 'condition'}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${opts.what ?? 'condition'}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`,
+      );
     await new Promise((r) => setTimeout(r, opts.interval ?? 50));
   }
 }

@@ -54,19 +54,51 @@ describe('hub operations through the CLI (TLS, pinned CA)', () => {
     const t = await cli(['token', 'create', '--labels', 'tier=small'], env);
     expect(t.code).toBe(0);
     const edgeDir = path.join(dir, 'edge');
-    const edge = new Proc(['edge', '--data', edgeDir, '--hub', hub.url, '--join-token', t.stdout.trim(), '--name', 'pending-1', '--driver', 'process']);
+    const edge = new Proc([
+      'edge',
+      '--data',
+      edgeDir,
+      '--hub',
+      hub.url,
+      '--join-token',
+      t.stdout.trim(),
+      '--name',
+      'pending-1',
+      '--driver',
+      'process',
+    ]);
     procs.push(edge);
-    const pending = await waitFor(async () => {
-      const r = await cli(['get', 'edge', 'pending-1', '-o', 'json'], env);
-      return r.code === 0 && JSON.parse(r.stdout).status.phase === 'Pending' ? true : null;
-    }, { timeout: 30_000, what: 'edge Pending' });
+    const pending = await waitFor(
+      async () => {
+        const r = await cli(['get', 'edge', 'pending-1', '-o', 'json'], env);
+        return r.code === 0 && JSON.parse(r.stdout).status.phase === 'Pending' ? true : null;
+      },
+      { timeout: 30_000, what: 'edge Pending' },
+    );
     expect(pending).toBe(true);
     expect((await cli(['edge', 'approve', 'pending-1'], env)).code).toBe(0);
-    await waitFor(async () => JSON.parse((await cli(['get', 'edge', 'pending-1', '-o', 'json'], env)).stdout).status.phase === 'Online', { timeout: 30_000, what: 'edge Online after approval' });
+    await waitFor(
+      async () =>
+        JSON.parse((await cli(['get', 'edge', 'pending-1', '-o', 'json'], env)).stdout).status.phase === 'Online',
+      { timeout: 30_000, what: 'edge Online after approval' },
+    );
 
     const short = await cli(['token', 'create', '--ttl', '1s'], env);
     await new Promise((r) => setTimeout(r, 1_500));
-    const late = await cli(['edge', '--data', path.join(dir, 'late'), '--hub', hub.url, '--join-token', short.stdout.trim(), '--name', 'late-1'], env);
+    const late = await cli(
+      [
+        'edge',
+        '--data',
+        path.join(dir, 'late'),
+        '--hub',
+        hub.url,
+        '--join-token',
+        short.stdout.trim(),
+        '--name',
+        'late-1',
+      ],
+      env,
+    );
     expect(late.code).toBe(1);
     expect(late.stderr).toMatch(/expired/);
     expect(late.stderr).toMatch(/outpost token create/);
@@ -105,7 +137,11 @@ describe('hub operations through the CLI (TLS, pinned CA)', () => {
     fs.copyFileSync(path.join(dir, 'hub', 'admin.token'), path.join(restored, 'admin.token'));
     const second = await startHubProc(restored, await freePort());
     procs.push(second.proc);
-    const list = await cli(['get', 'workloads', '-o', 'json'], { OUTPOST_HUB: second.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'none.json') });
+    const list = await cli(['get', 'workloads', '-o', 'json'], {
+      OUTPOST_HUB: second.url,
+      OUTPOST_TOKEN: hub.token,
+      OUTPOST_CONFIG: path.join(dir, 'none.json'),
+    });
     expect(list.code).toBe(0);
     const names = (JSON.parse(list.stdout).items ?? JSON.parse(list.stdout)).map((w: any) => w.metadata.name);
     expect(names.length).toBeGreaterThanOrEqual(before);

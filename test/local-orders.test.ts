@@ -36,7 +36,11 @@ const app = (version: string, motd: string) => ({
             {
               name: 'web',
               image: 'localhost/outpost-busybox:latest',
-              command: ['sh', '-c', `mkdir -p ${www} && echo "$VERSION $MOTD" > ${www}/index.html && exec busybox httpd -f -p ${port} -h ${www}`],
+              command: [
+                'sh',
+                '-c',
+                `mkdir -p ${www} && echo "$VERSION $MOTD" > ${www}/index.html && exec busybox httpd -f -p ${port} -h ${www}`,
+              ],
               env: [
                 { name: 'VERSION', value: version },
                 { name: 'MOTD', value: motd },
@@ -51,7 +55,11 @@ const app = (version: string, motd: string) => ({
 });
 
 async function api(method: string, p: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${hub.url}${p}`, { method, headers: { authorization: `Bearer ${hub.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${hub.url}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${hub.token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = await res.json();
   if (res.status >= 400) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -66,7 +74,8 @@ async function serving(): Promise<string | null> {
   }
 }
 const local = (...args: string[]) => cli(['edge', 'local', ...args, '--data', edgeDir]);
-const hubEdgeIntents = async () => (await api('GET', '/api/v1/projects/default/edges/site-b')).status.localIntents.app ?? null;
+const hubEdgeIntents = async () =>
+  (await api('GET', '/api/v1/projects/default/edges/site-b')).status.localIntents.app ?? null;
 
 beforeAll(async () => {
   dir = tempDir();
@@ -77,8 +86,22 @@ beforeAll(async () => {
   proxy = new CuttableProxy(Number(new URL(hub.url).port));
   await proxy.listen();
   const join = await api('POST', '/api/v1/tokens/join', {});
-  edge = await startEdgeProc(edgeDir, ['--hub', `http://127.0.0.1:${proxy.port}`, '--join-token', join.token, '--name', 'site-b', '--driver', 'process']);
-  await api('POST', '/api/v1/apply', { objects: [app('v1', 'hello'), { kind: 'Placement', metadata: { name: 'p' }, spec: { edges: ['site-b'], workloads: ['app'] } }] });
+  edge = await startEdgeProc(edgeDir, [
+    '--hub',
+    `http://127.0.0.1:${proxy.port}`,
+    '--join-token',
+    join.token,
+    '--name',
+    'site-b',
+    '--driver',
+    'process',
+  ]);
+  await api('POST', '/api/v1/apply', {
+    objects: [
+      app('v1', 'hello'),
+      { kind: 'Placement', metadata: { name: 'p' }, spec: { edges: ['site-b'], workloads: ['app'] } },
+    ],
+  });
   await waitFor(async () => (await serving()) === 'v1 hello', { timeout: 45_000, what: 'app serving v1' });
 });
 
@@ -86,7 +109,9 @@ afterAll(async () => {
   // Workloads outlive their agent by design: have the edge remove the app before stopping it.
   proxy?.heal();
   await api('DELETE', '/api/v1/projects/default/placements/p').catch(() => undefined);
-  await waitFor(async () => (await serving()) === null, { timeout: 20_000, what: 'app removed' }).catch(() => undefined);
+  await waitFor(async () => (await serving()) === null, { timeout: 20_000, what: 'app removed' }).catch(
+    () => undefined,
+  );
   await edge?.kill('SIGTERM');
   await hub?.proc.kill('SIGTERM');
   await proxy?.close();
@@ -96,7 +121,9 @@ afterAll(async () => {
 describe('local orders on site', () => {
   it('work with the hub unreachable, take effect at once, and reach the hub on reconnect with time and origin', async () => {
     proxy.sever();
-    await waitFor(async () => !(await local('status', '-o', 'json')).stdout.includes('"connection": "connected"'), { what: 'edge to see the link down' });
+    await waitFor(async () => !(await local('status', '-o', 'json')).stdout.includes('"connection": "connected"'), {
+      what: 'edge to see the link down',
+    });
     const paused = await local('pause', 'app');
     expect(paused.code).toBe(0);
     expect(paused.stdout).toMatch(/pause recorded as local intent #1/);
@@ -109,7 +136,11 @@ describe('local orders on site', () => {
     const seen = await waitFor(hubEdgeIntents, { timeout: 40_000, what: 'intent at the hub' });
     expect(seen.paused).toBe(true);
     expect(seen.intents[0]).toMatchObject({ action: 'pause', origin: expect.stringMatching(/^local:/) });
-    const described = await cli(['describe', 'edge', 'site-b'], { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'cli.json') });
+    const described = await cli(['describe', 'edge', 'site-b'], {
+      OUTPOST_HUB: hub.url,
+      OUTPOST_TOKEN: hub.token,
+      OUTPOST_CONFIG: path.join(dir, 'cli.json'),
+    });
     expect(described.stdout).toMatch(/Local intents made on site/);
     expect(described.stdout).toMatch(/pause/);
     expect((await local('resume', 'app')).code).toBe(0);
@@ -122,8 +153,17 @@ describe('local orders on site', () => {
     await waitFor(async () => (await serving()) === 'v1 from-site', { what: 'site override applied offline' });
     await api('PUT', '/api/v1/projects/default/workloads/app', app('v2', 'from-hub'));
     proxy.heal();
-    await waitFor(async () => (await serving()) === 'v2 from-site', { timeout: 40_000, what: 'hub version with the site override' });
-    const atHub = await waitFor(async () => ((await hubEdgeIntents())?.overrides?.['Pod/app:spec.containers.0.env.1.value'] === 'from-site' ? hubEdgeIntents() : null), { timeout: 20_000, what: 'hub sees the override' });
+    await waitFor(async () => (await serving()) === 'v2 from-site', {
+      timeout: 40_000,
+      what: 'hub version with the site override',
+    });
+    const atHub = await waitFor(
+      async () =>
+        (await hubEdgeIntents())?.overrides?.['Pod/app:spec.containers.0.env.1.value'] === 'from-site'
+          ? hubEdgeIntents()
+          : null,
+      { timeout: 20_000, what: 'hub sees the override' },
+    );
     const atEdge = JSON.parse((await local('status', '-o', 'json')).stdout).workloads[0].local;
     expect(atEdge.overrides).toEqual(atHub.overrides);
     expect(atEdge.paused).toBe(atHub.paused);
@@ -135,12 +175,25 @@ describe('local orders on site', () => {
     expect((await local('override', 'app', '--set', 'Pod/app:spec.containers.0.env.1.value=site-again')).code).toBe(0);
     await waitFor(async () => (await serving()) === 'v2 site-again', { what: 'new site override on the old hub spec' });
     proxy.heal();
-    await waitFor(async () => (await serving()) === 'v3 site-again', { timeout: 40_000, what: 'hub v3 with the site override' });
+    await waitFor(async () => (await serving()) === 'v3 site-again', {
+      timeout: 40_000,
+      what: 'hub v3 with the site override',
+    });
 
-    const cleared = await cli(['edge', 'clear', 'site-b', 'app'], { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'cli.json') });
+    const cleared = await cli(['edge', 'clear', 'site-b', 'app'], {
+      OUTPOST_HUB: hub.url,
+      OUTPOST_TOKEN: hub.token,
+      OUTPOST_CONFIG: path.join(dir, 'cli.json'),
+    });
     expect(cleared.code).toBe(0);
-    await waitFor(async () => (await serving()) === 'v3 hub-again', { timeout: 30_000, what: 'hub spec after the clear' });
-    await waitFor(async () => (await hubEdgeIntents()) === null, { timeout: 20_000, what: 'no intents left at the hub' });
+    await waitFor(async () => (await serving()) === 'v3 hub-again', {
+      timeout: 30_000,
+      what: 'hub spec after the clear',
+    });
+    await waitFor(async () => (await hubEdgeIntents()) === null, {
+      timeout: 20_000,
+      what: 'no intents left at the hub',
+    });
     expect(JSON.parse((await local('status', '-o', 'json')).stdout).workloads[0].local).toBeNull();
   });
 });

@@ -57,7 +57,12 @@ export interface HubProc {
 
 export async function startHubProc(dataDir: string, port: number, extra: string[] = []): Promise<HubProc> {
   const proc = new Proc(['hub', '--data', dataDir, '--listen', `127.0.0.1:${port}`, ...extra]);
-  const url = await waitFor(() => /listening on (\S+)/.exec(proc.err)?.[1] ?? (proc.alive ? null : Promise.reject(new Error(`hub exited: ${proc.err}`))), { timeout: 30_000, what: 'hub to listen' });
+  const url = await waitFor(
+    () =>
+      /listening on (\S+)/.exec(proc.err)?.[1] ??
+      (proc.alive ? null : Promise.reject(new Error(`hub exited: ${proc.err}`))),
+    { timeout: 30_000, what: 'hub to listen' },
+  );
   const token = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
   const caFile = path.join(dataDir, 'tls', 'ca.pem');
   return { proc, url, token, ...(fs.existsSync(caFile) ? { ca: fs.readFileSync(caFile, 'utf8') } : {}) };
@@ -65,12 +70,23 @@ export async function startHubProc(dataDir: string, port: number, extra: string[
 
 export async function startEdgeProc(dataDir: string, args: string[] = []): Promise<Proc> {
   const proc = new Proc(['edge', '--data', dataDir, ...args]);
-  await waitFor(() => (/outpost edge \S+ running/.test(proc.err) ? true : proc.alive ? null : Promise.reject(new Error(`edge exited: ${proc.err}`))), { timeout: 30_000, what: 'edge agent to run' });
+  await waitFor(
+    () =>
+      /outpost edge \S+ running/.test(proc.err)
+        ? true
+        : proc.alive
+          ? null
+          : Promise.reject(new Error(`edge exited: ${proc.err}`)),
+    { timeout: 30_000, what: 'edge agent to run' },
+  );
   return proc;
 }
 
 /** Runs the CLI to completion. */
-export async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const p = new Proc(args, env);
   const code = await new Promise<number>((r) => p.child.on('exit', (c) => r(c ?? 1)));
   return { code, stdout: p.out, stderr: p.err };

@@ -10,8 +10,13 @@ import { ForkedPeer, ROOT, tempDir, waitFor } from './helpers.js';
 const PEER = path.join(ROOT, 'test/fixtures/sync-peer.ts');
 
 interface ReadResult {
-  spec: { workloads: Record<string, { generation: number; manifests: { spec: { containers: { image: string }[] } }[] }> } | null;
-  report: { workloads: Record<string, { observedGeneration: number; phase: string; restarts: number }>; intents: { seq: number; action: string }[] } | null;
+  spec: {
+    workloads: Record<string, { generation: number; manifests: { spec: { containers: { image: string }[] } }[] }>;
+  } | null;
+  report: {
+    workloads: Record<string, { observedGeneration: number; phase: string; restarts: number }>;
+    intents: { seq: number; action: string }[];
+  } | null;
   specHeads: string[];
   reportHeads: string[];
 }
@@ -25,12 +30,23 @@ const peers: ForkedPeer[] = [];
 const dirs: string[] = [];
 
 function hub(dir: string, port = 0): ForkedPeer {
-  const p = new ForkedPeer(PEER, { PEER_ROLE: 'hub', PEER_DATA: dir, PEER_PORT: String(port), PEER_TOKENS: JSON.stringify({ 'tok-a': 'edge-a', 'tok-b': 'edge-b' }) });
+  const p = new ForkedPeer(PEER, {
+    PEER_ROLE: 'hub',
+    PEER_DATA: dir,
+    PEER_PORT: String(port),
+    PEER_TOKENS: JSON.stringify({ 'tok-a': 'edge-a', 'tok-b': 'edge-b' }),
+  });
   peers.push(p);
   return p;
 }
 function edge(dir: string, port: number, name = 'edge-a', token = 'tok-a'): ForkedPeer {
-  const p = new ForkedPeer(PEER, { PEER_ROLE: 'edge', PEER_DATA: dir, PEER_URL: `ws://127.0.0.1:${port}/api/v1/sync`, PEER_EDGE: name, PEER_TOKEN: token });
+  const p = new ForkedPeer(PEER, {
+    PEER_ROLE: 'edge',
+    PEER_DATA: dir,
+    PEER_URL: `ws://127.0.0.1:${port}/api/v1/sync`,
+    PEER_EDGE: name,
+    PEER_TOKEN: token,
+  });
   peers.push(p);
   return p;
 }
@@ -40,12 +56,20 @@ function dir(): string {
   return d;
 }
 
-async function converged(h: ForkedPeer, e: ForkedPeer, name = 'edge-a'): Promise<{ hub: ReadResult; edge: ReadResult }> {
+async function converged(
+  h: ForkedPeer,
+  e: ForkedPeer,
+  name = 'edge-a',
+): Promise<{ hub: ReadResult; edge: ReadResult }> {
   return waitFor(
     async () => {
       const a = await h.call<ReadResult>({ op: 'read', edge: name });
       const b = await e.call<ReadResult>({ op: 'read', edge: name });
-      const same = a.specHeads.length > 0 && JSON.stringify(a.specHeads) === JSON.stringify(b.specHeads) && a.reportHeads.length > 0 && JSON.stringify(a.reportHeads) === JSON.stringify(b.reportHeads);
+      const same =
+        a.specHeads.length > 0 &&
+        JSON.stringify(a.specHeads) === JSON.stringify(b.specHeads) &&
+        a.reportHeads.length > 0 &&
+        JSON.stringify(a.reportHeads) === JSON.stringify(b.reportHeads);
       return same ? { hub: a, edge: b } : null;
     },
     { what: 'hub and edge heads to be equal', timeout: 30_000 },
@@ -107,7 +131,14 @@ describe('replicas over a real WebSocket', () => {
     let writes = 0;
     const writer = (async () => {
       for (let i = 0; i < 150; i++) {
-        await e.call({ op: 'report', edge: 'edge-a', workload: 'web', generation: 1, phase: i % 2 ? 'Ready' : 'Progressing', restarts: i });
+        await e.call({
+          op: 'report',
+          edge: 'edge-a',
+          workload: 'web',
+          generation: 1,
+          phase: i % 2 ? 'Ready' : 'Progressing',
+          restarts: i,
+        });
         writes++;
       }
     })();
@@ -128,7 +159,10 @@ describe('replicas over a real WebSocket', () => {
     await h.kill('SIGKILL');
     h = hub(hubDir, port);
     await h.ready;
-    await waitFor(async () => ((await e.call<Stats>({ op: 'stats' })).totals!.connects > before.totals!.connects ? true : null), { what: 'edge reconnected' });
+    await waitFor(
+      async () => ((await e.call<Stats>({ op: 'stats' })).totals!.connects > before.totals!.connects ? true : null),
+      { what: 'edge reconnected' },
+    );
     await converged(h, e);
     // Give the resync a moment to finish its round trips, then read the connection's own counters.
     await new Promise((r) => setTimeout(r, 300));
@@ -174,7 +208,9 @@ describe('replicas over a real WebSocket', () => {
     await e.kill('SIGKILL');
     e = edge(edgeDir, port);
     await e.ready;
-    await waitFor(async () => ((await e.call<Stats>({ op: 'stats' })).state === 'connected' ? true : null), { what: 'edge connected' });
+    await waitFor(async () => ((await e.call<Stats>({ op: 'stats' })).state === 'connected' ? true : null), {
+      what: 'edge connected',
+    });
     await converged(h, e);
     await new Promise((r) => setTimeout(r, 300));
     const s = await e.call<Stats>({ op: 'stats' });

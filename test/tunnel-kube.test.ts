@@ -23,7 +23,11 @@ let edge: EdgeAgent;
 let admin: HubClient;
 
 async function kubeconfig(token: string, file: string): Promise<string> {
-  const r = await cli(['edge', 'kubeconfig', 'site-k'], { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: token, OUTPOST_CONFIG: path.join(dir, 'none.json') });
+  const r = await cli(['edge', 'kubeconfig', 'site-k'], {
+    OUTPOST_HUB: hub.url,
+    OUTPOST_TOKEN: token,
+    OUTPOST_CONFIG: path.join(dir, 'none.json'),
+  });
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
   fs.writeFileSync(file, r.stdout, { mode: 0o600 });
@@ -47,7 +51,15 @@ beforeAll(async () => {
   hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0' });
   admin = new HubClient({ hub: hub.url, token: hub.adminToken, ca: hub.caPem });
   const join = await admin.post<{ token: string }>('/api/v1/tokens/join', { labels: {} });
-  edge = await startEdgeAgent({ dataDir: path.join(dir, 'edge'), hub: hub.url, joinToken: join.token, name: 'site-k', driver: 'kubernetes', kubeconfig: path.join(dir, 'cluster.yaml'), heartbeatMs: 500 });
+  edge = await startEdgeAgent({
+    dataDir: path.join(dir, 'edge'),
+    hub: hub.url,
+    joinToken: join.token,
+    name: 'site-k',
+    driver: 'kubernetes',
+    kubeconfig: path.join(dir, 'cluster.yaml'),
+    heartbeatMs: 500,
+  });
   await waitFor(() => hub.sync.connection('site-k' as never), { what: 'edge connected' });
 }, 60_000);
 
@@ -73,10 +85,13 @@ describe('kube tunnel (kubectl through the hub)', () => {
   });
 
   it('a viewer may read but not change the cluster, and the request never reaches it', async () => {
-    const viewer = (await admin.post<{ token: string }>('/api/v1/tokens/api', { role: 'viewer', project: 'default' })).token;
+    const viewer = (await admin.post<{ token: string }>('/api/v1/tokens/api', { role: 'viewer', project: 'default' }))
+      .token;
     const kc = path.join(dir, 'viewer.yaml');
     await kubeconfig(viewer, kc);
-    expect((await kubectl(kc, 'get', 'namespace', 'kube-public', '-o', 'name')).stdout.trim()).toBe('namespace/kube-public');
+    expect((await kubectl(kc, 'get', 'namespace', 'kube-public', '-o', 'name')).stdout.trim()).toBe(
+      'namespace/kube-public',
+    );
     const del = await kubectl(kc, 'delete', 'namespace', 'kube-public');
     expect(del.code).not.toBe(0);
     expect(del.stderr).toMatch(/viewer token may not use kube on edge site-k|Forbidden|forbidden/);

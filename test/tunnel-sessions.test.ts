@@ -21,7 +21,8 @@ const running: Proc[] = [];
 const ports: Record<string, number> = {};
 
 // The pid file lets the test see whether (and when) the workload was started, and clean up.
-const pod = (name: string, command: string, port?: number) => hostPod(name, command, { pidDir: www, port, env: [{ name: 'GREETING', value: `hello from ${name}` }] });
+const pod = (name: string, command: string, port?: number) =>
+  hostPod(name, command, { pidDir: www, port, env: [{ name: 'GREETING', value: `hello from ${name}` }] });
 const api = (method: string, p: string, body?: unknown, token = hub.token) => hubApi(hub, method, p, body, token);
 
 const cliEnv = () => ({ OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'none.json') });
@@ -46,7 +47,11 @@ function alive(pid: number): boolean {
 
 /** `outpost exec ... -i` with a piped stdin: the test types into it and reads what comes back. */
 function interactive(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'exec', ...args], { cwd: ROOT, env: { ...process.env, OUTPOST_LOG_LEVEL: 'warn', ...cliEnv() }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'exec', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, OUTPOST_LOG_LEVEL: 'warn', ...cliEnv() },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const s = { out: '', err: '', child, code: new Promise<number>((r) => child.on('exit', (c) => r(c ?? 1))) };
   child.stdout.on('data', (c: Buffer) => (s.out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (s.err += c.toString()));
@@ -54,7 +59,9 @@ function interactive(args: string[]) {
 }
 
 /** Follows a proxy link by hand, as a browser would: the cookie it sets and where it redirects. */
-async function openLink(url: string): Promise<{ status: number; location: string | null; setCookie: string; cookie: string }> {
+async function openLink(
+  url: string,
+): Promise<{ status: number; location: string | null; setCookie: string; cookie: string }> {
   const res = await fetch(url, { redirect: 'manual' });
   await res.text();
   const setCookie = res.headers.get('set-cookie') ?? '';
@@ -83,7 +90,11 @@ beforeAll(async () => {
       pod('web', `busybox httpd -f -p 127.0.0.1:${ports.web} -h ${www}`, ports.web),
       pod('wsecho', `${process.execPath} ${path.join(dir, 'echo.mjs')} ${ports.wsecho}`, ports.wsecho),
       pod('sleeper', 'sleep 3600'),
-      { kind: 'Placement', metadata: { name: 'b' }, spec: { edgeSelector: { matchLabels: { site: 'b' } }, workloads: ['web', 'wsecho', 'sleeper'] } },
+      {
+        kind: 'Placement',
+        metadata: { name: 'b' },
+        spec: { edgeSelector: { matchLabels: { site: 'b' } }, workloads: ['web', 'wsecho', 'sleeper'] },
+      },
     ],
   }));
   running.push(hub.proc, edge);
@@ -101,7 +112,10 @@ describe('outpost exec -it (process driver, through hub and edge)', () => {
     const sh = interactive(['edge/site-b', 'web', '-it', '--', 'sh']);
     try {
       sh.child.stdin.write('echo "$GREETING in $(pwd)"; echo out-$((6*7))\n');
-      await waitFor(() => /out-42/.test(sh.out), { timeout: 20_000, what: `the shell's answer (stdout: ${sh.out}, stderr: ${sh.err})` });
+      await waitFor(() => /out-42/.test(sh.out), {
+        timeout: 20_000,
+        what: `the shell's answer (stdout: ${sh.out}, stderr: ${sh.err})`,
+      });
       // The container's env and workingDir, not the agent's.
       expect(sh.out).toMatch(new RegExp(`^hello from web in ${path.join(dir, 'edge')}/\\S*/workloads/web/work\n`));
       sh.child.stdin.write('echo to-stderr >&2\n');
@@ -117,7 +131,15 @@ describe('outpost exec -it (process driver, through hub and edge)', () => {
   });
 
   it('the end of the CLI stdin is the end of the command input', async () => {
-    const cat = interactive(['edge/site-b', 'web', '-i', '--', 'sh', '-c', 'n=0; while read l; do n=$((n+1)); done; echo "lines=$n"']);
+    const cat = interactive([
+      'edge/site-b',
+      'web',
+      '-i',
+      '--',
+      'sh',
+      '-c',
+      'n=0; while read l; do n=$((n+1)); done; echo "lines=$n"',
+    ]);
     cat.child.stdin.end('a\nb\nc\n');
     expect(await cat.code).toBe(0);
     expect(cat.out).toBe('lines=3\n');
@@ -150,7 +172,10 @@ describe('browser sessions for the service proxy', () => {
     expect(first.setCookie).toContain('SameSite=Strict');
     expect(first.setCookie).not.toContain('Secure'); // a plain-HTTP hub: Secure would drop the cookie
 
-    const page = await fetch(`${hub.url}${first.location}index.html`, { headers: { cookie: first.cookie }, redirect: 'manual' });
+    const page = await fetch(`${hub.url}${first.location}index.html`, {
+      headers: { cookie: first.cookie },
+      redirect: 'manual',
+    });
     expect(page.status).toBe(200);
     expect(await page.text()).toBe('hello through a browser session\n');
 
@@ -168,7 +193,9 @@ describe('browser sessions for the service proxy', () => {
     expect(link.status).toBe(201);
     const { cookie } = await openLink(`${hub.url}${link.json.path}`);
     expect(cookie).toMatch(/^outpost_proxy=/);
-    const ws = new WebSocket(`${hub.url.replace(/^http/, 'ws')}${proxyPath('wsecho')}chat`, { headers: { cookie: `app=1; ${cookie}` } });
+    const ws = new WebSocket(`${hub.url.replace(/^http/, 'ws')}${proxyPath('wsecho')}chat`, {
+      headers: { cookie: `app=1; ${cookie}` },
+    });
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     const got = new Promise<string>((resolve) => ws.once('message', (m) => resolve(m.toString())));
     ws.send('hi');
@@ -186,22 +213,40 @@ describe('browser sessions for the service proxy', () => {
     expect((await fetch(`${hub.url}${proxyPath('web', ports.wsecho)}`, { headers: { cookie } })).status).toBe(401);
     const ws = new WebSocket(`${hub.url.replace(/^http/, 'ws')}${proxyPath('wsecho')}`, { headers: { cookie } });
     ws.on('error', () => undefined); // terminate() before the handshake completes reports one
-    const refused = await new Promise<number>((resolve) => ws.once('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0)).once('open', () => resolve(101)));
+    const refused = await new Promise<number>((resolve) =>
+      ws.once('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0)).once('open', () => resolve(101)),
+    );
     ws.terminate();
     expect(refused).toBe(401);
 
     const viewer = (await api('POST', '/api/v1/tokens/api', { role: 'viewer', project: 'default' })).json.token;
-    expect((await api('POST', '/api/v1/edges/site-b/proxy-session', { workload: 'web', port: ports.web }, viewer)).status).toBe(403);
-    expect((await api('POST', '/api/v1/edges/site-b/proxy-session', { workload: 'web', port: ports.web, ttlSeconds: 0 })).status).toBe(422);
+    expect(
+      (await api('POST', '/api/v1/edges/site-b/proxy-session', { workload: 'web', port: ports.web }, viewer)).status,
+    ).toBe(403);
+    expect(
+      (await api('POST', '/api/v1/edges/site-b/proxy-session', { workload: 'web', port: ports.web, ttlSeconds: 0 }))
+        .status,
+    ).toBe(422);
   });
 
   it('an expired session is refused, link and cookie alike', async () => {
-    const unused = await api('POST', '/api/v1/edges/site-b/proxy-session', { workload: 'web', port: ports.web, ttlSeconds: 1 });
-    const used = await api('POST', '/api/v1/edges/site-b/proxy-session', { workload: 'web', port: ports.web, ttlSeconds: 5 });
+    const unused = await api('POST', '/api/v1/edges/site-b/proxy-session', {
+      workload: 'web',
+      port: ports.web,
+      ttlSeconds: 1,
+    });
+    const used = await api('POST', '/api/v1/edges/site-b/proxy-session', {
+      workload: 'web',
+      port: ports.web,
+      ttlSeconds: 5,
+    });
     const { cookie } = await openLink(`${hub.url}${used.json.path}`);
     expect((await fetch(`${hub.url}${proxyPath('web')}index.html`, { headers: { cookie } })).status).toBe(200);
     // Both expiries are the hub's clock on this machine: wait past them, then try.
-    await waitFor(() => Date.now() > Date.parse(used.json.expiresAt) + 200, { timeout: 15_000, what: 'the session to expire' });
+    await waitFor(() => Date.now() > Date.parse(used.json.expiresAt) + 200, {
+      timeout: 15_000,
+      what: 'the session to expire',
+    });
     expect((await fetch(`${hub.url}${proxyPath('web')}index.html`, { headers: { cookie } })).status).toBe(401);
     expect(Date.now()).toBeGreaterThan(Date.parse(unused.json.expiresAt));
     expect((await openLink(`${hub.url}${unused.json.path}`)).status).toBe(401);
@@ -214,20 +259,39 @@ describe('a remote stop', () => {
     const stop = await cli(['edge', 'action', 'site-b', 'stop', 'sleeper'], cliEnv());
     expect(stop.stderr).toBe('');
     expect(stop.code).toBe(0);
-    await waitFor(async () => (await workloadState('sleeper')) === 'Paused' && !alive(before), { timeout: 20_000, what: 'sleeper Paused and its process gone' });
+    await waitFor(async () => (await workloadState('sleeper')) === 'Paused' && !alive(before), {
+      timeout: 20_000,
+      what: 'sleeper Paused and its process gone',
+    });
 
     await edge.kill('SIGKILL');
     edge = await startEdgeProc(path.join(dir, 'edge'));
     running.push(edge);
     // Proof that the new agent reconciled and reported: a workload added now becomes ready.
     await api('POST', '/api/v1/apply', {
-      objects: [pod('marker', `busybox httpd -f -p 127.0.0.1:${ports.marker} -h ${www}`, ports.marker), { kind: 'Placement', metadata: { name: 'b' }, spec: { edgeSelector: { matchLabels: { site: 'b' } }, workloads: ['web', 'wsecho', 'sleeper', 'marker'] } }],
+      objects: [
+        pod('marker', `busybox httpd -f -p 127.0.0.1:${ports.marker} -h ${www}`, ports.marker),
+        {
+          kind: 'Placement',
+          metadata: { name: 'b' },
+          spec: { edgeSelector: { matchLabels: { site: 'b' } }, workloads: ['web', 'wsecho', 'sleeper', 'marker'] },
+        },
+      ],
     });
-    await waitFor(async () => ['Ready', 'Running'].includes((await workloadState('marker')) ?? ''), { timeout: 30_000, what: 'marker ready under the restarted agent' });
+    await waitFor(async () => ['Ready', 'Running'].includes((await workloadState('marker')) ?? ''), {
+      timeout: 30_000,
+      what: 'marker ready under the restarted agent',
+    });
     expect(await workloadState('sleeper')).toBe('Paused');
     expect(pidOf('sleeper')).toBe(before);
 
     expect((await cli(['edge', 'action', 'site-b', 'start', 'sleeper'], cliEnv())).code).toBe(0);
-    await waitFor(async () => ['Ready', 'Running'].includes((await workloadState('sleeper')) ?? '') && pidOf('sleeper') !== before && alive(pidOf('sleeper')), { timeout: 20_000, what: 'sleeper running again' });
+    await waitFor(
+      async () =>
+        ['Ready', 'Running'].includes((await workloadState('sleeper')) ?? '') &&
+        pidOf('sleeper') !== before &&
+        alive(pidOf('sleeper')),
+      { timeout: 20_000, what: 'sleeper running again' },
+    );
   }, 90_000);
 });

@@ -67,7 +67,11 @@ beforeAll(async () => {
       pod('web', ['busybox', 'httpd', '-f', '-p', `127.0.0.1:${ports.web}`, '-h', www], ports.web),
       pod('wsecho', [process.execPath, path.join(dir, 'echo.mjs'), String(ports.wsecho)], ports.wsecho),
       pod('ticker', ['sh', '-c', "'seq 1 100000 | while read n; do echo line-$n; sleep 0.2; done'"]),
-      { kind: 'Placement', metadata: { name: 'all' }, spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['web', 'wsecho', 'ticker'] } },
+      {
+        kind: 'Placement',
+        metadata: { name: 'all' },
+        spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['web', 'wsecho', 'ticker'] },
+      },
     ],
   }));
   running.push(hub.proc, edge);
@@ -107,12 +111,18 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     const last = Number(/line-(\d+)/.exec(lines[1])?.[1]);
     const follow = new Proc(['logs', 'edge/site-a', 'ticker', '--follow', '--tail', '1'], cliEnv());
     running.push(follow);
-    await waitFor(() => [...follow.out.matchAll(/line-(\d+)/g)].some((m) => Number(m[1]) > last + 2), { timeout: 20_000, what: `a line after line-${last + 2} (got ${follow.out.slice(-200)})` });
+    await waitFor(() => [...follow.out.matchAll(/line-(\d+)/g)].some((m) => Number(m[1]) > last + 2), {
+      timeout: 20_000,
+      what: `a line after line-${last + 2} (got ${follow.out.slice(-200)})`,
+    });
     await follow.kill('SIGTERM');
   });
 
   it('outpost exec runs a command and exits with its exit code', async () => {
-    const r = await cli(['exec', 'edge/site-a', 'web', '--', 'sh', '-c', 'echo out-$((40+2)); echo err >&2; exit 3'], cliEnv());
+    const r = await cli(
+      ['exec', 'edge/site-a', 'web', '--', 'sh', '-c', 'echo out-$((40+2)); echo err >&2; exit 3'],
+      cliEnv(),
+    );
     expect(r.stdout).toBe('out-42\n');
     expect(r.stderr).toContain('err');
     expect(r.code).toBe(3);
@@ -127,12 +137,17 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     expect(stop.code).toBe(0);
     await waitFor(async () => (await workloadPhase('ticker')) === 'Paused', { timeout: 20_000, what: 'ticker Paused' });
     expect((await cli(['edge', 'action', 'site-a', 'start', 'ticker'], cliEnv())).code).toBe(0);
-    await waitFor(async () => ['Ready', 'Running'].includes((await workloadPhase('ticker')) ?? ''), { timeout: 20_000, what: 'ticker running again' });
+    await waitFor(async () => ['Ready', 'Running'].includes((await workloadPhase('ticker')) ?? ''), {
+      timeout: 20_000,
+      what: 'ticker running again',
+    });
     expect((await cli(['edge', 'action', 'site-a', 'restart', 'ticker'], cliEnv())).code).toBe(0);
     const ev = await api('GET', '/api/v1/projects/default/events?kind=Edge&name=site-a');
     const reasons = ev.json.items.map((e: any) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(['RemoteStop', 'RemoteStart', 'RemoteRestart']));
-    expect(ev.json.items.find((e: any) => e.reason === 'RemoteStop').message).toMatch(/stop of ticker on edge site-a by admin token/);
+    expect(ev.json.items.find((e: any) => e.reason === 'RemoteStop').message).toMatch(
+      /stop of ticker on edge site-a by admin token/,
+    );
   });
 
   it('a 50 MB download does not hold up mailbox sync for the same edge', async () => {
@@ -156,9 +171,19 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     })();
     // Mailbox sync both ways: a new workload goes to the edge in its spec, and its status comes back in the report.
     await api('POST', '/api/v1/apply', {
-      objects: [pod('marker', ['sleep', '3600']), { kind: 'Placement', metadata: { name: 'all' }, spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['web', 'wsecho', 'ticker', 'marker'] } }],
+      objects: [
+        pod('marker', ['sleep', '3600']),
+        {
+          kind: 'Placement',
+          metadata: { name: 'all' },
+          spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['web', 'wsecho', 'ticker', 'marker'] },
+        },
+      ],
     });
-    await waitFor(async () => ['Ready', 'Running'].includes((await workloadPhase('marker')) ?? ''), { timeout: 30_000, what: 'marker status from the edge' });
+    await waitFor(async () => ['Ready', 'Running'].includes((await workloadPhase('marker')) ?? ''), {
+      timeout: 30_000,
+      what: 'marker status from the edge',
+    });
     bytesWhenSynced = got;
     syncDone = true;
     await download;
@@ -168,7 +193,9 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
   }, 90_000);
 
   it('many concurrent streams all complete, and the hub frees them', async () => {
-    const bodies = await Promise.all(Array.from({ length: 64 }, () => fetch(proxy('web', '/index.html'), { headers: auth() }).then((r) => r.text())));
+    const bodies = await Promise.all(
+      Array.from({ length: 64 }, () => fetch(proxy('web', '/index.html'), { headers: auth() }).then((r) => r.text())),
+    );
     expect(new Set(bodies)).toEqual(new Set(['hello through the tunnel\n']));
     await waitFor(async () => (await metric('outpost_hub_tunnel_streams ')) === 0, { what: 'open streams back to 0' });
   });
@@ -186,7 +213,9 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     expect((await fetch(proxy('web', '/index.html'))).status).toBe(401);
     expect(await metric('outpost_hub_tunnel_streams_total')).toBe(before);
     // Reading logs is a read: the viewer may.
-    const logs = await fetch(`${hub.url}/api/v1/edges/site-a/logs/ticker?tail=1`, { headers: { authorization: `Bearer ${viewer}` } });
+    const logs = await fetch(`${hub.url}/api/v1/edges/site-a/logs/ticker?tail=1`, {
+      headers: { authorization: `Bearer ${viewer}` },
+    });
     expect(logs.status).toBe(200);
     await logs.text();
   });
@@ -202,7 +231,9 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
         for (;;) if ((await reader.read()).done) return 'complete';
       })(),
     ).rejects.toThrow();
-    await waitFor(async () => (await metric('outpost_hub_tunnel_streams ')) === 0, { what: 'the hub to free the stream' });
+    await waitFor(async () => (await metric('outpost_hub_tunnel_streams ')) === 0, {
+      what: 'the hub to free the stream',
+    });
     const off = await fetch(proxy('web', '/index.html'), { headers: auth() });
     expect(off.status).toBe(503);
     expect(((await off.json()) as any).error.message).toMatch(/^edge site-a is offline since \d{4}-\d\d-\d\dT/);

@@ -20,7 +20,10 @@ export class HubApi {
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await fetch(`${this.url}/api/v1${path}`, {
       method,
-      headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${this.token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -29,7 +32,12 @@ export class HubApi {
   }
 
   async joinToken(uses: number, labels: Record<string, string>): Promise<string> {
-    const r = await this.request<{ token: string }>('POST', '/tokens/join', { project: 'default', labels, uses, ttl: '2h' });
+    const r = await this.request<{ token: string }>('POST', '/tokens/join', {
+      project: 'default',
+      labels,
+      uses,
+      ttl: '2h',
+    });
     return r.token;
   }
 
@@ -48,16 +56,29 @@ export class HubApi {
 }
 
 /** A workload whose single Pod the process driver could run; the simulator only reports it Ready. */
-export function workload(name: string, image = 'bench:1', command: string[] = ['sleep', '100000']): Record<string, unknown> {
+export function workload(
+  name: string,
+  image = 'bench:1',
+  command: string[] = ['sleep', '100000'],
+): Record<string, unknown> {
   return {
     apiVersion: 'outpost.dev/v1alpha1',
     kind: 'Workload',
     metadata: { name, project: 'default' },
-    spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'main', image, command }] } }] },
+    spec: {
+      manifests: [
+        { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'main', image, command }] } },
+      ],
+    },
   };
 }
 
-export function placement(name: string, workloads: string[], select: { labels?: Record<string, string>; edges?: string[] }, round?: number): Record<string, unknown> {
+export function placement(
+  name: string,
+  workloads: string[],
+  select: { labels?: Record<string, string>; edges?: string[] },
+  round?: number,
+): Record<string, unknown> {
   return {
     apiVersion: 'outpost.dev/v1alpha1',
     kind: 'Placement',
@@ -67,7 +88,10 @@ export function placement(name: string, workloads: string[], select: { labels?: 
       ...(select.edges ? { edges: select.edges } : {}),
       workloads,
       // A customization that changes every edge's manifests: the "one Placement change" of fan-out.
-      customization: round === undefined ? [] : [{ patch: { metadata: { annotations: { 'bench.outpost.dev/round': String(round) } } } }],
+      customization:
+        round === undefined
+          ? []
+          : [{ patch: { metadata: { annotations: { 'bench.outpost.dev/round': String(round) } } } }],
     },
   };
 }

@@ -35,8 +35,20 @@ class Worker {
     const log = fs.openSync(logFile, 'a');
     this.child = fork(WORKER, [], {
       // BENCH_WORKER_PROF_DIR: a V8 CPU profile of every simulator worker, written at its exit.
-      execArgv: ['--import', 'tsx', ...(process.env.BENCH_WORKER_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROF_DIR] : [])],
-      env: { ...process.env, OUTPOST_LOG_LEVEL: 'warn', BENCH_WORKER_INDEX: String(index), BENCH_WORKER_DIR: dir, ...env },
+      execArgv: [
+        '--import',
+        'tsx',
+        ...(process.env.BENCH_WORKER_PROF_DIR
+          ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROF_DIR]
+          : []),
+      ],
+      env: {
+        ...process.env,
+        OUTPOST_LOG_LEVEL: 'warn',
+        BENCH_WORKER_INDEX: String(index),
+        BENCH_WORKER_DIR: dir,
+        ...env,
+      },
       stdio: ['ignore', log, log, 'ipc'],
     });
     fs.closeSync(log);
@@ -68,7 +80,8 @@ class Worker {
   call<T>(op: string, args: Record<string, unknown> = {}): Promise<T> {
     const rid = ++this.rid;
     return new Promise<T>((resolve, reject) => {
-      if (this.child.exitCode !== null || this.child.signalCode !== null) return reject(new Error('edge worker is not running'));
+      if (this.child.exitCode !== null || this.child.signalCode !== null)
+        return reject(new Error('edge worker is not running'));
       this.pending.set(rid, { resolve: resolve as (v: unknown) => void, reject });
       this.child.send({ ...args, op, rid });
     });
@@ -103,7 +116,18 @@ export class Fleet {
     // edge's two documents loaded, as a real agent keeps its own.
     const budget = Math.max(256 * 1024 ** 2, perWorker * 2 * 110 * 1024);
     for (let i = 0; i < opts.workers; i++) {
-      this.workers.push(new Worker(i, opts.dir, { BENCH_READY_DELAY_MS: String(opts.readyDelayMs), BENCH_STORE_BUDGET: String(budget), BENCH_WORKER_STORE: opts.simStore ?? 'file' }, path.join(opts.dir, `worker-${i}.log`)));
+      this.workers.push(
+        new Worker(
+          i,
+          opts.dir,
+          {
+            BENCH_READY_DELAY_MS: String(opts.readyDelayMs),
+            BENCH_STORE_BUDGET: String(budget),
+            BENCH_WORKER_STORE: opts.simStore ?? 'file',
+          },
+          path.join(opts.dir, `worker-${i}.log`),
+        ),
+      );
     }
   }
 
@@ -144,14 +168,23 @@ export class Fleet {
   }
 
   async enroll(joinToken: string, names = this.names): Promise<void> {
-    const r = await this.each<{ enrolled: number; failed: { name: string; error: string }[] }>('enroll', names, { joinToken, concurrency: 4 });
+    const r = await this.each<{ enrolled: number; failed: { name: string; error: string }[] }>('enroll', names, {
+      joinToken,
+      concurrency: 4,
+    });
     const failed = r.flatMap((x) => x.failed);
-    if (failed.length) throw new Error(`enrollment failed for ${failed.length}+ edges, e.g. ${failed[0].name}: ${failed[0].error}`);
+    if (failed.length)
+      throw new Error(`enrollment failed for ${failed.length}+ edges, e.g. ${failed[0].name}: ${failed[0].error}`);
   }
 
   async syncStatus(details = false): Promise<SyncStatus> {
     const r = await this.all<SyncStatus>('syncStatus', { details });
-    const out: SyncStatus = { edges: 0, connected: 0, synced: 0, ...(details ? { syncedAt: [], session: [], socket: [] } : {}) };
+    const out: SyncStatus = {
+      edges: 0,
+      connected: 0,
+      synced: 0,
+      ...(details ? { syncedAt: [], session: [], socket: [] } : {}),
+    };
     for (const s of r) {
       out.edges += s.edges;
       out.connected += s.connected;

@@ -48,14 +48,31 @@ export class HubProcess {
   /** Starts `outpost hub` and resolves once it listens (on the previous port after a restart). */
   async start(): Promise<void> {
     const log = fs.openSync(this.opts.logFile, 'a');
-    const execArgv = ['--import', 'tsx', ...(this.opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', this.opts.cpuProfDir] : [])];
-    const args = [...execArgv, path.join(ROOT, 'main.ts'), 'hub', '--insecure-http', '--data', this.opts.dataDir, '--listen', `127.0.0.1:${this.port}`];
+    const execArgv = [
+      '--import',
+      'tsx',
+      ...(this.opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', this.opts.cpuProfDir] : []),
+    ];
+    const args = [
+      ...execArgv,
+      path.join(ROOT, 'main.ts'),
+      'hub',
+      '--insecure-http',
+      '--data',
+      this.opts.dataDir,
+      '--listen',
+      `127.0.0.1:${this.port}`,
+    ];
     this.startedAt = Date.now();
     const child = spawn(process.execPath, args, {
       cwd: ROOT,
       // BENCH_HUB_NODE_OPTIONS: V8 flags for the hub alone (e.g. heap sizing), as NODE_OPTIONS
       // would be set in the hub's systemd unit; the simulator keeps its own.
-      env: { ...process.env, OUTPOST_LOG_LEVEL: this.opts.logLevel ?? 'info', ...(process.env.BENCH_HUB_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS } : {}) },
+      env: {
+        ...process.env,
+        OUTPOST_LOG_LEVEL: this.opts.logLevel ?? 'info',
+        ...(process.env.BENCH_HUB_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS } : {}),
+      },
       stdio: ['ignore', log, 'pipe'],
     });
     fs.closeSync(log);
@@ -66,7 +83,15 @@ export class HubProcess {
     child.once('exit', () => process.off('exit', reap));
     let stderr = '';
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the hub did not start within ${START_TIMEOUT_MS / 1000} s; its log: ${this.opts.logFile}; stderr: ${stderr.slice(-1000)}`)), START_TIMEOUT_MS);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `the hub did not start within ${START_TIMEOUT_MS / 1000} s; its log: ${this.opts.logFile}; stderr: ${stderr.slice(-1000)}`,
+            ),
+          ),
+        START_TIMEOUT_MS,
+      );
       child.stderr!.on('data', (c: Buffer) => {
         stderr += c.toString();
         fs.appendFileSync(this.opts.logFile, c);
@@ -78,7 +103,11 @@ export class HubProcess {
       });
       child.once('exit', (code, sig) => {
         clearTimeout(timer);
-        reject(new Error(`the hub exited (${code ?? sig}) before listening; its log: ${this.opts.logFile}; stderr: ${stderr.slice(-1000)}`));
+        reject(
+          new Error(
+            `the hub exited (${code ?? sig}) before listening; its log: ${this.opts.logFile}; stderr: ${stderr.slice(-1000)}`,
+          ),
+        );
       });
     });
     this.readyAt = Date.now();

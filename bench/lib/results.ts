@@ -73,11 +73,26 @@ export function formatTable(runs: RunResult[]): string {
   const rows: string[][] = [['scenario', 'edges', 'measure', 'value', 'target', 'verdict']];
   for (const r of runs) {
     const n = String(r.parameters.edges ?? '-');
-    if (!r.completed) rows.push([r.scenario, n, 'run', `stopped early: ${r.error ?? 'unknown'}`.slice(0, 90), '', 'incomplete']);
-    for (const t of r.targets) rows.push([r.scenario, n, t.what, t.value, t.target, t.met === undefined ? 'reported' : t.met ? 'met' : 'MISSED']);
+    if (!r.completed)
+      rows.push([r.scenario, n, 'run', `stopped early: ${r.error ?? 'unknown'}`.slice(0, 90), '', 'incomplete']);
+    for (const t of r.targets)
+      rows.push([
+        r.scenario,
+        n,
+        t.what,
+        t.value,
+        t.target,
+        t.met === undefined ? 'reported' : t.met ? 'met' : 'MISSED',
+      ]);
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
-  return rows.map((row, j) => row.map((c, i) => pad(c, widths[i])).join('  ') + (j === 0 ? `\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : '')).join('\n');
+  return rows
+    .map(
+      (row, j) =>
+        row.map((c, i) => pad(c, widths[i])).join('  ') +
+        (j === 0 ? `\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : ''),
+    )
+    .join('\n');
 }
 
 export const kb = (b: number | undefined): string => (b === undefined ? '-' : `${(b / 1024).toFixed(1)} KB`);

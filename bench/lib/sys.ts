@@ -135,16 +135,23 @@ export function checkLimits(edges: number): string[] {
   const problems: string[] = [];
   const fds = openFileLimit();
   if (fds !== undefined && fds < edges + 1024) {
-    problems.push(`the open-file limit is ${fds}, the hub needs at least ${edges + 1024} for ${edges} edges: run \`ulimit -n ${Math.max(65536, edges * 2)}\` in this shell (or raise nofile in /etc/security/limits.conf) and start again`);
+    problems.push(
+      `the open-file limit is ${fds}, the hub needs at least ${edges + 1024} for ${edges} edges: run \`ulimit -n ${Math.max(65536, edges * 2)}\` in this shell (or raise nofile in /etc/security/limits.conf) and start again`,
+    );
   }
   const ports = ephemeralPorts();
   if (ports !== undefined && ports < edges * 2 + 1000) {
-    problems.push(`only ${ports} local ports (net.ipv4.ip_local_port_range) for ${edges} edges: a reconnect storm needs about ${edges * 2}; widen the range with sysctl -w net.ipv4.ip_local_port_range="1024 65000"`);
+    problems.push(
+      `only ${ports} local ports (net.ipv4.ip_local_port_range) for ${edges} edges: a reconnect storm needs about ${edges * 2}; widen the range with sysctl -w net.ipv4.ip_local_port_range="1024 65000"`,
+    );
   }
   const free = os.freemem();
   // Measured: ~0.3 MB per simulated edge in the workers plus the hub's share; keep a safety margin.
   const need = edges * 600 * 1024 + 1024 ** 3;
-  if (free < need) problems.push(`${Math.round(free / 1024 ** 2)} MiB free memory, a run with ${edges} edges may need ${Math.round(need / 1024 ** 2)} MiB: use fewer --edges`);
+  if (free < need)
+    problems.push(
+      `${Math.round(free / 1024 ** 2)} MiB free memory, a run with ${edges} edges may need ${Math.round(need / 1024 ** 2)} MiB: use fewer --edges`,
+    );
   return problems;
 }
 
@@ -164,7 +171,10 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls fn until it returns a truthy value; throws with `what` when the deadline passes. */
-export async function until<T>(fn: () => T | Promise<T>, o: { timeoutMs: number; intervalMs?: number; what: string | (() => string) }): Promise<NonNullable<T>> {
+export async function until<T>(
+  fn: () => T | Promise<T>,
+  o: { timeoutMs: number; intervalMs?: number; what: string | (() => string) },
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + o.timeoutMs;
   let last: unknown;
   for (;;) {
@@ -175,7 +185,9 @@ export async function until<T>(fn: () => T | Promise<T>, o: { timeoutMs: number;
       last = err;
     }
     if (Date.now() > deadline) {
-      throw new BenchTimeout(`gave up after ${Math.round(o.timeoutMs / 1000)} s waiting for ${typeof o.what === 'function' ? o.what() : o.what}${last instanceof Error ? ` (last error: ${last.message})` : ''}`);
+      throw new BenchTimeout(
+        `gave up after ${Math.round(o.timeoutMs / 1000)} s waiting for ${typeof o.what === 'function' ? o.what() : o.what}${last instanceof Error ? ` (last error: ${last.message})` : ''}`,
+      );
     }
     await sleep(o.intervalMs ?? 100);
   }

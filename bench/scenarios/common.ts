@@ -45,10 +45,20 @@ export interface Setup {
 
 /** Starts the hub and the worker processes, and enrolls every edge through the API (not connected yet). */
 export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edges = ctx.edges): Promise<Setup> {
-  const hub = new HubProcess({ dataDir: path.join(ctx.runDir, 'hub'), logFile: path.join(ctx.runDir, 'hub.log'), cpuProfDir: ctx.cpuProfDir });
+  const hub = new HubProcess({
+    dataDir: path.join(ctx.runDir, 'hub'),
+    logFile: path.join(ctx.runDir, 'hub.log'),
+    cpuProfDir: ctx.cpuProfDir,
+  });
   await hub.start();
   const api = new HubApi(hub.url, hub.adminToken);
-  const fleet = new Fleet({ edges, workers: Math.min(ctx.workers, edges), dir: ctx.runDir, readyDelayMs: ctx.readyDelayMs, simStore: ctx.simStore });
+  const fleet = new Fleet({
+    edges,
+    workers: Math.min(ctx.workers, edges),
+    dir: ctx.runDir,
+    readyDelayMs: ctx.readyDelayMs,
+    simStore: ctx.simStore,
+  });
   try {
     await fleet.start(hub.url);
     const token = await api.joinToken(edges, { bench: 'yes' });
@@ -64,7 +74,11 @@ export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edge
 }
 
 /** Connects every edge (ramped by the workers) and waits until each is in sync with the hub. */
-export async function connectAll(ctx: ScenarioContext, s: Setup, window = 100): Promise<{ ms: number; syncedAt: number[] }> {
+export async function connectAll(
+  ctx: ScenarioContext,
+  s: Setup,
+  window = 100,
+): Promise<{ ms: number; syncedAt: number[] }> {
   await s.fleet.all('mark', { requireNewConnection: true });
   const t0 = Date.now();
   await s.fleet.each('connect', s.fleet.names, { window });
@@ -75,7 +89,11 @@ export async function connectAll(ctx: ScenarioContext, s: Setup, window = 100): 
       last = `${st.connected} connected, ${st.synced} in sync`;
       return st.synced === s.fleet.names.length;
     },
-    { timeoutMs: remaining(ctx), intervalMs: 250, what: () => `all ${s.fleet.names.length} edges to connect and sync (last: ${last})` },
+    {
+      timeoutMs: remaining(ctx),
+      intervalMs: 250,
+      what: () => `all ${s.fleet.names.length} edges to connect and sync (last: ${last})`,
+    },
   );
   const st = await s.fleet.syncStatus(true);
   return { ms: Math.max(...st.syncedAt!) - t0, syncedAt: st.syncedAt! };
@@ -94,7 +112,11 @@ export async function placeOnAll(ctx: ScenarioContext, s: Setup, name = 'bench-a
       ready = r.reduce((n, x) => n + x.ready.length, 0);
       return ready >= s.fleet.names.length;
     },
-    { timeoutMs: remaining(ctx), intervalMs: 250, what: () => `every edge to report Ready (${ready}/${s.fleet.names.length})` },
+    {
+      timeoutMs: remaining(ctx),
+      intervalMs: 250,
+      what: () => `every edge to report Ready (${ready}/${s.fleet.names.length})`,
+    },
   );
   await waitReady(ctx, s, name, s.fleet.names.length);
   return Date.now() - t0;
@@ -102,7 +124,14 @@ export async function placeOnAll(ctx: ScenarioContext, s: Setup, name = 'bench-a
 
 /** Polls the placement's summary until READY N/N; returns when the API first showed it. */
 /** `n` is the number of (edge, workload) entries; `edges` how many edges the placement selects. */
-export async function waitReady(ctx: ScenarioContext, s: Setup, name: string, n: number, intervalMs = 200, edges = n): Promise<number> {
+export async function waitReady(
+  ctx: ScenarioContext,
+  s: Setup,
+  name: string,
+  n: number,
+  intervalMs = 200,
+  edges = n,
+): Promise<number> {
   let last = '';
   await until(
     async () => {
@@ -136,12 +165,30 @@ export class PhaseMeter {
     const others = this.meter.othersMs(hubCpuMs + workerCpuMs.reduce((a, b) => a + b, 0));
     const othersShare = others === undefined ? 0 : others / Math.max(1, wallMs);
     const pct = (x: number) => `${Math.round(x * 100)}%`;
-    out.metrics[`${this.phase}Cpu`] = { wallMs, hubCpuMs: Math.round(hubCpuMs), hubCoreShare: +hubShare.toFixed(2), workerCpuMs: workerCpuMs.map(Math.round), simulatorCoreShare: +simShare.toFixed(2), otherProcessesCoreShare: +othersShare.toFixed(2), loadAverage: os.loadavg().map((x) => +x.toFixed(2)) };
+    out.metrics[`${this.phase}Cpu`] = {
+      wallMs,
+      hubCpuMs: Math.round(hubCpuMs),
+      hubCoreShare: +hubShare.toFixed(2),
+      workerCpuMs: workerCpuMs.map(Math.round),
+      simulatorCoreShare: +simShare.toFixed(2),
+      otherProcessesCoreShare: +othersShare.toFixed(2),
+      loadAverage: os.loadavg().map((x) => +x.toFixed(2)),
+    };
     const note = `${this.phase}: hub ${pct(hubShare)} of a core, simulator ${pct(simShare)} over ${workerShares.length} workers (busiest ${pct(Math.max(...workerShares))}), other processes on the machine ${pct(othersShare)}, ${cores} cores`;
-    if (othersShare > 0.5) out.bottleneck.push(`${note}: the machine was shared with other work that took ${pct(othersShare)} of a core on average; wall-clock times are inflated, CPU times (hubCpuMs) are not`);
-    if (Math.max(...workerShares) > 0.9) out.bottleneck.push(`${note}: a simulator worker was CPU-bound, so the simulator (not only the hub) limited this phase; add --workers or use a bigger machine`);
-    else if (hubShare + simShare > cores * 0.85) out.bottleneck.push(`${note}: the machine was saturated; hub and simulator shared the cores, so the hub's numbers include waiting for CPU`);
-    else if (hubShare > 0.85) out.bottleneck.push(`${note}: the hub was CPU-bound (one JS thread), it is the bottleneck of this phase`);
+    if (othersShare > 0.5)
+      out.bottleneck.push(
+        `${note}: the machine was shared with other work that took ${pct(othersShare)} of a core on average; wall-clock times are inflated, CPU times (hubCpuMs) are not`,
+      );
+    if (Math.max(...workerShares) > 0.9)
+      out.bottleneck.push(
+        `${note}: a simulator worker was CPU-bound, so the simulator (not only the hub) limited this phase; add --workers or use a bigger machine`,
+      );
+    else if (hubShare + simShare > cores * 0.85)
+      out.bottleneck.push(
+        `${note}: the machine was saturated; hub and simulator shared the cores, so the hub's numbers include waiting for CPU`,
+      );
+    else if (hubShare > 0.85)
+      out.bottleneck.push(`${note}: the hub was CPU-bound (one JS thread), it is the bottleneck of this phase`);
     else out.bottleneck.push(`${note}: neither side saturated`);
     return { hubCpuMs, workerCpuMs, wallMs };
   }

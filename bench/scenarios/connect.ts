@@ -25,7 +25,10 @@ async function hubHeap(s: Setup): Promise<{ heapUsed?: number; external?: number
       const m = new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+(\\S+)`, 'm').exec(text);
       return m ? Number(m[1]) : undefined;
     };
-    return { heapUsed: val('outpost_hub_nodejs_heap_size_used_bytes'), external: val('outpost_hub_nodejs_external_memory_bytes') };
+    return {
+      heapUsed: val('outpost_hub_nodejs_heap_size_used_bytes'),
+      external: val('outpost_hub_nodejs_external_memory_bytes'),
+    };
   } catch {
     return {};
   }
@@ -49,17 +52,31 @@ export const connect: Scenario = async (ctx, out) => {
     const perEdge = (connected - baseline) / ctx.edges;
     const t0 = Math.min(...c.syncedAt) - 0;
     out.metrics.connectToAllSyncedMs = c.ms;
-    out.metrics.syncedSpreadMs = { p50: (percentile(c.syncedAt, 50) ?? 0) - t0, p99: (percentile(c.syncedAt, 99) ?? 0) - t0 };
+    out.metrics.syncedSpreadMs = {
+      p50: (percentile(c.syncedAt, 50) ?? 0) - t0,
+      p99: (percentile(c.syncedAt, 99) ?? 0) - t0,
+    };
     out.metrics.hubRssBaselineBytes = baseline;
     out.metrics.hubRssConnectedBytes = connected;
     out.metrics.hubRssPerEdgeBytes = Math.round(perEdge);
     out.metrics.hubHeapUsedBefore = heapBefore.heapUsed;
     out.metrics.hubHeapUsedAfter = heapAfter.heapUsed;
-    if (heapBefore.heapUsed !== undefined && heapAfter.heapUsed !== undefined) out.metrics.hubHeapPerEdgeBytes = Math.round((heapAfter.heapUsed - heapBefore.heapUsed) / ctx.edges);
+    if (heapBefore.heapUsed !== undefined && heapAfter.heapUsed !== undefined)
+      out.metrics.hubHeapPerEdgeBytes = Math.round((heapAfter.heapUsed - heapBefore.heapUsed) / ctx.edges);
     out.metrics.workerRssBytes = s.fleet.usage().rss;
     const st = await s.fleet.syncStatus();
-    out.targets.push({ what: 'edges connected and in sync', target: '10,000 on one hub', value: `${st.synced}/${ctx.edges} in ${sec(c.ms)}`, met: ctx.edges >= 10_000 ? st.synced === ctx.edges : undefined });
-    out.targets.push({ what: 'hub RSS per idle edge', target: '<= 50 KB', value: `${kb(perEdge)} (${mb(baseline)} -> ${mb(connected)})`, met: perEdge <= 50 * 1024 });
+    out.targets.push({
+      what: 'edges connected and in sync',
+      target: '10,000 on one hub',
+      value: `${st.synced}/${ctx.edges} in ${sec(c.ms)}`,
+      met: ctx.edges >= 10_000 ? st.synced === ctx.edges : undefined,
+    });
+    out.targets.push({
+      what: 'hub RSS per idle edge',
+      target: '<= 50 KB',
+      value: `${kb(perEdge)} (${mb(baseline)} -> ${mb(connected)})`,
+      met: perEdge <= 50 * 1024,
+    });
   } finally {
     await teardown(s);
   }

@@ -38,7 +38,11 @@ export const fanout: Scenario = async (ctx, out) => {
         spec = r.flatMap((x) => x.spec);
         return ready.length === ctx.edges;
       },
-      { timeoutMs: remaining(ctx), intervalMs: 100, what: () => `every edge to report Ready (${ready.length}/${ctx.edges})` },
+      {
+        timeoutMs: remaining(ctx),
+        intervalMs: 100,
+        what: () => `every edge to report Ready (${ready.length}/${ctx.edges})`,
+      },
     );
     let nn = 0;
     await until(
@@ -58,7 +62,11 @@ export const fanout: Scenario = async (ctx, out) => {
     out.metrics.timeToReadyNNMs = nn - t0;
     out.metrics.readyDelayMs = ctx.readyDelayMs;
     const limit = ctx.edges <= 1_000 ? 2_000 : ctx.edges <= 10_000 ? 15_000 : undefined;
-    out.targets.push({ what: 'per-edge change -> Ready p50/p99', target: `(ready delay ${ctx.readyDelayMs} ms)`, value: `${msf(percentile(lat, 50))} / ${msf(percentile(lat, 99))}` });
+    out.targets.push({
+      what: 'per-edge change -> Ready p50/p99',
+      target: `(ready delay ${ctx.readyDelayMs} ms)`,
+      value: `${msf(percentile(lat, 50))} / ${msf(percentile(lat, 99))}`,
+    });
     out.targets.push({
       what: 'change -> hub summary READY N/N',
       target: limit ? `<= ${limit / 1000} s for ${ctx.edges <= 1_000 ? '1,000' : '10,000'}` : 'none above 10,000',

@@ -52,7 +52,13 @@ async function sampleMem(pid: number, n: number, everyMs: number): Promise<{ med
   if (got.length === 0) throw new Error(`process ${pid} is gone: no memory sample`);
   // got is not empty, so every statistic exists.
   const med = (f: (m: Mem) => number): number => median(got.map(f))!;
-  return { median: { rss: med((m) => m.rss), anon: med((m) => m.anon), file: med((m) => m.file) }, maxRss: percentile(got.map((m) => m.rss), 100)! };
+  return {
+    median: { rss: med((m) => m.rss), anon: med((m) => m.anon), file: med((m) => m.file) },
+    maxRss: percentile(
+      got.map((m) => m.rss),
+      100,
+    )!,
+  };
 }
 
 function pgidOf(pid: number | 'self'): number {
@@ -95,17 +101,29 @@ function groupMembers(pgids: Set<number>): number[] {
   return pids;
 }
 
-async function measureAgent(ctx: ScenarioContext, api: HubApi, hubUrl: string, label: string, argv0: string, args: string[], env: Record<string, string> = {}): Promise<Record<string, unknown>> {
+async function measureAgent(
+  ctx: ScenarioContext,
+  api: HubApi,
+  hubUrl: string,
+  label: string,
+  argv0: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<Record<string, unknown>> {
   const name = `fp-${label}`;
   const dataDir = path.join(ctx.runDir, `edge-${label}`);
   const token = await api.joinToken(1, { footprint: label });
   const logFile = path.join(ctx.runDir, `edge-${label}.log`);
   const log = fs.openSync(logFile, 'a');
-  const child: ChildProcess = spawn(argv0, [...args, 'edge', '--data', dataDir, '--hub', hubUrl, '--join-token', token, '--name', name, '--driver', 'process'], {
-    cwd: ROOT,
-    env: { ...process.env, OUTPOST_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', log, log],
-  });
+  const child: ChildProcess = spawn(
+    argv0,
+    [...args, 'edge', '--data', dataDir, '--hub', hubUrl, '--join-token', token, '--name', name, '--driver', 'process'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, OUTPOST_LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', log, log],
+    },
+  );
   fs.closeSync(log);
   const names = Array.from({ length: WORKLOADS }, (_, i) => `${label}-w${i}`);
   try {
@@ -119,7 +137,10 @@ async function measureAgent(ctx: ScenarioContext, api: HubApi, hubUrl: string, l
     );
     await sleep(5_000);
     const idle = await sampleMem(child.pid!, 8, 250);
-    await api.apply([...names.map((n) => workload(n, 'none', ['sleep', '100000'])), placement(name, names, { edges: [name] })]);
+    await api.apply([
+      ...names.map((n) => workload(n, 'none', ['sleep', '100000'])),
+      placement(name, names, { edges: [name] }),
+    ]);
     const t0 = Date.now();
     await until(
       async () => {
@@ -127,7 +148,11 @@ async function measureAgent(ctx: ScenarioContext, api: HubApi, hubUrl: string, l
         const st = await api.placement(name);
         return st.summary.ready === WORKLOADS && st.summary.total === WORKLOADS;
       },
-      { timeoutMs: Math.min(remaining(ctx), 120_000), intervalMs: 250, what: `READY ${WORKLOADS}/${WORKLOADS} on ${name}` },
+      {
+        timeoutMs: Math.min(remaining(ctx), 120_000),
+        intervalMs: 250,
+        what: `READY ${WORKLOADS}/${WORKLOADS} on ${name}`,
+      },
     );
     const readyMs = Date.now() - t0;
     // Settle (the reconciler's periodic pass, GC), then sample.
@@ -180,17 +205,31 @@ export const footprint: Scenario = async (ctx, out) => {
   await hub.start();
   try {
     const api = new HubApi(hub.url, hub.adminToken);
-    const src = await measureAgent(ctx, api, hub.url, 'src', process.execPath, ['--import', 'tsx', path.join(ROOT, 'main.ts')]);
+    const src = await measureAgent(ctx, api, hub.url, 'src', process.execPath, [
+      '--import',
+      'tsx',
+      path.join(ROOT, 'main.ts'),
+    ]);
     out.metrics.agentFromSources = src;
     const rss = src.agentRssBytes as number;
-    out.targets.push({ what: `edge agent RSS, ${WORKLOADS} workloads (tsx)`, target: '<= 60 MB', value: `${mb(rss)} (+${mb(src.workloadProcessesRssBytes as number)} in workload processes)`, met: rss <= AGENT_LIMIT });
+    out.targets.push({
+      what: `edge agent RSS, ${WORKLOADS} workloads (tsx)`,
+      target: '<= 60 MB',
+      value: `${mb(rss)} (+${mb(src.workloadProcessesRssBytes as number)} in workload processes)`,
+      met: rss <= AGENT_LIMIT,
+    });
     if (fs.existsSync(BINARY)) {
       const version = spawnSync(BINARY, ['--version'], { encoding: 'utf8' }).stdout.trim();
       out.metrics.binary = { path: 'dist/outpost', bytes: fs.statSync(BINARY).size, version };
       try {
         const bin = await measureAgent(ctx, api, hub.url, 'bin', BINARY, []);
         out.metrics.agentFromBinary = bin;
-        out.targets.push({ what: `edge agent RSS, ${WORKLOADS} workloads (binary)`, target: '<= 60 MB', value: `${mb(bin.agentRssBytes as number)} (anon ${mb(bin.agentRssAnonBytes as number)}, file ${mb(bin.agentRssFileBytes as number)}; idle ${mb(bin.idleRssBytes as number)})`, met: (bin.agentRssBytes as number) <= AGENT_LIMIT });
+        out.targets.push({
+          what: `edge agent RSS, ${WORKLOADS} workloads (binary)`,
+          target: '<= 60 MB',
+          value: `${mb(bin.agentRssBytes as number)} (anon ${mb(bin.agentRssAnonBytes as number)}, file ${mb(bin.agentRssFileBytes as number)}; idle ${mb(bin.idleRssBytes as number)})`,
+          met: (bin.agentRssBytes as number) <= AGENT_LIMIT,
+        });
         // Informational: the same with one V8 platform worker thread (a Node option, so it does
         // not invalidate the executable's code cache as V8 flags would). Fewer threads compiling
         // and collecting at once leaves less freed memory in per-thread malloc arenas.
@@ -198,11 +237,21 @@ export const footprint: Scenario = async (ctx, out) => {
         const nodeOptions = process.env.BENCH_AGENT_NODE_OPTIONS ?? AGENT_NODE_OPTIONS;
         const pool = await measureAgent(ctx, api, hub.url, 'bin-pool1', BINARY, [], { NODE_OPTIONS: nodeOptions });
         out.metrics.agentFromBinaryPool1 = { ...pool, nodeOptions };
-        out.targets.push({ what: `edge agent RSS, ${WORKLOADS} workloads (binary, NODE_OPTIONS=${nodeOptions})`, target: 'report', value: `${mb(pool.agentRssBytes as number)} (anon ${mb(pool.agentRssAnonBytes as number)}, file ${mb(pool.agentRssFileBytes as number)}; idle ${mb(pool.idleRssBytes as number)})` });
+        out.targets.push({
+          what: `edge agent RSS, ${WORKLOADS} workloads (binary, NODE_OPTIONS=${nodeOptions})`,
+          target: 'report',
+          value: `${mb(pool.agentRssBytes as number)} (anon ${mb(pool.agentRssAnonBytes as number)}, file ${mb(pool.agentRssFileBytes as number)}; idle ${mb(pool.idleRssBytes as number)})`,
+        });
       } catch (err) {
-        out.bottleneck.push(`the binary's agent could not be measured (${(err as Error).message}); rebuild it with npm run build`);
+        out.bottleneck.push(
+          `the binary's agent could not be measured (${(err as Error).message}); rebuild it with npm run build`,
+        );
       }
-      out.targets.push({ what: 'binary size', target: 'report', value: `${mb(fs.statSync(BINARY).size)} (${version})` });
+      out.targets.push({
+        what: 'binary size',
+        target: 'report',
+        value: `${mb(fs.statSync(BINARY).size)} (${version})`,
+      });
       const binStart = startTime(BINARY, []);
       out.metrics.binaryVersionStartMs = binStart;
       out.targets.push({ what: 'binary --version start', target: 'report', value: msf(binStart) });

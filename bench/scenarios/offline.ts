@@ -54,7 +54,11 @@ export const offline: Scenario = async (ctx, out) => {
         const e = await s.api.edge<{ workloads: { generation: number }[] }>(target);
         return e.status.workloads.reduce((a, w) => a + w.generation, 0) >= expected;
       },
-      { timeoutMs: remaining(ctx), intervalMs: 100, what: 'the hub to write all 100 changes into the offline edge spec' },
+      {
+        timeoutMs: remaining(ctx),
+        intervalMs: 100,
+        what: 'the hub to write all 100 changes into the offline edge spec',
+      },
     );
 
     await s.fleet.each('mark', [target], { requireNewConnection: true, only: [target] });
@@ -71,7 +75,10 @@ export const offline: Scenario = async (ctx, out) => {
     );
     const converge = info!.syncedAt! - t0;
     // The hub's side: the API must now show the status the edge wrote while offline.
-    const hubView = await s.api.edge<{ workloads: { name: string; restarts: number }[]; localIntents: Record<string, unknown> }>(target);
+    const hubView = await s.api.edge<{
+      workloads: { name: string; restarts: number }[];
+      localIntents: Record<string, unknown>;
+    }>(target);
     const hubRestarts = Object.fromEntries(hubView.status.workloads.map((w) => [w.name, w.restarts]));
     const hubHasStatus = names.every((n) => hubRestarts[n] === info!.restarts[n]);
     out.metrics.convergeMs = converge;
@@ -80,11 +87,28 @@ export const offline: Scenario = async (ctx, out) => {
     out.metrics.edgeDocBytes = { report: info!.reportSize, spec: info!.specSize };
     out.metrics.hubShowsOfflineStatus = hubHasStatus;
     out.metrics.localIntentsAtHub = Object.keys(hubView.status.localIntents ?? {}).length;
-    out.metrics.offlineWork = { statusChanges: STATUS_CHANGES, intents: INTENTS, hubChanges: HUB_CHANGES, workloads: WORKLOADS };
-    if (!hubHasStatus) out.bottleneck.push(`after convergence the hub API showed restarts ${JSON.stringify(hubRestarts)}, the edge had ${JSON.stringify(info!.restarts)}`);
+    out.metrics.offlineWork = {
+      statusChanges: STATUS_CHANGES,
+      intents: INTENTS,
+      hubChanges: HUB_CHANGES,
+      workloads: WORKLOADS,
+    };
+    if (!hubHasStatus)
+      out.bottleneck.push(
+        `after convergence the hub API showed restarts ${JSON.stringify(hubRestarts)}, the edge had ${JSON.stringify(info!.restarts)}`,
+      );
     out.targets.push({ what: 'offline week: time to converge', target: 'report', value: msf(converge) });
-    out.targets.push({ what: 'offline week: bytes to converge', target: 'report', value: `${kb(info!.syncBytes?.socket)} wire, ${kb(info!.syncBytes?.session)} sync frames` });
-    out.targets.push({ what: 'hub shows the offline status', target: 'yes', value: hubHasStatus ? 'yes' : 'no', met: hubHasStatus });
+    out.targets.push({
+      what: 'offline week: bytes to converge',
+      target: 'report',
+      value: `${kb(info!.syncBytes?.socket)} wire, ${kb(info!.syncBytes?.session)} sync frames`,
+    });
+    out.targets.push({
+      what: 'hub shows the offline status',
+      target: 'yes',
+      value: hubHasStatus ? 'yes' : 'no',
+      met: hubHasStatus,
+    });
   } finally {
     await teardown(s);
   }

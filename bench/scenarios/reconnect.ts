@@ -19,7 +19,11 @@ export const reconnect: Scenario = async (ctx, out) => {
     await sleep(2_000);
     // Nothing in flight before the restart: every edge has acknowledged the hub's heads.
     await s.fleet.all('mark', { requireNewConnection: false });
-    await until(async () => (await s.fleet.syncStatus()).synced === ctx.edges, { timeoutMs: remaining(ctx), intervalMs: 250, what: 'the fleet to be quiet before the restart' });
+    await until(async () => (await s.fleet.syncStatus()).synced === ctx.edges, {
+      timeoutMs: remaining(ctx),
+      intervalMs: 250,
+      what: 'the fleet to be quiet before the restart',
+    });
 
     await s.fleet.all('mark', { requireNewConnection: true });
     const tStop = Date.now();
@@ -45,11 +49,29 @@ export const reconnect: Scenario = async (ctx, out) => {
     out.metrics.hubStartMs = tUp - tDown;
     out.metrics.backInSyncAfterHubUpMs = { p50: percentile(back, 50), p99: percentile(back, 99), max: all };
     out.metrics.backInSyncAfterStopMs = Math.max(...st.syncedAt!) - tStop;
-    out.metrics.syncBytesPerEdge = { p50: percentile(st.session!, 50), p99: percentile(st.session!, 99), max: percentile(st.session!, 100) };
-    out.metrics.wireBytesPerEdge = { p50: percentile(st.socket!, 50), p99: percentile(st.socket!, 99), max: percentile(st.socket!, 100) };
+    out.metrics.syncBytesPerEdge = {
+      p50: percentile(st.session!, 50),
+      p99: percentile(st.session!, 99),
+      max: percentile(st.session!, 100),
+    };
+    out.metrics.wireBytesPerEdge = {
+      p50: percentile(st.socket!, 50),
+      p99: percentile(st.socket!, 99),
+      max: percentile(st.socket!, 100),
+    };
     const wireP99 = percentile(st.socket!, 99) ?? Infinity;
-    out.targets.push({ what: 'hub up -> all edges back in sync', target: '<= 30 s (10,000 edges)', value: `${sec(all)} (${sec(tUp - tStop)} restart before)`, met: all <= 30_000 });
-    out.targets.push({ what: 'wire bytes per quiet edge (p99)', target: '<= 2 KB', value: `${kb(wireP99)} all TCP payload, ${kb(percentile(st.session!, 99))} sync frames`, met: wireP99 <= 2048 });
+    out.targets.push({
+      what: 'hub up -> all edges back in sync',
+      target: '<= 30 s (10,000 edges)',
+      value: `${sec(all)} (${sec(tUp - tStop)} restart before)`,
+      met: all <= 30_000,
+    });
+    out.targets.push({
+      what: 'wire bytes per quiet edge (p99)',
+      target: '<= 2 KB',
+      value: `${kb(wireP99)} all TCP payload, ${kb(percentile(st.session!, 99))} sync frames`,
+      met: wireP99 <= 2048,
+    });
   } finally {
     await teardown(s);
   }

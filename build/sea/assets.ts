@@ -14,7 +14,9 @@ import path from 'node:path';
 export type AssetMap = Record<string, string>;
 
 /** Files embedded when they exist at build time; produced by other build steps. */
-export const OPTIONAL_ASSETS: readonly { key: string; file: string }[] = [{ key: 'openapi.json', file: 'dist/openapi.json' }];
+export const OPTIONAL_ASSETS: readonly { key: string; file: string }[] = [
+  { key: 'openapi.json', file: 'dist/openapi.json' },
+];
 
 export const UI_PREFIX = 'ui/';
 export const UI_MANIFEST_KEY = 'ui/manifest.json';
@@ -66,14 +68,20 @@ export function requiredAssets(root: string): AssetMap {
     sqliteDir = path.dirname(req.resolve('better-sqlite3/package.json'));
     wasm = req.resolve('@automerge/automerge/automerge.wasm');
   } catch (cause) {
-    throw new Error('resolving better-sqlite3 and @automerge/automerge from node_modules (run `npm install` first)', { cause });
+    throw new Error('resolving better-sqlite3 and @automerge/automerge from node_modules (run `npm install` first)', {
+      cause,
+    });
   }
   // better-sqlite3 13 ships N-API prebuilds in its package (ABI-stable across Node versions); a
   // build from source (`npm rebuild better-sqlite3 --build-from-source`) lands in build/Release.
   const compiled = path.join(sqliteDir, 'build', 'Release', 'better_sqlite3.node');
-  const addon = fs.existsSync(compiled) ? compiled : path.join(sqliteDir, 'prebuilds', `${process.platform}-${process.arch}.node`);
+  const addon = fs.existsSync(compiled)
+    ? compiled
+    : path.join(sqliteDir, 'prebuilds', `${process.platform}-${process.arch}.node`);
   if (!fs.existsSync(addon)) {
-    throw new Error(`${addon} is missing: this better-sqlite3 has no addon for ${process.platform}-${process.arch} (run \`npm rebuild better-sqlite3 --build-from-source\`)`);
+    throw new Error(
+      `${addon} is missing: this better-sqlite3 has no addon for ${process.platform}-${process.arch} (run \`npm rebuild better-sqlite3 --build-from-source\`)`,
+    );
   }
   return { 'better_sqlite3.node': addon, 'automerge.wasm': wasm };
 }
@@ -95,7 +103,9 @@ function listFiles(dir: string, rel = ''): string[] {
 export function uiAssets(uiDist: string, workDir: string): { assets: AssetMap; manifest: UiManifest } {
   const files = listFiles(uiDist).sort();
   if (files.includes('manifest.json')) {
-    throw new Error(`${path.join(uiDist, 'manifest.json')} collides with the asset key ${UI_MANIFEST_KEY} the build generates: rename it in the UI build (e.g. app.webmanifest)`);
+    throw new Error(
+      `${path.join(uiDist, 'manifest.json')} collides with the asset key ${UI_MANIFEST_KEY} the build generates: rename it in the UI build (e.g. app.webmanifest)`,
+    );
   }
   const assets: AssetMap = {};
   const manifest: UiManifest = { files: [] };
@@ -103,7 +113,12 @@ export function uiAssets(uiDist: string, workDir: string): { assets: AssetMap; m
     const abs = path.join(uiDist, rel);
     const bytes = fs.readFileSync(abs);
     assets[UI_PREFIX + rel] = abs;
-    manifest.files.push({ path: rel, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), contentType: contentTypeOf(rel) });
+    manifest.files.push({
+      path: rel,
+      size: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      contentType: contentTypeOf(rel),
+    });
   }
   const manifestFile = path.join(workDir, 'ui-manifest.json');
   fs.writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n');

@@ -83,7 +83,10 @@ const optionalModuleStubs: esbuild.Plugin = {
   name: 'outpost-optional-modules',
   setup(build) {
     const names = OPTIONAL_MODULES.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
-    build.onResolve({ filter: new RegExp(`^(${names})$`) }, (args) => ({ path: args.path, namespace: 'outpost-optional' }));
+    build.onResolve({ filter: new RegExp(`^(${names})$`) }, (args) => ({
+      path: args.path,
+      namespace: 'outpost-optional',
+    }));
     build.onLoad({ filter: /.*/, namespace: 'outpost-optional' }, (args) => ({
       loader: 'js',
       contents: `const e = new Error(${JSON.stringify(`Cannot find module '${args.path}' (not packaged: optional)`)}); e.code = 'MODULE_NOT_FOUND'; throw e;`,
@@ -142,13 +145,18 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
     });
   } catch (cause) {
     // esbuild's message lists every error with file:line; top-level await is the usual one (CJS has none).
-    throw new Error(`bundling ${entry} with esbuild failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    throw new Error(
+      `bundling ${entry} with esbuild failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
   }
   const warnings = await esbuild.formatMessages(result.warnings, { kind: 'warning', color: false });
   // Any other import.meta property (dirname, resolve) would be empty at runtime: refuse to ship that.
   const fatal = result.warnings.filter((w) => w.id === 'empty-import-meta');
   if (fatal.length > 0) {
-    throw new Error(`import.meta used in a way the CommonJS bundle cannot provide:\n${warnings.join('\n')}\nuse import.meta.url only (the build defines it), or __dirname-free code`);
+    throw new Error(
+      `import.meta used in a way the CommonJS bundle cannot provide:\n${warnings.join('\n')}\nuse import.meta.url only (the build defines it), or __dirname-free code`,
+    );
   }
   // Anything esbuild could not resolve stays a runtime require(), which the executable cannot
   // satisfy (its require only loads built-in modules): make that a build error, not a field bug.
@@ -158,7 +166,8 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
   const unresolved: string[] = [];
   for (const [input, meta] of Object.entries(result.metafile.inputs)) {
     for (const imp of meta.imports) {
-      if (imp.external && RUNTIME_KINDS.has(imp.kind) && !isBuiltin(imp.path)) unresolved.push(`${imp.path} (required by ${input})`);
+      if (imp.external && RUNTIME_KINDS.has(imp.kind) && !isBuiltin(imp.path))
+        unresolved.push(`${imp.path} (required by ${input})`);
     }
   }
   if (unresolved.length > 0) {

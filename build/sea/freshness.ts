@@ -62,7 +62,11 @@ export function isStale(root: string, outputs: string[]): boolean {
 export function ensureBuilt(root: string, outputs: string[]): boolean {
   if (!isStale(root, outputs)) return false;
   const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
-  const r = spawnSync(tsx, [path.join(root, 'build', 'build.ts')], { cwd: root, encoding: 'utf8', timeout: 10 * 60_000 });
+  const r = spawnSync(tsx, [path.join(root, 'build', 'build.ts')], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 10 * 60_000,
+  });
   if (r.status !== 0) {
     throw new Error(`npm run build failed (exit ${r.status ?? r.signal ?? r.error?.message}):\n${r.stdout}${r.stderr}`);
   }

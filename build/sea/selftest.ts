@@ -140,7 +140,10 @@ function verifyUi(): { files: number } | null {
   for (const f of manifest.files) {
     const bytes = packagedAsset(UI_PREFIX + f.path);
     check(bytes !== null, `ui asset ${f.path} listed in the manifest is missing`);
-    check(createHash('sha256').update(bytes).digest('hex') === f.sha256, `ui asset ${f.path} does not match its manifest hash`);
+    check(
+      createHash('sha256').update(bytes).digest('hex') === f.sha256,
+      `ui asset ${f.path} does not match its manifest hash`,
+    );
   }
   return { files: manifest.files.length };
 }

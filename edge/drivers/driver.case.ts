@@ -68,7 +68,12 @@ export interface DriverHarness {
 }
 
 /** Polls `fn` until it returns a value that is not undefined/false, or throws with the last state seen. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -140,16 +145,30 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
       applied.add(unit.name);
       await driver.apply(unit);
     };
-    const waitPhase = (name: string, pred: (o: WorkloadObservation) => boolean, what: string, ms = readyMs): Promise<WorkloadObservation> =>
-      waitFor(`${name} ${what}`, async () => {
-        const o = await observe(driver, name);
-        return o && pred(o) ? o : undefined;
-      }, ms);
-    const waitReady = (name: string): Promise<WorkloadObservation> => waitPhase(name, (o) => o.phase === 'Ready', 'to be Ready');
+    const waitPhase = (
+      name: string,
+      pred: (o: WorkloadObservation) => boolean,
+      what: string,
+      ms = readyMs,
+    ): Promise<WorkloadObservation> =>
+      waitFor(
+        `${name} ${what}`,
+        async () => {
+          const o = await observe(driver, name);
+          return o && pred(o) ? o : undefined;
+        },
+        ms,
+      );
+    const waitReady = (name: string): Promise<WorkloadObservation> =>
+      waitPhase(name, (o) => o.phase === 'Ready', 'to be Ready');
     const waitServes = async (name: string, port: number, version: string): Promise<void> => {
       const ep = await driver.endpoint(name, port);
       expect(ep, `endpoint(${name}, ${port})`).not.toBeNull();
-      await waitFor(`${name} to serve ${version} on ${ep!.host}:${ep!.port}`, async () => (await httpBody(ep!.host, ep!.port)).includes(version), readyMs);
+      await waitFor(
+        `${name} to serve ${version} on ${ep!.host}:${ep!.port}`,
+        async () => (await httpBody(ep!.host, ep!.port)).includes(version),
+        readyMs,
+      );
     };
 
     beforeEach(async () => {
@@ -202,7 +221,11 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
       const before = await h.identity('upgrade');
       const v2 = { ...h.workload('upgrade', { port, version: 'v2' }), generation: 2 };
       await apply(v2);
-      await waitPhase('upgrade', (o) => o.phase === 'Ready' && o.hash === v2.hash && o.generation === 2, 'to be Ready on v2');
+      await waitPhase(
+        'upgrade',
+        (o) => o.phase === 'Ready' && o.hash === v2.hash && o.generation === 2,
+        'to be Ready on v2',
+      );
       await waitServes('upgrade', port, 'v2');
       expect(await h.identity('upgrade')).not.toBe(before);
     });
@@ -265,11 +288,15 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
 
     it('shows the tail of the logs and follows new lines until aborted', async () => {
       await apply(h.ticker('ticker'));
-      await waitFor('a few ticks in the logs', async () => {
-        const lines: string[] = [];
-        for await (const l of driver.logs('ticker', { tail: 100 })) lines.push(l);
-        return lines.filter((l) => /tick \d+/.test(l)).length >= 3;
-      }, readyMs);
+      await waitFor(
+        'a few ticks in the logs',
+        async () => {
+          const lines: string[] = [];
+          for await (const l of driver.logs('ticker', { tail: 100 })) lines.push(l);
+          return lines.filter((l) => /tick \d+/.test(l)).length >= 3;
+        },
+        readyMs,
+      );
       const tail: string[] = [];
       for await (const l of driver.logs('ticker', { tail: 2 })) tail.push(l);
       expect(tail.length).toBe(2);
@@ -288,7 +315,10 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
       } finally {
         clearTimeout(guard);
       }
-      expect(followed.some((n) => n > lastSeen + 2), `followed ticks: ${followed.join(',')}`).toBe(true);
+      expect(
+        followed.some((n) => n > lastSeen + 2),
+        `followed ticks: ${followed.join(',')}`,
+      ).toBe(true);
     });
 
     it('runs a command inside the workload with its environment', async (ctx) => {
@@ -306,7 +336,12 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
 
     it('reports a crashing workload with growing restarts and a phase that is not Ready', async () => {
       await apply(h.crashing('crash'));
-      const o = await waitPhase('crash', (w) => w.restarts >= 2, 'to restart at least twice', Math.max(readyMs, 45_000));
+      const o = await waitPhase(
+        'crash',
+        (w) => w.restarts >= 2,
+        'to restart at least twice',
+        Math.max(readyMs, 45_000),
+      );
       expect(o.phase).not.toBe('Ready');
       expect(['Degraded', 'Progressing', 'Failed']).toContain(o.phase);
     });

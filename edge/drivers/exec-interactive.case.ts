@@ -40,7 +40,11 @@ export async function checkInteractiveExec(driver: Driver, workload: string): Pr
   expect(await sh.exit).toBe(7);
 
   // End of stdin is end of input; all output is in before exit settles.
-  const count = await exec(workload, ['sh', '-c', 'n=0; while read l; do n=$((n+1)); done; echo "lines=$n"; echo done >&2'], {});
+  const count = await exec(
+    workload,
+    ['sh', '-c', 'n=0; while read l; do n=$((n+1)); done; echo "lines=$n"; echo done >&2'],
+    {},
+  );
   const countOut = collect(count);
   count.stdin.end('a\nb\nc\n');
   expect(await count.exit).toBe(0);
@@ -52,7 +56,12 @@ export async function checkInteractiveExec(driver: Driver, workload: string): Pr
   const cat = await exec(workload, ['cat'], { signal: ctl.signal });
   collect(cat);
   ctl.abort();
-  expect(await cat.exit.then(() => 'settled', () => 'settled')).toBe('settled');
+  expect(
+    await cat.exit.then(
+      () => 'settled',
+      () => 'settled',
+    ),
+  ).toBe('settled');
 
   await expect(exec('no-such-workload', ['sh'], {})).rejects.toThrow();
 }

@@ -5,7 +5,11 @@
 import path from 'node:path';
 import type { Driver, DriverName } from './driver.js';
 
-export async function createDriver(name: DriverName, dataDir: string, opts: { kubeconfig?: string } = {}): Promise<Driver> {
+export async function createDriver(
+  name: DriverName,
+  dataDir: string,
+  opts: { kubeconfig?: string } = {},
+): Promise<Driver> {
   const dir = path.join(dataDir, 'runtime', name);
   switch (name) {
     case 'process':
@@ -13,6 +17,9 @@ export async function createDriver(name: DriverName, dataDir: string, opts: { ku
     case 'podman':
       return (await import('./podman/index.js')).createPodmanDriver({ dataDir: dir });
     case 'kubernetes':
-      return (await import('./kubernetes/index.js')).createKubernetesDriver({ dataDir: dir, ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}) });
+      return (await import('./kubernetes/index.js')).createKubernetesDriver({
+        dataDir: dir,
+        ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
+      });
   }
 }

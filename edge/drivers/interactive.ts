@@ -14,7 +14,12 @@ import { DriverError, type InteractiveExec } from './driver.js';
  * `exit` settles on 'close', which Node emits only after stdout and stderr ended, so whoever
  * awaits it has seen all output.
  */
-export async function childSession(child: ChildProcess, what: string, kill: () => void, signal?: AbortSignal): Promise<InteractiveExec> {
+export async function childSession(
+  child: ChildProcess,
+  what: string,
+  kill: () => void,
+  signal?: AbortSignal,
+): Promise<InteractiveExec> {
   const exit = new Promise<number>((resolve) => {
     child.once('close', (code, sig) => resolve(code ?? 128 + (sig ? osConstants.signals[sig] : 0)));
   });
@@ -25,7 +30,10 @@ export async function childSession(child: ChildProcess, what: string, kill: () =
     await Promise.race([once(child, 'spawn'), once(child, 'error').then(([err]) => Promise.reject(err as Error))]);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new DriverError(e.code === 'ENOENT' ? `${what}: command not found` : `${what} could not start: ${e.message}`, { cause: err });
+    throw new DriverError(
+      e.code === 'ENOENT' ? `${what}: command not found` : `${what} could not start: ${e.message}`,
+      { cause: err },
+    );
   }
   // Later errors (a failed kill) must not become unhandled 'error' events; 'close' still settles exit.
   child.on('error', () => undefined);

@@ -17,7 +17,18 @@ export interface KubeTarget {
 }
 
 /** Headers that describe one hop, never forwarded (RFC 9110 7.6.1); `upgrade`/`connection` come back for upgrades. */
-export const HOP_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+export const HOP_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
 
 /** The cluster API of `kubeconfig`, with the credential the driver uses. */
 export async function kubeTarget(kubeconfig: string): Promise<KubeTarget> {
@@ -28,7 +39,10 @@ export async function kubeTarget(kubeconfig: string): Promise<KubeTarget> {
   return readKubeTarget(kubeconfig);
 }
 
-function filtered(h: Record<string, string | string[] | undefined>, keepUpgrade: boolean): Record<string, string | string[]> {
+function filtered(
+  h: Record<string, string | string[] | undefined>,
+  keepUpgrade: boolean,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(h)) {
     const lk = k.toLowerCase();
@@ -40,10 +54,18 @@ function filtered(h: Record<string, string | string[] | undefined>, keepUpgrade:
 }
 
 /** Forwards one HTTP request (or upgrade) arriving on `s`; resolves when the exchange is over. */
-export async function forwardHttp(s: TunnelStream, r: Extract<TunnelRequest, { type: 'http' }>, resolveTarget: () => Promise<KubeTarget>): Promise<void> {
+export async function forwardHttp(
+  s: TunnelStream,
+  r: Extract<TunnelRequest, { type: 'http' }>,
+  resolveTarget: () => Promise<KubeTarget>,
+): Promise<void> {
   const t = await resolveTarget();
   const base = t.url.pathname.replace(/\/+$/, '');
-  const headers: Record<string, string | string[]> = { ...filtered(r.headers, !!r.upgrade), ...t.headers, host: t.url.host };
+  const headers: Record<string, string | string[]> = {
+    ...filtered(r.headers, !!r.upgrade),
+    ...t.headers,
+    host: t.url.host,
+  };
   if (!t.headers.authorization && !t.headers.Authorization) delete headers.authorization;
   const mod = t.url.protocol === 'https:' ? https : http;
   const req = mod.request({
@@ -57,7 +79,15 @@ export async function forwardHttp(s: TunnelStream, r: Extract<TunnelRequest, { t
     agent: false,
   });
   await new Promise<void>((resolve, reject) => {
-    const fail = (err: Error): void => reject(err instanceof TunnelError ? err : new TunnelError('unavailable', `${r.target === 'kube' ? 'the cluster API' : `workload ${r.target.workload} port ${r.target.port}`} did not answer: ${err.message}`));
+    const fail = (err: Error): void =>
+      reject(
+        err instanceof TunnelError
+          ? err
+          : new TunnelError(
+              'unavailable',
+              `${r.target === 'kube' ? 'the cluster API' : `workload ${r.target.workload} port ${r.target.port}`} did not answer: ${err.message}`,
+            ),
+      );
     req.on('error', fail);
     s.on('close', () => {
       req.destroy();

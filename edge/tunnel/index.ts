@@ -42,7 +42,10 @@ export interface TunnelAgent {
 export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
   let kube: Promise<KubeTarget> | undefined;
   const kubeOnce = (): Promise<KubeTarget> => {
-    if (!o.kubeconfig) return Promise.reject(new TunnelError('not_found', `this edge runs the ${o.driver.name} driver: it has no Kubernetes API to reach`));
+    if (!o.kubeconfig)
+      return Promise.reject(
+        new TunnelError('not_found', `this edge runs the ${o.driver.name} driver: it has no Kubernetes API to reach`),
+      );
     kube ??= kubeTarget(o.kubeconfig).catch((err: unknown) => {
       kube = undefined;
       throw err;
@@ -53,21 +56,33 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
   const serve = (s: TunnelStream): void => {
     const parsed = TunnelRequest.safeParse(s.header);
     if (!parsed.success) {
-      s.destroy(new TunnelError('refused', `malformed tunnel request: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`));
+      s.destroy(
+        new TunnelError(
+          'refused',
+          `malformed tunnel request: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`,
+        ),
+      );
       return;
     }
     const r = parsed.data;
     s.on('error', () => undefined);
     const work =
       r.type === 'http'
-        ? forwardHttp(s, r, r.target === 'kube' ? kubeOnce : () => endpointOf(o.driver, r.target as { workload: string; port: number }))
+        ? forwardHttp(
+            s,
+            r,
+            r.target === 'kube' ? kubeOnce : () => endpointOf(o.driver, r.target as { workload: string; port: number }),
+          )
         : r.type === 'logs'
           ? runLogs(s, o.driver, r)
           : r.type === 'exec'
             ? runExec(s, o.driver, r)
             : runAction(s, o.driver, o.reconciler, r);
     work.catch((err: unknown) => {
-      const e = err instanceof TunnelError ? err : new TunnelError('internal', err instanceof Error ? err.message : String(err));
+      const e =
+        err instanceof TunnelError
+          ? err
+          : new TunnelError('internal', err instanceof Error ? err.message : String(err));
       if (e.code === 'internal') log.warn({ err, stream: s.id, type: r.type }, 'tunnel stream failed');
       s.destroy(e);
     });
@@ -100,6 +115,14 @@ async function endpointOf(driver: Driver, t: { workload: string; port: number })
   } catch (err) {
     throw new TunnelError('unavailable', `workload ${t.workload}: ${(err as Error).message}`);
   }
-  if (!ep) throw new TunnelError('forbidden', `workload ${t.workload} does not declare port ${t.port} on this edge (or does not run here): only declared containerPorts are reachable through the proxy`);
-  return { url: new URL(`http://${ep.host.includes(':') ? `[${ep.host}]` : ep.host}:${ep.port}`), options: {}, headers: {} };
+  if (!ep)
+    throw new TunnelError(
+      'forbidden',
+      `workload ${t.workload} does not declare port ${t.port} on this edge (or does not run here): only declared containerPorts are reachable through the proxy`,
+    );
+  return {
+    url: new URL(`http://${ep.host.includes(':') ? `[${ep.host}]` : ep.host}:${ep.port}`),
+    options: {},
+    headers: {},
+  };
 }

@@ -13,7 +13,10 @@ export async function readKubeTarget(kubeconfig: string): Promise<KubeTarget> {
   try {
     kc.loadFromFile(kubeconfig);
   } catch (err) {
-    throw new TunnelError('unavailable', `the edge cannot read its kubeconfig ${kubeconfig}: ${(err as Error).message}`);
+    throw new TunnelError(
+      'unavailable',
+      `the edge cannot read its kubeconfig ${kubeconfig}: ${(err as Error).message}`,
+    );
   }
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new TunnelError('unavailable', `the edge's kubeconfig ${kubeconfig} has no current cluster`);

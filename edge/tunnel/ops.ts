@@ -4,7 +4,14 @@
  */
 import { once } from 'node:events';
 import { createLogger } from '../../core/logger.js';
-import { EXEC_STDERR, EXEC_STDOUT, MAX_DATA_BYTES, TunnelError, type TunnelRequest, type TunnelStream } from '../../sync/tunnel.js';
+import {
+  EXEC_STDERR,
+  EXEC_STDOUT,
+  MAX_DATA_BYTES,
+  TunnelError,
+  type TunnelRequest,
+  type TunnelStream,
+} from '../../sync/tunnel.js';
 import type { Driver } from '../drivers/driver.js';
 import type { Reconciler } from '../reconciler.js';
 
@@ -12,27 +19,46 @@ const log = createLogger('edge:tunnel');
 
 async function requireWorkload(driver: Driver, name: string): Promise<void> {
   const all = await driver.list();
-  if (!all.some((w) => w.name === name)) throw new TunnelError('not_found', `workload ${name} does not run on this edge (it runs: ${all.map((w) => w.name).join(', ') || 'nothing'})`);
+  if (!all.some((w) => w.name === name))
+    throw new TunnelError(
+      'not_found',
+      `workload ${name} does not run on this edge (it runs: ${all.map((w) => w.name).join(', ') || 'nothing'})`,
+    );
 }
 
 /** A driver's own complaint (no such container, not started) is the caller's problem, not ours. */
 function driverFailure(err: unknown): TunnelError {
   if (err instanceof TunnelError) return err;
   const msg = err instanceof Error ? err.message : String(err);
-  return new TunnelError(/no workload|no container|has no|not found|does not/i.test(msg) ? 'not_found' : 'unavailable', msg);
+  return new TunnelError(
+    /no workload|no container|has no|not found|does not/i.test(msg) ? 'not_found' : 'unavailable',
+    msg,
+  );
 }
 
-export async function runLogs(s: TunnelStream, driver: Driver, r: Extract<TunnelRequest, { type: 'logs' }>): Promise<void> {
+export async function runLogs(
+  s: TunnelStream,
+  driver: Driver,
+  r: Extract<TunnelRequest, { type: 'logs' }>,
+): Promise<void> {
   await requireWorkload(driver, r.workload);
   const ctl = new AbortController();
   s.on('close', () => ctl.abort());
   let it: AsyncIterator<string>;
   let first: IteratorResult<string>;
   try {
-    it = driver.logs(r.workload, { container: r.container, tail: r.tail, follow: r.follow, signal: ctl.signal })[Symbol.asyncIterator]();
+    it = driver
+      .logs(r.workload, { container: r.container, tail: r.tail, follow: r.follow, signal: ctl.signal })
+      [Symbol.asyncIterator]();
     // A follow on a quiet log may wait long for its first line; the head must not wait with it.
     const pending = it.next();
-    const early = await Promise.race([pending.then((v) => ({ v }), (e: unknown) => ({ e })), new Promise<null>((res) => setTimeout(() => res(null), 300))]);
+    const early = await Promise.race([
+      pending.then(
+        (v) => ({ v }),
+        (e: unknown) => ({ e }),
+      ),
+      new Promise<null>((res) => setTimeout(() => res(null), 300)),
+    ]);
     if (early && 'e' in early) throw early.e;
     s.sendMeta({ ok: true });
     first = early ? early.v : await pending;
@@ -53,7 +79,11 @@ export async function runLogs(s: TunnelStream, driver: Driver, r: Extract<Tunnel
   if (!s.destroyed) s.end();
 }
 
-export async function runExec(s: TunnelStream, driver: Driver, r: Extract<TunnelRequest, { type: 'exec' }>): Promise<void> {
+export async function runExec(
+  s: TunnelStream,
+  driver: Driver,
+  r: Extract<TunnelRequest, { type: 'exec' }>,
+): Promise<void> {
   await requireWorkload(driver, r.workload);
   const ctl = new AbortController();
   s.on('close', () => ctl.abort());
@@ -69,11 +99,16 @@ export async function runExec(s: TunnelStream, driver: Driver, r: Extract<Tunnel
     return;
   }
   if (!driver.execInteractive) {
-    throw new TunnelError('refused', `the ${driver.name} driver runs one-shot commands only: drop -i/-t (outpost exec edge/NAME ${r.workload} -- ${r.command.join(' ')})`);
+    throw new TunnelError(
+      'refused',
+      `the ${driver.name} driver runs one-shot commands only: drop -i/-t (outpost exec edge/NAME ${r.workload} -- ${r.command.join(' ')})`,
+    );
   }
-  const p = await driver.execInteractive(r.workload, r.command, { container: r.container, signal: ctl.signal, tty: r.tty }).catch((err: unknown) => {
-    throw driverFailure(err);
-  });
+  const p = await driver
+    .execInteractive(r.workload, r.command, { container: r.container, signal: ctl.signal, tty: r.tty })
+    .catch((err: unknown) => {
+      throw driverFailure(err);
+    });
   s.sendMeta({ ok: true });
   s.pipe(p.stdin);
   // Each DATA frame the hub reads must start with its channel byte: the mux splits writes larger
@@ -81,7 +116,8 @@ export async function runExec(s: TunnelStream, driver: Driver, r: Extract<Tunnel
   const channel = (ch: number, from: NodeJS.ReadableStream) => (c: Buffer | string) => {
     const b = Buffer.isBuffer(c) ? c : Buffer.from(c);
     let ok = true;
-    for (let off = 0; off < b.length; off += MAX_DATA_BYTES - 1) ok = s.write(Buffer.concat([Buffer.from([ch]), b.subarray(off, off + MAX_DATA_BYTES - 1)])) && ok;
+    for (let off = 0; off < b.length; off += MAX_DATA_BYTES - 1)
+      ok = s.write(Buffer.concat([Buffer.from([ch]), b.subarray(off, off + MAX_DATA_BYTES - 1)])) && ok;
     if (!ok) from.pause();
   };
   p.stdout.on('data', channel(EXEC_STDOUT, p.stdout));
@@ -95,11 +131,20 @@ export async function runExec(s: TunnelStream, driver: Driver, r: Extract<Tunnel
   s.end();
 }
 
-export async function runAction(s: TunnelStream, driver: Driver, reconciler: Reconciler, r: Extract<TunnelRequest, { type: 'action' }>): Promise<void> {
+export async function runAction(
+  s: TunnelStream,
+  driver: Driver,
+  reconciler: Reconciler,
+  r: Extract<TunnelRequest, { type: 'action' }>,
+): Promise<void> {
   await requireWorkload(driver, r.workload);
   try {
     if (r.action === 'restart') {
-      if (reconciler.heldStopped.has(r.workload)) throw new TunnelError('refused', `workload ${r.workload} is stopped by a remote action: start it instead (outpost edge action NAME start ${r.workload})`);
+      if (reconciler.heldStopped.has(r.workload))
+        throw new TunnelError(
+          'refused',
+          `workload ${r.workload} is stopped by a remote action: start it instead (outpost edge action NAME start ${r.workload})`,
+        );
       await driver.restartWorkload(r.workload);
     } else if (r.action === 'stop') {
       // Held by the reconciler, not just stopped by the driver: its next pass would restart it.

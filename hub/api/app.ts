@@ -29,11 +29,17 @@ export function createApi(deps: HubDeps): Hono {
     log.error({ err, path: c.req.path }, 'unhandled API error');
     return c.json({ error: { code: 'internal', message: 'internal error on the hub; see its log' } }, 500);
   });
-  app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}: see /api/v1/openapi.json` } }, 404));
+  app.notFound((c) =>
+    c.json(
+      { error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}: see /api/v1/openapi.json` } },
+      404,
+    ),
+  );
 
   app.use('*', async (c, next) => {
     const len = Number(c.req.header('content-length') ?? 0);
-    if (len > MAX_BODY_BYTES) throw new OutpostError('too_large', `request body of ${len} bytes exceeds the ${MAX_BODY_BYTES}-byte limit`);
+    if (len > MAX_BODY_BYTES)
+      throw new OutpostError('too_large', `request body of ${len} bytes exceeds the ${MAX_BODY_BYTES}-byte limit`);
     await next();
   });
 
@@ -53,9 +59,17 @@ export function createApi(deps: HubDeps): Hono {
   api.use('*', async (c, next) => {
     const h = c.req.header('authorization');
     const m = h ? /^Bearer\s+(\S+)$/i.exec(h) : null;
-    if (!m) throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`');
+    if (!m)
+      throw new OutpostError(
+        'unauthorized',
+        'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`',
+      );
     const p = deps.auth.verifyApiToken(m[1]);
-    if (!p) throw new OutpostError('unauthorized', 'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again');
+    if (!p)
+      throw new OutpostError(
+        'unauthorized',
+        'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again',
+      );
     c.set('principal', p);
     await next();
   });
@@ -68,7 +82,8 @@ export function createApi(deps: HubDeps): Hono {
     authorize(deps, c, 'write', project);
     const labels = Labels.safeParse(b.labels ?? {});
     if (!labels.success) throw new OutpostError('invalid', `labels: ${labels.error.issues[0]?.message}`);
-    if (b.uses !== undefined && (!Number.isInteger(b.uses) || b.uses < 1)) throw new OutpostError('invalid', 'uses: must be a positive integer');
+    if (b.uses !== undefined && (!Number.isInteger(b.uses) || b.uses < 1))
+      throw new OutpostError('invalid', 'uses: must be a positive integer');
     let ttlMs: number | undefined;
     try {
       ttlMs = b.ttl ? parseDuration(b.ttl) : undefined;
@@ -76,16 +91,22 @@ export function createApi(deps: HubDeps): Hono {
       throw new OutpostError('invalid', `ttl: ${(err as Error).message}`);
     }
     const t = deps.auth.createJoinToken({ project, labels: labels.data, ttlMs, uses: b.uses });
-    return c.json({ token: t.token, id: t.id, ...(t.expiresAt ? { expiresAt: new Date(t.expiresAt).toISOString() } : {}) }, 201);
+    return c.json(
+      { token: t.token, id: t.id, ...(t.expiresAt ? { expiresAt: new Date(t.expiresAt).toISOString() } : {}) },
+      201,
+    );
   });
   api.post('/tokens/api', async (c) => {
     const b = await jsonBody<{ role?: Role; project?: string; ttl?: string; description?: string }>(c);
     const role = b.role ?? 'viewer';
-    if (!['admin', 'operator', 'viewer'].includes(role)) throw new OutpostError('invalid', 'role: must be one of admin, operator, viewer');
+    if (!['admin', 'operator', 'viewer'].includes(role))
+      throw new OutpostError('invalid', 'role: must be one of admin, operator, viewer');
     const project = b.project ?? 'default';
-    if (project !== '*' && !isValidName(project)) throw new OutpostError('invalid', 'project: must be a DNS label or "*"');
+    if (project !== '*' && !isValidName(project))
+      throw new OutpostError('invalid', 'project: must be a DNS label or "*"');
     const p = principal(c);
-    if (p.role !== 'admin' || (p.project !== '*' && p.project !== project)) throw new OutpostError('forbidden', 'only an admin token of that project can create API tokens');
+    if (p.role !== 'admin' || (p.project !== '*' && p.project !== project))
+      throw new OutpostError('forbidden', 'only an admin token of that project can create API tokens');
     let ttlMs: number | undefined;
     try {
       ttlMs = b.ttl ? parseDuration(b.ttl) : undefined;

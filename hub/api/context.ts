@@ -24,8 +24,16 @@ export type Action = 'read' | 'write' | 'admin';
 export interface HubAuth {
   verifyApiToken(token: string): Principal | null;
   can(p: Principal, action: Action, project: string): boolean;
-  createApiToken(opts: { role: Role; project: string; ttlMs?: number; description?: string }): { token: string; id: string; expiresAt?: number };
-  createJoinToken(opts: { project: string; labels: Record<string, string>; ttlMs?: number; uses?: number }): { token: string; id: string; expiresAt?: number };
+  createApiToken(opts: { role: Role; project: string; ttlMs?: number; description?: string }): {
+    token: string;
+    id: string;
+    expiresAt?: number;
+  };
+  createJoinToken(opts: { project: string; labels: Record<string, string>; ttlMs?: number; uses?: number }): {
+    token: string;
+    id: string;
+    expiresAt?: number;
+  };
   /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
   consumeJoinToken(token: string): { project: string; labels: Record<string, string> };
   issueEdgeCredential(edge: string): string;
@@ -66,7 +74,10 @@ export function authorize(deps: HubDeps, c: Context<Env>, action: Action, projec
   const p = principal(c);
   if (p.project !== '*' && p.project !== project) throw new OutpostError('not_found', `project ${project} not found`);
   if (!deps.auth.can(p, action, project)) {
-    throw new OutpostError('forbidden', `a ${p.role} token may not ${action === 'read' ? 'read' : action === 'write' ? 'change objects' : 'do this'} in project ${project}: ask an admin for an operator or admin token`);
+    throw new OutpostError(
+      'forbidden',
+      `a ${p.role} token may not ${action === 'read' ? 'read' : action === 'write' ? 'change objects' : 'do this'} in project ${project}: ask an admin for an operator or admin token`,
+    );
   }
   return p;
 }

@@ -14,7 +14,9 @@ const log = createLogger('hub:api');
 
 const EnrollRequest = z.object({
   joinToken: z.string().min(1, 'is required: create one with `outpost token create`'),
-  name: z.string().refine(isValidName, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit'),
+  name: z
+    .string()
+    .refine(isValidName, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit'),
   labels: Labels.optional(),
   inventory: Inventory.optional(),
 });
@@ -28,14 +30,21 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
     if (!e) throw new OutpostError('not_found', `edge ${name} not found in project ${project}`);
     return e;
   };
-  const actorOf = (c: { get(k: 'principal'): { role: string; tokenId: string } }) => `${c.get('principal').role} token ${c.get('principal').tokenId}`;
+  const actorOf = (c: { get(k: 'principal'): { role: string; tokenId: string } }) =>
+    `${c.get('principal').role} token ${c.get('principal').tokenId}`;
 
   app.post('/projects/:project/edges/:name/approve', (c) => {
     const project = c.req.param('project');
     authorize(deps, c, 'admin', project);
     const e = getEdge(project, c.req.param('name'));
     db.prepare('UPDATE edge_runtime SET approved = 1 WHERE name = ?').run(e.metadata.name);
-    recordEvent(db, { project, kind: 'Edge', name: e.metadata.name, reason: 'Approved', message: `edge ${e.metadata.name} approved by ${actorOf(c)}` });
+    recordEvent(db, {
+      project,
+      kind: 'Edge',
+      name: e.metadata.name,
+      reason: 'Approved',
+      message: `edge ${e.metadata.name} approved by ${actorOf(c)}`,
+    });
     scheduler.markEdge(e.metadata.name);
     return c.json(withStatus(deps, e));
   });
@@ -45,13 +54,17 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
     authorize(deps, c, 'write', project);
     const e = getEdge(project, c.req.param('name'));
     const body = await jsonBody<{ labels?: Record<string, string | null> }>(c);
-    if (!body.labels || typeof body.labels !== 'object') throw new OutpostError('invalid', 'labels: must be an object of key: value (null removes a label)');
+    if (!body.labels || typeof body.labels !== 'object')
+      throw new OutpostError('invalid', 'labels: must be an object of key: value (null removes a label)');
     const labels = { ...e.metadata.labels };
     for (const [k, v] of Object.entries(body.labels)) {
       if (v === null) delete labels[k];
       else labels[k] = v;
     }
-    const r = objects.apply({ ...e, metadata: { ...e.metadata, resourceVersion: undefined, labels } }, { create: false, actor: actorOf(c) });
+    const r = objects.apply(
+      { ...e, metadata: { ...e.metadata, resourceVersion: undefined, labels } },
+      { create: false, actor: actorOf(c) },
+    );
     return c.json(withStatus(deps, r.object));
   });
 
@@ -63,8 +76,17 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
       const project = c.req.param('project');
       authorize(deps, c, 'write', project);
       const e = getEdge(project, c.req.param('name'));
-      const r = objects.apply({ ...e, metadata: { ...e.metadata, resourceVersion: undefined }, spec: { ...e.spec, unschedulable } }, { create: false, actor: actorOf(c) });
-      recordEvent(db, { project, kind: 'Edge', name: e.metadata.name, reason: verb === 'drain' ? 'Drained' : 'Uncordoned', message: `edge ${e.metadata.name} ${verb === 'drain' ? 'drained: its workloads are being removed' : 'schedulable again'}` });
+      const r = objects.apply(
+        { ...e, metadata: { ...e.metadata, resourceVersion: undefined }, spec: { ...e.spec, unschedulable } },
+        { create: false, actor: actorOf(c) },
+      );
+      recordEvent(db, {
+        project,
+        kind: 'Edge',
+        name: e.metadata.name,
+        reason: verb === 'drain' ? 'Drained' : 'Uncordoned',
+        message: `edge ${e.metadata.name} ${verb === 'drain' ? 'drained: its workloads are being removed' : 'schedulable again'}`,
+      });
       return c.json(withStatus(deps, r.object));
     });
   }
@@ -84,7 +106,13 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
       db.prepare('DELETE FROM workload_status WHERE edge = ?').run(name);
       db.prepare('DELETE FROM edge_runtime WHERE name = ?').run(name);
       db.prepare("DELETE FROM objects WHERE kind = 'Edge' AND project = ? AND name = ?").run(project, name);
-      recordEvent(db, { project, kind: 'Edge', name, reason: 'Decommissioned', message: `edge ${name} decommissioned by ${actorOf(c)}: credential revoked, mailbox forgotten` });
+      recordEvent(db, {
+        project,
+        kind: 'Edge',
+        name,
+        reason: 'Decommissioned',
+        message: `edge ${name} decommissioned by ${actorOf(c)}: credential revoked, mailbox forgotten`,
+      });
     })();
     scheduler.markEdge(name);
     return c.json({ decommissioned: name });
@@ -106,7 +134,13 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
     store.change<SpecDoc>(mailboxDocId(en, 'spec'), (d) => {
       d.intentsCleared[body.workload!] = upTo;
     });
-    recordEvent(db, { project, kind: 'Edge', name: en, reason: 'IntentsCleared', message: `local intents for ${body.workload} up to #${upTo} cleared by ${actorOf(c)}` });
+    recordEvent(db, {
+      project,
+      kind: 'Edge',
+      name: en,
+      reason: 'IntentsCleared',
+      message: `local intents for ${body.workload} up to #${upTo} cleared by ${actorOf(c)}`,
+    });
     return c.json({ cleared: intents.length, upTo });
   });
 
@@ -125,19 +159,46 @@ export function enrollRoute(deps: HubDeps): Hono {
     }
     const req = parsed.data;
     if (db.prepare('SELECT 1 FROM edge_runtime WHERE name = ?').get(req.name)) {
-      throw new OutpostError('conflict', `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`);
+      throw new OutpostError(
+        'conflict',
+        `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`,
+      );
     }
     const approved = !deps.requireApproval;
     // The join token is consumed in the same transaction that creates the edge: a failed
     // enrollment gives the use back.
-    const { grant, credential } = db.transaction(() => {
-      const grant = auth.consumeJoinToken(req.joinToken);
-      const labels = { ...grant.labels, ...(req.labels ?? {}) };
-      objects.apply({ apiVersion: API_VERSION, kind: 'Edge', metadata: { name: req.name, project: grant.project, labels, annotations: {} }, spec: { unschedulable: false } } as Edge, { update: false, actor: 'enrollment' });
-      db.prepare('INSERT INTO edge_runtime (name, project, approved, enrolled_at, inventory) VALUES (?, ?, ?, ?, ?)').run(req.name, grant.project, approved ? 1 : 0, Date.now(), req.inventory ? JSON.stringify(req.inventory) : null);
-      recordEvent(db, { project: grant.project, kind: 'Edge', name: req.name, reason: 'Enrolled', message: `edge ${req.name} enrolled${approved ? '' : ', waiting for approval (outpost edge approve ' + req.name + ')'}` });
-      return { grant, credential: auth.issueEdgeCredential(req.name) };
-    }).immediate();
+    const { grant, credential } = db
+      .transaction(() => {
+        const grant = auth.consumeJoinToken(req.joinToken);
+        const labels = { ...grant.labels, ...(req.labels ?? {}) };
+        objects.apply(
+          {
+            apiVersion: API_VERSION,
+            kind: 'Edge',
+            metadata: { name: req.name, project: grant.project, labels, annotations: {} },
+            spec: { unschedulable: false },
+          } as Edge,
+          { update: false, actor: 'enrollment' },
+        );
+        db.prepare(
+          'INSERT INTO edge_runtime (name, project, approved, enrolled_at, inventory) VALUES (?, ?, ?, ?, ?)',
+        ).run(
+          req.name,
+          grant.project,
+          approved ? 1 : 0,
+          Date.now(),
+          req.inventory ? JSON.stringify(req.inventory) : null,
+        );
+        recordEvent(db, {
+          project: grant.project,
+          kind: 'Edge',
+          name: req.name,
+          reason: 'Enrolled',
+          message: `edge ${req.name} enrolled${approved ? '' : ', waiting for approval (outpost edge approve ' + req.name + ')'}`,
+        });
+        return { grant, credential: auth.issueEdgeCredential(req.name) };
+      })
+      .immediate();
     log.info({ edge: req.name, project: grant.project, approved }, 'edge enrolled');
     scheduler.markEdge(req.name);
     return c.json({ edge: req.name, project: grant.project, credential, approved }, 201);

@@ -23,13 +23,26 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function edge(name: string, o: { project?: string; approved?: boolean; connectedSince?: number; lastSeen?: number } = {}) {
-  db.prepare('INSERT INTO edge_runtime (name, project, approved, enrolled_at, last_seen, connected_since) VALUES (?, ?, ?, ?, ?, ?)').run(name, o.project ?? 'p', o.approved === false ? 0 : 1, NOW - 10 * H, o.lastSeen ?? null, o.connectedSince ?? null);
+function edge(
+  name: string,
+  o: { project?: string; approved?: boolean; connectedSince?: number; lastSeen?: number } = {},
+) {
+  db.prepare(
+    'INSERT INTO edge_runtime (name, project, approved, enrolled_at, last_seen, connected_since) VALUES (?, ?, ?, ?, ?, ?)',
+  ).run(
+    name,
+    o.project ?? 'p',
+    o.approved === false ? 0 : 1,
+    NOW - 10 * H,
+    o.lastSeen ?? null,
+    o.connectedSince ?? null,
+  );
 }
 function conn(name: string, from: number, to: number | null) {
   db.prepare('INSERT INTO connections (edge, connected_at, disconnected_at) VALUES (?, ?, ?)').run(name, from, to);
 }
-const at = (r: ReturnType<typeof edgesOnline>, hoursAgo: number) => r.points.find((p) => Date.parse(p.t) === NOW - hoursAgo * H)!.online;
+const at = (r: ReturnType<typeof edgesOnline>, hoursAgo: number) =>
+  r.points.find((p) => Date.parse(p.t) === NOW - hoursAgo * H)!.online;
 
 describe('edgesOnline', () => {
   it('counts open connections at each instant, an edge once even with overlapping rows', () => {

@@ -21,11 +21,17 @@ export interface EdgeCounts {
 }
 
 export function edgeCounts(db: SqliteDatabase, project: string, now = Date.now()): EdgeCounts {
-  const rows = db.prepare('SELECT approved, connected_since, last_seen FROM edge_runtime WHERE project = ?').all(project) as { approved: number; connected_since: number | null; last_seen: number | null }[];
+  const rows = db
+    .prepare('SELECT approved, connected_since, last_seen FROM edge_runtime WHERE project = ?')
+    .all(project) as { approved: number; connected_since: number | null; last_seen: number | null }[];
   const out: EdgeCounts = { total: rows.length, Online: 0, Offline: 0, Pending: 0 };
   for (const r of rows) {
     // The same rule the edge list and its ?state= filter use.
-    const rt = { approved: r.approved === 1, connectedSince: r.connected_since ?? undefined, lastSeen: r.last_seen ?? undefined } as EdgeRuntime;
+    const rt = {
+      approved: r.approved === 1,
+      connectedSince: r.connected_since ?? undefined,
+      lastSeen: r.last_seen ?? undefined,
+    } as EdgeRuntime;
     out[edgePhase(rt, now)]++;
   }
   return out;
@@ -41,7 +47,13 @@ export interface OnlinePoint {
  * from the `connections` table (a pending edge may be connected but is not part of the fleet yet). A connection with no end is open while its edge still counts as connected;
  * otherwise (the hub stopped without closing it) it ends at the edge's last heartbeat.
  */
-export function edgesOnline(db: SqliteDatabase, project: string, hours: number, points = HISTORY_POINTS, now = Date.now()): { from: string; to: string; stepSeconds: number; points: OnlinePoint[] } {
+export function edgesOnline(
+  db: SqliteDatabase,
+  project: string,
+  hours: number,
+  points = HISTORY_POINTS,
+  now = Date.now(),
+): { from: string; to: string; stepSeconds: number; points: OnlinePoint[] } {
   const from = now - hours * 3_600_000;
   const step = (now - from) / (points - 1);
   const rows = db
@@ -50,7 +62,13 @@ export function edgesOnline(db: SqliteDatabase, project: string, hours: number, 
        FROM connections c JOIN edge_runtime r ON r.name = c.edge
        WHERE r.project = ? AND r.approved = 1 AND c.connected_at <= ? AND (c.disconnected_at IS NULL OR c.disconnected_at >= ?)`,
     )
-    .all(project, now, from) as { edge: string; connected_at: number; disconnected_at: number | null; connected_since: number | null; last_seen: number | null }[];
+    .all(project, now, from) as {
+    edge: string;
+    connected_at: number;
+    disconnected_at: number | null;
+    connected_since: number | null;
+    last_seen: number | null;
+  }[];
   // Sweep: +1 when a connection opens, -1 when it closes; an edge counts once however many rows overlap.
   const marks: { at: number; edge: string; d: 1 | -1 }[] = [];
   for (const r of rows) {
@@ -74,7 +92,12 @@ export function edgesOnline(db: SqliteDatabase, project: string, hours: number, 
     }
     out.push({ t: new Date(t).toISOString(), online: open.size });
   }
-  return { from: new Date(from).toISOString(), to: new Date(now).toISOString(), stepSeconds: Math.round(step / 1000), points: out };
+  return {
+    from: new Date(from).toISOString(),
+    to: new Date(now).toISOString(),
+    stepSeconds: Math.round(step / 1000),
+    points: out,
+  };
 }
 
 export function fleetRoutes(deps: HubDeps): Hono<Env> {
@@ -85,7 +108,11 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
     const p = principal(c);
     const names =
       p.project === '*'
-        ? (db.prepare('SELECT project FROM objects UNION SELECT project FROM edge_runtime ORDER BY 1').all() as { project: string }[]).map((r) => r.project)
+        ? (
+            db.prepare('SELECT project FROM objects UNION SELECT project FROM edge_runtime ORDER BY 1').all() as {
+              project: string;
+            }[]
+          ).map((r) => r.project)
         : [p.project];
     if (!names.includes('default') && p.project === '*') names.unshift('default');
     return c.json({ items: names.map((name) => ({ name })) });
@@ -94,7 +121,9 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
   app.get('/projects/:project/fleet', (c) => {
     const project = c.req.param('project');
     authorize(deps, c, 'read', project);
-    const count = (kind: string) => (db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project) as { c: number }).c;
+    const count = (kind: string) =>
+      (db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project) as { c: number })
+        .c;
     return c.json({ edges: edgeCounts(db, project), workloads: count('Workload'), placements: count('Placement') });
   });
 
@@ -102,7 +131,11 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     authorize(deps, c, 'read', project);
     const hours = Number(c.req.query('hours') ?? 6);
-    if (!Number.isFinite(hours) || hours <= 0 || hours > MAX_HISTORY_HOURS) throw new OutpostError('bad_request', `hours: must be a number above 0 and at most ${MAX_HISTORY_HOURS}, e.g. ?hours=6`);
+    if (!Number.isFinite(hours) || hours <= 0 || hours > MAX_HISTORY_HOURS)
+      throw new OutpostError(
+        'bad_request',
+        `hours: must be a number above 0 and at most ${MAX_HISTORY_HOURS}, e.g. ?hours=6`,
+      );
     return c.json(edgesOnline(db, project, hours));
   });
 
@@ -110,9 +143,14 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     authorize(deps, c, 'read', project);
     const name = c.req.param('name');
-    if (!db.prepare('SELECT 1 FROM edge_runtime WHERE name = ? AND project = ?').get(name, project)) throw new OutpostError('not_found', `edge ${name} not found in project ${project}`);
+    if (!db.prepare('SELECT 1 FROM edge_runtime WHERE name = ? AND project = ?').get(name, project))
+      throw new OutpostError('not_found', `edge ${name} not found in project ${project}`);
     const limit = Math.min(Math.max(Number(c.req.query('limit') ?? 20) || 20, 1), 500);
-    const rows = db.prepare('SELECT connected_at, disconnected_at, reason, remote_address FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?').all(name, limit) as {
+    const rows = db
+      .prepare(
+        'SELECT connected_at, disconnected_at, reason, remote_address FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?',
+      )
+      .all(name, limit) as {
       connected_at: number;
       disconnected_at: number | null;
       reason: string | null;
@@ -121,7 +159,12 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
     return c.json({
       items: rows.map((r) => ({
         connectedAt: new Date(r.connected_at).toISOString(),
-        ...(r.disconnected_at !== null ? { disconnectedAt: new Date(r.disconnected_at).toISOString(), durationMs: r.disconnected_at - r.connected_at } : {}),
+        ...(r.disconnected_at !== null
+          ? {
+              disconnectedAt: new Date(r.disconnected_at).toISOString(),
+              durationMs: r.disconnected_at - r.connected_at,
+            }
+          : {}),
         ...(r.reason ? { reason: r.reason } : {}),
         ...(r.remote_address ? { remoteAddress: r.remote_address } : {}),
       })),

@@ -15,10 +15,16 @@ const MAX_LIST = 1000;
 export function withStatus(deps: HubDeps, o: Resource): Resource {
   const { db, store, scheduler } = deps;
   if (o.kind === 'Placement') {
-    return { ...o, status: { ...placementStatus(db, o, scheduler.rollout(o.metadata.project, o.metadata.name)) } } as Resource;
+    return {
+      ...o,
+      status: { ...placementStatus(db, o, scheduler.rollout(o.metadata.project, o.metadata.name)) },
+    } as Resource;
   }
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
-  return { ...o, status: { ...(o.status ?? {}), summary: workloadSummary(db, o.metadata.project, o.metadata.name) } } as Resource;
+  return {
+    ...o,
+    status: { ...(o.status ?? {}), summary: workloadSummary(db, o.metadata.project, o.metadata.name) },
+  } as Resource;
 }
 
 /**
@@ -26,7 +32,12 @@ export function withStatus(deps: HubDeps, o: Resource): Resource {
  * fleet can say "834 match" without the client fetching them all. One pass over names and labels
  * (and the connection facts for `state`), no specs, no statuses: 15-35 ms at 10,000 edges here.
  */
-export function countMatching(db: SqliteDatabase, kind: Kind, project: string, f: { selector?: LabelSelector; q?: string; state?: string }): number {
+export function countMatching(
+  db: SqliteDatabase,
+  kind: Kind,
+  project: string,
+  f: { selector?: LabelSelector; q?: string; state?: string },
+): number {
   const rows = (
     project === '*'
       ? cachedStatement(db, 'SELECT name, labels FROM objects WHERE kind = ?').all(kind)
@@ -64,7 +75,9 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const name = c.req.query('name');
     const limit = Math.min(Number(c.req.query('limit') ?? 50) || 50, 500);
     const rows = db
-      .prepare(`SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ORDER BY id DESC LIMIT ?`)
+      .prepare(
+        `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ORDER BY id DESC LIMIT ?`,
+      )
       .all(...[project, ...(kind ? [kind] : []), ...(name ? [name] : []), limit]) as { at: number }[];
     return c.json({ items: rows.map((r) => ({ ...r, time: new Date(r.at).toISOString() })) });
   });
@@ -106,7 +119,19 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     }
     const items = out.map((o) => withStatus(deps, o));
     const matched = selector || q || state ? { matched: countMatching(db, kind, project, { selector, q, state }) } : {};
-    return c.json({ items, total: objects.count(kind, project), ...matched, ...(more ? { continue: project === '*' ? `${items[items.length - 1].metadata.project}/${items[items.length - 1].metadata.name}` : items[items.length - 1].metadata.name } : {}) });
+    return c.json({
+      items,
+      total: objects.count(kind, project),
+      ...matched,
+      ...(more
+        ? {
+            continue:
+              project === '*'
+                ? `${items[items.length - 1].metadata.project}/${items[items.length - 1].metadata.name}`
+                : items[items.length - 1].metadata.name,
+          }
+        : {}),
+    });
   });
 
   app.get('/projects/:project/:kind/:name', (c) => {
@@ -122,15 +147,37 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project') ?? '';
     const kind = kindFromPath(c.req.param('kind') ?? '');
     authorize(deps, c, 'write', project);
-    if (kind === 'Edge' && mode === 'create') throw new OutpostError('bad_request', 'edges are created by enrollment: create a join token (outpost token create) and start the edge agent with it');
+    if (kind === 'Edge' && mode === 'create')
+      throw new OutpostError(
+        'bad_request',
+        'edges are created by enrollment: create a join token (outpost token create) and start the edge agent with it',
+      );
     const body = await jsonBody<Record<string, unknown>>(c);
     const meta = (body.metadata ?? {}) as Record<string, unknown>;
-    const input = { ...body, kind: body.kind ?? kind, metadata: { ...meta, project: meta.project ?? project, ...(mode === 'put' ? { name: meta.name ?? c.req.param('name') } : {}) } };
+    const input = {
+      ...body,
+      kind: body.kind ?? kind,
+      metadata: {
+        ...meta,
+        project: meta.project ?? project,
+        ...(mode === 'put' ? { name: meta.name ?? c.req.param('name') } : {}),
+      },
+    };
     const obj = validateResource(input);
-    if (obj.kind !== kind) throw new OutpostError('bad_request', `body kind ${obj.kind} does not match the URL (${c.req.param('kind')})`);
-    if (obj.metadata.project !== project) throw new OutpostError('bad_request', `metadata.project ${obj.metadata.project} does not match the URL project ${project}`);
-    if (mode === 'put' && obj.metadata.name !== c.req.param('name')) throw new OutpostError('bad_request', `metadata.name ${obj.metadata.name} does not match the URL name ${c.req.param('name')}`);
-    if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name)) throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
+    if (obj.kind !== kind)
+      throw new OutpostError('bad_request', `body kind ${obj.kind} does not match the URL (${c.req.param('kind')})`);
+    if (obj.metadata.project !== project)
+      throw new OutpostError(
+        'bad_request',
+        `metadata.project ${obj.metadata.project} does not match the URL project ${project}`,
+      );
+    if (mode === 'put' && obj.metadata.name !== c.req.param('name'))
+      throw new OutpostError(
+        'bad_request',
+        `metadata.name ${obj.metadata.name} does not match the URL name ${c.req.param('name')}`,
+      );
+    if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name))
+      throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
     const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
   };
@@ -141,7 +188,11 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
     authorize(deps, c, 'write', project);
-    if (kind === 'Edge') throw new OutpostError('bad_request', `edges leave by decommission: outpost edge decommission ${c.req.param('name')}`);
+    if (kind === 'Edge')
+      throw new OutpostError(
+        'bad_request',
+        `edges leave by decommission: outpost edge decommission ${c.req.param('name')}`,
+      );
     const o = objects.delete(kind, project, c.req.param('name'), actor(c));
     return c.json({ deleted: { kind, project, name: o.metadata.name } });
   });
@@ -166,24 +217,40 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const valid: Resource[] = [];
     raw.forEach((o, index) => {
       const obj = o as { metadata?: Record<string, unknown> } | null;
-      const withProject = obj && typeof obj === 'object' ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } } : obj;
+      const withProject =
+        obj && typeof obj === 'object'
+          ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } }
+          : obj;
       try {
         const v = validateResource(withProject);
-        if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name)) throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
+        if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name))
+          throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
         valid.push(v);
       } catch (err) {
-        if (err instanceof OutpostError && Array.isArray(err.details)) for (const d of err.details as { path: string; message: string }[]) errors.push({ index, path: d.path, message: d.message });
+        if (err instanceof OutpostError && Array.isArray(err.details))
+          for (const d of err.details as { path: string; message: string }[])
+            errors.push({ index, path: d.path, message: d.message });
         else errors.push({ index, path: '', message: (err as Error).message });
       }
     });
     if (errors.length) {
-      throw new OutpostError('invalid', errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '), { details: errors });
+      throw new OutpostError(
+        'invalid',
+        errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '),
+        { details: errors },
+      );
     }
     for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
     const results = db.transaction(() =>
       valid.map((v) => {
         const r = objects.apply(v, { actor: actor(c) });
-        return { kind: v.kind, project: v.metadata.project, name: v.metadata.name, action: r.action, resourceVersion: r.object.metadata.resourceVersion };
+        return {
+          kind: v.kind,
+          project: v.metadata.project,
+          name: v.metadata.name,
+          action: r.action,
+          resourceVersion: r.object.metadata.resourceVersion,
+        };
       }),
     )();
     return c.json({ results });
@@ -192,7 +259,8 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   app.get('/projects/:project/workloads/:name/revisions', (c) => {
     const project = c.req.param('project');
     authorize(deps, c, 'read', project);
-    if (!objects.get('Workload', project, c.req.param('name'))) throw new OutpostError('not_found', `Workload ${c.req.param('name')} not found`);
+    if (!objects.get('Workload', project, c.req.param('name')))
+      throw new OutpostError('not_found', `Workload ${c.req.param('name')} not found`);
     return c.json({ items: objects.revisions(project, c.req.param('name')) });
   });
 
@@ -200,7 +268,8 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     authorize(deps, c, 'write', project);
     const body = (await c.req.json().catch(() => ({}))) as { revision?: number };
-    if (body.revision !== undefined && (!Number.isInteger(body.revision) || body.revision < 1)) throw new OutpostError('invalid', 'revision: must be a positive integer');
+    if (body.revision !== undefined && (!Number.isInteger(body.revision) || body.revision < 1))
+      throw new OutpostError('invalid', 'revision: must be a positive integer');
     const r = objects.rollback(project, c.req.param('name'), body.revision, actor(c));
     return c.json({ revision: r.revision, object: withStatus(deps, r.object) });
   });
@@ -211,7 +280,11 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       authorize(deps, c, 'write', project);
       const p = objects.get<Placement>('Placement', project, c.req.param('name'));
       if (!p) throw new OutpostError('not_found', `Placement ${c.req.param('name')} not found`);
-      const next = { ...p, metadata: { ...p.metadata, resourceVersion: undefined }, spec: { ...p.spec, rollout: { ...p.spec.rollout, paused: verb === 'pause' } } };
+      const next = {
+        ...p,
+        metadata: { ...p.metadata, resourceVersion: undefined },
+        spec: { ...p.spec, rollout: { ...p.spec.rollout, paused: verb === 'pause' } },
+      };
       const r = objects.apply(next, { create: false, actor: actor(c) });
       if (verb === 'resume') scheduler.resume(project, p.metadata.name);
       return c.json(withStatus(deps, r.object));

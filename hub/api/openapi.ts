@@ -15,19 +15,76 @@ export function openApiDocument(version: string): unknown {
   const paths: Record<string, unknown> = {};
   for (const [plural, kind] of Object.entries(kinds)) {
     paths[`/api/v1/projects/{project}/${plural}`] = {
-      get: { summary: `List ${plural}`, parameters: [{ name: 'labelSelector', in: 'query', schema: { type: 'string' } }, { name: 'limit', in: 'query', schema: { type: 'integer' } }, { name: 'continue', in: 'query', schema: { type: 'string' } }], responses: { 200: { description: 'list', ...json({ type: 'object', properties: { items: { type: 'array', items: ref(kind) }, continue: { type: 'string' } } }) }, default: errorResponse } },
-      ...(kind === 'Edge' ? {} : { post: { summary: `Create a ${kind}`, requestBody: json(ref(kind)), responses: { 201: { description: 'created', ...json(ref(kind)) }, default: errorResponse } } }),
+      get: {
+        summary: `List ${plural}`,
+        parameters: [
+          { name: 'labelSelector', in: 'query', schema: { type: 'string' } },
+          { name: 'limit', in: 'query', schema: { type: 'integer' } },
+          { name: 'continue', in: 'query', schema: { type: 'string' } },
+        ],
+        responses: {
+          200: {
+            description: 'list',
+            ...json({
+              type: 'object',
+              properties: { items: { type: 'array', items: ref(kind) }, continue: { type: 'string' } },
+            }),
+          },
+          default: errorResponse,
+        },
+      },
+      ...(kind === 'Edge'
+        ? {}
+        : {
+            post: {
+              summary: `Create a ${kind}`,
+              requestBody: json(ref(kind)),
+              responses: { 201: { description: 'created', ...json(ref(kind)) }, default: errorResponse },
+            },
+          }),
     };
     paths[`/api/v1/projects/{project}/${plural}/{name}`] = {
-      get: { summary: `Get a ${kind} with its status`, responses: { 200: { description: kind, ...json(ref(kind)) }, default: errorResponse } },
-      put: { summary: `Create or update a ${kind} (409 on a stale resourceVersion)`, requestBody: json(ref(kind)), responses: { 200: { description: 'updated', ...json(ref(kind)) }, default: errorResponse } },
-      ...(kind === 'Edge' ? {} : { delete: { summary: `Delete a ${kind}`, responses: { 200: { description: 'deleted' }, default: errorResponse } } }),
+      get: {
+        summary: `Get a ${kind} with its status`,
+        responses: { 200: { description: kind, ...json(ref(kind)) }, default: errorResponse },
+      },
+      put: {
+        summary: `Create or update a ${kind} (409 on a stale resourceVersion)`,
+        requestBody: json(ref(kind)),
+        responses: { 200: { description: 'updated', ...json(ref(kind)) }, default: errorResponse },
+      },
+      ...(kind === 'Edge'
+        ? {}
+        : {
+            delete: {
+              summary: `Delete a ${kind}`,
+              responses: { 200: { description: 'deleted' }, default: errorResponse },
+            },
+          }),
     };
   }
-  const simple = (summary: string) => ({ post: { summary, responses: { 200: { description: 'ok' }, default: errorResponse } } });
+  const simple = (summary: string) => ({
+    post: { summary, responses: { 200: { description: 'ok' }, default: errorResponse } },
+  });
   Object.assign(paths, {
-    '/api/v1/apply': { post: { summary: 'Create or update many objects; all are validated before any is changed', requestBody: json({ type: 'object', properties: { objects: { type: 'array', items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement')] } } } }), responses: { 200: { description: 'results' }, default: errorResponse } } },
-    '/api/v1/projects/{project}/workloads/{name}/revisions': { get: { summary: 'Kept revisions of a workload', responses: { 200: { description: 'revisions' }, default: errorResponse } } },
+    '/api/v1/apply': {
+      post: {
+        summary: 'Create or update many objects; all are validated before any is changed',
+        requestBody: json({
+          type: 'object',
+          properties: {
+            objects: { type: 'array', items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement')] } },
+          },
+        }),
+        responses: { 200: { description: 'results' }, default: errorResponse },
+      },
+    },
+    '/api/v1/projects/{project}/workloads/{name}/revisions': {
+      get: {
+        summary: 'Kept revisions of a workload',
+        responses: { 200: { description: 'revisions' }, default: errorResponse },
+      },
+    },
     '/api/v1/projects/{project}/workloads/{name}/rollback': simple('Roll a workload back to a kept revision'),
     '/api/v1/projects/{project}/placements/{name}/pause': simple('Pause a rollout'),
     '/api/v1/projects/{project}/placements/{name}/resume': simple('Resume a rollout, accepting current failures'),
@@ -36,19 +93,50 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/projects/{project}/edges/{name}/drain': simple('Remove all workloads from an edge'),
     '/api/v1/projects/{project}/edges/{name}/uncordon': simple('Make a drained edge schedulable again'),
     '/api/v1/projects/{project}/edges/{name}/decommission': simple('Revoke the credential and forget the mailbox'),
-    '/api/v1/projects/{project}/edges/{name}/clear-intents': simple('Clear the local intents made on site for a workload'),
-    '/api/v1/projects/{project}/events': { get: { summary: 'Latest events', responses: { 200: { description: 'events' } } } },
+    '/api/v1/projects/{project}/edges/{name}/clear-intents': simple(
+      'Clear the local intents made on site for a workload',
+    ),
+    '/api/v1/projects/{project}/events': {
+      get: { summary: 'Latest events', responses: { 200: { description: 'events' } } },
+    },
     '/api/v1/enroll': simple('Enroll an edge with a join token (no bearer token)'),
     '/api/v1/tokens/join': simple('Create a join token'),
     '/api/v1/tokens/api': simple('Create an API token'),
-    '/api/v1/projects': { get: { summary: 'Projects the token can see', responses: { 200: { description: 'projects' } } } },
-    '/api/v1/projects/{project}/fleet': { get: { summary: 'Edge counts by state, workload and placement counts', responses: { 200: { description: 'counts' } } } },
-    '/api/v1/projects/{project}/edges-online': { get: { summary: 'Edges online over the last N hours', parameters: [{ name: 'hours', in: 'query', schema: { type: 'integer' } }], responses: { 200: { description: 'points' } } } },
-    '/api/v1/projects/{project}/edges/{name}/connections': { get: { summary: 'Connection history of an edge', responses: { 200: { description: 'connections' } } } },
-    '/api/v1/projects/{project}/stream': { get: { summary: 'Server-sent events on every change in the project', responses: { 200: { description: 'text/event-stream' } } } },
-    '/api/v1/edges/{name}/proxy-session': simple('A one-time link that opens a workload service in a browser through the tunnel'),
+    '/api/v1/projects': {
+      get: { summary: 'Projects the token can see', responses: { 200: { description: 'projects' } } },
+    },
+    '/api/v1/projects/{project}/fleet': {
+      get: {
+        summary: 'Edge counts by state, workload and placement counts',
+        responses: { 200: { description: 'counts' } },
+      },
+    },
+    '/api/v1/projects/{project}/edges-online': {
+      get: {
+        summary: 'Edges online over the last N hours',
+        parameters: [{ name: 'hours', in: 'query', schema: { type: 'integer' } }],
+        responses: { 200: { description: 'points' } },
+      },
+    },
+    '/api/v1/projects/{project}/edges/{name}/connections': {
+      get: { summary: 'Connection history of an edge', responses: { 200: { description: 'connections' } } },
+    },
+    '/api/v1/projects/{project}/stream': {
+      get: {
+        summary: 'Server-sent events on every change in the project',
+        responses: { 200: { description: 'text/event-stream' } },
+      },
+    },
+    '/api/v1/edges/{name}/proxy-session': simple(
+      'A one-time link that opens a workload service in a browser through the tunnel',
+    ),
     '/api/v1/edges/{name}/actions': simple('Restart, stop or start a workload on an edge'),
-    '/api/v1/edges/{name}/logs/{workload}': { get: { summary: 'Workload logs from an edge, streamed', responses: { 200: { description: 'text' }, 503: errorResponse } } },
+    '/api/v1/edges/{name}/logs/{workload}': {
+      get: {
+        summary: 'Workload logs from an edge, streamed',
+        responses: { 200: { description: 'text' }, 503: errorResponse },
+      },
+    },
     '/api/v1/edges/{name}/exec/{workload}': simple('Run a command in a workload on an edge'),
     '/api/v1/whoami': { get: { summary: 'The calling token', responses: { 200: { description: 'principal' } } } },
   });
@@ -61,7 +149,16 @@ export function openApiDocument(version: string): unknown {
         Edge: schema(Edge),
         Workload: schema(Workload),
         Placement: schema(Placement),
-        Error: { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} }, required: ['code', 'message'] } } },
+        Error: {
+          type: 'object',
+          properties: {
+            error: {
+              type: 'object',
+              properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} },
+              required: ['code', 'message'],
+            },
+          },
+        },
       },
     },
     security: [{ bearer: [] }],

@@ -14,7 +14,11 @@ let hub: Hub;
 
 const headers = (token = hub.adminToken) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
 async function api(method: string, p: string, body?: unknown, token?: string): Promise<{ status: number; json: any }> {
-  const res = await fetch(hub.url + p, { method, headers: headers(token), body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(hub.url + p, {
+    method,
+    headers: headers(token),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.status, json: await res.json().catch(() => null) };
 }
 
@@ -50,20 +54,44 @@ function listen(p: string, token = hub.adminToken) {
 
 beforeAll(async () => {
   dir = tempDir('outpost-stream-test-');
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true, requireApproval: true });
+  hub = await startHub({
+    dataDir: path.join(dir, 'hub'),
+    listen: '127.0.0.1:0',
+    insecureHttp: true,
+    requireApproval: true,
+  });
 });
 afterAll(async () => {
   await hub?.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const workload = (name: string, project = 'default') => ({ kind: 'Workload', metadata: { name, project }, spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: 'x', command: ['true'] }] } }] } });
+const workload = (name: string, project = 'default') => ({
+  kind: 'Workload',
+  metadata: { name, project },
+  spec: {
+    manifests: [
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: { containers: [{ name: 'c', image: 'x', command: ['true'] }] },
+      },
+    ],
+  },
+});
 
 describe('GET /api/v1/projects/:project/stream', () => {
   it('needs the bearer token, and a viewer of another project cannot listen', async () => {
     expect((await fetch(`${hub.url}/api/v1/projects/default/stream`)).status).toBe(401);
     const other = await api('POST', '/api/v1/tokens/api', { role: 'viewer', project: 'other' });
-    expect((await fetch(`${hub.url}/api/v1/projects/default/stream`, { headers: { authorization: `Bearer ${other.json.token}` } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${hub.url}/api/v1/projects/default/stream`, {
+          headers: { authorization: `Bearer ${other.json.token}` },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('says hello, then emits change events for object changes of its project only, coalesced', async () => {
@@ -74,7 +102,9 @@ describe('GET /api/v1/projects/:project/stream', () => {
     // Longer than the events poll and the throttle: a change in another project would have arrived.
     await new Promise((r) => setTimeout(r, 1_500));
     expect(s.events.filter((e) => e.event === 'change')).toEqual([]);
-    expect((await api('POST', '/api/v1/apply', { objects: [workload('a'), workload('b'), workload('c')] })).status).toBe(200);
+    expect(
+      (await api('POST', '/api/v1/apply', { objects: [workload('a'), workload('b'), workload('c')] })).status,
+    ).toBe(200);
     await waitFor(() => s.events.some((e) => e.event === 'change'), { what: 'change event' });
     const changes = s.events.filter((e) => e.event === 'change');
     expect(changes[0].data.topics).toContain('objects');
@@ -88,12 +118,18 @@ describe('GET /api/v1/projects/:project/stream', () => {
     const s = listen('/api/v1/projects/default/stream');
     await waitFor(() => s.events.some((e) => e.event === 'hello'), { what: 'hello' });
     const join = await api('POST', '/api/v1/tokens/join', { project: 'default' });
-    const enrolled = await fetch(`${hub.url}/api/v1/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ joinToken: join.json.token, name: 'edge-1' }) });
+    const enrolled = await fetch(`${hub.url}/api/v1/enroll`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ joinToken: join.json.token, name: 'edge-1' }),
+    });
     expect(enrolled.status).toBe(201);
     await waitFor(() => s.events.some((e) => e.event === 'change'), { what: 'change after enrollment' });
     const before = s.events.length;
     expect((await api('POST', '/api/v1/projects/default/edges/edge-1/approve')).status).toBe(200);
-    await waitFor(() => s.events.slice(before).some((e) => e.event === 'change' && e.data.topics.includes('events')), { what: 'change after approval' });
+    await waitFor(() => s.events.slice(before).some((e) => e.event === 'change' && e.data.topics.includes('events')), {
+      what: 'change after approval',
+    });
     s.close();
   });
 });
@@ -103,7 +139,9 @@ describe('fleet endpoints', () => {
     const projects = await api('GET', '/api/v1/projects');
     expect(projects.json.items.map((p: { name: string }) => p.name)).toEqual(['default', 'other']);
     const scoped = await api('POST', '/api/v1/tokens/api', { role: 'viewer', project: 'other' });
-    expect((await api('GET', '/api/v1/projects', undefined, scoped.json.token)).json.items).toEqual([{ name: 'other' }]);
+    expect((await api('GET', '/api/v1/projects', undefined, scoped.json.token)).json.items).toEqual([
+      { name: 'other' },
+    ]);
 
     const fleet = await api('GET', '/api/v1/projects/default/fleet');
     expect(fleet.json).toEqual({ edges: { total: 1, Online: 0, Offline: 1, Pending: 0 }, workloads: 3, placements: 0 });

@@ -61,7 +61,8 @@ export class ChangeFeed {
     if (this.listeners.size === 0) return;
     const p = parseMailboxDocId(id);
     if (!p) return;
-    const row = this.db.prepare('SELECT project FROM edge_runtime WHERE name = ?').get(p.edge) as { project: string } | undefined;
+    const row = this.db.prepare('SELECT project FROM edge_runtime WHERE name = ?').get(p.edge) as
+      { project: string } | undefined;
     if (row) this.notify(row.project, p.role === 'report' ? 'status' : 'edges');
   }
 
@@ -113,7 +114,10 @@ export class ChangeFeed {
 
   private pollEvents(): void {
     // id is the rowid: this reads only the rows added since the last look.
-    const rows = this.db.prepare('SELECT id, project FROM events WHERE id > ? ORDER BY id').all(this.lastEventId) as { id: number; project: string }[];
+    const rows = this.db.prepare('SELECT id, project FROM events WHERE id > ? ORDER BY id').all(this.lastEventId) as {
+      id: number;
+      project: string;
+    }[];
     if (rows.length === 0) return;
     this.lastEventId = rows[rows.length - 1].id;
     for (const project of new Set(rows.map((r) => r.project))) this.notify(project, 'events');
@@ -165,14 +169,22 @@ export function streamRoutes(deps: HubDeps): Hono<Env> {
       );
       const keepalive = setInterval(() => {
         if (!deps.auth.verifyApiToken(token)) {
-          void stream.writeSSE({ event: 'unauthorized', data: JSON.stringify({ message: 'the token is no longer valid: sign in again' }) }).finally(() => finish());
+          void stream
+            .writeSSE({
+              event: 'unauthorized',
+              data: JSON.stringify({ message: 'the token is no longer valid: sign in again' }),
+            })
+            .finally(() => finish());
           return;
         }
         void stream.write(': keepalive\n\n');
       }, STREAM_KEEPALIVE_MS);
       stream.onAbort(() => finish());
 
-      await stream.writeSSE({ event: 'hello', data: JSON.stringify({ project, throttleMs: STREAM_THROTTLE_MS, keepaliveMs: STREAM_KEEPALIVE_MS }) });
+      await stream.writeSSE({
+        event: 'hello',
+        data: JSON.stringify({ project, throttleMs: STREAM_THROTTLE_MS, keepaliveMs: STREAM_KEEPALIVE_MS }),
+      });
       await done;
       clearInterval(keepalive);
       clearTimeout(flushTimer);

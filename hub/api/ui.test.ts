@@ -12,7 +12,10 @@ let app: Hono;
 beforeAll(() => {
   dir = tempDir('outpost-ui-serve-');
   fs.mkdirSync(path.join(dir, 'assets'));
-  fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>Outpost</title><script type="module" src="/assets/index-abc123.js"></script>');
+  fs.writeFileSync(
+    path.join(dir, 'index.html'),
+    '<!doctype html><title>Outpost</title><script type="module" src="/assets/index-abc123.js"></script>',
+  );
   fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.js'), 'console.log("ui")');
   fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.css'), 'body{}');
   fs.writeFileSync(path.join(dir, 'secret.txt'), 'outside assets but inside dist');

@@ -34,7 +34,8 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /** The UI talks to this hub only; nothing may be loaded from elsewhere (there is no internet on site). */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
@@ -96,7 +97,10 @@ export function packagedSource(): UiSource | undefined {
   try {
     entries = (JSON.parse(raw.toString('utf8')) as { files: ManifestEntry[] }).files;
   } catch (err) {
-    log.error({ err }, `${UI_MANIFEST_KEY} inside the executable is not valid JSON: the web UI is disabled (rebuild the executable)`);
+    log.error(
+      { err },
+      `${UI_MANIFEST_KEY} inside the executable is not valid JSON: the web UI is disabled (rebuild the executable)`,
+    );
     return undefined;
   }
   const byPath = new Map(entries.map((e) => [e.path, e]));
@@ -120,7 +124,9 @@ export function packagedSource(): UiSource | undefined {
 export function defaultUiDir(): string | undefined {
   if (process.env.OUTPOST_UI_DIR) return process.env.OUTPOST_UI_DIR;
   const here = path.dirname(fileURLToPath(import.meta.url));
-  return [path.resolve(here, '../../ui/dist'), path.resolve(here, '../ui/dist')].find((d) => fs.existsSync(path.join(d, 'index.html')));
+  return [path.resolve(here, '../../ui/dist'), path.resolve(here, '../ui/dist')].find((d) =>
+    fs.existsSync(path.join(d, 'index.html')),
+  );
 }
 
 export function defaultUiSource(): UiSource | undefined {
@@ -181,9 +187,11 @@ export function uiRoutes(opts: { source?: UiSource } = {}): Hono {
     const file = rel && rel !== 'index.html' ? source.get(rel) : undefined;
     if (file) return send(c, file, rel.startsWith('assets/') ? IMMUTABLE : 'no-cache');
     // A missing asset must be a 404, not index.html served as JavaScript.
-    if (rel.startsWith('assets/') || /\.[a-z0-9]{1,8}$/i.test(rel)) return c.text(`${p} not found`, 404, { 'cache-control': 'no-cache' });
+    if (rel.startsWith('assets/') || /\.[a-z0-9]{1,8}$/i.test(rel))
+      return c.text(`${p} not found`, 404, { 'cache-control': 'no-cache' });
     const index = source.get('index.html');
-    if (!index) return c.text(`index.html is missing from the UI in ${source.describe}: rebuild it (npm run build:ui)`, 500);
+    if (!index)
+      return c.text(`index.html is missing from the UI in ${source.describe}: rebuild it (npm run build:ui)`, 500);
     return send(c, index, 'no-cache');
   });
   return app;

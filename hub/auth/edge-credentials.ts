@@ -28,7 +28,8 @@ export function verifyEdgeCredential(db: SqliteDatabase, token: string): { edge:
   migrateAuth(db);
   const t = parseToken(token);
   if (!t || t.kind !== 'edge') return null;
-  const row = db.prepare('SELECT edge, secret_hash FROM edge_credentials WHERE id = ?').get(t.id) as { edge: string; secret_hash: Buffer } | undefined;
+  const row = db.prepare('SELECT edge, secret_hash FROM edge_credentials WHERE id = ?').get(t.id) as
+    { edge: string; secret_hash: Buffer } | undefined;
   if (!row || !secretMatches(t.secret, row.secret_hash) || row.edge !== t.edge) return null;
   return { edge: row.edge as EdgeName };
 }

@@ -5,7 +5,33 @@
  */
 export { parseToken, type ParsedToken, type TokenKind } from '../../sync/pinned-ca.js';
 export { issueEdgeCredential, revokeEdgeCredential, verifyEdgeCredential } from './edge-credentials.js';
-export { consumeJoinToken, createJoinToken, listJoinTokens, revokeJoinToken, type CreateJoinTokenOptions, type JoinGrant, type JoinTokenInfo } from './join-tokens.js';
-export { ALL_PROJECTS, authorize, can, canGrant, isRole, ROLES, type Action, type Principal, type Role } from './roles.js';
+export {
+  consumeJoinToken,
+  createJoinToken,
+  listJoinTokens,
+  revokeJoinToken,
+  type CreateJoinTokenOptions,
+  type JoinGrant,
+  type JoinTokenInfo,
+} from './join-tokens.js';
+export {
+  ALL_PROJECTS,
+  authorize,
+  can,
+  canGrant,
+  isRole,
+  ROLES,
+  type Action,
+  type Principal,
+  type Role,
+} from './roles.js';
 export { migrateAuth } from './schema.js';
-export { createApiToken, ensureAdminToken, listApiTokens, revokeApiToken, verifyApiToken, type ApiTokenInfo, type CreateApiTokenOptions } from './tokens.js';
+export {
+  createApiToken,
+  ensureAdminToken,
+  listApiTokens,
+  revokeApiToken,
+  verifyApiToken,
+  type ApiTokenInfo,
+  type CreateApiTokenOptions,
+} from './tokens.js';

@@ -28,11 +28,21 @@ function refusal(fn: () => unknown): OutpostError {
 describe('join tokens', () => {
   it('carry the CA pin and grant their project and labels', () => {
     const { db } = dbs.open();
-    const token = createJoinToken(db, { project: 'shop', labels: { region: 'eu', 'example.com/tier': 'edge' }, caFingerprint: FP });
+    const token = createJoinToken(db, {
+      project: 'shop',
+      labels: { region: 'eu', 'example.com/tier': 'edge' },
+      caFingerprint: FP,
+    });
     expect(token).toMatch(/^opj1\.(cd){32}\.[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
     expect(parseToken(token)?.caFingerprint).toBe(FP);
-    expect(consumeJoinToken(db, token)).toEqual({ project: 'shop', labels: { region: 'eu', 'example.com/tier': 'edge' } });
-    expect(consumeJoinToken(db, token)).toEqual({ project: 'shop', labels: { region: 'eu', 'example.com/tier': 'edge' } });
+    expect(consumeJoinToken(db, token)).toEqual({
+      project: 'shop',
+      labels: { region: 'eu', 'example.com/tier': 'edge' },
+    });
+    expect(consumeJoinToken(db, token)).toEqual({
+      project: 'shop',
+      labels: { region: 'eu', 'example.com/tier': 'edge' },
+    });
     expect(listJoinTokens(db)[0]).toMatchObject({ project: 'shop', uses: 2, usesLimit: null, expiresAt: null });
   });
 
@@ -43,7 +53,9 @@ describe('join tokens', () => {
     expect(consumeJoinToken(db, token, t0 + 3_599_999).project).toBe('shop');
     const err = refusal(() => consumeJoinToken(db, token, t0 + 3_600_000));
     expect(err.status).toBe(401);
-    expect(err.message).toBe('join token expired at 2030-01-01T01:00:00.000Z: create a new one with `outpost token create`');
+    expect(err.message).toBe(
+      'join token expired at 2030-01-01T01:00:00.000Z: create a new one with `outpost token create`',
+    );
   });
 
   it('a single-use token refuses its second use, and the refusal does not count as a use', () => {
@@ -61,15 +73,20 @@ describe('join tokens', () => {
   it('refuse a wrong secret exactly like an unknown token, and a revoked one with when', () => {
     const { db } = dbs.open();
     const token = createJoinToken(db, { project: 'shop' });
-    const unknown = 'unknown join token: check that it was copied whole, or create a new one with `outpost token create`';
+    const unknown =
+      'unknown join token: check that it was copied whole, or create a new one with `outpost token create`';
     const wrong = token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A');
     expect(refusal(() => consumeJoinToken(db, wrong)).message).toBe(unknown);
-    expect(refusal(() => consumeJoinToken(db, token.replace(/\.[0-9a-f]{16}\./, '.0000000000000000.'))).message).toBe(unknown);
+    expect(refusal(() => consumeJoinToken(db, token.replace(/\.[0-9a-f]{16}\./, '.0000000000000000.'))).message).toBe(
+      unknown,
+    );
     expect(refusal(() => consumeJoinToken(db, 'opt1.none.x.y')).message).toBe(unknown);
     const id = parseToken(token)!.id;
     expect(revokeJoinToken(db, id, Date.parse('2030-01-01T00:00:00Z'))).toBe(true);
     expect(revokeJoinToken(db, id)).toBe(false);
-    expect(refusal(() => consumeJoinToken(db, token)).message).toBe(`join token ${id} was revoked at 2030-01-01T00:00:00.000Z: create a new one with \`outpost token create\``);
+    expect(refusal(() => consumeJoinToken(db, token)).message).toBe(
+      `join token ${id} was revoked at 2030-01-01T00:00:00.000Z: create a new one with \`outpost token create\``,
+    );
     expect(listJoinTokens(db)[0].uses).toBe(0);
   });
 
@@ -92,7 +109,10 @@ describe('join tokens', () => {
     expect(() => enroll.immediate()).toThrow('creating the edge failed');
     expect(listJoinTokens(db)[0].uses).toBe(0);
     expect(db.prepare('SELECT count(*) AS n FROM edge_credentials').get()).toEqual({ n: 0 });
-    const ok = db.transaction(() => ({ grant: consumeJoinToken(db, token), credential: issueEdgeCredential(db, 'edge-1') }))();
+    const ok = db.transaction(() => ({
+      grant: consumeJoinToken(db, token),
+      credential: issueEdgeCredential(db, 'edge-1'),
+    }))();
     expect(ok.grant.project).toBe('shop');
     expect(verifyEdgeCredential(db, ok.credential)).toEqual({ edge: 'edge-1' });
   });
@@ -106,14 +126,20 @@ describe('join tokens', () => {
     const go = path.join(dir, 'go');
     const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), 'join-race.fixture.ts');
     const runs = Array.from({ length: PROCS }, () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', fixture, file, token, String(ATTEMPTS), go], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, file, token, String(ATTEMPTS), go], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       let err = '';
       child.stdout.on('data', (c: Buffer) => (out += c));
       child.stderr.on('data', (c: Buffer) => (err += c));
       const done = new Promise<{ ok: number; errors: string[] }>((resolve, reject) => {
         child.on('error', reject);
-        child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.replace(/^ready\n/, ''))) : reject(new Error(`fixture exited ${code}: ${err.slice(-2000)}`))));
+        child.on('exit', (code) =>
+          code === 0
+            ? resolve(JSON.parse(out.replace(/^ready\n/, '')))
+            : reject(new Error(`fixture exited ${code}: ${err.slice(-2000)}`)),
+        );
       });
       return { child, done, ready: () => out.startsWith('ready\n') };
     });
@@ -125,7 +151,11 @@ describe('join tokens', () => {
       expect(results.reduce((n, r) => n + r.ok, 0)).toBe(LIMIT);
       const errors = results.flatMap((r) => r.errors);
       expect(errors).toHaveLength(PROCS * ATTEMPTS - LIMIT);
-      expect(new Set(errors)).toEqual(new Set([`join token already used ${LIMIT} times (limit ${LIMIT}): create a new one with \`outpost token create\``]));
+      expect(new Set(errors)).toEqual(
+        new Set([
+          `join token already used ${LIMIT} times (limit ${LIMIT}): create a new one with \`outpost token create\``,
+        ]),
+      );
       const check = openDatabase(file);
       try {
         expect(check.prepare('SELECT uses FROM join_tokens').get()).toEqual({ uses: LIMIT });

@@ -56,19 +56,35 @@ export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions
   checkProject(opts.project, false);
   checkTtl(opts.ttlMs);
   if (opts.uses !== undefined && !(Number.isSafeInteger(opts.uses) && opts.uses > 0)) {
-    throw new OutpostError('invalid', `uses must be a positive whole number (got ${opts.uses}); leave it out for unlimited`);
+    throw new OutpostError(
+      'invalid',
+      `uses must be a positive whole number (got ${opts.uses}); leave it out for unlimited`,
+    );
   }
   const labels = Labels.safeParse(opts.labels ?? {});
   if (!labels.success) {
     const issue = labels.error.issues[0];
-    throw new OutpostError('invalid', `labels${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`, { details: labels.error.issues });
+    throw new OutpostError(
+      'invalid',
+      `labels${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`,
+      { details: labels.error.issues },
+    );
   }
   const id = newId();
   const secret = newSecret();
   const token = formatToken('join', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
   db.prepare(
     'INSERT INTO join_tokens (id, secret_hash, project, labels, description, created_at, expires_at, uses_limit) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(id, hashSecret(secret), opts.project, JSON.stringify(labels.data), opts.description ?? '', now, opts.ttlMs === undefined ? null : now + opts.ttlMs, opts.uses ?? null);
+  ).run(
+    id,
+    hashSecret(secret),
+    opts.project,
+    JSON.stringify(labels.data),
+    opts.description ?? '',
+    now,
+    opts.ttlMs === undefined ? null : now + opts.ttlMs,
+    opts.uses ?? null,
+  );
   return token;
 }
 
@@ -81,18 +97,29 @@ export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions
 export function consumeJoinToken(db: SqliteDatabase, token: string, now = Date.now()): JoinGrant {
   migrateAuth(db);
   const t = parseToken(token);
-  const unknown = () => new OutpostError('unauthorized', `unknown join token: check that it was copied whole, or ${CREATE_NEW}`);
+  const unknown = () =>
+    new OutpostError('unauthorized', `unknown join token: check that it was copied whole, or ${CREATE_NEW}`);
   if (!t || t.kind !== 'join') throw unknown();
   const consume = db.transaction((): JoinGrant => {
     const row = db.prepare('SELECT * FROM join_tokens WHERE id = ?').get(t.id) as Row | undefined;
     // A wrong secret is reported like an unknown id, so guessing reveals nothing about ids.
     if (!row || !secretMatches(t.secret, row.secret_hash)) throw unknown();
-    if (row.revoked_at !== null) throw new OutpostError('unauthorized', `join token ${row.id} was revoked at ${new Date(row.revoked_at).toISOString()}: ${CREATE_NEW}`);
+    if (row.revoked_at !== null)
+      throw new OutpostError(
+        'unauthorized',
+        `join token ${row.id} was revoked at ${new Date(row.revoked_at).toISOString()}: ${CREATE_NEW}`,
+      );
     if (row.expires_at !== null && row.expires_at <= now) {
-      throw new OutpostError('unauthorized', `join token expired at ${new Date(row.expires_at).toISOString()}: ${CREATE_NEW}`);
+      throw new OutpostError(
+        'unauthorized',
+        `join token expired at ${new Date(row.expires_at).toISOString()}: ${CREATE_NEW}`,
+      );
     }
     if (row.uses_limit !== null && row.uses >= row.uses_limit) {
-      throw new OutpostError('unauthorized', `join token already used ${row.uses} times (limit ${row.uses_limit}): ${CREATE_NEW}`);
+      throw new OutpostError(
+        'unauthorized',
+        `join token already used ${row.uses} times (limit ${row.uses_limit}): ${CREATE_NEW}`,
+      );
     }
     db.prepare('UPDATE join_tokens SET uses = uses + 1 WHERE id = ?').run(row.id);
     return { project: row.project, labels: JSON.parse(row.labels) as Labels };
@@ -119,5 +146,7 @@ export function listJoinTokens(db: SqliteDatabase): JoinTokenInfo[] {
 /** Revokes by id; false if there is no such token or it was already revoked. */
 export function revokeJoinToken(db: SqliteDatabase, id: string, now = Date.now()): boolean {
   migrateAuth(db);
-  return db.prepare('UPDATE join_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1;
+  return (
+    db.prepare('UPDATE join_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1
+  );
 }

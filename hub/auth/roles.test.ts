@@ -47,7 +47,9 @@ describe('authorize', () => {
     }
     expect(err).toBeInstanceOf(OutpostError);
     expect((err as OutpostError).status).toBe(403);
-    expect((err as OutpostError).message).toBe('this viewer token for project "shop" may not write in project "shop": use a token with role operator or higher for project "shop"');
+    expect((err as OutpostError).message).toBe(
+      'this viewer token for project "shop" may not write in project "shop": use a token with role operator or higher for project "shop"',
+    );
     expect(() => authorize({ role: 'admin', project: 'shop' }, 'admin', '*')).toThrow(
       'this admin token for project "shop" may not administer across all projects: use a token with role admin or higher for all projects (*)',
     );

@@ -55,7 +55,10 @@ export function authorize(principal: Principal, action: Action, project: string)
   const where = project === ALL_PROJECTS ? 'across all projects' : `in project "${project}"`;
   const scope = principal.project === ALL_PROJECTS ? 'for all projects' : `for project "${principal.project}"`;
   const need = `a token with role ${MIN_ROLE[action]} or higher for ${project === ALL_PROJECTS ? 'all projects (*)' : `project "${project}"`}`;
-  throw new OutpostError('forbidden', `this ${principal.role} token ${scope} may not ${action === 'admin' ? 'administer' : action} ${where}: use ${need}`);
+  throw new OutpostError(
+    'forbidden',
+    `this ${principal.role} token ${scope} may not ${action === 'admin' ? 'administer' : action} ${where}: use ${need}`,
+  );
 }
 
 /** Whether `principal` may create a token with `grant` (admin over the grant's project). */

@@ -33,7 +33,16 @@ describe('API tokens', () => {
     const row = db.prepare('SELECT * FROM api_tokens').get() as Record<string, unknown>;
     expect(JSON.stringify(row)).not.toContain(p.secret);
     expect(row.secret_hash).toEqual(crypto.createHash('sha256').update(p.secret).digest());
-    expect(listApiTokens(db)).toEqual([expect.objectContaining({ id: p.id, role: 'operator', project: 'shop', description: 'ci', revokedAt: null, expiresAt: null })]);
+    expect(listApiTokens(db)).toEqual([
+      expect.objectContaining({
+        id: p.id,
+        role: 'operator',
+        project: 'shop',
+        description: 'ci',
+        revokedAt: null,
+        expiresAt: null,
+      }),
+    ]);
     expect(JSON.stringify(listApiTokens(db))).not.toContain(p.secret);
   });
 
@@ -77,10 +86,18 @@ describe('API tokens', () => {
 
   it('validates role, project and ttl with a message naming the field', () => {
     const { db } = dbs.open();
-    expect(() => createApiToken(db, { role: 'root' as 'admin', project: 'shop' })).toThrow('role "root" is not one of admin, operator, viewer');
-    expect(() => createApiToken(db, { role: 'admin', project: 'Shop!' })).toThrow(/project "Shop!" is not a valid name/);
-    expect(() => createApiToken(db, { role: 'admin', project: 'shop', ttlMs: 0 })).toThrow(/ttl must be a positive duration/);
-    expect(() => createApiToken(db, { role: 'admin', project: 'shop', caFingerprint: 'xyz' })).toThrow(/cannot build the api token/);
+    expect(() => createApiToken(db, { role: 'root' as 'admin', project: 'shop' })).toThrow(
+      'role "root" is not one of admin, operator, viewer',
+    );
+    expect(() => createApiToken(db, { role: 'admin', project: 'Shop!' })).toThrow(
+      /project "Shop!" is not a valid name/,
+    );
+    expect(() => createApiToken(db, { role: 'admin', project: 'shop', ttlMs: 0 })).toThrow(
+      /ttl must be a positive duration/,
+    );
+    expect(() => createApiToken(db, { role: 'admin', project: 'shop', caFingerprint: 'xyz' })).toThrow(
+      /cannot build the api token/,
+    );
   });
 
   it('compares secrets in constant time', () => {
@@ -119,7 +136,9 @@ describe('ensureAdminToken', () => {
     const logs = captureLogs();
     try {
       expect(ensureAdminToken(db, dir, null)).toEqual({ token, created: false });
-      expect(logs.parsed().some((l) => l.level === 40 && String(l.msg).includes('delete the file and restart the hub'))).toBe(true);
+      expect(
+        logs.parsed().some((l) => l.level === 40 && String(l.msg).includes('delete the file and restart the hub')),
+      ).toBe(true);
     } finally {
       logs.stop();
     }

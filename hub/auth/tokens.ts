@@ -55,20 +55,26 @@ export function checkTtl(ttlMs: number | undefined): void {
 export function checkProject(project: string, allowAll: boolean): void {
   if (allowAll && project === ALL_PROJECTS) return;
   if (!isValidName(project)) {
-    throw new OutpostError('invalid', `project "${project}" is not a valid name: use lower-case letters, digits and '-'${allowAll ? ', or * for all projects' : ''}`);
+    throw new OutpostError(
+      'invalid',
+      `project "${project}" is not a valid name: use lower-case letters, digits and '-'${allowAll ? ', or * for all projects' : ''}`,
+    );
   }
 }
 
 /** Creates an API token and returns it; this is the only time the secret exists outside the caller. */
 export function createApiToken(db: SqliteDatabase, opts: CreateApiTokenOptions, now = Date.now()): string {
   migrateAuth(db);
-  if (!isRole(opts.role)) throw new OutpostError('invalid', `role "${opts.role}" is not one of admin, operator, viewer`);
+  if (!isRole(opts.role))
+    throw new OutpostError('invalid', `role "${opts.role}" is not one of admin, operator, viewer`);
   checkProject(opts.project, true);
   checkTtl(opts.ttlMs);
   const id = newId();
   const secret = newSecret();
   const token = formatToken('api', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
-  db.prepare('INSERT INTO api_tokens (id, secret_hash, role, project, description, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+  db.prepare(
+    'INSERT INTO api_tokens (id, secret_hash, role, project, description, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  ).run(
     id,
     hashSecret(secret),
     opts.role,
@@ -81,7 +87,11 @@ export function createApiToken(db: SqliteDatabase, opts: CreateApiTokenOptions, 
 }
 
 /** The principal of a valid token; null for anything expired, revoked, unknown or malformed. */
-export function verifyApiToken(db: SqliteDatabase, token: string, now = Date.now()): (Principal & { id: string }) | null {
+export function verifyApiToken(
+  db: SqliteDatabase,
+  token: string,
+  now = Date.now(),
+): (Principal & { id: string }) | null {
   migrateAuth(db);
   const t = parseToken(token);
   if (!t || t.kind !== 'api') return null;
@@ -94,7 +104,9 @@ export function verifyApiToken(db: SqliteDatabase, token: string, now = Date.now
 /** Revokes by id; false if there is no such token or it was already revoked. */
 export function revokeApiToken(db: SqliteDatabase, id: string, now = Date.now()): boolean {
   migrateAuth(db);
-  return db.prepare('UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1;
+  return (
+    db.prepare('UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1
+  );
 }
 
 export function listApiTokens(db: SqliteDatabase): ApiTokenInfo[] {
@@ -116,26 +128,40 @@ export function listApiTokens(db: SqliteDatabase): ApiTokenInfo[] {
  * (mode 0600). Once the file exists it is never rewritten, so deleting it and restarting is how
  * an operator gets a new admin token; the old one stays valid until revoked.
  */
-export function ensureAdminToken(db: SqliteDatabase, dataDir: string, caFingerprint: string | null, now = Date.now()): { token: string; created: boolean } {
+export function ensureAdminToken(
+  db: SqliteDatabase,
+  dataDir: string,
+  caFingerprint: string | null,
+  now = Date.now(),
+): { token: string; created: boolean } {
   migrateAuth(db);
   const file = path.join(dataDir, 'admin.token');
   if (fs.existsSync(file)) {
     const token = fs.readFileSync(file, 'utf8').trim();
     if (!verifyApiToken(db, token, now)) {
-      log.warn({ file }, `${file} holds a token this hub does not accept (revoked, expired or from another database): delete the file and restart the hub to get a new admin token`);
+      log.warn(
+        { file },
+        `${file} holds a token this hub does not accept (revoked, expired or from another database): delete the file and restart the hub to get a new admin token`,
+      );
     }
     return { token, created: false };
   }
   // The row and the file succeed or fail together: a failed write rolls the token back.
   const token = db.transaction(() => {
-    const t = createApiToken(db, { role: 'admin', project: ALL_PROJECTS, description: 'created at first start (admin.token)', caFingerprint }, now);
+    const t = createApiToken(
+      db,
+      { role: 'admin', project: ALL_PROJECTS, description: 'created at first start (admin.token)', caFingerprint },
+      now,
+    );
     try {
       fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       // 'wx' never overwrites a file another process wrote meanwhile.
       fs.writeFileSync(file, `${t}\n`, { mode: 0o600, flag: 'wx' });
       fs.chmodSync(file, 0o600);
     } catch (err) {
-      throw new Error(`cannot write the admin token to ${file}: check the data directory's permissions`, { cause: err });
+      throw new Error(`cannot write the admin token to ${file}: check the data directory's permissions`, {
+        cause: err,
+      });
     }
     return t;
   })();

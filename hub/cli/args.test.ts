@@ -40,7 +40,12 @@ describe('kinds', () => {
 
 describe('label edits', () => {
   it('sets with k=v and removes with k-', () => {
-    expect(parseLabelEdits(['region=eu', 'tier=', 'legacy-', 'example.com/x-'])).toEqual({ region: 'eu', tier: '', legacy: null, 'example.com/x': null });
+    expect(parseLabelEdits(['region=eu', 'tier=', 'legacy-', 'example.com/x-'])).toEqual({
+      region: 'eu',
+      tier: '',
+      legacy: null,
+      'example.com/x': null,
+    });
   });
 
   it('a value may end in "-" when it is set', () => {
@@ -91,7 +96,10 @@ describe('bad usage exits 2 before talking to the hub', () => {
     [['edge', 'decommission', 'e1'], /refusing to decommission edge e1 without confirmation: add --yes/],
     [['get', 'edges', '--project', 'Not_A_Project'], /invalid project/],
     [['login', '--hub', 'https://h:1', '--token', 'garbage'], /not an Outpost token/],
-    [['login', '--hub', 'https://h:1', '--token', `opj1.none.0123456789abcdef.${'A'.repeat(42)}w`], /is a join token .*not an API token/],
+    [
+      ['login', '--hub', 'https://h:1', '--token', `opj1.none.0123456789abcdef.${'A'.repeat(42)}w`],
+      /is a join token .*not an API token/,
+    ],
   ];
   for (const [args, msg] of cases) {
     it(args.join(' '), async () => {
@@ -107,7 +115,9 @@ describe('failures the user must act on exit 1', () => {
   it('no hub configured says how to log in', async () => {
     const r = await runCli(['get', 'edges'], { env: { OUTPOST_CONFIG: '/nonexistent/outpost.json' } });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('not logged in to a hub (no /nonexistent/outpost.json): run `outpost login --hub URL --token T`, or set OUTPOST_HUB and OUTPOST_TOKEN');
+    expect(r.stderr).toContain(
+      'not logged in to a hub (no /nonexistent/outpost.json): run `outpost login --hub URL --token T`, or set OUTPOST_HUB and OUTPOST_TOKEN',
+    );
   });
 
   it('a hub that is not running: says so and how to start one', async () => {

@@ -48,13 +48,24 @@ export class HubError extends CliError {
 const REQUEST_TIMEOUT_MS = 30_000;
 /** Answers beyond this are refused: a list of 1,000 edges with status is a few MB. */
 const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EPIPE',
+]);
 
 /** Turns a failure below HTTP (refused connection, bad certificate, wrong protocol) into advice. */
 function transportError(hub: string, err: NodeJS.ErrnoException): CliError {
   const code = err.code ?? '';
   if (NETWORK_CODES.has(code)) {
-    return new CliError(`cannot reach the hub at ${hub}: is it running? (outpost hub --data DIR) [${code}]`, { cause: err });
+    return new CliError(`cannot reach the hub at ${hub}: is it running? (outpost hub --data DIR) [${code}]`, {
+      cause: err,
+    });
   }
   if (/CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|HOSTNAME|ALTNAME/.test(code) || /certificate/i.test(err.message)) {
     return new CliError(
@@ -64,7 +75,10 @@ function transportError(hub: string, err: NodeJS.ErrnoException): CliError {
     );
   }
   if (code === 'EPROTO' || /wrong version number|packet length/i.test(err.message)) {
-    return new CliError(`the hub at ${hub} did not speak the expected protocol (${err.message}): use https:// for a TLS hub and http:// only for one started with --insecure-http`, { cause: err });
+    return new CliError(
+      `the hub at ${hub} did not speak the expected protocol (${err.message}): use https:// for a TLS hub and http:// only for one started with --insecure-http`,
+      { cause: err },
+    );
   }
   return new CliError(`request to the hub at ${hub} failed: ${err.message}`, { cause: err });
 }
@@ -107,7 +121,10 @@ export function describeHttpError(status: number, body: unknown, hub: string, su
       msg = `${serverMsg} (the hub is up but cannot do this now; retry later)`;
       break;
     default:
-      msg = status >= 500 ? `the hub failed (HTTP ${status}): ${serverMsg}; check the hub's log` : `the hub answered HTTP ${status}: ${serverMsg}`;
+      msg =
+        status >= 500
+          ? `the hub failed (HTTP ${status}): ${serverMsg}; check the hub's log`
+          : `the hub answered HTTP ${status}: ${serverMsg}`;
   }
   return new HubError(status, code, msg, e?.details);
 }
@@ -126,7 +143,8 @@ export class HubClient {
     } catch (err) {
       throw new CliError(`invalid hub URL "${conn.hub}": use https://HOST:PORT`, { cause: err });
     }
-    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new CliError(`invalid hub URL "${conn.hub}": use https://HOST:PORT`);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:')
+      throw new CliError(`invalid hub URL "${conn.hub}": use https://HOST:PORT`);
     this.base = u;
     this.hub = conn.hub.replace(/\/+$/, '');
   }
@@ -186,14 +204,20 @@ export class HubClient {
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
             if (text !== '' && body === undefined) {
-              reject(new CliError(`the hub at ${this.hub} answered ${method} ${path} with something that is not JSON: is ${this.hub} an Outpost hub?`));
+              reject(
+                new CliError(
+                  `the hub at ${this.hub} answered ${method} ${path} with something that is not JSON: is ${this.hub} an Outpost hub?`,
+                ),
+              );
             } else resolve(body as T);
             return;
           }
           reject(describeHttpError(status, body, this.hub, opts.subject));
         });
       });
-      req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000}s`), { code: 'ETIMEDOUT' })));
+      req.setTimeout(timeoutMs, () =>
+        req.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000}s`), { code: 'ETIMEDOUT' })),
+      );
       req.on('error', (err: NodeJS.ErrnoException) => reject(transportError(this.hub, err)));
       req.end(payload);
     });
@@ -205,7 +229,10 @@ export class HubClient {
     let cont: string | undefined;
     // A bound on pages guards against a hub that keeps answering the same `continue`.
     for (let page = 0; page < 10_000; page++) {
-      const r = await this.get<{ items?: T[]; continue?: string }>(path, { query: { ...query, continue: cont }, subject });
+      const r = await this.get<{ items?: T[]; continue?: string }>(path, {
+        query: { ...query, continue: cont },
+        subject,
+      });
       items.push(...(r?.items ?? []));
       if (!r?.continue || r.continue === cont) return items;
       cont = r.continue;

@@ -15,7 +15,8 @@ import { line } from './output.js';
  * null removes a label. Throws InvalidArgumentError (exit code 2) naming the bad edit.
  */
 export function parseLabelEdits(edits: string[]): Record<string, string | null> {
-  if (edits.length === 0) throw new InvalidArgumentError('give at least one label edit: key=value sets a label, key- removes it');
+  if (edits.length === 0)
+    throw new InvalidArgumentError('give at least one label edit: key=value sets a label, key- removes it');
   const out: Record<string, string | null> = {};
   for (const e of edits) {
     let key: string;
@@ -36,23 +37,30 @@ export function parseLabelEdits(edits: string[]): Record<string, string | null> 
         throw new InvalidArgumentError((err as Error).message);
       }
       const entries = Object.entries(parsed);
-      if (entries.length !== 1) throw new InvalidArgumentError(`invalid label edit "${e}": give one key=value or key- per argument`);
+      if (entries.length !== 1)
+        throw new InvalidArgumentError(`invalid label edit "${e}": give one key=value or key- per argument`);
       [[key, value]] = entries;
     }
-    if (Object.hasOwn(out, key) && out[key] !== value) throw new InvalidArgumentError(`label "${key}" is edited twice: keep one edit`);
+    if (Object.hasOwn(out, key) && out[key] !== value)
+      throw new InvalidArgumentError(`label "${key}" is edited twice: keep one edit`);
     out[key] = value;
   }
   return out;
 }
 
 function parseEdgeName(s: string): string {
-  if (!isValidName(s)) throw new InvalidArgumentError(`invalid edge name "${s}": edge names are 1-63 lower-case letters, digits or "-"`);
+  if (!isValidName(s))
+    throw new InvalidArgumentError(`invalid edge name "${s}": edge names are 1-63 lower-case letters, digits or "-"`);
   return s;
 }
 
 export function registerEdgeAdminCommands(edge: Command, deps: CliDeps): void {
   const simple = [
-    ['approve', 'approve a Pending edge (hub started with --require-approval) so workloads can be placed on it', 'approved'],
+    [
+      'approve',
+      'approve a Pending edge (hub started with --require-approval) so workloads can be placed on it',
+      'approved',
+    ],
     ['drain', 'remove the workloads from an edge and place no new ones (it stays connected)', 'drained'],
     ['uncordon', 'let a drained edge take workloads again', 'uncordoned'],
   ] as const;
@@ -77,7 +85,11 @@ export function registerEdgeAdminCommands(edge: Command, deps: CliDeps): void {
     .action(async (name: string, edits: string[], _opts: unknown, cmd: Command) => {
       const labels = asUsage(() => parseLabelEdits(edits));
       const s = await openSession(cmd, deps);
-      await s.client.post(`${objectPath(s.project, 'edges', name)}/labels`, { labels }, { subject: { kind: 'edge', name } });
+      await s.client.post(
+        `${objectPath(s.project, 'edges', name)}/labels`,
+        { labels },
+        { subject: { kind: 'edge', name } },
+      );
       line(s.out.out, `edge/${name} labeled`);
     });
 
@@ -88,26 +100,39 @@ export function registerEdgeAdminCommands(edge: Command, deps: CliDeps): void {
     .option('-y, --yes', 'do not ask (required when not on a terminal)')
     .action(async (name: string, opts: { yes?: boolean }, cmd: Command) => {
       if (!opts.yes) {
-        if (!deps.stdin.isTTY) throw new UsageError(`refusing to decommission edge ${name} without confirmation: add --yes`);
-        const ok = await deps.confirm(`Decommission edge ${name}? Its credential is revoked and it must enroll again with a new join token.`);
+        if (!deps.stdin.isTTY)
+          throw new UsageError(`refusing to decommission edge ${name} without confirmation: add --yes`);
+        const ok = await deps.confirm(
+          `Decommission edge ${name}? Its credential is revoked and it must enroll again with a new join token.`,
+        );
         if (!ok) {
           line(deps.stderr, 'not decommissioned');
           return;
         }
       }
       const s = await openSession(cmd, deps);
-      await s.client.post(`${objectPath(s.project, 'edges', name)}/decommission`, {}, { subject: { kind: 'edge', name } });
+      await s.client.post(
+        `${objectPath(s.project, 'edges', name)}/decommission`,
+        {},
+        { subject: { kind: 'edge', name } },
+      );
       line(s.out.out, `edge/${name} decommissioned`);
     });
 
   edge
     .command('clear')
-    .description('clear the local intents (pause, overrides) made on site for one workload, so the hub spec applies again')
+    .description(
+      'clear the local intents (pause, overrides) made on site for one workload, so the hub spec applies again',
+    )
     .argument('<name>', 'the edge', parseEdgeName)
     .argument('<workload>', 'the workload')
     .action(async (name: string, workload: string, _opts: unknown, cmd: Command) => {
       const s = await openSession(cmd, deps);
-      await s.client.post(`${objectPath(s.project, 'edges', name)}/clear-intents`, { workload }, { subject: { kind: 'edge', name } });
+      await s.client.post(
+        `${objectPath(s.project, 'edges', name)}/clear-intents`,
+        { workload },
+        { subject: { kind: 'edge', name } },
+      );
       line(s.out.out, `edge/${name}: local intents for workload ${workload} cleared`);
     });
 }

@@ -19,7 +19,10 @@ export function registerLogin(program: Command, deps: CliDeps): void {
     .description('connect the CLI to a hub: checks the token and writes the CLI config (mode 0600)')
     .option('--hub <url>', 'the hub URL, e.g. https://hub.example:8443 (default: $OUTPOST_HUB)')
     .option('--token <token>', 'an API token (opt1....) (default: $OUTPOST_TOKEN)')
-    .option('--ca <file>', "the hub's CA certificate (PEM); default: read it from the hub and check it against the token's pin")
+    .option(
+      '--ca <file>',
+      "the hub's CA certificate (PEM); default: read it from the hub and check it against the token's pin",
+    )
     .addHelpText(
       'after',
       '\nThe config file is $OUTPOST_CONFIG or ~/.config/outpost/config.json.\n\nExample:\n  outpost login --hub https://hub.example:8443 --token "$(cat admin-token)"',
@@ -29,12 +32,18 @@ export function registerLogin(program: Command, deps: CliDeps): void {
       const hub = (opts.hub ?? deps.env.OUTPOST_HUB ?? '').replace(/\/+$/, '');
       const token = (opts.token ?? deps.env.OUTPOST_TOKEN ?? '').trim();
       if (!hub) throw new UsageError('login needs the hub URL: --hub https://HOST:PORT');
-      if (!token) throw new UsageError('login needs an API token: --token T (the hub printed an admin token at its first start)');
+      if (!token)
+        throw new UsageError('login needs an API token: --token T (the hub printed an admin token at its first start)');
       const parsed = parseToken(token);
-      if (!parsed) throw new UsageError(`--token is not an Outpost token: API tokens look like ${TOKEN_PREFIX.api}.<ca-fingerprint>.<id>.<secret>`);
+      if (!parsed)
+        throw new UsageError(
+          `--token is not an Outpost token: API tokens look like ${TOKEN_PREFIX.api}.<ca-fingerprint>.<id>.<secret>`,
+        );
       if (parsed.kind !== 'api') {
         const what = parsed.kind === 'join' ? 'a join token (for `outpost edge --join-token`)' : "an edge's credential";
-        throw new UsageError(`--token is ${what}, not an API token: log in with an API token (${TOKEN_PREFIX.api}...), e.g. one from \`outpost token create --api --role operator\``);
+        throw new UsageError(
+          `--token is ${what}, not an API token: log in with an API token (${TOKEN_PREFIX.api}...), e.g. one from \`outpost token create --api --role operator\``,
+        );
       }
       const ca = await caFor(hub, token, { caFile: opts.ca });
       const client = new HubClient({ hub, token, ...(ca ? { ca } : {}) });

@@ -16,7 +16,8 @@ import type { ApiObject, EventView } from './views.js';
 const DESCRIBE_EVENTS = 10;
 
 export function parseOutputFormat(s: string): OutputFormat {
-  if (!(OUTPUT_FORMATS as readonly string[]).includes(s)) throw new InvalidArgumentError(`unknown output format "${s}": use one of ${OUTPUT_FORMATS.join(', ')}`);
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(s))
+    throw new InvalidArgumentError(`unknown output format "${s}": use one of ${OUTPUT_FORMATS.join(', ')}`);
   return s as OutputFormat;
 }
 
@@ -36,7 +37,10 @@ function collect(value: string, previous: string[] = []): string[] {
 /** `placement eu` or `placement/eu`: exactly one name, or a usage error. */
 function kindAndName(kindArg: string, nameArg: string | undefined, verb: string): { info: KindInfo; name: string } {
   const { info, name } = asUsage(() => parseKindArg(kindArg));
-  if (name !== undefined && nameArg !== undefined) throw new UsageError(`give the name once: \`outpost ${verb} ${info.singular} ${name}\` or \`outpost ${verb} ${info.singular}/${name}\``);
+  if (name !== undefined && nameArg !== undefined)
+    throw new UsageError(
+      `give the name once: \`outpost ${verb} ${info.singular} ${name}\` or \`outpost ${verb} ${info.singular}/${name}\``,
+    );
   const n = name ?? nameArg;
   if (!n) throw new UsageError(`${verb} needs a name: outpost ${verb} ${info.singular} NAME`);
   return { info, name: n };
@@ -55,9 +59,18 @@ function applyRejection(err: HubError, sourced: SourcedObject[]): CliError {
 export function registerObjectCommands(program: Command, deps: CliDeps): void {
   program
     .command('apply')
-    .description('create or update objects from YAML/JSON files, directories or stdin; all are checked before any is changed')
-    .requiredOption('-f, --filename <path>', 'a file, a directory (its *.yaml, *.yml, *.json files, sorted) or - for stdin; repeatable', collect)
-    .addHelpText('after', '\nExamples:\n  outpost apply -f web.yaml\n  outpost apply -f deploy/\n  cat web.yaml | outpost apply -f -')
+    .description(
+      'create or update objects from YAML/JSON files, directories or stdin; all are checked before any is changed',
+    )
+    .requiredOption(
+      '-f, --filename <path>',
+      'a file, a directory (its *.yaml, *.yml, *.json files, sorted) or - for stdin; repeatable',
+      collect,
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  outpost apply -f web.yaml\n  outpost apply -f deploy/\n  cat web.yaml | outpost apply -f -',
+    )
     .action(async (opts: { filename: string[] }, cmd: Command) => {
       const s = await openSession(cmd, deps);
       const sourced = await readSources(opts.filename, deps.stdin);
@@ -65,7 +78,11 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       checkObjects(sourced, s.project);
       let res: { results?: { kind: string; project?: string; name: string; action: string }[] };
       try {
-        res = await s.client.post('/api/v1/apply', { objects: sourced.map((o) => o.object) }, { query: { project: s.project }, subject: { kind: 'object' } });
+        res = await s.client.post(
+          '/api/v1/apply',
+          { objects: sourced.map((o) => o.object) },
+          { query: { project: s.project }, subject: { kind: 'object' } },
+        );
       } catch (err) {
         throw err instanceof HubError ? applyRejection(err, sourced) : err;
       }
@@ -80,39 +97,84 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .description(`list objects or show one (kinds: ${KIND_HELP})`)
     .argument('<kind>', 'edges, workloads or placements (or KIND/NAME)')
     .argument('[name]', 'one object')
-    .option('-o, --output <format>', `output format: ${OUTPUT_FORMATS.join(', ')}`, parseOutputFormat, 'table' as OutputFormat)
-    .option('-l, --selector <selector>', 'filter by labels, kubectl syntax: region=eu,tier!=small,gpu,!legacy', parseSelectorFlag)
+    .option(
+      '-o, --output <format>',
+      `output format: ${OUTPUT_FORMATS.join(', ')}`,
+      parseOutputFormat,
+      'table' as OutputFormat,
+    )
+    .option(
+      '-l, --selector <selector>',
+      'filter by labels, kubectl syntax: region=eu,tier!=small,gpu,!legacy',
+      parseSelectorFlag,
+    )
     .option('-A, --all-projects', 'list objects of every project the token may read')
-    .addHelpText('after', '\nExamples:\n  outpost get edges -l region=eu -o wide\n  outpost get placement eu -o yaml\n  outpost get wl --all-projects')
-    .action(async (kindArg: string, nameArg: string | undefined, opts: { output: OutputFormat; selector?: string; allProjects?: boolean }, cmd: Command) => {
-      const { info, name: slashName } = asUsage(() => parseKindArg(kindArg));
-      if (slashName !== undefined && nameArg !== undefined) throw new UsageError(`give the name once: outpost get ${info.singular} ${slashName}`);
-      const name = slashName ?? nameArg;
-      if (name !== undefined && opts.selector !== undefined) throw new UsageError('-l selects among many objects; leave it out when naming one');
-      if (name !== undefined && opts.allProjects) throw new UsageError('--all-projects lists objects; leave it out when naming one (use --project P)');
-      const s = await openSession(cmd, deps);
-      const project = opts.allProjects ? '*' : s.project;
-      const objects: ApiObject[] =
-        name !== undefined
-          ? [await s.client.get<ApiObject>(objectPath(project, info.path, name), { subject: { kind: info.singular, name } })]
-          : await s.client.list<ApiObject>(objectPath(project, info.path), { labelSelector: opts.selector || undefined }, { kind: info.singular }).catch((err: unknown) => {
-              // The hub hides other projects behind 404, so a project-bound token asking for all of them gets one.
-              if (opts.allProjects && err instanceof HubError && err.status === 404) {
-                throw new CliError(`--all-projects needs a token for all projects; this one is bound to a project: leave out -A, or use --project P`, { cause: err });
-              }
-              throw err;
-            });
-      if (opts.output === 'json' || opts.output === 'yaml') {
-        const value = name !== undefined ? objects[0] : { apiVersion: API_VERSION, kind: 'List', items: objects };
-        s.out.out.write(opts.output === 'json' ? toJson(value) : toYaml(value));
-        return;
-      }
-      if (objects.length === 0) {
-        line(s.out.err, `No ${info.path} found${opts.allProjects ? '' : ` in project ${project}`}${opts.selector ? ` matching ${opts.selector}` : ''}.`);
-        return;
-      }
-      s.out.out.write(formatObjectTable(info, objects, { now: deps.now(), wide: opts.output === 'wide', allProjects: !!opts.allProjects, color: s.out.color }));
-    });
+    .addHelpText(
+      'after',
+      '\nExamples:\n  outpost get edges -l region=eu -o wide\n  outpost get placement eu -o yaml\n  outpost get wl --all-projects',
+    )
+    .action(
+      async (
+        kindArg: string,
+        nameArg: string | undefined,
+        opts: { output: OutputFormat; selector?: string; allProjects?: boolean },
+        cmd: Command,
+      ) => {
+        const { info, name: slashName } = asUsage(() => parseKindArg(kindArg));
+        if (slashName !== undefined && nameArg !== undefined)
+          throw new UsageError(`give the name once: outpost get ${info.singular} ${slashName}`);
+        const name = slashName ?? nameArg;
+        if (name !== undefined && opts.selector !== undefined)
+          throw new UsageError('-l selects among many objects; leave it out when naming one');
+        if (name !== undefined && opts.allProjects)
+          throw new UsageError('--all-projects lists objects; leave it out when naming one (use --project P)');
+        const s = await openSession(cmd, deps);
+        const project = opts.allProjects ? '*' : s.project;
+        const objects: ApiObject[] =
+          name !== undefined
+            ? [
+                await s.client.get<ApiObject>(objectPath(project, info.path, name), {
+                  subject: { kind: info.singular, name },
+                }),
+              ]
+            : await s.client
+                .list<ApiObject>(
+                  objectPath(project, info.path),
+                  { labelSelector: opts.selector || undefined },
+                  { kind: info.singular },
+                )
+                .catch((err: unknown) => {
+                  // The hub hides other projects behind 404, so a project-bound token asking for all of them gets one.
+                  if (opts.allProjects && err instanceof HubError && err.status === 404) {
+                    throw new CliError(
+                      `--all-projects needs a token for all projects; this one is bound to a project: leave out -A, or use --project P`,
+                      { cause: err },
+                    );
+                  }
+                  throw err;
+                });
+        if (opts.output === 'json' || opts.output === 'yaml') {
+          const value = name !== undefined ? objects[0] : { apiVersion: API_VERSION, kind: 'List', items: objects };
+          s.out.out.write(opts.output === 'json' ? toJson(value) : toYaml(value));
+          return;
+        }
+        if (objects.length === 0) {
+          line(
+            s.out.err,
+            `No ${info.path} found${opts.allProjects ? '' : ` in project ${project}`}${opts.selector ? ` matching ${opts.selector}` : ''}.`,
+          );
+          return;
+        }
+        s.out.out.write(
+          formatObjectTable(info, objects, {
+            now: deps.now(),
+            wide: opts.output === 'wide',
+            allProjects: !!opts.allProjects,
+            color: s.out.color,
+          }),
+        );
+      },
+    );
 
   program
     .command('describe')
@@ -123,10 +185,15 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .action(async (kindArg: string, nameArg: string | undefined, _opts: unknown, cmd: Command) => {
       const { info, name } = kindAndName(kindArg, nameArg, 'describe');
       const s = await openSession(cmd, deps);
-      const o = await s.client.get<ApiObject>(objectPath(s.project, info.path, name), { subject: { kind: info.singular, name } });
+      const o = await s.client.get<ApiObject>(objectPath(s.project, info.path, name), {
+        subject: { kind: info.singular, name },
+      });
       let events: EventView[] | string;
       try {
-        const r = await s.client.get<{ items?: EventView[] }>(`/api/v1/projects/${encodeURIComponent(s.project)}/events`, { query: { kind: info.kind, name, limit: DESCRIBE_EVENTS } });
+        const r = await s.client.get<{ items?: EventView[] }>(
+          `/api/v1/projects/${encodeURIComponent(s.project)}/events`,
+          { query: { kind: info.kind, name, limit: DESCRIBE_EVENTS } },
+        );
         events = r?.items ?? [];
       } catch (err) {
         // The object itself was read; a missing event log should not hide it.
@@ -143,7 +210,10 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .addHelpText('after', '\nExample:\n  outpost delete placement eu')
     .action(async (kindArg: string, nameArg: string | undefined, _opts: unknown, cmd: Command) => {
       const { info, name } = kindAndName(kindArg, nameArg, 'delete');
-      if (info.kind === 'Edge') throw new UsageError(`edges are not deleted but decommissioned (their credential is revoked): outpost edge decommission ${name}`);
+      if (info.kind === 'Edge')
+        throw new UsageError(
+          `edges are not deleted but decommissioned (their credential is revoked): outpost edge decommission ${name}`,
+        );
       const s = await openSession(cmd, deps);
       await s.client.delete(objectPath(s.project, info.path, name), { subject: { kind: info.singular, name } });
       line(s.out.out, `${info.singular}/${name} deleted`);

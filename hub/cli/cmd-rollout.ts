@@ -24,19 +24,25 @@ function parseTimeout(s: string): number {
 
 export function parseRevision(s: string): number {
   const n = Number(s);
-  if (!/^\d+$/.test(s) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`invalid revision "${s}": use a revision number from \`outpost rollout history workload NAME\``);
+  if (!/^\d+$/.test(s) || !Number.isSafeInteger(n) || n < 1)
+    throw new InvalidArgumentError(
+      `invalid revision "${s}": use a revision number from \`outpost rollout history workload NAME\``,
+    );
   return n;
 }
 
 async function readRollout(s: Session, name: string): Promise<RolloutStatus | undefined> {
-  const p = await s.client.get<ApiObject>(objectPath(s.project, 'placements', name), { subject: { kind: 'placement', name } });
+  const p = await s.client.get<ApiObject>(objectPath(s.project, 'placements', name), {
+    subject: { kind: 'placement', name },
+  });
   return statusOf<PlacementStatus>(p).rollout;
 }
 
 /** Complete ends a watch well; Failed and Paused end it badly (someone has to act). */
 function verdict(name: string, r: RolloutStatus | undefined): 'done' | CliError | undefined {
   if (r?.phase === 'Complete') return 'done';
-  if (r?.phase === 'Failed' || r?.phase === 'Paused') return new CliError(`rollout of placement/${name} ${r.phase.toLowerCase()}: ${r.reason || 'no reason given'}`);
+  if (r?.phase === 'Failed' || r?.phase === 'Paused')
+    return new CliError(`rollout of placement/${name} ${r.phase.toLowerCase()}: ${r.reason || 'no reason given'}`);
   return undefined;
 }
 
@@ -68,14 +74,18 @@ async function watchRollout(s: Session, name: string, timeoutMs: number): Promis
       lastError = msg;
     }
     if (deps.now() >= deadline) {
-      throw new CliError(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for the rollout of placement/${name}; last: ${last ?? lastError ?? 'no status'}`);
+      throw new CliError(
+        `timed out after ${Math.round(timeoutMs / 1000)}s waiting for the rollout of placement/${name}; last: ${last ?? lastError ?? 'no status'}`,
+      );
     }
     await deps.sleep(Math.min(WATCH_INTERVAL_MS, Math.max(0, deadline - deps.now())));
   }
 }
 
 export function registerRolloutCommands(program: Command, deps: CliDeps): void {
-  const rollout = program.command('rollout').description('watch and steer rollouts: status, pause, resume, undo, history');
+  const rollout = program
+    .command('rollout')
+    .description('watch and steer rollouts: status, pause, resume, undo, history');
   const placement = expectKind('Placement');
   const workload = expectKind('Workload');
 
@@ -84,9 +94,15 @@ export function registerRolloutCommands(program: Command, deps: CliDeps): void {
     .description('show rollout progress of a placement; exit 1 if it failed or is paused')
     .argument('<kind>', 'placement|pl', placement)
     .argument('<name>', 'the placement')
-    .option('-w, --watch', 'poll every second and print each change until Complete (exit 0), Failed or Paused (exit 1), or the timeout (exit 1)')
+    .option(
+      '-w, --watch',
+      'poll every second and print each change until Complete (exit 0), Failed or Paused (exit 1), or the timeout (exit 1)',
+    )
     .option('--timeout <duration>', 'give up watching after this long, e.g. 90s, 5m, 1h', parseTimeout, 5 * 60_000)
-    .addHelpText('after', '\nExample:\n  outpost apply -f web-v2.yaml && outpost rollout status placement eu --watch --timeout 10m')
+    .addHelpText(
+      'after',
+      '\nExample:\n  outpost apply -f web-v2.yaml && outpost rollout status placement eu --watch --timeout 10m',
+    )
     .action(async (_k: KindInfo, name: string, opts: { watch?: boolean; timeout: number }, cmd: Command) => {
       const s = await openSession(cmd, deps);
       if (opts.watch) return watchRollout(s, name, opts.timeout);
@@ -99,12 +115,20 @@ export function registerRolloutCommands(program: Command, deps: CliDeps): void {
   for (const verb of ['pause', 'resume'] as const) {
     rollout
       .command(verb)
-      .description(verb === 'pause' ? 'stop writing new content to more edges (edges already updated keep it)' : 'continue a paused rollout, accepting the current failures')
+      .description(
+        verb === 'pause'
+          ? 'stop writing new content to more edges (edges already updated keep it)'
+          : 'continue a paused rollout, accepting the current failures',
+      )
       .argument('<kind>', 'placement|pl', placement)
       .argument('<name>', 'the placement')
       .action(async (_k: KindInfo, name: string, _opts: unknown, cmd: Command) => {
         const s = await openSession(cmd, deps);
-        await s.client.post(`${objectPath(s.project, 'placements', name)}/${verb}`, {}, { subject: { kind: 'placement', name } });
+        await s.client.post(
+          `${objectPath(s.project, 'placements', name)}/${verb}`,
+          {},
+          { subject: { kind: 'placement', name } },
+        );
         line(s.out.out, `placement/${name} ${verb === 'pause' ? 'paused' : 'resumed'}`);
       });
   }
@@ -117,11 +141,18 @@ export function registerRolloutCommands(program: Command, deps: CliDeps): void {
     .option('--to-revision <n>', 'the revision to go back to (see `outpost rollout history`)', parseRevision)
     .action(async (_k: KindInfo, name: string, opts: { toRevision?: number }, cmd: Command) => {
       const s = await openSession(cmd, deps);
-      const r = await s.client.post<{ revision?: number }>(`${objectPath(s.project, 'workloads', name)}/rollback`, opts.toRevision === undefined ? {} : { revision: opts.toRevision }, {
-        subject: { kind: 'workload', name },
-      });
+      const r = await s.client.post<{ revision?: number }>(
+        `${objectPath(s.project, 'workloads', name)}/rollback`,
+        opts.toRevision === undefined ? {} : { revision: opts.toRevision },
+        {
+          subject: { kind: 'workload', name },
+        },
+      );
       const target = opts.toRevision === undefined ? 'the previous revision' : `revision ${opts.toRevision}`;
-      line(s.out.out, `workload/${name} rolled back to ${target}${r?.revision !== undefined ? ` (now revision ${r.revision})` : ''}`);
+      line(
+        s.out.out,
+        `workload/${name} rolled back to ${target}${r?.revision !== undefined ? ` (now revision ${r.revision})` : ''}`,
+      );
     });
 
   rollout
@@ -131,7 +162,10 @@ export function registerRolloutCommands(program: Command, deps: CliDeps): void {
     .argument('<name>', 'the workload')
     .action(async (_k: KindInfo, name: string, _opts: unknown, cmd: Command) => {
       const s = await openSession(cmd, deps);
-      const r = await s.client.get<{ items?: RevisionView[] } | RevisionView[]>(`${objectPath(s.project, 'workloads', name)}/revisions`, { subject: { kind: 'workload', name } });
+      const r = await s.client.get<{ items?: RevisionView[] } | RevisionView[]>(
+        `${objectPath(s.project, 'workloads', name)}/revisions`,
+        { subject: { kind: 'workload', name } },
+      );
       const items = Array.isArray(r) ? r : (r?.items ?? []);
       s.out.out.write(formatRevisions(items, deps.now()));
     });

@@ -27,7 +27,8 @@ function parseTtl(s: string): string {
 
 function parseUses(s: string): number {
   const n = Number(s);
-  if (!/^\d+$/.test(s) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`invalid number of uses "${s}": use a whole number of at least 1`);
+  if (!/^\d+$/.test(s) || !Number.isSafeInteger(n) || n < 1)
+    throw new InvalidArgumentError(`invalid number of uses "${s}": use a whole number of at least 1`);
   return n;
 }
 
@@ -40,13 +41,19 @@ interface TokenOpts {
 }
 
 export function registerTokenCommands(program: Command, deps: CliDeps): void {
-  const token = program.command('token').description('create tokens: join tokens for edges, API tokens for the CLI and scripts');
+  const token = program
+    .command('token')
+    .description('create tokens: join tokens for edges, API tokens for the CLI and scripts');
   token
     .command('create')
     .description('create a join token (default) or, with --api, an API token; prints only the token on stdout')
     .option('--labels <k=v,...>', 'labels every edge joining with this token gets (join tokens)', parseLabelsFlag)
     .option('--ttl <duration>', 'how long the token is valid, e.g. 1h, 7d (default: the hub decides)', parseTtl)
-    .option('--uses <n>', 'how many edges may join with it (join tokens; default: unlimited until it expires)', parseUses)
+    .option(
+      '--uses <n>',
+      'how many edges may join with it (join tokens; default: unlimited until it expires)',
+      parseUses,
+    )
     .option('--api', 'create an API token instead of a join token')
     .addOption(new Option('--role <role>', 'the role of an API token').choices(ROLES))
     .addHelpText(
@@ -56,21 +63,36 @@ export function registerTokenCommands(program: Command, deps: CliDeps): void {
     .action(async (opts: TokenOpts, cmd: Command) => {
       if (opts.api) {
         if (!opts.role) throw new UsageError('--api needs --role viewer|operator|admin');
-        if (opts.labels || opts.uses !== undefined) throw new UsageError('--labels and --uses are for join tokens; leave them out with --api');
+        if (opts.labels || opts.uses !== undefined)
+          throw new UsageError('--labels and --uses are for join tokens; leave them out with --api');
       } else if (opts.role) {
         throw new UsageError('--role is for API tokens: add --api');
       }
       const s = await openSession(cmd, deps);
       const body = opts.api
         ? { role: opts.role, project: s.project, ...(opts.ttl ? { ttl: opts.ttl } : {}) }
-        : { project: s.project, ...(opts.labels ? { labels: opts.labels } : {}), ...(opts.ttl ? { ttl: opts.ttl } : {}), ...(opts.uses !== undefined ? { uses: opts.uses } : {}) };
-      const r = await s.client.post<{ token?: string; expiresAt?: string | number }>(opts.api ? '/api/v1/tokens/api' : '/api/v1/tokens/join', body);
-      if (!r?.token) throw new CliError('the hub answered without a token: is it an Outpost hub of a compatible version?');
+        : {
+            project: s.project,
+            ...(opts.labels ? { labels: opts.labels } : {}),
+            ...(opts.ttl ? { ttl: opts.ttl } : {}),
+            ...(opts.uses !== undefined ? { uses: opts.uses } : {}),
+          };
+      const r = await s.client.post<{ token?: string; expiresAt?: string | number }>(
+        opts.api ? '/api/v1/tokens/api' : '/api/v1/tokens/join',
+        body,
+      );
+      if (!r?.token)
+        throw new CliError('the hub answered without a token: is it an Outpost hub of a compatible version?');
       // Only the token goes to stdout so that T=$(outpost token create) works; a person at a terminal also gets the facts.
       line(s.out.out, r.token);
       if (s.out.err.isTTY) {
-        const exp = r.expiresAt === undefined ? 'does not expire' : `expires ${typeof r.expiresAt === 'number' ? new Date(r.expiresAt).toISOString() : r.expiresAt}`;
-        const what = opts.api ? `${opts.role} API token` : `join token${opts.uses !== undefined ? ` for ${opts.uses} edge${opts.uses === 1 ? '' : 's'}` : ''}`;
+        const exp =
+          r.expiresAt === undefined
+            ? 'does not expire'
+            : `expires ${typeof r.expiresAt === 'number' ? new Date(r.expiresAt).toISOString() : r.expiresAt}`;
+        const what = opts.api
+          ? `${opts.role} API token`
+          : `join token${opts.uses !== undefined ? ` for ${opts.uses} edge${opts.uses === 1 ? '' : 's'}` : ''}`;
         line(s.out.err, `${what} for project ${s.project}; ${exp}`);
       }
     });

@@ -17,19 +17,22 @@ import { line } from './output.js';
 
 function parseEdgeRef(s: string): string {
   const m = /^(?:edges?\/)?([^/]+)$/.exec(s);
-  if (!m || !isValidName(m[1])) throw new InvalidArgumentError(`invalid edge "${s}": write edge/NAME, e.g. edge/shop-12`);
+  if (!m || !isValidName(m[1]))
+    throw new InvalidArgumentError(`invalid edge "${s}": write edge/NAME, e.g. edge/shop-12`);
   return m[1];
 }
 
 function parseName(what: string) {
   return (s: string): string => {
-    if (!isValidName(s)) throw new InvalidArgumentError(`invalid ${what} name "${s}": 1-63 lower-case letters, digits or "-"`);
+    if (!isValidName(s))
+      throw new InvalidArgumentError(`invalid ${what} name "${s}": 1-63 lower-case letters, digits or "-"`);
     return s;
   };
 }
 
 function parsePort(s: string): number {
-  if (!/^\d{1,5}$/.test(s) || Number(s) < 1 || Number(s) > 65535) throw new InvalidArgumentError(`invalid port "${s}": give a declared containerPort of the workload (1-65535)`);
+  if (!/^\d{1,5}$/.test(s) || Number(s) < 1 || Number(s) > 65535)
+    throw new InvalidArgumentError(`invalid port "${s}": give a declared containerPort of the workload (1-65535)`);
   return Number(s);
 }
 
@@ -60,7 +63,10 @@ function open(conn: HubConnection, method: string, path: string, body?: unknown)
       {
         method,
         agent: false,
-        headers: { authorization: `Bearer ${conn.token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) },
+        headers: {
+          authorization: `Bearer ${conn.token}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+        },
         ...(tls && conn.ca ? { ca: conn.ca } : {}),
       },
       (res) => {
@@ -78,7 +84,9 @@ function open(conn: HubConnection, method: string, path: string, body?: unknown)
         });
       },
     );
-    req.on('error', (err) => reject(new CliError(`request to the hub at ${conn.hub} failed: ${err.message}`, { cause: err })));
+    req.on('error', (err) =>
+      reject(new CliError(`request to the hub at ${conn.hub} failed: ${err.message}`, { cause: err })),
+    );
     req.end(payload);
   });
 }
@@ -117,13 +125,19 @@ export function registerTunnelCommands(program: Command, deps: CliDeps): void {
         res.on('data', (c: Buffer) => deps.stdout.write(c.toString('utf8')));
         res.on('end', resolve);
         res.on('error', reject);
-        res.on('aborted', () => reject(new CliError(`the log stream of ${workload} on edge ${edge} broke off (the edge disconnected or the stream passed its deadline)`)));
+        res.on('aborted', () =>
+          reject(
+            new CliError(
+              `the log stream of ${workload} on edge ${edge} broke off (the edge disconnected or the stream passed its deadline)`,
+            ),
+          ),
+        );
       });
     });
 
   program
     .command('exec')
-    .description('run a command in a workload on an edge, through the hub; exits with the command\'s exit code')
+    .description("run a command in a workload on an edge, through the hub; exits with the command's exit code")
     .argument('<edge>', 'edge/NAME', parseEdgeRef)
     .argument('<workload>', 'the workload', parseName('workload'))
     .argument('<command...>', 'the command and its arguments (after --)')
@@ -131,21 +145,38 @@ export function registerTunnelCommands(program: Command, deps: CliDeps): void {
     .addOption(new Option('-i, --stdin', 'pass stdin to the command (interactive; needs driver support)'))
     .addOption(new Option('-t, --tty', 'allocate a terminal (with -i)'))
     .addHelpText('after', '\nExample:\n  outpost exec edge/shop-12 web -- cat /etc/hostname')
-    .action(async (edge: string, workload: string, command: string[], o: { container?: string; stdin?: boolean; tty?: boolean }) => {
-      const conn = await connection(deps);
-      if (o.stdin || o.tty) {
-        const { interactiveExec } = await import('./exec-interactive.js');
-        const code = await interactiveExec(conn, edgePath(edge, 'exec'), workload, command, { container: o.container, tty: !!o.tty }, deps);
-        if (code !== 0) throw new CliError('', { exitCode: code });
-        return;
-      }
-      const res = await open(conn, 'POST', `${edgePath(edge, 'exec')}/${workload}`, { command, ...(o.container ? { container: o.container } : {}) });
-      const r = JSON.parse(await readAll(res)) as { exitCode: number; stdout: string; stderr: string };
-      deps.stdout.write(r.stdout);
-      deps.stderr.write(r.stderr);
-      // The command's own failure: nothing more to print, its exit code says it.
-      if (r.exitCode !== 0) throw new CliError('', { exitCode: r.exitCode });
-    });
+    .action(
+      async (
+        edge: string,
+        workload: string,
+        command: string[],
+        o: { container?: string; stdin?: boolean; tty?: boolean },
+      ) => {
+        const conn = await connection(deps);
+        if (o.stdin || o.tty) {
+          const { interactiveExec } = await import('./exec-interactive.js');
+          const code = await interactiveExec(
+            conn,
+            edgePath(edge, 'exec'),
+            workload,
+            command,
+            { container: o.container, tty: !!o.tty },
+            deps,
+          );
+          if (code !== 0) throw new CliError('', { exitCode: code });
+          return;
+        }
+        const res = await open(conn, 'POST', `${edgePath(edge, 'exec')}/${workload}`, {
+          command,
+          ...(o.container ? { container: o.container } : {}),
+        });
+        const r = JSON.parse(await readAll(res)) as { exitCode: number; stdout: string; stderr: string };
+        deps.stdout.write(r.stdout);
+        deps.stderr.write(r.stderr);
+        // The command's own failure: nothing more to print, its exit code says it.
+        if (r.exitCode !== 0) throw new CliError('', { exitCode: r.exitCode });
+      },
+    );
 }
 
 /** `outpost edge action` and `outpost edge kubeconfig`, on the `edge` command. */
@@ -155,19 +186,26 @@ export function registerEdgeTunnelCommands(edge: Command, deps: CliDeps): void {
     .description('restart, stop or start a workload on an edge now (recorded as an event); stop holds until start')
     .argument('<name>', 'the edge', parseEdgeRef)
     .argument('<action>', 'restart, stop or start', (s: string) => {
-      if (s !== 'restart' && s !== 'stop' && s !== 'start') throw new InvalidArgumentError(`unknown action "${s}": use restart, stop or start`);
+      if (s !== 'restart' && s !== 'stop' && s !== 'start')
+        throw new InvalidArgumentError(`unknown action "${s}": use restart, stop or start`);
       return s;
     })
     .argument('<workload>', 'the workload', parseName('workload'))
     .action(async (name: string, action: string, workload: string) => {
       const conn = await connection(deps);
-      await new HubClient(conn).post(edgePath(name, 'actions'), { action, workload }, { subject: { kind: 'edge', name } });
+      await new HubClient(conn).post(
+        edgePath(name, 'actions'),
+        { action, workload },
+        { subject: { kind: 'edge', name } },
+      );
       line(deps.stdout, `${action} of ${workload} on edge/${name} done`);
     });
 
   edge
     .command('proxy-url')
-    .description("print a link that opens a workload's web UI in a browser through the hub (works once, then a cookie for that port only)")
+    .description(
+      "print a link that opens a workload's web UI in a browser through the hub (works once, then a cookie for that port only)",
+    )
     .argument('<name>', 'the edge', parseEdgeRef)
     .argument('<workload>', 'the workload', parseName('workload'))
     .argument('<port>', 'a declared containerPort of the workload', parsePort)
@@ -175,7 +213,11 @@ export function registerEdgeTunnelCommands(edge: Command, deps: CliDeps): void {
     .addHelpText('after', '\nExample:\n  xdg-open "$(outpost edge proxy-url shop-12 web 8080)"')
     .action(async (name: string, workload: string, port: number, o: { ttl?: number }) => {
       const conn = await connection(deps);
-      const r = await new HubClient(conn).post<{ path: string }>(edgePath(name, 'proxy-session'), { workload, port, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) }, { subject: { kind: 'edge', name } });
+      const r = await new HubClient(conn).post<{ path: string }>(
+        edgePath(name, 'proxy-session'),
+        { workload, port, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) },
+        { subject: { kind: 'edge', name } },
+      );
       // The hub URL the user configured, not the Host the hub saw: behind a proxy they differ.
       line(deps.stdout, `${conn.hub.replace(/\/+$/, '')}${r.path}`);
     });
@@ -184,7 +226,10 @@ export function registerEdgeTunnelCommands(edge: Command, deps: CliDeps): void {
     .command('kubeconfig')
     .description("print a kubeconfig that reaches the edge's Kubernetes API through the hub with your token")
     .argument('<name>', 'the edge', parseEdgeRef)
-    .addHelpText('after', '\nExample:\n  outpost edge kubeconfig shop-12 > shop-12.yaml && kubectl --kubeconfig shop-12.yaml get pods -A')
+    .addHelpText(
+      'after',
+      '\nExample:\n  outpost edge kubeconfig shop-12 > shop-12.yaml && kubectl --kubeconfig shop-12.yaml get pods -A',
+    )
     .action(async (name: string) => {
       const conn = await connection(deps);
       deps.stdout.write(kubeconfigFor(conn, name));
@@ -197,7 +242,15 @@ export function kubeconfigFor(conn: HubConnection, edge: string): string {
   return toYaml({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: ctx, cluster: { server: `${conn.hub.replace(/\/+$/, '')}${edgePath(edge, 'kube')}`, ...(conn.ca ? { 'certificate-authority-data': Buffer.from(conn.ca).toString('base64') } : {}) } }],
+    clusters: [
+      {
+        name: ctx,
+        cluster: {
+          server: `${conn.hub.replace(/\/+$/, '')}${edgePath(edge, 'kube')}`,
+          ...(conn.ca ? { 'certificate-authority-data': Buffer.from(conn.ca).toString('base64') } : {}),
+        },
+      },
+    ],
     users: [{ name: ctx, user: { token: conn.token } }],
     contexts: [{ name: ctx, context: { cluster: ctx, user: ctx } }],
     'current-context': ctx,

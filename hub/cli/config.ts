@@ -24,7 +24,9 @@ export interface ConfigEnv {
 }
 
 export function configPath({ env, homedir }: ConfigEnv): string {
-  return env.OUTPOST_CONFIG || path.join(env.XDG_CONFIG_HOME || path.join(homedir, '.config'), 'outpost', 'config.json');
+  return (
+    env.OUTPOST_CONFIG || path.join(env.XDG_CONFIG_HOME || path.join(homedir, '.config'), 'outpost', 'config.json')
+  );
 }
 
 export function readConfig(file: string): CliConfig | undefined {
@@ -39,12 +41,22 @@ export function readConfig(file: string): CliConfig | undefined {
   try {
     cfg = JSON.parse(text) as Partial<CliConfig>;
   } catch (err) {
-    throw new CliError(`the CLI config ${file} is not valid JSON: run \`outpost login --hub URL --token T\` to write it again`, { cause: err });
+    throw new CliError(
+      `the CLI config ${file} is not valid JSON: run \`outpost login --hub URL --token T\` to write it again`,
+      { cause: err },
+    );
   }
   if (typeof cfg?.hub !== 'string' || typeof cfg.token !== 'string') {
-    throw new CliError(`the CLI config ${file} lacks "hub" or "token": run \`outpost login --hub URL --token T\` to write it again`);
+    throw new CliError(
+      `the CLI config ${file} lacks "hub" or "token": run \`outpost login --hub URL --token T\` to write it again`,
+    );
   }
-  return { hub: cfg.hub, token: cfg.token, ...(typeof cfg.ca === 'string' ? { ca: cfg.ca } : {}), ...(typeof cfg.project === 'string' ? { project: cfg.project } : {}) };
+  return {
+    hub: cfg.hub,
+    token: cfg.token,
+    ...(typeof cfg.ca === 'string' ? { ca: cfg.ca } : {}),
+    ...(typeof cfg.project === 'string' ? { project: cfg.project } : {}),
+  };
 }
 
 /** Written to a temporary file with mode 0600 and renamed, so the token is never readable by others, even briefly. */
@@ -57,7 +69,10 @@ export function writeConfig(file: string, cfg: CliConfig): void {
     fs.renameSync(tmp, file);
   } catch (err) {
     fs.rmSync(tmp, { force: true });
-    throw new CliError(`cannot write the CLI config ${file}: ${(err as Error).message}; set OUTPOST_CONFIG to a writable path`, { cause: err });
+    throw new CliError(
+      `cannot write the CLI config ${file}: ${(err as Error).message}; set OUTPOST_CONFIG to a writable path`,
+      { cause: err },
+    );
   }
 }
 
@@ -70,11 +85,14 @@ export function readCaFile(file: string, pin: string | undefined): string {
     throw new CliError(`cannot read the CA file ${file}: ${(err as Error).message}`, { cause: err });
   }
   const certs = splitPem(pem);
-  if (certs.length === 0) throw new CliError(`the CA file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  if (certs.length === 0)
+    throw new CliError(`the CA file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
   if (pin) {
     const match = certs.find((c) => certFingerprint(c) === pin);
     if (!match) {
-      throw new CliError(`the CA file ${file} does not contain the CA the token pins (sha256 ${pin}): use the hub's ca.pem (GET /api/v1/tls/ca.pem) or leave --ca out to fetch it`);
+      throw new CliError(
+        `the CA file ${file} does not contain the CA the token pins (sha256 ${pin}): use the hub's ca.pem (GET /api/v1/tls/ca.pem) or leave --ca out to fetch it`,
+      );
     }
     return match;
   }
@@ -86,27 +104,39 @@ export function readCaFile(file: string, pin: string | undefined): string {
  * the pinned CA read from the hub. A token without a pin (a hub with --insecure-http, or a
  * certificate from a public CA) uses no CA of its own: node's default trust store.
  */
-export async function caFor(hub: string, token: string, opts: { caFile?: string; known?: string }): Promise<string | undefined> {
+export async function caFor(
+  hub: string,
+  token: string,
+  opts: { caFile?: string; known?: string },
+): Promise<string | undefined> {
   const pin = parseToken(token)?.caFingerprint;
   if (opts.caFile) return readCaFile(opts.caFile, pin);
   if (opts.known && (!pin || splitPem(opts.known).some((c) => certFingerprint(c) === pin))) return opts.known;
   if (!pin) return undefined;
-  if (!/^https:/i.test(hub)) throw new CliError(`the token pins a CA, so the hub speaks TLS: use https:// in the hub URL (got ${hub})`);
+  if (!/^https:/i.test(hub))
+    throw new CliError(`the token pins a CA, so the hub speaks TLS: use https:// in the hub URL (got ${hub})`);
   try {
     return await fetchPinnedCa(hub, pin);
   } catch (err) {
-    throw new CliError(`${(err as Error).message}${(err as Error).cause instanceof Error ? ` (${((err as Error).cause as Error).message})` : ''}`, { cause: err });
+    throw new CliError(
+      `${(err as Error).message}${(err as Error).cause instanceof Error ? ` (${((err as Error).cause as Error).message})` : ''}`,
+      { cause: err },
+    );
   }
 }
 
 /** The connection of this run: env overrides the config file field by field. */
-export async function resolveConnection(ce: ConfigEnv): Promise<{ conn: HubConnection; project?: string; projectKnown: boolean }> {
+export async function resolveConnection(
+  ce: ConfigEnv,
+): Promise<{ conn: HubConnection; project?: string; projectKnown: boolean }> {
   const file = configPath(ce);
   const cfg = readConfig(file);
   const hub = ce.env.OUTPOST_HUB || cfg?.hub;
   const token = ce.env.OUTPOST_TOKEN || cfg?.token;
   if (!hub || !token) {
-    throw new CliError(`not logged in to a hub (no ${file}): run \`outpost login --hub URL --token T\`, or set OUTPOST_HUB and OUTPOST_TOKEN`);
+    throw new CliError(
+      `not logged in to a hub (no ${file}): run \`outpost login --hub URL --token T\`, or set OUTPOST_HUB and OUTPOST_TOKEN`,
+    );
   }
   // The stored CA belongs to the stored hub; an OUTPOST_HUB elsewhere needs its own.
   const known = cfg && cfg.hub === hub ? cfg.ca : undefined;
@@ -114,5 +144,9 @@ export async function resolveConnection(ce: ConfigEnv): Promise<{ conn: HubConne
   // Login stored the token's project (none for an all-projects token); a token from the
   // environment has to be asked (whoami) by the caller when the project matters.
   const fromConfig = cfg?.token === token;
-  return { conn: { hub, token, ...(ca ? { ca } : {}) }, ...(fromConfig && cfg?.project ? { project: cfg.project } : {}), projectKnown: fromConfig };
+  return {
+    conn: { hub, token, ...(ca ? { ca } : {}) },
+    ...(fromConfig && cfg?.project ? { project: cfg.project } : {}),
+    projectKnown: fromConfig,
+  };
 }

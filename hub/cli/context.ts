@@ -50,7 +50,10 @@ export function outputOf(deps: CliDeps): Output {
 
 /** The `--project` flag's parser: a project is named like any object. */
 export function parseProject(s: string): string {
-  if (!isValidName(s)) throw new InvalidArgumentError(`invalid project "${s}": use 1-63 lower-case letters, digits or "-" (use --all-projects for every project)`);
+  if (!isValidName(s))
+    throw new InvalidArgumentError(
+      `invalid project "${s}": use 1-63 lower-case letters, digits or "-" (use --all-projects for every project)`,
+    );
   return s;
 }
 

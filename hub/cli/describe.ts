@@ -81,7 +81,12 @@ function summaryBlock(s: Summary | undefined, color: boolean, lead: [string, str
   const broken = s?.broken ?? [];
   if (broken.length > 0) {
     out += 'Broken:\n';
-    out += indent(formatTable(['EDGE', 'WORKLOAD', 'OBJECT', 'REASON'], broken.map((b) => [b.edge, b.workload, b.object ?? '-', b.reason])));
+    out += indent(
+      formatTable(
+        ['EDGE', 'WORKLOAD', 'OBJECT', 'REASON'],
+        broken.map((b) => [b.edge, b.workload, b.object ?? '-', b.reason]),
+      ),
+    );
   }
   return out;
 }
@@ -118,7 +123,10 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
     indent(
       fields([
         ['State', paint(edgeState(o, now), !!opts.color)],
-        ['Schedulable', unschedulable ? `no (drained: run \`outpost edge uncordon ${o.metadata.name}\` to take work again)` : 'yes'],
+        [
+          'Schedulable',
+          unschedulable ? `no (drained: run \`outpost edge uncordon ${o.metadata.name}\` to take work again)` : 'yes',
+        ],
         ['Last seen', seen === undefined ? 'never' : `${formatAge(seen)} ago${s.lastSeen ? ` (${s.lastSeen})` : ''}`],
         ['Connected since', s.connectedSince],
         ['Agent version', s.agentVersion ?? s.inventory?.agentVersion],
@@ -146,7 +154,15 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
     ? indent(
         formatTable(
           ['NAME', 'PLACEMENT', 'STATE', 'GENERATION', 'OBSERVED', 'RESTARTS', 'REASON'],
-          wls.map((w) => [w.name, w.placement ?? '-', w.state ?? '-', w.generation === undefined ? '-' : String(w.generation), w.observedGeneration === undefined ? '-' : String(w.observedGeneration), String(w.restarts ?? 0), w.reason ?? '']),
+          wls.map((w) => [
+            w.name,
+            w.placement ?? '-',
+            w.state ?? '-',
+            w.generation === undefined ? '-' : String(w.generation),
+            w.observedGeneration === undefined ? '-' : String(w.observedGeneration),
+            String(w.restarts ?? 0),
+            w.reason ?? '',
+          ]),
           { color: opts.color, colorColumns: ['STATE'] },
         ),
       )
@@ -157,12 +173,15 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
 }
 
 function localIntentsBlock(edge: string, s: EdgeStatus, now: number): string {
-  const entries = Object.entries(s.localIntents ?? {}).filter(([, st]) => (st.intents?.length ?? 0) > 0 || st.paused || Object.keys(st.overrides ?? {}).length > 0);
+  const entries = Object.entries(s.localIntents ?? {}).filter(
+    ([, st]) => (st.intents?.length ?? 0) > 0 || st.paused || Object.keys(st.overrides ?? {}).length > 0,
+  );
   if (entries.length === 0) return `Local intents made on site:\n  ${NONE}\n`;
   let out = 'Local intents made on site (they win over the hub on what they name until cleared):\n';
   const rows: string[][] = [];
   for (const [wl, st] of entries.sort(([a], [b]) => (a < b ? -1 : 1))) {
-    for (const i of st.intents ?? []) rows.push([wl, when(i.at, now) ?? '-', i.origin || '-', i.action, intentDetails(i)]);
+    for (const i of st.intents ?? [])
+      rows.push([wl, when(i.at, now) ?? '-', i.origin || '-', i.action, intentDetails(i)]);
   }
   out += indent(formatTable(['WORKLOAD', 'TIME', 'ORIGIN', 'ACTION', 'DETAILS'], rows));
   const lines = entries.map(([wl, st]) => {
@@ -191,10 +210,14 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
       ['Edge selector', formatSelector(spec.edgeSelector)],
       ['Edges', spec.edges?.length ? spec.edges.join(', ') : NONE],
       ['Customization', `${spec.customization?.length ?? 0} rule${spec.customization?.length === 1 ? '' : 's'}`],
-      ['Rollout', `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.paused ? ', paused' : ''}`],
+      [
+        'Rollout',
+        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.paused ? ', paused' : ''}`,
+      ],
     ]),
   );
-  out += 'Status:\n' + indent(summaryBlock(s.summary, !!opts.color, [['Selected edges', String(s.selectedEdges ?? 0)]]));
+  out +=
+    'Status:\n' + indent(summaryBlock(s.summary, !!opts.color, [['Selected edges', String(s.selectedEdges ?? 0)]]));
   const r = s.rollout;
   out += section(
     'Rollout',
@@ -213,7 +236,9 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
 export function describeWorkload(o: ApiObject, opts: DescribeOptions): string {
   const { now } = opts;
   const s = statusOf<WorkloadStatus>(o);
-  const manifests = ((o.spec as { manifests?: { kind?: string; metadata?: { name?: string } }[] } | undefined)?.manifests ?? []).map((m) => `${m.kind ?? '?'}/${m.metadata?.name ?? '?'}`);
+  const manifests = (
+    (o.spec as { manifests?: { kind?: string; metadata?: { name?: string } }[] } | undefined)?.manifests ?? []
+  ).map((m) => `${m.kind ?? '?'}/${m.metadata?.name ?? '?'}`);
   let out = metadataBlock(o, now, [['Revision', s.revision === undefined ? '-' : String(s.revision)]]);
   out += 'Manifests:\n' + (manifests.length ? manifests.map((m) => `  ${m}\n`).join('') : `  ${NONE}\n`);
   out += 'Status:\n' + indent(summaryBlock(s.summary, !!opts.color));

@@ -34,7 +34,8 @@ export class UsageError extends CliError {
  */
 export function exitCodeOf(err: unknown): number {
   if (err instanceof CommanderError) {
-    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT_OK;
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help')
+      return EXIT_OK;
     return EXIT_USAGE;
   }
   if (err instanceof CliError) return err.exitCode;

@@ -7,13 +7,24 @@ import type { HubConnection } from './client.js';
 import type { CliDeps } from './context.js';
 import { CliError } from './errors.js';
 
-export async function interactiveExec(conn: HubConnection, path: string, workload: string, command: string[], o: { container?: string; tty: boolean }, deps: CliDeps): Promise<number> {
+export async function interactiveExec(
+  conn: HubConnection,
+  path: string,
+  workload: string,
+  command: string[],
+  o: { container?: string; tty: boolean },
+  deps: CliDeps,
+): Promise<number> {
   const q = new URLSearchParams();
   for (const c of command) q.append('command', c);
   if (o.container) q.set('container', o.container);
   if (o.tty) q.set('tty', 'true');
   const url = `${conn.hub.replace(/^http/, 'ws').replace(/\/+$/, '')}${path}/${workload}?${q}`;
-  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${conn.token}` }, perMessageDeflate: false, ...(conn.ca ? { ca: conn.ca } : {}) });
+  const ws = new WebSocket(url, {
+    headers: { authorization: `Bearer ${conn.token}` },
+    perMessageDeflate: false,
+    ...(conn.ca ? { ca: conn.ca } : {}),
+  });
   const stdin = deps.stdin as NodeJS.ReadStream;
   const raw = o.tty && stdin.isTTY && typeof stdin.setRawMode === 'function';
   return new Promise<number>((resolve, reject) => {
@@ -51,7 +62,8 @@ export async function interactiveExec(conn: HubConnection, path: string, workloa
       if (raw) stdin.setRawMode(false);
       stdin.pause();
       if (error) reject(new CliError(error));
-      else if (code === undefined) reject(new CliError('the exec session ended without an exit status (the edge disconnected?)'));
+      else if (code === undefined)
+        reject(new CliError('the exec session ended without an exit status (the edge disconnected?)'));
       else resolve(code);
     });
   });

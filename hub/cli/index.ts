@@ -18,7 +18,16 @@ import { registerTokenCommands } from './cmd-token.js';
 import { registerEdgeTunnelCommands, registerTunnelCommands } from './cmd-tunnel.js';
 import { defaultDeps, parseProject, type CliDeps } from './context.js';
 
-export { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf, formatError, shouldPrintError, UsageError } from './errors.js';
+export {
+  CliError,
+  EXIT_FAILURE,
+  EXIT_OK,
+  EXIT_USAGE,
+  exitCodeOf,
+  formatError,
+  shouldPrintError,
+  UsageError,
+} from './errors.js';
 export { HubClient, HubError, type HubConnection } from './client.js';
 export type { CliDeps } from './context.js';
 
@@ -32,7 +41,11 @@ function withDefaults(deps: Partial<CliDeps> | undefined): CliDeps {
  */
 export function registerOperatorCommands(program: Command, deps?: Partial<CliDeps>): void {
   const d = withDefaults(deps);
-  program.option('--project <name>', 'the project to work in (default: the token\'s project, else "default"; env OUTPOST_PROJECT)', parseProject);
+  program.option(
+    '--project <name>',
+    'the project to work in (default: the token\'s project, else "default"; env OUTPOST_PROJECT)',
+    parseProject,
+  );
   registerLogin(program, d);
   registerObjectCommands(program, d);
   registerRolloutCommands(program, d);

@@ -48,7 +48,15 @@ async function startEdge(name: string, joinToken: string) {
       }
     },
   });
-  const client: SyncClient = new SyncClient({ url: hub.url.replace(/^http/, 'ws') + '/api/v1/sync', token: enrolled.credential, edge: edgeName(name), store, agentVersion: 'test', heartbeatMs: 200, ca: hub.caPem });
+  const client: SyncClient = new SyncClient({
+    url: hub.url.replace(/^http/, 'ws') + '/api/v1/sync',
+    token: enrolled.credential,
+    edge: edgeName(name),
+    store,
+    agentVersion: 'test',
+    heartbeatMs: 200,
+    ca: hub.caPem,
+  });
   client.start();
   clients.push(client);
   stores.push(store);
@@ -63,7 +71,8 @@ spec:
       metadata: { name: web }
       spec: { containers: [{ name: main, image: "${image}" }] }
 `;
-const PLACEMENT = 'kind: Placement\nmetadata: { name: eu }\nspec:\n  edgeSelector: { matchLabels: { region: eu } }\n  workloads: [web]\n';
+const PLACEMENT =
+  'kind: Placement\nmetadata: { name: eu }\nspec:\n  edgeSelector: { matchLabels: { region: eu } }\n  workloads: [web]\n';
 
 beforeAll(async () => {
   dir = tempDir('outpost-cli-hub-');
@@ -93,10 +102,13 @@ describe('the CLI against a real hub', () => {
     const token = t.stdout.trim();
     expect(token).toMatch(new RegExp(`^opj1\\.${hub.caFingerprint}\\.`));
     await startEdge('shop-1', token);
-    const g = await waitFor(async () => {
-      const r = await cli(['get', 'edges', '-o', 'wide']);
-      return /shop-1\s+Online/.test(r.stdout) ? r : null;
-    }, { what: 'shop-1 Online' });
+    const g = await waitFor(
+      async () => {
+        const r = await cli(['get', 'edges', '-o', 'wide']);
+        return /shop-1\s+Online/.test(r.stdout) ? r : null;
+      },
+      { what: 'shop-1 Online' },
+    );
     expect(g.stdout.split('\n')[0]).toMatch(/^NAME\s+STATE\s+READY\s+LAST-SEEN\s+LABELS\s+AGENT\s+RUNTIME\s+PROJECT$/);
     expect(g.stdout).toMatch(/shop-1\s+Online\s+0\/0\s+\S+\s+region=eu\s+test\s+-\s+default/);
   });
@@ -115,7 +127,9 @@ describe('the CLI against a real hub', () => {
     expect(w.code).toBe(0);
     expect(w.stdout.trim().split('\n').pop()).toMatch(/^1\/1 edge updated, 1 ready, 0 failed: /);
     const g = await cli(['get', 'pl']);
-    expect(g.stdout).toMatch(/^NAME\s+READY\s+WORST\s+ROLLOUT\s+EDGES\s+AGE\neu\s+1\/1\s+Ready\s+Complete\s+1\s+\S+\n$/);
+    expect(g.stdout).toMatch(
+      /^NAME\s+READY\s+WORST\s+ROLLOUT\s+EDGES\s+AGE\neu\s+1\/1\s+Ready\s+Complete\s+1\s+\S+\n$/,
+    );
     expect((await cli(['get', 'wl', 'web'])).stdout).toMatch(/web\s+1\s+1\/1\s+1\s/);
   });
 
@@ -149,8 +163,12 @@ describe('the CLI against a real hub', () => {
 
   it('edge label, drain, uncordon change what the hub shows', async () => {
     expect((await cli(['edge', 'label', 'shop-1', 'tier=small', 'region-'])).stdout).toBe('edge/shop-1 labeled\n');
-    expect((await cli(['get', 'edges', '-l', 'tier=small'])).stdout).toMatch(/shop-1\s+Online\S*\s+\S+\s+\S+\s+tier=small\n/);
-    expect((await cli(['get', 'edges', '-l', 'region=eu'])).stderr).toBe('No edges found in project default matching region=eu.\n');
+    expect((await cli(['get', 'edges', '-l', 'tier=small'])).stdout).toMatch(
+      /shop-1\s+Online\S*\s+\S+\s+\S+\s+tier=small\n/,
+    );
+    expect((await cli(['get', 'edges', '-l', 'region=eu'])).stderr).toBe(
+      'No edges found in project default matching region=eu.\n',
+    );
     expect((await cli(['edge', 'drain', 'shop-1'])).stdout).toBe('edge/shop-1 drained\n');
     expect((await cli(['get', 'edge', 'shop-1'])).stdout).toMatch(/shop-1\s+Online,Drained/);
     expect((await cli(['edge', 'uncordon', 'shop-1'])).stdout).toBe('edge/shop-1 uncordoned\n');
@@ -162,7 +180,9 @@ describe('the CLI against a real hub', () => {
     const l = await runCli(['login', '--hub', hub.url, '--token', t.stdout.trim()], { env: viewerEnv });
     expect(l.stdout).toMatch(/as viewer \(project default\)/);
     expect((await runCli(['get', 'pl'], { env: viewerEnv })).code).toBe(0);
-    expect((await runCli(['get', 'pl', '-A'], { env: viewerEnv })).stderr).toMatch(/--all-projects needs a token for all projects/);
+    expect((await runCli(['get', 'pl', '-A'], { env: viewerEnv })).stderr).toMatch(
+      /--all-projects needs a token for all projects/,
+    );
     const del = await runCli(['delete', 'placement', 'eu'], { env: viewerEnv });
     expect(del.code).toBe(1);
     expect(del.stderr).toMatch(/^error: a viewer token may not change objects in project default/);
@@ -171,7 +191,9 @@ describe('the CLI against a real hub', () => {
   it('not found and unknown names say so with exit 1', async () => {
     const r = await cli(['describe', 'workload', 'nope']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/Workload nope not found in project default: check the name and project \(--project\), or list them with `outpost get workloads`/);
+    expect(r.stderr).toMatch(
+      /Workload nope not found in project default: check the name and project \(--project\), or list them with `outpost get workloads`/,
+    );
   });
 
   it('delete and decommission', async () => {

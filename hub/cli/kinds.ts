@@ -54,7 +54,8 @@ export function parseKindArg(s: string): { info: KindInfo; name?: string } {
 export function expectKind(expected: Kind): (s: string) => KindInfo {
   return (s: string) => {
     const info = parseKind(s);
-    if (info.kind !== expected) throw new InvalidArgumentError(`this command works on ${KIND_INFO[expected].singular}s, not ${info.singular}s`);
+    if (info.kind !== expected)
+      throw new InvalidArgumentError(`this command works on ${KIND_INFO[expected].singular}s, not ${info.singular}s`);
     return info;
   };
 }

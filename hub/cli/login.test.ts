@@ -50,26 +50,36 @@ describe('login', () => {
   });
 
   it('refuses a hub whose CA is not the one the token pins, and writes nothing', async () => {
-    const r = await runCli(['login', '--hub', hub.url, '--token', apiToken(other.caFingerprint)], { env: { OUTPOST_CONFIG: config } });
+    const r = await runCli(['login', '--hub', hub.url, '--token', apiToken(other.caFingerprint)], {
+      env: { OUTPOST_CONFIG: config },
+    });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/presented a CA with fingerprint [0-9a-f]{64}, but the token pins [0-9a-f]{64}: the token is for another hub, or someone is intercepting the connection/);
+    expect(r.stderr).toMatch(
+      /presented a CA with fingerprint [0-9a-f]{64}, but the token pins [0-9a-f]{64}: the token is for another hub, or someone is intercepting the connection/,
+    );
     expect(fs.existsSync(config)).toBe(false);
   });
 
   it('--ca FILE must hold the pinned CA', async () => {
     const wrong = path.join(dir, 'other-ca.pem');
     fs.writeFileSync(wrong, other.caPem);
-    const r = await runCli(['login', '--hub', hub.url, '--token', apiToken(tls.caFingerprint), '--ca', wrong], { env: { OUTPOST_CONFIG: config } });
+    const r = await runCli(['login', '--hub', hub.url, '--token', apiToken(tls.caFingerprint), '--ca', wrong], {
+      env: { OUTPOST_CONFIG: config },
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`the CA file ${wrong} does not contain the CA the token pins`);
     const right = path.join(dir, 'ca.pem');
     fs.writeFileSync(right, tls.caPem);
-    const ok = await runCli(['login', '--hub', hub.url, '--token', apiToken(tls.caFingerprint), '--ca', right], { env: { OUTPOST_CONFIG: config } });
+    const ok = await runCli(['login', '--hub', hub.url, '--token', apiToken(tls.caFingerprint), '--ca', right], {
+      env: { OUTPOST_CONFIG: config },
+    });
     expect(ok.code).toBe(0);
   });
 
   it('a token without a pin against a hub with a private CA fails verification: never trusts blindly', async () => {
-    const r = await runCli(['login', '--hub', hub.url, '--token', apiToken('none')], { env: { OUTPOST_CONFIG: config } });
+    const r = await runCli(['login', '--hub', hub.url, '--token', apiToken('none')], {
+      env: { OUTPOST_CONFIG: config },
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/presented a certificate the pinned CA does not vouch for/);
     expect(fs.existsSync(config)).toBe(false);
@@ -77,14 +87,21 @@ describe('login', () => {
 
   it('a config whose CA belongs to another hub fails verification on later commands', async () => {
     fs.mkdirSync(path.dirname(config), { recursive: true });
-    fs.writeFileSync(config, JSON.stringify({ hub: hub.url, token: apiToken('none'), ca: other.caPem, project: 'shop' }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ hub: hub.url, token: apiToken('none'), ca: other.caPem, project: 'shop' }),
+    );
     const r = await runCli(['get', 'workloads'], { env: { OUTPOST_CONFIG: config } });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/certificate the pinned CA does not vouch for .*run `outpost login --hub URL --token T` again/);
+    expect(r.stderr).toMatch(
+      /certificate the pinned CA does not vouch for .*run `outpost login --hub URL --token T` again/,
+    );
   });
 
   it('OUTPOST_HUB/OUTPOST_TOKEN work without a config: the pin is fetched for the run', async () => {
-    const r = await runCli(['get', 'wl'], { env: { OUTPOST_CONFIG: config, OUTPOST_HUB: hub.url, OUTPOST_TOKEN: apiToken(tls.caFingerprint) } });
+    const r = await runCli(['get', 'wl'], {
+      env: { OUTPOST_CONFIG: config, OUTPOST_HUB: hub.url, OUTPOST_TOKEN: apiToken(tls.caFingerprint) },
+    });
     expect(r.code).toBe(0);
     // The token's project came from whoami.
     expect(r.stderr).toBe('No workloads found in project shop.\n');
@@ -96,6 +113,8 @@ describe('login', () => {
     fs.writeFileSync(config, '{not json');
     const r = await runCli(['get', 'wl'], { env: { OUTPOST_CONFIG: config } });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`the CLI config ${config} is not valid JSON: run \`outpost login --hub URL --token T\` to write it again`);
+    expect(r.stderr).toContain(
+      `the CLI config ${config} is not valid JSON: run \`outpost login --hub URL --token T\` to write it again`,
+    );
   });
 });

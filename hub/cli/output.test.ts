@@ -9,18 +9,45 @@ const NOW = Date.parse('2025-01-01T12:00:00Z');
 const iso = (agoMs: number): string => new Date(NOW - agoMs).toISOString();
 
 function edge(name: string, status: Record<string, unknown>, extra: Partial<ApiObject> = {}): ApiObject {
-  return { kind: 'Edge', metadata: { name, project: 'default', labels: { region: 'eu', tier: 'small' }, creationTimestamp: iso(86_400_000) }, spec: { unschedulable: false }, status, ...extra };
+  return {
+    kind: 'Edge',
+    metadata: { name, project: 'default', labels: { region: 'eu', tier: 'small' }, creationTimestamp: iso(86_400_000) },
+    spec: { unschedulable: false },
+    status,
+    ...extra,
+  };
 }
 
-const summary = (ready: number, total: number, extra: Record<string, unknown> = {}) => ({ ready, total, states: { Ready: ready }, broken: [], ...extra });
+const summary = (ready: number, total: number, extra: Record<string, unknown> = {}) => ({
+  ready,
+  total,
+  states: { Ready: ready },
+  broken: [],
+  ...extra,
+});
 
 describe('formatTable', () => {
   it('aligns columns with three spaces and no trailing blanks', () => {
-    expect(formatTable(['NAME', 'STATE'], [['a', 'Online'], ['long-name', '']])).toBe('NAME        STATE\na           Online\nlong-name\n');
+    expect(
+      formatTable(
+        ['NAME', 'STATE'],
+        [
+          ['a', 'Online'],
+          ['long-name', ''],
+        ],
+      ),
+    ).toBe('NAME        STATE\na           Online\nlong-name\n');
   });
 
   it('keeps alignment when cells are coloured', () => {
-    const t = formatTable(['NAME', 'STATE', 'X'], [['a', 'Failed', '1'], ['bb', 'Ready', '2']], { color: true, colorColumns: ['STATE'] });
+    const t = formatTable(
+      ['NAME', 'STATE', 'X'],
+      [
+        ['a', 'Failed', '1'],
+        ['bb', 'Ready', '2'],
+      ],
+      { color: true, colorColumns: ['STATE'] },
+    );
     const plain = t.replace(/\u001b\[\d+m/g, '');
     expect(plain).toBe('NAME   STATE    X\na      Failed   1\nbb     Ready    2\n');
     expect(t).toContain('\u001b[31mFailed\u001b[0m');
@@ -29,9 +56,19 @@ describe('formatTable', () => {
 
 describe('get tables', () => {
   const edges = [
-    edge('e1', { phase: 'Online', lastSeenAgo: 2_000, summary: summary(2, 3), agentVersion: '0.1.0', inventory: { driver: 'podman', agentVersion: '0.1.0' } }),
+    edge('e1', {
+      phase: 'Online',
+      lastSeenAgo: 2_000,
+      summary: summary(2, 3),
+      agentVersion: '0.1.0',
+      inventory: { driver: 'podman', agentVersion: '0.1.0' },
+    }),
     edge('e2', { phase: 'Offline', lastSeen: iso(180_000), summary: summary(0, 1) }, { spec: { unschedulable: true } }),
-    edge('e3', { phase: 'Pending', summary: summary(0, 0) }, { metadata: { name: 'e3', project: 'default', labels: {} } }),
+    edge(
+      'e3',
+      { phase: 'Pending', summary: summary(0, 0) },
+      { metadata: { name: 'e3', project: 'default', labels: {} } },
+    ),
   ];
 
   it('edges: an offline edge shows how long it has been gone, never Unknown', () => {
@@ -48,18 +85,30 @@ describe('get tables', () => {
 
   it('edges -o wide adds agent, runtime driver and project', () => {
     const t = formatObjectTable(KIND_INFO.Edge, edges.slice(0, 1), { now: NOW, wide: true });
-    expect(t.split('\n')[0]).toBe('NAME   STATE    READY   LAST-SEEN   LABELS                 AGENT   RUNTIME   PROJECT');
-    expect(t.split('\n')[1]).toBe('e1     Online   2/3     2s          region=eu,tier=small   0.1.0   podman    default');
+    expect(t.split('\n')[0]).toBe(
+      'NAME   STATE    READY   LAST-SEEN   LABELS                 AGENT   RUNTIME   PROJECT',
+    );
+    expect(t.split('\n')[1]).toBe(
+      'e1     Online   2/3     2s          region=eu,tier=small   0.1.0   podman    default',
+    );
   });
 
   it('--all-projects puts PROJECT first, once', () => {
     const t = formatObjectTable(KIND_INFO.Edge, edges.slice(0, 1), { now: NOW, wide: true, allProjects: true });
-    expect(t.split('\n')[0]).toBe('PROJECT   NAME   STATE    READY   LAST-SEEN   LABELS                 AGENT   RUNTIME');
+    expect(t.split('\n')[0]).toBe(
+      'PROJECT   NAME   STATE    READY   LAST-SEEN   LABELS                 AGENT   RUNTIME',
+    );
   });
 
   it('workloads: revision, READY x/y, edges and age', () => {
-    const wl: ApiObject = { kind: 'Workload', metadata: { name: 'web', creationTimestamp: iso(3_600_000 * 5) }, status: { revision: 4, summary: summary(7, 9) } };
-    expect(formatObjectTable(KIND_INFO.Workload, [wl], { now: NOW })).toBe('NAME   REVISION   READY   EDGES   AGE\nweb    4          7/9     9       5h\n');
+    const wl: ApiObject = {
+      kind: 'Workload',
+      metadata: { name: 'web', creationTimestamp: iso(3_600_000 * 5) },
+      status: { revision: 4, summary: summary(7, 9) },
+    };
+    expect(formatObjectTable(KIND_INFO.Workload, [wl], { now: NOW })).toBe(
+      'NAME   REVISION   READY   EDGES   AGE\nweb    4          7/9     9       5h\n',
+    );
   });
 
   it('placements: READY, worst state, rollout phase, selected edges', () => {
@@ -67,20 +116,35 @@ describe('get tables', () => {
       kind: 'Placement',
       metadata: { name: 'eu', creationTimestamp: iso(120_000) },
       spec: { rollout: { paused: false } },
-      status: { selectedEdges: 10, summary: summary(8, 10, { worst: 'Failed' }), rollout: { phase: 'Paused', reason: 'x' } },
+      status: {
+        selectedEdges: 10,
+        summary: summary(8, 10, { worst: 'Failed' }),
+        rollout: { phase: 'Paused', reason: 'x' },
+      },
     };
-    expect(formatObjectTable(KIND_INFO.Placement, [pl], { now: NOW })).toBe('NAME   READY   WORST    ROLLOUT   EDGES   AGE\neu     8/10    Failed   Paused    10      2m\n');
+    expect(formatObjectTable(KIND_INFO.Placement, [pl], { now: NOW })).toBe(
+      'NAME   READY   WORST    ROLLOUT   EDGES   AGE\neu     8/10    Failed   Paused    10      2m\n',
+    );
   });
 
   it('revision history marks the current revision', () => {
     const t = formatRevisions(
       [
         { revision: 2, createdAt: iso(60_000), manifests: [{ kind: 'Deployment', metadata: { name: 'web' } }] },
-        { revision: 1, createdAt: iso(7_200_000), manifests: [{ kind: 'Pod', metadata: { name: 'web' } }, { kind: 'ConfigMap', metadata: { name: 'cfg' } }] },
+        {
+          revision: 1,
+          createdAt: iso(7_200_000),
+          manifests: [
+            { kind: 'Pod', metadata: { name: 'web' } },
+            { kind: 'ConfigMap', metadata: { name: 'cfg' } },
+          ],
+        },
       ],
       NOW,
     );
-    expect(t).toBe('REVISION      AGE   MANIFESTS\n1             2h    Pod/web, ConfigMap/cfg\n2 (current)   1m    Deployment/web\n');
+    expect(t).toBe(
+      'REVISION      AGE   MANIFESTS\n1             2h    Pod/web, ConfigMap/cfg\n2 (current)   1m    Deployment/web\n',
+    );
   });
 });
 
@@ -90,7 +154,13 @@ describe('status words', () => {
   });
 
   it('rollout line has the counts and the reason', () => {
-    expect(rolloutLine({ phase: 'Progressing', reason: 'waiting for e4', counts: { total: 10, updated: 3, ready: 2, failed: 0 } })).toBe('3/10 edges updated, 2 ready, 0 failed: waiting for e4');
+    expect(
+      rolloutLine({
+        phase: 'Progressing',
+        reason: 'waiting for e4',
+        counts: { total: 10, updated: 3, ready: 2, failed: 0 },
+      }),
+    ).toBe('3/10 edges updated, 2 ready, 0 failed: waiting for e4');
     expect(rolloutLine(undefined)).toMatch(/no rollout status yet/);
   });
 });
@@ -101,11 +171,27 @@ describe('describe', () => {
       phase: 'Offline',
       lastSeen: iso(180_000),
       agentVersion: '0.1.0',
-      inventory: { hostname: 'till-1', os: 'linux', arch: 'arm64', cpus: 4, memoryBytes: 4 * 1024 ** 3, runtimes: ['process', 'podman'], driver: 'podman' },
+      inventory: {
+        hostname: 'till-1',
+        os: 'linux',
+        arch: 'arm64',
+        cpus: 4,
+        memoryBytes: 4 * 1024 ** 3,
+        runtimes: ['process', 'podman'],
+        driver: 'podman',
+      },
       summary: summary(1, 2),
       workloads: [
         { name: 'web', placement: 'eu', generation: 3, observedGeneration: 3, state: 'Ready', restarts: 0 },
-        { name: 'pos', placement: 'eu', generation: 2, observedGeneration: 1, state: 'Stale', reason: 'edge offline for 3m, last known Ready', restarts: 5 },
+        {
+          name: 'pos',
+          placement: 'eu',
+          generation: 2,
+          observedGeneration: 1,
+          state: 'Stale',
+          reason: 'edge offline for 3m, last known Ready',
+          restarts: 5,
+        },
       ],
       localIntents: {
         pos: {
@@ -113,7 +199,14 @@ describe('describe', () => {
           overrides: { 'spec.replicas': 1 },
           intents: [
             { seq: 1, workload: 'pos', action: 'pause', at: NOW - 600_000, origin: 'local-api uid=0' },
-            { seq: 2, workload: 'pos', action: 'override', set: { 'spec.replicas': 1 }, at: NOW - 300_000, origin: 'outpost edge local' },
+            {
+              seq: 2,
+              workload: 'pos',
+              action: 'override',
+              set: { 'spec.replicas': 1 },
+              at: NOW - 300_000,
+              origin: 'outpost edge local',
+            },
           ],
         },
       },
@@ -139,7 +232,10 @@ describe('describe', () => {
   });
 
   it('edge without intents, inventory or events says so instead of leaving gaps', () => {
-    const text = describeEdge(edge('e', { phase: 'Pending', summary: summary(0, 0) }), { now: NOW, events: 'HTTP 500' });
+    const text = describeEdge(edge('e', { phase: 'Pending', summary: summary(0, 0) }), {
+      now: NOW,
+      events: 'HTTP 500',
+    });
     expect(text).toContain('Inventory:\n  <not reported yet>');
     expect(text).toContain('Local intents made on site:\n  <none>');
     expect(text).toContain('outpost edge approve e');
@@ -150,11 +246,27 @@ describe('describe', () => {
     const o: ApiObject = {
       kind: 'Placement',
       metadata: { name: 'eu', project: 'shop', generation: 4, creationTimestamp: iso(60_000) },
-      spec: { workloads: ['web'], edgeSelector: { matchLabels: { region: 'eu' } }, rollout: { maxUnavailable: '25%', failureThreshold: 2, paused: false }, customization: [{}] },
+      spec: {
+        workloads: ['web'],
+        edgeSelector: { matchLabels: { region: 'eu' } },
+        rollout: { maxUnavailable: '25%', failureThreshold: 2, paused: false },
+        customization: [{}],
+      },
       status: {
         selectedEdges: 3,
-        summary: { total: 3, ready: 1, worst: 'Failed', states: { Ready: 1, Failed: 1, Progressing: 1 }, broken: [{ edge: 'e2', workload: 'web', object: 'Deployment/web', reason: 'image pull failed' }] },
-        rollout: { phase: 'Paused', reason: 'paused: 1 edge failed', counts: { total: 3, updated: 2, ready: 1, failed: 1, pending: 1 }, paused: false },
+        summary: {
+          total: 3,
+          ready: 1,
+          worst: 'Failed',
+          states: { Ready: 1, Failed: 1, Progressing: 1 },
+          broken: [{ edge: 'e2', workload: 'web', object: 'Deployment/web', reason: 'image pull failed' }],
+        },
+        rollout: {
+          phase: 'Paused',
+          reason: 'paused: 1 edge failed',
+          counts: { total: 3, updated: 2, ready: 1, failed: 1, pending: 1 },
+          paused: false,
+        },
       },
     };
     const text = describePlacement(o, { now: NOW, events: [] });

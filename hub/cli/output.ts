@@ -46,7 +46,11 @@ export function paint(cell: string, color: boolean): string {
  * blanks. `colorColumns` names the columns whose cells may be painted; padding is computed on the
  * plain text so colour never breaks alignment.
  */
-export function formatTable(headers: string[], rows: string[][], opts: { color?: boolean; colorColumns?: string[] } = {}): string {
+export function formatTable(
+  headers: string[],
+  rows: string[][],
+  opts: { color?: boolean; colorColumns?: string[] } = {},
+): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const painted = new Set((opts.colorColumns ?? []).map((c) => headers.indexOf(c)));
   const render = (cells: string[], isHeader: boolean): string =>

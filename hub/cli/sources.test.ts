@@ -61,29 +61,52 @@ describe('readSources', () => {
     const d = dir({
       'b.yml': PL,
       'a.yaml': WL('web'),
-      'c.json': JSON.stringify({ apiVersion: 'outpost.dev/v1alpha1', kind: 'Workload', metadata: { name: 'api' }, spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } }] } }),
+      'c.json': JSON.stringify({
+        apiVersion: 'outpost.dev/v1alpha1',
+        kind: 'Workload',
+        metadata: { name: 'api' },
+        spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } }] },
+      }),
       'README.md': '# not a manifest',
     });
     fs.mkdirSync(path.join(d, 'sub.yaml'));
     const objs = await readSources([d], stdin());
-    expect(objs.map((o) => `${(o.object as { kind: string }).kind}/${(o.object as { metadata: { name: string } }).metadata.name}`)).toEqual(['Workload/web', 'Placement/eu', 'Workload/api']);
+    expect(
+      objs.map(
+        (o) => `${(o.object as { kind: string }).kind}/${(o.object as { metadata: { name: string } }).metadata.name}`,
+      ),
+    ).toEqual(['Workload/web', 'Placement/eu', 'Workload/api']);
   });
 
   it('reads stdin for -, and expands a List', async () => {
-    const list = { apiVersion: 'v1', kind: 'List', items: [{ kind: 'Placement', metadata: { name: 'a' } }, { kind: 'Placement', metadata: { name: 'b' } }] };
+    const list = {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        { kind: 'Placement', metadata: { name: 'a' } },
+        { kind: 'Placement', metadata: { name: 'b' } },
+      ],
+    };
     const objs = await readSources(['-'], stdin(JSON.stringify(list)));
-    expect(objs.map((o) => o.where)).toEqual(['<stdin>, document 1 (line 1), item 1', '<stdin>, document 1 (line 1), item 2']);
+    expect(objs.map((o) => o.where)).toEqual([
+      '<stdin>, document 1 (line 1), item 1',
+      '<stdin>, document 1 (line 1), item 2',
+    ]);
   });
 
   it('names the file, document and line of a YAML syntax error', async () => {
     const d = dir({ 'bad.yaml': `${WL('web')}---\nkind: Placement\nmetadata: { name: eu\n` });
     const err = await failure(readSources([path.join(d, 'bad.yaml')], stdin()));
-    expect(err.message).toMatch(new RegExp(`^${path.join(d, 'bad.yaml').replace(/[/.]/g, '\\$&')}: YAML document 2 \\(line \\d+, column \\d+\\)`));
+    expect(err.message).toMatch(
+      new RegExp(`^${path.join(d, 'bad.yaml').replace(/[/.]/g, '\\$&')}: YAML document 2 \\(line \\d+, column \\d+\\)`),
+    );
     expect(err.exitCode).toBe(1);
   });
 
   it('says what is missing: a file, or manifest files in a directory', async () => {
-    expect((await failure(readSources(['/nonexistent/x.yaml'], stdin()))).message).toBe('cannot read /nonexistent/x.yaml: no such file or directory');
+    expect((await failure(readSources(['/nonexistent/x.yaml'], stdin()))).message).toBe(
+      'cannot read /nonexistent/x.yaml: no such file or directory',
+    );
     const d = dir({ 'notes.txt': 'x' });
     expect((await failure(readSources([d], stdin()))).message).toMatch(/holds no \.yaml, \.yml or \.json file/);
     expect((await failure(readSources(['-', '-'], stdin()))).message).toMatch(/stdin can be read only once/);
@@ -104,7 +127,9 @@ describe('checkObjects', () => {
     }
     const f = path.join(d, 'a.yaml');
     expect(msg).toContain('nothing was applied; fix these first:');
-    expect(msg).toContain(`${f}, document 2 (line 12): kind: must be one of Edge, Workload, Placement (got "Deployment"): wrap Kubernetes manifests in a Workload`);
+    expect(msg).toContain(
+      `${f}, document 2 (line 12): kind: must be one of Edge, Workload, Placement (got "Deployment"): wrap Kubernetes manifests in a Workload`,
+    );
     expect(msg).toContain(`${f}, document 3 (line 16) (Placement eu): spec.workloads: name at least one workload`);
   });
 

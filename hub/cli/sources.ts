@@ -32,7 +32,10 @@ export function expandPath(p: string): string[] {
   try {
     st = fs.statSync(p);
   } catch (err) {
-    throw new CliError(`cannot read ${p}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (err as Error).message}`, { cause: err });
+    throw new CliError(
+      `cannot read ${p}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (err as Error).message}`,
+      { cause: err },
+    );
   }
   if (!st.isDirectory()) return [p];
   const files = fs
@@ -70,8 +73,15 @@ export function objectsOfText(text: string, name: string): SourcedObject[] {
     if (value === null || value === undefined) return;
     const where = `${name}, document ${i + 1} (line ${lineOf(text, doc.contents.range?.[0] ?? doc.range[0])})`;
     const list = value as { kind?: unknown; items?: unknown };
-    const items = Array.isArray(value) ? value : list.kind === 'List' && Array.isArray(list.items) ? list.items : undefined;
-    if (items) items.forEach((item, j) => out.push({ object: item as Record<string, unknown>, where: `${where}, item ${j + 1}` }));
+    const items = Array.isArray(value)
+      ? value
+      : list.kind === 'List' && Array.isArray(list.items)
+        ? list.items
+        : undefined;
+    if (items)
+      items.forEach((item, j) =>
+        out.push({ object: item as Record<string, unknown>, where: `${where}, item ${j + 1}` }),
+      );
     else out.push({ object: value as Record<string, unknown>, where });
   });
   return out;
@@ -94,19 +104,26 @@ export function checkObjects(objects: SourcedObject[], defaultProject: string): 
     }
     const kind = object.kind;
     if (typeof kind !== 'string' || !(KINDS as readonly string[]).includes(kind)) {
-      const hint = typeof kind === 'string' ? ': wrap Kubernetes manifests in a Workload (spec.manifests) and place it with a Placement' : '';
+      const hint =
+        typeof kind === 'string'
+          ? ': wrap Kubernetes manifests in a Workload (spec.manifests) and place it with a Placement'
+          : '';
       errors.push(`${where}: kind: must be one of ${KINDS.join(', ')} (got ${JSON.stringify(kind ?? null)})${hint}`);
       continue;
     }
     const r = Resource.safeParse(object);
     if (!r.success) {
-      for (const i of formatIssues(r.error)) errors.push(`${where} (${describeObject(object)}): ${i.path ? `${i.path}: ` : ''}${i.message}`);
+      for (const i of formatIssues(r.error))
+        errors.push(`${where} (${describeObject(object)}): ${i.path ? `${i.path}: ` : ''}${i.message}`);
       continue;
     }
     const project = (object.metadata as { project?: string }).project ?? defaultProject;
     const key = `${r.data.kind}/${project}/${r.data.metadata.name}`;
     const first = seen.get(key);
-    if (first) errors.push(`${where}: ${r.data.kind.toLowerCase()}/${r.data.metadata.name} is also defined in ${first}: keep one`);
+    if (first)
+      errors.push(
+        `${where}: ${r.data.kind.toLowerCase()}/${r.data.metadata.name} is also defined in ${first}: keep one`,
+      );
     else seen.set(key, where);
   }
   if (errors.length > 0) {

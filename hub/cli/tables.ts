@@ -1,7 +1,18 @@
 /** @module The tables of `outpost get`, one per kind, plus the revision history of a workload. */
 import type { KindInfo } from './kinds.js';
 import { formatTable } from './output.js';
-import { age, edgeState, formatLabels, lastSeenMs, ready, statusOf, type ApiObject, type EdgeStatus, type PlacementStatus, type WorkloadStatus } from './views.js';
+import {
+  age,
+  edgeState,
+  formatLabels,
+  lastSeenMs,
+  ready,
+  statusOf,
+  type ApiObject,
+  type EdgeStatus,
+  type PlacementStatus,
+  type WorkloadStatus,
+} from './views.js';
 import { formatAge } from '../../core/durations.js';
 
 export type OutputFormat = 'table' | 'wide' | 'yaml' | 'json';
@@ -18,7 +29,13 @@ export interface TableOptions {
 function edgeRow(o: ApiObject, opts: TableOptions): string[] {
   const s = statusOf<EdgeStatus>(o);
   const seen = lastSeenMs(s, opts.now);
-  const row = [o.metadata.name, edgeState(o, opts.now), ready(s.summary), seen === undefined ? 'never' : formatAge(seen), formatLabels(o.metadata.labels)];
+  const row = [
+    o.metadata.name,
+    edgeState(o, opts.now),
+    ready(s.summary),
+    seen === undefined ? 'never' : formatAge(seen),
+    formatLabels(o.metadata.labels),
+  ];
   if (opts.wide) {
     row.push(s.agentVersion ?? s.inventory?.agentVersion ?? '-', s.inventory?.driver ?? '-');
     if (!opts.allProjects) row.push(o.metadata.project ?? '-');
@@ -28,20 +45,46 @@ function edgeRow(o: ApiObject, opts: TableOptions): string[] {
 
 function workloadRow(o: ApiObject, opts: TableOptions): string[] {
   const s = statusOf<WorkloadStatus>(o);
-  return [o.metadata.name, s.revision === undefined ? '-' : String(s.revision), ready(s.summary), String(s.summary?.total ?? 0), age(o.metadata.creationTimestamp, opts.now)];
+  return [
+    o.metadata.name,
+    s.revision === undefined ? '-' : String(s.revision),
+    ready(s.summary),
+    String(s.summary?.total ?? 0),
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
 }
 
 function placementRow(o: ApiObject, opts: TableOptions): string[] {
   const s = statusOf<PlacementStatus>(o);
   const pausedBySpec = (o.spec as { rollout?: { paused?: boolean } } | undefined)?.rollout?.paused;
   const rollout = s.rollout?.phase ?? (pausedBySpec ? 'Paused' : '-');
-  return [o.metadata.name, ready(s.summary), s.summary?.worst ?? '-', rollout, String(s.selectedEdges ?? 0), age(o.metadata.creationTimestamp, opts.now)];
+  return [
+    o.metadata.name,
+    ready(s.summary),
+    s.summary?.worst ?? '-',
+    rollout,
+    String(s.selectedEdges ?? 0),
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
 }
 
-const HEADERS: Record<string, { base: string[]; wide: string[]; row: (o: ApiObject, opts: TableOptions) => string[]; color: string[] }> = {
-  Edge: { base: ['NAME', 'STATE', 'READY', 'LAST-SEEN', 'LABELS'], wide: ['AGENT', 'RUNTIME', 'PROJECT'], row: edgeRow, color: ['STATE'] },
+const HEADERS: Record<
+  string,
+  { base: string[]; wide: string[]; row: (o: ApiObject, opts: TableOptions) => string[]; color: string[] }
+> = {
+  Edge: {
+    base: ['NAME', 'STATE', 'READY', 'LAST-SEEN', 'LABELS'],
+    wide: ['AGENT', 'RUNTIME', 'PROJECT'],
+    row: edgeRow,
+    color: ['STATE'],
+  },
   Workload: { base: ['NAME', 'REVISION', 'READY', 'EDGES', 'AGE'], wide: [], row: workloadRow, color: [] },
-  Placement: { base: ['NAME', 'READY', 'WORST', 'ROLLOUT', 'EDGES', 'AGE'], wide: [], row: placementRow, color: ['WORST', 'ROLLOUT'] },
+  Placement: {
+    base: ['NAME', 'READY', 'WORST', 'ROLLOUT', 'EDGES', 'AGE'],
+    wide: [],
+    row: placementRow,
+    color: ['WORST', 'ROLLOUT'],
+  },
 };
 
 /** The `get` table for objects of one kind. */

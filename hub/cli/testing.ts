@@ -129,10 +129,19 @@ export class FakeHub {
     req.on('end', () => {
       const u = new URL(req.url ?? '/', 'http://x');
       const text = Buffer.concat(chunks).toString('utf8');
-      const rec: RecordedRequest = { method: req.method ?? '', path: u.pathname, query: Object.fromEntries(u.searchParams), headers: req.headers, body: text ? JSON.parse(text) : undefined };
+      const rec: RecordedRequest = {
+        method: req.method ?? '',
+        path: u.pathname,
+        query: Object.fromEntries(u.searchParams),
+        headers: req.headers,
+        body: text ? JSON.parse(text) : undefined,
+      };
       this.requests.push(rec);
       const h = this.routes.get(`${rec.method} ${rec.path}`);
-      const r = h?.(rec) ?? { status: 404, body: { error: { code: 'not_found', message: `no route ${rec.method} ${rec.path}` } } };
+      const r = h?.(rec) ?? {
+        status: 404,
+        body: { error: { code: 'not_found', message: `no route ${rec.method} ${rec.path}` } },
+      };
       res.writeHead(r.status ?? 200, { 'content-type': 'application/json' });
       res.end(r.raw ?? (r.body === undefined ? '' : JSON.stringify(r.body)));
     });

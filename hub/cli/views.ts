@@ -52,7 +52,16 @@ export interface EdgeStatus {
   lastSeenAgo?: number;
   connectedSince?: string;
   agentVersion?: string;
-  inventory?: { hostname?: string; os?: string; arch?: string; cpus?: number; memoryBytes?: number; runtimes?: string[]; driver?: string; agentVersion?: string };
+  inventory?: {
+    hostname?: string;
+    os?: string;
+    arch?: string;
+    cpus?: number;
+    memoryBytes?: number;
+    runtimes?: string[];
+    driver?: string;
+    agentVersion?: string;
+  };
   summary?: Summary;
   workloads?: EdgeWorkloadStatus[];
   localIntents?: Record<string, { paused?: boolean; overrides?: Record<string, unknown>; intents?: IntentView[] }>;

@@ -59,10 +59,18 @@ export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, E
   const rows = (
     project === '*'
       ? cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime').all()
-      : cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime WHERE project = ?').all(project)
+      : cachedStatement(
+          db,
+          'SELECT name, approved, connected_since, last_seen FROM edge_runtime WHERE project = ?',
+        ).all(project)
   ) as { name: string; approved: number; connected_since: number | null; last_seen: number | null }[];
   const out = new Map<string, EdgeLiveness>();
-  for (const r of rows) out.set(r.name, { approved: r.approved === 1, connectedSince: r.connected_since ?? undefined, lastSeen: r.last_seen ?? undefined });
+  for (const r of rows)
+    out.set(r.name, {
+      approved: r.approved === 1,
+      connectedSince: r.connected_since ?? undefined,
+      lastSeen: r.last_seen ?? undefined,
+    });
   return out;
 }
 
@@ -78,8 +86,16 @@ export function edgePhase(rt: EdgeLiveness | undefined, now = Date.now()): EdgeP
 }
 
 /** Edges a placement may schedule to: approved and not drained. */
-export function schedulableEdges(edges: Edge[], runtimes: Map<string, EdgeLiveness>): { name: string; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }[] {
+export function schedulableEdges(
+  edges: Edge[],
+  runtimes: Map<string, EdgeLiveness>,
+): { name: string; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }[] {
   return edges
     .filter((e) => runtimes.get(e.metadata.name)?.approved)
-    .map((e) => ({ name: e.metadata.name, labels: e.metadata.labels, annotations: e.metadata.annotations, unschedulable: e.spec.unschedulable }));
+    .map((e) => ({
+      name: e.metadata.name,
+      labels: e.metadata.labels,
+      annotations: e.metadata.annotations,
+      unschedulable: e.spec.unschedulable,
+    }));
 }

@@ -37,11 +37,32 @@ it('markAll rewrites a spec document that missed its last write, and only that o
   const names = ['sch-a', 'sch-b'];
   const t = await api('POST', '/api/v1/tokens/join', { labels: { tier: 'x' }, uses: 2 });
   for (const name of names) {
-    const e = await fetch(`${hub.url}/api/v1/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ joinToken: t.json.token, name }) });
+    const e = await fetch(`${hub.url}/api/v1/enroll`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ joinToken: t.json.token, name }),
+    });
     expect(e.status).toBe(201);
   }
-  const w = { kind: 'Workload', metadata: { name: 'app' }, spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app' }, spec: { containers: [{ name: 'c', image: 'busybox:1' }] } }] } };
-  const p = { kind: 'Placement', metadata: { name: 'app' }, spec: { workloads: ['app'], edgeSelector: { matchLabels: { tier: 'x' } } } };
+  const w = {
+    kind: 'Workload',
+    metadata: { name: 'app' },
+    spec: {
+      manifests: [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'app' },
+          spec: { containers: [{ name: 'c', image: 'busybox:1' }] },
+        },
+      ],
+    },
+  };
+  const p = {
+    kind: 'Placement',
+    metadata: { name: 'app' },
+    spec: { workloads: ['app'], edgeSelector: { matchLabels: { tier: 'x' } } },
+  };
   expect((await api('POST', '/api/v1/apply', { objects: [w, p] })).status).toBeLessThan(300);
   await hub.scheduler.idle();
   const spec = (n: string) => readSpec(hub.store.get<SpecDoc>(mailboxDocId(edgeName(n), 'spec'))!);
@@ -65,9 +86,25 @@ it('a change is not held behind a paced status pass, and idle() does not sit one
   sched.lastPassMs = 4_000;
   sched.markStatus('sch-a');
   const t0 = Date.now();
-  const w = { kind: 'Workload', metadata: { name: 'app' }, spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app' }, spec: { containers: [{ name: 'c', image: 'busybox:2' }] } }] } };
+  const w = {
+    kind: 'Workload',
+    metadata: { name: 'app' },
+    spec: {
+      manifests: [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'app' },
+          spec: { containers: [{ name: 'c', image: 'busybox:2' }] },
+        },
+      ],
+    },
+  };
   expect((await api('POST', '/api/v1/apply', { objects: [w] })).status).toBeLessThan(300);
-  await waitFor(() => spec().workloads.app!.generation > before, { timeout: 3_000, what: 'the new workload revision in the spec before the paced pass is due' });
+  await waitFor(() => spec().workloads.app!.generation > before, {
+    timeout: 3_000,
+    what: 'the new workload revision in the spec before the paced pass is due',
+  });
   sched.markStatus('sch-a');
   await hub.scheduler.idle();
   expect(Date.now() - t0).toBeLessThan(4_500);

@@ -66,15 +66,27 @@ const fromRow = (r: AssignmentRow): Assignment => ({
 });
 
 export function assignmentsForEdge(db: SqliteDatabase, edge: string): Assignment[] {
-  return (cachedStatement(db, 'SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as AssignmentRow[]).map(fromRow);
+  return (
+    cachedStatement(db, 'SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as AssignmentRow[]
+  ).map(fromRow);
 }
 
 export function assignmentsForPlacement(db: SqliteDatabase, project: string, placement: string): Assignment[] {
-  return (cachedStatement(db, 'SELECT * FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload').all(project, placement) as AssignmentRow[]).map(fromRow);
+  return (
+    cachedStatement(db, 'SELECT * FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload').all(
+      project,
+      placement,
+    ) as AssignmentRow[]
+  ).map(fromRow);
 }
 
 export function assignmentsForWorkload(db: SqliteDatabase, project: string, workload: string): Assignment[] {
-  return (cachedStatement(db, 'SELECT * FROM assignments WHERE project = ? AND workload = ? ORDER BY edge').all(project, workload) as AssignmentRow[]).map(fromRow);
+  return (
+    cachedStatement(db, 'SELECT * FROM assignments WHERE project = ? AND workload = ? ORDER BY edge').all(
+      project,
+      workload,
+    ) as AssignmentRow[]
+  ).map(fromRow);
 }
 
 interface Target {
@@ -106,7 +118,9 @@ interface KeyRow {
 /** Digest of everything writeSpec puts into a spec document: the edge's labels and its assignments. */
 function specDigest(labels: string | undefined, keys: KeyRow[]): string {
   return createHash('sha256')
-    .update(JSON.stringify([labels ?? '{}', keys.map((k) => [k.workload, k.revision, k.content_key, k.generation, k.error])]))
+    .update(
+      JSON.stringify([labels ?? '{}', keys.map((k) => [k.workload, k.revision, k.content_key, k.generation, k.error])]),
+    )
     .digest('base64url');
 }
 
@@ -130,7 +144,10 @@ export class Scheduler {
   private readonly rolloutStatus = new Map<string, RolloutStatus>();
   /** Bumped whenever an edge's labels, approval or schedulability may have changed. */
   private edgesVersion = 0;
-  private readonly targetCache = new Map<string, { stamp: string; selected: string[]; targets: Map<string, Target[]>; targetKeys: Map<string, string> }>();
+  private readonly targetCache = new Map<
+    string,
+    { stamp: string; selected: string[]; targets: Map<string, Target[]>; targetKeys: Map<string, string> }
+  >();
   /** combinedKey memo: the same few assignment sets recur on every edge and every pass. */
   private readonly keyMemo = new Map<string, string>();
   /** Edges whose spec document is to be written (by drainSpecs, in slices). */
@@ -165,7 +182,9 @@ export class Scheduler {
    * cost one pass instead of a thousand, and no spec document is touched unless a rollout moves.
    */
   markStatus(name: string, cause: 'report' | 'connectivity' = 'report'): void {
-    const rows = cachedStatement(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?').all(name) as { project: string; placement: string }[];
+    const rows = cachedStatement(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?').all(
+      name,
+    ) as { project: string; placement: string }[];
     let marked = false;
     let advances = false;
     for (const r of rows) {
@@ -190,7 +209,8 @@ export class Scheduler {
   }
 
   markWorkload(project: string, name: string): void {
-    for (const p of this.objects.list<Placement>('Placement', project)) if (p.spec.workloads.includes(name)) this.markPlacement(project, p.metadata.name);
+    for (const p of this.objects.list<Placement>('Placement', project))
+      if (p.spec.workloads.includes(name)) this.markPlacement(project, p.metadata.name);
   }
 
   /**
@@ -199,17 +219,41 @@ export class Scheduler {
    * in four scans instead of edge by edge: at 10,000 edges that was 4.6 s of a reconnect storm.
    */
   markAll(): void {
-    for (const p of this.objects.list<Placement>('Placement', '*')) this.dirtyPlacements.add(`${p.metadata.project}/${p.metadata.name}`);
-    const labels = new Map((cachedStatement(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'").all() as { name: string; labels: string }[]).map((r) => [r.name, r.labels]));
+    for (const p of this.objects.list<Placement>('Placement', '*'))
+      this.dirtyPlacements.add(`${p.metadata.project}/${p.metadata.name}`);
+    const labels = new Map(
+      (
+        cachedStatement(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'").all() as {
+          name: string;
+          labels: string;
+        }[]
+      ).map((r) => [r.name, r.labels]),
+    );
     const keys = new Map<string, KeyRow[]>();
-    for (const r of cachedStatement(this.db, 'SELECT edge, workload, revision, content_key, generation, error FROM assignments ORDER BY edge, workload').all() as (KeyRow & { edge: string })[]) {
+    for (const r of cachedStatement(
+      this.db,
+      'SELECT edge, workload, revision, content_key, generation, error FROM assignments ORDER BY edge, workload',
+    ).all() as (KeyRow & { edge: string })[]) {
       (keys.get(r.edge) ?? keys.set(r.edge, []).get(r.edge)!).push(r);
     }
-    const written = new Map((cachedStatement(this.db, 'SELECT edge, epoch, digest FROM spec_written').all() as { edge: string; epoch: string; digest: string }[]).map((r) => [r.edge, r]));
+    const written = new Map(
+      (
+        cachedStatement(this.db, 'SELECT edge, epoch, digest FROM spec_written').all() as {
+          edge: string;
+          epoch: string;
+          digest: string;
+        }[]
+      ).map((r) => [r.edge, r]),
+    );
     const epochs = new Map(this.store.list('edge/').map((d) => [d.id as string, d.epoch]));
     for (const { name } of cachedStatement(this.db, 'SELECT name FROM edge_runtime').all() as { name: string }[]) {
       const w = written.get(name);
-      if (!w || w.epoch !== epochs.get(mailboxDocId(edgeName(name), 'spec')) || w.digest !== specDigest(labels.get(name), keys.get(name) ?? [])) this.specQueue.add(name);
+      if (
+        !w ||
+        w.epoch !== epochs.get(mailboxDocId(edgeName(name), 'spec')) ||
+        w.digest !== specDigest(labels.get(name), keys.get(name) ?? [])
+      )
+        this.specQueue.add(name);
     }
     this.schedule();
   }
@@ -316,10 +360,13 @@ export class Scheduler {
     // An edge change affects the placements of its project (its labels may now match or not).
     const edgeProjects = new Set<string>();
     for (const name of edges) {
-      const row = cachedStatement(this.db, 'SELECT project FROM edge_runtime WHERE name = ?').get(name) as { project: string } | undefined;
+      const row = cachedStatement(this.db, 'SELECT project FROM edge_runtime WHERE name = ?').get(name) as
+        { project: string } | undefined;
       if (row) edgeProjects.add(row.project);
     }
-    for (const project of edgeProjects) for (const p of this.objects.list<Placement>('Placement', project)) placements.add(`${project}/${p.metadata.name}`);
+    for (const project of edgeProjects)
+      for (const p of this.objects.list<Placement>('Placement', project))
+        placements.add(`${project}/${p.metadata.name}`);
     const touched = new Set<string>(edges);
     for (const key of placements) {
       const [project, name] = key.split('/') as [string, string];
@@ -331,7 +378,10 @@ export class Scheduler {
 
   /** One key for an edge's set of (workload, content key): equal sets, equal keys. */
   private combinedKey(ts: { workload: string; key: string }[]): string {
-    const joined = ts.map((t) => `${t.workload}=${t.key}`).sort().join('\n');
+    const joined = ts
+      .map((t) => `${t.workload}=${t.key}`)
+      .sort()
+      .join('\n');
     let key = this.keyMemo.get(joined);
     if (key === undefined) {
       if (this.keyMemo.size > 10_000) this.keyMemo.clear();
@@ -345,7 +395,12 @@ export class Scheduler {
   private reconcilePlacement(project: string, name: string): string[] {
     const placement = this.objects.get<Placement>('Placement', project, name);
     // Without the manifests: parsing them for every edge on every pass is wasted work here.
-    const before = (cachedStatement(this.db, 'SELECT edge, workload, project, placement, revision, content_key, generation, error FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload').all(project, name) as Omit<AssignmentRow, 'manifests'>[]).map((r) => fromRow({ ...r, manifests: '[]' }));
+    const before = (
+      cachedStatement(
+        this.db,
+        'SELECT edge, workload, project, placement, revision, content_key, generation, error FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload',
+      ).all(project, name) as Omit<AssignmentRow, 'manifests'>[]
+    ).map((r) => fromRow({ ...r, manifests: '[]' }));
     const changed = new Set<string>();
     if (!placement) {
       // Deleted: its workloads leave every edge it had placed them on.
@@ -383,9 +438,21 @@ export class Scheduler {
         const edge = byName.get(e)!;
         const ts = workloads.map((w): Target => {
           const rules = placement.spec.customization;
-          const r = customize(w.spec.manifests, { name: edge.name, labels: edge.labels, annotations: edge.annotations }, rules, w.metadata.name);
+          const r = customize(
+            w.spec.manifests,
+            { name: edge.name, labels: edge.labels, annotations: edge.annotations },
+            rules,
+            w.metadata.name,
+          );
           const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
-          if ('error' in r) return { workload: w.metadata.name, revision, manifests: [], key: `error:${createHash('sha256').update(r.error).digest('hex').slice(0, 16)}`, error: r.error };
+          if ('error' in r)
+            return {
+              workload: w.metadata.name,
+              revision,
+              manifests: [],
+              key: `error:${createHash('sha256').update(r.error).digest('hex').slice(0, 16)}`,
+              error: r.error,
+            };
           return { workload: w.metadata.name, revision, manifests: r.manifests, key: manifestHash(r.manifests) };
         });
         targets.set(e, ts);
@@ -398,14 +465,24 @@ export class Scheduler {
 
     // Other placements may already hold a workload on an edge: the first placement by name wins.
     const heldElsewhere = new Set(
-      (cachedStatement(this.db, 'SELECT edge, workload FROM assignments WHERE project = ? AND placement <> ? AND placement < ?').all(project, name, name) as { edge: string; workload: string }[]).map((r) => `${r.edge}/${r.workload}`),
+      (
+        cachedStatement(
+          this.db,
+          'SELECT edge, workload FROM assignments WHERE project = ? AND placement <> ? AND placement < ?',
+        ).all(project, name, name) as { edge: string; workload: string }[]
+      ).map((r) => `${r.edge}/${r.workload}`),
     );
 
     const current = new Map<string, Assignment[]>();
     for (const a of before) (current.get(a.edge) ?? current.set(a.edge, []).get(a.edge)!).push(a);
 
     const statusRows = new Map(
-      (cachedStatement(this.db, `SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?`).all(project, name) as { edge: string; workload: string; observed_generation: number; phase: string }[]).map((r) => [`${r.edge}/${r.workload}`, r]),
+      (
+        cachedStatement(
+          this.db,
+          `SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?`,
+        ).all(project, name) as { edge: string; workload: string; observed_generation: number; phase: string }[]
+      ).map((r) => [`${r.edge}/${r.workload}`, r]),
     );
 
     const rolloutEdges: RolloutEdge[] = [];
@@ -413,7 +490,9 @@ export class Scheduler {
       const ts = targets.get(e)!;
       const cur = current.get(e) ?? [];
       const targetKey = targetKeys.get(e)!;
-      const writtenKey = cur.length ? this.combinedKey(cur.map((a) => ({ workload: a.workload, key: a.contentKey }))) : undefined;
+      const writtenKey = cur.length
+        ? this.combinedKey(cur.map((a) => ({ workload: a.workload, key: a.contentKey })))
+        : undefined;
       let observed: RolloutEdge['observed'];
       if (writtenKey && cur.length === ts.length) {
         let state: 'ready' | 'progressing' | 'failed' = 'ready';
@@ -437,74 +516,110 @@ export class Scheduler {
       }
       rolloutEdges.push({ edge: e, targetKey, writtenKey, observed, online: isOnline(runtimes.get(e)) });
     }
-    const ackRow = cachedStatement(this.db, 'SELECT acknowledged FROM rollouts WHERE project = ? AND placement = ?').get(project, name) as { acknowledged: string } | undefined;
+    const ackRow = cachedStatement(
+      this.db,
+      'SELECT acknowledged FROM rollouts WHERE project = ? AND placement = ?',
+    ).get(project, name) as { acknowledged: string } | undefined;
     const acknowledged = ackRow ? (JSON.parse(ackRow.acknowledged) as Record<string, string>) : {};
-    const plan = planRollout({ placement: name, rollout: placement.spec.rollout, edges: rolloutEdges, acknowledgedFailures: acknowledged });
+    const plan = planRollout({
+      placement: name,
+      rollout: placement.spec.rollout,
+      edges: rolloutEdges,
+      acknowledgedFailures: acknowledged,
+    });
     const prev = this.rolloutStatus.get(`${project}/${name}`);
-    this.rolloutStatus.set(`${project}/${name}`, { phase: plan.phase, reason: plan.reason, counts: plan.counts, maxUnavailable: plan.maxUnavailable, paused: placement.spec.rollout.paused });
-    cachedStatement(this.db, 'INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at').run(project, name, plan.phase, plan.reason, JSON.stringify(acknowledged), Date.now());
+    this.rolloutStatus.set(`${project}/${name}`, {
+      phase: plan.phase,
+      reason: plan.reason,
+      counts: plan.counts,
+      maxUnavailable: plan.maxUnavailable,
+      paused: placement.spec.rollout.paused,
+    });
+    cachedStatement(
+      this.db,
+      'INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at',
+    ).run(project, name, plan.phase, plan.reason, JSON.stringify(acknowledged), Date.now());
     if (prev && prev.phase !== plan.phase) {
       recordEvent(this.db, { project, kind: 'Placement', name, reason: `Rollout${plan.phase}`, message: plan.reason });
     }
 
     const write = new Set(plan.update);
     const byEdge = new Map(rolloutEdges.map((r) => [r.edge, r]));
-    if (rolloutEdges.some((r) => r.writtenKey !== r.targetKey && !write.has(r.edge))) this.heldBack.add(`${project}/${name}`);
+    if (rolloutEdges.some((r) => r.writtenKey !== r.targetKey && !write.has(r.edge)))
+      this.heldBack.add(`${project}/${name}`);
     else this.heldBack.delete(`${project}/${name}`);
-    const tx = () => inTransaction(this.db, () => {
-      for (const e of selected) {
-        const r = byEdge.get(e)!;
-        // Already written exactly what it should run (equal keys: the same workloads with the same
-        // content): nothing to do. Most edges on most passes, so this check comes first.
-        if (r.writtenKey === r.targetKey) continue;
-        if (!write.has(e)) continue; // the rollout holds this edge on what it has
-        const cur = new Map((current.get(e) ?? []).map((a) => [a.workload, a]));
-        for (const t of targets.get(e)!) {
-          if (heldElsewhere.has(`${e}/${t.workload}`)) continue;
-          const a = cur.get(t.workload);
-          if (a && a.contentKey === t.key) continue;
-          const observed = (cachedStatement(this.db, 'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?').get(e, t.workload) as { observed_generation: number } | undefined)?.observed_generation ?? 0;
-          const gen = Math.max(a?.generation ?? 0, observed) + 1;
-          cachedStatement(
+    const tx = () =>
+      inTransaction(this.db, () => {
+        for (const e of selected) {
+          const r = byEdge.get(e)!;
+          // Already written exactly what it should run (equal keys: the same workloads with the same
+          // content): nothing to do. Most edges on most passes, so this check comes first.
+          if (r.writtenKey === r.targetKey) continue;
+          if (!write.has(e)) continue; // the rollout holds this edge on what it has
+          const cur = new Map((current.get(e) ?? []).map((a) => [a.workload, a]));
+          for (const t of targets.get(e)!) {
+            if (heldElsewhere.has(`${e}/${t.workload}`)) continue;
+            const a = cur.get(t.workload);
+            if (a && a.contentKey === t.key) continue;
+            const observed =
+              (
+                cachedStatement(
+                  this.db,
+                  'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?',
+                ).get(e, t.workload) as { observed_generation: number } | undefined
+              )?.observed_generation ?? 0;
+            const gen = Math.max(a?.generation ?? 0, observed) + 1;
+            cachedStatement(
               this.db,
               `INSERT INTO assignments (edge, workload, project, placement, revision, content_key, generation, manifests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT(edge, workload) DO UPDATE SET project = excluded.project, placement = excluded.placement, revision = excluded.revision, content_key = excluded.content_key, generation = excluded.generation, manifests = excluded.manifests, error = excluded.error`,
             ).run(e, t.workload, project, name, t.revision, t.key, gen, JSON.stringify(t.manifests), t.error ?? null);
-          changed.add(e);
-        }
-        // Workloads the placement no longer names leave this edge.
-        for (const a of cur.values()) {
-          if (!targets.get(e)!.some((t) => t.workload === a.workload)) {
-            cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?').run(e, a.workload);
             changed.add(e);
           }
+          // Workloads the placement no longer names leave this edge.
+          for (const a of cur.values()) {
+            if (!targets.get(e)!.some((t) => t.workload === a.workload)) {
+              cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?').run(e, a.workload);
+              changed.add(e);
+            }
+          }
         }
-      }
-      // Edges no longer selected lose everything this placement gave them.
-      const selectedSet = new Set(selected);
-      for (const [e, as] of current) {
-        if (selectedSet.has(e)) continue;
-        for (const a of as) cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(e, a.workload, name);
-        changed.add(e);
-      }
-    });
+        // Edges no longer selected lose everything this placement gave them.
+        const selectedSet = new Set(selected);
+        for (const [e, as] of current) {
+          if (selectedSet.has(e)) continue;
+          for (const a of as)
+            cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(
+              e,
+              a.workload,
+              name,
+            );
+          changed.add(e);
+        }
+      });
     tx();
     return [...changed];
   }
 
   /** Writes an edge's spec document from its assignments (no-op when nothing differs). */
   writeSpec(edge: string): void {
-    const rt = cachedStatement(this.db, 'SELECT name FROM edge_runtime WHERE name = ?').get(edge) as { name: string } | undefined;
+    const rt = cachedStatement(this.db, 'SELECT name FROM edge_runtime WHERE name = ?').get(edge) as
+      { name: string } | undefined;
     if (!rt) return;
     const e = edgeName(edge);
     const id = mailboxDocId(e, 'spec');
-    const edgeObj = cachedStatement(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as { labels: string } | undefined;
+    const edgeObj = cachedStatement(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(
+      edge,
+    ) as { labels: string } | undefined;
     // The content key of every assignment stands for its manifests: labels plus these rows are
     // everything this writes, so an equal digest means the document already says it all (the
     // common case after a hub restart, which re-plans every edge) and it is not even loaded.
-    const rows = cachedStatement(this.db, 'SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(edge) as AssignmentRow[];
+    const rows = cachedStatement(this.db, 'SELECT * FROM assignments WHERE edge = ? ORDER BY workload').all(
+      edge,
+    ) as AssignmentRow[];
     const digest = specDigest(edgeObj?.labels, rows);
-    const written = cachedStatement(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?').get(edge) as { epoch: string; digest: string } | undefined;
+    const written = cachedStatement(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?').get(edge) as
+      { epoch: string; digest: string } | undefined;
     if (written && written.digest === digest && written.epoch === this.store.epoch(id)) return;
     ensureMailbox(this.store, e, 'hub');
     const as = rows.map(fromRow);
@@ -515,12 +630,21 @@ export class Scheduler {
       writeSpecTo(
         b,
         JSON.parse(labels) as Record<string, string>,
-        as.map((a) => ({ name: a.workload, generation: a.generation, revision: a.revision, manifests: a.manifests, error: a.error })),
+        as.map((a) => ({
+          name: a.workload,
+          generation: a.generation,
+          revision: a.revision,
+          manifests: a.manifests,
+          error: a.error,
+        })),
       ),
     );
     // Recorded after the change (in the same transaction when drainSpecs batches): a crash in
     // between only costs one more no-op pass, never a digest that claims content the document lacks.
-    cachedStatement(this.db, 'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest').run(edge, this.store.epoch(id), digest);
+    cachedStatement(
+      this.db,
+      'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest',
+    ).run(edge, this.store.epoch(id), digest);
   }
 
   /** `outpost rollout resume`: accept the current failures and go on. */
@@ -535,13 +659,27 @@ export class Scheduler {
     for (const [e, as] of byEdge) {
       const failed = as.some((a) => {
         if (a.error) return true;
-        const s = cachedStatement(this.db, 'SELECT observed_generation, phase FROM workload_status WHERE edge = ? AND workload = ?').get(e, a.workload) as { observed_generation: number; phase: string } | undefined;
+        const s = cachedStatement(
+          this.db,
+          'SELECT observed_generation, phase FROM workload_status WHERE edge = ? AND workload = ?',
+        ).get(e, a.workload) as { observed_generation: number; phase: string } | undefined;
         return !!s && s.observed_generation >= a.generation && (s.phase === 'Failed' || s.phase === 'Degraded');
       });
-      if (failed) failures[e] = createHash('sha256').update(as.map((a) => `${a.workload}=${a.contentKey}`).sort().join('\n')).digest('hex').slice(0, 16);
+      if (failed)
+        failures[e] = createHash('sha256')
+          .update(
+            as
+              .map((a) => `${a.workload}=${a.contentKey}`)
+              .sort()
+              .join('\n'),
+          )
+          .digest('hex')
+          .slice(0, 16);
     }
     this.db
-      .prepare("INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, 'Progressing', 'resumed', ?, ?) ON CONFLICT(project, placement) DO UPDATE SET acknowledged = excluded.acknowledged, updated_at = excluded.updated_at")
+      .prepare(
+        "INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, 'Progressing', 'resumed', ?, ?) ON CONFLICT(project, placement) DO UPDATE SET acknowledged = excluded.acknowledged, updated_at = excluded.updated_at",
+      )
       .run(project, name, JSON.stringify(failures), Date.now());
     this.markPlacement(project, name);
   }

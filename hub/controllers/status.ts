@@ -5,7 +5,15 @@
  */
 import { cachedStatement } from '../../sync/sqlite.js';
 import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
-import { localState, readReport, readSpec, type EdgeReportState, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
+import {
+  localState,
+  readReport,
+  readSpec,
+  type EdgeReportState,
+  type LocalState,
+  type ReportDoc,
+  type SpecDoc,
+} from '../../core/mailbox.js';
 import type { Placement } from '../../core/resources.js';
 import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
 import type { Summary } from '../../core/status.js';
@@ -20,14 +28,33 @@ export function projectReport(db: SqliteDatabase, id: DocId, doc: AnyDoc): strin
   if (!p || p.role !== 'report') return undefined;
   const report = readReport(doc as unknown as ReportDoc);
   const names = Object.keys(report.workloads);
-  const upsert = cachedStatement(db, 
+  const upsert = cachedStatement(
+    db,
     `INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT(edge, workload) DO UPDATE SET observed_generation = excluded.observed_generation, phase = excluded.phase, message = excluded.message, since = excluded.since, restarts = excluded.restarts, objects = excluded.objects`,
   );
-  for (const w of Object.values(report.workloads)) upsert.run(p.edge, w.name, w.observedGeneration, w.phase, w.message ?? null, w.since, w.restarts, JSON.stringify(w.objects));
-  const existing = (cachedStatement(db, 'SELECT workload FROM workload_status WHERE edge = ?').all(p.edge) as { workload: string }[]).map((r) => r.workload);
-  for (const w of existing) if (!names.includes(w)) cachedStatement(db, 'DELETE FROM workload_status WHERE edge = ? AND workload = ?').run(p.edge, w);
-  if (report.inventory) cachedStatement(db, 'UPDATE edge_runtime SET inventory = ? WHERE name = ?').run(JSON.stringify(report.inventory), p.edge);
+  for (const w of Object.values(report.workloads))
+    upsert.run(
+      p.edge,
+      w.name,
+      w.observedGeneration,
+      w.phase,
+      w.message ?? null,
+      w.since,
+      w.restarts,
+      JSON.stringify(w.objects),
+    );
+  const existing = (
+    cachedStatement(db, 'SELECT workload FROM workload_status WHERE edge = ?').all(p.edge) as { workload: string }[]
+  ).map((r) => r.workload);
+  for (const w of existing)
+    if (!names.includes(w))
+      cachedStatement(db, 'DELETE FROM workload_status WHERE edge = ? AND workload = ?').run(p.edge, w);
+  if (report.inventory)
+    cachedStatement(db, 'UPDATE edge_runtime SET inventory = ? WHERE name = ?').run(
+      JSON.stringify(report.inventory),
+      p.edge,
+    );
   return p.edge;
 }
 
@@ -41,7 +68,6 @@ interface StatusRow {
   restarts: number;
   objects: string;
 }
-
 
 interface JoinedRow {
   edge: string;
@@ -73,7 +99,10 @@ function joinedEntries(rows: JoinedRow[], now: number): StatusEntry[] {
     const d = stateFromReport({
       generation: r.generation,
       specError: r.error ?? undefined,
-      reported: r.phase === null ? undefined : { phase: r.phase, observedGeneration: r.observed_generation ?? 0, message: r.message ?? undefined },
+      reported:
+        r.phase === null
+          ? undefined
+          : { phase: r.phase, observedGeneration: r.observed_generation ?? 0, message: r.message ?? undefined },
       online: isOnline(rt, now),
       lastSeenAgoMs: r.last_seen === null ? undefined : now - r.last_seen,
     });
@@ -83,13 +112,20 @@ function joinedEntries(rows: JoinedRow[], now: number): StatusEntry[] {
       const bad = Object.entries(objs).find(([, o]) => !o.ready);
       if (bad) object = bad[0];
     }
-    out.push({ edge: r.edge, workload: r.workload, state: d.state, ...(d.reason ? { reason: d.reason } : {}), ...(object ? { object } : {}) });
+    out.push({
+      edge: r.edge,
+      workload: r.workload,
+      state: d.state,
+      ...(d.reason ? { reason: d.reason } : {}),
+      ...(object ? { object } : {}),
+    });
   }
   return out;
 }
 
 function statusRow(db: SqliteDatabase, edge: string, workload: string): StatusRow | undefined {
-  return cachedStatement(db, 'SELECT * FROM workload_status WHERE edge = ? AND workload = ?').get(edge, workload) as StatusRow | undefined;
+  return cachedStatement(db, 'SELECT * FROM workload_status WHERE edge = ? AND workload = ?').get(edge, workload) as
+    StatusRow | undefined;
 }
 
 export interface PlacementStatus {
@@ -98,8 +134,16 @@ export interface PlacementStatus {
   rollout?: { phase: string; reason: string; counts?: unknown; paused: boolean };
 }
 
-export function placementStatus(db: SqliteDatabase, p: Placement, rollout: { phase: string; reason: string; counts?: unknown } | undefined, now = Date.now()): PlacementStatus {
-  const rows = cachedStatement(db, `${JOINED} WHERE a.project = ? AND a.placement = ?`).all(p.metadata.project, p.metadata.name) as JoinedRow[];
+export function placementStatus(
+  db: SqliteDatabase,
+  p: Placement,
+  rollout: { phase: string; reason: string; counts?: unknown } | undefined,
+  now = Date.now(),
+): PlacementStatus {
+  const rows = cachedStatement(db, `${JOINED} WHERE a.project = ? AND a.placement = ?`).all(
+    p.metadata.project,
+    p.metadata.name,
+  ) as JoinedRow[];
   const summary = summarize(joinedEntries(rows, now), p.spec.statusSummary.maxBroken);
   const counts = rollout?.counts as { total?: number } | undefined;
   // Edges selected but not yet written (held back by the rollout) count as Pending.
@@ -118,7 +162,12 @@ export function placementStatus(db: SqliteDatabase, p: Placement, rollout: { pha
 }
 
 export function workloadSummary(db: SqliteDatabase, project: string, workload: string, now = Date.now()): Summary {
-  return summarize(joinedEntries(cachedStatement(db, `${JOINED} WHERE a.project = ? AND a.workload = ?`).all(project, workload) as JoinedRow[], now));
+  return summarize(
+    joinedEntries(
+      cachedStatement(db, `${JOINED} WHERE a.project = ? AND a.workload = ?`).all(project, workload) as JoinedRow[],
+      now,
+    ),
+  );
 }
 
 export interface EdgeWorkloadView {
@@ -148,7 +197,10 @@ export interface EdgeStatusView {
 export function edgeStatus(db: SqliteDatabase, store: ReplicaStore, name: string, now = Date.now()): EdgeStatusView {
   const rt = edgeRuntime(db, name);
   const as = assignmentsForEdge(db, name);
-  const entries = joinedEntries(cachedStatement(db, `${JOINED} WHERE a.edge = ? ORDER BY a.workload`).all(name) as JoinedRow[], now);
+  const entries = joinedEntries(
+    cachedStatement(db, `${JOINED} WHERE a.edge = ? ORDER BY a.workload`).all(name) as JoinedRow[],
+    now,
+  );
   const workloads: EdgeWorkloadView[] = as.map((a, i) => {
     const s = statusRow(db, name, a.workload);
     return {

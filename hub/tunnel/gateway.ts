@@ -25,12 +25,23 @@ import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '..
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { edgeRuntime } from '../controllers/edges.js';
 import { handleActions, handleExec, handleLogs, readJson } from './ops.js';
-import { cookieValues, DEFAULT_SESSION_TTL_MS, MAX_SESSION_TTL_MS, PROXY_COOKIE, proxyPath, ProxySessions, proxyTargetOf, sessionCookie, type ProxyTarget } from './proxy-session.js';
+import {
+  cookieValues,
+  DEFAULT_SESSION_TTL_MS,
+  MAX_SESSION_TTL_MS,
+  PROXY_COOKIE,
+  proxyPath,
+  ProxySessions,
+  proxyTargetOf,
+  sessionCookie,
+  type ProxyTarget,
+} from './proxy-session.js';
 import { handleHttp, sendError, type RouteContext } from './routes.js';
 
 const log = createLogger('hub:tunnel');
 
-export const TUNNEL_PATH = /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions)(\/.*)?$/;
+export const TUNNEL_PATH =
+  /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions)(\/.*)?$/;
 
 export interface GatewayLimits {
   /** Deadline of a request/response stream (proxy, kube, exec, actions). */
@@ -75,8 +86,20 @@ export class TunnelGateway {
     this.sessions = new ProxySessions(opts.db);
     if (opts.registry) {
       const self = this;
-      new client.Gauge({ name: 'outpost_hub_tunnel_streams', help: 'Tunnel streams open now, all edges', registers: [opts.registry], collect() { this.set(self.openStreams()); } });
-      this.opened = new client.Counter({ name: 'outpost_hub_tunnel_streams_total', help: 'Tunnel streams opened, by type', labelNames: ['type'], registers: [opts.registry] });
+      new client.Gauge({
+        name: 'outpost_hub_tunnel_streams',
+        help: 'Tunnel streams open now, all edges',
+        registers: [opts.registry],
+        collect() {
+          this.set(self.openStreams());
+        },
+      });
+      this.opened = new client.Counter({
+        name: 'outpost_hub_tunnel_streams_total',
+        help: 'Tunnel streams opened, by type',
+        labelNames: ['type'],
+        registers: [opts.registry],
+      });
     }
   }
 
@@ -116,7 +139,11 @@ export class TunnelGateway {
     if (t && t.conn === conn) return t.mux;
     t?.mux.close(`edge ${conn.edge} reconnected`);
     const socket = conn.socket;
-    const mux = new TunnelMux({ send: (p) => conn.sendTunnel(p), bufferedAmount: () => socket.bufferedAmount, maxStreams: this.limits.maxStreamsPerEdge });
+    const mux = new TunnelMux({
+      send: (p) => conn.sendTunnel(p),
+      bufferedAmount: () => socket.bufferedAmount,
+      maxStreams: this.limits.maxStreamsPerEdge,
+    });
     this.tunnels.set(conn.edge, { conn, mux });
     return mux;
   }
@@ -146,9 +173,17 @@ export class TunnelGateway {
       sendError(res, err, m[3] === 'kube');
       return true;
     }
-    const work = route === 'logs' ? handleLogs(ctx, req, res) : route === 'exec' ? handleExec(ctx, req, res) : route === 'actions' ? handleActions(ctx, req, res) : handleHttp(ctx, req, res);
+    const work =
+      route === 'logs'
+        ? handleLogs(ctx, req, res)
+        : route === 'exec'
+          ? handleExec(ctx, req, res)
+          : route === 'actions'
+            ? handleActions(ctx, req, res)
+            : handleHttp(ctx, req, res);
     work.catch((err: unknown) => {
-      if (!(err instanceof OutpostError || err instanceof TunnelError)) log.error({ err, path: req.url }, 'tunnel request failed');
+      if (!(err instanceof OutpostError || err instanceof TunnelError))
+        log.error({ err, path: req.url }, 'tunnel request failed');
       sendError(res, err, route === 'kube');
     });
     return true;
@@ -162,11 +197,14 @@ export class TunnelGateway {
     let ctx: RouteContext;
     try {
       ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', true);
-      if (m[3] !== 'proxy' && m[3] !== 'kube' && m[3] !== 'exec') throw new OutpostError('bad_request', `${m[3]} does not take a WebSocket: use a plain request`);
+      if (m[3] !== 'proxy' && m[3] !== 'kube' && m[3] !== 'exec')
+        throw new OutpostError('bad_request', `${m[3]} does not take a WebSocket: use a plain request`);
     } catch (err) {
       const e = err instanceof OutpostError ? err : new OutpostError('internal', 'internal error on the hub');
       const body = JSON.stringify(e.toJSON());
-      socket.end(`HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
       return true;
     }
     ctx.upgrade = { socket, head };
@@ -187,7 +225,11 @@ export class TunnelGateway {
     const bearer = h ? /^Bearer\s+(\S+)$/i.exec(h)?.[1] : undefined;
     if (bearer) {
       const p = this.opts.auth.verifyApiToken(bearer);
-      if (!p) throw new OutpostError('unauthorized', 'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again');
+      if (!p)
+        throw new OutpostError(
+          'unauthorized',
+          'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again',
+        );
       return p;
     }
     const cookies = route === 'proxy' && !h ? cookieValues(req.headers.cookie, PROXY_COOKIE) : [];
@@ -195,43 +237,98 @@ export class TunnelGateway {
       const target = proxyTargetOf(edge, rest);
       const p = target ? this.sessions.verify(cookies, target) : null;
       if (p) return p;
-      throw new OutpostError('unauthorized', `the proxy session is not valid here (expired, its token revoked, or made for another workload port): run \`outpost edge proxy-url ${edge}${target ? ` ${target.workload} ${target.port}` : ' WORKLOAD PORT'}\` for a new link`);
+      throw new OutpostError(
+        'unauthorized',
+        `the proxy session is not valid here (expired, its token revoked, or made for another workload port): run \`outpost edge proxy-url ${edge}${target ? ` ${target.workload} ${target.port}` : ' WORKLOAD PORT'}\` for a new link`,
+      );
     }
-    throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login` (a browser opens a proxied app with a link from `outpost edge proxy-url`)');
+    throw new OutpostError(
+      'unauthorized',
+      'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login` (a browser opens a proxied app with a link from `outpost edge proxy-url`)',
+    );
   }
 
   /** `POST .../proxy-session {"workload", "port", "ttlSeconds"}`: a one-time browser link (bearer only, write). */
   private async createSession(req: IncomingMessage, res: ServerResponse, edge: EdgeName, rest: string): Promise<void> {
-    if (req.method !== 'POST' || rest !== '') throw new OutpostError('bad_request', `use POST /api/v1/edges/${edge}/proxy-session {"workload": "NAME", "port": N, "ttlSeconds": S}`);
-    if (!req.headers.authorization) throw new OutpostError('unauthorized', 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`');
+    if (req.method !== 'POST' || rest !== '')
+      throw new OutpostError(
+        'bad_request',
+        `use POST /api/v1/edges/${edge}/proxy-session {"workload": "NAME", "port": N, "ttlSeconds": S}`,
+      );
+    if (!req.headers.authorization)
+      throw new OutpostError(
+        'unauthorized',
+        'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`',
+      );
     const p = this.authenticate(req, edge, 'proxy-session', rest);
     const rt = edgeRuntime(this.opts.db, edge);
-    if (!rt || (p.project !== '*' && p.project !== rt.project)) throw new OutpostError('not_found', `edge ${edge} not found`);
-    if (!this.opts.auth.can(p, 'write', rt.project)) throw new OutpostError('forbidden', `a ${p.role} token may not use proxy on edge ${edge} (needs operator or higher in project ${rt.project}): ask an admin for an operator token`);
+    if (!rt || (p.project !== '*' && p.project !== rt.project))
+      throw new OutpostError('not_found', `edge ${edge} not found`);
+    if (!this.opts.auth.can(p, 'write', rt.project))
+      throw new OutpostError(
+        'forbidden',
+        `a ${p.role} token may not use proxy on edge ${edge} (needs operator or higher in project ${rt.project}): ask an admin for an operator token`,
+      );
     const b = await readJson(req);
-    if (typeof b.workload !== 'string' || !isValidName(b.workload)) throw new OutpostError('invalid', 'workload: must be a workload name');
-    if (typeof b.port !== 'number' || !Number.isInteger(b.port) || b.port < 1 || b.port > 65535) throw new OutpostError('invalid', 'port: must be a declared containerPort of the workload (1-65535)');
+    if (typeof b.workload !== 'string' || !isValidName(b.workload))
+      throw new OutpostError('invalid', 'workload: must be a workload name');
+    if (typeof b.port !== 'number' || !Number.isInteger(b.port) || b.port < 1 || b.port > 65535)
+      throw new OutpostError('invalid', 'port: must be a declared containerPort of the workload (1-65535)');
     const maxS = MAX_SESSION_TTL_MS / 1000;
-    if (b.ttlSeconds !== undefined && (typeof b.ttlSeconds !== 'number' || !Number.isInteger(b.ttlSeconds) || b.ttlSeconds < 1 || b.ttlSeconds > maxS)) throw new OutpostError('invalid', `ttlSeconds: must be a whole number of seconds from 1 to ${maxS}`);
+    if (
+      b.ttlSeconds !== undefined &&
+      (typeof b.ttlSeconds !== 'number' || !Number.isInteger(b.ttlSeconds) || b.ttlSeconds < 1 || b.ttlSeconds > maxS)
+    )
+      throw new OutpostError('invalid', `ttlSeconds: must be a whole number of seconds from 1 to ${maxS}`);
     const target: ProxyTarget = { edge, workload: b.workload, port: b.port };
-    const { link, expiresAt } = this.sessions.create(p, target, b.ttlSeconds === undefined ? DEFAULT_SESSION_TTL_MS : (b.ttlSeconds as number) * 1000);
+    const { link, expiresAt } = this.sessions.create(
+      p,
+      target,
+      b.ttlSeconds === undefined ? DEFAULT_SESSION_TTL_MS : (b.ttlSeconds as number) * 1000,
+    );
     const path = `${proxyPath(target)}?session=${link}`;
     const proto = 'encrypted' in req.socket ? 'https' : 'http';
-    log.info({ user: p.tokenId, role: p.role, edge, target: `proxy ${target.workload}:${target.port}`, expiresAt: new Date(expiresAt).toISOString() }, 'proxy session created');
-    res.writeHead(201, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ url: `${proto}://${req.headers.host ?? 'localhost'}${path}`, path, expiresAt: new Date(expiresAt).toISOString() }));
+    log.info(
+      {
+        user: p.tokenId,
+        role: p.role,
+        edge,
+        target: `proxy ${target.workload}:${target.port}`,
+        expiresAt: new Date(expiresAt).toISOString(),
+      },
+      'proxy session created',
+    );
+    res.writeHead(201, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(
+      JSON.stringify({
+        url: `${proto}://${req.headers.host ?? 'localhost'}${path}`,
+        path,
+        expiresAt: new Date(expiresAt).toISOString(),
+      }),
+    );
   }
 
   /** The first request with `?session=LINK`: trade it for the path-scoped cookie and redirect to the same URL without it. */
   private exchange(req: IncomingMessage, res: ServerResponse, edge: EdgeName, rest: string, url: URL): void {
     const target = proxyTargetOf(edge, rest);
-    if (!target) throw new OutpostError('bad_request', `use /api/v1/edges/${edge}/proxy/WORKLOAD/PORT/PATH (PORT a declared containerPort of WORKLOAD)`);
+    if (!target)
+      throw new OutpostError(
+        'bad_request',
+        `use /api/v1/edges/${edge}/proxy/WORKLOAD/PORT/PATH (PORT a declared containerPort of WORKLOAD)`,
+      );
     const link = url.searchParams.get('session') ?? '';
     url.searchParams.delete('session');
-    const headers: Record<string, string> = { location: url.pathname + url.search, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' };
+    const headers: Record<string, string> = {
+      location: url.pathname + url.search,
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+    };
     try {
       const { cookie, expiresAt } = this.sessions.exchange(link, target);
       headers['set-cookie'] = sessionCookie(cookie, target, expiresAt, 'encrypted' in req.socket);
-      log.info({ edge, target: `proxy ${target.workload}:${target.port}` }, 'proxy session link exchanged for a cookie');
+      log.info(
+        { edge, target: `proxy ${target.workload}:${target.port}` },
+        'proxy session link exchanged for a cookie',
+      );
     } catch (err) {
       // A used link opened again in the browser that holds its cookie (a reload, a bookmark) just goes on.
       if (!this.sessions.verify(cookieValues(req.headers.cookie, PROXY_COOKIE), target)) throw err;
@@ -243,14 +340,22 @@ export class TunnelGateway {
   private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
     const p = this.authenticate(req, edge, route, rest);
     const rt = edgeRuntime(this.opts.db, edge);
-    if (!rt || (p.project !== '*' && p.project !== rt.project)) throw new OutpostError('not_found', `edge ${edge} not found`);
+    if (!rt || (p.project !== '*' && p.project !== rt.project))
+      throw new OutpostError('not_found', `edge ${edge} not found`);
     const action = neededAction(route, req.method ?? 'GET', rest, upgrade);
     if (!this.opts.auth.can(p, action, rt.project)) {
-      throw new OutpostError('forbidden', `a ${p.role} token may not ${route === 'logs' || (route === 'kube' && action === 'read') ? 'read' : `use ${route}`} on edge ${edge} (needs ${action === 'read' ? 'viewer' : 'operator'} or higher in project ${rt.project}): ask an admin for an operator token`);
+      throw new OutpostError(
+        'forbidden',
+        `a ${p.role} token may not ${route === 'logs' || (route === 'kube' && action === 'read') ? 'read' : `use ${route}`} on edge ${edge} (needs ${action === 'read' ? 'viewer' : 'operator'} or higher in project ${rt.project}): ask an admin for an operator token`,
+      );
     }
     const conn = this.opts.sync()?.connection(edge);
     if (!conn) {
-      const since = rt.disconnectedAt ? new Date(rt.disconnectedAt).toISOString() : rt.lastSeen ? new Date(rt.lastSeen).toISOString() : 'enrollment (it never connected)';
+      const since = rt.disconnectedAt
+        ? new Date(rt.disconnectedAt).toISOString()
+        : rt.lastSeen
+          ? new Date(rt.lastSeen).toISOString()
+          : 'enrollment (it never connected)';
       throw new OutpostError('offline', `edge ${edge} is offline since ${since}`);
     }
     const gw = this;
@@ -262,7 +367,10 @@ export class TunnelGateway {
       rest,
       limits: this.limits,
       open(header: Record<string, unknown>, long: boolean, target: string): TunnelStream {
-        const limits: StreamLimits = { deadlineMs: long ? gw.limits.streamDeadlineMs : gw.limits.requestDeadlineMs, maxBytes: gw.limits.maxBytesPerStream };
+        const limits: StreamLimits = {
+          deadlineMs: long ? gw.limits.streamDeadlineMs : gw.limits.requestDeadlineMs,
+          maxBytes: gw.limits.maxBytesPerStream,
+        };
         const s = gw.mux(conn).open(header, limits);
         gw.opened?.inc({ type: String(header.type) });
         log.info({ user: p.tokenId, role: p.role, edge, target, stream: s.id }, 'tunnel request');

@@ -41,7 +41,10 @@ function workloadOf(ctx: RouteContext, usage: string): string {
 }
 
 /** The first META of a stream, or the error that ended it first. */
-function head(s: { once(e: 'meta', f: (m: Record<string, unknown>) => void): unknown; once(e: 'error', f: (e: Error) => void): unknown }): Promise<Record<string, unknown>> {
+function head(s: {
+  once(e: 'meta', f: (m: Record<string, unknown>) => void): unknown;
+  once(e: 'error', f: (e: Error) => void): unknown;
+}): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     s.once('meta', resolve);
     s.once('error', reject);
@@ -52,9 +55,20 @@ export async function handleLogs(ctx: RouteContext, req: IncomingMessage, res: S
   const workload = workloadOf(ctx, `GET /api/v1/edges/${ctx.edge}/logs/WORKLOAD?container=C&follow=true&tail=N`);
   const q = new URL(req.url ?? '/', 'http://x').searchParams;
   const tail = q.get('tail');
-  if (tail !== null && !/^\d+$/.test(tail)) throw new OutpostError('bad_request', 'tail: must be a whole number of lines');
+  if (tail !== null && !/^\d+$/.test(tail))
+    throw new OutpostError('bad_request', 'tail: must be a whole number of lines');
   const follow = q.get('follow') === 'true' || q.get('follow') === '1';
-  const s = ctx.open({ type: 'logs', workload, ...(q.get('container') ? { container: q.get('container') } : {}), follow, ...(tail !== null ? { tail: Number(tail) } : {}) }, follow, `logs ${workload}`);
+  const s = ctx.open(
+    {
+      type: 'logs',
+      workload,
+      ...(q.get('container') ? { container: q.get('container') } : {}),
+      follow,
+      ...(tail !== null ? { tail: Number(tail) } : {}),
+    },
+    follow,
+    `logs ${workload}`,
+  );
   s.end();
   res.on('close', () => {
     if (!res.writableFinished) s.destroy();
@@ -62,26 +76,43 @@ export async function handleLogs(ctx: RouteContext, req: IncomingMessage, res: S
   await head(s);
   s.on('error', (err) => sendError(res, err));
   // Flushed at once so `--follow` shows the stream is open even before the first line.
-  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+  res.writeHead(200, {
+    'content-type': 'text/plain; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-content-type-options': 'nosniff',
+  });
   res.flushHeaders();
   s.pipe(res);
 }
 
-export async function handleExec(ctx: RouteContext, req: IncomingMessage, res: ServerResponse | undefined): Promise<void> {
+export async function handleExec(
+  ctx: RouteContext,
+  req: IncomingMessage,
+  res: ServerResponse | undefined,
+): Promise<void> {
   const usage = `POST /api/v1/edges/${ctx.edge}/exec/WORKLOAD {"command": [...]}`;
   const workload = workloadOf(ctx, usage);
   if (ctx.upgrade) return interactive(ctx, req, workload);
-  if (req.method !== 'POST') throw new OutpostError('bad_request', `use ${usage}, or a WebSocket for an interactive session`);
+  if (req.method !== 'POST')
+    throw new OutpostError('bad_request', `use ${usage}, or a WebSocket for an interactive session`);
   const b = await readJson(req);
   const command = b.command;
-  if (!Array.isArray(command) || command.length === 0 || !command.every((x) => typeof x === 'string')) throw new OutpostError('invalid', 'command: must be a non-empty array of strings, e.g. ["sh", "-c", "ls"]');
-  if (b.container !== undefined && typeof b.container !== 'string') throw new OutpostError('invalid', 'container: must be a string');
-  const s = ctx.open({ type: 'exec', workload, command, ...(b.container ? { container: b.container } : {}) }, false, `exec ${workload} ${(command as string[]).join(' ').slice(0, 200)}`);
+  if (!Array.isArray(command) || command.length === 0 || !command.every((x) => typeof x === 'string'))
+    throw new OutpostError('invalid', 'command: must be a non-empty array of strings, e.g. ["sh", "-c", "ls"]');
+  if (b.container !== undefined && typeof b.container !== 'string')
+    throw new OutpostError('invalid', 'container: must be a string');
+  const s = ctx.open(
+    { type: 'exec', workload, command, ...(b.container ? { container: b.container } : {}) },
+    false,
+    `exec ${workload} ${(command as string[]).join(' ').slice(0, 200)}`,
+  );
   s.end();
   s.resume();
   res!.on('close', () => s.destroy());
   const r = await head(s);
-  res!.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ exitCode: r.exitCode, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }));
+  res!
+    .writeHead(200, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ exitCode: r.exitCode, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }));
 }
 
 const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1024 * 1024 });
@@ -90,10 +121,22 @@ const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxP
 async function interactive(ctx: RouteContext, req: IncomingMessage, workload: string): Promise<void> {
   const q = new URL(req.url ?? '/', 'http://x').searchParams;
   const command = q.getAll('command');
-  if (command.length === 0) throw new OutpostError('bad_request', 'give the command as ?command=sh&command=-c&command=...');
+  if (command.length === 0)
+    throw new OutpostError('bad_request', 'give the command as ?command=sh&command=-c&command=...');
   const { socket, head: upgradeHead } = ctx.upgrade!;
   const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, upgradeHead, resolve));
-  const s = ctx.open({ type: 'exec', workload, command, interactive: true, tty: q.get('tty') === 'true', ...(q.get('container') ? { container: q.get('container') } : {}) }, true, `exec -it ${workload} ${command.join(' ').slice(0, 200)}`);
+  const s = ctx.open(
+    {
+      type: 'exec',
+      workload,
+      command,
+      interactive: true,
+      tty: q.get('tty') === 'true',
+      ...(q.get('container') ? { container: q.get('container') } : {}),
+    },
+    true,
+    `exec -it ${workload} ${command.join(' ').slice(0, 200)}`,
+  );
   const status = (m: Record<string, unknown>): void => {
     if (ws.readyState === ws.OPEN) ws.send(Buffer.concat([Buffer.from([WS_STATUS]), Buffer.from(JSON.stringify(m))]));
   };
@@ -119,11 +162,21 @@ async function interactive(ctx: RouteContext, req: IncomingMessage, workload: st
   await once(ws, 'close');
 }
 
-export async function handleActions(ctx: RouteContext, req: IncomingMessage, res: ServerResponse | undefined): Promise<void> {
-  if (req.method !== 'POST' || ctx.rest !== '') throw new OutpostError('bad_request', `use POST /api/v1/edges/${ctx.edge}/actions {"action": "restart|stop|start", "workload": "NAME"}`);
+export async function handleActions(
+  ctx: RouteContext,
+  req: IncomingMessage,
+  res: ServerResponse | undefined,
+): Promise<void> {
+  if (req.method !== 'POST' || ctx.rest !== '')
+    throw new OutpostError(
+      'bad_request',
+      `use POST /api/v1/edges/${ctx.edge}/actions {"action": "restart|stop|start", "workload": "NAME"}`,
+    );
   const b = await readJson(req);
-  if (b.action !== 'restart' && b.action !== 'stop' && b.action !== 'start') throw new OutpostError('invalid', 'action: must be one of restart, stop, start');
-  if (typeof b.workload !== 'string' || !isValidName(b.workload)) throw new OutpostError('invalid', 'workload: must be a workload name');
+  if (b.action !== 'restart' && b.action !== 'stop' && b.action !== 'start')
+    throw new OutpostError('invalid', 'action: must be one of restart, stop, start');
+  if (typeof b.workload !== 'string' || !isValidName(b.workload))
+    throw new OutpostError('invalid', 'workload: must be a workload name');
   const { action, workload } = b as { action: string; workload: string };
   const s = ctx.open({ type: 'action', action, workload }, false, `action ${action} ${workload}`);
   s.end();
@@ -141,5 +194,7 @@ export async function handleActions(ctx: RouteContext, req: IncomingMessage, res
     throw err;
   }
   record(`${action} of ${workload} on edge ${ctx.edge} by ${actor}`);
-  res!.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ edge: ctx.edge, workload, action, done: true }));
+  res!
+    .writeHead(200, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ edge: ctx.edge, workload, action, done: true }));
 }

@@ -30,12 +30,19 @@ describe('proxy sessions', () => {
     // The link itself is never a cookie, and a cookie never a link.
     expect(sessions.verify([link], web, T0 + 2)).toBeNull();
     expect(() => sessions.exchange(cookie, web, T0 + 3)).toThrow(/not valid/);
-    for (const other of [{ ...web, port: 8081 }, { ...web, workload: 'api' }, { ...web, edge: 'shop-2' }]) expect(sessions.verify([cookie], other, T0 + 2)).toBeNull();
+    for (const other of [
+      { ...web, port: 8081 },
+      { ...web, workload: 'api' },
+      { ...web, edge: 'shop-2' },
+    ])
+      expect(sessions.verify([cookie], other, T0 + 2)).toBeNull();
   });
 
   it('refuse a link used on another target (and it stays usable on its own)', () => {
     const { sessions, link } = setup();
-    expect(() => sessions.exchange(link, { ...web, port: 9090 }, T0 + 1)).toThrow(/outpost edge proxy-url shop-1 web 9090/);
+    expect(() => sessions.exchange(link, { ...web, port: 9090 }, T0 + 1)).toThrow(
+      /outpost edge proxy-url shop-1 web 9090/,
+    );
     expect(sessions.exchange(link, web, T0 + 1).cookie).toMatch(/^[0-9a-f]{16}\./);
   });
 
@@ -58,7 +65,9 @@ describe('proxy sessions', () => {
   it('store only hashes of the secrets', () => {
     const { db, sessions, link } = setup();
     const { cookie } = sessions.exchange(link, web, T0 + 1);
-    const dump = JSON.stringify(db.prepare('SELECT * FROM tunnel_proxy_sessions').all(), (_k, v) => (Buffer.isBuffer(v) || v?.type === 'Buffer' ? Buffer.from(v).toString('base64url') : v));
+    const dump = JSON.stringify(db.prepare('SELECT * FROM tunnel_proxy_sessions').all(), (_k, v) =>
+      Buffer.isBuffer(v) || v?.type === 'Buffer' ? Buffer.from(v).toString('base64url') : v,
+    );
     expect(dump).not.toContain(cookie.split('.')[1]);
     expect(dump).not.toContain(link.split('.')[1]);
   });
@@ -74,7 +83,9 @@ describe('proxy sessions', () => {
 
 describe('proxy session cookies', () => {
   it('are scoped to the target path, HttpOnly, SameSite=Strict, Secure only on TLS', () => {
-    expect(sessionCookie('v', web, T0 + 90_000, false, T0)).toBe('outpost_proxy=v; Path=/api/v1/edges/shop-1/proxy/web/8080/; Max-Age=90; HttpOnly; SameSite=Strict');
+    expect(sessionCookie('v', web, T0 + 90_000, false, T0)).toBe(
+      'outpost_proxy=v; Path=/api/v1/edges/shop-1/proxy/web/8080/; Max-Age=90; HttpOnly; SameSite=Strict',
+    );
     expect(sessionCookie('v', web, T0 + 90_000, true, T0)).toMatch(/; Secure$/);
   });
 

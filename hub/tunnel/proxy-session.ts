@@ -88,7 +88,8 @@ function split(value: string): { id: string; secret: string } | null {
   return m ? { id: m[1], secret: m[2] } : null;
 }
 
-const sameTarget = (r: Row, t: ProxyTarget): boolean => r.edge === t.edge && r.workload === t.workload && r.port === t.port;
+const sameTarget = (r: Row, t: ProxyTarget): boolean =>
+  r.edge === t.edge && r.workload === t.workload && r.port === t.port;
 
 export class ProxySessions {
   constructor(private readonly db: SqliteDatabase) {
@@ -97,14 +98,32 @@ export class ProxySessions {
   }
 
   /** A one-time link secret for `p` on `target`, valid for `ttlMs`. */
-  create(p: Principal, target: ProxyTarget, ttlMs = DEFAULT_SESSION_TTL_MS, now = Date.now()): { link: string; expiresAt: number } {
+  create(
+    p: Principal,
+    target: ProxyTarget,
+    ttlMs = DEFAULT_SESSION_TTL_MS,
+    now = Date.now(),
+  ): { link: string; expiresAt: number } {
     this.db.prepare('DELETE FROM tunnel_proxy_sessions WHERE expires_at <= ?').run(now);
     const id = newId();
     const secret = newSecret();
     const expiresAt = now + ttlMs;
     this.db
-      .prepare('INSERT INTO tunnel_proxy_sessions (id, link_hash, token_id, role, project, edge, workload, port, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(id, hashSecret(secret), p.tokenId, p.role, p.project, target.edge, target.workload, target.port, now, expiresAt);
+      .prepare(
+        'INSERT INTO tunnel_proxy_sessions (id, link_hash, token_id, role, project, edge, workload, port, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        id,
+        hashSecret(secret),
+        p.tokenId,
+        p.role,
+        p.project,
+        target.edge,
+        target.workload,
+        target.port,
+        now,
+        expiresAt,
+      );
     return { link: `${id}.${secret}`, expiresAt };
   }
 
@@ -112,7 +131,14 @@ export class ProxySessions {
   exchange(link: string, target: ProxyTarget, now = Date.now()): { cookie: string; expiresAt: number } {
     const parts = split(link);
     const row = parts ? this.row(parts.id) : undefined;
-    if (!parts || !row || !row.link_hash || !secretMatches(parts.secret, row.link_hash) || !sameTarget(row, target) || row.expires_at <= now) {
+    if (
+      !parts ||
+      !row ||
+      !row.link_hash ||
+      !secretMatches(parts.secret, row.link_hash) ||
+      !sameTarget(row, target) ||
+      row.expires_at <= now
+    ) {
       throw new OutpostError(
         'unauthorized',
         `this proxy link is not valid (each link works once, for one workload port, until it expires): run \`outpost edge proxy-url ${target.edge} ${target.workload} ${target.port}\` for a new one`,
@@ -120,8 +146,16 @@ export class ProxySessions {
     }
     const secret = newSecret();
     // Only one exchange wins, even if two requests race with the same link.
-    const changed = this.db.prepare('UPDATE tunnel_proxy_sessions SET link_hash = NULL, cookie_hash = ? WHERE id = ? AND link_hash IS NOT NULL').run(hashSecret(secret), row.id).changes;
-    if (changed !== 1) throw new OutpostError('unauthorized', `this proxy link was already used: run \`outpost edge proxy-url ${target.edge} ${target.workload} ${target.port}\` for a new one`);
+    const changed = this.db
+      .prepare(
+        'UPDATE tunnel_proxy_sessions SET link_hash = NULL, cookie_hash = ? WHERE id = ? AND link_hash IS NOT NULL',
+      )
+      .run(hashSecret(secret), row.id).changes;
+    if (changed !== 1)
+      throw new OutpostError(
+        'unauthorized',
+        `this proxy link was already used: run \`outpost edge proxy-url ${target.edge} ${target.workload} ${target.port}\` for a new one`,
+      );
     return { cookie: `${row.id}.${secret}`, expiresAt: row.expires_at };
   }
 
@@ -139,12 +173,17 @@ export class ProxySessions {
 
   /** A session dies with its token: revoking the token (or its expiry) ends its browser sessions too. */
   private tokenLive(tokenId: string, now: number): boolean {
-    const t = this.db.prepare('SELECT expires_at, revoked_at FROM api_tokens WHERE id = ?').get(tokenId) as { expires_at: number | null; revoked_at: number | null } | undefined;
+    const t = this.db.prepare('SELECT expires_at, revoked_at FROM api_tokens WHERE id = ?').get(tokenId) as
+      { expires_at: number | null; revoked_at: number | null } | undefined;
     return !!t && t.revoked_at === null && (t.expires_at === null || t.expires_at > now);
   }
 
   private row(id: string): Row | undefined {
-    return this.db.prepare('SELECT id, link_hash, cookie_hash, token_id, role, project, edge, workload, port, expires_at FROM tunnel_proxy_sessions WHERE id = ?').get(id) as Row | undefined;
+    return this.db
+      .prepare(
+        'SELECT id, link_hash, cookie_hash, token_id, role, project, edge, workload, port, expires_at FROM tunnel_proxy_sessions WHERE id = ?',
+      )
+      .get(id) as Row | undefined;
   }
 }
 
@@ -169,7 +208,13 @@ export function withoutProxyCookie(header: string): string | undefined {
 }
 
 /** The Set-Cookie value for a session on `target`. */
-export function sessionCookie(value: string, target: ProxyTarget, expiresAt: number, secure: boolean, now = Date.now()): string {
+export function sessionCookie(
+  value: string,
+  target: ProxyTarget,
+  expiresAt: number,
+  secure: boolean,
+  now = Date.now(),
+): string {
   const maxAge = Math.max(0, Math.floor((expiresAt - now) / 1000));
   return `${PROXY_COOKIE}=${value}; Path=${proxyPath(target)}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
 }

@@ -26,7 +26,18 @@ export interface RouteContext {
   upgrade?: { socket: Duplex; head: Buffer };
 }
 
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
 
 const TUNNEL_STATUS: Record<string, [number, string]> = {
   not_found: [404, 'not_found'],
@@ -47,7 +58,15 @@ function errorBody(err: unknown): { status: number; body: { error: { code: strin
   return { status: 500, body: { error: { code: 'internal', message: 'internal error on the hub; see its log' } } };
 }
 
-const KUBE_REASONS: Record<number, string> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 413: 'RequestEntityTooLarge', 503: 'ServiceUnavailable', 504: 'Timeout' };
+const KUBE_REASONS: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  413: 'RequestEntityTooLarge',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
 
 /**
  * Answers with the error if nothing was sent yet; otherwise cuts the response so the client sees a
@@ -59,14 +78,26 @@ export function sendError(res: ServerResponse, err: unknown, kube = false): void
     return;
   }
   const { status, body } = errorBody(err);
-  const out = kube ? { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: body.error.message, reason: KUBE_REASONS[status] ?? 'InternalError', code: status } : body;
+  const out = kube
+    ? {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: body.error.message,
+        reason: KUBE_REASONS[status] ?? 'InternalError',
+        code: status,
+      }
+    : body;
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(out));
 }
 
 function rawError(socket: Duplex, err: unknown): void {
   const { status, body } = errorBody(err);
   const text = JSON.stringify(body);
-  socket.end(`HTTP/1.1 ${status} ${body.error.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${body.error.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+  );
 }
 
 function forwardHeaders(req: IncomingMessage, prefix: string): Record<string, string | string[]> {
@@ -101,7 +132,11 @@ function writeHead(res: ServerResponse, head: Record<string, unknown>): void {
 }
 
 /** Proxy and kube: one HTTP exchange, or an upgrade that becomes a byte pipe. */
-export async function handleHttp(ctx: RouteContext, req: IncomingMessage, res: ServerResponse | undefined): Promise<void> {
+export async function handleHttp(
+  ctx: RouteContext,
+  req: IncomingMessage,
+  res: ServerResponse | undefined,
+): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://x');
   let target: 'kube' | { workload: string; port: number };
   let path: string;
@@ -111,14 +146,33 @@ export async function handleHttp(ctx: RouteContext, req: IncomingMessage, res: S
     path = (ctx.rest || '/') + url.search;
   } else {
     const m = /^\/([^/]+)\/(\d{1,5})(\/.*)?$/.exec(ctx.rest);
-    if (!m || !isValidName(m[1]) || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new OutpostError('bad_request', `use /api/v1/edges/${ctx.edge}/proxy/WORKLOAD/PORT/PATH (PORT a declared containerPort of WORKLOAD)`);
+    if (!m || !isValidName(m[1]) || Number(m[2]) < 1 || Number(m[2]) > 65535)
+      throw new OutpostError(
+        'bad_request',
+        `use /api/v1/edges/${ctx.edge}/proxy/WORKLOAD/PORT/PATH (PORT a declared containerPort of WORKLOAD)`,
+      );
     target = { workload: m[1], port: Number(m[2]) };
     prefix += `/${m[1]}/${m[2]}`;
     path = (m[3] ?? '/') + url.search;
   }
   const upgrade = !!ctx.upgrade;
-  const long = upgrade || url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1' || url.searchParams.get('follow') === 'true';
-  const s = ctx.open({ type: 'http', target, method: (req.method ?? 'GET').toUpperCase(), path, headers: forwardHeaders(req, prefix), upgrade }, long, `${ctx.route} ${typeof target === 'string' ? '' : `${target.workload}:${target.port} `}${req.method} ${path}`);
+  const long =
+    upgrade ||
+    url.searchParams.get('watch') === 'true' ||
+    url.searchParams.get('watch') === '1' ||
+    url.searchParams.get('follow') === 'true';
+  const s = ctx.open(
+    {
+      type: 'http',
+      target,
+      method: (req.method ?? 'GET').toUpperCase(),
+      path,
+      headers: forwardHeaders(req, prefix),
+      upgrade,
+    },
+    long,
+    `${ctx.route} ${typeof target === 'string' ? '' : `${target.workload}:${target.port} `}${req.method} ${path}`,
+  );
 
   if (ctx.upgrade) {
     const { socket, head } = ctx.upgrade;
@@ -128,7 +182,8 @@ export async function handleHttp(ctx: RouteContext, req: IncomingMessage, res: S
       const status = Number(h.status) || 502;
       const headers = (h.headers ?? {}) as Record<string, string | string[]>;
       const lines = [`HTTP/1.1 ${status} ${status === 101 ? 'Switching Protocols' : 'Upgrade Refused'}`];
-      for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
+      for (const [k, v] of Object.entries(headers))
+        for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
       if (status !== 101) lines.push('connection: close');
       socket.write(lines.join('\r\n') + '\r\n\r\n');
       if (status === 101) {

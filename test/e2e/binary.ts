@@ -28,7 +28,8 @@ export async function buildOnce(): Promise<void> {
       // A lock left by a killed run: no build takes ten minutes.
       const age = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > 10 * 60_000) fs.rmSync(lock, { recursive: true, force: true });
-      else if (Date.now() > deadline) throw new Error(`waited 10 minutes for ${lock}: remove it if no build is running`);
+      else if (Date.now() > deadline)
+        throw new Error(`waited 10 minutes for ${lock}: remove it if no build is running`);
       else await new Promise((r) => setTimeout(r, 500));
     }
   }
@@ -53,8 +54,16 @@ export class Exe {
   readonly child: ChildProcess;
   out = '';
   err = '';
-  constructor(readonly args: string[], env: Record<string, string> = {}, opts: { cwd?: string; exe?: string } = {}) {
-    this.child = spawn(opts.exe ?? EXE, args, { cwd: opts.cwd ?? path.dirname(EXE), env: userEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(
+    readonly args: string[],
+    env: Record<string, string> = {},
+    opts: { cwd?: string; exe?: string } = {},
+  ) {
+    this.child = spawn(opts.exe ?? EXE, args, {
+      cwd: opts.cwd ?? path.dirname(EXE),
+      env: userEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout!.on('data', (c: Buffer) => {
       this.out += c.toString();
       if (process.env.OUTPOST_TEST_LOG) process.stderr.write(c);
@@ -90,7 +99,11 @@ export interface Result {
 }
 
 /** Runs `outpost ARGS` to completion. */
-export async function run(args: string[], env: Record<string, string> = {}, opts: { cwd?: string; exe?: string } = {}): Promise<Result> {
+export async function run(
+  args: string[],
+  env: Record<string, string> = {},
+  opts: { cwd?: string; exe?: string } = {},
+): Promise<Result> {
   const p = new Exe(args, env, opts);
   // 'close', not 'exit': it comes after the output pipes are drained.
   const code = await new Promise<number>((r) => p.child.once('close', (c, sig) => r(c ?? (sig ? 128 : 1))));
@@ -104,15 +117,32 @@ export async function ok(args: string[], env: Record<string, string> = {}): Prom
   return r.stdout;
 }
 
-export async function startHub(dataDir: string, port: number, extra: string[] = []): Promise<{ proc: Exe; url: string }> {
+export async function startHub(
+  dataDir: string,
+  port: number,
+  extra: string[] = [],
+): Promise<{ proc: Exe; url: string }> {
   const proc = new Exe(['hub', '--data', dataDir, '--listen', `127.0.0.1:${port}`, ...extra]);
-  const url = await waitFor(() => /listening on (\S+)/.exec(proc.err)?.[1] ?? (proc.alive ? null : Promise.reject(new Error(`hub exited: ${proc.tail()}`))), { timeout: 30_000, what: 'hub to listen' });
+  const url = await waitFor(
+    () =>
+      /listening on (\S+)/.exec(proc.err)?.[1] ??
+      (proc.alive ? null : Promise.reject(new Error(`hub exited: ${proc.tail()}`))),
+    { timeout: 30_000, what: 'hub to listen' },
+  );
   return { proc, url };
 }
 
 export async function startEdge(dataDir: string, args: string[] = []): Promise<Exe> {
   const proc = new Exe(['edge', '--data', dataDir, ...args]);
-  await waitFor(() => (/outpost edge \S+ running/.test(proc.err) ? true : proc.alive ? null : Promise.reject(new Error(`edge exited: ${proc.tail()}`))), { timeout: 30_000, what: 'edge agent to run' });
+  await waitFor(
+    () =>
+      /outpost edge \S+ running/.test(proc.err)
+        ? true
+        : proc.alive
+          ? null
+          : Promise.reject(new Error(`edge exited: ${proc.tail()}`)),
+    { timeout: 30_000, what: 'edge agent to run' },
+  );
   return proc;
 }
 

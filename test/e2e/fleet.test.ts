@@ -70,13 +70,19 @@ function pidOn(e: EdgeN): number | null {
 
 /** The placement once the hub reports READY 2/2 on exactly the edges `on`. */
 async function readyOn(on: EdgeN[]): Promise<any> {
-  return waitFor(async () => {
-    const p = await getJson('placement', 'web');
-    if (p.status?.summary?.ready !== 2 || p.status.summary.total !== 2) return null;
-    const list = items(await getJson('edges'));
-    const running = list.filter((e: any) => (e.status.workloads ?? []).some((w: any) => w.name === 'pidder' && w.state === 'Ready')).map((e: any) => e.metadata.name).sort();
-    return JSON.stringify(running) === JSON.stringify(on) ? p : null;
-  }, { timeout: 45_000, interval: 300, what: `READY 2/2 on ${on.join(', ')}` });
+  return waitFor(
+    async () => {
+      const p = await getJson('placement', 'web');
+      if (p.status?.summary?.ready !== 2 || p.status.summary.total !== 2) return null;
+      const list = items(await getJson('edges'));
+      const running = list
+        .filter((e: any) => (e.status.workloads ?? []).some((w: any) => w.name === 'pidder' && w.state === 'Ready'))
+        .map((e: any) => e.metadata.name)
+        .sort();
+      return JSON.stringify(running) === JSON.stringify(on) ? p : null;
+    },
+    { timeout: 45_000, interval: 300, what: `READY 2/2 on ${on.join(', ')}` },
+  );
 }
 
 beforeAll(async () => {
@@ -94,7 +100,9 @@ afterAll(async () => {
   // Workloads outlive their agents by design: remove the placement and let the edges stop them.
   if (hub?.alive) {
     await run(['delete', 'placement', 'web'], env);
-    await waitFor(() => [...seenPids].every((p) => !pidAlive(p)), { timeout: 30_000, what: 'workloads stopped' }).catch(() => undefined);
+    await waitFor(() => [...seenPids].every((p) => !pidAlive(p)), { timeout: 30_000, what: 'workloads stopped' }).catch(
+      () => undefined,
+    );
   }
   for (const e of edges.values()) await e.kill('SIGTERM');
   await hub?.kill('SIGTERM');
@@ -118,14 +126,35 @@ describe('a fleet through the packaged executable', () => {
     expect(join).toMatch(/^opj1\./);
     await Promise.all(
       (Object.keys(EDGES) as EdgeN[]).map(async (e) => {
-        edges.set(e, await startEdge(path.join(dir, e), ['--hub', hubUrl, '--join-token', join, '--name', e, '--labels', EDGES[e], '--driver', 'process']));
+        edges.set(
+          e,
+          await startEdge(path.join(dir, e), [
+            '--hub',
+            hubUrl,
+            '--join-token',
+            join,
+            '--name',
+            e,
+            '--labels',
+            EDGES[e],
+            '--driver',
+            'process',
+          ]),
+        );
       }),
     );
-    const online = await waitFor(async () => {
-      const list = items(await getJson('edges'));
-      return list.length === 3 && list.every((e: any) => e.status.phase === 'Online') ? list : null;
-    }, { timeout: 30_000, what: 'three edges Online' });
-    expect(Object.fromEntries(online.map((e: any) => [e.metadata.name, e.metadata.labels.role]))).toEqual({ e1: 'web', e2: 'web', e3: 'spare' });
+    const online = await waitFor(
+      async () => {
+        const list = items(await getJson('edges'));
+        return list.length === 3 && list.every((e: any) => e.status.phase === 'Online') ? list : null;
+      },
+      { timeout: 30_000, what: 'three edges Online' },
+    );
+    expect(Object.fromEntries(online.map((e: any) => [e.metadata.name, e.metadata.labels.role]))).toEqual({
+      e1: 'web',
+      e2: 'web',
+      e3: 'spare',
+    });
   });
 
   it('apply -f: the placement runs the workload on the two selected edges, READY 2/2', async () => {
@@ -153,7 +182,20 @@ describe('a fleet through the packaged executable', () => {
     const before = {
       workloads: items(await getJson('workloads')).map((w: any) => ({ metadata: w.metadata, spec: w.spec })),
       placement: await getJson('placement', 'web'),
-      edges: Object.fromEntries(items(await getJson('edges')).map((e: any) => [e.metadata.name, { labels: e.metadata.labels, workloads: (e.status.workloads ?? []).map((w: any) => ({ name: w.name, since: w.since, restarts: w.restarts, state: w.state })) }])),
+      edges: Object.fromEntries(
+        items(await getJson('edges')).map((e: any) => [
+          e.metadata.name,
+          {
+            labels: e.metadata.labels,
+            workloads: (e.status.workloads ?? []).map((w: any) => ({
+              name: w.name,
+              since: w.since,
+              restarts: w.restarts,
+              state: w.state,
+            })),
+          },
+        ]),
+      ),
       pids: { e1: pidOn('e1'), e3: pidOn('e3') },
     };
     expect(before.pids.e1).toBeTruthy();
@@ -167,17 +209,40 @@ describe('a fleet through the packaged executable', () => {
     expect(hubUrl).toBe(`https://127.0.0.1:${port}`);
 
     // The CLI's login (pinned CA, token) still works: the hub kept its CA and tokens.
-    const edgesAfter = await waitFor(async () => {
-      const list = items(await getJson('edges'));
-      const back = list.every((e: any) => e.status.phase === 'Online' && Date.parse(e.status.connectedSince) >= restartedAt - 1_000);
-      return list.length === 3 && back ? list : null;
-    }, { timeout: 45_000, interval: 300, what: 'all three edges to reconnect to the restarted hub' });
+    const edgesAfter = await waitFor(
+      async () => {
+        const list = items(await getJson('edges'));
+        const back = list.every(
+          (e: any) => e.status.phase === 'Online' && Date.parse(e.status.connectedSince) >= restartedAt - 1_000,
+        );
+        return list.length === 3 && back ? list : null;
+      },
+      { timeout: 45_000, interval: 300, what: 'all three edges to reconnect to the restarted hub' },
+    );
 
     const placement = await readyOn(['e1', 'e3']);
-    expect({ metadata: placement.metadata, spec: placement.spec }).toEqual({ metadata: before.placement.metadata, spec: before.placement.spec });
+    expect({ metadata: placement.metadata, spec: placement.spec }).toEqual({
+      metadata: before.placement.metadata,
+      spec: before.placement.spec,
+    });
     expect(placement.status.summary).toEqual(before.placement.status.summary);
-    expect(items(await getJson('workloads')).map((w: any) => ({ metadata: w.metadata, spec: w.spec }))).toEqual(before.workloads);
-    const after = Object.fromEntries(edgesAfter.map((e: any) => [e.metadata.name, { labels: e.metadata.labels, workloads: (e.status.workloads ?? []).map((w: any) => ({ name: w.name, since: w.since, restarts: w.restarts, state: w.state })) }]));
+    expect(items(await getJson('workloads')).map((w: any) => ({ metadata: w.metadata, spec: w.spec }))).toEqual(
+      before.workloads,
+    );
+    const after = Object.fromEntries(
+      edgesAfter.map((e: any) => [
+        e.metadata.name,
+        {
+          labels: e.metadata.labels,
+          workloads: (e.status.workloads ?? []).map((w: any) => ({
+            name: w.name,
+            since: w.since,
+            restarts: w.restarts,
+            state: w.state,
+          })),
+        },
+      ]),
+    );
     // Same labels, same workload states since the same instants, no restarts.
     expect(after).toEqual(before.edges);
     expect(after.e1.workloads).toEqual([expect.objectContaining({ name: 'pidder', restarts: 0, state: 'Ready' })]);

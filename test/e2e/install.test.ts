@@ -72,14 +72,32 @@ afterAll(async () => {
 describe('outpost hub install / edge install through the executable', () => {
   it('refuses to install when run unpackaged, naming the file to use', async () => {
     // `node dist/outpost.cjs`: the same code, but the running program is node itself.
-    const r = await run([DIST_BUNDLE, 'hub', 'install', '--data', hubData, '--unit-dir', units, '--bin', bin], {}, { exe: process.execPath, cwd: dir });
+    const r = await run(
+      [DIST_BUNDLE, 'hub', 'install', '--data', hubData, '--unit-dir', units, '--bin', bin],
+      {},
+      { exe: process.execPath, cwd: dir },
+    );
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error: outpost hub install installs the running executable, but this is not the packaged outpost .*npm run build.*dist\/outpost hub install/);
+    expect(r.stderr).toMatch(
+      /^error: outpost hub install installs the running executable, but this is not the packaged outpost .*npm run build.*dist\/outpost hub install/,
+    );
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
   it('hub install --dry-run prints the unit and changes nothing', async () => {
-    const out = await ok(['hub', 'install', '--dry-run', '--data', hubData, '--listen', `127.0.0.1:${port}`, '--unit-dir', units, '--bin', bin]);
+    const out = await ok([
+      'hub',
+      'install',
+      '--dry-run',
+      '--data',
+      hubData,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--unit-dir',
+      units,
+      '--bin',
+      bin,
+    ]);
     expect(out).toContain(`copy ${EXE} -> ${bin} (mode 0755)`);
     expect(out).toContain(`    ExecStart=${bin} hub --data ${hubData} --listen 127.0.0.1:${port}`);
     expect(out).toContain('    Restart=always');
@@ -88,7 +106,18 @@ describe('outpost hub install / edge install through the executable', () => {
   });
 
   it('hub install writes the unit, the binary and the data dir; the unit command runs a hub', async () => {
-    const out = await ok(['hub', 'install', '--data', hubData, '--listen', `127.0.0.1:${port}`, '--unit-dir', units, '--bin', bin]);
+    const out = await ok([
+      'hub',
+      'install',
+      '--data',
+      hubData,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--unit-dir',
+      units,
+      '--bin',
+      bin,
+    ]);
     expect(out).toContain(`wrote ${path.join(units, 'outpost-hub.service')}`);
     expect(fs.statSync(hubData).mode & 0o777).toBe(0o700);
     expect(fs.statSync(bin).size).toBe(fs.statSync(EXE).size);
@@ -96,7 +125,12 @@ describe('outpost hub install / edge install through the executable', () => {
     expect(execStart(unit)).toEqual([bin, 'hub', '--data', hubData, '--listen', `127.0.0.1:${port}`]);
 
     const hub = startUnit(unit);
-    await waitFor(() => /listening on https:\/\/127\.0\.0\.1:\d+/.test(hub.err) || (hub.alive ? null : Promise.reject(new Error(hub.tail()))), { timeout: 30_000, what: 'installed hub to listen' });
+    await waitFor(
+      () =>
+        /listening on https:\/\/127\.0\.0\.1:\d+/.test(hub.err) ||
+        (hub.alive ? null : Promise.reject(new Error(hub.tail()))),
+      { timeout: 30_000, what: 'installed hub to listen' },
+    );
     const admin = fs.readFileSync(path.join(hubData, 'admin.token'), 'utf8').trim();
     // stderr is the journal under systemd: the secret stays in the 0600 file.
     expect(hub.err).toContain(`admin token created in ${hubData}/admin.token`);
@@ -107,11 +141,36 @@ describe('outpost hub install / edge install through the executable', () => {
   it('edge install enrolls at once and writes a unit that needs only --data; the unit command runs the edge', async () => {
     const join = (await ok(['token', 'create', '--ttl', '10m'], env)).trim();
     // Run from the installed copy: the binary is already in place and is kept.
-    const r = await run(['edge', 'install', '--hub', `https://127.0.0.1:${port}`, '--join-token', join, '--name', 'site-1', '--labels', 'region=eu', '--driver', 'process', '--data', edgeData, '--unit-dir', units, '--bin', bin], {}, { exe: bin, cwd: '/' });
+    const r = await run(
+      [
+        'edge',
+        'install',
+        '--hub',
+        `https://127.0.0.1:${port}`,
+        '--join-token',
+        join,
+        '--name',
+        'site-1',
+        '--labels',
+        'region=eu',
+        '--driver',
+        'process',
+        '--data',
+        edgeData,
+        '--unit-dir',
+        units,
+        '--bin',
+        bin,
+      ],
+      {},
+      { exe: bin, cwd: '/' },
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`kept ${bin} (the running executable is already there)`);
-    expect(r.stdout).toContain(`enrolled edge site-1 with https://127.0.0.1:${port} (driver process, labels region=eu)`);
+    expect(r.stdout).toContain(
+      `enrolled edge site-1 with https://127.0.0.1:${port} (driver process, labels region=eu)`,
+    );
     expect(fs.statSync(edgeData).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(edgeData, 'edge.json')).mode & 0o777).toBe(0o600);
     const unit = path.join(units, 'outpost-edge.service');
@@ -119,10 +178,13 @@ describe('outpost hub install / edge install through the executable', () => {
     expect(parseUnit(fs.readFileSync(unit, 'utf8')).Service.KillMode).toEqual(['process']);
 
     startUnit(unit);
-    const e = await waitFor(async () => {
-      const x = JSON.parse(await ok(['get', 'edge', 'site-1', '-o', 'json'], env));
-      return x.status.phase === 'Online' ? x : null;
-    }, { timeout: 30_000, what: 'installed edge Online' });
+    const e = await waitFor(
+      async () => {
+        const x = JSON.parse(await ok(['get', 'edge', 'site-1', '-o', 'json'], env));
+        return x.status.phase === 'Online' ? x : null;
+      },
+      { timeout: 30_000, what: 'installed edge Online' },
+    );
     expect(e.metadata.labels).toEqual({ region: 'eu' });
   });
 
@@ -139,12 +201,16 @@ describe('outpost hub install / edge install through the executable', () => {
     bumpSchema(path.join(hubData, 'hub.db'), 'hub');
     const hub = await run(execStart(path.join(units, 'outpost-hub.service')).slice(1), {}, { exe: bin, cwd: '/' });
     expect(hub.code).toBe(1);
-    expect(hub.stderr).toMatch(/^error: the hub data in .*hub\.db has schema version \d+, but this outpost [\d.]+ only knows up to \d+: it was written by a newer outpost\. Run the newer binary, or restore a backup taken before the upgrade\./m);
+    expect(hub.stderr).toMatch(
+      /^error: the hub data in .*hub\.db has schema version \d+, but this outpost [\d.]+ only knows up to \d+: it was written by a newer outpost\. Run the newer binary, or restore a backup taken before the upgrade\./m,
+    );
     expect(hub.stderr).not.toMatch(/\n\s+at /);
 
     bumpSchema(path.join(edgeData, 'edge.db'), 'replica');
     const edge = await run(['edge', '--data', edgeData], {}, { exe: bin, cwd: '/' });
     expect(edge.code).toBe(1);
-    expect(edge.stderr).toMatch(/the replica data in .*edge\.db has schema version \d+, but this outpost [\d.]+ only knows up to \d+: it was written by a newer outpost/);
+    expect(edge.stderr).toMatch(
+      /the replica data in .*edge\.db has schema version \d+, but this outpost [\d.]+ only knows up to \d+: it was written by a newer outpost/,
+    );
   });
 });

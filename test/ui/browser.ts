@@ -26,20 +26,36 @@ export function screenshotsTo(scratch: string): string {
 /** Builds ui/ with Vite into `outDir`, so the test serves exactly the current sources. */
 export function buildUi(outDir: string): void {
   const vite = path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js');
-  const r = spawnSync(process.execPath, [vite, 'build', '--config', path.join(ROOT, 'ui', 'vite.config.ts'), '--outDir', outDir, '--emptyOutDir'], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(
+    process.execPath,
+    [vite, 'build', '--config', path.join(ROOT, 'ui', 'vite.config.ts'), '--outDir', outDir, '--emptyOutDir'],
+    { cwd: ROOT, encoding: 'utf8', timeout: 120_000 },
+  );
   if (r.status !== 0) throw new Error(`building the UI failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
-  if (!fs.existsSync(path.join(outDir, 'index.html'))) throw new Error(`the UI build wrote no index.html into ${outDir}`);
+  if (!fs.existsSync(path.join(outDir, 'index.html')))
+    throw new Error(`the UI build wrote no index.html into ${outDir}`);
 }
 
 /** Launches Chromium with a fresh profile in `profileDir`. Throws (the test fails) when Chromium is missing. */
 export async function launch(profileDir: string): Promise<BrowserContext> {
   if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: the browser tests drive Debian's Chromium. Install it with \`bash build/setup.sh\` (apt-get install chromium), or point OUTPOST_CHROMIUM at a Chromium binary`);
+    throw new Error(
+      `${CHROMIUM} is missing: the browser tests drive Debian's Chromium. Install it with \`bash build/setup.sh\` (apt-get install chromium), or point OUTPOST_CHROMIUM at a Chromium binary`,
+    );
   }
   return chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 860 },
     timeout: 30_000,
   });
@@ -51,7 +67,8 @@ export function collectErrors(page: Page): string[] {
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
     // Failed fetches while the hub is deliberately stopped are expected; everything else is a bug.
-    if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|net::ERR/.test(m.text())) errors.push(`console: ${m.text()}`);
+    if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|net::ERR/.test(m.text()))
+      errors.push(`console: ${m.text()}`);
   });
   return errors;
 }

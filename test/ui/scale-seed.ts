@@ -78,14 +78,27 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
     apiVersion: API_VERSION,
     kind: 'Workload',
     metadata: { name: WORKLOAD, project: 'default', labels: {}, annotations: {} },
-    spec: { manifests: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: WORKLOAD }, spec: { containers: [{ name: 'main', image: 'busybox', command: ['/bin/busybox', 'httpd', '-f'] }] } }] },
+    spec: {
+      manifests: [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: WORKLOAD },
+          spec: { containers: [{ name: 'main', image: 'busybox', command: ['/bin/busybox', 'httpd', '-f'] }] },
+        },
+      ],
+    },
   } as never);
   hub.objects.apply({
     apiVersion: API_VERSION,
     kind: 'Placement',
     metadata: { name: PLACEMENT, project: 'default', labels: {}, annotations: {} },
     // A failure threshold above the seeded failures, so the rollout completes instead of pausing.
-    spec: { edgeSelector: { matchLabels: { ring: 'canary' } }, workloads: [WORKLOAD], rollout: { maxUnavailable: '100%', failureThreshold: 100, paused: false } },
+    spec: {
+      edgeSelector: { matchLabels: { ring: 'canary' } },
+      workloads: [WORKLOAD],
+      rollout: { maxUnavailable: '100%', failureThreshold: 100, paused: false },
+    },
   } as never);
 
   // The Edge objects first, in one transaction, and the scheduler's pass over them before their
@@ -94,18 +107,39 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
   // its workload on, as it would. The other 8,000 carry no workload and have no mailbox documents
   // in this seed; the edge list reads those documents only for local overrides.
   inTransaction(db, () => {
-    for (const e of edges) hub.objects.apply({ apiVersion: API_VERSION, kind: 'Edge', metadata: { name: e.name, project: 'default', labels: e.labels, annotations: {} }, spec: { unschedulable: false } } as Edge, { update: false, actor: 'enrollment' });
+    for (const e of edges)
+      hub.objects.apply(
+        {
+          apiVersion: API_VERSION,
+          kind: 'Edge',
+          metadata: { name: e.name, project: 'default', labels: e.labels, annotations: {} },
+          spec: { unschedulable: false },
+        } as Edge,
+        { update: false, actor: 'enrollment' },
+      );
   });
   await hub.scheduler.idle();
 
-  const insertRuntime = db.prepare('INSERT INTO edge_runtime (name, project, approved, enrolled_at, last_seen, connected_since, disconnected_at, agent_version, remote_address, inventory) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-  const insertConnection = db.prepare('INSERT INTO connections (edge, connected_at, disconnected_at, reason, remote_address) VALUES (?, ?, ?, ?, ?)');
-  const insertEvent = db.prepare('INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)');
+  const insertRuntime = db.prepare(
+    'INSERT INTO edge_runtime (name, project, approved, enrolled_at, last_seen, connected_since, disconnected_at, agent_version, remote_address, inventory) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const insertConnection = db.prepare(
+    'INSERT INTO connections (edge, connected_at, disconnected_at, reason, remote_address) VALUES (?, ?, ?, ?, ?)',
+  );
+  const insertEvent = db.prepare(
+    'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   inTransaction(db, () => {
     edges.forEach((e, i) => {
       const enrolled = now - 48 * HOUR + i;
       const addr = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-      const inventory = JSON.stringify({ driver: 'process', os: 'linux', arch: i % 2 ? 'arm64' : 'amd64', agentVersion: '0.1.0', hostname: e.name });
+      const inventory = JSON.stringify({
+        driver: 'process',
+        os: 'linux',
+        arch: i % 2 ? 'arm64' : 'amd64',
+        agentVersion: '0.1.0',
+        hostname: e.name,
+      });
       if (e.phase === 'Pending') {
         // Connected, waiting for an operator to approve it.
         insertRuntime.run(e.name, 'default', 0, enrolled, now, now - HOUR, null, '0.1.0', addr, inventory);
@@ -128,14 +162,30 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
   // What the canary edges report on the generation the scheduler wrote (the projection of their
   // report documents): most Ready, a few Failed or still Progressing, so the broken list has rows.
   const byName = new Map(edges.map((e) => [e.name, e]));
-  const assigned = db.prepare('SELECT edge, workload, generation FROM assignments WHERE project = ? AND placement = ?').all('default', PLACEMENT) as { edge: string; workload: string; generation: number }[];
-  const insertStatus = db.prepare('INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  const assigned = db
+    .prepare('SELECT edge, workload, generation FROM assignments WHERE project = ? AND placement = ?')
+    .all('default', PLACEMENT) as { edge: string; workload: string; generation: number }[];
+  const insertStatus = db.prepare(
+    'INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
   inTransaction(db, () => {
     for (const a of assigned) {
       const phase = byName.get(a.edge)?.reports ?? 'Ready';
-      const message = phase === 'Failed' ? 'container main exited with code 1' : phase === 'Progressing' ? 'starting' : undefined;
-      const objects = JSON.stringify({ [`Pod/${WORKLOAD}`]: { ready: phase === 'Ready', ...(message ? { message } : {}) } });
-      insertStatus.run(a.edge, a.workload, a.generation, phase, phase === 'Failed' ? message : null, now - HOUR, phase === 'Failed' ? 4 : 0, objects);
+      const message =
+        phase === 'Failed' ? 'container main exited with code 1' : phase === 'Progressing' ? 'starting' : undefined;
+      const objects = JSON.stringify({
+        [`Pod/${WORKLOAD}`]: { ready: phase === 'Ready', ...(message ? { message } : {}) },
+      });
+      insertStatus.run(
+        a.edge,
+        a.workload,
+        a.generation,
+        phase,
+        phase === 'Failed' ? message : null,
+        now - HOUR,
+        phase === 'Failed' ? 4 : 0,
+        objects,
+      );
     }
   });
   // A report re-plans the rollouts of the placements on that edge (Scheduler.markStatus).

@@ -37,7 +37,8 @@ let toucher: ReturnType<typeof setInterval> | undefined;
 const requests: { path: string; ms: number }[] = [];
 const figures: [string, string][] = [];
 
-const record = (what: string, ms: number, extra = '') => figures.push([what, `${Math.round(ms)} ms${extra ? ` (${extra})` : ''}`]);
+const record = (what: string, ms: number, extra = '') =>
+  figures.push([what, `${Math.round(ms)} ms${extra ? ` (${extra})` : ''}`]);
 
 async function api<T = any>(p: string): Promise<T> {
   const res = await fetch(`${hub!.url}${p}`, { headers: { authorization: `Bearer ${hub!.adminToken}` } });
@@ -70,10 +71,13 @@ async function timed(what: string, act: () => Promise<unknown>, ready: () => Pro
 }
 
 async function hasText(l: Locator, text: string | RegExp): Promise<void> {
-  await waitFor(async () => {
-    const s = await l.innerText({ timeout: 1_000 });
-    return typeof text === 'string' ? s.includes(text) : text.test(s);
-  }, { timeout: 20_000, what: `text ${text} in ${l}` });
+  await waitFor(
+    async () => {
+      const s = await l.innerText({ timeout: 1_000 });
+      return typeof text === 'string' ? s.includes(text) : text.test(s);
+    },
+    { timeout: 20_000, what: `text ${text} in ${l}` },
+  );
 }
 
 const edgeRows = () => page.locator('table.table:not(.compact) tbody tr');
@@ -82,7 +86,8 @@ const rowNames = async (rows: Locator) => rows.locator('th[scope=row] a').allInn
 const domRows = () => page.locator('tr').count();
 const requested = (re: RegExp) => requests.filter((r) => re.test(r.path));
 /** Playwright reports a finished request a moment after the page may have rendered its answer. */
-const sawRequest = (re: RegExp) => waitFor(() => requested(re).length > 0, { timeout: 5_000, what: `a request matching ${re}` });
+const sawRequest = (re: RegExp) =>
+  waitFor(() => requested(re).length > 0, { timeout: 5_000, what: `a request matching ${re}` });
 
 beforeAll(async () => {
   dir = tempDir('outpost-ui-scale-');
@@ -113,10 +118,14 @@ afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
   if (figures.length) {
     const w = Math.max(...figures.map(([k]) => k.length));
-    console.log(`UI at ${EDGES} edges (this machine, now; not asserted):\n${figures.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n')}`);
+    console.log(
+      `UI at ${EDGES} edges (this machine, now; not asserted):\n${figures.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n')}`,
+    );
   }
   if (requests.length) {
-    console.log(`API requests the browser made (time to the last byte):\n${requests.map((r) => `  ${String(Math.round(r.ms)).padStart(5)} ms  ${decodeURIComponent(r.path)}`).join('\n')}`);
+    console.log(
+      `API requests the browser made (time to the last byte):\n${requests.map((r) => `  ${String(Math.round(r.ms)).padStart(5)} ms  ${decodeURIComponent(r.path)}`).join('\n')}`,
+    );
   }
 }, 60_000);
 
@@ -150,7 +159,9 @@ describe(`web UI with ${EDGES} edges`, () => {
       () => page.getByRole('button', { name: 'Sign in' }).click(),
       async () => {
         await hasText(page.getByRole('link', { name: /edges in total/ }), String(EDGES));
-        await page.getByRole('progressbar', { name: new RegExp(`placement ${PLACEMENT}: \\d+ of 2000 ready`) }).waitFor({ timeout: 20_000 });
+        await page
+          .getByRole('progressbar', { name: new RegExp(`placement ${PLACEMENT}: \\d+ of 2000 ready`) })
+          .waitFor({ timeout: 20_000 });
       },
     );
     await hasText(page.getByRole('link', { name: /edges online/ }), String(counts.Online));
@@ -161,7 +172,7 @@ describe(`web UI with ${EDGES} edges`, () => {
     await page.getByRole('heading', { name: 'Edges online' }).waitFor();
   });
 
-  it('follows the overview\'s offline count to the edges the hub filtered by state', async () => {
+  it("follows the overview's offline count to the edges the hub filtered by state", async () => {
     const offline = fleet.edges.filter((e) => e.phase === 'Offline').map((e) => e.name);
     await timed(
       'edges: state=Offline from the overview link',
@@ -227,7 +238,9 @@ describe(`web UI with ${EDGES} edges`, () => {
     await page.getByRole('button', { name: 'Next →' }).click();
     await waitFor(async () => (await rowNames(edgeRows()))[0] === match[PAGE], { what: 'the second page of matches' });
     expect(await rowNames(edgeRows())).toEqual(match.slice(PAGE, 2 * PAGE));
-    await waitFor(() => page.getByRole('button', { name: 'Next →' }).isDisabled(), { what: 'Next disabled on the last page' });
+    await waitFor(() => page.getByRole('button', { name: 'Next →' }).isDisabled(), {
+      what: 'Next disabled on the last page',
+    });
   });
 
   it('opens the placement on 2,000 edges: status, the broken list and one page of matched edges', async () => {
@@ -238,13 +251,17 @@ describe(`web UI with ${EDGES} edges`, () => {
       'placement: status and matched edges rendered (full page load)',
       () => page.goto(`${hub!.url}/placements/${PLACEMENT}`),
       async () => {
-        await page.getByRole('progressbar', { name: `placement ${PLACEMENT}: ${ready} of 2000 ready` }).waitFor({ timeout: 20_000 });
-        await waitFor(async () => (await page.locator('table.compact').last().locator('tbody tr').count()) === 25, { what: '25 matched edges' });
+        await page
+          .getByRole('progressbar', { name: `placement ${PLACEMENT}: ${ready} of 2000 ready` })
+          .waitFor({ timeout: 20_000 });
+        await waitFor(async () => (await page.locator('table.compact').last().locator('tbody tr').count()) === 25, {
+          what: '25 matched edges',
+        });
       },
     );
     const facts = page.locator('dl.facts');
     await hasText(facts, 'Selected edges\n2000');
-        await page.getByRole('row', { name: new RegExp(`${failed.name} shop-app`) }).waitFor();
+    await page.getByRole('row', { name: new RegExp(`${failed.name} shop-app`) }).waitFor();
     const section = page.locator('section[aria-labelledby=matched-h]');
     await hasText(section, '2000 edges match');
     const matched = section.locator('tbody tr');

@@ -29,7 +29,10 @@ const agents: EdgeAgent[] = [];
 async function api<T = any>(method: string, p: string, body?: unknown): Promise<T> {
   const res = await fetch(`${hub!.url}${p}`, {
     method,
-    headers: { authorization: `Bearer ${hub!.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${hub!.adminToken}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await res.json()) as T;
@@ -47,14 +50,31 @@ const workload = (greeting: string) => ({
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name: 'hello' },
-        spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: 'busybox', command: ['/bin/busybox', 'sleep', '3600'], env: [{ name: 'GREETING', value: greeting }] }] },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [
+            {
+              name: 'main',
+              image: 'busybox',
+              command: ['/bin/busybox', 'sleep', '3600'],
+              env: [{ name: 'GREETING', value: greeting }],
+            },
+          ],
+        },
       },
     ],
   },
 });
 
 async function startEdge(name: string, joinToken: string): Promise<EdgeAgent> {
-  const a = await startEdgeAgent({ dataDir: path.join(dir, name), hub: hub!.url, joinToken, name, driver: 'process', heartbeatMs: 1_000 });
+  const a = await startEdgeAgent({
+    dataDir: path.join(dir, name),
+    hub: hub!.url,
+    joinToken,
+    name,
+    driver: 'process',
+    heartbeatMs: 1_000,
+  });
   agents.push(a);
   return a;
 }
@@ -63,10 +83,18 @@ async function startEdge(name: string, joinToken: string): Promise<EdgeAgent> {
 function localIntent(agent: EdgeAgent, body: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = http.request({ socketPath: agent.socketPath, path: '/intents', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      {
+        socketPath: agent.socketPath,
+        path: '/intents',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -74,7 +102,10 @@ function localIntent(agent: EdgeAgent, body: unknown): Promise<number> {
 
 /** Waits until the locator's text contains `text` (Playwright's own expect is not in playwright-core). */
 async function hasText(l: Locator, text: string): Promise<void> {
-  await waitFor(async () => (await l.innerText({ timeout: 1_000 })).includes(text), { timeout: 15_000, what: `text "${text}" in ${l}` });
+  await waitFor(async () => (await l.innerText({ timeout: 1_000 })).includes(text), {
+    timeout: 15_000,
+    what: `text "${text}" in ${l}`,
+  });
 }
 
 async function hasCount(l: Locator, n: number): Promise<void> {
@@ -82,7 +113,12 @@ async function hasCount(l: Locator, n: number): Promise<void> {
 }
 
 /** Text of the focused element. */
-const focused = () => page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string | null } | null } }).document.activeElement?.textContent?.trim());
+const focused = () =>
+  page.evaluate(() =>
+    (
+      globalThis as unknown as { document: { activeElement: { textContent: string | null } | null } }
+    ).document.activeElement?.textContent?.trim(),
+  );
 
 const placementStatus = async () => (await api('GET', '/api/v1/projects/default/placements/hello-eu')).status;
 
@@ -93,9 +129,27 @@ beforeAll(async () => {
   buildUi(uiDir);
   process.env.OUTPOST_UI_DIR = uiDir;
   browser = await launch(path.join(dir, 'chromium-profile'));
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true, requireApproval: true });
-  const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', { project: 'default', labels: { region: 'eu' }, uses: 2 });
-  await api('POST', '/api/v1/apply', { objects: [workload('v1'), { kind: 'Placement', metadata: { name: 'hello-eu' }, spec: { edgeSelector: { matchLabels: { region: 'eu' } }, workloads: ['hello'] } }] });
+  hub = await startHub({
+    dataDir: path.join(dir, 'hub'),
+    listen: '127.0.0.1:0',
+    insecureHttp: true,
+    requireApproval: true,
+  });
+  const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', {
+    project: 'default',
+    labels: { region: 'eu' },
+    uses: 2,
+  });
+  await api('POST', '/api/v1/apply', {
+    objects: [
+      workload('v1'),
+      {
+        kind: 'Placement',
+        metadata: { name: 'hello-eu' },
+        spec: { edgeSelector: { matchLabels: { region: 'eu' } }, workloads: ['hello'] },
+      },
+    ],
+  });
   await startEdge('shop-berlin', join.token);
   await startEdge('shop-paris', join.token);
   // One edge approved before the browser arrives; the other waits for the click in the UI.
@@ -130,7 +184,13 @@ describe('web UI in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
     // The page's own global, evaluated in the browser.
-    expect(await page.evaluate(() => (globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }).sessionStorage.getItem('outpost.token'))).toBe(hub!.adminToken);
+    expect(
+      await page.evaluate(() =>
+        (globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }).sessionStorage.getItem(
+          'outpost.token',
+        ),
+      ),
+    ).toBe(hub!.adminToken);
     // Live: the page was loaded before the edge reported; READY comes in without a reload.
     await page.getByRole('progressbar', { name: 'placement hello-eu: 1 of 1 ready' }).waitFor({ timeout: 30_000 });
     await hasText(page.getByRole('link', { name: /pending approval/ }), '1');
@@ -150,14 +210,26 @@ describe('web UI in Chromium', () => {
     expect(await focused()).toBe('Edges');
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Edges', exact: true }).waitFor();
-    await waitFor(async () => (await focused()) === 'Edges' && (await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { tagName: string } } }).document.activeElement.tagName)) === 'H1', { what: 'focus on the Edges heading' });
+    await waitFor(
+      async () =>
+        (await focused()) === 'Edges' &&
+        (await page.evaluate(
+          () =>
+            (globalThis as unknown as { document: { activeElement: { tagName: string } } }).document.activeElement
+              .tagName,
+        )) === 'H1',
+      { what: 'focus on the Edges heading' },
+    );
     const row = page.getByRole('row', { name: /shop-paris/ });
     await row.getByText('Pending', { exact: true }).waitFor();
     await screenshot(page, 'edges');
     await row.getByRole('button', { name: 'Approve' }).click();
     await row.getByRole('button', { name: 'Approve' }).click(); // the in-place confirmation
     await row.getByText('Online', { exact: true }).waitFor({ timeout: 20_000 });
-    await waitFor(async () => (await placementStatus()).summary.ready === 2, { timeout: 30_000, what: 'both edges ready' });
+    await waitFor(async () => (await placementStatus()).summary.ready === 2, {
+      timeout: 30_000,
+      what: 'both edges ready',
+    });
     // Server-side filters, reflected in the URL.
     await page.getByLabel('Name contains').fill('berlin');
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -168,7 +240,14 @@ describe('web UI in Chromium', () => {
 
   it('shows an edge with inventory, workloads, on-site overrides (time and origin) and connection history', async () => {
     const berlin = agents[0];
-    expect(await localIntent(berlin, { workload: 'hello', action: 'override', set: { 'Pod/hello:spec.containers.0.env.0.value': 'from-site' }, origin: 'local:maria' })).toBe(200);
+    expect(
+      await localIntent(berlin, {
+        workload: 'hello',
+        action: 'override',
+        set: { 'Pod/hello:spec.containers.0.env.0.value': 'from-site' },
+        origin: 'local:maria',
+      }),
+    ).toBe(200);
     await page.goto(hub!.url + '/edges/shop-berlin');
     await page.getByRole('heading', { name: /Edge shop-berlin/ }).waitFor();
     await page.getByText('local:maria').waitFor({ timeout: 20_000 });

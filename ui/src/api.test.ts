@@ -17,7 +17,15 @@ beforeAll(async () => {
       if (req.url === '/ok') return res.end('{"items":[]}');
       if (req.url === '/invalid') {
         res.writeHead(422, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ error: { code: 'invalid', message: 'object 1: spec.workloads: required', details: [{ index: 0, path: 'spec.workloads', message: 'required' }] } }));
+        return res.end(
+          JSON.stringify({
+            error: {
+              code: 'invalid',
+              message: 'object 1: spec.workloads: required',
+              details: [{ index: 0, path: 'spec.workloads', message: 'required' }],
+            },
+          }),
+        );
       }
       if (req.url === '/401') {
         res.writeHead(401, { 'content-type': 'application/json' });
@@ -52,7 +60,11 @@ describe('ApiClient', () => {
     const c = new ApiClient(() => 'tok', { unauthorized: () => unauthorized++ }, base);
     const e = await c.post('/invalid', {}).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ApiError);
-    expect(e).toMatchObject({ status: 422, code: 'invalid', details: [{ index: 0, path: 'spec.workloads', message: 'required' }] });
+    expect(e).toMatchObject({
+      status: 422,
+      code: 'invalid',
+      details: [{ index: 0, path: 'spec.workloads', message: 'required' }],
+    });
     await expect(c.get('/401')).rejects.toMatchObject({ status: 401, message: 'the token is not valid' });
     expect(unauthorized).toBe(1);
   });
@@ -67,7 +79,9 @@ describe('ApiClient', () => {
   });
 
   it('builds query strings from the set values only', () => {
-    expect(query({ q: 'a b', labelSelector: 'region=eu,tier!=x', state: '', limit: 50, continue: undefined })).toBe('?q=a+b&labelSelector=region%3Deu%2Ctier%21%3Dx&limit=50');
+    expect(query({ q: 'a b', labelSelector: 'region=eu,tier!=x', state: '', limit: 50, continue: undefined })).toBe(
+      '?q=a+b&labelSelector=region%3Deu%2Ctier%21%3Dx&limit=50',
+    );
     expect(query({})).toBe('');
   });
 });

@@ -80,11 +80,18 @@ export class ApiClient {
     }
     let res: Response;
     try {
-      res = await fetch(this.base + path, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, signal: o.signal });
+      res = await fetch(this.base + path, {
+        method: o.method ?? (body === undefined ? 'GET' : 'POST'),
+        headers,
+        body,
+        signal: o.signal,
+      });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
       this.hooks.reachable?.(false);
-      throw new NetworkError('cannot reach the hub: check that it is running and that this machine can reach it', { cause: err });
+      throw new NetworkError('cannot reach the hub: check that it is running and that this machine can reach it', {
+        cause: err,
+      });
     }
     // A proxy in front of a stopped hub answers 502/503/504 itself: that is the hub being away too.
     this.hooks.reachable?.(!(res.status === 502 || res.status === 504));

@@ -33,7 +33,8 @@ function useLiveFeed(session: Session | undefined): LiveFeed | undefined {
       token: session.token,
       onChange: () => app.bump(),
       onState: (link, detail) => app.set({ link, linkDetail: detail }),
-      onUnauthorized: () => signOut('the hub no longer accepts this token (expired or revoked): sign in with a valid one'),
+      onUnauthorized: () =>
+        signOut('the hub no longer accepts this token (expired or revoked): sign in with a valid one'),
     });
     f.start();
     setFeed(f);
@@ -55,7 +56,8 @@ function Banner(props: { feed?: LiveFeed }) {
   return (
     <div class="banner" role="alert">
       <strong>Connection to the hub lost.</strong> The page shows the last data received and is not updating.{' '}
-      {secs !== undefined ? `Reconnecting in ${secs} s.` : 'Reconnecting…'} {linkDetail && <span class="banner-detail">({linkDetail})</span>}{' '}
+      {secs !== undefined ? `Reconnecting in ${secs} s.` : 'Reconnecting…'}{' '}
+      {linkDetail && <span class="banner-detail">({linkDetail})</span>}{' '}
       <button type="button" class="btn small" onClick={() => props.feed?.retryNow()}>
         Retry now
       </button>
@@ -92,7 +94,8 @@ function ProjectSwitcher(props: { session: Session }) {
 
 function Header(props: { session: Session; path: string }) {
   const s = props.session;
-  const section = (href: string) => (href === '/' ? props.path === '/' : props.path === href || props.path.startsWith(href + '/'));
+  const section = (href: string) =>
+    href === '/' ? props.path === '/' : props.path === href || props.path.startsWith(href + '/');
   return (
     <header class="top">
       <a class="skip" href="#main">

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { diffLines, diffStats, withContext } from './diff.js';
 
-const ops = (a: string, b: string) => diffLines(a, b).map((l) => `${l.op === 'same' ? ' ' : l.op === 'add' ? '+' : '-'}${l.text}`);
+const ops = (a: string, b: string) =>
+  diffLines(a, b).map((l) => `${l.op === 'same' ? ' ' : l.op === 'add' ? '+' : '-'}${l.text}`);
 
 describe('diffLines', () => {
   it('keeps common lines and marks a changed value as one removal and one addition, with line numbers', () => {
@@ -30,7 +31,14 @@ describe('diffLines', () => {
     const b = a.replace('line 10', 'LINE 10');
     const shown = withContext(diffLines(a, b), 2);
     expect(shown[0]).toBeNull();
-    expect(shown.filter((l) => l !== null).map((l) => l!.text)).toEqual(['line 8', 'line 9', 'line 10', 'LINE 10', 'line 11', 'line 12']);
+    expect(shown.filter((l) => l !== null).map((l) => l!.text)).toEqual([
+      'line 8',
+      'line 9',
+      'line 10',
+      'LINE 10',
+      'line 11',
+      'line 12',
+    ]);
     expect(shown[shown.length - 1]).toBeNull();
   });
 });

@@ -35,7 +35,10 @@ export function diffLines(oldText: string, newText: string): DiffLine[] {
     // first, so a changed line reads "- old" then "+ new".
     const w = m + 1;
     const lcs = new Uint32Array((n + 1) * w);
-    for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i * w + j] = am[i] === bm[j] ? lcs[(i + 1) * w + j + 1] + 1 : Math.max(lcs[(i + 1) * w + j], lcs[i * w + j + 1]);
+    for (let i = n - 1; i >= 0; i--)
+      for (let j = m - 1; j >= 0; j--)
+        lcs[i * w + j] =
+          am[i] === bm[j] ? lcs[(i + 1) * w + j + 1] + 1 : Math.max(lcs[(i + 1) * w + j], lcs[i * w + j + 1]);
     let i = 0;
     let j = 0;
     while (i < n || j < m) {
@@ -52,7 +55,8 @@ export function diffLines(oldText: string, newText: string): DiffLine[] {
       }
     }
   }
-  for (let k = 0; k < suf; k++) out.push({ op: 'same', text: a[a.length - suf + k], a: a.length - suf + k + 1, b: b.length - suf + k + 1 });
+  for (let k = 0; k < suf; k++)
+    out.push({ op: 'same', text: a[a.length - suf + k], a: a.length - suf + k + 1, b: b.length - suf + k + 1 });
   return out;
 }
 

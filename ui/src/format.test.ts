@@ -4,7 +4,14 @@ import { ago, bytes, dateTime, duration, selectorString } from './format.js';
 
 describe('format', () => {
   it('durations read naturally at every scale', () => {
-    expect([0, 42_000, 65_000, 15 * 60_000, 3 * 3_600_000 + 120_000, 26 * 3_600_000].map(duration)).toEqual(['0s', '42s', '1m 5s', '15m', '3h 2m', '1d 2h']);
+    expect([0, 42_000, 65_000, 15 * 60_000, 3 * 3_600_000 + 120_000, 26 * 3_600_000].map(duration)).toEqual([
+      '0s',
+      '42s',
+      '1m 5s',
+      '15m',
+      '3h 2m',
+      '1d 2h',
+    ]);
   });
 
   it('ago is relative to now and honest about missing values', () => {

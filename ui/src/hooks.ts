@@ -30,7 +30,11 @@ interface View {
 }
 
 /** `live: false` skips live-change reloads (the periodic refresh still runs): for costly views such as history. */
-export function useLoad<T>(load: ((signal: AbortSignal) => Promise<T>) | null, deps: unknown[], opts: { live?: boolean } = {}): Loaded<T> {
+export function useLoad<T>(
+  load: ((signal: AbortSignal) => Promise<T>) | null,
+  deps: unknown[],
+  opts: { live?: boolean } = {},
+): Loaded<T> {
   const { tick } = useApp();
   const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: !!load });
   const [nonce, setNonce] = useState(0);
@@ -114,7 +118,12 @@ export function useGet<T>(path: string | null, opts: { live?: boolean } = {}): L
 }
 
 /** Runs an action, tracking busy and error, for buttons. */
-export function useAction(): { busy: boolean; error?: Error; run(fn: () => Promise<unknown>): Promise<boolean>; clear(): void } {
+export function useAction(): {
+  busy: boolean;
+  error?: Error;
+  run(fn: () => Promise<unknown>): Promise<boolean>;
+  clear(): void;
+} {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error>();
   return {

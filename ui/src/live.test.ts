@@ -35,7 +35,9 @@ describe('LiveFeed', () => {
   function serve(handler: http.RequestListener): Promise<string> {
     const s = http.createServer(handler);
     servers.push(s);
-    return new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(s.address() as AddressInfo).port}/stream`)));
+    return new Promise((resolve) =>
+      s.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(s.address() as AddressInfo).port}/stream`)),
+    );
   }
 
   it('sends the token in a header, reports live, passes change events on, and after a break reconnects and asks for one refetch', async () => {
@@ -49,7 +51,14 @@ describe('LiveFeed', () => {
     });
     const states: LinkState[] = [];
     const changes: string[][] = [];
-    const feed = new LiveFeed({ url, token: 'T0K', onChange: (t) => changes.push(t), onState: (s) => states.push(s), retryMinMs: 20, retryMaxMs: 50 });
+    const feed = new LiveFeed({
+      url,
+      token: 'T0K',
+      onChange: (t) => changes.push(t),
+      onState: (s) => states.push(s),
+      retryMinMs: 20,
+      retryMaxMs: 50,
+    });
     feeds.push(feed);
     feed.start();
     await waitFor(() => feed.state === 'live', { what: 'live' });
@@ -67,7 +76,14 @@ describe('LiveFeed', () => {
 
   it('stays lost with growing delays while the hub is down, and tells the shell when the token is refused', async () => {
     const states: LinkState[] = [];
-    const feed = new LiveFeed({ url: 'http://127.0.0.1:9/stream', token: 't', onChange: () => {}, onState: (s) => states.push(s), retryMinMs: 10, retryMaxMs: 40 });
+    const feed = new LiveFeed({
+      url: 'http://127.0.0.1:9/stream',
+      token: 't',
+      onChange: () => {},
+      onState: (s) => states.push(s),
+      retryMinMs: 10,
+      retryMaxMs: 40,
+    });
     feeds.push(feed);
     feed.start();
     await waitFor(() => states.filter((s) => s === 'lost').length >= 3, { what: 'retries' });
@@ -79,7 +95,13 @@ describe('LiveFeed', () => {
       res.writeHead(401, { 'content-type': 'application/json' });
       res.end('{"error":{"code":"unauthorized","message":"no"}}');
     });
-    const f2 = new LiveFeed({ url, token: 'bad', onChange: () => {}, onState: () => {}, onUnauthorized: () => refused++ });
+    const f2 = new LiveFeed({
+      url,
+      token: 'bad',
+      onChange: () => {},
+      onState: () => {},
+      onUnauthorized: () => refused++,
+    });
     feeds.push(f2);
     f2.start();
     await waitFor(() => refused === 1, { what: 'unauthorized' });

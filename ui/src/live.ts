@@ -102,7 +102,10 @@ export class LiveFeed {
     if (this.state !== 'lost') this.setState('connecting');
     let reason = 'the hub closed the live-update stream';
     try {
-      const res = await (this.o.fetch ?? fetch)(this.o.url, { headers: { authorization: `Bearer ${this.o.token}`, accept: 'text/event-stream' }, signal: ac.signal });
+      const res = await (this.o.fetch ?? fetch)(this.o.url, {
+        headers: { authorization: `Bearer ${this.o.token}`, accept: 'text/event-stream' },
+        signal: ac.signal,
+      });
       if (res.status === 401) {
         this.o.onUnauthorized?.();
         return;

@@ -57,7 +57,8 @@ export const api = new ApiClient(() => app.state.session?.token, {
     if (!ok && app.state.link !== 'lost') app.set({ link: 'lost', linkDetail: 'a request to the hub failed' });
   },
   unauthorized: () => {
-    if (app.state.session) signOut('the hub no longer accepts this token (expired or revoked): sign in with a valid one');
+    if (app.state.session)
+      signOut('the hub no longer accepts this token (expired or revoked): sign in with a valid one');
   },
 });
 

@@ -21,7 +21,12 @@ const uiMessage = (text: string) => {
 
 describe('YAML in the editor', () => {
   it('reports syntax errors with the same words and line as the hub would', () => {
-    for (const text of ['kind: Workload\nspec: [', 'a: 1\na: 2\n', 'kind: Workload\n---\n- 1\n---\njust a string\n', 'x:\n\t- tab']) {
+    for (const text of [
+      'kind: Workload\nspec: [',
+      'a: 1\na: 2\n',
+      'kind: Workload\n---\n- 1\n---\njust a string\n',
+      'x:\n\t- tab',
+    ]) {
       expect(uiMessage(text)).toBe(hubMessage(text));
     }
     const r = checkYaml('kind: Workload\nspec: [');
@@ -30,14 +35,26 @@ describe('YAML in the editor', () => {
   });
 
   it('parses several documents and lists the same way as the hub', () => {
-    const text = 'kind: Workload\nmetadata: {name: a}\n---\n---\nkind: List\nitems:\n  - {kind: Placement, metadata: {name: b}}\n';
+    const text =
+      'kind: Workload\nmetadata: {name: a}\n---\n---\nkind: List\nitems:\n  - {kind: Placement, metadata: {name: b}}\n';
     expect(parseObjects(text)).toEqual(parseManifests(text));
     expect(checkYaml('# only a comment\n')).toEqual({ ok: false, message: expect.stringMatching(/holds no object/) });
   });
 
   it('edits an object without its status and server fields, keeping resourceVersion to catch a concurrent change', () => {
-    const o = { apiVersion: 'outpost.dev/v1alpha1', kind: 'Workload', metadata: { name: 'w', project: 'p', labels: {}, annotations: {}, resourceVersion: '7', uid: 'u', generation: 3 }, spec: { manifests: [] }, status: { revision: 2 } };
-    expect(editable(o)).toEqual({ apiVersion: 'outpost.dev/v1alpha1', kind: 'Workload', metadata: { name: 'w', project: 'p', resourceVersion: '7' }, spec: { manifests: [] } });
+    const o = {
+      apiVersion: 'outpost.dev/v1alpha1',
+      kind: 'Workload',
+      metadata: { name: 'w', project: 'p', labels: {}, annotations: {}, resourceVersion: '7', uid: 'u', generation: 3 },
+      spec: { manifests: [] },
+      status: { revision: 2 },
+    };
+    expect(editable(o)).toEqual({
+      apiVersion: 'outpost.dev/v1alpha1',
+      kind: 'Workload',
+      metadata: { name: 'w', project: 'p', resourceVersion: '7' },
+      spec: { manifests: [] },
+    });
     expect(parseObjects(toYaml(editable(o)))).toEqual([editable(o)]);
   });
 });

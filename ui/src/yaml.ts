@@ -23,13 +23,18 @@ export function parseObjects(text: string): unknown[] {
     if (err) {
       const pos = err.linePos?.[0];
       const at = pos ? ` (line ${pos.line}, column ${pos.col})` : '';
-      throw new Error(`YAML document ${i + 1}${at}: ${err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`);
+      throw new Error(
+        `YAML document ${i + 1}${at}: ${err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`,
+      );
     }
     if (doc.contents === null) return;
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (value === null || value === undefined) return;
     if (Array.isArray(value)) out.push(...value);
-    else if (typeof value !== 'object') throw new Error(`YAML document ${i + 1}: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got ${JSON.stringify(value).slice(0, 60)}`);
+    else if (typeof value !== 'object')
+      throw new Error(
+        `YAML document ${i + 1}: expected a Kubernetes object (a mapping with apiVersion, kind and metadata), got ${JSON.stringify(value).slice(0, 60)}`,
+      );
     else {
       const list = value as { kind?: unknown; items?: unknown };
       if (list.kind === 'List' && Array.isArray(list.items)) out.push(...list.items);
@@ -44,7 +49,11 @@ export type SyntaxCheck = { ok: true; objects: unknown[] } | { ok: false; messag
 export function checkYaml(text: string): SyntaxCheck {
   try {
     const objects = parseObjects(text);
-    if (objects.length === 0) return { ok: false, message: 'the text holds no object: write a Workload or Placement (apiVersion, kind, metadata, spec)' };
+    if (objects.length === 0)
+      return {
+        ok: false,
+        message: 'the text holds no object: write a Workload or Placement (apiVersion, kind, metadata, spec)',
+      };
     return { ok: true, objects };
   } catch (err) {
     return { ok: false, message: (err as Error).message };
@@ -52,7 +61,18 @@ export function checkYaml(text: string): SyntaxCheck {
 }
 
 /** An object as the editor shows it: what a user may change, plus resourceVersion to catch concurrent edits. */
-export function editable(o: { apiVersion?: string; kind: string; metadata: { name: string; project?: string; labels?: Record<string, string>; annotations?: Record<string, string>; resourceVersion?: string }; spec: unknown }): Record<string, unknown> {
+export function editable(o: {
+  apiVersion?: string;
+  kind: string;
+  metadata: {
+    name: string;
+    project?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+  };
+  spec: unknown;
+}): Record<string, unknown> {
   const m = o.metadata;
   return {
     apiVersion: o.apiVersion,

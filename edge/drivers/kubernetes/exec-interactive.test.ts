@@ -26,11 +26,23 @@ const manifests = [
     spec: {
       replicas: 1,
       selector: { matchLabels: { app: 'shell' } },
-      template: { metadata: { labels: { app: 'shell' } }, spec: { containers: [{ name: 'main', image: 'busybox', command: ['sleep', '600'], env: [{ name: 'GREETING', value: 'hello' }] }] } },
+      template: {
+        metadata: { labels: { app: 'shell' } },
+        spec: {
+          containers: [
+            { name: 'main', image: 'busybox', command: ['sleep', '600'], env: [{ name: 'GREETING', value: 'hello' }] },
+          ],
+        },
+      },
     },
   },
 ];
-const shell: WorkloadUnit = { name: 'shell', generation: 1, hash: createHash('sha256').update(JSON.stringify(manifests)).digest('hex').slice(0, 16), manifests: manifests as WorkloadUnit['manifests'] };
+const shell: WorkloadUnit = {
+  name: 'shell',
+  generation: 1,
+  hash: createHash('sha256').update(JSON.stringify(manifests)).digest('hex').slice(0, 16),
+  manifests: manifests as WorkloadUnit['manifests'],
+};
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'outpost-k8s-it-'));

@@ -11,7 +11,14 @@
  */
 import { createHash } from 'node:crypto';
 import type { Kubelet } from './fake-apiserver-kubelet.js';
-import { RESOURCES, deepEqual, type Obj, type ObjectStore, type ResourceType, type StoredObject } from './fake-apiserver-store.js';
+import {
+  RESOURCES,
+  deepEqual,
+  type Obj,
+  type ObjectStore,
+  type ResourceType,
+  type StoredObject,
+} from './fake-apiserver-store.js';
 
 export interface ControllerOptions {
   /** Overrides every Deployment's progressDeadlineSeconds, so tests see ProgressDeadlineExceeded quickly. */
@@ -35,7 +42,8 @@ function uuidFrom(s: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
-const isReady = (pod: Obj): boolean => (pod.status?.conditions ?? []).some((c: Obj) => c.type === 'Ready' && c.status === 'True');
+const isReady = (pod: Obj): boolean =>
+  (pod.status?.conditions ?? []).some((c: Obj) => c.type === 'Ready' && c.status === 'True');
 
 export class Controllers {
   private readonly progress = new Map<string, { generation: number; ready: number; at: number }>();
@@ -108,19 +116,24 @@ export class Controllers {
       const rsName = `${d.metadata.name}-${hash}`;
       const old = pods.filter((p) => p.obj.metadata.labels['pod-template-hash'] !== hash);
       for (const p of old) this.terminatePod(p);
-      let current = pods.filter((p) => p.obj.metadata.labels['pod-template-hash'] === hash && !p.obj.metadata.deletionTimestamp);
+      let current = pods.filter(
+        (p) => p.obj.metadata.labels['pod-template-hash'] === hash && !p.obj.metadata.deletionTimestamp,
+      );
       if (old.length === 0) {
         for (let i = current.length; i < replicas; i++) this.createPod(d, hash, rsName);
       }
       for (const p of current.slice(replicas).reverse()) this.terminatePod(p);
-      current = this.ownedPods(d).filter((p) => p.obj.metadata.labels['pod-template-hash'] === hash && !p.obj.metadata.deletionTimestamp);
+      current = this.ownedPods(d).filter(
+        (p) => p.obj.metadata.labels['pod-template-hash'] === hash && !p.obj.metadata.deletionTimestamp,
+      );
       const live = this.ownedPods(d).filter((p) => !p.obj.metadata.deletionTimestamp);
       const ready = current.filter((p) => isReady(p.obj)).length;
 
       const gen = Number(d.metadata.generation ?? 1);
       const key = d.metadata.uid as string;
       const pr = this.progress.get(key);
-      if (!pr || pr.generation !== gen || ready > pr.ready) this.progress.set(key, { generation: gen, ready, at: Date.now() });
+      if (!pr || pr.generation !== gen || ready > pr.ready)
+        this.progress.set(key, { generation: gen, ready, at: Date.now() });
       else pr.ready = ready;
       const since = this.progress.get(key)!.at;
       const complete = ready >= replicas && current.length === replicas && old.length === 0;
@@ -129,13 +142,38 @@ export class Controllers {
       const t = now();
       const conditions: Obj[] = [
         available
-          ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
-          : { type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.' },
+          ? {
+              type: 'Available',
+              status: 'True',
+              reason: 'MinimumReplicasAvailable',
+              message: 'Deployment has minimum availability.',
+            }
+          : {
+              type: 'Available',
+              status: 'False',
+              reason: 'MinimumReplicasUnavailable',
+              message: 'Deployment does not have minimum availability.',
+            },
         complete
-          ? { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${rsName}" has successfully progressed.` }
+          ? {
+              type: 'Progressing',
+              status: 'True',
+              reason: 'NewReplicaSetAvailable',
+              message: `ReplicaSet "${rsName}" has successfully progressed.`,
+            }
           : Date.now() - since > deadline
-            ? { type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: `ReplicaSet "${rsName}" has timed out progressing.` }
-            : { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${rsName}" is progressing.` },
+            ? {
+                type: 'Progressing',
+                status: 'False',
+                reason: 'ProgressDeadlineExceeded',
+                message: `ReplicaSet "${rsName}" has timed out progressing.`,
+              }
+            : {
+                type: 'Progressing',
+                status: 'True',
+                reason: 'ReplicaSetUpdated',
+                message: `ReplicaSet "${rsName}" is progressing.`,
+              },
       ];
       for (const c of conditions) {
         const prev = ((d.status?.conditions ?? []) as Obj[]).find((o) => o.type === c.type);
@@ -171,7 +209,16 @@ export class Controllers {
         namespace: d.metadata.namespace,
         labels: { ...(tpl.metadata?.labels ?? {}), 'pod-template-hash': hash },
         ...(tpl.metadata?.annotations ? { annotations: tpl.metadata.annotations } : {}),
-        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rsName, uid: uuidFrom(`${d.metadata.uid}/${hash}`), controller: true, blockOwnerDeletion: true }],
+        ownerReferences: [
+          {
+            apiVersion: 'apps/v1',
+            kind: 'ReplicaSet',
+            name: rsName,
+            uid: uuidFrom(`${d.metadata.uid}/${hash}`),
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
       spec: { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, ...tpl.spec },
       status: { phase: 'Pending', qosClass: 'BestEffort' },

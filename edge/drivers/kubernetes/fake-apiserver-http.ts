@@ -44,7 +44,8 @@ export function parseTarget(path: string): Target | undefined {
     rest = segs.slice(3);
   } else return undefined;
   const version = segs[0] === 'api' ? 'v1' : segs[2];
-  const find = (plural: string | undefined): ResourceType | undefined => RESOURCES.find((r) => r.group === group && r.version === version && r.plural === plural);
+  const find = (plural: string | undefined): ResourceType | undefined =>
+    RESOURCES.find((r) => r.group === group && r.version === version && r.plural === plural);
   if (rest[0] === 'namespaces' && rest.length >= 3) {
     const type = find(rest[2]);
     if (type?.namespaced) return { type, ns: rest[1], name: rest[3], sub: rest[4] };
@@ -55,10 +56,28 @@ export function parseTarget(path: string): Target | undefined {
 
 export function discovery(path: string): Obj | undefined {
   const gvs = [...new Set(RESOURCES.filter((r) => r.group).map((r) => `${r.group}/${r.version}`))];
-  if (path === '/version') return { major: '1', minor: '31', gitVersion: 'v1.31.0+outpost-standin', gitCommit: '', gitTreeState: 'clean', buildDate: '2024-08-13T00:00:00Z', goVersion: 'go1.22.5', compiler: 'gc', platform: 'linux/amd64' };
-  if (path === '/api') return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }] };
+  if (path === '/version')
+    return {
+      major: '1',
+      minor: '31',
+      gitVersion: 'v1.31.0+outpost-standin',
+      gitCommit: '',
+      gitTreeState: 'clean',
+      buildDate: '2024-08-13T00:00:00Z',
+      goVersion: 'go1.22.5',
+      compiler: 'gc',
+      platform: 'linux/amd64',
+    };
+  if (path === '/api')
+    return {
+      kind: 'APIVersions',
+      versions: ['v1'],
+      serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }],
+    };
   const group = (name: string): Obj => {
-    const versions = gvs.filter((gv) => gv.startsWith(`${name}/`)).map((gv) => ({ groupVersion: gv, version: gv.split('/')[1] }));
+    const versions = gvs
+      .filter((gv) => gv.startsWith(`${name}/`))
+      .map((gv) => ({ groupVersion: gv, version: gv.split('/')[1] }));
     return { name, versions, preferredVersion: versions[0] };
   };
   const names = [...new Set(gvs.map((gv) => gv.split('/')[0]))];
@@ -92,19 +111,43 @@ function age(obj: Obj): string {
 
 /** The server-side printing kubectl asks for (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`). */
 function table(type: ResourceType, items: StoredObject[], rv: string): Obj {
-  const col = (name: string, t = 'string', format = ''): Obj => ({ name, type: t, format, description: name, priority: 0 });
+  const col = (name: string, t = 'string', format = ''): Obj => ({
+    name,
+    type: t,
+    format,
+    description: name,
+    priority: 0,
+  });
   let columns = [col('Name', 'string', 'name'), col('Age')];
   let cells = (o: Obj): unknown[] => [o.metadata.name, age(o)];
   if (type.kind === 'Deployment') {
-    columns = [col('Name', 'string', 'name'), col('Ready'), col('Up-to-date', 'integer'), col('Available', 'integer'), col('Age')];
-    cells = (o) => [o.metadata.name, `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}`, o.status?.updatedReplicas ?? 0, o.status?.availableReplicas ?? 0, age(o)];
+    columns = [
+      col('Name', 'string', 'name'),
+      col('Ready'),
+      col('Up-to-date', 'integer'),
+      col('Available', 'integer'),
+      col('Age'),
+    ];
+    cells = (o) => [
+      o.metadata.name,
+      `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}`,
+      o.status?.updatedReplicas ?? 0,
+      o.status?.availableReplicas ?? 0,
+      age(o),
+    ];
   } else if (type.kind === 'Pod') {
     columns = [col('Name', 'string', 'name'), col('Ready'), col('Status'), col('Restarts', 'integer'), col('Age')];
     cells = (o) => {
       const cs = (o.status?.containerStatuses ?? []) as Obj[];
       const waiting = cs.find((c) => c.state?.waiting)?.state.waiting.reason;
       const st = o.metadata.deletionTimestamp ? 'Terminating' : (waiting ?? o.status?.phase ?? 'Pending');
-      return [o.metadata.name, `${cs.filter((c) => c.ready).length}/${(o.spec?.containers ?? []).length}`, st, cs.reduce((n, c) => n + (c.restartCount ?? 0), 0), age(o)];
+      return [
+        o.metadata.name,
+        `${cs.filter((c) => c.ready).length}/${(o.spec?.containers ?? []).length}`,
+        st,
+        cs.reduce((n, c) => n + (c.restartCount ?? 0), 0),
+        age(o),
+      ];
     };
   } else if (type.kind === 'Namespace') {
     columns = [col('Name', 'string', 'name'), col('Status'), col('Age')];
@@ -165,7 +208,12 @@ export class Handler {
     if (!ns) throw notFound(NAMESPACE, t.ns!);
     if (ns.obj.metadata.deletionTimestamp) {
       const message = `unable to create new content in namespace ${t.ns} because it is being terminated`;
-      throw statusError(403, 'Forbidden', `${qualified(t.type)} "${name}" is forbidden: ${message}`, { name, ...(t.type.group ? { group: t.type.group } : {}), kind: t.type.plural, causes: [{ reason: 'NamespaceTerminating', message, field: 'metadata.namespace' }] });
+      throw statusError(403, 'Forbidden', `${qualified(t.type)} "${name}" is forbidden: ${message}`, {
+        name,
+        ...(t.type.group ? { group: t.type.group } : {}),
+        kind: t.type.plural,
+        causes: [{ reason: 'NamespaceTerminating', message, field: 'metadata.namespace' }],
+      });
     }
   }
 
@@ -180,10 +228,18 @@ export class Handler {
     const disc = req.method === 'GET' ? discovery(url.pathname) : undefined;
     if (disc) return sendJson(res, 200, disc);
     const t = parseTarget(url.pathname);
-    if (!t) throw statusError(404, 'NotFound', 'the server could not find the requested resource', { causes: [{ reason: 'UnexpectedServerResponse', message: '404 page not found' }] });
+    if (!t)
+      throw statusError(404, 'NotFound', 'the server could not find the requested resource', {
+        causes: [{ reason: 'UnexpectedServerResponse', message: '404 page not found' }],
+      });
     const q = url.searchParams;
     if (t.sub === 'log' && t.type.kind === 'Pod' && req.method === 'GET') return this.log(req, res, t, q);
-    if (t.sub) throw statusError(404, 'NotFound', `the server could not find the requested resource (${req.method} ${t.type.plural}/${t.sub})`);
+    if (t.sub)
+      throw statusError(
+        404,
+        'NotFound',
+        `the server could not find the requested resource (${req.method} ${t.type.plural}/${t.sub})`,
+      );
     const asTable = /as=Table/.test(String(req.headers.accept ?? ''));
     if (req.method === 'GET' && t.name === undefined) {
       const matches = this.matcher(q);
@@ -200,14 +256,24 @@ export class Handler {
         }),
       });
     }
-    if (t.name === undefined && req.method !== 'POST') throw statusError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource (${req.method} ${t.type.plural})`);
+    if (t.name === undefined && req.method !== 'POST')
+      throw statusError(
+        405,
+        'MethodNotAllowed',
+        `the server does not allow this method on the requested resource (${req.method} ${t.type.plural})`,
+      );
     const body = req.method === 'GET' || req.method === 'DELETE' ? '' : await readBody(req);
 
     if (req.method === 'POST') {
       const obj = JSON.parse(body) as Obj;
       const name = String(obj.metadata?.name ?? '');
       this.checkNamespace(t, name);
-      if (this.store.get(t.type, t.ns, name)) throw statusError(409, 'AlreadyExists', `${qualified(t.type)} "${name}" already exists`, { name, ...(t.type.group ? { group: t.type.group } : {}), kind: t.type.plural });
+      if (this.store.get(t.type, t.ns, name))
+        throw statusError(409, 'AlreadyExists', `${qualified(t.type)} "${name}" already exists`, {
+          name,
+          ...(t.type.group ? { group: t.type.group } : {}),
+          kind: t.type.plural,
+        });
       const { obj: merged, owners } = serverSideApply(undefined, obj, q.get('fieldManager') ?? 'unknown', true, now());
       owners.forEach((o) => (o.operation = 'Update'));
       return sendJson(res, 201, render(this.commit(t, { ...merged, status: obj.status }, owners, undefined)));
@@ -221,7 +287,11 @@ export class Handler {
     }
     if (req.method === 'PATCH') return this.patch(req, res, t, name, live, body, q);
     if (req.method === 'DELETE') return this.delete(res, t, name, live, q, await readBody(req));
-    throw statusError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource (${req.method} ${t.type.plural})`);
+    throw statusError(
+      405,
+      'MethodNotAllowed',
+      `the server does not allow this method on the requested resource (${req.method} ${t.type.plural})`,
+    );
   }
 
   /** labelSelector plus the fieldSelectors kubectl uses (metadata.name, metadata.namespace). */
@@ -236,10 +306,17 @@ export class Handler {
     const fields: [string, string][] = [];
     for (const part of (q.get('fieldSelector') ?? '').split(',').filter(Boolean)) {
       const m = /^(metadata\.name|metadata\.namespace)==?(.*)$/.exec(part);
-      if (!m) throw statusError(400, 'BadRequest', `"${part}" is not a known field selector: only "metadata.name", "metadata.namespace"`);
+      if (!m)
+        throw statusError(
+          400,
+          'BadRequest',
+          `"${part}" is not a known field selector: only "metadata.name", "metadata.namespace"`,
+        );
       fields.push([m[1], m[2]]);
     }
-    return (s) => matchesSelector(s.obj.metadata.labels ?? {}, selector) && fields.every(([f, v]) => (f === 'metadata.name' ? s.obj.metadata.name : s.obj.metadata.namespace) === v);
+    return (s) =>
+      matchesSelector(s.obj.metadata.labels ?? {}, selector) &&
+      fields.every(([f, v]) => (f === 'metadata.name' ? s.obj.metadata.name : s.obj.metadata.namespace) === v);
   }
 
   /**
@@ -250,9 +327,16 @@ export class Handler {
    */
   private watch(req: IncomingMessage, res: ServerResponse, t: Target, matches: (s: StoredObject) => boolean): void {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
-    const snapshot = (): Map<string, StoredObject> => new Map(this.store.list(t.type, t.ns).filter(matches).map((s) => [s.obj.metadata.uid as string, s]));
+    const snapshot = (): Map<string, StoredObject> =>
+      new Map(
+        this.store
+          .list(t.type, t.ns)
+          .filter(matches)
+          .map((s) => [s.obj.metadata.uid as string, s]),
+      );
     let seen = snapshot();
-    const send = (type: string, s: StoredObject): void => void res.write(`${JSON.stringify({ type, object: render(s) })}\n`);
+    const send = (type: string, s: StoredObject): void =>
+      void res.write(`${JSON.stringify({ type, object: render(s) })}\n`);
     const timer = setInterval(() => {
       const next = snapshot();
       for (const [uid, s] of next) {
@@ -269,20 +353,50 @@ export class Handler {
     });
   }
 
-  private patch(req: IncomingMessage, res: ServerResponse, t: Target, name: string, live: StoredObject | undefined, body: string, q: URLSearchParams): void {
-    const ctype = String(req.headers['content-type'] ?? '').split(';')[0].trim();
+  private patch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    t: Target,
+    name: string,
+    live: StoredObject | undefined,
+    body: string,
+    q: URLSearchParams,
+  ): void {
+    const ctype = String(req.headers['content-type'] ?? '')
+      .split(';')[0]
+      .trim();
     if (ctype === 'application/apply-patch+yaml') {
       const manager = q.get('fieldManager');
-      if (!manager) throw statusError(400, 'BadRequest', 'PATCH, application/apply-patch+yaml requests require fieldManager to be set');
+      if (!manager)
+        throw statusError(
+          400,
+          'BadRequest',
+          'PATCH, application/apply-patch+yaml requests require fieldManager to be set',
+        );
       let cfg: Obj;
       try {
         cfg = parseYaml(body) as Obj;
       } catch (err) {
         throw statusError(400, 'BadRequest', `error decoding YAML: ${(err as Error).message}`);
       }
-      if (cfg?.kind !== t.type.kind || cfg?.apiVersion !== groupVersion(t.type)) throw statusError(400, 'BadRequest', `the body of the request was in an unknown format - accepted media types include: application/apply-patch+yaml (want ${groupVersion(t.type)} ${t.type.kind}, got ${cfg?.apiVersion} ${cfg?.kind})`);
-      if (cfg.metadata?.name !== name) throw statusError(400, 'BadRequest', `the name of the object (${cfg.metadata?.name}) does not match the name on the URL (${name})`);
-      if (cfg.metadata?.namespace && cfg.metadata.namespace !== t.ns) throw statusError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+      if (cfg?.kind !== t.type.kind || cfg?.apiVersion !== groupVersion(t.type))
+        throw statusError(
+          400,
+          'BadRequest',
+          `the body of the request was in an unknown format - accepted media types include: application/apply-patch+yaml (want ${groupVersion(t.type)} ${t.type.kind}, got ${cfg?.apiVersion} ${cfg?.kind})`,
+        );
+      if (cfg.metadata?.name !== name)
+        throw statusError(
+          400,
+          'BadRequest',
+          `the name of the object (${cfg.metadata?.name}) does not match the name on the URL (${name})`,
+        );
+      if (cfg.metadata?.namespace && cfg.metadata.namespace !== t.ns)
+        throw statusError(
+          400,
+          'BadRequest',
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
       if (!live) this.checkNamespace(t, name);
       const force = q.get('force') === 'true' || q.get('force') === '1';
       const { obj, owners } = serverSideApply(live, cfg, manager, force, now());
@@ -291,18 +405,35 @@ export class Handler {
       return sendJson(res, live ? 200 : 201, render(stored));
     }
     if (ctype !== 'application/merge-patch+json' && ctype !== 'application/strategic-merge-patch+json') {
-      throw statusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+      throw statusError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+      );
     }
     if (!live) throw notFound(t.type, name);
     const patched = mergePatch(live.obj, JSON.parse(body) as Obj);
     const manager = q.get('fieldManager') ?? 'unknown';
     const owners = live.owners.filter((o) => !(o.manager === manager && o.operation === 'Update'));
-    const touched = serverSideApply(undefined, { apiVersion: live.obj.apiVersion, kind: live.obj.kind, metadata: { name }, ...JSON.parse(body) }, manager, true, now()).owners;
+    const touched = serverSideApply(
+      undefined,
+      { apiVersion: live.obj.apiVersion, kind: live.obj.kind, metadata: { name }, ...JSON.parse(body) },
+      manager,
+      true,
+      now(),
+    ).owners;
     touched.forEach((o) => (o.operation = 'Update'));
     return sendJson(res, 200, render(this.commit(t, patched, [...owners, ...touched], live)));
   }
 
-  private delete(res: ServerResponse, t: Target, name: string, live: StoredObject | undefined, q: URLSearchParams, body: string): void {
+  private delete(
+    res: ServerResponse,
+    t: Target,
+    name: string,
+    live: StoredObject | undefined,
+    q: URLSearchParams,
+    body: string,
+  ): void {
     if (!live) throw notFound(t.type, name);
     let policy = q.get('propagationPolicy') ?? undefined;
     if (!policy && body) policy = (JSON.parse(body) as Obj).propagationPolicy;
@@ -325,7 +456,10 @@ export class Handler {
       return sendJson(res, 200, render(this.store.put(t.type, obj, live.owners)));
     }
     if (t.type.kind === 'Deployment' && policy === 'Orphan') {
-      for (const p of this.store.list(RESOURCES.find((r) => r.kind === 'Pod')!, t.ns)) {
+      for (const p of this.store.list(
+        RESOURCES.find((r) => r.kind === 'Pod')!,
+        t.ns,
+      )) {
         const ref = p.obj.metadata.ownerReferences?.[0];
         if (ref?.kind === 'ReplicaSet' && ref.name.startsWith(`${name}-`)) {
           const po = structuredClone(p.obj);
@@ -335,7 +469,18 @@ export class Handler {
       }
     }
     this.store.delete(t.type, t.ns, name);
-    return sendJson(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, ...(t.type.group ? { group: t.type.group } : {}), kind: t.type.plural, uid: live.obj.metadata.uid } });
+    return sendJson(res, 200, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Success',
+      details: {
+        name,
+        ...(t.type.group ? { group: t.type.group } : {}),
+        kind: t.type.plural,
+        uid: live.obj.metadata.uid,
+      },
+    });
   }
 
   private log(req: IncomingMessage, res: ServerResponse, t: Target, q: URLSearchParams): void {
@@ -344,14 +489,25 @@ export class Handler {
     const names = ((live.obj.spec?.containers ?? []) as Obj[]).map((c) => c.name as string);
     let container = q.get('container') || undefined;
     if (!container) {
-      if (names.length !== 1) throw statusError(400, 'BadRequest', `a container name must be specified for pod ${t.name}, choose one of: [${names.join(' ')}]`);
+      if (names.length !== 1)
+        throw statusError(
+          400,
+          'BadRequest',
+          `a container name must be specified for pod ${t.name}, choose one of: [${names.join(' ')}]`,
+        );
       container = names[0];
     }
-    if (!names.includes(container)) throw statusError(400, 'BadRequest', `container ${container} is not valid for pod ${t.name}`);
+    if (!names.includes(container))
+      throw statusError(400, 'BadRequest', `container ${container} is not valid for pod ${t.name}`);
     const lines = this.kubelet.logLines(t.ns!, t.name!, container);
-    const waiting = ((live.obj.status?.containerStatuses ?? []) as Obj[]).find((c) => c.name === container)?.state?.waiting;
+    const waiting = ((live.obj.status?.containerStatuses ?? []) as Obj[]).find((c) => c.name === container)?.state
+      ?.waiting;
     if (!lines || (lines.length === 0 && waiting && waiting.reason !== 'CrashLoopBackOff')) {
-      throw statusError(400, 'BadRequest', `container "${container}" in pod "${t.name}" is waiting to start: ${waiting?.reason ?? 'ContainerCreating'}`);
+      throw statusError(
+        400,
+        'BadRequest',
+        `container "${container}" in pod "${t.name}" is waiting to start: ${waiting?.reason ?? 'ContainerCreating'}`,
+      );
     }
     const tail = q.get('tailLines');
     const shown = tail !== null && tail !== '' ? lines.slice(Math.max(0, lines.length - Number(tail))) : [...lines];

@@ -102,20 +102,39 @@ export class Kubelet {
   }
 
   private newRun(spec: Obj): ContainerRun {
-    return { spec, startAt: Date.now() + this.opts.startDelayMs, state: 'waiting', reason: 'ContainerCreating', restartCount: 0, ready: false, everStarted: false, log: [], followers: new Set(), probing: false };
+    return {
+      spec,
+      startAt: Date.now() + this.opts.startDelayMs,
+      state: 'waiting',
+      reason: 'ContainerCreating',
+      restartCount: 0,
+      ready: false,
+      everStarted: false,
+      log: [],
+      followers: new Set(),
+      probing: false,
+    };
   }
 
   private env(pod: Obj, c: Obj): Record<string, string> {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', HOSTNAME: pod.metadata.name };
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: '/tmp',
+      HOSTNAME: pod.metadata.name,
+    };
     for (const e of (c.env ?? []) as Obj[]) {
       if (e.value !== undefined) env[e.name] = String(e.value);
       const cm = e.valueFrom?.configMapKeyRef;
       const sec = e.valueFrom?.secretKeyRef;
-      if (cm) env[e.name] = String(this.opts.lookup('ConfigMap', pod.metadata.namespace, cm.name)?.data?.[cm.key] ?? '');
+      if (cm)
+        env[e.name] = String(this.opts.lookup('ConfigMap', pod.metadata.namespace, cm.name)?.data?.[cm.key] ?? '');
       if (sec) {
         const s = this.opts.lookup('Secret', pod.metadata.namespace, sec.name);
         const raw = s?.data?.[sec.key];
-        env[e.name] = raw !== undefined ? Buffer.from(String(raw), 'base64').toString('utf8') : String(s?.stringData?.[sec.key] ?? '');
+        env[e.name] =
+          raw !== undefined
+            ? Buffer.from(String(raw), 'base64').toString('utf8')
+            : String(s?.stringData?.[sec.key] ?? '');
       }
       const field = e.valueFrom?.fieldRef?.fieldPath;
       if (field === 'metadata.name') env[e.name] = pod.metadata.name;
@@ -134,7 +153,11 @@ export class Kubelet {
     c.startedAt = now();
     c.ready = false;
     if (argv.length === 0) return;
-    const proc = spawn(argv[0], argv.slice(1), { env: this.env(pod, c.spec), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const proc = spawn(argv[0], argv.slice(1), {
+      env: this.env(pod, c.spec),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     c.proc = proc;
     const sink = (): ((chunk: Buffer) => void) => {
       let partial = '';
@@ -161,7 +184,8 @@ export class Kubelet {
         c.state = 'waiting';
         c.reason = 'CrashLoopBackOff';
         c.message = `back-off restarting failed container ${c.spec.name} in pod ${pod.metadata.name}`;
-        c.startAt = Date.now() + Math.min(this.opts.crashBackoffMs * 2 ** (c.restartCount - 1), 30 * this.opts.crashBackoffMs);
+        c.startAt =
+          Date.now() + Math.min(this.opts.crashBackoffMs * 2 ** (c.restartCount - 1), 30 * this.opts.crashBackoffMs);
       }
     });
   }
@@ -180,7 +204,10 @@ export class Kubelet {
       c.ready = true;
       return;
     }
-    const port = typeof raw === 'number' ? raw : Number(((c.spec.ports ?? []) as Obj[]).find((x) => x.name === raw)?.containerPort ?? raw);
+    const port =
+      typeof raw === 'number'
+        ? raw
+        : Number(((c.spec.ports ?? []) as Obj[]).find((x) => x.name === raw)?.containerPort ?? raw);
     if (c.probing) return;
     c.probing = true;
     const s = connect({ host: '127.0.0.1', port });
@@ -216,10 +243,30 @@ export class Kubelet {
     const cs = [...run.containers.entries()].map(([name, c]) => {
       let state: Obj;
       if (c.state === 'running') state = { running: { startedAt: c.startedAt } };
-      else if (c.state === 'terminated') state = { terminated: { exitCode: c.exitCode, reason: c.exitCode === 0 ? 'Completed' : 'Error', startedAt: c.startedAt, finishedAt: c.finishedAt } };
+      else if (c.state === 'terminated')
+        state = {
+          terminated: {
+            exitCode: c.exitCode,
+            reason: c.exitCode === 0 ? 'Completed' : 'Error',
+            startedAt: c.startedAt,
+            finishedAt: c.finishedAt,
+          },
+        };
       else state = { waiting: { reason: c.reason, ...(c.message ? { message: c.message } : {}) } };
-      const lastState = c.last && c.restartCount > 0 ? { terminated: { ...c.last, reason: c.last.exitCode === 0 ? 'Completed' : 'Error' } } : {};
-      return { name, image: c.spec.image, imageID: '', ready: c.ready, started: c.state === 'running', restartCount: c.restartCount, state, lastState };
+      const lastState =
+        c.last && c.restartCount > 0
+          ? { terminated: { ...c.last, reason: c.last.exitCode === 0 ? 'Completed' : 'Error' } }
+          : {};
+      return {
+        name,
+        image: c.spec.image,
+        imageID: '',
+        ready: c.ready,
+        started: c.state === 'running',
+        restartCount: c.restartCount,
+        state,
+        lastState,
+      };
     });
     const all = [...run.containers.values()];
     let phase = 'Pending';
@@ -227,10 +274,21 @@ export class Kubelet {
     else if (all.every((c) => c.everStarted)) phase = 'Running';
     const ready = all.every((c) => c.ready) && !run.stopping;
     const t = now();
-    const cond = (type: string, ok: boolean, reason?: string): Obj => ({ type, status: ok ? 'True' : 'False', lastProbeTime: null, lastTransitionTime: t, ...(ok || !reason ? {} : { reason }) });
+    const cond = (type: string, ok: boolean, reason?: string): Obj => ({
+      type,
+      status: ok ? 'True' : 'False',
+      lastProbeTime: null,
+      lastTransitionTime: t,
+      ...(ok || !reason ? {} : { reason }),
+    });
     return {
       phase,
-      conditions: [cond('PodScheduled', true), cond('Initialized', true), cond('ContainersReady', ready, 'ContainersNotReady'), cond('Ready', ready, 'ContainersNotReady')],
+      conditions: [
+        cond('PodScheduled', true),
+        cond('Initialized', true),
+        cond('ContainersReady', ready, 'ContainersNotReady'),
+        cond('Ready', ready, 'ContainersNotReady'),
+      ],
       hostIP: '127.0.0.1',
       podIP: '127.0.0.1',
       podIPs: [{ ip: '127.0.0.1' }],

@@ -29,12 +29,66 @@ export interface ResourceType {
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
 export const RESOURCES: ResourceType[] = [
-  { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', singular: 'namespace', namespaced: false, shortNames: ['ns'], generation: false },
-  { group: '', version: 'v1', kind: 'Pod', plural: 'pods', singular: 'pod', namespaced: true, shortNames: ['po'], generation: false },
-  { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', singular: 'configmap', namespaced: true, shortNames: ['cm'], generation: false },
-  { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', singular: 'secret', namespaced: true, shortNames: [], generation: false },
-  { group: '', version: 'v1', kind: 'Service', plural: 'services', singular: 'service', namespaced: true, shortNames: ['svc'], generation: false },
-  { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', singular: 'deployment', namespaced: true, shortNames: ['deploy'], generation: true },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'Namespace',
+    plural: 'namespaces',
+    singular: 'namespace',
+    namespaced: false,
+    shortNames: ['ns'],
+    generation: false,
+  },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'Pod',
+    plural: 'pods',
+    singular: 'pod',
+    namespaced: true,
+    shortNames: ['po'],
+    generation: false,
+  },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'ConfigMap',
+    plural: 'configmaps',
+    singular: 'configmap',
+    namespaced: true,
+    shortNames: ['cm'],
+    generation: false,
+  },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'Secret',
+    plural: 'secrets',
+    singular: 'secret',
+    namespaced: true,
+    shortNames: [],
+    generation: false,
+  },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'Service',
+    plural: 'services',
+    singular: 'service',
+    namespaced: true,
+    shortNames: ['svc'],
+    generation: false,
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    kind: 'Deployment',
+    plural: 'deployments',
+    singular: 'deployment',
+    namespaced: true,
+    shortNames: ['deploy'],
+    generation: true,
+  },
 ];
 
 export const groupVersion = (r: ResourceType): string => (r.group ? `${r.group}/${r.version}` : r.version);
@@ -46,14 +100,40 @@ export function apiResourceList(group: string, version: string): Obj | undefined
   if (rs.length === 0) return undefined;
   const resources: Obj[] = [];
   for (const r of rs) {
-    resources.push({ name: r.plural, singularName: r.singular, namespaced: r.namespaced, kind: r.kind, verbs: VERBS, shortNames: r.shortNames.length ? r.shortNames : undefined, storageVersionHash: createHash('sha256').update(r.kind).digest('base64').slice(0, 11) });
+    resources.push({
+      name: r.plural,
+      singularName: r.singular,
+      namespaced: r.namespaced,
+      kind: r.kind,
+      verbs: VERBS,
+      shortNames: r.shortNames.length ? r.shortNames : undefined,
+      storageVersionHash: createHash('sha256').update(r.kind).digest('base64').slice(0, 11),
+    });
     if (r.kind === 'Pod') {
       resources.push({ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] });
-      resources.push({ name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get'] });
+      resources.push({
+        name: 'pods/exec',
+        singularName: '',
+        namespaced: true,
+        kind: 'PodExecOptions',
+        verbs: ['create', 'get'],
+      });
     }
-    if (r.kind !== 'ConfigMap' && r.kind !== 'Secret') resources.push({ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'patch', 'update'] });
+    if (r.kind !== 'ConfigMap' && r.kind !== 'Secret')
+      resources.push({
+        name: `${r.plural}/status`,
+        singularName: '',
+        namespaced: r.namespaced,
+        kind: r.kind,
+        verbs: ['get', 'patch', 'update'],
+      });
   }
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources };
+  return {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: group ? `${group}/${version}` : version,
+    resources,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -69,23 +149,54 @@ export class ApiError extends Error {
 }
 
 export function statusError(code: number, reason: string, message: string, details?: Obj): ApiError {
-  return new ApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code });
+  return new ApiError({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  });
 }
 
 export const notFound = (r: ResourceType, name: string): ApiError =>
-  statusError(404, 'NotFound', `${qualified(r)} "${name}" not found`, { name, ...(r.group ? { group: r.group } : {}), kind: r.plural });
+  statusError(404, 'NotFound', `${qualified(r)} "${name}" not found`, {
+    name,
+    ...(r.group ? { group: r.group } : {}),
+    kind: r.plural,
+  });
 
-export function invalid(r: ResourceType, name: string, causes: { field: string; reason: string; message: string }[]): ApiError {
+export function invalid(
+  r: ResourceType,
+  name: string,
+  causes: { field: string; reason: string; message: string }[],
+): ApiError {
   const text = causes.map((c) => `${c.field}: ${c.message}`).join(', ');
   const kind = r.group ? `${r.kind}.${r.group}` : r.kind;
-  return statusError(422, 'Invalid', `${kind} "${name}" is invalid: ${text}`, { name, ...(r.group ? { group: r.group } : {}), kind: r.kind, causes });
+  return statusError(422, 'Invalid', `${kind} "${name}" is invalid: ${text}`, {
+    name,
+    ...(r.group ? { group: r.group } : {}),
+    kind: r.kind,
+    causes,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 // Field paths and ownership
 
 type Path = string[];
-const SERVER_METADATA = new Set(['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields', 'deletionTimestamp', 'selfLink', 'ownerReferences']);
+const SERVER_METADATA = new Set([
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'managedFields',
+  'deletionTimestamp',
+  'selfLink',
+  'ownerReferences',
+]);
 
 const isMap = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -94,7 +205,12 @@ export function leafPaths(o: Obj, prefix: Path = []): Path[] {
   const out: Path[] = [];
   for (const [k, v] of Object.entries(o)) {
     if (prefix.length === 0 && (k === 'apiVersion' || k === 'kind' || k === 'status')) continue;
-    if (prefix.length === 1 && prefix[0] === 'metadata' && (k === 'name' || k === 'namespace' || SERVER_METADATA.has(k))) continue;
+    if (
+      prefix.length === 1 &&
+      prefix[0] === 'metadata' &&
+      (k === 'name' || k === 'namespace' || SERVER_METADATA.has(k))
+    )
+      continue;
     if (isMap(v) && Object.keys(v).length > 0) out.push(...leafPaths(v, [...prefix, k]));
     else out.push([...prefix, k]);
   }
@@ -136,10 +252,16 @@ function deletePath(o: Obj, p: Path): void {
   }
 }
 
-export const deepEqual = (a: unknown, b: unknown): boolean => JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
+export const deepEqual = (a: unknown, b: unknown): boolean =>
+  JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);
-  if (isMap(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]));
+  if (isMap(v))
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortKeys(v[k])]),
+    );
   return v;
 }
 
@@ -173,7 +295,15 @@ const key = (p: Path): string => p.join('\u0000');
 export function renderManagedFields(s: StoredObject): Obj[] {
   return s.owners
     .filter((o) => o.paths.length > 0)
-    .map((o) => ({ manager: o.manager, operation: o.operation, apiVersion: o.apiVersion, time: o.time, fieldsType: 'FieldsV1', fieldsV1: fieldsV1(o.paths), ...(o.subresource ? { subresource: o.subresource } : {}) }));
+    .map((o) => ({
+      manager: o.manager,
+      operation: o.operation,
+      apiVersion: o.apiVersion,
+      time: o.time,
+      fieldsType: 'FieldsV1',
+      fieldsV1: fieldsV1(o.paths),
+      ...(o.subresource ? { subresource: o.subresource } : {}),
+    }));
 }
 
 export interface ApplyResult {
@@ -185,11 +315,26 @@ export interface ApplyResult {
  * Server-side apply of `config` by `manager` over `live` (undefined when creating). Returns the
  * merged object and ownership, or throws a 409 Conflict Status naming each contested field.
  */
-export function serverSideApply(live: StoredObject | undefined, config: Obj, manager: string, force: boolean, now: string): ApplyResult {
+export function serverSideApply(
+  live: StoredObject | undefined,
+  config: Obj,
+  manager: string,
+  force: boolean,
+  now: string,
+): ApplyResult {
   const paths = leafPaths(config);
   const apiVersion = String(config.apiVersion);
   const owners: Owner[] = (live?.owners ?? []).map((o) => ({ ...o, paths: [...o.paths] }));
-  const obj: Obj = live ? structuredClone(live.obj) : { apiVersion: config.apiVersion, kind: config.kind, metadata: { name: config.metadata.name, ...(config.metadata.namespace ? { namespace: config.metadata.namespace } : {}) } };
+  const obj: Obj = live
+    ? structuredClone(live.obj)
+    : {
+        apiVersion: config.apiVersion,
+        kind: config.kind,
+        metadata: {
+          name: config.metadata.name,
+          ...(config.metadata.namespace ? { namespace: config.metadata.namespace } : {}),
+        },
+      };
   const mine = owners.find((o) => o.manager === manager && o.operation === 'Apply' && !o.subresource);
   const others = owners.filter((o) => o !== mine);
 
@@ -208,7 +353,11 @@ export function serverSideApply(live: StoredObject | undefined, config: Obj, man
     const n = conflicts.length;
     const lines = conflicts.map((c) => `conflict with "${c.manager}" using ${c.apiVersion}: ${c.field}`);
     throw statusError(409, 'Conflict', `Apply failed with ${n} conflict${n > 1 ? 's' : ''}: ${lines.join('\n')}`, {
-      causes: conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}" using ${c.apiVersion}`, field: c.field })),
+      causes: conflicts.map((c) => ({
+        reason: 'FieldManagerConflict',
+        message: `conflict with "${c.manager}" using ${c.apiVersion}`,
+        field: c.field,
+      })),
     });
   }
 
@@ -249,11 +398,25 @@ export function validate(r: ResourceType, obj: Obj, old: Obj | undefined): void 
   // Namespaces and Services need DNS-1123 labels; other kinds accept subdomains (dots allowed).
   const label = r.kind === 'Namespace' || r.kind === 'Service';
   if (label ? !isValidName(name) : !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) {
-    bad('metadata.name', 'FieldValueInvalid', `Invalid value: "${name}": a lowercase RFC 1123 ${label ? 'label' : 'subdomain'} must consist of lower case alphanumeric characters, '-'${label ? '' : " or '.'"}, and must start and end with an alphanumeric character`);
+    bad(
+      'metadata.name',
+      'FieldValueInvalid',
+      `Invalid value: "${name}": a lowercase RFC 1123 ${label ? 'label' : 'subdomain'} must consist of lower case alphanumeric characters, '-'${label ? '' : " or '.'"}, and must start and end with an alphanumeric character`,
+    );
   }
   for (const [k, v] of Object.entries((obj.metadata?.labels ?? {}) as Obj)) {
-    if (!PROTECTED_LABEL_KEY.test(k)) bad(`metadata.labels`, 'FieldValueInvalid', `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`);
-    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) bad(`metadata.labels`, 'FieldValueInvalid', `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'`);
+    if (!PROTECTED_LABEL_KEY.test(k))
+      bad(
+        `metadata.labels`,
+        'FieldValueInvalid',
+        `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+      );
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v))
+      bad(
+        `metadata.labels`,
+        'FieldValueInvalid',
+        `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'`,
+      );
   }
   const podSpec = (spec: Obj | undefined, at: string): void => {
     const cs = spec?.containers;
@@ -267,8 +430,16 @@ export function validate(r: ResourceType, obj: Obj, old: Obj | undefined): void 
     podSpec(obj.spec, 'spec');
     // Pod specs are immutable except container images (and a few fields a driver never sets).
     if (old && causes.length === 0) {
-      const strip = (s: Obj): Obj => ({ ...s, containers: (s.containers ?? []).map((c: Obj) => ({ ...c, image: undefined })) });
-      if (!deepEqual(strip(old.spec ?? {}), strip(obj.spec ?? {}))) bad('spec', 'FieldValueForbidden', 'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)');
+      const strip = (s: Obj): Obj => ({
+        ...s,
+        containers: (s.containers ?? []).map((c: Obj) => ({ ...c, image: undefined })),
+      });
+      if (!deepEqual(strip(old.spec ?? {}), strip(obj.spec ?? {})))
+        bad(
+          'spec',
+          'FieldValueForbidden',
+          'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+        );
     }
   }
   if (r.kind === 'Deployment') {
@@ -276,10 +447,24 @@ export function validate(r: ResourceType, obj: Obj, old: Obj | undefined): void 
     if (!sel || Object.keys(sel).length === 0) bad('spec.selector', 'FieldValueRequired', 'Required value');
     podSpec(obj.spec?.template?.spec, 'spec.template.spec');
     const tl = (obj.spec?.template?.metadata?.labels ?? {}) as Obj;
-    if (sel && Object.entries(sel).some(([k, v]) => tl[k] !== v)) bad('spec.template.metadata.labels', 'FieldValueInvalid', `Invalid value: ${JSON.stringify(tl)}: \`selector\` does not match template \`labels\``);
-    if (old && !deepEqual(old.spec?.selector, obj.spec?.selector)) bad('spec.selector', 'FieldValueInvalid', `Invalid value: ${JSON.stringify(obj.spec?.selector)}: field is immutable`);
+    if (sel && Object.entries(sel).some(([k, v]) => tl[k] !== v))
+      bad(
+        'spec.template.metadata.labels',
+        'FieldValueInvalid',
+        `Invalid value: ${JSON.stringify(tl)}: \`selector\` does not match template \`labels\``,
+      );
+    if (old && !deepEqual(old.spec?.selector, obj.spec?.selector))
+      bad(
+        'spec.selector',
+        'FieldValueInvalid',
+        `Invalid value: ${JSON.stringify(obj.spec?.selector)}: field is immutable`,
+      );
   }
-  if ((r.kind === 'ConfigMap' || r.kind === 'Secret') && old?.immutable === true && (!deepEqual(old.data, obj.data) || !deepEqual(old.stringData, obj.stringData))) {
+  if (
+    (r.kind === 'ConfigMap' || r.kind === 'Secret') &&
+    old?.immutable === true &&
+    (!deepEqual(old.data, obj.data) || !deepEqual(old.stringData, obj.stringData))
+  ) {
     bad('data', 'FieldValueForbidden', 'Forbidden: field is immutable when `immutable` is set');
   }
   if (causes.length > 0) throw invalid(r, name, causes);
@@ -311,7 +496,11 @@ export class ObjectStore {
   list(r: ResourceType, ns?: string): StoredObject[] {
     return [...this.objects.values()]
       .filter((s) => s.type === r && (ns === undefined || s.obj.metadata.namespace === ns))
-      .sort((a, b) => `${a.obj.metadata.namespace ?? ''}/${a.obj.metadata.name}`.localeCompare(`${b.obj.metadata.namespace ?? ''}/${b.obj.metadata.name}`));
+      .sort((a, b) =>
+        `${a.obj.metadata.namespace ?? ''}/${a.obj.metadata.name}`.localeCompare(
+          `${b.obj.metadata.namespace ?? ''}/${b.obj.metadata.name}`,
+        ),
+      );
   }
 
   all(): StoredObject[] {
@@ -336,10 +525,23 @@ export class ObjectStore {
     delete md.managedFields;
     if (r.generation) {
       const old = cur?.obj.metadata.generation ?? 0;
-      const changed = !cur || !deepEqual({ ...cur.obj, metadata: undefined, status: undefined }, { ...next, metadata: undefined, status: undefined });
+      const changed =
+        !cur ||
+        !deepEqual(
+          { ...cur.obj, metadata: undefined, status: undefined },
+          { ...next, metadata: undefined, status: undefined },
+        );
       md.generation = changed ? old + 1 : old;
     }
-    if (cur && deepEqual(cur.obj, next) && deepEqual(cur.owners.map((o) => o.paths), owners.map((o) => o.paths))) return cur;
+    if (
+      cur &&
+      deepEqual(cur.obj, next) &&
+      deepEqual(
+        cur.owners.map((o) => o.paths),
+        owners.map((o) => o.paths),
+      )
+    )
+      return cur;
     md.resourceVersion = this.nextResourceVersion();
     const stored: StoredObject = { type: r, obj: next, owners };
     this.objects.set(id, stored);

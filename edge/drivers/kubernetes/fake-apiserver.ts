@@ -79,7 +79,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   const store = new ObjectStore();
   const type = (kind: string) => {
     const r = RESOURCES.find((x) => x.kind === kind);
-    if (!r) throw new Error(`the stand-in does not serve kind ${kind}; it serves ${RESOURCES.map((x) => x.kind).join(', ')}`);
+    if (!r)
+      throw new Error(`the stand-in does not serve kind ${kind}; it serves ${RESOURCES.map((x) => x.kind).join(', ')}`);
     return r;
   };
   const kubelet = new Kubelet({
@@ -92,7 +93,15 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   const token = randomBytes(16).toString('hex');
   // The namespaces every real cluster starts with.
   for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
-    store.put(type('Namespace'), { metadata: { name: ns, labels: { 'kubernetes.io/metadata.name': ns } }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } }, []);
+    store.put(
+      type('Namespace'),
+      {
+        metadata: { name: ns, labels: { 'kubernetes.io/metadata.name': ns } },
+        spec: { finalizers: ['kubernetes'] },
+        status: { phase: 'Active' },
+      },
+      [],
+    );
   }
 
   const authorized = (req: IncomingMessage): boolean => req.headers.authorization === `Bearer ${token}`;
@@ -103,11 +112,16 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     handler.handle(req, res, url).catch((err: unknown) => sendError(res, err));
   });
 
-  const wss = new WebSocketServer({ noServer: true, handleProtocols: (offered) => EXEC_PROTOCOLS.find((p) => offered.has(p)) ?? false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (offered) => EXEC_PROTOCOLS.find((p) => offered.has(p)) ?? false,
+  });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const refuse = (code: number, status: Obj): void => {
       const text = JSON.stringify(status);
-      socket.end(`HTTP/1.1 ${code} Error\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+      socket.end(
+        `HTTP/1.1 ${code} Error\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+      );
     };
     if (!authorized(req)) return refuse(401, statusError(401, 'Unauthorized', 'Unauthorized').status);
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -118,10 +132,23 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     if (!pod) return refuse(404, notFound(type('Pod'), podName).status);
     const names = ((pod.obj.spec?.containers ?? []) as Obj[]).map((c) => c.name as string);
     const container = url.searchParams.get('container') || (names.length === 1 ? names[0] : '');
-    if (!names.includes(container)) return refuse(400, statusError(400, 'BadRequest', container ? `container ${container} is not valid for pod ${podName}` : `a container name must be specified for pod ${podName}, choose one of: [${names.join(' ')}]`).status);
+    if (!names.includes(container))
+      return refuse(
+        400,
+        statusError(
+          400,
+          'BadRequest',
+          container
+            ? `container ${container} is not valid for pod ${podName}`
+            : `a container name must be specified for pod ${podName}, choose one of: [${names.join(' ')}]`,
+        ).status,
+      );
     const command = url.searchParams.getAll('command');
-    if (command.length === 0) return refuse(400, statusError(400, 'BadRequest', 'you must specify at least 1 command').status);
-    wss.handleUpgrade(req, socket, head, (ws) => runExec(ws, pod.obj, container, command, url.searchParams.get('stdin') === 'true'));
+    if (command.length === 0)
+      return refuse(400, statusError(400, 'BadRequest', 'you must specify at least 1 command').status);
+    wss.handleUpgrade(req, socket, head, (ws) =>
+      runExec(ws, pod.obj, container, command, url.searchParams.get('stdin') === 'true'),
+    );
   });
 
   function runExec(ws: WebSocket, pod: Obj, container: string, command: string[], stdin: boolean): void {
@@ -130,7 +157,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       ws.close(1000);
     };
     const proc = kubelet.exec(pod.metadata.namespace, pod, container, command);
-    if (typeof proc === 'string') return finish({ metadata: {}, status: 'Failure', message: proc, reason: 'BadRequest', code: 400 });
+    if (typeof proc === 'string')
+      return finish({ metadata: {}, status: 'Failure', message: proc, reason: 'BadRequest', code: 400 });
     proc.stdout!.on('data', (d: Buffer) => ws.send(Buffer.concat([Buffer.from([1]), d])));
     proc.stderr!.on('data', (d: Buffer) => ws.send(Buffer.concat([Buffer.from([2]), d])));
     if (!stdin) proc.stdin!.end();
@@ -181,7 +209,12 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     toYaml({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'outpost-standin', cluster: { server: url, 'certificate-authority-data': Buffer.from(cert.certPem).toString('base64') } }],
+      clusters: [
+        {
+          name: 'outpost-standin',
+          cluster: { server: url, 'certificate-authority-data': Buffer.from(cert.certPem).toString('base64') },
+        },
+      ],
       users: [{ name: 'outpost-standin', user: { token } }],
       contexts: [{ name: 'outpost-standin', context: { cluster: 'outpost-standin', user: 'outpost-standin' } }],
       'current-context': 'outpost-standin',
@@ -206,7 +239,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     appendLog(namespace, pod, line, container) {
       const p = store.get(type('Pod'), namespace, pod);
       const c = container ?? p?.obj.spec?.containers?.[0]?.name;
-      if (!p || !kubelet.append(namespace, pod, c, line)) throw new Error(`appendLog: pod ${namespace}/${pod} has no started container ${c ?? ''}; wait until the pod is Running`);
+      if (!p || !kubelet.append(namespace, pod, c, line))
+        throw new Error(
+          `appendLog: pod ${namespace}/${pod} has no started container ${c ?? ''}; wait until the pod is Running`,
+        );
     },
     async close() {
       clearInterval(timer);

@@ -24,9 +24,34 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi } from '@kubernetes/client-node';
 import { createLogger } from '../../../core/logger.js';
-import { DriverError, type Driver, type Endpoint, type ExecOptions, type ExecResult, type InteractiveExec, type InteractiveExecOptions, type LogOptions, type WorkloadObservation, type WorkloadUnit } from '../driver.js';
+import {
+  DriverError,
+  type Driver,
+  type Endpoint,
+  type ExecOptions,
+  type ExecResult,
+  type InteractiveExec,
+  type InteractiveExecOptions,
+  type LogOptions,
+  type WorkloadObservation,
+  type WorkloadUnit,
+} from '../driver.js';
 import { execInPod, execInPodInteractive, podLogLines } from './io.js';
-import { BASE_KINDS, FIELD_MANAGER, LABEL_GENERATION, LABEL_HASH, LABEL_MANAGED_BY, LABEL_WORKLOAD, RESTARTED_AT, RESTART_FIELD_MANAGER, defaultNamespace, identity, objectKey, prepare, type KObj } from './objects.js';
+import {
+  BASE_KINDS,
+  FIELD_MANAGER,
+  LABEL_GENERATION,
+  LABEL_HASH,
+  LABEL_MANAGED_BY,
+  LABEL_WORKLOAD,
+  RESTARTED_AT,
+  RESTART_FIELD_MANAGER,
+  defaultNamespace,
+  identity,
+  objectKey,
+  prepare,
+  type KObj,
+} from './objects.js';
 import { objectPhase, restartsOf, worstPhase, type ObjectPhase } from './observe.js';
 import { StateDir, type WorkloadRecord } from './state.js';
 
@@ -46,10 +71,12 @@ function rejection(err: unknown): string | undefined {
   const body = typeof e.body === 'string' ? safeJson(e.body) : e.body;
   const msg = (body as { message?: string } | undefined)?.message;
   if (typeof e.code === 'number' && e.code >= 400 && e.code < 500) {
-    if (/Failed to fetch resource metadata/.test(e.message ?? '')) return 'the API server does not serve this apiVersion/kind; install its CRD or fix the manifest';
+    if (/Failed to fetch resource metadata/.test(e.message ?? ''))
+      return 'the API server does not serve this apiVersion/kind; install its CRD or fix the manifest';
     return msg ?? `HTTP ${e.code}`;
   }
-  if (err instanceof Error && /^Unrecognized API version and kind/.test(err.message)) return `${err.message}; install its CRD or fix the manifest`;
+  if (err instanceof Error && /^Unrecognized API version and kind/.test(err.message))
+    return `${err.message}; install its CRD or fix the manifest`;
   return undefined;
 }
 
@@ -82,19 +109,29 @@ class KubernetesDriver implements Driver {
 
   async start(): Promise<void> {
     const kc = new KubeConfig();
-    const path = this.opts.kubeconfig ?? (process.env.KUBERNETES_SERVICE_HOST ? undefined : join(homedir(), '.kube', 'config'));
+    const path =
+      this.opts.kubeconfig ?? (process.env.KUBERNETES_SERVICE_HOST ? undefined : join(homedir(), '.kube', 'config'));
     try {
       if (path) kc.loadFromFile(path);
       else kc.loadFromCluster();
     } catch (err) {
-      throw new DriverError(path ? `cannot load kubeconfig ${path}; pass --kubeconfig or point KUBECONFIG at a readable file` : 'cannot load the in-cluster service account config', { cause: err });
+      throw new DriverError(
+        path
+          ? `cannot load kubeconfig ${path}; pass --kubeconfig or point KUBECONFIG at a readable file`
+          : 'cannot load the in-cluster service account config',
+        { cause: err },
+      );
     }
     const server = kc.getCurrentCluster()?.server;
-    if (!server) throw new DriverError(`kubeconfig ${path ?? '(in-cluster)'} has no current cluster; set current-context`);
+    if (!server)
+      throw new DriverError(`kubeconfig ${path ?? '(in-cluster)'} has no current cluster; set current-context`);
     try {
       await kc.makeApiClient(VersionApi).getCode();
     } catch (err) {
-      throw new DriverError(`cannot reach the Kubernetes API server at ${server}: ${(err as Error).message}; check that the cluster runs and the kubeconfig credentials are valid`, { cause: err });
+      throw new DriverError(
+        `cannot reach the Kubernetes API server at ${server}: ${(err as Error).message}; check that the cluster runs and the kubeconfig credentials are valid`,
+        { cause: err },
+      );
     }
     this.kc = kc;
     this.api = KubernetesObjectApi.makeApiClient(kc);
@@ -110,7 +147,10 @@ class KubernetesDriver implements Driver {
   private async kinds(): Promise<{ apiVersion: string; kind: string }[]> {
     const extra = new Set((await this.state.all()).flatMap((r) => r.extraKinds));
     for (const k of BASE_KINDS) extra.delete(`${k.apiVersion}/${k.kind}`);
-    return [...BASE_KINDS, ...[...extra].map((s) => ({ apiVersion: s.slice(0, s.lastIndexOf('/')), kind: s.slice(s.lastIndexOf('/') + 1) }))];
+    return [
+      ...BASE_KINDS,
+      ...[...extra].map((s) => ({ apiVersion: s.slice(0, s.lastIndexOf('/')), kind: s.slice(s.lastIndexOf('/') + 1) })),
+    ];
   }
 
   /** Owned top-level objects (not pods of a Deployment, not already terminating), by selector. */
@@ -120,11 +160,24 @@ class KubernetesDriver implements Driver {
     for (const k of await this.kinds()) {
       let items: KObj[];
       try {
-        items = (await this.client().list(k.apiVersion, k.kind, undefined, undefined, undefined, undefined, undefined, selector)).items as KObj[];
+        items = (
+          await this.client().list(
+            k.apiVersion,
+            k.kind,
+            undefined,
+            undefined,
+            undefined,
+            undefined,
+            undefined,
+            selector,
+          )
+        ).items as KObj[];
       } catch (err) {
         // A kind remembered from an old unit whose CRD has since gone: nothing of it can exist.
         if (is404(err) || /Unrecognized API version/.test(String((err as Error).message))) continue;
-        throw new DriverError(`listing ${k.kind} objects with ${selector} failed; is the API server reachable?`, { cause: err });
+        throw new DriverError(`listing ${k.kind} objects with ${selector} failed; is the API server reachable?`, {
+          cause: err,
+        });
       }
       for (const o of items) {
         o.apiVersion = k.apiVersion;
@@ -147,7 +200,11 @@ class KubernetesDriver implements Driver {
     for (const o of objs) {
       for (;;) {
         try {
-          await this.client().read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } });
+          await this.client().read({
+            apiVersion: o.apiVersion,
+            kind: o.kind,
+            metadata: { name: o.metadata.name, namespace: o.metadata.namespace },
+          });
         } catch (err) {
           if (is404(err)) break;
           throw err;
@@ -162,9 +219,23 @@ class KubernetesDriver implements Driver {
   private async deleteObjects(objs: KObj[]): Promise<void> {
     for (const o of objs) {
       try {
-        await this.client().delete({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } }, undefined, undefined, undefined, undefined, 'Background');
+        await this.client().delete(
+          {
+            apiVersion: o.apiVersion,
+            kind: o.kind,
+            metadata: { name: o.metadata.name, namespace: o.metadata.namespace },
+          },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          'Background',
+        );
       } catch (err) {
-        if (!is404(err)) throw new DriverError(`deleting ${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name} failed`, { cause: err });
+        if (!is404(err))
+          throw new DriverError(`deleting ${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name} failed`, {
+            cause: err,
+          });
       }
     }
   }
@@ -180,13 +251,19 @@ class KubernetesDriver implements Driver {
     const { objects: live } = await this.owned(`${LABEL_WORKLOAD}=${unit.name}`);
     const liveIds = new Map(live.map((o) => [identity(o), o]));
     const upToDate =
-      !force && !prev?.stopped && !prev?.error && live.length === desired.length && desired.every((d) => liveIds.get(identity(d))?.metadata.labels?.[LABEL_HASH] === unit.hash);
+      !force &&
+      !prev?.stopped &&
+      !prev?.error &&
+      live.length === desired.length &&
+      desired.every((d) => liveIds.get(identity(d))?.metadata.labels?.[LABEL_HASH] === unit.hash);
     if (upToDate) {
       // Same manifests under a newer generation: remember it, touch nothing in the cluster.
       if (prev && prev.unit.generation !== unit.generation) await this.state.write({ ...prev, unit });
       return;
     }
-    const extraKinds = [...new Set([...(prev?.extraKinds ?? []), ...unit.manifests.map((m) => `${m.apiVersion}/${m.kind}`)])].filter((k) => !BASE_KINDS.some((b) => `${b.apiVersion}/${b.kind}` === k));
+    const extraKinds = [
+      ...new Set([...(prev?.extraKinds ?? []), ...unit.manifests.map((m) => `${m.apiVersion}/${m.kind}`)]),
+    ].filter((k) => !BASE_KINDS.some((b) => `${b.apiVersion}/${b.kind}` === k));
     const record: WorkloadRecord = { unit, stopped: false, extraKinds: [] };
     try {
       for (const ns of prepared.sharedNamespaces) await this.ensureNamespace(ns);
@@ -195,7 +272,10 @@ class KubernetesDriver implements Driver {
       await this.deleteObjects(live.filter((o) => !wanted.has(identity(o))));
     } catch (err) {
       const why = rejection(err);
-      if (why === undefined) throw err instanceof DriverError ? err : new DriverError(`applying workload ${unit.name} failed`, { cause: err });
+      if (why === undefined)
+        throw err instanceof DriverError
+          ? err
+          : new DriverError(`applying workload ${unit.name} failed`, { cause: err });
       record.error = why;
       log.warn({ workload: unit.name, err: why }, 'workload rejected by the API server');
     }
@@ -216,7 +296,11 @@ class KubernetesDriver implements Driver {
         return;
       }
       const why = rejection(err);
-      if (why !== undefined) throw Object.assign(new Error(`${o.kind}/${o.metadata.name}: ${why}`), { code: 422, body: { message: `${o.kind}/${o.metadata.name}: ${why}` } });
+      if (why !== undefined)
+        throw Object.assign(new Error(`${o.kind}/${o.metadata.name}: ${why}`), {
+          code: 422,
+          body: { message: `${o.kind}/${o.metadata.name}: ${why}` },
+        });
       throw err;
     }
   }
@@ -227,16 +311,28 @@ class KubernetesDriver implements Driver {
       await this.client().read({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
     } catch (err) {
       if (!is404(err)) throw err;
-      await this.client().create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [LABEL_MANAGED_BY]: 'outpost' } } }, undefined, undefined, FIELD_MANAGER);
+      await this.client().create(
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [LABEL_MANAGED_BY]: 'outpost' } } },
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+      );
     }
   }
 
   async remove(name: string): Promise<void> {
     const { objects } = await this.owned(`${LABEL_WORKLOAD}=${name}`, true);
     // Namespaces last: deleting one first would take the rest with it before we could name them.
-    const ordered = [...objects.filter((o) => o.kind !== 'Namespace'), ...objects.filter((o) => o.kind === 'Namespace')];
+    const ordered = [
+      ...objects.filter((o) => o.kind !== 'Namespace'),
+      ...objects.filter((o) => o.kind === 'Namespace'),
+    ];
     await this.deleteObjects(ordered);
-    if (!(await this.waitGone(ordered))) log.warn({ workload: name }, `objects of ${name} are still terminating after ${this.deleteTimeoutMs} ms; they are no longer reported`);
+    if (!(await this.waitGone(ordered)))
+      log.warn(
+        { workload: name },
+        `objects of ${name} are still terminating after ${this.deleteTimeoutMs} ms; they are no longer reported`,
+      );
     await this.state.delete(name);
   }
 
@@ -248,7 +344,10 @@ class KubernetesDriver implements Driver {
       const w = o.metadata.labels?.[LABEL_WORKLOAD];
       if (w) byWorkload.set(w, [...(byWorkload.get(w) ?? []), o]);
     }
-    const names = new Set([...byWorkload.keys(), ...[...records.values()].filter((r) => r.stopped || r.error).map((r) => r.unit.name)]);
+    const names = new Set([
+      ...byWorkload.keys(),
+      ...[...records.values()].filter((r) => r.stopped || r.error).map((r) => r.unit.name),
+    ]);
     const out: WorkloadObservation[] = [];
     for (const name of [...names].sort()) {
       const objs = byWorkload.get(name) ?? [];
@@ -256,7 +355,10 @@ class KubernetesDriver implements Driver {
       const wpods = pods.filter((p) => p.metadata.labels?.[LABEL_WORKLOAD] === name && !p.metadata.deletionTimestamp);
       const hashes = new Set(objs.map((o) => o.metadata.labels?.[LABEL_HASH] ?? ''));
       const hash = objs.length === 0 ? (rec?.unit.hash ?? '') : hashes.size === 1 ? [...hashes][0] : '';
-      const generation = rec && rec.unit.hash === hash ? rec.unit.generation : Math.max(0, ...objs.map((o) => Number(o.metadata.labels?.[LABEL_GENERATION] ?? 0)));
+      const generation =
+        rec && rec.unit.hash === hash
+          ? rec.unit.generation
+          : Math.max(0, ...objs.map((o) => Number(o.metadata.labels?.[LABEL_GENERATION] ?? 0)));
       const phases: Record<string, ObjectPhase> = {};
       for (const o of objs) {
         // The workload's own namespace is plumbing, not one of its objects, unless a manifest declares it.
@@ -267,16 +369,31 @@ class KubernetesDriver implements Driver {
       let { phase, message } = worstPhase(phases);
       if (rec?.error) [phase, message] = ['Failed', rec.error];
       else if (rec?.stopped) [phase, message] = ['Paused', 'stopped on request'];
-      else if (hashes.size > 1) [phase, message] = ['Progressing', 'objects carry different unit hashes; an apply was interrupted'];
-      const objectsOut = Object.fromEntries(Object.entries(phases).map(([k, p]) => [k, p.message ? { ready: p.ready, message: p.message } : { ready: p.ready }]));
-      out.push({ name, generation, hash, phase, ...(message ? { message } : {}), restarts: restartsOf(wpods), objects: objectsOut });
+      else if (hashes.size > 1)
+        [phase, message] = ['Progressing', 'objects carry different unit hashes; an apply was interrupted'];
+      const objectsOut = Object.fromEntries(
+        Object.entries(phases).map(([k, p]) => [
+          k,
+          p.message ? { ready: p.ready, message: p.message } : { ready: p.ready },
+        ]),
+      );
+      out.push({
+        name,
+        generation,
+        hash,
+        phase,
+        ...(message ? { message } : {}),
+        restarts: restartsOf(wpods),
+        objects: objectsOut,
+      });
     }
     return out;
   }
 
   private async record(name: string): Promise<WorkloadRecord> {
     const rec = await this.state.read(name);
-    if (!rec) throw new DriverError(`workload ${name} is not known to the kubernetes driver on this edge; apply it first`);
+    if (!rec)
+      throw new DriverError(`workload ${name} is not known to the kubernetes driver on this edge; apply it first`);
     return rec;
   }
 
@@ -301,7 +418,12 @@ class KubernetesDriver implements Driver {
     const { objects } = await this.owned(`${LABEL_WORKLOAD}=${name}`);
     const at = new Date().toISOString();
     for (const d of objects.filter((o) => o.kind === 'Deployment')) {
-      const patch = { apiVersion: d.apiVersion, kind: d.kind, metadata: { name: d.metadata.name, namespace: d.metadata.namespace }, spec: { template: { metadata: { annotations: { [RESTARTED_AT]: at } } } } };
+      const patch = {
+        apiVersion: d.apiVersion,
+        kind: d.kind,
+        metadata: { name: d.metadata.name, namespace: d.metadata.namespace },
+        spec: { template: { metadata: { annotations: { [RESTARTED_AT]: at } } } },
+      };
       await this.applyObject(patch as KObj, RESTART_FIELD_MANAGER);
     }
     const pods = objects.filter((o) => o.kind === 'Pod');
@@ -317,14 +439,20 @@ class KubernetesDriver implements Driver {
     const { pods } = await this.owned(`${LABEL_WORKLOAD}=${name}`);
     const alive = pods.filter((p) => !p.metadata.deletionTimestamp);
     const score = (p: KObj): number => (objectPhase(p, []).ready ? 2 : p.status?.phase === 'Running' ? 1 : 0);
-    alive.sort((a, b) => score(b) - score(a) || String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')));
-    if (alive.length === 0) throw new DriverError(`workload ${name} has no pods on this cluster; is it applied and not stopped?`);
+    alive.sort(
+      (a, b) =>
+        score(b) - score(a) ||
+        String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')),
+    );
+    if (alive.length === 0)
+      throw new DriverError(`workload ${name} has no pods on this cluster; is it applied and not stopped?`);
     return alive[0];
   }
 
   private containerOf(pod: KObj, wanted?: string): string {
     const names = ((pod.spec?.containers ?? []) as { name: string }[]).map((c) => c.name);
-    if (wanted && !names.includes(wanted)) throw new DriverError(`pod ${pod.metadata.name} has no container ${wanted}; it has: ${names.join(', ')}`);
+    if (wanted && !names.includes(wanted))
+      throw new DriverError(`pod ${pod.metadata.name} has no container ${wanted}; it has: ${names.join(', ')}`);
     return wanted ?? names[0];
   }
 
@@ -348,7 +476,9 @@ class KubernetesDriver implements Driver {
   async endpoint(name: string, port: number): Promise<Endpoint | null> {
     const { pods } = await this.owned(`${LABEL_WORKLOAD}=${name}`);
     const declares = (p: KObj): boolean =>
-      ((p.spec?.containers ?? []) as { ports?: { containerPort: number }[] }[]).some((c) => (c.ports ?? []).some((x) => x.containerPort === port));
+      ((p.spec?.containers ?? []) as { ports?: { containerPort: number }[] }[]).some((c) =>
+        (c.ports ?? []).some((x) => x.containerPort === port),
+      );
     const ready = pods.filter((p) => declares(p) && objectPhase(p, []).ready && p.status?.podIP);
     return ready.length > 0 ? { host: String(ready[0].status.podIP), port } : null;
   }
@@ -362,5 +492,9 @@ class KubernetesDriver implements Driver {
 /** Pods of a Deployment: same namespace and matching its selector. */
 function podsOf(d: KObj, pods: KObj[]): KObj[] {
   const sel = (d.spec?.selector?.matchLabels ?? {}) as Record<string, string>;
-  return pods.filter((p) => p.metadata.namespace === d.metadata.namespace && Object.entries(sel).every(([k, v]) => p.metadata.labels?.[k] === v));
+  return pods.filter(
+    (p) =>
+      p.metadata.namespace === d.metadata.namespace &&
+      Object.entries(sel).every(([k, v]) => p.metadata.labels?.[k] === v),
+  );
 }

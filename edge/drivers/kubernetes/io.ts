@@ -10,15 +10,26 @@ import { DriverError, type ExecResult, type InteractiveExec } from '../driver.js
 import type { KObj } from './objects.js';
 
 /** Lines of one container's log; ends when the server ends the stream or `signal` aborts. */
-export async function* podLogLines(kc: KubeConfig, pod: KObj, container: string, opts: { tail?: number; follow?: boolean; signal?: AbortSignal }): AsyncGenerator<string> {
+export async function* podLogLines(
+  kc: KubeConfig,
+  pod: KObj,
+  container: string,
+  opts: { tail?: number; follow?: boolean; signal?: AbortSignal },
+): AsyncGenerator<string> {
   if (opts.signal?.aborted) return;
   const out = new PassThrough();
   let ctl: AbortController;
   try {
-    ctl = await new Log(kc).log(pod.metadata.namespace!, pod.metadata.name, container, out, { follow: opts.follow ?? false, ...(opts.tail !== undefined ? { tailLines: opts.tail } : {}) });
+    ctl = await new Log(kc).log(pod.metadata.namespace!, pod.metadata.name, container, out, {
+      follow: opts.follow ?? false,
+      ...(opts.tail !== undefined ? { tailLines: opts.tail } : {}),
+    });
   } catch (err) {
     const code = (err as { code?: number }).code;
-    throw new DriverError(`reading logs of pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container} failed${code ? ` (HTTP ${code})` : ''}; the container may not have started yet`, { cause: err });
+    throw new DriverError(
+      `reading logs of pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container} failed${code ? ` (HTTP ${code})` : ''}; the container may not have started yet`,
+      { cause: err },
+    );
   }
   // Aborting the request does not end the piped stream; end it ourselves so the loop below finishes.
   const onAbort = (): void => {
@@ -63,17 +74,36 @@ export function exitCodeOf(status: V1Status): number | undefined {
   return undefined;
 }
 
-export async function execInPod(kc: KubeConfig, pod: KObj, container: string, command: string[], signal?: AbortSignal): Promise<ExecResult> {
+export async function execInPod(
+  kc: KubeConfig,
+  pod: KObj,
+  container: string,
+  command: string[],
+  signal?: AbortSignal,
+): Promise<ExecResult> {
   const stdout = new Collect();
   const stderr = new Collect();
   let status: V1Status | undefined;
   let ws;
   try {
-    ws = await new Exec(kc).exec(pod.metadata.namespace!, pod.metadata.name, container, command, stdout, stderr, null, false, (s) => {
-      status = s;
-    });
+    ws = await new Exec(kc).exec(
+      pod.metadata.namespace!,
+      pod.metadata.name,
+      container,
+      command,
+      stdout,
+      stderr,
+      null,
+      false,
+      (s) => {
+        status = s;
+      },
+    );
   } catch (err) {
-    throw new DriverError(`exec in pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container} failed to connect; check that the kubeconfig user may create pods/exec`, { cause: err });
+    throw new DriverError(
+      `exec in pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container} failed to connect; check that the kubeconfig user may create pods/exec`,
+      { cause: err },
+    );
   }
   await new Promise<void>((resolve) => {
     const abort = (): void => ws.close();
@@ -84,14 +114,26 @@ export async function execInPod(kc: KubeConfig, pod: KObj, container: string, co
     });
   });
   if (signal?.aborted) throw new DriverError(`exec of ${command[0]} in ${pod.metadata.name} was aborted`);
-  if (!status) throw new DriverError(`exec of ${command[0]} in ${pod.metadata.name}: the API server closed the stream without an exit status`);
+  if (!status)
+    throw new DriverError(
+      `exec of ${command[0]} in ${pod.metadata.name}: the API server closed the stream without an exit status`,
+    );
   const exitCode = exitCodeOf(status);
-  if (exitCode === undefined) throw new DriverError(`exec of ${command[0]} in ${pod.metadata.name} failed: ${status.message ?? status.reason ?? 'unknown error'}`);
+  if (exitCode === undefined)
+    throw new DriverError(
+      `exec of ${command[0]} in ${pod.metadata.name} failed: ${status.message ?? status.reason ?? 'unknown error'}`,
+    );
   return { exitCode, stdout: stdout.text(), stderr: stderr.text() };
 }
 
 /** `outpost exec -it` in a pod: stdin streams up, output comes down as the API server sends it. */
-export async function execInPodInteractive(kc: KubeConfig, pod: KObj, container: string, command: string[], opts: { tty?: boolean; signal?: AbortSignal }): Promise<InteractiveExec> {
+export async function execInPodInteractive(
+  kc: KubeConfig,
+  pod: KObj,
+  container: string,
+  command: string[],
+  opts: { tty?: boolean; signal?: AbortSignal },
+): Promise<InteractiveExec> {
   const where = `pod ${pod.metadata.namespace}/${pod.metadata.name} container ${container}`;
   const stdin = new PassThrough();
   // Input piped in after the session closed has nowhere to go; that is not an error of the session.
@@ -102,11 +144,23 @@ export async function execInPodInteractive(kc: KubeConfig, pod: KObj, container:
   let status: V1Status | undefined;
   let ws;
   try {
-    ws = await new Exec(kc).exec(pod.metadata.namespace!, pod.metadata.name, container, command, stdout, opts.tty ? null : stderr, stdin, !!opts.tty, (s) => {
-      status = s;
-    });
+    ws = await new Exec(kc).exec(
+      pod.metadata.namespace!,
+      pod.metadata.name,
+      container,
+      command,
+      stdout,
+      opts.tty ? null : stderr,
+      stdin,
+      !!opts.tty,
+      (s) => {
+        status = s;
+      },
+    );
   } catch (err) {
-    throw new DriverError(`exec in ${where} failed to connect; check that the kubeconfig user may create pods/exec`, { cause: err });
+    throw new DriverError(`exec in ${where} failed to connect; check that the kubeconfig user may create pods/exec`, {
+      cause: err,
+    });
   }
   const socket = ws;
   const exit = new Promise<number>((resolve, reject) => {
@@ -120,9 +174,19 @@ export async function execInPodInteractive(kc: KubeConfig, pod: KObj, container:
       // without one (aborted, API server gone) must end them too, or readers wait forever.
       if (!stdout.writableEnded) stdout.end();
       if (!stderr.writableEnded) stderr.end();
-      if (!status) return reject(new DriverError(`exec of ${command[0]} in ${where}: ${opts.signal?.aborted ? 'aborted' : 'the API server closed the stream without an exit status'}`));
+      if (!status)
+        return reject(
+          new DriverError(
+            `exec of ${command[0]} in ${where}: ${opts.signal?.aborted ? 'aborted' : 'the API server closed the stream without an exit status'}`,
+          ),
+        );
       const code = exitCodeOf(status);
-      if (code === undefined) return reject(new DriverError(`exec of ${command[0]} in ${where} failed: ${status.message ?? status.reason ?? 'unknown error'}`));
+      if (code === undefined)
+        return reject(
+          new DriverError(
+            `exec of ${command[0]} in ${where} failed: ${status.message ?? status.reason ?? 'unknown error'}`,
+          ),
+        );
       resolve(code);
     });
   });

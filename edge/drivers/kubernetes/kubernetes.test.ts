@@ -46,7 +46,15 @@ function deployment(name: string, container: M, extra: M = {}): M {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name },
-    spec: { replicas: 1, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: IMAGE, ...IDLE, ...container }] } }, ...extra },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name: 'app', image: IMAGE, ...IDLE, ...container }] },
+      },
+      ...extra,
+    },
   };
 }
 
@@ -84,11 +92,26 @@ async function environment(opts: { startDelayMs?: number } = {}): Promise<Env> {
 }
 
 async function podsOf(env: Env, workload: string): Promise<M[]> {
-  const list = await env.objects.list('v1', 'Pod', undefined, undefined, undefined, undefined, undefined, `${LABEL_WORKLOAD}=${workload}`);
+  const list = await env.objects.list(
+    'v1',
+    'Pod',
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    `${LABEL_WORKLOAD}=${workload}`,
+  );
   return (list.items as M[]).filter((p) => !p.metadata.deletionTimestamp);
 }
 
-async function read(env: Env, apiVersion: string, kind: string, namespace: string | undefined, name: string): Promise<M | undefined> {
+async function read(
+  env: Env,
+  apiVersion: string,
+  kind: string,
+  namespace: string | undefined,
+  name: string,
+): Promise<M | undefined> {
   try {
     return (await env.objects.read({ apiVersion, kind, metadata: { name, namespace } })) as M;
   } catch (err) {
@@ -107,30 +130,57 @@ driverSuite('kubernetes', async () => {
     workload: (name, { port, version }) =>
       unit(name, [
         deployment(name, {
-          ...node("require('http').createServer((q,s)=>s.end('version '+process.env.OUTPOST_TEST_VERSION)).listen(+process.env.PORT)", [
-            { name: 'OUTPOST_TEST_VERSION', value: version },
-            { name: 'PORT', value: String(port) },
-          ]),
+          ...node(
+            "require('http').createServer((q,s)=>s.end('version '+process.env.OUTPOST_TEST_VERSION)).listen(+process.env.PORT)",
+            [
+              { name: 'OUTPOST_TEST_VERSION', value: version },
+              { name: 'PORT', value: String(port) },
+            ],
+          ),
           ports: [{ containerPort: port }],
           readinessProbe: { tcpSocket: { port }, periodSeconds: 1 },
         }),
       ]),
     crashing: (name) => unit(name, [deployment(name, node('setTimeout(() => process.exit(1), 300)'))]),
     invalid: (name) => unit(name, [{ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name } }]),
-    ticker: (name) => unit(name, [deployment(name, node("let n = 0; setInterval(() => console.log('tick ' + n++), 200)"))]),
+    ticker: (name) =>
+      unit(name, [deployment(name, node("let n = 0; setInterval(() => console.log('tick ' + n++), 200)"))]),
     identity: async (name) =>
       (await podsOf(env, name))
-        .map((p) => `${p.metadata.uid}:${(p.status?.containerStatuses ?? []).map((c: M) => `${c.restartCount}@${c.state?.running?.startedAt ?? ''}`).join(',')}`)
+        .map(
+          (p) =>
+            `${p.metadata.uid}:${(p.status?.containerStatuses ?? []).map((c: M) => `${c.restartCount}@${c.state?.running?.startedAt ?? ''}`).join(',')}`,
+        )
         .sort()
         .join(' '),
     foreign: async (name) => {
-      await env.objects.patch({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: foreignNs } }, undefined, undefined, 'kubectl', true, PatchStrategy.ServerSideApply);
-      await env.objects.patch({ ...deployment(name, node('setInterval(() => {}, 1000)')), metadata: { name, namespace: foreignNs, labels: { 'outpost.dev/hash': 'x' } } } as never, undefined, undefined, 'kubectl', true, PatchStrategy.ServerSideApply);
+      await env.objects.patch(
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: foreignNs } },
+        undefined,
+        undefined,
+        'kubectl',
+        true,
+        PatchStrategy.ServerSideApply,
+      );
+      await env.objects.patch(
+        {
+          ...deployment(name, node('setInterval(() => {}, 1000)')),
+          metadata: { name, namespace: foreignNs, labels: { 'outpost.dev/hash': 'x' } },
+        } as never,
+        undefined,
+        undefined,
+        'kubectl',
+        true,
+        PatchStrategy.ServerSideApply,
+      );
     },
     capabilities: { exec: true },
     timeouts: { ready: READY_MS },
     cleanup: async () => {
-      if (REAL) await env.objects.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: foreignNs } }).catch(() => undefined);
+      if (REAL)
+        await env.objects
+          .delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: foreignNs } })
+          .catch(() => undefined);
       await env.cleanup();
     },
   };
@@ -163,12 +213,23 @@ describe('kubernetes driver specifics', () => {
 
   it('puts a workload in its own namespace, creates named namespaces, and removes only its own', async () => {
     const shared = `shared-${Date.now().toString(36)}`;
-    await apply(unit('nsy', [deployment('nsy', {}), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: shared }, data: { a: '1' } }]));
+    await apply(
+      unit('nsy', [
+        deployment('nsy', {}),
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: shared }, data: { a: '1' } },
+      ]),
+    );
     const own = await read(env, 'v1', 'Namespace', undefined, 'outpost-nsy');
     expect(own?.metadata.labels?.[LABEL_WORKLOAD]).toBe('nsy');
-    expect((await read(env, 'v1', 'Namespace', undefined, shared))?.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('outpost');
+    expect(
+      (await read(env, 'v1', 'Namespace', undefined, shared))?.metadata.labels?.['app.kubernetes.io/managed-by'],
+    ).toBe('outpost');
     expect(await read(env, 'apps/v1', 'Deployment', 'outpost-nsy', 'nsy')).toBeDefined();
-    const o = await waitFor('nsy Ready', async () => ((await observe('nsy'))?.phase === 'Ready' ? observe('nsy') : undefined), READY_MS);
+    const o = await waitFor(
+      'nsy Ready',
+      async () => ((await observe('nsy'))?.phase === 'Ready' ? observe('nsy') : undefined),
+      READY_MS,
+    );
     expect(Object.keys(o!.objects).sort()).toEqual([`ConfigMap/${shared}/settings`, 'Deployment/nsy']);
     await driver.remove('nsy');
     expect(await read(env, 'v1', 'Namespace', undefined, 'outpost-nsy')).toBeUndefined();
@@ -185,7 +246,11 @@ describe('kubernetes driver specifics', () => {
     const d = (await read(env, 'apps/v1', 'Deployment', 'outpost-owned', 'owned'))!;
     const managers = (d.metadata.managedFields ?? []).map((f: M) => `${f.manager}/${f.operation}`);
     expect(managers).toContain('outpost/Apply');
-    expect(d.metadata.labels).toMatchObject({ 'outpost.dev/workload': 'owned', 'outpost.dev/hash': u.hash, 'outpost.dev/generation': '4' });
+    expect(d.metadata.labels).toMatchObject({
+      'outpost.dev/workload': 'owned',
+      'outpost.dev/hash': u.hash,
+      'outpost.dev/generation': '4',
+    });
     expect(d.spec.template.metadata.labels).toMatchObject({ 'outpost.dev/workload': 'owned', app: 'owned' });
     await driver.apply(u);
     await driver.apply({ ...u, generation: 5 });
@@ -211,13 +276,27 @@ describe('kubernetes driver specifics', () => {
   it('follows the Deployment status: Progressing while the pod is not ready, Ready once its probe passes, and back', async (ctx) => {
     if (REAL) ctx.skip(); // the probe target is a port in this test process, which a real pod cannot reach
     const port = await freePort();
-    await apply(unit('probe', [deployment('probe', { ports: [{ containerPort: port }], readinessProbe: { tcpSocket: { port }, periodSeconds: 1 } })]));
-    const waiting = await waitFor('a pod that is running but not ready', async () => {
-      const o = await observe('probe');
-      const pods = await podsOf(env, 'probe');
-      return pods.some((p) => p.status?.phase === 'Running') && o?.phase === 'Progressing' ? o : undefined;
-    }, READY_MS);
-    expect(waiting.objects['Deployment/probe']).toMatchObject({ ready: false, message: expect.stringContaining('0/1') });
+    await apply(
+      unit('probe', [
+        deployment('probe', {
+          ports: [{ containerPort: port }],
+          readinessProbe: { tcpSocket: { port }, periodSeconds: 1 },
+        }),
+      ]),
+    );
+    const waiting = await waitFor(
+      'a pod that is running but not ready',
+      async () => {
+        const o = await observe('probe');
+        const pods = await podsOf(env, 'probe');
+        return pods.some((p) => p.status?.phase === 'Running') && o?.phase === 'Progressing' ? o : undefined;
+      },
+      READY_MS,
+    );
+    expect(waiting.objects['Deployment/probe']).toMatchObject({
+      ready: false,
+      message: expect.stringContaining('0/1'),
+    });
     const srv: Server = createServer((s) => s.destroy());
     await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
     try {
@@ -229,11 +308,19 @@ describe('kubernetes driver specifics', () => {
   });
 
   it('reports a Deployment whose image cannot be pulled as Failed with the reason', async () => {
-    await apply(unit('nopull', [deployment('nopull', { image: 'fail:does-not-exist', command: ['sh'] }, { progressDeadlineSeconds: 2 })]));
-    const o = await waitFor('nopull Failed', async () => {
-      const w = await observe('nopull');
-      return w?.phase === 'Failed' ? w : undefined;
-    }, READY_MS);
+    await apply(
+      unit('nopull', [
+        deployment('nopull', { image: 'fail:does-not-exist', command: ['sh'] }, { progressDeadlineSeconds: 2 }),
+      ]),
+    );
+    const o = await waitFor(
+      'nopull Failed',
+      async () => {
+        const w = await observe('nopull');
+        return w?.phase === 'Failed' ? w : undefined;
+      },
+      READY_MS,
+    );
     expect(o.message).toContain('ProgressDeadlineExceeded');
     expect(o.message).toMatch(/ErrImagePull|ImagePullBackOff/);
     expect(o.objects['Deployment/nopull'].ready).toBe(false);
@@ -249,17 +336,28 @@ describe('kubernetes driver specifics', () => {
   });
 
   it('replaces a Pod whose immutable spec changed', async () => {
-    const pod = (v: string): M => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'solo' }, spec: { containers: [{ name: 'app', image: IMAGE, ...node('setInterval(() => {}, 1000)', [{ name: 'V', value: v }]) }] } });
+    const pod = (v: string): M => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'solo' },
+      spec: {
+        containers: [{ name: 'app', image: IMAGE, ...node('setInterval(() => {}, 1000)', [{ name: 'V', value: v }]) }],
+      },
+    });
     await apply(unit('solo', [pod('1')]));
     const first = (await read(env, 'v1', 'Pod', 'outpost-solo', 'solo'))!.metadata.uid;
     await driver.apply(unit('solo', [pod('2')], 2));
     const second = (await read(env, 'v1', 'Pod', 'outpost-solo', 'solo'))!;
     expect(second.metadata.uid).not.toBe(first);
     expect(second.spec.containers[0].env).toEqual([{ name: 'V', value: '2' }]);
-    await waitFor('solo Ready on generation 2', async () => {
-      const o = await observe('solo');
-      return o?.phase === 'Ready' && o.generation === 2;
-    }, READY_MS);
+    await waitFor(
+      'solo Ready on generation 2',
+      async () => {
+        const o = await observe('solo');
+        return o?.phase === 'Ready' && o.generation === 2;
+      },
+      READY_MS,
+    );
   });
 
   it('reads canned log lines through pods/log', async (ctx) => {
@@ -279,7 +377,9 @@ describe('kubernetes driver specifics', () => {
     await apply(unit('kubectl', [deployment('kubectl', {})]));
     await waitFor('kubectl Ready', async () => (await observe('kubectl'))?.phase === 'Ready', READY_MS);
     const out = await new Promise<string>((resolve, reject) =>
-      execFile('kubectl', ['--kubeconfig', env.kubeconfig, 'get', 'deployments', '-A'], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout))),
+      execFile('kubectl', ['--kubeconfig', env.kubeconfig, 'get', 'deployments', '-A'], (err, stdout, stderr) =>
+        err ? reject(new Error(stderr)) : resolve(stdout),
+      ),
     );
     expect(out).toMatch(/outpost-kubectl\s+kubectl\s+1\/1\s+1\s+1\s/);
   });

@@ -21,7 +21,11 @@ export const FIELD_MANAGER = 'outpost';
 export const RESTART_FIELD_MANAGER = 'outpost-restart';
 export const RESTARTED_AT = 'outpost.dev/restartedAt';
 
-export type KObj = Record<string, any> & { apiVersion: string; kind: string; metadata: Record<string, any> & { name: string; namespace?: string; labels?: Record<string, string> } };
+export type KObj = Record<string, any> & {
+  apiVersion: string;
+  kind: string;
+  metadata: Record<string, any> & { name: string; namespace?: string; labels?: Record<string, string> };
+};
 
 /** Kinds the driver lists to find and prune owned objects, in apply order. Other kinds applied by a unit are remembered in the data dir. */
 export const BASE_KINDS: { apiVersion: string; kind: string }[] = [
@@ -39,11 +43,31 @@ export const BASE_KINDS: { apiVersion: string; kind: string }[] = [
  * which shows up as a Failed workload naming the object.
  */
 const CLUSTER_SCOPED = new Set([
-  'Namespace', 'Node', 'PersistentVolume', 'StorageClass', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition',
-  'PriorityClass', 'IngressClass', 'RuntimeClass', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'APIService', 'CSIDriver',
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'StorageClass',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'PriorityClass',
+  'IngressClass',
+  'RuntimeClass',
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
+  'APIService',
+  'CSIDriver',
 ]);
 
-const APPLY_ORDER = ['Namespace', 'CustomResourceDefinition', 'ServiceAccount', 'Secret', 'ConfigMap', 'PersistentVolumeClaim', 'Service'];
+const APPLY_ORDER = [
+  'Namespace',
+  'CustomResourceDefinition',
+  'ServiceAccount',
+  'Secret',
+  'ConfigMap',
+  'PersistentVolumeClaim',
+  'Service',
+];
 const POD_TEMPLATE_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job']);
 
 export const isNamespaced = (kind: string): boolean => !CLUSTER_SCOPED.has(kind);
@@ -51,14 +75,23 @@ export const defaultNamespace = (workload: string): string => `outpost-${workloa
 export const groupOf = (apiVersion: string): string => (apiVersion.includes('/') ? apiVersion.split('/')[0] : '');
 
 /** Identity across API versions of one kind: `apps/Deployment/ns/name`. */
-export function identity(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string {
+export function identity(o: {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+}): string {
   return `${groupOf(o.apiVersion)}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 }
 
 /** The key users see in observations (driver.ts): `Kind/name`, with the namespace when it is not the default one. */
-export function objectKey(o: { kind: string; metadata: { name: string; namespace?: string } }, workload: string): string {
+export function objectKey(
+  o: { kind: string; metadata: { name: string; namespace?: string } },
+  workload: string,
+): string {
   const ns = o.metadata.namespace;
-  return ns && ns !== defaultNamespace(workload) ? `${o.kind}/${ns}/${o.metadata.name}` : `${o.kind}/${o.metadata.name}`;
+  return ns && ns !== defaultNamespace(workload)
+    ? `${o.kind}/${ns}/${o.metadata.name}`
+    : `${o.kind}/${o.metadata.name}`;
 }
 
 export interface PreparedUnit {
@@ -100,6 +133,9 @@ export function prepare(unit: WorkloadUnit): PreparedUnit {
   const rank = (k: string): number => (APPLY_ORDER.includes(k) ? APPLY_ORDER.indexOf(k) : APPLY_ORDER.length);
   objects.sort((a, b) => rank(a.kind) - rank(b.kind));
   shared.delete(own);
-  const ownNamespace = usesOwn && !declared.has(own) ? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: own, labels } } : undefined;
+  const ownNamespace =
+    usesOwn && !declared.has(own)
+      ? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: own, labels } }
+      : undefined;
   return { objects, ownNamespace, sharedNamespaces: [...shared].sort() };
 }

@@ -20,7 +20,14 @@ export interface ObjectPhase extends ObjectStatus {
   phase: ReportedPhase;
 }
 
-const IMAGE_ERRORS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError']);
+const IMAGE_ERRORS = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+]);
 
 /**
  * A container that restarted this recently counts as crash-looping even while it runs: without
@@ -29,7 +36,8 @@ const IMAGE_ERRORS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageN
  */
 export const RECENT_RESTART_MS = 60_000;
 
-const cond = (o: KObj, type: string): Record<string, any> | undefined => ((o.status?.conditions ?? []) as Record<string, any>[]).find((c) => c.type === type);
+const cond = (o: KObj, type: string): Record<string, any> | undefined =>
+  ((o.status?.conditions ?? []) as Record<string, any>[]).find((c) => c.type === type);
 
 /** The first container problem of a pod, as `ImagePullBackOff: Back-off pulling image "x"`. */
 function containerProblem(pod: KObj, now = Date.now()): { reason: string; text: string } | undefined {
@@ -41,7 +49,10 @@ function containerProblem(pod: KObj, now = Date.now()): { reason: string; text: 
     const last = c.lastState?.terminated;
     const finished = last?.finishedAt ? new Date(last.finishedAt).getTime() : NaN;
     if (c.restartCount > 0 && now - finished < RECENT_RESTART_MS) {
-      return { reason: 'CrashLoopBackOff', text: `container ${c.name}: restarted ${c.restartCount} times, last exit code ${last.exitCode}${last.reason ? ` (${last.reason})` : ''}` };
+      return {
+        reason: 'CrashLoopBackOff',
+        text: `container ${c.name}: restarted ${c.restartCount} times, last exit code ${last.exitCode}${last.reason ? ` (${last.reason})` : ''}`,
+      };
     }
   }
   return undefined;
@@ -49,7 +60,8 @@ function containerProblem(pod: KObj, now = Date.now()): { reason: string; text: 
 
 export function restartsOf(pods: KObj[]): number {
   let n = 0;
-  for (const p of pods) for (const c of (p.status?.containerStatuses ?? []) as Record<string, any>[]) n += Number(c.restartCount ?? 0);
+  for (const p of pods)
+    for (const c of (p.status?.containerStatuses ?? []) as Record<string, any>[]) n += Number(c.restartCount ?? 0);
   return n;
 }
 
@@ -57,13 +69,28 @@ export function podPhase(pod: KObj): ObjectPhase {
   if (pod.metadata.deletionTimestamp) return { ready: false, phase: 'Progressing', message: 'terminating' };
   const phase = pod.status?.phase as string | undefined;
   if (phase === 'Succeeded') return { ready: true, phase: 'Ready', message: 'completed' };
-  if (phase === 'Failed') return { ready: false, phase: 'Failed', message: pod.status?.message ?? pod.status?.reason ?? 'all containers exited and will not be restarted' };
+  if (phase === 'Failed')
+    return {
+      ready: false,
+      phase: 'Failed',
+      message: pod.status?.message ?? pod.status?.reason ?? 'all containers exited and will not be restarted',
+    };
   const problem = containerProblem(pod);
-  if (problem) return { ready: false, phase: problem.reason === 'CrashLoopBackOff' ? 'Degraded' : 'Failed', message: problem.text };
+  if (problem)
+    return {
+      ready: false,
+      phase: problem.reason === 'CrashLoopBackOff' ? 'Degraded' : 'Failed',
+      message: problem.text,
+    };
   if (cond(pod, 'Ready')?.status === 'True') return { ready: true, phase: 'Ready' };
   if (!phase || phase === 'Pending') {
     const sched = cond(pod, 'PodScheduled');
-    return { ready: false, phase: 'Pending', message: sched?.status === 'False' ? `unschedulable: ${sched.message ?? sched.reason}` : 'containers are being created' };
+    return {
+      ready: false,
+      phase: 'Pending',
+      message:
+        sched?.status === 'False' ? `unschedulable: ${sched.message ?? sched.reason}` : 'containers are being created',
+    };
   }
   return { ready: false, phase: 'Progressing', message: 'containers are not ready' };
 }
@@ -75,15 +102,27 @@ export function deploymentPhase(d: KObj, pods: KObj[]): ObjectPhase {
   const failure = cond(d, 'ReplicaFailure');
   const podProblem = pods.map(containerProblem).find(Boolean);
   const detail = podProblem ? ` (${podProblem.text})` : '';
-  if (progressing?.status === 'False') return { ready: false, phase: 'Failed', message: `${progressing.reason}: ${progressing.message ?? ''}${detail}` };
-  if (failure?.status === 'True') return { ready: false, phase: 'Failed', message: `${failure.reason}: ${failure.message ?? ''}` };
-  if (Number(st.observedGeneration ?? 0) < Number(d.metadata.generation ?? 0)) return { ready: false, phase: 'Progressing', message: 'waiting for the deployment controller to observe the new generation' };
+  if (progressing?.status === 'False')
+    return { ready: false, phase: 'Failed', message: `${progressing.reason}: ${progressing.message ?? ''}${detail}` };
+  if (failure?.status === 'True')
+    return { ready: false, phase: 'Failed', message: `${failure.reason}: ${failure.message ?? ''}` };
+  if (Number(st.observedGeneration ?? 0) < Number(d.metadata.generation ?? 0))
+    return {
+      ready: false,
+      phase: 'Progressing',
+      message: 'waiting for the deployment controller to observe the new generation',
+    };
   const updated = Number(st.updatedReplicas ?? 0);
   const available = Number(st.availableReplicas ?? 0);
   const total = Number(st.replicas ?? 0);
-  if (podProblem) return { ready: false, phase: 'Degraded', message: `${available}/${desired} available; ${podProblem.text}` };
+  if (podProblem)
+    return { ready: false, phase: 'Degraded', message: `${available}/${desired} available; ${podProblem.text}` };
   if (updated >= desired && available >= desired && total <= desired) return { ready: true, phase: 'Ready' };
-  return { ready: false, phase: 'Progressing', message: `${available}/${desired} replicas available, ${updated} updated` };
+  return {
+    ready: false,
+    phase: 'Progressing',
+    message: `${available}/${desired} replicas available, ${updated} updated`,
+  };
 }
 
 export function objectPhase(o: KObj, podsOfDeployment: KObj[]): ObjectPhase {
@@ -93,7 +132,9 @@ export function objectPhase(o: KObj, podsOfDeployment: KObj[]): ObjectPhase {
     case 'Pod':
       return podPhase(o);
     case 'Namespace':
-      return o.status?.phase === 'Terminating' ? { ready: false, phase: 'Progressing', message: 'terminating' } : { ready: true, phase: 'Ready' };
+      return o.status?.phase === 'Terminating'
+        ? { ready: false, phase: 'Progressing', message: 'terminating' }
+        : { ready: true, phase: 'Ready' };
     default:
       return { ready: true, phase: 'Ready' };
   }
@@ -103,7 +144,8 @@ export function objectPhase(o: KObj, podsOfDeployment: KObj[]): ObjectPhase {
 export function worstPhase(objects: Record<string, ObjectPhase>): { phase: ReportedPhase; message?: string } {
   let worst: { phase: ReportedPhase; message?: string } = { phase: 'Ready' };
   for (const [key, o] of Object.entries(objects)) {
-    if (STATE_RANK[o.phase] > STATE_RANK[worst.phase]) worst = { phase: o.phase, message: o.message ? `${key}: ${o.message}` : key };
+    if (STATE_RANK[o.phase] > STATE_RANK[worst.phase])
+      worst = { phase: o.phase, message: o.message ? `${key}: ${o.message}` : key };
   }
   return worst;
 }

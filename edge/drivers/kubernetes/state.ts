@@ -30,7 +30,10 @@ export class StateDir {
       return JSON.parse(await readFile(this.file(name), 'utf8')) as WorkloadRecord;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new Error(`reading driver state ${this.file(name)}; delete the file to let the driver rebuild it from the cluster`, { cause: err });
+      throw new Error(
+        `reading driver state ${this.file(name)}; delete the file to let the driver rebuild it from the cluster`,
+        { cause: err },
+      );
     }
   }
 

@@ -19,7 +19,10 @@ export const DEFAULT_CONTAINERS_CONF = '/etc/outpost/containers.conf';
 export function containersConf(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const override = env.OUTPOST_CONTAINERS_CONF;
   if (override) {
-    if (!existsSync(override)) throw new DriverError(`OUTPOST_CONTAINERS_CONF points at ${override}, which does not exist; run build/setup.sh or fix the path`);
+    if (!existsSync(override))
+      throw new DriverError(
+        `OUTPOST_CONTAINERS_CONF points at ${override}, which does not exist; run build/setup.sh or fix the path`,
+      );
     return override;
   }
   if (existsSync(DEFAULT_CONTAINERS_CONF)) return DEFAULT_CONTAINERS_CONF;
@@ -48,7 +51,8 @@ export function createPodman(bin = 'podman', socketPath?: string): Podman {
   const env = conf ? { ...process.env, CONTAINERS_CONF: conf } : { ...process.env };
   const global = socketPath ? ['--url', `unix://${socketPath}`] : [];
 
-  const spawnPodman = (args: string[]): ChildProcess => spawn(bin, [...global, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const spawnPodman = (args: string[]): ChildProcess =>
+    spawn(bin, [...global, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
 
   const run = (args: string[], opts: { input?: string; signal?: AbortSignal } = {}): Promise<PodmanResult> =>
     new Promise((resolve, reject) => {
@@ -63,12 +67,19 @@ export function createPodman(bin = 'podman', socketPath?: string): Podman {
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       child.on('error', (e: NodeJS.ErrnoException) => {
         opts.signal?.removeEventListener('abort', onAbort);
-        const hint = e.code === 'ENOENT' ? `: ${bin} is not installed; run build/setup.sh (apt-get install podman runc catatonit)` : '';
+        const hint =
+          e.code === 'ENOENT'
+            ? `: ${bin} is not installed; run build/setup.sh (apt-get install podman runc catatonit)`
+            : '';
         reject(new DriverError(`starting ${bin} ${args[0] ?? ''}${hint}`, { cause: e }));
       });
       child.on('close', (code, sig) => {
         opts.signal?.removeEventListener('abort', onAbort);
-        resolve({ code: code ?? (sig ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+        resolve({
+          code: code ?? (sig ? 128 : 1),
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8'),
+        });
       });
       child.stdin!.on('error', () => undefined);
       child.stdin!.end(opts.input ?? '');
@@ -80,7 +91,8 @@ export function createPodman(bin = 'podman', socketPath?: string): Podman {
     spawn: spawnPodman,
     async ok(args, what, opts) {
       const r = await run(args, opts);
-      if (r.code !== 0) throw new DriverError(`${what}: ${podmanError(r.stderr) || `podman ${args[0]} exited with ${r.code}`}`);
+      if (r.code !== 0)
+        throw new DriverError(`${what}: ${podmanError(r.stderr) || `podman ${args[0]} exited with ${r.code}`}`);
       return r.stdout;
     },
   };
@@ -88,7 +100,12 @@ export function createPodman(bin = 'podman', socketPath?: string): Podman {
 
 /** The error lines of podman's stderr, without its warnings and retry chatter. */
 export function podmanError(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
-  const errors = lines.filter((l) => l.startsWith('Error:') || l.startsWith('*')).map((l) => l.replace(/^Error:\s*/, ''));
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const errors = lines
+    .filter((l) => l.startsWith('Error:') || l.startsWith('*'))
+    .map((l) => l.replace(/^Error:\s*/, ''));
   return (errors.length ? errors : lines.slice(-3)).join('; ');
 }

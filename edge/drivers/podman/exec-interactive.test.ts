@@ -19,7 +19,15 @@ describe.skipIf(SKIP_PODMAN)('podman driver execInteractive', () => {
     driver = createPodmanDriver({ dataDir: env.dir });
     await driver.start();
     name = `shell-${env.suffix}`;
-    await driver.apply(unit(name, 1, [pod(name, { containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '600'], env: [{ name: 'GREETING', value: 'hello' }] }] })]));
+    await driver.apply(
+      unit(name, 1, [
+        pod(name, {
+          containers: [
+            { name: 'main', image: TEST_IMAGE, command: ['sleep', '600'], env: [{ name: 'GREETING', value: 'hello' }] },
+          ],
+        }),
+      ]),
+    );
     await waitFor(`${name} Ready`, async () => (await driver.list()).find((w) => w.name === name)?.phase === 'Ready');
   }, 60_000);
 

@@ -23,7 +23,12 @@ export function unit(name: string, generation: number, manifests: Manifest[]): W
 }
 
 export function pod(name: string, spec: Record<string, unknown>): Manifest {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { terminationGracePeriodSeconds: 1, ...spec } } as Manifest;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { terminationGracePeriodSeconds: 1, ...spec },
+  } as Manifest;
 }
 
 export interface PodmanTestEnv {
@@ -43,7 +48,8 @@ export async function podmanTestEnv(): Promise<PodmanTestEnv> {
   const suffix = randomBytes(3).toString('hex');
   const podman = createPodman();
   const foreignPods: string[] = [];
-  const owner = async (): Promise<string> => (await readFile(join(dir, 'podman', 'owner'), 'utf8').catch(() => '')).trim();
+  const owner = async (): Promise<string> =>
+    (await readFile(join(dir, 'podman', 'owner'), 'utf8').catch(() => '')).trim();
 
   return {
     dir,
@@ -52,9 +58,28 @@ export async function podmanTestEnv(): Promise<PodmanTestEnv> {
     owner,
     async identity(workload) {
       const o = await owner();
-      const ids = (await podman.ok(['ps', '-a', '-q', '--no-trunc', '--filter', `label=outpost.dev/owner=${o}`, '--filter', `label=outpost.dev/workload=${workload}`], 'ps')).split('\n').filter(Boolean);
+      const ids = (
+        await podman.ok(
+          [
+            'ps',
+            '-a',
+            '-q',
+            '--no-trunc',
+            '--filter',
+            `label=outpost.dev/owner=${o}`,
+            '--filter',
+            `label=outpost.dev/workload=${workload}`,
+          ],
+          'ps',
+        )
+      )
+        .split('\n')
+        .filter(Boolean);
       if (ids.length === 0) return '';
-      const out = await podman.ok(['container', 'inspect', '--format', '{{.Id}}@{{.State.StartedAt}}', ...ids], 'inspect');
+      const out = await podman.ok(
+        ['container', 'inspect', '--format', '{{.Id}}@{{.State.StartedAt}}', ...ids],
+        'inspect',
+      );
       return out.split('\n').filter(Boolean).sort().join(' ');
     },
     async foreign(workload) {
@@ -66,7 +91,10 @@ export async function podmanTestEnv(): Promise<PodmanTestEnv> {
           apiVersion: 'v1',
           kind: 'Pod',
           metadata: { name, labels: { 'outpost.dev/workload': workload } },
-          spec: { terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }] },
+          spec: {
+            terminationGracePeriodSeconds: 0,
+            containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }],
+          },
         }),
       );
       foreignPods.push(name);
@@ -75,7 +103,9 @@ export async function podmanTestEnv(): Promise<PodmanTestEnv> {
     async cleanup() {
       const o = await owner();
       if (o) {
-        const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${o}`])).stdout.split('\n').filter(Boolean);
+        const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${o}`])).stdout
+          .split('\n')
+          .filter(Boolean);
         if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
       }
       if (foreignPods.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...foreignPods]);

@@ -26,7 +26,17 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { createLogger } from '../../../core/logger.js';
-import type { Driver, Endpoint, ExecOptions, ExecResult, InteractiveExec, InteractiveExecOptions, LogOptions, WorkloadObservation, WorkloadUnit } from '../driver.js';
+import type {
+  Driver,
+  Endpoint,
+  ExecOptions,
+  ExecResult,
+  InteractiveExec,
+  InteractiveExecOptions,
+  LogOptions,
+  WorkloadObservation,
+  WorkloadUnit,
+} from '../driver.js';
 import { DriverError } from '../driver.js';
 import { childSession } from '../interactive.js';
 import { createPodman, podmanError, type Podman } from './cli.js';
@@ -78,7 +88,9 @@ class PodmanDriver implements Driver {
   async start(): Promise<void> {
     const r = await this.podman.run(['info', '--format', '{{.Host.OCIRuntime.Name}}']);
     if (r.code !== 0) {
-      throw new DriverError(`podman does not work here: ${podmanError(r.stderr)}; run build/setup.sh (it installs podman and writes /etc/outpost/containers.conf)`);
+      throw new DriverError(
+        `podman does not work here: ${podmanError(r.stderr)}; run build/setup.sh (it installs podman and writes /etc/outpost/containers.conf)`,
+      );
     }
     this.ownerId = await this.store.owner();
     // Play secrets live only during an apply; an agent killed mid-apply leaves them behind.
@@ -111,7 +123,11 @@ class PodmanDriver implements Driver {
     const seen = await this.scanOne(unit.name, state);
     const runningHash = seen.pods[0]?.labels['outpost.dev/hash'];
     const expected = (state?.templates ?? []).reduce((n, t) => n + t.replicas, 0);
-    if (runningHash === unit.hash && (!state || (state.hash === unit.hash && !state.error)) && seen.pods.length >= expected) {
+    if (
+      runningHash === unit.hash &&
+      (!state || (state.hash === unit.hash && !state.error)) &&
+      seen.pods.length >= expected
+    ) {
       if (!state || state.generation !== unit.generation) await this.adoptState(unit, state);
       return;
     }
@@ -122,11 +138,20 @@ class PodmanDriver implements Driver {
       plan = planUnit(unit, this.owner, this.store.volumeRoot(unit.name, unit.hash));
     } catch (err) {
       if (!(err instanceof UnsupportedUnitError)) throw err;
-      await this.store.write({ ...emptyState(unit), ...(state ? pick(state) : {}), name: unit.name, generation: unit.generation, hash: unit.hash, error: err.message, attemptedAt: Date.now() });
+      await this.store.write({
+        ...emptyState(unit),
+        ...(state ? pick(state) : {}),
+        name: unit.name,
+        generation: unit.generation,
+        hash: unit.hash,
+        error: err.message,
+        attemptedAt: Date.now(),
+      });
       log.warn({ workload: unit.name, err: err.message }, 'workload cannot run on podman');
       return;
     }
-    if (plan.ignored.length) log.info({ workload: unit.name, ignored: plan.ignored }, 'kinds the podman driver does not create');
+    if (plan.ignored.length)
+      log.info({ workload: unit.name, ignored: plan.ignored }, 'kinds the podman driver does not create');
 
     await this.writeVolumes(unit, plan);
     await this.removePods(unit.name, state?.graceSeconds ?? plan.graceSeconds);
@@ -157,7 +182,15 @@ class PodmanDriver implements Driver {
     await this.store.write({
       ...emptyState(unit),
       ...(state ? pick(state) : {}),
-      ...(plan.templates ? { templates: plan.templates, ports: plan.ports!, graceSeconds: plan.graceSeconds!, probes: plan.probes!, claims: plan.claims! } : {}),
+      ...(plan.templates
+        ? {
+            templates: plan.templates,
+            ports: plan.ports!,
+            graceSeconds: plan.graceSeconds!,
+            probes: plan.probes!,
+            claims: plan.claims!,
+          }
+        : {}),
       name: unit.name,
       generation: unit.generation,
       hash: unit.hash,
@@ -198,7 +231,19 @@ class PodmanDriver implements Driver {
         const dataFile = join(dirname(file), `${s.name}.json`);
         await writeFile(dataFile, s.data, { mode: 0o600 });
         try {
-          await this.podman.ok(['secret', 'create', '--label', `${LABEL_OWNER}=${this.owner}`, '--label', `${LABEL_WORKLOAD}=${unit.name}`, s.name, dataFile], `creating podman secret ${s.name}`);
+          await this.podman.ok(
+            [
+              'secret',
+              'create',
+              '--label',
+              `${LABEL_OWNER}=${this.owner}`,
+              '--label',
+              `${LABEL_WORKLOAD}=${unit.name}`,
+              s.name,
+              dataFile,
+            ],
+            `creating podman secret ${s.name}`,
+          );
         } finally {
           await rm(dataFile, { force: true });
         }
@@ -211,13 +256,17 @@ class PodmanDriver implements Driver {
       const message = await this.explainPlayFailure(plan, podmanError(r.stderr));
       log.warn({ workload: unit.name, err: message }, 'podman kube play failed');
       // A failed play leaves half-made pods (state Created) behind.
-      await this.removePods(unit.name, 0).catch((err) => log.warn({ workload: unit.name, err }, 'cleaning up after a failed play'));
+      await this.removePods(unit.name, 0).catch((err) =>
+        log.warn({ workload: unit.name, err }, 'cleaning up after a failed play'),
+      );
       return message;
     } catch (err) {
       return err instanceof Error ? err.message : String(err);
     } finally {
       // Env values from secrets are copied into the containers at creation; the secrets are not needed after.
-      await this.removeSecrets(unit.name).catch((err) => log.warn({ workload: unit.name, err }, 'removing play secrets'));
+      await this.removeSecrets(unit.name).catch((err) =>
+        log.warn({ workload: unit.name, err }, 'removing play secrets'),
+      );
     }
   }
 
@@ -234,7 +283,19 @@ class PodmanDriver implements Driver {
   }
 
   private async podIds(name: string): Promise<string[]> {
-    const out = await this.podman.ok(['pod', 'ps', '-q', '--no-trunc', '--filter', `label=${LABEL_OWNER}=${this.owner}`, '--filter', `label=${LABEL_WORKLOAD}=${name}`], `listing pods of ${name}`);
+    const out = await this.podman.ok(
+      [
+        'pod',
+        'ps',
+        '-q',
+        '--no-trunc',
+        '--filter',
+        `label=${LABEL_OWNER}=${this.owner}`,
+        '--filter',
+        `label=${LABEL_WORKLOAD}=${name}`,
+      ],
+      `listing pods of ${name}`,
+    );
     return out.split('\n').filter(Boolean);
   }
 
@@ -255,11 +316,21 @@ class PodmanDriver implements Driver {
     // podman 4.3 cannot filter secrets by label ("invalid filter"): narrow by our name prefix,
     // then check each one's labels before removing it.
     const prefix = workload ? secretName(this.owner, workload, '') : `outpost.${this.owner}.`;
-    const names = (await this.podman.ok(['secret', 'ls', '--format', '{{.Name}}'], 'listing podman secrets')).split('\n');
+    const names = (await this.podman.ok(['secret', 'ls', '--format', '{{.Name}}'], 'listing podman secrets')).split(
+      '\n',
+    );
     const ids = names.filter((n) => n.startsWith(prefix));
     if (ids.length === 0) return;
-    const specs = JSON.parse(await this.podman.ok(['secret', 'inspect', ...ids], 'inspecting secrets')) as { ID: string; Spec?: { Labels?: Record<string, string> | null } }[];
-    const ours = specs.filter((s) => s.Spec?.Labels?.[LABEL_OWNER] === this.owner && (!workload || s.Spec?.Labels?.[LABEL_WORKLOAD] === workload)).map((s) => s.ID);
+    const specs = JSON.parse(await this.podman.ok(['secret', 'inspect', ...ids], 'inspecting secrets')) as {
+      ID: string;
+      Spec?: { Labels?: Record<string, string> | null };
+    }[];
+    const ours = specs
+      .filter(
+        (s) =>
+          s.Spec?.Labels?.[LABEL_OWNER] === this.owner && (!workload || s.Spec?.Labels?.[LABEL_WORKLOAD] === workload),
+      )
+      .map((s) => s.ID);
     if (ours.length) await this.podman.ok(['secret', 'rm', ...ours], 'removing podman secrets');
   }
 
@@ -270,7 +341,8 @@ class PodmanDriver implements Driver {
       await this.removeSecrets(name);
       for (const claim of state?.claims ?? []) {
         const r = await this.podman.run(['volume', 'rm', '-f', claim]);
-        if (r.code !== 0 && !/no such volume/i.test(r.stderr)) log.warn({ workload: name, volume: claim, err: podmanError(r.stderr) }, 'removing a claim volume');
+        if (r.code !== 0 && !/no such volume/i.test(r.stderr))
+          log.warn({ workload: name, volume: claim, err: podmanError(r.stderr) }, 'removing a claim volume');
       }
       await this.store.delete(name);
       log.info({ workload: name }, 'workload removed');
@@ -280,7 +352,11 @@ class PodmanDriver implements Driver {
   async list(): Promise<WorkloadObservation[]> {
     const states = new Map((await this.store.all()).map((s) => [s.name, s]));
     const seen = await scan(this.podman, this.owner, undefined, states);
-    const names = new Set([...states.keys(), ...seen.pods.map((p) => p.workload), ...seen.containers.map((c) => c.workload)].filter(Boolean));
+    const names = new Set(
+      [...states.keys(), ...seen.pods.map((p) => p.workload), ...seen.containers.map((c) => c.workload)].filter(
+        Boolean,
+      ),
+    );
     this.prober.prune(new Set(seen.containers.map((c) => c.id)));
     const out: WorkloadObservation[] = [];
     for (const name of [...names].sort()) {
@@ -294,7 +370,14 @@ class PodmanDriver implements Driver {
             return { ...c, probe: await this.prober.check(c.id, c.startedAt, probe, c.ip) };
           }),
       );
-      out.push(observe(name, state, seen.pods.filter((p) => p.workload === name), containers));
+      out.push(
+        observe(
+          name,
+          state,
+          seen.pods.filter((p) => p.workload === name),
+          containers,
+        ),
+      );
     }
     return out;
   }
@@ -344,8 +427,13 @@ class PodmanDriver implements Driver {
     const chosen = running ? pick.find((c) => c.state === 'running') : pick[0];
     if (chosen) return chosen.id;
     if (all.length === 0) throw new DriverError(`workload ${name} has no containers on this edge`);
-    if (container && pick.length === 0) throw new DriverError(`workload ${name} has no container named ${container}; it has ${[...new Set(all.map((c) => c.container))].join(', ')}`);
-    throw new DriverError(`workload ${name} has no running container${container ? ` named ${container}` : ''}; start it first`);
+    if (container && pick.length === 0)
+      throw new DriverError(
+        `workload ${name} has no container named ${container}; it has ${[...new Set(all.map((c) => c.container))].join(', ')}`,
+      );
+    throw new DriverError(
+      `workload ${name} has no running container${container ? ` named ${container}` : ''}; start it first`,
+    );
   }
 
   logs(name: string, opts: LogOptions): AsyncIterable<string> {
@@ -397,7 +485,17 @@ class PodmanDriver implements Driver {
 }
 
 function emptyState(unit: WorkloadUnit): PodmanWorkloadState {
-  return { name: unit.name, generation: unit.generation, hash: unit.hash, attemptedAt: Date.now(), templates: [], ports: [], graceSeconds: 10, probes: {}, claims: [] };
+  return {
+    name: unit.name,
+    generation: unit.generation,
+    hash: unit.hash,
+    attemptedAt: Date.now(),
+    templates: [],
+    ports: [],
+    graceSeconds: 10,
+    probes: {},
+    claims: [],
+  };
 }
 
 function pick(s: PodmanWorkloadState): Partial<PodmanWorkloadState> {

@@ -8,7 +8,11 @@ import type { Podman } from './cli.js';
 import { podmanError } from './cli.js';
 import { DriverError } from '../driver.js';
 
-export async function* podmanLogLines(podman: Podman, containerId: string, opts: { tail?: number; follow?: boolean; signal?: AbortSignal }): AsyncGenerator<string> {
+export async function* podmanLogLines(
+  podman: Podman,
+  containerId: string,
+  opts: { tail?: number; follow?: boolean; signal?: AbortSignal },
+): AsyncGenerator<string> {
   const args = ['logs'];
   if (opts.tail !== undefined) args.push('--tail', String(Math.max(0, Math.floor(opts.tail))));
   if (opts.follow) args.push('--follow');
@@ -26,7 +30,10 @@ export async function* podmanLogLines(podman: Podman, containerId: string, opts:
     wake?.();
     wake = undefined;
   };
-  for (const [stream, isErr] of [[child.stdout!, false], [child.stderr!, true]] as const) {
+  for (const [stream, isErr] of [
+    [child.stdout!, false],
+    [child.stderr!, true],
+  ] as const) {
     const rl = createInterface({ input: stream, crlfDelay: Infinity });
     rl.on('line', (line) => {
       if (isErr && line.startsWith('Error:')) stderrTail = line;
@@ -39,10 +46,12 @@ export async function* podmanLogLines(podman: Podman, containerId: string, opts:
     });
   }
   let exitCode: number | null = null;
-  const exited = new Promise<void>((resolve) => child.on('close', (code) => {
-    exitCode = code;
-    resolve();
-  }));
+  const exited = new Promise<void>((resolve) =>
+    child.on('close', (code) => {
+      exitCode = code;
+      resolve();
+    }),
+  );
   child.on('error', (e) => {
     failure = new DriverError(`running ${podman.bin} logs`, { cause: e });
     notify();
@@ -64,7 +73,8 @@ export async function* podmanLogLines(podman: Podman, containerId: string, opts:
       await new Promise<void>((r) => (wake = r));
     }
     await exited;
-    if (exitCode !== 0 && !opts.signal?.aborted && stderrTail) throw new DriverError(`podman logs ${containerId}: ${podmanError(stderrTail)}`);
+    if (exitCode !== 0 && !opts.signal?.aborted && stderrTail)
+      throw new DriverError(`podman logs ${containerId}: ${podmanError(stderrTail)}`);
   } finally {
     opts.signal?.removeEventListener('abort', onAbort);
     if (child.exitCode === null) child.kill('SIGTERM');

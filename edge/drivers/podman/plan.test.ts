@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
 import { planUnit, UnsupportedUnitError } from './plan.js';
 
-const unitOf = (manifests: unknown[]) => ({ name: 'web', generation: 3, hash: 'h1', manifests: manifests as Manifest[] });
+const unitOf = (manifests: unknown[]) => ({
+  name: 'web',
+  generation: 3,
+  hash: 'h1',
+  manifests: manifests as Manifest[],
+});
 const docs = (yaml: string) => yaml.split(/^---$/m).map((d) => parse(d));
 
 describe('planUnit', () => {
@@ -16,7 +21,12 @@ describe('planUnit', () => {
           metadata: { name: 'web' },
           spec: {
             containers: [
-              { name: 'a', image: 'i', ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { httpGet: { port: 'http' } } },
+              {
+                name: 'a',
+                image: 'i',
+                ports: [{ name: 'http', containerPort: 8080 }],
+                readinessProbe: { httpGet: { port: 'http' } },
+              },
               { name: 'b', image: 'i', ports: [{ containerPort: 9090, hostPort: 19090 }] },
             ],
           },
@@ -27,7 +37,12 @@ describe('planUnit', () => {
       '/data/vol',
     );
     const [pod] = docs(plan.yaml);
-    expect(pod.metadata.labels).toEqual({ 'outpost.dev/owner': 'own1', 'outpost.dev/workload': 'web', 'outpost.dev/hash': 'h1', 'outpost.dev/generation': '3' });
+    expect(pod.metadata.labels).toEqual({
+      'outpost.dev/owner': 'own1',
+      'outpost.dev/workload': 'web',
+      'outpost.dev/hash': 'h1',
+      'outpost.dev/generation': '3',
+    });
     expect(pod.spec.containers[0].ports).toBeUndefined();
     expect(pod.spec.containers[1].ports).toEqual([{ containerPort: 9090, hostPort: 19090 }]);
     expect(plan.ports).toEqual([8080, 9090]);
@@ -38,7 +53,12 @@ describe('planUnit', () => {
   it('labels the pod template of a Deployment and turns config volumes into hostPath files', () => {
     const plan = planUnit(
       unitOf([
-        { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { k: Buffer.from([0, 1, 2]).toString('base64') } },
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 's' },
+          data: { k: Buffer.from([0, 1, 2]).toString('base64') },
+        },
         {
           apiVersion: 'apps/v1',
           kind: 'Deployment',
@@ -47,7 +67,14 @@ describe('planUnit', () => {
             replicas: 2,
             template: {
               spec: {
-                containers: [{ name: 'c', image: 'i', env: [{ name: 'K', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }], volumeMounts: [{ name: 'v', mountPath: '/s' }] }],
+                containers: [
+                  {
+                    name: 'c',
+                    image: 'i',
+                    env: [{ name: 'K', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }],
+                    volumeMounts: [{ name: 'v', mountPath: '/s' }],
+                  },
+                ],
                 volumes: [{ name: 'v', secret: { secretName: 's', defaultMode: 0o400 } }],
               },
             },
@@ -60,17 +87,30 @@ describe('planUnit', () => {
     const [dep] = docs(plan.yaml);
     expect(docs(plan.yaml)).toHaveLength(1);
     expect(dep.spec.template.metadata.labels['outpost.dev/workload']).toBe('web');
-    expect(dep.spec.template.spec.volumes).toEqual([{ name: 'v', hostPath: { path: '/data/vol/d/v', type: 'Directory' } }]);
+    expect(dep.spec.template.spec.volumes).toEqual([
+      { name: 'v', hostPath: { path: '/data/vol/d/v', type: 'Directory' } },
+    ]);
     expect(dep.spec.template.spec.containers[0].volumeMounts[0].readOnly).toBe(true);
     expect(dep.spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name).toBe('outpost.own1.web.s');
     expect(plan.secrets).toEqual([{ name: 'outpost.own1.web.s', data: JSON.stringify({ k: 'AAEC' }) }]);
-    expect(plan.volumes).toEqual([{ dir: 'd/v', files: [{ path: 'k', content: Buffer.from([0, 1, 2]), mode: 0o400 }] }]);
+    expect(plan.volumes).toEqual([
+      { dir: 'd/v', files: [{ path: 'k', content: Buffer.from([0, 1, 2]), mode: 0o400 }] },
+    ]);
     expect(plan.templates).toEqual([{ kind: 'Deployment', name: 'd', replicas: 2 }]);
   });
 
   it('rejects kinds podman cannot run and volumes of objects the workload lacks', () => {
-    expect(() => planUnit(unitOf([{ apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'x' } }]), 'o', '/v')).toThrow(/kind CronJob is not supported/);
-    const missing = [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i' }], volumes: [{ name: 'v', configMap: { name: 'nope' } }] } }];
+    expect(() =>
+      planUnit(unitOf([{ apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'x' } }]), 'o', '/v'),
+    ).toThrow(/kind CronJob is not supported/);
+    const missing = [
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p' },
+        spec: { containers: [{ name: 'c', image: 'i' }], volumes: [{ name: 'v', configMap: { name: 'nope' } }] },
+      },
+    ];
     expect(() => planUnit(unitOf(missing), 'o', '/v')).toThrow(UnsupportedUnitError);
   });
 });

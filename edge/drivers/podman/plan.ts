@@ -99,28 +99,34 @@ export function secretName(owner: string, workload: string, secret: string): str
 function decodeSecret(m: Obj, where: string): Map<string, Buffer> {
   const out = new Map<string, Buffer>();
   for (const [k, v] of Object.entries(isObj(m.data) ? m.data : {})) {
-    if (typeof v !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(v)) throw new UnsupportedUnitError(`${where}.data.${k} is not base64; use stringData for plain text`);
+    if (typeof v !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(v))
+      throw new UnsupportedUnitError(`${where}.data.${k} is not base64; use stringData for plain text`);
     out.set(k, Buffer.from(v, 'base64'));
   }
-  for (const [k, v] of Object.entries(isObj(m.stringData) ? m.stringData : {})) out.set(k, Buffer.from(String(v), 'utf8'));
+  for (const [k, v] of Object.entries(isObj(m.stringData) ? m.stringData : {}))
+    out.set(k, Buffer.from(String(v), 'utf8'));
   return out;
 }
 
 function configMapData(m: Obj): Map<string, Buffer> {
   const out = new Map<string, Buffer>();
   for (const [k, v] of Object.entries(isObj(m.data) ? m.data : {})) out.set(k, Buffer.from(String(v), 'utf8'));
-  for (const [k, v] of Object.entries(isObj(m.binaryData) ? m.binaryData : {})) out.set(k, Buffer.from(String(v), 'base64'));
+  for (const [k, v] of Object.entries(isObj(m.binaryData) ? m.binaryData : {}))
+    out.set(k, Buffer.from(String(v), 'base64'));
   return out;
 }
 
 function volumeFiles(data: Map<string, Buffer>, src: Obj, where: string): PlannedFile[] {
   const defaultMode = typeof src.defaultMode === 'number' ? src.defaultMode : 0o644;
-  if (!Array.isArray(src.items) || src.items.length === 0) return [...data].map(([path, content]) => ({ path, content, mode: defaultMode }));
+  if (!Array.isArray(src.items) || src.items.length === 0)
+    return [...data].map(([path, content]) => ({ path, content, mode: defaultMode }));
   return src.items.map((item: Obj, i: number) => {
     const content = data.get(String(item.key));
-    if (!content) throw new UnsupportedUnitError(`${where}.items[${i}]: key "${item.key}" is not in the referenced object`);
+    if (!content)
+      throw new UnsupportedUnitError(`${where}.items[${i}]: key "${item.key}" is not in the referenced object`);
     const path = String(item.path ?? item.key);
-    if (path.startsWith('/') || path.split('/').includes('..')) throw new UnsupportedUnitError(`${where}.items[${i}].path must be relative without "..": ${path}`);
+    if (path.startsWith('/') || path.split('/').includes('..'))
+      throw new UnsupportedUnitError(`${where}.items[${i}].path must be relative without "..": ${path}`);
     return { path, content, mode: typeof item.mode === 'number' ? item.mode : defaultMode };
   });
 }
@@ -152,7 +158,9 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     else if (m.kind === 'PersistentVolumeClaim') claims.push(m.metadata.name);
     else if (IGNORED_KINDS.has(m.kind)) ignored.push(`${m.kind}/${m.metadata.name}`);
     else if (!PLAYED_KINDS.has(m.kind)) {
-      throw new UnsupportedUnitError(`${where}: kind ${m.kind} is not supported by the podman driver; use Pod or Deployment (with ConfigMap, Secret, PersistentVolumeClaim)`);
+      throw new UnsupportedUnitError(
+        `${where}: kind ${m.kind} is not supported by the podman driver; use Pod or Deployment (with ConfigMap, Secret, PersistentVolumeClaim)`,
+      );
     }
   });
 
@@ -181,8 +189,10 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     pod.metadata = isObj(pod.metadata) ? pod.metadata : {};
     pod.metadata.labels = { ...(pod.metadata.labels ?? {}), ...labels };
     const spec: Obj = isObj(pod.spec) ? pod.spec : {};
-    if (!Array.isArray(spec.containers) || spec.containers.length === 0) throw new UnsupportedUnitError(`${where}: a pod needs at least one container`);
-    if (typeof spec.terminationGracePeriodSeconds === 'number') grace = Math.max(grace ?? 0, spec.terminationGracePeriodSeconds);
+    if (!Array.isArray(spec.containers) || spec.containers.length === 0)
+      throw new UnsupportedUnitError(`${where}: a pod needs at least one container`);
+    if (typeof spec.terminationGracePeriodSeconds === 'number')
+      grace = Math.max(grace ?? 0, spec.terminationGracePeriodSeconds);
 
     const fileVolumes = new Set<string>();
     for (const [vi, v] of (Array.isArray(spec.volumes) ? spec.volumes : []).entries()) {
@@ -193,7 +203,9 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
       const data = v.configMap ? configMaps.get(ref) : secrets.get(ref);
       if (!data) {
         if (src.optional === true) continue;
-        throw new UnsupportedUnitError(`${vwhere}: ${v.configMap ? 'ConfigMap' : 'Secret'} "${ref}" is not part of the workload; add it to the manifests or mark the volume optional`);
+        throw new UnsupportedUnitError(
+          `${vwhere}: ${v.configMap ? 'ConfigMap' : 'Secret'} "${ref}" is not part of the workload; add it to the manifests or mark the volume optional`,
+        );
       }
       const dir = `${m.metadata.name}/${v.name}`;
       volumes.push({ dir, files: volumeFiles(data, src, vwhere) });
@@ -202,12 +214,14 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     }
 
     for (const c of [...spec.containers, ...(Array.isArray(spec.initContainers) ? spec.initContainers : [])] as Obj[]) {
-      if (isObj(c.readinessProbe)) probes[`${m.metadata.name}/${c.name}`] = resolveProbePort(structuredClone(c.readinessProbe) as Probe, c);
+      if (isObj(c.readinessProbe))
+        probes[`${m.metadata.name}/${c.name}`] = resolveProbePort(structuredClone(c.readinessProbe) as Probe, c);
       if (Array.isArray(c.ports)) {
         c.ports = c.ports.filter((p: Obj) => typeof p.hostPort === 'number' && p.hostPort > 0);
         if (c.ports.length === 0) delete c.ports;
       }
-      for (const vm of Array.isArray(c.volumeMounts) ? c.volumeMounts : []) if (fileVolumes.has(vm.name)) vm.readOnly = true;
+      for (const vm of Array.isArray(c.volumeMounts) ? c.volumeMounts : [])
+        if (fileVolumes.has(vm.name)) vm.readOnly = true;
       for (const e of Array.isArray(c.env) ? c.env : []) {
         const ref = e.valueFrom?.secretKeyRef;
         if (isObj(ref) && secrets.has(ref.name)) {
@@ -226,10 +240,13 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
   }
 
   const templates = podTemplates(unit.manifests).filter((t) => t.kind === 'Pod' || t.kind === 'Deployment');
-  if (templates.length === 0) throw new UnsupportedUnitError('the workload has no Pod or Deployment; the podman driver needs at least one');
+  if (templates.length === 0)
+    throw new UnsupportedUnitError('the workload has no Pod or Deployment; the podman driver needs at least one');
   const ports = new Set<number>();
   for (const t of templates) {
-    for (const c of t.podSpec.containers) for (const p of Array.isArray(c.ports) ? c.ports : []) if (Number.isInteger(p.containerPort)) ports.add(p.containerPort);
+    for (const c of t.podSpec.containers)
+      for (const p of Array.isArray(c.ports) ? c.ports : [])
+        if (Number.isInteger(p.containerPort)) ports.add(p.containerPort);
   }
 
   const played = manifests.filter((m) => PLAYED_KINDS.has(m.kind));
@@ -248,4 +265,3 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     ignored,
   };
 }
-

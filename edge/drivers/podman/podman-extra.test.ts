@@ -9,12 +9,24 @@ import type { Driver, WorkloadObservation } from '../driver.js';
 import { createPodmanDriver } from './index.js';
 import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 
-const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> => (await d.list()).find((w) => w.name === name);
+const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
+  (await d.list()).find((w) => w.name === name);
 
 function app(suffix: string, version: string): Manifest[] {
   return [
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg' }, data: { GREETING: `hello-${version}`, 'app.conf': `version=${version}\n` } },
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, data: { PASSWORD: Buffer.from(`pw-${version}`).toString('base64') }, stringData: { token: `tok-${version}` } },
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'cfg' },
+      data: { GREETING: `hello-${version}`, 'app.conf': `version=${version}\n` },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'creds' },
+      data: { PASSWORD: Buffer.from(`pw-${version}`).toString('base64') },
+      stringData: { token: `tok-${version}` },
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -72,10 +84,22 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
 
   it('runs a Deployment with ConfigMap and Secret env and volumes, and updates them on a new version', async () => {
     await driver.apply(unit('app', 1, app(env.suffix, 'v1')));
-    const o = await waitFor('app Ready', async () => ((await observe(driver, 'app'))?.phase === 'Ready' ? observe(driver, 'app') : undefined));
+    const o = await waitFor('app Ready', async () =>
+      (await observe(driver, 'app'))?.phase === 'Ready' ? observe(driver, 'app') : undefined,
+    );
     expect(o!.objects[`Deployment/app-${env.suffix}`]).toEqual({ ready: true, message: '2/2 pods ready' });
     const read = async (): Promise<string> =>
-      (await driver.exec('app', ['sh', '-c', 'echo "$GREETING $PASSWORD"; cat /etc/app/app.conf /run/creds/token; echo; cat /run/creds/PASSWORD'], {})).stdout;
+      (
+        await driver.exec(
+          'app',
+          [
+            'sh',
+            '-c',
+            'echo "$GREETING $PASSWORD"; cat /etc/app/app.conf /run/creds/token; echo; cat /run/creds/PASSWORD',
+          ],
+          {},
+        )
+      ).stdout;
     expect(await read()).toBe('hello-v1 pw-v1\nversion=v1\ntok-v1\npw-v1');
     // Mounted config is read-only, as in Kubernetes.
     expect((await driver.exec('app', ['sh', '-c', 'echo x > /etc/app/app.conf'], {})).exitCode).not.toBe(0);
@@ -92,13 +116,26 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     const secrets = (await env.podman.ok(['secret', 'ls', '--format', '{{.Name}}'], 'secret ls')).split('\n');
     expect(secrets.filter((s) => s.includes(owner))).toEqual([]);
     // The containerPort is not published on the host (no collisions between workloads).
-    const ports = await env.podman.ok(['ps', '--filter', `label=outpost.dev/workload=app`, '--filter', `label=outpost.dev/owner=${await env.owner()}`, '--format', '{{.Ports}}'], 'ps');
+    const ports = await env.podman.ok(
+      [
+        'ps',
+        '--filter',
+        `label=outpost.dev/workload=app`,
+        '--filter',
+        `label=outpost.dev/owner=${await env.owner()}`,
+        '--format',
+        '{{.Ports}}',
+      ],
+      'ps',
+    );
     expect(ports).not.toContain('8080');
   });
 
   it('reports a missing image as Failed, naming the image and how to provide it', async () => {
     const image = `localhost/outpost-missing-${env.suffix}:1`;
-    await driver.apply(unit('noimg', 1, [pod(`noimg-${env.suffix}`, { containers: [{ name: 'c', image, command: ['sleep', '1'] }] })]));
+    await driver.apply(
+      unit('noimg', 1, [pod(`noimg-${env.suffix}`, { containers: [{ name: 'c', image, command: ['sleep', '1'] }] })]),
+    );
     const o = await waitFor('noimg Failed', async () => {
       const w = await observe(driver, 'noimg');
       return w?.phase === 'Failed' ? w : undefined;
@@ -113,7 +150,14 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     await driver.apply(
       unit('probe', 1, [
         pod(`probe-${env.suffix}`, {
-          containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'], readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 } }],
+          containers: [
+            {
+              name: 'c',
+              image: TEST_IMAGE,
+              command: ['sleep', '600'],
+              readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 },
+            },
+          ],
         }),
       ]),
     );
@@ -131,11 +175,21 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     const otherDriver = createPodmanDriver({ dataDir: other.dir });
     try {
       await otherDriver.start();
-      const sleeper = (name: string): Manifest[] => [pod(name, { containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }] })];
+      const sleeper = (name: string): Manifest[] => [
+        pod(name, { containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }] }),
+      ];
       await otherDriver.apply(unit('shared', 1, sleeper(`shared-${other.suffix}`)));
       await driver.apply(unit('shared', 1, sleeper(`shared-${env.suffix}`)));
-      await waitFor('both Ready', async () => (await observe(driver, 'shared'))?.phase === 'Ready' && (await observe(otherDriver, 'shared'))?.phase === 'Ready');
-      expect(Object.keys((await observe(driver, "shared"))!.objects).sort()).toEqual([`Pod/shared-${env.suffix}`, `Pod/shared-${env.suffix}/c`]);
+      await waitFor(
+        'both Ready',
+        async () =>
+          (await observe(driver, 'shared'))?.phase === 'Ready' &&
+          (await observe(otherDriver, 'shared'))?.phase === 'Ready',
+      );
+      expect(Object.keys((await observe(driver, 'shared'))!.objects).sort()).toEqual([
+        `Pod/shared-${env.suffix}`,
+        `Pod/shared-${env.suffix}/c`,
+      ]);
       await driver.remove('shared');
       expect((await observe(otherDriver, 'shared'))?.phase).toBe('Ready');
     } finally {

@@ -23,7 +23,11 @@ if (SKIP_PODMAN) {
               {
                 name: 'web',
                 image: TEST_IMAGE,
-                command: ['sh', '-c', `mkdir -p /srv && echo "version $OUTPOST_TEST_VERSION" > /srv/index.html && exec httpd -f -p ${port} -h /srv`],
+                command: [
+                  'sh',
+                  '-c',
+                  `mkdir -p /srv && echo "version $OUTPOST_TEST_VERSION" > /srv/index.html && exec httpd -f -p ${port} -h /srv`,
+                ],
                 env: [{ name: 'OUTPOST_TEST_VERSION', value: version }],
                 ports: [{ containerPort: port }],
                 readinessProbe: { httpGet: { path: '/', port }, periodSeconds: 2 },
@@ -31,10 +35,27 @@ if (SKIP_PODMAN) {
             ],
           }),
         ]),
-      crashing: (name) => unit(name, 1, [pod(p(name), { restartPolicy: 'Always', containers: [{ name: 'crash', image: TEST_IMAGE, command: ['sh', '-c', 'echo crashing; sleep 1; exit 3'] }] })]),
-      invalid: (name) => unit(name, 1, [{ apiVersion: 'batch/v1', kind: 'Job', metadata: { name: p(name) }, spec: {} } as never]),
+      crashing: (name) =>
+        unit(name, 1, [
+          pod(p(name), {
+            restartPolicy: 'Always',
+            containers: [{ name: 'crash', image: TEST_IMAGE, command: ['sh', '-c', 'echo crashing; sleep 1; exit 3'] }],
+          }),
+        ]),
+      invalid: (name) =>
+        unit(name, 1, [{ apiVersion: 'batch/v1', kind: 'Job', metadata: { name: p(name) }, spec: {} } as never]),
       ticker: (name) =>
-        unit(name, 1, [pod(p(name), { containers: [{ name: 'tick', image: TEST_IMAGE, command: ['sh', '-c', 'i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done'] }] })]),
+        unit(name, 1, [
+          pod(p(name), {
+            containers: [
+              {
+                name: 'tick',
+                image: TEST_IMAGE,
+                command: ['sh', '-c', 'i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done'],
+              },
+            ],
+          }),
+        ]),
       identity: env.identity,
       foreign: env.foreign,
       capabilities: { exec: true },

@@ -46,7 +46,9 @@ async function http(url: string, timeoutMs: number): Promise<ProbeResult> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
     await res.body?.cancel();
-    return res.status >= 200 && res.status < 400 ? { ok: true } : { ok: false, message: `GET ${url}: HTTP ${res.status}` };
+    return res.status >= 200 && res.status < 400
+      ? { ok: true }
+      : { ok: false, message: `GET ${url}: HTTP ${res.status}` };
   } catch (err) {
     return { ok: false, message: `GET ${url}: ${err instanceof Error ? err.message : String(err)}` };
   }
@@ -61,13 +63,20 @@ export class ReadinessProber {
    * Runs (or returns the cached result of) one container's readiness probe; `ip` is the pod's
    * bridge address.
    */
-  async check(containerId: string, startedAt: number, probe: Probe, ip: string | undefined, now = Date.now()): Promise<ProbeResult> {
+  async check(
+    containerId: string,
+    startedAt: number,
+    probe: Probe,
+    ip: string | undefined,
+    now = Date.now(),
+  ): Promise<ProbeResult> {
     const delayMs = (probe.initialDelaySeconds ?? 0) * 1000;
     if (now - startedAt < delayMs) return { ok: false, message: 'waiting for initialDelaySeconds' };
     const key = `${containerId}@${startedAt}`;
     const cached = this.cache.get(key);
     const periodMs = (probe.periodSeconds ?? 10) * 1000;
-    if (cached && now - cached.at < (cached.result.ok ? periodMs : Math.min(periodMs, FAILURE_RECHECK_MS))) return cached.result;
+    if (cached && now - cached.at < (cached.result.ok ? periodMs : Math.min(periodMs, FAILURE_RECHECK_MS)))
+      return cached.result;
     const result = await this.run(containerId, probe, ip);
     this.cache.set(key, { at: now, result });
     return result;
@@ -83,7 +92,9 @@ export class ReadinessProber {
     if (probe.exec?.command?.length) {
       const ctl = AbortSignal.timeout(timeoutMs + 5_000);
       const r = await this.podman.run(['exec', containerId, ...probe.exec.command], { signal: ctl });
-      return r.code === 0 ? { ok: true } : { ok: false, message: `exec ${probe.exec.command.join(' ')}: exit ${r.code}` };
+      return r.code === 0
+        ? { ok: true }
+        : { ok: false, message: `exec ${probe.exec.command.join(' ')}: exit ${r.code}` };
     }
     const port = portOf(probe.httpGet?.port ?? probe.tcpSocket?.port);
     if (port === undefined) return { ok: false, message: 'probe port is missing or names no declared containerPort' };
@@ -91,7 +102,10 @@ export class ReadinessProber {
     if (!host) return { ok: false, message: 'the pod has no IP address yet' };
     if (probe.httpGet) {
       const path = probe.httpGet.path ?? '/';
-      return http(`${(probe.httpGet.scheme ?? 'HTTP').toLowerCase()}://${host}:${port}${path.startsWith('/') ? path : `/${path}`}`, timeoutMs);
+      return http(
+        `${(probe.httpGet.scheme ?? 'HTTP').toLowerCase()}://${host}:${port}${path.startsWith('/') ? path : `/${path}`}`,
+        timeoutMs,
+      );
     }
     if (probe.tcpSocket) return tcp(host, port, timeoutMs);
     return { ok: false, message: 'unsupported probe: use exec, httpGet or tcpSocket' };

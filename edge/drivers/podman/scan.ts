@@ -39,11 +39,28 @@ function templateOf(pod: string, state: PodmanWorkloadState | undefined): string
   return /^(.*)-pod-\d+$/.exec(pod)?.[1] ?? pod;
 }
 
-async function scanOnce(podman: Podman, owner: string, workload: string | undefined, states: Map<string, PodmanWorkloadState>): Promise<Scan> {
-  const filters = ['--filter', `label=${LABEL_OWNER}=${owner}`, ...(workload ? ['--filter', `label=${LABEL_WORKLOAD}=${workload}`] : [])];
-  const podRows = JSON.parse((await podman.ok(['pod', 'ps', ...filters, '--format', 'json'], 'listing pods')) || '[]') as PodRow[];
-  const ids = (await podman.ok(['ps', '-a', '-q', '--no-trunc', ...filters], 'listing containers')).split('\n').filter(Boolean);
-  const inspected = ids.length ? (JSON.parse(await podman.ok(['container', 'inspect', '--format', 'json', ...ids], 'inspecting containers')) as Inspect[]) : [];
+async function scanOnce(
+  podman: Podman,
+  owner: string,
+  workload: string | undefined,
+  states: Map<string, PodmanWorkloadState>,
+): Promise<Scan> {
+  const filters = [
+    '--filter',
+    `label=${LABEL_OWNER}=${owner}`,
+    ...(workload ? ['--filter', `label=${LABEL_WORKLOAD}=${workload}`] : []),
+  ];
+  const podRows = JSON.parse(
+    (await podman.ok(['pod', 'ps', ...filters, '--format', 'json'], 'listing pods')) || '[]',
+  ) as PodRow[];
+  const ids = (await podman.ok(['ps', '-a', '-q', '--no-trunc', ...filters], 'listing containers'))
+    .split('\n')
+    .filter(Boolean);
+  const inspected = ids.length
+    ? (JSON.parse(
+        await podman.ok(['container', 'inspect', '--format', 'json', ...ids], 'inspecting containers'),
+      ) as Inspect[])
+    : [];
 
   const pods = podRows.map((p) => {
     const labels = p.Labels ?? {};
@@ -54,7 +71,11 @@ async function scanOnce(podman: Podman, owner: string, workload: string | undefi
     const labels = c.Config?.Labels ?? {};
     const workloadName = labels[LABEL_WORKLOAD] ?? '';
     const pod = podNames.get(c.Pod) ?? '';
-    const ip = c.NetworkSettings?.IPAddress || Object.values(c.NetworkSettings?.Networks ?? {}).map((n) => n.IPAddress).find((a) => a);
+    const ip =
+      c.NetworkSettings?.IPAddress ||
+      Object.values(c.NetworkSettings?.Networks ?? {})
+        .map((n) => n.IPAddress)
+        .find((a) => a);
     return {
       id: c.Id,
       container: pod && c.Name.startsWith(`${pod}-`) ? c.Name.slice(pod.length + 1) : c.Name,
@@ -78,7 +99,12 @@ async function scanOnce(podman: Podman, owner: string, workload: string | undefi
  * Lists our pods and containers. A container removed between `ps` and `inspect` (a replace in
  * progress) makes inspect fail for the whole batch, so a failed scan is retried a few times.
  */
-export async function scan(podman: Podman, owner: string, workload: string | undefined, states: Map<string, PodmanWorkloadState>): Promise<Scan> {
+export async function scan(
+  podman: Podman,
+  owner: string,
+  workload: string | undefined,
+  states: Map<string, PodmanWorkloadState>,
+): Promise<Scan> {
   let last: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {

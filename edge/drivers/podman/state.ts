@@ -63,7 +63,10 @@ export class StateStore {
       return JSON.parse(await readFile(this.file(name), 'utf8')) as PodmanWorkloadState;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new Error(`reading podman driver state ${this.file(name)}; delete it to let the driver rebuild it from pod labels`, { cause: err });
+      throw new Error(
+        `reading podman driver state ${this.file(name)}; delete it to let the driver rebuild it from pod labels`,
+        { cause: err },
+      );
     }
   }
 

@@ -40,15 +40,29 @@ export interface PodView {
 function containerStatus(c: ContainerView, now: number): ObjectStatus & { crashing: boolean } {
   if (c.state === 'running') {
     if (c.restarts > 0 && now - c.startedAt < CRASH_WINDOW_MS) {
-      return { ready: false, crashing: true, message: `restarted ${c.restarts} times, last start ${Math.round((now - c.startedAt) / 1000)}s ago` };
+      return {
+        ready: false,
+        crashing: true,
+        message: `restarted ${c.restarts} times, last start ${Math.round((now - c.startedAt) / 1000)}s ago`,
+      };
     }
-    if (c.probe && !c.probe.ok) return { ready: false, crashing: false, message: `readiness probe failed${c.probe.message ? `: ${c.probe.message}` : ''}` };
+    if (c.probe && !c.probe.ok)
+      return {
+        ready: false,
+        crashing: false,
+        message: `readiness probe failed${c.probe.message ? `: ${c.probe.message}` : ''}`,
+      };
     return { ready: true, crashing: false };
   }
-  if (c.state === 'exited' && c.exitCode === 0 && c.restartPolicy !== 'always') return { ready: true, crashing: false, message: 'completed' };
+  if (c.state === 'exited' && c.exitCode === 0 && c.restartPolicy !== 'always')
+    return { ready: true, crashing: false, message: 'completed' };
   if (c.state === 'exited' || c.state === 'stopped') {
     const why = c.error || `exit code ${c.exitCode}`;
-    return { ready: false, crashing: c.restarts > 0 || c.exitCode !== 0, message: `${c.state} (${why}), ${c.restarts} restarts` };
+    return {
+      ready: false,
+      crashing: c.restarts > 0 || c.exitCode !== 0,
+      message: `${c.state} (${why}), ${c.restarts} restarts`,
+    };
   }
   return { ready: false, crashing: false, message: c.state };
 }
@@ -68,7 +82,10 @@ export function observe(
   const base = { name, generation, hash, restarts, objects };
 
   if (state?.error) {
-    const running = pods.length > 0 && labels['outpost.dev/hash'] !== state.hash ? ` (the previous version, hash ${labels['outpost.dev/hash']}, keeps running)` : '';
+    const running =
+      pods.length > 0 && labels['outpost.dev/hash'] !== state.hash
+        ? ` (the previous version, hash ${labels['outpost.dev/hash']}, keeps running)`
+        : '';
     return { ...base, phase: 'Failed', message: state.error + running };
   }
   if (state?.stopped) {
@@ -86,14 +103,19 @@ export function observe(
     allReady &&= s.ready;
     crashing ||= s.crashing;
   }
-  for (const p of pods) objects[`Pod/${p.name}`] = { ready: podReady.get(p.name) ?? false, ...(podReady.get(p.name) ? {} : { message: p.status }) };
+  for (const p of pods)
+    objects[`Pod/${p.name}`] = {
+      ready: podReady.get(p.name) ?? false,
+      ...(podReady.get(p.name) ? {} : { message: p.status }),
+    };
 
   let missing = 0;
   for (const t of state?.templates ?? []) {
     const have = pods.filter((p) => (t.kind === 'Pod' ? p.name === t.name : p.name.startsWith(`${t.name}-pod-`)));
     const ready = have.filter((p) => podReady.get(p.name)).length;
     missing += Math.max(0, t.replicas - have.length);
-    if (t.kind === 'Deployment') objects[`Deployment/${t.name}`] = { ready: ready >= t.replicas, message: `${ready}/${t.replicas} pods ready` };
+    if (t.kind === 'Deployment')
+      objects[`Deployment/${t.name}`] = { ready: ready >= t.replicas, message: `${ready}/${t.replicas} pods ready` };
   }
 
   let phase: ReportedPhase;

@@ -72,7 +72,9 @@ export function resolveEnv(
     const kv = (isSecret ? src.secrets : src.configMaps).get(ref.name);
     if (!kv) {
       if (ref.optional) continue;
-      return { error: `${field} names ${isSecret ? 'Secret' : 'ConfigMap'} "${ref.name}" which is not in the workload; add it to the workload's manifests or set optional: true` };
+      return {
+        error: `${field} names ${isSecret ? 'Secret' : 'ConfigMap'} "${ref.name}" which is not in the workload; add it to the workload's manifests or set optional: true`,
+      };
     }
     for (const [k, v] of kv) out[`${ef.prefix ?? ''}${k}`] = v.toString('utf8');
   }
@@ -93,17 +95,23 @@ export function resolveEnv(
       const value = (isSecret ? src.secrets : src.configMaps).get(ref.name)?.get(ref.key);
       if (value === undefined) {
         if (ref.optional) continue;
-        return { error: `${refField} refers to key "${ref.key}" of ${kind} "${ref.name}", which the workload does not contain; add it or set optional: true` };
+        return {
+          error: `${refField} refers to key "${ref.key}" of ${kind} "${ref.name}", which the workload does not contain; add it or set optional: true`,
+        };
       }
       out[e.name] = value.toString('utf8');
     } else if (vf.fieldRef) {
       const path = vf.fieldRef.fieldPath ?? '';
       if (!(path in fields)) {
-        return { error: `${field}.valueFrom.fieldRef.fieldPath "${path}" is not available to host processes; use one of ${Object.keys(fields).join(', ')}` };
+        return {
+          error: `${field}.valueFrom.fieldRef.fieldPath "${path}" is not available to host processes; use one of ${Object.keys(fields).join(', ')}`,
+        };
       }
       out[e.name] = fields[path];
     } else {
-      return { error: `${field}.valueFrom supports configMapKeyRef, secretKeyRef and fieldRef on the process driver; use one of them or a plain value` };
+      return {
+        error: `${field}.valueFrom supports configMapKeyRef, secretKeyRef and fieldRef on the process driver; use one of them or a plain value`,
+      };
     }
   }
   return { env: out };
@@ -125,9 +133,15 @@ export interface VolumePlan {
   secret: boolean;
 }
 
-export function planVolume(at: string, v: K8sVolume, src: ConfigSources, volumesDir: string): VolumePlan | { error: string } {
+export function planVolume(
+  at: string,
+  v: K8sVolume,
+  src: ConfigSources,
+  volumesDir: string,
+): VolumePlan | { error: string } {
   const name = v.name ?? '';
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) return { error: `${at}.name "${name}" must be a DNS-1123 label such as "config"` };
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name))
+    return { error: `${at}.name "${name}" must be a DNS-1123 label such as "config"` };
   const dir = join(volumesDir, name);
   if (v.configMap || v.secret) {
     const isSecret = v.secret !== undefined;
@@ -137,7 +151,9 @@ export function planVolume(at: string, v: K8sVolume, src: ConfigSources, volumes
     if (!refName) return { error: `${field} is required` };
     const kv = (isSecret ? src.secrets : src.configMaps).get(refName);
     if (!kv && !opts.optional) {
-      return { error: `${field} names ${isSecret ? 'Secret' : 'ConfigMap'} "${refName}" which is not in the workload; add it to the workload's manifests or set optional: true` };
+      return {
+        error: `${field} names ${isSecret ? 'Secret' : 'ConfigMap'} "${refName}" which is not in the workload; add it to the workload's manifests or set optional: true`,
+      };
     }
     const defaultMode = opts.defaultMode ?? (isSecret ? 0o600 : 0o644);
     const files: VolumeFile[] = [];
@@ -146,10 +162,13 @@ export function planVolume(at: string, v: K8sVolume, src: ConfigSources, volumes
       const content = item.key === undefined ? undefined : kv?.get(item.key);
       if (content === undefined) {
         if (opts.optional) continue;
-        return { error: `${at}.${isSecret ? 'secret' : 'configMap'}.items[${i}].key "${item.key}" is not in ${isSecret ? 'Secret' : 'ConfigMap'} "${refName}"; fix the key or remove the item` };
+        return {
+          error: `${at}.${isSecret ? 'secret' : 'configMap'}.items[${i}].key "${item.key}" is not in ${isSecret ? 'Secret' : 'ConfigMap'} "${refName}"; fix the key or remove the item`,
+        };
       }
       const rel = normalize(item.path ?? item.key!);
-      if (rel.startsWith('..') || rel.startsWith('/')) return { error: `${at}.items[${i}].path "${item.path}" must be a relative path inside the volume` };
+      if (rel.startsWith('..') || rel.startsWith('/'))
+        return { error: `${at}.items[${i}].path "${item.path}" must be a relative path inside the volume` };
       files.push({ path: rel, content, mode: item.mode ?? defaultMode });
     }
     return { name, dir, files, secret: isSecret };
@@ -159,7 +178,9 @@ export function planVolume(at: string, v: K8sVolume, src: ConfigSources, volumes
     if (!v.hostPath.path?.startsWith('/')) return { error: `${at}.hostPath.path must be an absolute path` };
     return { name, dir: v.hostPath.path, files: null, secret: false };
   }
-  return { error: `${at} "${name}": the process driver supports configMap, secret, emptyDir and hostPath volumes; change the volume source` };
+  return {
+    error: `${at} "${name}": the process driver supports configMap, secret, emptyDir and hostPath volumes; change the volume source`,
+  };
 }
 
 /**

@@ -19,7 +19,17 @@ beforeAll(async () => {
   driver = createProcessDriver({ dataDir: dir, pollMs: 100 });
   await driver.start();
   await driver.apply(
-    unit('shell', [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'shell' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', command: ['sleep', '600'], env: [{ name: 'GREETING', value: 'hello' }] }] } }]),
+    unit('shell', [
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'shell' },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'main', command: ['sleep', '600'], env: [{ name: 'GREETING', value: 'hello' }] }],
+        },
+      },
+    ]),
   );
 });
 
@@ -46,7 +56,9 @@ describe('process driver execInteractive', () => {
   it('ending the session ends the processes the command started, not just the command', async () => {
     const ctl = new AbortController();
     const p = await driver.execInteractive!('shell', ['sh', '-c', 'sleep 600 & echo $!; wait'], { signal: ctl.signal });
-    const pid = await new Promise<number>((resolve) => p.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim()))));
+    const pid = await new Promise<number>((resolve) =>
+      p.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim()))),
+    );
     expect(running(pid)).toBe(true);
     ctl.abort();
     expect(await p.exit).toBe(137);
@@ -59,7 +71,9 @@ describe('process driver execInteractive', () => {
   });
 
   it('runs without a terminal even when one is asked for (no pty without a native module)', async () => {
-    const p = await driver.execInteractive!('shell', ['sh', '-c', 'test -t 0 && echo tty || echo no-tty'], { tty: true });
+    const p = await driver.execInteractive!('shell', ['sh', '-c', 'test -t 0 && echo tty || echo no-tty'], {
+      tty: true,
+    });
     let out = '';
     p.stdout.on('data', (c: Buffer) => (out += c.toString()));
     p.stdin.end();

@@ -28,7 +28,18 @@ import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { isValidName } from '../../../core/ids.js';
 import { createLogger } from '../../../core/logger.js';
-import { DriverError, type Driver, type Endpoint, type ExecOptions, type ExecResult, type InteractiveExec, type InteractiveExecOptions, type LogOptions, type WorkloadObservation, type WorkloadUnit } from '../driver.js';
+import {
+  DriverError,
+  type Driver,
+  type Endpoint,
+  type ExecOptions,
+  type ExecResult,
+  type InteractiveExec,
+  type InteractiveExecOptions,
+  type LogOptions,
+  type WorkloadObservation,
+  type WorkloadUnit,
+} from '../driver.js';
 import { childSession } from '../interactive.js';
 import { readLog } from './logs.js';
 import { readAllStates } from './state.js';
@@ -66,7 +77,11 @@ class ProcessDriver implements Driver {
     this.ctx = {
       dataDir: opts.dataDir,
       pollMs: opts.pollMs ?? 500,
-      backoff: { baseMs: opts.backoffBaseMs ?? 1_000, maxMs: opts.backoffMaxMs ?? 30_000, stableMs: opts.stableMs ?? 10_000 },
+      backoff: {
+        baseMs: opts.backoffBaseMs ?? 1_000,
+        maxMs: opts.backoffMaxMs ?? 30_000,
+        stableMs: opts.stableMs ?? 10_000,
+      },
       rotate: { maxBytes: opts.logMaxBytes ?? 10 * 1024 * 1024, keep: opts.logKeep ?? 3 },
       log: this.log,
     };
@@ -87,10 +102,16 @@ class ProcessDriver implements Driver {
     try {
       await mkdir(join(this.opts.dataDir, 'workloads'), { recursive: true, mode: 0o700 });
     } catch (err) {
-      throw new DriverError(`cannot create ${this.opts.dataDir}/workloads; check that the data directory is writable`, { cause: err });
+      throw new DriverError(`cannot create ${this.opts.dataDir}/workloads; check that the data directory is writable`, {
+        cause: err,
+      });
     }
     const { states, errors } = await readAllStates(this.opts.dataDir);
-    for (const e of errors) this.log.error({ err: e.error, file: e.file }, 'skipping an unreadable state file; its processes are not supervised');
+    for (const e of errors)
+      this.log.error(
+        { err: e.error, file: e.file },
+        'skipping an unreadable state file; its processes are not supervised',
+      );
     for (const st of states) {
       const w = new ManagedWorkload(this.ctx, st);
       this.workloads.set(w.name, w);
@@ -102,7 +123,8 @@ class ProcessDriver implements Driver {
 
   async apply(unit: WorkloadUnit): Promise<void> {
     this.assertStarted();
-    if (!isValidName(unit.name)) throw new DriverError(`invalid workload name "${unit.name}": use 1-63 lower-case letters, digits and '-'`);
+    if (!isValidName(unit.name))
+      throw new DriverError(`invalid workload name "${unit.name}": use 1-63 lower-case letters, digits and '-'`);
     await this.locked(unit.name, async () => {
       const cur = this.workloads.get(unit.name);
       if (cur && cur.state.unit.hash === unit.hash) {
@@ -125,7 +147,8 @@ class ProcessDriver implements Driver {
       }
       const w = ManagedWorkload.fresh(this.ctx, structuredClone(unit));
       this.workloads.set(unit.name, w);
-      if (w.plan.error) this.log.warn({ workload: unit.name, error: w.plan.error }, 'workload cannot run on the process driver');
+      if (w.plan.error)
+        this.log.warn({ workload: unit.name, error: w.plan.error }, 'workload cannot run on the process driver');
       await w.startFresh();
     });
   }
@@ -170,7 +193,10 @@ class ProcessDriver implements Driver {
   async *logs(name: string, opts: LogOptions): AsyncIterable<string> {
     const w = this.get(name);
     const t = w.target(opts.container);
-    if (!t) throw new DriverError(`workload ${name} has no container ${opts.container ?? ''}; containers: ${w.plan.processes.map((p) => p.key).join(', ') || 'none'}`);
+    if (!t)
+      throw new DriverError(
+        `workload ${name} has no container ${opts.container ?? ''}; containers: ${w.plan.processes.map((p) => p.key).join(', ') || 'none'}`,
+      );
     yield* readLog(w.logPath(t.key), {
       tail: opts.tail,
       follow: opts.follow,
@@ -188,7 +214,12 @@ class ProcessDriver implements Driver {
   async execInteractive(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec> {
     const t = await this.execTarget(name, command, opts.container);
     // Its own process group, so ending the session also ends what the command started (a shell's children).
-    const child = spawn(command[0], command.slice(1), { env: t.env, cwd: t.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(command[0], command.slice(1), {
+      env: t.env,
+      cwd: t.cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     const kill = (): void => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
@@ -199,15 +230,25 @@ class ProcessDriver implements Driver {
     return childSession(child, command[0], kill, opts.signal);
   }
 
-  private async execTarget(name: string, command: string[], container: string | undefined): Promise<{ env: Record<string, string>; cwd: string }> {
+  private async execTarget(
+    name: string,
+    command: string[],
+    container: string | undefined,
+  ): Promise<{ env: Record<string, string>; cwd: string }> {
     const w = this.get(name);
     const t = w.target(container);
-    if (!t) throw new DriverError(`workload ${name} has no container ${container ?? ''}; containers: ${w.plan.processes.map((p) => p.key).join(', ') || 'none'}`);
+    if (!t)
+      throw new DriverError(
+        `workload ${name} has no container ${container ?? ''}; containers: ${w.plan.processes.map((p) => p.key).join(', ') || 'none'}`,
+      );
     if (command.length === 0) throw new DriverError('exec needs a command, e.g. ["sh", "-c", "ls"]');
     try {
       await access(t.cwd);
     } catch (err) {
-      throw new DriverError(`workingDir ${t.cwd} of workload ${name} does not exist; create it on the device or change workingDir`, { cause: err });
+      throw new DriverError(
+        `workingDir ${t.cwd} of workload ${name} does not exist; create it on the device or change workingDir`,
+        { cause: err },
+      );
     }
     return t;
   }
@@ -232,7 +273,8 @@ class ProcessDriver implements Driver {
   private get(name: string): ManagedWorkload {
     this.assertStarted();
     const w = this.workloads.get(name);
-    if (!w) throw new DriverError(`no workload "${name}" on this edge; list() shows the workloads the process driver runs`);
+    if (!w)
+      throw new DriverError(`no workload "${name}" on this edge; list() shows the workloads the process driver runs`);
     return w;
   }
 
@@ -252,7 +294,12 @@ class ProcessDriver implements Driver {
   }
 }
 
-function runCommand(argv: string[], env: Record<string, string>, cwd: string, signal?: AbortSignal): Promise<ExecResult> {
+function runCommand(
+  argv: string[],
+  env: Record<string, string>,
+  cwd: string,
+  signal?: AbortSignal,
+): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0], argv.slice(1), { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], signal });
     const out: Buffer[] = [];
@@ -260,7 +307,12 @@ function runCommand(argv: string[], env: Record<string, string>, cwd: string, si
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.once('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') resolve({ exitCode: 127, stdout: '', stderr: `${argv[0]}: command not found (in ${cwd} with PATH=${env.PATH ?? ''})\n` });
+      if (e.code === 'ENOENT')
+        resolve({
+          exitCode: 127,
+          stdout: '',
+          stderr: `${argv[0]}: command not found (in ${cwd} with PATH=${env.PATH ?? ''})\n`,
+        });
       else if (e.name === 'AbortError') reject(new DriverError(`exec of ${argv[0]} was aborted`, { cause: e }));
       else reject(new DriverError(`exec of ${argv[0]} failed`, { cause: e }));
     });

@@ -28,7 +28,13 @@ export interface EnvFromSource {
 
 export interface K8sProbe {
   exec?: { command?: string[] };
-  httpGet?: { path?: string; port?: number | string; host?: string; scheme?: string; httpHeaders?: { name: string; value: string }[] };
+  httpGet?: {
+    path?: string;
+    port?: number | string;
+    host?: string;
+    scheme?: string;
+    httpHeaders?: { name: string; value: string }[];
+  };
   tcpSocket?: { port?: number | string; host?: string };
   grpc?: unknown;
   initialDelaySeconds?: number;

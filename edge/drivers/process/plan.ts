@@ -11,7 +11,10 @@ import type { K8sContainer, K8sObject, K8sPodSpec, K8sProbe } from './k8s-types.
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 
 export interface ProbeSpec {
-  action: { exec: string[] } | { http: { port: number; path: string; https: boolean; headers: Record<string, string> } } | { tcp: { port: number } };
+  action:
+    | { exec: string[] }
+    | { http: { port: number; path: string; https: boolean; headers: Record<string, string> } }
+    | { tcp: { port: number } };
   initialDelayMs: number;
   periodMs: number;
   timeoutMs: number;
@@ -75,26 +78,43 @@ export function planWorkload(unit: WorkloadUnit, ctx: PlanContext): WorkloadPlan
     const ref = `${o.kind}/${o.metadata?.name}`;
     if (PASSIVE_KINDS.has(o.kind)) continue;
     if (o.kind !== 'Pod' && o.kind !== 'Deployment') {
-      return fail(`${ref}: kind ${o.kind} is not supported by the process driver; use a Pod or a Deployment (with ConfigMaps and Secrets), or place this workload on an edge with the podman or kubernetes driver`);
+      return fail(
+        `${ref}: kind ${o.kind} is not supported by the process driver; use a Pod or a Deployment (with ConfigMaps and Secrets), or place this workload on an edge with the podman or kubernetes driver`,
+      );
     }
     const isDeployment = o.kind === 'Deployment';
     const pod: K8sPodSpec | undefined = isDeployment ? o.spec?.template?.spec : o.spec;
     const podPath = isDeployment ? 'spec.template.spec' : 'spec';
-    if (!pod?.containers?.length) return fail(`${ref}: ${podPath}.containers is empty; declare at least one container with a command`);
-    if (pod.initContainers?.length) return fail(`${ref}: ${podPath}.initContainers are not supported by the process driver; run the setup steps at the start of the container's command`);
+    if (!pod?.containers?.length)
+      return fail(`${ref}: ${podPath}.containers is empty; declare at least one container with a command`);
+    if (pod.initContainers?.length)
+      return fail(
+        `${ref}: ${podPath}.initContainers are not supported by the process driver; run the setup steps at the start of the container's command`,
+      );
     const replicas = isDeployment ? (o.spec?.replicas ?? 1) : 1;
     if (!Number.isInteger(replicas) || replicas < 0) return fail(`${ref}: spec.replicas must be a whole number >= 0`);
     const restartPolicy = (pod.restartPolicy ?? 'Always') as RestartPolicy;
-    if (!['Always', 'OnFailure', 'Never'].includes(restartPolicy)) return fail(`${ref}: ${podPath}.restartPolicy "${restartPolicy}" must be Always, OnFailure or Never`);
-    if (isDeployment && restartPolicy !== 'Always') return fail(`${ref}: ${podPath}.restartPolicy must be Always for a Deployment; remove it or use a Pod`);
-    const graceMs = pod.terminationGracePeriodSeconds === undefined ? DEFAULT_GRACE_MS : Math.max(0, pod.terminationGracePeriodSeconds * 1000);
+    if (!['Always', 'OnFailure', 'Never'].includes(restartPolicy))
+      return fail(`${ref}: ${podPath}.restartPolicy "${restartPolicy}" must be Always, OnFailure or Never`);
+    if (isDeployment && restartPolicy !== 'Always')
+      return fail(`${ref}: ${podPath}.restartPolicy must be Always for a Deployment; remove it or use a Pod`);
+    const graceMs =
+      pod.terminationGracePeriodSeconds === undefined
+        ? DEFAULT_GRACE_MS
+        : Math.max(0, pod.terminationGracePeriodSeconds * 1000);
 
     const volumeDirs = new Map<string, string>();
     for (const [i, v] of (pod.volumes ?? []).entries()) {
       const vp = planVolume(`${ref}: ${podPath}.volumes[${i}]`, v, src, join(ctx.workloadDir, 'volumes'));
       if ('error' in vp) return fail(vp.error);
-      if (plan.volumes.some((x) => x.name === vp.name && x.dir === vp.dir && JSON.stringify(x.files) !== JSON.stringify(vp.files))) {
-        return fail(`${ref}: volume "${vp.name}" is declared differently by two objects of the workload; give the volumes different names`);
+      if (
+        plan.volumes.some(
+          (x) => x.name === vp.name && x.dir === vp.dir && JSON.stringify(x.files) !== JSON.stringify(vp.files),
+        )
+      ) {
+        return fail(
+          `${ref}: volume "${vp.name}" is declared differently by two objects of the workload; give the volumes different names`,
+        );
       }
       plan.volumes.push(vp);
       volumeDirs.set(vp.name, vp.dir);
@@ -104,15 +124,32 @@ export function planWorkload(unit: WorkloadUnit, ctx: PlanContext): WorkloadPlan
     for (const [ci, c] of pod.containers.entries()) {
       const at = `${ref}: ${podPath}.containers[${ci}]`;
       const cname = c.name ?? '';
-      if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(cname)) return fail(`${at}.name "${cname}" must be a DNS-1123 label such as "web"`);
-      if (seenContainers.has(cname)) return fail(`${at}.name "${cname}" is used twice in the workload; logs and exec address containers by name, so rename one`);
+      if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(cname))
+        return fail(`${at}.name "${cname}" must be a DNS-1123 label such as "web"`);
+      if (seenContainers.has(cname))
+        return fail(
+          `${at}.name "${cname}" is used twice in the workload; logs and exec address containers by name, so rename one`,
+        );
       seenContainers.add(cname);
-      const r = planContainer(at, c, { replicas, isDeployment, restartPolicy, graceMs, object: ref, objectName: o.metadata.name, workload: unit.name, base, src, volumeDirs, ctx });
+      const r = planContainer(at, c, {
+        replicas,
+        isDeployment,
+        restartPolicy,
+        graceMs,
+        object: ref,
+        objectName: o.metadata.name,
+        workload: unit.name,
+        base,
+        src,
+        volumeDirs,
+        ctx,
+      });
       if ('error' in r) return fail(r.error);
       plan.processes.push(...r.processes);
     }
   }
-  if (plan.objects.length === 0) return fail('the workload has no Pod or Deployment; add one with a container that has a command');
+  if (plan.objects.length === 0)
+    return fail('the workload has no Pod or Deployment; add one with a container that has a command');
   return plan;
 }
 
@@ -130,28 +167,46 @@ interface ContainerCtx {
   ctx: PlanContext;
 }
 
-function planContainer(at: string, c: K8sContainer, cc: ContainerCtx): { processes: ProcessPlan[] } | { error: string } {
+function planContainer(
+  at: string,
+  c: K8sContainer,
+  cc: ContainerCtx,
+): { processes: ProcessPlan[] } | { error: string } {
   if (!Array.isArray(c.command) || c.command.length === 0 || typeof c.command[0] !== 'string' || c.command[0] === '') {
-    return { error: `${at}.command is required by the process driver (it runs host processes and ignores image); set command: ["/path/to/program"] and args` };
+    return {
+      error: `${at}.command is required by the process driver (it runs host processes and ignores image); set command: ["/path/to/program"] and args`,
+    };
   }
   if (c.args !== undefined && !Array.isArray(c.args)) return { error: `${at}.args must be a list of strings` };
   const ports: number[] = [];
   const namedPorts = new Map<string, number>();
   for (const [pi, p] of (c.ports ?? []).entries()) {
-    if (!Number.isInteger(p.containerPort) || p.containerPort! < 1 || p.containerPort! > 65535) return { error: `${at}.ports[${pi}].containerPort must be a port number 1-65535` };
+    if (!Number.isInteger(p.containerPort) || p.containerPort! < 1 || p.containerPort! > 65535)
+      return { error: `${at}.ports[${pi}].containerPort must be a port number 1-65535` };
     ports.push(p.containerPort!);
     if (p.name) namedPorts.set(p.name, p.containerPort!);
   }
   if (cc.replicas > 1 && ports.length > 0) {
-    return { error: `${cc.object}: replicas > 1 with containerPort ${ports[0]} cannot share the host port; use replicas: 1 or no port` };
+    return {
+      error: `${cc.object}: replicas > 1 with containerPort ${ports[0]} cannot share the host port; use replicas: 1 or no port`,
+    };
   }
   const volumeEnv: Record<string, string> = {};
   for (const [mi, m] of (c.volumeMounts ?? []).entries()) {
     const dir = cc.volumeDirs.get(m.name ?? '');
-    if (dir === undefined) return { error: `${at}.volumeMounts[${mi}].name "${m.name}" is not a volume of the pod; add it to volumes or fix the name` };
+    if (dir === undefined)
+      return {
+        error: `${at}.volumeMounts[${mi}].name "${m.name}" is not a volume of the pod; add it to volumes or fix the name`,
+      };
     volumeEnv[volumeEnvName(m.name!)] = dir;
   }
-  const fields = { 'metadata.name': cc.objectName, 'metadata.namespace': 'default', 'status.podIP': '127.0.0.1', 'status.hostIP': '127.0.0.1', 'spec.nodeName': 'localhost' };
+  const fields = {
+    'metadata.name': cc.objectName,
+    'metadata.namespace': 'default',
+    'status.podIP': '127.0.0.1',
+    'status.hostIP': '127.0.0.1',
+    'spec.nodeName': 'localhost',
+  };
   const resolved = resolveEnv(at, c.env, c.envFrom, cc.src, fields);
   if ('error' in resolved) return resolved;
 
@@ -202,8 +257,9 @@ function planProbe(at: string, p: K8sProbe, namedPorts: Map<string, number>): Pr
     return v;
   };
   const port = (v: number | string | undefined, field: string): number | string => {
-    const n = typeof v === 'string' ? namedPorts.get(v) ?? (/^\d+$/.test(v) ? Number(v) : undefined) : v;
-    if (n === undefined || !Number.isInteger(n) || n < 1 || n > 65535) return `${at}.${field} must be a port number or the name of a declared port`;
+    const n = typeof v === 'string' ? (namedPorts.get(v) ?? (/^\d+$/.test(v) ? Number(v) : undefined)) : v;
+    if (n === undefined || !Number.isInteger(n) || n < 1 || n > 65535)
+      return `${at}.${field} must be a port number or the name of a declared port`;
     return n;
   };
   const nums = {
@@ -223,7 +279,14 @@ function planProbe(at: string, p: K8sProbe, namedPorts: Map<string, number>): Pr
     if (typeof n === 'string') return { error: n };
     const headers: Record<string, string> = {};
     for (const h of p.httpGet.httpHeaders ?? []) headers[h.name] = h.value;
-    action = { http: { port: n, path: p.httpGet.path ?? '/', https: (p.httpGet.scheme ?? 'HTTP').toUpperCase() === 'HTTPS', headers } };
+    action = {
+      http: {
+        port: n,
+        path: p.httpGet.path ?? '/',
+        https: (p.httpGet.scheme ?? 'HTTP').toUpperCase() === 'HTTPS',
+        headers,
+      },
+    };
   } else if (p.tcpSocket) {
     const n = port(p.tcpSocket.port, 'tcpSocket.port');
     if (typeof n === 'string') return { error: n };

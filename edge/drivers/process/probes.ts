@@ -51,11 +51,23 @@ function execProbe(argv: string[], target: ProbeTarget, timeoutMs: number): Prom
   });
 }
 
-function httpProbe(h: { port: number; path: string; https: boolean; headers: Record<string, string> }, timeoutMs: number): Promise<boolean> {
+function httpProbe(
+  h: { port: number; path: string; https: boolean; headers: Record<string, string> },
+  timeoutMs: number,
+): Promise<boolean> {
   return new Promise((resolve) => {
     const req = (h.https ? httpsRequest : httpRequest)(
       // Kubernetes does not verify a probe's certificate either: the point is liveness, not identity.
-      { host: '127.0.0.1', port: h.port, path: h.path, method: 'GET', headers: { 'user-agent': 'outpost-probe', ...h.headers }, timeout: timeoutMs, rejectUnauthorized: false, agent: false },
+      {
+        host: '127.0.0.1',
+        port: h.port,
+        path: h.path,
+        method: 'GET',
+        headers: { 'user-agent': 'outpost-probe', ...h.headers },
+        timeout: timeoutMs,
+        rejectUnauthorized: false,
+        agent: false,
+      },
       (res) => {
         res.resume();
         const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400;

@@ -19,7 +19,15 @@ driverSuite('process', async () => {
     workload: httpWorkload,
     crashing: crashingWorkload,
     // An image without a command: fine for a container runtime, meaningless for a host process.
-    invalid: (name) => unit(name, [{ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'main', image: 'nginx:1.27' }] } }]),
+    invalid: (name) =>
+      unit(name, [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name },
+          spec: { containers: [{ name: 'main', image: 'nginx:1.27' }] },
+        },
+      ]),
     ticker: tickerWorkload,
     identity: (name) => identity(dataDir, name),
     foreign: async (name) => {
@@ -46,13 +54,22 @@ describe('process driver specifics', () => {
     await d.start();
     return d;
   };
-  const phase = (d: Driver, name: string, pred: (o: WorkloadObservation) => boolean, what: string): Promise<WorkloadObservation> =>
+  const phase = (
+    d: Driver,
+    name: string,
+    pred: (o: WorkloadObservation) => boolean,
+    what: string,
+  ): Promise<WorkloadObservation> =>
     waitFor(`${name} ${what}`, async () => {
       const o = (await d.list()).find((w) => w.name === name);
       return o && pred(o) ? o : undefined;
     });
   const statePids = async (name: string): Promise<Record<string, { pid: number; startTime: number }>> =>
-    (JSON.parse(await readFile(join(dataDir, 'workloads', name, 'state.json'), 'utf8')) as { processes: Record<string, { pid: number; startTime: number }> }).processes;
+    (
+      JSON.parse(await readFile(join(dataDir, 'workloads', name, 'state.json'), 'utf8')) as {
+        processes: Record<string, { pid: number; startTime: number }>;
+      }
+    ).processes;
 
   beforeEach(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'outpost-process-'));
@@ -79,12 +96,18 @@ describe('process driver specifics', () => {
     let errOut = '';
     agent.stdout!.on('data', (b: Buffer) => (out += b.toString()));
     agent.stderr!.on('data', (b: Buffer) => (errOut += b.toString()));
-    const pid = Number(await waitFor(`the fixture agent to report READY (stderr: ${errOut})`, async () => /READY (\d+)/.exec(out)?.[1], 60_000));
+    const pid = Number(
+      await waitFor(
+        `the fixture agent to report READY (stderr: ${errOut})`,
+        async () => /READY (\d+)/.exec(out)?.[1],
+        60_000,
+      ),
+    );
     agent.kill('SIGKILL');
     await waitFor('the fixture agent to die', async () => agent.exitCode !== null || agent.signalCode !== null);
 
     expect(readStat(pid)?.state).not.toBe('Z');
-    expect((await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text()))).toContain('v1');
+    expect(await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text())).toContain('v1');
 
     const d = await make();
     const o = await phase(d, 'survivor', (w) => w.phase === 'Ready', 'to be Ready after adoption');
@@ -93,9 +116,19 @@ describe('process driver specifics', () => {
     expect((await statePids('survivor')).web.pid).toBe(pid);
     // Supervision resumed: the adopted process is watched and restarted although it is not our child.
     process.kill(pid, 'SIGKILL');
-    const after = await phase(d, 'survivor', (w) => w.restarts === 1 && w.phase !== 'Failed', 'to notice the exit and restart');
+    const after = await phase(
+      d,
+      'survivor',
+      (w) => w.restarts === 1 && w.phase !== 'Failed',
+      'to notice the exit and restart',
+    );
     expect(after.restarts).toBe(1);
-    await waitFor('a new pid serving again', async () => (await statePids('survivor')).web.pid !== pid && (await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text())).includes('v1'));
+    await waitFor(
+      'a new pid serving again',
+      async () =>
+        (await statePids('survivor')).web.pid !== pid &&
+        (await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text())).includes('v1'),
+    );
     await d.remove('survivor');
   });
 
@@ -112,7 +145,7 @@ describe('process driver specifics', () => {
     await waitFor('the wrapper to die', async () => readStat(first.pid) === null || readStat(first.pid)?.state === 'Z');
 
     const d2 = await make();
-    const o = await phase(d2, 'again', (w) => w.phase !== 'Pending' && (w.restarts === 1), 'to be restarted once');
+    const o = await phase(d2, 'again', (w) => w.phase !== 'Pending' && w.restarts === 1, 'to be restarted once');
     expect(o.restarts).toBe(1);
     await waitFor('a new process running', async () => !(await identity(dataDir, 'again')).includes('gone'));
     expect(groupMembers(first)).toEqual([]);
@@ -138,8 +171,19 @@ describe('process driver specifics', () => {
     const d = await make();
     await d.apply(
       unit('config', [
-        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { MODE: 'fast', 'app.conf': 'level=3\n' } },
-        { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, data: { token: Buffer.from('s3cr3t').toString('base64') }, stringData: { user: 'edge' } },
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'settings' },
+          data: { MODE: 'fast', 'app.conf': 'level=3\n' },
+        },
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'creds' },
+          data: { token: Buffer.from('s3cr3t').toString('base64') },
+          stringData: { user: 'edge' },
+        },
         {
           apiVersion: 'apps/v1',
           kind: 'Deployment',
@@ -163,7 +207,10 @@ describe('process driver specifics', () => {
                       { name: 'MISSING', valueFrom: { configMapKeyRef: { name: 'nope', key: 'x', optional: true } } },
                     ],
                     envFrom: [{ configMapRef: { name: 'settings' }, prefix: 'CM_' }, { secretRef: { name: 'creds' } }],
-                    volumeMounts: [{ name: 'conf', mountPath: '/etc/app' }, { name: 'creds', mountPath: '/run/creds' }],
+                    volumeMounts: [
+                      { name: 'conf', mountPath: '/etc/app' },
+                      { name: 'creds', mountPath: '/run/creds' },
+                    ],
                   },
                 ],
               },
@@ -173,7 +220,15 @@ describe('process driver specifics', () => {
       ]),
     );
     await phase(d, 'config', (w) => w.phase === 'Ready', 'to be Ready');
-    const env = await d.exec('config', ['sh', '-c', 'echo "$TOKEN|$MODE_COPY|$GREETING|$CM_MODE|$user|${MISSING-unset}|$OUTPOST_REPLICA"; cat "$OUTPOST_VOLUME_CONF/etc/app.conf"; cat "$OUTPOST_VOLUME_CREDS/token"; echo; pwd'], {});
+    const env = await d.exec(
+      'config',
+      [
+        'sh',
+        '-c',
+        'echo "$TOKEN|$MODE_COPY|$GREETING|$CM_MODE|$user|${MISSING-unset}|$OUTPOST_REPLICA"; cat "$OUTPOST_VOLUME_CONF/etc/app.conf"; cat "$OUTPOST_VOLUME_CREDS/token"; echo; pwd',
+      ],
+      {},
+    );
     const lines = env.stdout.split('\n');
     expect(lines[0]).toBe('s3cr3t|fast|hello fast|fast|edge|unset|0');
     expect(lines[1]).toBe('level=3');
@@ -181,7 +236,9 @@ describe('process driver specifics', () => {
     expect(lines[3]).toBe(join(dataDir, 'workloads', 'config', 'work'));
     const secretFile = join(dataDir, 'workloads', 'config', 'volumes', 'creds', 'token');
     expect((await stat(secretFile)).mode & 0o777).toBe(0o600);
-    expect((await stat(join(dataDir, 'workloads', 'config', 'volumes', 'conf', 'etc', 'app.conf'))).mode & 0o777).toBe(0o644);
+    expect((await stat(join(dataDir, 'workloads', 'config', 'volumes', 'conf', 'etc', 'app.conf'))).mode & 0o777).toBe(
+      0o644,
+    );
     // The agent's own environment (tokens, settings) does not leak into workloads.
     expect((await d.exec('config', ['sh', '-c', 'echo "${VITEST-none}"'], {})).stdout.trim()).toBe('none');
   });
@@ -194,7 +251,17 @@ describe('process driver specifics', () => {
           apiVersion: 'apps/v1',
           kind: 'Deployment',
           metadata: { name: 'fleet' },
-          spec: { replicas: 3, template: { spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'worker', command: ['/bin/sh', '-c', 'echo "replica $OUTPOST_REPLICA"; exec sleep 1000'] }] } } },
+          spec: {
+            replicas: 3,
+            template: {
+              spec: {
+                terminationGracePeriodSeconds: 1,
+                containers: [
+                  { name: 'worker', command: ['/bin/sh', '-c', 'echo "replica $OUTPOST_REPLICA"; exec sleep 1000'] },
+                ],
+              },
+            },
+          },
         },
       ]),
     );
@@ -211,20 +278,61 @@ describe('process driver specifics', () => {
       });
     }
     await d.remove('fleet');
-    for (const p of Object.values(pids)) expect(readStat(p.pid) === null || readStat(p.pid)!.startTime !== p.startTime || readStat(p.pid)!.state === 'Z').toBe(true);
+    for (const p of Object.values(pids))
+      expect(
+        readStat(p.pid) === null || readStat(p.pid)!.startTime !== p.startTime || readStat(p.pid)!.state === 'Z',
+      ).toBe(true);
   });
 
   it('fails workloads it cannot run with a message naming the field and the fix', async () => {
     const d = await make();
     const cases: [string, unknown, RegExp][] = [
-      ['cron', { apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'cron' }, spec: {} }, /kind CronJob is not supported by the process driver; use a Pod or a Deployment/],
-      ['nocmd', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'nocmd' }, spec: { containers: [{ name: 'app', image: 'nginx' }] } }, /spec\.containers\[0\]\.command is required .* set command/],
+      [
+        'cron',
+        { apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'cron' }, spec: {} },
+        /kind CronJob is not supported by the process driver; use a Pod or a Deployment/,
+      ],
+      [
+        'nocmd',
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'nocmd' },
+          spec: { containers: [{ name: 'app', image: 'nginx' }] },
+        },
+        /spec\.containers\[0\]\.command is required .* set command/,
+      ],
       [
         'wide',
-        { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'wide' }, spec: { replicas: 2, template: { spec: { containers: [{ name: 'web', command: ['true'], ports: [{ containerPort: 8080 }] }] } } } },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'wide' },
+          spec: {
+            replicas: 2,
+            template: { spec: { containers: [{ name: 'web', command: ['true'], ports: [{ containerPort: 8080 }] }] } },
+          },
+        },
         /replicas > 1 with containerPort 8080 cannot share the host port; use replicas: 1 or no port/,
       ],
-      ['noref', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'noref' }, spec: { containers: [{ name: 'app', command: ['true'], env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 'gone', key: 'k' } } }] }] } }, /env\[0\]\.valueFrom\.secretKeyRef .* Secret "gone".* add it or set optional: true/],
+      [
+        'noref',
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'noref' },
+          spec: {
+            containers: [
+              {
+                name: 'app',
+                command: ['true'],
+                env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 'gone', key: 'k' } } }],
+              },
+            ],
+          },
+        },
+        /env\[0\]\.valueFrom\.secretKeyRef .* Secret "gone".* add it or set optional: true/,
+      ],
     ];
     for (const [name, manifest, message] of cases) {
       await d.apply(unit(name, [manifest]));
@@ -242,7 +350,12 @@ describe('process driver specifics', () => {
     const never = await phase(d, 'never', (w) => w.phase === 'Failed', 'to be Failed');
     expect(never.restarts).toBe(0);
     expect(never.message).toMatch(/exited with code 4 and restartPolicy is Never/);
-    const done = await phase(d, 'done', (w) => w.objects['Pod/done']?.message === 'completed (exit code 0)' || false, 'to complete');
+    const done = await phase(
+      d,
+      'done',
+      (w) => w.objects['Pod/done']?.message === 'completed (exit code 0)' || false,
+      'to complete',
+    );
     expect(done.restarts).toBe(0);
     expect(done.phase).toBe('Ready');
   });
@@ -264,7 +377,11 @@ describe('process driver specifics', () => {
                 name: 'app',
                 command: ['/bin/sh', '-c', 'exec sleep 1000'],
                 ports: [{ containerPort: port }],
-                livenessProbe: { exec: { command: ['/bin/sh', '-c', `test ! -e ${flag}`] }, periodSeconds: 0.2, failureThreshold: 2 },
+                livenessProbe: {
+                  exec: { command: ['/bin/sh', '-c', `test ! -e ${flag}`] },
+                  periodSeconds: 0.2,
+                  failureThreshold: 2,
+                },
                 readinessProbe: { tcpSocket: { port }, periodSeconds: 0.2, failureThreshold: 1 },
               },
             ],
@@ -290,11 +407,22 @@ describe('process driver specifics', () => {
           apiVersion: 'v1',
           kind: 'Pod',
           metadata: { name: 'flaky' },
-          spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'app', command: ['sleep', '1000'], readinessProbe: { exec: { command: ['test', '-e', flag] }, periodSeconds: 0.2, failureThreshold: 1 } }] },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'app',
+                command: ['sleep', '1000'],
+                readinessProbe: { exec: { command: ['test', '-e', flag] }, periodSeconds: 0.2, failureThreshold: 1 },
+              },
+            ],
+          },
         },
       ]),
     );
-    expect((await phase(d, 'flaky', (w) => w.message === 'Pod/flaky: waiting for the readiness probe', 'to wait')).phase).toBe('Progressing');
+    expect(
+      (await phase(d, 'flaky', (w) => w.message === 'Pod/flaky: waiting for the readiness probe', 'to wait')).phase,
+    ).toBe('Progressing');
     await writeFile(flag, '');
     await phase(d, 'flaky', (w) => w.phase === 'Ready', 'to be Ready');
     await rm(flag);
@@ -306,7 +434,12 @@ describe('process driver specifics', () => {
 
   it('rotates log files by size and keeps the configured number', async () => {
     const d = await make({ logMaxBytes: 4_000, logKeep: 2 });
-    await d.apply(shWorkload('chatty', 'i=0; while true; do echo "line $i padding padding padding padding padding"; i=$((i+1)); sleep 0.005; done'));
+    await d.apply(
+      shWorkload(
+        'chatty',
+        'i=0; while true; do echo "line $i padding padding padding padding padding"; i=$((i+1)); sleep 0.005; done',
+      ),
+    );
     const logDir = join(dataDir, 'workloads', 'chatty', 'logs');
     await waitFor('two rotated files', async () => (await readdir(logDir)).includes('main.log.2'));
     await waitFor('a third rotation', async () => {
@@ -331,7 +464,8 @@ describe('process driver specifics', () => {
     );
     const start = readStat(childPid)!.startTime;
     await d.remove('family');
-    const gone = (): boolean => readStat(childPid) === null || readStat(childPid)!.startTime !== start || readStat(childPid)!.state === 'Z';
+    const gone = (): boolean =>
+      readStat(childPid) === null || readStat(childPid)!.startTime !== start || readStat(childPid)!.state === 'Z';
     await waitFor('the child to be gone', async () => gone());
     await expect(readdir(join(dataDir, 'workloads'))).resolves.toEqual([]);
   });

@@ -61,7 +61,9 @@ export async function writeState(dataDir: string, state: WorkloadState): Promise
 }
 
 /** Reads every workload's state file; a file that does not parse is skipped and reported. */
-export async function readAllStates(dataDir: string): Promise<{ states: WorkloadState[]; errors: { file: string; error: unknown }[] }> {
+export async function readAllStates(
+  dataDir: string,
+): Promise<{ states: WorkloadState[]; errors: { file: string; error: unknown }[] }> {
   const root = join(dataDir, 'workloads');
   let names: string[];
   try {
@@ -79,12 +81,14 @@ export async function readAllStates(dataDir: string): Promise<{ states: Workload
       text = await readFile(file, 'utf8');
     } catch (err) {
       // A directory without a state file is not ours (or a remove was cut short): ignore it.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ENOTDIR') errors.push({ file, error: err });
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ENOTDIR')
+        errors.push({ file, error: err });
       continue;
     }
     try {
       const st = JSON.parse(text) as WorkloadState;
-      if (st.version !== STATE_VERSION || st.unit?.name !== name) throw new Error(`unexpected version ${st.version} or name ${st.unit?.name}`);
+      if (st.version !== STATE_VERSION || st.unit?.name !== name)
+        throw new Error(`unexpected version ${st.version} or name ${st.unit?.name}`);
       states.push(st);
     } catch (err) {
       errors.push({ file, error: err });

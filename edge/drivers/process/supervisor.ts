@@ -92,7 +92,9 @@ export class ProcessSupervisor {
         } else {
           // After a reboot the pid means nothing: never signal whatever holds it now.
           if (!sameBoot) r.pid = 0;
-          await this.handleExit(sameBoot ? 'exited while the agent was not running' : 'gone after a reboot of the device');
+          await this.handleExit(
+            sameBoot ? 'exited while the agent was not running' : 'gone after a reboot of the device',
+          );
         }
       }
       if (r.status === 'running' || r.status === 'backoff') this.ensureTimer();
@@ -125,8 +127,15 @@ export class ProcessSupervisor {
     switch (r.status) {
       case 'running': {
         const notReady = this.plan.readiness !== undefined && !this.readinessOk;
-        const probeWait = !this.startupOk ? 'waiting for the startup probe' : notReady ? (this.wasReady ? 'readiness probe failing' : 'waiting for the readiness probe') : undefined;
-        const recovering = r.consecutiveFailures > 0 ? `running again after ${exit ?? 'a failure'} (${r.restarts} restarts)` : undefined;
+        const probeWait = !this.startupOk
+          ? 'waiting for the startup probe'
+          : notReady
+            ? this.wasReady
+              ? 'readiness probe failing'
+              : 'waiting for the readiness probe'
+            : undefined;
+        const recovering =
+          r.consecutiveFailures > 0 ? `running again after ${exit ?? 'a failure'} (${r.restarts} restarts)` : undefined;
         return {
           ...base,
           ready: probeWait === undefined,
@@ -136,10 +145,18 @@ export class ProcessSupervisor {
       }
       case 'backoff': {
         const secs = Math.max(0, Math.ceil(((r.nextStartAt ?? 0) - Date.now()) / 1000));
-        return { ...base, degraded: true, message: `${exit ?? 'exited'}; restarting in ${secs}s (back-off, ${r.restarts} restarts)` };
+        return {
+          ...base,
+          degraded: true,
+          message: `${exit ?? 'exited'}; restarting in ${secs}s (back-off, ${r.restarts} restarts)`,
+        };
       }
       case 'failed':
-        return { ...base, failed: true, message: `${exit ?? 'exited'} and restartPolicy is ${this.plan.restartPolicy}` };
+        return {
+          ...base,
+          failed: true,
+          message: `${exit ?? 'exited'} and restartPolicy is ${this.plan.restartPolicy}`,
+        };
       case 'succeeded':
         return { ...base, succeeded: true, message: 'completed (exit code 0)' };
       case 'stopped':
@@ -149,7 +166,9 @@ export class ProcessSupervisor {
 
   private enqueue(fn: () => Promise<void>): Promise<void> {
     const p = this.queue.then(fn);
-    this.queue = p.catch((err: unknown) => this.deps.log.error({ err, process: this.plan.key }, 'supervisor step failed'));
+    this.queue = p.catch((err: unknown) =>
+      this.deps.log.error({ err, process: this.plan.key }, 'supervisor step failed'),
+    );
     return p;
   }
 
@@ -197,9 +216,17 @@ export class ProcessSupervisor {
     try {
       const st = await stat(this.plan.workingDir).catch(() => null);
       if (!st?.isDirectory()) {
-        throw new Error(`workingDir ${this.plan.workingDir} does not exist; create it on the device or change workingDir`);
+        throw new Error(
+          `workingDir ${this.plan.workingDir} does not exist; create it on the device or change workingDir`,
+        );
       }
-      const spawned = await spawnDetached({ argv: this.plan.argv, env: this.plan.env, cwd: this.plan.workingDir, logPath: this.deps.logPath, exitFile: this.deps.exitFile });
+      const spawned = await spawnDetached({
+        argv: this.plan.argv,
+        env: this.plan.env,
+        cwd: this.plan.workingDir,
+        logPath: this.deps.logPath,
+        exitFile: this.deps.exitFile,
+      });
       r.pid = spawned.pid;
       r.startTime = spawned.startTime;
       r.startedAt = Date.now();
@@ -230,7 +257,11 @@ export class ProcessSupervisor {
     if (r.pid > 0) signalGroup(this.identity, 'SIGKILL');
     const code = await this.exitCode();
     const now = Date.now();
-    r.lastExit = { code, at: now, reason: killed ?? (code !== null ? `exited with code ${code}` : reason ?? 'exited (exit code unknown)') };
+    r.lastExit = {
+      code,
+      at: now,
+      reason: killed ?? (code !== null ? `exited with code ${code}` : (reason ?? 'exited (exit code unknown)')),
+    };
     const restart = this.plan.restartPolicy === 'Always' || (this.plan.restartPolicy === 'OnFailure' && code !== 0);
     if (!restart) {
       r.status = code === 0 ? 'succeeded' : 'failed';
@@ -243,7 +274,10 @@ export class ProcessSupervisor {
       const delay = Math.min(maxMs, baseMs * 2 ** Math.min(r.consecutiveFailures - 1, 20));
       r.status = 'backoff';
       r.nextStartAt = now + delay;
-      this.deps.log.warn({ process: this.plan.key, code, reason: r.lastExit.reason, delayMs: delay, restarts: r.restarts }, 'process exited, restarting after back-off');
+      this.deps.log.warn(
+        { process: this.plan.key, code, reason: r.lastExit.reason, delayMs: delay, restarts: r.restarts },
+        'process exited, restarting after back-off',
+      );
     }
     this.deps.onChange();
   }
@@ -300,7 +334,10 @@ export class ProcessSupervisor {
       this.deps.log.warn({ process: this.plan.key, pid }, `${which} probe failed, killing the process`);
       this.stopProbes();
       await terminateGroup(this.identity, this.plan.graceMs);
-      await this.handleExit(undefined, `killed after the ${which} probe failed ${this.plan[which]!.failureThreshold} times`);
+      await this.handleExit(
+        undefined,
+        `killed after the ${which} probe failed ${this.plan[which]!.failureThreshold} times`,
+      );
     });
   }
 

@@ -25,9 +25,16 @@ export function unit(name: string, manifests: unknown[], generation = 1): Worklo
 export function httpWorkload(name: string, opts: { port: number; version: string }): WorkloadUnit {
   const html = `<html><body>outpost test ${opts.version}</body></html>\n`;
   const container = existsSync(BUSYBOX)
-    ? { command: [BUSYBOX, 'httpd', '-f', '-p', `127.0.0.1:${opts.port}`, '-h', '$(OUTPOST_VOLUME_WWW)'], volumeMounts: [{ name: 'www', mountPath: '/www' }] }
+    ? {
+        command: [BUSYBOX, 'httpd', '-f', '-p', `127.0.0.1:${opts.port}`, '-h', '$(OUTPOST_VOLUME_WWW)'],
+        volumeMounts: [{ name: 'www', mountPath: '/www' }],
+      }
     : {
-        command: [process.execPath, '-e', `require('http').createServer((q,s)=>s.end('outpost test '+process.env.OUTPOST_TEST_VERSION)).listen(${opts.port},'127.0.0.1')`],
+        command: [
+          process.execPath,
+          '-e',
+          `require('http').createServer((q,s)=>s.end('outpost test '+process.env.OUTPOST_TEST_VERSION)).listen(${opts.port},'127.0.0.1')`,
+        ],
         volumeMounts: [{ name: 'www', mountPath: '/www' }],
       };
   return unit(name, [
@@ -60,7 +67,11 @@ export function shWorkload(name: string, script: string, podSpec: Record<string,
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name },
-      spec: { terminationGracePeriodSeconds: 1, ...podSpec, containers: [{ name: 'main', command: ['/bin/sh', '-c', script] }] },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        ...podSpec,
+        containers: [{ name: 'main', command: ['/bin/sh', '-c', script] }],
+      },
     },
   ]);
 }
@@ -109,6 +120,7 @@ export async function identity(dataDir: string, name: string): Promise<string> {
 /** Kills every process any state file under dataDir records: the safety net after a failed test. */
 export async function killAll(dataDir: string): Promise<void> {
   for (const st of (await states(dataDir)).values()) {
-    for (const p of Object.values(st.processes)) if (p.pid > 0) signalGroup({ pid: p.pid, startTime: p.startTime }, 'SIGKILL');
+    for (const p of Object.values(st.processes))
+      if (p.pid > 0) signalGroup({ pid: p.pid, startTime: p.startTime }, 'SIGKILL');
   }
 }

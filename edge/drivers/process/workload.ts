@@ -58,7 +58,12 @@ export class ManagedWorkload {
     const snapshot = structuredClone(this.state);
     this.writes = this.writes
       .then(() => writeState(this.ctx.dataDir, snapshot))
-      .catch((err: unknown) => this.ctx.log.error({ err, workload: this.name }, 'could not write the state file; a restarted agent may not adopt this workload'));
+      .catch((err: unknown) =>
+        this.ctx.log.error(
+          { err, workload: this.name },
+          'could not write the state file; a restarted agent may not adopt this workload',
+        ),
+      );
     return this.writes;
   }
 
@@ -145,14 +150,18 @@ export class ManagedWorkload {
     const restarts = Object.values(this.state.processes).reduce((n, r) => n + r.restarts, 0);
     if (this.plan.error) {
       const objects: Record<string, ObjectStatus> = {};
-      for (const m of unit.manifests) if (m.kind !== 'ConfigMap' && m.kind !== 'Secret' && m.kind !== 'Service') objects[`${m.kind}/${m.metadata?.name}`] = { ready: false, message: this.plan.error };
+      for (const m of unit.manifests)
+        if (m.kind !== 'ConfigMap' && m.kind !== 'Secret' && m.kind !== 'Service')
+          objects[`${m.kind}/${m.metadata?.name}`] = { ready: false, message: this.plan.error };
       return { ...base, phase: 'Failed', message: this.plan.error, restarts, objects };
     }
     const perObject = new Map<string, { key: string; obs: ProcessObservation }[]>();
     for (const o of this.plan.objects) perObject.set(o.key, []);
     for (const p of this.plan.processes) {
       const sup = this.supervisors.get(p.key);
-      const obs: ProcessObservation = sup ? sup.observe() : { ready: false, degraded: false, failed: false, succeeded: false, stopped: false, message: 'not started' };
+      const obs: ProcessObservation = sup
+        ? sup.observe()
+        : { ready: false, degraded: false, failed: false, succeeded: false, stopped: false, message: 'not started' };
       perObject.get(p.object)!.push({ key: p.key, obs });
     }
     const objects: Record<string, ObjectStatus> = {};
@@ -164,9 +173,12 @@ export class ManagedWorkload {
       const procs = perObject.get(o.key)!;
       const done = (x: ProcessObservation): boolean => x.ready || x.succeeded;
       const ready = procs.filter((x) => done(x.obs)).length;
-      const notes = procs.filter((x) => x.obs.message).map((x) => (procs.length > 1 || o.kind === 'Deployment' ? `${x.key}: ${x.obs.message}` : x.obs.message!));
+      const notes = procs
+        .filter((x) => x.obs.message)
+        .map((x) => (procs.length > 1 || o.kind === 'Deployment' ? `${x.key}: ${x.obs.message}` : x.obs.message!));
       const objReady = ready === procs.length && !this.state.stopped;
-      const summary = o.kind === 'Deployment' ? `${procs.filter((x) => x.obs.ready).length}/${o.replicas} replicas ready` : undefined;
+      const summary =
+        o.kind === 'Deployment' ? `${procs.filter((x) => x.obs.ready).length}/${o.replicas} replicas ready` : undefined;
       const message = this.state.stopped ? 'stopped' : [summary, ...notes].filter(Boolean).join('; ') || undefined;
       objects[o.key] = message ? { ready: objReady, message } : { ready: objReady };
       failed ||= procs.some((x) => x.obs.failed);
@@ -175,7 +187,14 @@ export class ManagedWorkload {
       if (!objReady && notes.length) problems.push(`${o.key}: ${notes.join('; ')}`);
     }
     const message = problems.join('; ') || undefined;
-    if (this.state.stopped) return { ...base, phase: 'Pending', message: 'stopped on request; startWorkload or apply starts it again', restarts, objects };
+    if (this.state.stopped)
+      return {
+        ...base,
+        phase: 'Pending',
+        message: 'stopped on request; startWorkload or apply starts it again',
+        restarts,
+        objects,
+      };
     if (failed) return { ...base, phase: 'Failed', message, restarts, objects };
     if (degraded) return { ...base, phase: 'Degraded', message, restarts, objects };
     if (allReady) return { ...base, phase: 'Ready', restarts, objects };
@@ -184,7 +203,11 @@ export class ManagedWorkload {
 
   /** Environment and working directory of a container replica, for exec. */
   target(container?: string): { env: Record<string, string>; cwd: string; key: string } | null {
-    const p = container === undefined ? this.plan.processes[0] : this.plan.processes.find((x) => x.key === container) ?? this.plan.processes.find((x) => x.container === container && x.replica === 0);
+    const p =
+      container === undefined
+        ? this.plan.processes[0]
+        : (this.plan.processes.find((x) => x.key === container) ??
+          this.plan.processes.find((x) => x.container === container && x.replica === 0));
     return p ? { env: p.env, cwd: p.workingDir, key: p.key } : null;
   }
 }

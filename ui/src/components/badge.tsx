@@ -30,5 +30,7 @@ export function Badge(props: { value: string; title?: string }) {
 
 /** Sorts states worst first, for state breakdowns. */
 export function byRank(states: Partial<Record<State, number>>): [State, number][] {
-  return (Object.entries(states) as [State, number][]).filter(([, n]) => n > 0).sort((a, b) => STATE_RANK[b[0]] - STATE_RANK[a[0]]);
+  return (Object.entries(states) as [State, number][])
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => STATE_RANK[b[0]] - STATE_RANK[a[0]]);
 }

@@ -60,7 +60,13 @@ export function OnlineChart(props: { points: ChartPoint[]; total: number; hours:
           );
         })}
         {xTicks.map((p, i) => (
-          <text key={i} x={i === 0 ? PAD.l : i === 1 ? (W + PAD.l - PAD.r) / 2 : W - PAD.r} y={H - 8} text-anchor={i === 0 ? 'start' : i === 1 ? 'middle' : 'end'} class="axis">
+          <text
+            key={i}
+            x={i === 0 ? PAD.l : i === 1 ? (W + PAD.l - PAD.r) / 2 : W - PAD.r}
+            y={H - 8}
+            text-anchor={i === 0 ? 'start' : i === 1 ? 'middle' : 'end'}
+            class="axis"
+          >
             {i === 2 ? 'now' : hhmm(p.t)}
           </text>
         ))}

@@ -23,7 +23,12 @@ afterEach(() => {
 
 describe('ReadyBar', () => {
   it('says READY x/y in text, names the worst state and exposes the numbers to assistive technology', () => {
-    const el = mount(h(ReadyBar, { summary: { ready: 3, total: 5, worst: 'Failed', states: { Ready: 3, Failed: 1, Progressing: 1 } }, label: 'placement web' }));
+    const el = mount(
+      h(ReadyBar, {
+        summary: { ready: 3, total: 5, worst: 'Failed', states: { Ready: 3, Failed: 1, Progressing: 1 } },
+        label: 'placement web',
+      }),
+    );
     expect(el.textContent).toContain('READY 3/5');
     expect(el.querySelector('.badge')?.textContent).toBe('Failed');
     const bar = el.querySelector('[role=progressbar]')!;
@@ -36,7 +41,9 @@ describe('ReadyBar', () => {
   });
 
   it('shows no badge when everything is ready', () => {
-    const el = mount(h(ReadyBar, { summary: { ready: 2, total: 2, worst: 'Ready', states: { Ready: 2 } }, label: 'x' }));
+    const el = mount(
+      h(ReadyBar, { summary: { ready: 2, total: 2, worst: 'Ready', states: { Ready: 2 } }, label: 'x' }),
+    );
     expect(el.querySelector('.badge')).toBeNull();
     expect(el.querySelector('.bar-full')).not.toBeNull();
   });
@@ -45,7 +52,14 @@ describe('ReadyBar', () => {
 describe('ConfirmButton', () => {
   it('asks in place with focus on the confirm button; Escape cancels and gives focus back; confirming runs the action once', async () => {
     let runs = 0;
-    const el = mount(h(ConfirmButton, { label: 'Pause rollout', confirm: 'Pause this rollout?', confirmLabel: 'Pause', onConfirm: async () => void runs++ }));
+    const el = mount(
+      h(ConfirmButton, {
+        label: 'Pause rollout',
+        confirm: 'Pause this rollout?',
+        confirmLabel: 'Pause',
+        onConfirm: async () => void runs++,
+      }),
+    );
     const opener = el.querySelector('button')!;
     await act(() => opener.click());
     expect(el.querySelector('[role=group]')?.getAttribute('aria-label')).toBe('Pause this rollout?');
@@ -75,7 +89,10 @@ describe('ErrorBox', () => {
     const el = mount(h(ErrorBox, { error: err }));
     expect(el.querySelector('[role=alert] strong')?.textContent).toBe('The hub rejected it: nothing was changed');
     const items = [...el.querySelectorAll('li')].map((li) => li.textContent);
-    expect(items).toEqual(['object 1 · spec.workloads: name at least one workload', 'object 2 · metadata.name: must be 1-63 lower-case letters']);
+    expect(items).toEqual([
+      'object 1 · spec.workloads: name at least one workload',
+      'object 2 · metadata.name: must be 1-63 lower-case letters',
+    ]);
   });
 
   it('renders nothing without an error', () => {
@@ -91,7 +108,9 @@ describe('OnlineChart', () => {
   ];
   it('names min, max and now in its accessible name and keeps the numbers in a table', () => {
     const el = mount(h(OnlineChart, { points: pts, total: 4, hours: 2 }));
-    expect(el.querySelector('svg')?.getAttribute('aria-label')).toBe('Edges online over the last 2 hours: between 0 and 3, now 2 of 4.');
+    expect(el.querySelector('svg')?.getAttribute('aria-label')).toBe(
+      'Edges online over the last 2 hours: between 0 and 3, now 2 of 4.',
+    );
     expect([...el.querySelectorAll('tbody td:last-child')].map((td) => td.textContent)).toEqual(['0', '2']);
   });
 

@@ -4,7 +4,15 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-export function ConfirmButton(props: { label: string; confirm: string; confirmLabel?: string; onConfirm(): Promise<unknown> | void; busy?: boolean; danger?: boolean; class?: string }) {
+export function ConfirmButton(props: {
+  label: string;
+  confirm: string;
+  confirmLabel?: string;
+  onConfirm(): Promise<unknown> | void;
+  busy?: boolean;
+  danger?: boolean;
+  class?: string;
+}) {
   const [asking, setAsking] = useState(false);
   const yes = useRef<HTMLButtonElement>(null);
   const opener = useRef<HTMLButtonElement>(null);
@@ -17,7 +25,13 @@ export function ConfirmButton(props: { label: string; confirm: string; confirmLa
   };
   if (!asking) {
     return (
-      <button type="button" ref={opener} class={props.class ?? (props.danger ? 'btn danger' : 'btn')} disabled={props.busy} onClick={() => setAsking(true)}>
+      <button
+        type="button"
+        ref={opener}
+        class={props.class ?? (props.danger ? 'btn danger' : 'btn')}
+        disabled={props.busy}
+        onClick={() => setAsking(true)}
+      >
         {props.label}
       </button>
     );

@@ -13,7 +13,14 @@ import { checkYaml } from '../yaml.js';
 import { DiffView } from './diff-view.js';
 import { ErrorBox } from './error-box.js';
 
-export function YamlEditor(props: { initial: string; project: string; title: string; onApplied(r: ApplyResult): void; onCancel?(): void; allowUnchanged?: boolean }) {
+export function YamlEditor(props: {
+  initial: string;
+  project: string;
+  title: string;
+  onApplied(r: ApplyResult): void;
+  onCancel?(): void;
+  allowUnchanged?: boolean;
+}) {
   const [text, setText] = useState(props.initial);
   const [checked, setChecked] = useState(() => checkYaml(props.initial));
   const [review, setReview] = useState(false);
@@ -27,7 +34,12 @@ export function YamlEditor(props: { initial: string; project: string; title: str
   const canApply = checked.ok && (changed || !!props.allowUnchanged) && !busy;
   const summary = useMemo(() => {
     if (!checked.ok) return '';
-    return checked.objects.map((o) => `${(o as { kind?: string }).kind ?? '?'} ${(o as { metadata?: { name?: string } }).metadata?.name ?? '?'}`).join(', ');
+    return checked.objects
+      .map(
+        (o) =>
+          `${(o as { kind?: string }).kind ?? '?'} ${(o as { metadata?: { name?: string } }).metadata?.name ?? '?'}`,
+      )
+      .join(', ');
   }, [checked]);
 
   const apply = async () => {
@@ -86,4 +98,3 @@ export function YamlEditor(props: { initial: string; project: string; title: str
     </div>
   );
 }
-

@@ -5,7 +5,15 @@ export function ErrorBox(props: { error?: Error; title?: string }) {
   const e = props.error;
   if (!e) return null;
   const details = e instanceof ApiError ? e.details : undefined;
-  const title = props.title ?? (e instanceof NetworkError ? 'The hub cannot be reached' : e instanceof ApiError && e.code === 'invalid' ? 'The hub rejected it: nothing was changed' : e instanceof ApiError && e.code === 'conflict' ? 'Someone else changed it first' : 'Error');
+  const title =
+    props.title ??
+    (e instanceof NetworkError
+      ? 'The hub cannot be reached'
+      : e instanceof ApiError && e.code === 'invalid'
+        ? 'The hub rejected it: nothing was changed'
+        : e instanceof ApiError && e.code === 'conflict'
+          ? 'Someone else changed it first'
+          : 'Error');
   return (
     <div class="error-box" role="alert">
       <strong>{title}</strong>

@@ -23,7 +23,9 @@ export interface ObjectListProps<T> {
 export function ObjectList<T extends { metadata: { name: string } }>(p: ObjectListProps<T>) {
   const session = useApp().session!;
   const [cursors, setCursors] = useState<string[]>([]);
-  const list = useGet<List<T>>(`/api/v1/projects/${enc(session.project)}/${p.kind}${query({ limit: 50, continue: cursors[cursors.length - 1] })}`);
+  const list = useGet<List<T>>(
+    `/api/v1/projects/${enc(session.project)}/${p.kind}${query({ limit: 50, continue: cursors[cursors.length - 1] })}`,
+  );
   const items = list.data?.items ?? [];
   return (
     <>
@@ -56,7 +58,14 @@ export function ObjectList<T extends { metadata: { name: string } }>(p: ObjectLi
           </tbody>
         </table>
       </div>
-      <Pager label={p.title} page={cursors.length} shown={items.length} hasNext={!!list.data?.continue} onPrev={() => setCursors(cursors.slice(0, -1))} onNext={() => list.data?.continue && setCursors([...cursors, list.data.continue])} />
+      <Pager
+        label={p.title}
+        page={cursors.length}
+        shown={items.length}
+        hasNext={!!list.data?.continue}
+        onPrev={() => setCursors(cursors.slice(0, -1))}
+        onNext={() => list.data?.continue && setCursors([...cursors, list.data.continue])}
+      />
     </>
   );
 }

@@ -1,5 +1,12 @@
 /** Previous/next over the API's `continue` cursors; the page stack lives in the caller. */
-export function Pager(props: { page: number; hasNext: boolean; onPrev(): void; onNext(): void; shown: number; label: string }) {
+export function Pager(props: {
+  page: number;
+  hasNext: boolean;
+  onPrev(): void;
+  onNext(): void;
+  shown: number;
+  label: string;
+}) {
   return (
     <nav class="pager" aria-label={`${props.label} pages`}>
       <button type="button" class="btn" disabled={props.page === 0} onClick={props.onPrev}>

@@ -2,7 +2,11 @@
 import type { Summary } from '../types.js';
 import { Badge, byRank } from './badge.js';
 
-export function ReadyBar(props: { summary: Pick<Summary, 'ready' | 'total' | 'states' | 'worst'>; label: string; compact?: boolean }) {
+export function ReadyBar(props: {
+  summary: Pick<Summary, 'ready' | 'total' | 'states' | 'worst'>;
+  label: string;
+  compact?: boolean;
+}) {
   const { ready, total, worst, states } = props.summary;
   const pct = total === 0 ? 0 : Math.round((ready / total) * 100);
   const breakdown = byRank(states ?? {})

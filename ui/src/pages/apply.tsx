@@ -48,7 +48,8 @@ export function ApplyPage() {
     <>
       <h1>Apply YAML</h1>
       <p class="muted">
-        Workloads and placements for project <strong>{session.project}</strong> (objects without <code>metadata.project</code> go there). The hub checks every object before it changes any.
+        Workloads and placements for project <strong>{session.project}</strong> (objects without{' '}
+        <code>metadata.project</code> go there). The hub checks every object before it changes any.
       </p>
       {result && (
         <div class="notice" role="status">
@@ -56,7 +57,9 @@ export function ApplyPage() {
           {result.results.map((r, i) => (
             <span key={i}>
               {i > 0 && ', '}
-              <Link href={`/${r.kind === 'Workload' ? 'workloads' : r.kind === 'Placement' ? 'placements' : 'edges'}/${encodeURIComponent(r.name)}`}>
+              <Link
+                href={`/${r.kind === 'Workload' ? 'workloads' : r.kind === 'Placement' ? 'placements' : 'edges'}/${encodeURIComponent(r.name)}`}
+              >
                 {r.kind} {r.name}
               </Link>{' '}
               {r.action}

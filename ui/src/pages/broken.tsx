@@ -37,7 +37,11 @@ export function BrokenList(props: { summary: Summary; title?: string }) {
               ))}
             </tbody>
           </table>
-          {broken.length < notReady && <p class="muted">Showing the first {broken.length} of {notReady} not ready.</p>}
+          {broken.length < notReady && (
+            <p class="muted">
+              Showing the first {broken.length} of {notReady} not ready.
+            </p>
+          )}
         </div>
       )}
     </section>

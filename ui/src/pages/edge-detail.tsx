@@ -11,7 +11,12 @@ import { api, can, useApp } from '../store.js';
 import type { Connection, EdgeObj, List, LocalStateView } from '../types.js';
 import { Events } from './overview.js';
 
-function Overrides(props: { edge: string; project: string; intents: Record<string, LocalStateView>; canWrite: boolean }) {
+function Overrides(props: {
+  edge: string;
+  project: string;
+  intents: Record<string, LocalStateView>;
+  canWrite: boolean;
+}) {
   const clear = useAction();
   const entries = Object.entries(props.intents);
   return (
@@ -33,7 +38,13 @@ function Overrides(props: { edge: string; project: string; intents: Record<strin
                 confirmLabel="Clear"
                 danger
                 busy={clear.busy}
-                onConfirm={() => clear.run(() => api.post(`/api/v1/projects/${enc(props.project)}/edges/${enc(props.edge)}/clear-intents`, { workload: w }))}
+                onConfirm={() =>
+                  clear.run(() =>
+                    api.post(`/api/v1/projects/${enc(props.project)}/edges/${enc(props.edge)}/clear-intents`, {
+                      workload: w,
+                    }),
+                  )
+                }
               />
             )}
           </div>
@@ -80,7 +91,11 @@ function Overrides(props: { edge: string; project: string; intents: Record<strin
                   </td>
                   <td>{i.action}</td>
                   <td>{i.origin}</td>
-                  <td>{i.set ? Object.entries(i.set).map(([k, v]) => <code key={k}>{`${k}=${inlineValue(v)} `}</code>) : '—'}</td>
+                  <td>
+                    {i.set
+                      ? Object.entries(i.set).map(([k, v]) => <code key={k}>{`${k}=${inlineValue(v)} `}</code>)
+                      : '—'}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -107,20 +122,37 @@ export function EdgeDetail(props: { name: string }) {
       </p>
       <div class="title-row">
         <h1>
-          Edge {props.name} {e && <Badge value={e.status.phase} />} {e?.spec.unschedulable && <span class="tag">drained</span>}
+          Edge {props.name} {e && <Badge value={e.status.phase} />}{' '}
+          {e?.spec.unschedulable && <span class="tag">drained</span>}
         </h1>
         {e && (
           <div class="actions">
             {can(session, 'admin') && e.status.phase === 'Pending' && (
-              <ConfirmButton label="Approve" confirm="Approve this edge? It will get workloads." busy={act.busy} onConfirm={() => act.run(() => api.post(`/api/v1/projects/${p}/edges/${n}/approve`))} />
+              <ConfirmButton
+                label="Approve"
+                confirm="Approve this edge? It will get workloads."
+                busy={act.busy}
+                onConfirm={() => act.run(() => api.post(`/api/v1/projects/${p}/edges/${n}/approve`))}
+              />
             )}
             {can(session, 'write') &&
               (e.spec.unschedulable ? (
-                <button type="button" class="btn" disabled={act.busy} onClick={() => act.run(() => api.post(`/api/v1/projects/${p}/edges/${n}/uncordon`))}>
+                <button
+                  type="button"
+                  class="btn"
+                  disabled={act.busy}
+                  onClick={() => act.run(() => api.post(`/api/v1/projects/${p}/edges/${n}/uncordon`))}
+                >
                   Uncordon
                 </button>
               ) : (
-                <ConfirmButton label="Drain" danger confirm="Drain this edge? Its workloads are removed until you uncordon it." busy={act.busy} onConfirm={() => act.run(() => api.post(`/api/v1/projects/${p}/edges/${n}/drain`))} />
+                <ConfirmButton
+                  label="Drain"
+                  danger
+                  confirm="Drain this edge? Its workloads are removed until you uncordon it."
+                  busy={act.busy}
+                  onConfirm={() => act.run(() => api.post(`/api/v1/projects/${p}/edges/${n}/drain`))}
+                />
               ))}
           </div>
         )}
@@ -229,7 +261,12 @@ export function EdgeDetail(props: { name: string }) {
             </div>
           </section>
 
-          <Overrides edge={props.name} project={session.project} intents={e.status.localIntents} canWrite={can(session, 'write')} />
+          <Overrides
+            edge={props.name}
+            project={session.project}
+            intents={e.status.localIntents}
+            canWrite={can(session, 'write')}
+          />
 
           <section aria-labelledby="conn-h">
             <h2 id="conn-h">Connection history</h2>
@@ -249,8 +286,20 @@ export function EdgeDetail(props: { name: string }) {
                   {conns.data?.items.map((c, i) => (
                     <tr key={i}>
                       <td>{dateTime(c.connectedAt)}</td>
-                      <td>{c.disconnectedAt ? dateTime(c.disconnectedAt) : <Badge value={i === 0 && e.status.phase === 'Online' ? 'Online' : 'Stale'} />}</td>
-                      <td>{c.durationMs !== undefined ? duration(c.durationMs) : i === 0 && e.status.connectedSince ? duration(Date.now() - Date.parse(c.connectedAt)) : '—'}</td>
+                      <td>
+                        {c.disconnectedAt ? (
+                          dateTime(c.disconnectedAt)
+                        ) : (
+                          <Badge value={i === 0 && e.status.phase === 'Online' ? 'Online' : 'Stale'} />
+                        )}
+                      </td>
+                      <td>
+                        {c.durationMs !== undefined
+                          ? duration(c.durationMs)
+                          : i === 0 && e.status.connectedSince
+                            ? duration(Date.now() - Date.parse(c.connectedAt))
+                            : '—'}
+                      </td>
                       <td>{c.remoteAddress ?? '—'}</td>
                       <td>{c.reason ?? '—'}</td>
                     </tr>

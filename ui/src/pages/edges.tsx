@@ -42,12 +42,17 @@ export function Edges() {
     setDraft({ q, selector, state });
   }, [filterKey]);
   const cursor = cursors[cursors.length - 1];
-  const list = useGet<List<EdgeObj>>(`/api/v1/projects/${enc(session.project)}/edges${query({ q, labelSelector: selector, state, limit, continue: cursor })}`);
+  const list = useGet<List<EdgeObj>>(
+    `/api/v1/projects/${enc(session.project)}/edges${query({ q, labelSelector: selector, state, limit, continue: cursor })}`,
+  );
   const approve = useAction();
 
   const apply = (e: Event) => {
     e.preventDefault();
-    navigate(`/edges${query({ q: draft.q.trim(), labelSelector: draft.selector.trim(), state: draft.state, limit: limit === 50 ? undefined : limit })}`, { replace: true });
+    navigate(
+      `/edges${query({ q: draft.q.trim(), labelSelector: draft.selector.trim(), state: draft.state, limit: limit === 50 ? undefined : limit })}`,
+      { replace: true },
+    );
   };
   const items = list.data?.items ?? [];
   const filtered = q || selector || state;
@@ -57,15 +62,31 @@ export function Edges() {
       <form class="filters" onSubmit={apply} role="search" aria-label="Filter edges">
         <div class="field">
           <label for="f-q">Name contains</label>
-          <input id="f-q" type="search" value={draft.q} onInput={(e) => setDraft({ ...draft, q: (e.target as HTMLInputElement).value })} />
+          <input
+            id="f-q"
+            type="search"
+            value={draft.q}
+            onInput={(e) => setDraft({ ...draft, q: (e.target as HTMLInputElement).value })}
+          />
         </div>
         <div class="field grow">
           <label for="f-sel">Label selector</label>
-          <input id="f-sel" type="text" placeholder="region=eu,tier!=small" spellcheck={false} value={draft.selector} onInput={(e) => setDraft({ ...draft, selector: (e.target as HTMLInputElement).value })} />
+          <input
+            id="f-sel"
+            type="text"
+            placeholder="region=eu,tier!=small"
+            spellcheck={false}
+            value={draft.selector}
+            onInput={(e) => setDraft({ ...draft, selector: (e.target as HTMLInputElement).value })}
+          />
         </div>
         <div class="field">
           <label for="f-state">State</label>
-          <select id="f-state" value={draft.state} onChange={(e) => setDraft({ ...draft, state: (e.target as HTMLSelectElement).value })}>
+          <select
+            id="f-state"
+            value={draft.state}
+            onChange={(e) => setDraft({ ...draft, state: (e.target as HTMLSelectElement).value })}
+          >
             {STATES.map((s) => (
               <option key={s} value={s}>
                 {s || 'any'}
@@ -75,7 +96,16 @@ export function Edges() {
         </div>
         <div class="field">
           <label for="f-limit">Per page</label>
-          <select id="f-limit" value={String(limit)} onChange={(e) => navigate(`/edges${query({ q, labelSelector: selector, state, limit: (e.target as HTMLSelectElement).value })}`, { replace: true })}>
+          <select
+            id="f-limit"
+            value={String(limit)}
+            onChange={(e) =>
+              navigate(
+                `/edges${query({ q, labelSelector: selector, state, limit: (e.target as HTMLSelectElement).value })}`,
+                { replace: true },
+              )
+            }
+          >
             {PAGE_SIZES.map((n) => (
               <option key={n} value={String(n)}>
                 {n}
@@ -95,7 +125,9 @@ export function Edges() {
       <ErrorBox error={list.error} />
       <ErrorBox error={approve.error} />
       <p class="muted" aria-live="polite">
-        {list.data ? `${items.length} shown${filtered ? ` · ${list.data.matched ?? '?'} match the filter` : ''} · ${list.data.total ?? '?'} edges in project ${session.project}` : 'Loading…'}
+        {list.data
+          ? `${items.length} shown${filtered ? ` · ${list.data.matched ?? '?'} match the filter` : ''} · ${list.data.total ?? '?'} edges in project ${session.project}`
+          : 'Loading…'}
       </p>
       <div class="table-wrap">
         <table class="table">
@@ -109,7 +141,11 @@ export function Edges() {
               <th scope="col">Last seen</th>
               <th scope="col">Runtime</th>
               <th scope="col">Agent</th>
-              {can(session, 'admin') && <th scope="col"><span class="sr-only">Actions</span></th>}
+              {can(session, 'admin') && (
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
@@ -125,8 +161,20 @@ export function Edges() {
                 <td>
                   <Badge value={e.status.phase} />
                 </td>
-                <td>{e.status.summary.total === 0 ? <span class="muted">none</span> : `${e.status.summary.ready}/${e.status.summary.total} ready`}</td>
-                <td>{e.status.lastSeen ? <time dateTime={e.status.lastSeen}>{ago(e.status.lastSeen)}</time> : <span class="muted">never</span>}</td>
+                <td>
+                  {e.status.summary.total === 0 ? (
+                    <span class="muted">none</span>
+                  ) : (
+                    `${e.status.summary.ready}/${e.status.summary.total} ready`
+                  )}
+                </td>
+                <td>
+                  {e.status.lastSeen ? (
+                    <time dateTime={e.status.lastSeen}>{ago(e.status.lastSeen)}</time>
+                  ) : (
+                    <span class="muted">never</span>
+                  )}
+                </td>
                 <td>{runtimeOf(e)}</td>
                 <td>{e.status.agentVersion ?? e.status.inventory?.agentVersion ?? '—'}</td>
                 {can(session, 'admin') && (
@@ -136,7 +184,11 @@ export function Edges() {
                         label="Approve"
                         confirm={`Approve ${e.metadata.name}? It will get workloads.`}
                         busy={approve.busy}
-                        onConfirm={() => approve.run(() => api.post(`/api/v1/projects/${enc(session.project)}/edges/${enc(e.metadata.name)}/approve`))}
+                        onConfirm={() =>
+                          approve.run(() =>
+                            api.post(`/api/v1/projects/${enc(session.project)}/edges/${enc(e.metadata.name)}/approve`),
+                          )
+                        }
                       />
                     )}
                   </td>
@@ -146,7 +198,9 @@ export function Edges() {
             {list.data && items.length === 0 && (
               <tr>
                 <td colSpan={8} class="empty">
-                  {filtered ? 'No edge matches the filter.' : 'No edges yet: create a join token (outpost token create) and start an edge agent with it.'}
+                  {filtered
+                    ? 'No edge matches the filter.'
+                    : 'No edges yet: create a join token (outpost token create) and start an edge agent with it.'}
                 </td>
               </tr>
             )}

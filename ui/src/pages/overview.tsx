@@ -23,7 +23,9 @@ function Count(props: { label: string; value?: number; href: string; tone: strin
 }
 
 export function Events(props: { project: string; kind?: string; name?: string; limit?: number; title?: string }) {
-  const ev = useGet<List<HubEvent>>(`/api/v1/projects/${enc(props.project)}/events${query({ kind: props.kind, name: props.name, limit: props.limit ?? 12 })}`);
+  const ev = useGet<List<HubEvent>>(
+    `/api/v1/projects/${enc(props.project)}/events${query({ kind: props.kind, name: props.name, limit: props.limit ?? 12 })}`,
+  );
   return (
     <section aria-labelledby="events-h">
       <h2 id="events-h">{props.title ?? 'Latest events'}</h2>
@@ -37,7 +39,15 @@ export function Events(props: { project: string; kind?: string; name?: string; l
             </time>
             <span class="event-reason">{e.reason}</span>
             <span class="event-msg">
-              {e.kind === 'Edge' ? <Link href={`/edges/${enc(e.name)}`}>{e.name}</Link> : e.kind === 'Workload' ? <Link href={`/workloads/${enc(e.name)}`}>{e.name}</Link> : e.kind === 'Placement' ? <Link href={`/placements/${enc(e.name)}`}>{e.name}</Link> : e.name}
+              {e.kind === 'Edge' ? (
+                <Link href={`/edges/${enc(e.name)}`}>{e.name}</Link>
+              ) : e.kind === 'Workload' ? (
+                <Link href={`/workloads/${enc(e.name)}`}>{e.name}</Link>
+              ) : e.kind === 'Placement' ? (
+                <Link href={`/placements/${enc(e.name)}`}>{e.name}</Link>
+              ) : (
+                e.name
+              )}
               {': '}
               {e.message}
             </span>
@@ -64,7 +74,12 @@ export function Overview() {
       <section aria-label="Edges by state" class="counts">
         <Count label="edges online" value={e?.Online} href="/edges?state=Online" tone="ok" />
         <Count label="offline" value={e?.Offline} href="/edges?state=Offline" tone={e?.Offline ? 'warn' : 'muted'} />
-        <Count label="pending approval" value={e?.Pending} href="/edges?state=Pending" tone={e?.Pending ? 'info' : 'muted'} />
+        <Count
+          label="pending approval"
+          value={e?.Pending}
+          href="/edges?state=Pending"
+          tone={e?.Pending ? 'info' : 'muted'}
+        />
         <Count label="edges in total" value={e?.total} href="/edges" tone="muted" />
       </section>
 
@@ -82,7 +97,12 @@ export function Overview() {
               <li key={pl.metadata.name} class="card">
                 <div class="card-head">
                   <Link href={`/placements/${enc(pl.metadata.name)}`}>{pl.metadata.name}</Link>
-                  {pl.status.rollout && <Badge value={pl.status.rollout.paused ? 'Paused' : pl.status.rollout.phase} title={pl.status.rollout.reason} />}
+                  {pl.status.rollout && (
+                    <Badge
+                      value={pl.status.rollout.paused ? 'Paused' : pl.status.rollout.phase}
+                      title={pl.status.rollout.reason}
+                    />
+                  )}
                 </div>
                 <ReadyBar summary={pl.status.summary} label={`placement ${pl.metadata.name}`} />
               </li>

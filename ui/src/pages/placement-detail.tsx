@@ -20,7 +20,10 @@ import { Events } from './overview.js';
 function RolloutProgress(props: { rollout: RolloutView }) {
   const r = props.rollout;
   const c = r.counts;
-  const seg = (n: number, cls: string, label: string) => (c && c.total > 0 && n > 0 ? <div class={`seg ${cls}`} style={{ width: `${(n / c.total) * 100}%` }} title={`${n} ${label}`} /> : null);
+  const seg = (n: number, cls: string, label: string) =>
+    c && c.total > 0 && n > 0 ? (
+      <div class={`seg ${cls}`} style={{ width: `${(n / c.total) * 100}%` }} title={`${n} ${label}`} />
+    ) : null;
   const inFlight = c ? Math.max(0, c.updated - c.ready - c.failed) : 0;
   return (
     <div class="rollout">
@@ -29,7 +32,11 @@ function RolloutProgress(props: { rollout: RolloutView }) {
       </p>
       {c && (
         <>
-          <div class="stack" role="img" aria-label={`rollout: ${c.ready} ready, ${inFlight} updating, ${c.failed} failed, ${c.pending} waiting, of ${c.total} edges`}>
+          <div
+            class="stack"
+            role="img"
+            aria-label={`rollout: ${c.ready} ready, ${inFlight} updating, ${c.failed} failed, ${c.pending} waiting, of ${c.total} edges`}
+          >
             {seg(c.ready, 'seg-ready', 'ready on the new content')}
             {seg(inFlight, 'seg-flight', 'updating')}
             {seg(c.failed, 'seg-failed', 'failed')}
@@ -61,7 +68,11 @@ function MatchedEdges(props: { project: string; placement: PlacementObj }) {
   const [cursors, setCursors] = useState<string[]>([]);
   // The hub filters: the selector in kubectl syntax is what the list API takes.
   const selector = sel ? selectorString(sel) : undefined;
-  const list = useGet<List<EdgeObj>>(sel ? `/api/v1/projects/${enc(props.project)}/edges${query({ labelSelector: selector === '<all>' ? '' : selector, limit: 25, continue: cursors[cursors.length - 1] })}` : null);
+  const list = useGet<List<EdgeObj>>(
+    sel
+      ? `/api/v1/projects/${enc(props.project)}/edges${query({ labelSelector: selector === '<all>' ? '' : selector, limit: 25, continue: cursors[cursors.length - 1] })}`
+      : null,
+  );
   // The hub counts matches of a filtered list; an empty selector matches every edge.
   const matched = list.data?.matched ?? (selector === '<all>' ? list.data?.total : undefined);
   const named = props.placement.spec.edges ?? [];
@@ -79,7 +90,15 @@ function MatchedEdges(props: { project: string; placement: PlacementObj }) {
         <td>
           <LabelChips labels={e.metadata.labels} max={4} />
         </td>
-        <td>{ws.length === 0 ? <span class="muted">{e.status.phase === 'Pending' ? 'not approved' : e.spec.unschedulable ? 'drained' : 'not written yet'}</span> : ws.map((w) => <Badge key={w.name} value={w.state} title={`${w.name}: ${w.reason ?? w.state}`} />)}</td>
+        <td>
+          {ws.length === 0 ? (
+            <span class="muted">
+              {e.status.phase === 'Pending' ? 'not approved' : e.spec.unschedulable ? 'drained' : 'not written yet'}
+            </span>
+          ) : (
+            ws.map((w) => <Badge key={w.name} value={w.state} title={`${w.name}: ${w.reason ?? w.state}`} />)
+          )}
+        </td>
         <td>{e.status.lastSeen ? ago(e.status.lastSeen) : 'never'}</td>
       </tr>
     );
@@ -130,7 +149,14 @@ function MatchedEdges(props: { project: string; placement: PlacementObj }) {
               </tbody>
             </table>
           </div>
-          <Pager label="Matched edges" page={cursors.length} shown={list.data?.items.length ?? 0} hasNext={!!list.data?.continue} onPrev={() => setCursors(cursors.slice(0, -1))} onNext={() => list.data?.continue && setCursors([...cursors, list.data.continue])} />
+          <Pager
+            label="Matched edges"
+            page={cursors.length}
+            shown={list.data?.items.length ?? 0}
+            hasNext={!!list.data?.continue}
+            onPrev={() => setCursors(cursors.slice(0, -1))}
+            onNext={() => list.data?.continue && setCursors([...cursors, list.data.continue])}
+          />
         </>
       )}
     </section>
@@ -156,11 +182,22 @@ export function PlacementDetail(props: { name: string }) {
         {x && can(session, 'write') && (
           <div class="actions">
             {paused ? (
-              <button type="button" class="btn primary" disabled={act.busy} onClick={() => act.run(() => api.post(`/api/v1/projects/${p}/placements/${n}/resume`))}>
+              <button
+                type="button"
+                class="btn primary"
+                disabled={act.busy}
+                onClick={() => act.run(() => api.post(`/api/v1/projects/${p}/placements/${n}/resume`))}
+              >
                 Resume rollout
               </button>
             ) : (
-              <ConfirmButton label="Pause rollout" confirm="Pause this rollout? No more edges get new content until you resume." confirmLabel="Pause" busy={act.busy} onConfirm={() => act.run(() => api.post(`/api/v1/projects/${p}/placements/${n}/pause`))} />
+              <ConfirmButton
+                label="Pause rollout"
+                confirm="Pause this rollout? No more edges get new content until you resume."
+                confirmLabel="Pause"
+                busy={act.busy}
+                onConfirm={() => act.run(() => api.post(`/api/v1/projects/${p}/placements/${n}/pause`))}
+              />
             )}
             {!editing && (
               <button type="button" class="btn" onClick={() => setEditing(true)}>
@@ -208,13 +245,18 @@ export function PlacementDetail(props: { name: string }) {
                 <dd>{x.status.selectedEdges}</dd>
                 <dt>Rollout settings</dt>
                 <dd>
-                  maxUnavailable {String(x.spec.rollout.maxUnavailable)}, failureThreshold {x.spec.rollout.failureThreshold}
+                  maxUnavailable {String(x.spec.rollout.maxUnavailable)}, failureThreshold{' '}
+                  {x.spec.rollout.failureThreshold}
                 </dd>
               </dl>
             </section>
             <section aria-labelledby="ro-h">
               <h2 id="ro-h">Rollout</h2>
-              {x.status.rollout ? <RolloutProgress rollout={x.status.rollout} /> : <p class="muted">Not planned yet.</p>}
+              {x.status.rollout ? (
+                <RolloutProgress rollout={x.status.rollout} />
+              ) : (
+                <p class="muted">Not planned yet.</p>
+              )}
             </section>
           </div>
           <BrokenList summary={x.status.summary} title="Broken" />
@@ -229,7 +271,13 @@ export function PlacementDetail(props: { name: string }) {
             )}
           </section>
           <MatchedEdges project={session.project} placement={x} />
-          <Events project={session.project} kind="Placement" name={props.name} title="Events of this placement" limit={8} />
+          <Events
+            project={session.project}
+            kind="Placement"
+            name={props.name}
+            title="Events of this placement"
+            limit={8}
+          />
         </>
       )}
     </>

@@ -46,7 +46,16 @@ export function Placements() {
           <td>
             <ReadyBar summary={p.status.summary} label={`placement ${p.metadata.name}`} compact />
           </td>
-          <td>{p.status.rollout ? <Badge value={p.status.rollout.paused ? 'Paused' : p.status.rollout.phase} title={p.status.rollout.reason} /> : '—'}</td>
+          <td>
+            {p.status.rollout ? (
+              <Badge
+                value={p.status.rollout.paused ? 'Paused' : p.status.rollout.phase}
+                title={p.status.rollout.reason}
+              />
+            ) : (
+              '—'
+            )}
+          </td>
         </tr>
       )}
     />

@@ -12,7 +12,12 @@ export async function sessionFor(token: string, preferred?: string) {
   if (who.project === '*') {
     const projects = await client.get<List<{ name: string }>>('/api/v1/projects');
     const names = projects.items.map((p) => p.name);
-    project = preferred && names.includes(preferred) ? preferred : names.includes('default') ? 'default' : (names[0] ?? 'default');
+    project =
+      preferred && names.includes(preferred)
+        ? preferred
+        : names.includes('default')
+          ? 'default'
+          : (names[0] ?? 'default');
   }
   return { token, role: who.role, scope: who.project, project };
 }
@@ -30,7 +35,13 @@ export function SignIn(props: { reason?: string }) {
     try {
       signIn(await sessionFor(t, storedProject()));
     } catch (err) {
-      setError(err instanceof ApiError && err.status === 401 ? new Error('The hub does not accept this token: it is unknown, expired or revoked. Ask an admin for a new one.') : (err as Error));
+      setError(
+        err instanceof ApiError && err.status === 401
+          ? new Error(
+              'The hub does not accept this token: it is unknown, expired or revoked. Ask an admin for a new one.',
+            )
+          : (err as Error),
+      );
     } finally {
       setBusy(false);
     }
@@ -52,9 +63,21 @@ export function SignIn(props: { reason?: string }) {
         )}
         <form onSubmit={submit}>
           <label for="token">API token</label>
-          <input id="token" name="token" type="password" autocomplete="off" spellcheck={false} required value={token} onInput={(e) => setToken((e.target as HTMLInputElement).value)} aria-describedby="token-help" />
+          <input
+            id="token"
+            name="token"
+            type="password"
+            autocomplete="off"
+            spellcheck={false}
+            required
+            value={token}
+            onInput={(e) => setToken((e.target as HTMLInputElement).value)}
+            aria-describedby="token-help"
+          />
           <p id="token-help" class="help">
-            Create one with <code>outpost token create --api --role viewer</code>, or use the admin token the hub printed at first start (also in <code>DATA/admin.token</code>). It is kept in this browser tab only (session storage).
+            Create one with <code>outpost token create --api --role viewer</code>, or use the admin token the hub
+            printed at first start (also in <code>DATA/admin.token</code>). It is kept in this browser tab only (session
+            storage).
           </p>
           <button type="submit" class="btn primary" disabled={busy}>
             {busy ? 'Signing in…' : 'Sign in'}

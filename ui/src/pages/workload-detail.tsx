@@ -59,7 +59,11 @@ function Revisions(props: { project: string; name: string; current: number; canW
                     {ago(r.createdAt)}
                   </time>
                 </td>
-                <td>{(r.manifests as { kind?: string; metadata?: { name?: string } }[]).map((m) => `${m.kind}/${m.metadata?.name}`).join(', ')}</td>
+                <td>
+                  {(r.manifests as { kind?: string; metadata?: { name?: string } }[])
+                    .map((m) => `${m.kind}/${m.metadata?.name}`)
+                    .join(', ')}
+                </td>
                 {props.canWrite && (
                   <td>
                     {r.revision !== props.current && (
@@ -68,7 +72,15 @@ function Revisions(props: { project: string; name: string; current: number; canW
                         confirm={`Roll back ${props.name} to the manifests of revision #${r.revision}? Every edge running it gets them.`}
                         confirmLabel="Roll back"
                         busy={rollback.busy}
-                        onConfirm={() => rollback.run(() => api.post(`/api/v1/projects/${enc(props.project)}/workloads/${enc(props.name)}/rollback`, { revision: r.revision }).then(() => revs.reload()))}
+                        onConfirm={() =>
+                          rollback.run(() =>
+                            api
+                              .post(`/api/v1/projects/${enc(props.project)}/workloads/${enc(props.name)}/rollback`, {
+                                revision: r.revision,
+                              })
+                              .then(() => revs.reload()),
+                          )
+                        }
                       />
                     )}
                   </td>
@@ -85,7 +97,13 @@ function Revisions(props: { project: string; name: string; current: number; canW
             <RevisionSelect id="rev-from" label="From" revisions={items} value={from} onChange={setFrom} />
             <RevisionSelect id="rev-to" label="To" revisions={items} value={to} onChange={setTo} />
           </div>
-          {a && b && <DiffView before={toYamlDocs(a.manifests)} after={toYamlDocs(b.manifests)} label={`changes from revision ${a.revision} to ${b.revision}`} />}
+          {a && b && (
+            <DiffView
+              before={toYamlDocs(a.manifests)}
+              after={toYamlDocs(b.manifests)}
+              label={`changes from revision ${a.revision} to ${b.revision}`}
+            />
+          )}
         </div>
       )}
     </section>
@@ -154,19 +172,40 @@ export function WorkloadDetail(props: { name: string }) {
               </pre>
             )}
           </section>
-          <Revisions project={session.project} name={props.name} current={w.status.revision} canWrite={can(session, 'write')} />
-          <Events project={session.project} kind="Workload" name={props.name} title="Events of this workload" limit={8} />
+          <Revisions
+            project={session.project}
+            name={props.name}
+            current={w.status.revision}
+            canWrite={can(session, 'write')}
+          />
+          <Events
+            project={session.project}
+            kind="Workload"
+            name={props.name}
+            title="Events of this workload"
+            limit={8}
+          />
         </>
       )}
     </>
   );
 }
 
-function RevisionSelect(p: { id: string; label: string; revisions: { revision: number }[]; value: number | undefined; onChange: (n: number) => void }) {
+function RevisionSelect(p: {
+  id: string;
+  label: string;
+  revisions: { revision: number }[];
+  value: number | undefined;
+  onChange: (n: number) => void;
+}) {
   return (
     <div class="field">
       <label for={p.id}>{p.label}</label>
-      <select id={p.id} value={String(p.value)} onChange={(e) => p.onChange(Number((e.target as HTMLSelectElement).value))}>
+      <select
+        id={p.id}
+        value={String(p.value)}
+        onChange={(e) => p.onChange(Number((e.target as HTMLSelectElement).value))}
+      >
         {p.revisions.map((r) => (
           <option key={r.revision} value={String(r.revision)}>
             #{r.revision}

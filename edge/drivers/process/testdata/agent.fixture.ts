@@ -22,7 +22,9 @@ for (;;) {
   }
   await new Promise((r) => setTimeout(r, 100));
 }
-const state = JSON.parse(await readFile(join(dataDir, 'workloads', name, 'state.json'), 'utf8')) as { processes: Record<string, { pid: number }> };
+const state = JSON.parse(await readFile(join(dataDir, 'workloads', name, 'state.json'), 'utf8')) as {
+  processes: Record<string, { pid: number }>;
+};
 console.log(`READY ${state.processes.web.pid}`);
 // Keep the event loop busy like a real agent would; the test kills us with SIGKILL.
 setInterval(() => undefined, 60_000);
