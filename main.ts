@@ -15,7 +15,7 @@ import {
   registerOperatorCommands,
   shouldPrintError,
   UsageError,
-} from './hub/cli/index.js';
+} from './cli/index.js';
 
 const log = createLogger('main');
 

@@ -7,6 +7,7 @@ export default defineConfig({
       'core/**/*.test.ts',
       'sync/**/*.test.ts',
       'hub/**/*.test.ts',
+      'cli/**/*.test.ts',
       'edge/**/*.test.ts',
       'build/**/*.test.ts',
       'test/**/*.test.ts',

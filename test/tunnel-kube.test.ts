@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeAgent, type EdgeAgent } from '../edge/agent.js';
 import { startFakeApiServer, type FakeApiServer } from '../edge/drivers/kubernetes/fake-apiserver.js';
-import { HubClient } from '../hub/cli/client.js';
+import { HubClient } from '../cli/client.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli } from './procs.js';

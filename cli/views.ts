@@ -3,9 +3,9 @@
  * helpers shared by tables and `describe`. Fields are optional on purpose: a newer or older hub may
  * omit some, and the CLI shows `-` rather than failing.
  */
-import { formatAge } from '../../core/durations.js';
-import type { Summary } from '../../core/status.js';
-import { readyColumn } from '../../core/summary.js';
+import { formatAge } from '../core/durations.js';
+import type { Summary } from '../core/status.js';
+import { readyColumn } from '../core/summary.js';
 
 export interface ApiMetadata {
   name: string;

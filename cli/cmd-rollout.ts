@@ -1,6 +1,6 @@
 /** @module `outpost rollout status|undo|pause|resume|history`. */
 import { InvalidArgumentError, type Command } from 'commander';
-import { parseDuration } from '../../core/durations.js';
+import { parseDuration } from '../core/durations.js';
 import { HubError } from './client.js';
 import { objectPath, openSession, type CliDeps, type Session } from './context.js';
 import { CliError } from './errors.js';

@@ -6,7 +6,7 @@
 import os from 'node:os';
 import readline from 'node:readline/promises';
 import { InvalidArgumentError, type Command } from 'commander';
-import { isValidName } from '../../core/ids.js';
+import { isValidName } from '../core/ids.js';
 import { HubClient } from './client.js';
 import { resolveConnection } from './config.js';
 import type { Output, Writer } from './output.js';

@@ -4,7 +4,7 @@
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it.
  */
 import { InvalidArgumentError } from 'commander';
-import type { Kind } from '../../core/resources.js';
+import type { Kind } from '../core/resources.js';
 
 export interface KindInfo {
   kind: Kind;

@@ -1,7 +1,7 @@
 /** @module `outpost token create`: join tokens for edges, API tokens for people and scripts. */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { parseDuration } from '../../core/durations.js';
-import { parseLabels } from '../../core/selector.js';
+import { parseDuration } from '../core/durations.js';
+import { parseLabels } from '../core/selector.js';
 import { openSession, type CliDeps } from './context.js';
 import { CliError, UsageError } from './errors.js';
 import { line } from './output.js';

@@ -1,7 +1,7 @@
 /** @module `outpost apply`, `get`, `describe`, `delete`: the object verbs. */
 import { InvalidArgumentError, type Command } from 'commander';
-import { API_VERSION } from '../../core/resources.js';
-import { parseSelectorString } from '../../core/selector.js';
+import { API_VERSION } from '../core/resources.js';
+import { parseSelectorString } from '../core/selector.js';
 import { HubError } from './client.js';
 import { objectPath, openSession, type CliDeps } from './context.js';
 import { describeObject } from './describe.js';

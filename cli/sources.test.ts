@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../test/helpers.js';
+import { tempDir } from '../test/helpers.js';
 import { CliError } from './errors.js';
 import { checkObjects, objectsOfText, readSources } from './sources.js';
 

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { certFingerprint, fetchPinnedCa, parseToken, splitPem } from '../../sync/pinned-ca.js';
+import { certFingerprint, fetchPinnedCa, parseToken, splitPem } from '../sync/pinned-ca.js';
 import type { HubConnection } from './client.js';
 import { CliError } from './errors.js';
 

@@ -3,10 +3,10 @@
  * shows what happened on site too (local intents with time and origin), so a person at the hub
  * sees why an edge does not run exactly what the hub asked for.
  */
-import { formatAge } from '../../core/durations.js';
-import type { Summary } from '../../core/status.js';
-import { formatSelector } from '../../core/selector.js';
-import type { LabelSelector } from '../../core/resources.js';
+import { formatAge } from '../core/durations.js';
+import type { Summary } from '../core/status.js';
+import { formatSelector } from '../core/selector.js';
+import type { LabelSelector } from '../core/resources.js';
 import { formatTable, paint } from './output.js';
 import {
   age,

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../test/helpers.js';
+import { tempDir } from '../test/helpers.js';
 import { apiToken, FakeHub, runCli } from './testing.js';
 
 let hub: FakeHub;

@@ -1,6 +1,6 @@
 /** @module `outpost login`: pin the hub's CA from the token, check the token works, write the config file. */
 import type { Command } from 'commander';
-import { parseToken, TOKEN_PREFIX } from '../../sync/pinned-ca.js';
+import { parseToken, TOKEN_PREFIX } from '../sync/pinned-ca.js';
 import { HubClient } from './client.js';
 import { caFor, configPath, writeConfig } from './config.js';
 import { openSession, outputOf, type CliDeps } from './context.js';

@@ -4,9 +4,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureHubTls, type HubTls } from '../tls.js';
-import { tempDir } from '../../test/helpers.js';
-import { apiToken, FakeHub, runCli } from './testing.js';
+import { ensureHubTls, type HubTls } from '../hub/tls.js';
+import { tempDir } from './helpers.js';
+import { apiToken, FakeHub, runCli } from '../cli/testing.js';
 
 let tls: HubTls;
 let other: HubTls;

@@ -4,8 +4,8 @@
  * (main.ts owns it), hence `registerEdgeAdminCommands(edgeCommand)`.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { isValidName } from '../../core/ids.js';
-import { parseLabels } from '../../core/selector.js';
+import { isValidName } from '../core/ids.js';
+import { parseLabels } from '../core/selector.js';
 import { objectPath, openSession, type CliDeps } from './context.js';
 import { asUsage, UsageError } from './errors.js';
 import { line } from './output.js';

@@ -6,14 +6,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { edgeName, mailboxDocId } from '../../core/ids.js';
-import { putReportWorkload, readSpec, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
-import { SyncClient } from '../../sync/client.js';
-import { ReplicaStore } from '../../sync/store.js';
-import { tempDir, waitFor } from '../../test/helpers.js';
-import { startHub, type Hub } from '../hub.js';
-import { HubClient } from './client.js';
-import { runCli } from './testing.js';
+import { edgeName, mailboxDocId } from '../core/ids.js';
+import { putReportWorkload, readSpec, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import { SyncClient } from '../sync/client.js';
+import { ReplicaStore } from '../sync/store.js';
+import { tempDir, waitFor } from './helpers.js';
+import { startHub, type Hub } from '../hub/hub.js';
+import { HubClient } from '../cli/client.js';
+import { runCli } from '../cli/testing.js';
 
 let dir: string;
 let hub: Hub;

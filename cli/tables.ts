@@ -13,7 +13,7 @@ import {
   type PlacementStatus,
   type WorkloadStatus,
 } from './views.js';
-import { formatAge } from '../../core/durations.js';
+import { formatAge } from '../core/durations.js';
 
 export type OutputFormat = 'table' | 'wide' | 'yaml' | 'json';
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ['table', 'wide', 'yaml', 'json'];

@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { parseManifests } from '../../core/manifest.js';
-import { formatIssues, KINDS, Resource } from '../../core/resources.js';
+import { parseManifests } from '../core/manifest.js';
+import { formatIssues, KINDS, Resource } from '../core/resources.js';
 import { CliError } from './errors.js';
 
 export interface SourcedObject {
