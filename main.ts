@@ -8,6 +8,7 @@ import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
 import { registerEdgeLocalCommands } from './edge/cli.js';
+import { applyEdgeProcessSettings } from './edge/process-settings.js';
 import {
   exitCodeOf,
   formatError,
@@ -177,7 +178,11 @@ export function buildProgram(): Command {
         driver?: string;
         kubeconfig?: string;
       }) => {
+        // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
+        // settings (edge/process-settings.ts); does not return then.
+        const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
         const { startEdgeAgent } = await import('./edge/agent.js');
+        log.info({ tuning }, 'edge process settings');
         const agent = await startEdgeAgent({
           dataDir: o.data,
           hub: o.hub,
