@@ -25,6 +25,7 @@
  */
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { FAILED_RETRY_MS } from '../../../core/durations.js';
 import { createLogger } from '../../../core/logger.js';
 import type {
   Driver,
@@ -41,7 +42,15 @@ import { DriverError } from '../driver.js';
 import { childSession } from '../interactive.js';
 import { createPodman, podmanError, type Podman } from './cli.js';
 import { podmanLogLines } from './logs.js';
-import { LABEL_HASH, LABEL_OWNER, LABEL_WORKLOAD, planUnit, secretName, UnsupportedUnitError, type PodmanPlan } from './plan.js';
+import {
+  LABEL_HASH,
+  LABEL_OWNER,
+  LABEL_WORKLOAD,
+  planUnit,
+  secretName,
+  UnsupportedUnitError,
+  type PodmanPlan,
+} from './plan.js';
 import { ReadinessProber } from './probes.js';
 import { scan, type Scan } from './scan.js';
 import { StateStore, type PodmanWorkloadState } from './state.js';
@@ -55,8 +64,6 @@ export interface PodmanDriverOptions {
   podmanBin?: string;
 }
 
-/** A unit whose apply failed is retried at most this often: image pulls can take seconds each. */
-const FAILED_RETRY_MS = 30_000;
 /** `pod rm -f` races with the restart policy of a crash-looping container; a retry wins it. */
 const REMOVE_ATTEMPTS = 4;
 
@@ -307,13 +314,19 @@ class PodmanDriver implements Driver {
       }
       let started = await this.startPods(unit);
       if (started !== undefined && old.length) {
-        log.warn({ workload: unit.name, err: started }, 'the new version cannot start beside the old; stopping the old');
+        log.warn(
+          { workload: unit.name, err: started },
+          'the new version cannot start beside the old; stopping the old',
+        );
         await this.podman.run(['pod', 'stop', '-t', String(graceSeconds), ...old.map((p) => p.id)]);
         started = await this.startPods(unit);
         if (started !== undefined) {
           const back = await this.podman.run(['pod', 'start', ...old.map((p) => p.id)]);
           if (back.code !== 0)
-            log.error({ workload: unit.name, err: podmanError(back.stderr) }, 'the previous version did not start again');
+            log.error(
+              { workload: unit.name, err: podmanError(back.stderr) },
+              'the previous version did not start again',
+            );
         }
       }
       if (started !== undefined) {

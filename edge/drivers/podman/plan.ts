@@ -190,7 +190,8 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
 
   const claimNames = new Set(claims);
   for (const m of manifests)
-    if (m.kind === 'PersistentVolumeClaim') m.metadata = { ...m.metadata, name: claimVolumeName(m.metadata.name, owner) };
+    if (m.kind === 'PersistentVolumeClaim')
+      m.metadata = { ...m.metadata, name: claimVolumeName(m.metadata.name, owner) };
   const images = new Set<string>();
   const labels: Record<string, string> = {
     [LABEL_OWNER]: owner,

@@ -176,7 +176,10 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     expect((await driver.exec('keep', ['cat', '/tmp/v'], {})).stdout).toBe('v3\n');
     // One pod left, named NAME-OWNER-VERSION, with the manifest's name as its hostname.
     const names = (
-      await env.podman.ok(['pod', 'ps', '--filter', `label=outpost.dev/owner=${await env.owner()}`, '--format', '{{.Name}}'], 'pod ps')
+      await env.podman.ok(
+        ['pod', 'ps', '--filter', `label=outpost.dev/owner=${await env.owner()}`, '--format', '{{.Name}}'],
+        'pod ps',
+      )
     )
       .split('\n')
       .filter(Boolean);
@@ -224,7 +227,10 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
       expect(volumes).toContain(`data-${env.suffix}-${(await env.owner()).slice(0, 8)}`);
       expect(volumes).toContain(`data-${env.suffix}-${(await other.owner()).slice(0, 8)}`);
       await driver.exec('twin', ['sh', '-c', 'echo kept > /data/mark'], {});
-      const v2 = unit('twin', 2, [same[0], { ...same[1], metadata: { ...same[1].metadata, labels: { v: '2' } } } as Manifest]);
+      const v2 = unit('twin', 2, [
+        same[0],
+        { ...same[1], metadata: { ...same[1].metadata, labels: { v: '2' } } } as Manifest,
+      ]);
       await driver.apply(v2);
       await waitFor('twin v2 Ready', async () => {
         const w = await observe(driver, 'twin');
