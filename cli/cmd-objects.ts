@@ -76,7 +76,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       const sourced = await readSources(opts.filename, deps.stdin);
       if (sourced.length === 0) throw new CliError(`nothing to apply: ${opts.filename.join(', ')} holds no object`);
       checkObjects(sourced, s.project);
-      let res: { results?: { kind: string; project?: string; name: string; action: string }[] };
+      let res: { results?: { kind: string; project?: string; name: string; action: string }[]; warnings?: string[] };
       try {
         res = await s.client.post(
           '/api/v1/apply',
@@ -90,6 +90,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         const where = r.project && r.project !== s.project ? ` (project ${r.project})` : '';
         line(s.out.out, `${r.kind.toLowerCase()}/${r.name} ${r.action}${where}`);
       }
+      for (const w of res?.warnings ?? []) line(s.out.err, `warning: ${w}`);
     });
 
   program

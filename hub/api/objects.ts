@@ -4,7 +4,8 @@ import { OutpostError } from '../../core/errors.js';
 import { parseManifests } from '../../core/manifest.js';
 import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
-import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
+import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { checkPlacements } from '../controllers/placements.js';
 import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
@@ -178,7 +179,11 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name))
       throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
-    const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+    const { r, warnings } = inTransaction(db, () => {
+      const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
+    });
+    for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
   };
   app.post('/projects/:project/:kind', (c) => write(c, 'create'));
@@ -241,8 +246,9 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     }
     for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
-    const results = db.transaction(() =>
-      valid.map((v) => {
+    let warnings: string[] = [];
+    const results = inTransaction(db, () => {
+      const out = valid.map((v) => {
         const r = objects.apply(v, { actor: actor(c) });
         return {
           kind: v.kind,
@@ -251,9 +257,30 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
           action: r.action,
           resourceVersion: r.object.metadata.resourceVersion,
         };
-      }),
-    )();
-    return c.json({ results });
+      });
+      // Placement rules see the whole request applied (a placement may come before its workload).
+      const placements = valid
+        .filter((v) => v.kind === 'Placement')
+        .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
+      try {
+        warnings = checkPlacements(db, objects, placements);
+      } catch (err) {
+        if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
+        // Details by object index, as validation reports them (the CLI names file and document).
+        const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
+          (d) => ({
+            index: valid.findIndex(
+              (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
+            ),
+            path: d.path,
+            message: d.message,
+          }),
+        );
+        throw new OutpostError(err.code, err.message, { details });
+      }
+      return out;
+    });
+    return c.json({ results, ...(warnings.length ? { warnings } : {}) });
   });
 
   app.get('/projects/:project/workloads/:name/revisions', (c) => {
