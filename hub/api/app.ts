@@ -9,6 +9,7 @@ import { createLogger } from '../../core/logger.js';
 import { Labels } from '../../core/resources.js';
 import { isValidName } from '../../core/ids.js';
 import { authorize, jsonBody, principal, type Env, type HubDeps, type Role } from './context.js';
+import { applyRoutes } from './apply.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
@@ -121,6 +122,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', fleetRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
+  api.route('/', applyRoutes(deps));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());
