@@ -162,7 +162,13 @@ export function buildProgram(): Command {
     .description('run the edge agent (enrolls once with --hub and --join-token), or manage edges')
     .option('--data <dir>', 'data directory (credential, replica, runtime state)', '/var/lib/outpost-edge')
     .option('--hub <url>', 'hub URL, e.g. https://hub.example.com:7443 (first start only)')
-    .option('--join-token <token>', 'join token from `outpost token create` (first start only)')
+    .addOption(
+      new Option(
+        '--join-token <token>',
+        'join token from `outpost token create` (first start only; visible in ps: prefer --join-token-file or OUTPOST_JOIN_TOKEN)',
+      ).env('OUTPOST_JOIN_TOKEN'),
+    )
+    .option('--join-token-file <file>', 'read the join token from this file (first start only)')
     .option('--name <name>', 'edge name (default: the hostname)')
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
@@ -172,16 +178,20 @@ export function buildProgram(): Command {
         data: string;
         hub?: string;
         joinToken?: string;
+        joinTokenFile?: string;
         name?: string;
         labels?: Record<string, string>;
         driver?: string;
         kubeconfig?: string;
       }) => {
-        const { startEdgeAgent } = await import('./edge/agent.js');
+        const [{ startEdgeAgent }, { resolveJoinToken }] = await Promise.all([
+          import('./edge/agent.js'),
+          import('./edge/enroll.js'),
+        ]);
         const agent = await startEdgeAgent({
           dataDir: o.data,
           hub: o.hub,
-          joinToken: o.joinToken,
+          joinToken: resolveJoinToken(o),
           name: o.name,
           labels: o.labels,
           driver: o.driver,
@@ -207,18 +217,21 @@ export function buildProgram(): Command {
         data: string;
         hub?: string;
         joinToken?: string;
+        joinTokenFile?: string;
         name?: string;
         labels?: Record<string, string>;
         driver?: string;
         kubeconfig?: string;
       };
-      const [{ installEdge }, { isPackaged }] = await Promise.all([
+      const [{ installEdge }, { isPackaged }, { resolveJoinToken }] = await Promise.all([
         import('./edge/install.js'),
         import('./sync/native.js'),
+        import('./edge/enroll.js'),
       ]);
       process.stdout.write(
         await installEdge({
           ...g,
+          joinToken: resolveJoinToken(g),
           dataDir: g.data,
           unitDir: o.unitDir,
           bin: o.bin,

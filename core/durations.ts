@@ -28,6 +28,12 @@ export const STATUS_COALESCE_MS = 1_000;
 /** Hub-side debounce of summary recomputation after a burst of report changes. */
 export const SUMMARY_DEBOUNCE_MS = 200;
 
+/**
+ * A join token made without --ttl expires after a day: long enough to enroll a batch of edges the
+ * same day, short enough that one copied into a ticket or a chat is useless tomorrow.
+ */
+export const JOIN_TOKEN_DEFAULT_TTL_MS = 24 * 3_600_000;
+
 export function backoffDelay(attempt: number, rand: () => number = Math.random): number {
   const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(attempt, 16));
   return Math.round(base * (1 - RECONNECT_JITTER / 2 + rand() * RECONNECT_JITTER));

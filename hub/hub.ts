@@ -200,9 +200,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       return { token, id: auth.parseToken(token)?.id ?? '' };
     },
     createJoinToken: (o) => {
-      const token = auth.createJoinToken(db, { ...o, caFingerprint: fingerprint });
-      return { token, id: auth.parseToken(token)?.id ?? '', ...(o.ttlMs ? { expiresAt: Date.now() + o.ttlMs } : {}) };
+      const now = Date.now();
+      const token = auth.createJoinToken(db, { ...o, caFingerprint: fingerprint }, now);
+      return { token, id: auth.parseToken(token)?.id ?? '', expiresAt: auth.joinTokenExpiry(o.ttlMs, now) };
     },
+    listTokens: () => ({ api: auth.listApiTokens(db), join: auth.listJoinTokens(db) }),
+    revokeToken: (kind, id) => (kind === 'api' ? auth.revokeApiToken(db, id) : auth.revokeJoinToken(db, id)),
+    rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
     issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
     revokeEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e),
