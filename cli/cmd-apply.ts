@@ -75,7 +75,7 @@ async function send(s: Session, deps: CliDeps, files: string[], dryRun: boolean)
   } catch (err) {
     throw err instanceof HubError ? applyRejection(err, sourced) : err;
   }
-  for (const w of res?.warnings ?? []) line(s.out.err, `Warning: ${w}`);
+  for (const w of res?.warnings ?? []) line(s.out.err, `warning: ${w}`);
   return res ?? {};
 }
 

@@ -185,6 +185,14 @@ export const Rollout = strict({
   /** Pause the rollout when this many edges fail on the new generation. */
   failureThreshold: z.number().int().min(1).default(1),
   paused: z.boolean().default(false),
+  /**
+   * Edges offline (or never connected since enrollment) for longer than this are left out of the
+   * rollout (shown as skipped) instead of holding it Progressing: `90s`, `15m`, `1h`, `7d`.
+   */
+  skipOfflineAfter: z
+    .string()
+    .regex(/^\d+(\.\d+)?(ms|s|m|h|d)$/, 'must be a duration like 90s, 15m, 1h or 7d')
+    .optional(),
 });
 export type Rollout = z.infer<typeof Rollout>;
 

@@ -157,7 +157,7 @@ spec:
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('workload/web created\nplacement/shops created\n');
     expect(r.stderr).toBe(
-      'Warning: workload web (placement shops): the process driver cannot run Ingress; edges e-proc-1, e-proc-2 would report it as failed: place it on edges with a driver that runs it (kubernetes runs every kind)\n',
+      'warning: workload web (placement shops): the process driver cannot run Ingress; edges e-proc-1, e-proc-2 would report it as failed: place it on edges with a driver that runs it (kubernetes runs every kind)\n',
     );
   });
 });

@@ -10,6 +10,8 @@ import { OutpostError } from '../../core/errors.js';
 import { parseManifests } from '../../core/manifest.js';
 import type { Edge, Placement, Resource, Workload } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
+import { inTransaction } from '../../sync/sqlite.js';
+import { checkPlacements } from '../controllers/placements.js';
 import { edgeLiveness, edgeRuntime, schedulableEdges } from '../controllers/edges.js';
 import { assignmentsForPlacement, assignmentsForWorkload } from '../controllers/scheduler.js';
 import { validateResource, type ApplyAction } from '../objects.js';
@@ -263,8 +265,8 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
       }));
       return c.json({ dryRun: true, results, warnings });
     }
-    const results = db.transaction(() =>
-      valid.map((v, i): ApplyResult => {
+    const results = inTransaction(db, () => {
+      const out = valid.map((v, i): ApplyResult => {
         const r = objects.apply(v, { actor: actor(c) });
         const edges = impacts[i].edges;
         return {
@@ -275,9 +277,30 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           resourceVersion: r.object.metadata.resourceVersion,
           ...(edges && r.action !== 'unchanged' ? { edges } : {}),
         };
-      }),
-    )();
-    return c.json({ results, warnings });
+      });
+      // Placement rules see the whole request applied (a placement may come before its workload).
+      const placements = valid
+        .filter((v) => v.kind === 'Placement')
+        .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
+      try {
+        warnings.push(...checkPlacements(db, objects, placements));
+      } catch (err) {
+        if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
+        // Details by object index, as validation reports them (the CLI names file and document).
+        const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
+          (d) => ({
+            index: valid.findIndex(
+              (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
+            ),
+            path: d.path,
+            message: d.message,
+          }),
+        );
+        throw new OutpostError(err.code, err.message, { details });
+      }
+      return out;
+    });
+    return c.json({ results, ...(warnings.length ? { warnings } : {}) });
   });
 
   return app;

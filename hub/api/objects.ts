@@ -3,7 +3,8 @@ import { Hono, type Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
-import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
+import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { checkPlacements } from '../controllers/placements.js';
 import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
@@ -177,7 +178,11 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name))
       throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
-    const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+    const { r, warnings } = inTransaction(db, () => {
+      const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
+    });
+    for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
   };
   app.post('/projects/:project/:kind', (c) => write(c, 'create'));
