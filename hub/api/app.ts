@@ -6,6 +6,7 @@ import { Hono } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { principal, type Env, type HubDeps } from './context.js';
+import { applyRoutes } from './apply.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
@@ -79,6 +80,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', fleetRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
+  api.route('/', applyRoutes(deps));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());
