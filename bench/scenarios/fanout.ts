@@ -129,4 +129,4 @@ export async function runFanout(ctx: ScenarioContext, out: ScenarioOutput): Prom
   } finally {
     await teardown(s);
   }
-};
+}
