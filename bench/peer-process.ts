@@ -103,6 +103,12 @@ async function amClientsConnect(port: number, urls: AutomergeUrl[], window: numb
         network: [new WebSocketClientAdapter(`ws://127.0.0.1:${port}`)],
         peerId: `bench-client-${index}-${i}` as PeerId,
       });
+      // Ask only once connected to the server: a find with no peer yet ends as "unavailable".
+      const deadline = Date.now() + 120_000;
+      while (repo.peers.length === 0) {
+        if (Date.now() > deadline) throw new Error(`client ${i} could not reach the server in 120 s`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
       const handle = await repo.find<SpecDoc>(urls[i]!);
       const c: (typeof amClients)[number] = { repo, handle };
       handle.on('change', ({ doc }) => {
