@@ -130,7 +130,7 @@ export class Reconciler {
           }
           continue;
         }
-        if (!cur || cur.hash !== hash) {
+        if (!cur || cur.hash !== hash || cur.modified?.length) {
           await this.driver.apply({ name: w.name, generation: w.generation, manifests, hash });
           this.stoppedByUs.delete(w.name);
           result.applied.push(w.name);
