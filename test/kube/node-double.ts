@@ -66,10 +66,6 @@ const podPath = (p: Obj): string => `/api/v1/namespaces/${p.metadata.namespace}/
 const deploymentPath = (d: Obj): string =>
   `/apis/apps/v1/namespaces/${d.metadata.namespace}/deployments/${d.metadata.name}`;
 
-function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
 export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptions = {}): Promise<NodeDouble> {
   const api = new KubeApi(kube.url, kube.caPem, kube.token);
   const refs = new Map<string, Obj | undefined>();
@@ -216,9 +212,10 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
     if (r.status >= 300 && r.status !== 404) throw new Error(`deleting pod ${p.metadata.name}: ${r.body.message}`);
   }
 
+  /** Writes a status unless it is the one last written for this object (the API server normalizes what it stores). */
   async function writeStatus(path: string, obj: Obj, status: Obj): Promise<void> {
     const key = JSON.stringify(status);
-    if (written.get(obj.metadata.uid) === key && sameJson(obj.status, status)) return;
+    if (written.get(obj.metadata.uid) === key) return;
     const r = await api.patchStatus(path, status);
     if (r.status === 404 || r.status === 409) return; // gone or changed meanwhile: next tick
     if (r.status >= 300) throw new Error(`status of ${path}: HTTP ${r.status}: ${r.body.message}`);
@@ -362,8 +359,6 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
       // Merge patch: a count that went to zero must be removed explicitly.
       for (const k of ['replicas', 'updatedReplicas', 'readyReplicas', 'availableReplicas', 'unavailableReplicas'])
         if (status[k] === undefined && d.status?.[k] !== undefined) status[k] = null;
-      const compare = JSON.parse(JSON.stringify(status));
-      if (sameJson({ ...d.status, ...compare }, d.status) && written.has(d.metadata.uid)) continue;
       await writeStatus(deploymentPath(d), d, status);
     }
   }

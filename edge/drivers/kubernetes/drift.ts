@@ -111,7 +111,7 @@ export function driftOf(desired: KObj, live: KObj | undefined): Drift[] {
   if (!live) return [{ path: '', message: 'deleted' }];
   const owners: Owners = new Map();
   for (const e of (live.metadata.managedFields ?? []) as Record<string, any>[]) {
-    if (e.subresource) continue; // status writers own status, never what the driver applies
+    if (e.subresource === 'status') continue; // status writers own status, never what the driver applies
     const key = e.manager === FIELD_MANAGER && e.operation !== 'Apply' ? `${e.manager} (${e.operation})` : e.manager;
     owners.set(key, e.fieldsV1 ?? {});
   }
