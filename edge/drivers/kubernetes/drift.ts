@@ -26,7 +26,12 @@ type Owners = Map<string, Fields | undefined>;
 
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Empty lists and maps, and null, are dropped by the API server: the same as no value. */
+const blank = (v: unknown): boolean =>
+  v === undefined || v === null || (Array.isArray(v) && v.length === 0) || (isObj(v) && Object.keys(v).length === 0);
+
 function same(a: unknown, b: unknown): boolean {
+  if (blank(a) && blank(b)) return true;
   if (isObj(a) || Array.isArray(a)) return JSON.stringify(a) === JSON.stringify(b);
   return a === b || (a !== undefined && b !== undefined && String(a) === String(b));
 }
