@@ -94,8 +94,10 @@ function describeObject(o: Record<string, unknown>): string {
 }
 
 /** Local check with the same schemas as the hub, for errors that name the file; the hub checks again. */
-export function checkObjects(objects: SourcedObject[], defaultProject: string): void {
+export async function checkObjects(objects: SourcedObject[], defaultProject: string): Promise<void> {
   const errors: string[] = [];
+  // Loaded only when a workload is applied: the Kubernetes schemas take a while to load.
+  const kube = objects.some((o) => o.object?.kind === 'Workload') ? await import('../core/kube-schema.js') : undefined;
   const seen = new Map<string, string>();
   for (const { object, where } of objects) {
     if (typeof object !== 'object' || object === null || Array.isArray(object)) {
@@ -116,6 +118,11 @@ export function checkObjects(objects: SourcedObject[], defaultProject: string): 
       for (const i of formatIssues(r.error))
         errors.push(`${where} (${describeObject(object)}): ${i.path ? `${i.path}: ` : ''}${i.message}`);
       continue;
+    }
+    if (r.data.kind === 'Workload' && kube) {
+      const issues = kube.checkWorkloadManifests(r.data.spec.manifests);
+      for (const i of issues) errors.push(`${where} (${describeObject(object)}): ${i.path}: ${i.message}`);
+      if (issues.length > 0) continue;
     }
     const project = (object.metadata as { project?: string }).project ?? defaultProject;
     const key = `${r.data.kind}/${project}/${r.data.metadata.name}`;

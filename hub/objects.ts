@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
 import { API_VERSION, Edge, formatIssues, Placement, Workload, type Kind, type Resource } from '../core/resources.js';
 import type { SqliteDatabase } from '../sync/sqlite.js';
+import { checkWorkloadManifests } from '../core/kube-schema.js';
 import { nextResourceVersion, recordEvent } from './db.js';
 
 /** How many revisions of a workload are kept; older ones are pruned. */
@@ -65,6 +66,11 @@ export function validateResource(input: unknown): Resource {
   if (!r.success) {
     const issues = formatIssues(r.error);
     throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
+  }
+  if (r.data.kind === 'Workload') {
+    const issues = checkWorkloadManifests(r.data.spec.manifests);
+    if (issues.length > 0)
+      throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
   }
   return r.data;
 }
