@@ -6,7 +6,7 @@ import { objectPath, openSession, type CliDeps, type Session } from './context.j
 import { CliError } from './errors.js';
 import { KIND_INFO } from './kinds.js';
 import { line, toYaml } from './output.js';
-import { checkObjects, readSources, type SourcedObject } from './sources.js';
+import { checkObjects, checkRequestSize, readSources, type SourcedObject } from './sources.js';
 import type { Kind } from '../core/resources.js';
 
 export function collect(value: string, previous: string[] = []): string[] {
@@ -65,6 +65,7 @@ async function send(s: Session, deps: CliDeps, files: string[], dryRun: boolean)
   const sourced = await readSources(files, deps.stdin);
   if (sourced.length === 0) throw new CliError(`nothing to apply: ${files.join(', ')} holds no object`);
   await checkObjects(sourced, s.project);
+  checkRequestSize(sourced);
   let res: ApplyResponse;
   try {
     res = await s.client.post(

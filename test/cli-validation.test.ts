@@ -161,3 +161,75 @@ spec:
     );
   });
 });
+
+describe('sizes are checked before parsing, naming the object', () => {
+  const bigWorkload = (name: string, mb: number) =>
+    `kind: Workload\nmetadata:\n  name: ${name}\nspec:\n  manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      metadata: { name: data }\n      data:\n        blob: "${'x'.repeat(mb * 1024 * 1024)}"\n`;
+
+  it('the CLI refuses a file with a 6 MB object, naming its document and the object, and sends nothing', async () => {
+    const f = write('big.yaml', `${PLACEMENT_OK}---\n${bigWorkload('big', 6)}`);
+    const r = await cli(['apply', '-f', f]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `error: nothing was applied:\n  ${f}, document 2 (line 7) (Workload big) is 6.0 MiB, over the 1.0 MiB limit for one object: keep large data out of manifests: build it into the image, or upload it with \`outpost blob push\` (docs/bytes.md)\n`,
+    );
+    expect((await cli(['get', 'pl', 'small'])).code).toBe(1);
+  });
+
+  it('the hub refuses an object over the limit by name, in JSON and before parsing YAML', async () => {
+    const big = {
+      kind: 'Workload',
+      metadata: { name: 'big' },
+      spec: {
+        manifests: [
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'd' }, data: { b: 'x'.repeat(1.5 * 1024 * 1024) } },
+        ],
+      },
+    };
+    const h = await hubRefusal([big]);
+    expect(h.details).toEqual([
+      {
+        index: 0,
+        path: '',
+        message: expect.stringMatching(/^Workload big is 1\.5 MiB, over the 1\.0 MiB limit for one object: keep large/),
+      },
+    ]);
+    const put = await api
+      .request('PUT', '/api/v1/projects/default/workloads/big', { body: big })
+      .then(() => undefined)
+      .catch((e: HubError) => e);
+    expect(put?.status).toBe(413);
+    expect(put?.message).toMatch(/^Workload big is 1\.5 MiB, over the 1\.0 MiB limit/);
+    const yaml = await fetchYaml(`${PLACEMENT_OK}---\n${bigWorkload('big', 2)}`);
+    expect(yaml.status).toBe(413);
+    expect(yaml.body.error.message).toMatch(
+      /^document 2 \(line 7, Workload big\) is 2\.0 MiB, over the 1\.0 MiB limit/,
+    );
+  });
+});
+
+const PLACEMENT_OK = 'kind: Placement\nmetadata: { name: small }\nspec:\n  edges: [e-kube]\n  workloads: [web]\n';
+
+/** POST /api/v1/apply with a YAML body, over the hub's TLS with its CA. */
+async function fetchYaml(text: string): Promise<{ status: number; body: { error: { message: string } } }> {
+  const https = await import('node:https');
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      `${hub.url}/api/v1/apply`,
+      {
+        method: 'POST',
+        ca: hub.caPem,
+        headers: { authorization: `Bearer ${hub.adminToken}`, 'content-type': 'application/yaml' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}

@@ -6,6 +6,7 @@
  */
 import { Hono } from 'hono';
 import { kindsNotRunBy } from '../../core/driver-kinds.js';
+import { MAX_OBJECT_BYTES, rawDocuments, tooBigMessage } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
 import { parseManifests } from '../../core/manifest.js';
 import type { Edge, Placement, Resource, Workload } from '../../core/resources.js';
@@ -190,8 +191,19 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     const type = c.req.header('content-type') ?? '';
     let raw: unknown[];
     if (type.includes('yaml')) {
+      const text = await c.req.text();
+      // Sizes before parsing: a parser spends far more than the text's size on a text refused anyway.
+      const big = rawDocuments(text).filter((d) => d.bytes > MAX_OBJECT_BYTES);
+      if (big.length > 0) {
+        const details = big.map((d) => ({
+          index: d.index - 1,
+          path: '',
+          message: tooBigMessage(`document ${d.index} (line ${d.line}${d.label ? `, ${d.label}` : ''})`, d.bytes),
+        }));
+        throw new OutpostError('too_large', details.map((d) => d.message).join('; '), { details });
+      }
       try {
-        raw = parseManifests(await c.req.text());
+        raw = parseManifests(text);
       } catch (err) {
         throw new OutpostError('bad_request', (err as Error).message);
       }
