@@ -68,8 +68,19 @@ export function buildProgram(): Command {
     .option('--tls-ca <file>', 'root CA of --tls-cert (pinned by tokens)')
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
+    .option(
+      '--max-connections-per-address <n>',
+      "connections one source address may hold, edges' sync connections not counted",
+      (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-connections-per-address: a positive integer');
+        return n;
+      },
+      1024,
+    )
     .action(
       async (o: {
+        maxConnectionsPerAddress: number;
         data: string;
         listen: string;
         insecureHttp?: boolean;
@@ -91,6 +102,7 @@ export function buildProgram(): Command {
           tlsCa: o.tlsCa,
           hosts: o.host,
           requireApproval: o.requireApproval,
+          maxConnectionsPerAddress: o.maxConnectionsPerAddress,
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);
         // Under systemd stderr goes to the journal, which keeps it and is readable by more users than

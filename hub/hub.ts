@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
 import client from 'prom-client';
@@ -30,6 +31,7 @@ import { edgeRuntime } from './controllers/edges.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub, recordEvent } from './db.js';
+import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { ObjectStore } from './objects.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -47,6 +49,8 @@ export interface HubOptions {
   requireApproval?: boolean;
   /** Extra names for the server certificate (the hub's public DNS name). */
   hosts?: string[];
+  /** Connections one source address may hold, edges' sync sockets not counted (default 1,024). */
+  maxConnectionsPerAddress?: number;
   /** Loaded mailbox documents are evicted beyond this estimate (default HUB_DOC_CACHE_BYTES). */
   memoryBudgetBytes?: number;
 }
@@ -226,8 +230,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
   const listener: http.RequestListener = (req, res) => void (tunnel.handleRequest(req, res) || honoListener(req, res));
   const server = tls
-    ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener)
-    : http.createServer(listener);
+    ? https.createServer({ cert: tls.certPem, key: tls.keyPem, ...serverTimeouts() }, listener)
+    : http.createServer(serverTimeouts(), listener);
+  const connLimit = limitConnections(server, opts.maxConnectionsPerAddress ?? MAX_CONNECTIONS_PER_ADDRESS);
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
   // Heartbeats are recorded in batches: one UPDATE per heartbeat, each its own commit, was ~0.3 ms
@@ -312,6 +317,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       seen.set(edge, Date.now());
     },
     onRefused: (_edge, code) => refused.inc({ code }),
+    onUpgraded: (socket) => connLimit.exempt(socket as Socket),
     restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
   });
   sync.attach(server);

@@ -7,6 +7,7 @@
 import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { MAX_OBJECT_BYTES } from '../core/limits.js';
 import { OutpostError } from '../core/errors.js';
 import { API_VERSION, Edge, formatIssues, Placement, Workload, type Kind, type Resource } from '../core/resources.js';
 import type { SqliteDatabase } from '../sync/sqlite.js';
@@ -66,6 +67,14 @@ export function validateResource(input: unknown): Resource {
     const issues = formatIssues(r.error);
     throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
   }
+  // What is stored is rendered into every selected edge's spec document: bound it as stored.
+  const bytes = Buffer.byteLength(JSON.stringify(r.data));
+  if (bytes > MAX_OBJECT_BYTES)
+    throw new OutpostError(
+      'too_large',
+      `${kind} ${r.data.metadata.name} is ${bytes} bytes as JSON, more than the ${MAX_OBJECT_BYTES}-byte limit of one object: split its manifests into several workloads, or keep large data out of manifests (images, volumes)`,
+      { details: [{ path: 'spec', message: `${bytes} bytes > ${MAX_OBJECT_BYTES}` }] },
+    );
   return r.data;
 }
 

@@ -15,10 +15,9 @@ import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
 import { streamRoutes } from './stream.js';
 import { uiRoutes } from './ui.js';
+import { apiBodyLimit } from '../http-limits.js';
 
 const log = createLogger('hub:api');
-/** Bounds every API request body: manifests are small; a larger body is a mistake or an attack. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export function createApi(deps: HubDeps): Hono {
   const app = new Hono();
@@ -36,12 +35,8 @@ export function createApi(deps: HubDeps): Hono {
     ),
   );
 
-  app.use('*', async (c, next) => {
-    const len = Number(c.req.header('content-length') ?? 0);
-    if (len > MAX_BODY_BYTES)
-      throw new OutpostError('too_large', `request body of ${len} bytes exceeds the ${MAX_BODY_BYTES}-byte limit`);
-    await next();
-  });
+  // Every route, before any other work: the bytes actually read are counted (chunked bodies too).
+  app.use('*', apiBodyLimit());
 
   app.get('/healthz', (c) => c.json({ ok: true, version: deps.version }));
   app.get('/metrics', async (c) => c.body(await deps.metricsText(), 200, { 'content-type': deps.metricsContentType }));
