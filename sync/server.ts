@@ -89,6 +89,8 @@ export interface SyncServerOptions {
   restartEpoch?(id: DocId): void;
   /** Refusals are reported here too (metrics, events). */
   onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized' | 'too_many_reconnects', message: string): void;
+  /** A connection sent frames past FRAMES_PER_SECOND: the hub stopped reading it for a while. */
+  onThrottled?(edge: EdgeName): void;
   /** The upgrade of an authenticated edge succeeded: its socket is long-lived (hub/http-limits.ts exempts it). */
   onUpgraded?(socket: Duplex): void;
 }
@@ -432,6 +434,7 @@ export class SyncServer {
       if (bucket.tokens >= 0 || bucket.paused) return;
       bucket.paused = true;
       ws.pause();
+      this.opts.onThrottled?.(edge);
       setTimeout(
         () => {
           bucket.paused = false;

@@ -8,17 +8,11 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir, waitFor } from './helpers.js';
+import { rssMb, tempDir, waitFor } from './helpers.js';
 import { freePort, startHubProc, type HubProc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
-
-/** Resident memory of a process in MB (Linux). */
-export function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : 0;
-}
 
 interface Res {
   status: number;
