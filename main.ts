@@ -126,7 +126,7 @@ export function buildProgram(): Command {
       const { backupHub } = await import('./hub/backup.js');
       const r = await backupHub(data, o.to);
       process.stdout.write(
-        `backup written to ${o.to} (${r.bytes} bytes); restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`,
+        `backup written to ${o.to} (${r.bytes} bytes, mode 0600) in ${(r.ms / 1000).toFixed(2)} s; restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`,
       );
     });
 

@@ -9,7 +9,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rssMb, tempDir, waitFor } from './helpers.js';
-import { freePort, startHubProc, type HubProc } from './procs.js';
+import Database from 'better-sqlite3';
+import { cli, freePort, startHubProc, type HubProc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
@@ -213,4 +214,58 @@ describe('hostile input to the hub API', () => {
       expect({ name, status: r.status }).toEqual({ name, status: 401 });
     }
   });
+});
+
+describe('backup under writes', () => {
+  it('item 9: `outpost hub backup` finishes while the hub keeps writing; the copy is 0600 and consistent', async () => {
+    let stop = false;
+    let applies = 0;
+    const t0 = Date.now();
+    // As many applies a second as the hub takes (each its own transaction), for at most 45 s.
+    const writer = (async () => {
+      for (let i = 0; !stop && Date.now() - t0 < 45_000; i++) {
+        const r = await request('POST', api('/apply'), {
+          token: hub.token,
+          type: 'application/json',
+          body: JSON.stringify({
+            objects: [
+              {
+                apiVersion: 'outpost.dev/v1alpha1',
+                kind: 'Workload',
+                metadata: { name: `w${i % 50}` },
+                spec: {
+                  manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { i: String(i) } }],
+                },
+              },
+            ],
+          }),
+        });
+        if (r.status === 200) applies++;
+      }
+    })();
+    await waitFor(() => applies >= 20, { what: 'writes under way' });
+    const file = path.join(dir, 'backup.db');
+    const b0 = Date.now();
+    const b = await cli(['hub', 'backup', '--data', path.join(dir, 'hub'), '--to', file]);
+    const writing = Date.now() - t0 < 45_000 && !stop;
+    const rate = applies / ((Date.now() - t0) / 1000);
+    stop = true;
+    await writer;
+    console.log(
+      `item 9: backup under ${rate.toFixed(1)} applies/s took ${Date.now() - b0} ms (exit ${b.code}): ${b.stdout.trim()}`,
+    );
+    expect(b.code).toBe(0);
+    expect(writing).toBe(true);
+    expect(b.stdout).toMatch(/mode 0600\) in \d+\.\d+ s/);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const copy = new Database(file, { readonly: true });
+    try {
+      expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(
+        (copy.prepare("SELECT COUNT(*) n FROM objects WHERE kind = 'Workload'").get() as { n: number }).n,
+      ).toBeGreaterThan(0);
+    } finally {
+      copy.close();
+    }
+  }, 120_000);
 });

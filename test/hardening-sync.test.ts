@@ -10,7 +10,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import Database from 'better-sqlite3';
 import WebSocket from 'ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { rssMb, tempDir, waitFor } from './helpers.js';
 import { freePort, startHubProc, type HubProc } from './procs.js';
 
@@ -133,7 +133,10 @@ describe('hostile peers on the sync endpoint and the hub socket', () => {
       }),
     );
     const t0 = Date.now();
-    const ws = await connectEdge(credential);
+    const ws = await connectEdge(credential).finally(() => {
+      // Whatever happens, the hostile sockets go when the test ends (the next tests need the hub).
+      onTestFinished(() => hostile.forEach((s) => s.destroy()));
+    });
     const welcomedMs = Date.now() - t0;
     await waitFor(() => hostile.every((s) => s.destroyed || s.readableEnded), {
       what: 'the hub to answer and close every refused upgrade',
