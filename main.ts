@@ -4,6 +4,7 @@
  * exits the process.
  */
 import { Command, Option } from 'commander';
+import { parseByteSize } from './core/blobs.js';
 import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
@@ -45,6 +46,14 @@ function labelsOption(v: string): Record<string, string> {
   }
 }
 
+function byteSizeOption(v: string): number {
+  try {
+    return parseByteSize(v);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 export function buildProgram(): Command {
   const { version, commit } = buildInfo();
   const program = new Command('outpost')
@@ -68,6 +77,7 @@ export function buildProgram(): Command {
     .option('--tls-ca <file>', 'root CA of --tls-cert (pinned by tokens)')
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
+    .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
     .option(
       '--max-connections-per-address <n>',
       "connections one source address may hold, edges' sync connections not counted",
@@ -81,6 +91,7 @@ export function buildProgram(): Command {
     .action(
       async (o: {
         maxConnectionsPerAddress: number;
+        blobQuota?: number;
         data: string;
         listen: string;
         insecureHttp?: boolean;
@@ -103,6 +114,7 @@ export function buildProgram(): Command {
           hosts: o.host,
           requireApproval: o.requireApproval,
           maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+          ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);
         // Under systemd stderr goes to the journal, which keeps it and is readable by more users than
@@ -174,7 +186,13 @@ export function buildProgram(): Command {
     .description('run the edge agent (enrolls once with --hub and --join-token), or manage edges')
     .option('--data <dir>', 'data directory (credential, replica, runtime state)', '/var/lib/outpost-edge')
     .option('--hub <url>', 'hub URL, e.g. https://hub.example.com:7443 (first start only)')
-    .option('--join-token <token>', 'join token from `outpost token create` (first start only)')
+    .addOption(
+      new Option(
+        '--join-token <token>',
+        'join token from `outpost token create` (first start only; visible in ps: prefer --join-token-file or OUTPOST_JOIN_TOKEN)',
+      ).env('OUTPOST_JOIN_TOKEN'),
+    )
+    .option('--join-token-file <file>', 'read the join token from this file (first start only)')
     .option('--name <name>', 'edge name (default: the hostname)')
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
@@ -184,16 +202,20 @@ export function buildProgram(): Command {
         data: string;
         hub?: string;
         joinToken?: string;
+        joinTokenFile?: string;
         name?: string;
         labels?: Record<string, string>;
         driver?: string;
         kubeconfig?: string;
       }) => {
-        const { startEdgeAgent } = await import('./edge/agent.js');
+        const [{ startEdgeAgent }, { resolveJoinToken }] = await Promise.all([
+          import('./edge/agent.js'),
+          import('./edge/enroll.js'),
+        ]);
         const agent = await startEdgeAgent({
           dataDir: o.data,
           hub: o.hub,
-          joinToken: o.joinToken,
+          joinToken: resolveJoinToken(o),
           name: o.name,
           labels: o.labels,
           driver: o.driver,
@@ -219,18 +241,21 @@ export function buildProgram(): Command {
         data: string;
         hub?: string;
         joinToken?: string;
+        joinTokenFile?: string;
         name?: string;
         labels?: Record<string, string>;
         driver?: string;
         kubeconfig?: string;
       };
-      const [{ installEdge }, { isPackaged }] = await Promise.all([
+      const [{ installEdge }, { isPackaged }, { resolveJoinToken }] = await Promise.all([
         import('./edge/install.js'),
         import('./sync/native.js'),
+        import('./edge/enroll.js'),
       ]);
       process.stdout.write(
         await installEdge({
           ...g,
+          joinToken: resolveJoinToken(g),
           dataDir: g.data,
           unitDir: o.unitDir,
           bin: o.bin,

@@ -136,6 +136,15 @@ export function stateFromReport(f: ReportFacts): DerivedState {
     return { state: 'Stale', reason: `${since}, last known ${r.phase}${older}` };
   }
   if (!r) return { state: 'Pending', reason: 'waiting for the edge to report' };
+  // Paused on site holds whatever generation the edge had: a newer one waits, it is not "applying".
+  if (r.phase === 'Paused')
+    return {
+      state: 'Paused',
+      reason:
+        r.observedGeneration < f.generation
+          ? `${r.message || DEFAULT_REASON.Paused} (held locally): generation ${f.generation} waits, generation ${r.observedGeneration} is held, until it is resumed on site or \`outpost edge clear\` clears the intent`
+          : (r.message ?? DEFAULT_REASON.Paused),
+    };
   if (r.observedGeneration < f.generation) {
     return {
       state: 'Progressing',

@@ -2,6 +2,7 @@
  * @module Enrollment: trade a join token (which pins the hub's CA, k3s style) for this edge's own
  * credential, once. The CA is fetched and checked against the pin before anything is sent.
  */
+import fs from 'node:fs';
 import { isValidName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import type { Inventory } from '../core/resources.js';
@@ -21,6 +22,27 @@ export interface EnrollOptions {
   driver: DriverName;
   inventory: Inventory;
   kubeconfig?: string;
+}
+
+/**
+ * The join token from `--join-token`, `OUTPOST_JOIN_TOKEN` (commander fills joinToken from it) or
+ * `--join-token-file`. The file and the variable keep the token out of `ps`, where a command-line
+ * argument stays for the agent's lifetime.
+ */
+export function resolveJoinToken(o: { joinToken?: string; joinTokenFile?: string }): string | undefined {
+  if (o.joinTokenFile === undefined) return o.joinToken;
+  if (o.joinToken !== undefined)
+    throw new Error(
+      '--join-token-file and --join-token (or OUTPOST_JOIN_TOKEN) are both set: give the join token one way',
+    );
+  let text: string;
+  try {
+    text = fs.readFileSync(o.joinTokenFile, 'utf8').trim();
+  } catch (err) {
+    throw new Error(`--join-token-file ${o.joinTokenFile}: ${(err as Error).message}`, { cause: err });
+  }
+  if (!text) throw new Error(`--join-token-file ${o.joinTokenFile} is empty: write the join token into it`);
+  return text;
 }
 
 export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {

@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { OutpostError } from '../core/errors.js';
-import { MAX_BODY_BYTES } from '../core/limits.js';
+import { formatBytes, MAX_REQUEST_BYTES } from '../core/limits.js';
 import { createLogger } from '../core/logger.js';
 
 const log = createLogger('hub:http');
@@ -29,11 +29,6 @@ export const MAX_CONNECTIONS_PER_ADDRESS = 1024;
  */
 export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 export const HEADERS_TIMEOUT_MS = 20_000;
-/**
- * A whole request (headers and body) must arrive within this; tunnel uploads stream for longer
- * (their own deadline is per stream, hub/tunnel/gateway.ts), so this stays Node's 5 minutes.
- */
-export const REQUEST_TIMEOUT_MS = 300_000;
 /** An idle keep-alive connection between two requests is closed after this. */
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const CONNECTIONS_CHECK_MS = 2_000;
@@ -42,7 +37,9 @@ const CONNECTIONS_CHECK_MS = 2_000;
 export function serverTimeouts(): http.ServerOptions & { handshakeTimeout: number } {
   return {
     headersTimeout: HEADERS_TIMEOUT_MS,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    // Off server-wide: it would cut a long blob upload. Bodies have their own deadlines
+    // (REQUEST_BODY_TIMEOUT_MS in hub/hub.ts, an idle timeout on blob routes).
+    requestTimeout: 0,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
     handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
@@ -50,7 +47,7 @@ export function serverTimeouts(): http.ServerOptions & { handshakeTimeout: numbe
 }
 
 /** The hono middleware bounding every request body by the bytes actually read. */
-export function apiBodyLimit(maxBytes = MAX_BODY_BYTES): MiddlewareHandler {
+export function apiBodyLimit(maxBytes = MAX_REQUEST_BYTES): MiddlewareHandler {
   return bodyLimit({
     maxSize: maxBytes,
     onError: (c) => {
@@ -58,7 +55,7 @@ export function apiBodyLimit(maxBytes = MAX_BODY_BYTES): MiddlewareHandler {
       c.header('connection', 'close');
       throw new OutpostError(
         'too_large',
-        `the request body exceeds the ${maxBytes}-byte limit: split the objects into several requests`,
+        `the request body is over the hub's ${formatBytes(maxBytes)} limit for one request: send fewer objects at a time`,
       );
     },
   });
@@ -72,14 +69,20 @@ export interface ConnectionLimiter {
 }
 
 /**
- * Caps the connections per source address of `server` (counted from the TCP connection, before
+ * Closes connections that send no request within `firstRequestMs` of connecting, and caps the
+ * connections per source address of `server` (counted from the TCP connection, before
  * TLS: a socket that never finishes its handshake counts too). A connection past the cap is
  * destroyed at once; refusals are logged at most once a minute per address.
  */
-export function limitConnections(server: http.Server, maxPerAddress = MAX_CONNECTIONS_PER_ADDRESS): ConnectionLimiter {
+export function limitConnections(
+  server: http.Server,
+  maxPerAddress = MAX_CONNECTIONS_PER_ADDRESS,
+  firstRequestMs = HEADERS_TIMEOUT_MS,
+): ConnectionLimiter {
   const perAddress = new Map<string, number>();
   const counted = new WeakMap<Socket, string>();
   const warned = new Map<string, number>();
+  const firstRequest = new WeakMap<Socket, NodeJS.Timeout>();
   const release = (socket: Socket) => {
     const addr = counted.get(socket);
     if (addr === undefined) return;
@@ -106,8 +109,24 @@ export function limitConnections(server: http.Server, maxPerAddress = MAX_CONNEC
     }
     perAddress.set(addr, n + 1);
     counted.set(socket, addr);
-    socket.once('close', () => release(socket));
+    // Node's headersTimeout only covers a request once its first byte came: a connection that
+    // never sends one (after its TLS handshake, or over plain HTTP) would be held for ever.
+    const idle = setTimeout(() => socket.destroy(), firstRequestMs);
+    idle.unref();
+    firstRequest.set(socket, idle);
+    socket.once('close', () => {
+      clearTimeout(idle);
+      release(socket);
+    });
   });
+  const started = (req: http.IncomingMessage) => {
+    const raw = (req.socket as Socket & { _parent?: Socket })._parent ?? req.socket;
+    clearTimeout(firstRequest.get(raw));
+    firstRequest.delete(raw);
+  };
+  server.prependListener('request', started);
+  server.prependListener('upgrade', started);
+  server.prependListener('checkContinue', started);
   return {
     exempt(socket) {
       // Over TLS the request's socket wraps the TCP socket that was counted.

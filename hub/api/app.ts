@@ -3,17 +3,16 @@
  * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
-import { parseDuration } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
-import { Labels } from '../../core/resources.js';
-import { isValidName } from '../../core/ids.js';
-import { authorize, jsonBody, principal, type Env, type HubDeps, type Role } from './context.js';
+import { principal, type Env, type HubDeps } from './context.js';
+import { applyRoutes } from './apply.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
 import { streamRoutes } from './stream.js';
+import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
 import { apiBodyLimit } from '../http-limits.js';
 
@@ -70,52 +69,13 @@ export function createApi(deps: HubDeps): Hono {
   });
   api.get('/whoami', (c) => c.json(principal(c)));
 
-  api.post('/tokens/join', async (c) => {
-    const b = await jsonBody<{ project?: string; labels?: unknown; ttl?: string; uses?: number }>(c);
-    const project = b.project ?? (principal(c).project === '*' ? 'default' : principal(c).project);
-    if (!isValidName(project)) throw new OutpostError('invalid', 'project: must be a DNS label such as "default"');
-    authorize(deps, c, 'write', project);
-    const labels = Labels.safeParse(b.labels ?? {});
-    if (!labels.success) throw new OutpostError('invalid', `labels: ${labels.error.issues[0]?.message}`);
-    if (b.uses !== undefined && (!Number.isInteger(b.uses) || b.uses < 1))
-      throw new OutpostError('invalid', 'uses: must be a positive integer');
-    let ttlMs: number | undefined;
-    try {
-      ttlMs = b.ttl ? parseDuration(b.ttl) : undefined;
-    } catch (err) {
-      throw new OutpostError('invalid', `ttl: ${(err as Error).message}`);
-    }
-    const t = deps.auth.createJoinToken({ project, labels: labels.data, ttlMs, uses: b.uses });
-    return c.json(
-      { token: t.token, id: t.id, ...(t.expiresAt ? { expiresAt: new Date(t.expiresAt).toISOString() } : {}) },
-      201,
-    );
-  });
-  api.post('/tokens/api', async (c) => {
-    const b = await jsonBody<{ role?: Role; project?: string; ttl?: string; description?: string }>(c);
-    const role = b.role ?? 'viewer';
-    if (!['admin', 'operator', 'viewer'].includes(role))
-      throw new OutpostError('invalid', 'role: must be one of admin, operator, viewer');
-    const project = b.project ?? 'default';
-    if (project !== '*' && !isValidName(project))
-      throw new OutpostError('invalid', 'project: must be a DNS label or "*"');
-    const p = principal(c);
-    if (p.role !== 'admin' || (p.project !== '*' && p.project !== project))
-      throw new OutpostError('forbidden', 'only an admin token of that project can create API tokens');
-    let ttlMs: number | undefined;
-    try {
-      ttlMs = b.ttl ? parseDuration(b.ttl) : undefined;
-    } catch (err) {
-      throw new OutpostError('invalid', `ttl: ${(err as Error).message}`);
-    }
-    const t = deps.auth.createApiToken({ role, project, ttlMs, description: b.description });
-    return c.json({ token: t.token, id: t.id, role, project }, 201);
-  });
+  api.route('/', tokenRoutes(deps));
 
   // Before objectRoutes: its /projects/:project/:kind would take /stream and /edges-online.
   api.route('/', fleetRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
+  api.route('/', applyRoutes(deps));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

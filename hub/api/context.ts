@@ -21,6 +21,28 @@ export interface Principal {
 
 export type Action = 'read' | 'write' | 'admin';
 
+export interface ApiTokenView {
+  id: string;
+  role: Role;
+  project: string;
+  description: string;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface JoinTokenView {
+  id: string;
+  project: string;
+  labels: Record<string, string>;
+  description: string;
+  createdAt: number;
+  expiresAt: number | null;
+  usesLimit: number | null;
+  uses: number;
+  revokedAt: number | null;
+}
+
 export interface HubAuth {
   verifyApiToken(token: string): Principal | null;
   can(p: Principal, action: Action, project: string): boolean;
@@ -29,11 +51,18 @@ export interface HubAuth {
     id: string;
     expiresAt?: number;
   };
+  /** Without ttlMs the token expires after the default (24 h). */
   createJoinToken(opts: { project: string; labels: Record<string, string>; ttlMs?: number; uses?: number }): {
     token: string;
     id: string;
-    expiresAt?: number;
+    expiresAt: number;
   };
+  /** Every API and join token, without secrets. */
+  listTokens(): { api: ApiTokenView[]; join: JoinTokenView[] };
+  /** Revokes an API or join token by id; false when it was already revoked. */
+  revokeToken(kind: 'api' | 'join', id: string): boolean;
+  /** New admin token for all projects into DATA/admin.token; the one it held is revoked. */
+  rotateAdminToken(): { token: string; id: string; revoked: string | null };
   /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
   consumeJoinToken(token: string): { project: string; labels: Record<string, string> };
   issueEdgeCredential(edge: string): string;
@@ -76,7 +105,7 @@ export function authorize(deps: HubDeps, c: Context<Env>, action: Action, projec
   if (!deps.auth.can(p, action, project)) {
     throw new OutpostError(
       'forbidden',
-      `a ${p.role} token may not ${action === 'read' ? 'read' : action === 'write' ? 'change objects' : 'do this'} in project ${project}: ask an admin for an operator or admin token`,
+      `a ${p.role} token may not ${action === 'read' ? 'read' : action === 'write' ? 'change objects' : 'do this'} in project ${project}: ask an admin for ${action === 'admin' ? 'an admin token' : 'an operator or admin token'}`,
     );
   }
   return p;

@@ -6,6 +6,7 @@ import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { readReport, readSpec, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import { API_VERSION, formatIssues, Inventory, Labels, type Edge } from '../../core/resources.js';
+import { enrollLabels } from '../auth/join-tokens.js';
 import { recordEvent } from '../db.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
 import { withStatus } from './objects.js';
@@ -171,7 +172,7 @@ export function enrollRoute(deps: HubDeps): Hono {
             `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`,
           );
         }
-        const labels = { ...grant.labels, ...(req.labels ?? {}) };
+        const labels = enrollLabels(grant, req.labels);
         objects.apply(
           {
             apiVersion: API_VERSION,

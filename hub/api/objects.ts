@@ -1,11 +1,12 @@
-/** @module Object routes: CRUD with status, `apply` (validate all, then change), revisions, rollout verbs, events. */
+/** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { Hono, type Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
-import { ExpansionError, parseManifests } from '../../core/manifest.js';
 import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
-import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
-import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
+import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { checkPlacements } from '../controllers/placements.js';
+import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
+import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
 import { authorize, jsonBody, kindFromPath, type Env, type HubDeps } from './context.js';
@@ -36,7 +37,7 @@ export function countMatching(
   db: SqliteDatabase,
   kind: Kind,
   project: string,
-  f: { selector?: LabelSelector; q?: string; state?: string },
+  f: { selector?: LabelSelector; q?: string; state?: string; local?: ReplicaStore },
 ): number {
   const rows = (
     project === '*'
@@ -54,6 +55,7 @@ export function countMatching(
     if (f.q && !r.name.includes(f.q)) continue;
     if (f.selector && !matchesSelector(JSON.parse(r.labels) as Record<string, string>, f.selector)) continue;
     if (phases && (phases.get(r.name) ?? 'Pending') !== f.state) continue;
+    if (f.local && kind === 'Edge' && !hasLocalIntents(f.local, r.name)) continue;
     n++;
   }
   return n;
@@ -91,6 +93,8 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const sel = c.req.query('labelSelector');
     const q = c.req.query('q');
     const state = c.req.query('state');
+    // `local=true`: only edges holding intents made on site (a pause or overrides the hub has not cleared).
+    const local = c.req.query('local') === 'true';
     let selector;
     try {
       selector = sel ? parseSelectorString(sel) : undefined;
@@ -109,6 +113,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         if (selector && !matchesSelector(o.metadata.labels, selector)) continue;
         if (q && !o.metadata.name.includes(q)) continue;
         if (state && kind === 'Edge' && edgePhase(edgeRuntime(db, o.metadata.name)) !== state) continue;
+        if (local && kind === 'Edge' && !hasLocalIntents(deps.store, o.metadata.name)) continue;
         if (out.length === limit) {
           more = true;
           break;
@@ -118,7 +123,10 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       if (more || batch.length < 500) break;
     }
     const items = out.map((o) => withStatus(deps, o));
-    const matched = selector || q || state ? { matched: countMatching(db, kind, project, { selector, q, state }) } : {};
+    const matched =
+      selector || q || state || local
+        ? { matched: countMatching(db, kind, project, { selector, q, state, local: local ? deps.store : undefined }) }
+        : {};
     return c.json({
       items,
       total: objects.count(kind, project),
@@ -178,7 +186,11 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name))
       throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
-    const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+    const { r, warnings } = inTransaction(db, () => {
+      const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
+    });
+    for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
   };
   app.post('/projects/:project/:kind', (c) => write(c, 'create'));
@@ -195,67 +207,6 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     const o = objects.delete(kind, project, c.req.param('name'), actor(c));
     return c.json({ deleted: { kind, project, name: o.metadata.name } });
-  });
-
-  app.post('/apply', async (c) => {
-    const defaultProject = c.req.query('project') ?? 'default';
-    const type = c.req.header('content-type') ?? '';
-    let raw: unknown[];
-    if (type.includes('yaml')) {
-      try {
-        raw = parseManifests(await c.req.text());
-      } catch (err) {
-        throw new OutpostError(err instanceof ExpansionError ? 'too_large' : 'bad_request', (err as Error).message);
-      }
-    } else {
-      const body = await jsonBody<{ objects?: unknown[] }>(c);
-      if (!Array.isArray(body.objects)) throw new OutpostError('bad_request', 'the body must be {"objects": [...]}');
-      raw = body.objects;
-    }
-    // Validate every object and check every permission before changing anything.
-    const errors: { index: number; path: string; message: string }[] = [];
-    const valid: Resource[] = [];
-    let tooLarge = false;
-    raw.forEach((o, index) => {
-      const obj = o as { metadata?: Record<string, unknown> } | null;
-      const withProject =
-        obj && typeof obj === 'object'
-          ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } }
-          : obj;
-      try {
-        const v = validateResource(withProject);
-        if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name))
-          throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
-        valid.push(v);
-      } catch (err) {
-        if (err instanceof OutpostError && err.code === 'too_large') tooLarge = true;
-        if (err instanceof OutpostError && Array.isArray(err.details))
-          for (const d of err.details as { path: string; message: string }[])
-            errors.push({ index, path: d.path, message: d.message });
-        else errors.push({ index, path: '', message: (err as Error).message });
-      }
-    });
-    if (errors.length) {
-      throw new OutpostError(
-        tooLarge ? 'too_large' : 'invalid',
-        errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '),
-        { details: errors },
-      );
-    }
-    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
-    const results = db.transaction(() =>
-      valid.map((v) => {
-        const r = objects.apply(v, { actor: actor(c) });
-        return {
-          kind: v.kind,
-          project: v.metadata.project,
-          name: v.metadata.name,
-          action: r.action,
-          resourceVersion: r.object.metadata.resourceVersion,
-        };
-      }),
-    )();
-    return c.json({ results });
   });
 
   app.get('/projects/:project/workloads/:name/revisions', (c) => {

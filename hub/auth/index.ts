@@ -8,6 +8,8 @@ export { issueEdgeCredential, revokeEdgeCredential, verifyEdgeCredential } from 
 export {
   consumeJoinToken,
   createJoinToken,
+  enrollLabels,
+  joinTokenExpiry,
   listJoinTokens,
   revokeJoinToken,
   type CreateJoinTokenOptions,
@@ -31,6 +33,7 @@ export {
   ensureAdminToken,
   listApiTokens,
   revokeApiToken,
+  rotateAdminToken,
   verifyApiToken,
   type ApiTokenInfo,
   type CreateApiTokenOptions,

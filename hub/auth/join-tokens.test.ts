@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../test/helpers.js';
+import { JOIN_TOKEN_DEFAULT_TTL_MS } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { parseToken } from '../../sync/pinned-ca.js';
 import { openDatabase } from '../../sync/sqlite.js';
@@ -28,22 +29,29 @@ function refusal(fn: () => unknown): OutpostError {
 describe('join tokens', () => {
   it('carry the CA pin and grant their project and labels', () => {
     const { db } = dbs.open();
-    const token = createJoinToken(db, {
-      project: 'shop',
-      labels: { region: 'eu', 'example.com/tier': 'edge' },
-      caFingerprint: FP,
-    });
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    const token = createJoinToken(
+      db,
+      { project: 'shop', labels: { region: 'eu', 'example.com/tier': 'edge' }, caFingerprint: FP },
+      now,
+    );
     expect(token).toMatch(/^opj1\.(cd){32}\.[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
     expect(parseToken(token)?.caFingerprint).toBe(FP);
-    expect(consumeJoinToken(db, token)).toEqual({
+    expect(consumeJoinToken(db, token, now)).toEqual({
       project: 'shop',
       labels: { region: 'eu', 'example.com/tier': 'edge' },
     });
-    expect(consumeJoinToken(db, token)).toEqual({
+    expect(consumeJoinToken(db, token, now)).toEqual({
       project: 'shop',
       labels: { region: 'eu', 'example.com/tier': 'edge' },
     });
-    expect(listJoinTokens(db)[0]).toMatchObject({ project: 'shop', uses: 2, usesLimit: null, expiresAt: null });
+    // Without a ttl, the default: a join token always expires.
+    expect(listJoinTokens(db)[0]).toMatchObject({
+      project: 'shop',
+      uses: 2,
+      usesLimit: null,
+      expiresAt: now + JOIN_TOKEN_DEFAULT_TTL_MS,
+    });
   });
 
   it('expire at their ttl, with a message saying when and what to do', () => {

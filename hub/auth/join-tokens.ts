@@ -1,8 +1,10 @@
 /**
  * @module Join tokens: `opj1.<caFingerprint|none>.<id>.<secret>`. An edge presents one once, at
  * enrollment, and gets an edge credential in exchange; the token decides the edge's project and
- * initial labels, and may expire and/or allow a limited number of uses.
+ * labels (binding: see enrollLabels), expires (24 h unless told otherwise) and may allow a limited
+ * number of uses. Only admins create them (docs/security.md).
  */
+import { JOIN_TOKEN_DEFAULT_TTL_MS } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { Labels } from '../../core/resources.js';
 import { formatToken, NO_FINGERPRINT, parseToken } from '../../sync/pinned-ca.js';
@@ -18,6 +20,7 @@ export interface JoinGrant {
 export interface CreateJoinTokenOptions {
   project: string;
   labels?: Labels;
+  /** Lifetime; absent means JOIN_TOKEN_DEFAULT_TTL_MS (24 h): a join token always expires. */
   ttlMs?: number;
   /** How many edges may enroll with it; absent means unlimited. */
   uses?: number;
@@ -51,6 +54,11 @@ interface Row {
 
 const CREATE_NEW = 'create a new one with `outpost token create`';
 
+/** When a join token made now with `ttlMs` (absent: the 24 h default) expires. */
+export function joinTokenExpiry(ttlMs: number | undefined, now: number): number {
+  return now + (ttlMs ?? JOIN_TOKEN_DEFAULT_TTL_MS);
+}
+
 export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions, now = Date.now()): string {
   migrateAuth(db);
   checkProject(opts.project, false);
@@ -82,7 +90,7 @@ export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions
     JSON.stringify(labels.data),
     opts.description ?? '',
     now,
-    opts.ttlMs === undefined ? null : now + opts.ttlMs,
+    joinTokenExpiry(opts.ttlMs, now),
     opts.uses ?? null,
   );
   return token;
@@ -125,6 +133,28 @@ export function consumeJoinToken(db: SqliteDatabase, token: string, now = Date.n
     return { project: row.project, labels: JSON.parse(row.labels) as Labels };
   });
   return db.inTransaction ? consume() : consume.immediate();
+}
+
+/**
+ * The labels an enrolling edge gets: the token's, plus those it asks for under keys the token does
+ * not set. A token's labels bind: a request that would change one is refused, never merged over it,
+ * or a token holder could select itself into any placement (and receive its workloads and Secrets).
+ */
+export function enrollLabels(grant: JoinGrant, requested: Labels = {}): Labels {
+  const conflicts = Object.entries(requested).filter(([k, v]) => k in grant.labels && grant.labels[k] !== v);
+  if (conflicts.length) {
+    throw new OutpostError(
+      'forbidden',
+      `labels ${conflicts.map(([k, v]) => `${k}=${v}`).join(', ')} conflict with the join token's ${conflicts.map(([k]) => `${k}=${grant.labels[k]}`).join(', ')}: a join token's labels bind; leave ${conflicts.length === 1 ? 'that key' : 'those keys'} out of --labels, or ask an admin for a token with the labels this edge needs`,
+      {
+        details: conflicts.map(([k]) => ({
+          path: `labels.${k}`,
+          message: `set by the join token to ${grant.labels[k]}`,
+        })),
+      },
+    );
+  }
+  return { ...requested, ...grant.labels };
 }
 
 export function listJoinTokens(db: SqliteDatabase): JoinTokenInfo[] {

@@ -125,8 +125,9 @@ export function listApiTokens(db: SqliteDatabase): ApiTokenInfo[] {
 
 /**
  * On first start, creates an admin token for all projects and writes it to DATA/admin.token
- * (mode 0600). Once the file exists it is never rewritten, so deleting it and restarting is how
- * an operator gets a new admin token; the old one stays valid until revoked.
+ * (mode 0600). Once the file exists only rotateAdminToken rewrites it (`outpost token
+ * rotate-admin`); deleting it and restarting also makes a new one, but leaves the old one valid
+ * until revoked.
  */
 export function ensureAdminToken(
   db: SqliteDatabase,
@@ -166,4 +167,48 @@ export function ensureAdminToken(
     return t;
   })();
   return { token, created: true };
+}
+
+/**
+ * Replaces the admin token of DATA/admin.token: a new admin token for all projects is written to
+ * the file (a temporary file renamed over it, mode 0600) and the one the file held is revoked, in
+ * one transaction with the file write, so a failed write leaves the old token valid and the file
+ * unchanged. Returns the new token and the id of the revoked one (null when the file held none
+ * this hub knew).
+ */
+export function rotateAdminToken(
+  db: SqliteDatabase,
+  dataDir: string,
+  caFingerprint: string | null,
+  now = Date.now(),
+): { token: string; id: string; revoked: string | null } {
+  migrateAuth(db);
+  const file = path.join(dataDir, 'admin.token');
+  const oldId = fs.existsSync(file) ? (parseToken(fs.readFileSync(file, 'utf8').trim())?.id ?? null) : null;
+  return db.transaction(() => {
+    const token = createApiToken(
+      db,
+      {
+        role: 'admin',
+        project: ALL_PROJECTS,
+        description: `admin.token, rotated at ${new Date(now).toISOString()}`,
+        caFingerprint,
+      },
+      now,
+    );
+    const revoked = oldId !== null && revokeApiToken(db, oldId, now) ? oldId : null;
+    const tmp = `${file}.${process.pid}.tmp`;
+    try {
+      fs.writeFileSync(tmp, `${token}\n`, { mode: 0o600 });
+      fs.chmodSync(tmp, 0o600);
+      fs.renameSync(tmp, file);
+    } catch (err) {
+      fs.rmSync(tmp, { force: true });
+      throw new Error(`cannot write the new admin token to ${file}: check the data directory's permissions`, {
+        cause: err,
+      });
+    }
+    log.info({ file, revoked }, 'admin token rotated');
+    return { token, id: parseToken(token)!.id, revoked };
+  })();
 }
