@@ -9,6 +9,7 @@ import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
 import { registerEdgeLocalCommands } from './edge/cli.js';
+import { applyEdgeProcessSettings } from './edge/process-settings.js';
 import {
   exitCodeOf,
   formatError,
@@ -208,10 +209,14 @@ export function buildProgram(): Command {
         driver?: string;
         kubeconfig?: string;
       }) => {
+        // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
+        // settings (edge/process-settings.ts); does not return then.
+        const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
         const [{ startEdgeAgent }, { resolveJoinToken }] = await Promise.all([
           import('./edge/agent.js'),
           import('./edge/enroll.js'),
         ]);
+        log.info({ tuning }, 'edge process settings');
         const agent = await startEdgeAgent({
           dataDir: o.data,
           hub: o.hub,
@@ -264,6 +269,18 @@ export function buildProgram(): Command {
           execPath: process.execPath,
         }),
       );
+    });
+  edge
+    .command('uninstall')
+    .description(
+      'undo outpost edge install on this host: stop the service, remove every workload, the unit and the data directory (--yes to do it)',
+    )
+    .option('--yes', 'do it (without: say what would be done)')
+    .option('--unit-dir <dir>', 'where outpost-edge.service is', '/etc/systemd/system')
+    .action(async (o: { yes?: boolean; unitDir: string }, cmd: Command) => {
+      const g = cmd.optsWithGlobals() as { data: string };
+      const { uninstallEdge } = await import('./edge/uninstall.js');
+      process.stdout.write(await uninstallEdge({ dataDir: g.data, unitDir: o.unitDir, yes: o.yes }));
     });
   registerEdgeLocalCommands(edge);
   registerEdgeAdminCommands(edge);

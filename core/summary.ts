@@ -27,7 +27,7 @@ export interface StatusEntry {
 }
 
 /** States listed under `broken`: something is wrong or we cannot tell. Paused and moving states are not. */
-export const BROKEN_STATES: ReadonlySet<State> = new Set<State>(['Stale', 'Degraded', 'Failed', 'Error']);
+export const BROKEN_STATES: ReadonlySet<State> = new Set<State>(['Modified', 'Stale', 'Degraded', 'Failed', 'Error']);
 
 const cmp = (a: string | undefined, b: string | undefined): number =>
   (a ?? '') < (b ?? '') ? -1 : (a ?? '') > (b ?? '') ? 1 : 0;
@@ -109,6 +109,7 @@ const DEFAULT_REASON: Record<ReportedPhase, string | undefined> = {
   Progressing: 'starting on the edge',
   Pending: 'waiting on the edge',
   Paused: 'paused on site by a local intent',
+  Modified: 'changed on the edge by someone else; the edge puts it back',
   Degraded: 'degraded, the edge gave no message',
   Failed: 'failed, the edge gave no message',
 };

@@ -76,6 +76,11 @@ export interface SyncServerOptions {
   maxQueuedUpgrades?: number;
   /** Resolves the bearer credential of an upgrade request; null refuses it with 401. */
   authenticate(token: string, req: IncomingMessage): EdgeIdentity | null | Promise<EdgeIdentity | null>;
+  /**
+   * For a credential `authenticate` refused: the message when it is a decommissioned edge's own
+   * (then the 401 carries code `decommissioned`, which the edge takes as final), else undefined.
+   */
+  decommissioned?(token: string): string | undefined;
   heartbeatSeconds?(edge: EdgeName): number;
   onConnect?(conn: EdgeConnection): void;
   onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
@@ -119,11 +124,12 @@ export function answerAndDestroy(
   status: number,
   message: string,
   headers: Record<string, string | number> = {},
+  code?: string,
 ): void {
   const body = message
     ? JSON.stringify({
         error: {
-          code: status === 401 ? 'unauthorized' : status === 429 ? 'too_many_requests' : 'bad_request',
+          code: code ?? (status === 401 ? 'unauthorized' : status === 429 ? 'too_many_requests' : 'bad_request'),
           message,
         },
       })
@@ -290,8 +296,9 @@ export class SyncServer {
           `refused sync upgrade: ${why}${suppressed ? ` (and ${suppressed} more refusals since the last line)` : ''}`,
         ),
       );
-      this.opts.onRefused?.(null, 'unauthorized', why);
-      answerAndDestroy(socket, 401, why);
+      const gone = token ? this.opts.decommissioned?.(token) : undefined;
+      this.opts.onRefused?.(null, 'unauthorized', gone ?? why);
+      answerAndDestroy(socket, 401, gone ?? why, {}, gone ? 'decommissioned' : undefined);
       return;
     }
     const wait = this.reconnectWaitMs(identity.edge);
