@@ -13,7 +13,6 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import client from 'prom-client';
 import { OFFLINE_AFTER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { createLogger, throttle } from '../core/logger.js';
@@ -34,6 +33,7 @@ import { projectReport } from './controllers/status.js';
 import { migrateHub } from './db.js';
 import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
+import { createHubMetrics } from './metrics.js';
 import { ObjectStore } from './objects.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -168,49 +168,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
   const fingerprint = tls?.caFingerprint ?? null;
 
-  // Metrics: gauges read at scrape time, counters bumped by the sync hooks.
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_hub_' });
-  const refused = new client.Counter({
-    name: 'outpost_hub_sync_refusals_total',
-    help: 'Sync connections refused, by code',
-    labelNames: ['code'],
-    registers: [registry],
-  });
-  const throttled = new client.Counter({
-    name: 'outpost_hub_sync_throttled_total',
-    help: 'Times an edge connection sent frames past its rate and was not read for a while',
-    registers: [registry],
-  });
-  const heartbeats = new client.Counter({
-    name: 'outpost_hub_heartbeats_total',
-    help: 'Heartbeats received',
-    registers: [registry],
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges_connected',
-    help: 'Edges with an open sync connection',
-    registers: [registry],
-    collect() {
-      this.set(sync?.connections().length ?? 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges',
-    help: 'Enrolled edges',
-    registers: [registry],
-    collect() {
-      this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_docs_loaded',
-    help: 'Documents loaded in memory',
-    registers: [registry],
-    collect() {
-      this.set(store.loadedStats().docs);
-    },
-  });
+  // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
+  const metrics = createHubMetrics({ db, store, objects, scheduler: sched, sync: () => sync });
+  const { registry, refused, heartbeats, throttled } = metrics;
 
   const hubAuth: HubAuth = {
     verifyApiToken: (t) => {
@@ -324,6 +284,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       recordDisconnect(db, conn.edge, code, reason);
       sched.markStatus(conn.edge, 'connectivity');
       tunnel.onDisconnect(conn);
+      metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {
