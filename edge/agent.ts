@@ -22,6 +22,8 @@ import { defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { enroll } from './enroll.js';
+import { EdgeBlobStore } from './blobs/store.js';
+import { EdgeTransfers } from './blobs/transfers.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
@@ -40,6 +42,8 @@ export interface EdgeAgentOptions {
   kubeconfig?: string;
   /** Tests and benchmarks: a faster heartbeat. */
   heartbeatMs?: number;
+  /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
+  blobBudgetBytes?: number;
 }
 
 export interface EdgeAgent {
@@ -48,6 +52,8 @@ export interface EdgeAgent {
   driver: Driver;
   reconciler: Reconciler;
   sync: SyncClient;
+  blobs: EdgeBlobStore;
+  transfers: EdgeTransfers;
   socketPath: string;
   close(): Promise<void>;
 }
@@ -156,6 +162,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   s.on('tunnel', (p) => tunnel.receive(p));
   s.on('state', (state) => state !== 'connected' && tunnel.disconnected());
 
+  const blobs = new EdgeBlobStore(path.join(o.dataDir, 'blobs'), o.blobBudgetBytes);
+  const transfers = new EdgeTransfers(
+    blobs,
+    (h, limits) => tunnel.open(h, limits),
+    () => s.state === 'connected',
+  );
+  s.on('state', (state) => state === 'connected' && transfers.kick());
+
   // The replica is enough to run: reconcile before (and regardless of) the first connection.
   reconciler.start();
   s.start();
@@ -174,7 +188,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let local: http.Server | undefined;
   try {
     local = await listenLocal(
-      localApp({ edge, hub: config.hub, store, driver, reconciler, connection: () => s.state, registry }),
+      localApp({ edge, hub: config.hub, store, driver, reconciler, connection: () => s.state, registry, transfers }),
       socketPath,
     );
   } catch (err) {
@@ -189,9 +203,12 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     driver,
     reconciler: r,
     sync: s,
+    blobs,
+    transfers,
     socketPath,
     async close() {
       clearInterval(compactTimer);
+      transfers.stop();
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));

@@ -23,6 +23,8 @@ import {
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver } from './drivers/driver.js';
 import type { Reconciler } from './reconciler.js';
+import { blobRoutes } from './blobs/local-routes.js';
+import type { EdgeTransfers } from './blobs/transfers.js';
 
 export interface LocalApiDeps {
   edge: EdgeName;
@@ -32,6 +34,7 @@ export interface LocalApiDeps {
   reconciler: Reconciler;
   connection(): string;
   registry: Registry;
+  transfers?: EdgeTransfers;
 }
 
 const err = (message: string) => ({ error: { message } });
@@ -111,6 +114,8 @@ export function localApp(d: LocalApiDeps): Hono {
       }
     });
   });
+
+  if (d.transfers) app.route('/blobs', blobRoutes(d.transfers));
 
   app.get('/metrics', async (c) => c.body(await d.registry.metrics(), 200, { 'content-type': d.registry.contentType }));
   return app;

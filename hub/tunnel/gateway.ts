@@ -68,6 +68,8 @@ export interface GatewayOptions {
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
+  /** A stream the edge opened (blob transfers); without it the edge's OPEN is refused. */
+  onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
 }
 
 interface EdgeTunnel {
@@ -113,9 +115,12 @@ export class TunnelGateway {
   /** SyncServer's onTunnel hook: a 0x02 payload from an edge. A malformed one closes that edge's connection. */
   onTunnel(conn: EdgeConnection, payload: Buffer): void {
     const t = this.tunnels.get(conn.edge);
-    if (!t || t.conn !== conn) return; // no stream was opened on this connection: stale frames
+    let mux = t?.conn === conn ? t.mux : undefined;
+    // The edge opens streams too (transfers): a first frame on its current connection starts the mux.
+    if (!mux && this.opts.sync()?.connection(conn.edge) === conn) mux = this.mux(conn);
+    if (!mux) return; // a connection already replaced: stale frames
     try {
-      t.mux.receive(payload);
+      mux.receive(payload);
     } catch (err) {
       throw new ProtocolError('bad_frame', `bad tunnel frame: ${(err as Error).message}`);
     }
@@ -139,10 +144,13 @@ export class TunnelGateway {
     if (t && t.conn === conn) return t.mux;
     t?.mux.close(`edge ${conn.edge} reconnected`);
     const socket = conn.socket;
+    const onEdgeStream = this.opts.onEdgeStream;
     const mux = new TunnelMux({
+      side: 'hub',
       send: (p) => conn.sendTunnel(p),
       bufferedAmount: () => socket.bufferedAmount,
       maxStreams: this.limits.maxStreamsPerEdge,
+      ...(onEdgeStream ? { onStream: (s: TunnelStream) => onEdgeStream(conn, s) } : {}),
     });
     this.tunnels.set(conn.edge, { conn, mux });
     return mux;
