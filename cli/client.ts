@@ -114,7 +114,8 @@ export function describeHttpError(status: number, body: unknown, hub: string, su
         : `conflict: ${serverMsg}; get the objects again, reapply your change and retry`;
       break;
     case 413:
-      msg = `${serverMsg}: the request is too large for the hub; split it into several`;
+      // The hub's message names what is too big and what to do about it.
+      msg = serverMsg;
       break;
     case 422:
       msg = `the hub rejected ${subjectText(subject)}: ${serverMsg}`;

@@ -1,7 +1,6 @@
-/** @module Object routes: CRUD with status, `apply` (validate all, then change), revisions, rollout verbs, events. */
+/** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { Hono, type Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
-import { parseManifests } from '../../core/manifest.js';
 import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
@@ -200,87 +199,6 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     const o = objects.delete(kind, project, c.req.param('name'), actor(c));
     return c.json({ deleted: { kind, project, name: o.metadata.name } });
-  });
-
-  app.post('/apply', async (c) => {
-    const defaultProject = c.req.query('project') ?? 'default';
-    const type = c.req.header('content-type') ?? '';
-    let raw: unknown[];
-    if (type.includes('yaml')) {
-      try {
-        raw = parseManifests(await c.req.text());
-      } catch (err) {
-        throw new OutpostError('bad_request', (err as Error).message);
-      }
-    } else {
-      const body = await jsonBody<{ objects?: unknown[] }>(c);
-      if (!Array.isArray(body.objects)) throw new OutpostError('bad_request', 'the body must be {"objects": [...]}');
-      raw = body.objects;
-    }
-    // Validate every object and check every permission before changing anything.
-    const errors: { index: number; path: string; message: string }[] = [];
-    const valid: Resource[] = [];
-    raw.forEach((o, index) => {
-      const obj = o as { metadata?: Record<string, unknown> } | null;
-      const withProject =
-        obj && typeof obj === 'object'
-          ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } }
-          : obj;
-      try {
-        const v = validateResource(withProject);
-        if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name))
-          throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
-        valid.push(v);
-      } catch (err) {
-        if (err instanceof OutpostError && Array.isArray(err.details))
-          for (const d of err.details as { path: string; message: string }[])
-            errors.push({ index, path: d.path, message: d.message });
-        else errors.push({ index, path: '', message: (err as Error).message });
-      }
-    });
-    if (errors.length) {
-      throw new OutpostError(
-        'invalid',
-        errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '),
-        { details: errors },
-      );
-    }
-    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
-    let warnings: string[] = [];
-    const results = inTransaction(db, () => {
-      const out = valid.map((v) => {
-        const r = objects.apply(v, { actor: actor(c) });
-        return {
-          kind: v.kind,
-          project: v.metadata.project,
-          name: v.metadata.name,
-          action: r.action,
-          resourceVersion: r.object.metadata.resourceVersion,
-        };
-      });
-      // Placement rules see the whole request applied (a placement may come before its workload).
-      const placements = valid
-        .filter((v) => v.kind === 'Placement')
-        .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
-      try {
-        warnings = checkPlacements(db, objects, placements);
-      } catch (err) {
-        if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
-        // Details by object index, as validation reports them (the CLI names file and document).
-        const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
-          (d) => ({
-            index: valid.findIndex(
-              (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
-            ),
-            path: d.path,
-            message: d.message,
-          }),
-        );
-        throw new OutpostError(err.code, err.message, { details });
-      }
-      return out;
-    });
-    return c.json({ results, ...(warnings.length ? { warnings } : {}) });
   });
 
   app.get('/projects/:project/workloads/:name/revisions', (c) => {
