@@ -5,7 +5,8 @@ import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '.
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';
-import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
+import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
+import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
 import { authorize, jsonBody, kindFromPath, type Env, type HubDeps } from './context.js';
@@ -36,7 +37,7 @@ export function countMatching(
   db: SqliteDatabase,
   kind: Kind,
   project: string,
-  f: { selector?: LabelSelector; q?: string; state?: string },
+  f: { selector?: LabelSelector; q?: string; state?: string; local?: ReplicaStore },
 ): number {
   const rows = (
     project === '*'
@@ -54,6 +55,7 @@ export function countMatching(
     if (f.q && !r.name.includes(f.q)) continue;
     if (f.selector && !matchesSelector(JSON.parse(r.labels) as Record<string, string>, f.selector)) continue;
     if (phases && (phases.get(r.name) ?? 'Pending') !== f.state) continue;
+    if (f.local && kind === 'Edge' && !hasLocalIntents(f.local, r.name)) continue;
     n++;
   }
   return n;
@@ -91,6 +93,8 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const sel = c.req.query('labelSelector');
     const q = c.req.query('q');
     const state = c.req.query('state');
+    // `local=true`: only edges holding intents made on site (a pause or overrides the hub has not cleared).
+    const local = c.req.query('local') === 'true';
     let selector;
     try {
       selector = sel ? parseSelectorString(sel) : undefined;
@@ -109,6 +113,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         if (selector && !matchesSelector(o.metadata.labels, selector)) continue;
         if (q && !o.metadata.name.includes(q)) continue;
         if (state && kind === 'Edge' && edgePhase(edgeRuntime(db, o.metadata.name)) !== state) continue;
+        if (local && kind === 'Edge' && !hasLocalIntents(deps.store, o.metadata.name)) continue;
         if (out.length === limit) {
           more = true;
           break;
@@ -118,7 +123,10 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       if (more || batch.length < 500) break;
     }
     const items = out.map((o) => withStatus(deps, o));
-    const matched = selector || q || state ? { matched: countMatching(db, kind, project, { selector, q, state }) } : {};
+    const matched =
+      selector || q || state || local
+        ? { matched: countMatching(db, kind, project, { selector, q, state, local: local ? deps.store : undefined }) }
+        : {};
     return c.json({
       items,
       total: objects.count(kind, project),
