@@ -1,5 +1,6 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { Hono, type Context } from 'hono';
+import { mergePatch } from '../../core/customize.js';
 import { OutpostError } from '../../core/errors.js';
 import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
@@ -151,7 +152,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     return c.json(withStatus(deps, o));
   });
 
-  const write = async (c: Context<Env>, mode: 'create' | 'put') => {
+  const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {
     const project = c.req.param('project') ?? '';
     const kind = kindFromPath(c.req.param('kind') ?? '');
     authorize(deps, c, 'write', project);
@@ -160,7 +161,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         'bad_request',
         'edges are created by enrollment: create a join token (outpost token create) and start the edge agent with it',
       );
-    const body = await jsonBody<Record<string, unknown>>(c);
+    const body = patched ?? (await jsonBody<Record<string, unknown>>(c));
     const meta = (body.metadata ?? {}) as Record<string, unknown>;
     const input = {
       ...body,
@@ -195,6 +196,36 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   };
   app.post('/projects/:project/:kind', (c) => write(c, 'create'));
   app.put('/projects/:project/:kind/:name', (c) => write(c, 'put'));
+  // JSON merge patch (RFC 7386), as `kubectl patch --type merge`: the patch merged into the stored
+  // object is validated and applied like a PUT (a metadata.resourceVersion in the patch is checked).
+  app.patch('/projects/:project/:kind/:name', async (c) => {
+    const project = c.req.param('project');
+    const kind = kindFromPath(c.req.param('kind'));
+    const name = c.req.param('name');
+    authorize(deps, c, 'write', project);
+    const type = (c.req.header('content-type') ?? '').split(';')[0].trim();
+    if (type !== 'application/merge-patch+json' && type !== 'application/json')
+      throw new OutpostError(
+        'unsupported_media',
+        `PATCH takes a JSON merge patch (RFC 7386) with Content-Type: application/merge-patch+json (got ${type || 'none'}); JSON Patch and strategic merge patch are not supported: send the fields to change, null to remove one`,
+      );
+    const patch = await jsonBody<unknown>(c);
+    if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
+      throw new OutpostError(
+        'bad_request',
+        'a merge patch is a JSON object of the fields to change, e.g. {"spec": {"rollout": {"paused": true}}}',
+      );
+    const cur = objects.get(kind, project, name);
+    if (!cur) throw new OutpostError('not_found', `${kind} ${name} not found in project ${project}`);
+    const { metadata, spec, apiVersion } = cur;
+    const base = {
+      apiVersion,
+      kind,
+      metadata: { name, project, labels: metadata.labels, annotations: metadata.annotations },
+      spec,
+    };
+    return write(c, 'put', mergePatch(base, patch) as Record<string, unknown>);
+  });
 
   app.delete('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
