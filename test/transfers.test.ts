@@ -135,7 +135,12 @@ describe('resumable transfers over the edge connection (real processes)', () => 
     const atHubKill = size(partial);
     await restartHub();
 
-    // While the blob moves, the hub changes the edge's spec: it must arrive before the blob does.
+    // While the blob moves again, the hub changes the edge's spec: it must arrive before the blob does.
+    await waitFor(() => size(partial) > atHubKill + 10 * 1024 * 1024, {
+      timeout: 60_000,
+      what: 'the transfer resumed',
+    });
+    const atChange = size(partial);
     await hubApi(hub, 'POST', '/api/v1/apply', {
       objects: [
         hostPod('marker', 'sleep 3600', { pidDir: www }),
@@ -151,7 +156,7 @@ describe('resumable transfers over the edge connection (real processes)', () => 
       { timeout: 30_000, what: 'the spec change on the edge' },
     );
     expect(fs.existsSync(done)).toBe(false);
-    expect(size(partial)).toBeGreaterThan(atHubKill);
+    expect(size(partial)).toBeGreaterThan(atChange);
 
     await waitFor(() => size(partial) > SIZE * 0.6, { timeout: 60_000, what: 'three fifths received' });
     await edge.kill('SIGKILL');
