@@ -12,7 +12,6 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import client from 'prom-client';
 import { OFFLINE_AFTER_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
@@ -33,6 +32,7 @@ import { edgeRuntime } from './controllers/edges.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub, recordEvent } from './db.js';
+import { createHubMetrics } from './metrics.js';
 import { ObjectStore } from './objects.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -165,44 +165,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
   const fingerprint = tls?.caFingerprint ?? null;
 
-  // Metrics: gauges read at scrape time, counters bumped by the sync hooks.
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_hub_' });
-  const refused = new client.Counter({
-    name: 'outpost_hub_sync_refusals_total',
-    help: 'Sync connections refused, by code',
-    labelNames: ['code'],
-    registers: [registry],
-  });
-  const heartbeats = new client.Counter({
-    name: 'outpost_hub_heartbeats_total',
-    help: 'Heartbeats received',
-    registers: [registry],
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges_connected',
-    help: 'Edges with an open sync connection',
-    registers: [registry],
-    collect() {
-      this.set(sync?.connections().length ?? 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges',
-    help: 'Enrolled edges',
-    registers: [registry],
-    collect() {
-      this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_docs_loaded',
-    help: 'Documents loaded in memory',
-    registers: [registry],
-    collect() {
-      this.set(store.loadedStats().docs);
-    },
-  });
+  // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
+  const metrics = createHubMetrics({ db, store, objects, scheduler: sched, sync: () => sync });
+  const { registry, refused, heartbeats } = metrics;
 
   const hubAuth: HubAuth = {
     verifyApiToken: (t) => {
@@ -361,6 +326,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       });
       sched.markStatus(conn.edge, 'connectivity');
       tunnel.onDisconnect(conn);
+      metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {
