@@ -24,6 +24,7 @@ import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { edgeRuntime } from '../controllers/edges.js';
+import { kubeAction } from './kube-path.js';
 import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
 import {
   cookieValues,
@@ -123,7 +124,9 @@ export class TunnelGateway {
   onTunnel(conn: EdgeConnection, payload: Buffer): void {
     const t = this.tunnels.get(conn.edge);
     let mux = t?.conn === conn ? t.mux : undefined;
-    // The edge opens streams too (transfers): a first frame on its current connection starts the mux.
+    // Before any stream was opened on this connection too (the edge opens transfer streams): a
+    // well-formed frame about a stream the mux does not know is dropped, a malformed one closes
+    // the connection (docs/tunnel.md). Frames of a connection already replaced are dropped.
     if (!mux && this.opts.sync()?.connection(conn.edge) === conn) mux = this.mux(conn);
     if (!mux) return; // a connection already replaced: stale frames
     try {
@@ -406,10 +409,7 @@ export class TunnelGateway {
 export function neededAction(route: string, method: string, rest: string, upgrade: boolean): Action {
   if (route === 'logs' || route === 'metrics') return 'read';
   if (route !== 'kube') return 'write';
-  if (upgrade) return 'write';
-  if (!['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())) return 'write';
-  // GET on these subresources runs code or reaches into pods: they count as exec/port-forward.
-  return /\/(exec|attach|portforward|proxy)(\/|$|\?)/.test(rest) ? 'write' : 'read';
+  return kubeAction(method, rest, upgrade);
 }
 
 export type { Principal };
