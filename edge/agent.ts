@@ -105,7 +105,13 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     store.close();
     throw new Error(`the ${config.driver} runtime is not usable`, { cause: err });
   }
-  reconciler = new Reconciler(store, edge, driver, await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')));
+  reconciler = new Reconciler(
+    store,
+    edge,
+    driver,
+    await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')),
+    config.sealKey,
+  );
 
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'outpost_edge_' });

@@ -10,6 +10,7 @@
  * change: a steady fleet adds no history, and a crash loop adds one small change per restart.
  */
 import { applyOverridesDetailed, manifestHash } from '../core/customize.js';
+import { openSecretsOnEdge } from '../core/secrets.js';
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
@@ -50,6 +51,8 @@ export class Reconciler {
     private readonly driver: Driver,
     /** Workloads stopped by a remote `stop` action: kept stopped until `start`, across agent restarts (held-stopped.ts). */
     readonly heldStopped: HeldStopped = HeldStopped.inMemory(),
+    /** The edge's private key (edge.json) that opens the Secret values the hub sealed to it. */
+    private readonly sealKey?: string,
   ) {}
 
   start(): void {
@@ -131,7 +134,13 @@ export class Reconciler {
           continue;
         }
         if (!cur || cur.hash !== hash) {
-          await this.driver.apply({ name: w.name, generation: w.generation, manifests, hash });
+          // Opened only here, for the driver: the replica keeps what the hub sealed (core/secrets.ts).
+          await this.driver.apply({
+            name: w.name,
+            generation: w.generation,
+            manifests: openSecretsOnEdge(this.sealKey, manifests),
+            hash,
+          });
           this.stoppedByUs.delete(w.name);
           result.applied.push(w.name);
         } else if (this.stoppedByUs.has(w.name)) {
