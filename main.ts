@@ -4,6 +4,7 @@
  * exits the process.
  */
 import { Command, Option } from 'commander';
+import { parseByteSize } from './core/blobs.js';
 import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
@@ -45,6 +46,14 @@ function labelsOption(v: string): Record<string, string> {
   }
 }
 
+function byteSizeOption(v: string): number {
+  try {
+    return parseByteSize(v);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 export function buildProgram(): Command {
   const { version, commit } = buildInfo();
   const program = new Command('outpost')
@@ -68,8 +77,10 @@ export function buildProgram(): Command {
     .option('--tls-ca <file>', 'root CA of --tls-cert (pinned by tokens)')
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
+    .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
     .action(
       async (o: {
+        blobQuota?: number;
         data: string;
         listen: string;
         insecureHttp?: boolean;
@@ -91,6 +102,7 @@ export function buildProgram(): Command {
           tlsCa: o.tlsCa,
           hosts: o.host,
           requireApproval: o.requireApproval,
+          ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);
         // Under systemd stderr goes to the journal, which keeps it and is readable by more users than

@@ -3,8 +3,10 @@
  * CA passed as `ca` (pinned by the token, docs/security.md) and normal certificate verification.
  * Every failure becomes a CliError whose message says what happened and what to do next.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { pipeline } from 'node:stream/promises';
 import { CliError } from './errors.js';
 
 /** What a command needs to talk to the hub. */
@@ -112,7 +114,8 @@ export function describeHttpError(status: number, body: unknown, hub: string, su
         : `conflict: ${serverMsg}; get the objects again, reapply your change and retry`;
       break;
     case 413:
-      msg = `${serverMsg}: the request is too large for the hub; split it into several`;
+      // The hub's message names what is too big and what to do about it.
+      msg = serverMsg;
       break;
     case 422:
       msg = `the hub rejected ${subjectText(subject)}: ${serverMsg}`;
@@ -220,6 +223,107 @@ export class HubClient {
       );
       req.on('error', (err: NodeJS.ErrnoException) => reject(transportError(this.hub, err)));
       req.end(payload);
+    });
+  }
+
+  /**
+   * Streams a file as the body of a POST (never the whole file in memory): what `blob push` does.
+   * No overall deadline (a large file on a slow link takes long); a stall of `timeoutMs` fails.
+   */
+  upload<T>(path: string, file: string, headers: Record<string, string>): Promise<T> {
+    const url = new URL(this.base.pathname.replace(/\/+$/, '') + path, this.base);
+    const size = fs.statSync(file).size;
+    const isTls = url.protocol === 'https:';
+    const timeoutMs = this.opts.timeoutMs ?? REQUEST_TIMEOUT_MS;
+    return new Promise<T>((resolve, reject) => {
+      const req = (isTls ? https : http).request(
+        url,
+        {
+          method: 'POST',
+          agent: false,
+          headers: {
+            authorization: `Bearer ${this.conn.token}`,
+            accept: 'application/json',
+            'content-length': String(size),
+            expect: '100-continue',
+            ...headers,
+          },
+          ...(isTls && this.conn.ca ? { ca: this.conn.ca } : {}),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', (err) => reject(transportError(this.hub, err)));
+          res.on('end', () => {
+            let body: unknown;
+            try {
+              body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            } catch {
+              body = undefined;
+            }
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) resolve(body as T);
+            else reject(describeHttpError(status, body, this.hub));
+          });
+        },
+      );
+      req.setTimeout(timeoutMs, () =>
+        req.destroy(Object.assign(new Error(`no progress within ${timeoutMs / 1000}s`), { code: 'ETIMEDOUT' })),
+      );
+      req.on('error', (err: NodeJS.ErrnoException) => reject(transportError(this.hub, err)));
+      // `Expect: 100-continue`: the hub says no (quota, rights) or "already have it" before a byte
+      // of the body is sent.
+      req.on('continue', () =>
+        fs
+          .createReadStream(file, { highWaterMark: 1024 * 1024 })
+          .on('error', (err) => req.destroy(err))
+          .pipe(req),
+      );
+      req.flushHeaders();
+    });
+  }
+
+  /** Streams a GET answer into `out` (a file or stdout); resolves with the response headers. */
+  download(path: string, out: NodeJS.WritableStream): Promise<http.IncomingHttpHeaders> {
+    const url = new URL(this.base.pathname.replace(/\/+$/, '') + path, this.base);
+    const isTls = url.protocol === 'https:';
+    const timeoutMs = this.opts.timeoutMs ?? REQUEST_TIMEOUT_MS;
+    return new Promise((resolve, reject) => {
+      const req = (isTls ? https : http).request(
+        url,
+        {
+          method: 'GET',
+          agent: false,
+          headers: { authorization: `Bearer ${this.conn.token}` },
+          ...(isTls && this.conn.ca ? { ca: this.conn.ca } : {}),
+        },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status >= 300) {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => {
+              let body: unknown;
+              try {
+                body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+              } catch {
+                body = undefined;
+              }
+              reject(describeHttpError(status, body, this.hub));
+            });
+            return;
+          }
+          pipeline(res, out).then(
+            () => resolve(res.headers),
+            (err: NodeJS.ErrnoException) => reject(transportError(this.hub, err)),
+          );
+        },
+      );
+      req.setTimeout(timeoutMs, () =>
+        req.destroy(Object.assign(new Error(`no progress within ${timeoutMs / 1000}s`), { code: 'ETIMEDOUT' })),
+      );
+      req.on('error', (err: NodeJS.ErrnoException) => reject(transportError(this.hub, err)));
+      req.end();
     });
   }
 

@@ -3,12 +3,12 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { API_VERSION } from '../core/resources.js';
 import { parseSelectorString } from '../core/selector.js';
 import { HubError } from './client.js';
+import { collect, registerApplyCommands } from './cmd-apply.js';
 import { objectPath, openSession, type CliDeps } from './context.js';
 import { describeObject } from './describe.js';
 import { asUsage, CliError, UsageError } from './errors.js';
 import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
 import { line, toJson, toYaml } from './output.js';
-import { checkObjects, readSources, type SourcedObject } from './sources.js';
 import { formatObjectTable, OUTPUT_FORMATS, type OutputFormat } from './tables.js';
 import type { ApiObject, EventView } from './views.js';
 
@@ -30,10 +30,6 @@ function parseSelectorFlag(s: string): string {
   return s;
 }
 
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
-}
-
 /** `placement eu` or `placement/eu`: exactly one name, or a usage error. */
 function kindAndName(kindArg: string, nameArg: string | undefined, verb: string): { info: KindInfo; name: string } {
   const { info, name } = asUsage(() => parseKindArg(kindArg));
@@ -46,52 +42,8 @@ function kindAndName(kindArg: string, nameArg: string | undefined, verb: string)
   return { info, name: n };
 }
 
-/** Maps the hub's 422 details (`{index, path, message}`) back to the file and document of each object. */
-function applyRejection(err: HubError, sourced: SourcedObject[]): CliError {
-  if (err.status !== 422 || !Array.isArray(err.details)) return err;
-  const lines = (err.details as { index?: number; path?: string; message?: string }[]).map((d) => {
-    const where = typeof d.index === 'number' && sourced[d.index] ? sourced[d.index].where : 'an object';
-    return `${where}: ${d.path ? `${d.path}: ` : ''}${d.message ?? ''}`;
-  });
-  return new CliError(`the hub rejected the objects; nothing was applied:\n  ${lines.join('\n  ')}`, { cause: err });
-}
-
 export function registerObjectCommands(program: Command, deps: CliDeps): void {
-  program
-    .command('apply')
-    .description(
-      'create or update objects from YAML/JSON files, directories or stdin; all are checked before any is changed',
-    )
-    .requiredOption(
-      '-f, --filename <path>',
-      'a file, a directory (its *.yaml, *.yml, *.json files, sorted) or - for stdin; repeatable',
-      collect,
-    )
-    .addHelpText(
-      'after',
-      '\nExamples:\n  outpost apply -f web.yaml\n  outpost apply -f deploy/\n  cat web.yaml | outpost apply -f -',
-    )
-    .action(async (opts: { filename: string[] }, cmd: Command) => {
-      const s = await openSession(cmd, deps);
-      const sourced = await readSources(opts.filename, deps.stdin);
-      if (sourced.length === 0) throw new CliError(`nothing to apply: ${opts.filename.join(', ')} holds no object`);
-      checkObjects(sourced, s.project);
-      let res: { results?: { kind: string; project?: string; name: string; action: string }[] };
-      try {
-        res = await s.client.post(
-          '/api/v1/apply',
-          { objects: sourced.map((o) => o.object) },
-          { query: { project: s.project }, subject: { kind: 'object' } },
-        );
-      } catch (err) {
-        throw err instanceof HubError ? applyRejection(err, sourced) : err;
-      }
-      for (const r of res?.results ?? []) {
-        const where = r.project && r.project !== s.project ? ` (project ${r.project})` : '';
-        line(s.out.out, `${r.kind.toLowerCase()}/${r.name} ${r.action}${where}`);
-      }
-    });
-
+  registerApplyCommands(program, deps);
   program
     .command('get')
     .description(`list objects or show one (kinds: ${KIND_HELP})`)

@@ -38,10 +38,10 @@ async function readRollout(s: Session, name: string): Promise<RolloutStatus | un
   return statusOf<PlacementStatus>(p).rollout;
 }
 
-/** Complete ends a watch well; Failed and Paused end it badly (someone has to act). */
+/** Complete ends a watch well; Failed, Paused and Pending (no edge selected) end it badly (someone has to act). */
 function verdict(name: string, r: RolloutStatus | undefined): 'done' | CliError | undefined {
   if (r?.phase === 'Complete') return 'done';
-  if (r?.phase === 'Failed' || r?.phase === 'Paused')
+  if (r?.phase === 'Failed' || r?.phase === 'Paused' || r?.phase === 'Pending')
     return new CliError(`rollout of placement/${name} ${r.phase.toLowerCase()}: ${r.reason || 'no reason given'}`);
   return undefined;
 }

@@ -10,6 +10,7 @@
  * try { await program.parseAsync(argv); } catch (err) { return exitCodeOf(err); }
  */
 import type { Command } from 'commander';
+import { registerBlobCommands } from './cmd-blob.js';
 import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
 import { registerLogin } from './cmd-login.js';
 import { registerObjectCommands } from './cmd-objects.js';
@@ -51,6 +52,7 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerRolloutCommands(program, d);
   registerTokenCommands(program, d);
   registerTunnelCommands(program, d);
+  registerBlobCommands(program, d);
 }
 
 /** Adds `approve`, `label`, `drain`, `uncordon`, `decommission` and `clear` to the existing `edge` command. */

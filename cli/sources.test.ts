@@ -121,7 +121,7 @@ describe('checkObjects', () => {
     const objs = await readSources([d], stdin());
     let msg = '';
     try {
-      checkObjects(objs, 'default');
+      await checkObjects(objs, 'default');
     } catch (err) {
       msg = (err as Error).message;
     }
@@ -136,12 +136,14 @@ describe('checkObjects', () => {
   it('refuses the same object twice', async () => {
     const d = dir({ 'a.yaml': WL('web'), 'b.yaml': WL('web') });
     const objs = await readSources([d], stdin());
-    expect(() => checkObjects(objs, 'default')).toThrow(/workload\/web is also defined in .*a\.yaml, document 1/);
+    await expect(checkObjects(objs, 'default')).rejects.toThrow(
+      /workload\/web is also defined in .*a\.yaml, document 1/,
+    );
   });
 
   it('accepts valid objects', async () => {
     const d = dir({ 'a.yaml': `${WL('web')}---\n${PL}` });
     const f = path.join(d, 'a.yaml');
-    expect(() => checkObjects(objectsOfText(fs.readFileSync(f, 'utf8'), f), 'default')).not.toThrow();
+    await expect(checkObjects(objectsOfText(fs.readFileSync(f, 'utf8'), f), 'default')).resolves.toBeUndefined();
   });
 });

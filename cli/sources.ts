@@ -9,6 +9,14 @@ import { parseAllDocuments } from 'yaml';
 import { parseManifests } from '../core/manifest.js';
 import { formatIssues, KINDS, Resource } from '../core/resources.js';
 import { CliError } from './errors.js';
+import {
+  formatBytes,
+  MAX_OBJECT_BYTES,
+  MAX_REQUEST_BYTES,
+  rawDocuments,
+  TOO_BIG_HINT,
+  tooBigMessage,
+} from '../core/limits.js';
 
 export interface SourcedObject {
   object: Record<string, unknown>;
@@ -59,6 +67,7 @@ function lineOf(text: string, offset: number): number {
  * reported any syntax error by the time this runs.
  */
 export function objectsOfText(text: string, name: string): SourcedObject[] {
+  checkSizes(text, name);
   try {
     parseManifests(text);
   } catch (err) {
@@ -87,6 +96,36 @@ export function objectsOfText(text: string, name: string): SourcedObject[] {
   return out;
 }
 
+/** Files past this are refused unread: one apply carries at most MAX_REQUEST_BYTES anyway. */
+const MAX_FILE_BYTES = 16 * MAX_REQUEST_BYTES;
+
+/**
+ * Refuses a text holding an object over MAX_OBJECT_BYTES before parsing it, naming the file, the
+ * document, its line and (read without parsing) its kind and name.
+ */
+export function checkSizes(text: string, name: string): void {
+  const big = rawDocuments(text).filter((d) => d.bytes > MAX_OBJECT_BYTES);
+  if (big.length === 0) return;
+  throw new CliError(
+    `nothing was applied:\n  ${big
+      .map((d) =>
+        tooBigMessage(`${name}, document ${d.index} (line ${d.line})${d.label ? ` (${d.label})` : ''}`, d.bytes),
+      )
+      .join('\n  ')}`,
+  );
+}
+
+/** Refuses objects that together are more than the hub takes in one request, before sending them. */
+export function checkRequestSize(objects: SourcedObject[]): void {
+  const sizes = objects.map((o) => ({ o, bytes: Buffer.byteLength(JSON.stringify(o.object)) }));
+  const total = sizes.reduce((n, x) => n + x.bytes, 0);
+  if (total <= MAX_REQUEST_BYTES) return;
+  const biggest = sizes.sort((a, b) => b.bytes - a.bytes).slice(0, 3);
+  throw new CliError(
+    `nothing was applied: the ${objects.length} objects are ${formatBytes(total)} together, over the hub's ${formatBytes(MAX_REQUEST_BYTES)} limit for one apply: apply the files in several runs (the biggest: ${biggest.map((x) => `${x.o.where} (${describeObject(x.o.object)}) ${formatBytes(x.bytes)}`).join(', ')})`,
+  );
+}
+
 function describeObject(o: Record<string, unknown>): string {
   const meta = o.metadata as { name?: unknown } | undefined;
   const kind = typeof o.kind === 'string' ? o.kind : 'object';
@@ -94,8 +133,10 @@ function describeObject(o: Record<string, unknown>): string {
 }
 
 /** Local check with the same schemas as the hub, for errors that name the file; the hub checks again. */
-export function checkObjects(objects: SourcedObject[], defaultProject: string): void {
+export async function checkObjects(objects: SourcedObject[], defaultProject: string): Promise<void> {
   const errors: string[] = [];
+  // Loaded only when a workload is applied: the Kubernetes schemas take a while to load.
+  const kube = objects.some((o) => o.object?.kind === 'Workload') ? await import('../core/kube-schema.js') : undefined;
   const seen = new Map<string, string>();
   for (const { object, where } of objects) {
     if (typeof object !== 'object' || object === null || Array.isArray(object)) {
@@ -116,6 +157,11 @@ export function checkObjects(objects: SourcedObject[], defaultProject: string): 
       for (const i of formatIssues(r.error))
         errors.push(`${where} (${describeObject(object)}): ${i.path ? `${i.path}: ` : ''}${i.message}`);
       continue;
+    }
+    if (r.data.kind === 'Workload' && kube) {
+      const issues = kube.checkWorkloadManifests(r.data.spec.manifests);
+      for (const i of issues) errors.push(`${where} (${describeObject(object)}): ${i.path}: ${i.message}`);
+      if (issues.length > 0) continue;
     }
     const project = (object.metadata as { project?: string }).project ?? defaultProject;
     const key = `${r.data.kind}/${project}/${r.data.metadata.name}`;
@@ -147,8 +193,14 @@ export async function readSources(args: string[], stdin: NodeJS.ReadableStream):
     for (const file of expandPath(a)) {
       let text: string;
       try {
+        const size = fs.statSync(file).size;
+        if (size > MAX_FILE_BYTES)
+          throw new CliError(
+            `${file} is ${formatBytes(size)}; one apply carries at most ${formatBytes(MAX_REQUEST_BYTES)} and one object at most ${formatBytes(MAX_OBJECT_BYTES)}: ${TOO_BIG_HINT}`,
+          );
         text = fs.readFileSync(file, 'utf8');
       } catch (err) {
+        if (err instanceof CliError) throw err;
         throw new CliError(`cannot read ${file}: ${(err as Error).message}`, { cause: err });
       }
       out.push(...objectsOfText(text, file));

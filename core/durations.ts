@@ -23,6 +23,12 @@ export const RECONNECT_REFUSED_MS = 30_000;
 export const RECONNECT_JITTER = 0.5;
 /** The edge reconciler runs on every change and also on this period, to repair drift nobody told it about. */
 export const RECONCILE_PERIOD_MS = 5_000;
+/**
+ * A workload whose apply failed (a missing image, a command not found: the previous version keeps
+ * running) is applied again this often: the cause may be fixed on site (an image loaded, a binary
+ * installed) without any change from the hub. Pulls can take seconds each, so not more often.
+ */
+export const FAILED_RETRY_MS = 30_000;
 /** Status transitions of one workload are coalesced over this window so a crash loop cannot flood history. */
 export const STATUS_COALESCE_MS = 1_000;
 /** Hub-side debounce of summary recomputation after a burst of report changes. */

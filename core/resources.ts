@@ -4,6 +4,18 @@
  */
 import { z } from 'zod';
 import { NAME_PATTERN } from './ids.js';
+import { unknownFieldsMessage } from './suggest.js';
+
+/**
+ * An object that refuses fields it does not know, as `kubectl apply` (strict field validation)
+ * does, naming the nearest known field: a typo must not silently become a default.
+ */
+function strict<T extends z.ZodRawShape>(shape: T) {
+  const known = Object.keys(shape);
+  return z.strictObject(shape, {
+    error: (iss) => (iss.code === 'unrecognized_keys' ? unknownFieldsMessage(iss.keys, known) : undefined),
+  });
+}
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
 export const KINDS = ['Edge', 'Workload', 'Placement'] as const;
@@ -31,7 +43,7 @@ const labelValue = z
 export const Labels = z.record(labelKey, labelValue);
 export type Labels = z.infer<typeof Labels>;
 
-export const Metadata = z.object({
+export const Metadata = strict({
   name,
   project: name.default('default'),
   labels: Labels.default({}),
@@ -40,41 +52,41 @@ export const Metadata = z.object({
   resourceVersion: z.string().optional(),
   generation: z.number().int().nonnegative().optional(),
   creationTimestamp: z.string().optional(),
+  /** Set by the hub; accepted back so `get -o yaml` output can be applied again. */
+  uid: z.string().optional(),
 });
 export type Metadata = z.infer<typeof Metadata>;
 
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 
-export const SelectorRequirement = z.object({
+export const SelectorRequirement = strict({
   key: labelKey,
   operator: z.enum(SELECTOR_OPERATORS, { error: () => `must be one of ${SELECTOR_OPERATORS.join(', ')}` }),
   values: z.array(labelValue).optional(),
 });
 
-export const LabelSelector = z
-  .object({
-    matchLabels: Labels.optional(),
-    matchExpressions: z.array(SelectorRequirement).optional(),
-  })
-  .superRefine((sel, ctx) => {
-    sel.matchExpressions?.forEach((req, i) => {
-      const needsValues = req.operator === 'In' || req.operator === 'NotIn';
-      if (needsValues && (!req.values || req.values.length === 0)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['matchExpressions', i, 'values'],
-          message: `operator ${req.operator} needs a non-empty values list`,
-        });
-      }
-      if (!needsValues && req.values && req.values.length > 0) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['matchExpressions', i, 'values'],
-          message: `operator ${req.operator} takes no values; remove them`,
-        });
-      }
-    });
+export const LabelSelector = strict({
+  matchLabels: Labels.optional(),
+  matchExpressions: z.array(SelectorRequirement).optional(),
+}).superRefine((sel, ctx) => {
+  sel.matchExpressions?.forEach((req, i) => {
+    const needsValues = req.operator === 'In' || req.operator === 'NotIn';
+    if (needsValues && (!req.values || req.values.length === 0)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['matchExpressions', i, 'values'],
+        message: `operator ${req.operator} needs a non-empty values list`,
+      });
+    }
+    if (!needsValues && req.values && req.values.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['matchExpressions', i, 'values'],
+        message: `operator ${req.operator} takes no values; remove them`,
+      });
+    }
   });
+});
 export type LabelSelector = z.infer<typeof LabelSelector>;
 
 /** A Kubernetes object as the edge runtime receives it. Only the envelope is checked here. */
@@ -103,13 +115,13 @@ export const Inventory = z.object({
 });
 export type Inventory = z.infer<typeof Inventory>;
 
-export const EdgeSpec = z.object({
+export const EdgeSpec = strict({
   /** A drained edge keeps its connection but gets no workloads. */
   unschedulable: z.boolean().default(false),
   heartbeatSeconds: z.number().int().min(1).max(3600).optional(),
 });
 
-export const Edge = z.object({
+export const Edge = strict({
   apiVersion: z.literal(API_VERSION).default(API_VERSION),
   kind: z.literal('Edge'),
   metadata: Metadata,
@@ -121,11 +133,11 @@ export type Edge = z.infer<typeof Edge>;
 // ---------------------------------------------------------------------------------------------
 // Workload
 
-export const WorkloadSpec = z.object({
+export const WorkloadSpec = strict({
   manifests: z.array(Manifest).min(1, 'a workload needs at least one manifest'),
 });
 
-export const Workload = z.object({
+export const Workload = strict({
   apiVersion: z.literal(API_VERSION).default(API_VERSION),
   kind: z.literal('Workload'),
   metadata: Metadata,
@@ -138,7 +150,7 @@ export type Workload = z.infer<typeof Workload>;
 // Placement
 
 /** Set one field of matching manifests: `path` is dotted with numeric indexes, e.g. `spec.replicas`. */
-export const SetOperation = z.object({
+export const SetOperation = strict({
   path: z
     .string()
     .min(1)
@@ -149,13 +161,13 @@ export const SetOperation = z.object({
   value: z.unknown(),
 });
 
-export const CustomizationRule = z.object({
+export const CustomizationRule = strict({
   /** Which edges the rule applies to; absent means all selected edges. */
   edgeSelector: LabelSelector.optional(),
   /** Which workloads; absent means all workloads of the placement. */
   workloads: z.array(name).optional(),
   /** Which manifests inside the workload; absent means all. */
-  target: z.object({ kind: z.string().optional(), name: z.string().optional() }).optional(),
+  target: strict({ kind: z.string().optional(), name: z.string().optional() }).optional(),
   /** A JSON merge patch (RFC 7386) applied to each targeted manifest. */
   patch: z.record(z.string(), z.unknown()).optional(),
   set: z.array(SetOperation).optional(),
@@ -167,31 +179,37 @@ const intOrPercent = z.union([
   z.string().regex(/^\d{1,3}%$/, 'must be a number or a percentage like "25%"'),
 ]);
 
-export const Rollout = z.object({
+export const Rollout = strict({
   /** How many selected edges may be not-ready-on-the-new-generation at once. */
   maxUnavailable: intOrPercent.default('100%'),
   /** Pause the rollout when this many edges fail on the new generation. */
   failureThreshold: z.number().int().min(1).default(1),
   paused: z.boolean().default(false),
+  /**
+   * Edges offline (or never connected since enrollment) for longer than this are left out of the
+   * rollout (shown as skipped) instead of holding it Progressing: `90s`, `15m`, `1h`, `7d`.
+   */
+  skipOfflineAfter: z
+    .string()
+    .regex(/^\d+(\.\d+)?(ms|s|m|h|d)$/, 'must be a duration like 90s, 15m, 1h or 7d')
+    .optional(),
 });
 export type Rollout = z.infer<typeof Rollout>;
 
-export const PlacementSpec = z
-  .object({
-    edgeSelector: LabelSelector.optional(),
-    edges: z.array(name).optional(),
-    workloads: z.array(name).min(1, 'name at least one workload'),
-    customization: z.array(CustomizationRule).default([]),
-    rollout: Rollout.default({ maxUnavailable: '100%', failureThreshold: 1, paused: false }),
-    statusSummary: z.object({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
-  })
-  .refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
-    message: 'select edges with edgeSelector, edges, or both',
-    path: ['edgeSelector'],
-  });
+export const PlacementSpec = strict({
+  edgeSelector: LabelSelector.optional(),
+  edges: z.array(name).optional(),
+  workloads: z.array(name).min(1, 'name at least one workload'),
+  customization: z.array(CustomizationRule).default([]),
+  rollout: Rollout.default({ maxUnavailable: '100%', failureThreshold: 1, paused: false }),
+  statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
+}).refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
+  message: 'select edges with edgeSelector, edges, or both',
+  path: ['edgeSelector'],
+});
 export type PlacementSpec = z.infer<typeof PlacementSpec>;
 
-export const Placement = z.object({
+export const Placement = strict({
   apiVersion: z.literal(API_VERSION).default(API_VERSION),
   kind: z.literal('Placement'),
   metadata: Metadata,

@@ -59,7 +59,16 @@ describe('planRollout', () => {
     const p = plan([old('e2'), old('e1'), old('e3')]);
     expect(p.update).toEqual(['e1', 'e2', 'e3']);
     expect(p.phase).toBe('Progressing');
-    expect(p.counts).toEqual({ total: 3, updated: 3, ready: 0, failed: 0, pending: 0 });
+    expect(p.counts).toEqual({
+      total: 3,
+      updated: 3,
+      ready: 0,
+      failed: 0,
+      pending: 0,
+      held: 0,
+      skipped: 0,
+      blocked: 0,
+    });
     expect(p.reason).toBe('3 of 3 edges updated, 0 ready; waiting for e1, e2, e3; at most 3 unavailable at once');
   });
 
@@ -67,7 +76,16 @@ describe('planRollout', () => {
     const p = plan([old('e4'), old('e3'), old('e2'), old('e1')], { maxUnavailable: '50%' });
     expect(p.update).toEqual(['e1', 'e2']);
     expect(p.maxUnavailable).toBe(2);
-    expect(p.counts).toEqual({ total: 4, updated: 2, ready: 0, failed: 0, pending: 2 });
+    expect(p.counts).toEqual({
+      total: 4,
+      updated: 2,
+      ready: 0,
+      failed: 0,
+      pending: 2,
+      held: 0,
+      skipped: 0,
+      blocked: 0,
+    });
   });
 
   it('only fills the budget left by edges still in flight', () => {
@@ -75,7 +93,16 @@ describe('planRollout', () => {
       maxUnavailable: 2,
     });
     expect(p.update).toEqual(['e3']);
-    expect(p.counts).toEqual({ total: 5, updated: 3, ready: 1, failed: 0, pending: 2 });
+    expect(p.counts).toEqual({
+      total: 5,
+      updated: 3,
+      ready: 1,
+      failed: 0,
+      pending: 2,
+      held: 0,
+      skipped: 0,
+      blocked: 0,
+    });
   });
 
   it('counts an edge written but not yet reporting on the new key as in flight', () => {
@@ -117,7 +144,16 @@ describe('planRollout', () => {
       },
     );
     expect(p.update).toEqual(['e2']);
-    expect(p.counts).toEqual({ total: 3, updated: 2, ready: 1, failed: 0, pending: 1 });
+    expect(p.counts).toEqual({
+      total: 3,
+      updated: 2,
+      ready: 1,
+      failed: 0,
+      pending: 1,
+      held: 0,
+      skipped: 0,
+      blocked: 0,
+    });
   });
 
   it('is Complete when every edge is ready on its target, each edge with its own key', () => {
@@ -126,8 +162,42 @@ describe('planRollout', () => {
       { edge: 'e2', targetKey: 'b', writtenKey: 'b', observed: { key: 'b', state: 'ready' } },
     ]);
     expect(p).toMatchObject({ update: [], phase: 'Complete', reason: 'all 2 edges ready on the new version' });
-    expect(plan([]).phase).toBe('Complete');
-    expect(plan([]).reason).toBe('no edges selected');
+  });
+
+  it('is Pending, not Complete, when no edge is selected', () => {
+    expect(plan([])).toMatchObject({ phase: 'Pending', reason: expect.stringMatching(/^no edge selected/) });
+  });
+
+  it('counts an edge paused on site as held: written at no cost, never waited for, never Complete', () => {
+    const held = { edge: 'e2', targetKey: NEW, writtenKey: OLD, observed: { key: OLD, state: 'paused' as const } };
+    const p = plan([written('e1', 'ready'), held], { maxUnavailable: 1 });
+    expect(p.update).toEqual(['e2']);
+    expect(p.phase).toBe('Paused');
+    expect(p.reason).toMatch(/held locally on e2 \(paused on site/);
+    expect(p.counts).toMatchObject({ total: 2, ready: 1, held: 1, pending: 0 });
+    // A held edge does not use the budget: e3 is written next to it.
+    const q = plan([held, old('e3')], { maxUnavailable: 1 });
+    expect(q.update).toEqual(['e2', 'e3']);
+  });
+
+  it('skips edges offline longer than skipOfflineAfter and can complete without them', () => {
+    const dead = old('e3', { online: false, offlineForMs: 600_000 });
+    const recent = old('e4', { online: false, offlineForMs: 5_000 });
+    const p = plan([written('e1', 'ready'), written('e2', 'ready'), dead], { skipOfflineAfter: '5m' });
+    expect(p).toMatchObject({ update: [], phase: 'Complete' });
+    expect(p.reason).toBe('all 2 edges ready on the new version; skipped 1 edge offline longer than 5m: e3');
+    expect(p.counts).toMatchObject({ skipped: 1, pending: 0 });
+    expect(plan([written('e1', 'ready'), recent], { skipOfflineAfter: '5m' }).phase).toBe('Progressing');
+    expect(plan([written('e1', 'ready'), dead]).phase).toBe('Progressing');
+    expect(() => plan([dead], { skipOfflineAfter: '5 minutes' })).toThrow(/invalid skipOfflineAfter/);
+  });
+
+  it('never calls an edge lacking a workload (held by another placement) ready', () => {
+    const p = plan([written('e1', 'ready'), written('e2', 'ready', { blocked: ['web (placement dup)'] })]);
+    expect(p.phase).toBe('Failed');
+    expect(p.counts).toMatchObject({ ready: 1, blocked: 1 });
+    expect(p.reason).toMatch(/blocked on e2 \(web \(placement dup\)\): another placement holds/);
+    expect(plan([old('e1'), written('e2', 'ready', { blocked: ['web (placement dup)'] })]).phase).toBe('Progressing');
   });
 
   it('does not count a failure on the old key against the new version', () => {
@@ -147,7 +217,16 @@ describe('planRollout', () => {
     expect(p.reason).toBe(
       'paused: 2 edges failed on the new version (threshold 2): e1, e2; fix the workload or run `outpost rollout resume placement web` to go on anyway',
     );
-    expect(p.counts).toEqual({ total: 5, updated: 3, ready: 1, failed: 2, pending: 2 });
+    expect(p.counts).toEqual({
+      total: 5,
+      updated: 3,
+      ready: 1,
+      failed: 2,
+      pending: 2,
+      held: 0,
+      skipped: 0,
+      blocked: 0,
+    });
     expect(p.failures).toEqual({ e1: NEW, e2: NEW });
   });
 

@@ -28,7 +28,18 @@
  * neither count toward the threshold nor hold the budget, until the edge's target key changes.
  * `paused: true` writes nothing at all. Edges that join the selection mid-rollout are pending
  * edges like any other. An in-flight edge that stays offline holds its share of the budget;
- * drain it (unschedulable) or raise maxUnavailable to go on without it.
+ * drain it (unschedulable), raise maxUnavailable, or set `skipOfflineAfter` to go on without it.
+ *
+ * Three kinds of edges the rollout cannot move are set apart, shown by name in `reason` and
+ * counted in `counts`, and never hold the budget:
+ * - held     (`observed.state` 'paused'): paused on site by a local intent. Its target is written
+ *            (free: it runs nothing new until resumed); while it holds, the phase is at best
+ *            Paused ("held locally on e1"), never Complete.
+ * - skipped  (`offlineForMs` > `skipOfflineAfter`): offline too long. Not written; the phase can
+ *            be Complete without it, and the reason names it. When it returns it is pending again.
+ * - blocked  (`blocked`: workloads another placement holds on this edge): the edge's own part
+ *            rolls out as usual but the edge never counts as ready, so a placement whose edge
+ *            lacks one of its workloads is never Complete (Failed once nothing else moves).
  *
  * @example
  * const plan = planRollout({ placement: 'web', rollout: p.spec.rollout, edges });
@@ -36,7 +47,7 @@
  */
 import type { Rollout } from './resources.js';
 
-export type ObservedRolloutState = 'ready' | 'progressing' | 'failed';
+export type ObservedRolloutState = 'ready' | 'progressing' | 'failed' | 'paused';
 
 export interface RolloutEdge {
   edge: string;
@@ -45,6 +56,10 @@ export interface RolloutEdge {
   observed?: { key: string; state: ObservedRolloutState };
   /** Default true. */
   online?: boolean;
+  /** How long the edge has been offline (or, never connected, enrolled): for `skipOfflineAfter`. */
+  offlineForMs?: number;
+  /** Workloads of the placement this edge lacks because another placement holds them: `web (placement dup)`. */
+  blocked?: string[];
 }
 
 export interface RolloutInput {
@@ -56,7 +71,8 @@ export interface RolloutInput {
   acknowledgedFailures?: Record<string, string>;
 }
 
-export type RolloutPhase = 'Progressing' | 'Paused' | 'Complete' | 'Failed';
+/** Pending: no edge is selected (nothing to roll out until one matches). */
+export type RolloutPhase = 'Progressing' | 'Paused' | 'Complete' | 'Failed' | 'Pending';
 
 export interface RolloutCounts {
   /** Selected edges. */
@@ -69,6 +85,12 @@ export interface RolloutCounts {
   failed: number;
   /** Edges still waiting for the target content. */
   pending: number;
+  /** Edges paused on site by a local intent (their target may be written; they run nothing new). */
+  held: number;
+  /** Edges offline longer than `skipOfflineAfter`, left out of this rollout. */
+  skipped: number;
+  /** Edges lacking a workload of the placement because another placement holds it there. */
+  blocked: number;
 }
 
 export interface RolloutPlan {
@@ -102,14 +124,24 @@ function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
 }
 
-type Class = 'done' | 'free' | 'failed' | 'inflight' | 'pending';
+type Class = 'done' | 'free' | 'failed' | 'inflight' | 'pending' | 'held' | 'skipped';
 
-function classify(e: RolloutEdge): Class {
+function classify(e: RolloutEdge, skipAfterMs: number | undefined): Class {
   const onTarget = e.observed?.key === e.targetKey ? e.observed.state : undefined;
   const written = e.writtenKey === e.targetKey;
   if (onTarget === 'ready') return written ? 'done' : 'free';
+  if (e.observed?.state === 'paused') return 'held';
+  if (skipAfterMs !== undefined && e.online === false && (e.offlineForMs ?? 0) > skipAfterMs) return 'skipped';
   if (!written) return 'pending';
   return onTarget === 'failed' ? 'failed' : 'inflight';
+}
+
+/** `skipOfflineAfter` in milliseconds (`90s`, `15m`, `1h`, `7d`), or undefined when unset. */
+export function skipOfflineAfterMs(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(value.trim());
+  if (!m) throw new Error(`invalid skipOfflineAfter "${value}": use a duration like 90s, 15m, 1h or 7d`);
+  return Math.round(Number(m[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2]]!);
 }
 
 export function planRollout(input: RolloutInput): RolloutPlan {
@@ -122,8 +154,19 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   const total = edges.length;
   const maxUnavailable = resolveMaxUnavailable(rollout.maxUnavailable, total);
 
-  const by: Record<Class, RolloutEdge[]> = { done: [], free: [], failed: [], inflight: [], pending: [] };
-  for (const e of edges) by[classify(e)].push(e);
+  const skipAfter = skipOfflineAfterMs(rollout.skipOfflineAfter);
+  const by: Record<Class, RolloutEdge[]> = {
+    done: [],
+    free: [],
+    failed: [],
+    inflight: [],
+    pending: [],
+    held: [],
+    skipped: [],
+  };
+  for (const e of edges) by[classify(e, skipAfter)].push(e);
+  const blocked = edges.filter((e) => e.blocked?.length);
+  const isBlocked = new Set(blocked.map((e) => e.edge));
   const failures = Object.fromEntries(by.failed.map((e) => [e.edge, e.targetKey]));
   const unackedFailed = by.failed.filter((e) => acked[e.edge] !== e.targetKey);
   const unavailable = by.inflight.length + unackedFailed.length;
@@ -131,8 +174,10 @@ export function planRollout(input: RolloutInput): RolloutPlan {
 
   const update: string[] = [];
   if (!rollout.paused) {
-    // Already ready on the target: writing it costs no availability.
+    // Already ready on the target, or held on site (it runs nothing new until resumed): writing
+    // it costs no availability.
     update.push(...by.free.map((e) => e.edge));
+    update.push(...by.held.filter((e) => e.writtenKey !== e.targetKey).map((e) => e.edge));
     if (!halted) {
       const budget = Math.max(0, maxUnavailable - unavailable);
       const candidates = [...by.pending].sort((a, b) => Number(a.online === false) - Number(b.online === false));
@@ -141,11 +186,39 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   }
   update.sort();
 
-  const updated = by.done.length + by.failed.length + by.inflight.length + update.length;
-  const ready = by.done.length + (rollout.paused ? 0 : by.free.length);
-  const counts: RolloutCounts = { total, updated, ready, failed: by.failed.length, pending: total - updated };
+  const heldWritten = by.held.filter((e) => e.writtenKey === e.targetKey).length;
+  const updated = by.done.length + by.failed.length + by.inflight.length + heldWritten + update.length;
+  const readyEdges = [...by.done, ...(rollout.paused ? [] : by.free)];
+  const ready = readyEdges.filter((e) => !isBlocked.has(e.edge)).length;
+  const counts: RolloutCounts = {
+    total,
+    updated,
+    ready,
+    failed: by.failed.length,
+    pending: total - updated - by.skipped.length,
+    held: by.held.length,
+    skipped: by.skipped.length,
+    blocked: blocked.length,
+  };
   const progress = `${updated} of ${plural(total, 'edge')} updated, ${ready} ready`;
   const resume = `run \`outpost rollout resume placement ${placement}\``;
+  // Everything the rollout does not wait for, each named (appended to every reason but "paused by user").
+  const apart: string[] = [];
+  if (by.held.length)
+    apart.push(
+      `held locally on ${listNames(by.held.map((e) => e.edge))} (paused on site: \`outpost edge clear EDGE WORKLOAD\` or \`outpost edge local resume\` there)`,
+    );
+  if (by.skipped.length)
+    apart.push(
+      `skipped ${plural(by.skipped.length, 'edge')} offline longer than ${rollout.skipOfflineAfter}: ${listNames(by.skipped.map((e) => e.edge))}`,
+    );
+  if (blocked.length)
+    apart.push(
+      `blocked on ${listNames(blocked.map((e) => `${e.edge} (${e.blocked!.join(', ')})`))}: another placement holds the workload there; delete that placement or narrow one selector`,
+    );
+  const also = apart.length ? `; ${apart.join('; ')}` : '';
+  // Edges not waited for: with every other edge ready, the rollout has gone as far as it can.
+  const settled = new Set([...readyEdges, ...by.held, ...by.skipped].map((e) => e.edge)).size;
 
   let phase: RolloutPhase;
   let reason: string;
@@ -156,18 +229,27 @@ export function planRollout(input: RolloutInput): RolloutPlan {
         ? `paused by user; ${total === 1 ? 'the edge is' : `all ${total} edges are`} up to date; ${resume} to roll out later changes`
         : `paused by user; ${progress}; ${resume} to continue`;
   } else if (total === 0) {
-    phase = 'Complete';
-    reason = 'no edges selected';
+    phase = 'Pending';
+    reason = 'no edge selected: no approved, schedulable edge matches the selector; it starts when one does';
   } else if (ready === total) {
     phase = 'Complete';
     reason = `all ${plural(total, 'edge')} ready on the new version`;
+  } else if (settled === total && blocked.length) {
+    phase = 'Failed';
+    reason = `${progress}${also}`;
+  } else if (settled === total && by.held.length) {
+    phase = 'Paused';
+    reason = `${progress}${also}`;
+  } else if (settled === total) {
+    phase = 'Complete';
+    reason = `all ${plural(ready, 'edge')} ready on the new version${also}`;
   } else if (halted && counts.pending > 0) {
     phase = 'Paused';
     const n = unackedFailed.length;
-    reason = `paused: ${plural(n, 'edge')} failed on the new version (threshold ${threshold}): ${listNames(unackedFailed.map((e) => e.edge))}; fix the workload or ${resume} to go on anyway`;
-  } else if (counts.pending === 0 && by.failed.length > 0 && by.failed.length + ready === total) {
+    reason = `paused: ${plural(n, 'edge')} failed on the new version (threshold ${threshold}): ${listNames(unackedFailed.map((e) => e.edge))}; fix the workload or ${resume} to go on anyway${also}`;
+  } else if (counts.pending === 0 && by.failed.length > 0 && by.failed.length + settled === total) {
     phase = 'Failed';
-    reason = `${by.failed.length} of ${plural(total, 'edge')} failed on the new version: ${listNames(by.failed.map((e) => e.edge))}`;
+    reason = `${by.failed.length} of ${plural(total, 'edge')} failed on the new version: ${listNames(by.failed.map((e) => e.edge))}${also}`;
   } else {
     phase = 'Progressing';
     const writtenNow = new Set(update);
@@ -177,7 +259,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
     reason = `${progress}`;
     if (by.failed.length > 0) reason += `, ${by.failed.length} failed`;
     if (waiting.length > 0) reason += `; waiting for ${listNames(waiting)}`;
-    reason += `; at most ${maxUnavailable} unavailable at once`;
+    reason += `; at most ${maxUnavailable} unavailable at once${also}`;
   }
   return { update, phase, reason, counts, maxUnavailable, failures };
 }

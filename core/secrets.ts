@@ -20,6 +20,8 @@ import type { Manifest } from './resources.js';
 export const REDACTED = '<redacted>';
 /** A value sealed to an edge: `oes1.` + base64url(ephemeral public key 32 | GCM tag 16 | ciphertext). */
 export const EDGE_SEALED_PREFIX = 'oes1.';
+/** A value sealed at rest with the hub's key (hub/secrets.ts). */
+export const HUB_SEALED_PREFIX = 'ohs1.';
 
 const SECRET_FIELDS = ['data', 'stringData'] as const;
 export type SecretField = (typeof SECRET_FIELDS)[number];
@@ -62,6 +64,19 @@ export function hasSecretValues(manifests: Manifest[]): boolean {
   return manifests.some(
     (m) => isSecretManifest(m) && SECRET_FIELDS.some((f) => isObj(m[f]) && Object.keys(m[f]).length > 0),
   );
+}
+
+/**
+ * The manifest as the Kubernetes schema check should see it: a Secret `data` value that stands for
+ * a stored one (REDACTED) or is sealed is not base64 but is valid, so it is checked as an empty
+ * value. Anything else is checked as given.
+ */
+export function standInSecretValues<T extends Record<string, unknown>>(m: T): T {
+  if (!isSecretManifest(m) || !isObj(m.data)) return m;
+  const stands = (v: unknown) =>
+    v === REDACTED || (typeof v === 'string' && (v.startsWith(HUB_SEALED_PREFIX) || v.startsWith(EDGE_SEALED_PREFIX)));
+  if (!Object.values(m.data).some(stands)) return m;
+  return { ...m, data: Object.fromEntries(Object.entries(m.data).map(([k, v]) => [k, stands(v) ? '' : v])) };
 }
 
 /** Every Secret value replaced by REDACTED: what the API, the CLI and the UI show by default. */

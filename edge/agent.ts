@@ -110,6 +110,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     edge,
     driver,
     await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')),
+    undefined,
     config.sealKey,
   );
 

@@ -11,7 +11,7 @@
  */
 import { applyOverridesDetailed, manifestHash } from '../core/customize.js';
 import { openSecretsOnEdge } from '../core/secrets.js';
-import { RECONCILE_PERIOD_MS } from '../core/durations.js';
+import { FAILED_RETRY_MS, RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import {
@@ -42,6 +42,8 @@ export class Reconciler {
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private stoppedByUs = new Set<string>();
+  /** When each workload was last applied, to pace the retries of a Failed one. */
+  private appliedAt = new Map<string, number>();
   lastResult: ReconcileResult = { applied: [], removed: [], stopped: [] };
   passes = 0;
 
@@ -51,6 +53,8 @@ export class Reconciler {
     private readonly driver: Driver,
     /** Workloads stopped by a remote `stop` action: kept stopped until `start`, across agent restarts (held-stopped.ts). */
     readonly heldStopped: HeldStopped = HeldStopped.inMemory(),
+    /** Tests: retry a Failed workload sooner than FAILED_RETRY_MS. */
+    private readonly failedRetryMs = FAILED_RETRY_MS,
     /** The edge's private key (edge.json) that opens the Secret values the hub sealed to it. */
     private readonly sealKey?: string,
   ) {}
@@ -133,7 +137,10 @@ export class Reconciler {
           }
           continue;
         }
-        if (!cur || cur.hash !== hash) {
+        // A Failed workload is applied again now and then: its cause may have been fixed on site.
+        const retry = cur?.phase === 'Failed' && Date.now() - (this.appliedAt.get(w.name) ?? 0) >= this.failedRetryMs;
+        if (!cur || cur.hash !== hash || retry) {
+          this.appliedAt.set(w.name, Date.now());
           // Opened only here, for the driver: the replica keeps what the hub sealed (core/secrets.ts).
           await this.driver.apply({
             name: w.name,
@@ -158,6 +165,7 @@ export class Reconciler {
       try {
         await this.driver.remove(o.name);
         this.stoppedByUs.delete(o.name);
+        this.appliedAt.delete(o.name);
         result.removed.push(o.name);
       } catch (err) {
         log.error({ err, workload: o.name }, 'removing a workload failed');

@@ -23,6 +23,8 @@ import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
 import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
+import { HubBlobs } from './blobs/index.js';
+import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
@@ -50,7 +52,18 @@ export interface HubOptions {
   hosts?: string[];
   /** Loaded mailbox documents are evicted beyond this estimate (default HUB_DOC_CACHE_BYTES). */
   memoryBudgetBytes?: number;
+  /** Bytes of blobs one project may hold (default DEFAULT_BLOB_QUOTA_BYTES). */
+  blobQuotaBytes?: number;
+  /** How long a blob nothing refers to is kept (default DEFAULT_BLOB_GRACE_MS). */
+  blobGraceMs?: number;
 }
+
+/**
+ * What node's server-wide `requestTimeout` did for every route: a request body must arrive within
+ * this time. The server's own timeout is off because it would cut a long blob upload; blob routes
+ * have an idle timeout instead (hub/blobs/routes.ts).
+ */
+export const REQUEST_BODY_TIMEOUT_MS = 300_000;
 
 /**
  * The hub's document cache: 384 MiB holds the 20,000 mailboxes of 10,000 edges with one or two
@@ -80,6 +93,7 @@ export interface Hub {
   scheduler: Scheduler;
   objects: ObjectStore;
   sync: SyncServer;
+  blobs: HubBlobs;
   close(): Promise<void>;
 }
 
@@ -233,10 +247,34 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
-  const listener: http.RequestListener = (req, res) => void (tunnel.handleRequest(req, res) || honoListener(req, res));
+  const blobs = new HubBlobs({
+    db,
+    dir: path.join(opts.dataDir, 'blobs'),
+    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
+    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
+  });
+  blobs.start();
+  const listener: http.RequestListener = (req, res) => {
+    if (isBlobRoute(req)) {
+      handleBlobRequest({ blobs, auth: hubAuth }, req, res);
+      return;
+    }
+    if (!req.complete) {
+      const t = setTimeout(() => req.destroy(), REQUEST_BODY_TIMEOUT_MS);
+      t.unref();
+      req.once('end', () => clearTimeout(t)).once('close', () => clearTimeout(t));
+    }
+    void (tunnel.handleRequest(req, res) || honoListener(req, res));
+  };
   const server = tls
     ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener)
     : http.createServer(listener);
+  server.requestTimeout = 0;
+  // A blob upload asking `Expect: 100-continue` is told no (quota, rights, already here) before its body.
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!isBlobRoute(req)) res.writeContinue();
+    listener(req, res);
+  });
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
   // Heartbeats are recorded in batches: one UPDATE per heartbeat, each its own commit, was ~0.3 ms
@@ -366,7 +404,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     scheduler,
     objects,
     sync,
+    blobs,
     async close() {
+      blobs.stop();
       clearInterval(offlineTimer);
       clearInterval(seenTimer);
       flushSeen();

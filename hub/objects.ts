@@ -10,8 +10,11 @@ import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
 import { API_VERSION, Edge, formatIssues, Placement, Workload, type Kind, type Resource } from '../core/resources.js';
 import type { SqliteDatabase } from '../sync/sqlite.js';
+import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
+import { checkWorkloadManifests } from '../core/kube-schema.js';
 import { nextResourceVersion, recordEvent } from './db.js';
-import { HUB_SEALED_PREFIX, type HubSecrets } from './secrets.js';
+import { HUB_SEALED_PREFIX } from '../core/secrets.js';
+import type { HubSecrets } from './secrets.js';
 
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
@@ -50,6 +53,14 @@ export interface Revision {
 
 /** Validates an object against its kind's schema; errors name the field path and the fix. */
 export function validateResource(input: unknown): Resource {
+  const bytes = Buffer.byteLength(JSON.stringify(input) ?? '');
+  if (bytes > MAX_OBJECT_BYTES) {
+    const o = input as { kind?: unknown; metadata?: { name?: unknown } };
+    const what = `${typeof o.kind === 'string' ? o.kind : 'the object'}${typeof o.metadata?.name === 'string' ? ` ${o.metadata.name}` : ''}`;
+    throw new OutpostError('too_large', tooBigMessage(what, bytes), {
+      details: [{ path: '', message: tooBigMessage(what, bytes) }],
+    });
+  }
   const kind = (input as { kind?: unknown } | null)?.kind;
   if (typeof kind !== 'string' || !(kind in SCHEMAS)) {
     throw new OutpostError('invalid', `kind: must be one of Edge, Workload, Placement (got ${JSON.stringify(kind)})`, {
@@ -66,6 +77,11 @@ export function validateResource(input: unknown): Resource {
   if (!r.success) {
     const issues = formatIssues(r.error);
     throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
+  }
+  if (r.data.kind === 'Workload') {
+    const issues = checkWorkloadManifests(r.data.spec.manifests);
+    if (issues.length > 0)
+      throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
   }
   return r.data;
 }

@@ -17,6 +17,7 @@ import type { Manifest } from '../core/resources.js';
 import {
   EDGE_SEALED_PREFIX,
   hasSecretValues,
+  HUB_SEALED_PREFIX,
   mapSecretValues,
   REDACTED,
   redactSecrets,
@@ -24,7 +25,6 @@ import {
   type SecretValueAt,
 } from '../core/secrets.js';
 
-export const HUB_SEALED_PREFIX = 'ohs1.';
 export const SECRETS_KEY_FILE = 'secrets.key';
 
 const subkey = (key: Buffer, label: string) => Buffer.from(crypto.hkdfSync('sha256', key, '', label, 32));

@@ -164,7 +164,7 @@ describe('Secrets (item 10)', () => {
       expect(y.stdout).toContain('api: <redacted>');
       expectNoPlaintext(y.stdout, 'get -o yaml');
       expectNoPlaintext((await cli(['get', 'workloads', '-o', 'json'], as(token))).stdout, 'get workloads -o json');
-      expectNoPlaintext((await cli(['rollout', 'history', 'db'], as(token))).stdout, 'rollout history');
+      expectNoPlaintext((await cli(['rollout', 'history', 'workload', 'db'], as(token))).stdout, 'rollout history');
     }
     const denied = await cli(['get', 'workload', 'db', '-o', 'yaml', '--show-secrets'], as(viewer));
     expect(denied.code).toBe(1);
@@ -240,5 +240,5 @@ describe('Secrets (item 10)', () => {
     const sealedAfter = historyText(path.join(edgeDir2, 'edge.db'), 'e1/spec').match(/oes1\.[A-Za-z0-9_-]+/g)!;
     expect(sealedAfter.length).toBeGreaterThan(0);
     for (const s of sealedAfter) expect(sealedBefore).not.toContain(s);
-  });
+  }, 180_000);
 });

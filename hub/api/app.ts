@@ -3,9 +3,11 @@
  * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
+import { formatBytes, MAX_REQUEST_BYTES } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { principal, type Env, type HubDeps } from './context.js';
+import { applyRoutes } from './apply.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
@@ -16,7 +18,7 @@ import { uiRoutes } from './ui.js';
 
 const log = createLogger('hub:api');
 /** Bounds every API request body: manifests are small; a larger body is a mistake or an attack. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+export const MAX_BODY_BYTES = MAX_REQUEST_BYTES;
 
 export function createApi(deps: HubDeps): Hono {
   const app = new Hono();
@@ -37,7 +39,10 @@ export function createApi(deps: HubDeps): Hono {
   app.use('*', async (c, next) => {
     const len = Number(c.req.header('content-length') ?? 0);
     if (len > MAX_BODY_BYTES)
-      throw new OutpostError('too_large', `request body of ${len} bytes exceeds the ${MAX_BODY_BYTES}-byte limit`);
+      throw new OutpostError(
+        'too_large',
+        `the request body is ${formatBytes(len)}, over the hub's ${formatBytes(MAX_BODY_BYTES)} limit for one request: send fewer objects at a time`,
+      );
     await next();
   });
 
@@ -79,6 +84,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', fleetRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
+  api.route('/', applyRoutes(deps));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

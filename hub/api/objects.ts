@@ -1,10 +1,10 @@
-/** @module Object routes: CRUD with status, `apply` (validate all, then change), revisions, rollout verbs, events. */
+/** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { Hono, type Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
-import { parseManifests } from '../../core/manifest.js';
 import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
-import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
+import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { checkPlacements } from '../controllers/placements.js';
 import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
@@ -203,7 +203,11 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name))
       throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
-    const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+    const { r, warnings } = inTransaction(db, () => {
+      const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
+    });
+    for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
   };
   app.post('/projects/:project/:kind', (c) => write(c, 'create'));
@@ -220,65 +224,6 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     const o = objects.delete(kind, project, c.req.param('name'), actor(c));
     return c.json({ deleted: { kind, project, name: o.metadata.name } });
-  });
-
-  app.post('/apply', async (c) => {
-    const defaultProject = c.req.query('project') ?? 'default';
-    const type = c.req.header('content-type') ?? '';
-    let raw: unknown[];
-    if (type.includes('yaml')) {
-      try {
-        raw = parseManifests(await c.req.text());
-      } catch (err) {
-        throw new OutpostError('bad_request', (err as Error).message);
-      }
-    } else {
-      const body = await jsonBody<{ objects?: unknown[] }>(c);
-      if (!Array.isArray(body.objects)) throw new OutpostError('bad_request', 'the body must be {"objects": [...]}');
-      raw = body.objects;
-    }
-    // Validate every object and check every permission before changing anything.
-    const errors: { index: number; path: string; message: string }[] = [];
-    const valid: Resource[] = [];
-    raw.forEach((o, index) => {
-      const obj = o as { metadata?: Record<string, unknown> } | null;
-      const withProject =
-        obj && typeof obj === 'object'
-          ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } }
-          : obj;
-      try {
-        const v = validateResource(withProject);
-        if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name))
-          throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
-        valid.push(v);
-      } catch (err) {
-        if (err instanceof OutpostError && Array.isArray(err.details))
-          for (const d of err.details as { path: string; message: string }[])
-            errors.push({ index, path: d.path, message: d.message });
-        else errors.push({ index, path: '', message: (err as Error).message });
-      }
-    });
-    if (errors.length) {
-      throw new OutpostError(
-        'invalid',
-        errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '),
-        { details: errors },
-      );
-    }
-    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
-    const results = db.transaction(() =>
-      valid.map((v) => {
-        const r = objects.apply(v, { actor: actor(c) });
-        return {
-          kind: v.kind,
-          project: v.metadata.project,
-          name: v.metadata.name,
-          action: r.action,
-          resourceVersion: r.object.metadata.resourceVersion,
-        };
-      }),
-    )();
-    return c.json({ results });
   });
 
   app.get('/projects/:project/workloads/:name/revisions', (c) => {

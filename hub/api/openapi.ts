@@ -138,6 +138,17 @@ export function openApiDocument(version: string): unknown {
       },
     },
     '/api/v1/edges/{name}/exec/{workload}': simple('Run a command in a workload on an edge'),
+    '/api/v1/projects/{project}/blobs': {
+      get: { summary: 'List the blobs of a project', responses: { 200: { description: '{items}' } } },
+      post: {
+        summary: 'Upload a blob (the body is the bytes; streamed, bounded by the project quota)',
+        responses: { 201: { description: 'the blob' }, 413: errorResponse },
+      },
+    },
+    '/api/v1/projects/{project}/blobs/{digest}': {
+      get: { summary: 'Download a blob (Range: bytes=N- resumes)', responses: { 200: { description: 'the bytes' } } },
+      delete: { summary: 'Remove a blob (409 while referenced)', responses: { 204: { description: 'removed' } } },
+    },
     '/api/v1/whoami': { get: { summary: 'The calling token', responses: { 200: { description: 'principal' } } } },
   });
   return {

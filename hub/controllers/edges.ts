@@ -53,23 +53,30 @@ export function edgeRuntime(db: SqliteDatabase, name: string): EdgeRuntime | und
 }
 
 /** What scheduling and the online/offline view need, without parsing inventories: one light scan. */
-export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'lastSeen'>;
+export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'lastSeen' | 'enrolledAt'>;
 
 export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, EdgeLiveness> {
   const rows = (
     project === '*'
-      ? cachedStatement(db, 'SELECT name, approved, connected_since, last_seen FROM edge_runtime').all()
+      ? cachedStatement(db, 'SELECT name, approved, connected_since, last_seen, enrolled_at FROM edge_runtime').all()
       : cachedStatement(
           db,
-          'SELECT name, approved, connected_since, last_seen FROM edge_runtime WHERE project = ?',
+          'SELECT name, approved, connected_since, last_seen, enrolled_at FROM edge_runtime WHERE project = ?',
         ).all(project)
-  ) as { name: string; approved: number; connected_since: number | null; last_seen: number | null }[];
+  ) as {
+    name: string;
+    approved: number;
+    connected_since: number | null;
+    last_seen: number | null;
+    enrolled_at: number;
+  }[];
   const out = new Map<string, EdgeLiveness>();
   for (const r of rows)
     out.set(r.name, {
       approved: r.approved === 1,
       connectedSince: r.connected_since ?? undefined,
       lastSeen: r.last_seen ?? undefined,
+      enrolledAt: r.enrolled_at,
     });
   return out;
 }

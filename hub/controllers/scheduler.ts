@@ -18,7 +18,7 @@ import { SUMMARY_DEBOUNCE_MS } from '../../core/durations.js';
 import { createLogger } from '../../core/logger.js';
 import { writeSpecTo } from '../../core/mailbox.js';
 import type { Edge, Manifest, Placement, Workload } from '../../core/resources.js';
-import { planRollout, type RolloutEdge, type RolloutPlan } from '../../core/rollout.js';
+import { planRollout, skipOfflineAfterMs, type RolloutEdge, type RolloutPlan } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
 import { ensureMailbox } from '../../sync/mailbox.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
@@ -158,6 +158,10 @@ export class Scheduler {
   private lastPassMs = 0;
   /** Resolves when the current batch is done (tests and the API's `?wait` use it). */
   private idleWaiters: (() => void)[] = [];
+  /** Workloads (`project/name`) a pass removed from some edge: other placements naming them may take them there. */
+  private readonly released = new Set<string>();
+  /** Per placement: a re-plan due when an offline edge passes `skipOfflineAfter` (no event marks that moment). */
+  private readonly skipTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -196,7 +200,9 @@ export class Scheduler {
       // awaited (online edges go first, the reason names offline ones): a Complete rollout stays
       // Complete, and skipping it is what keeps a reconnect storm of 10,000 edges from re-planning
       // the whole fleet every few hundred milliseconds.
-      if (cause === 'connectivity' && this.rolloutStatus.get(key)?.phase === 'Complete') continue;
+      // (Unless it skipped an offline edge: that one coming back is to be written.)
+      const st = this.rolloutStatus.get(key);
+      if (cause === 'connectivity' && st?.phase === 'Complete' && !st.counts.skipped) continue;
       this.dirtyPlacements.add(key);
       marked = true;
       if (this.heldBack.has(key)) advances = true;
@@ -375,6 +381,14 @@ export class Scheduler {
       const [project, name] = key.split('/') as [string, string];
       for (const e of this.reconcilePlacement(project, name)) touched.add(e);
     }
+    // A workload that left an edge (its placement deleted, narrowed or no longer naming it) may be
+    // wanted there by another placement that was blocked: re-plan those on the next pass.
+    for (const key of this.released) {
+      const [project, workload] = key.split('/') as [string, string];
+      for (const p of this.objects.list<Placement>('Placement', project))
+        if (p.spec.workloads.includes(workload)) this.dirtyPlacements.add(`${project}/${p.metadata.name}`);
+    }
+    this.released.clear();
     for (const e of touched) this.specQueue.add(e);
     this.drainSpecs();
   }
@@ -412,13 +426,19 @@ export class Scheduler {
       this.rolloutStatus.delete(`${project}/${name}`);
       this.heldBack.delete(`${project}/${name}`);
       this.targetCache.delete(`${project}/${name}`);
-      for (const a of before) changed.add(a.edge);
+      clearTimeout(this.skipTimers.get(`${project}/${name}`));
+      this.skipTimers.delete(`${project}/${name}`);
+      for (const a of before) {
+        changed.add(a.edge);
+        this.released.add(`${project}/${a.workload}`);
+      }
       return [...changed];
     }
     const runtimes = edgeLiveness(this.db, project);
     const workloads = placement.spec.workloads
       .map((w) => this.objects.get<Workload>('Workload', project, w))
       .filter((w): w is Workload => !!w);
+    const missingWorkloads = placement.spec.workloads.filter((w) => !workloads.some((x) => x.metadata.name === w));
 
     // Which edges are selected and what each should run depend only on the placement, its
     // workloads and the edges themselves (labels, approval, schedulability: `edgesVersion`), not
@@ -468,14 +488,16 @@ export class Scheduler {
     }
     const { selected, targets, targetKeys } = cache;
 
-    // Other placements may already hold a workload on an edge: the first placement by name wins.
-    const heldElsewhere = new Set(
+    // Another placement may already hold a workload on an edge (overlaps are refused at apply, but
+    // an edge's labels can change later): the placement holding it keeps it, this one reports the
+    // edge as blocked and never counts it ready. When the holder lets go, `released` re-plans this.
+    const heldElsewhere = new Map(
       (
         cachedStatement(
           this.db,
-          'SELECT edge, workload FROM assignments WHERE project = ? AND placement <> ? AND placement < ?',
-        ).all(project, name, name) as { edge: string; workload: string }[]
-      ).map((r) => `${r.edge}/${r.workload}`),
+          'SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ?',
+        ).all(project, name) as { edge: string; workload: string; placement: string }[]
+      ).map((r) => [`${r.edge}/${r.workload}`, r.placement]),
     );
 
     const current = new Map<string, Assignment[]>();
@@ -490,23 +512,42 @@ export class Scheduler {
       ).map((r) => [`${r.edge}/${r.workload}`, r]),
     );
 
+    const now = Date.now();
     const rolloutEdges: RolloutEdge[] = [];
     for (const e of selected) {
-      const ts = targets.get(e)!;
+      let ts = targets.get(e)!;
       const cur = current.get(e) ?? [];
-      const targetKey = targetKeys.get(e)!;
+      let targetKey = targetKeys.get(e)!;
+      const blocked: string[] = [];
+      if (heldElsewhere.size) {
+        for (const t of ts) {
+          const holder = heldElsewhere.get(`${e}/${t.workload}`);
+          if (holder) blocked.push(`${t.workload} (placement ${holder})`);
+        }
+        if (blocked.length) {
+          // The edge's own part rolls out as usual: its target is what this placement may write.
+          ts = ts.filter((t) => !heldElsewhere.has(`${e}/${t.workload}`));
+          targetKey = ts.length ? this.combinedKey(ts) : 'blocked';
+        }
+      }
       const writtenKey = cur.length
         ? this.combinedKey(cur.map((a) => ({ workload: a.workload, key: a.contentKey })))
         : undefined;
       let observed: RolloutEdge['observed'];
       if (writtenKey && cur.length === ts.length) {
         let state: 'ready' | 'progressing' | 'failed' = 'ready';
+        let observedState: 'paused' | undefined;
         for (const a of cur) {
           if (a.error) {
             state = 'failed';
             break;
           }
           const s = statusRows.get(`${e}/${a.workload}`);
+          // Paused on site by a local intent: the edge holds what it has, whatever generation.
+          if (s?.phase === 'Paused') {
+            observedState = 'paused';
+            break;
+          }
           if (!s || s.observed_generation < a.generation) {
             state = 'progressing';
             continue;
@@ -517,9 +558,22 @@ export class Scheduler {
           }
           if (s.phase !== 'Ready') state = 'progressing';
         }
-        observed = { key: writtenKey, state };
+        observed = { key: writtenKey, state: observedState ?? state };
       }
-      rolloutEdges.push({ edge: e, targetKey, writtenKey, observed, online: isOnline(runtimes.get(e)) });
+      // Every workload of this edge held by another placement: nothing of this one to write or await.
+      if (blocked.length && !ts.length) observed = { key: targetKey, state: 'ready' };
+      const rt = runtimes.get(e);
+      const online = isOnline(rt, now);
+      const since = rt?.lastSeen ?? rt?.enrolledAt;
+      rolloutEdges.push({
+        edge: e,
+        targetKey,
+        writtenKey: blocked.length && !ts.length ? targetKey : writtenKey,
+        observed,
+        online,
+        ...(online || since === undefined ? {} : { offlineForMs: now - since }),
+        ...(blocked.length ? { blocked } : {}),
+      });
     }
     const ackRow = cachedStatement(
       this.db,
@@ -532,6 +586,12 @@ export class Scheduler {
       edges: rolloutEdges,
       acknowledgedFailures: acknowledged,
     });
+    if (missingWorkloads.length) {
+      // Refused at apply; a workload deleted later leaves the placement failed until it is back.
+      plan.phase = 'Failed';
+      plan.reason = `${missingWorkloads.length === 1 ? 'workload' : 'workloads'} ${missingWorkloads.join(', ')} not found in project ${project}: apply ${missingWorkloads.length === 1 ? 'it' : 'them'} or remove ${missingWorkloads.length === 1 ? 'it' : 'them'} from the placement; ${plan.reason}`;
+    }
+    this.armSkipTimer(project, name, placement, rolloutEdges, now);
     const prev = this.rolloutStatus.get(`${project}/${name}`);
     this.rolloutStatus.set(`${project}/${name}`, {
       phase: plan.phase,
@@ -563,7 +623,7 @@ export class Scheduler {
           if (!write.has(e)) continue; // the rollout holds this edge on what it has
           const cur = new Map((current.get(e) ?? []).map((a) => [a.workload, a]));
           for (const t of targets.get(e)!) {
-            if (heldElsewhere.has(`${e}/${t.workload}`)) continue;
+            if (heldElsewhere.has(`${e}/${t.workload}`)) continue; // never taken over: see above
             const a = cur.get(t.workload);
             if (a && a.contentKey === t.key) continue;
             const observed =
@@ -586,6 +646,7 @@ export class Scheduler {
             if (!targets.get(e)!.some((t) => t.workload === a.workload)) {
               cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?').run(e, a.workload);
               changed.add(e);
+              this.released.add(`${project}/${a.workload}`);
             }
           }
         }
@@ -593,17 +654,40 @@ export class Scheduler {
         const selectedSet = new Set(selected);
         for (const [e, as] of current) {
           if (selectedSet.has(e)) continue;
-          for (const a of as)
+          for (const a of as) {
             cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(
               e,
               a.workload,
               name,
             );
+            this.released.add(`${project}/${a.workload}`);
+          }
           changed.add(e);
         }
       });
     tx();
     return [...changed];
+  }
+
+  /**
+   * With `skipOfflineAfter` set, an offline edge the rollout still waits for is skipped once it has
+   * been offline that long; nothing else happens at that moment, so a timer re-plans then.
+   */
+  private armSkipTimer(project: string, name: string, p: Placement, edges: RolloutEdge[], now: number): void {
+    const key = `${project}/${name}`;
+    clearTimeout(this.skipTimers.get(key));
+    this.skipTimers.delete(key);
+    const after = p.spec.rollout.skipOfflineAfter;
+    if (after === undefined) return;
+    const limit = skipOfflineAfterMs(after)!;
+    let next = Infinity;
+    for (const e of edges)
+      if (e.offlineForMs !== undefined && e.offlineForMs <= limit && e.observed?.state !== 'ready')
+        next = Math.min(next, limit - e.offlineForMs);
+    if (next === Infinity) return;
+    const t = setTimeout(() => this.markPlacement(project, name), next + 50);
+    t.unref();
+    this.skipTimers.set(key, t);
   }
 
   /** Writes an edge's spec document from its assignments (no-op when nothing differs). */

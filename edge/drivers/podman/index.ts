@@ -25,6 +25,7 @@
  */
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { FAILED_RETRY_MS } from '../../../core/durations.js';
 import { createLogger } from '../../../core/logger.js';
 import type {
   Driver,
@@ -41,7 +42,15 @@ import { DriverError } from '../driver.js';
 import { childSession } from '../interactive.js';
 import { createPodman, podmanError, type Podman } from './cli.js';
 import { podmanLogLines } from './logs.js';
-import { LABEL_OWNER, LABEL_WORKLOAD, planUnit, secretName, UnsupportedUnitError, type PodmanPlan } from './plan.js';
+import {
+  LABEL_HASH,
+  LABEL_OWNER,
+  LABEL_WORKLOAD,
+  planUnit,
+  secretName,
+  UnsupportedUnitError,
+  type PodmanPlan,
+} from './plan.js';
 import { ReadinessProber } from './probes.js';
 import { scan, type Scan } from './scan.js';
 import { StateStore, type PodmanWorkloadState } from './state.js';
@@ -55,8 +64,6 @@ export interface PodmanDriverOptions {
   podmanBin?: string;
 }
 
-/** A unit whose apply failed is retried at most this often: image pulls can take seconds each. */
-const FAILED_RETRY_MS = 30_000;
 /** `pod rm -f` races with the restart policy of a crash-looping container; a retry wins it. */
 const REMOVE_ATTEMPTS = 4;
 
@@ -118,15 +125,21 @@ class PodmanDriver implements Driver {
     return this.serial(unit.name, () => this.applyNow(unit));
   }
 
+  /**
+   * A new version is made next to the running one: images first (pulled if missing), then the new
+   * pods created stopped, started, and only then the old pods removed. Whatever fails on the way,
+   * the old pods keep serving and the workload reports Failed with the reason (docs/drivers.md).
+   */
   private async applyNow(unit: WorkloadUnit): Promise<void> {
     const state = await this.store.read(unit.name);
     const seen = await this.scanOne(unit.name, state);
-    const runningHash = seen.pods[0]?.labels['outpost.dev/hash'];
+    const current = seen.pods.filter((p) => p.labels[LABEL_HASH] === unit.hash);
     const expected = (state?.templates ?? []).reduce((n, t) => n + t.replicas, 0);
     if (
-      runningHash === unit.hash &&
+      current.length > 0 &&
+      current.length === seen.pods.length &&
       (!state || (state.hash === unit.hash && !state.error)) &&
-      seen.pods.length >= expected
+      current.length >= expected
     ) {
       if (!state || state.generation !== unit.generation) await this.adoptState(unit, state);
       return;
@@ -153,22 +166,52 @@ class PodmanDriver implements Driver {
     if (plan.ignored.length)
       log.info({ workload: unit.name, ignored: plan.ignored }, 'kinds the podman driver does not create');
 
+    const old = seen.pods.filter((p) => p.labels[LABEL_HASH] !== unit.hash);
+    const oldHash = old[0]?.labels[LABEL_HASH];
+    // Pods of this very version are what is left of an earlier try: they are replaced, never a fallback.
+    if (current.length) await this.removePods(unit.name, state?.graceSeconds ?? plan.graceSeconds, current);
     await this.writeVolumes(unit, plan);
-    await this.removePods(unit.name, state?.graceSeconds ?? plan.graceSeconds);
-    const error = await this.play(unit, plan);
+    const error =
+      (await this.ensureImages(unit.name, plan)) ??
+      (await this.play(unit, plan, old, state?.graceSeconds ?? plan.graceSeconds));
+    if (!error && old.length) {
+      await this.removePods(unit.name, state?.graceSeconds ?? plan.graceSeconds, old).catch((err) =>
+        log.warn({ workload: unit.name, err }, 'removing the previous version after an update'),
+      );
+    }
+    const keepOld = error !== undefined && old.length > 0 && state !== undefined;
     await this.store.write({
       name: unit.name,
       generation: unit.generation,
       hash: unit.hash,
       ...(error ? { error } : {}),
       attemptedAt: Date.now(),
-      templates: plan.templates,
-      ports: plan.ports,
-      graceSeconds: plan.graceSeconds,
-      probes: plan.probes,
+      // After a failed update the pods that run are the previous version's: keep what status needs of it.
+      ...(keepOld
+        ? { templates: state.templates, ports: state.ports, graceSeconds: state.graceSeconds, probes: state.probes }
+        : { templates: plan.templates, ports: plan.ports, graceSeconds: plan.graceSeconds, probes: plan.probes }),
       claims: [...new Set([...(state?.claims ?? []), ...plan.claims])],
     });
-    await this.pruneVolumes(unit.name, error ? undefined : this.store.volumeRoot(unit.name, unit.hash));
+    const keep = error
+      ? oldHash && this.store.volumeRoot(unit.name, oldHash)
+      : this.store.volumeRoot(unit.name, unit.hash);
+    await this.pruneVolumes(unit.name, keep || undefined);
+  }
+
+  /** Every image of the plan present locally, pulling those that are not; the error message otherwise. */
+  private async ensureImages(workload: string, plan: PodmanPlan): Promise<string | undefined> {
+    const failed: { image: string; why: string }[] = [];
+    for (const image of plan.images) {
+      if ((await this.podman.run(['image', 'exists', image])).code === 0) continue;
+      const r = await this.podman.run(['pull', '--quiet', image]);
+      if (r.code !== 0) failed.push({ image, why: podmanError(r.stderr) });
+    }
+    if (failed.length === 0) return undefined;
+    log.warn({ workload, images: failed }, 'images missing; the running version is kept');
+    return (
+      `image ${failed.map((f) => f.image).join(', ')} is not on this edge and could not be pulled (is a registry reachable from here?); ` +
+      `build or load it locally (podman load -i FILE, podman import) or fix the image name. podman said: ${failed.map((f) => f.why).join('; ')}`
+    );
   }
 
   /** Same hash already running: refresh the state file (new generation, or a lost file) without touching pods. */
@@ -219,11 +262,25 @@ class PodmanDriver implements Driver {
     for (const e of entries) if (join(dir, e) !== keep) await rm(join(dir, e), { recursive: true, force: true });
   }
 
-  /** Creates the pods; returns the error message for phase Failed, or undefined on success. */
-  private async play(unit: WorkloadUnit, plan: PodmanPlan): Promise<string | undefined> {
+  /**
+   * Creates the new pods stopped and starts them; returns the error message for phase Failed, or
+   * undefined on success. `old` (the previous version's pods) keep running unless the new ones
+   * cannot start beside them (a hostPort both hold): then the old ones are stopped for one more
+   * try, and started again if the new ones still fail.
+   */
+  private async play(
+    unit: WorkloadUnit,
+    plan: PodmanPlan,
+    old: Scan['pods'],
+    graceSeconds: number,
+  ): Promise<string | undefined> {
     const file = join(this.store.root, 'play', `${unit.name}.yaml`);
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    await writeFile(file, plan.yaml, { mode: 0o600 });
+    const claims: string[] = [];
+    for (const c of plan.claimDocs)
+      if ((await this.podman.run(['volume', 'exists', c.volume])).code !== 0) claims.push(c.yaml);
+    await writeFile(file, [...claims, plan.yaml].join('---\n'), { mode: 0o600 });
+    let created = false;
     try {
       for (const s of plan.secrets) {
         await this.podman.run(['secret', 'rm', s.name]);
@@ -248,26 +305,62 @@ class PodmanDriver implements Driver {
           await rm(dataFile, { force: true });
         }
       }
-      const r = await this.podman.run(['kube', 'play', '--start=true', file]);
-      if (r.code === 0) {
-        log.info({ workload: unit.name, hash: unit.hash, generation: unit.generation }, 'workload played');
-        return undefined;
+      const r = await this.podman.run(['kube', 'play', '--start=false', file]);
+      created = true;
+      if (r.code !== 0) {
+        const message = await this.explainPlayFailure(plan, podmanError(r.stderr));
+        log.warn({ workload: unit.name, err: message }, 'podman kube play failed');
+        return message;
       }
-      const message = await this.explainPlayFailure(plan, podmanError(r.stderr));
-      log.warn({ workload: unit.name, err: message }, 'podman kube play failed');
-      // A failed play leaves half-made pods (state Created) behind.
-      await this.removePods(unit.name, 0).catch((err) =>
-        log.warn({ workload: unit.name, err }, 'cleaning up after a failed play'),
-      );
-      return message;
+      let started = await this.startPods(unit);
+      if (started !== undefined && old.length) {
+        log.warn(
+          { workload: unit.name, err: started },
+          'the new version cannot start beside the old; stopping the old',
+        );
+        await this.podman.run(['pod', 'stop', '-t', String(graceSeconds), ...old.map((p) => p.id)]);
+        started = await this.startPods(unit);
+        if (started !== undefined) {
+          const back = await this.podman.run(['pod', 'start', ...old.map((p) => p.id)]);
+          if (back.code !== 0)
+            log.error(
+              { workload: unit.name, err: podmanError(back.stderr) },
+              'the previous version did not start again',
+            );
+        }
+      }
+      if (started !== undefined) {
+        log.warn({ workload: unit.name, err: started }, 'the new version did not start');
+        return `the new version did not start: ${started}`;
+      }
+      created = false;
+      log.info({ workload: unit.name, hash: unit.hash, generation: unit.generation }, 'workload played');
+      return undefined;
     } catch (err) {
       return err instanceof Error ? err.message : String(err);
     } finally {
+      // A failed play leaves half-made pods (state Created) behind; the old version's are not touched.
+      if (created)
+        await this.removePods(unit.name, 0, await this.podsOfHash(unit.name, unit.hash)).catch((err) =>
+          log.warn({ workload: unit.name, err }, 'cleaning up after a failed play'),
+        );
       // Env values from secrets are copied into the containers at creation; the secrets are not needed after.
       await this.removeSecrets(unit.name).catch((err) =>
         log.warn({ workload: unit.name, err }, 'removing play secrets'),
       );
     }
+  }
+
+  /** Starts the (created) pods of the unit's version; the error message if any did not start. */
+  private async startPods(unit: WorkloadUnit): Promise<string | undefined> {
+    const pods = await this.podsOfHash(unit.name, unit.hash);
+    if (pods.length === 0) return 'podman kube play made no pod';
+    const r = await this.podman.run(['pod', 'start', ...pods.map((p) => p.id)]);
+    return r.code === 0 ? undefined : podmanError(r.stderr);
+  }
+
+  private async podsOfHash(name: string, hash: string): Promise<Scan['pods']> {
+    return (await this.scanOne(name)).pods.filter((p) => p.labels[LABEL_HASH] === hash);
   }
 
   private async explainPlayFailure(plan: PodmanPlan, podmanSaid: string): Promise<string> {
@@ -299,10 +392,12 @@ class PodmanDriver implements Driver {
     return out.split('\n').filter(Boolean);
   }
 
-  private async removePods(name: string, graceSeconds: number): Promise<void> {
+  /** Removes the workload's pods (only those of `subset` when given). */
+  private async removePods(name: string, graceSeconds: number, subset?: { id: string }[]): Promise<void> {
+    const only = subset && new Set(subset.map((p) => p.id));
     let lastError = '';
     for (let attempt = 0; attempt < REMOVE_ATTEMPTS; attempt++) {
-      const ids = await this.podIds(name);
+      const ids = (await this.podIds(name)).filter((id) => !only || only.has(id));
       if (ids.length === 0) return;
       const r = await this.podman.run(['pod', 'rm', '-f', '-t', String(graceSeconds), ...ids]);
       if (r.code === 0) return;

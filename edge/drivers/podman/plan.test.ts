@@ -42,7 +42,12 @@ describe('planUnit', () => {
       'outpost.dev/workload': 'web',
       'outpost.dev/hash': 'h1',
       'outpost.dev/generation': '3',
+      'outpost.dev/template': 'web',
     });
+    // NAME-OWNER-VERSION: two edges on one host, and two versions side by side, never collide.
+    expect(pod.metadata.name).toBe('web-own1-h1');
+    expect(pod.spec.hostname).toBe('web');
+    expect(plan.images).toEqual(['i']);
     expect(pod.spec.containers[0].ports).toBeUndefined();
     expect(pod.spec.containers[1].ports).toEqual([{ containerPort: 9090, hostPort: 19090 }]);
     expect(plan.ports).toEqual([8080, 9090]);

@@ -26,6 +26,23 @@ export const LABEL_OWNER = 'outpost.dev/owner';
 export const LABEL_WORKLOAD = 'outpost.dev/workload';
 export const LABEL_HASH = 'outpost.dev/hash';
 export const LABEL_GENERATION = 'outpost.dev/generation';
+/** The Pod or Deployment (its manifest name) a pod was made from: podman's pod names carry more. */
+export const LABEL_TEMPLATE = 'outpost.dev/template';
+
+/**
+ * The podman name of a pod (or of a Deployment, whose pods podman names `NAME-pod-N`):
+ * `NAME-OWNER-VERSION`, OWNER the first 8 characters of the edge's owner id (one per data
+ * directory) and VERSION the first 8 of the unit hash. Two edges on one host never collide, and a
+ * new version is created next to the running one before that one is removed.
+ */
+export function podName(name: string, owner: string, hash: string): string {
+  return `${name}-${owner.slice(0, 8)}-${hash.replace(/[^a-z0-9]/g, '').slice(0, 8)}`;
+}
+
+/** The podman volume name of a PersistentVolumeClaim: `CLAIM-OWNER`, kept across versions. */
+export function claimVolumeName(claim: string, owner: string): string {
+  return `${claim}-${owner.slice(0, 8)}`;
+}
 
 /** Kinds podman kube play runs; Secret is handled by the driver, Service is the hub proxy's business. */
 const PLAYED_KINDS = new Set(['Pod', 'Deployment', 'ConfigMap', 'PersistentVolumeClaim']);
@@ -63,8 +80,15 @@ export interface PlannedSecret {
 }
 
 export interface PodmanPlan {
-  /** The multi-document YAML for `podman kube play`. */
+  /** The multi-document YAML for `podman kube play`, without the PersistentVolumeClaims. */
   yaml: string;
+  /**
+   * The claims as YAML documents by podman volume name: podman refuses to play a claim whose
+   * volume exists ("volume already exists"), so the driver adds only those not made yet.
+   */
+  claimDocs: { volume: string; yaml: string }[];
+  /** Every image the pods use (containers and init containers). */
+  images: string[];
   secrets: PlannedSecret[];
   volumes: PlannedVolume[];
   /** Pod templates by name, with how many pods each should have. */
@@ -73,7 +97,7 @@ export interface PodmanPlan {
   graceSeconds: number;
   /** Readiness probes keyed `<template>/<container>`, evaluated by the driver (podman ignores them). */
   probes: Record<string, Probe>;
-  /** PersistentVolumeClaim names: podman makes named volumes of them, removed with the workload. */
+  /** Podman volume names of the PersistentVolumeClaims (`CLAIM-OWNER`), removed with the workload. */
   claims: string[];
   /** Kinds skipped on purpose, for the log. */
   ignored: string[];
@@ -164,6 +188,11 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     }
   });
 
+  const claimNames = new Set(claims);
+  for (const m of manifests)
+    if (m.kind === 'PersistentVolumeClaim')
+      m.metadata = { ...m.metadata, name: claimVolumeName(m.metadata.name, owner) };
+  const images = new Set<string>();
   const labels: Record<string, string> = {
     [LABEL_OWNER]: owner,
     [LABEL_WORKLOAD]: unit.name,
@@ -178,17 +207,22 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
   for (const [i, m] of manifests.entries()) {
     if (m.kind !== 'Pod' && m.kind !== 'Deployment') continue;
     const where = `manifests[${i}] (${m.kind} ${m.metadata.name})`;
+    const template: string = m.metadata.name;
+    const own = { ...labels, [LABEL_TEMPLATE]: template };
     let pod: Obj;
     if (m.kind === 'Pod') pod = m;
     else {
       m.spec = isObj(m.spec) ? m.spec : {};
       m.spec.template = isObj(m.spec.template) ? m.spec.template : {};
       pod = m.spec.template;
-      m.metadata.labels = { ...(m.metadata.labels ?? {}), ...labels };
+      m.metadata.labels = { ...(m.metadata.labels ?? {}), ...own };
     }
+    m.metadata.name = podName(template, owner, unit.hash);
     pod.metadata = isObj(pod.metadata) ? pod.metadata : {};
-    pod.metadata.labels = { ...(pod.metadata.labels ?? {}), ...labels };
+    pod.metadata.labels = { ...(pod.metadata.labels ?? {}), ...own };
     const spec: Obj = isObj(pod.spec) ? pod.spec : {};
+    // The hostname stays the manifest's name, as in Kubernetes (and podman's pod name can pass 63 characters).
+    if (typeof spec.hostname !== 'string') spec.hostname = template.slice(0, 63).replace(/-+$/, '');
     if (!Array.isArray(spec.containers) || spec.containers.length === 0)
       throw new UnsupportedUnitError(`${where}: a pod needs at least one container`);
     if (typeof spec.terminationGracePeriodSeconds === 'number')
@@ -197,6 +231,8 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     const fileVolumes = new Set<string>();
     for (const [vi, v] of (Array.isArray(spec.volumes) ? spec.volumes : []).entries()) {
       const vwhere = `${where}.spec.volumes[${vi}]`;
+      if (isObj(v.persistentVolumeClaim) && claimNames.has(v.persistentVolumeClaim.claimName))
+        v.persistentVolumeClaim.claimName = claimVolumeName(v.persistentVolumeClaim.claimName, owner);
       const src = isObj(v.configMap) ? v.configMap : isObj(v.secret) ? v.secret : undefined;
       if (!src) continue;
       const ref = String(v.configMap ? src.name : src.secretName);
@@ -207,15 +243,16 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
           `${vwhere}: ${v.configMap ? 'ConfigMap' : 'Secret'} "${ref}" is not part of the workload; add it to the manifests or mark the volume optional`,
         );
       }
-      const dir = `${m.metadata.name}/${v.name}`;
+      const dir = `${template}/${v.name}`;
       volumes.push({ dir, files: volumeFiles(data, src, vwhere) });
       spec.volumes[vi] = { name: v.name, hostPath: { path: `${volumeRoot}/${dir}`, type: 'Directory' } };
       fileVolumes.add(v.name);
     }
 
     for (const c of [...spec.containers, ...(Array.isArray(spec.initContainers) ? spec.initContainers : [])] as Obj[]) {
+      if (typeof c.image === 'string' && c.image) images.add(c.image);
       if (isObj(c.readinessProbe))
-        probes[`${m.metadata.name}/${c.name}`] = resolveProbePort(structuredClone(c.readinessProbe) as Probe, c);
+        probes[`${template}/${c.name}`] = resolveProbePort(structuredClone(c.readinessProbe) as Probe, c);
       if (Array.isArray(c.ports)) {
         c.ports = c.ports.filter((p: Obj) => typeof p.hostPort === 'number' && p.hostPort > 0);
         if (c.ports.length === 0) delete c.ports;
@@ -249,9 +286,13 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
         if (Number.isInteger(p.containerPort)) ports.add(p.containerPort);
   }
 
-  const played = manifests.filter((m) => PLAYED_KINDS.has(m.kind));
+  const played = manifests.filter((m) => PLAYED_KINDS.has(m.kind) && m.kind !== 'PersistentVolumeClaim');
   return {
     yaml: played.map((m) => stringify(m)).join('---\n'),
+    claimDocs: manifests
+      .filter((m) => m.kind === 'PersistentVolumeClaim')
+      .map((m) => ({ volume: m.metadata.name as string, yaml: stringify(m) })),
+    images: [...images],
     secrets: [...usedSecrets].map((name) => ({
       name: secretName(owner, unit.name, name),
       data: JSON.stringify(Object.fromEntries([...secrets.get(name)!].map(([k, v]) => [k, v.toString('base64')]))),
@@ -261,7 +302,7 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     ports: [...ports].sort((a, b) => a - b),
     graceSeconds: grace ?? DEFAULT_GRACE_SECONDS,
     probes,
-    claims,
+    claims: claims.map((c) => claimVolumeName(c, owner)),
     ignored,
   };
 }

@@ -146,6 +146,106 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     expect(await env.podman.ok(['pod', 'ps', '-q', '--filter', `name=noimg-${env.suffix}`], 'pod ps')).toBe('');
   });
 
+  it('keeps the running version when an update names an image that does not exist, and reports why', async () => {
+    const sleeper = (image: string, version: string): Manifest[] => [
+      pod(`keep-${env.suffix}`, {
+        containers: [{ name: 'c', image, command: ['sh', '-c', `echo ${version} > /tmp/v; exec sleep 600`] }],
+      }),
+    ];
+    await driver.apply(unit('keep', 1, sleeper(TEST_IMAGE, 'v1')));
+    await waitFor('keep Ready', async () => (await observe(driver, 'keep'))?.phase === 'Ready');
+    const before = await env.identity('keep');
+    const missing = `localhost/outpost-typo-${env.suffix}:2`;
+    const bad = unit('keep', 2, sleeper(missing, 'v2'));
+    await driver.apply(bad);
+    const o = (await observe(driver, 'keep'))!;
+    expect(o.phase).toBe('Failed');
+    expect(o.hash).toBe(bad.hash);
+    expect(o.message).toContain(missing);
+    expect(o.message).toContain('keeps running');
+    // The old pod was never touched: same container, same start, still serving.
+    expect(await env.identity('keep')).toBe(before);
+    expect((await driver.exec('keep', ['cat', '/tmp/v'], {})).stdout).toBe('v1\n');
+
+    const good = unit('keep', 3, sleeper(TEST_IMAGE, 'v3'));
+    await driver.apply(good);
+    await waitFor('keep Ready on v3', async () => {
+      const w = await observe(driver, 'keep');
+      return w?.phase === 'Ready' && w.hash === good.hash;
+    });
+    expect((await driver.exec('keep', ['cat', '/tmp/v'], {})).stdout).toBe('v3\n');
+    // One pod left, named NAME-OWNER-VERSION, with the manifest's name as its hostname.
+    const names = (
+      await env.podman.ok(
+        ['pod', 'ps', '--filter', `label=outpost.dev/owner=${await env.owner()}`, '--format', '{{.Name}}'],
+        'pod ps',
+      )
+    )
+      .split('\n')
+      .filter(Boolean);
+    expect(names).toEqual([`keep-${env.suffix}-${(await env.owner()).slice(0, 8)}-${good.hash.slice(0, 8)}`]);
+    expect((await driver.exec('keep', ['hostname'], {})).stdout.trim()).toBe(`keep-${env.suffix}`);
+  });
+
+  it('runs the same manifests on two edges of one host (pod and claim names are per edge)', async () => {
+    const other = await podmanTestEnv();
+    const otherDriver = createPodmanDriver({ dataDir: other.dir });
+    const same: Manifest[] = [
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: `data-${env.suffix}` },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      } as Manifest,
+      pod(`twin-${env.suffix}`, {
+        containers: [
+          {
+            name: 'c',
+            image: TEST_IMAGE,
+            command: ['sh', '-c', 'hostname > /data/host; exec sleep 600'],
+            volumeMounts: [{ name: 'd', mountPath: '/data' }],
+          },
+        ],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: `data-${env.suffix}` } }],
+      }),
+    ];
+    try {
+      await otherDriver.start();
+      await driver.apply(unit('twin', 1, same));
+      await otherDriver.apply(unit('twin', 1, same));
+      await waitFor(
+        'both Ready',
+        async () =>
+          (await observe(driver, 'twin'))?.phase === 'Ready' && (await observe(otherDriver, 'twin'))?.phase === 'Ready',
+      );
+      expect(Object.keys((await observe(otherDriver, 'twin'))!.objects).sort()).toEqual([
+        `Pod/twin-${env.suffix}`,
+        `Pod/twin-${env.suffix}/c`,
+      ]);
+      // Each edge has its own claim volume; a new version keeps using it.
+      const volumes = (await env.podman.ok(['volume', 'ls', '--format', '{{.Name}}'], 'volume ls')).split('\n');
+      expect(volumes).toContain(`data-${env.suffix}-${(await env.owner()).slice(0, 8)}`);
+      expect(volumes).toContain(`data-${env.suffix}-${(await other.owner()).slice(0, 8)}`);
+      await driver.exec('twin', ['sh', '-c', 'echo kept > /data/mark'], {});
+      const v2 = unit('twin', 2, [
+        same[0],
+        { ...same[1], metadata: { ...same[1].metadata, labels: { v: '2' } } } as Manifest,
+      ]);
+      await driver.apply(v2);
+      await waitFor('twin v2 Ready', async () => {
+        const w = await observe(driver, 'twin');
+        return w?.phase === 'Ready' && w.hash === v2.hash;
+      });
+      expect((await driver.exec('twin', ['cat', '/data/mark'], {})).stdout).toBe('kept\n');
+      await driver.remove('twin');
+      expect((await observe(otherDriver, 'twin'))?.phase).toBe('Ready');
+    } finally {
+      await otherDriver.remove('twin').catch(() => undefined);
+      await driver.remove('twin').catch(() => undefined);
+      await other.cleanup();
+    }
+  });
+
   it('waits for the readiness probe before reporting Ready', async () => {
     await driver.apply(
       unit('probe', 1, [

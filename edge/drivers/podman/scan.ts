@@ -3,7 +3,7 @@
  * of this data directory (never anything else), as plain views for status.ts.
  */
 import type { Podman } from './cli.js';
-import { LABEL_OWNER, LABEL_WORKLOAD } from './plan.js';
+import { LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKLOAD } from './plan.js';
 import type { PodmanWorkloadState } from './state.js';
 import type { ContainerView, PodView } from './status.js';
 
@@ -12,7 +12,8 @@ export interface ScannedContainer extends Omit<ContainerView, 'probe'> {
 }
 
 export interface Scan {
-  pods: (PodView & { id: string; workload: string })[];
+  /** `name` is the pod's name as users know it (see `displayName`); `podmanName` is podman's. */
+  pods: (PodView & { id: string; workload: string; podmanName: string })[];
   containers: (ScannedContainer & { workload: string })[];
 }
 
@@ -34,9 +35,22 @@ interface Inspect {
   NetworkSettings?: { IPAddress?: string; Networks?: Record<string, { IPAddress?: string }> | null };
 }
 
-function templateOf(pod: string, state: PodmanWorkloadState | undefined): string {
+function templateOf(pod: string, labels: Record<string, string>, state: PodmanWorkloadState | undefined): string {
+  if (labels[LABEL_TEMPLATE]) return labels[LABEL_TEMPLATE];
+  // Pods made before the template label (and the NAME-OWNER-VERSION names) existed.
   if (state?.templates.some((t) => t.kind === 'Pod' && t.name === pod)) return pod;
   return /^(.*)-pod-\d+$/.exec(pod)?.[1] ?? pod;
+}
+
+/**
+ * The name status shows for a pod: its manifest name for a Pod, `DEPLOYMENT-pod-N` for a
+ * Deployment's pod, whatever podman calls it (`NAME-OWNER-VERSION`, plan.ts `podName`).
+ */
+function displayName(podmanName: string, labels: Record<string, string>): string {
+  const template = labels[LABEL_TEMPLATE];
+  if (!template) return podmanName;
+  const replica = /-pod-(\d+)$/.exec(podmanName);
+  return replica ? `${template}-pod-${replica[1]}` : template;
 }
 
 async function scanOnce(
@@ -64,13 +78,21 @@ async function scanOnce(
 
   const pods = podRows.map((p) => {
     const labels = p.Labels ?? {};
-    return { id: p.Id, name: p.Name, status: p.Status, labels, workload: labels[LABEL_WORKLOAD] ?? '' };
+    return {
+      id: p.Id,
+      name: displayName(p.Name, labels),
+      podmanName: p.Name,
+      status: p.Status,
+      labels,
+      workload: labels[LABEL_WORKLOAD] ?? '',
+    };
   });
-  const podNames = new Map(pods.map((p) => [p.id, p.name]));
+  const podNames = new Map(pods.map((p) => [p.id, p]));
   const containers = inspected.map((c) => {
     const labels = c.Config?.Labels ?? {};
     const workloadName = labels[LABEL_WORKLOAD] ?? '';
-    const pod = podNames.get(c.Pod) ?? '';
+    const owner = podNames.get(c.Pod);
+    const pod = owner?.name ?? '';
     const ip =
       c.NetworkSettings?.IPAddress ||
       Object.values(c.NetworkSettings?.Networks ?? {})
@@ -78,9 +100,10 @@ async function scanOnce(
         .find((a) => a);
     return {
       id: c.Id,
-      container: pod && c.Name.startsWith(`${pod}-`) ? c.Name.slice(pod.length + 1) : c.Name,
+      container:
+        owner && c.Name.startsWith(`${owner.podmanName}-`) ? c.Name.slice(owner.podmanName.length + 1) : c.Name,
       pod,
-      template: templateOf(pod, states.get(workloadName)),
+      template: templateOf(pod, labels, states.get(workloadName)),
       state: c.State.Status,
       exitCode: c.State.ExitCode,
       error: c.State.Error,

@@ -42,6 +42,7 @@ import {
 } from '../driver.js';
 import { childSession } from '../interactive.js';
 import { readLog } from './logs.js';
+import { preflight } from './preflight.js';
 import { readAllStates } from './state.js';
 import { ManagedWorkload, type WorkloadContext } from './workload.js';
 
@@ -128,6 +129,7 @@ class ProcessDriver implements Driver {
     await this.locked(unit.name, async () => {
       const cur = this.workloads.get(unit.name);
       if (cur && cur.state.unit.hash === unit.hash) {
+        cur.failedUpdate = undefined;
         let changed = false;
         if (cur.state.unit.generation !== unit.generation) {
           cur.state.unit.generation = unit.generation;
@@ -140,12 +142,24 @@ class ProcessDriver implements Driver {
         }
         return;
       }
+      const w = ManagedWorkload.fresh(this.ctx, structuredClone(unit));
+      if (cur && !cur.state.stopped && !cur.plan.error) {
+        // A failed update never leaves less running than before: what can be checked is, first.
+        const why = w.plan.error ?? (await preflight(w.plan, join(w.dir, 'work')));
+        if (why) {
+          cur.failedUpdate = { hash: unit.hash, generation: unit.generation, message: why };
+          this.log.warn(
+            { workload: unit.name, hash: unit.hash, err: why },
+            'the new version cannot start; the running one is kept',
+          );
+          return;
+        }
+      }
       if (cur) {
         this.log.info({ workload: unit.name, from: cur.state.unit.hash, to: unit.hash }, 'replacing workload');
         await cur.stopAll();
         cur.detach();
       }
-      const w = ManagedWorkload.fresh(this.ctx, structuredClone(unit));
       this.workloads.set(unit.name, w);
       if (w.plan.error)
         this.log.warn({ workload: unit.name, error: w.plan.error }, 'workload cannot run on the process driver');

@@ -131,12 +131,58 @@ export async function terminateGroup(leader: ProcIdentity, graceMs: number, poll
  */
 const WRAPPER = 'f=$1; shift; "$@"; c=$?; echo "$c" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$c"';
 
+const WRAPPER_NAME = 'outpost-run';
+
+export interface Wrapper extends ProcIdentity {
+  /** The exit file the wrapper writes (its `$1`): names the workload's run directory and the process key. */
+  exitFile: string;
+  nonce?: string;
+}
+
+/**
+ * Every live spawn wrapper whose exit file is in `runDir` (found in /proc by its command line,
+ * which anyone may read), so a new agent finds the processes an old one started but did not live
+ * to record (a kill -9 between spawn and state write): the driver adopts the one whose nonce is
+ * the recorded intent and reaps the others.
+ */
+export function findWrappers(runDir: string): Wrapper[] {
+  const out: Wrapper[] = [];
+  const prefix = runDir.endsWith('/') ? runDir : `${runDir}/`;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (e.charCodeAt(0) < 48 || e.charCodeAt(0) > 57) continue;
+    const pid = Number(e);
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (argv[0] !== '/bin/sh' || argv[1] !== '-c' || argv[2] !== WRAPPER) continue;
+    const name = argv[3] ?? '';
+    if (name !== WRAPPER_NAME && !name.startsWith(`${WRAPPER_NAME}:`)) continue;
+    if (!argv[4]?.startsWith(prefix)) continue;
+    const st = readStat(pid);
+    if (!st || st.pgid !== pid || st.state === 'Z' || st.state === 'X') continue;
+    const nonce = name.slice(WRAPPER_NAME.length + 1);
+    out.push({ pid, startTime: st.startTime, exitFile: argv[4], ...(nonce ? { nonce } : {}) });
+  }
+  return out;
+}
+
 export interface SpawnSpec {
   argv: string[];
   env: Record<string, string>;
   cwd: string;
   logPath: string;
   exitFile: string;
+  /** The intent this spawn carries out (see `findWrappers`): the wrapper's `$0` is `outpost-run:NONCE`. */
+  nonce?: string;
 }
 
 export interface Spawned extends ProcIdentity {
@@ -152,7 +198,8 @@ export interface Spawned extends ProcIdentity {
 export async function spawnDetached(spec: SpawnSpec): Promise<Spawned> {
   const fd = openSync(spec.logPath, 'a', 0o640);
   try {
-    const child = spawn('/bin/sh', ['-c', WRAPPER, 'outpost-run', spec.exitFile, ...spec.argv], {
+    const name = spec.nonce ? `${WRAPPER_NAME}:${spec.nonce}` : WRAPPER_NAME;
+    const child = spawn('/bin/sh', ['-c', WRAPPER, name, spec.exitFile, ...spec.argv], {
       cwd: spec.cwd,
       env: spec.env,
       detached: true,

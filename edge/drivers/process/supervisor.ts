@@ -7,12 +7,13 @@
  * All state transitions run one at a time on `queue`, so a poll tick, a probe failure and a stop
  * request never interleave.
  */
-import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { Logger } from '../../../core/logger.js';
 import { rotateIfNeeded, type RotateOptions } from './logs.js';
 import type { ProcessPlan, ProbeSpec } from './plan.js';
 import { ProbeLoop } from './probes.js';
-import { isAlive, signalGroup, spawnDetached, terminateGroup, type ProcIdentity } from './proc.js';
+import { isAlive, signalGroup, spawnDetached, terminateGroup, type ProcIdentity, type Wrapper } from './proc.js';
 import type { ProcessRecord } from './state.js';
 
 export interface BackoffOptions {
@@ -98,6 +99,22 @@ export class ProcessSupervisor {
         }
       }
       if (r.status === 'running' || r.status === 'backoff') this.ensureTimer();
+    });
+  }
+
+  /**
+   * Takes over a process the previous agent spawned for this record's intent but died before
+   * recording (ManagedWorkload.adopt found it by its nonce): recorded now, watched from here on.
+   */
+  takeOver(w: Wrapper): Promise<void> {
+    return this.enqueue(async () => {
+      const r = this.record;
+      r.pid = w.pid;
+      r.startTime = w.startTime;
+      r.startedAt = Date.now();
+      r.status = 'running';
+      r.nextStartAt = undefined;
+      this.deps.onChange();
     });
   }
 
@@ -220,12 +237,17 @@ export class ProcessSupervisor {
           `workingDir ${this.plan.workingDir} does not exist; create it on the device or change workingDir`,
         );
       }
+      // The intent goes to disk before the spawn: an agent killed before it records the pid leaves
+      // a process the next agent can tell from a stray (ManagedWorkload.adopt).
+      const nonce = randomBytes(8).toString('hex');
+      await writeIntent(intentFile(this.deps.exitFile), nonce);
       const spawned = await spawnDetached({
         argv: this.plan.argv,
         env: this.plan.env,
         cwd: this.plan.workingDir,
         logPath: this.deps.logPath,
         exitFile: this.deps.exitFile,
+        nonce,
       });
       r.pid = spawned.pid;
       r.startTime = spawned.startTime;
@@ -358,4 +380,23 @@ function describeExit(e: { code: number | null; reason: string }): string {
 /** Makes sure a default working directory exists; an explicit one is the operator's to create. */
 export async function ensureDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o755 });
+}
+
+/** `run/KEY.intent` next to `run/KEY.exit`: the nonce of the last spawn of the process. */
+export function intentFile(exitFile: string): string {
+  return exitFile.replace(/\.exit$/, '') + '.intent';
+}
+
+async function writeIntent(file: string, nonce: string): Promise<void> {
+  const tmp = `${file}.tmp`;
+  await writeFile(tmp, nonce, { mode: 0o600 });
+  await rename(tmp, file);
+}
+
+export async function readIntent(file: string): Promise<string | undefined> {
+  try {
+    return (await readFile(file, 'utf8')).trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -6,15 +6,23 @@
  * (exit codes written by the spawn wrapper), `volumes/VOLUME/`, `work/` (default workingDir).
  */
 import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Logger } from '../../../core/logger.js';
 import type { ObjectStatus } from '../../../core/mailbox.js';
 import type { WorkloadObservation, WorkloadUnit } from '../driver.js';
 import { materializeVolume } from './config.js';
 import { planWorkload, type WorkloadPlan } from './plan.js';
-import { bootId } from './proc.js';
+import { bootId, findWrappers, isAlive, terminateGroup } from './proc.js';
 import { writeState, workloadDir, type WorkloadState } from './state.js';
-import { ensureDir, newRecord, ProcessSupervisor, type BackoffOptions, type ProcessObservation } from './supervisor.js';
+import {
+  ensureDir,
+  intentFile,
+  newRecord,
+  ProcessSupervisor,
+  readIntent,
+  type BackoffOptions,
+  type ProcessObservation,
+} from './supervisor.js';
 import type { RotateOptions } from './logs.js';
 
 export interface WorkloadContext {
@@ -25,8 +33,17 @@ export interface WorkloadContext {
   log: Logger;
 }
 
+/** An update that was refused before it touched the running version (see ProcessDriver.apply). */
+export interface FailedUpdate {
+  hash: string;
+  generation: number;
+  message: string;
+}
+
 export class ManagedWorkload {
   plan: WorkloadPlan;
+  /** Set while the hub wants a version that cannot start here; the running version keeps running. */
+  failedUpdate: FailedUpdate | undefined;
   private supervisors = new Map<string, ProcessSupervisor>();
   private writes: Promise<void> = Promise.resolve();
   private detached = false;
@@ -89,18 +106,62 @@ export class ManagedWorkload {
 
   /** Resumes supervising after an agent restart; nothing that still runs is touched. */
   async adopt(): Promise<void> {
-    if (this.plan.error || this.state.stopped) return;
     const sameBoot = this.state.bootId === bootId();
+    const takenOver = await this.reapStrays(sameBoot);
+    if (this.plan.error || this.state.stopped) return;
     this.state.bootId = bootId();
     for (const p of this.plan.processes) {
       const sup = this.supervisor(p.key);
-      if (this.state.processes[p.key] === undefined || this.state.processes[p.key].status === 'stopped') {
+      const w = takenOver.get(p.key);
+      if (w) {
+        await sup.takeOver(w);
+        await sup.adopt(true);
+      } else if (this.state.processes[p.key] === undefined || this.state.processes[p.key].status === 'stopped') {
         await sup.start();
       } else {
         await sup.adopt(sameBoot);
       }
     }
     await this.persist();
+  }
+
+  /**
+   * The spawn wrappers running under this workload's run directory that the state file does not
+   * record. The one carrying a process's recorded intent (the previous agent spawned it, then died
+   * before writing its pid) is returned, to be taken over; every other one is a stray (a duplicate,
+   * a process of a version or key no longer wanted) and is stopped, so a crash never leaves two copies.
+   */
+  private async reapStrays(
+    sameBoot: boolean,
+  ): Promise<Map<string, { pid: number; startTime: number; exitFile: string }>> {
+    const taken = new Map<string, { pid: number; startTime: number; exitFile: string }>();
+    const runDir = join(this.dir, 'run');
+    for (const w of findWrappers(runDir)) {
+      const key = basename(w.exitFile).replace(/\.exit$/, '');
+      const wanted = this.plan.error || this.state.stopped ? undefined : this.plan.processes.find((p) => p.key === key);
+      const rec = this.state.processes[key];
+      const recorded =
+        rec !== undefined &&
+        rec.status === 'running' &&
+        sameBoot &&
+        rec.pid > 0 &&
+        isAlive({ pid: rec.pid, startTime: rec.startTime });
+      if (wanted && recorded && rec.pid === w.pid && rec.startTime === w.startTime) continue;
+      if (wanted && !recorded && !taken.has(key) && w.nonce && w.nonce === (await readIntent(intentFile(w.exitFile)))) {
+        this.ctx.log.warn(
+          { workload: this.name, process: key, pid: w.pid },
+          'adopting a process the previous agent started but did not live to record',
+        );
+        taken.set(key, w);
+        continue;
+      }
+      this.ctx.log.warn(
+        { workload: this.name, process: key, pid: w.pid },
+        'stopping a stray process of this workload (a duplicate, or no longer wanted)',
+      );
+      await terminateGroup(w, wanted?.graceMs ?? 10_000);
+    }
+    return taken;
   }
 
   async stopAll(): Promise<void> {
@@ -145,6 +206,19 @@ export class ManagedWorkload {
   }
 
   observe(): WorkloadObservation {
+    const o = this.observeRunning();
+    const f = this.failedUpdate;
+    if (!f) return o;
+    return {
+      ...o,
+      hash: f.hash,
+      generation: f.generation,
+      phase: 'Failed',
+      message: `${f.message} (the previous version, hash ${this.state.unit.hash}, keeps running)`,
+    };
+  }
+
+  private observeRunning(): WorkloadObservation {
     const unit = this.state.unit;
     const base = { name: unit.name, generation: unit.generation, hash: unit.hash };
     const restarts = Object.values(this.state.processes).reduce((n, r) => n + r.restarts, 0);

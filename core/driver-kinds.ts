@@ -1,0 +1,17 @@
+/**
+ * @module Which Kubernetes kinds each edge driver runs, so the hub can warn at apply time about a
+ * manifest an edge would refuse (the drivers' planners refuse the same kinds: test/driver-kinds
+ * checks that they agree). The kubernetes driver hands everything to its cluster.
+ */
+export const DRIVER_KINDS: Readonly<Record<string, readonly string[] | 'all'>> = {
+  process: ['Pod', 'Deployment', 'ConfigMap', 'Secret', 'Service'],
+  podman: ['Pod', 'Deployment', 'ConfigMap', 'Secret', 'PersistentVolumeClaim', 'Service'],
+  kubernetes: 'all',
+};
+
+/** The kinds among `kinds` that `driver` cannot run (none for an unknown driver: it may be newer than the hub). */
+export function kindsNotRunBy(driver: string, kinds: readonly string[]): string[] {
+  const runs = DRIVER_KINDS[driver];
+  if (!runs || runs === 'all') return [];
+  return [...new Set(kinds.filter((k) => !runs.includes(k)))];
+}

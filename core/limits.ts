@@ -1,0 +1,79 @@
+/**
+ * @module Sizes the hub accepts, known to the CLI too so it can refuse early (before parsing a
+ * 30 MB file) and name the object that is too big. One object is bounded because it travels in
+ * every selected edge's spec document and its history; one request because the hub reads it whole.
+ */
+
+/** One object (a Workload with its manifests, a Placement), as JSON. Kubernetes allows ~1.5 MB. */
+export const MAX_OBJECT_BYTES = 1024 * 1024;
+/** One API request body: an `apply` of many objects. */
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${n} bytes`;
+}
+
+/** The fix to name when an object is too big: the data does not belong in a manifest. */
+export const TOO_BIG_HINT =
+  'keep large data out of manifests: build it into the image, or upload it with `outpost blob push` (docs/bytes.md)';
+
+export interface RawDocument {
+  /** 1-based, counting empty documents, as the YAML parser counts them. */
+  index: number;
+  /** 1-based line where the document starts. */
+  line: number;
+  bytes: number;
+  /** `Workload big` when it can be seen without parsing, else undefined. */
+  label?: string;
+}
+
+/** `Workload big`, read with two regular expressions from the start of a document, without parsing it. */
+function sniffLabel(text: string): string | undefined {
+  const head = text.slice(0, 64 * 1024);
+  const kind = /^kind:\s*["']?([A-Za-z0-9]+)/m.exec(head)?.[1] ?? /"kind"\s*:\s*"([A-Za-z0-9]+)"/.exec(head)?.[1];
+  const name =
+    /^metadata:\s*\{[^}\n]*\bname:\s*["']?([a-z0-9][-a-z0-9.]*)/m.exec(head)?.[1] ??
+    /^metadata:[ \t]*\n(?:[ \t]+.*\n)*?[ \t]+name:\s*["']?([a-z0-9][-a-z0-9.]*)/m.exec(head)?.[1] ??
+    /"metadata"\s*:\s*\{\s*"name"\s*:\s*"([^"]+)"/.exec(head)?.[1];
+  if (!kind && !name) return undefined;
+  return [kind ?? 'object', name].filter(Boolean).join(' ');
+}
+
+/**
+ * The documents of a YAML stream with their sizes, found by their `---` separators without parsing
+ * (linear, milliseconds for 30 MB), so sizes can be checked before a parser spends seconds and
+ * gigabytes on a text that will be refused anyway.
+ */
+export function rawDocuments(text: string): RawDocument[] {
+  const cuts = [...text.matchAll(/^---(?=[ \t]|\r?$)/gm)].map((m) => m.index);
+  const bounds = [0, ...cuts, text.length];
+  // Only comments before the first `---`: that is no document (the parser does not count it).
+  const leadingEmpty = cuts.length > 0 && /^(\s*(#.*)?\n)*\s*$/.test(text.slice(0, cuts[0]));
+  const out: RawDocument[] = [];
+  let line = 1;
+  let counted = 0;
+  let index = 0;
+  for (let i = 0; i + 1 < bounds.length; i++) {
+    const [start, end] = [bounds[i], bounds[i + 1]];
+    for (let j = counted; j < start; j++) if (text.charCodeAt(j) === 10) line++;
+    counted = start;
+    if (i === 0 && leadingEmpty) continue;
+    index++;
+    const body = text.slice(start, end);
+    if (body.replace(/^---/, '').trim() === '') continue;
+    out.push({
+      index,
+      line: body.startsWith('---') ? line + 1 : line,
+      bytes: Buffer.byteLength(body),
+      label: sniffLabel(body),
+    });
+  }
+  return out;
+}
+
+/** The message for an object over MAX_OBJECT_BYTES, naming it. */
+export function tooBigMessage(what: string, bytes: number): string {
+  return `${what} is ${formatBytes(bytes)}, over the ${formatBytes(MAX_OBJECT_BYTES)} limit for one object: ${TOO_BIG_HINT}`;
+}

@@ -1,0 +1,83 @@
+/**
+ * The reconciler against a real replica file and the real process driver: a workload whose apply
+ * failed is applied again later, so a cause fixed on site (a binary installed, an image loaded)
+ * heals without a change from the hub.
+ */
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { edgeName, mailboxDocId } from '../core/ids.js';
+import { initReport, initSpec, putSpecWorkload, readReport, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
+import type { Manifest } from '../core/resources.js';
+import { ReplicaStore } from '../sync/store.js';
+import { waitFor } from './drivers/driver.case.js';
+import type { Driver } from './drivers/driver.js';
+import { createProcessDriver } from './drivers/process/index.js';
+import { killAll } from './drivers/process/testing.js';
+import { HeldStopped } from './held-stopped.js';
+import { Reconciler } from './reconciler.js';
+
+const edge = edgeName('e1');
+const pod = (command: string[]): Manifest[] => [
+  {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'app' },
+    spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', command }] },
+  } as Manifest,
+];
+
+describe('reconciler', () => {
+  let dir: string;
+  let store: ReplicaStore;
+  let driver: Driver;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'outpost-reconciler-'));
+    store = await ReplicaStore.open(join(dir, 'edge.db'));
+    store.create<SpecDoc>(mailboxDocId(edge, 'spec'), { init: (d) => initSpec(d, edge) });
+    store.create<ReportDoc>(mailboxDocId(edge, 'report'), { init: (d) => initReport(d, edge) });
+    driver = createProcessDriver({ dataDir: join(dir, 'data'), pollMs: 100 });
+    await driver.start();
+  });
+
+  afterEach(async () => {
+    await driver.close();
+    await killAll(join(dir, 'data'));
+    store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const setSpec = (generation: number, manifests: Manifest[]): void => {
+    store.change<SpecDoc>(mailboxDocId(edge, 'spec'), (d) => {
+      putSpecWorkload(d, { name: 'app', generation, revision: generation, manifests });
+    });
+  };
+  const reported = () => readReport(store.get<ReportDoc>(mailboxDocId(edge, 'report'))!).workloads.app;
+
+  it('applies a Failed workload again later, and it runs once its cause is fixed on site', async () => {
+    const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
+    setSpec(1, pod(['/bin/sh', '-c', 'exec sleep 600']));
+    await r.trigger();
+    await waitFor('generation 1 Ready', async () => {
+      await r.trigger();
+      return reported()?.phase === 'Ready';
+    });
+
+    const bin = join(dir, 'bin', 'app-v2');
+    setSpec(2, pod([bin]));
+    await r.trigger();
+    expect(reported()).toMatchObject({ phase: 'Failed', observedGeneration: 2 });
+    expect(reported()?.message).toContain(`${bin} does not exist`);
+
+    // Installed on site; no change from the hub.
+    await mkdir(join(dir, 'bin'));
+    await writeFile(bin, '#!/bin/sh\nexec sleep 600\n');
+    await chmod(bin, 0o755);
+    await waitFor('generation 2 Ready after a retry', async () => {
+      await r.trigger();
+      return reported()?.phase === 'Ready' && reported()?.observedGeneration === 2;
+    });
+  });
+});

@@ -1,0 +1,319 @@
+/**
+ * @module `POST /apply`: validate every object and check every permission, then change them all
+ * in one transaction (or, with `dryRun=true`, change nothing and say what would happen). The
+ * answer names each object's action, how many edges it reaches (added, removed, changed), and
+ * warnings: a manifest kind a driver cannot run, for the edges that would get it.
+ */
+import { Hono } from 'hono';
+import { kindsNotRunBy } from '../../core/driver-kinds.js';
+import { MAX_OBJECT_BYTES, rawDocuments, tooBigMessage } from '../../core/limits.js';
+import { OutpostError } from '../../core/errors.js';
+import { parseManifests } from '../../core/manifest.js';
+import type { Edge, Placement, Resource, Workload } from '../../core/resources.js';
+import { selectEdges } from '../../core/selector.js';
+import { inTransaction } from '../../sync/sqlite.js';
+import { checkPlacements } from '../controllers/placements.js';
+import { edgeLiveness, edgeRuntime, schedulableEdges } from '../controllers/edges.js';
+import { assignmentsForPlacement, assignmentsForWorkload } from '../controllers/scheduler.js';
+import { validateResource, type ApplyAction } from '../objects.js';
+import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
+
+export interface EdgeImpact {
+  /** Edges that have (or would have) the object's workloads after the change. */
+  total: number;
+  /** Edges that would get it and do not have it now. */
+  added: number;
+  /** Edges that have it now and would lose it. */
+  removed: number;
+  /** Edges that keep it and whose manifests would change. */
+  changed: number;
+}
+
+export interface ApplyResult {
+  kind: string;
+  project: string;
+  name: string;
+  action: ApplyAction;
+  resourceVersion?: string;
+  edges?: EdgeImpact;
+  object?: unknown;
+}
+
+function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
+  const p = c.get('principal');
+  return `${p.role} token ${p.tokenId}`;
+}
+
+/** What `objects.apply` would answer, without writing: created, configured or unchanged (409 on a stale version). */
+function dryRunAction(deps: HubDeps, v: Resource): ApplyAction {
+  const cur = deps.objects.get(v.kind, v.metadata.project, v.metadata.name);
+  if (!cur) {
+    if (v.metadata.resourceVersion)
+      throw new OutpostError(
+        'conflict',
+        `${v.kind} ${v.metadata.project}/${v.metadata.name} does not exist but the request carries resourceVersion ${v.metadata.resourceVersion}: drop resourceVersion to create it`,
+      );
+    return 'created';
+  }
+  if (v.metadata.resourceVersion && v.metadata.resourceVersion !== cur.metadata.resourceVersion)
+    throw new OutpostError(
+      'conflict',
+      `${v.kind} ${v.metadata.project}/${v.metadata.name} was changed by someone else (resourceVersion ${v.metadata.resourceVersion} is stale, current is ${cur.metadata.resourceVersion}): get it again and retry`,
+    );
+  const same =
+    JSON.stringify(v.spec) === JSON.stringify(cur.spec) &&
+    JSON.stringify(v.metadata.labels) === JSON.stringify(cur.metadata.labels) &&
+    JSON.stringify(v.metadata.annotations) === JSON.stringify(cur.metadata.annotations);
+  return same ? 'unchanged' : 'configured';
+}
+
+/** The fleet of one project as the batch would leave it: placements, workloads and selectable edges. */
+class ProjectView {
+  readonly placements: Placement[];
+  readonly workloads = new Map<string, Workload>();
+  private edges?: ReturnType<typeof schedulableEdges>;
+
+  constructor(
+    private readonly deps: HubDeps,
+    readonly project: string,
+    batch: Resource[],
+  ) {
+    const mine = batch.filter((b) => b.metadata.project === project);
+    const batchPl = new Map(
+      mine.filter((b): b is Placement => b.kind === 'Placement').map((p) => [p.metadata.name, p]),
+    );
+    this.placements = [
+      ...deps.objects.list<Placement>('Placement', project).filter((p) => !batchPl.has(p.metadata.name)),
+      ...batchPl.values(),
+    ];
+    for (const w of mine) if (w.kind === 'Workload') this.workloads.set(w.metadata.name, w);
+  }
+
+  workload(name: string): Workload | undefined {
+    return this.workloads.get(name) ?? this.deps.objects.get<Workload>('Workload', this.project, name);
+  }
+
+  selected(p: Placement): string[] {
+    this.edges ??= schedulableEdges(
+      this.deps.objects.list<Edge>('Edge', this.project),
+      edgeLiveness(this.deps.db, this.project),
+    );
+    return selectEdges(this.edges, p.spec);
+  }
+}
+
+function impactOf(deps: HubDeps, view: ProjectView, v: Resource, action: ApplyAction): EdgeImpact | undefined {
+  const { project, name } = v.metadata;
+  if (v.kind === 'Workload') {
+    const before = new Set(assignmentsForWorkload(deps.db, project, name).map((a) => a.edge));
+    const after = new Set(
+      view.placements.filter((p) => p.spec.workloads.includes(name)).flatMap((p) => view.selected(p)),
+    );
+    const cur = deps.objects.get<Workload>('Workload', project, name);
+    const manifestsChange = !cur || JSON.stringify(cur.spec.manifests) !== JSON.stringify(v.spec.manifests);
+    return {
+      total: after.size,
+      added: [...after].filter((e) => !before.has(e)).length,
+      removed: [...before].filter((e) => !after.has(e)).length,
+      changed: manifestsChange && action !== 'unchanged' ? [...after].filter((e) => before.has(e)).length : 0,
+    };
+  }
+  if (v.kind === 'Placement') {
+    const before = new Set(assignmentsForPlacement(deps.db, project, name).map((a) => a.edge));
+    const after = new Set(view.selected(v));
+    const cur = deps.objects.get<Placement>('Placement', project, name);
+    const contentChange = !!cur && JSON.stringify(cur.spec) !== JSON.stringify(v.spec);
+    return {
+      total: after.size,
+      added: [...after].filter((e) => !before.has(e)).length,
+      removed: [...before].filter((e) => !after.has(e)).length,
+      // A changed workload list or customization may change what the kept edges run.
+      changed:
+        contentChange &&
+        (JSON.stringify(cur.spec.workloads) !== JSON.stringify(v.spec.workloads) ||
+          JSON.stringify(cur.spec.customization) !== JSON.stringify(v.spec.customization))
+          ? [...after].filter((e) => before.has(e)).length
+          : 0,
+    };
+  }
+  return undefined;
+}
+
+const listNames = (names: string[]) =>
+  names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')} and ${names.length - 5} more`;
+
+/** Warnings about manifests that the drivers of the edges that would get them cannot run. */
+function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: Resource[]): string[] {
+  const out = new Set<string>();
+  const drivers = new Map<string, string | undefined>();
+  const driverOf = (edge: string) => {
+    if (!drivers.has(edge)) drivers.set(edge, edgeRuntime(deps.db, edge)?.inventory?.driver);
+    return drivers.get(edge);
+  };
+  for (const v of batch) {
+    if (v.kind === 'Edge') continue;
+    const view = views.get(v.metadata.project)!;
+    const pairs: [Placement, string][] =
+      v.kind === 'Placement'
+        ? v.spec.workloads.map((w) => [v, w])
+        : view.placements.filter((p) => p.spec.workloads.includes(v.metadata.name)).map((p) => [p, v.metadata.name]);
+    for (const [p, wname] of pairs) {
+      const w = view.workload(wname);
+      if (!w) continue;
+      const kinds = w.spec.manifests.map((m) => m.kind);
+      const byProblem = new Map<string, string[]>();
+      for (const edge of view.selected(p)) {
+        const driver = driverOf(edge);
+        if (!driver) continue;
+        const bad = kindsNotRunBy(driver, kinds);
+        if (bad.length === 0) continue;
+        const key = `${driver}\u0000${bad.join(', ')}`;
+        byProblem.set(key, [...(byProblem.get(key) ?? []), edge]);
+      }
+      for (const [key, edges] of byProblem) {
+        const [driver, bad] = key.split('\u0000');
+        out.add(
+          `workload ${wname} (placement ${p.metadata.name}): the ${driver} driver cannot run ${bad}; edge${edges.length > 1 ? 's' : ''} ${listNames(edges)} would report it as failed: place it on edges with a driver that runs it (kubernetes runs every kind)`,
+        );
+      }
+    }
+  }
+  return [...out];
+}
+
+export function applyRoutes(deps: HubDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const { objects, db } = deps;
+
+  app.post('/apply', async (c) => {
+    const defaultProject = c.req.query('project') ?? 'default';
+    const dryRun = c.req.query('dryRun') === 'true' || c.req.query('dryRun') === 'All';
+    const type = c.req.header('content-type') ?? '';
+    let raw: unknown[];
+    if (type.includes('yaml')) {
+      const text = await c.req.text();
+      // Sizes before parsing: a parser spends far more than the text's size on a text refused anyway.
+      const big = rawDocuments(text).filter((d) => d.bytes > MAX_OBJECT_BYTES);
+      if (big.length > 0) {
+        const details = big.map((d) => ({
+          index: d.index - 1,
+          path: '',
+          message: tooBigMessage(`document ${d.index} (line ${d.line}${d.label ? `, ${d.label}` : ''})`, d.bytes),
+        }));
+        throw new OutpostError('too_large', details.map((d) => d.message).join('; '), { details });
+      }
+      try {
+        raw = parseManifests(text);
+      } catch (err) {
+        throw new OutpostError('bad_request', (err as Error).message);
+      }
+    } else {
+      const body = await jsonBody<{ objects?: unknown[] }>(c);
+      if (!Array.isArray(body.objects)) throw new OutpostError('bad_request', 'the body must be {"objects": [...]}');
+      raw = body.objects;
+    }
+    // Validate every object and check every permission before changing anything.
+    const errors: { index: number; path: string; message: string }[] = [];
+    const valid: Resource[] = [];
+    raw.forEach((o, index) => {
+      const obj = o as { metadata?: Record<string, unknown> } | null;
+      const withProject =
+        obj && typeof obj === 'object'
+          ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } }
+          : obj;
+      try {
+        const v = validateResource(withProject);
+        if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name))
+          throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
+        valid.push(v);
+      } catch (err) {
+        if (err instanceof OutpostError && Array.isArray(err.details))
+          for (const d of err.details as { path: string; message: string }[])
+            errors.push({ index, path: d.path, message: d.message });
+        else errors.push({ index, path: '', message: (err as Error).message });
+      }
+    });
+    if (errors.length) {
+      throw new OutpostError(
+        'invalid',
+        errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '),
+        { details: errors },
+      );
+    }
+    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
+    const views = new Map<string, ProjectView>();
+    for (const v of valid)
+      if (!views.has(v.metadata.project))
+        views.set(v.metadata.project, new ProjectView(deps, v.metadata.project, valid));
+    const warnings = driverWarnings(deps, views, valid);
+    const impacts = dryRun
+      ? valid.map((v) => {
+          const action = dryRunAction(deps, v);
+          return { action, edges: impactOf(deps, views.get(v.metadata.project)!, v, action) };
+        })
+      : valid.map((v) => ({
+          action: undefined,
+          edges: impactOf(deps, views.get(v.metadata.project)!, v, 'configured'),
+        }));
+    if (dryRun) {
+      const results: ApplyResult[] = valid.map((v, i) => ({
+        kind: v.kind,
+        project: v.metadata.project,
+        name: v.metadata.name,
+        action: impacts[i].action!,
+        ...(impacts[i].edges ? { edges: impacts[i].edges } : {}),
+        // As the hub would store it (defaults filled in), for `outpost diff`.
+        object: {
+          apiVersion: v.apiVersion,
+          kind: v.kind,
+          metadata: {
+            name: v.metadata.name,
+            project: v.metadata.project,
+            labels: v.metadata.labels,
+            annotations: v.metadata.annotations,
+          },
+          spec: v.spec,
+        },
+      }));
+      return c.json({ dryRun: true, results, warnings });
+    }
+    const results = inTransaction(db, () => {
+      const out = valid.map((v, i): ApplyResult => {
+        const r = objects.apply(v, { actor: actor(c) });
+        const edges = impacts[i].edges;
+        return {
+          kind: v.kind,
+          project: v.metadata.project,
+          name: v.metadata.name,
+          action: r.action,
+          resourceVersion: r.object.metadata.resourceVersion,
+          ...(edges && r.action !== 'unchanged' ? { edges } : {}),
+        };
+      });
+      // Placement rules see the whole request applied (a placement may come before its workload).
+      const placements = valid
+        .filter((v) => v.kind === 'Placement')
+        .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
+      try {
+        warnings.push(...checkPlacements(db, objects, placements));
+      } catch (err) {
+        if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
+        // Details by object index, as validation reports them (the CLI names file and document).
+        const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
+          (d) => ({
+            index: valid.findIndex(
+              (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
+            ),
+            path: d.path,
+            message: d.message,
+          }),
+        );
+        throw new OutpostError(err.code, err.message, { details });
+      }
+      return out;
+    });
+    return c.json({ results, ...(warnings.length ? { warnings } : {}) });
+  });
+
+  return app;
+}
