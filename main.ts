@@ -9,6 +9,7 @@ import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
 import { registerEdgeLocalCommands } from './edge/cli.js';
+import { applyEdgeProcessSettings } from './edge/process-settings.js';
 import {
   exitCodeOf,
   formatError,
@@ -196,10 +197,14 @@ export function buildProgram(): Command {
         driver?: string;
         kubeconfig?: string;
       }) => {
+        // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
+        // settings (edge/process-settings.ts); does not return then.
+        const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
         const [{ startEdgeAgent }, { resolveJoinToken }] = await Promise.all([
           import('./edge/agent.js'),
           import('./edge/enroll.js'),
         ]);
+        log.info({ tuning }, 'edge process settings');
         const agent = await startEdgeAgent({
           dataDir: o.data,
           hub: o.hub,

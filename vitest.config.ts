@@ -13,6 +13,8 @@ export default defineConfig({
       'test/**/*.test.ts',
       'ui/**/*.test.ts',
     ],
+    // Builds (once per machine, cached) the real kube-apiserver the kubernetes driver tests start.
+    globalSetup: ['test/kube/global-setup.ts'],
     // Integration tests spawn real processes and sockets; the machines are shared and noisy.
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -236,6 +236,33 @@ describe('assets and bundling rules', () => {
     expect(r.bytes).toBeGreaterThan(0);
   });
 
+  test("Automerge's wasm loader does not load Node's fetch (undici) when the bundle initializes it", async () => {
+    // Inside node_modules/.cache so the entry resolves @automerge/automerge from the project.
+    const cache = path.join(ROOT, 'node_modules', '.cache');
+    fs.mkdirSync(cache, { recursive: true });
+    const src = fs.mkdtempSync(path.join(cache, 'outpost-bundle-test-'));
+    try {
+      const entry = path.join(src, 'entry.ts');
+      const wasm = JSON.stringify(requiredAssets(ROOT)['automerge.wasm']);
+      fs.writeFileSync(
+        entry,
+        `import fs from 'node:fs';
+import * as A from '@automerge/automerge/slim';
+void A.initializeWasm(fs.readFileSync(${wasm})).then(() => {
+  const doc = A.change(A.init<{ n: number }>(), (d) => { d.n = 1; });
+  console.log(doc.n, process.moduleLoadList.some((m) => m.includes('undici')));
+});
+`,
+      );
+      await bundle(entry, path.join(src, 'out.cjs'), { version: '0', commit: 'x' });
+      const r = spawnSync(process.execPath, [path.join(src, 'out.cjs')], { encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toBe('1 false\n');
+    } finally {
+      fs.rmSync(src, { recursive: true, force: true });
+    }
+  });
+
   test('known optional modules are stubbed to fail like a missing package', async () => {
     const src = dir('src-optional', 0o755);
     const entry = path.join(src, 'entry.ts');

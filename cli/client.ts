@@ -109,9 +109,11 @@ export function describeHttpError(status: number, body: unknown, hub: string, su
         : serverMsg;
       break;
     case 409:
-      msg = subject?.name
-        ? `someone else changed ${subjectText(subject)} (${serverMsg}); run \`outpost get ${subject.kind} ${subject.name} -o yaml\`, reapply your change and retry`
-        : `conflict: ${serverMsg}; get the objects again, reapply your change and retry`;
+      // The hub's message says what conflicts and what to do; for a stale version the CLI names the command.
+      msg =
+        subject?.name && /stale/.test(serverMsg)
+          ? `${serverMsg.replace(/: get it again[^]*$/, '')}: run \`outpost get ${subject.kind} ${subject.name} -o yaml\`, reapply your change and retry`
+          : serverMsg;
       break;
     case 413:
       // The hub's message names what is too big and what to do about it.

@@ -38,11 +38,18 @@ async function readRollout(s: Session, name: string): Promise<RolloutStatus | un
   return statusOf<PlacementStatus>(p).rollout;
 }
 
+/** `paused: 1 edge failed ...`, saying the phase once when the reason starts with it. */
+function phaseAndReason(phase: string, reason: string | undefined): string {
+  const p = phase.toLowerCase();
+  if (!reason) return `${p}: no reason given`;
+  return reason.toLowerCase().startsWith(p) ? reason : `${p}: ${reason}`;
+}
+
 /** Complete ends a watch well; Failed, Paused and Pending (no edge selected) end it badly (someone has to act). */
 function verdict(name: string, r: RolloutStatus | undefined): 'done' | CliError | undefined {
   if (r?.phase === 'Complete') return 'done';
   if (r?.phase === 'Failed' || r?.phase === 'Paused' || r?.phase === 'Pending')
-    return new CliError(`rollout of placement/${name} ${r.phase.toLowerCase()}: ${r.reason || 'no reason given'}`);
+    return new CliError(`rollout of placement/${name} ${phaseAndReason(r.phase, r.reason)}`);
   return undefined;
 }
 

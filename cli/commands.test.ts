@@ -225,8 +225,8 @@ describe('errors say what to do', () => {
     });
     const r = await runCli(['rollout', 'pause', 'placement', 'eu'], { env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(
-      'someone else changed placement/eu (stale resourceVersion); run `outpost get placement eu -o yaml`, reapply your change and retry',
+    expect(r.stderr).toBe(
+      'error: stale resourceVersion: run `outpost get placement eu -o yaml`, reapply your change and retry\n',
     );
   });
 
@@ -302,7 +302,7 @@ describe('rollout', () => {
     const r = await runCli(['rollout', 'status', 'pl', 'eu', '-w'], { env, fakeClock: { now: 0 } });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
-      'error: rollout of placement/eu paused: paused: 1 edge failed on the new version (threshold 1): e2\n',
+      'error: rollout of placement/eu paused: 1 edge failed on the new version (threshold 1): e2\n',
     );
   });
 

@@ -26,6 +26,15 @@ export interface TableOptions {
   color?: boolean;
 }
 
+/** The LOCAL column: intents made on site still in force, `app:paused,db:override`, or `-`. */
+export function localColumn(s: EdgeStatus): string {
+  const parts = Object.entries(s.localIntents ?? {})
+    .filter(([, l]) => l.paused || Object.keys(l.overrides ?? {}).length)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([w, l]) => `${w}:${l.paused ? 'paused' : 'override'}`);
+  return parts.length ? parts.join(',') : '-';
+}
+
 function edgeRow(o: ApiObject, opts: TableOptions): string[] {
   const s = statusOf<EdgeStatus>(o);
   const seen = lastSeenMs(s, opts.now);
@@ -92,10 +101,15 @@ export function formatObjectTable(info: KindInfo, objects: ApiObject[], opts: Ta
   const h = HEADERS[info.kind];
   let headers = opts.wide ? [...h.base, ...h.wide] : [...h.base];
   if (opts.allProjects) headers = ['PROJECT', ...headers.filter((x) => x !== 'PROJECT')];
-  const rows = objects.map((o) => {
-    const r = h.row(o, opts);
-    return opts.allProjects ? [o.metadata.project ?? '-', ...r] : r;
-  });
+  let rows = objects.map((o) => h.row(o, opts));
+  // Edges: a LOCAL column (before LABELS) as soon as one listed edge holds intents made on site.
+  const local = info.kind === 'Edge' ? objects.map((o) => localColumn(statusOf<EdgeStatus>(o))) : [];
+  if (local.some((l) => l !== '-')) {
+    const at = headers.indexOf('LABELS');
+    headers.splice(at, 0, 'LOCAL');
+    rows = rows.map((r, i) => [...r.slice(0, 4), local[i], ...r.slice(4)]);
+  }
+  if (opts.allProjects) rows = rows.map((r, i) => [objects[i].metadata.project ?? '-', ...r]);
   return formatTable(headers, rows, { color: opts.color, colorColumns: h.color });
 }
 

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'conflict'
   | 'offline'
   | 'too_large'
+  | 'unsupported_media'
   | 'internal'
   | 'unavailable';
 
@@ -20,6 +21,7 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   conflict: 409,
   too_large: 413,
+  unsupported_media: 415,
   offline: 503,
   unavailable: 503,
   internal: 500,

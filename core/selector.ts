@@ -154,9 +154,14 @@ export function parseSelectorString(s: string): LabelSelector {
       checkKey(key, where);
       checkValue(value, key, where);
       matchExpressions.push({ key, operator: 'NotIn', values: [value] });
-    } else if ((m = /^([^=!\s]+)\s*==?\s*(.*)$/.exec(term))) {
-      const [, key, value] = m;
+    } else if ((m = /^([^=!\s]+)\s*(==?)\s*(.*)$/.exec(term))) {
+      const [, key, op, value] = m;
       checkKey(key, where);
+      // `region==` is a typo far more often than a wish for the empty value, which `region=` says.
+      if (op === '==' && value === '')
+        throw new Error(
+          `invalid ${where}: nothing after "=="; write ${key}==VALUE (or ${key}= to match an empty value)`,
+        );
       checkValue(value, key, where);
       // Two different equalities on one key can never both hold; keep that meaning instead of
       // letting the second silently replace the first in matchLabels.

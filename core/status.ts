@@ -1,11 +1,22 @@
 /** @module Workload states, their rank (worst first wins a summary), and the summary type. */
 
 /** States of one workload on one edge, as the hub shows them. */
-export const STATES = ['Ready', 'Progressing', 'Pending', 'Paused', 'Stale', 'Degraded', 'Failed', 'Error'] as const;
+export const STATES = [
+  'Ready',
+  'Progressing',
+  'Pending',
+  'Paused',
+  'Modified',
+  'Stale',
+  'Degraded',
+  'Failed',
+  'Error',
+] as const;
 export type State = (typeof STATES)[number];
 
 /**
  * Rank: higher is worse. Ready < Pending/Progressing (moving) < Paused (held on purpose) <
+ * Modified (someone changed an applied object in place; the edge puts it back on its next pass) <
  * Stale (we have not heard for a while) < Degraded < Failed < Error (it cannot even be applied,
  * e.g. a customization referring to a missing edge property).
  */
@@ -14,14 +25,15 @@ export const STATE_RANK: Record<State, number> = {
   Progressing: 1,
   Pending: 2,
   Paused: 3,
-  Stale: 4,
-  Degraded: 5,
-  Failed: 6,
-  Error: 7,
+  Modified: 4,
+  Stale: 5,
+  Degraded: 6,
+  Failed: 7,
+  Error: 8,
 };
 
 /** Phases an edge reports for a workload (the subset of states an edge itself can observe). */
-export const REPORTED_PHASES = ['Pending', 'Progressing', 'Ready', 'Degraded', 'Failed', 'Paused'] as const;
+export const REPORTED_PHASES = ['Pending', 'Progressing', 'Ready', 'Degraded', 'Failed', 'Paused', 'Modified'] as const;
 export type ReportedPhase = (typeof REPORTED_PHASES)[number];
 
 export function worstState(states: Iterable<State>): State | undefined {

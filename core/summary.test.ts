@@ -170,6 +170,15 @@ describe('stateFromReport', () => {
       { state: 'Paused', reason: 'paused on site by a local intent' },
     ],
     [
+      'paused on site while the hub wrote a newer generation: held, not applying',
+      { generation: 2, online: true, reported: { phase: 'Paused', observedGeneration: 1 } },
+      {
+        state: 'Paused',
+        reason:
+          'paused on site by a local intent (held locally): generation 2 waits, generation 1 is held, until it is resumed on site or `outpost edge clear` clears the intent',
+      },
+    ],
+    [
       'failed with message',
       {
         generation: 1,

@@ -27,7 +27,7 @@ export interface StatusEntry {
 }
 
 /** States listed under `broken`: something is wrong or we cannot tell. Paused and moving states are not. */
-export const BROKEN_STATES: ReadonlySet<State> = new Set<State>(['Stale', 'Degraded', 'Failed', 'Error']);
+export const BROKEN_STATES: ReadonlySet<State> = new Set<State>(['Modified', 'Stale', 'Degraded', 'Failed', 'Error']);
 
 const cmp = (a: string | undefined, b: string | undefined): number =>
   (a ?? '') < (b ?? '') ? -1 : (a ?? '') > (b ?? '') ? 1 : 0;
@@ -109,6 +109,7 @@ const DEFAULT_REASON: Record<ReportedPhase, string | undefined> = {
   Progressing: 'starting on the edge',
   Pending: 'waiting on the edge',
   Paused: 'paused on site by a local intent',
+  Modified: 'changed on the edge by someone else; the edge puts it back',
   Degraded: 'degraded, the edge gave no message',
   Failed: 'failed, the edge gave no message',
 };
@@ -136,6 +137,15 @@ export function stateFromReport(f: ReportFacts): DerivedState {
     return { state: 'Stale', reason: `${since}, last known ${r.phase}${older}` };
   }
   if (!r) return { state: 'Pending', reason: 'waiting for the edge to report' };
+  // Paused on site holds whatever generation the edge had: a newer one waits, it is not "applying".
+  if (r.phase === 'Paused')
+    return {
+      state: 'Paused',
+      reason:
+        r.observedGeneration < f.generation
+          ? `${r.message || DEFAULT_REASON.Paused} (held locally): generation ${f.generation} waits, generation ${r.observedGeneration} is held, until it is resumed on site or \`outpost edge clear\` clears the intent`
+          : (r.message ?? DEFAULT_REASON.Paused),
+    };
   if (r.observedGeneration < f.generation) {
     return {
       state: 'Progressing',

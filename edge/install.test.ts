@@ -50,10 +50,8 @@ describe('outpost edge install: the unit', () => {
       ]);
       expect(u.Service.Restart).toEqual(['always']);
       expect(u.Unit.Description[0]).toContain(`shop-1 (hub https://hub:7443, ${d} driver)`);
-      expect(u.Service.Environment).toEqual([
-        '"OUTPOST_CACHE_DIR=/var/cache/outpost-edge"',
-        '"NODE_OPTIONS=--v8-pool-size=1"',
-      ]);
+      // No NODE_OPTIONS: the agent applies its V8 and malloc settings itself (edge/process-settings.ts).
+      expect(u.Service.Environment).toEqual(['"OUTPOST_CACHE_DIR=/var/cache/outpost-edge"']);
     }
   });
 

@@ -18,9 +18,6 @@ import type { DriverName } from './drivers/driver.js';
 import { enroll } from './enroll.js';
 import { collectInventory } from './inventory.js';
 
-/** Node options the installed agent runs with (measured in docs/benchmarks.md, footprint). */
-export const EDGE_NODE_OPTIONS = '--v8-pool-size=1';
-
 export const EDGE_UNIT = 'outpost-edge.service';
 
 export interface EdgeInstallOptions {
@@ -128,11 +125,6 @@ export function edgeUnit(o: { bin: string; dataDir: string; driver: DriverName; 
         ['CacheDirectory', 'outpost-edge'],
         ['CacheDirectoryMode', '0700'],
         ['Environment', environment('OUTPOST_CACHE_DIR', '/var/cache/outpost-edge')],
-        {
-          comment:
-            "One V8 worker thread instead of four: their memory pools held ~17 MB of an agent's RSS (docs/benchmarks.md, footprint).",
-        },
-        ['Environment', environment('NODE_OPTIONS', EDGE_NODE_OPTIONS)],
         ...driverSettings(o.driver, data),
       ],
       Install: [['WantedBy', 'multi-user.target']],

@@ -2,12 +2,13 @@
  * @module The edge's local operator API, on a unix socket in the data directory (DATA/agent.sock,
  * mode 0600): status, local intents, logs and metrics. It answers from the local replica and the
  * runtime, so it works with the hub unreachable. The edge never listens on a network port.
+ *
+ * Plain `node:http`, not a web framework: four routes do not need one, and a fetch-style framework
+ * brings in the WHATWG Request/Response classes (Node's bundled undici, several MB of an agent's
+ * heap; docs/benchmarks.md, footprint).
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import { getRequestListener } from '@hono/node-server';
-import { Hono } from 'hono';
-import { stream } from 'hono/streaming';
 import type { Registry } from 'prom-client';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import {
@@ -34,18 +35,55 @@ export interface LocalApiDeps {
   registry: Registry;
 }
 
-const err = (message: string) => ({ error: { message } });
+/** The largest request body the API reads (an intent with its overrides); larger ones get 413. */
+export const LOCAL_BODY_LIMIT = 64 * 1024;
 
-export function localApp(d: LocalApiDeps): Hono {
-  const app = new Hono();
+const ROUTES = 'GET /status, POST /intents, GET /logs?workload=NAME, GET /metrics';
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const data = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': data.length });
+  res.end(data);
+}
+
+const sendError = (res: http.ServerResponse, status: number, message: string): void =>
+  sendJson(res, status, { error: { message } });
+
+/** The request body as JSON; null when it is not JSON. Throws 413 past LOCAL_BODY_LIMIT. */
+async function readJson(req: http.IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size > LOCAL_BODY_LIMIT)
+      throw new HttpError(413, `request body larger than ${LOCAL_BODY_LIMIT} bytes; send fewer --set values`);
+    chunks.push(c);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    return null;
+  }
+}
+
+export function localApp(d: LocalApiDeps): http.RequestListener {
   const spec = () => readSpec(d.store.get<SpecDoc>(mailboxDocId(d.edge, 'spec'))!);
   const report = () => readReport(d.store.get<ReportDoc>(mailboxDocId(d.edge, 'report'))!);
 
-  app.get('/status', (c) => {
+  function status(res: http.ServerResponse): void {
     const s = spec();
     const r = report();
     const local = localState(r, s);
-    return c.json({
+    sendJson(res, 200, {
       edge: d.edge,
       hub: d.hub,
       connection: d.connection(),
@@ -58,22 +96,23 @@ export function localApp(d: LocalApiDeps): Hono {
         local: local[w.name] ?? null,
       })),
     });
-  });
+  }
 
-  app.post('/intents', async (c) => {
-    const b = (await c.req.json().catch(() => null)) as {
+  async function intents(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const b = (await readJson(req)) as {
       workload?: string;
       action?: string;
       set?: Record<string, unknown>;
       origin?: string;
     } | null;
-    if (!b?.workload || !b.action) return c.json(err('body must be {"workload", "action"}'), 400);
+    if (typeof b !== 'object' || !b?.workload || !b.action)
+      return sendError(res, 400, 'body must be {"workload", "action"}');
     if (!(INTENT_ACTIONS as readonly string[]).includes(b.action))
-      return c.json(err(`action must be one of ${INTENT_ACTIONS.join(', ')}`), 400);
+      return sendError(res, 400, `action must be one of ${INTENT_ACTIONS.join(', ')}`);
     if (!spec().workloads[b.workload])
-      return c.json(err(`workload ${b.workload} is not placed on this edge (see outpost edge local status)`), 404);
+      return sendError(res, 404, `workload ${b.workload} is not placed on this edge (see outpost edge local status)`);
     if (b.action === 'override' && (!b.set || Object.keys(b.set).length === 0))
-      return c.json(err('override needs --set PATH=VALUE'), 400);
+      return sendError(res, 400, 'override needs --set PATH=VALUE');
     let seq = 0;
     d.store.change<ReportDoc>(mailboxDocId(d.edge, 'report'), (doc) => {
       seq = addIntent(doc, {
@@ -85,45 +124,85 @@ export function localApp(d: LocalApiDeps): Hono {
       });
     });
     await d.reconciler.trigger();
-    return c.json({ seq, workload: b.workload, action: b.action });
-  });
+    sendJson(res, 200, { seq, workload: b.workload, action: b.action });
+  }
 
-  app.get('/logs', (c) => {
-    const workload = c.req.query('workload');
-    if (!workload) return c.json(err('workload is required'), 400);
-    const tail = c.req.query('tail') ? Number(c.req.query('tail')) : undefined;
-    const follow = c.req.query('follow') === '1';
-    const container = c.req.query('container');
+  async function logs(q: URLSearchParams, res: http.ServerResponse): Promise<void> {
+    const workload = q.get('workload');
+    if (!workload) return sendError(res, 400, 'workload is required');
+    const tail = q.get('tail') ? Number(q.get('tail')) : undefined;
+    const follow = q.get('follow') === '1';
+    const container = q.get('container');
     const ac = new AbortController();
-    return stream(c, async (s) => {
-      s.onAbort(() => ac.abort());
-      try {
-        for await (const line of d.driver.logs(workload, {
-          tail,
-          follow,
-          signal: ac.signal,
-          ...(container ? { container } : {}),
-        })) {
-          await s.write(line.endsWith('\n') ? line : `${line}\n`);
-        }
-      } catch (e) {
-        if (!ac.signal.aborted) await s.write(`error: ${(e as Error).message}\n`);
+    // The client going away (Ctrl-C on `logs -f`) ends the driver's stream.
+    res.on('close', () => ac.abort());
+    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+    const write = (s: string): Promise<void> =>
+      res.write(s) || ac.signal.aborted
+        ? Promise.resolve()
+        : new Promise((resolve) => {
+            const done = () => {
+              res.off('drain', done);
+              res.off('close', done);
+              resolve();
+            };
+            res.once('drain', done);
+            res.once('close', done);
+          });
+    try {
+      for await (const line of d.driver.logs(workload, {
+        tail,
+        follow,
+        signal: ac.signal,
+        ...(container ? { container } : {}),
+      })) {
+        if (ac.signal.aborted) break;
+        await write(line.endsWith('\n') ? line : `${line}\n`);
       }
-    });
-  });
+    } catch (e) {
+      if (!ac.signal.aborted) await write(`error: ${(e as Error).message}\n`);
+    }
+    res.end();
+  }
 
-  app.get('/metrics', async (c) => c.body(await d.registry.metrics(), 200, { 'content-type': d.registry.contentType }));
-  return app;
+  return (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://agent.sock');
+    const route = `${req.method} ${url.pathname}`;
+    const handle = async (): Promise<void> => {
+      switch (route) {
+        case 'GET /status':
+          return status(res);
+        case 'POST /intents':
+          return intents(req, res);
+        case 'GET /logs':
+          return logs(url.searchParams, res);
+        case 'GET /metrics': {
+          const body = Buffer.from(await d.registry.metrics());
+          res.writeHead(200, { 'content-type': d.registry.contentType, 'content-length': body.length });
+          res.end(body);
+          return;
+        }
+        default:
+          return sendError(res, 404, `no route ${route}; the local API has ${ROUTES}`);
+      }
+    };
+    handle().catch((err: unknown) => {
+      const status = err instanceof HttpError ? err.status : 500;
+      const message = err instanceof Error ? err.message : String(err);
+      if (!res.headersSent) sendError(res, status, message);
+      else res.destroy(err instanceof Error ? err : undefined);
+    });
+  };
 }
 
-export async function listenLocal(app: Hono, socketPath: string): Promise<http.Server> {
+export async function listenLocal(app: http.RequestListener, socketPath: string): Promise<http.Server> {
   // A stale socket from a killed agent would make listen fail with EADDRINUSE.
   try {
     fs.unlinkSync(socketPath);
   } catch {
     /* absent */
   }
-  const server = http.createServer(getRequestListener(app.fetch));
+  const server = http.createServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socketPath, () => resolve());

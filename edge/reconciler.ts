@@ -139,7 +139,8 @@ export class Reconciler {
         }
         // A Failed workload is applied again now and then: its cause may have been fixed on site.
         const retry = cur?.phase === 'Failed' && Date.now() - (this.appliedAt.get(w.name) ?? 0) >= this.failedRetryMs;
-        if (!cur || cur.hash !== hash || retry) {
+        // Drift (objects someone changed or deleted on site) is put back by applying again.
+        if (!cur || cur.hash !== hash || retry || cur.modified?.length) {
           this.appliedAt.set(w.name, Date.now());
           // Opened only here, for the driver: the replica keeps what the hub sealed (core/secrets.ts).
           await this.driver.apply({

@@ -233,3 +233,49 @@ async function fetchYaml(text: string): Promise<{ status: number; body: { error:
     req.end(text);
   });
 }
+
+describe('smaller defects a new operator met', () => {
+  it('PATCH merges a JSON merge patch into the object (it answered 404 "no route")', async () => {
+    const f = write(
+      'pl-patch.yaml',
+      `kind: Workload\nmetadata: { name: solo }\nspec:\n  manifests:\n    - ${POD}\n---\nkind: Placement\nmetadata: { name: patchme }\nspec:\n  edges: [e-kube]\n  workloads: [solo]\n`,
+    );
+    const a = await cli(['apply', '-f', f]);
+    expect(a.stderr).toBe('');
+    const patched = await api.request<{ spec: { rollout: { paused: boolean; failureThreshold: number } } }>(
+      'PATCH',
+      '/api/v1/projects/default/placements/patchme',
+      { body: { spec: { rollout: { failureThreshold: 3 } }, metadata: { labels: { tier: 'gold' } } } },
+    );
+    expect(patched.spec.rollout).toMatchObject({ failureThreshold: 3, paused: false });
+    const g = await cli(['get', 'pl', 'patchme', '-o', 'json']);
+    expect(JSON.parse(g.stdout).metadata.labels).toEqual({ tier: 'gold' });
+    const typo = await api
+      .request('PATCH', '/api/v1/projects/default/placements/patchme', {
+        body: { spec: { rollout: { pasued: true } } },
+      })
+      .catch((e: HubError) => e);
+    expect((typo as HubError).message).toMatch(/spec\.rollout: unknown field pasued; did you mean paused\?/);
+  });
+
+  it("`get edges -l 'region=='` is refused as a bad selector", async () => {
+    const r = await cli(['get', 'edges', '-l', 'region==']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/invalid selector term "region==": nothing after "=="; write region==VALUE/);
+  });
+
+  it('rollout status says the phase once, and a conflict gives its advice once', async () => {
+    expect((await cli(['rollout', 'pause', 'pl', 'patchme'])).code).toBe(0);
+    const st = await cli(['rollout', 'status', 'pl', 'patchme']);
+    expect(st.code).toBe(1);
+    expect(st.stderr).toMatch(/^error: rollout of placement\/patchme paused by user; /);
+    const stale = write(
+      'stale.yaml',
+      'kind: Placement\nmetadata: { name: patchme, resourceVersion: "1" }\nspec:\n  edges: [e-kube]\n  workloads: [solo]\n',
+    );
+    const r = await cli(['apply', '-f', stale]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/was changed by someone else \(resourceVersion 1 is stale, current is \d+\)/);
+    expect(r.stderr.match(/retry/g)).toHaveLength(1);
+  });
+});

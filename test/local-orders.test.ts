@@ -196,4 +196,39 @@ describe('local orders on site', () => {
     });
     expect(JSON.parse((await local('status', '-o', 'json')).stdout).workloads[0].local).toBeNull();
   });
+
+  it('a local pause plus a hub change while apart: the hub shows the edge Paused (held locally), the rollout counts it held, and the fleet can find it', async () => {
+    const cliEnv = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'cli.json') };
+    proxy.sever();
+    expect((await local('pause', 'app')).code).toBe(0);
+    await waitFor(async () => (await serving()) === null, { what: 'app stopped by the local pause' });
+    await api('PUT', '/api/v1/projects/default/workloads/app', app('v4', 'while-paused'));
+    proxy.heal();
+
+    const rollout = await waitFor(
+      async () => {
+        const r = (await api('GET', '/api/v1/projects/default/placements/p')).status;
+        return r.rollout?.phase === 'Paused' && r.rollout.counts?.held === 1 ? r : null;
+      },
+      { timeout: 40_000, what: 'rollout Paused, site-b held locally' },
+    );
+    expect(rollout.rollout.reason).toMatch(/held locally on site-b \(paused on site/);
+    expect(rollout.heldLocally).toEqual([{ edge: 'site-b', workload: 'app' }]);
+    const w = (await api('GET', '/api/v1/projects/default/edges/site-b')).status.workloads[0];
+    expect(w.state).toBe('Paused');
+    expect(w.reason).toMatch(/\(held locally\): generation \d+ waits/);
+    const listed = await api('GET', '/api/v1/projects/default/edges?local=true');
+    expect(listed.items.map((e: any) => e.metadata.name)).toEqual(['site-b']);
+    expect(listed.matched).toBe(1);
+    const table = await cli(['get', 'edges'], cliEnv);
+    expect(table.stdout).toMatch(/LOCAL\s+LABELS/);
+    expect(table.stdout).toMatch(/site-b .* app:paused /);
+
+    expect((await local('resume', 'app')).code).toBe(0);
+    await waitFor(async () => (await serving()) === 'v4 while-paused', { timeout: 30_000, what: 'v4 after resume' });
+    await waitFor(
+      async () => (await api('GET', '/api/v1/projects/default/placements/p')).status.rollout?.phase === 'Complete',
+      { timeout: 30_000, what: 'rollout Complete' },
+    );
+  });
 });

@@ -1,7 +1,7 @@
 /**
- * The kube tunnel: an edge running the kubernetes driver against the API server stand-in, a TLS
- * hub, and Debian's kubectl using the kubeconfig from `outpost edge kubeconfig` to reach the
- * edge's cluster through the hub with the user's own token.
+ * The kube tunnel: an edge running the kubernetes driver against a real kube-apiserver
+ * (test/kube/harness.ts), a TLS hub, and Debian's kubectl using the kubeconfig from `outpost edge
+ * kubeconfig` to reach the edge's cluster through the hub with the user's own token.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,15 +9,15 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeAgent, type EdgeAgent } from '../edge/agent.js';
-import { startFakeApiServer, type FakeApiServer } from '../edge/drivers/kubernetes/fake-apiserver.js';
 import { HubClient } from '../cli/client.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
+import { startKubeApiServer, type KubeApiServer } from './kube/harness.js';
 import { cli } from './procs.js';
 
 const run = promisify(execFile);
 let dir: string;
-let api: FakeApiServer;
+let kube: KubeApiServer;
 let hub: Hub;
 let edge: EdgeAgent;
 let admin: HubClient;
@@ -46,8 +46,7 @@ async function kubectl(kc: string, ...args: string[]): Promise<{ code: number; s
 
 beforeAll(async () => {
   dir = tempDir();
-  api = await startFakeApiServer();
-  await api.writeKubeconfig(path.join(dir, 'cluster.yaml'));
+  kube = await startKubeApiServer();
   hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0' });
   admin = new HubClient({ hub: hub.url, token: hub.adminToken, ca: hub.caPem });
   const join = await admin.post<{ token: string }>('/api/v1/tokens/join', { labels: {} });
@@ -57,16 +56,16 @@ beforeAll(async () => {
     joinToken: join.token,
     name: 'site-k',
     driver: 'kubernetes',
-    kubeconfig: path.join(dir, 'cluster.yaml'),
+    kubeconfig: kube.kubeconfig,
     heartbeatMs: 500,
   });
   await waitFor(() => hub.sync.connection('site-k' as never), { what: 'edge connected' });
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   await edge?.close();
   await hub?.close();
-  await api?.close();
+  await kube?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -95,7 +94,9 @@ describe('kube tunnel (kubectl through the hub)', () => {
     const del = await kubectl(kc, 'delete', 'namespace', 'kube-public');
     expect(del.code).not.toBe(0);
     expect(del.stderr).toMatch(/viewer token may not use kube on edge site-k|Forbidden|forbidden/);
-    expect(api.get('Namespace', undefined, 'kube-public')).toBeDefined();
+    expect((await kubectl(kube.kubeconfig, 'get', 'namespace', 'kube-public', '-o', 'name')).stdout.trim()).toBe(
+      'namespace/kube-public',
+    );
   });
 
   it('an offline edge answers 503 at once', async () => {

@@ -25,15 +25,23 @@ export function edgeNames(n: number, prefix = 'e'): string[] {
   return Array.from({ length: n }, (_, i) => `${prefix}-${String(i + 1).padStart(5, '0')}`);
 }
 
-class Worker {
+/** A bench child process driven over IPC: it sends `{ ready }`, then answers `{ op, rid }` with `{ rid, result | error }`. */
+export class Worker {
   readonly child: ChildProcess;
   readonly ready: Promise<void>;
   private rid = 0;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
-  constructor(index: number, dir: string, env: Record<string, string>, logFile: string) {
+  constructor(
+    index: number,
+    dir: string,
+    env: Record<string, string>,
+    logFile: string,
+    script = WORKER,
+    nice = WORKER_NICE,
+  ) {
     const log = fs.openSync(logFile, 'a');
-    this.child = fork(WORKER, [], {
+    this.child = fork(script, [], {
       // BENCH_WORKER_PROF_DIR: a V8 CPU profile of every simulator worker, written at its exit.
       execArgv: [
         '--import',
@@ -52,9 +60,9 @@ class Worker {
       stdio: ['ignore', log, log, 'ipc'],
     });
     fs.closeSync(log);
-    if (WORKER_NICE && this.child.pid) {
+    if (nice && this.child.pid) {
       try {
-        os.setPriority(this.child.pid, WORKER_NICE);
+        os.setPriority(this.child.pid, nice);
       } catch {
         /* not permitted here: the workers keep the hub's priority */
       }
@@ -69,7 +77,7 @@ class Worker {
         else p.resolve(m.result);
       });
       this.child.once('exit', (code, sig) => {
-        const err = new Error(`edge worker ${index} exited (${code ?? sig}); its log: ${logFile}`);
+        const err = new Error(`${path.basename(script)} ${index} exited (${code ?? sig}); its log: ${logFile}`);
         reject(err);
         for (const p of this.pending.values()) p.reject(err);
         this.pending.clear();

@@ -2,9 +2,10 @@
  * @module footprint: the real edge agent (`outpost edge`, i.e. startEdgeAgent with the process
  * driver) running 20 workloads of one `sleep` process each, placed by a real hub; its VmRSS once
  * READY 20/20 (the workload processes are counted apart), split into RssAnon and RssFile, and the
- * same once connected with no workloads (idle). The binary is measured twice: as is, and with
- * NODE_OPTIONS=--v8-pool-size=1 (informational, see docs/benchmarks.md). Also the size of dist/outpost and the
- * start time of `--version` for the packaged binary and for `node --import tsx main.ts`.
+ * same once connected with no workloads (idle). The binary is measured twice: as it runs (with the
+ * V8 and malloc settings the agent gives itself, edge/process-settings.ts) and with
+ * OUTPOST_EDGE_TUNING=off (Node's defaults), so both sides of that change are in every run. Also the
+ * size of dist/outpost and the start time of `--version` for the binary and for `node --import tsx main.ts`.
  *
  * The agent runs from the sources (tsx) and, when dist/outpost exists, from the binary too. The
  * process driver's workloads outlive the agent by design, so they are found by their data
@@ -13,7 +14,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { EDGE_NODE_OPTIONS as AGENT_NODE_OPTIONS } from '../../edge/install.js';
+import { TUNING_ENV } from '../../edge/process-settings.js';
 import { HubApi, placement, workload } from '../lib/api.js';
 import { HubProcess, ROOT } from '../lib/hub-process.js';
 import { mb, msf } from '../lib/results.js';
@@ -21,7 +22,9 @@ import { median, percentile, rssBytes, sleep, until } from '../lib/sys.js';
 import { remaining, type Scenario, type ScenarioContext } from './common.js';
 
 const WORKLOADS = 20;
-const AGENT_LIMIT = 60 * 1024 ** 2;
+/** Issue #17's targets for the binary agent with 20 workloads. */
+const AGENT_RSS_LIMIT = 100 * 1024 ** 2;
+const AGENT_ANON_LIMIT = 45 * 1024 ** 2;
 const BINARY = path.join(ROOT, 'dist/outpost');
 
 /** VmRSS split as the kernel reports it: RssAnon (heaps, malloc, wasm memory) and RssFile (mapped executable and libraries). */
@@ -189,6 +192,22 @@ async function measureAgent(
   }
 }
 
+/**
+ * Drops a file's pages from the page cache (GNU dd: `iflag=nocache count=0`), so the next start
+ * reads it as after a boot. Why it matters: the executable the build has just written sits in the
+ * page cache as the build wrote it, and the kernel then maps far more of it into a process around
+ * each page fault: 70-79 MB RssFile instead of 52-57 MB for the same agent (docs/benchmarks.md,
+ * footprint; a copy made with cp or fs.copyFile, as `outpost edge install` does, is not affected).
+ * Pages another process has mapped stay; the resident bytes left are returned (fincore), or
+ * undefined when that cannot be told.
+ */
+function dropFromPageCache(file: string): number | undefined {
+  spawnSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
+  const r = spawnSync('fincore', ['--bytes', '--noheadings', '--raw', '--output', 'RES', file], { encoding: 'utf8' });
+  const n = Number(r.stdout?.trim());
+  return r.status === 0 && Number.isFinite(n) ? n : undefined;
+}
+
 function startTime(argv0: string, args: string[], runs = 7): number | undefined {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -211,36 +230,48 @@ export const footprint: Scenario = async (ctx, out) => {
       path.join(ROOT, 'main.ts'),
     ]);
     out.metrics.agentFromSources = src;
-    const rss = src.agentRssBytes as number;
     out.targets.push({
       what: `edge agent RSS, ${WORKLOADS} workloads (tsx)`,
-      target: '<= 60 MB',
-      value: `${mb(rss)} (+${mb(src.workloadProcessesRssBytes as number)} in workload processes)`,
-      met: rss <= AGENT_LIMIT,
+      target: 'report',
+      value: `${mb(src.agentRssBytes as number)} (anon ${mb(src.agentRssAnonBytes as number)}; +${mb(src.workloadProcessesRssBytes as number)} in workload processes)`,
     });
     if (fs.existsSync(BINARY)) {
       const version = spawnSync(BINARY, ['--version'], { encoding: 'utf8' }).stdout.trim();
       out.metrics.binary = { path: 'dist/outpost', bytes: fs.statSync(BINARY).size, version };
+      const describe = (m: Record<string, unknown>): string =>
+        `${mb(m.agentRssBytes as number)} (anon ${mb(m.agentRssAnonBytes as number)}, file ${mb(m.agentRssFileBytes as number)}; idle ${mb(m.idleRssBytes as number)}, anon ${mb(m.idleRssAnonBytes as number)})`;
       try {
-        const bin = await measureAgent(ctx, api, hub.url, 'bin', BINARY, []);
-        out.metrics.agentFromBinary = bin;
+        // As installed: the agent re-executes itself with its V8 and malloc settings. The binary is
+        // first dropped from the page cache (see dropFromPageCache), as after a boot.
+        // BENCH_AGENT_NODE_OPTIONS adds options of one's own to try (after the agent's, so they win).
+        const extra = process.env.BENCH_AGENT_NODE_OPTIONS;
+        const cachedBefore = dropFromPageCache(BINARY);
+        const bin = await measureAgent(ctx, api, hub.url, 'bin', BINARY, [], extra ? { NODE_OPTIONS: extra } : {});
+        out.metrics.agentFromBinary = { ...bin, binaryCachedBytesAtStart: cachedBefore };
+        if (cachedBefore === undefined || cachedBefore > 1024 ** 2)
+          out.bottleneck.push(
+            `dist/outpost could not be dropped from the page cache (${cachedBefore === undefined ? 'no dd/fincore' : `${mb(cachedBefore)} stayed: another process maps it`}): RssFile may be inflated`,
+          );
         out.targets.push({
           what: `edge agent RSS, ${WORKLOADS} workloads (binary)`,
-          target: '<= 60 MB',
-          value: `${mb(bin.agentRssBytes as number)} (anon ${mb(bin.agentRssAnonBytes as number)}, file ${mb(bin.agentRssFileBytes as number)}; idle ${mb(bin.idleRssBytes as number)})`,
-          met: (bin.agentRssBytes as number) <= AGENT_LIMIT,
+          target: '<= 100 MB',
+          value: describe(bin),
+          met: (bin.agentRssBytes as number) <= AGENT_RSS_LIMIT,
         });
-        // Informational: the same with one V8 platform worker thread (a Node option, so it does
-        // not invalidate the executable's code cache as V8 flags would). Fewer threads compiling
-        // and collecting at once leaves less freed memory in per-thread malloc arenas.
-        // BENCH_AGENT_NODE_OPTIONS tries other options in this second measurement.
-        const nodeOptions = process.env.BENCH_AGENT_NODE_OPTIONS ?? AGENT_NODE_OPTIONS;
-        const pool = await measureAgent(ctx, api, hub.url, 'bin-pool1', BINARY, [], { NODE_OPTIONS: nodeOptions });
-        out.metrics.agentFromBinaryPool1 = { ...pool, nodeOptions };
         out.targets.push({
-          what: `edge agent RSS, ${WORKLOADS} workloads (binary, NODE_OPTIONS=${nodeOptions})`,
+          what: `edge agent RssAnon, ${WORKLOADS} workloads (binary)`,
+          target: '<= 45 MB',
+          value: mb(bin.agentRssAnonBytes as number),
+          met: (bin.agentRssAnonBytes as number) <= AGENT_ANON_LIMIT,
+        });
+        // The same binary with Node's defaults: what the settings are worth, in the same run.
+        dropFromPageCache(BINARY);
+        const untuned = await measureAgent(ctx, api, hub.url, 'bin-untuned', BINARY, [], { [TUNING_ENV]: 'off' });
+        out.metrics.agentFromBinaryUntuned = untuned;
+        out.targets.push({
+          what: `edge agent RSS, ${WORKLOADS} workloads (binary, ${TUNING_ENV}=off)`,
           target: 'report',
-          value: `${mb(pool.agentRssBytes as number)} (anon ${mb(pool.agentRssAnonBytes as number)}, file ${mb(pool.agentRssFileBytes as number)}; idle ${mb(pool.idleRssBytes as number)})`,
+          value: describe(untuned),
         });
       } catch (err) {
         out.bottleneck.push(

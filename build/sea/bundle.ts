@@ -94,6 +94,39 @@ const optionalModuleStubs: esbuild.Plugin = {
   },
 };
 
+/**
+ * Automerge's wasm-bindgen loader asks `typeof Response === 'function' && x instanceof Response`
+ * (and the same of `Request`) before instantiating the wasm. We always pass the bytes, but reading
+ * those globals in Node loads the WHATWG fetch implementation (Node's bundled undici) for nothing:
+ * ~4 MB of the edge agent's heap (docs/benchmarks.md, footprint). The checks become `false`; the
+ * build fails if they are not found, so an Automerge upgrade that changes them is noticed.
+ */
+export const AUTOMERGE_FETCH_CHECKS = [
+  /typeof Response === ['"]function['"]/g,
+  /typeof Request === ['"]function['"]/g,
+] as const;
+
+const automergeWithoutFetch: esbuild.Plugin = {
+  name: 'outpost-automerge-without-fetch',
+  setup(build) {
+    build.onLoad(
+      { filter: /[\\/]@automerge[\\/]automerge[\\/].*[\\/](web|workerd)[\\/]automerge_wasm\.js$/ },
+      async (args) => {
+        let contents = await fs.promises.readFile(args.path, 'utf8');
+        for (const re of AUTOMERGE_FETCH_CHECKS) {
+          const before = contents;
+          contents = contents.replace(re, 'false');
+          if (contents === before)
+            throw new Error(
+              `${args.path}: ${re.source} not found; review automergeWithoutFetch in build/sea/bundle.ts`,
+            );
+        }
+        return { contents, loader: 'js' };
+      },
+    );
+  },
+};
+
 const BUILTINS = new Set(builtinModules);
 const isBuiltin = (p: string): boolean => BUILTINS.has(p.replace(/^node:/, '')) || p.startsWith('node:');
 
@@ -141,7 +174,7 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
       // runtime warning since Node 21); the Kubernetes client's node-fetch -> whatwg-url -> tr46
       // require it. The userland package is the same code without the warning.
       alias: { punycode: 'punycode/' },
-      plugins: [bindingShim, optionalModuleStubs],
+      plugins: [bindingShim, optionalModuleStubs, automergeWithoutFetch],
     });
   } catch (cause) {
     // esbuild's message lists every error with file:line; top-level await is the usual one (CJS has none).

@@ -48,6 +48,12 @@ export interface WorkloadObservation {
   restarts: number;
   /** Keyed `Kind/name` (and `Kind/name/container` where useful). */
   objects: Record<string, ObjectStatus>;
+  /**
+   * Drift: applied objects or fields someone else changed or deleted (`Deployment/web:
+   * spec.replicas`), with phase Modified unless something worse. The reconciler applies the unit
+   * again, and the driver puts them back. Only drivers that can tell (kubernetes) report it.
+   */
+  modified?: string[];
 }
 
 export interface LogOptions {

@@ -1,11 +1,13 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { Hono, type Context } from 'hono';
+import { mergePatch } from '../../core/customize.js';
 import { OutpostError } from '../../core/errors.js';
 import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';
-import { edgeStatus, placementStatus, workloadSummary } from '../controllers/status.js';
+import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
+import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
 import { REDACTED } from '../../core/secrets.js';
@@ -59,7 +61,7 @@ export function countMatching(
   db: SqliteDatabase,
   kind: Kind,
   project: string,
-  f: { selector?: LabelSelector; q?: string; state?: string },
+  f: { selector?: LabelSelector; q?: string; state?: string; local?: ReplicaStore },
 ): number {
   const rows = (
     project === '*'
@@ -77,6 +79,7 @@ export function countMatching(
     if (f.q && !r.name.includes(f.q)) continue;
     if (f.selector && !matchesSelector(JSON.parse(r.labels) as Record<string, string>, f.selector)) continue;
     if (phases && (phases.get(r.name) ?? 'Pending') !== f.state) continue;
+    if (f.local && kind === 'Edge' && !hasLocalIntents(f.local, r.name)) continue;
     n++;
   }
   return n;
@@ -114,6 +117,8 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const sel = c.req.query('labelSelector');
     const q = c.req.query('q');
     const state = c.req.query('state');
+    // `local=true`: only edges holding intents made on site (a pause or overrides the hub has not cleared).
+    const local = c.req.query('local') === 'true';
     let selector;
     try {
       selector = sel ? parseSelectorString(sel) : undefined;
@@ -132,6 +137,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         if (selector && !matchesSelector(o.metadata.labels, selector)) continue;
         if (q && !o.metadata.name.includes(q)) continue;
         if (state && kind === 'Edge' && edgePhase(edgeRuntime(db, o.metadata.name)) !== state) continue;
+        if (local && kind === 'Edge' && !hasLocalIntents(deps.store, o.metadata.name)) continue;
         if (out.length === limit) {
           more = true;
           break;
@@ -142,7 +148,10 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     }
     const reveal = revealSecrets(deps, c, project);
     const items = out.map((o) => withStatus(deps, o, reveal));
-    const matched = selector || q || state ? { matched: countMatching(db, kind, project, { selector, q, state }) } : {};
+    const matched =
+      selector || q || state || local
+        ? { matched: countMatching(db, kind, project, { selector, q, state, local: local ? deps.store : undefined }) }
+        : {};
     return c.json({
       items,
       total: objects.count(kind, project),
@@ -168,7 +177,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     return c.json(withStatus(deps, o, reveal));
   });
 
-  const write = async (c: Context<Env>, mode: 'create' | 'put') => {
+  const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {
     const project = c.req.param('project') ?? '';
     const kind = kindFromPath(c.req.param('kind') ?? '');
     authorize(deps, c, 'write', project);
@@ -177,7 +186,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         'bad_request',
         'edges are created by enrollment: create a join token (outpost token create) and start the edge agent with it',
       );
-    const body = await jsonBody<Record<string, unknown>>(c);
+    const body = patched ?? (await jsonBody<Record<string, unknown>>(c));
     const meta = (body.metadata ?? {}) as Record<string, unknown>;
     const input = {
       ...body,
@@ -212,6 +221,36 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   };
   app.post('/projects/:project/:kind', (c) => write(c, 'create'));
   app.put('/projects/:project/:kind/:name', (c) => write(c, 'put'));
+  // JSON merge patch (RFC 7386), as `kubectl patch --type merge`: the patch merged into the stored
+  // object is validated and applied like a PUT (a metadata.resourceVersion in the patch is checked).
+  app.patch('/projects/:project/:kind/:name', async (c) => {
+    const project = c.req.param('project');
+    const kind = kindFromPath(c.req.param('kind'));
+    const name = c.req.param('name');
+    authorize(deps, c, 'write', project);
+    const type = (c.req.header('content-type') ?? '').split(';')[0].trim();
+    if (type !== 'application/merge-patch+json' && type !== 'application/json')
+      throw new OutpostError(
+        'unsupported_media',
+        `PATCH takes a JSON merge patch (RFC 7386) with Content-Type: application/merge-patch+json (got ${type || 'none'}); JSON Patch and strategic merge patch are not supported: send the fields to change, null to remove one`,
+      );
+    const patch = await jsonBody<unknown>(c);
+    if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
+      throw new OutpostError(
+        'bad_request',
+        'a merge patch is a JSON object of the fields to change, e.g. {"spec": {"rollout": {"paused": true}}}',
+      );
+    const cur = objects.get(kind, project, name);
+    if (!cur) throw new OutpostError('not_found', `${kind} ${name} not found in project ${project}`);
+    const { metadata, spec, apiVersion } = cur;
+    const base = {
+      apiVersion,
+      kind,
+      metadata: { name, project, labels: metadata.labels, annotations: metadata.annotations },
+      spec,
+    };
+    return write(c, 'put', mergePatch(base, patch) as Record<string, unknown>);
+  });
 
   app.delete('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');

@@ -5,15 +5,7 @@
  */
 import { cachedStatement } from '../../sync/sqlite.js';
 import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
-import {
-  localState,
-  readReport,
-  readSpec,
-  type EdgeReportState,
-  type LocalState,
-  type ReportDoc,
-  type SpecDoc,
-} from '../../core/mailbox.js';
+import { localState, readReport, readSpec, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import type { Placement } from '../../core/resources.js';
 import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
 import type { Summary } from '../../core/status.js';
@@ -131,6 +123,8 @@ function statusRow(db: SqliteDatabase, edge: string, workload: string): StatusRo
 export interface PlacementStatus {
   selectedEdges: number;
   summary: Summary;
+  /** Edges where a workload of the placement is paused on site by a local intent (held locally). */
+  heldLocally?: { edge: string; workload: string }[];
   rollout?: { phase: string; reason: string; counts?: unknown; paused: boolean };
 }
 
@@ -154,9 +148,11 @@ export function placementStatus(
     summary.total += missing;
     summary.states.Pending = (summary.states.Pending ?? 0) + missing;
   }
+  const held = rows.filter((r) => r.phase === 'Paused').map((r) => ({ edge: r.edge, workload: r.workload }));
   return {
     selectedEdges: total,
     summary,
+    ...(held.length ? { heldLocally: held } : {}),
     ...(rollout ? { rollout: { ...rollout, paused: p.spec.rollout.paused } } : {}),
   };
 }
@@ -194,6 +190,23 @@ export interface EdgeStatusView {
   localIntents: Record<string, LocalState>;
 }
 
+/** The intents made on site that the hub has not cleared, by workload (the merge rule of core/mailbox.ts). */
+export function localIntentsOf(store: ReplicaStore, name: string): Record<string, LocalState> {
+  try {
+    const rdoc = store.get<ReportDoc>(mailboxDocId(name as never, 'report'));
+    const sdoc = store.get<SpecDoc>(mailboxDocId(name as never, 'spec'));
+    if (rdoc && sdoc) return localState(readReport(rdoc), readSpec(sdoc));
+  } catch {
+    /* an edge without a mailbox yet has no intents */
+  }
+  return {};
+}
+
+/** Whether any intent made on site is in force on the edge (the `local=true` filter of the edge list). */
+export function hasLocalIntents(store: ReplicaStore, name: string): boolean {
+  return Object.values(localIntentsOf(store, name)).some((l) => l.paused || Object.keys(l.overrides).length > 0);
+}
+
 export function edgeStatus(db: SqliteDatabase, store: ReplicaStore, name: string, now = Date.now()): EdgeStatusView {
   const rt = edgeRuntime(db, name);
   const as = assignmentsForEdge(db, name);
@@ -214,18 +227,7 @@ export function edgeStatus(db: SqliteDatabase, store: ReplicaStore, name: string
       objects: s ? (JSON.parse(s.objects) as EdgeWorkloadView['objects']) : {},
     };
   });
-  let intents: Record<string, LocalState> = {};
-  let report: EdgeReportState | undefined;
-  try {
-    const rdoc = store.get<ReportDoc>(mailboxDocId(name as never, 'report'));
-    const sdoc = store.get<SpecDoc>(mailboxDocId(name as never, 'spec'));
-    if (rdoc && sdoc) {
-      report = readReport(rdoc);
-      intents = localState(report, readSpec(sdoc));
-    }
-  } catch {
-    /* an edge without a mailbox yet has no intents */
-  }
+  const intents = localIntentsOf(store, name);
   return {
     phase: edgePhase(rt, now),
     ...(rt?.lastSeen ? { lastSeen: new Date(rt.lastSeen).toISOString(), lastSeenAgo: now - rt.lastSeen } : {}),

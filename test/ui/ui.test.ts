@@ -257,6 +257,16 @@ describe('web UI in Chromium', () => {
     await page.getByRole('heading', { name: 'Connection history' }).waitFor();
     await page.getByRole('row', { name: /hello hello-eu Ready/ }).waitFor();
     await screenshot(page, 'edge-detail');
+    // Fleet-wide: the edges table names what is held on site, and filters on it.
+    await page.goto(hub!.url + '/edges');
+    await page.getByRole('columnheader', { name: 'Local' }).waitFor();
+    await page.getByRole('row', { name: /shop-berlin .*hello: override/ }).waitFor({ timeout: 20_000 });
+    await page.getByLabel('Held on site').check();
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/local=true/);
+    await page.getByText(/1 match the filter/).waitFor();
+    await hasCount(page.getByRole('row', { name: /shop-paris/ }), 0);
+    await screenshot(page, 'edges-held-on-site');
   });
 
   it('refuses an invalid edit with the field named, then diffs two revisions and rolls back', async () => {

@@ -71,7 +71,16 @@ export interface EdgeStatus {
 export interface RolloutView {
   phase: string;
   reason: string;
-  counts?: { total: number; updated: number; ready: number; failed: number; pending: number };
+  counts?: {
+    total: number;
+    updated: number;
+    ready: number;
+    failed: number;
+    pending: number;
+    held?: number;
+    skipped?: number;
+    blocked?: number;
+  };
   paused: boolean;
 }
 

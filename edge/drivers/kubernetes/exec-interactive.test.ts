@@ -1,21 +1,23 @@
 /**
  * `execInteractive` of the kubernetes driver over the `pods/exec` websocket (stdin on channel 0,
- * its end as the v5 close frame), against the API server stand-in, whose kubelet runs the command
- * as a host process: the shared acceptance checks.
+ * its end as the v5 close frame), through a real kube-apiserver (test/kube/harness.ts) to the
+ * node double's kubelet API, which runs the command as a host process: the shared acceptance checks.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
+import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
+import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
 import { checkInteractiveExec } from '../exec-interactive.case.js';
 import { waitFor } from '../driver.case.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
-import { startFakeApiServer, type FakeApiServer } from './fake-apiserver.js';
 import { createKubernetesDriver } from './index.js';
 
 let dir: string;
-let api: FakeApiServer;
+let kube: KubeApiServer;
+let node: NodeDouble;
 let driver: Driver;
 
 const manifests = [
@@ -46,21 +48,22 @@ const shell: WorkloadUnit = {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'outpost-k8s-it-'));
-  api = await startFakeApiServer({ startDelayMs: 50 });
-  await api.writeKubeconfig(join(dir, 'kubeconfig'));
-  driver = createKubernetesDriver({ kubeconfig: join(dir, 'kubeconfig'), dataDir: dir });
+  kube = await startKubeApiServer();
+  node = await startNodeDouble(kube);
+  driver = createKubernetesDriver({ kubeconfig: kube.kubeconfig, dataDir: dir });
   await driver.start();
   await driver.apply(shell);
   await waitFor('shell Ready', async () => (await driver.list()).find((w) => w.name === 'shell')?.phase === 'Ready');
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   await driver?.close();
-  await api?.close();
+  await node?.stop();
+  await kube?.stop();
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('kubernetes driver execInteractive (API server stand-in)', () => {
+describe('kubernetes driver execInteractive (real API server, node double)', () => {
   it('passes the interactive exec acceptance checks', async () => {
     await checkInteractiveExec(driver, 'shell');
   });

@@ -36,6 +36,7 @@ import {
   type WorkloadObservation,
   type WorkloadUnit,
 } from '../driver.js';
+import { driftOf } from './drift.js';
 import { execInPod, execInPodInteractive, podLogLines } from './io.js';
 import {
   BASE_KINDS,
@@ -250,12 +251,19 @@ class KubernetesDriver implements Driver {
     const desired = [...(prepared.ownNamespace ? [prepared.ownNamespace] : []), ...prepared.objects];
     const { objects: live } = await this.owned(`${LABEL_WORKLOAD}=${unit.name}`);
     const liveIds = new Map(live.map((o) => [identity(o), o]));
-    const upToDate =
+    const sameHash =
       !force &&
       !prev?.stopped &&
       !prev?.error &&
       live.length === desired.length &&
       desired.every((d) => liveIds.get(identity(d))?.metadata.labels?.[LABEL_HASH] === unit.hash);
+    const drifted = sameHash ? desired.filter((d) => driftOf(d, liveIds.get(identity(d))).length > 0) : [];
+    if (drifted.length > 0)
+      log.info(
+        { workload: unit.name, objects: drifted.map((d) => objectKey(d, unit.name)) },
+        'objects were changed by someone else; applying them again',
+      );
+    const upToDate = sameHash && drifted.length === 0;
     if (upToDate) {
       // Same manifests under a newer generation: remember it, touch nothing in the cluster.
       if (prev && prev.unit.generation !== unit.generation) await this.state.write({ ...prev, unit });
@@ -366,6 +374,22 @@ class KubernetesDriver implements Driver {
         if (o.kind === 'Namespace' && o.metadata.name === defaultNamespace(name) && !declared) continue;
         phases[objectKey(o, name)] = objectPhase(o, o.kind === 'Deployment' ? podsOf(o, wpods) : []);
       }
+      const modified: string[] = [];
+      if (rec && !rec.stopped && !rec.error && rec.unit.hash === hash) {
+        const prepared = prepare(rec.unit);
+        const live = new Map(objs.map((o) => [identity(o), o]));
+        for (const d of [...(prepared.ownNamespace ? [prepared.ownNamespace] : []), ...prepared.objects]) {
+          const drift = driftOf(d, live.get(identity(d)));
+          if (drift.length === 0) continue;
+          const key = objectKey(d, name);
+          modified.push(...drift.map((x) => (x.path ? `${key}: ${x.path}` : key)));
+          phases[key] = {
+            ready: phases[key]?.ready ?? false,
+            phase: 'Modified',
+            message: `${drift.map((x) => x.message).join('; ')}; the next apply puts it back`,
+          };
+        }
+      }
       let { phase, message } = worstPhase(phases);
       if (rec?.error) [phase, message] = ['Failed', rec.error];
       else if (rec?.stopped) [phase, message] = ['Paused', 'stopped on request'];
@@ -385,6 +409,7 @@ class KubernetesDriver implements Driver {
         ...(message ? { message } : {}),
         restarts: restartsOf(wpods),
         objects: objectsOut,
+        ...(modified.length ? { modified } : {}),
       });
     }
     return out;

@@ -1,17 +1,16 @@
 /**
- * Tests of the kubernetes driver: the shared driver acceptance suite plus kubernetes-specific cases.
+ * Tests of the kubernetes driver: the shared driver acceptance suite plus kubernetes-specific
+ * cases, against a REAL kube-apiserver and etcd (test/kube/harness.ts, the release pinned in
+ * test/kube/go.mod) started for this file on loopback. No kubelet or controller-manager runs:
+ * test/kube/node-double.ts writes through the API what they would (pod and deployment status,
+ * pods from templates, namespace finalization) and runs containers that have a command as host
+ * processes, so HTTP, logs, exec and crashes are real processes (docs/drivers.md says what is
+ * simulated).
  *
- * THESE RUN AGAINST A STAND-IN, NOT A REAL KUBERNETES, by default: no Kubernetes distribution can
- * run on the machines Outpost is built on (Debian has kubectl and etcd but no kube-apiserver or
- * kubelet, and nothing else can be downloaded). `fake-apiserver.ts` is an in-process API server
- * speaking the real wire formats over HTTPS, with simulated controllers and a kubelet that runs
- * containers with a command as host processes (so the HTTP, log, exec and crash cases are real
- * processes). What it cannot prove: behaviour of the real controllers, scheduling, image pulls.
- *
- * Against a real cluster (k3s): OUTPOST_TEST_KUBECONFIG=/etc/rancher/k3s/k3s.yaml npx vitest run
- * edge/drivers/kubernetes. The workloads then use the image in OUTPOST_TEST_NODE_IMAGE (default
- * node:20-alpine), the test process must reach pod IPs (run it on a cluster node), and the cases
- * that need stand-in hooks are skipped.
+ * Against a real cluster (k3s) instead: OUTPOST_TEST_KUBECONFIG=/etc/rancher/k3s/k3s.yaml npx
+ * vitest run edge/drivers/kubernetes. The workloads then use the image in
+ * OUTPOST_TEST_NODE_IMAGE (default node:20-alpine), the test process must reach pod IPs (run it
+ * on a cluster node), and the cases that need the node double are skipped.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -20,10 +19,11 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
+import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
 import { driverSuite, freePort, waitFor } from '../driver.case.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
-import { startFakeApiServer, type FakeApiServer } from './fake-apiserver.js';
 import { createKubernetesDriver } from './index.js';
 import { LABEL_WORKLOAD } from './objects.js';
 
@@ -38,7 +38,7 @@ function unit(name: string, manifests: M[], generation = 1): WorkloadUnit {
   return { name, generation, hash, manifests: manifests as WorkloadUnit['manifests'] };
 }
 
-/** On the stand-in a container without a command is simulated (no process); a real one needs something to run. */
+/** The node double simulates a container without a command (no process); a real node needs something to run. */
 const IDLE: M = REAL ? { command: ['node', '-e', 'setInterval(() => {}, 1000)'] } : {};
 
 function deployment(name: string, container: M, extra: M = {}): M {
@@ -60,32 +60,45 @@ function deployment(name: string, container: M, extra: M = {}): M {
 
 const node = (script: string, env: M[] = []): M => ({ command: ['node', '-e', script], env });
 
+/** One API server and node double for the whole file (started on first use); each test gets its own data dir. */
+let cluster: Promise<{ kube: KubeApiServer; node: NodeDouble }> | undefined;
+const startCluster = () =>
+  (cluster ??= startKubeApiServer().then(async (kube) => ({ kube, node: await startNodeDouble(kube) })));
+beforeAll(async () => {
+  if (!REAL) await startCluster();
+}, 180_000);
+afterAll(async () => {
+  const c = await cluster?.catch(() => undefined);
+  await c?.node.stop();
+  await c?.kube.stop();
+}, 60_000);
+
 interface Env {
-  api?: FakeApiServer;
+  node?: NodeDouble;
   kubeconfig: string;
   dir: string;
   objects: KubernetesObjectApi;
   cleanup: () => Promise<void>;
 }
 
-async function environment(opts: { startDelayMs?: number } = {}): Promise<Env> {
+async function environment(): Promise<Env> {
   const dir = await mkdtemp(join(tmpdir(), 'outpost-k8s-'));
-  let api: FakeApiServer | undefined;
-  let kubeconfig = REAL ?? join(dir, 'kubeconfig');
-  if (!REAL) {
-    api = await startFakeApiServer({ startDelayMs: opts.startDelayMs ?? 100 });
-    await api.writeKubeconfig(kubeconfig);
+  let kubeconfig = REAL;
+  let nodeDouble: NodeDouble | undefined;
+  if (!kubeconfig) {
+    const c = await startCluster();
+    kubeconfig = c.kube.kubeconfig;
+    nodeDouble = c.node;
   }
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const objects = KubernetesObjectApi.makeApiClient(kc);
   return {
-    api,
+    node: nodeDouble,
     kubeconfig,
     dir,
     objects,
     cleanup: async () => {
-      await api?.close();
       await rm(dir, { recursive: true, force: true });
     },
   };
@@ -177,10 +190,9 @@ driverSuite('kubernetes', async () => {
     capabilities: { exec: true },
     timeouts: { ready: READY_MS },
     cleanup: async () => {
-      if (REAL)
-        await env.objects
-          .delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: foreignNs } })
-          .catch(() => undefined);
+      await env.objects
+        .delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: foreignNs } })
+        .catch(() => undefined);
       await env.cleanup();
     },
   };
@@ -235,7 +247,7 @@ describe('kubernetes driver specifics', () => {
     expect(await read(env, 'v1', 'Namespace', undefined, 'outpost-nsy')).toBeUndefined();
     expect(await read(env, 'v1', 'ConfigMap', shared, 'settings')).toBeUndefined();
     expect(await read(env, 'v1', 'Namespace', undefined, shared)).toBeDefined();
-    if (REAL) await env.objects.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: shared } });
+    await env.objects.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: shared } });
   });
 
   it('applies server-side as field manager "outpost" with ownership labels, and writes nothing for the same hash', async () => {
@@ -361,11 +373,11 @@ describe('kubernetes driver specifics', () => {
   });
 
   it('reads canned log lines through pods/log', async (ctx) => {
-    if (!env.api) return ctx.skip();
+    if (!env.node) return ctx.skip();
     await apply(unit('canned', [deployment('canned', {})]));
     await waitFor('canned Ready', async () => (await observe('canned'))?.phase === 'Ready', READY_MS);
     const pod = (await podsOf(env, 'canned'))[0];
-    for (const l of ['first', 'second', 'third']) env.api.appendLog(pod.metadata.namespace, pod.metadata.name, l);
+    for (const l of ['first', 'second', 'third']) env.node.appendLog(pod.metadata.namespace, pod.metadata.name, l);
     const lines: string[] = [];
     for await (const l of driver.logs('canned', { tail: 2 })) lines.push(l);
     expect(lines).toEqual(['second', 'third']);

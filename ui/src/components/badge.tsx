@@ -9,6 +9,7 @@ const TONE: Record<string, string> = {
   Progressing: 'info',
   Pending: 'muted',
   Paused: 'warn',
+  Modified: 'warn',
   Stale: 'warn',
   Offline: 'warn',
   Degraded: 'bad',

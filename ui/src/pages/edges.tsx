@@ -26,36 +26,45 @@ export function runtimeOf(e: EdgeObj): string {
   return [inv.driver, inv.os && inv.arch ? `${inv.os}/${inv.arch}` : undefined].filter(Boolean).join(' · ');
 }
 
+/** Intents made on site still in force (`hello: paused`), or a dash: what the hub's spec does not say. */
+export function localOf(e: EdgeObj): string {
+  const parts = Object.entries(e.status.localIntents ?? {})
+    .filter(([, l]) => l.paused || Object.keys(l.overrides ?? {}).length)
+    .map(([w, l]) => `${w}: ${l.paused ? 'paused' : 'override'}`);
+  return parts.length ? parts.join(', ') : '—';
+}
+
 export function Edges() {
   const session = useApp().session!;
   const route = useRoute();
   const q = route.query.get('q') ?? '';
   const selector = route.query.get('labelSelector') ?? '';
   const state = route.query.get('state') ?? '';
+  const local = route.query.get('local') === 'true' ? 'true' : '';
   const limit = Number(route.query.get('limit')) || 50;
   // Cursors of the pages before the current one; [] is the first page.
   const [cursors, setCursors] = useState<string[]>([]);
-  const [draft, setDraft] = useState({ q, selector, state });
-  const filterKey = `${q}|${selector}|${state}|${limit}|${session.project}`;
+  const [draft, setDraft] = useState({ q, selector, state, local });
+  const filterKey = `${q}|${selector}|${state}|${local}|${limit}|${session.project}`;
   useEffect(() => {
     setCursors([]);
-    setDraft({ q, selector, state });
+    setDraft({ q, selector, state, local });
   }, [filterKey]);
   const cursor = cursors[cursors.length - 1];
   const list = useGet<List<EdgeObj>>(
-    `/api/v1/projects/${enc(session.project)}/edges${query({ q, labelSelector: selector, state, limit, continue: cursor })}`,
+    `/api/v1/projects/${enc(session.project)}/edges${query({ q, labelSelector: selector, state, local, limit, continue: cursor })}`,
   );
   const approve = useAction();
 
   const apply = (e: Event) => {
     e.preventDefault();
     navigate(
-      `/edges${query({ q: draft.q.trim(), labelSelector: draft.selector.trim(), state: draft.state, limit: limit === 50 ? undefined : limit })}`,
+      `/edges${query({ q: draft.q.trim(), labelSelector: draft.selector.trim(), state: draft.state, local: draft.local, limit: limit === 50 ? undefined : limit })}`,
       { replace: true },
     );
   };
   const items = list.data?.items ?? [];
-  const filtered = q || selector || state;
+  const filtered = q || selector || state || local;
   return (
     <>
       <h1>Edges</h1>
@@ -94,6 +103,15 @@ export function Edges() {
             ))}
           </select>
         </div>
+        <div class="field check">
+          <label for="f-local">Held on site</label>
+          <input
+            id="f-local"
+            type="checkbox"
+            checked={draft.local === 'true'}
+            onChange={(e) => setDraft({ ...draft, local: (e.target as HTMLInputElement).checked ? 'true' : '' })}
+          />
+        </div>
         <div class="field">
           <label for="f-limit">Per page</label>
           <select
@@ -101,7 +119,7 @@ export function Edges() {
             value={String(limit)}
             onChange={(e) =>
               navigate(
-                `/edges${query({ q, labelSelector: selector, state, limit: (e.target as HTMLSelectElement).value })}`,
+                `/edges${query({ q, labelSelector: selector, state, local, limit: (e.target as HTMLSelectElement).value })}`,
                 { replace: true },
               )
             }
@@ -139,6 +157,7 @@ export function Edges() {
               <th scope="col">State</th>
               <th scope="col">Workloads</th>
               <th scope="col">Last seen</th>
+              <th scope="col">Local</th>
               <th scope="col">Runtime</th>
               <th scope="col">Agent</th>
               {can(session, 'admin') && (
@@ -175,6 +194,7 @@ export function Edges() {
                     <span class="muted">never</span>
                   )}
                 </td>
+                <td>{localOf(e)}</td>
                 <td>{runtimeOf(e)}</td>
                 <td>{e.status.agentVersion ?? e.status.inventory?.agentVersion ?? '—'}</td>
                 {can(session, 'admin') && (
@@ -197,7 +217,7 @@ export function Edges() {
             ))}
             {list.data && items.length === 0 && (
               <tr>
-                <td colSpan={8} class="empty">
+                <td colSpan={9} class="empty">
                   {filtered
                     ? 'No edge matches the filter.'
                     : 'No edges yet: create a join token (outpost token create) and start an edge agent with it.'}

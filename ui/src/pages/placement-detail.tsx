@@ -24,7 +24,10 @@ function RolloutProgress(props: { rollout: RolloutView }) {
     c && c.total > 0 && n > 0 ? (
       <div class={`seg ${cls}`} style={{ width: `${(n / c.total) * 100}%` }} title={`${n} ${label}`} />
     ) : null;
-  const inFlight = c ? Math.max(0, c.updated - c.ready - c.failed) : 0;
+  const held = c?.held ?? 0;
+  const skipped = c?.skipped ?? 0;
+  const blocked = c?.blocked ?? 0;
+  const inFlight = c ? Math.max(0, c.updated - c.ready - c.failed - held - blocked) : 0;
   return (
     <div class="rollout">
       <p>
@@ -55,6 +58,9 @@ function RolloutProgress(props: { rollout: RolloutView }) {
             <li>
               <span class="dot seg-pending" aria-hidden="true" /> {c.pending} waiting
             </li>
+            {held > 0 && <li>{held} held on site</li>}
+            {skipped > 0 && <li>{skipped} skipped (offline)</li>}
+            {blocked > 0 && <li>{blocked} blocked by another placement</li>}
             <li>of {c.total} edges</li>
           </ul>
         </>

@@ -1,16 +1,16 @@
 /**
- * @module The stand-in's kubelet (test support, see `fake-apiserver.ts`). It runs each container
- * that has a `command` as a real host process: its env comes from the container spec, stdout and
- * stderr become the container log, an exit is a restart (with a short CrashLoopBackOff) under
- * restartPolicy Always, and readiness probes (tcpSocket/httpGet) really connect. Images are not
- * pulled or used, except that an image named `fail:*` never pulls (ErrImagePull/ImagePullBackOff),
- * which is how tests make a Deployment fail. A container without a command is simulated: it is
- * running after the start delay, without a process (like a pause image). All pods share the host
- * network, so `podIP` is 127.0.0.1.
+ * @module TEST DOUBLE of a kubelet's container runtime (used by node-double.ts against the real
+ * API server). It runs each container that has a `command` as a real host process: its env comes
+ * from the container spec, stdout and stderr become the container log, an exit is a restart (with
+ * a short CrashLoopBackOff) under restartPolicy Always, and readiness probes (tcpSocket/httpGet)
+ * really connect. Images are not pulled or used, except that an image named `fail:*` never pulls
+ * (ErrImagePull/ImagePullBackOff), which is how tests make a Deployment fail. A container without
+ * a command is simulated: it is running after the start delay, without a process (like a pause
+ * image). All pods share the host network, so `podIP` is 127.0.0.1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
-import type { Obj } from './fake-apiserver-store.js';
+import type { Obj } from './api.js';
 
 export interface KubeletOptions {
   /** Delay before a new pod's containers start: the time a real node takes to schedule and pull. */

@@ -1,0 +1,166 @@
+/**
+ * Drift correction of the kubernetes driver against a real kube-apiserver (test/kube/harness.ts):
+ * objects the driver applied are changed with Debian's kubectl (`scale`, `edit`, `delete`), the
+ * workload reports Modified with the field path, and the next apply puts them back. Also: what
+ * the API server itself adds or normalizes (defaults, quantities, a Secret's stringData, a
+ * Service's clusterIP) is not drift.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
+import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
+import { waitFor } from '../driver.case.js';
+import type { Driver, WorkloadObservation, WorkloadUnit } from '../driver.js';
+import { createKubernetesDriver } from './index.js';
+
+const run = promisify(execFile);
+type M = Record<string, any>;
+
+let dir: string;
+let kube: KubeApiServer;
+let node: NodeDouble;
+let driver: Driver;
+
+const manifests: M[] = [
+  {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'drift' },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'drift' } },
+      template: {
+        metadata: { labels: { app: 'drift' } },
+        spec: {
+          containers: [
+            {
+              name: 'app',
+              image: 'busybox',
+              command: ['sleep', '600'],
+              env: [{ name: 'GREETING', value: 'hello' }],
+              ports: [{ containerPort: 8080 }],
+              resources: { requests: { cpu: '0.5', memory: '64Mi' } },
+            },
+          ],
+        },
+      },
+    },
+  },
+  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { mode: 'fast' } },
+  { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, stringData: { password: 'hunter2' } },
+  {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'drift' },
+    spec: { selector: { app: 'drift' }, ports: [{ port: 80, targetPort: 8080 }] },
+  },
+];
+const unit: WorkloadUnit = {
+  name: 'drift',
+  generation: 1,
+  hash: createHash('sha256').update(JSON.stringify(manifests)).digest('hex').slice(0, 16),
+  manifests: manifests as WorkloadUnit['manifests'],
+};
+
+const observe = async (): Promise<WorkloadObservation | undefined> =>
+  (await driver.list()).find((w) => w.name === 'drift');
+
+async function kubectl(...args: string[]): Promise<string> {
+  const r = await run('kubectl', ['--kubeconfig', kube.kubeconfig, '-n', 'outpost-drift', ...args], {
+    timeout: 30_000,
+    // `kubectl edit` runs the editor through a shell: this one changes the env value in place.
+    env: { ...process.env, KUBE_EDITOR: `sed -i -e 's/value: hello/value: changed/'` },
+  });
+  return r.stdout;
+}
+
+async function settled(): Promise<WorkloadObservation> {
+  return waitFor('drift Ready and unmodified', async () => {
+    const o = await observe();
+    return o?.phase === 'Ready' && !o.modified ? o : undefined;
+  });
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'outpost-k8s-drift-'));
+  kube = await startKubeApiServer();
+  node = await startNodeDouble(kube);
+  driver = createKubernetesDriver({ kubeconfig: kube.kubeconfig, dataDir: dir });
+  await driver.start();
+  await driver.apply(unit);
+}, 180_000);
+
+afterAll(async () => {
+  await driver?.remove('drift').catch(() => undefined);
+  await driver?.close();
+  await node?.stop();
+  await kube?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('kubernetes driver drift correction (real API server)', () => {
+  it('does not take what the API server defaults or normalizes for drift', async () => {
+    const o = await settled();
+    expect(o.modified).toBeUndefined();
+    expect(Object.keys(o.objects).sort()).toEqual([
+      'ConfigMap/settings',
+      'Deployment/drift',
+      'Secret/creds',
+      'Service/drift',
+    ]);
+  });
+
+  it('reports `kubectl scale` as Modified at spec.replicas, and the next apply scales back', async () => {
+    await settled();
+    await kubectl('scale', 'deployment/drift', '--replicas=3');
+    const o = await waitFor('Modified after scale', async () => {
+      const w = await observe();
+      return w?.phase === 'Modified' ? w : undefined;
+    });
+    expect(o.modified).toEqual(['Deployment/drift: spec.replicas']);
+    expect(o.message).toContain('Deployment/drift: spec.replicas is 3, want 1 (changed by kubectl');
+    // Still Modified on a second look: only an apply corrects it.
+    expect((await observe())?.phase).toBe('Modified');
+    await driver.apply(unit);
+    expect((await kubectl('get', 'deployment/drift', '-o', 'jsonpath={.spec.replicas}')).trim()).toBe('1');
+    expect((await settled()).modified).toBeUndefined();
+  });
+
+  it('reports `kubectl edit` of a container env value with its path, and puts it back', async () => {
+    await settled();
+    await kubectl('edit', 'deployment/drift');
+    expect(
+      await kubectl('get', 'deployment/drift', '-o', 'jsonpath={.spec.template.spec.containers[0].env[0].value}'),
+    ).toBe('changed');
+    const o = await waitFor('Modified after edit', async () => {
+      const w = await observe();
+      return w?.phase === 'Modified' ? w : undefined;
+    });
+    expect(o.modified).toEqual(['Deployment/drift: spec.template.spec.containers[app].env[GREETING].value']);
+    expect(o.message).toMatch(/is "changed", want "hello" \(changed by kubectl-edit\)/);
+    await driver.apply(unit);
+    expect(
+      await kubectl('get', 'deployment/drift', '-o', 'jsonpath={.spec.template.spec.containers[0].env[0].value}'),
+    ).toBe('hello');
+    await settled();
+  });
+
+  it('reports a deleted object as Modified and recreates it on the next apply', async () => {
+    await settled();
+    await kubectl('delete', 'configmap/settings');
+    const o = await waitFor('Modified after delete', async () => {
+      const w = await observe();
+      return w?.phase === 'Modified' ? w : undefined;
+    });
+    expect(o.modified).toEqual(['ConfigMap/settings']);
+    expect(o.objects['ConfigMap/settings'].message).toContain('deleted');
+    await driver.apply(unit);
+    expect(await kubectl('get', 'configmap/settings', '-o', 'jsonpath={.data.mode}')).toBe('fast');
+    await settled();
+  });
+});

@@ -1,0 +1,281 @@
+/**
+ * @module A real Kubernetes API server for tests: etcd (Debian's etcd-server) and kube-apiserver
+ * (built by test/kube/build.sh from the release pinned in test/kube/go.mod), started on free
+ * loopback ports in a temp dir and stopped after. The test generates everything they need:
+ * a CA and serving certificate for 127.0.0.1 (openssl), a static bearer token for an admin in
+ * `system:masters`, and the service-account signing key.
+ *
+ * No kubelet or controller-manager runs; test/kube/node-double.ts plays them where a test needs
+ * pods to run (see docs/drivers.md for what is simulated).
+ *
+ * Flags that differ from a default cluster, and why:
+ * - `--disable-admission-plugins=ServiceAccount`: the admission plugin wants a `default`
+ *   ServiceAccount in every namespace, which only the controller-manager creates.
+ * - `--feature-gates=TranslateStreamCloseWebsocketRequests=false`: with it, the API server speaks
+ *   SPDY to the kubelet for exec; without it, it passes the client's websocket through, which the
+ *   node double serves. Clients see the same `pods/exec` websocket either way.
+ *
+ * @example
+ * const kube = await startKubeApiServer();
+ * // ... createKubernetesDriver({ kubeconfig: kube.kubeconfig, dataDir })
+ * await kube.stop();
+ */
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { stringify as toYaml } from 'yaml';
+
+const run = promisify(execFile);
+const HERE = import.meta.dirname;
+
+export interface KubeApiServer {
+  /** `https://127.0.0.1:PORT` */
+  readonly url: string;
+  /** Path of a kubeconfig for the admin (token auth, context `outpost-test`). */
+  readonly kubeconfig: string;
+  readonly token: string;
+  /** The CA that signed the serving certificate. */
+  readonly caPem: string;
+  /** The Kubernetes release, e.g. `v1.33.13`. */
+  readonly version: string;
+  readonly dir: string;
+  stop(): Promise<void>;
+}
+
+let binary: string | undefined;
+
+/**
+ * Path of the kube-apiserver binary: `OUTPOST_KUBE_APISERVER` if set, else what test/kube/build.sh
+ * prints (it builds once per machine and version, then answers from its cache).
+ */
+export function kubeApiServerBinary(): string {
+  if (binary) return binary;
+  if (process.env.OUTPOST_KUBE_APISERVER) return (binary = process.env.OUTPOST_KUBE_APISERVER);
+  try {
+    const out = execFileSync('bash', [join(HERE, 'build.sh')], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    binary = out.trim().split('\n').pop()!;
+  } catch (err) {
+    throw new Error(
+      'building kube-apiserver with test/kube/build.sh failed (output above); it needs Go >= 1.24 and the Go module proxy',
+      { cause: err },
+    );
+  }
+  return binary;
+}
+
+/** The Kubernetes version pinned in test/kube/go.mod. */
+export function pinnedKubernetesVersion(): string {
+  const m = /^\s*k8s\.io\/kubernetes (v1\.\S+)/m.exec(readFileSync(join(HERE, 'go.mod'), 'utf8'));
+  if (!m) throw new Error('test/kube/go.mod does not require k8s.io/kubernetes at a v1.x release');
+  return m[1];
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+}
+
+async function openssl(dir: string, ...args: string[]): Promise<void> {
+  await run('openssl', args, { cwd: dir });
+}
+
+/** CA, serving certificate for 127.0.0.1/localhost, and the service-account key pair. */
+async function certificates(dir: string): Promise<void> {
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2'];
+  await openssl(dir, 'req', '-x509', ...ec, '-subj', '/CN=outpost-test-ca', '-keyout', 'ca.key', '-out', 'ca.crt');
+  await openssl(
+    dir,
+    'req',
+    '-x509',
+    ...ec,
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-subj',
+    '/CN=kube-apiserver',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc',
+    '-addext',
+    'extendedKeyUsage=serverAuth',
+    '-keyout',
+    'server.key',
+    '-out',
+    'server.crt',
+  );
+  await openssl(dir, 'genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key');
+  await openssl(dir, 'pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub');
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+function get(url: string, ca: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ca, headers: { authorization: `Bearer ${token}` }, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Starts a process with its output in `log`; rejects `exited` when it ends. */
+function start(cmd: string, args: string[], log: string): { proc: ChildProcess; exited: Promise<never> } {
+  const fd = openSync(log, 'a');
+  const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const exited = new Promise<never>((_, reject) => {
+    proc.once('error', (err) => reject(new Error(`${cmd} could not start: ${err.message}`)));
+    proc.once('exit', (code, sig) =>
+      reject(new Error(`${cmd} exited (${sig ?? code}) before it was ready; its log ${log} ends:\n${tail(log)}`)),
+    );
+  });
+  exited.catch(() => undefined);
+  return { proc, exited };
+}
+
+async function stopProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const gone = new Promise<void>((r) => proc.once('exit', () => r()));
+  proc.kill('SIGTERM');
+  const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+  await gone;
+  clearTimeout(t);
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
+});
+
+/** Starts etcd and kube-apiserver and resolves once `/readyz` answers ok. */
+export async function startKubeApiServer(opts: { readyTimeoutMs?: number } = {}): Promise<KubeApiServer> {
+  const bin = kubeApiServerBinary();
+  const version = pinnedKubernetesVersion();
+  const dir = await mkdtemp(join(tmpdir(), 'outpost-kube-'));
+  const procs: ChildProcess[] = [];
+  const stop = async (): Promise<void> => {
+    for (const p of procs.reverse()) {
+      await stopProcess(p);
+      running.delete(p);
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await certificates(dir);
+    const token = randomBytes(24).toString('hex');
+    writeFileSync(join(dir, 'tokens.csv'), `${token},outpost-test-admin,outpost-test-admin,"system:masters"\n`, {
+      mode: 0o600,
+    });
+    const [client, peer, secure] = [await freePort(), await freePort(), await freePort()];
+    const etcd = start(
+      'etcd',
+      [
+        '--name=default',
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${client}`,
+        `--advertise-client-urls=http://127.0.0.1:${client}`,
+        `--listen-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-cluster=default=http://127.0.0.1:${peer}`,
+        '--logger=zap',
+        '--log-level=warn',
+        '--unsafe-no-fsync',
+      ],
+      join(dir, 'etcd.log'),
+    );
+    procs.push(etcd.proc);
+    running.add(etcd.proc);
+    const api = start(
+      bin,
+      [
+        `--etcd-servers=http://127.0.0.1:${client}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${secure}`,
+        `--cert-dir=${join(dir, 'certs')}`,
+        `--tls-cert-file=${join(dir, 'server.crt')}`,
+        `--tls-private-key-file=${join(dir, 'server.key')}`,
+        `--client-ca-file=${join(dir, 'ca.crt')}`,
+        `--token-auth-file=${join(dir, 'tokens.csv')}`,
+        '--authorization-mode=RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-account-key-file=${join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+        '--service-cluster-ip-range=10.96.0.0/16',
+        '--disable-admission-plugins=ServiceAccount',
+        '--feature-gates=TranslateStreamCloseWebsocketRequests=false',
+        '--kubelet-preferred-address-types=InternalIP',
+        '--profiling=false',
+        '--v=0',
+      ],
+      join(dir, 'kube-apiserver.log'),
+    );
+    procs.push(api.proc);
+    running.add(api.proc);
+    const caPem = readFileSync(join(dir, 'ca.crt'), 'utf8');
+    const url = `https://127.0.0.1:${secure}`;
+    const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
+    let last = '';
+    for (;;) {
+      const r = await Promise.race([
+        get(`${url}/readyz`, caPem, token).catch((e: Error) => e),
+        etcd.exited,
+        api.exited,
+      ]);
+      if (!(r instanceof Error) && r.status === 200) break;
+      last = r instanceof Error ? r.message : `HTTP ${r.status}: ${r.body.slice(0, 500)}`;
+      if (Date.now() > deadline)
+        throw new Error(
+          `kube-apiserver at ${url} was not ready after ${opts.readyTimeoutMs ?? 120_000} ms (last /readyz: ${last}); its log ends:\n${tail(join(dir, 'kube-apiserver.log'))}`,
+        );
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      toYaml({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'outpost-test',
+            cluster: { server: url, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+          },
+        ],
+        users: [{ name: 'outpost-test-admin', user: { token } }],
+        contexts: [{ name: 'outpost-test', context: { cluster: 'outpost-test', user: 'outpost-test-admin' } }],
+        'current-context': 'outpost-test',
+      }),
+      { mode: 0o600 },
+    );
+    return { url, kubeconfig, token, caPem, version, dir, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
