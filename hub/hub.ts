@@ -227,7 +227,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
     issueEdgeCredential: (e, sealKey) => auth.issueEdgeCredential(db, e, sealKey),
-    revokeEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e),
+    decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
   const app = createApi({
@@ -303,6 +303,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     authenticate: (token) => {
       const id = auth.verifyEdgeCredential(db, token);
       return id ? { edge: edgeName(id.edge) } : null;
+    },
+    decommissioned: (token) => {
+      const at = auth.decommissionedAt(db, token);
+      return at === undefined
+        ? undefined
+        : `this edge was decommissioned on ${new Date(at).toISOString()}: it is no longer part of the fleet; run outpost edge uninstall on it, or enroll it again with a new join token`;
     },
     // One transaction per connect or disconnect (three writes): a reconnect storm is thousands.
     onConnect: (conn) => {

@@ -68,7 +68,8 @@ export interface HubAuth {
   consumeJoinToken(token: string): { project: string; labels: Record<string, string> };
   /** `sealKey`: the public key the edge made at enrollment, Secrets for it are sealed to. */
   issueEdgeCredential(edge: string, sealKey?: string): string;
-  revokeEdgeCredential(edge: string): void;
+  /** Revokes the edge's credential and remembers it as decommissioned (the edge is told so when it dials). */
+  decommissionEdgeCredential(edge: string): void;
 }
 
 export interface HubDeps {

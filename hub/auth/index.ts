@@ -4,7 +4,13 @@
  * model are described in docs/security.md.
  */
 export { parseToken, type ParsedToken, type TokenKind } from '../../sync/pinned-ca.js';
-export { edgeSealKey, issueEdgeCredential, revokeEdgeCredential, verifyEdgeCredential } from './edge-credentials.js';
+export {
+  decommissionedAt,
+  edgeSealKey,
+  issueEdgeCredential,
+  revokeEdgeCredential,
+  verifyEdgeCredential,
+} from './edge-credentials.js';
 export {
   consumeJoinToken,
   createJoinToken,

@@ -46,6 +46,19 @@ const MIGRATIONS: Migration[] = [
   },
   {
     version: 2,
+    sql: `
+      -- The credentials of decommissioned edges, kept so the hub can tell such an edge (and only
+      -- it: the secret must match) that it is decommissioned for good, not just unauthorized.
+      CREATE TABLE decommissioned_credentials (
+        id TEXT PRIMARY KEY,
+        edge TEXT NOT NULL,
+        secret_hash BLOB NOT NULL,
+        decommissioned_at INTEGER NOT NULL
+      );
+    `,
+  },
+  {
+    version: 3,
     // The public half of the key pair the edge made at enrollment: Secrets in its spec document
     // are sealed to it. Lives and dies with the credential (re-enrollment, decommission).
     sql: 'ALTER TABLE edge_credentials ADD COLUMN seal_key TEXT;',

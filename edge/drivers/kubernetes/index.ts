@@ -275,7 +275,11 @@ class KubernetesDriver implements Driver {
     const record: WorkloadRecord = { unit, stopped: false, extraKinds: [] };
     try {
       for (const ns of prepared.sharedNamespaces) await this.ensureNamespace(ns);
-      for (const o of desired) await this.applyOne(o, liveIds.get(identity(o)));
+      for (const o of desired) {
+        await this.applyOne(o, liveIds.get(identity(o)));
+        // Its custom resources come later in this unit; the API server serves them once Established.
+        if (o.kind === 'CustomResourceDefinition') await this.waitEstablished(o);
+      }
       const wanted = new Set(desired.map(identity));
       await this.deleteObjects(live.filter((o) => !wanted.has(identity(o))));
     } catch (err) {
@@ -310,6 +314,31 @@ class KubernetesDriver implements Driver {
           body: { message: `${o.kind}/${o.metadata.name}: ${why}` },
         });
       throw err;
+    }
+  }
+
+  /** Waits until the API server serves a CRD's kind; names it refuses fail the unit with the reason. */
+  private async waitEstablished(crd: KObj): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const live = (await this.client().read({
+        apiVersion: crd.apiVersion,
+        kind: crd.kind,
+        metadata: { name: crd.metadata.name },
+      })) as KObj;
+      const conds = (live.status?.conditions ?? []) as { type: string; status: string; message?: string }[];
+      if (conds.some((c) => c.type === 'Established' && c.status === 'True')) return;
+      const refused = conds.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
+      const why = refused
+        ? `names not accepted: ${refused.message ?? ''}`
+        : Date.now() > deadline
+          ? 'not Established after 30 s'
+          : undefined;
+      if (why) {
+        const message = `CustomResourceDefinition/${crd.metadata.name}: ${why}`;
+        throw Object.assign(new Error(message), { code: 422, body: { message } });
+      }
+      await sleep(100);
     }
   }
 
