@@ -15,6 +15,7 @@ import { materializeReport, readReport, setInventory, type ReportDoc } from '../
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { buildInfo } from '../core/version.js';
+import { collectProcessMetrics } from '../core/metrics.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
@@ -117,7 +118,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_edge_' });
+  collectProcessMetrics(registry, 'outpost_edge_');
   new client.Gauge({
     name: 'outpost_edge_connected',
     help: '1 when the sync connection to the hub is up',
@@ -161,6 +162,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     reconciler,
     transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() },
     ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+    metrics: async () => ({ text: await registry.metrics(), contentType: registry.contentType }),
   });
   s.on('tunnel', (p) => tunnel.receive(p));
   s.on('state', (state) => state !== 'connected' && tunnel.disconnected());

@@ -12,7 +12,6 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import client from 'prom-client';
 import { OFFLINE_AFTER_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
@@ -32,6 +31,7 @@ import { edgeRuntime } from './controllers/edges.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub, recordEvent } from './db.js';
+import { createHubMetrics } from './metrics.js';
 import { ObjectStore, sealedKeyId } from './objects.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
@@ -168,44 +168,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
   const fingerprint = tls?.caFingerprint ?? null;
 
-  // Metrics: gauges read at scrape time, counters bumped by the sync hooks.
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_hub_' });
-  const refused = new client.Counter({
-    name: 'outpost_hub_sync_refusals_total',
-    help: 'Sync connections refused, by code',
-    labelNames: ['code'],
-    registers: [registry],
-  });
-  const heartbeats = new client.Counter({
-    name: 'outpost_hub_heartbeats_total',
-    help: 'Heartbeats received',
-    registers: [registry],
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges_connected',
-    help: 'Edges with an open sync connection',
-    registers: [registry],
-    collect() {
-      this.set(sync?.connections().length ?? 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges',
-    help: 'Enrolled edges',
-    registers: [registry],
-    collect() {
-      this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_docs_loaded',
-    help: 'Documents loaded in memory',
-    registers: [registry],
-    collect() {
-      this.set(store.loadedStats().docs);
-    },
-  });
+  // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
+  const metrics = createHubMetrics({ db, store, objects, scheduler: sched, sync: () => sync });
+  const { registry, refused, heartbeats } = metrics;
 
   const hubAuth: HubAuth = {
     verifyApiToken: (t) => {
@@ -358,6 +323,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       });
       sched.markStatus(conn.edge, 'connectivity');
       tunnel.onDisconnect(conn);
+      metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {
