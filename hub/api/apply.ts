@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import { kindsNotRunBy } from '../../core/driver-kinds.js';
 import { MAX_OBJECT_BYTES, rawDocuments, tooBigMessage } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
-import { parseManifests } from '../../core/manifest.js';
+import { ExpansionError, parseManifests } from '../../core/manifest.js';
 import type { Edge, Placement, Resource, Workload } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
 import { inTransaction } from '../../sync/sqlite.js';
@@ -205,7 +205,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
       try {
         raw = parseManifests(text);
       } catch (err) {
-        throw new OutpostError('bad_request', (err as Error).message);
+        throw new OutpostError(err instanceof ExpansionError ? 'too_large' : 'bad_request', (err as Error).message);
       }
     } else {
       const body = await jsonBody<{ objects?: unknown[] }>(c);
@@ -215,6 +215,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     // Validate every object and check every permission before changing anything.
     const errors: { index: number; path: string; message: string }[] = [];
     const valid: Resource[] = [];
+    let tooLarge = false;
     raw.forEach((o, index) => {
       const obj = o as { metadata?: Record<string, unknown> } | null;
       const withProject =
@@ -227,6 +228,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
         valid.push(v);
       } catch (err) {
+        if (err instanceof OutpostError && err.code === 'too_large') tooLarge = true;
         if (err instanceof OutpostError && Array.isArray(err.details))
           for (const d of err.details as { path: string; message: string }[])
             errors.push({ index, path: d.path, message: d.message });
@@ -235,7 +237,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     });
     if (errors.length) {
       throw new OutpostError(
-        'invalid',
+        tooLarge ? 'too_large' : 'invalid',
         errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '),
         { details: errors },
       );
