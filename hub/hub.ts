@@ -130,9 +130,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
-    onChange: ({ id, doc, db, origin }) => {
-      if (origin === 'remote') {
-        const edge = projectReport(db, id, doc);
+    // `c.doc` only for remote changes: reading it builds the JS view of a document written through
+    // its backend (every spec write), and destructuring it in the parameter list read it for every
+    // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
+    onChange: (c) => {
+      if (c.origin === 'remote') {
+        const edge = projectReport(c.db, c.id, c.doc);
         if (edge) reportChanged.add(edge);
       }
     },
