@@ -35,7 +35,8 @@ import { migrateHub } from './db.js';
 import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
-import { ObjectStore } from './objects.js';
+import { ObjectStore, sealedKeyId } from './objects.js';
+import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
 
@@ -159,8 +160,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   migrateHub(db);
   changes = changeFeed(db);
   auth.migrateAuth(db);
-  const objects = new ObjectStore(db);
-  scheduler = new Scheduler(db, objects, store);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
+  const objects = new ObjectStore(db, secrets);
+  const sealedAtStart = objects.sealStoredSecrets();
+  if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
+  scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
@@ -195,7 +199,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     revokeToken: (kind, id) => (kind === 'api' ? auth.revokeApiToken(db, id) : auth.revokeJoinToken(db, id)),
     rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
-    issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
+    issueEdgeCredential: (e, sealKey) => auth.issueEdgeCredential(db, e, sealKey),
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
@@ -205,6 +209,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     scheduler,
     auth: hubAuth,
+    secrets,
     version,
     requireApproval: !!opts.requireApproval,
     caPem: tls?.caPem,
