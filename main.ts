@@ -258,6 +258,18 @@ export function buildProgram(): Command {
         }),
       );
     });
+  edge
+    .command('uninstall')
+    .description(
+      'undo outpost edge install on this host: stop the service, remove every workload, the unit and the data directory (--yes to do it)',
+    )
+    .option('--yes', 'do it (without: say what would be done)')
+    .option('--unit-dir <dir>', 'where outpost-edge.service is', '/etc/systemd/system')
+    .action(async (o: { yes?: boolean; unitDir: string }, cmd: Command) => {
+      const g = cmd.optsWithGlobals() as { data: string };
+      const { uninstallEdge } = await import('./edge/uninstall.js');
+      process.stdout.write(await uninstallEdge({ dataDir: g.data, unitDir: o.unitDir, yes: o.yes }));
+    });
   registerEdgeLocalCommands(edge);
   registerEdgeAdminCommands(edge);
   registerOperatorCommands(program);

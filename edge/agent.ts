@@ -15,12 +15,14 @@ import { materializeReport, readReport, setInventory, type ReportDoc } from '../
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { buildInfo } from '../core/version.js';
+import { collectProcessMetrics } from '../core/metrics.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
 import { defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
+import { readDecommissioned, writeDecommissioned, type Decommissioned } from './decommission.js';
 import { enroll } from './enroll.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
@@ -106,9 +108,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     throw new Error(`the ${config.driver} runtime is not usable`, { cause: err });
   }
   reconciler = new Reconciler(store, edge, driver, await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')));
+  let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_edge_' });
+  collectProcessMetrics(registry, 'outpost_edge_');
   new client.Gauge({
     name: 'outpost_edge_connected',
     help: '1 when the sync connection to the hub is up',
@@ -152,13 +155,36 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     reconciler,
     transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() },
     ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+    metrics: async () => ({ text: await registry.metrics(), contentType: registry.contentType }),
   });
   s.on('tunnel', (p) => tunnel.receive(p));
   s.on('state', (state) => state !== 'connected' && tunnel.disconnected());
+  const r0 = reconciler;
+  s.on('decommissioned', (message) => {
+    if (decommissioned) return;
+    decommissioned = writeDecommissioned(o.dataDir, message);
+    log.error(
+      { message },
+      'the hub decommissioned this edge: no more syncing; workloads stopped; run outpost edge uninstall',
+    );
+    void (async () => {
+      await s.stop();
+      await r0.stop();
+      await stopAll(driver);
+    })();
+  });
 
-  // The replica is enough to run: reconcile before (and regardless of) the first connection.
-  reconciler.start();
-  s.start();
+  if (decommissioned) {
+    log.error(
+      { at: decommissioned.at, message: decommissioned.message },
+      'this edge was decommissioned: not syncing, not running workloads; run outpost edge uninstall (docs/operations.md)',
+    );
+    await stopAll(driver);
+  } else {
+    // The replica is enough to run: reconcile before (and regardless of) the first connection.
+    reconciler.start();
+    s.start();
+  }
 
   // The edge writes its report; once the hub holds all of it, a report past the threshold
   // restarts as a new epoch (sync/compaction.ts), so a mailbox stays small however long it lives.
@@ -174,7 +200,16 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let local: http.Server | undefined;
   try {
     local = await listenLocal(
-      localApp({ edge, hub: config.hub, store, driver, reconciler, connection: () => s.state, registry }),
+      localApp({
+        edge,
+        hub: config.hub,
+        store,
+        driver,
+        reconciler,
+        connection: () => (decommissioned ? 'decommissioned' : s.state),
+        decommissioned: () => decommissioned,
+        registry,
+      }),
       socketPath,
     );
   } catch (err) {
@@ -199,4 +234,13 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       store.close();
     },
   };
+}
+
+/** Stops every workload (keeping them, for `outpost edge uninstall` to remove). */
+async function stopAll(driver: Driver): Promise<void> {
+  for (const w of await driver.list().catch(() => []))
+    if (w.phase !== 'Paused' && w.phase !== 'Pending')
+      await driver
+        .stopWorkload(w.name)
+        .catch((err: unknown) => log.warn({ err, workload: w.name }, 'stopping a workload of a decommissioned edge'));
 }

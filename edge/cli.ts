@@ -95,6 +95,11 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       const s = check(await call(sock(cmd), 'GET', '/status'));
       if (opts.output === 'json') return io.out(`${JSON.stringify(s, null, 2)}\n`);
       io.out(`edge ${s.edge}  hub ${s.hub} (${s.connection})  driver ${s.driver}\n`);
+      if (s.decommissioned)
+        io.out(
+          `DECOMMISSIONED${s.decommissioned.at ? ` at ${s.decommissioned.at}` : ''}: ${s.decommissioned.message}\n` +
+            'this agent no longer syncs or runs workloads; remove it with: outpost edge uninstall --yes\n',
+        );
       const rows = [['WORKLOAD', 'GEN', 'OBSERVED', 'PHASE', 'RESTARTS', 'LOCAL']];
       for (const w of s.workloads) {
         const l = w.local

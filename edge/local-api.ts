@@ -32,6 +32,8 @@ export interface LocalApiDeps {
   driver: Driver;
   reconciler: Reconciler;
   connection(): string;
+  /** Set once the hub decommissioned this edge (edge/decommission.ts). */
+  decommissioned?(): { at: string; message: string } | undefined;
   registry: Registry;
 }
 
@@ -87,6 +89,7 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       edge: d.edge,
       hub: d.hub,
       connection: d.connection(),
+      ...(d.decommissioned?.() ? { decommissioned: d.decommissioned() } : {}),
       driver: d.driver.name,
       workloads: Object.values(s.workloads).map((w) => ({
         name: w.name,

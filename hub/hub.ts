@@ -12,7 +12,6 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import client from 'prom-client';
 import { OFFLINE_AFTER_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
@@ -32,6 +31,7 @@ import { edgeRuntime } from './controllers/edges.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub, recordEvent } from './db.js';
+import { createHubMetrics } from './metrics.js';
 import { ObjectStore } from './objects.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -164,44 +164,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
   const fingerprint = tls?.caFingerprint ?? null;
 
-  // Metrics: gauges read at scrape time, counters bumped by the sync hooks.
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_hub_' });
-  const refused = new client.Counter({
-    name: 'outpost_hub_sync_refusals_total',
-    help: 'Sync connections refused, by code',
-    labelNames: ['code'],
-    registers: [registry],
-  });
-  const heartbeats = new client.Counter({
-    name: 'outpost_hub_heartbeats_total',
-    help: 'Heartbeats received',
-    registers: [registry],
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges_connected',
-    help: 'Edges with an open sync connection',
-    registers: [registry],
-    collect() {
-      this.set(sync?.connections().length ?? 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges',
-    help: 'Enrolled edges',
-    registers: [registry],
-    collect() {
-      this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_docs_loaded',
-    help: 'Documents loaded in memory',
-    registers: [registry],
-    collect() {
-      this.set(store.loadedStats().docs);
-    },
-  });
+  // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
+  const metrics = createHubMetrics({ db, store, objects, scheduler: sched, sync: () => sync });
+  const { registry, refused, heartbeats } = metrics;
 
   const hubAuth: HubAuth = {
     verifyApiToken: (t) => {
@@ -223,7 +188,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
     issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
-    revokeEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e),
+    decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
   const app = createApi({
@@ -299,6 +264,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const id = auth.verifyEdgeCredential(db, token);
       return id ? { edge: edgeName(id.edge) } : null;
     },
+    decommissioned: (token) => {
+      const at = auth.decommissionedAt(db, token);
+      return at === undefined
+        ? undefined
+        : `this edge was decommissioned on ${new Date(at).toISOString()}: it is no longer part of the fleet; run outpost edge uninstall on it, or enroll it again with a new join token`;
+    },
     // One transaction per connect or disconnect (three writes): a reconnect storm is thousands.
     onConnect: (conn) => {
       const now = Date.now();
@@ -347,6 +318,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       });
       sched.markStatus(conn.edge, 'connectivity');
       tunnel.onDisconnect(conn);
+      metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {

@@ -48,6 +48,8 @@ export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'sto
 
 export interface SyncClientEvents {
   state: [ConnectionState, { code?: number; reason?: string }];
+  /** The hub says this edge is decommissioned (a typed close, or a 401 with that code): final. */
+  decommissioned: [string];
   welcome: [WelcomeMessage];
   tunnel: [Buffer];
 }
@@ -178,6 +180,15 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
         );
         this.refusedSlow = res.statusCode === 401 || res.statusCode === 403;
         ws.terminate();
+        if (res.statusCode === 401) {
+          let parsed: { error?: { code?: string; message?: string } } = {};
+          try {
+            parsed = JSON.parse(body) as typeof parsed;
+          } catch {
+            // not JSON: an ordinary refusal
+          }
+          if (parsed.error?.code === 'decommissioned') this.emit('decommissioned', parsed.error.message ?? '');
+        }
       });
     });
 
@@ -242,6 +253,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
             { code: msg.code },
             `hub closed the connection: ${msg.message}`,
           );
+          if (msg.code === 'decommissioned') this.emit('decommissioned', msg.message);
         } else if (msg.type === 'epoch') {
           const d = docs.find((x) => x.id === msg.id);
           if (!d || d.weWrite)

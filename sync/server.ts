@@ -67,6 +67,11 @@ export interface SyncServerOptions {
   maxQueuedUpgrades?: number;
   /** Resolves the bearer credential of an upgrade request; null refuses it with 401. */
   authenticate(token: string, req: IncomingMessage): EdgeIdentity | null | Promise<EdgeIdentity | null>;
+  /**
+   * For a credential `authenticate` refused: the message when it is a decommissioned edge's own
+   * (then the 401 carries code `decommissioned`, which the edge takes as final), else undefined.
+   */
+  decommissioned?(token: string): string | undefined;
   heartbeatSeconds?(edge: EdgeName): number;
   onConnect?(conn: EdgeConnection): void;
   onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
@@ -89,8 +94,8 @@ function bearer(req: IncomingMessage): string | null {
   return m ? m[1] : null;
 }
 
-function refuseUpgrade(socket: Duplex, status: number, message: string): void {
-  const body = JSON.stringify({ error: { code: status === 401 ? 'unauthorized' : 'bad_request', message } });
+function refuseUpgrade(socket: Duplex, status: number, message: string, code?: string): void {
+  const body = JSON.stringify({ error: { code: code ?? (status === 401 ? 'unauthorized' : 'bad_request'), message } });
   socket.end(
     `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Bad Request'}\r\n` +
       'Content-Type: application/json\r\n' +
@@ -293,8 +298,9 @@ export class SyncServer {
         ? 'the edge credential is not valid (revoked, decommissioned or unknown): enroll the edge again with a new join token'
         : 'missing bearer credential';
       log.warn({ remote: req.socket.remoteAddress }, `refused sync upgrade: ${why}`);
-      this.opts.onRefused?.(null, 'unauthorized', why);
-      refuseUpgrade(socket, 401, why);
+      const gone = token ? this.opts.decommissioned?.(token) : undefined;
+      this.opts.onRefused?.(null, 'unauthorized', gone ?? why);
+      refuseUpgrade(socket, 401, gone ?? why, gone ? 'decommissioned' : undefined);
       return;
     }
     const id = identity;

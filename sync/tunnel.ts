@@ -483,6 +483,8 @@ export const TunnelRequest = z.discriminatedUnion('type', [
     tty: z.boolean().optional(),
   }),
   z.object({ type: z.literal('action'), workload: z.string().max(63), action: z.enum(['restart', 'stop', 'start']) }),
+  /** The edge agent's own Prometheus page (`GET /api/v1/edges/NAME/metrics` on the hub). */
+  z.object({ type: z.literal('metrics') }),
 ]);
 export type TunnelRequest = z.infer<typeof TunnelRequest>;
 

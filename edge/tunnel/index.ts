@@ -14,7 +14,7 @@ import { createLogger } from '../../core/logger.js';
 import { TunnelError, TunnelMux, TunnelRequest, type TunnelStream, type TunnelTransport } from '../../sync/tunnel.js';
 import type { Driver } from '../drivers/driver.js';
 import type { Reconciler } from '../reconciler.js';
-import { runAction, runExec, runLogs } from './ops.js';
+import { runAction, runExec, runLogs, runMetrics } from './ops.js';
 import { forwardHttp, kubeTarget, type KubeTarget } from './http.js';
 
 const log = createLogger('edge:tunnel');
@@ -28,6 +28,8 @@ export interface TunnelAgentOptions {
   transport: TunnelTransport;
   /** The kubeconfig of the kubernetes driver: the only cluster API the `kube` target reaches. */
   kubeconfig?: string;
+  /** The agent's Prometheus page, for the hub's `GET /api/v1/edges/NAME/metrics`. */
+  metrics?: () => Promise<{ text: string; contentType: string }>;
 }
 
 export interface TunnelAgent {
@@ -77,7 +79,9 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
           ? runLogs(s, o.driver, r)
           : r.type === 'exec'
             ? runExec(s, o.driver, r)
-            : runAction(s, o.driver, o.reconciler, r);
+            : r.type === 'metrics'
+              ? runMetrics(s, o.metrics)
+              : runAction(s, o.driver, o.reconciler, r);
     work.catch((err: unknown) => {
       const e =
         err instanceof TunnelError

@@ -66,7 +66,8 @@ export interface HubAuth {
   /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
   consumeJoinToken(token: string): { project: string; labels: Record<string, string> };
   issueEdgeCredential(edge: string): string;
-  revokeEdgeCredential(edge: string): void;
+  /** Revokes the edge's credential and remembers it as decommissioned (the edge is told so when it dials). */
+  decommissionEdgeCredential(edge: string): void;
 }
 
 export interface HubDeps {

@@ -97,7 +97,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
     authorize(deps, c, 'admin', project);
     const e = getEdge(project, c.req.param('name'));
     const name = e.metadata.name;
-    auth.revokeEdgeCredential(name);
+    auth.decommissionEdgeCredential(name);
     deps.disconnectEdge(name, `edge ${name} was decommissioned: its credential is revoked`);
     db.transaction(() => {
       store.delete(mailboxDocId(edgeName(name), 'spec'));

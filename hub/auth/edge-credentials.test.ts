@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseToken } from '../../sync/pinned-ca.js';
-import { issueEdgeCredential, revokeEdgeCredential, verifyEdgeCredential } from './edge-credentials.js';
+import {
+  decommissionedAt,
+  issueEdgeCredential,
+  revokeEdgeCredential,
+  verifyEdgeCredential,
+} from './edge-credentials.js';
 import { testDbs } from './test-db.js';
 
 const dbs = testDbs();
@@ -42,5 +47,20 @@ describe('edge credentials', () => {
     expect(revokeEdgeCredential(db, 'edge-1')).toBe(true);
     expect(revokeEdgeCredential(db, 'edge-1')).toBe(false);
     expect(verifyEdgeCredential(db, token)).toBeNull();
+  });
+
+  it('remembers a decommissioned credential, for its holder only', () => {
+    const { db } = dbs.open();
+    const token = issueEdgeCredential(db, 'edge-1');
+    const plain = issueEdgeCredential(db, 'edge-2');
+    expect(decommissionedAt(db, token)).toBeUndefined();
+    expect(revokeEdgeCredential(db, 'edge-1', { decommissioned: true, now: 1234 })).toBe(true);
+    expect(revokeEdgeCredential(db, 'edge-2')).toBe(true);
+    expect(verifyEdgeCredential(db, token)).toBeNull();
+    expect(decommissionedAt(db, token)).toBe(1234);
+    expect(decommissionedAt(db, plain)).toBeUndefined();
+    expect(decommissionedAt(db, token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'))).toBeUndefined();
+    // Enrolled again under the same name: a new credential that works.
+    expect(verifyEdgeCredential(db, issueEdgeCredential(db, 'edge-1'))).toEqual({ edge: 'edge-1' });
   });
 });

@@ -34,8 +34,32 @@ export function verifyEdgeCredential(db: SqliteDatabase, token: string): { edge:
   return { edge: row.edge as EdgeName };
 }
 
-/** False if the edge had no credential. */
-export function revokeEdgeCredential(db: SqliteDatabase, edge: string): boolean {
+/**
+ * False if the edge had no credential. With `decommissioned`, the credential is remembered as
+ * such (`decommissionedAt`), so the edge presenting it later learns it is decommissioned.
+ */
+export function revokeEdgeCredential(
+  db: SqliteDatabase,
+  edge: string,
+  opts: { decommissioned?: boolean; now?: number } = {},
+): boolean {
   migrateAuth(db);
+  if (opts.decommissioned)
+    db.prepare(
+      `INSERT OR REPLACE INTO decommissioned_credentials (id, edge, secret_hash, decommissioned_at)
+       SELECT id, edge, secret_hash, ? FROM edge_credentials WHERE edge = ?`,
+    ).run(opts.now ?? Date.now(), edge);
   return db.prepare('DELETE FROM edge_credentials WHERE edge = ?').run(edge).changes === 1;
+}
+
+/** When the edge this (valid) credential belonged to was decommissioned; undefined for any other token. */
+export function decommissionedAt(db: SqliteDatabase, token: string): number | undefined {
+  migrateAuth(db);
+  const t = parseToken(token);
+  if (!t || t.kind !== 'edge') return undefined;
+  const row = db
+    .prepare('SELECT edge, secret_hash, decommissioned_at FROM decommissioned_credentials WHERE id = ?')
+    .get(t.id) as { edge: string; secret_hash: Buffer; decommissioned_at: number } | undefined;
+  if (!row || !secretMatches(t.secret, row.secret_hash) || row.edge !== t.edge) return undefined;
+  return row.decommissioned_at;
 }

@@ -4,7 +4,12 @@
  * model are described in docs/security.md.
  */
 export { parseToken, type ParsedToken, type TokenKind } from '../../sync/pinned-ca.js';
-export { issueEdgeCredential, revokeEdgeCredential, verifyEdgeCredential } from './edge-credentials.js';
+export {
+  decommissionedAt,
+  issueEdgeCredential,
+  revokeEdgeCredential,
+  verifyEdgeCredential,
+} from './edge-credentials.js';
 export {
   consumeJoinToken,
   createJoinToken,

@@ -44,6 +44,19 @@ const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- The credentials of decommissioned edges, kept so the hub can tell such an edge (and only
+      -- it: the secret must match) that it is decommissioned for good, not just unauthorized.
+      CREATE TABLE decommissioned_credentials (
+        id TEXT PRIMARY KEY,
+        edge TEXT NOT NULL,
+        secret_hash BLOB NOT NULL,
+        decommissioned_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 const migrated = new WeakSet<SqliteDatabase>();

@@ -24,7 +24,7 @@ import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { edgeRuntime } from '../controllers/edges.js';
-import { handleActions, handleExec, handleLogs, readJson } from './ops.js';
+import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
 import {
   cookieValues,
   DEFAULT_SESSION_TTL_MS,
@@ -41,7 +41,7 @@ import { handleHttp, sendError, type RouteContext } from './routes.js';
 const log = createLogger('hub:tunnel');
 
 export const TUNNEL_PATH =
-  /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions)(\/.*)?$/;
+  /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions|metrics)(\/.*)?$/;
 
 export interface GatewayLimits {
   /** Deadline of a request/response stream (proxy, kube, exec, actions). */
@@ -79,6 +79,7 @@ export class TunnelGateway {
   private readonly tunnels = new Map<EdgeName, EdgeTunnel>();
   readonly limits: GatewayLimits;
   private readonly opened?: client.Counter<'type'>;
+  private readonly bytes?: client.Counter<'direction'>;
   private readonly sessions: ProxySessions;
 
   constructor(private readonly opts: GatewayOptions) {
@@ -98,6 +99,12 @@ export class TunnelGateway {
         name: 'outpost_hub_tunnel_streams_total',
         help: 'Tunnel streams opened, by type',
         labelNames: ['type'],
+        registers: [opts.registry],
+      });
+      this.bytes = new client.Counter({
+        name: 'outpost_hub_tunnel_bytes_total',
+        help: 'Tunnel stream bytes, counted when a stream closes: from_edge or to_edge',
+        labelNames: ['direction'],
         registers: [opts.registry],
       });
     }
@@ -180,7 +187,9 @@ export class TunnelGateway {
           ? handleExec(ctx, req, res)
           : route === 'actions'
             ? handleActions(ctx, req, res)
-            : handleHttp(ctx, req, res);
+            : route === 'metrics'
+              ? handleMetrics(ctx, req, res)
+              : handleHttp(ctx, req, res);
     work.catch((err: unknown) => {
       if (!(err instanceof OutpostError || err instanceof TunnelError))
         log.error({ err, path: req.url }, 'tunnel request failed');
@@ -373,6 +382,10 @@ export class TunnelGateway {
         };
         const s = gw.mux(conn).open(header, limits);
         gw.opened?.inc({ type: String(header.type) });
+        s.once('close', () => {
+          gw.bytes?.inc({ direction: 'from_edge' }, s.bytesIn);
+          gw.bytes?.inc({ direction: 'to_edge' }, s.bytesOut);
+        });
         log.info({ user: p.tokenId, role: p.role, edge, target, stream: s.id }, 'tunnel request');
         return s;
       },
@@ -383,7 +396,7 @@ export class TunnelGateway {
 
 /** Which action a tunnel route needs. Kube reads are read; anything that changes or runs code is write. */
 export function neededAction(route: string, method: string, rest: string, upgrade: boolean): Action {
-  if (route === 'logs') return 'read';
+  if (route === 'logs' || route === 'metrics') return 'read';
   if (route !== 'kube') return 'write';
   if (upgrade) return 'write';
   if (!['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())) return 'write';

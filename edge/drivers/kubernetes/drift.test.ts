@@ -1,9 +1,9 @@
 /**
  * Drift correction of the kubernetes driver against a real kube-apiserver (test/kube/harness.ts):
  * objects the driver applied are changed with Debian's kubectl (`scale`, `edit`, `delete`), the
- * workload reports Modified with the field path, and the next apply puts them back. Also: what
- * the API server itself adds or normalizes (defaults, quantities, a Secret's stringData, a
- * Service's clusterIP) is not drift.
+ * workload reports Modified with the field path, and the next apply puts them back; the edge's
+ * reconciler does that apply on its next pass. Also: what the API server itself adds or
+ * normalizes (defaults, quantities, a Secret's stringData, a Service's clusterIP) is not drift.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -12,6 +12,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { edgeName, mailboxDocId } from '../../../core/ids.js';
+import {
+  initReport,
+  initSpec,
+  putSpecWorkload,
+  readReport,
+  type ReportDoc,
+  type SpecDoc,
+} from '../../../core/mailbox.js';
+import type { Manifest } from '../../../core/resources.js';
+import { ReplicaStore } from '../../../sync/store.js';
+import { HeldStopped } from '../../held-stopped.js';
+import { Reconciler } from '../../reconciler.js';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
 import { waitFor } from '../driver.case.js';
@@ -71,7 +84,8 @@ const observe = async (): Promise<WorkloadObservation | undefined> =>
   (await driver.list()).find((w) => w.name === 'drift');
 
 async function kubectl(...args: string[]): Promise<string> {
-  const r = await run('kubectl', ['--kubeconfig', kube.kubeconfig, '-n', 'outpost-drift', ...args], {
+  const ns = args[0].startsWith('-n') ? [] : ['-n', 'outpost-drift'];
+  const r = await run('kubectl', ['--kubeconfig', kube.kubeconfig, ...ns, ...args], {
     timeout: 30_000,
     // `kubectl edit` runs the editor through a shell: this one changes the env value in place.
     env: { ...process.env, KUBE_EDITOR: `sed -i -e 's/value: hello/value: changed/'` },
@@ -162,5 +176,39 @@ describe('kubernetes driver drift correction (real API server)', () => {
     await driver.apply(unit);
     expect(await kubectl('get', 'configmap/settings', '-o', 'jsonpath={.data.mode}')).toBe('fast');
     await settled();
+  });
+
+  it('the reconciler applies a Modified workload again on its next pass', async () => {
+    const edge = edgeName('e1');
+    const store = await ReplicaStore.open(join(dir, 'edge.db'));
+    try {
+      store.create<SpecDoc>(mailboxDocId(edge, 'spec'), { init: (d) => initSpec(d, edge) });
+      store.create<ReportDoc>(mailboxDocId(edge, 'report'), { init: (d) => initReport(d, edge) });
+      store.change<SpecDoc>(mailboxDocId(edge, 'spec'), (d) => {
+        putSpecWorkload(d, { name: 'recon', generation: 1, revision: 1, manifests: [manifests[0]] as Manifest[] });
+      });
+      const reported = () => readReport(store.get<ReportDoc>(mailboxDocId(edge, 'report'))!).workloads.recon;
+      const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
+      await waitFor('recon Ready', async () => {
+        await r.trigger();
+        return reported()?.phase === 'Ready';
+      });
+      await kubectl('-n', 'outpost-recon', 'scale', 'deployment/drift', '--replicas=2');
+      await waitFor(
+        'the driver to see the drift',
+        async () => (await driver.list()).find((w) => w.name === 'recon')?.modified,
+      );
+      await r.trigger();
+      expect(
+        (await kubectl('-n', 'outpost-recon', 'get', 'deployment/drift', '-o', 'jsonpath={.spec.replicas}')).trim(),
+      ).toBe('1');
+      await waitFor('recon Ready again', async () => {
+        await r.trigger();
+        return reported()?.phase === 'Ready';
+      });
+      await driver.remove('recon');
+    } finally {
+      store.close();
+    }
   });
 });
