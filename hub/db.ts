@@ -175,3 +175,13 @@ export function recordEvent(db: SqliteDatabase, e: Omit<EventRecord, 'id' | 'at'
     e.message,
   );
 }
+
+/** Rewrites one event in place (coalescing repeated ones, hub/connection-history.ts). */
+export function updateEvent(db: SqliteDatabase, id: number, e: { at: number; reason: string; message: string }): void {
+  cachedStatement(db, 'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?').run(
+    e.at,
+    e.reason,
+    e.message,
+    id,
+  );
+}

@@ -31,6 +31,8 @@ export interface HubMetrics {
   registry: client.Registry;
   refused: client.Counter<'code'>;
   heartbeats: client.Counter;
+  /** Times an edge connection sent frames past FRAMES_PER_SECOND and was read more slowly. */
+  throttled: client.Counter;
   /** A sync connection closed: its byte counts move from the live connections to the totals. */
   connectionClosed(stats: { bytesIn: number; bytesOut: number }): void;
 }
@@ -49,6 +51,11 @@ export function createHubMetrics(o: {
     name: 'outpost_hub_sync_refusals_total',
     help: 'Sync connections refused, by code',
     labelNames: ['code'],
+    registers: [registry],
+  });
+  const throttled = new client.Counter({
+    name: 'outpost_hub_sync_throttled_total',
+    help: 'Times an edge connection sent frames past its rate and was not read for a while',
     registers: [registry],
   });
   const heartbeats = new client.Counter({
@@ -205,6 +212,7 @@ export function createHubMetrics(o: {
     registry,
     refused,
     heartbeats,
+    throttled,
     connectionClosed(stats) {
       closed.bytesIn += stats.bytesIn;
       closed.bytesOut += stats.bytesOut;

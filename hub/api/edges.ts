@@ -159,18 +159,19 @@ export function enrollRoute(deps: HubDeps): Hono {
       throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
     }
     const req = parsed.data;
-    if (db.prepare('SELECT 1 FROM edge_runtime WHERE name = ?').get(req.name)) {
-      throw new OutpostError(
-        'conflict',
-        `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`,
-      );
-    }
     const approved = !deps.requireApproval;
     // The join token is consumed in the same transaction that creates the edge: a failed
-    // enrollment gives the use back.
+    // enrollment gives the use back. It is checked before the name, so only a token holder
+    // learns whether a name is taken.
     const { grant, credential } = db
       .transaction(() => {
         const grant = auth.consumeJoinToken(req.joinToken);
+        if (db.prepare('SELECT 1 FROM edge_runtime WHERE name = ?').get(req.name)) {
+          throw new OutpostError(
+            'conflict',
+            `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`,
+          );
+        }
         const labels = enrollLabels(grant, req.labels);
         objects.apply(
           {

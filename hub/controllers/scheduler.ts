@@ -490,8 +490,12 @@ export class Scheduler {
       (
         cachedStatement(
           this.db,
-          'SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ?',
-        ).all(project, name) as { edge: string; workload: string; placement: string }[]
+          'SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ? AND workload IN (SELECT value FROM json_each(?))',
+        ).all(project, name, JSON.stringify(placement.spec.workloads)) as {
+          edge: string;
+          workload: string;
+          placement: string;
+        }[]
       ).map((r) => [`${r.edge}/${r.workload}`, r.placement]),
     );
 

@@ -24,6 +24,7 @@ import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { edgeRuntime } from '../controllers/edges.js';
+import { kubeAction } from './kube-path.js';
 import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
 import {
   cookieValues,
@@ -119,10 +120,10 @@ export class TunnelGateway {
 
   /** SyncServer's onTunnel hook: a 0x02 payload from an edge. A malformed one closes that edge's connection. */
   onTunnel(conn: EdgeConnection, payload: Buffer): void {
-    const t = this.tunnels.get(conn.edge);
-    if (!t || t.conn !== conn) return; // no stream was opened on this connection: stale frames
+    // Before any stream was opened on this connection too: a well-formed frame about a stream the
+    // mux does not know is dropped, a malformed one closes the connection (docs/tunnel.md).
     try {
-      t.mux.receive(payload);
+      this.mux(conn).receive(payload);
     } catch (err) {
       throw new ProtocolError('bad_frame', `bad tunnel frame: ${(err as Error).message}`);
     }
@@ -398,10 +399,7 @@ export class TunnelGateway {
 export function neededAction(route: string, method: string, rest: string, upgrade: boolean): Action {
   if (route === 'logs' || route === 'metrics') return 'read';
   if (route !== 'kube') return 'write';
-  if (upgrade) return 'write';
-  if (!['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())) return 'write';
-  // GET on these subresources runs code or reaches into pods: they count as exec/port-forward.
-  return /\/(exec|attach|portforward|proxy)(\/|$|\?)/.test(rest) ? 'write' : 'read';
+  return kubeAction(method, rest, upgrade);
 }
 
 export type { Principal };
