@@ -64,6 +64,7 @@ interface GetOpts {
   reason?: string;
   since?: number;
   limit?: number;
+  showSecrets?: boolean;
 }
 
 /** What a watch compares: the object without the fields that move on every heartbeat. */
@@ -108,12 +109,15 @@ async function fetchObjects(s: Session, info: KindInfo, name: string | undefined
   const project = o.allProjects ? '*' : s.project;
   if (name !== undefined)
     return [
-      await s.client.get<ApiObject>(objectPath(project, info.path, name), { subject: { kind: info.singular, name } }),
+      await s.client.get<ApiObject>(objectPath(project, info.path, name), {
+        subject: { kind: info.singular, name },
+        ...(o.showSecrets ? { query: { secrets: 'reveal' } } : {}),
+      }),
     ];
   return s.client
     .list<ApiObject>(
       objectPath(project, info.path),
-      { labelSelector: o.selector || undefined },
+      { labelSelector: o.selector || undefined, ...(o.showSecrets ? { secrets: 'reveal' } : {}) },
       { kind: info.singular },
     )
     .catch((err: unknown) => {
@@ -198,6 +202,10 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
       parseSelectorFlag,
     )
     .option('-A, --all-projects', 'list objects of every project the token may read')
+    .option(
+      '--show-secrets',
+      'show Secret values in clear in -o yaml/json (operator or admin tokens; they show as <redacted> otherwise)',
+    )
     .option('--show-labels', 'add a LABELS column (edges always have one)')
     .option('--no-headers', 'print tables without their header line')
     .option('-w, --watch', 'after the list, print each object again when it changes (and deletions) until interrupted')
@@ -217,7 +225,8 @@ Examples:
   outpost get edges -o jsonpath='{range .items[*]}{.metadata.name}{"\\t"}{.status.phase}{"\\n"}{end}'
   outpost get edges -o custom-columns=NAME:.metadata.name,DRIVER:.status.inventory.driver
   outpost get placements -w
-  outpost get events --for edge/shop-12 --since 1h`,
+  outpost get events --for edge/shop-12 --since 1h
+  outpost get workload db -o yaml --show-secrets`,
     )
     .action(async (kindArg: string, nameArg: string | undefined, opts: GetOpts, cmd: Command) => {
       if (EVENT_KINDS.has(kindArg.toLowerCase())) {

@@ -107,7 +107,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     store.close();
     throw new Error(`the ${config.driver} runtime is not usable`, { cause: err });
   }
-  reconciler = new Reconciler(store, edge, driver, await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')));
+  reconciler = new Reconciler(
+    store,
+    edge,
+    driver,
+    await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')),
+    undefined,
+    config.sealKey,
+  );
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   const registry = new client.Registry();

@@ -34,7 +34,8 @@ import { migrateHub } from './db.js';
 import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
-import { ObjectStore } from './objects.js';
+import { ObjectStore, sealedKeyId } from './objects.js';
+import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
 
@@ -158,8 +159,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   migrateHub(db);
   changes = changeFeed(db);
   auth.migrateAuth(db);
-  const objects = new ObjectStore(db);
-  scheduler = new Scheduler(db, objects, store);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
+  const objects = new ObjectStore(db, secrets);
+  const sealedAtStart = objects.sealStoredSecrets();
+  if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
+  scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
@@ -194,7 +198,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     revokeToken: (kind, id) => (kind === 'api' ? auth.revokeApiToken(db, id) : auth.revokeJoinToken(db, id)),
     rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
-    issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
+    issueEdgeCredential: (e, sealKey) => auth.issueEdgeCredential(db, e, sealKey),
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
@@ -204,6 +208,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     scheduler,
     auth: hubAuth,
+    secrets,
     version,
     requireApproval: !!opts.requireApproval,
     caPem: tls?.caPem,
