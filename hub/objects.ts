@@ -253,11 +253,7 @@ export class ObjectStore {
             now,
             now,
           );
-<<<<<<< HEAD
-        if (kind === 'Workload') this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
-=======
-        if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests);
->>>>>>> main
+        if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
         const after = this.get(kind, project, name)!;
         recordEvent(this.db, {
           project,
