@@ -61,15 +61,19 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       parseSelectorFlag,
     )
     .option('-A, --all-projects', 'list objects of every project the token may read')
+    .option(
+      '--show-secrets',
+      'show Secret values in clear in -o yaml/json (operator or admin tokens; they show as <redacted> otherwise)',
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  outpost get edges -l region=eu -o wide\n  outpost get placement eu -o yaml\n  outpost get wl --all-projects',
+      '\nExamples:\n  outpost get edges -l region=eu -o wide\n  outpost get placement eu -o yaml\n  outpost get wl --all-projects\n  outpost get workload db -o yaml --show-secrets',
     )
     .action(
       async (
         kindArg: string,
         nameArg: string | undefined,
-        opts: { output: OutputFormat; selector?: string; allProjects?: boolean },
+        opts: { output: OutputFormat; selector?: string; allProjects?: boolean; showSecrets?: boolean },
         cmd: Command,
       ) => {
         const { info, name: slashName } = asUsage(() => parseKindArg(kindArg));
@@ -87,12 +91,13 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
             ? [
                 await s.client.get<ApiObject>(objectPath(project, info.path, name), {
                   subject: { kind: info.singular, name },
+                  ...(opts.showSecrets ? { query: { secrets: 'reveal' } } : {}),
                 }),
               ]
             : await s.client
                 .list<ApiObject>(
                   objectPath(project, info.path),
-                  { labelSelector: opts.selector || undefined },
+                  { labelSelector: opts.selector || undefined, ...(opts.showSecrets ? { secrets: 'reveal' } : {}) },
                   { kind: info.singular },
                 )
                 .catch((err: unknown) => {

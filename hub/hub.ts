@@ -25,6 +25,7 @@ import { inTransaction } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
+import { HubTransfers } from './blobs/transfers.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
@@ -34,7 +35,8 @@ import { migrateHub } from './db.js';
 import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
-import { ObjectStore } from './objects.js';
+import { ObjectStore, sealedKeyId } from './objects.js';
+import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
 
@@ -129,9 +131,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
-    onChange: ({ id, doc, db, origin }) => {
-      if (origin === 'remote') {
-        const edge = projectReport(db, id, doc);
+    // `c.doc` only for remote changes: reading it builds the JS view of a document written through
+    // its backend (every spec write), and destructuring it in the parameter list read it for every
+    // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
+    onChange: (c) => {
+      if (c.origin === 'remote') {
+        const edge = projectReport(c.db, c.id, c.doc);
         if (edge) reportChanged.add(edge);
       }
     },
@@ -155,8 +160,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   migrateHub(db);
   changes = changeFeed(db);
   auth.migrateAuth(db);
-  const objects = new ObjectStore(db);
-  scheduler = new Scheduler(db, objects, store);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
+  const objects = new ObjectStore(db, secrets);
+  const sealedAtStart = objects.sealStoredSecrets();
+  if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
+  scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
@@ -191,7 +199,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     revokeToken: (kind, id) => (kind === 'api' ? auth.revokeApiToken(db, id) : auth.revokeJoinToken(db, id)),
     rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
-    issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
+    issueEdgeCredential: (e, sealKey) => auth.issueEdgeCredential(db, e, sealKey),
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
@@ -201,6 +209,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     scheduler,
     auth: hubAuth,
+    secrets,
     version,
     requireApproval: !!opts.requireApproval,
     caPem: tls?.caPem,
@@ -210,7 +219,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
   const blobs = new HubBlobs({
     db,
     dir: path.join(opts.dataDir, 'blobs'),
@@ -218,6 +226,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.start();
+  const transfers = new HubTransfers(db, blobs, registry);
+  const tunnel = new TunnelGateway({
+    db,
+    auth: hubAuth,
+    sync: () => sync,
+    registry,
+    onEdgeStream: (conn, s) => transfers.serve(conn.edge, s),
+  });
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);

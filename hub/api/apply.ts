@@ -181,6 +181,36 @@ function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: R
   return [...out];
 }
 
+/** Thrown to roll back a server-side dry run once its checks ran. */
+class DryRunDone extends Error {}
+
+/**
+ * hub/controllers/placements.ts over the placements of a request already written (inside its
+ * transaction): the warnings, or its refusal with details by object index, as validation reports
+ * them (the CLI names file and document).
+ */
+function placementRules(deps: HubDeps, valid: Resource[]): string[] {
+  const { db, objects } = deps;
+  const placements = valid
+    .filter((v) => v.kind === 'Placement')
+    .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
+  try {
+    return checkPlacements(db, objects, placements);
+  } catch (err) {
+    if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
+    const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
+      (d) => ({
+        index: valid.findIndex(
+          (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
+        ),
+        path: d.path,
+        message: d.message,
+      }),
+    );
+    throw new OutpostError(err.code, err.message, { details });
+  }
+}
+
 export function applyRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
   const { objects, db } = deps;
@@ -258,6 +288,16 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           edges: impactOf(deps, views.get(v.metadata.project)!, v, 'configured'),
         }));
     if (dryRun) {
+      // The placement rules need the request applied: apply it in a transaction always rolled back.
+      try {
+        inTransaction(db, () => {
+          for (const v of valid) objects.apply(v, { actor: actor(c) });
+          warnings.push(...placementRules(deps, valid));
+          throw new DryRunDone();
+        });
+      } catch (err) {
+        if (!(err instanceof DryRunDone)) throw err;
+      }
       const results: ApplyResult[] = valid.map((v, i) => ({
         kind: v.kind,
         project: v.metadata.project,
@@ -293,25 +333,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
         };
       });
       // Placement rules see the whole request applied (a placement may come before its workload).
-      const placements = valid
-        .filter((v) => v.kind === 'Placement')
-        .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
-      try {
-        warnings.push(...checkPlacements(db, objects, placements));
-      } catch (err) {
-        if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
-        // Details by object index, as validation reports them (the CLI names file and document).
-        const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
-          (d) => ({
-            index: valid.findIndex(
-              (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
-            ),
-            path: d.path,
-            message: d.message,
-          }),
-        );
-        throw new OutpostError(err.code, err.message, { details });
-      }
+      warnings.push(...placementRules(deps, valid));
       return out;
     });
     return c.json({ results, ...(warnings.length ? { warnings } : {}) });

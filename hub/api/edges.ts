@@ -6,6 +6,7 @@ import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { readReport, readSpec, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import { API_VERSION, formatIssues, Inventory, Labels, type Edge } from '../../core/resources.js';
+import { isSealKey } from '../../core/secrets.js';
 import { enrollLabels } from '../auth/join-tokens.js';
 import { recordEvent } from '../db.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
@@ -20,6 +21,8 @@ const EnrollRequest = z.object({
     .refine(isValidName, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit'),
   labels: Labels.optional(),
   inventory: Inventory.optional(),
+  /** The public half of the key pair the agent just made; Secrets for this edge are sealed to it. */
+  sealKey: z.string().refine(isSealKey, 'must be an X25519 public key: 43 base64url characters').optional(),
 });
 
 export function edgeRoutes(deps: HubDeps): Hono<Env> {
@@ -198,7 +201,7 @@ export function enrollRoute(deps: HubDeps): Hono {
           reason: 'Enrolled',
           message: `edge ${req.name} enrolled${approved ? '' : ', waiting for approval (outpost edge approve ' + req.name + ')'}`,
         });
-        return { grant, credential: auth.issueEdgeCredential(req.name) };
+        return { grant, credential: auth.issueEdgeCredential(req.name, req.sealKey) };
       })
       .immediate();
     log.info({ edge: req.name, project: grant.project, approved }, 'edge enrolled');
