@@ -228,6 +228,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
         driver,
         reconciler,
         connection: () => (decommissioned ? 'decommissioned' : s.state),
+        lastError: () => (s.state === 'connected' ? undefined : s.lastError),
         decommissioned: () => decommissioned,
         registry,
         transfers,

@@ -34,6 +34,8 @@ export interface LocalApiDeps {
   driver: Driver;
   reconciler: Reconciler;
   connection(): string;
+  /** Why the last attempt to reach the hub failed, until one succeeds (TLS reason, refusal). */
+  lastError?(): { message: string; at: string } | undefined;
   /** Set once the hub decommissioned this edge (edge/decommission.ts). */
   decommissioned?(): { at: string; message: string } | undefined;
   registry: Registry;
@@ -93,6 +95,7 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       edge: d.edge,
       hub: d.hub,
       connection: d.connection(),
+      ...(d.lastError?.() ? { lastError: d.lastError() } : {}),
       ...(d.decommissioned?.() ? { decommissioned: d.decommissioned() } : {}),
       driver: d.driver.name,
       workloads: Object.values(s.workloads).map((w) => ({
