@@ -135,6 +135,12 @@ const MIGRATIONS = [
     // 10,000 edges, 6 s of a fleet-wide change).
     sql: 'CREATE INDEX objects_by_kind_name ON objects (kind, name);',
   },
+  {
+    version: 4,
+    // The labels derived from the inventory (core/inventory.ts inventoryLabels), kept next to it so
+    // scheduling reads a small JSON object instead of parsing every inventory.
+    sql: 'ALTER TABLE edge_runtime ADD COLUMN inventory_labels TEXT;',
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

@@ -121,14 +121,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
+  const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
   const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
     onChange: ({ id, doc, db, origin }) => {
       if (origin === 'remote') {
-        const edge = projectReport(db, id, doc);
-        if (edge) reportChanged.add(edge);
+        const r = projectReport(db, id, doc);
+        if (r) reportChanged.add(r.edge);
+        if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
     afterChange: (id, origin) => {
@@ -145,6 +147,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
+      // New inventory labels may make placements select the edge, or stop selecting it.
+      for (const e of inventoryChanged) scheduler?.markEdge(e);
+      inventoryChanged.clear();
     },
   });
   const db = store.db;
