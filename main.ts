@@ -79,8 +79,19 @@ export function buildProgram(): Command {
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
     .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
+    .option(
+      '--max-connections-per-address <n>',
+      "connections one source address may hold, edges' sync connections not counted",
+      (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-connections-per-address: a positive integer');
+        return n;
+      },
+      1024,
+    )
     .action(
       async (o: {
+        maxConnectionsPerAddress: number;
         blobQuota?: number;
         data: string;
         listen: string;
@@ -103,6 +114,7 @@ export function buildProgram(): Command {
           tlsCa: o.tlsCa,
           hosts: o.host,
           requireApproval: o.requireApproval,
+          maxConnectionsPerAddress: o.maxConnectionsPerAddress,
           ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);
@@ -127,7 +139,7 @@ export function buildProgram(): Command {
       const { backupHub } = await import('./hub/backup.js');
       const r = await backupHub(data, o.to);
       process.stdout.write(
-        `backup written to ${o.to} (${r.bytes} bytes); restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`,
+        `backup written to ${o.to} (${r.bytes} bytes, mode 0600) in ${(r.ms / 1000).toFixed(2)} s; restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`,
       );
     });
 
@@ -186,8 +198,10 @@ export function buildProgram(): Command {
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
+    .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
     .action(
       async (o: {
+        blobBudget?: number;
         data: string;
         hub?: string;
         joinToken?: string;
@@ -213,6 +227,7 @@ export function buildProgram(): Command {
           labels: o.labels,
           driver: o.driver,
           kubeconfig: o.kubeconfig,
+          ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
         });
         process.stderr.write(
           `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,

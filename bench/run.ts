@@ -4,7 +4,7 @@
  * a summary table. Without --scenario it runs every scenario at its default size and also writes
  * bench/results/summary-<date>.json.
  *
- * Options: --scenario connect|fanout|reconnect|offline|churn|footprint (repeatable or comma list),
+ * Options: --scenario connect|fanout|reconnect|offline|churn|footprint|fanout-peers (repeatable or comma list),
  * --edges N, --workers W (simulator processes), --ready-delay MS (simulated time to Ready),
  * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
  * --keep (keep the run directory with logs and databases), --results-dir DIR, --sim-store memory|file
@@ -21,6 +21,7 @@ import { connect } from './scenarios/connect.js';
 import { fanout } from './scenarios/fanout.js';
 import { footprint } from './scenarios/footprint.js';
 import { offline } from './scenarios/offline.js';
+import { fanoutPeers } from './scenarios/peers.js';
 import { reconnect } from './scenarios/reconnect.js';
 
 export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> = {
@@ -30,6 +31,7 @@ export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> 
   offline: { run: offline, defaultEdges: 1_000 },
   churn: { run: churn, defaultEdges: 1_000 },
   footprint: { run: footprint, defaultEdges: 1 },
+  'fanout-peers': { run: fanoutPeers, defaultEdges: 1_000 },
 };
 
 export interface RunOptions {

@@ -231,7 +231,12 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
     edgeSelector?: LabelSelector;
     edges?: string[];
     customization?: unknown[];
-    rollout?: { maxUnavailable?: number | string; failureThreshold?: number; paused?: boolean };
+    rollout?: {
+      maxUnavailable?: number | string;
+      failureThreshold?: number;
+      paused?: boolean;
+      skipOfflineAfter?: string;
+    };
   };
   const s = statusOf<PlacementStatus>(o);
   let out = metadataBlock(o, now);
@@ -244,7 +249,7 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
       ['Customization', `${spec.customization?.length ?? 0} rule${spec.customization?.length === 1 ? '' : 's'}`],
       [
         'Rollout',
-        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.paused ? ', paused' : ''}`,
+        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.skipOfflineAfter ? `, skipOfflineAfter ${spec.rollout.skipOfflineAfter}` : ''}${spec.rollout?.paused ? ', paused' : ''}`,
       ],
     ]),
   );
@@ -258,6 +263,9 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
           ['Phase', paint(r.phase ?? '-', !!opts.color)],
           ['Reason', r.reason || '-'],
           ['Progress', rolloutCounts(r) + (r.counts?.pending !== undefined ? `, ${r.counts.pending} pending` : '')],
+          ...(s.heldLocally?.length
+            ? [['Held on site', s.heldLocally.map((h) => `${h.edge} (${h.workload})`).join(', ')] as [string, string]]
+            : []),
         ])
       : 'not planned yet\n',
   );

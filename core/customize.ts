@@ -23,6 +23,7 @@
  * so a hub update that moves a field does not stop the rest of the workload from applying.
  */
 import { createHash } from 'node:crypto';
+import { MAX_RENDERED_WORKLOAD_BYTES } from './limits.js';
 import { formatIssues, Manifest, type CustomizationRule } from './resources.js';
 import { matchesSelector } from './selector.js';
 
@@ -270,6 +271,13 @@ export function customize(
       };
     }
   }
+  // Patches and templates can grow a workload on every edge a placement selects; what one edge
+  // gets is synced in its spec document, so an oversized result is that edge's error, not a write.
+  const bytes = Buffer.byteLength(JSON.stringify(out));
+  if (bytes > MAX_RENDERED_WORKLOAD_BYTES)
+    return {
+      error: `${prefix}: ${bytes} bytes after customization for edge ${edge.name}, more than the ${MAX_RENDERED_WORKLOAD_BYTES}-byte limit of one workload on one edge (make the placement's patches smaller, or split the workload)`,
+    };
   return { manifests: out };
 }
 

@@ -8,6 +8,29 @@ export const OFFLINE_AFTER_MS = 3 * HEARTBEAT_INTERVAL_MS;
 export const WS_PING_INTERVAL_MS = 15_000;
 /** How long a client waits for the server's welcome before it gives up on that connection. */
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * An upgrade request must be authenticated and given a handshake slot within this, or it is
+ * answered 503 and closed: nothing an unanswered client does holds a socket on the hub. The edge
+ * gives up on an upgrade after 2 * HANDSHAKE_TIMEOUT_MS itself (sync/client.ts).
+ */
+export const UPGRADE_DEADLINE_MS = 2 * HANDSHAKE_TIMEOUT_MS;
+/**
+ * Reconnects of one edge: a burst of RECONNECT_BURST, then one per RECONNECT_REFILL_MS (10 a
+ * minute); more get 429 with Retry-After. An edge on a flapping link reconnects every 5 s at most
+ * (RECONNECT_MAX_MS); a reconnect loop wrote ~440 event and connection rows a second.
+ */
+export const RECONNECT_BURST = 10;
+export const RECONNECT_REFILL_MS = 6_000;
+/** Refused upgrades (bad credentials, too many reconnects) are logged at most this often. */
+export const REFUSAL_LOG_INTERVAL_MS = 10_000;
+/**
+ * Frames one edge connection may send: a burst of FRAME_BURST, then FRAMES_PER_SECOND. Past it
+ * the hub stops reading that socket until the bucket refills (backpressure, not a disconnect):
+ * 5.7 M heartbeats in 25 s were once accepted. 2,000 frames a second of 32 KiB tunnel data is
+ * 64 MB/s, more than any edge link.
+ */
+export const FRAMES_PER_SECOND = 2_000;
+export const FRAME_BURST = 4_000;
 /** Reconnect backoff: first delay, cap, and the random share added so 10,000 edges do not return in lockstep. */
 export const RECONNECT_MIN_MS = 500;
 /**

@@ -1,13 +1,37 @@
 /**
- * @module Sizes the hub accepts, known to the CLI too so it can refuse early (before parsing a
- * 30 MB file) and name the object that is too big. One object is bounded because it travels in
- * every selected edge's spec document and its history; one request because the hub reads it whole.
+ * @module Sizes Outpost accepts, each with the reason for its value, known to the CLI too so it can
+ * refuse early (before parsing a 30 MB file) and name the object that is too big. One object is
+ * bounded because it travels in every selected edge's spec document and its history; one request
+ * because the hub reads it whole; one frame because a peer's input is untrusted.
  */
 
 /** One object (a Workload with its manifests, a Placement), as JSON. Kubernetes allows ~1.5 MB. */
 export const MAX_OBJECT_BYTES = 1024 * 1024;
-/** One API request body: an `apply` of many objects. */
+/** One API request body: an `apply` of many objects. Counted as it is read, chunked or not. */
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+/** One WebSocket frame, either way; a larger one closes the connection (ws close code 1009). */
+export const MAX_FRAME_BYTES = 8 * 1024 * 1024;
+
+/**
+ * One workload as rendered for one edge (after customization): a placement's patches can grow a
+ * workload on every edge it selects. An edge's spec document holds all its workloads and is synced
+ * in frames of MAX_FRAME_BYTES; a rendered workload past this bound is that edge's error instead.
+ */
+export const MAX_RENDERED_WORKLOAD_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Values produced while converting one YAML text into JSON, counted as they are produced (strings
+ * by length, everything else as 8 bytes). Aliases repeat their anchor's value without repeating
+ * its text: 99 aliases to a 300 KB scalar turned a 302 KB request into a 30 MB workload and a hub
+ * out of heap. yaml's maxAliasCount bounds how many aliases there are, not what they expand to.
+ */
+export const MAX_YAML_EXPANDED_BYTES = MAX_REQUEST_BYTES;
+
+/** One heartbeat message from an edge: a timestamp and a few gauges. */
+export const MAX_HEARTBEAT_BYTES = 16 * 1024;
+/** Metric keys in one heartbeat (an edge sends a handful; 20,000 once made a healthy edge 7x slower). */
+export const MAX_HEARTBEAT_METRICS = 64;
 
 export function formatBytes(n: number): string {
   if (n >= 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`;

@@ -44,3 +44,23 @@ export function captureLogs(): { lines: string[]; parsed(): Record<string, unkno
     stop: () => captures.delete(lines),
   };
 }
+
+/**
+ * Rate-limits a log line: `emit` runs at most once per `intervalMs` and is told how many calls were
+ * skipped since it last ran. For lines an attacker can trigger at will (refused connections).
+ */
+export function throttle(intervalMs: number): (emit: (suppressed: number) => void) => void {
+  let last = -Infinity;
+  let suppressed = 0;
+  return (emit) => {
+    const now = Date.now();
+    if (now - last < intervalMs) {
+      suppressed++;
+      return;
+    }
+    last = now;
+    const n = suppressed;
+    suppressed = 0;
+    emit(n);
+  };
+}

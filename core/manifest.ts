@@ -4,6 +4,7 @@
  * StatefulSets and friends the same way.
  */
 import { parseAllDocuments } from 'yaml';
+import { MAX_YAML_EXPANDED_BYTES } from './limits.js';
 import type { Manifest } from './resources.js';
 
 /**
@@ -11,11 +12,26 @@ import type { Manifest } from './resources.js';
  * A `kind: List` document and a top-level list are expanded into their items, as `kubectl apply`
  * does. The items are not validated here: callers check them with the `Manifest` schema.
  * Throws an Error naming the document (1-based, counting empty ones) and the line.
+ *
+ * What the text expands to is bounded (`maxBytes`, counted as the values are produced): an alias
+ * repeats its anchor's value without repeating its text, so 99 aliases to a 300 KB scalar turn a
+ * 302 KB text into 30 MB of values. yaml's `maxAliasCount` bounds how many aliases there are, not
+ * what they expand to.
  */
-export function parseManifests(text: string): unknown[] {
+export function parseManifests(text: string, maxBytes = MAX_YAML_EXPANDED_BYTES): unknown[] {
   const docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: true });
   if (!Array.isArray(docs)) return []; // an EmptyStream: only comments or nothing at all
   const out: unknown[] = [];
+  let expanded = 0;
+  // Called for every value of the converted tree, aliased ones as often as they are referenced.
+  const count = (key: unknown, value: unknown): unknown => {
+    expanded += (typeof key === 'string' ? key.length : 0) + (typeof value === 'string' ? value.length : 8);
+    if (expanded > maxBytes)
+      throw new ExpansionError(
+        `the YAML expands to more than ${maxBytes} bytes (aliases repeat their anchor's value): write the values out, or split the manifests into smaller workloads`,
+      );
+    return value;
+  };
   docs.forEach((doc, i) => {
     const err = doc.errors[0];
     if (err) {
@@ -28,8 +44,9 @@ export function parseManifests(text: string): unknown[] {
     if (doc.contents === null) return;
     let value: unknown;
     try {
-      value = doc.toJS({ maxAliasCount: 100 });
+      value = doc.toJS({ maxAliasCount: 100, reviver: count });
     } catch (cause) {
+      if (cause instanceof ExpansionError) throw cause;
       throw new Error(`YAML document ${i + 1}: ${(cause as Error).message}`, { cause });
     }
     if (value === null || value === undefined) return;
@@ -47,6 +64,11 @@ export function parseManifests(text: string): unknown[] {
     else out.push(value);
   });
   return out;
+}
+
+/** The YAML text expands past the bound of `parseManifests` (an HTTP API answers 413). */
+export class ExpansionError extends Error {
+  override name = 'ExpansionError';
 }
 
 export interface ContainerPort {

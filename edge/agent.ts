@@ -15,6 +15,7 @@ import { materializeReport, readReport, setInventory, type ReportDoc } from '../
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { buildInfo } from '../core/version.js';
+import { collectProcessMetrics } from '../core/metrics.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
@@ -23,6 +24,8 @@ import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { readDecommissioned, writeDecommissioned, type Decommissioned } from './decommission.js';
 import { enroll } from './enroll.js';
+import { EdgeBlobStore } from './blobs/store.js';
+import { EdgeTransfers } from './blobs/transfers.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
@@ -41,6 +44,8 @@ export interface EdgeAgentOptions {
   kubeconfig?: string;
   /** Tests and benchmarks: a faster heartbeat. */
   heartbeatMs?: number;
+  /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
+  blobBudgetBytes?: number;
 }
 
 export interface EdgeAgent {
@@ -49,6 +54,8 @@ export interface EdgeAgent {
   driver: Driver;
   reconciler: Reconciler;
   sync: SyncClient;
+  blobs: EdgeBlobStore;
+  transfers: EdgeTransfers;
   socketPath: string;
   close(): Promise<void>;
 }
@@ -106,11 +113,18 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     store.close();
     throw new Error(`the ${config.driver} runtime is not usable`, { cause: err });
   }
-  reconciler = new Reconciler(store, edge, driver, await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')));
+  reconciler = new Reconciler(
+    store,
+    edge,
+    driver,
+    await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')),
+    undefined,
+    config.sealKey,
+  );
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_edge_' });
+  collectProcessMetrics(registry, 'outpost_edge_');
   new client.Gauge({
     name: 'outpost_edge_connected',
     help: '1 when the sync connection to the hub is up',
@@ -154,6 +168,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     reconciler,
     transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() },
     ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+    metrics: async () => ({ text: await registry.metrics(), contentType: registry.contentType }),
   });
   s.on('tunnel', (p) => tunnel.receive(p));
   s.on('state', (state) => state !== 'connected' && tunnel.disconnected());
@@ -171,6 +186,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       await stopAll(driver);
     })();
   });
+
+  const blobs = new EdgeBlobStore(path.join(o.dataDir, 'blobs'), o.blobBudgetBytes);
+  const transfers = new EdgeTransfers(
+    blobs,
+    (h, limits) => tunnel.open(h, limits),
+    () => s.state === 'connected',
+  );
+  s.on('state', (state) => state === 'connected' && transfers.kick());
 
   if (decommissioned) {
     log.error(
@@ -205,8 +228,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
         driver,
         reconciler,
         connection: () => (decommissioned ? 'decommissioned' : s.state),
+        lastError: () => (s.state === 'connected' ? undefined : s.lastError),
         decommissioned: () => decommissioned,
         registry,
+        transfers,
       }),
       socketPath,
     );
@@ -222,9 +247,12 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     driver,
     reconciler: r,
     sync: s,
+    blobs,
+    transfers,
     socketPath,
     async close() {
       clearInterval(compactTimer);
+      transfers.stop();
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));

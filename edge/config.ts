@@ -1,6 +1,6 @@
 /**
  * @module The edge's identity on disk: DATA/edge.json (mode 0600) holds the hub URL, the edge's
- * name and credential, and the hub's CA pinned at enrollment. Written once by enrollment;
+ * name and credential, the private key its Secrets are sealed to, and the hub's CA pinned at enrollment. Written once by enrollment;
  * afterwards `outpost edge --data DIR` needs nothing else.
  */
 import fs from 'node:fs';
@@ -17,6 +17,8 @@ export const EdgeConfig = z.object({
   caPem: z.string().optional(),
   driver: z.enum(['process', 'podman', 'kubernetes']),
   kubeconfig: z.string().optional(),
+  /** Private half of the X25519 key pair made at enrollment: opens the Secrets the hub sealed to this edge. */
+  sealKey: z.string().optional(),
 });
 export type EdgeConfig = z.infer<typeof EdgeConfig>;
 

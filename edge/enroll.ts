@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { isValidName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
+import { newSealKeyPair } from '../core/secrets.js';
 import type { Inventory } from '../core/resources.js';
 import { requestJson } from '../sync/http-json.js';
 import { fetchPinnedCa, parseToken } from '../sync/pinned-ca.js';
@@ -62,6 +63,8 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
       );
     caPem = await fetchPinnedCa(hub, t.caFingerprint);
   }
+  // A new key pair at every enrollment: a re-enrolled edge cannot open what was sealed before.
+  const keys = newSealKeyPair();
   const res = await requestJson<{
     edge?: string;
     project?: string;
@@ -69,7 +72,7 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     approved?: boolean;
     error?: { message: string };
   }>(`${hub}/api/v1/enroll`, {
-    body: { joinToken: o.joinToken, name: o.name, labels: o.labels, inventory: o.inventory },
+    body: { joinToken: o.joinToken, name: o.name, labels: o.labels, inventory: o.inventory, sealKey: keys.publicKey },
     ca: caPem,
   });
   if (res.status !== 201 || !res.body.credential) {
@@ -82,6 +85,7 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     name: o.name,
     project: res.body.project!,
     credential: res.body.credential,
+    sealKey: keys.privateKey,
     ...(caPem ? { caPem } : {}),
     driver: o.driver,
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),

@@ -137,6 +137,12 @@ const MIGRATIONS = [
   },
   {
     version: 4,
+    // Why each workload revision was made (`rollout history --revision N`): the workload's
+    // outpost.dev/change-cause annotation, else who applied it or what it was rolled back to.
+    sql: 'ALTER TABLE workload_revisions ADD COLUMN change_cause TEXT;',
+  },
+  {
+    version: 5,
     // The labels derived from the inventory (core/inventory.ts inventoryLabels), kept next to it so
     // scheduling reads a small JSON object instead of parsing every inventory.
     sql: 'ALTER TABLE edge_runtime ADD COLUMN inventory_labels TEXT;',
@@ -173,5 +179,15 @@ export function recordEvent(db: SqliteDatabase, e: Omit<EventRecord, 'id' | 'at'
     e.name,
     e.reason,
     e.message,
+  );
+}
+
+/** Rewrites one event in place (coalescing repeated ones, hub/connection-history.ts). */
+export function updateEvent(db: SqliteDatabase, id: number, e: { at: number; reason: string; message: string }): void {
+  cachedStatement(db, 'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?').run(
+    e.at,
+    e.reason,
+    e.message,
+    id,
   );
 }

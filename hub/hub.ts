@@ -10,29 +10,33 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import client from 'prom-client';
-import { OFFLINE_AFTER_MS } from '../core/durations.js';
+import { OFFLINE_AFTER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
-import { createLogger } from '../core/logger.js';
+import { createLogger, throttle } from '../core/logger.js';
 import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
 import { buildInfo } from '../core/version.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
-import { cachedStatement, inTransaction } from '../sync/sqlite.js';
+import { inTransaction } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
+import { HubTransfers } from './blobs/transfers.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
-import { edgeRuntime } from './controllers/edges.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { projectReport } from './controllers/status.js';
-import { migrateHub, recordEvent } from './db.js';
-import { ObjectStore } from './objects.js';
+import { migrateHub } from './db.js';
+import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';
+import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
+import { createHubMetrics } from './metrics.js';
+import { ObjectStore, sealedKeyId } from './objects.js';
+import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
 
@@ -49,6 +53,8 @@ export interface HubOptions {
   requireApproval?: boolean;
   /** Extra names for the server certificate (the hub's public DNS name). */
   hosts?: string[];
+  /** Connections one source address may hold, edges' sync sockets not counted (default 1,024). */
+  maxConnectionsPerAddress?: number;
   /** Loaded mailbox documents are evicted beyond this estimate (default HUB_DOC_CACHE_BYTES). */
   memoryBudgetBytes?: number;
   /** Bytes of blobs one project may hold (default DEFAULT_BLOB_QUOTA_BYTES). */
@@ -126,9 +132,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
-    onChange: ({ id, doc, db, origin }) => {
-      if (origin === 'remote') {
-        const r = projectReport(db, id, doc);
+    // `c.doc` only for remote changes: reading it builds the JS view of a document written through
+    // its backend (every spec write), and destructuring it in the parameter list read it for every
+    // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
+    onChange: (c) => {
+      if (c.origin === 'remote') {
+        const r = projectReport(c.db, c.id, c.doc);
         if (r) reportChanged.add(r.edge);
         if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
@@ -156,8 +165,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   migrateHub(db);
   changes = changeFeed(db);
   auth.migrateAuth(db);
-  const objects = new ObjectStore(db);
-  scheduler = new Scheduler(db, objects, store);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
+  const objects = new ObjectStore(db, secrets);
+  const sealedAtStart = objects.sealStoredSecrets();
+  if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
+  scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
@@ -169,44 +181,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
   const fingerprint = tls?.caFingerprint ?? null;
 
-  // Metrics: gauges read at scrape time, counters bumped by the sync hooks.
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'outpost_hub_' });
-  const refused = new client.Counter({
-    name: 'outpost_hub_sync_refusals_total',
-    help: 'Sync connections refused, by code',
-    labelNames: ['code'],
-    registers: [registry],
-  });
-  const heartbeats = new client.Counter({
-    name: 'outpost_hub_heartbeats_total',
-    help: 'Heartbeats received',
-    registers: [registry],
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges_connected',
-    help: 'Edges with an open sync connection',
-    registers: [registry],
-    collect() {
-      this.set(sync?.connections().length ?? 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_edges',
-    help: 'Enrolled edges',
-    registers: [registry],
-    collect() {
-      this.set((db.prepare('SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_hub_docs_loaded',
-    help: 'Documents loaded in memory',
-    registers: [registry],
-    collect() {
-      this.set(store.loadedStats().docs);
-    },
-  });
+  // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
+  const metrics = createHubMetrics({ db, store, objects, scheduler: sched, sync: () => sync });
+  const { registry, refused, heartbeats, throttled } = metrics;
 
   const hubAuth: HubAuth = {
     verifyApiToken: (t) => {
@@ -227,7 +204,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     revokeToken: (kind, id) => (kind === 'api' ? auth.revokeApiToken(db, id) : auth.revokeJoinToken(db, id)),
     rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
-    issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
+    issueEdgeCredential: (e, sealKey) => auth.issueEdgeCredential(db, e, sealKey),
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
@@ -237,6 +214,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     scheduler,
     auth: hubAuth,
+    secrets,
     version,
     requireApproval: !!opts.requireApproval,
     caPem: tls?.caPem,
@@ -246,7 +224,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
   const blobs = new HubBlobs({
     db,
     dir: path.join(opts.dataDir, 'blobs'),
@@ -254,6 +231,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.start();
+  const transfers = new HubTransfers(db, blobs, registry);
+  const tunnel = new TunnelGateway({
+    db,
+    auth: hubAuth,
+    sync: () => sync,
+    registry,
+    onEdgeStream: (conn, s) => transfers.serve(conn.edge, s),
+  });
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
@@ -267,9 +252,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     void (tunnel.handleRequest(req, res) || honoListener(req, res));
   };
   const server = tls
-    ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, listener)
-    : http.createServer(listener);
-  server.requestTimeout = 0;
+    ? https.createServer({ cert: tls.certPem, key: tls.keyPem, ...serverTimeouts() }, listener)
+    : http.createServer(serverTimeouts(), listener);
+  const connLimit = limitConnections(server, opts.maxConnectionsPerAddress ?? MAX_CONNECTIONS_PER_ADDRESS);
   // A blob upload asking `Expect: 100-continue` is told no (quota, rights, already here) before its body.
   server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (!isBlobRoute(req)) res.writeContinue();
@@ -297,6 +282,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   };
   const seenTimer = setInterval(flushSeen, 1_000);
   seenTimer.unref();
+  const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
   sync = new SyncServer({
     store,
     hubVersion: version,
@@ -312,52 +298,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     // One transaction per connect or disconnect (three writes): a reconnect storm is thousands.
     onConnect: (conn) => {
-      const now = Date.now();
-      inTransaction(db, () => {
-        const rt = edgeRuntime(db, conn.edge);
-        cachedStatement(
-          db,
-          'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?',
-        ).run(now, now, conn.agentVersion, conn.remoteAddress, conn.edge);
-        cachedStatement(db, 'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)').run(
-          conn.edge,
-          now,
-          conn.remoteAddress,
-        );
-        if (rt)
-          recordEvent(db, {
-            project: rt.project,
-            kind: 'Edge',
-            name: conn.edge,
-            reason: 'Connected',
-            message: `edge ${conn.edge} connected from ${conn.remoteAddress}`,
-          });
-      });
+      recordConnect(db, conn);
       sched.markStatus(conn.edge, 'connectivity');
     },
     onDisconnect: (conn, code, reason) => {
-      const now = Date.now();
-      inTransaction(db, () => {
-        cachedStatement(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?').run(
-          now,
-          conn.edge,
-        );
-        cachedStatement(
-          db,
-          'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
-        ).run(now, `${code} ${reason}`.trim(), conn.edge);
-        const rt = edgeRuntime(db, conn.edge);
-        if (rt)
-          recordEvent(db, {
-            project: rt.project,
-            kind: 'Edge',
-            name: conn.edge,
-            reason: 'Disconnected',
-            message: `edge ${conn.edge} disconnected (${code}${reason ? `: ${reason}` : ''})`,
-          });
-      });
+      recordDisconnect(db, conn.edge, code, reason);
       sched.markStatus(conn.edge, 'connectivity');
       tunnel.onDisconnect(conn);
+      metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {
@@ -365,9 +313,29 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       seen.set(edge, Date.now());
     },
     onRefused: (_edge, code) => refused.inc({ code }),
+    onThrottled: (edge) => {
+      throttled.inc();
+      throttledLog((suppressed) =>
+        log.warn({ edge, suppressed }, 'an edge sends frames faster than FRAMES_PER_SECOND: reading it more slowly'),
+      );
+    },
+    onUpgraded: (socket) => connLimit.exempt(socket as Socket),
     restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
   });
   sync.attach(server);
+
+  // History retention (hub/connection-history.ts): at start, then every 10 minutes.
+  const prune = () => {
+    try {
+      const n = pruneHistory(db);
+      if (n.events || n.connections) log.info(n, 'pruned events and connection history past retention');
+    } catch (err) {
+      log.warn({ err }, 'pruning history failed; retried in 10 minutes');
+    }
+  };
+  prune();
+  const pruneTimer = setInterval(prune, 10 * 60_000);
+  pruneTimer.unref();
 
   // Rollouts and Stale states depend on time passing: re-plan edges that went quiet.
   const offlineTimer = setInterval(() => {
@@ -414,24 +382,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     async close() {
       blobs.stop();
       clearInterval(offlineTimer);
+      clearInterval(pruneTimer);
       clearInterval(seenTimer);
       flushSeen();
       changes?.close();
       tunnel.close();
       // Every connected edge is disconnected by the stop: one statement each, not one transaction
       // and event per edge (the sync server skips onDisconnect while closing).
-      const now = Date.now();
-      inTransaction(db, () => {
-        const n = cachedStatement(
-          db,
-          'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE connected_since IS NOT NULL',
-        ).run(now).changes;
-        cachedStatement(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE disconnected_at IS NULL').run(
-          now,
-          'hub stopped',
-        );
-        if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
-      });
+      const n = recordHubStop(db);
+      if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
       await sync!.close();
       // Idle keep-alive API connections would hold close() for their timeout: end them now.
       const closed = new Promise<void>((r) => server.close(() => r()));

@@ -9,9 +9,18 @@
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
-import { HANDSHAKE_TIMEOUT_MS, WS_PING_INTERVAL_MS } from '../core/durations.js';
+import {
+  FRAME_BURST,
+  FRAMES_PER_SECOND,
+  HANDSHAKE_TIMEOUT_MS,
+  RECONNECT_BURST,
+  RECONNECT_REFILL_MS,
+  REFUSAL_LOG_INTERVAL_MS,
+  UPGRADE_DEADLINE_MS,
+  WS_PING_INTERVAL_MS,
+} from '../core/durations.js';
 import { parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
-import { createLogger } from '../core/logger.js';
+import { createLogger, throttle } from '../core/logger.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
 import {
   CLOSE_CODES,
@@ -84,7 +93,11 @@ export interface SyncServerOptions {
    */
   restartEpoch?(id: DocId): void;
   /** Refusals are reported here too (metrics, events). */
-  onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized', message: string): void;
+  onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized' | 'too_many_reconnects', message: string): void;
+  /** A connection sent frames past FRAMES_PER_SECOND: the hub stopped reading it for a while. */
+  onThrottled?(edge: EdgeName): void;
+  /** The upgrade of an authenticated edge succeeded: its socket is long-lived (hub/http-limits.ts exempts it). */
+  onUpgraded?(socket: Duplex): void;
 }
 
 function bearer(req: IncomingMessage): string | null {
@@ -94,15 +107,51 @@ function bearer(req: IncomingMessage): string | null {
   return m ? m[1] : null;
 }
 
-function refuseUpgrade(socket: Duplex, status: number, message: string, code?: string): void {
-  const body = JSON.stringify({ error: { code: code ?? (status === 401 ? 'unauthorized' : 'bad_request'), message } });
+const STATUS_TEXT: Record<number, string> = {
+  401: 'Unauthorized',
+  404: 'Not Found',
+  429: 'Too Many Requests',
+  503: 'Service Unavailable',
+};
+
+/**
+ * Answers a refused upgrade and destroys the socket once the answer is written (or after a
+ * second): a client that reads its 401 and never closes must not keep the socket, nor anything
+ * counted against it, open.
+ */
+export function answerAndDestroy(
+  socket: Duplex,
+  status: number,
+  message: string,
+  headers: Record<string, string | number> = {},
+  code?: string,
+): void {
+  const body = message
+    ? JSON.stringify({
+        error: {
+          code: code ?? (status === 401 ? 'unauthorized' : status === 429 ? 'too_many_requests' : 'bad_request'),
+          message,
+        },
+      })
+    : '';
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  if (socket.destroyed) return;
+  const kill = setTimeout(() => socket.destroy(), 1_000);
+  kill.unref();
   socket.end(
-    `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Bad Request'}\r\n` +
-      'Content-Type: application/json\r\n' +
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Bad Request'}\r\n` +
+      (body ? 'Content-Type: application/json\r\n' : '') +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       (status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '') +
+      extra +
       'Connection: close\r\n\r\n' +
       body,
+    () => {
+      clearTimeout(kill);
+      socket.destroy();
+    },
   );
 }
 
@@ -129,7 +178,11 @@ export class SyncServer {
   /** The most handshakes completed in one whole second since the server started. */
   private peakRate = 0;
   /** Upgrades waiting for a handshake slot, oldest first. */
-  private readonly queued = new Set<() => void>();
+  private readonly queued = new Map<() => void, Duplex>();
+  /** Per edge: reconnect tokens left and when they were counted (reconnectWaitMs). */
+  private readonly reconnects = new Map<EdgeName, { tokens: number; at: number }>();
+  /** Refused upgrades are logged at most once per REFUSAL_LOG_INTERVAL_MS, with a count of the others. */
+  private readonly refusedLog = throttle(REFUSAL_LOG_INTERVAL_MS);
   readonly path: string;
 
   constructor(private readonly opts: SyncServerOptions) {
@@ -212,8 +265,89 @@ export class SyncServer {
     await new Promise<void>((r) => this.wss.close(() => r()));
   }
 
-  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, fromQueue = false): Promise<void> {
-    if (!fromQueue) socket.on('error', () => socket.destroy());
+  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    // Every state before the WebSocket exists has a deadline (authenticating, waiting in line);
+    // after it, the hello must come within HANDSHAKE_TIMEOUT_MS (onSocket).
+    const deadline = setTimeout(() => {
+      this.dropQueued(socket);
+      answerAndDestroy(socket, 503, '', { 'Retry-After': 5 });
+    }, UPGRADE_DEADLINE_MS);
+    deadline.unref();
+    socket.once('close', () => clearTimeout(deadline));
+    // The credential is checked before the upgrade takes a handshake slot or a place in line:
+    // unauthenticated clients cannot crowd out edges.
+    const token = bearer(req);
+    let identity: EdgeIdentity | null = null;
+    try {
+      identity = token ? await this.opts.authenticate(token, req) : null;
+    } catch (err) {
+      log.error({ err }, 'authenticating an edge failed');
+    }
+    if (socket.destroyed) return;
+    if (!identity) {
+      clearTimeout(deadline);
+      const why = token
+        ? 'the edge credential is not valid (revoked, decommissioned or unknown): enroll the edge again with a new join token'
+        : 'missing bearer credential';
+      this.refusedLog((suppressed) =>
+        log.warn(
+          { remote: req.socket.remoteAddress, ...(suppressed ? { suppressed } : {}) },
+          `refused sync upgrade: ${why}${suppressed ? ` (and ${suppressed} more refusals since the last line)` : ''}`,
+        ),
+      );
+      const gone = token ? this.opts.decommissioned?.(token) : undefined;
+      this.opts.onRefused?.(null, 'unauthorized', gone ?? why);
+      answerAndDestroy(socket, 401, gone ?? why, {}, gone ? 'decommissioned' : undefined);
+      return;
+    }
+    const wait = this.reconnectWaitMs(identity.edge);
+    if (wait > 0) {
+      clearTimeout(deadline);
+      const retry = Math.ceil(wait / 1000);
+      const why = `edge ${identity.edge} reconnects too often: come back in ${retry} s`;
+      this.refusedLog((suppressed) =>
+        log.warn({ edge: identity.edge, ...(suppressed ? { suppressed } : {}) }, `refused sync upgrade: ${why}`),
+      );
+      this.opts.onRefused?.(identity.edge, 'too_many_reconnects', why);
+      answerAndDestroy(socket, 429, why, { 'Retry-After': retry });
+      return;
+    }
+    this.admit(req, socket, head, identity, deadline, false);
+  }
+
+  /**
+   * Per edge, reconnects are a token bucket (RECONNECT_BURST, one more every RECONNECT_REFILL_MS):
+   * a reconnect loop wrote ~440 rows a second into the hub's events and connections. Returns how
+   * long the edge must wait, 0 when it may connect now (and takes the token).
+   */
+  private reconnectWaitMs(edge: EdgeName): number {
+    const now = Date.now();
+    const b = this.reconnects.get(edge) ?? { tokens: RECONNECT_BURST, at: now };
+    b.tokens = Math.min(RECONNECT_BURST, b.tokens + (now - b.at) / RECONNECT_REFILL_MS);
+    b.at = now;
+    if (this.reconnects.size >= 100_000 && !this.reconnects.has(edge)) this.reconnects.clear();
+    this.reconnects.set(edge, b);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil((1 - b.tokens) * RECONNECT_REFILL_MS);
+  }
+
+  private dropQueued(socket: Duplex): void {
+    for (const [resume, s] of this.queued) if (s === socket) this.queued.delete(resume);
+  }
+
+  /** A handshake slot, a place in line, or 503 with Retry-After when the line is full. */
+  private admit(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    identity: EdgeIdentity,
+    deadline: NodeJS.Timeout,
+    fromQueue: boolean,
+  ): void {
     const max = this.opts.maxPendingHandshakes ?? 256;
     // Newcomers line up behind the queue; a queued upgrade handed a free slot goes straight in.
     if (this.pendingHandshakes >= max || (!fromQueue && this.queued.size > 0)) {
@@ -227,19 +361,19 @@ export class SyncServer {
         const rate = this.handshakeRate();
         this.nextSlotAt = Math.max(this.nextSlotAt, now + (this.queued.size / rate) * 1000) + 1000 / rate;
         const retry = Math.min(60, Math.max(1, Math.round((this.nextSlotAt - now) / 1000)));
-        socket.end(
-          `HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${retry}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
-        );
+        clearTimeout(deadline);
+        answerAndDestroy(socket, 503, '', { 'Retry-After': retry });
         return;
       }
       const resume = () => {
         this.queued.delete(resume);
-        if (!socket.destroyed) void this.handleUpgrade(req, socket, head, true);
+        if (!socket.destroyed) this.admit(req, socket, head, identity, deadline, true);
       };
-      this.queued.add(resume);
+      this.queued.set(resume, socket);
       socket.once('close', () => this.queued.delete(resume));
       return;
     }
+    clearTimeout(deadline);
     this.pendingHandshakes++;
     let counted = true;
     const done = () => {
@@ -247,17 +381,18 @@ export class SyncServer {
         this.pendingHandshakes--;
         this.countHandshake();
         // Hand the slot to the oldest waiting upgrade.
-        const next = this.queued.values().next().value as (() => void) | undefined;
+        const next = this.queued.keys().next().value as (() => void) | undefined;
         next?.();
       }
       counted = false;
     };
     socket.once('close', done);
     try {
-      await this.upgrade(req, socket, head, done);
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, identity, req, done));
     } catch (err) {
       done();
-      throw err;
+      socket.destroy();
+      log.error({ err }, 'upgrading a sync connection failed');
     }
   }
 
@@ -285,28 +420,6 @@ export class SyncServer {
     return Math.max(50, this.peakRate, this.rate.previous, this.rate.current / elapsed);
   }
 
-  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, handshakeDone: () => void): Promise<void> {
-    const token = bearer(req);
-    let identity: EdgeIdentity | null = null;
-    try {
-      identity = token ? await this.opts.authenticate(token, req) : null;
-    } catch (err) {
-      log.error({ err }, 'authenticating an edge failed');
-    }
-    if (!identity) {
-      const why = token
-        ? 'the edge credential is not valid (revoked, decommissioned or unknown): enroll the edge again with a new join token'
-        : 'missing bearer credential';
-      log.warn({ remote: req.socket.remoteAddress }, `refused sync upgrade: ${why}`);
-      const gone = token ? this.opts.decommissioned?.(token) : undefined;
-      this.opts.onRefused?.(null, 'unauthorized', gone ?? why);
-      refuseUpgrade(socket, 401, gone ?? why, gone ? 'decommissioned' : undefined);
-      return;
-    }
-    const id = identity;
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, id, req, handshakeDone));
-  }
-
   private onSocket(ws: WebSocket, identity: EdgeIdentity, req: IncomingMessage, handshakeDone: () => void): void {
     const edge = identity.edge;
     const remoteAddress = req.socket.remoteAddress ?? '';
@@ -317,8 +430,29 @@ export class SyncServer {
       () => this.refuse(ws, edge, 'bad_frame', 'no hello within the handshake timeout'),
       HANDSHAKE_TIMEOUT_MS,
     );
+    this.opts.onUpgraded?.(req.socket);
+    // Frames are a token bucket per connection; an empty bucket pauses reading this socket.
+    const bucket = { tokens: FRAME_BURST, at: performance.now(), paused: false };
+    const take = () => {
+      const now = performance.now();
+      bucket.tokens = Math.min(FRAME_BURST, bucket.tokens + ((now - bucket.at) * FRAMES_PER_SECOND) / 1000);
+      bucket.at = now;
+      bucket.tokens -= 1;
+      if (bucket.tokens >= 0 || bucket.paused) return;
+      bucket.paused = true;
+      ws.pause();
+      this.opts.onThrottled?.(edge);
+      setTimeout(
+        () => {
+          bucket.paused = false;
+          if (ws.readyState === ws.OPEN) ws.resume();
+        },
+        Math.ceil((-bucket.tokens * 1000) / FRAMES_PER_SECOND),
+      ).unref();
+    };
 
     ws.on('message', (data: RawData, isBinary: boolean) => {
+      take();
       const buf = Array.isArray(data)
         ? Buffer.concat(data)
         : Buffer.isBuffer(data)

@@ -11,6 +11,12 @@ export function tempDir(prefix = 'outpost-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
+/** Resident memory of a process in MB (Linux), for tests that report what an attack cost. */
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : 0;
+}
+
 /** Polls `fn` until it returns a truthy value or the deadline passes (then throws with the last value). */
 export async function waitFor<T>(
   fn: () => T | Promise<T>,

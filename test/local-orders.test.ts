@@ -223,6 +223,9 @@ describe('local orders on site', () => {
     const table = await cli(['get', 'edges'], cliEnv);
     expect(table.stdout).toMatch(/LOCAL\s+LABELS/);
     expect(table.stdout).toMatch(/site-b .* app:paused /);
+    const described = await cli(['describe', 'placement', 'p'], cliEnv);
+    expect(described.stdout).toMatch(/Held on site:\s+site-b \(app\)/);
+    expect(described.stdout).toMatch(/Progress:\s+1\/1 edge updated, 0 ready, 0 failed, 1 held/);
 
     expect((await local('resume', 'app')).code).toBe(0);
     await waitFor(async () => (await serving()) === 'v4 while-paused', { timeout: 30_000, what: 'v4 after resume' });

@@ -114,6 +114,12 @@ describe('overlapping placements', () => {
     );
     expect(r.json.error.details[0]).toMatchObject({ index: 0, path: 'spec' });
     expect((await api('GET', '/api/v1/projects/default/placements/dup')).status).toBe(404);
+    // A server dry run checks the same, and changes nothing either way.
+    const dry = await api('POST', '/api/v1/apply?dryRun=true', {
+      objects: [placement('dup', { edges: ['e1'], workloads: ['web'] })],
+    });
+    expect(dry.status).toBe(409);
+    expect(dry.json.error.message).toMatch(/^Placement dup: spec: overlaps placement web-all/);
     // The same through PUT.
     expect(
       (
@@ -189,6 +195,11 @@ describe('placements that cannot place anything', () => {
     expect(r.json.warnings).toEqual([
       'Placement other selects no edge now: no approved, schedulable edge of project default matches edgeSelector site=mars; it places nothing until one does',
     ]);
+    const dry = await api('POST', '/api/v1/apply?dryRun=true', {
+      objects: [placement('later', { edgeSelector: { matchLabels: { site: 'venus' } }, workloads: ['web'] })],
+    });
+    expect(dry.json.warnings).toEqual([expect.stringMatching(/^Placement later selects no edge now/)]);
+    expect((await api('GET', '/api/v1/projects/default/placements/later')).status).toBe(404);
     const st = await rolloutIs('other', 'Pending');
     expect(st.reason).toMatch(/^no edge selected/);
   });

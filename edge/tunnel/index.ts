@@ -11,10 +11,17 @@
  * sync.on('tunnel', (p) => tunnel.receive(p));
  */
 import { createLogger } from '../../core/logger.js';
-import { TunnelError, TunnelMux, TunnelRequest, type TunnelStream, type TunnelTransport } from '../../sync/tunnel.js';
+import {
+  TunnelError,
+  TunnelMux,
+  TunnelRequest,
+  type StreamLimits,
+  type TunnelStream,
+  type TunnelTransport,
+} from '../../sync/tunnel.js';
 import type { Driver } from '../drivers/driver.js';
 import type { Reconciler } from '../reconciler.js';
-import { runAction, runExec, runLogs } from './ops.js';
+import { runAction, runExec, runLogs, runMetrics } from './ops.js';
 import { forwardHttp, kubeTarget, type KubeTarget } from './http.js';
 
 const log = createLogger('edge:tunnel');
@@ -28,6 +35,8 @@ export interface TunnelAgentOptions {
   transport: TunnelTransport;
   /** The kubeconfig of the kubernetes driver: the only cluster API the `kube` target reaches. */
   kubeconfig?: string;
+  /** The agent's Prometheus page, for the hub's `GET /api/v1/edges/NAME/metrics`. */
+  metrics?: () => Promise<{ text: string; contentType: string }>;
 }
 
 export interface TunnelAgent {
@@ -37,6 +46,8 @@ export interface TunnelAgent {
   disconnected(): void;
   /** Open streams (for metrics and tests). */
   streams(): number;
+  /** Opens a stream to the hub (blob transfers, sync/transfer.ts); throws when disconnected. */
+  open(header: Record<string, unknown>, limits?: StreamLimits): TunnelStream;
 }
 
 export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
@@ -77,7 +88,9 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
           ? runLogs(s, o.driver, r)
           : r.type === 'exec'
             ? runExec(s, o.driver, r)
-            : runAction(s, o.driver, o.reconciler, r);
+            : r.type === 'metrics'
+              ? runMetrics(s, o.metrics)
+              : runAction(s, o.driver, o.reconciler, r);
     work.catch((err: unknown) => {
       const e =
         err instanceof TunnelError
@@ -88,8 +101,8 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
     });
   };
 
-  const mux = new TunnelMux({ ...o.transport, onStream: serve, maxStreams: MAX_EDGE_STREAMS });
-  let current = mux;
+  const newMux = () => new TunnelMux({ ...o.transport, side: 'edge', onStream: serve, maxStreams: MAX_EDGE_STREAMS });
+  let current = newMux();
 
   return {
     receive(payload) {
@@ -102,9 +115,10 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
     },
     disconnected() {
       current.close('the hub connection dropped');
-      current = new TunnelMux({ ...o.transport, onStream: serve, maxStreams: MAX_EDGE_STREAMS });
+      current = newMux();
     },
     streams: () => current.size,
+    open: (header, limits) => current.open(header, limits),
   };
 }
 

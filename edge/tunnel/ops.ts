@@ -26,6 +26,17 @@ async function requireWorkload(driver: Driver, name: string): Promise<void> {
     );
 }
 
+/** The agent's Prometheus page: head `{ok, contentType}`, then the text. */
+export async function runMetrics(
+  s: TunnelStream,
+  metrics: (() => Promise<{ text: string; contentType: string }>) | undefined,
+): Promise<void> {
+  if (!metrics) throw new TunnelError('not_found', 'this edge agent serves no metrics');
+  const m = await metrics();
+  s.sendMeta({ ok: true, contentType: m.contentType });
+  s.end(Buffer.from(m.text));
+}
+
 /** A driver's own complaint (no such container, not started) is the caller's problem, not ours. */
 function driverFailure(err: unknown): TunnelError {
   if (err instanceof TunnelError) return err;

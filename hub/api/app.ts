@@ -3,7 +3,6 @@
  * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
-import { formatBytes, MAX_REQUEST_BYTES } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { principal, type Env, type HubDeps } from './context.js';
@@ -15,10 +14,9 @@ import { openApiDocument } from './openapi.js';
 import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
+import { apiBodyLimit } from '../http-limits.js';
 
 const log = createLogger('hub:api');
-/** Bounds every API request body: manifests are small; a larger body is a mistake or an attack. */
-export const MAX_BODY_BYTES = MAX_REQUEST_BYTES;
 
 export function createApi(deps: HubDeps): Hono {
   const app = new Hono();
@@ -36,15 +34,8 @@ export function createApi(deps: HubDeps): Hono {
     ),
   );
 
-  app.use('*', async (c, next) => {
-    const len = Number(c.req.header('content-length') ?? 0);
-    if (len > MAX_BODY_BYTES)
-      throw new OutpostError(
-        'too_large',
-        `the request body is ${formatBytes(len)}, over the hub's ${formatBytes(MAX_BODY_BYTES)} limit for one request: send fewer objects at a time`,
-      );
-    await next();
-  });
+  // Every route, before any other work: the bytes actually read are counted (chunked bodies too).
+  app.use('*', apiBodyLimit());
 
   app.get('/healthz', (c) => c.json({ ok: true, version: deps.version }));
   app.get('/metrics', async (c) => c.body(await deps.metricsText(), 200, { 'content-type': deps.metricsContentType }));

@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import { kindsNotRunBy } from '../../core/driver-kinds.js';
 import { MAX_OBJECT_BYTES, rawDocuments, tooBigMessage } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
-import { parseManifests } from '../../core/manifest.js';
+import { ExpansionError, parseManifests } from '../../core/manifest.js';
 import type { Edge, Placement, Resource, Workload } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
 import { inTransaction } from '../../sync/sqlite.js';
@@ -181,6 +181,36 @@ function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: R
   return [...out];
 }
 
+/** Thrown to roll back a server-side dry run once its checks ran. */
+class DryRunDone extends Error {}
+
+/**
+ * hub/controllers/placements.ts over the placements of a request already written (inside its
+ * transaction): the warnings, or its refusal with details by object index, as validation reports
+ * them (the CLI names file and document).
+ */
+function placementRules(deps: HubDeps, valid: Resource[]): string[] {
+  const { db, objects } = deps;
+  const placements = valid
+    .filter((v) => v.kind === 'Placement')
+    .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
+  try {
+    return checkPlacements(db, objects, placements);
+  } catch (err) {
+    if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
+    const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
+      (d) => ({
+        index: valid.findIndex(
+          (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
+        ),
+        path: d.path,
+        message: d.message,
+      }),
+    );
+    throw new OutpostError(err.code, err.message, { details });
+  }
+}
+
 export function applyRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
   const { objects, db } = deps;
@@ -205,7 +235,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
       try {
         raw = parseManifests(text);
       } catch (err) {
-        throw new OutpostError('bad_request', (err as Error).message);
+        throw new OutpostError(err instanceof ExpansionError ? 'too_large' : 'bad_request', (err as Error).message);
       }
     } else {
       const body = await jsonBody<{ objects?: unknown[] }>(c);
@@ -215,6 +245,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     // Validate every object and check every permission before changing anything.
     const errors: { index: number; path: string; message: string }[] = [];
     const valid: Resource[] = [];
+    let tooLarge = false;
     raw.forEach((o, index) => {
       const obj = o as { metadata?: Record<string, unknown> } | null;
       const withProject =
@@ -227,6 +258,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
         valid.push(v);
       } catch (err) {
+        if (err instanceof OutpostError && err.code === 'too_large') tooLarge = true;
         if (err instanceof OutpostError && Array.isArray(err.details))
           for (const d of err.details as { path: string; message: string }[])
             errors.push({ index, path: d.path, message: d.message });
@@ -235,7 +267,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     });
     if (errors.length) {
       throw new OutpostError(
-        'invalid',
+        tooLarge ? 'too_large' : 'invalid',
         errors.map((e) => `object ${e.index + 1}: ${e.path ? `${e.path}: ` : ''}${e.message}`).join('; '),
         { details: errors },
       );
@@ -256,6 +288,16 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           edges: impactOf(deps, views.get(v.metadata.project)!, v, 'configured'),
         }));
     if (dryRun) {
+      // The placement rules need the request applied: apply it in a transaction always rolled back.
+      try {
+        inTransaction(db, () => {
+          for (const v of valid) objects.apply(v, { actor: actor(c) });
+          warnings.push(...placementRules(deps, valid));
+          throw new DryRunDone();
+        });
+      } catch (err) {
+        if (!(err instanceof DryRunDone)) throw err;
+      }
       const results: ApplyResult[] = valid.map((v, i) => ({
         kind: v.kind,
         project: v.metadata.project,
@@ -291,25 +333,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
         };
       });
       // Placement rules see the whole request applied (a placement may come before its workload).
-      const placements = valid
-        .filter((v) => v.kind === 'Placement')
-        .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
-      try {
-        warnings.push(...checkPlacements(db, objects, placements));
-      } catch (err) {
-        if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
-        // Details by object index, as validation reports them (the CLI names file and document).
-        const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
-          (d) => ({
-            index: valid.findIndex(
-              (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
-            ),
-            path: d.path,
-            message: d.message,
-          }),
-        );
-        throw new OutpostError(err.code, err.message, { details });
-      }
+      warnings.push(...placementRules(deps, valid));
       return out;
     });
     return c.json({ results, ...(warnings.length ? { warnings } : {}) });

@@ -6,6 +6,7 @@ import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { readReport, readSpec, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import { API_VERSION, formatIssues, Inventory, Labels, type Edge } from '../../core/resources.js';
+import { isSealKey } from '../../core/secrets.js';
 import { enrollLabels } from '../auth/join-tokens.js';
 import { recordEvent } from '../db.js';
 import { storeInventory } from '../controllers/edges.js';
@@ -21,6 +22,8 @@ const EnrollRequest = z.object({
     .refine(isValidName, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit'),
   labels: Labels.optional(),
   inventory: Inventory.optional(),
+  /** The public half of the key pair the agent just made; Secrets for this edge are sealed to it. */
+  sealKey: z.string().refine(isSealKey, 'must be an X25519 public key: 43 base64url characters').optional(),
 });
 
 export function edgeRoutes(deps: HubDeps): Hono<Env> {
@@ -160,18 +163,19 @@ export function enrollRoute(deps: HubDeps): Hono {
       throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
     }
     const req = parsed.data;
-    if (db.prepare('SELECT 1 FROM edge_runtime WHERE name = ?').get(req.name)) {
-      throw new OutpostError(
-        'conflict',
-        `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`,
-      );
-    }
     const approved = !deps.requireApproval;
     // The join token is consumed in the same transaction that creates the edge: a failed
-    // enrollment gives the use back.
+    // enrollment gives the use back. It is checked before the name, so only a token holder
+    // learns whether a name is taken.
     const { grant, credential } = db
       .transaction(() => {
         const grant = auth.consumeJoinToken(req.joinToken);
+        if (db.prepare('SELECT 1 FROM edge_runtime WHERE name = ?').get(req.name)) {
+          throw new OutpostError(
+            'conflict',
+            `edge ${req.name} is already enrolled: start the agent with its existing data directory, or decommission it first (outpost edge decommission ${req.name}) to enroll it again`,
+          );
+        }
         const labels = enrollLabels(grant, req.labels);
         objects.apply(
           {
@@ -196,7 +200,7 @@ export function enrollRoute(deps: HubDeps): Hono {
           reason: 'Enrolled',
           message: `edge ${req.name} enrolled${approved ? '' : ', waiting for approval (outpost edge approve ' + req.name + ')'}`,
         });
-        return { grant, credential: auth.issueEdgeCredential(req.name) };
+        return { grant, credential: auth.issueEdgeCredential(req.name, req.sealKey) };
       })
       .immediate();
     log.info({ edge: req.name, project: grant.project, approved }, 'edge enrolled');

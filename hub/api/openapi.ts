@@ -143,6 +143,12 @@ export function openApiDocument(version: string): unknown {
       },
     },
     '/api/v1/edges/{name}/exec/{workload}': simple('Run a command in a workload on an edge'),
+    '/api/v1/edges/{name}/metrics': {
+      get: {
+        summary: "The edge agent's own Prometheus metrics, fetched through its tunnel (viewer or higher)",
+        responses: { 200: { description: 'text/plain Prometheus exposition' }, 503: errorResponse },
+      },
+    },
     '/api/v1/projects/{project}/blobs': {
       get: { summary: 'List the blobs of a project', responses: { 200: { description: '{items}' } } },
       post: {

@@ -24,7 +24,8 @@ import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { edgeRuntime } from '../controllers/edges.js';
-import { handleActions, handleExec, handleLogs, readJson } from './ops.js';
+import { kubeAction } from './kube-path.js';
+import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
 import {
   cookieValues,
   DEFAULT_SESSION_TTL_MS,
@@ -41,7 +42,7 @@ import { handleHttp, sendError, type RouteContext } from './routes.js';
 const log = createLogger('hub:tunnel');
 
 export const TUNNEL_PATH =
-  /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions)(\/.*)?$/;
+  /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions|metrics)(\/.*)?$/;
 
 export interface GatewayLimits {
   /** Deadline of a request/response stream (proxy, kube, exec, actions). */
@@ -68,6 +69,8 @@ export interface GatewayOptions {
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
+  /** A stream the edge opened (blob transfers); without it the edge's OPEN is refused. */
+  onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
 }
 
 interface EdgeTunnel {
@@ -79,6 +82,7 @@ export class TunnelGateway {
   private readonly tunnels = new Map<EdgeName, EdgeTunnel>();
   readonly limits: GatewayLimits;
   private readonly opened?: client.Counter<'type'>;
+  private readonly bytes?: client.Counter<'direction'>;
   private readonly sessions: ProxySessions;
 
   constructor(private readonly opts: GatewayOptions) {
@@ -100,6 +104,12 @@ export class TunnelGateway {
         labelNames: ['type'],
         registers: [opts.registry],
       });
+      this.bytes = new client.Counter({
+        name: 'outpost_hub_tunnel_bytes_total',
+        help: 'Tunnel stream bytes, counted when a stream closes: from_edge or to_edge',
+        labelNames: ['direction'],
+        registers: [opts.registry],
+      });
     }
   }
 
@@ -113,9 +123,14 @@ export class TunnelGateway {
   /** SyncServer's onTunnel hook: a 0x02 payload from an edge. A malformed one closes that edge's connection. */
   onTunnel(conn: EdgeConnection, payload: Buffer): void {
     const t = this.tunnels.get(conn.edge);
-    if (!t || t.conn !== conn) return; // no stream was opened on this connection: stale frames
+    let mux = t?.conn === conn ? t.mux : undefined;
+    // Before any stream was opened on this connection too (the edge opens transfer streams): a
+    // well-formed frame about a stream the mux does not know is dropped, a malformed one closes
+    // the connection (docs/tunnel.md). Frames of a connection already replaced are dropped.
+    if (!mux && this.opts.sync()?.connection(conn.edge) === conn) mux = this.mux(conn);
+    if (!mux) return; // a connection already replaced: stale frames
     try {
-      t.mux.receive(payload);
+      mux.receive(payload);
     } catch (err) {
       throw new ProtocolError('bad_frame', `bad tunnel frame: ${(err as Error).message}`);
     }
@@ -139,10 +154,13 @@ export class TunnelGateway {
     if (t && t.conn === conn) return t.mux;
     t?.mux.close(`edge ${conn.edge} reconnected`);
     const socket = conn.socket;
+    const onEdgeStream = this.opts.onEdgeStream;
     const mux = new TunnelMux({
+      side: 'hub',
       send: (p) => conn.sendTunnel(p),
       bufferedAmount: () => socket.bufferedAmount,
       maxStreams: this.limits.maxStreamsPerEdge,
+      ...(onEdgeStream ? { onStream: (s: TunnelStream) => onEdgeStream(conn, s) } : {}),
     });
     this.tunnels.set(conn.edge, { conn, mux });
     return mux;
@@ -180,7 +198,9 @@ export class TunnelGateway {
           ? handleExec(ctx, req, res)
           : route === 'actions'
             ? handleActions(ctx, req, res)
-            : handleHttp(ctx, req, res);
+            : route === 'metrics'
+              ? handleMetrics(ctx, req, res)
+              : handleHttp(ctx, req, res);
     work.catch((err: unknown) => {
       if (!(err instanceof OutpostError || err instanceof TunnelError))
         log.error({ err, path: req.url }, 'tunnel request failed');
@@ -373,6 +393,10 @@ export class TunnelGateway {
         };
         const s = gw.mux(conn).open(header, limits);
         gw.opened?.inc({ type: String(header.type) });
+        s.once('close', () => {
+          gw.bytes?.inc({ direction: 'from_edge' }, s.bytesIn);
+          gw.bytes?.inc({ direction: 'to_edge' }, s.bytesOut);
+        });
         log.info({ user: p.tokenId, role: p.role, edge, target, stream: s.id }, 'tunnel request');
         return s;
       },
@@ -383,12 +407,9 @@ export class TunnelGateway {
 
 /** Which action a tunnel route needs. Kube reads are read; anything that changes or runs code is write. */
 export function neededAction(route: string, method: string, rest: string, upgrade: boolean): Action {
-  if (route === 'logs') return 'read';
+  if (route === 'logs' || route === 'metrics') return 'read';
   if (route !== 'kube') return 'write';
-  if (upgrade) return 'write';
-  if (!['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())) return 'write';
-  // GET on these subresources runs code or reaches into pods: they count as exec/port-forward.
-  return /\/(exec|attach|portforward|proxy)(\/|$|\?)/.test(rest) ? 'write' : 'read';
+  return kubeAction(method, rest, upgrade);
 }
 
 export type { Principal };

@@ -173,6 +173,25 @@ async function interactive(ctx: RouteContext, req: IncomingMessage, workload: st
   await once(ws, 'close');
 }
 
+/** `GET /api/v1/edges/NAME/metrics`: the edge agent's own Prometheus page, through its tunnel. */
+export async function handleMetrics(ctx: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method !== 'GET' || ctx.rest !== '')
+    throw new OutpostError('bad_request', `use GET /api/v1/edges/${ctx.edge}/metrics`);
+  const s = ctx.open({ type: 'metrics' }, false, 'metrics');
+  s.end();
+  res.on('close', () => {
+    if (!res.writableFinished) s.destroy();
+  });
+  const m = await head(s);
+  s.on('error', (err) => sendError(res, err));
+  res.writeHead(200, {
+    'content-type': typeof m.contentType === 'string' ? m.contentType : 'text/plain; version=0.0.4; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-content-type-options': 'nosniff',
+  });
+  s.pipe(res);
+}
+
 export async function handleActions(
   ctx: RouteContext,
   req: IncomingMessage,

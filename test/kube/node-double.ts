@@ -29,18 +29,12 @@
  * await kube.stop();
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import { join } from 'node:path';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
 import { KubeApi, type Obj } from './api.js';
 import type { KubeApiServer } from './harness.js';
+import { startKubeletApi } from './kubelet-api.js';
 import { Kubelet } from './kubelet-double.js';
 
 export const NODE_NAME = 'outpost-test-node';
-const EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
 
 export interface NodeDouble {
   /** Appends a line to a running container's log (canned output for log tests). */
@@ -77,90 +71,8 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
   const pods = new Map<string, Obj>(); // by namespace/name, from the last tick
 
   // --- the kubelet API that the API server proxies logs and exec to -------------------------------
-  const server: Server = createServer(
-    { cert: readFileSync(join(kube.dir, 'server.crt')), key: readFileSync(join(kube.dir, 'server.key')) },
-    (req, res) => serveLogs(req, res),
-  );
-  const wss = new WebSocketServer({
-    noServer: true,
-    handleProtocols: (offered) => EXEC_PROTOCOLS.find((p) => offered.has(p)) ?? false,
-  });
-
-  function serveLogs(req: IncomingMessage, res: ServerResponse): void {
-    const url = new URL(req.url ?? '/', 'https://localhost');
-    const m = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
-    const lines = m ? kubelet.logLines(m[1], m[2], m[3]) : undefined;
-    if (!m || !lines) {
-      res.writeHead(404, { 'content-type': 'text/plain' });
-      res.end(`no container ${m ? m.slice(1).join('/') : url.pathname} on ${NODE_NAME}`);
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    const tailLines = url.searchParams.get('tailLines');
-    const first = tailLines === null ? lines : lines.slice(-Number(tailLines) || lines.length);
-    for (const l of tailLines === '0' ? [] : first) res.write(`${l}\n`);
-    if (url.searchParams.get('follow') !== 'true') return void res.end();
-    const off = kubelet.follow(m[1], m[2], m[3], (l) => res.write(`${l}\n`));
-    res.on('close', () => off?.());
-  }
-
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'https://localhost');
-    const m = /^\/exec\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
-    const pod = m ? pods.get(`${m[1]}/${m[2]}`) : undefined;
-    if (!m || !pod) {
-      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
-      return;
-    }
-    const command = url.searchParams.getAll('command');
-    const stdin = ['1', 'true'].includes(url.searchParams.get('input') ?? '');
-    wss.handleUpgrade(req, socket, head, (ws) => runExec(ws, pod, m[3], command, stdin));
-  });
-
-  function runExec(ws: WebSocket, pod: Obj, container: string, command: string[], stdin: boolean): void {
-    const finish = (status: Obj): void => {
-      ws.send(Buffer.concat([Buffer.from([3]), Buffer.from(JSON.stringify(status))]));
-      ws.close(1000);
-    };
-    const proc = kubelet.exec(pod.metadata.namespace, pod, container, command);
-    if (typeof proc === 'string')
-      return finish({ metadata: {}, status: 'Failure', message: proc, reason: 'BadRequest', code: 400 });
-    proc.stdout!.on('data', (d: Buffer) => ws.send(Buffer.concat([Buffer.from([1]), d])));
-    proc.stderr!.on('data', (d: Buffer) => ws.send(Buffer.concat([Buffer.from([2]), d])));
-    if (!stdin) proc.stdin!.end();
-    ws.on('message', (data: Buffer) => {
-      if (data[0] === 0) proc.stdin!.write(data.subarray(1));
-      if (data[0] === 255 && data[1] === 0) proc.stdin!.end();
-    });
-    ws.on('close', () => proc.exitCode === null && proc.kill('SIGKILL'));
-    let spawnError: Error | undefined;
-    proc.on('error', (err) => {
-      spawnError = err;
-    });
-    proc.on('close', (code) => {
-      if (spawnError) {
-        // What containerd reports when the binary is missing; kubectl exits 126 on it.
-        const message = `OCI runtime exec failed: exec failed: unable to start container process: exec: "${command[0]}": executable file not found in $PATH: unknown`;
-        ws.send(Buffer.concat([Buffer.from([2]), Buffer.from(`${message}\r\n`)]));
-        code = 126;
-      }
-      if (code === 0) return finish({ metadata: {}, status: 'Success' });
-      finish({
-        metadata: {},
-        status: 'Failure',
-        message: `command terminated with non-zero exit code: error executing command [${command.join(' ')}], exit code ${code}`,
-        reason: 'NonZeroExitCode',
-        details: { causes: [{ reason: 'ExitCode', message: String(code) }] },
-      });
-    });
-  }
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const addr = server.address();
-  const kubeletPort = typeof addr === 'object' && addr ? addr.port : 0;
+  const kubeletApi = await startKubeletApi(kube, kubelet, (ns, name) => pods.get(`${ns}/${name}`));
+  const kubeletPort = kubeletApi.port;
 
   // --- the Node object ----------------------------------------------------------------------------
   await api.ok('POST', '/api/v1/nodes', {
@@ -495,10 +407,7 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
     async stop() {
       stopped = true;
       await loop;
-      for (const c of wss.clients) c.terminate();
-      wss.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await kubeletApi.close();
       await kubelet.shutdown();
     },
   };

@@ -8,7 +8,11 @@
  *   owned objects no longer in the unit are deleted (prune). Unchanged hash on the live objects:
  *   no write at all. A unit the API server rejects (invalid, unknown kind) does not throw: the
  *   workload is reported Failed with the server's message; an unreachable server throws.
- * - readiness and phases: observe.ts. Restarts: container restarts of the workload's pods.
+ * - readiness and phases: observe.ts, one workload's observation: report.ts. Restarts: container
+ *   restarts of the workload's pods.
+ * - drift (drift.ts): objects someone else changed or deleted make the workload Modified, and an
+ *   apply of the same hash applies them again instead of skipping. A CRD is waited for until
+ *   Established before the custom resources after it.
  * - stop scales Deployments to 0 and deletes Pods; start re-applies the last unit; restart rolls
  *   Deployments (pod-template annotation, like `kubectl rollout restart`) and recreates Pods.
  * - logs and exec go through the API server (io.ts); with several pods, the first ready one.
@@ -38,22 +42,21 @@ import {
 } from '../driver.js';
 import { driftOf } from './drift.js';
 import { execInPod, execInPodInteractive, podLogLines } from './io.js';
+import { observeWorkload } from './report.js';
 import {
   BASE_KINDS,
   FIELD_MANAGER,
-  LABEL_GENERATION,
   LABEL_HASH,
   LABEL_MANAGED_BY,
   LABEL_WORKLOAD,
   RESTARTED_AT,
   RESTART_FIELD_MANAGER,
-  defaultNamespace,
   identity,
   objectKey,
   prepare,
   type KObj,
 } from './objects.js';
-import { objectPhase, restartsOf, worstPhase, type ObjectPhase } from './observe.js';
+import { objectPhase } from './observe.js';
 import { StateDir, type WorkloadRecord } from './state.js';
 
 export interface KubernetesDriverOptions {
@@ -385,63 +388,14 @@ class KubernetesDriver implements Driver {
       ...byWorkload.keys(),
       ...[...records.values()].filter((r) => r.stopped || r.error).map((r) => r.unit.name),
     ]);
-    const out: WorkloadObservation[] = [];
-    for (const name of [...names].sort()) {
-      const objs = byWorkload.get(name) ?? [];
-      const rec = records.get(name);
-      const wpods = pods.filter((p) => p.metadata.labels?.[LABEL_WORKLOAD] === name && !p.metadata.deletionTimestamp);
-      const hashes = new Set(objs.map((o) => o.metadata.labels?.[LABEL_HASH] ?? ''));
-      const hash = objs.length === 0 ? (rec?.unit.hash ?? '') : hashes.size === 1 ? [...hashes][0] : '';
-      const generation =
-        rec && rec.unit.hash === hash
-          ? rec.unit.generation
-          : Math.max(0, ...objs.map((o) => Number(o.metadata.labels?.[LABEL_GENERATION] ?? 0)));
-      const phases: Record<string, ObjectPhase> = {};
-      for (const o of objs) {
-        // The workload's own namespace is plumbing, not one of its objects, unless a manifest declares it.
-        const declared = rec?.unit.manifests.some((m) => m.kind === 'Namespace' && m.metadata.name === o.metadata.name);
-        if (o.kind === 'Namespace' && o.metadata.name === defaultNamespace(name) && !declared) continue;
-        phases[objectKey(o, name)] = objectPhase(o, o.kind === 'Deployment' ? podsOf(o, wpods) : []);
-      }
-      const modified: string[] = [];
-      if (rec && !rec.stopped && !rec.error && rec.unit.hash === hash) {
-        const prepared = prepare(rec.unit);
-        const live = new Map(objs.map((o) => [identity(o), o]));
-        for (const d of [...(prepared.ownNamespace ? [prepared.ownNamespace] : []), ...prepared.objects]) {
-          const drift = driftOf(d, live.get(identity(d)));
-          if (drift.length === 0) continue;
-          const key = objectKey(d, name);
-          modified.push(...drift.map((x) => (x.path ? `${key}: ${x.path}` : key)));
-          phases[key] = {
-            ready: phases[key]?.ready ?? false,
-            phase: 'Modified',
-            message: `${drift.map((x) => x.message).join('; ')}; the next apply puts it back`,
-          };
-        }
-      }
-      let { phase, message } = worstPhase(phases);
-      if (rec?.error) [phase, message] = ['Failed', rec.error];
-      else if (rec?.stopped) [phase, message] = ['Paused', 'stopped on request'];
-      else if (hashes.size > 1)
-        [phase, message] = ['Progressing', 'objects carry different unit hashes; an apply was interrupted'];
-      const objectsOut = Object.fromEntries(
-        Object.entries(phases).map(([k, p]) => [
-          k,
-          p.message ? { ready: p.ready, message: p.message } : { ready: p.ready },
-        ]),
-      );
-      out.push({
+    return [...names].sort().map((name) =>
+      observeWorkload(
         name,
-        generation,
-        hash,
-        phase,
-        ...(message ? { message } : {}),
-        restarts: restartsOf(wpods),
-        objects: objectsOut,
-        ...(modified.length ? { modified } : {}),
-      });
-    }
-    return out;
+        byWorkload.get(name) ?? [],
+        pods.filter((p) => p.metadata.labels?.[LABEL_WORKLOAD] === name),
+        records.get(name),
+      ),
+    );
   }
 
   private async record(name: string): Promise<WorkloadRecord> {
@@ -541,14 +495,4 @@ class KubernetesDriver implements Driver {
     this.api = undefined;
     this.kc = undefined;
   }
-}
-
-/** Pods of a Deployment: same namespace and matching its selector. */
-function podsOf(d: KObj, pods: KObj[]): KObj[] {
-  const sel = (d.spec?.selector?.matchLabels ?? {}) as Record<string, string>;
-  return pods.filter(
-    (p) =>
-      p.metadata.namespace === d.metadata.namespace &&
-      Object.entries(sel).every(([k, v]) => p.metadata.labels?.[k] === v),
-  );
 }

@@ -1,0 +1,16 @@
+/**
+ * @module Process metrics for a prom-client registry, clean under `promtool check metrics`.
+ *
+ * prom-client's defaults include three gauges named `*_total` (`nodejs_active_handles_total`,
+ * `_requests_total`, `_resources_total`), which Prometheus reserves for counters: promtool fails
+ * the whole page on them. They are dropped; the same counts by type remain as
+ * `nodejs_active_handles`, `nodejs_active_requests` and `nodejs_active_resources` (sum them).
+ */
+import client from 'prom-client';
+
+const MISNAMED = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+export function collectProcessMetrics(registry: client.Registry, prefix: string): void {
+  client.collectDefaultMetrics({ register: registry, prefix });
+  for (const name of MISNAMED) registry.removeSingleMetric(`${prefix}${name}`);
+}
