@@ -15,13 +15,14 @@ import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
 import { OFFLINE_AFTER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
+import { errorMessage } from '../core/errors.js';
 import { createLogger, throttle } from '../core/logger.js';
 import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
 import { buildInfo } from '../core/version.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
-import { inTransaction } from '../sync/sqlite.js';
+import { inTransaction, isCorruptDatabase } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
@@ -127,8 +128,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
+  const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
-  const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
+  const dbFile = path.join(opts.dataDir, 'hub.db');
+  const store = await ReplicaStore.open(dbFile, {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
     // `c.doc` only for remote changes: reading it builds the JS view of a document written through
@@ -136,8 +139,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
     onChange: (c) => {
       if (c.origin === 'remote') {
-        const edge = projectReport(c.db, c.id, c.doc);
-        if (edge) reportChanged.add(edge);
+        const r = projectReport(c.db, c.id, c.doc);
+        if (r) reportChanged.add(r.edge);
+        if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
     afterChange: (id, origin) => {
@@ -154,7 +158,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
+      // New inventory labels may make placements select the edge, or stop selecting it.
+      for (const e of inventoryChanged) scheduler?.markEdge(e);
+      inventoryChanged.clear();
     },
+  }).catch((err: unknown) => {
+    if (!isCorruptDatabase(err)) throw err;
+    throw new Error(
+      `the hub database ${dbFile} is damaged (${errorMessage(err)}): stop the hub, move the file aside and restore the last backup in its place (outpost hub backup made it; docs/operations.md, "Backup and restore"), then start the hub again`,
+      { cause: err },
+    );
   });
   const db = store.db;
   migrateHub(db);
