@@ -61,6 +61,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       parseSelectorFlag,
     )
     .option('-A, --all-projects', 'list objects of every project the token may read')
+    .option('--local', 'edges only: those holding intents made on site (a local pause or override not cleared)')
     .option(
       '--show-secrets',
       'show Secret values in clear in -o yaml/json (operator or admin tokens; they show as <redacted> otherwise)',
@@ -73,7 +74,13 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       async (
         kindArg: string,
         nameArg: string | undefined,
-        opts: { output: OutputFormat; selector?: string; allProjects?: boolean; showSecrets?: boolean },
+        opts: {
+          output: OutputFormat;
+          selector?: string;
+          allProjects?: boolean;
+          showSecrets?: boolean;
+          local?: boolean;
+        },
         cmd: Command,
       ) => {
         const { info, name: slashName } = asUsage(() => parseKindArg(kindArg));
@@ -82,6 +89,8 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         const name = slashName ?? nameArg;
         if (name !== undefined && opts.selector !== undefined)
           throw new UsageError('-l selects among many objects; leave it out when naming one');
+        if (opts.local && (info.kind !== 'Edge' || name !== undefined))
+          throw new UsageError('--local lists edges holding intents made on site: outpost get edges --local');
         if (name !== undefined && opts.allProjects)
           throw new UsageError('--all-projects lists objects; leave it out when naming one (use --project P)');
         const s = await openSession(cmd, deps);
@@ -97,7 +106,11 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
             : await s.client
                 .list<ApiObject>(
                   objectPath(project, info.path),
-                  { labelSelector: opts.selector || undefined, ...(opts.showSecrets ? { secrets: 'reveal' } : {}) },
+                  {
+                    labelSelector: opts.selector || undefined,
+                    ...(opts.local ? { local: 'true' } : {}),
+                    ...(opts.showSecrets ? { secrets: 'reveal' } : {}),
+                  },
                   { kind: info.singular },
                 )
                 .catch((err: unknown) => {
@@ -118,7 +131,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         if (objects.length === 0) {
           line(
             s.out.err,
-            `No ${info.path} found${opts.allProjects ? '' : ` in project ${project}`}${opts.selector ? ` matching ${opts.selector}` : ''}.`,
+            `No ${info.path} found${opts.allProjects ? '' : ` in project ${project}`}${opts.selector ? ` matching ${opts.selector}` : ''}${opts.local ? ' holding intents made on site' : ''}.`,
           );
           return;
         }
