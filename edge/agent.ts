@@ -24,6 +24,8 @@ import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { readDecommissioned, writeDecommissioned, type Decommissioned } from './decommission.js';
 import { enroll } from './enroll.js';
+import { EdgeBlobStore } from './blobs/store.js';
+import { EdgeTransfers } from './blobs/transfers.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
@@ -42,6 +44,8 @@ export interface EdgeAgentOptions {
   kubeconfig?: string;
   /** Tests and benchmarks: a faster heartbeat. */
   heartbeatMs?: number;
+  /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
+  blobBudgetBytes?: number;
 }
 
 export interface EdgeAgent {
@@ -50,6 +54,8 @@ export interface EdgeAgent {
   driver: Driver;
   reconciler: Reconciler;
   sync: SyncClient;
+  blobs: EdgeBlobStore;
+  transfers: EdgeTransfers;
   socketPath: string;
   close(): Promise<void>;
 }
@@ -181,6 +187,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     })();
   });
 
+  const blobs = new EdgeBlobStore(path.join(o.dataDir, 'blobs'), o.blobBudgetBytes);
+  const transfers = new EdgeTransfers(
+    blobs,
+    (h, limits) => tunnel.open(h, limits),
+    () => s.state === 'connected',
+  );
+  s.on('state', (state) => state === 'connected' && transfers.kick());
+
   if (decommissioned) {
     log.error(
       { at: decommissioned.at, message: decommissioned.message },
@@ -214,8 +228,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
         driver,
         reconciler,
         connection: () => (decommissioned ? 'decommissioned' : s.state),
+        lastError: () => (s.state === 'connected' ? undefined : s.lastError),
         decommissioned: () => decommissioned,
         registry,
+        transfers,
       }),
       socketPath,
     );
@@ -231,9 +247,12 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     driver,
     reconciler: r,
     sync: s,
+    blobs,
+    transfers,
     socketPath,
     async close() {
       clearInterval(compactTimer);
+      transfers.stop();
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));

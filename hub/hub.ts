@@ -25,6 +25,7 @@ import { inTransaction } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
+import { HubTransfers } from './blobs/transfers.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
@@ -218,7 +219,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
   const blobs = new HubBlobs({
     db,
     dir: path.join(opts.dataDir, 'blobs'),
@@ -226,6 +226,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.start();
+  const transfers = new HubTransfers(db, blobs, registry);
+  const tunnel = new TunnelGateway({
+    db,
+    auth: hubAuth,
+    sync: () => sync,
+    registry,
+    onEdgeStream: (conn, s) => transfers.serve(conn.edge, s),
+  });
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
