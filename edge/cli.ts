@@ -95,6 +95,7 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       const s = check(await call(sock(cmd), 'GET', '/status'));
       if (opts.output === 'json') return io.out(`${JSON.stringify(s, null, 2)}\n`);
       io.out(`edge ${s.edge}  hub ${s.hub} (${s.connection})  driver ${s.driver}\n`);
+      if (s.lastError) io.out(`cannot reach the hub (since ${s.lastError.at}): ${s.lastError.message}\n`);
       if (s.decommissioned)
         io.out(
           `DECOMMISSIONED${s.decommissioned.at ? ` at ${s.decommissioned.at}` : ''}: ${s.decommissioned.message}\n` +

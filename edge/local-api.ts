@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { Registry } from 'prom-client';
+import { diskFullError, isDiskFull, OutpostError } from '../core/errors.js';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import {
   addIntent,
@@ -34,6 +35,8 @@ export interface LocalApiDeps {
   driver: Driver;
   reconciler: Reconciler;
   connection(): string;
+  /** Why the last attempt to reach the hub failed, until one succeeds (TLS reason, refusal). */
+  lastError?(): { message: string; at: string } | undefined;
   /** Set once the hub decommissioned this edge (edge/decommission.ts). */
   decommissioned?(): { at: string; message: string } | undefined;
   registry: Registry;
@@ -93,6 +96,7 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       edge: d.edge,
       hub: d.hub,
       connection: d.connection(),
+      ...(d.lastError?.() ? { lastError: d.lastError() } : {}),
       ...(d.decommissioned?.() ? { decommissioned: d.decommissioned() } : {}),
       driver: d.driver.name,
       workloads: Object.values(s.workloads).map((w) => ({
@@ -200,7 +204,8 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       }
     };
     handle().catch((err: unknown) => {
-      const status = err instanceof HttpError ? err.status : 500;
+      if (isDiskFull(err)) err = diskFullError(d.store.db.name, err);
+      const status = err instanceof HttpError || err instanceof OutpostError ? err.status : 500;
       const message = err instanceof Error ? err.message : String(err);
       if (!res.headersSent) sendError(res, status, message);
       else res.destroy(err instanceof Error ? err : undefined);

@@ -15,13 +15,14 @@ import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
 import { OFFLINE_AFTER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
+import { errorMessage } from '../core/errors.js';
 import { createLogger, throttle } from '../core/logger.js';
 import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
 import { buildInfo } from '../core/version.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
-import { inTransaction } from '../sync/sqlite.js';
+import { inTransaction, isCorruptDatabase } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
@@ -130,7 +131,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
-  const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
+  const dbFile = path.join(opts.dataDir, 'hub.db');
+  const store = await ReplicaStore.open(dbFile, {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
     // `c.doc` only for remote changes: reading it builds the JS view of a document written through
@@ -157,6 +159,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
     },
+  }).catch((err: unknown) => {
+    if (!isCorruptDatabase(err)) throw err;
+    throw new Error(
+      `the hub database ${dbFile} is damaged (${errorMessage(err)}): stop the hub, move the file aside and restore the last backup in its place (outpost hub backup made it; docs/operations.md, "Backup and restore"), then start the hub again`,
+      { cause: err },
+    );
   });
   const db = store.db;
   migrateHub(db);

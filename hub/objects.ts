@@ -49,6 +49,17 @@ export interface Revision {
   revision: number;
   createdAt: string;
   manifests: unknown[];
+  /** Why it was made: the change-cause annotation, else who applied it or the rollback. */
+  changeCause?: string;
+}
+
+/** Annotations that say why a workload changed (ours, and kubectl's for manifests written for it). */
+export const CHANGE_CAUSE_ANNOTATIONS = ['outpost.dev/change-cause', 'kubernetes.io/change-cause'];
+
+function changeCause(obj: Resource, opts: { actor?: string; cause?: string }): string | undefined {
+  if (opts.cause) return opts.cause;
+  for (const a of CHANGE_CAUSE_ANNOTATIONS) if (obj.metadata.annotations[a]) return obj.metadata.annotations[a];
+  return opts.actor ? `applied by ${opts.actor}` : undefined;
 }
 
 /** Validates an object against its kind's schema; errors name the field path and the fix. */
@@ -193,7 +204,7 @@ export class ObjectStore {
    */
   apply(
     input: Resource,
-    opts: { create?: boolean; update?: boolean; actor?: string } = {},
+    opts: { create?: boolean; update?: boolean; actor?: string; cause?: string } = {},
   ): { object: Resource; action: ApplyAction } {
     const validated = validateResource(input);
     const { kind } = validated;
@@ -242,7 +253,7 @@ export class ObjectStore {
             now,
             now,
           );
-        if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests);
+        if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
         const after = this.get(kind, project, name)!;
         recordEvent(this.db, {
           project,
@@ -288,7 +299,7 @@ export class ObjectStore {
         cur.kind === 'Workload' &&
         JSON.stringify(obj.spec.manifests) !== JSON.stringify(cur.spec.manifests)
       )
-        this.addRevision(project, name, obj.spec.manifests);
+        this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
       const after = this.get(kind, project, name)!;
       recordEvent(this.db, {
         project,
@@ -332,12 +343,18 @@ export class ObjectStore {
     return (
       cachedStatement(
         this.db,
-        'SELECT revision, created_at, manifests FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision',
-      ).all(project, workload) as { revision: number; created_at: string; manifests: string }[]
+        'SELECT revision, created_at, manifests, change_cause FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision',
+      ).all(project, workload) as {
+        revision: number;
+        created_at: string;
+        manifests: string;
+        change_cause: string | null;
+      }[]
     ).map((r) => ({
       revision: r.revision,
       createdAt: r.created_at,
       manifests: JSON.parse(r.manifests) as unknown[],
+      ...(r.change_cause ? { changeCause: r.change_cause } : {}),
     }));
   }
 
@@ -384,7 +401,11 @@ export class ObjectStore {
         metadata: { ...cur.metadata, resourceVersion: undefined },
         spec: { ...cur.spec, manifests: target.manifests as Workload['spec']['manifests'] },
       };
-      const { object } = this.apply(next, { create: false, actor });
+      const { object } = this.apply(next, {
+        create: false,
+        actor,
+        cause: `rolled back to revision ${target.revision}${actor ? ` by ${actor}` : ''}`,
+      });
       recordEvent(this.db, {
         project,
         kind: 'Workload',
@@ -396,12 +417,12 @@ export class ObjectStore {
     });
   }
 
-  private addRevision(project: string, workload: string, manifests: unknown[]): void {
+  private addRevision(project: string, workload: string, manifests: unknown[], cause: string | undefined): void {
     const next = this.currentRevision(project, workload) + 1;
     cachedStatement(
       this.db,
-      'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at) VALUES (?, ?, ?, ?, ?)',
-    ).run(project, workload, next, JSON.stringify(manifests), new Date().toISOString());
+      'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at, change_cause) VALUES (?, ?, ?, ?, ?, ?)',
+    ).run(project, workload, next, JSON.stringify(manifests), new Date().toISOString(), cause ?? null);
     cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(
       project,
       workload,

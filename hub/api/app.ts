@@ -3,8 +3,8 @@
  * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
-import { OutpostError } from '../../core/errors.js';
-import { createLogger } from '../../core/logger.js';
+import { diskFullError, isDiskFull, OutpostError } from '../../core/errors.js';
+import { createLogger, throttle } from '../../core/logger.js';
 import { principal, type Env, type HubDeps } from './context.js';
 import { applyRoutes } from './apply.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
@@ -21,10 +21,17 @@ const log = createLogger('hub:api');
 
 export function createApi(deps: HubDeps): Hono {
   const app = new Hono();
+  // Every write fails while the disk is full: one log line a minute says so.
+  const diskFullLog = throttle(60_000);
   let openapi: string | undefined;
 
   app.onError((err, c) => {
     if (err instanceof OutpostError) return c.json(err.toJSON(), err.status as 400);
+    if (isDiskFull(err)) {
+      const e = diskFullError(deps.db.name, err);
+      diskFullLog((suppressed) => log.error({ err, suppressed }, e.message));
+      return c.json(e.toJSON(), 507);
+    }
     log.error({ err, path: c.req.path }, 'unhandled API error');
     return c.json({ error: { code: 'internal', message: 'internal error on the hub; see its log' } }, 500);
   });

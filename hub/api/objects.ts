@@ -99,12 +99,25 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     authorize(deps, c, 'read', project);
     const kind = c.req.query('kind');
     const name = c.req.query('name');
+    const reason = c.req.query('reason');
+    const since = c.req.query('since') === undefined ? undefined : Number(c.req.query('since'));
+    if (since !== undefined && !Number.isFinite(since))
+      throw new OutpostError('bad_request', 'since: give a time in milliseconds since the epoch');
     const limit = Math.min(Number(c.req.query('limit') ?? 50) || 50, 500);
     const rows = db
       .prepare(
-        `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ORDER BY id DESC LIMIT ?`,
+        `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ${reason ? 'AND reason = ?' : ''} ${since !== undefined ? 'AND at >= ?' : ''} ORDER BY id DESC LIMIT ?`,
       )
-      .all(...[project, ...(kind ? [kind] : []), ...(name ? [name] : []), limit]) as { at: number }[];
+      .all(
+        ...[
+          project,
+          ...(kind ? [kind] : []),
+          ...(name ? [name] : []),
+          ...(reason ? [reason] : []),
+          ...(since !== undefined ? [since] : []),
+          limit,
+        ],
+      ) as { at: number }[];
     return c.json({ items: rows.map((r) => ({ ...r, time: new Date(r.at).toISOString() })) });
   });
 
