@@ -130,6 +130,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
+  const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
   const dbFile = path.join(opts.dataDir, 'hub.db');
   const store = await ReplicaStore.open(dbFile, {
@@ -140,8 +141,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
     onChange: (c) => {
       if (c.origin === 'remote') {
-        const edge = projectReport(c.db, c.id, c.doc);
-        if (edge) reportChanged.add(edge);
+        const r = projectReport(c.db, c.id, c.doc);
+        if (r) reportChanged.add(r.edge);
+        if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
     afterChange: (id, origin) => {
@@ -158,6 +160,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
+      // New inventory labels may make placements select the edge, or stop selecting it.
+      for (const e of inventoryChanged) scheduler?.markEdge(e);
+      inventoryChanged.clear();
     },
   }).catch((err: unknown) => {
     if (!isCorruptDatabase(err)) throw err;
