@@ -254,6 +254,10 @@ describe('web UI in Chromium', () => {
     await page.getByText('Pod/hello:spec.containers.0.env.0.value', { exact: true }).waitFor();
     await page.getByRole('heading', { name: 'Inventory' }).waitFor();
     await page.locator('dd').getByText('process', { exact: true }).waitFor();
+    // Hardware facts from /proc and /sys, and the labels placements can select on (docs/inventory.md).
+    await page.locator('dt').getByText('Disks', { exact: true }).waitFor();
+    await page.locator('dt').getByText('CPU model', { exact: true }).waitFor();
+    await page.getByText('inventory.outpost.dev/runtime.process=true', { exact: true }).waitFor();
     await page.getByRole('heading', { name: 'Connection history' }).waitFor();
     await page.getByRole('row', { name: /hello hello-eu Ready/ }).waitFor();
     await screenshot(page, 'edge-detail');
