@@ -83,7 +83,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       name,
       labels: o.labels,
       driver: requestedDriver,
-      inventory: collectInventory(requestedDriver, version),
+      inventory: collectInventory(requestedDriver, version, { kubeconfig: o.kubeconfig }),
       kubeconfig: o.kubeconfig,
     });
   } else if (o.joinToken && o.name && o.name !== config.name) {
@@ -106,7 +106,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const store = await openReplica(path.join(o.dataDir, 'edge.db'), storeOptions);
   ensureMailbox(store, edge, 'edge');
   store.change<ReportDoc>(mailboxDocId(edge, 'report'), (d) => {
-    setInventory(d, collectInventory(config.driver, version));
+    setInventory(d, collectInventory(config.driver, version, { kubeconfig: config.kubeconfig }));
   });
 
   const driver = await createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });

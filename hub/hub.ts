@@ -27,6 +27,8 @@ import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
+import { AgentReleases } from './upgrades/releases.js';
+import { ensureReleaseKey } from './upgrades/release-key.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
@@ -128,6 +130,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
+  const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
   const dbFile = path.join(opts.dataDir, 'hub.db');
   const store = await ReplicaStore.open(dbFile, {
@@ -138,8 +141,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
     onChange: (c) => {
       if (c.origin === 'remote') {
-        const edge = projectReport(c.db, c.id, c.doc);
-        if (edge) reportChanged.add(edge);
+        const r = projectReport(c.db, c.id, c.doc);
+        if (r) reportChanged.add(r.edge);
+        if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
     afterChange: (id, origin) => {
@@ -156,6 +160,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
+      // New inventory labels may make placements select the edge, or stop selecting it.
+      for (const e of inventoryChanged) scheduler?.markEdge(e);
+      inventoryChanged.clear();
     },
   }).catch((err: unknown) => {
     if (!isCorruptDatabase(err)) throw err;
@@ -211,7 +218,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
+  const blobs = new HubBlobs({
+    db,
+    dir: path.join(opts.dataDir, 'blobs'),
+    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
+    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
+  });
+  blobs.start();
+  const releaseKey = ensureReleaseKey(opts.dataDir);
   const app = createApi({
+    releases: new AgentReleases(blobs, releaseKey),
     db,
     store,
     objects,
@@ -227,13 +243,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const blobs = new HubBlobs({
-    db,
-    dir: path.join(opts.dataDir, 'blobs'),
-    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
-    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
-  });
-  blobs.start();
   const transfers = new HubTransfers(db, blobs, registry);
   const tunnel = new TunnelGateway({
     db,
