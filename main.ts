@@ -198,8 +198,10 @@ export function buildProgram(): Command {
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
+    .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
     .action(
       async (o: {
+        blobBudget?: number;
         data: string;
         hub?: string;
         joinToken?: string;
@@ -225,6 +227,7 @@ export function buildProgram(): Command {
           labels: o.labels,
           driver: o.driver,
           kubeconfig: o.kubeconfig,
+          ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
         });
         process.stderr.write(
           `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,

@@ -1,34 +1,20 @@
 /** @module `outpost apply`, `get`, `describe`, `delete`: the object verbs. */
-import { InvalidArgumentError, type Command } from 'commander';
-import { API_VERSION } from '../core/resources.js';
-import { parseSelectorString } from '../core/selector.js';
+import type { Command } from 'commander';
+import { KINDS, type Kind } from '../core/resources.js';
 import { HubError } from './client.js';
 import { collect, registerApplyCommands } from './cmd-apply.js';
+import { registerGetCommand } from './cmd-get.js';
 import { objectPath, openSession, type CliDeps } from './context.js';
 import { describeObject } from './describe.js';
 import { asUsage, CliError, UsageError } from './errors.js';
 import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
-import { line, toJson, toYaml } from './output.js';
-import { formatObjectTable, OUTPUT_FORMATS, type OutputFormat } from './tables.js';
+import { KIND_INFO } from './kinds.js';
+import { line } from './output.js';
+import { readSources } from './sources.js';
 import type { ApiObject, EventView } from './views.js';
 
-/** How many events `describe` shows; the hub keeps more (`outpost get events` is not a verb yet). */
+/** How many events `describe` shows; `outpost get events --for KIND/NAME` shows more. */
 const DESCRIBE_EVENTS = 10;
-
-export function parseOutputFormat(s: string): OutputFormat {
-  if (!(OUTPUT_FORMATS as readonly string[]).includes(s))
-    throw new InvalidArgumentError(`unknown output format "${s}": use one of ${OUTPUT_FORMATS.join(', ')}`);
-  return s as OutputFormat;
-}
-
-function parseSelectorFlag(s: string): string {
-  try {
-    parseSelectorString(s);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-  return s;
-}
 
 /** `placement eu` or `placement/eu`: exactly one name, or a usage error. */
 function kindAndName(kindArg: string, nameArg: string | undefined, verb: string): { info: KindInfo; name: string } {
@@ -44,89 +30,7 @@ function kindAndName(kindArg: string, nameArg: string | undefined, verb: string)
 
 export function registerObjectCommands(program: Command, deps: CliDeps): void {
   registerApplyCommands(program, deps);
-  program
-    .command('get')
-    .description(`list objects or show one (kinds: ${KIND_HELP})`)
-    .argument('<kind>', 'edges, workloads or placements (or KIND/NAME)')
-    .argument('[name]', 'one object')
-    .option(
-      '-o, --output <format>',
-      `output format: ${OUTPUT_FORMATS.join(', ')}`,
-      parseOutputFormat,
-      'table' as OutputFormat,
-    )
-    .option(
-      '-l, --selector <selector>',
-      'filter by labels, kubectl syntax: region=eu,tier!=small,gpu,!legacy',
-      parseSelectorFlag,
-    )
-    .option('-A, --all-projects', 'list objects of every project the token may read')
-    .addHelpText(
-      'after',
-      '\nExamples:\n  outpost get edges -l region=eu -o wide\n  outpost get placement eu -o yaml\n  outpost get wl --all-projects',
-    )
-    .action(
-      async (
-        kindArg: string,
-        nameArg: string | undefined,
-        opts: { output: OutputFormat; selector?: string; allProjects?: boolean },
-        cmd: Command,
-      ) => {
-        const { info, name: slashName } = asUsage(() => parseKindArg(kindArg));
-        if (slashName !== undefined && nameArg !== undefined)
-          throw new UsageError(`give the name once: outpost get ${info.singular} ${slashName}`);
-        const name = slashName ?? nameArg;
-        if (name !== undefined && opts.selector !== undefined)
-          throw new UsageError('-l selects among many objects; leave it out when naming one');
-        if (name !== undefined && opts.allProjects)
-          throw new UsageError('--all-projects lists objects; leave it out when naming one (use --project P)');
-        const s = await openSession(cmd, deps);
-        const project = opts.allProjects ? '*' : s.project;
-        const objects: ApiObject[] =
-          name !== undefined
-            ? [
-                await s.client.get<ApiObject>(objectPath(project, info.path, name), {
-                  subject: { kind: info.singular, name },
-                }),
-              ]
-            : await s.client
-                .list<ApiObject>(
-                  objectPath(project, info.path),
-                  { labelSelector: opts.selector || undefined },
-                  { kind: info.singular },
-                )
-                .catch((err: unknown) => {
-                  // The hub hides other projects behind 404, so a project-bound token asking for all of them gets one.
-                  if (opts.allProjects && err instanceof HubError && err.status === 404) {
-                    throw new CliError(
-                      `--all-projects needs a token for all projects; this one is bound to a project: leave out -A, or use --project P`,
-                      { cause: err },
-                    );
-                  }
-                  throw err;
-                });
-        if (opts.output === 'json' || opts.output === 'yaml') {
-          const value = name !== undefined ? objects[0] : { apiVersion: API_VERSION, kind: 'List', items: objects };
-          s.out.out.write(opts.output === 'json' ? toJson(value) : toYaml(value));
-          return;
-        }
-        if (objects.length === 0) {
-          line(
-            s.out.err,
-            `No ${info.path} found${opts.allProjects ? '' : ` in project ${project}`}${opts.selector ? ` matching ${opts.selector}` : ''}.`,
-          );
-          return;
-        }
-        s.out.out.write(
-          formatObjectTable(info, objects, {
-            now: deps.now(),
-            wide: opts.output === 'wide',
-            allProjects: !!opts.allProjects,
-            color: s.out.color,
-          }),
-        );
-      },
-    );
+  registerGetCommand(program, deps);
 
   program
     .command('describe')
@@ -156,18 +60,79 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
 
   program
     .command('delete')
-    .description('delete a workload or placement (edges leave with `outpost edge decommission`)')
-    .argument('<kind>', 'workload|wl, placement|pl (or KIND/NAME)')
+    .description(
+      'delete workloads and placements by name or as listed in files (edges leave with `outpost edge decommission`)',
+    )
+    .argument('[kind]', 'workload|wl, placement|pl (or KIND/NAME)')
     .argument('[name]', 'the object')
-    .addHelpText('after', '\nExample:\n  outpost delete placement eu')
-    .action(async (kindArg: string, nameArg: string | undefined, _opts: unknown, cmd: Command) => {
-      const { info, name } = kindAndName(kindArg, nameArg, 'delete');
-      if (info.kind === 'Edge')
-        throw new UsageError(
-          `edges are not deleted but decommissioned (their credential is revoked): outpost edge decommission ${name}`,
-        );
-      const s = await openSession(cmd, deps);
-      await s.client.delete(objectPath(s.project, info.path, name), { subject: { kind: info.singular, name } });
-      line(s.out.out, `${info.singular}/${name} deleted`);
-    });
+    .option('-f, --filename <path>', 'delete the objects of these files, directories or - (stdin); repeatable', collect)
+    .option('--ignore-not-found', 'an object that does not exist is not an error')
+    .addHelpText('after', '\nExamples:\n  outpost delete placement eu\n  outpost delete -f deploy/')
+    .action(
+      async (
+        kindArg: string | undefined,
+        nameArg: string | undefined,
+        opts: { filename?: string[]; ignoreNotFound?: boolean },
+        cmd: Command,
+      ) => {
+        let targets: { kind: Kind; name: string; project?: string }[];
+        if (opts.filename) {
+          if (kindArg !== undefined) throw new UsageError('give either -f FILE or KIND NAME, not both');
+          targets = fileTargets(await readSources(opts.filename, deps.stdin));
+        } else {
+          if (kindArg === undefined)
+            throw new UsageError('delete needs KIND NAME or -f FILE: outpost delete placement eu');
+          const { info, name } = kindAndName(kindArg, nameArg, 'delete');
+          targets = [{ kind: info.kind, name }];
+        }
+        const edges = targets.filter((t) => t.kind === 'Edge');
+        if (edges.length > 0 && !opts.filename)
+          throw new UsageError(
+            `edges are not deleted but decommissioned (their credential is revoked): outpost edge decommission ${edges[0].name}`,
+          );
+        const s = await openSession(cmd, deps);
+        for (const e of edges)
+          line(s.out.err, `edge/${e.name} skipped: edges leave with \`outpost edge decommission ${e.name}\``);
+        let failed = 0;
+        // Placements first: a workload still placed would fail its placement for a moment.
+        for (const t of [
+          ...targets.filter((x) => x.kind === 'Placement'),
+          ...targets.filter((x) => x.kind === 'Workload'),
+        ]) {
+          const info = KIND_INFO[t.kind];
+          try {
+            await s.client.delete(objectPath(t.project ?? s.project, info.path, t.name), {
+              subject: { kind: info.singular, name: t.name },
+            });
+            line(s.out.out, `${info.singular}/${t.name} deleted`);
+          } catch (err) {
+            if (err instanceof HubError && err.status === 404 && (opts.ignoreNotFound || opts.filename)) {
+              if (!opts.ignoreNotFound) {
+                failed++;
+                line(s.out.err, `${info.singular}/${t.name} not found`);
+              }
+              continue;
+            }
+            throw err;
+          }
+        }
+        if (failed > 0)
+          throw new CliError(`${failed} of the objects were not found (--ignore-not-found to accept that)`);
+      },
+    );
+}
+
+/** Kind, name and project of each object of the files, without validating the rest. */
+function fileTargets(sourced: { object: Record<string, unknown>; where: string }[]) {
+  return sourced.map(({ object, where }) => {
+    const kind = object.kind;
+    const meta = (object.metadata ?? {}) as { name?: unknown; project?: unknown };
+    if (typeof kind !== 'string' || !(KINDS as readonly string[]).includes(kind) || typeof meta.name !== 'string')
+      throw new CliError(`${where}: not an Outpost object with a kind and metadata.name; nothing was deleted`);
+    return {
+      kind: kind as Kind,
+      name: meta.name,
+      ...(typeof meta.project === 'string' ? { project: meta.project } : {}),
+    };
+  });
 }

@@ -5,7 +5,7 @@ import { HubError } from './client.js';
 import { objectPath, openSession, type CliDeps, type Session } from './context.js';
 import { CliError } from './errors.js';
 import { expectKind, type KindInfo } from './kinds.js';
-import { line } from './output.js';
+import { line, toYaml } from './output.js';
 import { formatRevisions, type RevisionView } from './tables.js';
 import { rolloutLine, statusOf, type ApiObject, type PlacementStatus, type RolloutStatus } from './views.js';
 
@@ -164,16 +164,39 @@ export function registerRolloutCommands(program: Command, deps: CliDeps): void {
 
   rollout
     .command('history')
-    .description('list the kept revisions of a workload')
+    .description('list the kept revisions of a workload with their change cause, or show one with --revision N')
     .argument('<kind>', 'workload|wl', workload)
     .argument('<name>', 'the workload')
-    .action(async (_k: KindInfo, name: string, _opts: unknown, cmd: Command) => {
+    .option('--revision <n>', 'show this revision: when, why (change cause) and its manifests', parseRevision)
+    .addHelpText(
+      'after',
+      '\nSet the change cause with the annotation outpost.dev/change-cause (or kubernetes.io/change-cause) on the Workload.\nExamples:\n  outpost rollout history workload web\n  outpost rollout history workload web --revision 2',
+    )
+    .action(async (_k: KindInfo, name: string, opts: { revision?: number }, cmd: Command) => {
       const s = await openSession(cmd, deps);
       const r = await s.client.get<{ items?: RevisionView[] } | RevisionView[]>(
         `${objectPath(s.project, 'workloads', name)}/revisions`,
         { subject: { kind: 'workload', name } },
       );
       const items = Array.isArray(r) ? r : (r?.items ?? []);
-      s.out.out.write(formatRevisions(items, deps.now()));
+      if (opts.revision === undefined) {
+        s.out.out.write(formatRevisions(items, deps.now()));
+        return;
+      }
+      const rev = items.find((x) => x.revision === opts.revision);
+      if (!rev)
+        throw new CliError(
+          `workload/${name} has no revision ${opts.revision}; kept revisions: ${items.map((x) => x.revision).join(', ') || 'none'}`,
+        );
+      s.out.out.write(
+        `workload/${name} revision ${rev.revision}${rev.revision === Math.max(...items.map((x) => x.revision)) ? ' (current)' : ''}\n` +
+          `Created:       ${rev.createdAt ?? '-'}\n` +
+          `Change cause:  ${rev.changeCause ?? '<none>'}\n` +
+          `Manifests:\n${toYaml(rev.manifests ?? [])
+            .replace(/\n$/, '')
+            .split('\n')
+            .map((l) => `  ${l}`)
+            .join('\n')}\n`,
+      );
     });
 }

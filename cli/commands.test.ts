@@ -354,7 +354,7 @@ describe('rollout', () => {
     expect((await runCli(['rollout', 'pause', 'pl', 'eu'], { env })).stdout).toBe('placement/eu paused\n');
     expect((await runCli(['rollout', 'resume', 'pl', 'eu'], { env })).stdout).toBe('placement/eu resumed\n');
     expect((await runCli(['rollout', 'history', 'wl', 'web'], { env })).stdout).toMatch(
-      /^REVISION\s+AGE\s+MANIFESTS\n1 \(current\)\s+0s\s+Pod\/web\n$/,
+      /^REVISION\s+AGE\s+MANIFESTS\s+CHANGE-CAUSE\n1 \(current\)\s+0s\s+Pod\/web\s+<none>\n$/,
     );
   });
 });

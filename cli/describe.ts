@@ -145,9 +145,41 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
           ['Memory', formatBytes(inv.memoryBytes)],
           ['Driver', inv.driver ?? '-'],
           ['Runtimes', inv.runtimes?.length ? inv.runtimes.join(', ') : '-'],
+          ['CPU model', inv.cpuModel],
+          ['Vendor', inv.vendor],
+          ['Product', inv.product],
+          ['Serial', inv.serial],
+          [
+            'Disks',
+            inv.disks?.length
+              ? inv.disks
+                  .map(
+                    (d) =>
+                      `${d.name} ${formatBytes(d.sizeBytes)}${d.rotational === false ? ' ssd' : d.rotational ? ' hdd' : ''}${d.removable ? ' removable' : ''}${d.model ? ` (${d.model})` : ''}`,
+                  )
+                  .join(', ')
+              : undefined,
+          ],
+          [
+            'NICs',
+            inv.nics?.length
+              ? inv.nics
+                  .map(
+                    (n) =>
+                      `${n.name}${n.mac ? ` ${n.mac}` : ''}${n.speedMbps ? ` ${n.speedMbps} Mb/s` : ''}${n.virtual ? ' virtual' : ''}`,
+                  )
+                  .join(', ')
+              : undefined,
+          ],
         ]),
       )
     : 'Inventory:\n  <not reported yet>\n';
+  const derived = Object.entries(s.inventoryLabels ?? {});
+  if (derived.length)
+    out += section(
+      'Inventory labels (selectable by placements)',
+      derived.map(([k, v]) => `${k}=${v}`).join('\n') + '\n',
+    );
   const wls = s.workloads ?? [];
   out += 'Workloads:\n';
   out += wls.length
@@ -199,7 +231,12 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
     edgeSelector?: LabelSelector;
     edges?: string[];
     customization?: unknown[];
-    rollout?: { maxUnavailable?: number | string; failureThreshold?: number; paused?: boolean };
+    rollout?: {
+      maxUnavailable?: number | string;
+      failureThreshold?: number;
+      paused?: boolean;
+      skipOfflineAfter?: string;
+    };
   };
   const s = statusOf<PlacementStatus>(o);
   let out = metadataBlock(o, now);
@@ -212,7 +249,7 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
       ['Customization', `${spec.customization?.length ?? 0} rule${spec.customization?.length === 1 ? '' : 's'}`],
       [
         'Rollout',
-        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.paused ? ', paused' : ''}`,
+        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.skipOfflineAfter ? `, skipOfflineAfter ${spec.rollout.skipOfflineAfter}` : ''}${spec.rollout?.paused ? ', paused' : ''}`,
       ],
     ]),
   );
@@ -226,6 +263,9 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
           ['Phase', paint(r.phase ?? '-', !!opts.color)],
           ['Reason', r.reason || '-'],
           ['Progress', rolloutCounts(r) + (r.counts?.pending !== undefined ? `, ${r.counts.pending} pending` : '')],
+          ...(s.heldLocally?.length
+            ? [['Held on site', s.heldLocally.map((h) => `${h.edge} (${h.workload})`).join(', ')] as [string, string]]
+            : []),
         ])
       : 'not planned yet\n',
   );

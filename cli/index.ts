@@ -10,9 +10,11 @@
  * try { await program.parseAsync(argv); } catch (err) { return exitCodeOf(err); }
  */
 import type { Command } from 'commander';
+import { registerAgentCommands } from './cmd-agent.js';
 import { registerBlobCommands } from './cmd-blob.js';
 import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
 import { registerLogin } from './cmd-login.js';
+import { registerMetaCommands } from './cmd-meta.js';
 import { registerObjectCommands } from './cmd-objects.js';
 import { registerRolloutCommands } from './cmd-rollout.js';
 import { registerTokenCommands } from './cmd-token.js';
@@ -37,7 +39,7 @@ function withDefaults(deps: Partial<CliDeps> | undefined): CliDeps {
 }
 
 /**
- * Adds `login`, `whoami`, `apply`, `get`, `describe`, `delete`, `rollout ...` and `token create`
+ * Adds `login`, `whoami`, `apply`, `diff`, `get`, `describe`, `delete`, `rollout ...`, `token ...`, `version`, `completion`
  * to `program`, and the global `--project` option. `deps` replaces I/O and the clock in tests.
  */
 export function registerOperatorCommands(program: Command, deps?: Partial<CliDeps>): void {
@@ -53,6 +55,8 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerTokenCommands(program, d);
   registerTunnelCommands(program, d);
   registerBlobCommands(program, d);
+  registerAgentCommands(program, d);
+  registerMetaCommands(program, d);
 }
 
 /** Adds `approve`, `label`, `drain`, `uncordon`, `decommission` and `clear` to the existing `edge` command. */

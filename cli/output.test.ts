@@ -143,7 +143,7 @@ describe('get tables', () => {
       NOW,
     );
     expect(t).toBe(
-      'REVISION      AGE   MANIFESTS\n1             2h    Pod/web, ConfigMap/cfg\n2 (current)   1m    Deployment/web\n',
+      'REVISION      AGE   MANIFESTS                CHANGE-CAUSE\n1             2h    Pod/web, ConfigMap/cfg   <none>\n2 (current)   1m    Deployment/web           <none>\n',
     );
   });
 });

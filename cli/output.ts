@@ -27,6 +27,7 @@ const STATE_COLORS: Record<string, number> = {
   Progressing: 36,
   Pending: 33,
   Paused: 33,
+  Modified: 33,
   Stale: 33,
   Offline: 33,
   Degraded: 31,

@@ -24,6 +24,8 @@ export interface TableOptions {
   /** Adds a PROJECT column in front, as kubectl does for --all-namespaces. */
   allProjects?: boolean;
   color?: boolean;
+  /** Adds a LABELS column to kinds that have none (`--show-labels`). */
+  showLabels?: boolean;
 }
 
 /** The LOCAL column: intents made on site still in force, `app:paused,db:override`, or `-`. */
@@ -109,6 +111,10 @@ export function formatObjectTable(info: KindInfo, objects: ApiObject[], opts: Ta
     headers.splice(at, 0, 'LOCAL');
     rows = rows.map((r, i) => [...r.slice(0, 4), local[i], ...r.slice(4)]);
   }
+  if (opts.showLabels && !headers.includes('LABELS')) {
+    headers.push('LABELS');
+    rows = rows.map((r, i) => [...r, formatLabels(objects[i].metadata.labels)]);
+  }
   if (opts.allProjects) rows = rows.map((r, i) => [objects[i].metadata.project ?? '-', ...r]);
   return formatTable(headers, rows, { color: opts.color, colorColumns: h.color });
 }
@@ -117,6 +123,7 @@ export interface RevisionView {
   revision: number;
   createdAt?: string;
   manifests?: { kind?: string; metadata?: { name?: string } }[];
+  changeCause?: string;
 }
 
 /** `outpost rollout history workload NAME`: oldest first, the current (newest) one marked. */
@@ -127,6 +134,7 @@ export function formatRevisions(revisions: RevisionView[], now: number): string 
     String(r.revision) + (r.revision === last ? ' (current)' : ''),
     age(r.createdAt, now),
     (r.manifests ?? []).map((m) => `${m.kind ?? '?'}/${m.metadata?.name ?? '?'}`).join(', ') || '-',
+    r.changeCause ?? '<none>',
   ]);
-  return formatTable(['REVISION', 'AGE', 'MANIFESTS'], rows);
+  return formatTable(['REVISION', 'AGE', 'MANIFESTS', 'CHANGE-CAUSE'], rows);
 }

@@ -26,6 +26,8 @@ export interface RunOptions {
   answer?: boolean;
   /** Replaces the clock and sleep: each sleep advances the fake clock, so watches and timeouts need no waiting. */
   fakeClock?: { now: number };
+  /** With fakeClock: called at each sleep (1, 2, ...), e.g. to change something while a watch runs. */
+  onSleep?: (n: number) => Promise<void> | void;
   homedir?: string;
 }
 
@@ -49,6 +51,7 @@ export async function runCli(args: string[], opts: RunOptions = {}): Promise<Cli
   stdin.end(opts.stdin ?? '');
   const questions: string[] = [];
   const clock = opts.fakeClock;
+  let sleeps = 0;
   const deps: Partial<CliDeps> = {
     stdout,
     stderr,
@@ -64,6 +67,7 @@ export async function runCli(args: string[], opts: RunOptions = {}): Promise<Cli
           now: () => clock.now,
           sleep: async (ms: number) => {
             clock.now += ms;
+            await opts.onSleep?.(++sleeps);
             await new Promise((r) => setImmediate(r));
           },
         }

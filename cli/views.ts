@@ -61,7 +61,15 @@ export interface EdgeStatus {
     runtimes?: string[];
     driver?: string;
     agentVersion?: string;
+    cpuModel?: string;
+    vendor?: string;
+    product?: string;
+    serial?: string;
+    disks?: { name: string; sizeBytes: number; model?: string; rotational?: boolean; removable?: boolean }[];
+    nics?: { name: string; mac?: string; speedMbps?: number; virtual: boolean }[];
   };
+  /** Labels the hub derives from the inventory, selectable by placements. */
+  inventoryLabels?: Record<string, string>;
   summary?: Summary;
   workloads?: EdgeWorkloadStatus[];
   localIntents?: Record<string, { paused?: boolean; overrides?: Record<string, unknown>; intents?: IntentView[] }>;
@@ -70,12 +78,23 @@ export interface EdgeStatus {
 export interface RolloutStatus {
   phase?: string;
   reason?: string;
-  counts?: { total?: number; updated?: number; ready?: number; failed?: number; pending?: number };
+  counts?: {
+    total?: number;
+    updated?: number;
+    ready?: number;
+    failed?: number;
+    pending?: number;
+    held?: number;
+    skipped?: number;
+    blocked?: number;
+  };
   paused?: boolean;
 }
 
 export interface PlacementStatus {
   selectedEdges?: number;
+  /** Edges where a workload of the placement is paused on site. */
+  heldLocally?: { edge: string; workload: string }[];
   summary?: Summary;
   rollout?: RolloutStatus;
 }
@@ -154,7 +173,11 @@ export function formatStates(s: Summary | undefined): string {
 export function rolloutCounts(r: RolloutStatus): string {
   const c = r.counts ?? {};
   const total = c.total ?? 0;
-  return `${c.updated ?? 0}/${total} edge${total === 1 ? '' : 's'} updated, ${c.ready ?? 0} ready, ${c.failed ?? 0} failed`;
+  const apart = (['held', 'skipped', 'blocked'] as const)
+    .filter((k) => (c[k] ?? 0) > 0)
+    .map((k) => `, ${c[k]} ${k}`)
+    .join('');
+  return `${c.updated ?? 0}/${total} edge${total === 1 ? '' : 's'} updated, ${c.ready ?? 0} ready, ${c.failed ?? 0} failed${apart}`;
 }
 
 /** `3/10 edges updated, 2 ready, 0 failed: <reason>`, the line `rollout status` prints. */

@@ -9,6 +9,7 @@
  * runs them owns their schema.
  */
 import * as models from '@kubernetes/client-node/dist/gen/models/all.js';
+import { standInSecretValues } from './secrets.js';
 import { validate as configMap } from 'kubernetes-models/_schemas/IoK8sApiCoreV1ConfigMap';
 import { validate as namespace } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Namespace';
 import { validate as pvc } from 'kubernetes-models/_schemas/IoK8sApiCoreV1PersistentVolumeClaim';
@@ -203,7 +204,7 @@ export function checkWorkloadManifests(manifests: readonly Record<string, unknow
   const out: ManifestIssue[] = [];
   manifests.forEach((m, i) => {
     const name = `${String(m.kind)}/${String((m.metadata as { name?: unknown } | undefined)?.name)}`;
-    for (const issue of checkKubernetesManifest(m))
+    for (const issue of checkKubernetesManifest(standInSecretValues(m)))
       out.push({ path: join(`spec.manifests[${i}]`, issue.path), message: `${issue.message} (in ${name})` });
   });
   return out.slice(0, MAX_ISSUES);

@@ -6,10 +6,11 @@
  * @example
  * const agent = await startEdgeAgent({ dataDir: '/var/lib/outpost-edge', hub: 'https://hub:7443', joinToken: T });
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type http from 'node:http';
 import client from 'prom-client';
-import { edgeName, mailboxDocId } from '../core/ids.js';
+import { edgeName, mailboxDocId, type DocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { materializeReport, readReport, setInventory, type ReportDoc } from '../core/mailbox.js';
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
@@ -18,12 +19,15 @@ import { buildInfo } from '../core/version.js';
 import { collectProcessMetrics } from '../core/metrics.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
-import { ReplicaStore } from '../sync/store.js';
+import { isCorruptDatabase, quickCheck } from '../sync/sqlite.js';
+import { ReplicaStore, type ReplicaStoreOptions } from '../sync/store.js';
 import { defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { readDecommissioned, writeDecommissioned, type Decommissioned } from './decommission.js';
 import { enroll } from './enroll.js';
+import { EdgeBlobStore } from './blobs/store.js';
+import { EdgeTransfers } from './blobs/transfers.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
@@ -42,6 +46,8 @@ export interface EdgeAgentOptions {
   kubeconfig?: string;
   /** Tests and benchmarks: a faster heartbeat. */
   heartbeatMs?: number;
+  /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
+  blobBudgetBytes?: number;
 }
 
 export interface EdgeAgent {
@@ -50,6 +56,8 @@ export interface EdgeAgent {
   driver: Driver;
   reconciler: Reconciler;
   sync: SyncClient;
+  blobs: EdgeBlobStore;
+  transfers: EdgeTransfers;
   socketPath: string;
   close(): Promise<void>;
 }
@@ -75,7 +83,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       name,
       labels: o.labels,
       driver: requestedDriver,
-      inventory: collectInventory(requestedDriver, version),
+      inventory: collectInventory(requestedDriver, version, { kubeconfig: o.kubeconfig }),
       kubeconfig: o.kubeconfig,
     });
   } else if (o.joinToken && o.name && o.name !== config.name) {
@@ -88,16 +96,17 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
   const specId = mailboxDocId(edge, 'spec');
-  const store = await ReplicaStore.open(path.join(o.dataDir, 'edge.db'), {
-    afterChange: (id, origin) => {
+  const storeOptions = {
+    afterChange: (id: DocId, origin: 'local' | 'remote') => {
       sync?.notify(id);
       // A new spec (or a hub clearing intents) is desired state: act on it now.
       if (origin === 'remote' && id === specId) void reconciler?.trigger();
     },
-  });
+  };
+  const store = await openReplica(path.join(o.dataDir, 'edge.db'), storeOptions);
   ensureMailbox(store, edge, 'edge');
   store.change<ReportDoc>(mailboxDocId(edge, 'report'), (d) => {
-    setInventory(d, collectInventory(config.driver, version));
+    setInventory(d, collectInventory(config.driver, version, { kubeconfig: config.kubeconfig }));
   });
 
   const driver = await createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });
@@ -107,7 +116,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     store.close();
     throw new Error(`the ${config.driver} runtime is not usable`, { cause: err });
   }
-  reconciler = new Reconciler(store, edge, driver, await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')));
+  reconciler = new Reconciler(
+    store,
+    edge,
+    driver,
+    await HeldStopped.load(path.join(o.dataDir, 'held-stopped.json')),
+    undefined,
+    config.sealKey,
+  );
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   const registry = new client.Registry();
@@ -174,6 +190,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     })();
   });
 
+  const blobs = new EdgeBlobStore(path.join(o.dataDir, 'blobs'), o.blobBudgetBytes);
+  const transfers = new EdgeTransfers(
+    blobs,
+    (h, limits) => tunnel.open(h, limits),
+    () => s.state === 'connected',
+  );
+  s.on('state', (state) => state === 'connected' && transfers.kick());
+
   if (decommissioned) {
     log.error(
       { at: decommissioned.at, message: decommissioned.message },
@@ -207,8 +231,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
         driver,
         reconciler,
         connection: () => (decommissioned ? 'decommissioned' : s.state),
+        lastError: () => (s.state === 'connected' ? undefined : s.lastError),
         decommissioned: () => decommissioned,
         registry,
+        transfers,
       }),
       socketPath,
     );
@@ -224,9 +250,12 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     driver,
     reconciler: r,
     sync: s,
+    blobs,
+    transfers,
     socketPath,
     async close() {
       clearInterval(compactTimer);
+      transfers.stop();
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));
@@ -243,4 +272,33 @@ async function stopAll(driver: Driver): Promise<void> {
       await driver
         .stopWorkload(w.name)
         .catch((err: unknown) => log.warn({ err, workload: w.name }, 'stopping a workload of a decommissioned edge'));
+}
+
+/**
+ * Opens the edge's replica; a damaged one is moved aside (kept for a post-mortem) and the agent
+ * starts from an empty one: the spec comes back from the hub at the next sync, and the report is
+ * written again from what the driver observes, while the workloads go on running. Staying down
+ * instead left them unsupervised. Local intents made on site live in the replica and are lost.
+ */
+export async function openReplica(file: string, options: ReplicaStoreOptions): Promise<ReplicaStore> {
+  try {
+    const store = await ReplicaStore.open(file, options);
+    try {
+      quickCheck(store.db);
+    } catch (err) {
+      store.close();
+      throw err;
+    }
+    return store;
+  } catch (err) {
+    if (!isCorruptDatabase(err)) throw err;
+    const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    for (const suffix of ['', '-wal', '-shm'])
+      if (fs.existsSync(file + suffix)) fs.renameSync(file + suffix, aside + suffix);
+    log.warn(
+      { err, movedTo: aside },
+      `the edge replica ${file} is damaged: moved it to ${aside} and rebuilding from the hub (spec) and the driver (status); local intents made on site are lost`,
+    );
+    return ReplicaStore.open(file, options);
+  }
 }

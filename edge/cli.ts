@@ -95,6 +95,7 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       const s = check(await call(sock(cmd), 'GET', '/status'));
       if (opts.output === 'json') return io.out(`${JSON.stringify(s, null, 2)}\n`);
       io.out(`edge ${s.edge}  hub ${s.hub} (${s.connection})  driver ${s.driver}\n`);
+      if (s.lastError) io.out(`cannot reach the hub (since ${s.lastError.at}): ${s.lastError.message}\n`);
       if (s.decommissioned)
         io.out(
           `DECOMMISSIONED${s.decommissioned.at ? ` at ${s.decommissioned.at}` : ''}: ${s.decommissioned.message}\n` +
@@ -173,5 +174,41 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       });
       const r = await call(sock(cmd), 'GET', `/logs?${q}`, undefined, (s) => io.out(s));
       if (r.status >= 400) throw new Error(`agent answered HTTP ${r.status}`);
+    });
+
+  const blob = local.command('blob').description("this edge's blob store: files to send to the hub or bring from it");
+  blob
+    .command('push <file>')
+    .description('copy a file into the store and send it to the hub (now or when it is back); prints its digest')
+    .option('--media-type <type>', 'what the bytes are', 'application/octet-stream')
+    .action(async (file: string, opts: { mediaType: string }, cmd: Command) => {
+      const r = check(
+        await call(sock(cmd), 'POST', '/blobs/push', { file: path.resolve(file), mediaType: opts.mediaType }),
+      );
+      io.out(`${r.digest}\n`);
+    });
+  blob
+    .command('pull <digest>')
+    .description("bring a blob of this edge's project from the hub (now or when it is back)")
+    .action(async (digest: string, _o: unknown, cmd: Command) => {
+      const r = check(await call(sock(cmd), 'POST', '/blobs/pull', { digest }));
+      io.out(`${r.digest} ${r.state}\n`);
+    });
+  blob
+    .command('ls')
+    .description('blobs stored, partly received, wanted, or waiting to be sent')
+    .option('-o, --output <format>', 'table or json', 'table')
+    .action(async (opts: { output: string }, cmd: Command) => {
+      const r = check(await call(sock(cmd), 'GET', '/blobs'));
+      if (opts.output === 'json') return io.out(`${JSON.stringify(r, null, 2)}\n`);
+      for (const b of r.items as { digest: string; size?: number; state: string; partialBytes?: number }[])
+        io.out(`${b.digest}  ${b.state}  ${b.size ?? b.partialBytes ?? 0}\n`);
+    });
+  blob
+    .command('rm <digest>')
+    .description('remove a blob from this edge (and from its queues)')
+    .action(async (digest: string, _o: unknown, cmd: Command) => {
+      check(await call(sock(cmd), 'DELETE', `/blobs/${digest}`));
+      io.out(`${digest} removed\n`);
     });
 }

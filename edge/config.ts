@@ -1,6 +1,6 @@
 /**
  * @module The edge's identity on disk: DATA/edge.json (mode 0600) holds the hub URL, the edge's
- * name and credential, and the hub's CA pinned at enrollment. Written once by enrollment;
+ * name and credential, the private key its Secrets are sealed to, and the hub's CA pinned at enrollment. Written once by enrollment;
  * afterwards `outpost edge --data DIR` needs nothing else.
  */
 import fs from 'node:fs';
@@ -15,8 +15,12 @@ export const EdgeConfig = z.object({
   project: z.string(),
   credential: z.string(),
   caPem: z.string().optional(),
+  /** The hub's release public key (PEM), pinned at enrollment: agent upgrades must be signed by it. */
+  releaseKey: z.string().max(1000).optional(),
   driver: z.enum(['process', 'podman', 'kubernetes']),
   kubeconfig: z.string().optional(),
+  /** Private half of the X25519 key pair made at enrollment: opens the Secrets the hub sealed to this edge. */
+  sealKey: z.string().optional(),
 });
 export type EdgeConfig = z.infer<typeof EdgeConfig>;
 

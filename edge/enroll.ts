@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { isValidName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
+import { newSealKeyPair } from '../core/secrets.js';
 import type { Inventory } from '../core/resources.js';
 import { requestJson } from '../sync/http-json.js';
 import { fetchPinnedCa, parseToken } from '../sync/pinned-ca.js';
@@ -62,14 +63,17 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
       );
     caPem = await fetchPinnedCa(hub, t.caFingerprint);
   }
+  // A new key pair at every enrollment: a re-enrolled edge cannot open what was sealed before.
+  const keys = newSealKeyPair();
   const res = await requestJson<{
     edge?: string;
     project?: string;
     credential?: string;
     approved?: boolean;
+    releaseKey?: string;
     error?: { message: string };
   }>(`${hub}/api/v1/enroll`, {
-    body: { joinToken: o.joinToken, name: o.name, labels: o.labels, inventory: o.inventory },
+    body: { joinToken: o.joinToken, name: o.name, labels: o.labels, inventory: o.inventory, sealKey: keys.publicKey },
     ca: caPem,
   });
   if (res.status !== 201 || !res.body.credential) {
@@ -82,7 +86,10 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     name: o.name,
     project: res.body.project!,
     credential: res.body.credential,
+    sealKey: keys.privateKey,
     ...(caPem ? { caPem } : {}),
+    // Pinned like the CA: only releases signed by this key are ever run (edge/upgrade/).
+    ...(typeof res.body.releaseKey === 'string' ? { releaseKey: res.body.releaseKey } : {}),
     driver: o.driver,
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
   };

@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { Registry } from 'prom-client';
+import { diskFullError, isDiskFull, OutpostError } from '../core/errors.js';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import {
   addIntent,
@@ -24,6 +25,8 @@ import {
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver } from './drivers/driver.js';
 import type { Reconciler } from './reconciler.js';
+import { blobRoute } from './blobs/local-routes.js';
+import type { EdgeTransfers } from './blobs/transfers.js';
 
 export interface LocalApiDeps {
   edge: EdgeName;
@@ -32,15 +35,19 @@ export interface LocalApiDeps {
   driver: Driver;
   reconciler: Reconciler;
   connection(): string;
+  /** Why the last attempt to reach the hub failed, until one succeeds (TLS reason, refusal). */
+  lastError?(): { message: string; at: string } | undefined;
   /** Set once the hub decommissioned this edge (edge/decommission.ts). */
   decommissioned?(): { at: string; message: string } | undefined;
   registry: Registry;
+  transfers?: EdgeTransfers;
 }
 
 /** The largest request body the API reads (an intent with its overrides); larger ones get 413. */
 export const LOCAL_BODY_LIMIT = 64 * 1024;
 
-const ROUTES = 'GET /status, POST /intents, GET /logs?workload=NAME, GET /metrics';
+const ROUTES =
+  'GET /status, POST /intents, GET /logs?workload=NAME, GET /metrics, GET /blobs, POST /blobs/push, POST /blobs/pull, DELETE /blobs/DIGEST';
 
 class HttpError extends Error {
   constructor(
@@ -89,6 +96,7 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       edge: d.edge,
       hub: d.hub,
       connection: d.connection(),
+      ...(d.lastError?.() ? { lastError: d.lastError() } : {}),
       ...(d.decommissioned?.() ? { decommissioned: d.decommissioned() } : {}),
       driver: d.driver.name,
       workloads: Object.values(s.workloads).map((w) => ({
@@ -185,12 +193,19 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
           res.end(body);
           return;
         }
-        default:
+        default: {
+          if (d.transfers && (url.pathname === '/blobs' || url.pathname.startsWith('/blobs/'))) {
+            const body = req.method === 'POST' ? await readJson(req) : null;
+            const r = await blobRoute(d.transfers, req.method ?? 'GET', url.pathname.slice('/blobs'.length), body);
+            if (r) return sendJson(res, r.status, r.body);
+          }
           return sendError(res, 404, `no route ${route}; the local API has ${ROUTES}`);
+        }
       }
     };
     handle().catch((err: unknown) => {
-      const status = err instanceof HttpError ? err.status : 500;
+      if (isDiskFull(err)) err = diskFullError(d.store.db.name, err);
+      const status = err instanceof HttpError || err instanceof OutpostError ? err.status : 500;
       const message = err instanceof Error ? err.message : String(err);
       if (!res.headersSent) sendError(res, status, message);
       else res.destroy(err instanceof Error ? err : undefined);

@@ -10,6 +10,7 @@
  * change: a steady fleet adds no history, and a crash loop adds one small change per restart.
  */
 import { applyOverridesDetailed, manifestHash } from '../core/customize.js';
+import { openSecretsOnEdge } from '../core/secrets.js';
 import { FAILED_RETRY_MS, RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
@@ -54,6 +55,8 @@ export class Reconciler {
     readonly heldStopped: HeldStopped = HeldStopped.inMemory(),
     /** Tests: retry a Failed workload sooner than FAILED_RETRY_MS. */
     private readonly failedRetryMs = FAILED_RETRY_MS,
+    /** The edge's private key (edge.json) that opens the Secret values the hub sealed to it. */
+    private readonly sealKey?: string,
   ) {}
 
   start(): void {
@@ -139,7 +142,13 @@ export class Reconciler {
         // Drift (objects someone changed or deleted on site) is put back by applying again.
         if (!cur || cur.hash !== hash || retry || cur.modified?.length) {
           this.appliedAt.set(w.name, Date.now());
-          await this.driver.apply({ name: w.name, generation: w.generation, manifests, hash });
+          // Opened only here, for the driver: the replica keeps what the hub sealed (core/secrets.ts).
+          await this.driver.apply({
+            name: w.name,
+            generation: w.generation,
+            manifests: openSecretsOnEdge(this.sealKey, manifests),
+            hash,
+          });
           this.stoppedByUs.delete(w.name);
           result.applied.push(w.name);
         } else if (this.stoppedByUs.has(w.name)) {

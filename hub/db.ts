@@ -135,6 +135,18 @@ const MIGRATIONS = [
     // 10,000 edges, 6 s of a fleet-wide change).
     sql: 'CREATE INDEX objects_by_kind_name ON objects (kind, name);',
   },
+  {
+    version: 4,
+    // Why each workload revision was made (`rollout history --revision N`): the workload's
+    // outpost.dev/change-cause annotation, else who applied it or what it was rolled back to.
+    sql: 'ALTER TABLE workload_revisions ADD COLUMN change_cause TEXT;',
+  },
+  {
+    version: 5,
+    // The labels derived from the inventory (core/inventory.ts inventoryLabels), kept next to it so
+    // scheduling reads a small JSON object instead of parsing every inventory.
+    sql: 'ALTER TABLE edge_runtime ADD COLUMN inventory_labels TEXT;',
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

@@ -15,16 +15,20 @@ import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
 import { OFFLINE_AFTER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
+import { errorMessage } from '../core/errors.js';
 import { createLogger, throttle } from '../core/logger.js';
 import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
 import { buildInfo } from '../core/version.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
-import { inTransaction } from '../sync/sqlite.js';
+import { inTransaction, isCorruptDatabase } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
+import { HubTransfers } from './blobs/transfers.js';
+import { AgentReleases } from './upgrades/releases.js';
+import { ensureReleaseKey } from './upgrades/release-key.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
@@ -34,7 +38,8 @@ import { migrateHub } from './db.js';
 import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
-import { ObjectStore } from './objects.js';
+import { ObjectStore, sealedKeyId } from './objects.js';
+import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
 
@@ -125,8 +130,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
+  const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
-  const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
+  const dbFile = path.join(opts.dataDir, 'hub.db');
+  const store = await ReplicaStore.open(dbFile, {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
     // `c.doc` only for remote changes: reading it builds the JS view of a document written through
@@ -134,8 +141,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
     onChange: (c) => {
       if (c.origin === 'remote') {
-        const edge = projectReport(c.db, c.id, c.doc);
-        if (edge) reportChanged.add(edge);
+        const r = projectReport(c.db, c.id, c.doc);
+        if (r) reportChanged.add(r.edge);
+        if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
     afterChange: (id, origin) => {
@@ -152,14 +160,26 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
+      // New inventory labels may make placements select the edge, or stop selecting it.
+      for (const e of inventoryChanged) scheduler?.markEdge(e);
+      inventoryChanged.clear();
     },
+  }).catch((err: unknown) => {
+    if (!isCorruptDatabase(err)) throw err;
+    throw new Error(
+      `the hub database ${dbFile} is damaged (${errorMessage(err)}): stop the hub, move the file aside and restore the last backup in its place (outpost hub backup made it; docs/operations.md, "Backup and restore"), then start the hub again`,
+      { cause: err },
+    );
   });
   const db = store.db;
   migrateHub(db);
   changes = changeFeed(db);
   auth.migrateAuth(db);
-  const objects = new ObjectStore(db);
-  scheduler = new Scheduler(db, objects, store);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
+  const objects = new ObjectStore(db, secrets);
+  const sealedAtStart = objects.sealStoredSecrets();
+  if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
+  scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
@@ -194,16 +214,26 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     revokeToken: (kind, id) => (kind === 'api' ? auth.revokeApiToken(db, id) : auth.revokeJoinToken(db, id)),
     rotateAdminToken: () => auth.rotateAdminToken(db, opts.dataDir, fingerprint),
     consumeJoinToken: (t) => auth.consumeJoinToken(db, t),
-    issueEdgeCredential: (e) => auth.issueEdgeCredential(db, e),
+    issueEdgeCredential: (e, sealKey) => auth.issueEdgeCredential(db, e, sealKey),
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
+  const blobs = new HubBlobs({
+    db,
+    dir: path.join(opts.dataDir, 'blobs'),
+    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
+    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
+  });
+  blobs.start();
+  const releaseKey = ensureReleaseKey(opts.dataDir);
   const app = createApi({
+    releases: new AgentReleases(blobs, releaseKey),
     db,
     store,
     objects,
     scheduler,
     auth: hubAuth,
+    secrets,
     version,
     requireApproval: !!opts.requireApproval,
     caPem: tls?.caPem,
@@ -213,14 +243,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const tunnel = new TunnelGateway({ db, auth: hubAuth, sync: () => sync, registry });
-  const blobs = new HubBlobs({
+  const transfers = new HubTransfers(db, blobs, registry);
+  const tunnel = new TunnelGateway({
     db,
-    dir: path.join(opts.dataDir, 'blobs'),
-    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
-    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
+    auth: hubAuth,
+    sync: () => sync,
+    registry,
+    onEdgeStream: (conn, s) => transfers.serve(conn.edge, s),
   });
-  blobs.start();
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);

@@ -167,7 +167,7 @@ export function createHubMetrics(o: {
   perPlacement('outpost_hub_placement_workloads_ready', 'Workload-on-edge pairs ready', (r) => r.ready);
   perPlacement(
     'outpost_hub_placement_workloads_broken',
-    'Workload-on-edge pairs Stale, Degraded, Failed or in Error',
+    'Workload-on-edge pairs Modified, Stale, Degraded, Failed or in Error',
     (r) => r.broken,
   );
   perPlacement('outpost_hub_placement_selected_edges', 'Edges the placement selects', (r) => r.edges);

@@ -13,6 +13,8 @@ import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
 import { nextResourceVersion, recordEvent } from './db.js';
+import { HUB_SEALED_PREFIX } from '../core/secrets.js';
+import type { HubSecrets } from './secrets.js';
 
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
@@ -47,6 +49,17 @@ export interface Revision {
   revision: number;
   createdAt: string;
   manifests: unknown[];
+  /** Why it was made: the change-cause annotation, else who applied it or the rollback. */
+  changeCause?: string;
+}
+
+/** Annotations that say why a workload changed (ours, and kubectl's for manifests written for it). */
+export const CHANGE_CAUSE_ANNOTATIONS = ['outpost.dev/change-cause', 'kubernetes.io/change-cause'];
+
+function changeCause(obj: Resource, opts: { actor?: string; cause?: string }): string | undefined {
+  if (opts.cause) return opts.cause;
+  for (const a of CHANGE_CAUSE_ANNOTATIONS) if (obj.metadata.annotations[a]) return obj.metadata.annotations[a];
+  return opts.actor ? `applied by ${opts.actor}` : undefined;
 }
 
 /** Validates an object against its kind's schema; errors name the field path and the fix. */
@@ -88,10 +101,63 @@ function specOf(o: Resource): unknown {
   return o.spec;
 }
 
+/**
+ * The key id of a Secret value sealed in the stored workloads, if any: a hub must not start with
+ * another key (or make a new one) over a database whose Secrets it then could not open.
+ */
+export function sealedKeyId(db: SqliteDatabase): string | undefined {
+  const row = db
+    .prepare("SELECT spec FROM objects WHERE kind = 'Workload' AND instr(spec, ?) > 0 LIMIT 1")
+    .get(`"${HUB_SEALED_PREFIX}`) as { spec: string } | undefined;
+  return row ? /"ohs1\.([0-9a-f]{8})\./.exec(row.spec)?.[1] : undefined;
+}
+
 export class ObjectStore {
   private readonly listeners: ((c: ObjectChange) => void)[] = [];
 
-  constructor(private readonly db: SqliteDatabase) {}
+  constructor(
+    private readonly db: SqliteDatabase,
+    /** Seals Secret values before they are stored (hub/secrets.ts): the tables never hold them in clear. */
+    private readonly secrets: HubSecrets,
+  ) {}
+
+  /**
+   * Seals the Secret values that a hub older than sealed Secrets stored in clear, in the objects
+   * and the kept revisions, in one transaction; returns how many rows changed. The scheduler then
+   * replans every assignment from the sealed workloads. What older spec documents already carried
+   * stays in their history: docs/security.md says how to start them afresh.
+   */
+  sealStoredSecrets(): number {
+    return inTransaction(this.db, () => {
+      let n = 0;
+      const objs = this.db
+        .prepare("SELECT project, name, spec FROM objects WHERE kind = 'Workload' AND instr(spec, ?) > 0")
+        .all('"Secret"') as { project: string; name: string; spec: string }[];
+      for (const r of objs) {
+        const spec = JSON.parse(r.spec) as Workload['spec'];
+        const next = JSON.stringify({ ...spec, manifests: this.secrets.sealForStorage(spec.manifests, undefined) });
+        if (next === r.spec) continue;
+        this.db
+          .prepare("UPDATE objects SET spec = ? WHERE kind = 'Workload' AND project = ? AND name = ?")
+          .run(next, r.project, r.name);
+        n++;
+      }
+      const revs = this.db
+        .prepare('SELECT project, workload, revision, manifests FROM workload_revisions WHERE instr(manifests, ?) > 0')
+        .all('"Secret"') as { project: string; workload: string; revision: number; manifests: string }[];
+      for (const r of revs) {
+        const next = JSON.stringify(
+          this.secrets.sealForStorage(JSON.parse(r.manifests) as Workload['spec']['manifests'], undefined),
+        );
+        if (next === r.manifests) continue;
+        this.db
+          .prepare('UPDATE workload_revisions SET manifests = ? WHERE project = ? AND workload = ? AND revision = ?')
+          .run(next, r.project, r.workload, r.revision);
+        n++;
+      }
+      return n;
+    });
+  }
 
   /** Called inside the write transaction; schedulers react after commit through their own queue. */
   onChange(fn: (c: ObjectChange) => void): void {
@@ -138,13 +204,26 @@ export class ObjectStore {
    */
   apply(
     input: Resource,
-    opts: { create?: boolean; update?: boolean; actor?: string } = {},
+    opts: { create?: boolean; update?: boolean; actor?: string; cause?: string } = {},
   ): { object: Resource; action: ApplyAction } {
-    const obj = validateResource(input);
-    const { kind } = obj;
-    const { project, name } = obj.metadata;
+    const validated = validateResource(input);
+    const { kind } = validated;
+    const { project, name } = validated.metadata;
     return inTransaction(this.db, () => {
       const cur = this.get(kind, project, name);
+      const obj: Resource =
+        validated.kind === 'Workload'
+          ? {
+              ...validated,
+              spec: {
+                ...validated.spec,
+                manifests: this.secrets.sealForStorage(
+                  validated.spec.manifests,
+                  cur?.kind === 'Workload' ? cur.spec.manifests : undefined,
+                ),
+              },
+            }
+          : validated;
       if (!cur) {
         if (opts.create === false)
           throw new OutpostError(
@@ -174,7 +253,7 @@ export class ObjectStore {
             now,
             now,
           );
-        if (kind === 'Workload') this.addRevision(project, name, obj.spec.manifests);
+        if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
         const after = this.get(kind, project, name)!;
         recordEvent(this.db, {
           project,
@@ -216,11 +295,11 @@ export class ObjectStore {
           name,
         );
       if (
-        kind === 'Workload' &&
+        obj.kind === 'Workload' &&
         cur.kind === 'Workload' &&
         JSON.stringify(obj.spec.manifests) !== JSON.stringify(cur.spec.manifests)
       )
-        this.addRevision(project, name, obj.spec.manifests);
+        this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
       const after = this.get(kind, project, name)!;
       recordEvent(this.db, {
         project,
@@ -264,12 +343,18 @@ export class ObjectStore {
     return (
       cachedStatement(
         this.db,
-        'SELECT revision, created_at, manifests FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision',
-      ).all(project, workload) as { revision: number; created_at: string; manifests: string }[]
+        'SELECT revision, created_at, manifests, change_cause FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision',
+      ).all(project, workload) as {
+        revision: number;
+        created_at: string;
+        manifests: string;
+        change_cause: string | null;
+      }[]
     ).map((r) => ({
       revision: r.revision,
       createdAt: r.created_at,
       manifests: JSON.parse(r.manifests) as unknown[],
+      ...(r.change_cause ? { changeCause: r.change_cause } : {}),
     }));
   }
 
@@ -316,7 +401,11 @@ export class ObjectStore {
         metadata: { ...cur.metadata, resourceVersion: undefined },
         spec: { ...cur.spec, manifests: target.manifests as Workload['spec']['manifests'] },
       };
-      const { object } = this.apply(next, { create: false, actor });
+      const { object } = this.apply(next, {
+        create: false,
+        actor,
+        cause: `rolled back to revision ${target.revision}${actor ? ` by ${actor}` : ''}`,
+      });
       recordEvent(this.db, {
         project,
         kind: 'Workload',
@@ -328,12 +417,12 @@ export class ObjectStore {
     });
   }
 
-  private addRevision(project: string, workload: string, manifests: unknown[]): void {
+  private addRevision(project: string, workload: string, manifests: unknown[], cause: string | undefined): void {
     const next = this.currentRevision(project, workload) + 1;
     cachedStatement(
       this.db,
-      'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at) VALUES (?, ?, ?, ?, ?)',
-    ).run(project, workload, next, JSON.stringify(manifests), new Date().toISOString());
+      'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at, change_cause) VALUES (?, ?, ?, ?, ?, ?)',
+    ).run(project, workload, next, JSON.stringify(manifests), new Date().toISOString(), cause ?? null);
     cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(
       project,
       workload,

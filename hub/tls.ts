@@ -32,8 +32,12 @@ const CA_LIFETIME_MS = 3650 * DAY;
 const SERVER_LIFETIME_MS = 365 * DAY;
 /** Renewed at start this long before expiry; a hub restarted at least monthly never serves an expired cert. */
 const RENEW_BEFORE_MS = 30 * DAY;
-/** Certificates start an hour in the past so an edge whose clock lags a little still accepts them. */
-const BACKDATE_MS = 3_600_000;
+/**
+ * Certificates start a day in the past so an edge whose clock lags still accepts them: an edge
+ * 2 h behind never connected with the hour this was. A clock wrong by more is the edge's to fix;
+ * it says so in its log and in `outpost edge local status` (sync/client.ts).
+ */
+const BACKDATE_MS = DAY;
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
 // @peculiar/x509 is typed against the DOM's Crypto, which this Node-only project does not load.
@@ -190,6 +194,9 @@ function renewalReason(
   if (!leaf.checkIssued(ca) || !leaf.verify(ca.publicKey)) return 'server certificate was not issued by the current CA';
   const expires = Date.parse(leaf.validTo);
   if (expires - now < RENEW_BEFORE_MS) return `server certificate expires ${new Date(expires).toISOString()}`;
+  // Issued with a shorter backdate (an older hub): edges whose clock lags would refuse it for a day.
+  if (now - Date.parse(leaf.validFrom) < BACKDATE_MS - 60_000)
+    return `server certificate starts at ${new Date(leaf.validFrom).toISOString()}, less than a day ago`;
   const missing = hosts.filter((h) => !covers(leaf, h));
   if (missing.length) return `server certificate does not cover ${missing.join(', ')}`;
   return null;

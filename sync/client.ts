@@ -137,6 +137,14 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     return this.ws?.bufferedAmount ?? 0;
   }
 
+  /** Why the last attempt to connect failed, until a connection succeeds (`outpost edge local status`). */
+  lastError: { message: string; at: string } | undefined;
+  private lastErrorLoggedAt = 0;
+
+  private noteError(message: string): void {
+    this.lastError = { message, at: new Date().toISOString() };
+  }
+
   private setState(s: ConnectionState, info: { code?: number; reason?: string }): void {
     this.state = s;
     this.emit('state', s, info);
@@ -160,10 +168,13 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     let welcomeTimer: NodeJS.Timeout | undefined;
 
     ws.on('unexpected-response', (_req, res) => {
-      if (res.statusCode === 503) {
+      // 503: the hub is busy; 429: this edge reconnected too often. Both say when to come back.
+      if (res.statusCode === 503 || res.statusCode === 429) {
         const retry = Number(res.headers['retry-after']);
         if (retry > 0) this.retryAfterMs = retry * 1000 * (0.75 + Math.random() * 0.5);
-        log.debug({ retryAfter: retry }, 'hub busy; coming back later');
+        log.debug({ retryAfter: retry, status: res.statusCode }, 'hub busy; coming back later');
+        if (res.statusCode === 429)
+          this.noteError(`the hub asked this edge to reconnect less often (HTTP 429), retry in ${retry} s`);
         ws.terminate();
         return;
       }
@@ -178,6 +189,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
           { status: res.statusCode, body: body.slice(0, 500) },
           `hub refused the connection (HTTP ${res.statusCode})${hint}`,
         );
+        this.noteError(`hub refused the connection (HTTP ${res.statusCode})${hint}`);
         this.refusedSlow = res.statusCode === 401 || res.statusCode === 403;
         ws.terminate();
         if (res.statusCode === 401) {
@@ -235,6 +247,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
           this.attempt = 0;
           this.refusedSlow = false;
           this.totals.connects++;
+          this.lastError = undefined;
           this.setState('connected', {});
           this.emit('welcome', msg);
           // The hub found our hello heads equal to its own for these: start them settled (the
@@ -278,8 +291,16 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       this.setState('disconnected', { code, reason: reason.toString() });
       this.scheduleRedial();
     });
-    ws.on('error', (err) => {
-      log.debug({ err: err.message }, 'connection error');
+    ws.on('error', (err: NodeJS.ErrnoException) => {
+      // A TLS failure is the edge's own to fix (its clock, its CA pin): say which, where an
+      // operator looks. Logged when it changes and at most once a minute while it stays.
+      const message = connectionErrorMessage(err);
+      const now = Date.now();
+      if (message !== this.lastError?.message || now - this.lastErrorLoggedAt > 60_000) {
+        this.lastErrorLoggedAt = now;
+        log.warn({ code: err.code, err: err.message }, `cannot connect to the hub: ${message}`);
+      }
+      this.noteError(message);
     });
   }
 
@@ -326,4 +347,17 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       2 * WS_PING_INTERVAL_MS + 5_000,
     );
   }
+}
+
+/** TLS verification codes that mean the edge's clock is off rather than the hub's certificate. */
+const CLOCK_CODES = new Set(['CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED', 'CRL_NOT_YET_VALID', 'CRL_HAS_EXPIRED']);
+
+/** A connection error as an operator should read it: the TLS reason and what to check. */
+export function connectionErrorMessage(err: NodeJS.ErrnoException): string {
+  const code = err.code ?? '';
+  if (CLOCK_CODES.has(code))
+    return `TLS: ${err.message} (${code}); this edge's clock says ${new Date().toISOString()}: if that is wrong, fix the clock (NTP) and the edge reconnects by itself`;
+  if (code.startsWith('ERR_TLS') || code.includes('CERT') || code.includes('SELF_SIGNED') || code.includes('SSL'))
+    return `TLS: ${err.message} (${code}): check the hub's CA pinned at enrollment and the hub's certificate`;
+  return `${err.message}${code && !err.message.includes(code) ? ` (${code})` : ''}`;
 }

@@ -17,6 +17,7 @@ function pair(onStream: (s: TunnelStream) => void) {
   };
   hub = new TunnelMux({ send: deliver(() => edge), bufferedAmount: () => link.inFlight });
   edge = new TunnelMux({
+    side: 'edge',
     send: deliver(() => hub),
     bufferedAmount: () => link.inFlight,
     onStream: (s) => {

@@ -1,7 +1,8 @@
 /**
  * @module The tunnel: many byte streams from the hub into an edge, multiplexed inside frame type
- * 0x02 of the one sync WebSocket (docs/tunnel.md). Both ends run a `TunnelMux`; only the hub
- * opens streams.
+ * 0x02 of the one sync WebSocket (docs/tunnel.md). Both ends run a `TunnelMux`. Both may open
+ * streams: the hub's ids are 1..0x7fffffff, the edge's 0x80000000..0xffffffff (so the two never
+ * collide); the edge opens streams only for blob transfers (sync/transfer.ts).
  *
  * Payload of a 0x02 frame: `[u8 kind][u32 BE stream id][body]`, kinds:
  * OPEN (JSON header, hub -> edge), DATA (bytes), WINDOW (u32 BE credit), END (no more data from
@@ -226,7 +227,12 @@ function u32(n: number): Buffer {
   return b;
 }
 
+/** Ids of streams the edge opens start here; the hub's stay below. */
+export const EDGE_STREAM_ID_BASE = 0x80000000;
+
 export interface TunnelMuxOptions extends TunnelTransport {
+  /** Which end this is: it decides the ids of the streams we open and those the peer may open. */
+  side?: 'hub' | 'edge';
   /** Called for each stream the peer opens (the edge's side); without it OPEN is refused. */
   onStream?(stream: TunnelStream): void;
   /** Bound on concurrently open streams; more are refused. */
@@ -236,7 +242,9 @@ export interface TunnelMuxOptions extends TunnelTransport {
 /** Both ends of the tunnel: stream table, frame codec, flow control and fair scheduling. */
 export class TunnelMux {
   private readonly streams = new Map<number, TunnelStream>();
-  private nextId = 1;
+  private nextId: number;
+  private readonly firstId: number;
+  private readonly lastId: number;
   private ready: TunnelStream[] = [];
   private pumping = false;
   private blockedTimer: NodeJS.Timeout | undefined;
@@ -244,7 +252,17 @@ export class TunnelMux {
   /** Streams opened over the mux's life (for metrics). */
   opened = 0;
 
-  constructor(private readonly opts: TunnelMuxOptions) {}
+  constructor(private readonly opts: TunnelMuxOptions) {
+    const edge = opts.side === 'edge';
+    this.firstId = edge ? EDGE_STREAM_ID_BASE : 1;
+    this.lastId = edge ? 0xffffffff : EDGE_STREAM_ID_BASE - 1;
+    this.nextId = this.firstId;
+  }
+
+  /** True for an id the peer may open (one from its own range). */
+  private peerId(id: number): boolean {
+    return id !== 0 && (id < this.firstId || id > this.lastId);
+  }
 
   get size(): number {
     return this.streams.size;
@@ -257,7 +275,7 @@ export class TunnelMux {
     if (this.streams.size >= max)
       throw new TunnelError('unavailable', `too many open tunnel streams (${max}); retry when some finish`);
     const id = this.nextId;
-    this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    this.nextId = this.nextId >= this.lastId ? this.firstId : this.nextId + 1;
     const s = new TunnelStream(id, this, header, limits);
     this.streams.set(id, s);
     this.opened++;
@@ -278,12 +296,19 @@ export class TunnelMux {
     const s = this.streams.get(id);
     switch (kind) {
       case TUNNEL_OPEN: {
-        if (s || !this.opts.onStream) {
+        if (s || !this.opts.onStream || !this.peerId(id)) {
           this.sendNow(
             frame(
               TUNNEL_RESET,
               id,
-              json({ code: 'refused', message: s ? 'stream id in use' : 'this side does not accept streams' }),
+              json({
+                code: 'refused',
+                message: s
+                  ? 'stream id in use'
+                  : this.opts.onStream
+                    ? "stream id outside the opener's range"
+                    : 'this side does not accept streams',
+              }),
             ),
           );
           return;
@@ -481,6 +506,8 @@ export const TunnelRequest = z.discriminatedUnion('type', [
     command: z.array(z.string().max(65536)).min(1).max(1024),
     interactive: z.boolean().optional(),
     tty: z.boolean().optional(),
+    /** The client's terminal size, for a tty (`stty size` in the session). */
+    size: z.object({ cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) }).optional(),
   }),
   z.object({ type: z.literal('action'), workload: z.string().max(63), action: z.enum(['restart', 'stop', 'start']) }),
   /** The edge agent's own Prometheus page (`GET /api/v1/edges/NAME/metrics` on the hub). */

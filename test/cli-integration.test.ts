@@ -143,7 +143,9 @@ describe('the CLI against a real hub', () => {
     const d = await cli(['describe', 'placement', 'eu']);
     expect(d.stdout).toMatch(/shop-1\s+web\s+Pod\/web\s+image pull failed: broken:1 not found/);
     const h = await cli(['rollout', 'history', 'workload', 'web']);
-    expect(h.stdout).toMatch(/^REVISION\s+AGE\s+MANIFESTS\n1\s+\S+\s+Pod\/web\n2 \(current\)\s+\S+\s+Pod\/web\n$/);
+    expect(h.stdout).toMatch(
+      /^REVISION\s+AGE\s+MANIFESTS\s+CHANGE-CAUSE\n1\s+\S+\s+Pod\/web\s+applied by admin token \S+\n2 \(current\)\s+\S+\s+Pod\/web\s+applied by admin token \S+\n$/,
+    );
     const u = await cli(['rollout', 'undo', 'wl', 'web']);
     expect(u.stdout).toBe('workload/web rolled back to the previous revision (now revision 3)\n');
     // The planner paused on the failure; resuming accepts it and lets the rollback through.

@@ -130,7 +130,7 @@ describe('join tokens (item 5)', () => {
     expect(e1.metadata.labels).toEqual({ region: 'eu', site: 'lyon' });
     const e2 = JSON.parse((await cli(['get', 'edge', 'e2', '-o', 'json'], env)).stdout);
     expect(e2.metadata.labels).toEqual({ region: 'eu' });
-  });
+  }, 180_000);
 });
 
 describe('token list, revoke and rotate-admin (item 6)', () => {
@@ -184,5 +184,5 @@ describe('token list, revoke and rotate-admin (item 6)', () => {
     const who = await cli(['whoami'], env);
     expect(who.code).toBe(0);
     expect(who.stdout).toMatch(/admin/);
-  });
+  }, 180_000);
 });

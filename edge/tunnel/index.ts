@@ -11,7 +11,14 @@
  * sync.on('tunnel', (p) => tunnel.receive(p));
  */
 import { createLogger } from '../../core/logger.js';
-import { TunnelError, TunnelMux, TunnelRequest, type TunnelStream, type TunnelTransport } from '../../sync/tunnel.js';
+import {
+  TunnelError,
+  TunnelMux,
+  TunnelRequest,
+  type StreamLimits,
+  type TunnelStream,
+  type TunnelTransport,
+} from '../../sync/tunnel.js';
 import type { Driver } from '../drivers/driver.js';
 import type { Reconciler } from '../reconciler.js';
 import { runAction, runExec, runLogs, runMetrics } from './ops.js';
@@ -39,6 +46,8 @@ export interface TunnelAgent {
   disconnected(): void;
   /** Open streams (for metrics and tests). */
   streams(): number;
+  /** Opens a stream to the hub (blob transfers, sync/transfer.ts); throws when disconnected. */
+  open(header: Record<string, unknown>, limits?: StreamLimits): TunnelStream;
 }
 
 export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
@@ -92,8 +101,8 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
     });
   };
 
-  const mux = new TunnelMux({ ...o.transport, onStream: serve, maxStreams: MAX_EDGE_STREAMS });
-  let current = mux;
+  const newMux = () => new TunnelMux({ ...o.transport, side: 'edge', onStream: serve, maxStreams: MAX_EDGE_STREAMS });
+  let current = newMux();
 
   return {
     receive(payload) {
@@ -106,9 +115,10 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
     },
     disconnected() {
       current.close('the hub connection dropped');
-      current = new TunnelMux({ ...o.transport, onStream: serve, maxStreams: MAX_EDGE_STREAMS });
+      current = newMux();
     },
     streams: () => current.size,
+    open: (header, limits) => current.open(header, limits),
   };
 }
 

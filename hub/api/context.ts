@@ -4,11 +4,13 @@
  */
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
+import type { SignedRelease } from '../../core/release.js';
 import type { Kind } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { Scheduler } from '../controllers/scheduler.js';
 import type { ObjectStore } from '../objects.js';
+import type { HubSecrets } from '../secrets.js';
 
 export type Role = 'admin' | 'operator' | 'viewer';
 
@@ -65,7 +67,8 @@ export interface HubAuth {
   rotateAdminToken(): { token: string; id: string; revoked: string | null };
   /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
   consumeJoinToken(token: string): { project: string; labels: Record<string, string> };
-  issueEdgeCredential(edge: string): string;
+  /** `sealKey`: the public key the edge made at enrollment, Secrets for it are sealed to. */
+  issueEdgeCredential(edge: string, sealKey?: string): string;
   /** Revokes the edge's credential and remembers it as decommissioned (the edge is told so when it dials). */
   decommissionEdgeCredential(edge: string): void;
 }
@@ -76,6 +79,8 @@ export interface HubDeps {
   objects: ObjectStore;
   scheduler: Scheduler;
   auth: HubAuth;
+  /** Redacts, reveals and seals Secret values (hub/secrets.ts). */
+  secrets: HubSecrets;
   version: string;
   requireApproval: boolean;
   caPem?: string;
@@ -83,6 +88,11 @@ export interface HubDeps {
   metricsContentType: string;
   /** Closes an edge's live connection (decommission). */
   disconnectEdge(edge: string, message: string): void;
+  /** Signs agent releases (hub/upgrades/releases.ts); its public key goes to edges at enrollment. */
+  releases?: {
+    publicKeyPem: string;
+    sign(project: string, digest: string, version: string): SignedRelease;
+  };
 }
 
 export type Env = { Variables: { principal: Principal } };

@@ -6,8 +6,10 @@ import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { readReport, readSpec, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import { API_VERSION, formatIssues, Inventory, Labels, type Edge } from '../../core/resources.js';
+import { isSealKey } from '../../core/secrets.js';
 import { enrollLabels } from '../auth/join-tokens.js';
 import { recordEvent } from '../db.js';
+import { storeInventory } from '../controllers/edges.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
 import { withStatus } from './objects.js';
 
@@ -20,6 +22,8 @@ const EnrollRequest = z.object({
     .refine(isValidName, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit'),
   labels: Labels.optional(),
   inventory: Inventory.optional(),
+  /** The public half of the key pair the agent just made; Secrets for this edge are sealed to it. */
+  sealKey: z.string().refine(isSealKey, 'must be an X25519 public key: 43 base64url characters').optional(),
 });
 
 export function edgeRoutes(deps: HubDeps): Hono<Env> {
@@ -182,15 +186,13 @@ export function enrollRoute(deps: HubDeps): Hono {
           } as Edge,
           { update: false, actor: 'enrollment' },
         );
-        db.prepare(
-          'INSERT INTO edge_runtime (name, project, approved, enrolled_at, inventory) VALUES (?, ?, ?, ?, ?)',
-        ).run(
+        db.prepare('INSERT INTO edge_runtime (name, project, approved, enrolled_at) VALUES (?, ?, ?, ?)').run(
           req.name,
           grant.project,
           approved ? 1 : 0,
           Date.now(),
-          req.inventory ? JSON.stringify(req.inventory) : null,
         );
+        if (req.inventory) storeInventory(db, req.name, req.inventory);
         recordEvent(db, {
           project: grant.project,
           kind: 'Edge',
@@ -198,12 +200,21 @@ export function enrollRoute(deps: HubDeps): Hono {
           reason: 'Enrolled',
           message: `edge ${req.name} enrolled${approved ? '' : ', waiting for approval (outpost edge approve ' + req.name + ')'}`,
         });
-        return { grant, credential: auth.issueEdgeCredential(req.name) };
+        return { grant, credential: auth.issueEdgeCredential(req.name, req.sealKey) };
       })
       .immediate();
     log.info({ edge: req.name, project: grant.project, approved }, 'edge enrolled');
     scheduler.markEdge(req.name);
-    return c.json({ edge: req.name, project: grant.project, credential, approved }, 201);
+    return c.json(
+      {
+        edge: req.name,
+        project: grant.project,
+        credential,
+        approved,
+        ...(deps.releases ? { releaseKey: deps.releases.publicKeyPem } : {}),
+      },
+      201,
+    );
   });
   return app;
 }

@@ -10,11 +10,30 @@ import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '.
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
-import { authorize, jsonBody, kindFromPath, type Env, type HubDeps } from './context.js';
+import { REDACTED } from '../../core/secrets.js';
+import { authorize, jsonBody, kindFromPath, principal, type Env, type HubDeps } from './context.js';
 
 const MAX_LIST = 1000;
 
-export function withStatus(deps: HubDeps, o: Resource): Resource {
+/**
+ * `?secrets=reveal` asks for Secret values in clear: operators and admins of the project may,
+ * viewers never (403). Without it every Secret value is REDACTED.
+ */
+export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): boolean {
+  const q = c.req.query('secrets');
+  if (q === undefined) return false;
+  if (q !== 'reveal') throw new OutpostError('bad_request', `secrets: use secrets=reveal (got "${q}")`);
+  const p = principal(c);
+  if (!deps.auth.can(p, 'write', project))
+    throw new OutpostError(
+      'forbidden',
+      `a ${p.role} token may not reveal Secret values in project ${project}: they show as ${REDACTED}; an operator or admin token may ask with secrets=reveal`,
+    );
+  return true;
+}
+
+/** An object as the API shows it: with its status, and its Secret values redacted unless revealed. */
+export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource {
   const { db, store, scheduler } = deps;
   if (o.kind === 'Placement') {
     return {
@@ -25,6 +44,10 @@ export function withStatus(deps: HubDeps, o: Resource): Resource {
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
   return {
     ...o,
+    spec: {
+      ...o.spec,
+      manifests: reveal ? deps.secrets.reveal(o.spec.manifests) : deps.secrets.redact(o.spec.manifests),
+    },
     status: { ...(o.status ?? {}), summary: workloadSummary(db, o.metadata.project, o.metadata.name) },
   } as Resource;
 }
@@ -76,12 +99,25 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     authorize(deps, c, 'read', project);
     const kind = c.req.query('kind');
     const name = c.req.query('name');
+    const reason = c.req.query('reason');
+    const since = c.req.query('since') === undefined ? undefined : Number(c.req.query('since'));
+    if (since !== undefined && !Number.isFinite(since))
+      throw new OutpostError('bad_request', 'since: give a time in milliseconds since the epoch');
     const limit = Math.min(Number(c.req.query('limit') ?? 50) || 50, 500);
     const rows = db
       .prepare(
-        `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ORDER BY id DESC LIMIT ?`,
+        `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ${reason ? 'AND reason = ?' : ''} ${since !== undefined ? 'AND at >= ?' : ''} ORDER BY id DESC LIMIT ?`,
       )
-      .all(...[project, ...(kind ? [kind] : []), ...(name ? [name] : []), limit]) as { at: number }[];
+      .all(
+        ...[
+          project,
+          ...(kind ? [kind] : []),
+          ...(name ? [name] : []),
+          ...(reason ? [reason] : []),
+          ...(since !== undefined ? [since] : []),
+          limit,
+        ],
+      ) as { at: number }[];
     return c.json({ items: rows.map((r) => ({ ...r, time: new Date(r.at).toISOString() })) });
   });
 
@@ -123,7 +159,8 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       }
       if (more || batch.length < 500) break;
     }
-    const items = out.map((o) => withStatus(deps, o));
+    const reveal = revealSecrets(deps, c, project);
+    const items = out.map((o) => withStatus(deps, o, reveal));
     const matched =
       selector || q || state || local
         ? { matched: countMatching(db, kind, project, { selector, q, state, local: local ? deps.store : undefined }) }
@@ -147,9 +184,10 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
     authorize(deps, c, 'read', project);
+    const reveal = revealSecrets(deps, c, project);
     const o = objects.get(kind, project, c.req.param('name'));
     if (!o) throw new OutpostError('not_found', `${kind} ${c.req.param('name')} not found in project ${project}`);
-    return c.json(withStatus(deps, o));
+    return c.json(withStatus(deps, o, reveal));
   });
 
   const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {
@@ -245,7 +283,13 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     authorize(deps, c, 'read', project);
     if (!objects.get('Workload', project, c.req.param('name')))
       throw new OutpostError('not_found', `Workload ${c.req.param('name')} not found`);
-    return c.json({ items: objects.revisions(project, c.req.param('name')) });
+    const reveal = revealSecrets(deps, c, project);
+    const show = (m: Workload['spec']['manifests']) => (reveal ? deps.secrets.reveal(m) : deps.secrets.redact(m));
+    return c.json({
+      items: objects
+        .revisions(project, c.req.param('name'))
+        .map((r) => ({ ...r, manifests: show(r.manifests as Workload['spec']['manifests']) })),
+    });
   });
 
   app.post('/projects/:project/workloads/:name/rollback', async (c) => {

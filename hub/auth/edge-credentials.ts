@@ -6,20 +6,23 @@
 import type { EdgeName } from '../../core/ids.js';
 import { edgeName } from '../../core/ids.js';
 import { formatToken, parseToken } from '../../sync/pinned-ca.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
 
-/** Issues the edge's credential, replacing (and so revoking) any previous one. */
-export function issueEdgeCredential(db: SqliteDatabase, edge: string, now = Date.now()): string {
+/**
+ * Issues the edge's credential, replacing (and so revoking) any previous one, with the public key
+ * the edge sealed Secrets are for (absent from agents older than sealed Secrets).
+ */
+export function issueEdgeCredential(db: SqliteDatabase, edge: string, sealKey?: string, now = Date.now()): string {
   migrateAuth(db);
   const name = edgeName(edge);
   const id = newId();
   const secret = newSecret();
   const token = formatToken('edge', name, id, secret);
   db.prepare(
-    `INSERT INTO edge_credentials (edge, id, secret_hash, created_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT(edge) DO UPDATE SET id = excluded.id, secret_hash = excluded.secret_hash, created_at = excluded.created_at`,
-  ).run(name, id, hashSecret(secret), now);
+    `INSERT INTO edge_credentials (edge, id, secret_hash, created_at, seal_key) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT(edge) DO UPDATE SET id = excluded.id, secret_hash = excluded.secret_hash, created_at = excluded.created_at, seal_key = excluded.seal_key`,
+  ).run(name, id, hashSecret(secret), now, sealKey ?? null);
   return token;
 }
 
@@ -32,6 +35,14 @@ export function verifyEdgeCredential(db: SqliteDatabase, token: string): { edge:
     { edge: string; secret_hash: Buffer } | undefined;
   if (!row || !secretMatches(t.secret, row.secret_hash) || row.edge !== t.edge) return null;
   return { edge: row.edge as EdgeName };
+}
+
+/** The public key Secrets for this edge are sealed to; undefined when it has none. */
+export function edgeSealKey(db: SqliteDatabase, edge: string): string | undefined {
+  migrateAuth(db);
+  const row = cachedStatement(db, 'SELECT seal_key FROM edge_credentials WHERE edge = ?').get(edge) as
+    { seal_key: string | null } | undefined;
+  return row?.seal_key ?? undefined;
 }
 
 /**

@@ -57,6 +57,12 @@ const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    // The public half of the key pair the edge made at enrollment: Secrets in its spec document
+    // are sealed to it. Lives and dies with the credential (re-enrollment, decommission).
+    sql: 'ALTER TABLE edge_credentials ADD COLUMN seal_key TEXT;',
+  },
 ];
 
 const migrated = new WeakSet<SqliteDatabase>();

@@ -25,6 +25,7 @@ import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../db.js';
 import type { ObjectStore } from '../objects.js';
+import type { HubSecrets } from '../secrets.js';
 import { edgeLiveness, isOnline, schedulableEdges } from './edges.js';
 
 const log = createLogger('hub:scheduler');
@@ -166,6 +167,8 @@ export class Scheduler {
     private readonly db: SqliteDatabase,
     private readonly objects: ObjectStore,
     private readonly store: ReplicaStore,
+    /** Seals each edge's Secret values to its own key when its spec document is written. */
+    private readonly secrets: HubSecrets,
   ) {}
 
   markPlacement(project: string, name: string): void {
@@ -465,15 +468,17 @@ export class Scheduler {
             w.metadata.name,
           );
           const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
-          if ('error' in r)
+          const error = 'error' in r ? r.error : this.secrets.cannotReceive(edge.name, r.manifests);
+          if (error !== undefined)
             return {
               workload: w.metadata.name,
               revision,
               manifests: [],
-              key: `error:${createHash('sha256').update(r.error).digest('hex').slice(0, 16)}`,
-              error: r.error,
+              key: `error:${createHash('sha256').update(error).digest('hex').slice(0, 16)}`,
+              error,
             };
-          return { workload: w.metadata.name, revision, manifests: r.manifests, key: manifestHash(r.manifests) };
+          const { manifests } = r as { manifests: Manifest[] };
+          return { workload: w.metadata.name, revision, manifests, key: manifestHash(manifests) };
         });
         targets.set(e, ts);
         targetKeys.set(e, this.combinedKey(ts));
@@ -710,23 +715,28 @@ export class Scheduler {
       { epoch: string; digest: string } | undefined;
     if (written && written.digest === digest && written.epoch === this.store.epoch(id)) return;
     ensureMailbox(this.store, e, 'hub');
-    const as = rows.map(fromRow);
     const labels = edgeObj?.labels ?? '{}';
+    // Secret values leave the hub's key here and are sealed to this edge's: the document and its
+    // history hold only what this edge can open (hub/secrets.ts).
+    const workloads = rows.map(fromRow).map((a) => {
+      const w = {
+        name: a.workload,
+        generation: a.generation,
+        revision: a.revision,
+        manifests: a.manifests,
+        error: a.error,
+      };
+      if (a.error !== undefined) return w;
+      try {
+        return { ...w, manifests: this.secrets.sealForEdge(edge, a.manifests) };
+      } catch (err) {
+        log.error({ err, edge, workload: a.workload }, 'cannot seal Secrets for an edge');
+        return { ...w, manifests: [], error: `the hub cannot seal this workload's Secrets: ${(err as Error).message}` };
+      }
+    });
     // Through the document's backend (core/mailbox.ts writeSpecTo): the hub never reads its spec
     // documents back, so no JS view is built for them on every write.
-    this.store.changeBackend(id, (b) =>
-      writeSpecTo(
-        b,
-        JSON.parse(labels) as Record<string, string>,
-        as.map((a) => ({
-          name: a.workload,
-          generation: a.generation,
-          revision: a.revision,
-          manifests: a.manifests,
-          error: a.error,
-        })),
-      ),
-    );
+    this.store.changeBackend(id, (b) => writeSpecTo(b, JSON.parse(labels) as Record<string, string>, workloads));
     // Recorded after the change (in the same transaction when drainSpecs batches): a crash in
     // between only costs one more no-op pass, never a digest that claims content the document lacks.
     cachedStatement(

@@ -69,6 +69,8 @@ export interface GatewayOptions {
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
+  /** A stream the edge opened (blob transfers); without it the edge's OPEN is refused. */
+  onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
 }
 
 interface EdgeTunnel {
@@ -120,10 +122,15 @@ export class TunnelGateway {
 
   /** SyncServer's onTunnel hook: a 0x02 payload from an edge. A malformed one closes that edge's connection. */
   onTunnel(conn: EdgeConnection, payload: Buffer): void {
-    // Before any stream was opened on this connection too: a well-formed frame about a stream the
-    // mux does not know is dropped, a malformed one closes the connection (docs/tunnel.md).
+    const t = this.tunnels.get(conn.edge);
+    let mux = t?.conn === conn ? t.mux : undefined;
+    // Before any stream was opened on this connection too (the edge opens transfer streams): a
+    // well-formed frame about a stream the mux does not know is dropped, a malformed one closes
+    // the connection (docs/tunnel.md). Frames of a connection already replaced are dropped.
+    if (!mux && this.opts.sync()?.connection(conn.edge) === conn) mux = this.mux(conn);
+    if (!mux) return; // a connection already replaced: stale frames
     try {
-      this.mux(conn).receive(payload);
+      mux.receive(payload);
     } catch (err) {
       throw new ProtocolError('bad_frame', `bad tunnel frame: ${(err as Error).message}`);
     }
@@ -147,10 +154,13 @@ export class TunnelGateway {
     if (t && t.conn === conn) return t.mux;
     t?.mux.close(`edge ${conn.edge} reconnected`);
     const socket = conn.socket;
+    const onEdgeStream = this.opts.onEdgeStream;
     const mux = new TunnelMux({
+      side: 'hub',
       send: (p) => conn.sendTunnel(p),
       bufferedAmount: () => socket.bufferedAmount,
       maxStreams: this.limits.maxStreamsPerEdge,
+      ...(onEdgeStream ? { onStream: (s: TunnelStream) => onEdgeStream(conn, s) } : {}),
     });
     this.tunnels.set(conn.edge, { conn, mux });
     return mux;

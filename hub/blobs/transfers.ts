@@ -1,0 +1,95 @@
+/**
+ * @module The hub's end of blob transfers an edge opens over its connection (sync/transfer.ts):
+ * what an edge may read (blobs of its own project) and write (into its project, within the
+ * quota, held for it), and the metrics of bytes moved.
+ */
+import client from 'prom-client';
+import type { BlobDigest } from '../../core/blobs.js';
+import type { EdgeName } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { isTransferHeader, serveTransfer } from '../../sync/transfer.js';
+import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
+import { edgeRuntime } from '../controllers/edges.js';
+import type { HubBlobs } from './index.js';
+
+const log = createLogger('hub:transfers');
+
+export class HubTransfers {
+  private readonly bytes?: client.Counter<'direction'>;
+  /** Transfers being served now (for tests and metrics). */
+  active = 0;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly blobs: HubBlobs,
+    registry?: client.Registry,
+  ) {
+    if (registry)
+      this.bytes = new client.Counter({
+        name: 'outpost_hub_transfer_bytes_total',
+        help: 'Blob bytes moved over edge connections, by direction (to_edge, from_edge)',
+        labelNames: ['direction'],
+        registers: [registry],
+      });
+  }
+
+  /** A stream the edge opened. */
+  serve(edge: EdgeName, s: TunnelStream): void {
+    if (!isTransferHeader(s.header)) {
+      s.destroy(new TunnelError('refused', `the hub does not accept streams of type ${String(s.header.type)}`));
+      return;
+    }
+    const rt = edgeRuntime(this.db, edge);
+    if (!rt) {
+      s.destroy(new TunnelError('forbidden', `edge ${edge} is not enrolled`));
+      return;
+    }
+    const project = rt.project;
+    const blobs = this.blobs;
+    const started = Date.now();
+    let before = s.bytesOut;
+    const beforeIn = s.bytesIn;
+    this.active++;
+    serveTransfer(s, blobs.files, {
+      readable(digest: BlobDigest) {
+        const b = blobs.get(project, digest);
+        if (!b) throw new TunnelError('not_found', `blob ${digest} not found in project ${project}`);
+        return b.size;
+      },
+      writable(digest: BlobDigest, size: number) {
+        if (blobs.get(project, digest)) return 'have';
+        if (size - blobs.files.partialSize(digest) > blobs.room(project))
+          throw new TunnelError('budget', blobs.quotaError(project, size).message);
+        return 'send';
+      },
+      received(digest: BlobDigest, size: number, mediaType: string) {
+        blobs.recordEdgeUpload(project, edge, digest, size, mediaType);
+      },
+    })
+      .then(
+        () =>
+          log.info(
+            {
+              edge,
+              type: s.header.type,
+              digest: s.header.digest,
+              bytes: s.bytesOut + s.bytesIn,
+              ms: Date.now() - started,
+            },
+            'transfer done',
+          ),
+        (err: TunnelError) =>
+          log.info(
+            { edge, type: s.header.type, digest: s.header.digest, code: err.code, err: err.message },
+            'transfer cut',
+          ),
+      )
+      .finally(() => {
+        this.active--;
+        this.bytes?.inc({ direction: 'to_edge' }, s.bytesOut - before);
+        this.bytes?.inc({ direction: 'from_edge' }, s.bytesIn - beforeIn);
+        before = s.bytesOut;
+      });
+  }
+}
