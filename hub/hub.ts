@@ -27,6 +27,8 @@ import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
+import { AgentReleases } from './upgrades/releases.js';
+import { ensureReleaseKey } from './upgrades/release-key.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
@@ -216,7 +218,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
+  const blobs = new HubBlobs({
+    db,
+    dir: path.join(opts.dataDir, 'blobs'),
+    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
+    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
+  });
+  blobs.start();
+  const releaseKey = ensureReleaseKey(opts.dataDir);
   const app = createApi({
+    releases: new AgentReleases(blobs, releaseKey),
     db,
     store,
     objects,
@@ -232,13 +243,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const blobs = new HubBlobs({
-    db,
-    dir: path.join(opts.dataDir, 'blobs'),
-    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
-    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
-  });
-  blobs.start();
   const transfers = new HubTransfers(db, blobs, registry);
   const tunnel = new TunnelGateway({
     db,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hostPod, hubApi, killHostWorkloads, startFleet } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
-import { freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 const dirs: string[] = [];
 const procs: Proc[] = [];
@@ -85,6 +85,57 @@ describe('clearer failures', () => {
         what: 'writes to succeed again after space was freed',
       },
     );
+  });
+
+  it("an edge's local API answers 507 naming edge.db when the edge's disk is full", async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const disk = path.join(dir, 'disk');
+    if (!smallDisk(disk, '24m')) {
+      console.warn('skipped: cannot mount a tmpfs here (needs root)');
+      return;
+    }
+    const pids = path.join(disk, 'pids');
+    fs.mkdirSync(pids);
+    const { hub, edge } = await startFleet({
+      dir: disk,
+      edgeName: 'full-1',
+      labels: { site: 'f' },
+      objects: [
+        hostPod('idle', 'sleep 1000', { pidDir: pids }),
+        {
+          apiVersion: 'outpost.dev/v1alpha1',
+          kind: 'Placement',
+          metadata: { name: 'pf' },
+          spec: { edgeSelector: { matchLabels: { site: 'f' } }, workloads: ['idle'] },
+        },
+      ],
+      placement: 'pf',
+      ready: 1,
+    });
+    procs.push(hub.proc, edge);
+    const fill = path.join(disk, 'fill');
+    const fd = fs.openSync(fill, 'w');
+    try {
+      for (;;) fs.writeSync(fd, Buffer.alloc(64 * 1024, 1));
+    } catch {
+      /* ENOSPC: the disk is full */
+    } finally {
+      fs.closeSync(fd);
+    }
+    const edgeDb = path.join(disk, 'edge', 'edge.db');
+    const r = await waitFor(
+      async () => {
+        const p = await cli(['edge', 'local', 'pause', 'idle', '--data', path.join(disk, 'edge')]);
+        // The WAL may hold a few more pages; each try writes more.
+        if (p.code === 0) await cli(['edge', 'local', 'resume', 'idle', '--data', path.join(disk, 'edge')]);
+        return p.code !== 0 ? p : null;
+      },
+      { what: 'a local write to fail on the full disk' },
+    );
+    expect(r.stderr + r.stdout).toContain(edgeDb);
+    expect(r.stderr + r.stdout).toMatch(/is full.*free space/);
+    fs.rmSync(fill);
   });
 
   it('a damaged hub database stops the hub with a message naming the file and the fix', async () => {

@@ -11,6 +11,7 @@ import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
+import { releaseRoutes } from './releases.js';
 import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
@@ -83,6 +84,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
   api.route('/', applyRoutes(deps));
+  api.route('/', releaseRoutes(deps));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

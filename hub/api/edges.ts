@@ -205,7 +205,16 @@ export function enrollRoute(deps: HubDeps): Hono {
       .immediate();
     log.info({ edge: req.name, project: grant.project, approved }, 'edge enrolled');
     scheduler.markEdge(req.name);
-    return c.json({ edge: req.name, project: grant.project, credential, approved }, 201);
+    return c.json(
+      {
+        edge: req.name,
+        project: grant.project,
+        credential,
+        approved,
+        ...(deps.releases ? { releaseKey: deps.releases.publicKeyPem } : {}),
+      },
+      201,
+    );
   });
   return app;
 }

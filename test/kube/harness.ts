@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { stringify as toYaml } from 'yaml';
+import { reapWithParent } from './reaper.js';
 
 const run = promisify(execFile);
 const HERE = import.meta.dirname;
@@ -156,6 +157,7 @@ function start(cmd: string, args: string[], log: string): { proc: ChildProcess; 
   const fd = openSync(log, 'a');
   const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd] });
   closeSync(fd);
+  reapWithParent(proc.pid);
   const exited = new Promise<never>((_, reject) => {
     proc.once('error', (err) => reject(new Error(`${cmd} could not start: ${err.message}`)));
     proc.once('exit', (code, sig) =>
