@@ -65,6 +65,8 @@ interface GetOpts {
   since?: number;
   limit?: number;
   showSecrets?: boolean;
+  /** Edges only: those holding intents made on site (`?local=true`). */
+  local?: boolean;
 }
 
 /** What a watch compares: the object without the fields that move on every heartbeat. */
@@ -117,7 +119,11 @@ async function fetchObjects(s: Session, info: KindInfo, name: string | undefined
   return s.client
     .list<ApiObject>(
       objectPath(project, info.path),
-      { labelSelector: o.selector || undefined, ...(o.showSecrets ? { secrets: 'reveal' } : {}) },
+      {
+        labelSelector: o.selector || undefined,
+        ...(o.local ? { local: 'true' } : {}),
+        ...(o.showSecrets ? { secrets: 'reveal' } : {}),
+      },
       { kind: info.singular },
     )
     .catch((err: unknown) => {
@@ -202,6 +208,7 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
       parseSelectorFlag,
     )
     .option('-A, --all-projects', 'list objects of every project the token may read')
+    .option('--local', 'edges only: those holding intents made on site (a local pause or override not cleared)')
     .option(
       '--show-secrets',
       'show Secret values in clear in -o yaml/json (operator or admin tokens; they show as <redacted> otherwise)',
@@ -242,6 +249,8 @@ Examples:
       const name = slashName ?? nameArg;
       if (name !== undefined && opts.selector !== undefined)
         throw new UsageError('-l selects among many objects; leave it out when naming one');
+      if (opts.local && (info.kind !== 'Edge' || name !== undefined))
+        throw new UsageError('--local lists edges holding intents made on site: outpost get edges --local');
       if (name !== undefined && opts.allProjects)
         throw new UsageError('--all-projects lists objects; leave it out when naming one (use --project P)');
       if (opts.timeout !== undefined && !opts.watch) throw new UsageError('--timeout goes with -w (watch)');
@@ -251,7 +260,7 @@ Examples:
       if (objects.length === 0 && (opts.output.kind === 'table' || opts.output.kind === 'wide')) {
         line(
           s.out.err,
-          `No ${info.path} found${opts.allProjects ? '' : ` in project ${s.project}`}${opts.selector ? ` matching ${opts.selector}` : ''}.`,
+          `No ${info.path} found${opts.allProjects ? '' : ` in project ${s.project}`}${opts.selector ? ` matching ${opts.selector}` : ''}${opts.local ? ' holding intents made on site' : ''}.`,
         );
         return;
       }

@@ -145,9 +145,41 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
           ['Memory', formatBytes(inv.memoryBytes)],
           ['Driver', inv.driver ?? '-'],
           ['Runtimes', inv.runtimes?.length ? inv.runtimes.join(', ') : '-'],
+          ['CPU model', inv.cpuModel],
+          ['Vendor', inv.vendor],
+          ['Product', inv.product],
+          ['Serial', inv.serial],
+          [
+            'Disks',
+            inv.disks?.length
+              ? inv.disks
+                  .map(
+                    (d) =>
+                      `${d.name} ${formatBytes(d.sizeBytes)}${d.rotational === false ? ' ssd' : d.rotational ? ' hdd' : ''}${d.removable ? ' removable' : ''}${d.model ? ` (${d.model})` : ''}`,
+                  )
+                  .join(', ')
+              : undefined,
+          ],
+          [
+            'NICs',
+            inv.nics?.length
+              ? inv.nics
+                  .map(
+                    (n) =>
+                      `${n.name}${n.mac ? ` ${n.mac}` : ''}${n.speedMbps ? ` ${n.speedMbps} Mb/s` : ''}${n.virtual ? ' virtual' : ''}`,
+                  )
+                  .join(', ')
+              : undefined,
+          ],
         ]),
       )
     : 'Inventory:\n  <not reported yet>\n';
+  const derived = Object.entries(s.inventoryLabels ?? {});
+  if (derived.length)
+    out += section(
+      'Inventory labels (selectable by placements)',
+      derived.map(([k, v]) => `${k}=${v}`).join('\n') + '\n',
+    );
   const wls = s.workloads ?? [];
   out += 'Workloads:\n';
   out += wls.length

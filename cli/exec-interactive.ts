@@ -18,7 +18,18 @@ export async function interactiveExec(
   const q = new URLSearchParams();
   for (const c of command) q.append('command', c);
   if (o.container) q.set('container', o.container);
-  if (o.tty) q.set('tty', 'true');
+  if (o.tty) {
+    q.set('tty', 'true');
+    // The terminal's size, so `stty size` and full-screen programs work in the session; COLUMNS and
+    // LINES when stdout is not a terminal.
+    const out = deps.stdout as { columns?: number; rows?: number };
+    const cols = out.columns ?? Number(deps.env.COLUMNS);
+    const rows = out.rows ?? Number(deps.env.LINES);
+    if (Number.isInteger(cols) && cols > 0 && Number.isInteger(rows) && rows > 0) {
+      q.set('cols', String(cols));
+      q.set('rows', String(rows));
+    }
+  }
   const url = `${conn.hub.replace(/^http/, 'ws').replace(/\/+$/, '')}${path}/${workload}?${q}`;
   const ws = new WebSocket(url, {
     headers: { authorization: `Bearer ${conn.token}` },

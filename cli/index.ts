@@ -10,6 +10,7 @@
  * try { await program.parseAsync(argv); } catch (err) { return exitCodeOf(err); }
  */
 import type { Command } from 'commander';
+import { registerAgentCommands } from './cmd-agent.js';
 import { registerBlobCommands } from './cmd-blob.js';
 import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
 import { registerLogin } from './cmd-login.js';
@@ -54,6 +55,7 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerTokenCommands(program, d);
   registerTunnelCommands(program, d);
   registerBlobCommands(program, d);
+  registerAgentCommands(program, d);
   registerMetaCommands(program, d);
 }
 

@@ -61,7 +61,15 @@ export interface EdgeStatus {
     runtimes?: string[];
     driver?: string;
     agentVersion?: string;
+    cpuModel?: string;
+    vendor?: string;
+    product?: string;
+    serial?: string;
+    disks?: { name: string; sizeBytes: number; model?: string; rotational?: boolean; removable?: boolean }[];
+    nics?: { name: string; mac?: string; speedMbps?: number; virtual: boolean }[];
   };
+  /** Labels the hub derives from the inventory, selectable by placements. */
+  inventoryLabels?: Record<string, string>;
   summary?: Summary;
   workloads?: EdgeWorkloadStatus[];
   localIntents?: Record<string, { paused?: boolean; overrides?: Record<string, unknown>; intents?: IntentView[] }>;

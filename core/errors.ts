@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'too_large'
   | 'unsupported_media'
   | 'internal'
+  | 'disk_full'
   | 'unavailable';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -25,6 +26,7 @@ const STATUS: Record<ErrorCode, number> = {
   offline: 503,
   unavailable: 503,
   internal: 500,
+  disk_full: 507,
 };
 
 export class OutpostError extends Error {
@@ -58,4 +60,25 @@ export function errorMessage(err: unknown): string {
     return err.message + cause;
   }
   return String(err);
+}
+
+/** The error (or one of its causes) says the disk is full: SQLite's SQLITE_FULL or the system's ENOSPC. */
+export function isDiskFull(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'SQLITE_FULL' || code === 'ENOSPC') return true;
+  }
+  return false;
+}
+
+/**
+ * The one answer to a write that failed for want of disk space (507 Insufficient Storage), naming
+ * the file whose disk is full and the fix, on the hub's API and on an edge's local API.
+ */
+export function diskFullError(file: string, err: unknown): OutpostError {
+  return new OutpostError(
+    'disk_full',
+    `the disk holding ${file} is full, so nothing could be written: free space on it (reads still work; writes succeed again once there is room)`,
+    { cause: err },
+  );
 }

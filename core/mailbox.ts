@@ -188,6 +188,16 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
       driver: s(inv.driver),
       agentVersion: s(inv.agentVersion),
     };
+    // Hardware facts are one JSON string (one CRDT value, replaced whole when the hardware changes).
+    if (inv.hardware) {
+      try {
+        const hw = JSON.parse(s(inv.hardware as Str)) as Partial<Inventory>;
+        for (const k of ['cpuModel', 'vendor', 'product', 'serial', 'disks', 'nics'] as const)
+          if (hw[k] !== undefined) (inventory as Record<string, unknown>)[k] = hw[k];
+      } catch {
+        // An unreadable value is dropped; the thin inventory stays.
+      }
+    }
   }
   return { edge: s(doc.edge), inventory, workloads, intents };
 }
@@ -323,6 +333,9 @@ export function setInventory(d: ReportDoc, inv: Inventory): boolean {
     driver: new ImmutableString(inv.driver),
     agentVersion: new ImmutableString(inv.agentVersion),
   };
+  const { cpuModel, vendor, product, serial, disks, nics } = inv;
+  const hw = { cpuModel, vendor, product, serial, disks, nics };
+  if (Object.values(hw).some((v) => v !== undefined)) d.inventory.hardware = new ImmutableString(JSON.stringify(hw));
   return true;
 }
 

@@ -24,7 +24,11 @@ export type Kind = (typeof KINDS)[number];
 const name = z
   .string()
   .regex(NAME_PATTERN, 'must be 1-63 lower-case letters, digits or "-", starting and ending with a letter or digit');
-const labelKey = z
+/** Labels the hub derives from an edge's inventory (core/inventory.ts); nobody else may set them. */
+export const INVENTORY_LABEL_PREFIX = 'inventory.outpost.dev/';
+
+/** A label key as selectors may name it (inventory labels included). */
+const selectorKey = z
   .string()
   .min(1)
   .max(317)
@@ -32,6 +36,11 @@ const labelKey = z
     /^([a-z0-9.-]+\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/,
     'must be a label key like "region" or "example.com/tier"',
   );
+/** A label key an object may carry: not under the inventory prefix. */
+const labelKey = selectorKey.refine(
+  (k) => !k.startsWith(INVENTORY_LABEL_PREFIX),
+  `is reserved: labels under ${INVENTORY_LABEL_PREFIX} are derived by the hub from the edge's inventory (docs/inventory.md); select on them in a placement, do not set them`,
+);
 const labelValue = z
   .string()
   .max(63)
@@ -60,13 +69,13 @@ export type Metadata = z.infer<typeof Metadata>;
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 
 export const SelectorRequirement = strict({
-  key: labelKey,
+  key: selectorKey,
   operator: z.enum(SELECTOR_OPERATORS, { error: () => `must be one of ${SELECTOR_OPERATORS.join(', ')}` }),
   values: z.array(labelValue).optional(),
 });
 
 export const LabelSelector = strict({
-  matchLabels: Labels.optional(),
+  matchLabels: z.record(selectorKey, labelValue).optional(),
   matchExpressions: z.array(SelectorRequirement).optional(),
 }).superRefine((sel, ctx) => {
   sel.matchExpressions?.forEach((req, i) => {
@@ -112,6 +121,34 @@ export const Inventory = z.object({
   runtimes: z.array(z.string()),
   driver: z.string(),
   agentVersion: z.string(),
+  /** Hardware facts from /proc and /sys (core/inventory.ts); absent from agents before they existed. */
+  cpuModel: z.string().max(256).optional(),
+  vendor: z.string().max(256).optional(),
+  product: z.string().max(256).optional(),
+  serial: z.string().max(256).optional(),
+  disks: z
+    .array(
+      z.object({
+        name: z.string().max(64),
+        sizeBytes: z.number().nonnegative(),
+        model: z.string().max(256).optional(),
+        rotational: z.boolean().optional(),
+        removable: z.boolean().optional(),
+      }),
+    )
+    .max(256)
+    .optional(),
+  nics: z
+    .array(
+      z.object({
+        name: z.string().max(64),
+        mac: z.string().max(64).optional(),
+        speedMbps: z.number().nonnegative().optional(),
+        virtual: z.boolean(),
+      }),
+    )
+    .max(256)
+    .optional(),
 });
 export type Inventory = z.infer<typeof Inventory>;
 
@@ -230,6 +267,8 @@ export function formatIssues(error: z.ZodError, prefix = ''): { path: string; me
     ]
       .join('')
       .replace(/^\./, ''),
-    message: i.message,
+    // zod 4 says only "Invalid key in record" and keeps the reason (a reserved label key) inside.
+    message:
+      i.code === 'invalid_key' && i.issues.length ? `key ${i.issues.map((x) => x.message).join('; ')}` : i.message,
   }));
 }

@@ -6,10 +6,11 @@
  * @example
  * const agent = await startEdgeAgent({ dataDir: '/var/lib/outpost-edge', hub: 'https://hub:7443', joinToken: T });
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type http from 'node:http';
 import client from 'prom-client';
-import { edgeName, mailboxDocId } from '../core/ids.js';
+import { edgeName, mailboxDocId, type DocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { materializeReport, readReport, setInventory, type ReportDoc } from '../core/mailbox.js';
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
@@ -18,7 +19,8 @@ import { buildInfo } from '../core/version.js';
 import { collectProcessMetrics } from '../core/metrics.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
-import { ReplicaStore } from '../sync/store.js';
+import { isCorruptDatabase, quickCheck } from '../sync/sqlite.js';
+import { ReplicaStore, type ReplicaStoreOptions } from '../sync/store.js';
 import { defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
@@ -81,7 +83,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       name,
       labels: o.labels,
       driver: requestedDriver,
-      inventory: collectInventory(requestedDriver, version),
+      inventory: collectInventory(requestedDriver, version, { kubeconfig: o.kubeconfig }),
       kubeconfig: o.kubeconfig,
     });
   } else if (o.joinToken && o.name && o.name !== config.name) {
@@ -94,16 +96,17 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
   const specId = mailboxDocId(edge, 'spec');
-  const store = await ReplicaStore.open(path.join(o.dataDir, 'edge.db'), {
-    afterChange: (id, origin) => {
+  const storeOptions = {
+    afterChange: (id: DocId, origin: 'local' | 'remote') => {
       sync?.notify(id);
       // A new spec (or a hub clearing intents) is desired state: act on it now.
       if (origin === 'remote' && id === specId) void reconciler?.trigger();
     },
-  });
+  };
+  const store = await openReplica(path.join(o.dataDir, 'edge.db'), storeOptions);
   ensureMailbox(store, edge, 'edge');
   store.change<ReportDoc>(mailboxDocId(edge, 'report'), (d) => {
-    setInventory(d, collectInventory(config.driver, version));
+    setInventory(d, collectInventory(config.driver, version, { kubeconfig: config.kubeconfig }));
   });
 
   const driver = await createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });
@@ -269,4 +272,33 @@ async function stopAll(driver: Driver): Promise<void> {
       await driver
         .stopWorkload(w.name)
         .catch((err: unknown) => log.warn({ err, workload: w.name }, 'stopping a workload of a decommissioned edge'));
+}
+
+/**
+ * Opens the edge's replica; a damaged one is moved aside (kept for a post-mortem) and the agent
+ * starts from an empty one: the spec comes back from the hub at the next sync, and the report is
+ * written again from what the driver observes, while the workloads go on running. Staying down
+ * instead left them unsupervised. Local intents made on site live in the replica and are lost.
+ */
+export async function openReplica(file: string, options: ReplicaStoreOptions): Promise<ReplicaStore> {
+  try {
+    const store = await ReplicaStore.open(file, options);
+    try {
+      quickCheck(store.db);
+    } catch (err) {
+      store.close();
+      throw err;
+    }
+    return store;
+  } catch (err) {
+    if (!isCorruptDatabase(err)) throw err;
+    const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    for (const suffix of ['', '-wal', '-shm'])
+      if (fs.existsSync(file + suffix)) fs.renameSync(file + suffix, aside + suffix);
+    log.warn(
+      { err, movedTo: aside },
+      `the edge replica ${file} is damaged: moved it to ${aside} and rebuilding from the hub (spec) and the driver (status); local intents made on site are lost`,
+    );
+    return ReplicaStore.open(file, options);
+  }
 }

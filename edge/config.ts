@@ -15,6 +15,8 @@ export const EdgeConfig = z.object({
   project: z.string(),
   credential: z.string(),
   caPem: z.string().optional(),
+  /** The hub's release public key (PEM), pinned at enrollment: agent upgrades must be signed by it. */
+  releaseKey: z.string().max(1000).optional(),
   driver: z.enum(['process', 'podman', 'kubernetes']),
   kubeconfig: z.string().optional(),
   /** Private half of the X25519 key pair made at enrollment: opens the Secrets the hub sealed to this edge. */

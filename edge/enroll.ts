@@ -70,6 +70,7 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     project?: string;
     credential?: string;
     approved?: boolean;
+    releaseKey?: string;
     error?: { message: string };
   }>(`${hub}/api/v1/enroll`, {
     body: { joinToken: o.joinToken, name: o.name, labels: o.labels, inventory: o.inventory, sealKey: keys.publicKey },
@@ -87,6 +88,8 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     credential: res.body.credential,
     sealKey: keys.privateKey,
     ...(caPem ? { caPem } : {}),
+    // Pinned like the CA: only releases signed by this key are ever run (edge/upgrade/).
+    ...(typeof res.body.releaseKey === 'string' ? { releaseKey: res.body.releaseKey } : {}),
     driver: o.driver,
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
   };

@@ -236,7 +236,7 @@ export async function installEdge(o: EdgeInstallOptions): Promise<string> {
         name: p.name,
         labels: o.labels,
         driver: p.driver,
-        inventory: collectInventory(p.driver, version),
+        inventory: collectInventory(p.driver, version, { kubeconfig: o.kubeconfig }),
         ...(o.kubeconfig ? { kubeconfig: absolute(o.kubeconfig) } : {}),
       });
     } catch (err) {

@@ -1,29 +1,23 @@
-/** @module What the edge tells the hub about itself: host, OS, architecture, CPU, memory, runtimes found. */
-import { execFileSync } from 'node:child_process';
+/**
+ * @module What the edge tells the hub about itself: host, OS, architecture, CPU count and model,
+ * memory, disks, network interfaces, DMI vendor/product/serial (core/inventory.ts, from /proc and
+ * /sys) and the runtimes actually usable here (runtimes.ts).
+ */
 import os from 'node:os';
+import { readHardware } from '../core/inventory.js';
 import type { Inventory } from '../core/resources.js';
+import { detectRuntimes } from './runtimes.js';
 
-function has(bin: string, args = ['--version']): boolean {
-  try {
-    execFileSync(bin, args, { stdio: 'ignore', timeout: 3_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export function collectInventory(driver: string, agentVersion: string): Inventory {
-  const runtimes = ['process'];
-  if (has('podman')) runtimes.push('podman');
-  if (process.env.KUBERNETES_SERVICE_HOST || has('kubectl', ['version', '--client'])) runtimes.push('kubernetes');
+export function collectInventory(driver: string, agentVersion: string, o: { kubeconfig?: string } = {}): Inventory {
   return {
     hostname: os.hostname(),
     os: `${os.type()} ${os.release()}`,
     arch: os.arch(),
     cpus: os.cpus().length,
     memoryBytes: os.totalmem(),
-    runtimes,
+    runtimes: detectRuntimes({ kubeconfig: o.kubeconfig }),
     driver,
     agentVersion,
+    ...readHardware(),
   };
 }

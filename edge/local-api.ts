@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { Registry } from 'prom-client';
+import { diskFullError, isDiskFull, OutpostError } from '../core/errors.js';
 import { mailboxDocId, type EdgeName } from '../core/ids.js';
 import {
   addIntent,
@@ -203,7 +204,8 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       }
     };
     handle().catch((err: unknown) => {
-      const status = err instanceof HttpError ? err.status : 500;
+      if (isDiskFull(err)) err = diskFullError(d.store.db.name, err);
+      const status = err instanceof HttpError || err instanceof OutpostError ? err.status : 500;
       const message = err instanceof Error ? err.message : String(err);
       if (!res.headersSent) sendError(res, status, message);
       else res.destroy(err instanceof Error ? err : undefined);

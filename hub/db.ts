@@ -141,6 +141,12 @@ const MIGRATIONS = [
     // outpost.dev/change-cause annotation, else who applied it or what it was rolled back to.
     sql: 'ALTER TABLE workload_revisions ADD COLUMN change_cause TEXT;',
   },
+  {
+    version: 5,
+    // The labels derived from the inventory (core/inventory.ts inventoryLabels), kept next to it so
+    // scheduling reads a small JSON object instead of parsing every inventory.
+    sql: 'ALTER TABLE edge_runtime ADD COLUMN inventory_labels TEXT;',
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

@@ -15,17 +15,20 @@ import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
 import { OFFLINE_AFTER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
+import { errorMessage } from '../core/errors.js';
 import { createLogger, throttle } from '../core/logger.js';
 import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
 import { buildInfo } from '../core/version.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
-import { inTransaction } from '../sync/sqlite.js';
+import { inTransaction, isCorruptDatabase } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
+import { AgentReleases } from './upgrades/releases.js';
+import { ensureReleaseKey } from './upgrades/release-key.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
@@ -127,8 +130,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   const reportChanged = new Set<string>();
+  const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
-  const store = await ReplicaStore.open(path.join(opts.dataDir, 'hub.db'), {
+  const dbFile = path.join(opts.dataDir, 'hub.db');
+  const store = await ReplicaStore.open(dbFile, {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
     walAutocheckpointPages: HUB_WAL_AUTOCHECKPOINT_PAGES,
     // `c.doc` only for remote changes: reading it builds the JS view of a document written through
@@ -136,8 +141,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
     onChange: (c) => {
       if (c.origin === 'remote') {
-        const edge = projectReport(c.db, c.id, c.doc);
-        if (edge) reportChanged.add(edge);
+        const r = projectReport(c.db, c.id, c.doc);
+        if (r) reportChanged.add(r.edge);
+        if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
     afterChange: (id, origin) => {
@@ -154,7 +160,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       changes?.notifyDoc(id);
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
+      // New inventory labels may make placements select the edge, or stop selecting it.
+      for (const e of inventoryChanged) scheduler?.markEdge(e);
+      inventoryChanged.clear();
     },
+  }).catch((err: unknown) => {
+    if (!isCorruptDatabase(err)) throw err;
+    throw new Error(
+      `the hub database ${dbFile} is damaged (${errorMessage(err)}): stop the hub, move the file aside and restore the last backup in its place (outpost hub backup made it; docs/operations.md, "Backup and restore"), then start the hub again`,
+      { cause: err },
+    );
   });
   const db = store.db;
   migrateHub(db);
@@ -203,7 +218,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     decommissionEdgeCredential: (e) => void auth.revokeEdgeCredential(db, e, { decommissioned: true }),
   };
 
+  const blobs = new HubBlobs({
+    db,
+    dir: path.join(opts.dataDir, 'blobs'),
+    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
+    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
+  });
+  blobs.start();
+  const releaseKey = ensureReleaseKey(opts.dataDir);
   const app = createApi({
+    releases: new AgentReleases(blobs, releaseKey),
     db,
     store,
     objects,
@@ -219,13 +243,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const blobs = new HubBlobs({
-    db,
-    dir: path.join(opts.dataDir, 'blobs'),
-    ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
-    ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
-  });
-  blobs.start();
   const transfers = new HubTransfers(db, blobs, registry);
   const tunnel = new TunnelGateway({
     db,

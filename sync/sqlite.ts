@@ -19,6 +19,27 @@ export interface Migration {
  * `walAutocheckpointPages`: the WAL is copied back into the database file (a checkpoint, with two
  * fsyncs) once it holds this many pages; SQLite's default is 1,000 (4 MB).
  */
+/** The error (or a cause of it) says the file is not an intact SQLite database. */
+export function isCorruptDatabase(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB')) return true;
+  }
+  return false;
+}
+
+/**
+ * Fails with a SQLITE_CORRUPT error when the database's pages do not check out (`quick_check`:
+ * linear in its size, so for the edge's small replica at start, not for the hub's).
+ */
+export function quickCheck(db: SqliteDatabase): void {
+  const r = db.pragma('quick_check', { simple: true });
+  if (r !== 'ok')
+    throw Object.assign(new Error(`${db.name} failed its integrity check: ${String(r).slice(0, 200)}`), {
+      code: 'SQLITE_CORRUPT',
+    });
+}
+
 export function openDatabase(file: string, opts: { walAutocheckpointPages?: number } = {}): SqliteDatabase {
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });

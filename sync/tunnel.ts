@@ -506,6 +506,8 @@ export const TunnelRequest = z.discriminatedUnion('type', [
     command: z.array(z.string().max(65536)).min(1).max(1024),
     interactive: z.boolean().optional(),
     tty: z.boolean().optional(),
+    /** The client's terminal size, for a tty (`stty size` in the session). */
+    size: z.object({ cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) }).optional(),
   }),
   z.object({ type: z.literal('action'), workload: z.string().max(63), action: z.enum(['restart', 'stop', 'start']) }),
   /** The edge agent's own Prometheus page (`GET /api/v1/edges/NAME/metrics` on the hub). */

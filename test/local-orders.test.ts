@@ -223,6 +223,7 @@ describe('local orders on site', () => {
     const table = await cli(['get', 'edges'], cliEnv);
     expect(table.stdout).toMatch(/LOCAL\s+LABELS/);
     expect(table.stdout).toMatch(/site-b .* app:paused /);
+    expect((await cli(['get', 'edges', '--local', '-o', 'json'], cliEnv)).stdout).toMatch(/"name": "site-b"/);
     const described = await cli(['describe', 'placement', 'p'], cliEnv);
     expect(described.stdout).toMatch(/Held on site:\s+site-b \(app\)/);
     expect(described.stdout).toMatch(/Progress:\s+1\/1 edge updated, 0 ready, 0 failed, 1 held/);
@@ -233,5 +234,7 @@ describe('local orders on site', () => {
       async () => (await api('GET', '/api/v1/projects/default/placements/p')).status.rollout?.phase === 'Complete',
       { timeout: 30_000, what: 'rollout Complete' },
     );
+    const none = await cli(['get', 'edges', '--local'], cliEnv);
+    expect(none.stderr).toMatch(/No edges found in project default holding intents made on site\./);
   });
 });

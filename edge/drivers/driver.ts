@@ -71,6 +71,8 @@ export interface ExecOptions {
 export interface InteractiveExecOptions extends ExecOptions {
   /** Ask for a terminal (`outpost exec -t`). */
   tty?: boolean;
+  /** The client's terminal size, set on the session's terminal (default 80x24). */
+  size?: { cols: number; rows: number };
 }
 
 /** A running interactive command; see the contract above. */

@@ -116,7 +116,12 @@ export async function runExec(
     );
   }
   const p = await driver
-    .execInteractive(r.workload, r.command, { container: r.container, signal: ctl.signal, tty: r.tty })
+    .execInteractive(r.workload, r.command, {
+      container: r.container,
+      signal: ctl.signal,
+      tty: r.tty,
+      ...(r.size ? { size: r.size } : {}),
+    })
     .catch((err: unknown) => {
       throw driverFailure(err);
     });

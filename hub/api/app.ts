@@ -3,14 +3,15 @@
  * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
-import { OutpostError } from '../../core/errors.js';
-import { createLogger } from '../../core/logger.js';
+import { diskFullError, isDiskFull, OutpostError } from '../../core/errors.js';
+import { createLogger, throttle } from '../../core/logger.js';
 import { principal, type Env, type HubDeps } from './context.js';
 import { applyRoutes } from './apply.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
+import { releaseRoutes } from './releases.js';
 import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
@@ -20,10 +21,17 @@ const log = createLogger('hub:api');
 
 export function createApi(deps: HubDeps): Hono {
   const app = new Hono();
+  // Every write fails while the disk is full: one log line a minute says so.
+  const diskFullLog = throttle(60_000);
   let openapi: string | undefined;
 
   app.onError((err, c) => {
     if (err instanceof OutpostError) return c.json(err.toJSON(), err.status as 400);
+    if (isDiskFull(err)) {
+      const e = diskFullError(deps.db.name, err);
+      diskFullLog((suppressed) => log.error({ err, suppressed }, e.message));
+      return c.json(e.toJSON(), 507);
+    }
     log.error({ err, path: c.req.path }, 'unhandled API error');
     return c.json({ error: { code: 'internal', message: 'internal error on the hub; see its log' } }, 500);
   });
@@ -76,6 +84,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
   api.route('/', applyRoutes(deps));
+  api.route('/', releaseRoutes(deps));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

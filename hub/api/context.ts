@@ -4,6 +4,7 @@
  */
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
+import type { SignedRelease } from '../../core/release.js';
 import type { Kind } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
@@ -87,6 +88,11 @@ export interface HubDeps {
   metricsContentType: string;
   /** Closes an edge's live connection (decommission). */
   disconnectEdge(edge: string, message: string): void;
+  /** Signs agent releases (hub/upgrades/releases.ts); its public key goes to edges at enrollment. */
+  releases?: {
+    publicKeyPem: string;
+    sign(project: string, digest: string, version: string): SignedRelease;
+  };
 }
 
 export type Env = { Variables: { principal: Principal } };

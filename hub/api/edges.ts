@@ -9,6 +9,7 @@ import { API_VERSION, formatIssues, Inventory, Labels, type Edge } from '../../c
 import { isSealKey } from '../../core/secrets.js';
 import { enrollLabels } from '../auth/join-tokens.js';
 import { recordEvent } from '../db.js';
+import { storeInventory } from '../controllers/edges.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
 import { withStatus } from './objects.js';
 
@@ -185,15 +186,13 @@ export function enrollRoute(deps: HubDeps): Hono {
           } as Edge,
           { update: false, actor: 'enrollment' },
         );
-        db.prepare(
-          'INSERT INTO edge_runtime (name, project, approved, enrolled_at, inventory) VALUES (?, ?, ?, ?, ?)',
-        ).run(
+        db.prepare('INSERT INTO edge_runtime (name, project, approved, enrolled_at) VALUES (?, ?, ?, ?)').run(
           req.name,
           grant.project,
           approved ? 1 : 0,
           Date.now(),
-          req.inventory ? JSON.stringify(req.inventory) : null,
         );
+        if (req.inventory) storeInventory(db, req.name, req.inventory);
         recordEvent(db, {
           project: grant.project,
           kind: 'Edge',
@@ -206,7 +205,16 @@ export function enrollRoute(deps: HubDeps): Hono {
       .immediate();
     log.info({ edge: req.name, project: grant.project, approved }, 'edge enrolled');
     scheduler.markEdge(req.name);
-    return c.json({ edge: req.name, project: grant.project, credential, approved }, 201);
+    return c.json(
+      {
+        edge: req.name,
+        project: grant.project,
+        credential,
+        approved,
+        ...(deps.releases ? { releaseKey: deps.releases.publicKeyPem } : {}),
+      },
+      201,
+    );
   });
   return app;
 }

@@ -160,6 +160,15 @@ export function openApiDocument(version: string): unknown {
       get: { summary: 'Download a blob (Range: bytes=N- resumes)', responses: { 200: { description: 'the bytes' } } },
       delete: { summary: 'Remove a blob (409 while referenced)', responses: { 204: { description: 'removed' } } },
     },
+    '/api/v1/projects/{project}/agent-releases': {
+      post: {
+        summary: 'Sign an agent release {digest, version} with the hub release key (admin)',
+        responses: { 201: { description: 'the signed release' }, default: errorResponse },
+      },
+    },
+    '/api/v1/release-key': {
+      get: { summary: 'The hub release public key (PEM)', responses: { 200: { description: 'PEM' } } },
+    },
     '/api/v1/whoami': { get: { summary: 'The calling token', responses: { 200: { description: 'principal' } } } },
   });
   return {

@@ -3,6 +3,7 @@
  * (the Edge object), approval and connection facts (edge_runtime). Heartbeats update last_seen
  * here and nowhere else: they never touch a document.
  */
+import { inventoryLabels } from '../../core/inventory.js';
 import { cachedStatement } from '../../sync/sqlite.js';
 import { OFFLINE_AFTER_MS } from '../../core/durations.js';
 import type { Edge, Inventory } from '../../core/resources.js';
@@ -53,15 +54,37 @@ export function edgeRuntime(db: SqliteDatabase, name: string): EdgeRuntime | und
 }
 
 /** What scheduling and the online/offline view need, without parsing inventories: one light scan. */
-export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'lastSeen' | 'enrolledAt'>;
+export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'lastSeen' | 'enrolledAt'> & {
+  /** The labels derived from its inventory (docs/inventory.md). */
+  inventoryLabels?: Record<string, string>;
+};
+
+/**
+ * Records an edge's inventory and the labels derived from it (the one writer of both columns);
+ * true when the labels changed, so placements must select again.
+ */
+export function storeInventory(db: SqliteDatabase, edge: string, inv: Inventory): boolean {
+  const labels = JSON.stringify(inventoryLabels(inv));
+  const before = cachedStatement(db, 'SELECT inventory_labels FROM edge_runtime WHERE name = ?').get(edge) as
+    { inventory_labels: string | null } | undefined;
+  cachedStatement(db, 'UPDATE edge_runtime SET inventory = ?, inventory_labels = ? WHERE name = ?').run(
+    JSON.stringify(inv),
+    labels,
+    edge,
+  );
+  return before !== undefined && before.inventory_labels !== labels;
+}
 
 export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, EdgeLiveness> {
   const rows = (
     project === '*'
-      ? cachedStatement(db, 'SELECT name, approved, connected_since, last_seen, enrolled_at FROM edge_runtime').all()
+      ? cachedStatement(
+          db,
+          'SELECT name, approved, connected_since, last_seen, enrolled_at, inventory_labels FROM edge_runtime',
+        ).all()
       : cachedStatement(
           db,
-          'SELECT name, approved, connected_since, last_seen, enrolled_at FROM edge_runtime WHERE project = ?',
+          'SELECT name, approved, connected_since, last_seen, enrolled_at, inventory_labels FROM edge_runtime WHERE project = ?',
         ).all(project)
   ) as {
     name: string;
@@ -69,6 +92,7 @@ export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, E
     connected_since: number | null;
     last_seen: number | null;
     enrolled_at: number;
+    inventory_labels: string | null;
   }[];
   const out = new Map<string, EdgeLiveness>();
   for (const r of rows)
@@ -77,6 +101,7 @@ export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, E
       connectedSince: r.connected_since ?? undefined,
       lastSeen: r.last_seen ?? undefined,
       enrolledAt: r.enrolled_at,
+      ...(r.inventory_labels ? { inventoryLabels: JSON.parse(r.inventory_labels) as Record<string, string> } : {}),
     });
   return out;
 }
@@ -101,7 +126,8 @@ export function schedulableEdges(
     .filter((e) => runtimes.get(e.metadata.name)?.approved)
     .map((e) => ({
       name: e.metadata.name,
-      labels: e.metadata.labels,
+      // The edge's own labels plus those derived from its inventory (docs/inventory.md).
+      labels: { ...runtimes.get(e.metadata.name)?.inventoryLabels, ...e.metadata.labels },
       annotations: e.metadata.annotations,
       unschedulable: e.spec.unschedulable,
     }));

@@ -3,6 +3,7 @@
  * the summaries the API serves (per placement, per edge, per workload), computed from the
  * projection on read so they are never stale with respect to what the hub has.
  */
+import { inventoryLabels } from '../../core/inventory.js';
 import { cachedStatement } from '../../sync/sqlite.js';
 import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
 import { localState, readReport, readSpec, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
@@ -11,11 +12,18 @@ import { stateFromReport, summarize, type StatusEntry } from '../../core/summary
 import type { Summary } from '../../core/status.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { AnyDoc, ReplicaStore } from '../../sync/store.js';
-import { edgePhase, edgeRuntime, isOnline, type EdgeRuntime } from './edges.js';
+import { edgePhase, edgeRuntime, isOnline, storeInventory, type EdgeRuntime } from './edges.js';
 import { assignmentsForEdge } from './scheduler.js';
 
-/** Called by the replica store inside the transaction that applied a report change. */
-export function projectReport(db: SqliteDatabase, id: DocId, doc: AnyDoc): string | undefined {
+/**
+ * Called by the replica store inside the transaction that applied a report change. Returns the
+ * edge, and whether its inventory labels changed (placements must select again).
+ */
+export function projectReport(
+  db: SqliteDatabase,
+  id: DocId,
+  doc: AnyDoc,
+): { edge: string; inventoryChanged: boolean } | undefined {
   const p = parseMailboxDocId(id);
   if (!p || p.role !== 'report') return undefined;
   const report = readReport(doc as unknown as ReportDoc);
@@ -42,12 +50,8 @@ export function projectReport(db: SqliteDatabase, id: DocId, doc: AnyDoc): strin
   for (const w of existing)
     if (!names.includes(w))
       cachedStatement(db, 'DELETE FROM workload_status WHERE edge = ? AND workload = ?').run(p.edge, w);
-  if (report.inventory)
-    cachedStatement(db, 'UPDATE edge_runtime SET inventory = ? WHERE name = ?').run(
-      JSON.stringify(report.inventory),
-      p.edge,
-    );
-  return p.edge;
+  const inventoryChanged = report.inventory ? storeInventory(db, p.edge, report.inventory) : false;
+  return { edge: p.edge, inventoryChanged };
 }
 
 interface StatusRow {
@@ -185,6 +189,8 @@ export interface EdgeStatusView {
   connectedSince?: string;
   agentVersion?: string;
   inventory?: unknown;
+  /** Labels derived from the inventory, selectable by placements (docs/inventory.md). */
+  inventoryLabels?: Record<string, string>;
   summary: Summary;
   workloads: EdgeWorkloadView[];
   localIntents: Record<string, LocalState>;
@@ -233,7 +239,7 @@ export function edgeStatus(db: SqliteDatabase, store: ReplicaStore, name: string
     ...(rt?.lastSeen ? { lastSeen: new Date(rt.lastSeen).toISOString(), lastSeenAgo: now - rt.lastSeen } : {}),
     ...(rt?.connectedSince && isOnline(rt, now) ? { connectedSince: new Date(rt.connectedSince).toISOString() } : {}),
     ...(rt?.agentVersion ? { agentVersion: rt.agentVersion } : {}),
-    ...(rt?.inventory ? { inventory: rt.inventory } : {}),
+    ...(rt?.inventory ? { inventory: rt.inventory, inventoryLabels: inventoryLabels(rt.inventory) } : {}),
     summary: summarize(entries),
     workloads,
     localIntents: intents,

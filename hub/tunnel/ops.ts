@@ -123,6 +123,15 @@ async function interactive(ctx: RouteContext, req: IncomingMessage, workload: st
   const command = q.getAll('command');
   if (command.length === 0)
     throw new OutpostError('bad_request', 'give the command as ?command=sh&command=-c&command=...');
+  const tty = q.get('tty') === 'true';
+  const cols = Number(q.get('cols'));
+  const rows = Number(q.get('rows'));
+  const sized = (n: number): boolean => Number.isInteger(n) && n >= 1 && n <= 10_000;
+  if ((q.has('cols') || q.has('rows')) && !(sized(cols) && sized(rows)))
+    throw new OutpostError(
+      'bad_request',
+      'cols and rows must both be whole numbers from 1 to 10000 (the terminal size)',
+    );
   const { socket, head: upgradeHead } = ctx.upgrade!;
   const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, upgradeHead, resolve));
   const s = ctx.open(
@@ -131,7 +140,9 @@ async function interactive(ctx: RouteContext, req: IncomingMessage, workload: st
       workload,
       command,
       interactive: true,
-      tty: q.get('tty') === 'true',
+      tty,
+      // The client's terminal size goes with the request: the edge sets it on the session's terminal.
+      ...(tty && q.has('cols') ? { size: { cols, rows } } : {}),
       ...(q.get('container') ? { container: q.get('container') } : {}),
     },
     true,

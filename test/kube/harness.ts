@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { stringify as toYaml } from 'yaml';
+import { reapWithParent } from './reaper.js';
 
 const run = promisify(execFile);
 const HERE = import.meta.dirname;
@@ -45,7 +46,15 @@ export interface KubeApiServer {
   /** The Kubernetes release, e.g. `v1.33.13`. */
   readonly version: string;
   readonly dir: string;
+  /** Path of a kubeconfig for one of the extra `users` the server was started with. */
+  kubeconfigFor(user: string): string;
   stop(): Promise<void>;
+}
+
+export interface KubeApiServerOptions {
+  readyTimeoutMs?: number;
+  /** More token users (no rights unless RBAC grants them some), e.g. to test what a role allows. */
+  users?: { name: string; groups: string[] }[];
 }
 
 let binary: string | undefined;
@@ -148,6 +157,7 @@ function start(cmd: string, args: string[], log: string): { proc: ChildProcess; 
   const fd = openSync(log, 'a');
   const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd] });
   closeSync(fd);
+  reapWithParent(proc.pid);
   const exited = new Promise<never>((_, reject) => {
     proc.once('error', (err) => reject(new Error(`${cmd} could not start: ${err.message}`)));
     proc.once('exit', (code, sig) =>
@@ -173,7 +183,7 @@ process.once('exit', () => {
 });
 
 /** Starts etcd and kube-apiserver and resolves once `/readyz` answers ok. */
-export async function startKubeApiServer(opts: { readyTimeoutMs?: number } = {}): Promise<KubeApiServer> {
+export async function startKubeApiServer(opts: KubeApiServerOptions = {}): Promise<KubeApiServer> {
   const bin = kubeApiServerBinary();
   const version = pinnedKubernetesVersion();
   const dir = await mkdtemp(join(tmpdir(), 'outpost-kube-'));
@@ -188,9 +198,15 @@ export async function startKubeApiServer(opts: { readyTimeoutMs?: number } = {})
   try {
     await certificates(dir);
     const token = randomBytes(24).toString('hex');
-    writeFileSync(join(dir, 'tokens.csv'), `${token},outpost-test-admin,outpost-test-admin,"system:masters"\n`, {
-      mode: 0o600,
-    });
+    const users = new Map([
+      ['outpost-test-admin', { token, groups: ['system:masters'] }],
+      ...(opts.users ?? []).map((u) => [u.name, { token: randomBytes(24).toString('hex'), groups: u.groups }] as const),
+    ]);
+    writeFileSync(
+      join(dir, 'tokens.csv'),
+      [...users].map(([name, u]) => `${u.token},${name},${name},"${u.groups.join(',')}"\n`).join(''),
+      { mode: 0o600 },
+    );
     const [client, peer, secure] = [await freePort(), await freePort(), await freePort()];
     const etcd = start(
       'etcd',
@@ -255,25 +271,31 @@ export async function startKubeApiServer(opts: { readyTimeoutMs?: number } = {})
         );
       await new Promise((r) => setTimeout(r, 250));
     }
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      toYaml({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [
-          {
-            name: 'outpost-test',
-            cluster: { server: url, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
-          },
-        ],
-        users: [{ name: 'outpost-test-admin', user: { token } }],
-        contexts: [{ name: 'outpost-test', context: { cluster: 'outpost-test', user: 'outpost-test-admin' } }],
-        'current-context': 'outpost-test',
-      }),
-      { mode: 0o600 },
-    );
-    return { url, kubeconfig, token, caPem, version, dir, stop };
+    const kubeconfigFor = (user: string): string => {
+      const u = users.get(user);
+      if (!u) throw new Error(`no user ${user}; pass it in startKubeApiServer({ users })`);
+      const file = join(dir, `${user}.kubeconfig`);
+      writeFileSync(
+        file,
+        toYaml({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [
+            {
+              name: 'outpost-test',
+              cluster: { server: url, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+            },
+          ],
+          users: [{ name: user, user: { token: u.token } }],
+          contexts: [{ name: 'outpost-test', context: { cluster: 'outpost-test', user } }],
+          'current-context': 'outpost-test',
+        }),
+        { mode: 0o600 },
+      );
+      return file;
+    };
+    const kubeconfig = kubeconfigFor('outpost-test-admin');
+    return { url, kubeconfig, token, caPem, version, dir, kubeconfigFor, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -10,6 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
+import { reapWithParent } from './reaper.js';
 import type { Obj } from './api.js';
 
 export interface KubeletOptions {
@@ -159,6 +160,7 @@ export class Kubelet {
       detached: true,
     });
     c.proc = proc;
+    reapWithParent(proc.pid, { group: true });
     const sink = (): ((chunk: Buffer) => void) => {
       let partial = '';
       return (chunk) => {

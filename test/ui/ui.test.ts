@@ -254,6 +254,10 @@ describe('web UI in Chromium', () => {
     await page.getByText('Pod/hello:spec.containers.0.env.0.value', { exact: true }).waitFor();
     await page.getByRole('heading', { name: 'Inventory' }).waitFor();
     await page.locator('dd').getByText('process', { exact: true }).waitFor();
+    // Hardware facts from /proc and /sys, and the labels placements can select on (docs/inventory.md).
+    await page.locator('dt').getByText('Disks', { exact: true }).waitFor();
+    await page.locator('dt').getByText('CPU model', { exact: true }).waitFor();
+    await page.getByText('inventory.outpost.dev/runtime.process=true', { exact: true }).waitFor();
     await page.getByRole('heading', { name: 'Connection history' }).waitFor();
     await page.getByRole('row', { name: /hello hello-eu Ready/ }).waitFor();
     await screenshot(page, 'edge-detail');
@@ -335,6 +339,43 @@ describe('web UI in Chromium', () => {
     } finally {
       await vp.close();
     }
+  });
+
+  it('lets an admin list tokens, create one (shown once) and revoke another on the Tokens page', async () => {
+    const viewer = await api<{ token: string; id: string }>('POST', '/api/v1/tokens/api', {
+      role: 'viewer',
+      project: 'default',
+      description: 'kiosk in the lobby',
+    });
+    await page.goto(hub!.url + '/tokens');
+    await page.getByRole('heading', { name: 'Tokens', exact: true }).waitFor();
+    const row = page.getByRole('row', { name: new RegExp(viewer.id) });
+    await hasText(row, 'kiosk in the lobby');
+    await hasText(row, 'Valid');
+
+    await page.getByLabel('Labels (bind the edge)').fill('region=eu,site=lyon');
+    await page.getByLabel('Valid for').fill('2h');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const shown = page.locator('.created-token code');
+    await waitFor(
+      async () =>
+        (await shown.count()) === 1 ||
+        ((await page.getByRole('alert').count()) > 0
+          ? Promise.reject(new Error(await page.getByRole('alert').first().innerText()))
+          : null),
+      { timeout: 15_000, what: 'the new token' },
+    );
+    const created = (await shown.innerText()).trim();
+    expect(created).toMatch(/^opj1\.none\.[0-9a-f]{16}\./);
+    const joinRow = page.getByRole('row', { name: new RegExp(created.split('.')[2]) });
+    await hasText(joinRow, 'region=eu, site=lyon');
+
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('button', { name: 'Revoke now' }).click();
+    await hasText(row, 'Revoked');
+    const who = await fetch(`${hub!.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${viewer.token}` } });
+    expect(who.status).toBe(401);
+    await screenshot(page, 'tokens');
   });
 
   it('shows a clear banner when the hub connection is lost', async () => {

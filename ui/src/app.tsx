@@ -12,9 +12,10 @@ import { PlacementDetail } from './pages/placement-detail.js';
 import { Placements } from './pages/placements.js';
 import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
+import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
 import { match, navigate, useRoute } from './router.js';
-import { app, setProject, signIn, signOut, storedProject, storedToken, useApp, type Session } from './store.js';
+import { app, can, setProject, signIn, signOut, storedProject, storedToken, useApp, type Session } from './store.js';
 import type { List } from './types.js';
 
 const NAV = [
@@ -109,7 +110,7 @@ function Header(props: { session: Session; path: string }) {
       </Link>
       <nav aria-label="Main">
         <ul>
-          {NAV.map((n) => (
+          {[...NAV, ...(can(s, 'admin') ? [{ href: '/tokens', label: 'Tokens' }] : [])].map((n) => (
             <li key={n.href}>
               <Link href={n.href} aria-current={section(n.href) ? 'page' : undefined}>
                 {n.label}
@@ -143,6 +144,7 @@ function Routes(props: { path: string }) {
   if (p === '/placements') return <Placements />;
   if ((m = match('/placements/:name', p))) return <PlacementDetail name={m.name} />;
   if (p === '/apply') return <ApplyPage />;
+  if (p === '/tokens') return <Tokens />;
   return (
     <section>
       <h1>Not found</h1>

@@ -27,6 +27,12 @@ export interface Inventory {
   runtimes?: string[];
   driver?: string;
   agentVersion?: string;
+  cpuModel?: string;
+  vendor?: string;
+  product?: string;
+  serial?: string;
+  disks?: { name: string; sizeBytes: number; model?: string; rotational?: boolean; removable?: boolean }[];
+  nics?: { name: string; mac?: string; speedMbps?: number; virtual: boolean }[];
 }
 
 export interface EdgeWorkloadView {
@@ -63,6 +69,8 @@ export interface EdgeStatus {
   connectedSince?: string;
   agentVersion?: string;
   inventory?: Inventory;
+  /** Labels the hub derives from the inventory; placements select on them (docs/inventory.md). */
+  inventoryLabels?: Record<string, string>;
   summary: Summary;
   workloads: EdgeWorkloadView[];
   localIntents: Record<string, LocalStateView>;

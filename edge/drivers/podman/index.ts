@@ -557,7 +557,23 @@ class PodmanDriver implements Driver {
   async execInteractive(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec> {
     if (command.length === 0) throw new DriverError('exec needs a command');
     const id = await this.target(name, opts.container, true);
-    const child = this.podman.spawn(['exec', '-i', ...(opts.tty ? ['-t'] : []), id, ...command]);
+    // `podman exec -t` from a client without a terminal gives the session a 0x0 terminal (`stty
+    // size` fails, full-screen programs break): set the client's size (80x24 by default) through
+    // the container's /bin/sh, when it has one.
+    let argv = command;
+    if (opts.tty && (await this.podman.run(['exec', id, '/bin/sh', '-c', ':'])).code === 0) {
+      const { cols, rows } = opts.size ?? { cols: 80, rows: 24 };
+      argv = [
+        '/bin/sh',
+        '-c',
+        'stty rows "$1" cols "$2" 2>/dev/null; shift 2; exec "$@"',
+        'outpost-exec',
+        String(rows),
+        String(cols),
+        ...command,
+      ];
+    }
+    const child = this.podman.spawn(['exec', '-i', ...(opts.tty ? ['-t'] : []), id, ...argv]);
     const kill = (): void => {
       child.stdin?.end();
       child.kill('SIGTERM');

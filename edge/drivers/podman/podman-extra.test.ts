@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
-import { waitFor } from '../driver.case.js';
+import { freePort, waitFor } from '../driver.case.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createPodmanDriver } from './index.js';
 import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
@@ -185,6 +185,44 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
       .filter(Boolean);
     expect(names).toEqual([`keep-${env.suffix}-${(await env.owner()).slice(0, 8)}-${good.hash.slice(0, 8)}`]);
     expect((await driver.exec('keep', ['hostname'], {})).stdout.trim()).toBe(`keep-${env.suffix}`);
+  });
+
+  it('updates a workload holding a hostPort, and keeps the old pod when the new one cannot start', async () => {
+    const port = await freePort();
+    const web = (version: string, command?: string[]): Manifest[] => [
+      pod(`hp-${env.suffix}`, {
+        containers: [
+          {
+            name: 'web',
+            image: TEST_IMAGE,
+            command: command ?? [
+              'sh',
+              '-c',
+              `mkdir -p /srv && echo ${version} > /srv/index.html && exec httpd -f -p 8080 -h /srv`,
+            ],
+            ports: [{ containerPort: 8080, hostPort: port }],
+          },
+        ],
+      }),
+    ];
+    const get = async (): Promise<string> =>
+      (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2_000) })).text();
+    await driver.apply(unit('hp', 1, web('v1')));
+    await waitFor('v1 served on the host port', async () => (await get().catch(() => '')) === 'v1\n');
+    // The new pod cannot bind the port beside the old one: the old one is stopped for it.
+    const v2 = unit('hp', 2, web('v2'));
+    await driver.apply(v2);
+    await waitFor('v2 served', async () => (await get().catch(() => '')) === 'v2\n');
+    expect((await observe(driver, 'hp'))?.hash).toBe(v2.hash);
+    // A version that cannot start at all: the old one is started again and keeps serving.
+    const v3 = unit('hp', 3, web('v3', ['/no/such/server']));
+    await driver.apply(v3);
+    const o = (await observe(driver, 'hp'))!;
+    expect(o.phase).toBe('Failed');
+    expect(o.hash).toBe(v3.hash);
+    expect(o.message).toContain('did not start');
+    expect(o.message).toContain(`hash ${v2.hash}, keeps running`);
+    await waitFor('v2 served again', async () => (await get().catch(() => '')) === 'v2\n');
   });
 
   it('runs the same manifests on two edges of one host (pod and claim names are per edge)', async () => {

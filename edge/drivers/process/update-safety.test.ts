@@ -132,4 +132,23 @@ describe('process driver update and crash safety', () => {
     expect(isAlive(await recorded('stray'))).toBe(true);
     expect((await recorded('stray')).pid).not.toBe(first.pid);
   });
+
+  it('reports a crash loop as Degraded with the exit code at every moment, also while it runs again', async () => {
+    const d = await make();
+    await d.apply(shWorkload('loop', 'echo up; sleep 0.3; exit 3', { restartPolicy: 'Always' }));
+    const seen: WorkloadObservation[] = [];
+    await waitFor(
+      'three restarts',
+      async () => {
+        const o = await observe(d, 'loop');
+        if (o) seen.push(o);
+        return (o?.restarts ?? 0) >= 3;
+      },
+      30_000,
+      20,
+    );
+    const degraded = seen.filter((o) => o.phase === 'Degraded');
+    expect(degraded.length).toBeGreaterThan(0);
+    for (const o of degraded) expect(o.message).toMatch(/exited with code 3/);
+  });
 });

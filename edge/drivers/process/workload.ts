@@ -258,7 +258,9 @@ export class ManagedWorkload {
       failed ||= procs.some((x) => x.obs.failed);
       degraded ||= procs.some((x) => x.obs.degraded);
       allReady &&= objReady;
-      if (!objReady && notes.length) problems.push(`${o.key}: ${notes.join('; ')}`);
+      // A process running again after a crash is ready yet Degraded: its exit must reach the message too.
+      if ((!objReady || procs.some((x) => x.obs.degraded)) && notes.length)
+        problems.push(`${o.key}: ${notes.join('; ')}`);
     }
     const message = problems.join('; ') || undefined;
     if (this.state.stopped)

@@ -198,6 +198,40 @@ export function EdgeDetail(props: { name: string }) {
                   <dd>{inv.driver ?? '—'}</dd>
                   <dt>Runtimes</dt>
                   <dd>{inv.runtimes?.join(', ') || '—'}</dd>
+                  <dt>CPU model</dt>
+                  <dd>{inv.cpuModel ?? '—'}</dd>
+                  <dt>Vendor / product</dt>
+                  <dd>
+                    {inv.vendor ?? '—'} / {inv.product ?? '—'}
+                  </dd>
+                  <dt>Serial</dt>
+                  <dd>{inv.serial ?? '—'}</dd>
+                  <dt>Disks</dt>
+                  <dd>
+                    {inv.disks?.length
+                      ? inv.disks
+                          .map(
+                            (d) =>
+                              `${d.name} ${bytes(d.sizeBytes)}${d.rotational === false ? ' ssd' : d.rotational ? ' hdd' : ''}${d.model ? ` (${d.model})` : ''}`,
+                          )
+                          .join(', ')
+                      : '—'}
+                  </dd>
+                  <dt>Network</dt>
+                  <dd>
+                    {inv.nics?.length
+                      ? inv.nics
+                          .map(
+                            (n) =>
+                              `${n.name}${n.mac ? ` ${n.mac}` : ''}${n.speedMbps ? ` ${n.speedMbps} Mb/s` : ''}${n.virtual ? ' (virtual)' : ''}`,
+                          )
+                          .join(', ')
+                      : '—'}
+                  </dd>
+                  <dt>Inventory labels</dt>
+                  <dd>
+                    <LabelChips labels={e.status.inventoryLabels ?? {}} />
+                  </dd>
                 </dl>
               ) : (
                 <p class="muted">Not reported yet.</p>

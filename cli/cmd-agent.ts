@@ -1,0 +1,49 @@
+/**
+ * @module `outpost agent push FILE`: uploads an edge agent binary to the hub's blob store and has
+ * the hub sign the release `{version, digest, size}` with its release key (docs/operations.md).
+ * Prints the signed release, which edges verify against the key they pinned at enrollment.
+ */
+import { execFileSync } from 'node:child_process';
+import type { Command } from 'commander';
+import { AGENT_MEDIA_TYPE } from '../core/blobs.js';
+import type { SignedRelease } from '../core/release.js';
+import { pushBlob } from './cmd-blob.js';
+import { openSession, type CliDeps } from './context.js';
+import { CliError } from './errors.js';
+import { toJson, toYaml } from './output.js';
+
+/** The version a binary reports (`outpost 0.2.0 (commit ...)`), asked by running it with --version. */
+function versionOf(file: string): string {
+  let out: string;
+  try {
+    out = execFileSync(file, ['--version'], { timeout: 30_000, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+  } catch (err) {
+    throw new CliError(`cannot run ${file} --version to learn its version (${(err as Error).message}): pass --version`);
+  }
+  const m = /^outpost (\S+)/.exec(out.trim());
+  if (!m)
+    throw new CliError(
+      `${file} --version printed "${out.trim().slice(0, 80)}", not "outpost VERSION ...": pass --version`,
+    );
+  return m[1];
+}
+
+export function registerAgentCommands(program: Command, deps: CliDeps): void {
+  const agent = program.command('agent').description('edge agent releases: push a binary for edges to upgrade to');
+  agent
+    .command('push')
+    .description('upload an agent binary and have the hub sign its release (admin); prints the signed release')
+    .argument('<file>', 'the outpost executable, e.g. dist/outpost')
+    .option('--version <version>', 'the version it reports (default: run FILE --version)')
+    .option('-o, --output <format>', 'yaml or json', 'yaml')
+    .action(async (file: string, o: { version?: string; output: string }, cmd: Command) => {
+      const version = o.version ?? versionOf(file);
+      const s = await openSession(cmd, deps);
+      const blob = await pushBlob(s, file, AGENT_MEDIA_TYPE);
+      const release = await s.client.post<SignedRelease>(`/api/v1/projects/${s.project}/agent-releases`, {
+        digest: blob.digest,
+        version,
+      });
+      s.out.out.write(o.output === 'json' ? toJson(release) : toYaml({ release }));
+    });
+}

@@ -1,0 +1,165 @@
+/**
+ * The kubernetes driver without cluster-admin: a real kube-apiserver (test/kube/harness.ts) with
+ * RBAC, the ClusterRole from examples/kubernetes-driver-rbac.yaml bound to the agent's user and
+ * nothing else. Everything the driver does on a workload must work with it (apply, list, logs,
+ * exec, stop/start/restart, remove), and a kind the role does not cover fails the workload with
+ * the server's Forbidden message instead of throwing.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
+import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
+import { waitFor } from '../driver.case.js';
+import type { Driver, WorkloadUnit } from '../driver.js';
+import { createKubernetesDriver } from './index.js';
+
+const run = promisify(execFile);
+type M = Record<string, any>;
+
+let dir: string;
+let kube: KubeApiServer;
+let node: NodeDouble;
+let driver: Driver;
+
+function unit(name: string, manifests: M[], generation = 1): WorkloadUnit {
+  const hash = createHash('sha256').update(JSON.stringify(manifests)).digest('hex').slice(0, 16);
+  return { name, generation, hash, manifests: manifests as WorkloadUnit['manifests'] };
+}
+
+const web: M[] = [
+  {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web' },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'web' } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: {
+          containers: [
+            {
+              name: 'app',
+              image: 'busybox',
+              command: ['sh', '-c', 'echo started; exec sleep 600'],
+              env: [{ name: 'GREETING', value: 'hello' }],
+            },
+          ],
+        },
+      },
+    },
+  },
+  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg', namespace: 'shared-rbac' }, data: { a: '1' } },
+  { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, stringData: { k: 'v' } },
+  {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web' },
+    spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+  },
+];
+
+const observe = async (name: string) => (await driver.list()).find((w) => w.name === name);
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'outpost-k8s-rbac-'));
+  kube = await startKubeApiServer({ users: [{ name: 'edge-agent', groups: ['outpost-edge'] }] });
+  node = await startNodeDouble(kube);
+  const admin = ['--kubeconfig', kube.kubeconfig];
+  await run('kubectl', [
+    ...admin,
+    'apply',
+    '-f',
+    join(import.meta.dirname, '../../../examples/kubernetes-driver-rbac.yaml'),
+  ]);
+  await run('kubectl', [
+    ...admin,
+    'create',
+    'clusterrolebinding',
+    'outpost-edge',
+    '--clusterrole=outpost-edge-driver',
+    '--group=outpost-edge',
+  ]);
+  driver = createKubernetesDriver({ kubeconfig: kube.kubeconfigFor('edge-agent'), dataDir: dir });
+  await driver.start();
+}, 180_000);
+
+afterAll(async () => {
+  await driver?.close();
+  await node?.stop();
+  await kube?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('kubernetes driver with the ClusterRole of examples/kubernetes-driver-rbac.yaml', () => {
+  it('the agent user has no other rights', async () => {
+    const r = await run('kubectl', [
+      '--kubeconfig',
+      kube.kubeconfigFor('edge-agent'),
+      'auth',
+      'can-i',
+      'create',
+      'clusterroles',
+    ]).catch((e: { stdout: string }) => e);
+    expect(r.stdout.trim()).toBe('no');
+  });
+
+  it('applies, observes, reads logs, execs, stops, starts, restarts and removes a workload', async () => {
+    await driver.apply(unit('web', web));
+    await waitFor('web Ready', async () => (await observe('web'))?.phase === 'Ready');
+    expect(Object.keys((await observe('web'))!.objects).sort()).toEqual([
+      'ConfigMap/shared-rbac/cfg',
+      'Deployment/web',
+      'Secret/creds',
+      'Service/web',
+    ]);
+    await waitFor('the log line', async () => {
+      const lines: string[] = [];
+      for await (const l of driver.logs('web', { tail: 10 })) lines.push(l);
+      return lines.includes('started');
+    });
+    const ex = await driver.exec('web', ['sh', '-c', 'echo $GREETING'], {});
+    expect(ex).toMatchObject({ exitCode: 0, stdout: 'hello\n' });
+
+    await driver.stopWorkload('web');
+    await waitFor('web Paused', async () => (await observe('web'))?.phase === 'Paused');
+    await driver.startWorkload('web');
+    await waitFor('web Ready after start', async () => (await observe('web'))?.phase === 'Ready');
+    await driver.restartWorkload('web');
+    await waitFor('web Ready after restart', async () => (await observe('web'))?.phase === 'Ready');
+
+    await driver.apply(unit('web', web.slice(0, 2), 2)); // prunes the Secret and the Service
+    expect(Object.keys((await observe('web'))!.objects).sort()).toEqual([
+      'ConfigMap/shared-rbac/cfg',
+      'Deployment/web',
+    ]);
+    await driver.remove('web');
+    expect(await observe('web')).toBeUndefined();
+  });
+
+  it('a kind the role does not cover fails the workload with the Forbidden message', async () => {
+    await driver.apply(
+      unit('sts', [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'StatefulSet',
+          metadata: { name: 'db' },
+          spec: {
+            serviceName: 'db',
+            selector: { matchLabels: { app: 'db' } },
+            template: { metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'db', image: 'busybox' }] } },
+          },
+        },
+      ]),
+    );
+    const o = await observe('sts');
+    expect(o?.phase).toBe('Failed');
+    expect(o?.message).toMatch(/statefulsets.*is forbidden: User "edge-agent" cannot/);
+    await driver.remove('sts');
+  });
+});

@@ -1,0 +1,77 @@
+/**
+ * @module Before anything is replaced: a release is checked against the release key this edge
+ * pinned at enrollment (core/release.ts), the blob's bytes are hashed again and compared with the
+ * signed digest and size, and only then is the binary copied beside the running one
+ * (`DATA/agent/outpost-VERSION`, mode 0755, by rename). A release that fails any check leaves no
+ * file behind and changes nothing.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { verifyRelease, type SignedRelease } from '../../core/release.js';
+import { sha256File, type BlobFiles } from '../../sync/blob-files.js';
+
+export class ReleaseRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReleaseRefused';
+  }
+}
+
+/** Checks signature, digest and size; returns the verified release. Throws ReleaseRefused with the reason. */
+export async function checkRelease(
+  files: BlobFiles,
+  releaseKey: string | undefined,
+  release: unknown,
+): Promise<SignedRelease> {
+  if (!releaseKey)
+    throw new ReleaseRefused(
+      'this edge pinned no release key at enrollment (it enrolled with an older hub): it cannot verify releases; enroll it again to upgrade it from the hub',
+    );
+  let r: SignedRelease;
+  try {
+    r = verifyRelease(releaseKey, release);
+  } catch (err) {
+    throw new ReleaseRefused((err as Error).message);
+  }
+  const file = files.path(r.digest);
+  let size: number;
+  try {
+    size = fs.statSync(file).size;
+  } catch {
+    throw new ReleaseRefused(`the binary ${r.digest} of release ${r.version} is not in the edge's blob store`);
+  }
+  if (size !== r.size)
+    throw new ReleaseRefused(`the binary of release ${r.version} has ${size} bytes, the release says ${r.size}`);
+  const actual = await sha256File(file);
+  if (actual !== r.digest)
+    throw new ReleaseRefused(
+      `the binary of release ${r.version} hashes to ${actual}, the signed release says ${r.digest}`,
+    );
+  return r;
+}
+
+/** Verifies, then installs the binary under `dir`; returns its path. */
+export async function stageRelease(
+  files: BlobFiles,
+  releaseKey: string | undefined,
+  release: unknown,
+  dir: string,
+): Promise<{ release: SignedRelease; binary: string }> {
+  const r = await checkRelease(files, releaseKey, release);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const binary = path.join(dir, `outpost-${r.version}`);
+  const tmp = `${binary}.tmp`;
+  await fsp.copyFile(files.path(r.digest), tmp);
+  await fsp.chmod(tmp, 0o755);
+  const fh = await fsp.open(tmp, 'r');
+  await fh.sync();
+  await fh.close();
+  // The copy is what runs: hash it too, so a disk error between check and copy cannot slip through.
+  if ((await sha256File(tmp)) !== r.digest) {
+    await fsp.rm(tmp, { force: true });
+    throw new ReleaseRefused(`the staged copy of release ${r.version} does not hash to ${r.digest} (disk error?)`);
+  }
+  await fsp.rename(tmp, binary);
+  return { release: r, binary };
+}

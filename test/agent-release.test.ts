@@ -1,0 +1,122 @@
+/**
+ * Agent releases against a real hub (TLS, real SQLite, real files): `outpost agent push` uploads
+ * a binary and prints the release the hub signed with its release key; an edge enrolling pins the
+ * hub's public release key next to its CA; the edge stages a release only when the signature
+ * verifies with that key and the bytes hash to the signed digest; anything else is refused before
+ * a file is written.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import type { BlobDigest } from '../core/blobs.js';
+import { newReleaseKeyPair, signRelease, verifyRelease, type SignedRelease } from '../core/release.js';
+import { runCli } from '../cli/testing.js';
+import { readEdgeConfig } from '../edge/config.js';
+import { enroll } from '../edge/enroll.js';
+import { stageRelease } from '../edge/upgrade/release.js';
+import { startHub, type Hub } from '../hub/hub.js';
+import { BlobFiles } from '../sync/blob-files.js';
+import { tempDir } from './helpers.js';
+
+let dir: string;
+let hub: Hub;
+let env: NodeJS.ProcessEnv;
+let binary: string;
+const cli = (args: string[]) => runCli(args, { env });
+
+beforeAll(async () => {
+  dir = tempDir('outpost-release-');
+  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0' });
+  env = { OUTPOST_CONFIG: path.join(dir, 'cli', 'config.json') };
+  expect((await cli(['login', '--hub', hub.url, '--token', hub.adminToken])).code).toBe(0);
+  // A stand-in executable that answers --version like outpost does.
+  binary = path.join(dir, 'outpost-next');
+  fs.writeFileSync(binary, '#!/bin/sh\necho "outpost 9.9.9 (commit test, node v24)"\n', { mode: 0o755 });
+});
+
+afterAll(async () => {
+  await hub?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('agent releases', () => {
+  let release: SignedRelease;
+  const hubKey = () => fs.readFileSync(path.join(dir, 'hub', 'release', 'release.pub.pem'), 'utf8');
+
+  it('the hub made a release key at first start: the private key 0600, the public key beside it', () => {
+    const st = fs.statSync(path.join(dir, 'hub', 'release', 'release-key.pem'));
+    expect(st.mode & 0o777).toBe(0o600);
+    expect(hubKey()).toMatch(/BEGIN PUBLIC KEY/);
+  });
+
+  it('agent push uploads the binary and prints the release signed by the hub', async () => {
+    const r = await cli(['agent', 'push', binary]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    release = (parse(r.stdout) as { release: SignedRelease }).release;
+    expect(release).toMatchObject({ version: '9.9.9', size: fs.statSync(binary).size });
+    expect(verifyRelease(hubKey(), release).digest).toBe(release.digest);
+    const ls = JSON.parse((await cli(['blob', 'ls', '-o', 'json'])).stdout) as { digest: string; mediaType: string }[];
+    expect(ls.find((b) => b.digest === release.digest)?.mediaType).toBe('application/vnd.outpost.agent');
+  });
+
+  it('a viewer or operator may not sign releases', async () => {
+    const t = await cli(['token', 'create', '--api', '--role', 'operator']);
+    const op = await runCli(['agent', 'push', binary], { env: { ...env, OUTPOST_TOKEN: t.stdout.trim() } });
+    expect(op.code).toBe(1);
+    expect(op.stderr).toMatch(/may not/);
+  });
+
+  it('an edge pins the release key at enrollment and stages only what verifies', async () => {
+    const token = (await cli(['token', 'create'])).stdout.trim();
+    const edgeDir = path.join(dir, 'edge');
+    await enroll({
+      dataDir: edgeDir,
+      hub: hub.url,
+      joinToken: token,
+      name: 'e1',
+      driver: 'process',
+      inventory: {
+        hostname: 'h',
+        os: 'linux',
+        arch: 'x64',
+        cpus: 1,
+        memoryBytes: 1,
+        runtimes: [],
+        driver: 'process',
+        agentVersion: 't',
+      },
+    });
+    const pinned = readEdgeConfig(edgeDir)!.releaseKey;
+    expect(pinned).toBe(hubKey());
+
+    const files = new BlobFiles(path.join(edgeDir, 'blobs'));
+    fs.copyFileSync(binary, files.path(release.digest as BlobDigest));
+    const agentDir = path.join(edgeDir, 'agent');
+
+    // Signed by another key: refused, nothing written.
+    const forged = signRelease(newReleaseKeyPair().privateKeyPem, release);
+    await expect(stageRelease(files, pinned, forged, agentDir)).rejects.toThrow(
+      /does not verify with the release key this edge pinned at enrollment: refused/,
+    );
+    // A release naming other bytes than the blob holds (a database row changed, a transfer replaced): refused.
+    await expect(
+      stageRelease(files, pinned, { ...release, version: '9.9.10', signature: release.signature }, agentDir),
+    ).rejects.toThrow(/does not verify/);
+    fs.writeFileSync(files.path(release.digest as BlobDigest), 'echo tampered\n');
+    await expect(stageRelease(files, pinned, release, agentDir)).rejects.toThrow(
+      /has \d+ bytes, the release says|hashes to/,
+    );
+    expect(fs.existsSync(agentDir) ? fs.readdirSync(agentDir) : []).toEqual([]);
+    // No key pinned (an edge enrolled with an older hub): refused with the fix.
+    await expect(stageRelease(files, undefined, release, agentDir)).rejects.toThrow(/enroll it again/);
+
+    // The real bytes: staged as an executable beside the running agent.
+    fs.copyFileSync(binary, files.path(release.digest as BlobDigest));
+    const staged = await stageRelease(files, pinned, release, agentDir);
+    expect(staged.binary).toBe(path.join(agentDir, 'outpost-9.9.9'));
+    expect(fs.statSync(staged.binary).mode & 0o755).toBe(0o755);
+    expect(fs.readFileSync(staged.binary).equals(fs.readFileSync(binary))).toBe(true);
+  });
+});
