@@ -249,6 +249,7 @@ describe('operator tools in the web UI', () => {
       '/workloads/tools',
       '/placements',
       '/placements/tools-eu',
+      '/tokens',
     ]) {
       await page.goto(hub!.url + p);
       await page.locator('h1').first().waitFor();
