@@ -61,6 +61,7 @@ beforeAll(async () => {
   expect(fs.existsSync(LIBFAKETIME), `${LIBFAKETIME} missing: apt-get install faketime (build/setup.sh)`).toBe(true);
   dir = tempDir();
   hub = await startHubProc(path.join(dir, 'hub'), await freePort());
+  procs.push(hub.proc);
   env = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'none.json') };
 });
 

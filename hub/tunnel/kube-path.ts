@@ -10,6 +10,11 @@ import { OutpostError } from '../../core/errors.js';
 
 /** Path segments that run code or reach into pods and nodes: as powerful as exec or port-forward. */
 const WRITE_SEGMENTS = new Set(['exec', 'attach', 'portforward', 'proxy']);
+/**
+ * Resources whose reads need write: a viewer never sees Secret values through the hub (they are
+ * redacted in the hub's own API, docs/security.md), so reading them from the cluster is not a read.
+ */
+const SECRET_SEGMENTS = new Set(['secrets']);
 
 /**
  * The decoded segments of a kube API path, lower-cased for classification. Throws a 400 naming
@@ -35,13 +40,17 @@ export function kubePathSegments(rawPath: string): string[] {
 
 /**
  * Read or write for a kube route request. Reads are GET, HEAD and OPTIONS on paths with no
- * subresource that runs code (exec, attach, portforward, proxy) in any segment; everything else,
- * and every upgrade, is a write.
+ * subresource that runs code (exec, attach, portforward, proxy) and no `secrets` in any segment;
+ * everything else, and every upgrade, is a write.
  */
 export function kubeAction(method: string, rawPath: string, upgrade: boolean): 'read' | 'write' {
   const segments = kubePathSegments(rawPath);
   if (upgrade) return 'write';
   if (!['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())) return 'write';
   // A segment such as `web:80` or `pods/x:proxy` names a port or a subresource after a colon.
-  return segments.some((s) => WRITE_SEGMENTS.has(s) || WRITE_SEGMENTS.has(s.split(':').pop() ?? '')) ? 'write' : 'read';
+  return segments.some(
+    (s) => WRITE_SEGMENTS.has(s) || WRITE_SEGMENTS.has(s.split(':').pop() ?? '') || SECRET_SEGMENTS.has(s),
+  )
+    ? 'write'
+    : 'read';
 }
