@@ -10,6 +10,7 @@
  *
  *   env BENCH_WORKER_INDEX=n BENCH_WORKER_DIR=dir BENCH_READY_DELAY_MS=ms BENCH_STORE_BUDGET=bytes BENCH_WORKER_STORE=memory|file
  */
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Socket } from 'node:net';
 import { edgeName, mailboxDocId, parseMailboxDocId, type EdgeName } from '../core/ids.js';
@@ -24,6 +25,7 @@ import {
   type SpecDoc,
 } from '../core/mailbox.js';
 import { SyncClient } from '../sync/client.js';
+import { TunnelMux } from '../sync/tunnel.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
 
@@ -226,6 +228,46 @@ async function connect(names: string[], window: number): Promise<void> {
   }
 }
 
+/**
+ * A blob download as the agent makes it (a `blob-get` stream the edge opens on its connection,
+ * sync/transfer.ts), except that a simulated edge hashes the bytes and keeps none: a hundred
+ * copies of a large blob would fill the disk of the machine running the simulator.
+ */
+const muxes = new WeakMap<SyncClient, TunnelMux>();
+function muxOf(c: SyncClient): TunnelMux {
+  let m = muxes.get(c);
+  if (!m) {
+    const mux = new TunnelMux({ side: 'edge', send: (p) => c.sendTunnel(p), bufferedAmount: () => c.bufferedAmount() });
+    c.on('tunnel', (p) => mux.receive(p));
+    muxes.set(c, (m = mux));
+  }
+  return m;
+}
+
+async function fetchBlob(
+  e: SimEdge,
+  digest: string,
+): Promise<{ ms: number; bytes: number; socketBytes: number; ok: boolean }> {
+  const c = e.client;
+  if (!c || c.state !== 'connected') throw new Error(`edge ${e.name} is not connected`);
+  const before = socketBytes(c) ?? 0;
+  const t0 = Date.now();
+  const s = muxOf(c).open({ type: 'blob-get', digest, offset: 0 });
+  s.end();
+  const h = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of s as AsyncIterable<Buffer>) {
+    h.update(chunk);
+    bytes += chunk.length;
+  }
+  return {
+    ms: Date.now() - t0,
+    bytes,
+    socketBytes: (socketBytes(c) ?? 0) - before,
+    ok: `sha256:${h.digest('hex')}` === digest,
+  };
+}
+
 type Cmd = { op: string; rid: number } & Record<string, unknown>;
 
 async function handle(cmd: Cmd): Promise<unknown> {
@@ -354,6 +396,10 @@ async function handle(cmd: Cmd): Promise<unknown> {
         spec.push(store.meta(mailboxDocId(e.name, 'spec'))?.size ?? 0);
       }
       return { report, spec };
+    }
+    case 'fetchBlob': {
+      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      return Promise.all(names.map((n) => fetchBlob(edges.get(n)!, cmd.digest as string)));
     }
     case 'stats': {
       const u = process.cpuUsage();

@@ -86,6 +86,22 @@ export class BlobFiles {
     return out;
   }
 
+  /** Transfers in progress (or abandoned) with their size and last write. */
+  partials(): { digest: BlobDigest; size: number; mtimeMs: number }[] {
+    const out: { digest: BlobDigest; size: number; mtimeMs: number }[] = [];
+    for (const f of fs.readdirSync(path.join(this.root, 'partial'))) {
+      const digest = `sha256:${f}`;
+      if (!isDigest(digest)) continue;
+      try {
+        const st = fs.statSync(path.join(this.root, 'partial', f));
+        out.push({ digest, size: st.size, mtimeMs: st.mtimeMs });
+      } catch {
+        // finished meanwhile
+      }
+    }
+    return out;
+  }
+
   /** Bytes held, complete and partial. */
   usedBytes(): number {
     let n = 0;

@@ -109,6 +109,16 @@ describe('the blob store', () => {
     expect(onDisk(kept.digest)).toBe(false);
   });
 
+  it('garbage collection drops a partial upload nobody resumed within the grace period', async () => {
+    const d = `sha256:${'ab'.repeat(32)}` as BlobDigest;
+    const partial = path.join(dir, 'hub', 'blobs', 'partial', d.slice(7));
+    fs.writeFileSync(partial, randomBytes(100));
+    await hub.blobs.gc(Date.now() + GRACE_MS / 2);
+    expect(fs.existsSync(partial)).toBe(true);
+    await hub.blobs.gc(Date.now() + GRACE_MS + 1000);
+    expect(fs.existsSync(partial)).toBe(false);
+  });
+
   it('rm removes an unreferenced blob at once', async () => {
     const f = file('rm.bin', randomBytes(100));
     expect((await cli(['blob', 'push', f.file])).code).toBe(0);

@@ -157,6 +157,12 @@ export class HubBlobs {
     // Only old ones: a file younger than that may be an upload about to be indexed.
     for (const f of this.files.list())
       if (f.mtimeMs < now - 60 * 60_000 && !digestKnown(this.db, f.digest)) await this.files.remove(f.digest);
+    // An upload an edge started and never finished (decommissioned, its file deleted) resumes no more.
+    for (const p of this.files.partials())
+      if (p.mtimeMs < now - this.graceMs) {
+        await this.files.removePartial(p.digest);
+        log.info({ digest: p.digest, bytes: p.size }, 'abandoned partial upload removed');
+      }
     if (gone.length > 0) log.info({ blobs: gone.length }, 'unreferenced blobs collected');
     return gone;
   }
