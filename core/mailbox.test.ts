@@ -3,7 +3,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initAutomerge } from '../sync/native.js';
 import {
   deleteSpecWorkload,
+  initReport,
   initSpec,
+  readReport,
+  setInventory,
+  type ReportDoc,
   putSpecWorkload,
   readSpec,
   setSpecLabels,
@@ -84,5 +88,34 @@ describe('writeSpecTo (a spec written through the document backend)', () => {
   it('refuses a document that initSpec did not create', () => {
     const doc = A.from<Record<string, unknown>>({ other: 1 });
     expect(() => writeSpecTo(A.getBackend(doc), {}, [])).toThrow(/not created by initSpec/);
+  });
+
+  it('carries the hardware inventory, changes it only when it differs, and drops one that does not fit', () => {
+    const inv = {
+      hostname: 'h',
+      os: 'Linux 6',
+      arch: 'x64',
+      cpus: 2,
+      memoryBytes: 1024,
+      runtimes: ['process'],
+      driver: 'process',
+      agentVersion: '1',
+      cpuModel: 'AMD EPYC',
+      disks: [{ name: 'vda', sizeBytes: 512, rotational: true, removable: false }],
+      nics: [{ name: 'eth0', mac: '02:00:00:00:00:01', virtual: false }],
+    };
+    let doc = A.change(A.init<ReportDoc>(), (d) => initReport(d, 'e1'));
+    doc = A.change(doc, (d) => void setInventory(d, inv));
+    expect(readReport(doc).inventory).toEqual(inv);
+    let changed = true;
+    A.change(doc, (d) => void (changed = setInventory(d, structuredClone(inv))));
+    expect(changed).toBe(false);
+    // A peer that sends garbage in the hardware value: the thin inventory stays, nothing throws.
+    const bad = A.change(doc, (d) => {
+      (d.inventory as Record<string, unknown>).hardware = new A.ImmutableString(JSON.stringify({ disks: 'x' }));
+    });
+    const read = readReport(bad).inventory!;
+    expect(read.disks).toBeUndefined();
+    expect(read.hostname).toBe('h');
   });
 });

@@ -12,7 +12,7 @@
  * the plain views and writer functions below.
  */
 import { Counter, ImmutableString } from '@automerge/automerge/slim';
-import type { Inventory, Manifest } from './resources.js';
+import { Inventory, type Manifest } from './resources.js';
 import type { ReportedPhase } from './status.js';
 
 export const MAILBOX_SCHEMA = 1;
@@ -150,6 +150,16 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
   };
 }
 
+/** The hardware part of an inventory, as the report document carries it (one JSON value). */
+const HARDWARE = Inventory.pick({
+  cpuModel: true,
+  vendor: true,
+  product: true,
+  serial: true,
+  disks: true,
+  nics: true,
+});
+
 export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
   const workloads: Record<string, ReportedWorkload> = {};
   for (const [name, w] of Object.entries(doc.workloads ?? {})) {
@@ -190,13 +200,18 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
     };
     // Hardware facts are one JSON string (one CRDT value, replaced whole when the hardware changes).
     if (inv.hardware) {
+      // Peer input: checked against the schema (types, sizes); a value that does not fit is dropped
+      // whole and the thin inventory stays.
+      let parsed: unknown;
       try {
-        const hw = JSON.parse(s(inv.hardware as Str)) as Partial<Inventory>;
-        for (const k of ['cpuModel', 'vendor', 'product', 'serial', 'disks', 'nics'] as const)
-          if (hw[k] !== undefined) (inventory as Record<string, unknown>)[k] = hw[k];
+        parsed = JSON.parse(s(inv.hardware as Str));
       } catch {
-        // An unreadable value is dropped; the thin inventory stays.
+        parsed = undefined;
       }
+      const hw = HARDWARE.safeParse(parsed);
+      if (hw.success)
+        for (const k of ['cpuModel', 'vendor', 'product', 'serial', 'disks', 'nics'] as const)
+          if (hw.data[k] !== undefined) (inventory as Record<string, unknown>)[k] = hw.data[k];
     }
   }
   return { edge: s(doc.edge), inventory, workloads, intents };

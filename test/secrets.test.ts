@@ -186,6 +186,12 @@ describe('Secrets (item 10)', () => {
     const again = await cli(['apply', '-f', redactedFile], as(operator));
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/unchanged/);
+    // A dry run and a diff of the file holding the values: unchanged, and no value printed.
+    const dry = await cli(['apply', '--dry-run=server', '-f', file], as(operator));
+    expect(dry.stdout).toMatch(/workload\/db unchanged/i);
+    expectNoPlaintext(dry.stdout + dry.stderr, 'apply --dry-run=server');
+    const diff = await cli(['diff', '-f', file], as(operator));
+    expectNoPlaintext(diff.stdout + diff.stderr, 'diff');
 
     // At rest on the hub: no table, WAL page or CRDT change holds a value; the key file is private.
     const hubDb = path.join(dir, 'hub', 'hub.db');

@@ -60,8 +60,13 @@ function dryRunAction(deps: HubDeps, v: Resource): ApplyAction {
       'conflict',
       `${v.kind} ${v.metadata.project}/${v.metadata.name} was changed by someone else (resourceVersion ${v.metadata.resourceVersion} is stale, current is ${cur.metadata.resourceVersion}): get it again and retry`,
     );
+  // Secret values are compared as stored (sealed, the same text for the same value).
+  const spec =
+    v.kind === 'Workload' && cur.kind === 'Workload'
+      ? { ...v.spec, manifests: deps.secrets.sealForStorage(v.spec.manifests, cur.spec.manifests) }
+      : v.spec;
   const same =
-    JSON.stringify(v.spec) === JSON.stringify(cur.spec) &&
+    JSON.stringify(spec) === JSON.stringify(cur.spec) &&
     JSON.stringify(v.metadata.labels) === JSON.stringify(cur.metadata.labels) &&
     JSON.stringify(v.metadata.annotations) === JSON.stringify(cur.metadata.annotations);
   return same ? 'unchanged' : 'configured';
@@ -314,7 +319,8 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
             labels: v.metadata.labels,
             annotations: v.metadata.annotations,
           },
-          spec: v.spec,
+          // Secret values redacted, as every answer has them: a diff never prints one.
+          spec: v.kind === 'Workload' ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) } : v.spec,
         },
       }));
       return c.json({ dryRun: true, results, warnings });

@@ -107,6 +107,21 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/enroll': simple('Enroll an edge with a join token (no bearer token)'),
     '/api/v1/tokens/join': simple('Create a join token'),
     '/api/v1/tokens/api': simple('Create an API token'),
+    '/api/v1/tokens': {
+      get: {
+        summary: 'API and join tokens the caller administers, without their secrets (admin)',
+        responses: { 200: { description: 'tokens' }, default: errorResponse },
+      },
+    },
+    '/api/v1/tokens/{id}': {
+      delete: {
+        summary: 'Revoke an API or join token (admin)',
+        responses: { 200: { description: 'revoked' }, default: errorResponse },
+      },
+    },
+    '/api/v1/tokens/rotate-admin': simple(
+      "Replace the hub's admin.token and revoke the old one (admin of all projects)",
+    ),
     '/api/v1/projects': {
       get: { summary: 'Projects the token can see', responses: { 200: { description: 'projects' } } },
     },

@@ -3,6 +3,7 @@
  * documents are rewritten at start only where they do not hold what the assignments say, e.g.
  * after a crash between committing an assignment and writing the document.
  */
+import * as A from '@automerge/automerge/slim';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -108,4 +109,69 @@ it('a change is not held behind a paced status pass, and idle() does not sit one
   sched.markStatus('sch-a');
   await hub.scheduler.idle();
   expect(Date.now() - t0).toBeLessThan(4_500);
+});
+
+it('deleting the placement holding a workload on an edge hands it to another that selects it there, without the edge ever being told to remove it', async () => {
+  const t = await api('POST', '/api/v1/tokens/join', { labels: { tier: 'y' } });
+  const e = await fetch(`${hub.url}/api/v1/enroll`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ joinToken: t.json.token, name: 'sch-c' }),
+  });
+  expect(e.status).toBe(201);
+  const w = {
+    kind: 'Workload',
+    metadata: { name: 'app2' },
+    spec: {
+      manifests: [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'app2' },
+          spec: { containers: [{ name: 'c', image: 'busybox:1' }] },
+        },
+      ],
+    },
+  };
+  const holder = {
+    kind: 'Placement',
+    metadata: { name: 'aa-holder' },
+    spec: { workloads: ['app2'], edges: ['sch-c'] },
+  };
+  const wide = {
+    kind: 'Placement',
+    metadata: { name: 'zz-wide' },
+    spec: {
+      workloads: ['app2'],
+      edgeSelector: { matchLabels: { tier: 'z' } },
+      // Its own version: the hand-over rewrites the spec, which must hold app2 at every step.
+      customization: [{ set: [{ path: 'spec.containers.0.image', value: 'busybox:2' }] }],
+    },
+  };
+  expect((await api('POST', '/api/v1/apply', { objects: [w, holder, wide] })).status).toBe(200);
+  // sch-c now matches zz-wide too: aa-holder keeps app2 there, zz-wide reports it blocked.
+  expect(
+    (
+      await api('PUT', '/api/v1/projects/default/edges/sch-c', {
+        kind: 'Edge',
+        metadata: { name: 'sch-c', labels: { tier: 'z' } },
+      })
+    ).status,
+  ).toBe(200);
+  await hub.scheduler.idle();
+  expect(hub.scheduler.rollout('default', 'zz-wide')).toMatchObject({ counts: { blocked: 1 } });
+  const id = mailboxDocId(edgeName('sch-c'), 'spec');
+  const owner = () =>
+    hub.store.db.prepare("SELECT placement FROM assignments WHERE edge = 'sch-c' AND workload = 'app2'").get() as
+      { placement: string } | undefined;
+  expect(owner()?.placement).toBe('aa-holder');
+  const changesBefore = A.getHistory(hub.store.get(id)!).length;
+
+  expect((await api('DELETE', '/api/v1/projects/default/placements/aa-holder')).status).toBe(200);
+  await hub.scheduler.idle();
+  expect(owner()?.placement).toBe('zz-wide');
+  expect(hub.scheduler.rollout('default', 'zz-wide')).toMatchObject({ counts: { blocked: 0 } });
+  const history = A.getHistory(hub.store.get<SpecDoc>(id)!).slice(changesBefore);
+  expect(history.length).toBeGreaterThan(0);
+  for (const h of history) expect(Object.keys(readSpec(h.snapshot as SpecDoc).workloads)).toContain('app2');
 });

@@ -158,8 +158,11 @@ export class Scheduler {
   private lastPassMs = 0;
   /** Resolves when the current batch is done (tests and the API's `?wait` use it). */
   private idleWaiters: (() => void)[] = [];
-  /** Workloads (`project/name`) a pass removed from some edge: other placements naming them may take them there. */
-  private readonly released = new Set<string>();
+  /**
+   * Workloads (`project/name`) a pass removed from some edge, with the placements that removed
+   * them: other placements naming them may take them there.
+   */
+  private readonly released = new Map<string, Set<string>>();
   /** Per placement: a re-plan due when an offline edge passes `skipOfflineAfter` (no event marks that moment). */
   private readonly skipTimers = new Map<string, NodeJS.Timeout>();
 
@@ -377,20 +380,40 @@ export class Scheduler {
       for (const p of this.objects.list<Placement>('Placement', project))
         placements.add(`${project}/${p.metadata.name}`);
     const touched = new Set<string>(edges);
-    for (const key of placements) {
-      const [project, name] = key.split('/') as [string, string];
-      for (const e of this.reconcilePlacement(project, name)) touched.add(e);
-    }
     // A workload that left an edge (its placement deleted, narrowed or no longer naming it) may be
-    // wanted there by another placement that was blocked: re-plan those on the next pass.
-    for (const key of this.released) {
-      const [project, workload] = key.split('/') as [string, string];
-      for (const p of this.objects.list<Placement>('Placement', project))
-        if (p.spec.workloads.includes(workload)) this.dirtyPlacements.add(`${project}/${p.metadata.name}`);
+    // wanted there by another placement that was blocked: re-plan those in the same batch, before
+    // any spec is written, so the edge is never told to remove a workload another placement still
+    // selects (it gets the other placement's version instead). A few rounds at most; anything
+    // still released after them goes to the next pass.
+    let round = [...placements];
+    for (let i = 0; round.length && i < 4; i++) {
+      for (const key of round) {
+        const [project, name] = key.split('/') as [string, string];
+        for (const e of this.reconcilePlacement(project, name)) touched.add(e);
+      }
+      round = this.takeReleased();
     }
-    this.released.clear();
+    for (const key of round) this.dirtyPlacements.add(key);
     for (const e of touched) this.specQueue.add(e);
     this.drainSpecs();
+  }
+
+  /** The placements naming a workload some pass just removed from an edge (and forgets those workloads). */
+  private takeReleased(): string[] {
+    const out = new Set<string>();
+    for (const [key, by] of this.released) {
+      const [project, workload] = key.split('/') as [string, string];
+      for (const p of this.objects.list<Placement>('Placement', project))
+        if (p.spec.workloads.includes(workload) && !(by.size === 1 && by.has(p.metadata.name)))
+          out.add(`${project}/${p.metadata.name}`);
+    }
+    this.released.clear();
+    return [...out];
+  }
+
+  private release(project: string, workload: string, placement: string): void {
+    const key = `${project}/${workload}`;
+    (this.released.get(key) ?? this.released.set(key, new Set()).get(key)!).add(placement);
   }
 
   /** One key for an edge's set of (workload, content key): equal sets, equal keys. */
@@ -430,7 +453,7 @@ export class Scheduler {
       this.skipTimers.delete(`${project}/${name}`);
       for (const a of before) {
         changed.add(a.edge);
-        this.released.add(`${project}/${a.workload}`);
+        this.release(project, a.workload, name);
       }
       return [...changed];
     }
@@ -650,7 +673,7 @@ export class Scheduler {
             if (!targets.get(e)!.some((t) => t.workload === a.workload)) {
               cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?').run(e, a.workload);
               changed.add(e);
-              this.released.add(`${project}/${a.workload}`);
+              this.release(project, a.workload, name);
             }
           }
         }
@@ -664,7 +687,7 @@ export class Scheduler {
               a.workload,
               name,
             );
-            this.released.add(`${project}/${a.workload}`);
+            this.release(project, a.workload, name);
           }
           changed.add(e);
         }
