@@ -272,3 +272,78 @@ describe('backup under writes', () => {
     }
   }, 120_000);
 });
+
+describe('a poisoned object stored by an older hub', () => {
+  it("item 1: the hub starts, the oversized workload is each edge's error, and the API can delete it", async () => {
+    const data = path.join(dir, 'poisoned');
+    const port = await freePort();
+    let h = await startHubProc(data, port, ['--insecure-http']);
+    const t = JSON.parse(
+      (
+        await request('POST', `${h.url}/api/v1/tokens/join`, {
+          token: h.token,
+          type: 'application/json',
+          body: '{"labels":{"p":"y"}}',
+        })
+      ).body,
+    ).token as string;
+    expect(
+      (
+        await request('POST', `${h.url}/api/v1/enroll`, {
+          type: 'application/json',
+          body: JSON.stringify({ joinToken: t, name: 'poisoned-1' }),
+        })
+      ).status,
+    ).toBe(201);
+    const objects = [
+      {
+        apiVersion: 'outpost.dev/v1alpha1',
+        kind: 'Workload',
+        metadata: { name: 'poison' },
+        spec: { manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'p' }, data: { k: 'v' } }] },
+      },
+      {
+        apiVersion: 'outpost.dev/v1alpha1',
+        kind: 'Placement',
+        metadata: { name: 'pp' },
+        spec: { edgeSelector: { matchLabels: { p: 'y' } }, workloads: ['poison'] },
+      },
+    ];
+    expect(
+      (
+        await request('POST', `${h.url}/api/v1/apply`, {
+          token: h.token,
+          type: 'application/json',
+          body: JSON.stringify({ objects }),
+        })
+      ).status,
+    ).toBe(200);
+    await h.proc.kill('SIGTERM');
+    // What an older hub let in: 30 MB of manifests (99 aliases to a 300 KB scalar, expanded).
+    const big = 'x'.repeat(300_000);
+    const data30 = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, big]));
+    const manifests = [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'p' }, data: data30 }];
+    const db = new Database(path.join(data, 'hub.db'));
+    db.prepare("UPDATE objects SET spec = ? WHERE kind = 'Workload' AND name = 'poison'").run(
+      JSON.stringify({ manifests }),
+    );
+    db.prepare("UPDATE workload_revisions SET manifests = ? WHERE workload = 'poison'").run(JSON.stringify(manifests));
+    db.close();
+    h = await startHubProc(data, port, ['--insecure-http']);
+    try {
+      await waitFor(
+        async () =>
+          /after customization for edge poisoned-1/.test(
+            (await request('GET', `${h.url}/api/v1/projects/default/placements/pp`, { token: h.token })).body,
+          ),
+        { what: "the oversized workload as the edge's error" },
+      );
+      expect(
+        (await request('DELETE', `${h.url}/api/v1/projects/default/workloads/poison`, { token: h.token })).status,
+      ).toBe(200);
+      expect(h.proc.alive).toBe(true);
+    } finally {
+      await h.proc.kill('SIGTERM');
+    }
+  }, 120_000);
+});

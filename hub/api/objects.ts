@@ -117,8 +117,18 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
           ...(since !== undefined ? [since] : []),
           limit,
         ],
-      ) as { at: number }[];
-    return c.json({ items: rows.map((r) => ({ ...r, time: new Date(r.at).toISOString() })) });
+      ) as { at: number; kind: string; name: string }[];
+    // Events outlive their objects: say which are gone, so the UI does not link to a 404.
+    const exists = new Map<string, boolean>();
+    const gone = (r: { kind: string; name: string }) => {
+      if (!['Edge', 'Workload', 'Placement'].includes(r.kind)) return false;
+      const key = `${r.kind}/${r.name}`;
+      if (!exists.has(key)) exists.set(key, !!objects.get(r.kind as Kind, project, r.name));
+      return !exists.get(key);
+    };
+    return c.json({
+      items: rows.map((r) => ({ ...r, time: new Date(r.at).toISOString(), ...(gone(r) ? { gone: true } : {}) })),
+    });
   });
 
   app.get('/projects/:project/:kind', (c) => {

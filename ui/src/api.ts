@@ -42,6 +42,8 @@ export interface RequestOptions {
   /** Send `body` as this content type (a string body), e.g. application/yaml. */
   contentType?: string;
   signal?: AbortSignal;
+  /** Read the answer as text, not JSON. */
+  text?: boolean;
 }
 
 /** Turns an error answer into an ApiError; tolerates bodies that are not the API's JSON shape. */
@@ -97,7 +99,16 @@ export class ApiClient {
     this.hooks.reachable?.(!(res.status === 502 || res.status === 504));
     if (res.status === 401) this.hooks.unauthorized?.();
     if (!res.ok) throw await errorFrom(res);
-    return (await res.json()) as T;
+    return (o.text ? await res.text() : await res.json()) as T;
+  }
+
+  /** A plain-text answer (workload logs). */
+  text(path: string, signal?: AbortSignal): Promise<string> {
+    return this.request<string>(path, { signal, text: true });
+  }
+
+  delete<T>(path: string): Promise<T> {
+    return this.request<T>(path, { method: 'DELETE' });
   }
 
   get<T>(path: string, signal?: AbortSignal): Promise<T> {

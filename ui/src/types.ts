@@ -170,6 +170,8 @@ export interface HubEvent {
   name: string;
   reason: string;
   message: string;
+  /** The object no longer exists (a decommissioned edge, a deleted workload): no link. */
+  gone?: boolean;
 }
 
 export interface Fleet {

@@ -9,6 +9,7 @@ import { ago, bytes, dateTime, duration, inlineValue } from '../format.js';
 import { useAction, useGet } from '../hooks.js';
 import { api, can, useApp } from '../store.js';
 import type { Connection, EdgeObj, List, LocalStateView } from '../types.js';
+import { WorkloadTools } from './edge-tools.js';
 import { Events } from './overview.js';
 
 function Overrides(props: {
@@ -294,6 +295,10 @@ export function EdgeDetail(props: { name: string }) {
               </table>
             </div>
           </section>
+
+          {can(session, 'write') && e.status.phase === 'Online' && (
+            <WorkloadTools project={session.project} edge={props.name} workloads={e.status.workloads} />
+          )}
 
           <Overrides
             edge={props.name}

@@ -39,7 +39,11 @@ export function Events(props: { project: string; kind?: string; name?: string; l
             </time>
             <span class="event-reason">{e.reason}</span>
             <span class="event-msg">
-              {e.kind === 'Edge' ? (
+              {e.gone ? (
+                <span title={`this ${e.kind.toLowerCase()} no longer exists`}>
+                  {e.name} <span class="muted">({e.kind === 'Edge' ? 'decommissioned' : 'deleted'})</span>
+                </span>
+              ) : e.kind === 'Edge' ? (
                 <Link href={`/edges/${enc(e.name)}`}>{e.name}</Link>
               ) : e.kind === 'Workload' ? (
                 <Link href={`/workloads/${enc(e.name)}`}>{e.name}</Link>

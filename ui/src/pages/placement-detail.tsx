@@ -6,6 +6,7 @@ import { ConfirmButton } from '../components/confirm.js';
 import { YamlEditor } from '../components/editor.js';
 import { ErrorBox } from '../components/error-box.js';
 import { LabelChips } from '../components/labels.js';
+import { DeleteButton } from '../components/delete-button.js';
 import { Link } from '../components/link.js';
 import { Pager } from '../components/pager.js';
 import { ReadyBar } from '../components/ready-bar.js';
@@ -177,7 +178,10 @@ export function PlacementDetail(props: { name: string }) {
   const act = useAction();
   const [editing, setEditing] = useState(false);
   const x = pl.data;
-  const paused = x?.spec.rollout.paused;
+  // Paused by the user, or by the planner when failures reached the threshold (or every edge
+  // failed): all resume, the latter two by accepting the failures.
+  const phase = x?.status.rollout?.phase;
+  const paused = x?.spec.rollout.paused || phase === 'Paused' || phase === 'Failed';
   return (
     <>
       <p class="crumbs">
@@ -194,7 +198,7 @@ export function PlacementDetail(props: { name: string }) {
                 disabled={act.busy}
                 onClick={() => act.run(() => api.post(`/api/v1/projects/${p}/placements/${n}/resume`))}
               >
-                Resume rollout
+                {x?.spec.rollout.paused ? 'Resume rollout' : 'Resume rollout (accept the failures)'}
               </button>
             ) : (
               <ConfirmButton
@@ -210,6 +214,12 @@ export function PlacementDetail(props: { name: string }) {
                 Edit
               </button>
             )}
+            <DeleteButton
+              project={session.project}
+              kind="placements"
+              name={props.name}
+              warning={`Delete placement ${props.name}? Its workloads are removed from the edges it selects (unless another placement selects them).`}
+            />
           </div>
         )}
       </div>

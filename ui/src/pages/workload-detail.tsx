@@ -5,6 +5,7 @@ import { ConfirmButton } from '../components/confirm.js';
 import { DiffView } from '../components/diff-view.js';
 import { YamlEditor } from '../components/editor.js';
 import { ErrorBox } from '../components/error-box.js';
+import { DeleteButton } from '../components/delete-button.js';
 import { Link } from '../components/link.js';
 import { ReadyBar } from '../components/ready-bar.js';
 import { ago, dateTime } from '../format.js';
@@ -124,6 +125,16 @@ export function WorkloadDetail(props: { name: string }) {
       <div class="title-row">
         <h1>Workload {props.name}</h1>
         {w && <span class="tag">revision #{w.status.revision}</span>}
+        {w && can(session, 'write') && (
+          <div class="actions">
+            <DeleteButton
+              project={session.project}
+              kind="workloads"
+              name={props.name}
+              warning={`Delete workload ${props.name}? Every edge that runs it stops it, and placements naming it fail until it is back.`}
+            />
+          </div>
+        )}
       </div>
       <ErrorBox error={wl.error} />
       {applied && (
