@@ -14,6 +14,7 @@ import path from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeAgent, type EdgeAgent } from '../../edge/agent.js';
+import type { BlobDigest } from '../../core/blobs.js';
 import { startHub, type Hub } from '../../hub/hub.js';
 import { tempDir, waitFor } from '../helpers.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
@@ -376,6 +377,25 @@ describe('web UI in Chromium', () => {
     const who = await fetch(`${hub!.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${viewer.token}` } });
     expect(who.status).toBe(401);
     await screenshot(page, 'tokens');
+  });
+
+  it('lists the blobs of the project with their size, uploader and references', async () => {
+    const bytes = Buffer.alloc(3 * 1024 * 1024, 7);
+    const res = await fetch(`${hub!.url}/api/v1/projects/default/blobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hub!.adminToken}`, 'content-type': 'application/x-test' },
+      body: bytes,
+    });
+    expect(res.status).toBe(201);
+    const blob = (await res.json()) as { digest: BlobDigest };
+    hub!.blobs.setReferences('default', 'AgentUpgrade', 'next', [blob.digest]);
+    await page.goto(hub!.url + '/blobs');
+    await page.getByRole('heading', { name: 'Blobs', exact: true }).waitFor();
+    const row = page.getByRole('row', { name: new RegExp(blob.digest.slice(0, 19)) });
+    await hasText(row, '3.0 MiB');
+    await hasText(row, 'application/x-test');
+    await hasText(row, 'AgentUpgrade/next');
+    await screenshot(page, 'blobs');
   });
 
   it('shows a clear banner when the hub connection is lost', async () => {

@@ -12,6 +12,7 @@ import { PlacementDetail } from './pages/placement-detail.js';
 import { Placements } from './pages/placements.js';
 import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
+import { Blobs } from './pages/blobs.js';
 import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
 import { match, navigate, useRoute } from './router.js';
@@ -23,6 +24,7 @@ const NAV = [
   { href: '/edges', label: 'Edges' },
   { href: '/workloads', label: 'Workloads' },
   { href: '/placements', label: 'Placements' },
+  { href: '/blobs', label: 'Blobs' },
 ];
 
 function useLiveFeed(session: Session | undefined): LiveFeed | undefined {
@@ -145,6 +147,7 @@ function Routes(props: { path: string }) {
   if ((m = match('/placements/:name', p))) return <PlacementDetail name={m.name} />;
   if (p === '/apply') return <ApplyPage />;
   if (p === '/tokens') return <Tokens />;
+  if (p === '/blobs') return <Blobs />;
   return (
     <section>
       <h1>Not found</h1>

@@ -1,0 +1,77 @@
+/**
+ * Blobs of the project (docs/bytes.md): files in the hub's content-addressed store, what refers to
+ * each, and who uploaded it (an API token, or an edge that sent it over its connection). Read-only:
+ * uploads and removals go through `outpost blob push|rm`.
+ */
+import { enc } from '../api.js';
+import { ErrorBox } from '../components/error-box.js';
+import { ago, bytes } from '../format.js';
+import { useGet } from '../hooks.js';
+import { useApp } from '../store.js';
+import type { List } from '../types.js';
+
+export interface BlobView {
+  digest: string;
+  size: number;
+  mediaType: string;
+  uploadedBy: string;
+  createdAt: string;
+  references: string[];
+}
+
+export function Blobs() {
+  const session = useApp().session!;
+  const list = useGet<List<BlobView>>(`/api/v1/projects/${enc(session.project)}/blobs`);
+  const items = list.data?.items ?? [];
+  const total = items.reduce((n, b) => n + b.size, 0);
+  return (
+    <>
+      <div class="title-row">
+        <h1>Blobs</h1>
+      </div>
+      <p class="muted">
+        Files of project {session.project} in the hub's blob store, {bytes(total)} in all: agent releases, and what
+        edges sent. A blob nothing refers to is removed after the grace period. Upload with{' '}
+        <code>outpost blob push FILE</code>.
+      </p>
+      <ErrorBox error={list.error} />
+      <div class="table-wrap">
+        <table class="table">
+          <thead>
+            <tr>
+              <th scope="col">Digest</th>
+              <th scope="col">Size</th>
+              <th scope="col">Media type</th>
+              <th scope="col">Uploaded by</th>
+              <th scope="col">Age</th>
+              <th scope="col">Referred to by</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((b) => (
+              <tr key={b.digest}>
+                <th scope="row">
+                  <code title={b.digest}>{b.digest.slice(0, 19)}…</code>
+                </th>
+                <td>{bytes(b.size)}</td>
+                <td>{b.mediaType}</td>
+                <td>{b.uploadedBy}</td>
+                <td>{ago(b.createdAt)}</td>
+                <td>
+                  {b.references.length > 0 ? b.references.join(', ') : 'nothing (collected after the grace period)'}
+                </td>
+              </tr>
+            ))}
+            {items.length === 0 && !list.loading && (
+              <tr>
+                <td colSpan={6} class="muted">
+                  No blobs in this project.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}
