@@ -167,12 +167,24 @@ async function enroll(
 ): Promise<{ enrolled: number; failed: { name: string; error: string }[] }> {
   const failed: { name: string; error: string }[] = [];
   let next = 0;
-  const one = async (name: string) => {
-    const res = await fetch(`${hubUrl}/api/v1/enroll`, {
+  const post = (name: string) =>
+    fetch(`${hubUrl}/api/v1/enroll`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ joinToken, name, inventory: INVENTORY }),
     });
+  const one = async (name: string) => {
+    // On a saturated machine a connection can fail before any answer (undici: "fetch failed", its
+    // connect timeout): tried again twice. An answer of any status is never retried.
+    let res: Response | undefined;
+    for (let attempt = 0; !res; attempt++) {
+      try {
+        res = await post(name);
+      } catch (err) {
+        if (attempt >= 2 || (err as Error).message !== 'fetch failed') throw err;
+        await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
+      }
+    }
     const body = (await res.json()) as { credential?: string; error?: { message: string } };
     if (res.status !== 201 || !body.credential)
       throw new Error(`HTTP ${res.status}: ${body.error?.message ?? JSON.stringify(body)}`);
