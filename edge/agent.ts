@@ -126,6 +126,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   );
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
+  let transfersRef: EdgeTransfers | undefined;
   const registry = new client.Registry();
   collectProcessMetrics(registry, 'outpost_edge_');
   new client.Gauge({
@@ -150,6 +151,17 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     registers: [registry],
     collect() {
       this.set(reconciler?.passes ?? 0);
+    },
+  });
+
+  new client.Gauge({
+    name: 'outpost_edge_transfer_bytes',
+    help: 'Blob bytes moved over the hub connection since start, by direction (down: from the hub, up: to it)',
+    labelNames: ['direction'],
+    registers: [registry],
+    collect() {
+      this.set({ direction: 'down' }, transfersRef?.moved.down ?? 0);
+      this.set({ direction: 'up' }, transfersRef?.moved.up ?? 0);
     },
   });
 
@@ -191,11 +203,11 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   });
 
   const blobs = new EdgeBlobStore(path.join(o.dataDir, 'blobs'), o.blobBudgetBytes);
-  const transfers = new EdgeTransfers(
+  const transfers = (transfersRef = new EdgeTransfers(
     blobs,
     (h, limits) => tunnel.open(h, limits),
     () => s.state === 'connected',
-  );
+  ));
   s.on('state', (state) => state === 'connected' && transfers.kick());
 
   if (decommissioned) {

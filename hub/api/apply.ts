@@ -115,7 +115,11 @@ function impactOf(deps: HubDeps, view: ProjectView, v: Resource, action: ApplyAc
       view.placements.filter((p) => p.spec.workloads.includes(name)).flatMap((p) => view.selected(p)),
     );
     const cur = deps.objects.get<Workload>('Workload', project, name);
-    const manifestsChange = !cur || JSON.stringify(cur.spec.manifests) !== JSON.stringify(v.spec.manifests);
+    // Secret values compared as stored (sealed), or every workload holding one would look changed.
+    const manifestsChange =
+      !cur ||
+      JSON.stringify(cur.spec.manifests) !==
+        JSON.stringify(deps.secrets.sealForStorage(v.spec.manifests, cur.spec.manifests));
     return {
       total: after.size,
       added: [...after].filter((e) => !before.has(e)).length,

@@ -48,7 +48,7 @@ export class HubTransfers {
     const project = rt.project;
     const blobs = this.blobs;
     const started = Date.now();
-    let before = s.bytesOut;
+    const beforeOut = s.bytesOut;
     const beforeIn = s.bytesIn;
     this.active++;
     serveTransfer(s, blobs.files, {
@@ -87,9 +87,8 @@ export class HubTransfers {
       )
       .finally(() => {
         this.active--;
-        this.bytes?.inc({ direction: 'to_edge' }, s.bytesOut - before);
+        this.bytes?.inc({ direction: 'to_edge' }, s.bytesOut - beforeOut);
         this.bytes?.inc({ direction: 'from_edge' }, s.bytesIn - beforeIn);
-        before = s.bytesOut;
       });
   }
 }
