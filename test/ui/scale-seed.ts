@@ -137,6 +137,9 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
         driver: 'process',
         os: 'linux',
         arch: i % 2 ? 'arm64' : 'amd64',
+        cpus: 4,
+        memoryBytes: 8 * 1024 ** 3,
+        runtimes: ['process'],
         agentVersion: '0.1.0',
         hostname: e.name,
       });
