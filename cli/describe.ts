@@ -100,6 +100,13 @@ function eventsBlock(events: EventView[] | string | undefined, now: number): str
   return 'Events:\n' + indent(formatTable(['AGE', 'REASON', 'MESSAGE'], rows));
 }
 
+/** The last release switch an edge reported: `9.9.2 RolledBack (from 0.1.0 at ...): reason`. */
+function agentRelease(r: NonNullable<EdgeStatus['inventory']>['agentRelease']): string | undefined {
+  if (!r) return undefined;
+  const word = r.state === 'rolled-back' ? 'RolledBack' : r.state === 'committed' ? 'Committed' : 'Switching';
+  return `${r.version} ${word} (from ${r.previousVersion} at ${r.at})${r.reason ? `: ${r.reason}` : ''}`;
+}
+
 function section(title: string, body: string): string {
   return `${title}:\n${indent(body)}`;
 }
@@ -130,6 +137,7 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
         ['Last seen', seen === undefined ? 'never' : `${formatAge(seen)} ago${s.lastSeen ? ` (${s.lastSeen})` : ''}`],
         ['Connected since', s.connectedSince],
         ['Agent version', s.agentVersion ?? s.inventory?.agentVersion],
+        ['Agent release', agentRelease(s.inventory?.agentRelease)],
         ['Workloads ready', ready(s.summary)],
       ]),
     );

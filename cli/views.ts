@@ -61,6 +61,7 @@ export interface EdgeStatus {
     runtimes?: string[];
     driver?: string;
     agentVersion?: string;
+    agentRelease?: { version: string; state: string; previousVersion: string; at: string; reason?: string };
     cpuModel?: string;
     vendor?: string;
     product?: string;

@@ -118,4 +118,34 @@ describe('writeSpecTo (a spec written through the document backend)', () => {
     expect(read.disks).toBeUndefined();
     expect(read.hostname).toBe('h');
   });
+
+  it('carries the last release switch, and drops one that does not fit the schema', () => {
+    const inv = {
+      hostname: 'h',
+      os: 'Linux 6',
+      arch: 'x64',
+      cpus: 2,
+      memoryBytes: 1024,
+      runtimes: ['process'],
+      driver: 'process',
+      agentVersion: '1',
+      agentRelease: {
+        version: '2',
+        state: 'rolled-back' as const,
+        previousVersion: '1',
+        at: '2026-11-24T18:00:00.000Z',
+        reason: 'release 2: it exited (code 3) before it connected and reconciled',
+      },
+    };
+    let doc = A.change(A.init<ReportDoc>(), (d) => initReport(d, 'e1'));
+    doc = A.change(doc, (d) => void setInventory(d, inv));
+    expect(readReport(doc).inventory).toEqual(inv);
+    const bad = A.change(doc, (d) => {
+      (d.inventory as Record<string, unknown>).agentRelease = new A.ImmutableString(
+        JSON.stringify({ ...inv.agentRelease, state: 'exploded', reason: 'x'.repeat(5000) }),
+      );
+    });
+    expect(readReport(bad).inventory!.agentRelease).toBeUndefined();
+    expect(readReport(bad).inventory!.hostname).toBe('h');
+  });
 });

@@ -12,7 +12,7 @@
  * the plain views and writer functions below.
  */
 import { Counter, ImmutableString } from '@automerge/automerge/slim';
-import { Inventory, type Manifest } from './resources.js';
+import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import type { ReportedPhase } from './status.js';
 
 export const MAILBOX_SCHEMA = 1;
@@ -198,6 +198,17 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
       driver: s(inv.driver),
       agentVersion: s(inv.agentVersion),
     };
+    // The last release switch: one JSON string too, peer input checked against the schema.
+    if (inv.agentRelease) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(s(inv.agentRelease as Str));
+      } catch {
+        parsed = undefined;
+      }
+      const r = AgentReleaseState.safeParse(parsed);
+      if (r.success) inventory.agentRelease = r.data;
+    }
     // Hardware facts are one JSON string (one CRDT value, replaced whole when the hardware changes).
     if (inv.hardware) {
       // Peer input: checked against the schema (types, sizes); a value that does not fit is dropped
@@ -348,6 +359,7 @@ export function setInventory(d: ReportDoc, inv: Inventory): boolean {
     driver: new ImmutableString(inv.driver),
     agentVersion: new ImmutableString(inv.agentVersion),
   };
+  if (inv.agentRelease) d.inventory.agentRelease = new ImmutableString(JSON.stringify(inv.agentRelease));
   const { cpuModel, vendor, product, serial, disks, nics } = inv;
   const hw = { cpuModel, vendor, product, serial, disks, nics };
   if (Object.values(hw).some((v) => v !== undefined)) d.inventory.hardware = new ImmutableString(JSON.stringify(hw));

@@ -112,6 +112,19 @@ export type Manifest = z.infer<typeof Manifest>;
 export const EDGE_PHASES = ['Pending', 'Online', 'Offline', 'Decommissioned'] as const;
 export type EdgePhase = (typeof EDGE_PHASES)[number];
 
+/**
+ * The last switch to an agent release on an edge (edge/upgrade/switch.ts), as the edge reports it:
+ * `trial` while the new binary is on trial, `committed`, or `rolled-back` with the reason.
+ */
+export const AgentReleaseState = z.object({
+  version: z.string().max(128),
+  state: z.enum(['trial', 'committed', 'rolled-back']),
+  previousVersion: z.string().max(128),
+  at: z.string().max(64),
+  reason: z.string().max(1024).optional(),
+});
+export type AgentReleaseState = z.infer<typeof AgentReleaseState>;
+
 export const Inventory = z.object({
   hostname: z.string(),
   os: z.string(),
@@ -121,6 +134,8 @@ export const Inventory = z.object({
   runtimes: z.array(z.string()),
   driver: z.string(),
   agentVersion: z.string(),
+  /** The last release switch (absent when the agent never switched). */
+  agentRelease: AgentReleaseState.optional(),
   /** Hardware facts from /proc and /sys (core/inventory.ts); absent from agents before they existed. */
   cpuModel: z.string().max(256).optional(),
   vendor: z.string().max(256).optional(),

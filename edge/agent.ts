@@ -12,6 +12,7 @@ import type http from 'node:http';
 import client from 'prom-client';
 import { edgeName, mailboxDocId, type DocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
+import type { AgentReleaseState } from '../core/resources.js';
 import { materializeReport, readReport, setInventory, type ReportDoc } from '../core/mailbox.js';
 import { RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { compactIfLarge } from '../sync/compaction.js';
@@ -34,7 +35,7 @@ import { listenLocal, localApp } from './local-api.js';
 import { Reconciler } from './reconciler.js';
 import { createTunnelAgent } from './tunnel/index.js';
 import { upgradeRoute } from './upgrade/local-route.js';
-import { markHealthy, readUpgradeState, TRIAL_ENV } from './upgrade/switch.js';
+import { markHealthy, readUpgradeState, TRIAL_ENV, type UpgradeState } from './upgrade/switch.js';
 
 const log = createLogger('edge');
 
@@ -110,7 +111,13 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const store = await openReplica(path.join(o.dataDir, 'edge.db'), storeOptions);
   ensureMailbox(store, edge, 'edge');
   store.change<ReportDoc>(mailboxDocId(edge, 'report'), (d) => {
-    setInventory(d, collectInventory(config.driver, version, { kubeconfig: config.kubeconfig }));
+    setInventory(
+      d,
+      collectInventory(config.driver, version, {
+        kubeconfig: config.kubeconfig,
+        agentRelease: agentReleaseOf(readUpgradeState(o.dataDir)),
+      }),
+    );
   });
 
   const driver = await createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });
@@ -305,6 +312,18 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       await driver.close();
       store.close();
     },
+  };
+}
+
+/** What the report says about the last release switch (edge/upgrade/switch.ts). */
+function agentReleaseOf(u: UpgradeState | undefined): AgentReleaseState | undefined {
+  if (!u) return undefined;
+  return {
+    version: u.version,
+    state: u.state,
+    previousVersion: u.previousVersion,
+    at: u.at,
+    ...(u.reason ? { reason: u.reason.slice(0, 1024) } : {}),
   };
 }
 

@@ -1,14 +1,19 @@
 /**
  * @module What the edge tells the hub about itself: host, OS, architecture, CPU count and model,
  * memory, disks, network interfaces, DMI vendor/product/serial (core/inventory.ts, from /proc and
- * /sys) and the runtimes actually usable here (runtimes.ts).
+ * /sys), the runtimes actually usable here (runtimes.ts) and the last switch to an agent release
+ * (edge/upgrade/switch.ts).
  */
 import os from 'node:os';
 import { readHardware } from '../core/inventory.js';
-import type { Inventory } from '../core/resources.js';
+import type { AgentReleaseState, Inventory } from '../core/resources.js';
 import { detectRuntimes } from './runtimes.js';
 
-export function collectInventory(driver: string, agentVersion: string, o: { kubeconfig?: string } = {}): Inventory {
+export function collectInventory(
+  driver: string,
+  agentVersion: string,
+  o: { kubeconfig?: string; agentRelease?: AgentReleaseState } = {},
+): Inventory {
   return {
     hostname: os.hostname(),
     os: `${os.type()} ${os.release()}`,
@@ -18,6 +23,7 @@ export function collectInventory(driver: string, agentVersion: string, o: { kube
     runtimes: detectRuntimes({ kubeconfig: o.kubeconfig }),
     driver,
     agentVersion,
+    ...(o.agentRelease ? { agentRelease: o.agentRelease } : {}),
     ...readHardware(),
   };
 }

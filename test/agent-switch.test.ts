@@ -24,6 +24,7 @@ let cliEnv: Record<string, string>;
 const releases: Record<string, string> = {};
 
 const edgeCli = (args: string[]) => cli(['edge', '--data', edgeDir, 'local', ...args]);
+const describeEdge = async () => (await cli(['describe', 'edge', 'e1'], cliEnv)).stdout;
 const state = (): UpgradeState | undefined => readUpgradeState(edgeDir);
 const workloadPid = () => Number(fs.readFileSync(path.join(pids, 'steady.pid'), 'utf8'));
 const alive = (pid: number) => {
@@ -109,6 +110,11 @@ describe('switching to a staged release', () => {
     expect(edge.alive).toBe(true);
     await waitFor(connected, { timeout: 30_000, what: 'old agent connected again' });
     expect((await edgeCli(['status'])).stdout).toMatch(/release 9\.9\.2: RolledBack .*exited \(code 3\)/);
+    // The hub hears it in the edge's report.
+    await waitFor(async () => /Agent release: +9\.9\.2 RolledBack .*exited \(code 3\)/.test(await describeEdge()), {
+      timeout: 30_000,
+      what: 'RolledBack on the hub',
+    });
     expect(workloadPid()).toBe(workload);
     expect(alive(workload)).toBe(true);
   }, 120_000);
@@ -164,6 +170,10 @@ describe('switching to a staged release', () => {
     expect(edge.alive).toBe(true);
     expect(edge.child.pid).toBe(pid);
     expect((await edgeCli(['status'])).stdout).toMatch(/release 9\.9\.1: Committed/);
+    await waitFor(async () => /Agent release: +9\.9\.1 Committed/.test(await describeEdge()), {
+      timeout: 30_000,
+      what: 'Committed on the hub',
+    });
     expect(workloadPid()).toBe(workload);
     expect(alive(workload)).toBe(true);
 
