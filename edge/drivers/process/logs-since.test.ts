@@ -38,11 +38,17 @@ describe('process driver logs --since / --timestamps', () => {
   it('stamps each line with when it was written and leaves out lines before the bound', async () => {
     const go = join(dataDir, 'go');
     await d.apply(
-      shWorkload('two', `echo early; echo second; while [ ! -f ${go} ]; do sleep 0.05; done; echo late; exec sleep 1000`),
+      shWorkload(
+        'two',
+        `echo early; echo second; while [ ! -f ${go} ]; do sleep 0.05; done; echo late; exec sleep 1000`,
+      ),
     );
     const times = join(dataDir, 'workloads', 'two', 'logs', 'main.log.times');
     // The supervisor indexed the first lines (the index exists and covers them).
-    await waitFor('the time index of the first lines', async () => (await readFile(times, 'utf8').catch(() => '')) !== '');
+    await waitFor(
+      'the time index of the first lines',
+      async () => (await readFile(times, 'utf8').catch(() => '')) !== '',
+    );
     const before = await read({ timestamps: true });
     expect(before).toHaveLength(2);
     const early = before.map((l) => RFC3339.exec(l));
@@ -62,8 +68,6 @@ describe('process driver logs --since / --timestamps', () => {
     const stamped = (await read({ timestamps: true, tail: 1 })).map((l) => RFC3339.exec(l));
     expect(stamped.map((m) => m?.[2])).toEqual(['late']);
     expect(Date.parse(stamped[0]![1])).toBeGreaterThan(earlyMs);
-    expect(await read({ sinceMs: earlyMs + 1, timestamps: true, tail: 5 })).toEqual([
-      `${stamped[0]![1]} late`,
-    ]);
+    expect(await read({ sinceMs: earlyMs + 1, timestamps: true, tail: 5 })).toEqual([`${stamped[0]![1]} late`]);
   });
 });
