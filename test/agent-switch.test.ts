@@ -129,7 +129,9 @@ describe('switching to a staged release', () => {
       what: 'rollback',
     });
     expect(state()!.reason).toMatch(/it did not connect to the hub and reconcile within 3 s/);
-    expect(alive(Number(fs.readFileSync(hangPid, 'utf8')))).toBe(false);
+    const hung = Number(fs.readFileSync(hangPid, 'utf8'));
+    expect(hung).toBeGreaterThan(0);
+    expect(alive(hung)).toBe(false);
     await waitFor(connected, { timeout: 30_000, what: 'old agent connected again' });
   }, 120_000);
 
@@ -137,12 +139,14 @@ describe('switching to a staged release', () => {
     const hangPid = path.join(dir, 'hang.pid');
     fs.rmSync(hangPid, { force: true });
     expect((await edgeCli(['upgrade', releases.hangs!, '--deadline', '600'])).code).toBe(0);
-    await waitFor(() => fs.existsSync(hangPid) && state()?.state === 'trial' && state()?.starts === 1, {
+    // The double writes its pid with `echo`: the file exists a moment before its content does.
+    const pidIn = (f: string) => (fs.existsSync(f) ? Number(fs.readFileSync(f, 'utf8')) : 0);
+    await waitFor(() => pidIn(hangPid) > 0 && state()?.state === 'trial' && state()?.trialPid === pidIn(hangPid), {
       timeout: 60_000,
       what: 'the hanging binary on trial',
     });
-    const orphan = Number(fs.readFileSync(hangPid, 'utf8'));
-    expect(state()!.trialPid).toBe(orphan);
+    const orphan = pidIn(hangPid);
+    expect(state()!.starts).toBe(1);
     await edge.kill('SIGKILL');
     // The trial child outlives its launcher (as under KillMode=process): the next start ends it.
     expect(alive(orphan)).toBe(true);
