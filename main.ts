@@ -3,6 +3,7 @@
  * the operator CLI. This is the only file that imports both hub/ and edge/, and the only one that
  * exits the process.
  */
+import { isSea } from 'node:sea';
 import { Command, Option } from 'commander';
 import { parseByteSize } from './core/blobs.js';
 import { createLogger } from './core/logger.js';
@@ -214,11 +215,17 @@ export function buildProgram(): Command {
         // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
         // settings (edge/process-settings.ts); does not return then.
         const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
-        const [{ startEdgeAgent }, { resolveJoinToken }] = await Promise.all([
+        const [{ startEdgeAgent }, { resolveJoinToken }, { launch, restartSelf }] = await Promise.all([
           import('./edge/agent.js'),
           import('./edge/enroll.js'),
+          import('./edge/upgrade/switch.js'),
         ]);
         log.info({ tuning }, 'edge process settings');
+        // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
+        // trial and commits or rolls back, or becomes the committed binary (does not return then).
+        await launch(o.data, log);
+        let switchTo: () => void = () => undefined;
+        const switchRequested = new Promise<true>((r) => (switchTo = () => r(true)));
         const agent = await startEdgeAgent({
           dataDir: o.data,
           hub: o.hub,
@@ -228,11 +235,17 @@ export function buildProgram(): Command {
           driver: o.driver,
           kubeconfig: o.kubeconfig,
           ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
+          restartForSwitch: () => switchTo(),
         });
         process.stderr.write(
           `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,
         );
-        await untilSignal(() => agent.close());
+        const restart = await Promise.race([untilSignal(() => agent.close()).then(() => false), switchRequested]);
+        if (restart) {
+          log.info('a release is staged: closing the agent and starting again to switch to it');
+          await agent.close();
+          restartSelf(isSea());
+        }
       },
     );
   edge

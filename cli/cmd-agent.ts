@@ -18,12 +18,14 @@ function versionOf(file: string): string {
   try {
     out = execFileSync(file, ['--version'], { timeout: 30_000, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
   } catch (err) {
-    throw new CliError(`cannot run ${file} --version to learn its version (${(err as Error).message}): pass --version`);
+    throw new CliError(
+      `cannot run ${file} --version to learn its version (${(err as Error).message}): pass --release-version V`,
+    );
   }
   const m = /^outpost (\S+)/.exec(out.trim());
   if (!m)
     throw new CliError(
-      `${file} --version printed "${out.trim().slice(0, 80)}", not "outpost VERSION ...": pass --version`,
+      `${file} --version printed "${out.trim().slice(0, 80)}", not "outpost VERSION ...": pass --release-version V`,
     );
   return m[1];
 }
@@ -34,10 +36,11 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
     .command('push')
     .description('upload an agent binary and have the hub sign its release (admin); prints the signed release')
     .argument('<file>', 'the outpost executable, e.g. dist/outpost')
-    .option('--version <version>', 'the version it reports (default: run FILE --version)')
+    // Not --version: that is the program's own flag, which commander answers first.
+    .option('--release-version <version>', 'the version it reports (default: run FILE --version)')
     .option('-o, --output <format>', 'yaml or json', 'yaml')
-    .action(async (file: string, o: { version?: string; output: string }, cmd: Command) => {
-      const version = o.version ?? versionOf(file);
+    .action(async (file: string, o: { releaseVersion?: string; output: string }, cmd: Command) => {
+      const version = o.releaseVersion ?? versionOf(file);
       const s = await openSession(cmd, deps);
       const blob = await pushBlob(s, file, AGENT_MEDIA_TYPE);
       const release = await s.client.post<SignedRelease>(`/api/v1/projects/${s.project}/agent-releases`, {

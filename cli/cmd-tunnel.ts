@@ -52,6 +52,20 @@ function parseTail(s: string): number {
   return Number(s);
 }
 
+/** `--since 5m` (a duration with a unit: s, m, h, d) or `--since 2026-01-02T15:04:05Z` (RFC 3339). */
+function parseSince(s: string): { sinceSeconds: string } | { sinceTime: string } {
+  if (/^\d+(?:\.\d+)?(s|m|h|d)$/.test(s.trim()))
+    return { sinceSeconds: String(Math.max(1, Math.ceil(parseDuration(s) / 1000))) };
+  if (
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(s.trim()) &&
+    Number.isFinite(Date.parse(s))
+  )
+    return { sinceTime: s.trim() };
+  throw new InvalidArgumentError(
+    `--since ${s}: give a duration with a unit (30s, 5m, 2h, 1d) or an RFC 3339 time (2026-01-02T15:04:05Z)`,
+  );
+}
+
 /** A streaming request to the hub: resolves with the response once its head arrived (2xx), else rejects with the hub's error. */
 function open(conn: HubConnection, method: string, path: string, body?: unknown): Promise<http.IncomingMessage> {
   const url = new URL(conn.hub.replace(/\/+$/, '') + path);
@@ -103,6 +117,15 @@ async function connection(deps: CliDeps): Promise<HubConnection> {
 
 const edgePath = (edge: string, route: string): string => `/api/v1/edges/${encodeURIComponent(edge)}/${route}`;
 
+interface LogsFlags {
+  container?: string;
+  follow?: boolean;
+  tail?: number;
+  since?: ReturnType<typeof parseSince>;
+  sinceTime?: ReturnType<typeof parseSince>;
+  timestamps?: boolean;
+}
+
 /** `outpost logs` and `outpost exec`, on the program. */
 export function registerTunnelCommands(program: Command, deps: CliDeps): void {
   program
@@ -113,13 +136,24 @@ export function registerTunnelCommands(program: Command, deps: CliDeps): void {
     .option('-c, --container <name>', 'the container (default: the first)')
     .option('-f, --follow', 'keep printing new lines until interrupted')
     .option('--tail <n>', 'only the last N lines', parseTail)
-    .addHelpText('after', '\nExample:\n  outpost logs edge/shop-12 web --tail 100 --follow')
-    .action(async (edge: string, workload: string, o: { container?: string; follow?: boolean; tail?: number }) => {
+    .option('--since <when>', 'only lines newer than a duration (5m, 2h) or an RFC 3339 time', parseSince)
+    .addOption(
+      new Option('--since-time <time>', 'only lines since an RFC 3339 time (as kubectl)').argParser(parseSince),
+    )
+    .option('--timestamps', 'prefix each line with the RFC 3339 time it was written')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  outpost logs edge/shop-12 web --tail 100 --follow\n  outpost logs edge/shop-12 web --since 15m --timestamps',
+    )
+    .action(async (edge: string, workload: string, o: LogsFlags) => {
+      if (o.since && o.sinceTime) throw new CliError('give --since or --since-time, not both');
       const conn = await connection(deps);
       const q = new URLSearchParams();
       if (o.container) q.set('container', o.container);
       if (o.follow) q.set('follow', 'true');
       if (o.tail !== undefined) q.set('tail', String(o.tail));
+      for (const [k, v] of Object.entries(o.since ?? o.sinceTime ?? {})) q.set(k, v);
+      if (o.timestamps) q.set('timestamps', 'true');
       const res = await open(conn, 'GET', `${edgePath(edge, 'logs')}/${workload}?${q}`);
       await new Promise<void>((resolve, reject) => {
         res.on('data', (c: Buffer) => deps.stdout.write(c.toString('utf8')));

@@ -33,6 +33,8 @@ import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
 import { Reconciler } from './reconciler.js';
 import { createTunnelAgent } from './tunnel/index.js';
+import { upgradeRoute } from './upgrade/local-route.js';
+import { markHealthy, readUpgradeState, TRIAL_ENV } from './upgrade/switch.js';
 
 const log = createLogger('edge');
 
@@ -48,6 +50,8 @@ export interface EdgeAgentOptions {
   heartbeatMs?: number;
   /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
   blobBudgetBytes?: number;
+  /** Called after `outpost edge local upgrade` staged a release: close the agent and start `outpost edge` again. */
+  restartForSwitch?: () => void;
 }
 
 export interface EdgeAgent {
@@ -209,6 +213,19 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     () => s.state === 'connected',
   ));
   s.on('state', (state) => state === 'connected' && transfers.kick());
+  if (process.env[TRIAL_ENV]) {
+    // On trial after a switch (edge/upgrade/switch.ts): healthy once connected and a reconcile
+    // pass after the handshake finished; the launcher then commits this binary.
+    const trial = (state: string) => {
+      if (state !== 'connected') return;
+      s.off('state', trial);
+      void r0.trigger().then(() => {
+        markHealthy();
+        log.info('release on trial: connected and reconciled, told the launcher');
+      });
+    };
+    s.on('state', trial);
+  }
 
   if (decommissioned) {
     log.error(
@@ -247,6 +264,20 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
         decommissioned: () => decommissioned,
         registry,
         transfers,
+        upgrade: {
+          state: () => readUpgradeState(o.dataDir),
+          request: (body) =>
+            upgradeRoute(
+              {
+                dataDir: o.dataDir,
+                files: blobs.files,
+                releaseKey: config.releaseKey,
+                version,
+                restart: () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(),
+              },
+              body,
+            ),
+        },
       }),
       socketPath,
     );

@@ -3,10 +3,12 @@
  * (DATA/agent.sock). They work with the hub unreachable; each becomes a local intent in the
  * report document and reaches the hub on reconnect.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 
 interface Out {
   out: (s: string) => void;
@@ -96,6 +98,10 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       if (opts.output === 'json') return io.out(`${JSON.stringify(s, null, 2)}\n`);
       io.out(`edge ${s.edge}  hub ${s.hub} (${s.connection})  driver ${s.driver}\n`);
       if (s.lastError) io.out(`cannot reach the hub (since ${s.lastError.at}): ${s.lastError.message}\n`);
+      if (s.upgrade)
+        io.out(
+          `release ${s.upgrade.version}: ${s.upgrade.state === 'rolled-back' ? 'RolledBack' : s.upgrade.state === 'committed' ? 'Committed' : 'Switching'} (from ${s.upgrade.previousVersion}, ${s.upgrade.at})${s.upgrade.reason ? `: ${s.upgrade.reason}` : ''}\n`,
+        );
       if (s.decommissioned)
         io.out(
           `DECOMMISSIONED${s.decommissioned.at ? ` at ${s.decommissioned.at}` : ''}: ${s.decommissioned.message}\n` +
@@ -174,6 +180,22 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       });
       const r = await call(sock(cmd), 'GET', `/logs?${q}`, undefined, (s) => io.out(s));
       if (r.status >= 400) throw new Error(`agent answered HTTP ${r.status}`);
+    });
+
+  local
+    .command('upgrade <release-file>')
+    .description(
+      'switch this edge to a signed release (the YAML `outpost agent push` printed) whose binary is in its blob store (`outpost edge local blob pull DIGEST`): checked, staged, then the agent restarts into it and rolls back unless it connects and reconciles within --deadline',
+    )
+    .option('--deadline <seconds>', 'seconds the new binary has to connect to the hub and reconcile', '120')
+    .action(async (file: string, opts: { deadline: string }, cmd: Command) => {
+      const doc = parseYaml(fs.readFileSync(file, 'utf8')) as { release?: unknown } | null;
+      const deadlineSeconds = Number(opts.deadline);
+      const r = check(await call(sock(cmd), 'POST', '/upgrade', { release: doc?.release ?? doc, deadlineSeconds })) as {
+        version: string;
+        binary: string;
+      };
+      io.out(`${r.version}: staged as ${r.binary}; switching (see \`outpost edge local status\`)\n`);
     });
 
   const blob = local.command('blob').description("this edge's blob store: files to send to the hub or bring from it");

@@ -41,13 +41,18 @@ export interface LocalApiDeps {
   decommissioned?(): { at: string; message: string } | undefined;
   registry: Registry;
   transfers?: EdgeTransfers;
+  /** The agent's release switch: the state (edge/upgrade/switch.ts) and `POST /upgrade`. */
+  upgrade?: {
+    state(): unknown;
+    request(body: unknown): Promise<{ status: number; body: unknown }>;
+  };
 }
 
 /** The largest request body the API reads (an intent with its overrides); larger ones get 413. */
 export const LOCAL_BODY_LIMIT = 64 * 1024;
 
 const ROUTES =
-  'GET /status, POST /intents, GET /logs?workload=NAME, GET /metrics, GET /blobs, POST /blobs/push, POST /blobs/pull, DELETE /blobs/DIGEST';
+  'GET /status, POST /intents, GET /logs?workload=NAME, GET /metrics, GET /blobs, POST /blobs/push, POST /blobs/pull, DELETE /blobs/DIGEST, POST /upgrade';
 
 class HttpError extends Error {
   constructor(
@@ -99,6 +104,7 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       ...(d.lastError?.() ? { lastError: d.lastError() } : {}),
       ...(d.decommissioned?.() ? { decommissioned: d.decommissioned() } : {}),
       driver: d.driver.name,
+      ...(d.upgrade?.state() ? { upgrade: d.upgrade.state() } : {}),
       workloads: Object.values(s.workloads).map((w) => ({
         name: w.name,
         generation: w.generation,
@@ -187,6 +193,11 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
           return intents(req, res);
         case 'GET /logs':
           return logs(url.searchParams, res);
+        case 'POST /upgrade': {
+          if (!d.upgrade) return sendError(res, 404, 'this agent cannot switch releases');
+          const r = await d.upgrade.request(await readJson(req));
+          return sendJson(res, r.status, r.body);
+        }
         case 'GET /metrics': {
           const body = Buffer.from(await d.registry.metrics());
           res.writeHead(200, { 'content-type': d.registry.contentType, 'content-length': body.length });

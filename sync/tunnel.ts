@@ -498,6 +498,12 @@ export const TunnelRequest = z.discriminatedUnion('type', [
     container: z.string().max(253).optional(),
     follow: z.boolean().optional(),
     tail: z.number().int().min(0).optional(),
+    /** `--since 5m`: lines of the last N seconds on the edge's clock (up to ten years). */
+    sinceSeconds: z.number().int().min(1).max(315_360_000).optional(),
+    /** `--since 2026-01-01T00:00:00Z`: lines written at or after this time (epoch ms). */
+    sinceMs: z.number().int().min(0).max(8_640_000_000_000_000).optional(),
+    /** Prefix each line with its RFC 3339 time. */
+    timestamps: z.boolean().optional(),
   }),
   z.object({
     type: z.literal('exec'),

@@ -118,6 +118,49 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     await follow.kill('SIGTERM');
   });
 
+  it('outpost logs --timestamps stamps each line; --since-time leaves out the lines before it', async () => {
+    const stamped = async (extra: string[]): Promise<Array<{ ms: number; line: string }>> => {
+      const r = await cli(['logs', 'edge/site-a', 'ticker', '--timestamps', ...extra], cliEnv());
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => {
+          const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z) (line-\d+)$/.exec(l);
+          expect(m, `an RFC 3339 stamp on "${l}"`).not.toBeNull();
+          return { ms: Date.parse(m![1]), line: m![2] };
+        });
+    };
+    // Wait until the log holds lines of two different times (the ticker writes five a second).
+    const all = await waitFor(
+      async () => {
+        const l = await stamped([]);
+        return l.some((x) => x.ms > l[0].ms) ? l : undefined;
+      },
+      { timeout: 20_000, what: 'lines written at two different times' },
+    );
+    const bound = all[0].ms + 1;
+    const firstAfter = all.find((x) => x.ms >= bound)!;
+    const since = await stamped(['--since-time', new Date(bound).toISOString()]);
+    expect(since[0]).toEqual(firstAfter);
+    expect(since.every((x) => x.ms >= bound)).toBe(true);
+    expect(since.map((x) => x.line)).not.toContain(all[0].line);
+    // A duration reaches back from now; plain output carries no stamps.
+    const plain = await cli(['logs', 'edge/site-a', 'ticker', '--since', '1h', '--tail', '3'], cliEnv());
+    expect(plain.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^line-\d+$/),
+      expect.anything(),
+      expect.anything(),
+    ]);
+
+    const bad = await cli(['logs', 'edge/site-a', 'ticker', '--since', '5'], cliEnv());
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--since 5: give a duration with a unit \(30s, 5m/);
+    const badApi = await fetch(`${hub.url}/api/v1/edges/site-a/logs/ticker?sinceSeconds=0`, { headers: auth() });
+    expect(badApi.status).toBe(400);
+    expect(await badApi.text()).toContain('sinceSeconds: must be a whole number of seconds');
+  });
+
   it('outpost exec runs a command and exits with its exit code', async () => {
     const r = await cli(
       ['exec', 'edge/site-a', 'web', '--', 'sh', '-c', 'echo out-$((40+2)); echo err >&2; exit 3'],

@@ -61,6 +61,10 @@ export interface LogOptions {
   tail?: number;
   follow?: boolean;
   signal?: AbortSignal;
+  /** Only lines written at or after this time (epoch ms on the edge's clock): `logs --since`. */
+  sinceMs?: number;
+  /** Prefix each line with its RFC 3339 time: `logs --timestamps`. */
+  timestamps?: boolean;
 }
 
 export interface ExecOptions {

@@ -47,6 +47,13 @@ function driverFailure(err: unknown): TunnelError {
   );
 }
 
+/** The earliest time a `logs` request asks for (epoch ms), if it bounds it; the later of both bounds. */
+function sinceOf(r: { sinceSeconds?: number; sinceMs?: number }): number | undefined {
+  const bounds = [r.sinceMs, r.sinceSeconds === undefined ? undefined : Date.now() - r.sinceSeconds * 1000];
+  const set = bounds.filter((b): b is number => b !== undefined);
+  return set.length > 0 ? Math.max(...set) : undefined;
+}
+
 export async function runLogs(
   s: TunnelStream,
   driver: Driver,
@@ -59,7 +66,14 @@ export async function runLogs(
   let first: IteratorResult<string>;
   try {
     it = driver
-      .logs(r.workload, { container: r.container, tail: r.tail, follow: r.follow, signal: ctl.signal })
+      .logs(r.workload, {
+        container: r.container,
+        tail: r.tail,
+        follow: r.follow,
+        signal: ctl.signal,
+        sinceMs: sinceOf(r),
+        timestamps: r.timestamps,
+      })
       [Symbol.asyncIterator]();
     // A follow on a quiet log may wait long for its first line; the head must not wait with it.
     const pending = it.next();

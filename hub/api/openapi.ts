@@ -154,7 +154,30 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/edges/{name}/logs/{workload}': {
       get: {
         summary: 'Workload logs from an edge, streamed',
-        responses: { 200: { description: 'text' }, 503: errorResponse },
+        parameters: [
+          { name: 'container', in: 'query', schema: { type: 'string' } },
+          { name: 'follow', in: 'query', schema: { type: 'boolean' } },
+          { name: 'tail', in: 'query', description: 'only the last N lines', schema: { type: 'integer', minimum: 0 } },
+          {
+            name: 'sinceSeconds',
+            in: 'query',
+            description: 'only lines of the last N seconds (on the edge clock); not with sinceTime',
+            schema: { type: 'integer', minimum: 1, maximum: 315360000 },
+          },
+          {
+            name: 'sinceTime',
+            in: 'query',
+            description: 'only lines written at or after this RFC 3339 time; not with sinceSeconds',
+            schema: { type: 'string', format: 'date-time' },
+          },
+          {
+            name: 'timestamps',
+            in: 'query',
+            description: 'prefix each line with its RFC 3339 time',
+            schema: { type: 'boolean' },
+          },
+        ],
+        responses: { 200: { description: 'text' }, 400: errorResponse, 503: errorResponse },
       },
     },
     '/api/v1/edges/{name}/exec/{workload}': simple('Run a command in a workload on an edge'),

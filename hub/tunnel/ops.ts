@@ -51,8 +51,39 @@ function head(s: {
   });
 }
 
+/** `sinceSeconds=N` or `sinceTime=RFC3339` (as the Kubernetes API names them), checked. */
+function sinceOf(q: URLSearchParams): { sinceSeconds?: number; sinceMs?: number } {
+  const seconds = q.get('sinceSeconds');
+  const time = q.get('sinceTime');
+  if (seconds !== null && time !== null)
+    throw new OutpostError('bad_request', 'sinceSeconds and sinceTime: give one of them, not both');
+  if (seconds !== null) {
+    if (!/^\d{1,9}$/.test(seconds) || Number(seconds) < 1 || Number(seconds) > 315_360_000)
+      throw new OutpostError(
+        'bad_request',
+        `sinceSeconds: must be a whole number of seconds from 1 to 315360000, not "${seconds}"`,
+      );
+    return { sinceSeconds: Number(seconds) };
+  }
+  if (time !== null) {
+    const ms = RFC3339.test(time) ? Date.parse(time) : NaN;
+    if (!Number.isFinite(ms) || ms < 0)
+      throw new OutpostError(
+        'bad_request',
+        `sinceTime: must be an RFC 3339 time such as 2026-01-02T15:04:05Z, not "${time}"`,
+      );
+    return { sinceMs: ms };
+  }
+  return {};
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
 export async function handleLogs(ctx: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const workload = workloadOf(ctx, `GET /api/v1/edges/${ctx.edge}/logs/WORKLOAD?container=C&follow=true&tail=N`);
+  const workload = workloadOf(
+    ctx,
+    `GET /api/v1/edges/${ctx.edge}/logs/WORKLOAD?container=C&follow=true&tail=N&sinceSeconds=S&timestamps=true`,
+  );
   const q = new URL(req.url ?? '/', 'http://x').searchParams;
   const tail = q.get('tail');
   if (tail !== null && !/^\d+$/.test(tail))
@@ -65,6 +96,8 @@ export async function handleLogs(ctx: RouteContext, req: IncomingMessage, res: S
       ...(q.get('container') ? { container: q.get('container') } : {}),
       follow,
       ...(tail !== null ? { tail: Number(tail) } : {}),
+      ...sinceOf(q),
+      ...(q.get('timestamps') === 'true' || q.get('timestamps') === '1' ? { timestamps: true } : {}),
     },
     follow,
     `logs ${workload}`,

@@ -14,7 +14,7 @@ export async function* podLogLines(
   kc: KubeConfig,
   pod: KObj,
   container: string,
-  opts: { tail?: number; follow?: boolean; signal?: AbortSignal },
+  opts: { tail?: number; follow?: boolean; signal?: AbortSignal; sinceMs?: number; timestamps?: boolean },
 ): AsyncGenerator<string> {
   if (opts.signal?.aborted) return;
   const out = new PassThrough();
@@ -23,6 +23,11 @@ export async function* podLogLines(
     ctl = await new Log(kc).log(pod.metadata.namespace!, pod.metadata.name, container, out, {
       follow: opts.follow ?? false,
       ...(opts.tail !== undefined ? { tailLines: opts.tail } : {}),
+      // Relative, so the kubelet's clock need not agree with the edge's.
+      ...(opts.sinceMs !== undefined
+        ? { sinceSeconds: Math.max(1, Math.ceil((Date.now() - opts.sinceMs) / 1000)) }
+        : {}),
+      ...(opts.timestamps ? { timestamps: true } : {}),
     });
   } catch (err) {
     const code = (err as { code?: number }).code;

@@ -11,9 +11,11 @@ import { DriverError } from '../driver.js';
 export async function* podmanLogLines(
   podman: Podman,
   containerId: string,
-  opts: { tail?: number; follow?: boolean; signal?: AbortSignal },
+  opts: { tail?: number; follow?: boolean; signal?: AbortSignal; sinceMs?: number; timestamps?: boolean },
 ): AsyncGenerator<string> {
   const args = ['logs'];
+  if (opts.sinceMs !== undefined) args.push('--since', new Date(opts.sinceMs).toISOString());
+  if (opts.timestamps) args.push('--timestamps');
   if (opts.tail !== undefined) args.push('--tail', String(Math.max(0, Math.floor(opts.tail))));
   if (opts.follow) args.push('--follow');
   args.push(containerId);

@@ -216,6 +216,8 @@ class ProcessDriver implements Driver {
       follow: opts.follow,
       signal: opts.signal,
       keep: this.ctx.rotate.keep,
+      sinceMs: opts.sinceMs,
+      timestamps: opts.timestamps,
       stillExists: () => this.workloads.get(name) !== undefined,
     });
   }

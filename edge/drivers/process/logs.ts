@@ -8,6 +8,7 @@
  * truncate are lost, a window of one file copy. While no agent runs, nothing rotates.
  */
 import { copyFile, open, rename, rm, stat, truncate } from 'node:fs/promises';
+import { stamp, timedLines, timesPath } from './log-times.js';
 
 export interface RotateOptions {
   maxBytes: number;
@@ -25,17 +26,26 @@ export async function rotateIfNeeded(file: string, opts: RotateOptions): Promise
   if (size <= opts.maxBytes) return false;
   if (opts.keep <= 0) {
     await truncate(file, 0);
+    await rm(timesPath(file), { force: true });
     return true;
   }
   await rm(`${file}.${opts.keep}`, { force: true });
+  await rm(timesPath(`${file}.${opts.keep}`), { force: true });
   for (let i = opts.keep - 1; i >= 1; i--) {
-    await rename(`${file}.${i}`, `${file}.${i + 1}`).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
+    await renameIfThere(`${file}.${i}`, `${file}.${i + 1}`);
+    await renameIfThere(timesPath(`${file}.${i}`), timesPath(`${file}.${i + 1}`));
   }
   await copyFile(file, `${file}.1`);
+  // The copy's offsets are the file's, so its index moves with it.
+  await renameIfThere(timesPath(file), timesPath(`${file}.1`));
   await truncate(file, 0);
   return true;
+}
+
+async function renameIfThere(from: string, to: string): Promise<void> {
+  await rename(from, to).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
 }
 
 async function sizeOf(file: string): Promise<number | null> {
@@ -90,6 +100,34 @@ export interface ReadLogOptions {
   pollMs?: number;
   /** Follow stops when this turns false (the workload was removed). */
   stillExists?: () => boolean;
+  /** Only lines written at or after this time (epoch ms); see log-times.ts for how exact. */
+  sinceMs?: number;
+  /** Prefix each line with its RFC 3339 time. */
+  timestamps?: boolean;
+}
+
+/** The files of a log, oldest first: `.N` ... `.1`, then the current file (read up to `size`). */
+async function* timedRead(file: string, size: number, opts: ReadLogOptions): AsyncGenerator<string> {
+  const since = opts.sinceMs ?? -Infinity;
+  const ring: string[] = [];
+  const files: Array<[string, number]> = [];
+  for (let i = opts.keep; i >= 1; i--) {
+    const rsize = await sizeOf(`${file}.${i}`);
+    if (rsize !== null) files.push([`${file}.${i}`, rsize]);
+  }
+  files.push([file, size]);
+  for (const [f, fsize] of files) {
+    for (const { line, ms } of await timedLines(f, await readRange(f, 0, fsize))) {
+      if (ms < since) continue;
+      const out = opts.timestamps ? stamp(ms, line) : line;
+      if (opts.tail === undefined) yield out;
+      else {
+        ring.push(out);
+        if (ring.length > opts.tail) ring.shift();
+      }
+    }
+  }
+  yield* ring;
 }
 
 /**
@@ -99,7 +137,9 @@ export interface ReadLogOptions {
  */
 export async function* readLog(file: string, opts: ReadLogOptions): AsyncGenerator<string> {
   const size = (await sizeOf(file)) ?? 0;
-  if (opts.tail !== undefined) {
+  if (opts.sinceMs !== undefined || opts.timestamps) {
+    yield* timedRead(file, size, opts);
+  } else if (opts.tail !== undefined) {
     let lines = await tailFile(file, opts.tail, size);
     for (let i = 1; i <= opts.keep && lines.length < opts.tail; i++) {
       const rotated = `${file}.${i}`;
@@ -142,7 +182,8 @@ export async function* readLog(file: string, opts: ReadLogOptions): AsyncGenerat
     partial = lines.pop() ?? '';
     for (const l of lines) {
       if (opts.signal?.aborted) return;
-      yield l;
+      // A followed line is read within a poll of being written.
+      yield opts.timestamps ? stamp(Date.now(), l) : l;
     }
   }
 }

@@ -447,7 +447,11 @@ describe('process driver specifics', () => {
       for await (const l of d.logs('chatty', { tail: 1 })) tail.push(l);
       return Number(/line (\d+)/.exec(tail[0] ?? '')?.[1] ?? 0) > 400;
     });
-    expect((await readdir(logDir)).sort()).toEqual(['main.log', 'main.log.1', 'main.log.2']);
+    const files = await readdir(logDir);
+    expect(files.filter((f) => !f.endsWith('.times')).sort()).toEqual(['main.log', 'main.log.1', 'main.log.2']);
+    // Beside them only their time indexes (logs --since), rotated with them.
+    for (const f of files.filter((x) => x.endsWith('.times'))) expect(files).toContain(f.slice(0, -'.times'.length));
+    await waitFor('the rotated copy with its index', async () => (await readdir(logDir)).includes('main.log.2.times'));
     for (const f of ['main.log.1', 'main.log.2']) expect((await stat(join(logDir, f))).size).toBeLessThan(20_000);
   });
 

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { Logger } from '../../../core/logger.js';
 import { rotateIfNeeded, type RotateOptions } from './logs.js';
+import { LogTimes } from './log-times.js';
 import type { ProcessPlan, ProbeSpec } from './plan.js';
 import { ProbeLoop } from './probes.js';
 import { isAlive, signalGroup, spawnDetached, terminateGroup, type ProcIdentity, type Wrapper } from './proc.js';
@@ -60,12 +61,17 @@ export class ProcessSupervisor {
   private queued = false;
   private detached = false;
   private startError: string | undefined;
+  private timesIndex: LogTimes | undefined;
 
   constructor(
     readonly plan: ProcessPlan,
     readonly record: ProcessRecord,
     private readonly deps: SupervisorDeps,
   ) {}
+
+  private get times(): LogTimes {
+    return (this.timesIndex ??= new LogTimes(this.deps.logPath));
+  }
 
   get identity(): ProcIdentity {
     return { pid: this.record.pid, startTime: this.record.startTime };
@@ -220,8 +226,9 @@ export class ProcessSupervisor {
     }
     try {
       await rotateIfNeeded(this.deps.logPath, this.deps.rotate);
+      await this.times.mark();
     } catch (err) {
-      this.deps.log.warn({ err, file: this.deps.logPath }, 'log rotation failed');
+      this.deps.log.warn({ err, file: this.deps.logPath }, 'log rotation or time index failed');
     }
   }
 
@@ -239,6 +246,8 @@ export class ProcessSupervisor {
       }
       // The intent goes to disk before the spawn: an agent killed before it records the pid leaves
       // a process the next agent can tell from a stray (ManagedWorkload.adopt).
+      // What the log holds already was written before this start (logs --since).
+      await this.times.mark().catch(() => undefined);
       const nonce = randomBytes(8).toString('hex');
       await writeIntent(intentFile(this.deps.exitFile), nonce);
       const spawned = await spawnDetached({

@@ -37,6 +37,7 @@ export function splitCommand(line: string): string[] {
 export function WorkloadTools(props: { project: string; edge: string; workloads: EdgeWorkloadView[] }) {
   const [workload, setWorkload] = useState(props.workloads[0]?.name ?? '');
   const [logs, setLogs] = useState<string | undefined>();
+  const [stamps, setStamps] = useState(false);
   const [command, setCommand] = useState('');
   const [exec, setExec] = useState<{ exitCode: number; stdout: string; stderr: string } | undefined>();
   const [link, setLink] = useState<string | undefined>();
@@ -77,11 +78,25 @@ export function WorkloadTools(props: { project: string; edge: string; workloads:
           class="btn"
           disabled={act.busy}
           onClick={() =>
-            act.run(async () => setLogs(await api.text(`/api/v1/edges/${e}/logs/${w}${query({ tail: 200 })}`)))
+            act.run(async () =>
+              setLogs(
+                await api.text(
+                  `/api/v1/edges/${e}/logs/${w}${query({ tail: 200, timestamps: stamps ? 'true' : undefined })}`,
+                ),
+              ),
+            )
           }
         >
           Show logs
         </button>
+        <label>
+          <input
+            type="checkbox"
+            checked={stamps}
+            onChange={(ev) => setStamps((ev.target as HTMLInputElement).checked)}
+          />{' '}
+          Timestamps
+        </label>
         {ports.length > 0 && (
           <>
             <label>

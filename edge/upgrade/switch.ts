@@ -1,0 +1,227 @@
+/**
+ * @module The switch to a staged release, with a health gate and rollback (docs/operations.md,
+ * "switching and rolling back"). One state file, `DATA/agent/upgrade.json`, written by rename:
+ *
+ * - `trial`: the agent staged a release (edge/upgrade/release.ts), wrote this with `starts: 0`,
+ *   closed itself and re-executed itself. At start `outpost edge` (the launcher, `launch()` below)
+ *   counts the start in the file *before* the new binary runs, then runs it as its child with
+ *   OUTPOST_UPGRADE_TRIAL set and watches it: the new agent writes `healthy` once it has opened its
+ *   replica, connected to the hub and finished a reconcile pass. Healthy within the deadline: the
+ *   launcher writes `committed`, stops the child and replaces itself with the new binary
+ *   (process.execve: same pid for systemd). The child exits first or the deadline passes: the
+ *   child is killed, the file says `rolled-back` with the reason and the old binary runs on.
+ *   A start finding `trial` already counted (the launcher was killed, the host rebooted mid-switch)
+ *   rolls back too: the start counter, checked before the new binary runs.
+ * - `committed`: every start of `outpost edge` replaces itself with the committed binary.
+ * - `rolled-back`: the old binary runs; the reason stays for `outpost edge local status`.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Set in the environment of a binary the launcher started: it runs the agent, it does not launch again. */
+export const LAUNCHED_ENV = 'OUTPOST_UPGRADE_LAUNCHED';
+/** Set for a binary on trial: the path of the marker it writes once healthy. */
+export const TRIAL_ENV = 'OUTPOST_UPGRADE_TRIAL';
+/** Default time the new binary has to connect and reconcile. */
+export const DEFAULT_SWITCH_DEADLINE_MS = 120_000;
+
+export interface UpgradeState {
+  state: 'trial' | 'committed' | 'rolled-back';
+  version: string;
+  binary: string;
+  /** The version running before the switch. */
+  previousVersion: string;
+  /** Starts of the new binary counted so far (the start counter). */
+  starts: number;
+  deadlineMs: number;
+  /** The pid of the new binary on trial, so an interrupted trial's child can be found and ended. */
+  trialPid?: number;
+  at: string;
+  reason?: string;
+}
+
+export const agentDir = (dataDir: string): string => path.join(dataDir, 'agent');
+const stateFile = (dataDir: string): string => path.join(agentDir(dataDir), 'upgrade.json');
+const healthyFile = (dataDir: string): string => path.join(agentDir(dataDir), 'healthy');
+
+export function readUpgradeState(dataDir: string): UpgradeState | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(stateFile(dataDir), 'utf8')) as UpgradeState;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(
+      `${stateFile(dataDir)} is unreadable (${(err as Error).message}): remove it to run the binary installed by hand`,
+    );
+  }
+}
+
+function writeUpgradeState(dataDir: string, s: UpgradeState): void {
+  fs.mkdirSync(agentDir(dataDir), { recursive: true, mode: 0o700 });
+  const tmp = `${stateFile(dataDir)}.tmp`;
+  const fd = fs.openSync(tmp, 'w', 0o600);
+  fs.writeSync(fd, JSON.stringify(s, null, 2));
+  fs.fsyncSync(fd);
+  fs.closeSync(fd);
+  fs.renameSync(tmp, stateFile(dataDir));
+}
+
+/** Records a staged binary as on trial; the next start of `outpost edge` switches to it. */
+export function requestSwitch(
+  dataDir: string,
+  staged: { version: string; binary: string },
+  previousVersion: string,
+  deadlineMs = DEFAULT_SWITCH_DEADLINE_MS,
+): UpgradeState {
+  const s: UpgradeState = {
+    state: 'trial',
+    version: staged.version,
+    binary: staged.binary,
+    previousVersion,
+    starts: 0,
+    deadlineMs,
+    at: new Date().toISOString(),
+  };
+  fs.rmSync(healthyFile(dataDir), { force: true });
+  writeUpgradeState(dataDir, s);
+  return s;
+}
+
+/** In a binary on trial: tells the launcher this agent is healthy (replica open, connected, reconciled). */
+export function markHealthy(env: NodeJS.ProcessEnv = process.env): void {
+  const file = env[TRIAL_ENV];
+  if (file) fs.writeFileSync(file, new Date().toISOString());
+}
+
+export interface LaunchLog {
+  info(o: object, msg: string): void;
+  error(o: object, msg: string): void;
+}
+
+/**
+ * Call in `outpost edge` before the agent starts. Returns when this process should run the agent
+ * itself (no switch pending, launched by a launcher, or rolled back); replaces the process with
+ * the committed binary otherwise and does not return.
+ */
+export async function launch(dataDir: string, log: LaunchLog): Promise<UpgradeState | undefined> {
+  if (process.env[LAUNCHED_ENV] !== undefined) {
+    delete process.env[LAUNCHED_ENV];
+    return readUpgradeState(dataDir);
+  }
+  let s = readUpgradeState(dataDir);
+  if (s?.state === 'trial') s = await trial(dataDir, s, log);
+  if (s?.state === 'committed') {
+    if (!fs.existsSync(s.binary)) {
+      s = rollBack(dataDir, s, `the committed binary ${s.binary} is gone`, log);
+    } else {
+      log.info({ version: s.version, binary: s.binary }, 'running the committed agent release');
+      // argv.slice(2) is the program's arguments both under node (node, script, ...) and as the
+      // single executable (exe, exe, ...).
+      process.execve!(s.binary, [s.binary, ...process.argv.slice(2)], {
+        ...stringEnv(process.env),
+        [LAUNCHED_ENV]: '1',
+      });
+    }
+  }
+  return s;
+}
+
+function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+function rollBack(dataDir: string, s: UpgradeState, reason: string, log: LaunchLog): UpgradeState {
+  const r: UpgradeState = { ...s, state: 'rolled-back', reason, at: new Date().toISOString() };
+  writeUpgradeState(dataDir, r);
+  log.error(
+    { version: s.version, previousVersion: s.previousVersion, reason },
+    `RolledBack: release ${s.version} did not pass the health gate; running the previous binary`,
+  );
+  return r;
+}
+
+async function trial(dataDir: string, s: UpgradeState, log: LaunchLog): Promise<UpgradeState> {
+  if (s.starts > 0) {
+    // The launcher died mid-trial; its child may live on (KillMode=process keeps it, and so does
+    // a plain kill -9): end it, or two agents would share this data directory.
+    endOrphanedTrial(dataDir, s, log);
+    return rollBack(
+      dataDir,
+      s,
+      `the switch to ${s.version} was interrupted before it committed (the agent restarted during the trial)`,
+      log,
+    );
+  }
+  // The start counter: counted (and on disk) before the new binary runs.
+  writeUpgradeState(dataDir, { ...s, starts: s.starts + 1 });
+  const healthy = healthyFile(dataDir);
+  fs.rmSync(healthy, { force: true });
+  log.info({ version: s.version, binary: s.binary, deadlineMs: s.deadlineMs }, 'switching: starting the new binary');
+  const child = spawn(s.binary, process.argv.slice(2), {
+    env: { ...process.env, [LAUNCHED_ENV]: '1', [TRIAL_ENV]: healthy },
+    stdio: 'inherit',
+  });
+  if (child.pid) writeUpgradeState(dataDir, { ...s, starts: s.starts + 1, trialPid: child.pid });
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (err) => resolve(`it could not start: ${err.message}`));
+    child.once('exit', (code, signal) =>
+      resolve(`it exited (${signal ? `signal ${signal}` : `code ${code}`}) before it connected and reconciled`),
+    );
+  });
+  const forward = (sig: NodeJS.Signals) => child.kill(sig);
+  process.on('SIGTERM', forward);
+  process.on('SIGINT', forward);
+  const deadline = Date.now() + s.deadlineMs;
+  let failure: string | undefined;
+  let done = false;
+  void exited.then((why) => {
+    failure ??= why;
+    done = true;
+  });
+  while (!done && !fs.existsSync(healthy) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  if (!done && !fs.existsSync(healthy))
+    failure = `it did not connect to the hub and reconcile within ${Math.round(s.deadlineMs / 1000)} s`;
+  if (failure === undefined && fs.existsSync(healthy)) {
+    writeUpgradeState(dataDir, { ...s, starts: s.starts + 1, state: 'committed', at: new Date().toISOString() });
+    log.info({ version: s.version }, 'the new binary is healthy: committed');
+    child.kill('SIGTERM');
+    await exited;
+    process.off('SIGTERM', forward);
+    process.off('SIGINT', forward);
+    return readUpgradeState(dataDir)!;
+  }
+  child.kill('SIGKILL');
+  await exited;
+  process.off('SIGTERM', forward);
+  process.off('SIGINT', forward);
+  return rollBack(dataDir, s, `release ${s.version}: ${failure}`, log);
+}
+
+/** Kills the trial child of a launcher that died, if that pid still is it (its environment names the trial). */
+function endOrphanedTrial(dataDir: string, s: UpgradeState, log: LaunchLog): void {
+  if (!s.trialPid) return;
+  let environ: string;
+  try {
+    environ = fs.readFileSync(`/proc/${s.trialPid}/environ`, 'latin1');
+  } catch {
+    return; // gone
+  }
+  if (!environ.split('\0').includes(`${TRIAL_ENV}=${healthyFile(dataDir)}`)) return;
+  log.info({ pid: s.trialPid, version: s.version }, 'ending the new binary left on trial by an interrupted switch');
+  try {
+    process.kill(s.trialPid, 'SIGKILL');
+  } catch {
+    /* gone meanwhile */
+  }
+}
+
+/** Starts `outpost edge` again in this process (same pid, same arguments): the launcher then switches. */
+export function restartSelf(sea: boolean): never {
+  const args = sea
+    ? [process.execPath, ...process.argv.slice(2)]
+    : [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
+  process.execve!(process.execPath, args, stringEnv(process.env));
+  throw new Error('process.execve returned');
+}

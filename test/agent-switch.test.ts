@@ -1,0 +1,192 @@
+/**
+ * The switch to a staged agent release with its health gate and rollback, with real processes: a
+ * hub, an edge agent (process driver) and a workload on the host. Releases are pushed with
+ * `outpost agent push`, brought to the edge over its connection (`edge local blob pull`) and
+ * switched to with `edge local upgrade`. The good release is the real agent (a script running
+ * main.ts); the bad ones are test doubles in test/fakes (one exits at start, one hangs). The edge
+ * process keeps its pid throughout (process.execve) and the workload is adopted, never restarted.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { readUpgradeState, type UpgradeState } from '../edge/upgrade/switch.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { ROOT, tempDir, waitFor } from './helpers.js';
+import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+
+let dir: string;
+let edgeDir: string;
+let pids: string;
+let hub: HubProc;
+let edge: Proc;
+let cliEnv: Record<string, string>;
+const releases: Record<string, string> = {};
+
+const edgeCli = (args: string[]) => cli(['edge', '--data', edgeDir, 'local', ...args]);
+const state = (): UpgradeState | undefined => readUpgradeState(edgeDir);
+const workloadPid = () => Number(fs.readFileSync(path.join(pids, 'steady.pid'), 'utf8'));
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const connected = async () => {
+  const r = await edgeCli(['status', '-o', 'json']);
+  return r.code === 0 && (JSON.parse(r.stdout) as { connection: string }).connection === 'connected';
+};
+
+/** Pushes `file` as release `version`, brings its blob to the edge, writes the release YAML. */
+async function pushRelease(file: string, version: string): Promise<string> {
+  const r = await cli(['agent', 'push', file, '--release-version', version], cliEnv);
+  expect(r.stderr).toBe('');
+  const digest = (parse(r.stdout) as { release: { digest: string } }).release.digest;
+  const out = path.join(dir, `release-${version}.yaml`);
+  fs.writeFileSync(out, r.stdout);
+  expect((await edgeCli(['blob', 'pull', digest])).code).toBe(0);
+  await waitFor(() => fs.existsSync(path.join(edgeDir, 'blobs', 'sha256', digest.slice(7))), {
+    timeout: 30_000,
+    what: `blob of ${version} on the edge`,
+  });
+  return out;
+}
+
+beforeAll(async () => {
+  dir = tempDir('outpost-switch-');
+  edgeDir = path.join(dir, 'edge');
+  pids = path.join(dir, 'pids');
+  fs.mkdirSync(pids);
+  hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
+  cliEnv = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_PROJECT: 'default' };
+  const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', { labels: { site: 'a' } });
+  edge = await startEdgeProc(edgeDir, ['--hub', hub.url, '--join-token', join.json.token, '--name', 'e1']);
+  await waitFor(connected, { timeout: 30_000, what: 'edge connected' });
+  await hubApi(hub, 'POST', '/api/v1/apply', {
+    objects: [
+      hostPod('steady', 'sleep 3600', { pidDir: pids }),
+      {
+        kind: 'Placement',
+        metadata: { name: 'steady' },
+        spec: { edgeSelector: { matchLabels: { site: 'a' } }, workloads: ['steady'] },
+      },
+    ],
+  });
+  await waitFor(() => fs.existsSync(path.join(pids, 'steady.pid')), { timeout: 30_000, what: 'workload started' });
+
+  // The good release: the real agent, from a script that notes each start.
+  const good = path.join(dir, 'outpost-good');
+  fs.writeFileSync(
+    good,
+    `#!/bin/sh\necho start >> ${dir}/good-starts\nexec ${process.execPath} --import tsx ${MAIN} "$@"\n`,
+    { mode: 0o755 },
+  );
+  releases.good = await pushRelease(good, '9.9.1');
+  releases.exits = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-exits-at-start'), '9.9.2');
+  releases.hangs = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-hangs'), '9.9.3');
+}, 120_000);
+
+afterAll(async () => {
+  await edge?.kill();
+  await hub?.proc.kill();
+  killHostWorkloads(pids);
+  const hang = path.join(dir, 'hang.pid');
+  if (fs.existsSync(hang)) killHostWorkloads(dir);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('switching to a staged release', () => {
+  it('a binary that exits at start is rolled back with the reason; the old agent runs on, same pid', async () => {
+    const workload = workloadPid();
+    const r = await edgeCli(['upgrade', releases.exits!, '--deadline', '60']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/9\.9\.2: staged as .*outpost-9\.9\.2; switching/);
+    await waitFor(() => state()?.state === 'rolled-back', { timeout: 60_000, what: 'rollback' });
+    expect(state()!.reason).toMatch(/release 9\.9\.2: it exited \(code 3\) before it connected and reconciled/);
+    expect(edge.err).toMatch(/broken release double/);
+    expect(edge.alive).toBe(true);
+    await waitFor(connected, { timeout: 30_000, what: 'old agent connected again' });
+    expect((await edgeCli(['status'])).stdout).toMatch(/release 9\.9\.2: RolledBack .*exited \(code 3\)/);
+    expect(workloadPid()).toBe(workload);
+    expect(alive(workload)).toBe(true);
+  }, 120_000);
+
+  it('a binary that hangs is killed at the deadline and rolled back', async () => {
+    const hangPid = path.join(dir, 'hang.pid');
+    edge = await restartEdgeWith({ OUTPOST_FAKE_HANG_PID: hangPid });
+    const r = await edgeCli(['upgrade', releases.hangs!, '--deadline', '3']);
+    expect(r.code).toBe(0);
+    await waitFor(() => state()?.version === '9.9.3' && state()?.state === 'rolled-back', {
+      timeout: 60_000,
+      what: 'rollback',
+    });
+    expect(state()!.reason).toMatch(/it did not connect to the hub and reconcile within 3 s/);
+    expect(alive(Number(fs.readFileSync(hangPid, 'utf8')))).toBe(false);
+    await waitFor(connected, { timeout: 30_000, what: 'old agent connected again' });
+  }, 120_000);
+
+  it('a kill -9 during the trial: the next start counts the start and rolls back, never runs nothing', async () => {
+    const hangPid = path.join(dir, 'hang.pid');
+    fs.rmSync(hangPid, { force: true });
+    expect((await edgeCli(['upgrade', releases.hangs!, '--deadline', '600'])).code).toBe(0);
+    await waitFor(() => fs.existsSync(hangPid) && state()?.state === 'trial' && state()?.starts === 1, {
+      timeout: 60_000,
+      what: 'the hanging binary on trial',
+    });
+    const orphan = Number(fs.readFileSync(hangPid, 'utf8'));
+    expect(state()!.trialPid).toBe(orphan);
+    await edge.kill('SIGKILL');
+    // The trial child outlives its launcher (as under KillMode=process): the next start ends it.
+    expect(alive(orphan)).toBe(true);
+    edge = await restartEdgeWith({ OUTPOST_FAKE_HANG_PID: hangPid });
+    expect(state()).toMatchObject({ state: 'rolled-back', version: '9.9.3' });
+    expect(state()!.reason).toMatch(/interrupted before it committed/);
+    await waitFor(() => !alive(orphan), { timeout: 10_000, what: 'the orphaned trial child ended' });
+    await waitFor(connected, { timeout: 30_000, what: 'old agent connected' });
+  }, 120_000);
+
+  it('the real agent as the new binary passes the health gate and is committed; the workload is adopted', async () => {
+    const workload = workloadPid();
+    const pid = edge.child.pid;
+    expect((await edgeCli(['upgrade', releases.good!, '--deadline', '60'])).code).toBe(0);
+    await waitFor(() => state()?.version === '9.9.1' && state()?.state === 'committed', {
+      timeout: 90_000,
+      what: 'commit',
+    });
+    // Started once on trial, then once more as the committed binary in the launcher's pid.
+    await waitFor(() => fs.readFileSync(path.join(dir, 'good-starts'), 'utf8').split('\n').length - 1 === 2, {
+      timeout: 30_000,
+      what: 'the committed binary running',
+    });
+    await waitFor(connected, { timeout: 60_000, what: 'new agent connected' });
+    expect(edge.alive).toBe(true);
+    expect(edge.child.pid).toBe(pid);
+    expect((await edgeCli(['status'])).stdout).toMatch(/release 9\.9\.1: Committed/);
+    expect(workloadPid()).toBe(workload);
+    expect(alive(workload)).toBe(true);
+
+    // Every later start runs the committed binary.
+    await edge.kill('SIGTERM');
+    edge = await startEdgeProc(edgeDir);
+    await waitFor(() => fs.readFileSync(path.join(dir, 'good-starts'), 'utf8').split('\n').length - 1 === 3, {
+      timeout: 30_000,
+      what: 'the committed binary started again',
+    });
+    await waitFor(connected, { timeout: 60_000, what: 'connected' });
+  }, 180_000);
+});
+
+async function restartEdgeWith(env: Record<string, string>): Promise<Proc> {
+  await edge.kill('SIGTERM');
+  const p = new Proc(['edge', '--data', edgeDir], env);
+  await waitFor(
+    () => (/outpost edge \S+ running/.test(p.err) ? true : p.alive ? null : Promise.reject(new Error(p.err))),
+    {
+      timeout: 30_000,
+      what: 'edge agent to run',
+    },
+  );
+  return p;
+}
