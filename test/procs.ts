@@ -7,16 +7,8 @@ import { ROOT, waitFor } from './helpers.js';
 
 export const MAIN = path.join(ROOT, 'main.ts');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
+import { freePort } from './ports.js';
+export { freePort };
 
 export class Proc {
   readonly child: ChildProcess;

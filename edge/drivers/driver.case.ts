@@ -49,8 +49,9 @@
  * - `timeouts.ready` (ms, default 30 s): how long to wait for a workload to become Ready; a
  *   runtime that pulls images or schedules pods may need more.
  */
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../test/ports.js';
 import type { Driver, WorkloadObservation, WorkloadUnit } from './driver.js';
 
 export interface DriverHarness {
@@ -92,19 +93,7 @@ export async function waitFor<T>(
   }
 }
 
-/** A TCP port that was free a moment ago (the OS picks it, then we release it). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 async function httpBody(host: string, port: number): Promise<string> {
   const ctl = new AbortController();

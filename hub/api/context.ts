@@ -8,42 +8,23 @@ import type { SignedRelease } from '../../core/release.js';
 import type { Kind } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
+import type { JoinTokenInfo } from '../auth/join-tokens.js';
+import type { Action, Principal as Grant, Role } from '../auth/roles.js';
+import type { ApiTokenInfo } from '../auth/tokens.js';
 import type { Scheduler } from '../controllers/scheduler.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 
-export type Role = 'admin' | 'operator' | 'viewer';
+export type { Action, Role };
 
-export interface Principal {
+/** An authenticated API token: its role and project (`*` spans projects), and which token it is. */
+export interface Principal extends Grant {
   tokenId: string;
-  role: Role;
-  /** `*` for a token that spans projects (admin tokens). */
-  project: string;
 }
 
-export type Action = 'read' | 'write' | 'admin';
+export type ApiTokenView = ApiTokenInfo;
 
-export interface ApiTokenView {
-  id: string;
-  role: Role;
-  project: string;
-  description: string;
-  createdAt: number;
-  expiresAt: number | null;
-  revokedAt: number | null;
-}
-
-export interface JoinTokenView {
-  id: string;
-  project: string;
-  labels: Record<string, string>;
-  description: string;
-  createdAt: number;
-  expiresAt: number | null;
-  usesLimit: number | null;
-  uses: number;
-  revokedAt: number | null;
-}
+export type JoinTokenView = JoinTokenInfo;
 
 export interface HubAuth {
   verifyApiToken(token: string): Principal | null;

@@ -24,12 +24,12 @@ import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_pro
 import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { stringify as toYaml } from 'yaml';
+import { freePort } from '../ports.js';
 import { reapWithParent } from './reaper.js';
 
 const run = promisify(execFile);
@@ -86,17 +86,6 @@ export function pinnedKubernetesVersion(): string {
   const m = /^\s*k8s\.io\/kubernetes (v1\.\S+)/m.exec(readFileSync(join(HERE, 'go.mod'), 'utf8'));
   if (!m) throw new Error('test/kube/go.mod does not require k8s.io/kubernetes at a v1.x release');
   return m[1];
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
 }
 
 async function openssl(dir: string, ...args: string[]): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * @module TEST DOUBLE of the kubelet's HTTPS API, the part the API server proxies `pods/log` and
  * `pods/exec` to (used by node-double.ts): `GET /containerLogs/NS/POD/CONTAINER` (tailLines,
- * follow) and `/exec/NS/POD/CONTAINER` over the websocket channel protocol (`v5/v4.channel.k8s.io`:
+ * follow, sinceSeconds, timestamps) and `/exec/NS/POD/CONTAINER` over the websocket channel protocol (`v5/v4.channel.k8s.io`:
  * stdin on channel 0 and its end as the v5 close frame, stdout 1, stderr 2, the exit status as a
  * `Status` on channel 3). The commands run as host processes (kubelet-double.ts). It serves with
  * the harness's certificate; the API server does not verify a kubelet's certificate unless told to.
@@ -48,11 +48,17 @@ export async function startKubeletApi(
       return;
     }
     res.writeHead(200, { 'content-type': 'text/plain' });
+    // As the kubelet: sinceSeconds counts back from now, timestamps prefixes the RFC 3339 time.
+    const since = url.searchParams.get('sinceSeconds');
+    const stamps = url.searchParams.get('timestamps') === 'true';
+    const show = (l: string, ms: number): string => (stamps ? `${new Date(ms).toISOString()} ${l}` : l);
+    const bound = since === null ? -Infinity : Date.now() - Number(since) * 1000;
+    const recent = lines.filter((l) => l.ms >= bound);
     const tailLines = url.searchParams.get('tailLines');
-    const first = tailLines === null ? lines : lines.slice(-Number(tailLines) || lines.length);
-    for (const l of tailLines === '0' ? [] : first) res.write(`${l}\n`);
+    const first = tailLines === null ? recent : recent.slice(-Number(tailLines) || recent.length);
+    for (const l of tailLines === '0' ? [] : first) res.write(`${show(l.line, l.ms)}\n`);
     if (url.searchParams.get('follow') !== 'true') return void res.end();
-    const off = kubelet.follow(m[1], m[2], m[3], (l) => res.write(`${l}\n`));
+    const off = kubelet.follow(m[1], m[2], m[3], (l) => res.write(`${show(l, Date.now())}\n`));
     res.on('close', () => off?.());
   }
 

@@ -38,6 +38,8 @@ interface ContainerRun {
   ready: boolean;
   everStarted: boolean;
   log: string[];
+  /** When each line of `log` came (epoch ms), for sinceSeconds and timestamps. */
+  logAt: number[];
   followers: Set<(line: string) => void>;
   probing: boolean;
 }
@@ -112,6 +114,7 @@ export class Kubelet {
       ready: false,
       everStarted: false,
       log: [],
+      logAt: [],
       followers: new Set(),
       probing: false,
     };
@@ -147,6 +150,7 @@ export class Kubelet {
   private startContainer(run: PodRun, c: ContainerRun, pod: Obj): void {
     const argv = [...((c.spec.command ?? []) as string[]), ...((c.spec.args ?? []) as string[])];
     c.log = [];
+    c.logAt = [];
     c.everStarted = true;
     c.state = 'running';
     c.reason = undefined;
@@ -194,7 +198,11 @@ export class Kubelet {
 
   private appendLine(c: ContainerRun, line: string): void {
     c.log.push(line);
-    if (c.log.length > MAX_LOG_LINES) c.log.splice(0, c.log.length - MAX_LOG_LINES);
+    c.logAt.push(Date.now());
+    if (c.log.length > MAX_LOG_LINES) {
+      c.log.splice(0, c.log.length - MAX_LOG_LINES);
+      c.logAt.splice(0, c.logAt.length - MAX_LOG_LINES);
+    }
     for (const f of c.followers) f(line);
   }
 
@@ -307,8 +315,9 @@ export class Kubelet {
     return undefined;
   }
 
-  logLines(ns: string, pod: string, container: string): string[] | undefined {
-    return this.container(ns, pod, container)?.log;
+  logLines(ns: string, pod: string, container: string): Array<{ line: string; ms: number }> | undefined {
+    const c = this.container(ns, pod, container);
+    return c?.log.map((line, i) => ({ line, ms: c.logAt[i] }));
   }
 
   follow(ns: string, pod: string, container: string, onLine: (line: string) => void): (() => void) | undefined {

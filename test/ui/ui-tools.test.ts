@@ -7,13 +7,13 @@
  * OUTPOST_UPDATE_SCREENSHOTS=1 writes the screenshots to docs/screenshots/.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeAgent, type EdgeAgent } from '../../edge/agent.js';
 import { startHub, type Hub } from '../../hub/hub.js';
 import { tempDir, waitFor } from '../helpers.js';
+import { freePort } from '../ports.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
 
 let dir: string;
@@ -36,17 +36,6 @@ async function api<T = any>(method: string, p: string, body?: unknown): Promise<
   const json = (await res.json()) as T;
   if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
   return json;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-    s.on('error', reject);
-  });
 }
 
 const pod = (name: string, command: string[], containerPort?: number) => ({

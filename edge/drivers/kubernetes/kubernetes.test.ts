@@ -381,6 +381,17 @@ describe('kubernetes driver specifics', () => {
     const lines: string[] = [];
     for await (const l of driver.logs('canned', { tail: 2 })) lines.push(l);
     expect(lines).toEqual(['second', 'third']);
+
+    // --since goes as sinceSeconds (whole seconds back from now), --timestamps as timestamps.
+    const oldAt = Date.now();
+    await waitFor('the clock to move 1.5 s past the old lines', async () => Date.now() > oldAt + 1_500);
+    env.node.appendLog(pod.metadata.namespace, pod.metadata.name, 'fourth');
+    const recent: string[] = [];
+    for await (const l of driver.logs('canned', { sinceMs: Date.now() - 100, timestamps: true })) recent.push(l);
+    expect(recent).toHaveLength(1);
+    const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) fourth$/.exec(recent[0]);
+    expect(m, recent[0]).not.toBeNull();
+    expect(Date.parse(m![1])).toBeGreaterThan(oldAt);
   });
 
   it('is usable by kubectl: get deployments -A shows what the driver applied', async (ctx) => {
