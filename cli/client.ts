@@ -62,6 +62,22 @@ const NETWORK_CODES = new Set([
 ]);
 
 /** Turns a failure below HTTP (refused connection, bad certificate, wrong protocol) into advice. */
+/** A response body read whole and parsed as JSON; undefined when it is not JSON (or the read fails). */
+function jsonBody(res: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('error', () => resolve(undefined));
+    res.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        resolve(undefined);
+      }
+    });
+  });
+}
+
 function transportError(hub: string, err: NodeJS.ErrnoException): CliError {
   const code = err.code ?? '';
   if (NETWORK_CODES.has(code)) {
@@ -253,16 +269,8 @@ export class HubClient {
           ...(isTls && this.conn.ca ? { ca: this.conn.ca } : {}),
         },
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', (err) => reject(transportError(this.hub, err)));
-          res.on('end', () => {
-            let body: unknown;
-            try {
-              body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            } catch {
-              body = undefined;
-            }
+          void jsonBody(res).then((body) => {
             const status = res.statusCode ?? 0;
             if (status >= 200 && status < 300) resolve(body as T);
             else reject(describeHttpError(status, body, this.hub));
@@ -302,17 +310,7 @@ export class HubClient {
         (res) => {
           const status = res.statusCode ?? 0;
           if (status < 200 || status >= 300) {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => {
-              let body: unknown;
-              try {
-                body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-              } catch {
-                body = undefined;
-              }
-              reject(describeHttpError(status, body, this.hub));
-            });
+            void jsonBody(res).then((body) => reject(describeHttpError(status, body, this.hub)));
             return;
           }
           pipeline(res, out).then(

@@ -21,6 +21,17 @@ interface ProcStat {
   startTime: number;
 }
 
+/** The pids in /proc now (none when /proc cannot be read). */
+function livePids(): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  return entries.filter((e) => e.charCodeAt(0) >= 48 && e.charCodeAt(0) <= 57).map(Number);
+}
+
 /** Parses /proc/PID/stat; the comm field may contain spaces and parentheses, so split after the last ')'. */
 export function readStat(pid: number): ProcStat | null {
   let text: string;
@@ -70,15 +81,7 @@ export function groupMembers(leader: ProcIdentity): number[] {
   // program holds the leader's pid now, our group is empty and that group is a stranger's.
   const holder = readStat(leader.pid);
   if (holder && holder.startTime !== leader.startTime) return out;
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return out;
-  }
-  for (const e of entries) {
-    if (e.charCodeAt(0) < 48 || e.charCodeAt(0) > 57) continue;
-    const pid = Number(e);
+  for (const pid of livePids()) {
     const st = readStat(pid);
     if (!st || st.pgid !== leader.pid || st.state === 'Z' || st.state === 'X') continue;
     if (pid === leader.pid ? st.startTime !== leader.startTime : st.startTime < leader.startTime) continue;
@@ -148,15 +151,7 @@ export interface Wrapper extends ProcIdentity {
 export function findWrappers(runDir: string): Wrapper[] {
   const out: Wrapper[] = [];
   const prefix = runDir.endsWith('/') ? runDir : `${runDir}/`;
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return out;
-  }
-  for (const e of entries) {
-    if (e.charCodeAt(0) < 48 || e.charCodeAt(0) > 57) continue;
-    const pid = Number(e);
+  for (const pid of livePids()) {
     let argv: string[];
     try {
       argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
