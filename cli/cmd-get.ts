@@ -4,11 +4,10 @@
  * what changes until interrupted or `--timeout`), and `get events` with filters.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { parseDuration } from '../core/durations.js';
 import { API_VERSION } from '../core/resources.js';
 import { parseSelectorString } from '../core/selector.js';
 import { HubError } from './client.js';
-import { objectPath, openSession, type CliDeps, type Session } from './context.js';
+import { objectPath, openSession, parsePositiveDuration, type CliDeps, type Session } from './context.js';
 import { asUsage, CliError, UsageError } from './errors.js';
 import {
   GET_FORMATS,
@@ -34,16 +33,6 @@ function parseSelectorFlag(s: string): string {
     throw new InvalidArgumentError((err as Error).message);
   }
   return s;
-}
-
-function parseTimeoutFlag(s: string): number {
-  try {
-    const ms = parseDuration(s);
-    if (ms <= 0) throw new Error(`invalid duration "${s}": must be more than zero`);
-    return ms;
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
 }
 
 function parseLimit(s: string): number {
@@ -216,10 +205,10 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
     .option('--show-labels', 'add a LABELS column (edges always have one)')
     .option('--no-headers', 'print tables without their header line')
     .option('-w, --watch', 'after the list, print each object again when it changes (and deletions) until interrupted')
-    .option('--timeout <duration>', 'with -w: stop watching after this long, e.g. 30s, 5m', parseTimeoutFlag)
+    .option('--timeout <duration>', 'with -w: stop watching after this long, e.g. 30s, 5m', parsePositiveDuration)
     .option('--for <kind/name>', 'events: only those of this object, e.g. edge/shop-12')
     .option('--reason <reason>', 'events: only this reason, e.g. Enrolled, RolloutPaused')
-    .option('--since <duration>', 'events: only those of the last duration, e.g. 1h', parseTimeoutFlag)
+    .option('--since <duration>', 'events: only those of the last duration, e.g. 1h', parsePositiveDuration)
     .option('--limit <n>', 'events: at most this many, newest (default 50, at most 500)', parseLimit)
     .addHelpText(
       'after',

@@ -1,8 +1,7 @@
 /** @module `outpost rollout status|undo|pause|resume|history`. */
 import { InvalidArgumentError, type Command } from 'commander';
-import { parseDuration } from '../core/durations.js';
 import { HubError } from './client.js';
-import { objectPath, openSession, type CliDeps, type Session } from './context.js';
+import { objectPath, openSession, parsePositiveDuration, type CliDeps, type Session } from './context.js';
 import { CliError } from './errors.js';
 import { expectKind, type KindInfo } from './kinds.js';
 import { line, toYaml } from './output.js';
@@ -11,16 +10,6 @@ import { rolloutLine, statusOf, type ApiObject, type PlacementStatus, type Rollo
 
 /** How often --watch asks the hub; a person watching sees a change within a second. */
 const WATCH_INTERVAL_MS = 1_000;
-
-function parseTimeout(s: string): number {
-  try {
-    const ms = parseDuration(s);
-    if (ms <= 0) throw new Error(`invalid duration "${s}": must be more than zero`);
-    return ms;
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
 
 export function parseRevision(s: string): number {
   const n = Number(s);
@@ -105,7 +94,12 @@ export function registerRolloutCommands(program: Command, deps: CliDeps): void {
       '-w, --watch',
       'poll every second and print each change until Complete (exit 0), Failed or Paused (exit 1), or the timeout (exit 1)',
     )
-    .option('--timeout <duration>', 'give up watching after this long, e.g. 90s, 5m, 1h', parseTimeout, 5 * 60_000)
+    .option(
+      '--timeout <duration>',
+      'give up watching after this long, e.g. 90s, 5m, 1h',
+      parsePositiveDuration,
+      5 * 60_000,
+    )
     .addHelpText(
       'after',
       '\nExample:\n  outpost apply -f web-v2.yaml && outpost rollout status placement eu --watch --timeout 10m',

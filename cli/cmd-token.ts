@@ -3,11 +3,11 @@
  * people and scripts; all admin (docs/security.md).
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { formatAge, parseDuration } from '../core/durations.js';
+import { formatAge } from '../core/durations.js';
 import { parseToken } from '../sync/pinned-ca.js';
 import { configPath, readConfig, writeConfig } from './config.js';
 import { parseLabels } from '../core/selector.js';
-import { openSession, type CliDeps } from './context.js';
+import { openSession, parsePositiveDuration, type CliDeps } from './context.js';
 import { CliError, UsageError } from './errors.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
 import { formatLabels } from './views.js';
@@ -23,11 +23,7 @@ function parseLabelsFlag(s: string): Record<string, string> {
 }
 
 function parseTtl(s: string): string {
-  try {
-    if (parseDuration(s) <= 0) throw new Error(`invalid duration "${s}": must be more than zero`);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
+  parsePositiveDuration(s);
   return s.trim();
 }
 

@@ -6,6 +6,7 @@
 import os from 'node:os';
 import readline from 'node:readline/promises';
 import { InvalidArgumentError, type Command } from 'commander';
+import { parseDuration } from '../core/durations.js';
 import { isValidName } from '../core/ids.js';
 import { HubClient } from './client.js';
 import { resolveConnection } from './config.js';
@@ -46,6 +47,17 @@ export function defaultDeps(): CliDeps {
 export function outputOf(deps: CliDeps): Output {
   const color = !!deps.stdout.isTTY && !deps.env.NO_COLOR && deps.env.TERM !== 'dumb';
   return { out: deps.stdout, err: deps.stderr, color };
+}
+
+/** A flag's duration (30s, 5m, 1h), in ms; zero or a malformed one is a usage error naming the value. */
+export function parsePositiveDuration(s: string): number {
+  try {
+    const ms = parseDuration(s);
+    if (ms <= 0) throw new Error(`invalid duration "${s}": must be more than zero`);
+    return ms;
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 /** The `--project` flag's parser: a project is named like any object. */

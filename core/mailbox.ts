@@ -12,6 +12,7 @@
  * the plain views and writer functions below.
  */
 import { Counter, ImmutableString } from '@automerge/automerge/slim';
+import type { z } from 'zod';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import type { ReportedPhase } from './status.js';
 
@@ -151,6 +152,18 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
 }
 
 /** The hardware part of an inventory, as the report document carries it (one JSON value). */
+/** A JSON string from the peer checked against `schema`: undefined when it does not parse or fit. */
+function jsonValue<T>(text: string, schema: z.ZodType<T>): T | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const r = schema.safeParse(parsed);
+  return r.success ? r.data : undefined;
+}
+
 const HARDWARE = Inventory.pick({
   cpuModel: true,
   vendor: true,
@@ -199,30 +212,16 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
       agentVersion: s(inv.agentVersion),
     };
     // The last release switch: one JSON string too, peer input checked against the schema.
-    if (inv.agentRelease) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(s(inv.agentRelease as Str));
-      } catch {
-        parsed = undefined;
-      }
-      const r = AgentReleaseState.safeParse(parsed);
-      if (r.success) inventory.agentRelease = r.data;
-    }
+    const release = inv.agentRelease ? jsonValue(s(inv.agentRelease as Str), AgentReleaseState) : undefined;
+    if (release) inventory.agentRelease = release;
     // Hardware facts are one JSON string (one CRDT value, replaced whole when the hardware changes).
     if (inv.hardware) {
       // Peer input: checked against the schema (types, sizes); a value that does not fit is dropped
       // whole and the thin inventory stays.
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(s(inv.hardware as Str));
-      } catch {
-        parsed = undefined;
-      }
-      const hw = HARDWARE.safeParse(parsed);
-      if (hw.success)
+      const hw = jsonValue(s(inv.hardware as Str), HARDWARE);
+      if (hw)
         for (const k of ['cpuModel', 'vendor', 'product', 'serial', 'disks', 'nics'] as const)
-          if (hw.data[k] !== undefined) (inventory as Record<string, unknown>)[k] = hw.data[k];
+          if (hw[k] !== undefined) (inventory as Record<string, unknown>)[k] = hw[k];
     }
   }
   return { edge: s(doc.edge), inventory, workloads, intents };
