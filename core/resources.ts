@@ -136,7 +136,7 @@ export const Inventory = z.object({
   agentVersion: z.string(),
   /** The last release switch (absent when the agent never switched). */
   agentRelease: AgentReleaseState.optional(),
-  /** Hardware facts from /proc and /sys (core/inventory.ts); absent from agents before they existed. */
+  /** Hardware facts from /proc and /sys (edge/hardware.ts); absent from agents before they existed. */
   cpuModel: z.string().max(256).optional(),
   vendor: z.string().max(256).optional(),
   product: z.string().max(256).optional(),

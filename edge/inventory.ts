@@ -1,11 +1,11 @@
 /**
  * @module What the edge tells the hub about itself: host, OS, architecture, CPU count and model,
- * memory, disks, network interfaces, DMI vendor/product/serial (core/inventory.ts, from /proc and
+ * memory, disks, network interfaces, DMI vendor/product/serial (hardware.ts, from /proc and
  * /sys), the runtimes actually usable here (runtimes.ts) and the last switch to an agent release
  * (edge/upgrade/switch.ts).
  */
 import os from 'node:os';
-import { readHardware } from '../core/inventory.js';
+import { readHardware } from './hardware.js';
 import type { AgentReleaseState, Inventory } from '../core/resources.js';
 import { detectRuntimes } from './runtimes.js';
 

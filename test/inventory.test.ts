@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readHardware } from '../core/inventory.js';
+import { readHardware } from '../edge/hardware.js';
 import { hostPod, hubApi, killHostWorkloads, startFleet } from './fixtures/host-workloads.js';
 import { tempDir } from './helpers.js';
 import { cli, type HubProc, type Proc } from './procs.js';

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { inventoryLabels, labelValue, readHardware } from './inventory.js';
+import { inventoryLabels, labelValue } from '../core/inventory.js';
+import { readHardware } from './hardware.js';
 
 describe('readHardware', () => {
   let root: string;
