@@ -200,7 +200,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const p = auth.verifyApiToken(db, t);
       return p ? ({ tokenId: p.id, role: p.role, project: p.project } satisfies Principal) : null;
     },
-    can: (p, action, project) => auth.can(p, action, project),
     createApiToken: (o) => {
       const token = auth.createApiToken(db, { ...o, caFingerprint: fingerprint });
       return { token, id: auth.parseToken(token)?.id ?? '' };
