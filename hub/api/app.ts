@@ -8,6 +8,7 @@ import { createLogger, throttle } from '../../core/logger.js';
 import { principalFromHeader } from '../auth/principal.js';
 import { principal, type Env, type HubDeps } from './context.js';
 import { applyRoutes } from './apply.js';
+import { catalogRoutes } from '../catalog/routes.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
@@ -75,6 +76,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', edgeRoutes(deps));
   api.route('/', applyRoutes(deps));
   api.route('/', releaseRoutes(deps));
+  if (deps.catalog) api.route('/', catalogRoutes(deps, deps.catalog));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

@@ -12,6 +12,7 @@ import type { JoinTokenInfo } from '../auth/join-tokens.js';
 import type { ApiPrincipal } from '../auth/principal.js';
 import { authorize as authorizeIn, type Action, type Role } from '../auth/roles.js';
 import type { ApiTokenInfo } from '../auth/tokens.js';
+import type { Catalog } from '../catalog/index.js';
 import type { Scheduler } from '../controllers/scheduler.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
@@ -66,6 +67,8 @@ export interface HubDeps {
   metricsContentType: string;
   /** Closes an edge's live connection (decommission). */
   disconnectEdge(edge: string, message: string): void;
+  /** Versioned packages and their deployments (hub/catalog/). */
+  catalog?: Catalog;
   /** Signs agent releases (hub/upgrades/releases.ts); its public key goes to edges at enrollment. */
   releases?: {
     publicKeyPem: string;
