@@ -235,7 +235,8 @@ export class EdgeEgress {
   /** One scan of every export directory; then records what the hub now holds. */
   scan(): Promise<void> {
     if (this.scanning || this.stopped) return this.scanning ?? Promise.resolve();
-    this.scanning = (async () => {
+    const run = async () => {
+      await Promise.resolve(); // this.scanning is set before the body runs
       try {
         let changed = false;
         for (const [workload, rules] of this.rules) {
@@ -261,7 +262,8 @@ export class EdgeEgress {
         this.scanning = undefined;
       }
       this.record();
-    })();
+    };
+    this.scanning = run();
     return this.scanning;
   }
 
@@ -358,7 +360,8 @@ export class EdgeEgress {
       this.recordAgain = true;
       return;
     }
-    this.recording = (async () => {
+    const run = async () => {
+      await Promise.resolve(); // this.recording is set before the body runs
       try {
         do {
           this.recordAgain = false;
@@ -369,7 +372,8 @@ export class EdgeEgress {
       } finally {
         this.recording = undefined;
       }
-    })();
+    };
+    this.recording = run();
   }
 
   private async recordPass(): Promise<void> {
