@@ -14,6 +14,7 @@ import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
 import { releaseRoutes } from './releases.js';
+import { dataRoutes } from '../data/routes.js';
 import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
@@ -74,6 +75,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', fleetRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
+  api.route('/', dataRoutes(deps));
   api.route('/', applyRoutes(deps));
   api.route('/', releaseRoutes(deps));
   if (deps.catalog) api.route('/', catalogRoutes(deps, deps.catalog));
