@@ -10,6 +10,7 @@ import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '.
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
+import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
 import { authorize, jsonBody, kindFromPath, principal, type Env, type HubDeps } from './context.js';
 import { can } from '../auth/roles.js';
@@ -46,6 +47,7 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
     } as Resource;
   }
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
+  if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   return {
     ...o,
     spec: {
