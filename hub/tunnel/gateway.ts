@@ -23,7 +23,7 @@ import type { EdgeConnection, SyncServer } from '../../sync/server.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
-import { edgeRuntime } from '../controllers/edges.js';
+import type { EdgeState } from '../state/edges.js';
 import { kubeAction } from './kube-path.js';
 import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
 import {
@@ -65,6 +65,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
 
 export interface GatewayOptions {
   db: SqliteDatabase;
+  edges: Pick<EdgeState, 'get'>;
   auth: Pick<HubAuth, 'verifyApiToken' | 'can'>;
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
@@ -281,7 +282,7 @@ export class TunnelGateway {
         'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`',
       );
     const p = this.authenticate(req, edge, 'proxy-session', rest);
-    const rt = edgeRuntime(this.opts.db, edge);
+    const rt = this.opts.edges.get(edge);
     if (!rt || (p.project !== '*' && p.project !== rt.project))
       throw new OutpostError('not_found', `edge ${edge} not found`);
     if (!this.opts.auth.can(p, 'write', rt.project))
@@ -359,7 +360,7 @@ export class TunnelGateway {
   /** Authentication, authorization and the online check: everything that happens before the edge is involved. */
   private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
     const p = this.authenticate(req, edge, route, rest);
-    const rt = edgeRuntime(this.opts.db, edge);
+    const rt = this.opts.edges.get(edge);
     if (!rt || (p.project !== '*' && p.project !== rt.project))
       throw new OutpostError('not_found', `edge ${edge} not found`);
     const action = neededAction(route, req.method ?? 'GET', rest, upgrade);
