@@ -29,6 +29,8 @@ import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
+import { HubDataFiles } from './data/index.js';
+import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
 import { ChangeFeed } from './api/stream.js';
@@ -212,7 +214,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const p = auth.verifyApiToken(db, t);
       return p ? ({ tokenId: p.id, role: p.role, project: p.project } satisfies Principal) : null;
     },
-    can: (p, action, project) => auth.can(p, action, project),
     createApiToken: (o) => {
       const token = auth.createApiToken(db, { ...o, caFingerprint: fingerprint });
       return { token, id: auth.parseToken(token)?.id ?? '' };
@@ -278,13 +279,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(state.edges, blobs, registry);
+  const dataFiles = new HubDataFiles(db, blobs, state.edges);
   const tunnel = new TunnelGateway({
     db,
     edges: state.edges,
     auth: hubAuth,
     sync: () => sync,
     registry,
-    onEdgeStream: (conn, s) => transfers.serve(conn.edge, s),
+    onEdgeStream: (conn, s) =>
+      isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {

@@ -12,6 +12,7 @@ import { API_VERSION, Edge, formatIssues, Placement, Workload, type Kind, type R
 import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
+import { egressOf } from '../core/data.js';
 import { nextResourceVersion } from './db.js';
 import { recordEvent } from './state/events.js';
 import { HUB_SEALED_PREFIX } from '../core/secrets.js';
@@ -92,6 +93,8 @@ export function validateResource(input: unknown): Resource {
   }
   if (r.data.kind === 'Workload') {
     const issues = checkWorkloadManifests(r.data.spec.manifests);
+    const egress = egressOf(r.data.spec.manifests);
+    if ('error' in egress) issues.push({ path: 'spec', message: egress.error });
     if (issues.length > 0)
       throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
   }

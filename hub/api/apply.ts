@@ -281,7 +281,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
         { details: errors },
       );
     }
-    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
+    for (const v of valid) authorize(c, 'write', v.metadata.project);
     const views = new Map<string, ProjectView>();
     for (const v of valid)
       if (!views.has(v.metadata.project))

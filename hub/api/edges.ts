@@ -31,13 +31,13 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/edges/:name/approve', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'admin', project);
+    authorize(c, 'admin', project);
     return c.json(withStatus(deps, edges.approve(project, c.req.param('name'), actorOf(c))));
   });
 
   app.post('/projects/:project/edges/:name/labels', async (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const name = c.req.param('name');
     edges.get(project, name);
     const body = await jsonBody<{ labels?: Record<string, string | null> }>(c);
@@ -52,14 +52,14 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
   ] as const) {
     app.post(`/projects/:project/edges/:name/${verb}`, (c) => {
       const project = c.req.param('project');
-      authorize(deps, c, 'write', project);
+      authorize(c, 'write', project);
       return c.json(withStatus(deps, edges.setUnschedulable(project, c.req.param('name'), unschedulable, actorOf(c))));
     });
   }
 
   app.post('/projects/:project/edges/:name/decommission', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'admin', project);
+    authorize(c, 'admin', project);
     const name = c.req.param('name');
     edges.decommission(project, name, actorOf(c));
     return c.json({ decommissioned: name });
@@ -67,7 +67,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/edges/:name/clear-intents', async (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const name = c.req.param('name');
     edges.get(project, name);
     const body = await jsonBody<{ workload?: string }>(c);
