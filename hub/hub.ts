@@ -199,6 +199,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     changes?.notify(c.project, 'objects');
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
+    else if (c.kind === 'Registry')
+      // Which edges get its credentials depends on every placement's images: re-plan them all.
+      for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
     else sched.markPlacement(c.project, c.name);
   });
 

@@ -85,11 +85,16 @@ export interface HubDeps {
 
 export type Env = { Variables: { principal: Principal } };
 
-export const KIND_PATHS: Record<string, Kind> = { edges: 'Edge', workloads: 'Workload', placements: 'Placement' };
+export const KIND_PATHS: Record<string, Kind> = {
+  edges: 'Edge',
+  workloads: 'Workload',
+  placements: 'Placement',
+  registries: 'Registry',
+};
 
 export function kindFromPath(s: string): Kind {
   const k = KIND_PATHS[s];
-  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use edges, workloads or placements`);
+  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use ${Object.keys(KIND_PATHS).join(', ')}`);
   return k;
 }
 

@@ -11,6 +11,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { edgePhase } from '../edges/phase.js';
 import type { EdgeState } from '../state/edges.js';
 import { validateResource } from '../objects.js';
+import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
 import { authorize, jsonBody, kindFromPath, principal, type Env, type HubDeps } from './context.js';
 import { can } from '../auth/roles.js';
@@ -47,6 +48,7 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
     } as Resource;
   }
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(state, store, o.metadata.name) } } as Resource;
+  if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   return {
     ...o,
     spec: {
