@@ -193,6 +193,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     changes?.notify(c.project, 'objects');
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
+    else if (c.kind === 'Registry')
+      // Which edges get its credentials depends on every placement's images: re-plan them all.
+      for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
     else sched.markPlacement(c.project, c.name);
   });
 
@@ -208,7 +211,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const p = auth.verifyApiToken(db, t);
       return p ? ({ tokenId: p.id, role: p.role, project: p.project } satisfies Principal) : null;
     },
-    can: (p, action, project) => auth.can(p, action, project),
     createApiToken: (o) => {
       const token = auth.createApiToken(db, { ...o, caFingerprint: fingerprint });
       return { token, id: auth.parseToken(token)?.id ?? '' };
