@@ -30,6 +30,7 @@ import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { HubDataFiles } from './data/index.js';
+import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
@@ -70,6 +71,8 @@ export interface HubOptions {
   blobGraceMs?: number;
   /** The catalog's malware scanner (`--scanner`); undefined: none configured, packages stay Pending. */
   scanner?: ScannerSpec;
+  /** Forward the files edges export to this S3-compatible bucket (docs/data.md). */
+  dataSinkS3?: S3SinkOptions;
   /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */
   scanRetryMs?: number;
 }
@@ -264,7 +267,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(db, blobs, registry);
-  const dataFiles = new HubDataFiles(db, blobs);
+  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
+  sink?.start();
+  const dataFiles = new HubDataFiles(db, blobs, () => sink?.kick());
   const tunnel = new TunnelGateway({
     db,
     auth: hubAuth,
@@ -415,6 +420,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     blobs,
     async close() {
       blobs.stop();
+      await sink?.stop();
       await catalog.stop();
       clearInterval(offlineTimer);
       clearInterval(pruneTimer);

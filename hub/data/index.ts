@@ -20,6 +20,8 @@ export class HubDataFiles {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly blobs: HubBlobs,
+    /** Called after each recorded file (the S3 sink forwards it). */
+    private readonly onRecorded?: () => void,
   ) {
     migrateDataFiles(db);
   }
@@ -47,5 +49,6 @@ export class HubDataFiles {
     s.sendMeta({ ok: true });
     s.end();
     log.info({ edge, workload: r.workload, path: r.path, size: r.size }, 'exported file recorded');
+    this.onRecorded?.();
   }
 }
