@@ -32,7 +32,7 @@ import { ensureReleaseKey } from './upgrades/release-key.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
-import { Scheduler } from './controllers/scheduler.js';
+import { Scheduler } from './scheduler/index.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub } from './db.js';
 import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';

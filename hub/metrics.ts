@@ -21,7 +21,7 @@ import type { SyncServer } from '../sync/server.js';
 import { cachedStatement, type SqliteDatabase } from '../sync/sqlite.js';
 import type { ReplicaStore } from '../sync/store.js';
 import { edgeLiveness, edgePhase } from './controllers/edges.js';
-import type { Scheduler } from './controllers/scheduler.js';
+import type { Scheduler } from './scheduler/index.js';
 import { placementStatus } from './controllers/status.js';
 import type { ObjectStore } from './objects.js';
 

@@ -11,7 +11,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
 import type { Action, Principal as Grant, Role } from '../auth/roles.js';
 import type { ApiTokenInfo } from '../auth/tokens.js';
-import type { Scheduler } from '../controllers/scheduler.js';
+import type { Scheduler } from '../scheduler/index.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 

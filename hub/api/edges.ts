@@ -10,6 +10,7 @@ import { isSealKey } from '../../core/secrets.js';
 import { enrollLabels } from '../auth/join-tokens.js';
 import { recordEvent } from '../db.js';
 import { storeInventory } from '../controllers/edges.js';
+import { SqliteAssignmentStore } from '../state/assignments.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
 import { withStatus } from './objects.js';
 
@@ -106,8 +107,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
     db.transaction(() => {
       store.delete(mailboxDocId(edgeName(name), 'spec'));
       store.delete(mailboxDocId(edgeName(name), 'report'));
-      db.prepare('DELETE FROM assignments WHERE edge = ?').run(name);
-      db.prepare('DELETE FROM spec_written WHERE edge = ?').run(name);
+      new SqliteAssignmentStore(db).forgetEdge(name);
       db.prepare('DELETE FROM workload_status WHERE edge = ?').run(name);
       db.prepare('DELETE FROM edge_runtime WHERE name = ?').run(name);
       db.prepare("DELETE FROM objects WHERE kind = 'Edge' AND project = ? AND name = ?").run(project, name);

@@ -13,7 +13,7 @@ import type { Summary } from '../../core/status.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { AnyDoc, ReplicaStore } from '../../sync/store.js';
 import { edgePhase, edgeRuntime, isOnline, storeInventory, type EdgeRuntime } from './edges.js';
-import { assignmentsForEdge } from './scheduler.js';
+import { assignmentsForEdge } from '../state/assignments.js';
 
 /**
  * Called by the replica store inside the transaction that applied a report change. Returns the
