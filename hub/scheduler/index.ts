@@ -8,11 +8,12 @@
  * assignments changed, and only those (spec-writer.ts). Work is queued and paced (queue.ts).
  * This file wires the parts and keeps the per-placement rollout state.
  */
-import type { Placement, Workload } from '../../core/resources.js';
+import type { Placement, Registry, Workload } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness } from '../controllers/edges.js';
 import { recordEvent } from '../db.js';
+import { withRegistryAccess } from '../images/registries.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 import {
@@ -74,6 +75,10 @@ export class Scheduler {
     this.targets = new TargetCache(
       (project) => objects.list('Edge', project),
       (e, m) => secrets.cannotReceive(e, m),
+      {
+        list: (project) => objects.list<Registry>('Registry', project),
+        add: (registries, manifests) => withRegistryAccess(secrets.box, registries, manifests),
+      },
     );
   }
 

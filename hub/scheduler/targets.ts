@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { customize, manifestHash } from '../../core/customize.js';
-import type { Edge, Manifest, Placement, Workload } from '../../core/resources.js';
+import type { Edge, Manifest, Placement, Registry, Workload } from '../../core/resources.js';
 import { contentSetKey } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
 import { schedulableEdges, type EdgeLiveness } from '../controllers/edges.js';
@@ -39,6 +39,14 @@ export type EdgeSource = (project: string) => Edge[];
 /** Why an edge cannot be given these manifests (e.g. no key to receive Secrets), if it cannot. */
 export type Receivable = (edge: string, manifests: Manifest[]) => string | undefined;
 
+/** The Registry objects of a project, and the manifests with the pull access they name added (hub/images). */
+export interface RegistryAccess {
+  list: (project: string) => Registry[];
+  add: (registries: Registry[], manifests: Manifest[]) => Manifest[];
+}
+
+const NO_REGISTRIES: RegistryAccess = { list: () => [], add: (_, m) => m };
+
 export class TargetCache {
   private readonly cache = new Map<string, Selection & { stamp: string }>();
   /** Bumped whenever an edge's labels, approval or schedulability may have changed. */
@@ -47,6 +55,8 @@ export class TargetCache {
   constructor(
     private readonly edges: EdgeSource,
     private readonly cannotReceive: Receivable,
+    /** An edge gets the pull credentials of the registries its workloads' images name. */
+    private readonly registries: RegistryAccess = NO_REGISTRIES,
   ) {}
 
   /** Some edge changed (labels, approval, drain, enrollment): every selection is computed again. */
@@ -61,13 +71,15 @@ export class TargetCache {
   /**
    * The selection of a placement over its (existing) workloads. The approved count is part of the
    * stamp: approval is a runtime fact (edge_runtime), and a change of it that did not come
-   * through `edgesChanged` must still re-select (the UI's scale test seeds it directly).
+   * through `edgesChanged` must still re-select (the UI's scale test seeds it directly). So are the
+   * project's registries: their access goes into the manifests.
    */
   get(placement: Placement, workloads: Workload[], runtimes: Map<string, EdgeLiveness>): Selection {
     const { project, name } = placement.metadata;
     let approved = 0;
     for (const l of runtimes.values()) if (l.approved) approved++;
-    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}`;
+    const registries = this.registries.list(project);
+    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}`;
     const hit = this.cache.get(`${project}/${name}`);
     if (hit && hit.stamp === stamp) return hit;
     const candidates = schedulableEdges(this.edges(project), runtimes);
@@ -77,7 +89,7 @@ export class TargetCache {
     const targetKeys = new Map<string, string>();
     for (const e of selected) {
       const edge = byName.get(e)!;
-      const ts = workloads.map((w) => this.target(placement, w, edge));
+      const ts = workloads.map((w) => this.target(placement, w, edge, registries));
       targets.set(e, ts);
       targetKeys.set(e, contentSetKey(ts));
     }
@@ -90,6 +102,7 @@ export class TargetCache {
     placement: Placement,
     w: Workload,
     edge: { name: string; labels: Record<string, string>; annotations: Record<string, string> },
+    registries: Registry[],
   ): Target {
     const r = customize(
       w.spec.manifests,
@@ -98,7 +111,8 @@ export class TargetCache {
       w.metadata.name,
     );
     const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
-    const error = 'error' in r ? r.error : this.cannotReceive(edge.name, r.manifests);
+    const manifests = 'error' in r ? [] : this.registries.add(registries, r.manifests);
+    const error = 'error' in r ? r.error : this.cannotReceive(edge.name, manifests);
     if (error !== undefined)
       return {
         workload: w.metadata.name,
@@ -107,7 +121,6 @@ export class TargetCache {
         key: `error:${createHash('sha256').update(error).digest('hex').slice(0, 16)}`,
         error,
       };
-    const { manifests } = r as { manifests: Manifest[] };
     return { workload: w.metadata.name, revision, manifests, key: manifestHash(manifests) };
   }
 }
