@@ -1,7 +1,7 @@
 /** Assignment writes from a plan, on the hub's tables in memory. */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { contentSetKey, type RolloutEdge } from '../../core/rollout.js';
-import { memoryHubDb, seedStatus } from '../../test/unit/hub-state.js';
+import { memoryHubState, seedStatus } from '../../test/fixtures/hub-state.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { SqliteAssignmentStore } from '../state/assignments.js';
 import { writeAssignments, type AssignInput } from './assign.js';
@@ -11,7 +11,7 @@ let db: SqliteDatabase;
 let store: SqliteAssignmentStore;
 
 beforeEach(() => {
-  db = memoryHubDb();
+  db = memoryHubState().db;
   store = new SqliteAssignmentStore(db);
 });
 

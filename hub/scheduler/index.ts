@@ -11,8 +11,8 @@
 import type { Placement, Registry, Workload } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { edgeLiveness } from '../controllers/edges.js';
-import { recordEvent } from '../db.js';
+import { edgeLiveness } from '../state/edges.js';
+import { recordEvent } from '../state/events.js';
 import { withRegistryAccess } from '../images/registries.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';

@@ -1,8 +1,8 @@
 /** Observation and planning of one placement's rollout, from plain inputs (no tables, no hub). */
 import { describe, expect, it } from 'vitest';
 import { contentSetKey } from '../../core/rollout.js';
-import { placementObject } from '../../test/unit/hub-state.js';
-import type { EdgeLiveness } from '../controllers/edges.js';
+import { placementObject } from '../../test/fixtures/hub-state.js';
+import type { EdgeLiveness } from '../state/edges.js';
 import type { AssignedStatus, AssignmentKey } from '../state/assignments.js';
 import { failedEdges, observeEdges, planPlacement, skipDelayMs, writtenKeyOf } from './rollout.js';
 import type { Selection, Target } from './targets.js';

@@ -8,7 +8,8 @@ import { contentSetKey, edgeOutcome, planRollout, skipOfflineAfterMs } from '../
 import type { RolloutEdge, RolloutPlan } from '../../core/rollout.js';
 import type { Placement } from '../../core/resources.js';
 import { workloadOutcome } from '../../core/summary.js';
-import { isOnline, type EdgeLiveness } from '../controllers/edges.js';
+import { isOnline } from '../edges/phase.js';
+import type { EdgeLiveness } from '../state/edges.js';
 import type { AssignedStatus, AssignmentKey } from '../state/assignments.js';
 import type { Selection } from './targets.js';
 

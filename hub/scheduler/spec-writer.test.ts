@@ -4,7 +4,7 @@ import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { readSpec, type SpecDoc } from '../../core/mailbox.js';
 import type { Manifest } from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { memoryHubStore, seedEdge } from '../../test/unit/hub-state.js';
+import { memoryHubStore, seedEdge } from '../../test/fixtures/hub-state.js';
 import { SqliteAssignmentStore, SqliteEdgeReads, type Assignment } from '../state/assignments.js';
 import { SpecWriter } from './spec-writer.js';
 

@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Edge } from '../../core/resources.js';
 import { contentSetKey } from '../../core/rollout.js';
-import { edgeObject, placementObject, workloadObject } from '../../test/unit/hub-state.js';
-import type { EdgeLiveness } from '../controllers/edges.js';
+import { edgeObject, placementObject, workloadObject } from '../../test/fixtures/hub-state.js';
+import type { EdgeLiveness } from '../state/edges.js';
 import { TargetCache } from './targets.js';
 
 const live = (approved = true): EdgeLiveness => ({ approved, enrolledAt: 0 });

@@ -12,7 +12,8 @@ import { customize, manifestHash } from '../../core/customize.js';
 import type { Edge, Manifest, Placement, Registry, Workload } from '../../core/resources.js';
 import { contentSetKey } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
-import { schedulableEdges, type EdgeLiveness } from '../controllers/edges.js';
+import { schedulableEdges } from '../edges/phase.js';
+import type { EdgeLiveness } from '../state/edges.js';
 
 /** What one workload should be on one edge. */
 export interface Target {

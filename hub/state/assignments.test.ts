@@ -1,7 +1,7 @@
 /** The scheduler's tables on an in-memory database: what is written is what is read back. */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
-import { memoryHubDb, seedEdge, seedStatus } from '../../test/unit/hub-state.js';
+import { memoryHubState, seedEdge, seedStatus } from '../../test/fixtures/hub-state.js';
 import { SqliteAssignmentStore, SqliteEdgeReads, type Assignment } from './assignments.js';
 
 let db: SqliteDatabase;
@@ -21,7 +21,7 @@ const a = (edge: string, workload: string, extra: Partial<Assignment> = {}): Ass
 });
 
 beforeEach(() => {
-  db = memoryHubDb();
+  db = memoryHubState().db;
   store = new SqliteAssignmentStore(db);
 });
 

@@ -17,6 +17,7 @@
  */
 import type { Manifest } from '../../core/resources.js';
 import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { sqliteEdgeState, type EdgeState } from './edges.js';
 
 /** One workload on one edge, as the scheduler decided it. */
 export interface Assignment {
@@ -317,8 +318,9 @@ export function assignmentsForWorkload(db: SqliteDatabase, project: string, work
 }
 
 /**
- * What the scheduler reads about edges from tables it does not own (`edge_runtime`, the Edge
- * objects): here until the edges state module offers these reads.
+ * What the scheduler reads about edges from tables it does not own: enrollment from the edges
+ * state module, and the Edge object's labels as stored (their JSON is what a spec digest covers;
+ * hub/objects.ts owns the objects table and writes it).
  */
 export interface EdgeReads {
   /** The edge is enrolled (it has a runtime row). */
@@ -332,21 +334,22 @@ export interface EdgeReads {
 }
 
 export class SqliteEdgeReads implements EdgeReads {
-  constructor(private readonly db: SqliteDatabase) {}
+  private readonly edges: EdgeState;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.edges = sqliteEdgeState(db);
+  }
 
   exists(edge: string): boolean {
-    return cachedStatement(this.db, 'SELECT name FROM edge_runtime WHERE name = ?').get(edge) !== undefined;
+    return this.edges.exists(edge);
   }
 
   names(): string[] {
-    return (cachedStatement(this.db, 'SELECT name FROM edge_runtime').all() as { name: string }[]).map((r) => r.name);
+    return this.edges.names();
   }
 
   project(edge: string): string | undefined {
-    return (
-      cachedStatement(this.db, 'SELECT project FROM edge_runtime WHERE name = ?').get(edge) as
-        { project: string } | undefined
-    )?.project;
+    return this.edges.projectOf(edge);
   }
 
   labels(edge: string): string | undefined {
