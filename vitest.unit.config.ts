@@ -22,6 +22,7 @@ export default defineConfig({
       'ui/src/format.test.ts',
       'ui/src/yaml.test.ts',
       'ui/src/components/components.test.ts',
+      'test/architecture.test.ts',
     ],
     pool: 'forks',
     // One module graph per worker instead of one per file: most of this tier's time was imports.
