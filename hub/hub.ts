@@ -28,6 +28,7 @@ import { HubBlobs } from './blobs/index.js';
 import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
+import { handleImageRequest, ImageCache } from './images/cache.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { HubDataFiles } from './data/index.js';
 import { isDataFileHeader } from '../core/data.js';
@@ -36,7 +37,7 @@ import { ensureReleaseKey } from './upgrades/release-key.js';
 import { ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
-import { Scheduler } from './controllers/scheduler.js';
+import { Scheduler } from './scheduler/index.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -292,11 +293,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
+  const images = new ImageCache(db, blobs);
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
       return;
     }
+    // The image cache's OCI pull API (/v2/...) and its tag route stream blobs like the blob routes.
+    if (handleImageRequest({ cache: images, blobs, auth: hubAuth }, req, res)) return;
     if (!req.complete) {
       const t = setTimeout(() => req.destroy(), REQUEST_BODY_TIMEOUT_MS);
       t.unref();
