@@ -1,6 +1,7 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
- * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`), and
+ * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
+ * `registries`, `reg`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it.
  */
 import { InvalidArgumentError } from 'commander';
@@ -18,6 +19,7 @@ export const KIND_INFO: Record<Kind, KindInfo> = {
   Edge: { kind: 'Edge', singular: 'edge', path: 'edges' },
   Workload: { kind: 'Workload', singular: 'workload', path: 'workloads' },
   Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
+  Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
 };
 
 const ALIASES: Record<string, Kind> = {
@@ -30,9 +32,12 @@ const ALIASES: Record<string, Kind> = {
   placement: 'Placement',
   placements: 'Placement',
   pl: 'Placement',
+  registry: 'Registry',
+  registries: 'Registry',
+  reg: 'Registry',
 };
 
-export const KIND_HELP = 'edge|edges|e, workload|workloads|wl, placement|placements|pl';
+export const KIND_HELP = 'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg';
 
 /** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
 export function parseKind(s: string): KindInfo {

@@ -79,6 +79,22 @@ function placementRow(o: ApiObject, opts: TableOptions): string[] {
   ];
 }
 
+function registryRow(o: ApiObject, opts: TableOptions): string[] {
+  const spec = (o.spec ?? {}) as {
+    url?: string;
+    credentials?: { username?: string };
+    caBundle?: string;
+    insecure?: boolean;
+  };
+  return [
+    o.metadata.name,
+    spec.url ?? '-',
+    spec.credentials?.username ?? '-',
+    spec.insecure ? 'insecure' : spec.caBundle ? 'own CA' : 'system CA',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
 const HEADERS: Record<
   string,
   { base: string[]; wide: string[]; row: (o: ApiObject, opts: TableOptions) => string[]; color: string[] }
@@ -96,6 +112,7 @@ const HEADERS: Record<
     row: placementRow,
     color: ['WORST', 'ROLLOUT'],
   },
+  Registry: { base: ['NAME', 'URL', 'USER', 'TLS', 'AGE'], wide: [], row: registryRow, color: [] },
 };
 
 /** The `get` table for objects of one kind. */

@@ -8,18 +8,31 @@ import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
-import { API_VERSION, Edge, formatIssues, Placement, Workload, type Kind, type Resource } from '../core/resources.js';
+import {
+  API_VERSION,
+  Edge,
+  formatIssues,
+  KINDS,
+  Placement,
+  Registry,
+  Workload,
+  type Kind,
+  type Resource,
+} from '../core/resources.js';
 import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
-import { nextResourceVersion, recordEvent } from './db.js';
+import { egressOf } from '../core/data.js';
+import { nextResourceVersion } from './db.js';
+import { recordEvent } from './state/events.js';
 import { HUB_SEALED_PREFIX } from '../core/secrets.js';
 import type { HubSecrets } from './secrets.js';
+import { sealRegistrySpec } from './images/registries.js';
 
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = { Edge, Workload, Placement } as const;
+const SCHEMAS = { Edge, Workload, Placement, Registry } as const;
 
 interface Row {
   kind: Kind;
@@ -74,8 +87,8 @@ export function validateResource(input: unknown): Resource {
   }
   const kind = (input as { kind?: unknown } | null)?.kind;
   if (typeof kind !== 'string' || !(kind in SCHEMAS)) {
-    throw new OutpostError('invalid', `kind: must be one of Edge, Workload, Placement (got ${JSON.stringify(kind)})`, {
-      details: [{ path: 'kind', message: 'must be one of Edge, Workload, Placement' }],
+    throw new OutpostError('invalid', `kind: must be one of ${KINDS.join(', ')} (got ${JSON.stringify(kind)})`, {
+      details: [{ path: 'kind', message: `must be one of ${KINDS.join(', ')}` }],
     });
   }
   const api = (input as { apiVersion?: unknown }).apiVersion;
@@ -91,6 +104,8 @@ export function validateResource(input: unknown): Resource {
   }
   if (r.data.kind === 'Workload') {
     const issues = checkWorkloadManifests(r.data.spec.manifests);
+    const egress = egressOf(r.data.spec.manifests);
+    if ('error' in egress) issues.push({ path: 'spec', message: egress.error });
     if (issues.length > 0)
       throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
   }
@@ -102,12 +117,12 @@ function specOf(o: Resource): unknown {
 }
 
 /**
- * The key id of a Secret value sealed in the stored workloads, if any: a hub must not start with
+ * The key id of a Secret value (or Registry password) sealed in the stored objects, if any: a hub must not start with
  * another key (or make a new one) over a database whose Secrets it then could not open.
  */
 export function sealedKeyId(db: SqliteDatabase): string | undefined {
   const row = db
-    .prepare("SELECT spec FROM objects WHERE kind = 'Workload' AND instr(spec, ?) > 0 LIMIT 1")
+    .prepare("SELECT spec FROM objects WHERE kind IN ('Workload', 'Registry') AND instr(spec, ?) > 0 LIMIT 1")
     .get(`"${HUB_SEALED_PREFIX}`) as { spec: string } | undefined;
   return row ? /"ohs1\.([0-9a-f]{8})\./.exec(row.spec)?.[1] : undefined;
 }
@@ -233,9 +248,18 @@ export class ObjectStore {
                 ),
               },
             }
-          : validated.kind === 'Placement' && this.admitPlacement
-            ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
-            : validated;
+          : validated.kind === 'Registry'
+            ? {
+                ...validated,
+                spec: sealRegistrySpec(
+                  this.secrets.box,
+                  validated.spec,
+                  cur?.kind === 'Registry' ? cur.spec : undefined,
+                ),
+              }
+            : validated.kind === 'Placement' && this.admitPlacement
+              ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
+              : validated;
       if (!cur) {
         if (opts.create === false)
           throw new OutpostError(
@@ -349,6 +373,18 @@ export class ObjectStore {
       for (const l of this.listeners) l({ kind, project, name, before: cur });
       return cur;
     });
+  }
+
+  /**
+   * Removes an object without an event or a change hook: for a decommissioned edge, whose own
+   * Decommissioned event says it all and whose scheduler work is announced by its caller.
+   */
+  forget(kind: Kind, project: string, name: string): void {
+    cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(
+      kind,
+      project,
+      name,
+    );
   }
 
   revisions(project: string, workload: string): Revision[] {

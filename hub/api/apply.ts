@@ -13,10 +13,11 @@ import type { Edge, Placement, Resource, Workload } from '../../core/resources.j
 import { selectEdges } from '../../core/selector.js';
 import { inTransaction } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';
-import { edgeLiveness, edgeRuntime, schedulableEdges } from '../controllers/edges.js';
-import { assignmentsForPlacement, assignmentsForWorkload } from '../controllers/scheduler.js';
+import { schedulableEdges } from '../edges/phase.js';
+import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assignments.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
+import { registryForOutput } from '../images/registries.js';
 
 export interface EdgeImpact {
   /** Edges that have (or would have) the object's workloads after the change. */
@@ -101,7 +102,7 @@ class ProjectView {
   selected(p: Placement): string[] {
     this.edges ??= schedulableEdges(
       this.deps.objects.list<Edge>('Edge', this.project),
-      edgeLiveness(this.deps.db, this.project),
+      this.deps.state.edges.liveness(this.project),
     );
     return selectEdges(this.edges, p.spec);
   }
@@ -156,7 +157,7 @@ function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: R
   const out = new Set<string>();
   const drivers = new Map<string, string | undefined>();
   const driverOf = (edge: string) => {
-    if (!drivers.has(edge)) drivers.set(edge, edgeRuntime(deps.db, edge)?.inventory?.driver);
+    if (!drivers.has(edge)) drivers.set(edge, deps.state.edges.get(edge)?.inventory?.driver);
     return drivers.get(edge);
   };
   for (const v of batch) {
@@ -281,7 +282,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
         { details: errors },
       );
     }
-    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
+    for (const v of valid) authorize(c, 'write', v.metadata.project);
     const views = new Map<string, ProjectView>();
     for (const v of valid)
       if (!views.has(v.metadata.project))
@@ -324,7 +325,12 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
             annotations: v.metadata.annotations,
           },
           // Secret values redacted, as every answer has them: a diff never prints one.
-          spec: v.kind === 'Workload' ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) } : v.spec,
+          spec:
+            v.kind === 'Workload'
+              ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) }
+              : v.kind === 'Registry'
+                ? registryForOutput(deps.secrets.box, v, false).spec
+                : v.spec,
         },
       }));
       return c.json({ dryRun: true, results, warnings });

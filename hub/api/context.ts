@@ -9,19 +9,20 @@ import type { Kind } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
-import type { Action, Principal as Grant, Role } from '../auth/roles.js';
+import type { ApiPrincipal } from '../auth/principal.js';
+import { authorize as authorizeIn, type Action, type Role } from '../auth/roles.js';
 import type { ApiTokenInfo } from '../auth/tokens.js';
 import type { Catalog } from '../catalog/index.js';
-import type { Scheduler } from '../controllers/scheduler.js';
+import type { Scheduler } from '../scheduler/index.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
+import type { EdgeLifecycle } from '../edges/lifecycle.js';
+import type { HubState } from '../state/index.js';
+import type { ChangeFeed } from './stream.js';
 
 export type { Action, Role };
 
-/** An authenticated API token: its role and project (`*` spans projects), and which token it is. */
-export interface Principal extends Grant {
-  tokenId: string;
-}
+export type Principal = ApiPrincipal;
 
 export type ApiTokenView = ApiTokenInfo;
 
@@ -29,7 +30,6 @@ export type JoinTokenView = JoinTokenInfo;
 
 export interface HubAuth {
   verifyApiToken(token: string): Principal | null;
-  can(p: Principal, action: Action, project: string): boolean;
   createApiToken(opts: { role: Role; project: string; ttlMs?: number; description?: string }): {
     token: string;
     id: string;
@@ -57,6 +57,12 @@ export interface HubAuth {
 
 export interface HubDeps {
   db: SqliteDatabase;
+  /** The hub's tables (hub/state/): the API reads and writes them only through these. */
+  state: HubState;
+  /** An edge's life: enroll, approve, label, drain, decommission (hub/edges/lifecycle.ts). */
+  edges: EdgeLifecycle;
+  /** Live updates for the UI's stream (hub/api/stream.ts). */
+  changes: ChangeFeed;
   store: ReplicaStore;
   objects: ObjectStore;
   scheduler: Scheduler;
@@ -68,8 +74,6 @@ export interface HubDeps {
   caPem?: string;
   metricsText(): Promise<string>;
   metricsContentType: string;
-  /** Closes an edge's live connection (decommission). */
-  disconnectEdge(edge: string, message: string): void;
   /** Versioned packages and their deployments (hub/catalog/). */
   catalog?: Catalog;
   /** Signs agent releases (hub/upgrades/releases.ts); its public key goes to edges at enrollment. */
@@ -81,11 +85,16 @@ export interface HubDeps {
 
 export type Env = { Variables: { principal: Principal } };
 
-export const KIND_PATHS: Record<string, Kind> = { edges: 'Edge', workloads: 'Workload', placements: 'Placement' };
+export const KIND_PATHS: Record<string, Kind> = {
+  edges: 'Edge',
+  workloads: 'Workload',
+  placements: 'Placement',
+  registries: 'Registry',
+};
 
 export function kindFromPath(s: string): Kind {
   const k = KIND_PATHS[s];
-  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use edges, workloads or placements`);
+  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use ${Object.keys(KIND_PATHS).join(', ')}`);
   return k;
 }
 
@@ -93,16 +102,10 @@ export function principal(c: Context<Env>): Principal {
   return c.get('principal');
 }
 
-/** Throws 404 (not 403) for another project's objects: a token never learns they exist. */
-export function authorize(deps: HubDeps, c: Context<Env>, action: Action, project: string): Principal {
+/** The request's principal, if it may do `action` in `project` (404 outside its project, 403 else: hub/auth/roles.ts). */
+export function authorize(c: Context<Env>, action: Action, project: string): Principal {
   const p = principal(c);
-  if (p.project !== '*' && p.project !== project) throw new OutpostError('not_found', `project ${project} not found`);
-  if (!deps.auth.can(p, action, project)) {
-    throw new OutpostError(
-      'forbidden',
-      `a ${p.role} token may not ${action === 'read' ? 'read' : action === 'write' ? 'change objects' : 'do this'} in project ${project}: ask an admin for ${action === 'admin' ? 'an admin token' : 'an operator or admin token'}`,
-    );
-  }
+  authorizeIn(p, action, project);
   return p;
 }
 

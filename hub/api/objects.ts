@@ -8,10 +8,13 @@ import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/
 import { checkPlacements } from '../controllers/placements.js';
 import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
+import { edgePhase } from '../edges/phase.js';
+import type { EdgeState } from '../state/edges.js';
 import { validateResource } from '../objects.js';
+import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
 import { authorize, jsonBody, kindFromPath, principal, type Env, type HubDeps } from './context.js';
+import { can } from '../auth/roles.js';
 
 const MAX_LIST = 1000;
 
@@ -24,7 +27,7 @@ export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): 
   if (q === undefined) return false;
   if (q !== 'reveal') throw new OutpostError('bad_request', `secrets: use secrets=reveal (got "${q}")`);
   const p = principal(c);
-  if (!deps.auth.can(p, 'write', project))
+  if (!can(p, 'write', project))
     throw new OutpostError(
       'forbidden',
       `a ${p.role} token may not reveal Secret values in project ${project}: they show as ${REDACTED}; an operator or admin token may ask with secrets=reveal`,
@@ -34,24 +37,25 @@ export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): 
 
 /** An object as the API shows it: with its status, and its Secret values redacted unless revealed. */
 export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource {
-  const { db, store, scheduler } = deps;
+  const { state, store, scheduler } = deps;
   if (o.kind === 'Placement') {
     return {
       ...o,
       status: {
-        ...placementStatus(db, o, scheduler.rollout(o.metadata.project, o.metadata.name)),
+        ...placementStatus(state, o, scheduler.rollout(o.metadata.project, o.metadata.name)),
         ...(o.spec.package ? { package: deps.catalog?.deployment(o.metadata.project, o.metadata.name) } : {}),
       },
     } as Resource;
   }
-  if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
+  if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(state, store, o.metadata.name) } } as Resource;
+  if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   return {
     ...o,
     spec: {
       ...o.spec,
       manifests: reveal ? deps.secrets.reveal(o.spec.manifests) : deps.secrets.redact(o.spec.manifests),
     },
-    status: { ...(o.status ?? {}), summary: workloadSummary(db, o.metadata.project, o.metadata.name) },
+    status: { ...(o.status ?? {}), summary: workloadSummary(state, o.metadata.project, o.metadata.name) },
   } as Resource;
 }
 
@@ -62,6 +66,7 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
  */
 export function countMatching(
   db: SqliteDatabase,
+  edges: EdgeState,
   kind: Kind,
   project: string,
   f: { selector?: LabelSelector; q?: string; state?: string; local?: ReplicaStore },
@@ -75,7 +80,7 @@ export function countMatching(
   if (f.state && kind === 'Edge') {
     // Only the columns the phase needs (not every edge's inventory).
     const now = Date.now();
-    phases = new Map([...edgeLiveness(db, project)].map(([name, l]) => [name, edgePhase(l, now)]));
+    phases = new Map([...edges.liveness(project)].map(([name, l]) => [name, edgePhase(l, now)]));
   }
   let n = 0;
   for (const r of rows) {
@@ -99,7 +104,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/events', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const kind = c.req.query('kind');
     const name = c.req.query('name');
     const reason = c.req.query('reason');
@@ -107,20 +112,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     if (since !== undefined && !Number.isFinite(since))
       throw new OutpostError('bad_request', 'since: give a time in milliseconds since the epoch');
     const limit = Math.min(Number(c.req.query('limit') ?? 50) || 50, 500);
-    const rows = db
-      .prepare(
-        `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ${reason ? 'AND reason = ?' : ''} ${since !== undefined ? 'AND at >= ?' : ''} ORDER BY id DESC LIMIT ?`,
-      )
-      .all(
-        ...[
-          project,
-          ...(kind ? [kind] : []),
-          ...(name ? [name] : []),
-          ...(reason ? [reason] : []),
-          ...(since !== undefined ? [since] : []),
-          limit,
-        ],
-      ) as { at: number; kind: string; name: string }[];
+    const rows = deps.state.events.list(project, { kind, name, reason, since, limit });
     // Events outlive their objects: say which are gone, so the UI does not link to a 404.
     const exists = new Map<string, boolean>();
     const gone = (r: { kind: string; name: string }) => {
@@ -137,7 +129,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   app.get('/projects/:project/:kind', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const limit = Math.min(Number(c.req.query('limit') ?? MAX_LIST) || MAX_LIST, MAX_LIST);
     const after = c.req.query('continue') ?? '';
     const sel = c.req.query('labelSelector');
@@ -162,7 +154,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         cursor = project === '*' ? `${o.metadata.project}/${o.metadata.name}` : o.metadata.name;
         if (selector && !matchesSelector(o.metadata.labels, selector)) continue;
         if (q && !o.metadata.name.includes(q)) continue;
-        if (state && kind === 'Edge' && edgePhase(edgeRuntime(db, o.metadata.name)) !== state) continue;
+        if (state && kind === 'Edge' && edgePhase(deps.state.edges.get(o.metadata.name)) !== state) continue;
         if (local && kind === 'Edge' && !hasLocalIntents(deps.store, o.metadata.name)) continue;
         if (out.length === limit) {
           more = true;
@@ -176,7 +168,14 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const items = out.map((o) => withStatus(deps, o, reveal));
     const matched =
       selector || q || state || local
-        ? { matched: countMatching(db, kind, project, { selector, q, state, local: local ? deps.store : undefined }) }
+        ? {
+            matched: countMatching(db, deps.state.edges, kind, project, {
+              selector,
+              q,
+              state,
+              local: local ? deps.store : undefined,
+            }),
+          }
         : {};
     return c.json({
       items,
@@ -196,7 +195,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   app.get('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const reveal = revealSecrets(deps, c, project);
     const o = objects.get(kind, project, c.req.param('name'));
     if (!o) throw new OutpostError('not_found', `${kind} ${c.req.param('name')} not found in project ${project}`);
@@ -206,7 +205,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {
     const project = c.req.param('project') ?? '';
     const kind = kindFromPath(c.req.param('kind') ?? '');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     if (kind === 'Edge' && mode === 'create')
       throw new OutpostError(
         'bad_request',
@@ -253,7 +252,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
     const name = c.req.param('name');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const type = (c.req.header('content-type') ?? '').split(';')[0].trim();
     if (type !== 'application/merge-patch+json' && type !== 'application/json')
       throw new OutpostError(
@@ -281,7 +280,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   app.delete('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     if (kind === 'Edge')
       throw new OutpostError(
         'bad_request',
@@ -293,7 +292,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/workloads/:name/revisions', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     if (!objects.get('Workload', project, c.req.param('name')))
       throw new OutpostError('not_found', `Workload ${c.req.param('name')} not found`);
     const reveal = revealSecrets(deps, c, project);
@@ -307,7 +306,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/workloads/:name/rollback', async (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const body = (await c.req.json().catch(() => ({}))) as { revision?: number };
     if (body.revision !== undefined && (!Number.isInteger(body.revision) || body.revision < 1))
       throw new OutpostError('invalid', 'revision: must be a positive integer');
@@ -318,7 +317,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   for (const verb of ['pause', 'resume'] as const) {
     app.post(`/projects/:project/placements/:name/${verb}`, (c) => {
       const project = c.req.param('project');
-      authorize(deps, c, 'write', project);
+      authorize(c, 'write', project);
       const p = objects.get<Placement>('Placement', project, c.req.param('name'));
       if (!p) throw new OutpostError('not_found', `Placement ${c.req.param('name')} not found`);
       const next = {

@@ -1,6 +1,6 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { Edge, Placement, Workload } from '../../core/resources.js';
+import { Edge, Placement, Registry, Workload } from '../../core/resources.js';
 
 function schema(s: z.ZodType): unknown {
   return z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -9,7 +9,7 @@ function schema(s: z.ZodType): unknown {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (s: unknown) => ({ content: { 'application/json': { schema: s } } });
 const errorResponse = { description: 'error', ...json(ref('Error')) };
-const kinds = { edges: 'Edge', workloads: 'Workload', placements: 'Placement' } as const;
+const kinds = { edges: 'Edge', workloads: 'Workload', placements: 'Placement', registries: 'Registry' } as const;
 
 export function openApiDocument(version: string): unknown {
   const paths: Record<string, unknown> = {};
@@ -78,7 +78,10 @@ export function openApiDocument(version: string): unknown {
         requestBody: json({
           type: 'object',
           properties: {
-            objects: { type: 'array', items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement')] } },
+            objects: {
+              type: 'array',
+              items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement'), ref('Registry')] },
+            },
           },
         }),
         responses: { 200: { description: 'results' }, default: errorResponse },
@@ -198,6 +201,13 @@ export function openApiDocument(version: string): unknown {
       get: { summary: 'Download a blob (Range: bytes=N- resumes)', responses: { 200: { description: 'the bytes' } } },
       delete: { summary: 'Remove a blob (409 while referenced)', responses: { 204: { description: 'removed' } } },
     },
+    '/api/v1/projects/{project}/edges/{name}/data-files': {
+      get: {
+        summary:
+          "Files an edge's workloads exported (docs/data.md); ?workload=W, ?path=TARGET/FILE filter; the bytes are the blob of each digest",
+        responses: { 200: { description: '{items: [{edge, workload, path, size, digest, modifiedAt, uploadedAt}]}' } },
+      },
+    },
     '/api/v1/projects/{project}/agent-releases': {
       post: {
         summary: 'Sign an agent release {digest, version} with the hub release key (admin)',
@@ -225,6 +235,7 @@ export function openApiDocument(version: string): unknown {
         Edge: schema(Edge),
         Workload: schema(Workload),
         Placement: schema(Placement),
+        Registry: schema(Registry),
         Error: {
           type: 'object',
           properties: {

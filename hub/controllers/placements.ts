@@ -9,7 +9,7 @@
  *   or not: those change without an apply). The later apply is refused, naming the other
  *   placement. Should an overlap arise later anyway (an edge relabelled), the placement already
  *   holding the workload on that edge keeps it and the other reports the edge as blocked
- *   (hub/controllers/scheduler.ts).
+ *   (hub/scheduler/).
  * - A placement that selects no schedulable edge is accepted with a warning (its rollout shows
  *   Pending "no edge selected" until one matches).
  */
@@ -18,7 +18,8 @@ import type { Edge, LabelSelector, Placement } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ObjectStore } from '../objects.js';
-import { edgeLiveness, schedulableEdges } from './edges.js';
+import { schedulableEdges } from '../edges/phase.js';
+import { edgeLiveness } from '../state/edges.js';
 
 function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
