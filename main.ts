@@ -81,6 +81,13 @@ export function buildProgram(): Command {
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
     .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
     .option(
+      '--data-sink-s3-bucket <bucket>',
+      "forward the files edges export to this S3 bucket, with the hub's AWS credentials",
+    )
+    .option('--data-sink-s3-endpoint <url>', 'an S3-compatible endpoint instead of AWS (MinIO, Ceph...)')
+    .option('--data-sink-s3-region <region>', 'the bucket region', 'us-east-1')
+    .option('--data-sink-s3-prefix <prefix>', 'prepended to every object key, e.g. outpost/')
+    .option(
       '--scanner <scanner>',
       'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
     )
@@ -98,6 +105,10 @@ export function buildProgram(): Command {
       async (o: {
         maxConnectionsPerAddress: number;
         blobQuota?: number;
+        dataSinkS3Bucket?: string;
+        dataSinkS3Endpoint?: string;
+        dataSinkS3Region: string;
+        dataSinkS3Prefix?: string;
         scanner?: string;
         data: string;
         listen: string;
@@ -118,8 +129,20 @@ export function buildProgram(): Command {
         } catch (err) {
           throw new UsageError((err as Error).message);
         }
+        if (!o.dataSinkS3Bucket && (o.dataSinkS3Endpoint || o.dataSinkS3Prefix))
+          throw new UsageError('--data-sink-s3-endpoint and --data-sink-s3-prefix need --data-sink-s3-bucket');
         const h = await startHub({
           ...(scanner ? { scanner } : {}),
+          ...(o.dataSinkS3Bucket
+            ? {
+                dataSinkS3: {
+                  bucket: o.dataSinkS3Bucket,
+                  region: o.dataSinkS3Region,
+                  ...(o.dataSinkS3Endpoint ? { endpoint: o.dataSinkS3Endpoint } : {}),
+                  ...(o.dataSinkS3Prefix ? { prefix: o.dataSinkS3Prefix } : {}),
+                },
+              }
+            : {}),
           dataDir: o.data,
           listen: o.listen,
           insecureHttp: o.insecureHttp,
