@@ -28,15 +28,17 @@ import { HubBlobs } from './blobs/index.js';
 import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
+import { handleImageRequest, ImageCache } from './images/cache.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { HubDataFiles } from './data/index.js';
+import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
 import { ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
-import { Scheduler } from './controllers/scheduler.js';
+import { Scheduler } from './scheduler/index.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -72,6 +74,8 @@ export interface HubOptions {
   blobGraceMs?: number;
   /** The catalog's malware scanner (`--scanner`); undefined: none configured, packages stay Pending. */
   scanner?: ScannerSpec;
+  /** Forward the files edges export to this S3-compatible bucket (docs/data.md). */
+  dataSinkS3?: S3SinkOptions;
   /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */
   scanRetryMs?: number;
 }
@@ -284,7 +288,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(state.edges, blobs, registry);
-  const dataFiles = new HubDataFiles(db, blobs, state.edges);
+  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
+  sink?.start();
+  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   const tunnel = new TunnelGateway({
     db,
     edges: state.edges,
@@ -294,11 +300,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
+  const images = new ImageCache(db, blobs);
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
       return;
     }
+    // The image cache's OCI pull API (/v2/...) and its tag route stream blobs like the blob routes.
+    if (handleImageRequest({ cache: images, blobs, auth: hubAuth }, req, res)) return;
     if (!req.complete) {
       const t = setTimeout(() => req.destroy(), REQUEST_BODY_TIMEOUT_MS);
       t.unref();
@@ -392,6 +401,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     blobs,
     async close() {
       blobs.stop();
+      await sink?.stop();
       await catalog.stop();
       changes?.close();
       tunnel.close();
