@@ -4,6 +4,7 @@
  * workload revisions (every change of manifests is a new revision; rollback copies an old one
  * forward, as `kubectl rollout undo` does).
  */
+import type { ApplyAction } from '../core/api/types.js';
 import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -48,7 +49,7 @@ interface Row {
   updated_at: string;
 }
 
-export type ApplyAction = 'created' | 'configured' | 'unchanged';
+export type { ApplyAction } from '../core/api/types.js';
 
 export interface ObjectChange {
   kind: Kind;
