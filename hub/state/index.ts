@@ -5,12 +5,14 @@
  *
  * | module | tables |
  * |---|---|
+ * | objects.ts | objects, workload_revisions, counters |
  * | edges.ts | edge_runtime, connections |
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
  * | blobs.ts | blobs, blob_refs |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
  * | ../tunnel/proxy-session.ts | tunnel_proxy_sessions |
+ * | ../catalog/state.ts | packages, package_deployments |
  * | ../db.ts | the schema of the hub's tables (migrations only, no reads or writes) |
  *
  * test/architecture.test.ts fails when a table is written anywhere else.
@@ -18,9 +20,11 @@
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { sqliteEdgeState, type EdgeState } from './edges.js';
 import { sqliteEventLog, type EventLog } from './events.js';
+import { sqliteObjectState, type ObjectState } from './objects.js';
 import { sqliteStatusState, type StatusState } from './status.js';
 
 export interface HubState {
+  objects: ObjectState;
   edges: EdgeState;
   events: EventLog;
   status: StatusState;
@@ -33,6 +37,7 @@ export interface HubState {
 
 export function sqliteHubState(db: SqliteDatabase): HubState {
   return {
+    objects: sqliteObjectState(db),
     edges: sqliteEdgeState(db),
     events: sqliteEventLog(db),
     status: sqliteStatusState(db),
