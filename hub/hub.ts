@@ -194,8 +194,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   state = sqliteHubState(db);
   changes = new ChangeFeed(state);
   auth.migrateAuth(db);
-  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
-  const objects = new ObjectStore(db, secrets);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
+    auth.edgeSealKey(db, edge),
+  );
+  const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
   scheduler = new Scheduler(db, objects, store, secrets);
