@@ -29,8 +29,10 @@ import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { handleImageRequest, ImageCache } from './images/cache.js';
+import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { HubDataFiles } from './data/index.js';
+import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
@@ -73,6 +75,8 @@ export interface HubOptions {
   blobGraceMs?: number;
   /** The catalog's malware scanner (`--scanner`); undefined: none configured, packages stay Pending. */
   scanner?: ScannerSpec;
+  /** Forward the files edges export to this S3-compatible bucket (docs/data.md). */
+  dataSinkS3?: S3SinkOptions;
   /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */
   scanRetryMs?: number;
 }
@@ -190,8 +194,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   state = sqliteHubState(db);
   changes = new ChangeFeed(state);
   auth.migrateAuth(db);
-  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
-  const objects = new ObjectStore(db, secrets);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
+    auth.edgeSealKey(db, edge),
+  );
+  const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
   scheduler = new Scheduler(db, objects, store, secrets);
@@ -283,7 +289,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(state.edges, blobs, registry);
-  const dataFiles = new HubDataFiles(db, blobs, state.edges);
+  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
+  sink?.start();
+  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   const tunnel = new TunnelGateway({
     db,
     edges: state.edges,
@@ -293,7 +301,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
-  const images = new ImageCache(db, blobs);
+  const images = new ImageCache(db, blobs, {
+    registry: (project, name) => objects.get<Registry>('Registry', project, name),
+    box: secrets.box,
+  });
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
@@ -394,6 +405,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     blobs,
     async close() {
       blobs.stop();
+      await sink?.stop();
       await catalog.stop();
       changes?.close();
       tunnel.close();
