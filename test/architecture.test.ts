@@ -163,6 +163,14 @@ describe('one writer per table', () => {
     expect(bad).toEqual([]);
   });
 
+  it('edge_runtime is read through hub/state/edges.ts (EdgeState), not by the scheduler or others', () => {
+    // hub/state/status.ts joins an edge's liveness into the status rows it owns, in one query.
+    const readers = productFiles.filter((f) =>
+      /\b(?:FROM|JOIN)\s+edge_runtime\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8')),
+    );
+    expect(readers.sort()).toEqual(['hub/state/edges.ts', 'hub/state/status.ts']);
+  });
+
   it('lists no exception that no longer holds', () => {
     const w = writers();
     const stale = MOVING.filter((m) => !w.get(m.table)?.has(m.file)).map(
