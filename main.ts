@@ -6,6 +6,7 @@
 import { isSea } from 'node:sea';
 import { Command, Option } from 'commander';
 import { parseByteSize } from './core/blobs.js';
+import { DRIVER_NAMES } from './core/driver-kinds.js';
 import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
@@ -233,7 +234,7 @@ export function buildProgram(): Command {
     .option('--join-token-file <file>', 'read the join token from this file (first start only)')
     .option('--name <name>', 'edge name (default: the hostname)')
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
-    .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
+    .addOption(new Option('--driver <driver>', 'runtime driver').choices(DRIVER_NAMES))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
     .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
     .action(

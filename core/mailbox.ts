@@ -13,6 +13,7 @@
  */
 import { Counter, getBackend, ImmutableString, type Doc } from '@automerge/automerge/slim';
 import type { z } from 'zod';
+import { HEARTBEAT_INTERVAL_MS } from './durations.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import type { ReportedPhase } from './status.js';
 
@@ -145,7 +146,7 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
   return {
     edge: s(doc.edge),
     labels,
-    heartbeatSeconds: doc.settings?.heartbeatSeconds ?? 10,
+    heartbeatSeconds: doc.settings?.heartbeatSeconds ?? HEARTBEAT_INTERVAL_MS / 1000,
     workloads,
     intentsCleared: { ...(doc.intentsCleared ?? {}) },
   };
@@ -233,7 +234,7 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
 export function initSpec(d: SpecDoc, edge: string): void {
   d.schema = MAILBOX_SCHEMA;
   d.edge = new ImmutableString(edge);
-  d.settings = { labels: {}, heartbeatSeconds: 10 };
+  d.settings = { labels: {}, heartbeatSeconds: HEARTBEAT_INTERVAL_MS / 1000 };
   d.workloads = {};
   d.intentsCleared = {};
 }
