@@ -13,6 +13,7 @@ import { Placements } from './pages/placements.js';
 import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
 import { Blobs } from './pages/blobs.js';
+import { Catalog } from './pages/catalog.js';
 import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
 import { match, navigate, useRoute } from './router.js';
@@ -24,6 +25,7 @@ const NAV = [
   { href: '/edges', label: 'Edges' },
   { href: '/workloads', label: 'Workloads' },
   { href: '/placements', label: 'Placements' },
+  { href: '/catalog', label: 'Catalog' },
   { href: '/blobs', label: 'Blobs' },
 ];
 
@@ -148,6 +150,7 @@ function Routes(props: { path: string }) {
   if (p === '/apply') return <ApplyPage />;
   if (p === '/tokens') return <Tokens />;
   if (p === '/blobs') return <Blobs />;
+  if (p === '/catalog') return <Catalog />;
   return (
     <section>
       <h1>Not found</h1>
