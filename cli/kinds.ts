@@ -18,6 +18,7 @@ export const KIND_INFO: Record<Kind, KindInfo> = {
   Edge: { kind: 'Edge', singular: 'edge', path: 'edges' },
   Workload: { kind: 'Workload', singular: 'workload', path: 'workloads' },
   Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
+  AgentUpgrade: { kind: 'AgentUpgrade', singular: 'agentupgrade', path: 'agentupgrades' },
 };
 
 const ALIASES: Record<string, Kind> = {
@@ -30,9 +31,13 @@ const ALIASES: Record<string, Kind> = {
   placement: 'Placement',
   placements: 'Placement',
   pl: 'Placement',
+  agentupgrade: 'AgentUpgrade',
+  agentupgrades: 'AgentUpgrade',
+  au: 'AgentUpgrade',
 };
 
-export const KIND_HELP = 'edge|edges|e, workload|workloads|wl, placement|placements|pl';
+export const KIND_HELP =
+  'edge|edges|e, workload|workloads|wl, placement|placements|pl, agentupgrade|agentupgrades|au';
 
 /** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
 export function parseKind(s: string): KindInfo {

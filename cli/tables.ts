@@ -8,6 +8,8 @@ import {
   lastSeenMs,
   ready,
   statusOf,
+  upgradeStateText,
+  type AgentUpgradeStatusView,
   type ApiObject,
   type EdgeStatus,
   type PlacementStatus,
@@ -79,6 +81,31 @@ function placementRow(o: ApiObject, opts: TableOptions): string[] {
   ];
 }
 
+function agentUpgradeRow(o: ApiObject, opts: TableOptions): string[] {
+  const s = statusOf<AgentUpgradeStatusView>(o);
+  const spec = (o.spec ?? {}) as { release?: { version?: string } };
+  return [
+    o.metadata.name,
+    spec.release?.version ?? '-',
+    String(s.counts?.total ?? s.edges?.length ?? 0),
+    String(s.running ?? 0),
+    String(s.rolledBack ?? 0),
+    s.phase ?? '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
+/** `describe agentupgrade`'s per-edge table: the state in words and the version each runs now. */
+export function formatUpgradeEdges(s: AgentUpgradeStatusView, version: string): string {
+  const rows = (s.edges ?? []).map((e) => [
+    e.edge,
+    upgradeStateText(e, version),
+    e.agentVersion ?? '-',
+    e.online ? 'Online' : 'Offline',
+  ]);
+  return formatTable(['EDGE', 'STATE', 'AGENT', 'CONNECTION'], rows);
+}
+
 const HEADERS: Record<
   string,
   { base: string[]; wide: string[]; row: (o: ApiObject, opts: TableOptions) => string[]; color: string[] }
@@ -95,6 +122,12 @@ const HEADERS: Record<
     wide: [],
     row: placementRow,
     color: ['WORST', 'ROLLOUT'],
+  },
+  AgentUpgrade: {
+    base: ['NAME', 'VERSION', 'EDGES', 'RUNNING', 'ROLLEDBACK', 'PHASE', 'AGE'],
+    wide: [],
+    row: agentUpgradeRow,
+    color: ['PHASE'],
   },
 };
 

@@ -27,6 +27,7 @@ import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
+import { AgentUpgradeController } from './upgrades/controller.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
@@ -129,6 +130,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Wired below; the store's hooks need the scheduler and sync server, which need the store.
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
+  let upgrades: AgentUpgradeController | undefined;
   const reportChanged = new Set<string>();
   const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
@@ -158,6 +160,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       }
       sync?.notify(id);
       changes?.notifyDoc(id);
+      if (reportChanged.size) upgrades?.mark();
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
       // New inventory labels may make placements select the edge, or stop selecting it.
@@ -185,6 +188,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     changes?.notify(c.project, 'objects');
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
+    else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
     else sched.markPlacement(c.project, c.name);
   });
 
@@ -226,8 +230,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   blobs.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
+  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
+  upgrades.start();
   const app = createApi({
     releases: new AgentReleases(blobs, releaseKey),
+    upgrades,
     db,
     store,
     objects,
@@ -393,6 +400,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     blobs,
     async close() {
       blobs.stop();
+      upgrades?.stop();
       clearInterval(offlineTimer);
       clearInterval(pruneTimer);
       clearInterval(seenTimer);

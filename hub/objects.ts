@@ -8,7 +8,17 @@ import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
-import { API_VERSION, Edge, formatIssues, Placement, Workload, type Kind, type Resource } from '../core/resources.js';
+import {
+  AgentUpgrade,
+  API_VERSION,
+  Edge,
+  formatIssues,
+  KINDS,
+  Placement,
+  Workload,
+  type Kind,
+  type Resource,
+} from '../core/resources.js';
 import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
@@ -19,7 +29,7 @@ import type { HubSecrets } from './secrets.js';
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = { Edge, Workload, Placement } as const;
+const SCHEMAS = { Edge, Workload, Placement, AgentUpgrade } as const;
 
 interface Row {
   kind: Kind;
@@ -74,8 +84,8 @@ export function validateResource(input: unknown): Resource {
   }
   const kind = (input as { kind?: unknown } | null)?.kind;
   if (typeof kind !== 'string' || !(kind in SCHEMAS)) {
-    throw new OutpostError('invalid', `kind: must be one of Edge, Workload, Placement (got ${JSON.stringify(kind)})`, {
-      details: [{ path: 'kind', message: 'must be one of Edge, Workload, Placement' }],
+    throw new OutpostError('invalid', `kind: must be one of ${KINDS.join(', ')} (got ${JSON.stringify(kind)})`, {
+      details: [{ path: 'kind', message: `must be one of ${KINDS.join(', ')}` }],
     });
   }
   const api = (input as { apiVersion?: unknown }).apiVersion;

@@ -5,7 +5,7 @@
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
-import type { Kind } from '../../core/resources.js';
+import type { AgentUpgrade, Kind } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
@@ -13,6 +13,7 @@ import type { Action, Principal as Grant, Role } from '../auth/roles.js';
 import type { ApiTokenInfo } from '../auth/tokens.js';
 import type { Scheduler } from '../controllers/scheduler.js';
 import type { ObjectStore } from '../objects.js';
+import type { AgentUpgradeStatus } from '../upgrades/controller.js';
 import type { HubSecrets } from '../secrets.js';
 
 export type { Action, Role };
@@ -74,15 +75,22 @@ export interface HubDeps {
     publicKeyPem: string;
     sign(project: string, digest: string, version: string): SignedRelease;
   };
+  /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
+  upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatus };
 }
 
 export type Env = { Variables: { principal: Principal } };
 
-export const KIND_PATHS: Record<string, Kind> = { edges: 'Edge', workloads: 'Workload', placements: 'Placement' };
+export const KIND_PATHS: Record<string, Kind> = {
+  edges: 'Edge',
+  workloads: 'Workload',
+  placements: 'Placement',
+  agentupgrades: 'AgentUpgrade',
+};
 
 export function kindFromPath(s: string): Kind {
   const k = KIND_PATHS[s];
-  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use edges, workloads or placements`);
+  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use edges, workloads, placements or agentupgrades`);
   return k;
 }
 
