@@ -47,7 +47,10 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
     // Not --version: that is the program's own flag, which commander answers first.
     .option('--release-version <version>', 'the version it reports (default: run FILE --version)')
     .option('--name <name>', 'name of the AgentUpgrade printed (default agent-VERSION)')
-    .option('-l, --selector <selector>', 'edgeSelector of the AgentUpgrade printed, e.g. region=eu (default: every edge)')
+    .option(
+      '-l, --selector <selector>',
+      'edgeSelector of the AgentUpgrade printed, e.g. region=eu (default: every edge)',
+    )
     .option('-o, --output <format>', 'yaml or json', 'yaml')
     .action(
       async (

@@ -36,8 +36,7 @@ const ALIASES: Record<string, Kind> = {
   au: 'AgentUpgrade',
 };
 
-export const KIND_HELP =
-  'edge|edges|e, workload|workloads|wl, placement|placements|pl, agentupgrade|agentupgrades|au';
+export const KIND_HELP = 'edge|edges|e, workload|workloads|wl, placement|placements|pl, agentupgrade|agentupgrades|au';
 
 /** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
 export function parseKind(s: string): KindInfo {

@@ -195,10 +195,12 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
         spec?: { release?: unknown };
       } | null;
       const deadlineSeconds = Number(opts.deadline);
-      const r = check(await call(sock(cmd), 'POST', '/upgrade', {
-        release: doc?.spec?.release ?? doc?.release ?? doc,
-        deadlineSeconds,
-      })) as {
+      const r = check(
+        await call(sock(cmd), 'POST', '/upgrade', {
+          release: doc?.spec?.release ?? doc?.release ?? doc,
+          deadlineSeconds,
+        }),
+      ) as {
         version: string;
         binary: string;
       };

@@ -97,7 +97,10 @@ export class UpgradeOrders {
         this.failed.add(key);
         const e = err as Error;
         const state = e.name === 'BlobBudgetError' ? 'NoSpace' : 'Refused';
-        log.error({ upgrade: order.upgrade, version: order.release.version, err: e.message }, `agent upgrade: ${state}`);
+        log.error(
+          { upgrade: order.upgrade, version: order.release.version, err: e.message },
+          `agent upgrade: ${state}`,
+        );
         this.report({ ...base, state, reason: e.message.slice(0, 1024) });
       })
       .finally(() => {
@@ -151,10 +154,16 @@ export class UpgradeOrders {
     this.report({ ...base, state: 'Staged' });
     const snapshot = path.join(agentDir(this.d.dataDir), 'replica-snapshot.db');
     await snapshotReplica(this.d.store.db, snapshot);
-    requestSwitch(this.d.dataDir, { version: release.version, binary: staged.binary }, this.d.version, order.deadlineMs, {
-      order: key,
-      snapshot,
-    });
+    requestSwitch(
+      this.d.dataDir,
+      { version: release.version, binary: staged.binary },
+      this.d.version,
+      order.deadlineMs,
+      {
+        order: key,
+        snapshot,
+      },
+    );
     this.report({ ...base, state: 'Switching' });
     await this.d.reportSent();
     log.info({ version: release.version }, 'agent upgrade: staged and snapshotted; restarting into the new binary');

@@ -2,7 +2,15 @@
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
 import { OutpostError } from '../../core/errors.js';
-import { KINDS, type Edge, type Kind, type LabelSelector, type Placement, type Resource, type Workload } from '../../core/resources.js';
+import {
+  KINDS,
+  type Edge,
+  type Kind,
+  type LabelSelector,
+  type Placement,
+  type Resource,
+  type Workload,
+} from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';

@@ -242,9 +242,7 @@ export class AgentUpgradeController {
   status(u: AgentUpgrade): AgentUpgradeStatus {
     const { plan, rows, claimed, target } = this.plan(u, this.claims(u.metadata.project));
     const updating = new Set(plan.update);
-    const runtimes = new Map(
-      rows.map((r) => [r.re.edge, this.agentVersion(r.re.edge)] as const),
-    );
+    const runtimes = new Map(rows.map((r) => [r.re.edge, this.agentVersion(r.re.edge)] as const));
     const edges: AgentUpgradeEdgeStatus[] = rows.map((r) => {
       const onTarget = r.progress && keyOf(r.progress.upgrade, r.progress.digest) === target ? r.progress : undefined;
       const ordered = r.re.writtenKey === target || updating.has(r.re.edge);
