@@ -1,6 +1,6 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { Edge, Placement, Workload } from '../../core/resources.js';
+import { AgentUpgrade, Edge, Placement, Workload } from '../../core/resources.js';
 
 function schema(s: z.ZodType): unknown {
   return z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -9,7 +9,12 @@ function schema(s: z.ZodType): unknown {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (s: unknown) => ({ content: { 'application/json': { schema: s } } });
 const errorResponse = { description: 'error', ...json(ref('Error')) };
-const kinds = { edges: 'Edge', workloads: 'Workload', placements: 'Placement' } as const;
+const kinds = {
+  edges: 'Edge',
+  workloads: 'Workload',
+  placements: 'Placement',
+  agentupgrades: 'AgentUpgrade',
+} as const;
 
 export function openApiDocument(version: string): unknown {
   const paths: Record<string, unknown> = {};
@@ -78,7 +83,10 @@ export function openApiDocument(version: string): unknown {
         requestBody: json({
           type: 'object',
           properties: {
-            objects: { type: 'array', items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement')] } },
+            objects: {
+              type: 'array',
+              items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement'), ref('AgentUpgrade')] },
+            },
           },
         }),
         responses: { 200: { description: 'results' }, default: errorResponse },
@@ -225,6 +233,8 @@ export function openApiDocument(version: string): unknown {
         Edge: schema(Edge),
         Workload: schema(Workload),
         Placement: schema(Placement),
+        // Its status (per-edge progress of the rollout) is described in docs/api.md.
+        AgentUpgrade: schema(AgentUpgrade),
         Error: {
           type: 'object',
           properties: {

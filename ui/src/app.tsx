@@ -13,6 +13,7 @@ import { Placements } from './pages/placements.js';
 import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
 import { Blobs } from './pages/blobs.js';
+import { AgentUpgradeDetail, AgentUpgrades } from './pages/agent-upgrades.js';
 import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
 import { match, navigate, useRoute } from './router.js';
@@ -25,6 +26,7 @@ const NAV = [
   { href: '/workloads', label: 'Workloads' },
   { href: '/placements', label: 'Placements' },
   { href: '/blobs', label: 'Blobs' },
+  { href: '/agentupgrades', label: 'Upgrades' },
 ];
 
 function useLiveFeed(session: Session | undefined): LiveFeed | undefined {
@@ -148,6 +150,8 @@ function Routes(props: { path: string }) {
   if (p === '/apply') return <ApplyPage />;
   if (p === '/tokens') return <Tokens />;
   if (p === '/blobs') return <Blobs />;
+  if (p === '/agentupgrades') return <AgentUpgrades />;
+  if ((m = match('/agentupgrades/:name', p))) return <AgentUpgradeDetail name={m.name} />;
   return (
     <section>
       <h1>Not found</h1>
