@@ -81,6 +81,10 @@ export function buildProgram(): Command {
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
     .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
     .option(
+      '--scanner <scanner>',
+      'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
+    )
+    .option(
       '--max-connections-per-address <n>',
       "connections one source address may hold, edges' sync connections not counted",
       (v) => {
@@ -94,6 +98,7 @@ export function buildProgram(): Command {
       async (o: {
         maxConnectionsPerAddress: number;
         blobQuota?: number;
+        scanner?: string;
         data: string;
         listen: string;
         insecureHttp?: boolean;
@@ -106,7 +111,15 @@ export function buildProgram(): Command {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
         // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
         const { startHub } = await import('./hub/hub.js');
+        const { parseScanner } = await import('./hub/catalog/scanner.js');
+        let scanner;
+        try {
+          scanner = o.scanner === undefined ? undefined : parseScanner(o.scanner);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
         const h = await startHub({
+          ...(scanner ? { scanner } : {}),
           dataDir: o.data,
           listen: o.listen,
           insecureHttp: o.insecureHttp,

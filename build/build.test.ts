@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DIST_BUNDLE, DIST_EXECUTABLE, ROOT } from './build.js';
 import { collectAssets, requiredAssets, uiAssets, UI_MANIFEST_KEY, type UiManifest } from './sea/assets.js';
-import { bundle } from './sea/bundle.js';
+import { bundle, importedNames } from './sea/bundle.js';
 import { buildExecutable, shippedNode } from './sea/executable.js';
 import { ensureBuilt } from './sea/freshness.js';
 
@@ -261,6 +261,47 @@ void A.initializeWasm(fs.readFileSync(${wasm})).then(() => {
     } finally {
       fs.rmSync(src, { recursive: true, force: true });
     }
+  });
+
+  test('a SIDE_BUNDLES package is bundled apart and loaded only when code importing it first runs', async () => {
+    // Inside node_modules/.cache so the entry resolves @peculiar/x509 from the project.
+    const cache = path.join(ROOT, 'node_modules', '.cache');
+    fs.mkdirSync(cache, { recursive: true });
+    const src = fs.mkdtempSync(path.join(cache, 'outpost-side-test-'));
+    try {
+      fs.writeFileSync(
+        path.join(src, 'use.ts'),
+        "import { X509Certificate, type JsonGeneralName } from '@peculiar/x509';\nexport const kind = (n?: JsonGeneralName): string => typeof X509Certificate + String(n ?? '');\n",
+      );
+      fs.writeFileSync(
+        path.join(src, 'entry.ts'),
+        "if (process.argv[2] === 'use') void import('./use.js').then((m) => console.log(m.kind()), (e: Error) => { console.log(e.message); });\nelse console.log('not used');\n",
+      );
+      const out = path.join(src, 'dist', 'out.cjs');
+      const r = await bundle(path.join(src, 'entry.ts'), out, { version: '0', commit: 'x' });
+      expect(r.sideBundles.map((b) => [b.name, b.specifiers])).toEqual([['x509', ['@peculiar/x509']]]);
+      // The library's code is in the side bundle, not in the bundle.
+      expect(fs.readFileSync(out, 'utf8')).not.toContain('X509CertificateGenerator');
+      expect(fs.readFileSync(path.join(src, 'dist', 'side', 'x509.cjs'), 'utf8')).toContain('X509CertificateGenerator');
+      const node = (arg: string): string => spawnSync(process.execPath, [out, arg], { encoding: 'utf8' }).stdout;
+      expect(node('use')).toBe('function\n');
+      fs.rmSync(path.join(src, 'dist', 'side'), { recursive: true });
+      // Not loaded at start: without the side bundle the program runs until the import is used.
+      expect(node('none')).toBe('not used\n');
+      expect(node('use')).toMatch(/cannot load .*side\/x509\.cjs.*keep the side\/ folder next to out\.cjs/);
+    } finally {
+      fs.rmSync(src, { recursive: true, force: true });
+    }
+  });
+
+  test('a side bundle keeps only the names imported from it; anything else takes the whole module', () => {
+    const src = `import { A, B as C, type T } from 'pkg/x';\nimport type { U } from 'pkg/x';\nexport { D } from 'pkg/x';\n`;
+    expect(importedNames(src, 'pkg/x')).toEqual(new Set(['A', 'B', 'D']));
+    expect(importedNames("import * as k from 'pkg';\nimport { A } from 'pkg';", 'pkg')).toBe('*');
+    expect(importedNames("import P from 'pkg';", 'pkg')).toBe('*');
+    expect(importedNames("const p = await import('pkg');", 'pkg')).toBe('*');
+    // A longer path of the same package is another module.
+    expect(importedNames("import { A } from 'pkg/sub';", 'pkg')).toBe('*');
   });
 
   test('known optional modules are stubbed to fail like a missing package', async () => {

@@ -59,11 +59,15 @@ async function main(reproducible: boolean): Promise<void> {
       .map(([p, b]) => `${p} ${kib(b)}`)
       .join(', ')})\n`,
   );
+  for (const b of report.bundle.sideBundles)
+    out.write(
+      `  ${path.relative(ROOT, b.file)}  ${kib(b.bytes)}  (side bundle: ${b.specifiers.length} import paths)\n`,
+    );
   const assetBytes = report.assets.reduce((s, a) => s + a.bytes, 0);
   const ui = report.assets.filter((a) => a.key.startsWith('ui/')).length;
   out.write(
     `  assets  ${report.assets.length} (${mib(assetBytes)}): ${report.assets
-      .filter((a) => !a.key.startsWith('ui/'))
+      .filter((a) => !a.key.startsWith('ui/') && !a.key.startsWith('side/'))
       .map((a) => a.key)
       .join(', ')}${ui ? ` + ${ui} ui/ files` : ''}\n`,
   );

@@ -20,11 +20,13 @@ import {
 import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
 import { formatObjectTable } from './tables.js';
+import { getPackages } from './cmd-package.js';
 import { age, type ApiObject, type EventView } from './views.js';
 
 /** How often `-w` asks the hub. */
 const WATCH_INTERVAL_MS = 1_000;
 const EVENT_KINDS = new Set(['event', 'events', 'ev']);
+const PACKAGE_KINDS = new Set(['package', 'packages', 'pkg']);
 
 function parseSelectorFlag(s: string): string {
   try {
@@ -186,7 +188,7 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
   program
     .command('get')
     .description(`list objects or show one (kinds: ${KIND_HELP}; and events)`)
-    .argument('<kind>', 'edges, workloads, placements or events (or KIND/NAME)')
+    .argument('<kind>', 'edges, workloads, placements, packages or events (or KIND/NAME)')
     .argument('[name]', 'one object')
     .option('-o, --output <format>', `output format: ${GET_FORMATS.join(', ')}`, parseGetOutput, {
       kind: 'table',
@@ -229,6 +231,12 @@ Examples:
         if (nameArg !== undefined) throw new UsageError('events have no names: use --for KIND/NAME to filter');
         if (opts.watch) throw new UsageError('-w does not apply to events yet: run `outpost get events` again');
         return getEvents(await openSession(cmd, deps), opts);
+      }
+      if (PACKAGE_KINDS.has(kindArg.toLowerCase())) {
+        const o = opts.output.kind;
+        if (o !== 'table' && o !== 'yaml' && o !== 'json')
+          throw new UsageError('packages print as table, yaml or json');
+        return getPackages(await openSession(cmd, deps), nameArg, o);
       }
       if (opts.for || opts.reason || opts.since !== undefined || opts.limit !== undefined)
         throw new UsageError('--for, --reason, --since and --limit filter events: outpost get events --for edge/NAME');

@@ -1,4 +1,4 @@
-/** @module `outpost rollout status|undo|pause|resume|history`. */
+/** @module `outpost rollout status|undo|pause|resume|restart|history`. */
 import { InvalidArgumentError, type Command } from 'commander';
 import { HubError } from './client.js';
 import { objectPath, openSession, parsePositiveDuration, type CliDeps, type Session } from './context.js';
@@ -133,6 +133,21 @@ export function registerRolloutCommands(program: Command, deps: CliDeps): void {
         line(s.out.out, `placement/${name} ${verb === 'pause' ? 'paused' : 'resumed'}`);
       });
   }
+
+  rollout
+    .command('restart')
+    .description('a package placement: resolve its version range again (a new rollout when a newer version matches)')
+    .argument('<kind>', 'placement|pl', placement)
+    .argument('<name>', 'the placement')
+    .action(async (_k: KindInfo, name: string, _opts: unknown, cmd: Command) => {
+      const s = await openSession(cmd, deps);
+      const r = await s.client.post<{ deployment: { package: string; version: string; previousVersion?: string } }>(
+        `${objectPath(s.project, 'placements', name)}/restart`,
+        {},
+        { subject: { kind: 'placement', name } },
+      );
+      line(s.out.out, `placement/${name} restarted: ${r.deployment.package} ${r.deployment.version}`);
+    });
 
   rollout
     .command('undo')

@@ -16,6 +16,7 @@ import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
 import { registerLogin } from './cmd-login.js';
 import { registerMetaCommands } from './cmd-meta.js';
 import { registerObjectCommands } from './cmd-objects.js';
+import { registerPackageCommands } from './cmd-package.js';
 import { registerRolloutCommands } from './cmd-rollout.js';
 import { registerTokenCommands } from './cmd-token.js';
 import { registerEdgeTunnelCommands, registerTunnelCommands } from './cmd-tunnel.js';
@@ -55,6 +56,7 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerTokenCommands(program, d);
   registerTunnelCommands(program, d);
   registerBlobCommands(program, d);
+  registerPackageCommands(program, d);
   registerAgentCommands(program, d);
   registerMetaCommands(program, d);
 }

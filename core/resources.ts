@@ -249,17 +249,38 @@ export const Rollout = strict({
 });
 export type Rollout = z.infer<typeof Rollout>;
 
+/**
+ * A package of the catalog to deploy (docs/catalog.md): the hub resolves `version` (a semver range)
+ * once per rollout and generates the placement's workloads from it; `outpost rollout restart`
+ * resolves again.
+ */
+export const PackageRef = strict({
+  name,
+  version: z.string().min(1, 'is required: a version or a semver range such as ^1.2').max(256),
+  profile: name.optional(),
+  /** Parameter values; secret ones are sealed by the hub at once and never shown. */
+  values: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
+});
+export type PackageRef = z.infer<typeof PackageRef>;
+
 export const PlacementSpec = strict({
   edgeSelector: LabelSelector.optional(),
   edges: z.array(name).optional(),
-  workloads: z.array(name).min(1, 'name at least one workload'),
+  /** With `package`, the hub sets this list to the workloads it generates from the package. */
+  workloads: z.array(name).default([]),
+  package: PackageRef.optional(),
   customization: z.array(CustomizationRule).default([]),
   rollout: Rollout.default({ maxUnavailable: '100%', failureThreshold: 1, paused: false }),
   statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
-}).refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
-  message: 'select edges with edgeSelector, edges, or both',
-  path: ['edgeSelector'],
-});
+})
+  .refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
+    message: 'select edges with edgeSelector, edges, or both',
+    path: ['edgeSelector'],
+  })
+  .refine((s) => s.workloads.length > 0 || s.package !== undefined, {
+    message: 'name at least one workload, or deploy a package with spec.package',
+    path: ['workloads'],
+  });
 export type PlacementSpec = z.infer<typeof PlacementSpec>;
 
 export const Placement = strict({

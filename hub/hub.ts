@@ -25,6 +25,8 @@ import { ReplicaStore } from '../sync/store.js';
 import { inTransaction, isCorruptDatabase } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
+import { Catalog } from './catalog/index.js';
+import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
@@ -65,6 +67,10 @@ export interface HubOptions {
   blobQuotaBytes?: number;
   /** How long a blob nothing refers to is kept (default DEFAULT_BLOB_GRACE_MS). */
   blobGraceMs?: number;
+  /** The catalog's malware scanner (`--scanner`); undefined: none configured, packages stay Pending. */
+  scanner?: ScannerSpec;
+  /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */
+  scanRetryMs?: number;
 }
 
 /**
@@ -229,12 +235,22 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.start();
+  const catalog = new Catalog({
+    db,
+    blobs,
+    objects,
+    box: secrets.box,
+    scanner: opts.scanner,
+    ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
+  });
+  catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
   upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
   upgrades.start();
   const app = createApi({
     releases: new AgentReleases(blobs, releaseKey),
     upgrades,
+    catalog,
     db,
     store,
     objects,
@@ -401,6 +417,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     async close() {
       blobs.stop();
       upgrades?.stop();
+      await catalog.stop();
       clearInterval(offlineTimer);
       clearInterval(pruneTimer);
       clearInterval(seenTimer);

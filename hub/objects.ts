@@ -169,6 +169,16 @@ export class ObjectStore {
     });
   }
 
+  private admitPlacement: ((p: Placement, cur: Placement | undefined, actor?: string) => Placement) | undefined;
+
+  /**
+   * The catalog's hook (hub/catalog/render.ts): a placement deploying a package is turned into
+   * generated workloads, in the placement's write transaction, before it is stored.
+   */
+  setPlacementAdmission(fn: (p: Placement, cur: Placement | undefined, actor?: string) => Placement): void {
+    this.admitPlacement = fn;
+  }
+
   /** Called inside the write transaction; schedulers react after commit through their own queue. */
   onChange(fn: (c: ObjectChange) => void): void {
     this.listeners.push(fn);
@@ -233,7 +243,9 @@ export class ObjectStore {
                 ),
               },
             }
-          : validated;
+          : validated.kind === 'Placement' && this.admitPlacement
+            ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
+            : validated;
       if (!cur) {
         if (opts.create === false)
           throw new OutpostError(

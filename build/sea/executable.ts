@@ -129,9 +129,11 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
     // Same base name as the final bundle so the sourceMappingURL comment stays right after the rename.
     const tmpBundle = path.join(work, path.basename(bundleFile));
     const bundled = await step('bundle', () => bundle(opts.entry, tmpBundle, opts.info));
-    const assets: AssetMap = await step('assets', () =>
-      collectAssets({ root: opts.root, workDir: work, uiDist: opts.uiDist }),
-    );
+    const assets: AssetMap = await step('assets', () => ({
+      ...collectAssets({ root: opts.root, workDir: work, uiDist: opts.uiDist }),
+      // Loaded by the bundle's side-bundle loader on first use (build/sea/bundle.ts, SIDE_BUNDLES).
+      ...Object.fromEntries(bundled.sideBundles.map((b) => [b.assetKey, b.file])),
+    }));
     const blob = path.join(work, 'sea.blob');
     const seaConfig = path.join(work, 'sea.json');
     fs.writeFileSync(
@@ -173,6 +175,14 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
     fs.chmodSync(exe, 0o755);
     fs.renameSync(tmpBundle, bundleFile);
     fs.renameSync(`${tmpBundle}.map`, sourceMapOf(bundleFile));
+    // The side bundles go beside the bundle too, where `node dist/outpost.cjs` looks for them.
+    const sideDir = path.join(path.dirname(bundleFile), 'side');
+    fs.rmSync(sideDir, { recursive: true, force: true });
+    if (bundled.sideBundles.length > 0) fs.renameSync(path.join(work, 'side'), sideDir);
+    for (const b of bundled.sideBundles) {
+      b.file = path.join(sideDir, path.basename(b.file));
+      assets[b.assetKey] = b.file;
+    }
     fs.renameSync(exe, outFile);
     bundled.outFile = bundleFile;
     return {

@@ -7,6 +7,7 @@ import { diskFullError, isDiskFull, OutpostError } from '../../core/errors.js';
 import { createLogger, throttle } from '../../core/logger.js';
 import { principal, type Env, type HubDeps } from './context.js';
 import { applyRoutes } from './apply.js';
+import { catalogRoutes } from '../catalog/routes.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
@@ -85,6 +86,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', edgeRoutes(deps));
   api.route('/', applyRoutes(deps));
   api.route('/', releaseRoutes(deps));
+  if (deps.catalog) api.route('/', catalogRoutes(deps, deps.catalog));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

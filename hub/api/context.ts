@@ -11,6 +11,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
 import type { Action, Principal as Grant, Role } from '../auth/roles.js';
 import type { ApiTokenInfo } from '../auth/tokens.js';
+import type { Catalog } from '../catalog/index.js';
 import type { Scheduler } from '../controllers/scheduler.js';
 import type { ObjectStore } from '../objects.js';
 import type { AgentUpgradeStatus } from '../upgrades/controller.js';
@@ -70,6 +71,8 @@ export interface HubDeps {
   metricsContentType: string;
   /** Closes an edge's live connection (decommission). */
   disconnectEdge(edge: string, message: string): void;
+  /** Versioned packages and their deployments (hub/catalog/). */
+  catalog?: Catalog;
   /** Signs agent releases (hub/upgrades/releases.ts); its public key goes to edges at enrollment. */
   releases?: {
     publicKeyPem: string;

@@ -46,7 +46,10 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
   if (o.kind === 'Placement') {
     return {
       ...o,
-      status: { ...placementStatus(db, o, scheduler.rollout(o.metadata.project, o.metadata.name)) },
+      status: {
+        ...placementStatus(db, o, scheduler.rollout(o.metadata.project, o.metadata.name)),
+        ...(o.spec.package ? { package: deps.catalog?.deployment(o.metadata.project, o.metadata.name) } : {}),
+      },
     } as Resource;
   }
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;

@@ -1,0 +1,341 @@
+/**
+ * @module The catalog (docs/catalog.md): versioned packages published as blobs (hub/blobs/),
+ * scanned for malware before they can be deployed, and deployed by placements naming them
+ * (hub/catalog/render.ts).
+ *
+ * Scanning fails closed: a version is Pending until the scanner gives a verdict (Clean, or
+ * Quarantined with the signature), and stays Pending with an event while the scanner cannot be
+ * reached, retried every `retryMs`. A hub started without `--scanner` scans nothing and deploys no
+ * package; `--scanner none` is the explicit, logged opt-out (versions are Clean, engine `none`).
+ *
+ * @example
+ * const catalog = new Catalog({ db, blobs, objects, box: secrets.box, scanner: parseScanner('clamd:unix:/run/clamav/clamd.ctl') });
+ * catalog.start();
+ * const v = await catalog.push('default', digest, 'token:abc');
+ */
+import { OutpostError } from '../../core/errors.js';
+import type { BlobDigest } from '../../core/blobs.js';
+import { createLogger } from '../../core/logger.js';
+import { PackageError, sortVersions } from '../../core/package.js';
+import type { Placement } from '../../core/resources.js';
+import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { HubBlobs } from '../blobs/index.js';
+import { recordEvent } from '../db.js';
+import type { ObjectStore } from '../objects.js';
+import type { SecretBox } from '../secrets.js';
+import { readPackageArchive } from './archive.js';
+import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
+import { ClamdClient, type ScannerSpec } from './scanner.js';
+import {
+  allPackages,
+  getDeployment,
+  getPackage,
+  insertPackage,
+  migrateCatalog,
+  packageVersions,
+  pendingPackages,
+  recordScanError,
+  recordVerdict,
+  type Deployment,
+  type PackageRecord,
+  type PackageVersion,
+} from './state.js';
+
+const log = createLogger('hub:catalog');
+
+/** While the scanner is unreachable, Pending versions are tried again this often. */
+export const SCAN_RETRY_MS = 10_000;
+
+export const NO_SCANNER_MESSAGE =
+  'the hub runs without a malware scanner: packages stay Pending and cannot be deployed; start the hub with --scanner clamd:unix:PATH (or clamd:tcp:HOST:PORT), or --scanner none to deploy unscanned packages';
+
+export interface CatalogOptions {
+  db: SqliteDatabase;
+  blobs: HubBlobs;
+  objects: ObjectStore;
+  box: SecretBox;
+  /** Undefined: no scanner configured (fail closed). */
+  scanner?: ScannerSpec | undefined;
+  retryMs?: number;
+}
+
+/** A package as `outpost get packages` lists it: its newest version and how many there are. */
+export interface PackageSummary {
+  name: string;
+  project: string;
+  latest: string;
+  versions: number;
+  description?: string;
+  scan: PackageVersion['scan'];
+  icon?: string;
+}
+
+function view(r: PackageRecord): PackageVersion & { parameters: unknown; profiles: unknown; dependsOn: unknown } {
+  return {
+    project: r.project,
+    name: r.name,
+    version: r.version,
+    digest: r.digest,
+    ...(r.description ? { description: r.description } : {}),
+    publishedBy: r.publishedBy,
+    publishedAt: r.publishedAt,
+    scan: r.scan,
+    parameters: r.manifest.spec.parameters,
+    profiles: r.manifest.spec.profiles,
+    dependsOn: r.manifest.spec.dependsOn,
+  };
+}
+
+export class Catalog {
+  private readonly db: SqliteDatabase;
+  private readonly client: ClamdClient | undefined;
+  private readonly retryMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private lastError: string | undefined;
+  /** Placements whose next admission resolves the version range again (rollout restart). */
+  private readonly reresolve = new Set<string>();
+  private readonly ctx: RenderContext;
+
+  constructor(private readonly o: CatalogOptions) {
+    this.db = o.db;
+    migrateCatalog(o.db);
+    this.client = o.scanner?.kind === 'clamd' ? new ClamdClient(o.scanner.target) : undefined;
+    this.retryMs = o.retryMs ?? SCAN_RETRY_MS;
+    this.ctx = { db: o.db, objects: o.objects, box: o.box };
+    o.objects.setPlacementAdmission((p, cur, actor) => {
+      const key = `${p.metadata.project}/${p.metadata.name}`;
+      const reresolve = this.reresolve.has(key);
+      this.reresolve.delete(key);
+      return admitPackagePlacement(this.ctx, p, cur, { reresolve, ...(actor ? { actor } : {}) });
+    });
+    o.objects.onChange((c) => {
+      if (c.kind === 'Placement' && !c.after && (c.before as Placement | undefined)?.spec.package)
+        forgetPackagePlacement(this.ctx, c.project, c.name);
+    });
+  }
+
+  /** Logs how packages are scanned and scans what is Pending. */
+  start(): void {
+    const s = this.o.scanner;
+    if (!s) log.warn(NO_SCANNER_MESSAGE);
+    else if (s.kind === 'none')
+      log.warn('malware scanning is off (--scanner none): pushed packages are deployable without a scan');
+    else log.info({ scanner: s.label }, 'packages are scanned by clamd');
+    this.kick();
+  }
+
+  stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    return this.scanning ?? Promise.resolve();
+  }
+
+  /** Publishes the package archive held in blob `digest`; 409 when the version exists. */
+  async push(project: string, digest: BlobDigest, by: string): Promise<PackageVersion> {
+    const blob = this.o.blobs.get(project, digest);
+    if (!blob)
+      throw new OutpostError(
+        'not_found',
+        `blob ${digest} not found in project ${project}: upload the archive first (outpost package push FILE does both)`,
+      );
+    let contents;
+    try {
+      contents = await readPackageArchive(this.o.blobs.files.path(digest));
+    } catch (err) {
+      if (err instanceof PackageError) throw new OutpostError('invalid', `the package archive: ${err.message}`);
+      throw err;
+    }
+    const { manifest } = contents;
+    const { name } = manifest.metadata;
+    const { version } = manifest.spec;
+    inTransaction(this.db, () => {
+      const inserted = insertPackage(this.db, {
+        project,
+        manifest,
+        digest,
+        readme: contents.readme,
+        icon: contents.icon,
+        publishedBy: by,
+      });
+      if (!inserted) {
+        const had = getPackage(this.db, project, name, version)!;
+        throw new OutpostError(
+          'conflict',
+          `package ${name} ${version} is already published in project ${project}${had.digest === digest ? ' (the same archive)' : ' with other content'}: versions are immutable; raise spec.version in package.yaml and build again`,
+        );
+      }
+      this.o.blobs.setReferences(project, 'Package', `${name}@${version}`, [digest]);
+      recordEvent(this.db, {
+        project,
+        kind: 'Package',
+        name,
+        reason: 'Published',
+        message: `package ${name} ${version} published by ${by} (${digest}); Pending its malware scan`,
+      });
+    });
+    log.info({ project, package: name, version, digest, by }, 'package published');
+    this.kick();
+    return view(getPackage(this.db, project, name, version)!);
+  }
+
+  list(project: string | '*'): PackageSummary[] {
+    const by = new Map<string, PackageRecord[]>();
+    for (const r of allPackages(this.db, project)) {
+      const k = `${r.project}/${r.name}`;
+      (by.get(k) ?? by.set(k, []).get(k)!).push(r);
+    }
+    return [...by.values()].map((rs) => {
+      const latest = sortVersions(rs.map((r) => r.version))[0];
+      const r = rs.find((x) => x.version === latest)!;
+      return {
+        name: r.name,
+        project: r.project,
+        latest,
+        versions: rs.length,
+        ...(r.description ? { description: r.description } : {}),
+        scan: r.scan,
+        ...(r.icon ? { icon: r.icon } : {}),
+      };
+    });
+  }
+
+  versions(project: string, name: string): ReturnType<typeof view>[] {
+    const rs = packageVersions(this.db, project, name);
+    if (rs.length === 0) throw new OutpostError('not_found', `package ${name} not found in project ${project}`);
+    const order = sortVersions(rs.map((r) => r.version));
+    return order.map((v) => view(rs.find((r) => r.version === v)!));
+  }
+
+  /** One version with its readme, icon and workload templates. */
+  get(project: string, name: string, version: string): PackageRecord {
+    const r = getPackage(this.db, project, name, version);
+    if (!r) throw new OutpostError('not_found', `package ${name} ${version} not found in project ${project}`);
+    return r;
+  }
+
+  deployment(project: string, placement: string): Deployment | undefined {
+    return getDeployment(this.db, project, placement);
+  }
+
+  /** `outpost rollout restart`: resolves the placement's version range again (a new rollout if it moved). */
+  restart(project: string, placement: string, actor: string): { placement: Placement; deployment: Deployment } {
+    return inTransaction(this.db, () => {
+      const p = this.o.objects.get<Placement>('Placement', project, placement);
+      if (!p) throw new OutpostError('not_found', `Placement ${placement} not found in project ${project}`);
+      if (!p.spec.package)
+        throw new OutpostError(
+          'invalid',
+          `placement ${placement} deploys no package: rollout restart resolves a package's version range again`,
+        );
+      const before = getDeployment(this.db, project, placement);
+      this.reresolve.add(`${project}/${placement}`);
+      try {
+        this.o.objects.apply(
+          { ...p, metadata: { ...p.metadata, resourceVersion: undefined } },
+          { actor, cause: 'rollout restart' },
+        );
+      } finally {
+        this.reresolve.delete(`${project}/${placement}`);
+      }
+      const after = getDeployment(this.db, project, placement)!;
+      recordEvent(this.db, {
+        project,
+        kind: 'Placement',
+        name: placement,
+        reason: 'PackageResolved',
+        message: `rollout restart by ${actor}: ${p.spec.package.name} ${p.spec.package.version} resolves to ${after.version}${before && before.version !== after.version ? ` (was ${before.version})` : ' (unchanged)'}`,
+      });
+      return { placement: this.o.objects.get<Placement>('Placement', project, placement)!, deployment: after };
+    });
+  }
+
+  /** Starts a scan pass unless one runs (then one more follows it). */
+  private kick(): void {
+    if (this.stopped) return;
+    if (this.scanning) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.scanning = this.scanPending()
+      .catch((err: unknown) => log.error({ err }, 'scanning packages failed; retried later'))
+      .finally(() => {
+        this.scanning = undefined;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  private async scanPending(): Promise<void> {
+    const pending = pendingPackages(this.db);
+    if (pending.length === 0) return;
+    const s = this.o.scanner;
+    if (!s) {
+      for (const r of pending) if (r.scan.error !== NO_SCANNER_MESSAGE) this.noVerdict(r, NO_SCANNER_MESSAGE);
+      return;
+    }
+    if (s.kind === 'none') {
+      for (const r of pending) this.verdict(r, { state: 'Clean', engine: 'none (--scanner none: not scanned)' });
+      return;
+    }
+    for (const r of pending) {
+      if (this.stopped) return;
+      try {
+        const engine = await this.client!.version();
+        const v = await this.client!.scan(this.o.blobs.files.path(r.digest));
+        this.lastError = undefined;
+        this.verdict(
+          r,
+          v.clean ? { state: 'Clean', engine } : { state: 'Quarantined', signature: v.signature, engine },
+        );
+      } catch (err) {
+        const message = `${(err as Error).message}; retried every ${this.retryMs / 1000}s`;
+        this.noVerdict(r, message);
+        if (this.lastError !== message) log.warn({ scanner: s.label, err: (err as Error).message }, 'no scan verdict');
+        this.lastError = message;
+        // The scanner is down for the others too: try again later, all of them.
+        clearTimeout(this.timer);
+        this.timer = setTimeout(() => this.kick(), this.retryMs);
+        this.timer.unref();
+        return;
+      }
+    }
+  }
+
+  private verdict(r: PackageRecord, v: { state: 'Clean' | 'Quarantined'; signature?: string; engine: string }): void {
+    inTransaction(this.db, () => {
+      recordVerdict(this.db, r, v);
+      recordEvent(this.db, {
+        project: r.project,
+        kind: 'Package',
+        name: r.name,
+        reason: v.state === 'Clean' ? 'ScanClean' : 'Quarantined',
+        message:
+          v.state === 'Clean'
+            ? `package ${r.name} ${r.version} is Clean (${v.engine})`
+            : `package ${r.name} ${r.version} is Quarantined: ${v.signature} found (${v.engine}); it cannot be deployed`,
+      });
+    });
+    log.info({ project: r.project, package: r.name, version: r.version, ...v }, 'package scanned');
+  }
+
+  /** Stays Pending; an event when the reason is new for this version. */
+  private noVerdict(r: PackageRecord, message: string): void {
+    if (r.scan.error === message) return;
+    inTransaction(this.db, () => {
+      recordScanError(this.db, r, message);
+      recordEvent(this.db, {
+        project: r.project,
+        kind: 'Package',
+        name: r.name,
+        reason: 'ScanPending',
+        message: `package ${r.name} ${r.version} stays Pending: ${message}`,
+      });
+    });
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * @module The catalog's API routes (docs/api.md): publish a package whose archive was uploaded as
+ * a blob, list packages and versions, read one version (readme, icon, parameters, workloads), and
+ * `POST .../placements/NAME/restart`, which resolves a package placement's version range again.
+ */
+import { Hono } from 'hono';
+import { isDigest } from '../../core/blobs.js';
+import { OutpostError } from '../../core/errors.js';
+import { authorize, jsonBody, type Env, type HubDeps } from '../api/context.js';
+import type { Catalog } from './index.js';
+
+export function catalogRoutes(deps: HubDeps, catalog: Catalog): Hono<Env> {
+  const app = new Hono<Env>();
+  app.post('/projects/:project/packages', async (c) => {
+    const project = c.req.param('project');
+    const p = authorize(deps, c, 'write', project);
+    const b = await jsonBody<{ digest?: unknown }>(c);
+    if (!isDigest(b.digest))
+      throw new OutpostError(
+        'invalid',
+        'body must be {"digest": "sha256:..."}: the digest of the package archive uploaded with POST /api/v1/projects/P/blobs',
+      );
+    return c.json(await catalog.push(project, b.digest, `token:${p.tokenId}`), 201);
+  });
+  app.get('/projects/:project/packages', (c) => {
+    const project = c.req.param('project');
+    authorize(deps, c, 'read', project);
+    return c.json({ items: catalog.list(project) });
+  });
+  app.get('/projects/:project/packages/:name', (c) => {
+    const project = c.req.param('project');
+    authorize(deps, c, 'read', project);
+    return c.json({ items: catalog.versions(project, c.req.param('name')) });
+  });
+  app.get('/projects/:project/packages/:name/:version', (c) => {
+    const project = c.req.param('project');
+    authorize(deps, c, 'read', project);
+    return c.json(catalog.get(project, c.req.param('name'), c.req.param('version')));
+  });
+  app.post('/projects/:project/placements/:name/restart', (c) => {
+    const project = c.req.param('project');
+    const p = authorize(deps, c, 'write', project);
+    const r = catalog.restart(project, c.req.param('name'), `token:${p.tokenId}`);
+    return c.json({ deployment: r.deployment });
+  });
+  return app;
+}

@@ -1,0 +1,282 @@
+/**
+ * @module The catalog's tables (the only SQL about them): `packages`, one row per published
+ * version with its description, readme, icon, archive digest and scan verdict; and
+ * `package_deployments`, the version a package placement resolved to (once per rollout).
+ */
+import type { BlobDigest } from '../../core/blobs.js';
+import type { PackageManifest } from '../../core/package.js';
+import { buildInfo } from '../../core/version.js';
+import { cachedStatement, migrate, type SqliteDatabase } from '../../sync/sqlite.js';
+
+const MIGRATIONS = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE packages (
+        project TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        readme TEXT,
+        icon TEXT,
+        published_by TEXT NOT NULL,
+        published_at INTEGER NOT NULL,
+        -- Pending until a scanner's verdict: Clean or Quarantined (with the signature).
+        scan_state TEXT NOT NULL DEFAULT 'Pending',
+        scan_signature TEXT,
+        -- The scanner and its signature database version (clamd's VERSION answer), or 'none'.
+        scan_engine TEXT,
+        scanned_at INTEGER,
+        -- Why the last attempt gave no verdict (scanner unreachable), while Pending.
+        scan_error TEXT,
+        PRIMARY KEY (project, name, version)
+      );
+      CREATE INDEX packages_pending ON packages (scan_state);
+      CREATE TABLE package_deployments (
+        project TEXT NOT NULL,
+        placement TEXT NOT NULL,
+        package TEXT NOT NULL,
+        version_range TEXT NOT NULL,
+        version TEXT NOT NULL,
+        profile TEXT,
+        input_hash TEXT NOT NULL,
+        previous_version TEXT,
+        resolved_at INTEGER NOT NULL,
+        PRIMARY KEY (project, placement)
+      );
+    `,
+  },
+];
+
+export function migrateCatalog(db: SqliteDatabase): void {
+  migrate(db, 'catalog', MIGRATIONS, buildInfo().version);
+}
+
+export const SCAN_STATES = ['Pending', 'Clean', 'Quarantined'] as const;
+export type ScanState = (typeof SCAN_STATES)[number];
+
+/** A published version as the API shows it. */
+export interface PackageVersion {
+  project: string;
+  name: string;
+  version: string;
+  digest: BlobDigest;
+  description?: string;
+  publishedBy: string;
+  publishedAt: string;
+  scan: {
+    state: ScanState;
+    signature?: string;
+    engine?: string;
+    scannedAt?: string;
+    error?: string;
+  };
+}
+
+export interface PackageRecord extends PackageVersion {
+  manifest: PackageManifest;
+  readme?: string;
+  /** A data: URL. */
+  icon?: string;
+}
+
+interface Row {
+  project: string;
+  name: string;
+  version: string;
+  digest: string;
+  manifest: string;
+  readme: string | null;
+  icon: string | null;
+  published_by: string;
+  published_at: number;
+  scan_state: ScanState;
+  scan_signature: string | null;
+  scan_engine: string | null;
+  scanned_at: number | null;
+  scan_error: string | null;
+}
+
+function toRecord(r: Row): PackageRecord {
+  const manifest = JSON.parse(r.manifest) as PackageManifest;
+  return {
+    project: r.project,
+    name: r.name,
+    version: r.version,
+    digest: r.digest as BlobDigest,
+    ...(manifest.spec.description ? { description: manifest.spec.description } : {}),
+    publishedBy: r.published_by,
+    publishedAt: new Date(r.published_at).toISOString(),
+    scan: {
+      state: r.scan_state,
+      ...(r.scan_signature ? { signature: r.scan_signature } : {}),
+      ...(r.scan_engine ? { engine: r.scan_engine } : {}),
+      ...(r.scanned_at ? { scannedAt: new Date(r.scanned_at).toISOString() } : {}),
+      ...(r.scan_error ? { error: r.scan_error } : {}),
+    },
+    manifest,
+    ...(r.readme !== null ? { readme: r.readme } : {}),
+    ...(r.icon !== null ? { icon: r.icon } : {}),
+  };
+}
+
+/** Records a new version; false when the project already has it (versions are immutable). */
+export function insertPackage(
+  db: SqliteDatabase,
+  p: {
+    project: string;
+    manifest: PackageManifest;
+    digest: BlobDigest;
+    readme?: string | undefined;
+    icon?: string | undefined;
+    publishedBy: string;
+  },
+  now = Date.now(),
+): boolean {
+  const r = cachedStatement(
+    db,
+    `INSERT INTO packages (project, name, version, digest, manifest, readme, icon, published_by, published_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project, name, version) DO NOTHING`,
+  ).run(
+    p.project,
+    p.manifest.metadata.name,
+    p.manifest.spec.version,
+    p.digest,
+    JSON.stringify(p.manifest),
+    p.readme ?? null,
+    p.icon ?? null,
+    p.publishedBy,
+    now,
+  );
+  return r.changes === 1;
+}
+
+export function getPackage(
+  db: SqliteDatabase,
+  project: string,
+  name: string,
+  version: string,
+): PackageRecord | undefined {
+  const r = cachedStatement(db, 'SELECT * FROM packages WHERE project = ? AND name = ? AND version = ?').get(
+    project,
+    name,
+    version,
+  ) as Row | undefined;
+  return r ? toRecord(r) : undefined;
+}
+
+/** Every version of one package (unordered: callers sort by semver). */
+export function packageVersions(db: SqliteDatabase, project: string, name: string): PackageRecord[] {
+  return (cachedStatement(db, 'SELECT * FROM packages WHERE project = ? AND name = ?').all(project, name) as Row[]).map(
+    toRecord,
+  );
+}
+
+export function allPackages(db: SqliteDatabase, project: string | '*'): PackageRecord[] {
+  return (
+    (project === '*'
+      ? cachedStatement(db, 'SELECT * FROM packages ORDER BY project, name').all()
+      : cachedStatement(db, 'SELECT * FROM packages WHERE project = ? ORDER BY name').all(project)) as Row[]
+  ).map(toRecord);
+}
+
+export function pendingPackages(db: SqliteDatabase): PackageRecord[] {
+  return (
+    cachedStatement(db, "SELECT * FROM packages WHERE scan_state = 'Pending' ORDER BY published_at").all() as Row[]
+  ).map(toRecord);
+}
+
+export function recordVerdict(
+  db: SqliteDatabase,
+  key: { project: string; name: string; version: string },
+  v: { state: ScanState; signature?: string | undefined; engine: string },
+  now = Date.now(),
+): void {
+  cachedStatement(
+    db,
+    `UPDATE packages SET scan_state = ?, scan_signature = ?, scan_engine = ?, scanned_at = ?, scan_error = NULL
+     WHERE project = ? AND name = ? AND version = ?`,
+  ).run(v.state, v.signature ?? null, v.engine, now, key.project, key.name, key.version);
+}
+
+export function recordScanError(
+  db: SqliteDatabase,
+  key: { project: string; name: string; version: string },
+  error: string,
+): void {
+  cachedStatement(db, 'UPDATE packages SET scan_error = ? WHERE project = ? AND name = ? AND version = ?').run(
+    error,
+    key.project,
+    key.name,
+    key.version,
+  );
+}
+
+export interface Deployment {
+  package: string;
+  versionRange: string;
+  version: string;
+  profile?: string;
+  inputHash: string;
+  previousVersion?: string;
+  resolvedAt: string;
+}
+
+export function getDeployment(db: SqliteDatabase, project: string, placement: string): Deployment | undefined {
+  const r = cachedStatement(db, 'SELECT * FROM package_deployments WHERE project = ? AND placement = ?').get(
+    project,
+    placement,
+  ) as
+    | {
+        package: string;
+        version_range: string;
+        version: string;
+        profile: string | null;
+        input_hash: string;
+        previous_version: string | null;
+        resolved_at: number;
+      }
+    | undefined;
+  if (!r) return undefined;
+  return {
+    package: r.package,
+    versionRange: r.version_range,
+    version: r.version,
+    ...(r.profile ? { profile: r.profile } : {}),
+    inputHash: r.input_hash,
+    ...(r.previous_version ? { previousVersion: r.previous_version } : {}),
+    resolvedAt: new Date(r.resolved_at).toISOString(),
+  };
+}
+
+export function putDeployment(
+  db: SqliteDatabase,
+  project: string,
+  placement: string,
+  d: Omit<Deployment, 'resolvedAt'>,
+  now = Date.now(),
+): void {
+  cachedStatement(
+    db,
+    `INSERT INTO package_deployments (project, placement, package, version_range, version, profile, input_hash, previous_version, resolved_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (project, placement) DO UPDATE SET package = excluded.package, version_range = excluded.version_range,
+       version = excluded.version, profile = excluded.profile, input_hash = excluded.input_hash,
+       previous_version = excluded.previous_version, resolved_at = excluded.resolved_at`,
+  ).run(
+    project,
+    placement,
+    d.package,
+    d.versionRange,
+    d.version,
+    d.profile ?? null,
+    d.inputHash,
+    d.previousVersion ?? null,
+    now,
+  );
+}
+
+export function deleteDeployment(db: SqliteDatabase, project: string, placement: string): void {
+  cachedStatement(db, 'DELETE FROM package_deployments WHERE project = ? AND placement = ?').run(project, placement);
+}
