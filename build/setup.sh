@@ -17,6 +17,8 @@
 # - etcd-server: the store of the real kube-apiserver the kubernetes driver is tested against
 #   (test/kube/harness.ts). kube-apiserver itself is built from Go modules by test/kube/build.sh
 #   (vitest's globalSetup runs it; it needs the Go toolchain, >= 1.24, which Debian 12 lacks).
+# - docker-registry (CNCF distribution), skopeo, apache2-utils (htpasswd): the private registry
+#   test/images.test.ts starts on loopback (htpasswd auth, TLS from a test CA) and fills with skopeo.
 # - clamav-daemon: clamd, the catalog's malware scanner; test/fixtures/clamd.ts starts its own clamd
 #   with its own config and a signature database the test makes (its systemd service and
 #   freshclam play no part: no signature download is needed).
@@ -35,7 +37,7 @@ start_ms=$(date +%s%3N)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 conf="${OUTPOST_CONTAINERS_CONF:-/etc/outpost/containers.conf}"
 image="${OUTPOST_TEST_IMAGE:-localhost/outpost-busybox:latest}"
-packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus faketime clamav-daemon)
+packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus faketime clamav-daemon docker-registry skopeo apache2-utils)
 verify=0
 changed=0
 [ "${1:-}" = "--verify" ] && verify=1

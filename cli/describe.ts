@@ -335,9 +335,29 @@ export function describeAgentUpgrade(o: ApiObject, opts: DescribeOptions): strin
   return out;
 }
 
+/** A Registry: where it is and how the edges reach it; the password is never printed (the API redacts it). */
+export function describeRegistry(o: ApiObject, opts: DescribeOptions): string {
+  const spec = (o.spec ?? {}) as {
+    url?: string;
+    kind?: string;
+    credentials?: { username?: string };
+    caBundle?: string;
+    insecure?: boolean;
+  };
+  let out = metadataBlock(o, opts.now, [
+    ['URL', spec.url ?? '-'],
+    ['API', spec.kind ?? 'distribution'],
+    ['Credentials', spec.credentials ? `user ${spec.credentials.username ?? '?'}, password set` : NONE],
+    ['TLS', spec.insecure ? 'not verified (insecure)' : spec.caBundle ? 'checked against its caBundle' : 'system CAs'],
+  ]);
+  out += eventsBlock(opts.events, opts.now);
+  return out;
+}
+
 export function describeObject(o: ApiObject, opts: DescribeOptions): string {
   if (o.kind === 'Edge') return describeEdge(o, opts);
   if (o.kind === 'AgentUpgrade') return describeAgentUpgrade(o, opts);
+  if (o.kind === 'Registry') return describeRegistry(o, opts);
   if (o.kind === 'Placement') return describePlacement(o, opts);
   return describeWorkload(o, opts);
 }

@@ -1,6 +1,7 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
- * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`), and
+ * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
+ * `registries`, `reg`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it.
  */
 import { InvalidArgumentError } from 'commander';
@@ -19,6 +20,7 @@ export const KIND_INFO: Record<Kind, KindInfo> = {
   Workload: { kind: 'Workload', singular: 'workload', path: 'workloads' },
   Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
   AgentUpgrade: { kind: 'AgentUpgrade', singular: 'agentupgrade', path: 'agentupgrades' },
+  Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
 };
 
 const ALIASES: Record<string, Kind> = {
@@ -34,9 +36,13 @@ const ALIASES: Record<string, Kind> = {
   agentupgrade: 'AgentUpgrade',
   agentupgrades: 'AgentUpgrade',
   au: 'AgentUpgrade',
+  registry: 'Registry',
+  registries: 'Registry',
+  reg: 'Registry',
 };
 
-export const KIND_HELP = 'edge|edges|e, workload|workloads|wl, placement|placements|pl, agentupgrade|agentupgrades|au';
+export const KIND_HELP =
+  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au';
 
 /** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
 export function parseKind(s: string): KindInfo {

@@ -95,6 +95,22 @@ function agentUpgradeRow(o: ApiObject, opts: TableOptions): string[] {
   ];
 }
 
+function registryRow(o: ApiObject, opts: TableOptions): string[] {
+  const spec = (o.spec ?? {}) as {
+    url?: string;
+    credentials?: { username?: string };
+    caBundle?: string;
+    insecure?: boolean;
+  };
+  return [
+    o.metadata.name,
+    spec.url ?? '-',
+    spec.credentials?.username ?? '-',
+    spec.insecure ? 'insecure' : spec.caBundle ? 'own CA' : 'system CA',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
 /** `describe agentupgrade`'s per-edge table: the state in words and the version each runs now. */
 export function formatUpgradeEdges(s: AgentUpgradeStatusView, version: string): string {
   const rows = (s.edges ?? []).map((e) => [
@@ -129,6 +145,7 @@ const HEADERS: Record<
     row: agentUpgradeRow,
     color: ['PHASE'],
   },
+  Registry: { base: ['NAME', 'URL', 'USER', 'TLS', 'AGE'], wide: [], row: registryRow, color: [] },
 };
 
 /** The `get` table for objects of one kind. */

@@ -1,33 +1,30 @@
 /** @module One error class carrying an HTTP-like status, a stable code and a hint for the user. */
 
-export type ErrorCode =
-  | 'bad_request'
-  | 'invalid'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'conflict'
-  | 'offline'
-  | 'too_large'
-  | 'unsupported_media'
-  | 'internal'
-  | 'disk_full'
-  | 'unavailable';
+/**
+ * Every error code the hub and the edge answer with, its HTTP status and what it means: the one
+ * list (docs/api.md shows it as a table, kept equal by core/errors.test.ts).
+ */
+export const ERROR_CODES = {
+  bad_request: [400, 'the request is malformed (not JSON, a bad query parameter, a path that decodes ambiguously)'],
+  invalid: [422, 'the body or object fails validation; details list each field and the fix'],
+  unauthorized: [401, 'no bearer token, or one that is unknown, expired or revoked'],
+  decommissioned: [401, "the edge's credential belongs to a decommissioned edge (the edge stops dialling)"],
+  forbidden: [403, "the token's role does not allow the action in this project"],
+  not_found: [404, "no such route or object (also another project's object: a token never learns it exists)"],
+  conflict: [409, 'a stale metadata.resourceVersion, or a name already taken'],
+  too_large: [413, 'a body, object or stream over its bound'],
+  unsupported_media: [415, 'a body in a content type the route does not take'],
+  too_many_requests: [429, 'an edge reconnects too often; Retry-After says when to come back'],
+  internal: [500, "a bug or unexpected failure on the hub: see the hub's log"],
+  bad_gateway: [502, 'the edge could not serve a tunnelled request (its driver or workload refused)'],
+  edge_disconnected: [502, 'the edge disconnected while a tunnelled request was under way'],
+  offline: [503, 'the edge is not connected now'],
+  unavailable: [503, 'the hub cannot serve this now (busy admitting edges: Retry-After says when; no release key)'],
+  deadline: [504, 'a tunnelled stream passed its deadline or stalled'],
+  disk_full: [507, 'a write found the disk full: free space on it (reads go on)'],
+} as const satisfies Record<string, readonly [number, string]>;
 
-const STATUS: Record<ErrorCode, number> = {
-  bad_request: 400,
-  invalid: 422,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-  too_large: 413,
-  unsupported_media: 415,
-  offline: 503,
-  unavailable: 503,
-  internal: 500,
-  disk_full: 507,
-};
+export type ErrorCode = keyof typeof ERROR_CODES;
 
 export class OutpostError extends Error {
   readonly code: ErrorCode;
@@ -39,7 +36,7 @@ export class OutpostError extends Error {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'OutpostError';
     this.code = code;
-    this.status = STATUS[code];
+    this.status = ERROR_CODES[code][0];
     this.details = opts.details;
   }
 
@@ -52,6 +49,27 @@ export class OutpostError extends Error {
       },
     };
   }
+}
+
+/**
+ * An error of a lower layer that knows which OutpostError it means to a client (sync's
+ * TunnelError): core cannot import it, so it converts itself.
+ */
+export interface ConvertsToOutpostError {
+  toOutpostError(): OutpostError;
+}
+
+/**
+ * The one mapping from anything thrown to the error a client is told, and so to its HTTP status
+ * and body (`err.status`, `err.toJSON()`): used by the hub API's onError, the tunnel's raw
+ * responses, the blob routes and the sync server's upgrade refusals. Anything unknown is
+ * `internal`, its details left for the log.
+ */
+export function toOutpostError(err: unknown): OutpostError {
+  if (err instanceof OutpostError) return err;
+  if (err !== null && typeof err === 'object' && typeof (err as ConvertsToOutpostError).toOutpostError === 'function')
+    return (err as ConvertsToOutpostError).toOutpostError();
+  return new OutpostError('internal', 'internal error on the hub; see its log', { cause: err });
 }
 
 export function errorMessage(err: unknown): string {

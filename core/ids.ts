@@ -1,9 +1,7 @@
 /** @module Branded identifiers shared by hub and edge. */
-import { createHash } from 'node:crypto';
 
 export type EdgeName = string & { readonly __brand: 'EdgeName' };
 export type DocId = string & { readonly __brand: 'DocId' };
-export type ActorId = string & { readonly __brand: 'ActorId' };
 
 /** The two documents of an edge's mailbox. */
 export type MailboxRole = 'spec' | 'report';
@@ -33,12 +31,4 @@ export function parseMailboxDocId(id: string): { edge: EdgeName; role: MailboxRo
   const m = /^edge\/([a-z0-9-]{1,63})\/(spec|report)$/.exec(id);
   if (!m || !isValidName(m[1])) return null;
   return { edge: m[1] as EdgeName, role: m[2] as MailboxRole };
-}
-
-/**
- * The Automerge actor an edge writes its report with. It is derived from the name so the hub can
- * check, for every change it receives, that the report was written by its own edge.
- */
-export function edgeActor(edge: EdgeName): ActorId {
-  return createHash('sha256').update(`outpost-edge:${edge}`).digest('hex').slice(0, 32) as ActorId;
 }

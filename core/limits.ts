@@ -90,7 +90,7 @@ export function rawDocuments(text: string): RawDocument[] {
     out.push({
       index,
       line: body.startsWith('---') ? line + 1 : line,
-      bytes: Buffer.byteLength(body),
+      bytes: new TextEncoder().encode(body).length,
       label: sniffLabel(body),
     });
   }

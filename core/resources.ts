@@ -19,7 +19,7 @@ function strict<T extends z.ZodRawShape>(shape: T) {
 }
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
-export const KINDS = ['Edge', 'Workload', 'Placement', 'AgentUpgrade'] as const;
+export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry', 'AgentUpgrade'] as const;
 export type Kind = (typeof KINDS)[number];
 
 const name = z
@@ -293,6 +293,50 @@ export const Placement = strict({
 export type Placement = z.infer<typeof Placement>;
 
 // ---------------------------------------------------------------------------------------------
+// Registry
+
+/**
+ * A container registry the edges of a project pull from (docs/drivers.md, "Registries"). The hub
+ * gives an edge the credentials of a registry only when a workload it runs names an image there.
+ * `credentials.password` is sealed at rest with the hub's key and shown as `<redacted>`.
+ */
+export const RegistrySpec = strict({
+  /** `https://HOST[:PORT]` (or `http://` for a registry without TLS); images name it as `HOST[:PORT]/repo:tag`. */
+  url: z
+    .string()
+    .regex(
+      /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?$/,
+      'must be https://HOST[:PORT] (no path), e.g. https://registry.example.com or https://10.0.0.5:5000',
+    ),
+  /** The API the registry speaks: the OCI distribution API (CNCF distribution, Harbor, Docker Hub, ...). */
+  kind: z
+    .enum(['distribution'], { error: () => 'must be "distribution" (the OCI distribution API)' })
+    .default('distribution'),
+  credentials: strict({
+    username: z.string().min(1, 'is required').max(256),
+    password: z.string().min(1, 'is required').max(4096),
+  }).optional(),
+  /** PEM certificates the registry's TLS certificate is checked against (podman edges). */
+  caBundle: z
+    .string()
+    .max(65_536)
+    .regex(/-----BEGIN CERTIFICATE-----/, 'must be PEM certificates (-----BEGIN CERTIFICATE-----)')
+    .optional(),
+  /** Skip TLS verification (and allow http://): for a lab registry only. */
+  insecure: z.boolean().default(false),
+});
+export type RegistrySpec = z.infer<typeof RegistrySpec>;
+
+export const Registry = strict({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('Registry'),
+  metadata: Metadata,
+  spec: RegistrySpec,
+  status: z.looseObject({}).optional(),
+});
+export type Registry = z.infer<typeof Registry>;
+
+// ---------------------------------------------------------------------------------------------
 // AgentUpgrade (docs/operations.md, "Upgrading edges from the hub")
 
 const duration = z.string().regex(/^\d+(\.\d+)?(ms|s|m|h)$/, 'must be a duration like 90s, 2m or 1h');
@@ -336,7 +380,7 @@ export const AgentUpgrade = strict({
 });
 export type AgentUpgrade = z.infer<typeof AgentUpgrade>;
 
-export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, AgentUpgrade]);
+export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, Registry, AgentUpgrade]);
 export type Resource = z.infer<typeof Resource>;
 
 /** Formats zod issues as `path: message` lines, the form users see in API and CLI errors. */

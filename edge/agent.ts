@@ -29,6 +29,7 @@ import { readDecommissioned, writeDecommissioned, type Decommissioned } from './
 import { enroll } from './enroll.js';
 import { EdgeBlobStore } from './blobs/store.js';
 import { EdgeTransfers } from './blobs/transfers.js';
+import { EdgeEgress } from './data/egress.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
@@ -64,6 +65,8 @@ export interface EdgeAgent {
   sync: SyncClient;
   blobs: EdgeBlobStore;
   transfers: EdgeTransfers;
+  /** Files the workloads export (edge/data/egress.ts). */
+  egress: EdgeEgress;
   socketPath: string;
   close(): Promise<void>;
 }
@@ -243,6 +246,18 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     },
     restart: () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(),
   });
+  const egress = new EdgeEgress({
+    db: store.db,
+    dataDir: o.dataDir,
+    driver: config.driver,
+    blobs,
+    transfers,
+    open: (h, limits) => tunnel.open(h, limits),
+    connected: () => s.state === 'connected',
+    onDegradedChange: () => void r0.trigger(),
+  });
+  reconciler.decorator = egress;
+  s.on('state', (state) => state === 'connected' && egress.record());
   if (process.env[TRIAL_ENV]) {
     // On trial after a switch (edge/upgrade/switch.ts): healthy once connected and a reconcile
     // pass after the handshake finished; the launcher then commits this binary.
@@ -266,6 +281,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   } else {
     // The replica is enough to run: reconcile before (and regardless of) the first connection.
     reconciler.start();
+    egress.start();
     s.start();
     orders.check();
   }
@@ -326,10 +342,12 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     sync: s,
     blobs,
     transfers,
+    egress,
     socketPath,
     async close() {
       clearInterval(compactTimer);
       transfers.stop();
+      await egress.stop();
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));

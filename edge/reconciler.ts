@@ -25,6 +25,7 @@ import {
   type ReportDoc,
   type SpecDoc,
 } from '../core/mailbox.js';
+import type { Manifest } from '../core/resources.js';
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver, WorkloadObservation } from './drivers/driver.js';
 import { HeldStopped } from './held-stopped.js';
@@ -37,7 +38,17 @@ export interface ReconcileResult {
   stopped: string[];
 }
 
+/** What edge/data/ adds to a pass: export directories in the manifests, and a Degraded reason. */
+export interface WorkloadDecorator {
+  decorate(name: string, manifests: Manifest[]): Manifest[];
+  /** The workloads desired after a pass. */
+  desired(names: string[]): void;
+  degraded(name: string): string | undefined;
+}
+
 export class Reconciler {
+  /** Set by the agent (edge/data/egress.ts) when workloads may export files. */
+  decorator: WorkloadDecorator | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
@@ -123,8 +134,9 @@ export class Reconciler {
     for (const w of Object.values(spec.workloads)) {
       if (w.error) continue; // the hub could not build it for this edge; the hub shows why
       const st = local[w.name];
-      const { manifests, problems: p } = applyOverridesDetailed(w.manifests, st?.overrides ?? {});
+      const { manifests: given, problems: p } = applyOverridesDetailed(w.manifests, st?.overrides ?? {});
       if (p.length) problems.set(w.name, p.join('; '));
+      const manifests = this.decorator ? this.decorator.decorate(w.name, given) : given;
       const hash = manifestHash(manifests);
       wantHash.set(w.name, hash);
       const cur = actual.get(w.name);
@@ -172,6 +184,7 @@ export class Reconciler {
         log.error({ err, workload: o.name }, 'removing a workload failed');
       }
     }
+    this.decorator?.desired(Object.values(spec.workloads).map((w) => w.name));
     if (result.applied.length || result.removed.length || result.stopped.length) log.info(result, 'reconciled');
     this.lastResult = result;
 
@@ -209,6 +222,11 @@ export class Reconciler {
               objects: {},
               message: problems.get(w.name) ?? 'not started yet',
             };
+        const degraded = this.decorator?.degraded(w.name);
+        if (degraded && status.phase === 'Ready') {
+          status.phase = 'Degraded';
+          status.message = degraded;
+        }
         if (status.message === undefined) delete status.message;
         putReportWorkload(d, w.name, status, now);
       }

@@ -30,6 +30,8 @@ import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
+import { HubDataFiles } from './data/index.js';
+import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
 import { changeFeed, type ChangeFeed } from './api/stream.js';
@@ -195,6 +197,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
+    else if (c.kind === 'Registry')
+      // Which edges get its credentials depends on every placement's images: re-plan them all.
+      for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
     else sched.markPlacement(c.project, c.name);
   });
 
@@ -210,7 +215,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       const p = auth.verifyApiToken(db, t);
       return p ? ({ tokenId: p.id, role: p.role, project: p.project } satisfies Principal) : null;
     },
-    can: (p, action, project) => auth.can(p, action, project),
     createApiToken: (o) => {
       const token = auth.createApiToken(db, { ...o, caFingerprint: fingerprint });
       return { token, id: auth.parseToken(token)?.id ?? '' };
@@ -267,12 +271,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(db, blobs, registry);
+  const dataFiles = new HubDataFiles(db, blobs);
   const tunnel = new TunnelGateway({
     db,
     auth: hubAuth,
     sync: () => sync,
     registry,
-    onEdgeStream: (conn, s) => transfers.serve(conn.edge, s),
+    onEdgeStream: (conn, s) =>
+      isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {

@@ -15,6 +15,7 @@ import {
   formatIssues,
   KINDS,
   Placement,
+  Registry,
   Workload,
   type Kind,
   type Resource,
@@ -22,14 +23,16 @@ import {
 import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
+import { egressOf } from '../core/data.js';
 import { nextResourceVersion, recordEvent } from './db.js';
 import { HUB_SEALED_PREFIX } from '../core/secrets.js';
 import type { HubSecrets } from './secrets.js';
+import { sealRegistrySpec } from './images/registries.js';
 
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = { Edge, Workload, Placement, AgentUpgrade } as const;
+const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade } as const;
 
 interface Row {
   kind: Kind;
@@ -101,6 +104,8 @@ export function validateResource(input: unknown): Resource {
   }
   if (r.data.kind === 'Workload') {
     const issues = checkWorkloadManifests(r.data.spec.manifests);
+    const egress = egressOf(r.data.spec.manifests);
+    if ('error' in egress) issues.push({ path: 'spec', message: egress.error });
     if (issues.length > 0)
       throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
   }
@@ -112,12 +117,12 @@ function specOf(o: Resource): unknown {
 }
 
 /**
- * The key id of a Secret value sealed in the stored workloads, if any: a hub must not start with
+ * The key id of a Secret value (or Registry password) sealed in the stored objects, if any: a hub must not start with
  * another key (or make a new one) over a database whose Secrets it then could not open.
  */
 export function sealedKeyId(db: SqliteDatabase): string | undefined {
   const row = db
-    .prepare("SELECT spec FROM objects WHERE kind = 'Workload' AND instr(spec, ?) > 0 LIMIT 1")
+    .prepare("SELECT spec FROM objects WHERE kind IN ('Workload', 'Registry') AND instr(spec, ?) > 0 LIMIT 1")
     .get(`"${HUB_SEALED_PREFIX}`) as { spec: string } | undefined;
   return row ? /"ohs1\.([0-9a-f]{8})\./.exec(row.spec)?.[1] : undefined;
 }
@@ -243,9 +248,18 @@ export class ObjectStore {
                 ),
               },
             }
-          : validated.kind === 'Placement' && this.admitPlacement
-            ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
-            : validated;
+          : validated.kind === 'Registry'
+            ? {
+                ...validated,
+                spec: sealRegistrySpec(
+                  this.secrets.box,
+                  validated.spec,
+                  cur?.kind === 'Registry' ? cur.spec : undefined,
+                ),
+              }
+            : validated.kind === 'Placement' && this.admitPlacement
+              ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
+              : validated;
       if (!cur) {
         if (opts.create === false)
           throw new OutpostError(

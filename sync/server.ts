@@ -19,6 +19,8 @@ import {
   UPGRADE_DEADLINE_MS,
   WS_PING_INTERVAL_MS,
 } from '../core/durations.js';
+import { OutpostError } from '../core/errors.js';
+import { bearerToken, rawErrorResponse } from '../core/http.js';
 import { parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
 import { createLogger, throttle } from '../core/logger.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
@@ -100,59 +102,23 @@ export interface SyncServerOptions {
   onUpgraded?(socket: Duplex): void;
 }
 
-function bearer(req: IncomingMessage): string | null {
-  const h = req.headers.authorization;
-  if (!h) return null;
-  const m = /^Bearer\s+(\S+)$/i.exec(h);
-  return m ? m[1] : null;
-}
-
-const STATUS_TEXT: Record<number, string> = {
-  401: 'Unauthorized',
-  404: 'Not Found',
-  429: 'Too Many Requests',
-  503: 'Service Unavailable',
-};
-
 /**
- * Answers a refused upgrade and destroys the socket once the answer is written (or after a
- * second): a client that reads its 401 and never closes must not keep the socket, nor anything
- * counted against it, open.
+ * Answers a refused upgrade with the error's status and body (core/http.ts) and destroys the
+ * socket once the answer is written (or after a second): a client that reads its 401 and never
+ * closes must not keep the socket, nor anything counted against it, open.
  */
 export function answerAndDestroy(
   socket: Duplex,
-  status: number,
-  message: string,
+  err: OutpostError,
   headers: Record<string, string | number> = {},
-  code?: string,
 ): void {
-  const body = message
-    ? JSON.stringify({
-        error: {
-          code: code ?? (status === 401 ? 'unauthorized' : status === 429 ? 'too_many_requests' : 'bad_request'),
-          message,
-        },
-      })
-    : '';
-  const extra = Object.entries(headers)
-    .map(([k, v]) => `${k}: ${v}\r\n`)
-    .join('');
   if (socket.destroyed) return;
   const kill = setTimeout(() => socket.destroy(), 1_000);
   kill.unref();
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Bad Request'}\r\n` +
-      (body ? 'Content-Type: application/json\r\n' : '') +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      (status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '') +
-      extra +
-      'Connection: close\r\n\r\n' +
-      body,
-    () => {
-      clearTimeout(kill);
-      socket.destroy();
-    },
-  );
+  socket.end(rawErrorResponse(err, headers), () => {
+    clearTimeout(kill);
+    socket.destroy();
+  });
 }
 
 export class SyncServer {
@@ -271,13 +237,19 @@ export class SyncServer {
     // after it, the hello must come within HANDSHAKE_TIMEOUT_MS (onSocket).
     const deadline = setTimeout(() => {
       this.dropQueued(socket);
-      answerAndDestroy(socket, 503, '', { 'Retry-After': 5 });
+      answerAndDestroy(
+        socket,
+        new OutpostError('unavailable', 'the hub took too long to admit this edge: come back in 5 s'),
+        {
+          'Retry-After': 5,
+        },
+      );
     }, UPGRADE_DEADLINE_MS);
     deadline.unref();
     socket.once('close', () => clearTimeout(deadline));
     // The credential is checked before the upgrade takes a handshake slot or a place in line:
     // unauthenticated clients cannot crowd out edges.
-    const token = bearer(req);
+    const token = bearerToken(req.headers.authorization);
     let identity: EdgeIdentity | null = null;
     try {
       identity = token ? await this.opts.authenticate(token, req) : null;
@@ -298,7 +270,7 @@ export class SyncServer {
       );
       const gone = token ? this.opts.decommissioned?.(token) : undefined;
       this.opts.onRefused?.(null, 'unauthorized', gone ?? why);
-      answerAndDestroy(socket, 401, gone ?? why, {}, gone ? 'decommissioned' : undefined);
+      answerAndDestroy(socket, new OutpostError(gone ? 'decommissioned' : 'unauthorized', gone ?? why));
       return;
     }
     const wait = this.reconnectWaitMs(identity.edge);
@@ -310,7 +282,7 @@ export class SyncServer {
         log.warn({ edge: identity.edge, ...(suppressed ? { suppressed } : {}) }, `refused sync upgrade: ${why}`),
       );
       this.opts.onRefused?.(identity.edge, 'too_many_reconnects', why);
-      answerAndDestroy(socket, 429, why, { 'Retry-After': retry });
+      answerAndDestroy(socket, new OutpostError('too_many_requests', why), { 'Retry-After': retry });
       return;
     }
     this.admit(req, socket, head, identity, deadline, false);
@@ -362,7 +334,13 @@ export class SyncServer {
         this.nextSlotAt = Math.max(this.nextSlotAt, now + (this.queued.size / rate) * 1000) + 1000 / rate;
         const retry = Math.min(60, Math.max(1, Math.round((this.nextSlotAt - now) / 1000)));
         clearTimeout(deadline);
-        answerAndDestroy(socket, 503, '', { 'Retry-After': retry });
+        answerAndDestroy(
+          socket,
+          new OutpostError('unavailable', `the hub is busy admitting other edges: come back in ${retry} s`),
+          {
+            'Retry-After': retry,
+          },
+        );
         return;
       }
       const resume = () => {

@@ -70,7 +70,7 @@ function idleWatch(s: TunnelStream, ms: number): { touch(): void; stop(): void }
   };
 }
 
-function nextMeta(s: TunnelStream): Promise<Record<string, unknown>> {
+export function nextMeta(s: TunnelStream): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const onMeta = (m: Record<string, unknown>) => {
       cleanup();

@@ -26,6 +26,7 @@
 import { Duplex } from 'node:stream';
 import { z } from 'zod';
 import { createLogger } from '../core/logger.js';
+import { OutpostError, type ConvertsToOutpostError, type ErrorCode } from '../core/errors.js';
 
 const log = createLogger('sync:tunnel');
 
@@ -59,14 +60,30 @@ export type TunnelErrorCode =
   | 'aborted'
   | 'internal';
 
+/** What each tunnel code means to the hub's HTTP client (core/errors.ts ERROR_CODES). */
+const CLIENT_CODES: Partial<Record<TunnelErrorCode, ErrorCode>> = {
+  not_found: 'not_found',
+  forbidden: 'forbidden',
+  refused: 'bad_request',
+  unavailable: 'bad_gateway',
+  disconnected: 'edge_disconnected',
+  deadline: 'deadline',
+  budget: 'too_large',
+};
+
 /** A stream that ended abnormally, with a code both ends understand. */
-export class TunnelError extends Error {
+export class TunnelError extends Error implements ConvertsToOutpostError {
   constructor(
     readonly code: TunnelErrorCode,
     message: string,
   ) {
     super(message);
     this.name = 'TunnelError';
+  }
+
+  /** The error a client of the tunnel is told (protocol, aborted and internal: bad_gateway). */
+  toOutpostError(): OutpostError {
+    return new OutpostError(CLIENT_CODES[this.code] ?? 'bad_gateway', this.message, { cause: this });
   }
 }
 

@@ -90,6 +90,11 @@ export class EdgeBlobStore {
     return r;
   }
 
+  /** Queues a blob already in the store for the hub again (it was sent, but the hub lost it). */
+  requeue(digest: BlobDigest, mediaType: string): void {
+    fs.writeFileSync(path.join(this.outboxDir, digestHex(digest)), JSON.stringify({ mediaType }));
+  }
+
   outbox(): { digest: BlobDigest; mediaType: string }[] {
     const out: { digest: BlobDigest; mediaType: string }[] = [];
     for (const f of fs.readdirSync(this.outboxDir)) {

@@ -3,8 +3,9 @@
  * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
-import { diskFullError, isDiskFull, OutpostError } from '../../core/errors.js';
+import { diskFullError, isDiskFull, OutpostError, toOutpostError } from '../../core/errors.js';
 import { createLogger, throttle } from '../../core/logger.js';
+import { principalFromHeader } from '../auth/principal.js';
 import { principal, type Env, type HubDeps } from './context.js';
 import { applyRoutes } from './apply.js';
 import { catalogRoutes } from '../catalog/routes.js';
@@ -13,6 +14,7 @@ import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
 import { releaseRoutes } from './releases.js';
+import { dataRoutes } from '../data/routes.js';
 import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
@@ -27,14 +29,13 @@ export function createApi(deps: HubDeps): Hono {
   let openapi: string | undefined;
 
   app.onError((err, c) => {
-    if (err instanceof OutpostError) return c.json(err.toJSON(), err.status as 400);
-    if (isDiskFull(err)) {
-      const e = diskFullError(deps.db.name, err);
-      diskFullLog((suppressed) => log.error({ err, suppressed }, e.message));
-      return c.json(e.toJSON(), 507);
-    }
-    log.error({ err, path: c.req.path }, 'unhandled API error');
-    return c.json({ error: { code: 'internal', message: 'internal error on the hub; see its log' } }, 500);
+    let e = toOutpostError(err);
+    if (!(err instanceof OutpostError) && isDiskFull(err)) {
+      const full = (e = diskFullError(deps.db.name, err));
+      diskFullLog((suppressed) => log.error({ err, suppressed }, full.message));
+    } else if (e.code === 'internal' && !(err instanceof OutpostError))
+      log.error({ err, path: c.req.path }, 'unhandled API error');
+    return c.json(e.toJSON(), e.status as 400);
   });
   app.notFound((c) =>
     c.json(
@@ -60,20 +61,10 @@ export function createApi(deps: HubDeps): Hono {
 
   const api = new Hono<Env>();
   api.use('*', async (c, next) => {
-    const h = c.req.header('authorization');
-    const m = h ? /^Bearer\s+(\S+)$/i.exec(h) : null;
-    if (!m)
-      throw new OutpostError(
-        'unauthorized',
-        'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`',
-      );
-    const p = deps.auth.verifyApiToken(m[1]);
-    if (!p)
-      throw new OutpostError(
-        'unauthorized',
-        'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again',
-      );
-    c.set('principal', p);
+    c.set(
+      'principal',
+      principalFromHeader((t) => deps.auth.verifyApiToken(t), c.req.header('authorization')),
+    );
     await next();
   });
   api.get('/whoami', (c) => c.json(principal(c)));
@@ -84,6 +75,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', fleetRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
+  api.route('/', dataRoutes(deps));
   api.route('/', applyRoutes(deps));
   api.route('/', releaseRoutes(deps));
   if (deps.catalog) api.route('/', catalogRoutes(deps, deps.catalog));

@@ -17,6 +17,7 @@ import { edgeLiveness, edgeRuntime, schedulableEdges } from '../controllers/edge
 import { assignmentsForPlacement, assignmentsForWorkload } from '../controllers/scheduler.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
+import { registryForOutput } from '../images/registries.js';
 
 export interface EdgeImpact {
   /** Edges that have (or would have) the object's workloads after the change. */
@@ -281,7 +282,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
         { details: errors },
       );
     }
-    for (const v of valid) authorize(deps, c, 'write', v.metadata.project);
+    for (const v of valid) authorize(c, 'write', v.metadata.project);
     const views = new Map<string, ProjectView>();
     for (const v of valid)
       if (!views.has(v.metadata.project))
@@ -324,7 +325,12 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
             annotations: v.metadata.annotations,
           },
           // Secret values redacted, as every answer has them: a diff never prints one.
-          spec: v.kind === 'Workload' ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) } : v.spec,
+          spec:
+            v.kind === 'Workload'
+              ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) }
+              : v.kind === 'Registry'
+                ? registryForOutput(deps.secrets.box, v, false).spec
+                : v.spec,
         },
       }));
       return c.json({ dryRun: true, results, warnings });

@@ -9,7 +9,8 @@ import type { AgentUpgrade, Kind } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
-import type { Action, Principal as Grant, Role } from '../auth/roles.js';
+import type { ApiPrincipal } from '../auth/principal.js';
+import { authorize as authorizeIn, type Action, type Role } from '../auth/roles.js';
 import type { ApiTokenInfo } from '../auth/tokens.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Scheduler } from '../controllers/scheduler.js';
@@ -19,10 +20,7 @@ import type { HubSecrets } from '../secrets.js';
 
 export type { Action, Role };
 
-/** An authenticated API token: its role and project (`*` spans projects), and which token it is. */
-export interface Principal extends Grant {
-  tokenId: string;
-}
+export type Principal = ApiPrincipal;
 
 export type ApiTokenView = ApiTokenInfo;
 
@@ -30,7 +28,6 @@ export type JoinTokenView = JoinTokenInfo;
 
 export interface HubAuth {
   verifyApiToken(token: string): Principal | null;
-  can(p: Principal, action: Action, project: string): boolean;
   createApiToken(opts: { role: Role; project: string; ttlMs?: number; description?: string }): {
     token: string;
     id: string;
@@ -89,11 +86,12 @@ export const KIND_PATHS: Record<string, Kind> = {
   workloads: 'Workload',
   placements: 'Placement',
   agentupgrades: 'AgentUpgrade',
+  registries: 'Registry',
 };
 
 export function kindFromPath(s: string): Kind {
   const k = KIND_PATHS[s];
-  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use edges, workloads, placements or agentupgrades`);
+  if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use ${Object.keys(KIND_PATHS).join(', ')}`);
   return k;
 }
 
@@ -101,16 +99,10 @@ export function principal(c: Context<Env>): Principal {
   return c.get('principal');
 }
 
-/** Throws 404 (not 403) for another project's objects: a token never learns they exist. */
-export function authorize(deps: HubDeps, c: Context<Env>, action: Action, project: string): Principal {
+/** The request's principal, if it may do `action` in `project` (404 outside its project, 403 else: hub/auth/roles.ts). */
+export function authorize(c: Context<Env>, action: Action, project: string): Principal {
   const p = principal(c);
-  if (p.project !== '*' && p.project !== project) throw new OutpostError('not_found', `project ${project} not found`);
-  if (!deps.auth.can(p, action, project)) {
-    throw new OutpostError(
-      'forbidden',
-      `a ${p.role} token may not ${action === 'read' ? 'read' : action === 'write' ? 'change objects' : 'do this'} in project ${project}: ask an admin for ${action === 'admin' ? 'an admin token' : 'an operator or admin token'}`,
-    );
-  }
+  authorizeIn(p, action, project);
   return p;
 }
 

@@ -40,7 +40,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/edges/:name/approve', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'admin', project);
+    authorize(c, 'admin', project);
     const e = getEdge(project, c.req.param('name'));
     db.prepare('UPDATE edge_runtime SET approved = 1 WHERE name = ?').run(e.metadata.name);
     recordEvent(db, {
@@ -56,7 +56,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/edges/:name/labels', async (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const e = getEdge(project, c.req.param('name'));
     const body = await jsonBody<{ labels?: Record<string, string | null> }>(c);
     if (!body.labels || typeof body.labels !== 'object')
@@ -79,7 +79,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
   ] as const) {
     app.post(`/projects/:project/edges/:name/${verb}`, (c) => {
       const project = c.req.param('project');
-      authorize(deps, c, 'write', project);
+      authorize(c, 'write', project);
       const e = getEdge(project, c.req.param('name'));
       const r = objects.apply(
         { ...e, metadata: { ...e.metadata, resourceVersion: undefined }, spec: { ...e.spec, unschedulable } },
@@ -98,7 +98,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/edges/:name/decommission', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'admin', project);
+    authorize(c, 'admin', project);
     const e = getEdge(project, c.req.param('name'));
     const name = e.metadata.name;
     auth.decommissionEdgeCredential(name);
@@ -125,7 +125,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/edges/:name/clear-intents', async (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const e = getEdge(project, c.req.param('name'));
     const body = await jsonBody<{ workload?: string }>(c);
     if (!body.workload) throw new OutpostError('invalid', 'workload: is required');

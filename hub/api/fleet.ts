@@ -120,7 +120,7 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/fleet', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const count = (kind: string) =>
       (db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project) as { c: number })
         .c;
@@ -129,7 +129,7 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/edges-online', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const hours = Number(c.req.query('hours') ?? 6);
     if (!Number.isFinite(hours) || hours <= 0 || hours > MAX_HISTORY_HOURS)
       throw new OutpostError(
@@ -141,7 +141,7 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/edges/:name/connections', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const name = c.req.param('name');
     if (!db.prepare('SELECT 1 FROM edge_runtime WHERE name = ? AND project = ?').get(name, project))
       throw new OutpostError('not_found', `edge ${name} not found in project ${project}`);

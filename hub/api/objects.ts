@@ -18,8 +18,10 @@ import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '.
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
 import { validateResource } from '../objects.js';
+import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
 import { authorize, jsonBody, kindFromPath, principal, type Env, type HubDeps } from './context.js';
+import { can } from '../auth/roles.js';
 
 const MAX_LIST = 1000;
 
@@ -32,7 +34,7 @@ export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): 
   if (q === undefined) return false;
   if (q !== 'reveal') throw new OutpostError('bad_request', `secrets: use secrets=reveal (got "${q}")`);
   const p = principal(c);
-  if (!deps.auth.can(p, 'write', project))
+  if (!can(p, 'write', project))
     throw new OutpostError(
       'forbidden',
       `a ${p.role} token may not reveal Secret values in project ${project}: they show as ${REDACTED}; an operator or admin token may ask with secrets=reveal`,
@@ -55,6 +57,7 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
   if (o.kind === 'AgentUpgrade')
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
+  if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   return {
     ...o,
     spec: {
@@ -109,7 +112,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/events', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const kind = c.req.query('kind');
     const name = c.req.query('name');
     const reason = c.req.query('reason');
@@ -147,7 +150,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   app.get('/projects/:project/:kind', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const limit = Math.min(Number(c.req.query('limit') ?? MAX_LIST) || MAX_LIST, MAX_LIST);
     const after = c.req.query('continue') ?? '';
     const sel = c.req.query('labelSelector');
@@ -206,7 +209,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   app.get('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const reveal = revealSecrets(deps, c, project);
     const o = objects.get(kind, project, c.req.param('name'));
     if (!o) throw new OutpostError('not_found', `${kind} ${c.req.param('name')} not found in project ${project}`);
@@ -216,7 +219,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {
     const project = c.req.param('project') ?? '';
     const kind = kindFromPath(c.req.param('kind') ?? '');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     if (kind === 'Edge' && mode === 'create')
       throw new OutpostError(
         'bad_request',
@@ -263,7 +266,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
     const name = c.req.param('name');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const type = (c.req.header('content-type') ?? '').split(';')[0].trim();
     if (type !== 'application/merge-patch+json' && type !== 'application/json')
       throw new OutpostError(
@@ -291,7 +294,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   app.delete('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     if (kind === 'Edge')
       throw new OutpostError(
         'bad_request',
@@ -303,7 +306,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/workloads/:name/revisions', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     if (!objects.get('Workload', project, c.req.param('name')))
       throw new OutpostError('not_found', `Workload ${c.req.param('name')} not found`);
     const reveal = revealSecrets(deps, c, project);
@@ -317,7 +320,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/projects/:project/workloads/:name/rollback', async (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'write', project);
+    authorize(c, 'write', project);
     const body = (await c.req.json().catch(() => ({}))) as { revision?: number };
     if (body.revision !== undefined && (!Number.isInteger(body.revision) || body.revision < 1))
       throw new OutpostError('invalid', 'revision: must be a positive integer');
@@ -328,7 +331,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
   for (const verb of ['pause', 'resume'] as const) {
     app.post(`/projects/:project/placements/:name/${verb}`, (c) => {
       const project = c.req.param('project');
-      authorize(deps, c, 'write', project);
+      authorize(c, 'write', project);
       const p = objects.get<Placement>('Placement', project, c.req.param('name'));
       if (!p) throw new OutpostError('not_found', `Placement ${c.req.param('name')} not found`);
       const next = {

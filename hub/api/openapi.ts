@@ -1,6 +1,6 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { AgentUpgrade, Edge, Placement, Workload } from '../../core/resources.js';
+import { AgentUpgrade, Edge, Placement, Registry, Workload } from '../../core/resources.js';
 
 function schema(s: z.ZodType): unknown {
   return z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -13,6 +13,7 @@ const kinds = {
   edges: 'Edge',
   workloads: 'Workload',
   placements: 'Placement',
+  registries: 'Registry',
   agentupgrades: 'AgentUpgrade',
 } as const;
 
@@ -85,7 +86,9 @@ export function openApiDocument(version: string): unknown {
           properties: {
             objects: {
               type: 'array',
-              items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement'), ref('AgentUpgrade')] },
+              items: {
+                oneOf: [ref('Edge'), ref('Workload'), ref('Placement'), ref('Registry'), ref('AgentUpgrade')],
+              },
             },
           },
         }),
@@ -235,6 +238,7 @@ export function openApiDocument(version: string): unknown {
         Placement: schema(Placement),
         // Its status (per-edge progress of the rollout) is described in docs/api.md.
         AgentUpgrade: schema(AgentUpgrade),
+        Registry: schema(Registry),
         Error: {
           type: 'object',
           properties: {

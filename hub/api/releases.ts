@@ -8,7 +8,7 @@ export function releaseRoutes(deps: HubDeps): Hono<Env> {
   app.post('/projects/:project/agent-releases', async (c) => {
     const project = c.req.param('project');
     // Signing decides what code edges run: admins only.
-    authorize(deps, c, 'admin', project);
+    authorize(c, 'admin', project);
     if (!deps.releases) throw new OutpostError('unavailable', 'this hub has no release key');
     const b = await jsonBody<{ digest?: unknown; version?: unknown }>(c);
     if (typeof b.digest !== 'string' || typeof b.version !== 'string')

@@ -15,6 +15,7 @@
  */
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { bearerToken } from '../../core/http.js';
 import { parseMailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
@@ -139,8 +140,9 @@ export function streamRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/stream', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
-    const token = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+    authorize(c, 'read', project);
+    // The token is checked again at each keepalive: a revoked token's stream ends.
+    const token = bearerToken(c.req.header('authorization')) ?? '';
     // Tells nginx-style proxies not to buffer the stream.
     c.header('X-Accel-Buffering', 'no');
     return streamSSE(c, async (stream) => {

@@ -29,7 +29,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
     if (!isValidName(project)) throw new OutpostError('invalid', 'project: must be a DNS label such as "default"');
     // Admin, as docs/security.md says: a join token makes an edge that receives the project's
     // workloads and Secrets, which is more than an operator's write.
-    authorize(deps, c, 'admin', project);
+    authorize(c, 'admin', project);
     const labels = Labels.safeParse(b.labels ?? {});
     if (!labels.success) throw new OutpostError('invalid', `labels: ${labels.error.issues[0]?.message}`);
     if (b.uses !== undefined && (!Number.isInteger(b.uses) || b.uses < 1))
@@ -58,7 +58,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
     const p = principal(c);
     const only = c.req.query('project');
     const scope = p.project === '*' ? only : p.project;
-    authorize(deps, c, 'admin', scope ?? '*');
+    authorize(c, 'admin', scope ?? '*');
     const { api, join } = deps.auth.listTokens();
     const mine = <T extends { project: string }>(ts: T[]) => (scope ? ts.filter((t) => t.project === scope) : ts);
     return c.json({
@@ -82,7 +82,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
       join.map((t) => ({ kind: 'join' as const, ...t })).find((t) => t.id === id);
     if (!found) throw new OutpostError('not_found', `no token with id ${id}: see \`outpost token list\``);
     // 404 for another project's token (authorize), 403 for a non-admin of this one.
-    authorize(deps, c, 'admin', found.project);
+    authorize(c, 'admin', found.project);
     if (found.kind === 'api' && found.id === principal(c).tokenId)
       throw new OutpostError(
         'bad_request',
@@ -96,7 +96,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
   });
 
   app.post('/tokens/rotate-admin', (c) => {
-    authorize(deps, c, 'admin', '*');
+    authorize(c, 'admin', '*');
     const r = deps.auth.rotateAdminToken();
     return c.json({ token: r.token, id: r.id, revoked: r.revoked }, 201);
   });

@@ -33,6 +33,13 @@ export {
   type Principal,
   type Role,
 } from './roles.js';
+export {
+  MISSING_TOKEN,
+  principalFromHeader,
+  principalOf,
+  type ApiPrincipal,
+  type VerifyApiToken,
+} from './principal.js';
 export { migrateAuth } from './schema.js';
 export {
   createApiToken,

@@ -48,11 +48,30 @@ describe('authorize', () => {
     expect(err).toBeInstanceOf(OutpostError);
     expect((err as OutpostError).status).toBe(403);
     expect((err as OutpostError).message).toBe(
-      'this viewer token for project "shop" may not write in project "shop": use a token with role operator or higher for project "shop"',
+      'a viewer token may not change objects in project shop: ask an admin for an operator or admin token',
     );
-    expect(() => authorize({ role: 'admin', project: 'shop' }, 'admin', '*')).toThrow(
-      'this admin token for project "shop" may not administer across all projects: use a token with role admin or higher for all projects (*)',
+    expect(() => authorize({ role: 'operator', project: 'shop' }, 'admin', 'shop')).toThrow(
+      'an operator token may not do this in project shop: ask an admin for an admin token',
     );
+    expect(() =>
+      authorize({ role: 'viewer', project: '*' }, 'write', 'shop', { doing: 'use kube on edge e1' }),
+    ).toThrow('a viewer token may not use kube on edge e1 in project shop');
     expect(() => authorize({ role: 'operator', project: 'shop' }, 'write', 'shop')).not.toThrow();
+  });
+
+  it("throws 404 outside the token's project, so the token never learns what exists there", () => {
+    for (const [project, words, message] of [
+      ['*', {}, 'project * not found'],
+      ['factory', { notFound: 'edge e1' }, 'edge e1 not found'],
+    ] as const) {
+      let err: unknown;
+      try {
+        authorize({ role: 'admin', project: 'shop' }, 'read', project, words);
+      } catch (e) {
+        err = e;
+      }
+      expect((err as OutpostError).status).toBe(404);
+      expect((err as OutpostError).message).toBe(message);
+    }
   });
 });

@@ -31,7 +31,6 @@ export interface Principal {
 
 const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
 const NEEDS: Record<Action, number> = { read: 1, write: 2, admin: 3 };
-const MIN_ROLE: Record<Action, Role> = { read: 'viewer', write: 'operator', admin: 'admin' };
 
 export function isRole(s: string): s is Role {
   return (ROLES as readonly string[]).includes(s);
@@ -49,15 +48,30 @@ export function can(principal: Principal, action: Action, project: string): bool
   return inScope && RANK[principal.role] >= NEEDS[action];
 }
 
-/** Throws 403 with what the caller would need instead. */
-export function authorize(principal: Principal, action: Action, project: string): void {
+const DOING: Record<Action, string> = { read: 'read', write: 'change objects', admin: 'do this' };
+
+/**
+ * Throws unless `principal` may perform `action` in `project`: 404 (not 403) when the project is
+ * outside the token's scope, so a token never learns another project's objects exist; 403 naming
+ * the token that would do. `doing` names the act in the message (default by action), `notFound`
+ * the thing that is not found (default the project).
+ *
+ * @example
+ * authorize({ role: 'viewer', project: 'shop' }, 'write', 'shop');
+ * // throws forbidden: a viewer token may not change objects in project shop: ask an admin for an operator or admin token
+ */
+export function authorize(
+  principal: Principal,
+  action: Action,
+  project: string,
+  words: { doing?: string; notFound?: string } = {},
+): void {
+  if (principal.project !== ALL_PROJECTS && principal.project !== project)
+    throw new OutpostError('not_found', `${words.notFound ?? `project ${project}`} not found`);
   if (can(principal, action, project)) return;
-  const where = project === ALL_PROJECTS ? 'across all projects' : `in project "${project}"`;
-  const scope = principal.project === ALL_PROJECTS ? 'for all projects' : `for project "${principal.project}"`;
-  const need = `a token with role ${MIN_ROLE[action]} or higher for ${project === ALL_PROJECTS ? 'all projects (*)' : `project "${project}"`}`;
   throw new OutpostError(
     'forbidden',
-    `this ${principal.role} token ${scope} may not ${action === 'admin' ? 'administer' : action} ${where}: use ${need}`,
+    `${principal.role === 'viewer' ? 'a' : 'an'} ${principal.role} token may not ${words.doing ?? DOING[action]} in project ${project}: ask an admin for ${action === 'admin' ? 'an admin token' : 'an operator or admin token'}`,
   );
 }
 

@@ -16,7 +16,9 @@ import { DEFAULT_MEDIA_TYPE, isDigest, isMediaType, type BlobDigest } from '../.
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { Action, HubAuth, Principal } from '../api/context.js';
+import type { HubAuth } from '../api/context.js';
+import { principalFromHeader } from '../auth/principal.js';
+import { authorize } from '../auth/roles.js';
 import { sendError } from '../tunnel/routes.js';
 import type { HubBlobs } from './index.js';
 
@@ -32,7 +34,7 @@ export const BLOB_IDLE_TIMEOUT_MS = 2 * 60_000;
 
 export interface BlobRoutesOptions {
   blobs: HubBlobs;
-  auth: Pick<HubAuth, 'verifyApiToken' | 'can'>;
+  auth: Pick<HubAuth, 'verifyApiToken'>;
 }
 
 export function isBlobRoute(req: IncomingMessage): boolean {
@@ -73,32 +75,6 @@ function discardBody(req: IncomingMessage): void {
 
 const DISCARD_LIMIT_BYTES = 64 * 1024 * 1024;
 
-function authenticate(o: BlobRoutesOptions, req: IncomingMessage): Principal {
-  const h = req.headers.authorization;
-  const bearer = h ? /^Bearer\s+(\S+)$/i.exec(h)?.[1] : undefined;
-  if (!bearer)
-    throw new OutpostError(
-      'unauthorized',
-      'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`',
-    );
-  const p = o.auth.verifyApiToken(bearer);
-  if (!p)
-    throw new OutpostError(
-      'unauthorized',
-      'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again',
-    );
-  return p;
-}
-
-function authorize(o: BlobRoutesOptions, p: Principal, action: Action, project: string): void {
-  if (p.project !== '*' && p.project !== project) throw new OutpostError('not_found', `project ${project} not found`);
-  if (!o.auth.can(p, action, project))
-    throw new OutpostError(
-      'forbidden',
-      `a ${p.role} token may not ${action === 'read' ? 'read' : 'change'} blobs in project ${project}: ask an admin for an operator token`,
-    );
-}
-
 function digestOf(s: string): BlobDigest {
   if (!isDigest(s))
     throw new OutpostError('bad_request', `"${s.slice(0, 80)}" is not a blob digest: use sha256: and 64 hex digits`);
@@ -112,18 +88,18 @@ async function serve(
   project: string,
   digestText: string | undefined,
 ): Promise<void> {
-  const p = authenticate(o, req);
+  const p = principalFromHeader((t) => o.auth.verifyApiToken(t), req.headers.authorization);
   if (!isValidName(project)) throw new OutpostError('bad_request', `invalid project "${project}"`);
   const method = req.method ?? 'GET';
   if (digestText === undefined) {
     if (method === 'GET') {
-      authorize(o, p, 'read', project);
+      authorize(p, 'read', project, { doing: 'read blobs' });
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: o.blobs.list(project) }));
       return;
     }
     if (method !== 'POST')
       throw new OutpostError('bad_request', `use POST /api/v1/projects/${project}/blobs with the bytes as the body`);
-    authorize(o, p, 'write', project);
+    authorize(p, 'write', project, { doing: 'change blobs' });
     const mediaType = (req.headers['content-type'] ?? DEFAULT_MEDIA_TYPE).trim();
     if (!isMediaType(mediaType)) throw new OutpostError('invalid', `content-type "${mediaType}" is not a media type`);
     const expectedHeader = req.headers['x-outpost-digest'];
@@ -149,14 +125,14 @@ async function serve(
   }
   const digest = digestOf(digestText);
   if (method === 'DELETE') {
-    authorize(o, p, 'write', project);
+    authorize(p, 'write', project, { doing: 'change blobs' });
     await o.blobs.remove(project, digest);
     res.writeHead(204).end();
     return;
   }
   if (method !== 'GET' && method !== 'HEAD')
     throw new OutpostError('bad_request', `use GET, HEAD or DELETE on /api/v1/projects/${project}/blobs/DIGEST`);
-  authorize(o, p, 'read', project);
+  authorize(p, 'read', project, { doing: 'read blobs' });
   const info = o.blobs.get(project, digest);
   if (!info) throw new OutpostError('not_found', `blob ${digest} not found in project ${project}`);
   const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');

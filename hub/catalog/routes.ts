@@ -13,7 +13,7 @@ export function catalogRoutes(deps: HubDeps, catalog: Catalog): Hono<Env> {
   const app = new Hono<Env>();
   app.post('/projects/:project/packages', async (c) => {
     const project = c.req.param('project');
-    const p = authorize(deps, c, 'write', project);
+    const p = authorize(c, 'write', project);
     const b = await jsonBody<{ digest?: unknown }>(c);
     if (!isDigest(b.digest))
       throw new OutpostError(
@@ -24,22 +24,22 @@ export function catalogRoutes(deps: HubDeps, catalog: Catalog): Hono<Env> {
   });
   app.get('/projects/:project/packages', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     return c.json({ items: catalog.list(project) });
   });
   app.get('/projects/:project/packages/:name', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     return c.json({ items: catalog.versions(project, c.req.param('name')) });
   });
   app.get('/projects/:project/packages/:name/:version', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     return c.json(catalog.get(project, c.req.param('name'), c.req.param('version')));
   });
   app.post('/projects/:project/placements/:name/restart', (c) => {
     const project = c.req.param('project');
-    const p = authorize(deps, c, 'write', project);
+    const p = authorize(c, 'write', project);
     const r = catalog.restart(project, c.req.param('name'), `token:${p.tokenId}`);
     return c.json({ deployment: r.deployment });
   });

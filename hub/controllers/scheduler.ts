@@ -17,7 +17,7 @@ import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { SUMMARY_DEBOUNCE_MS } from '../../core/durations.js';
 import { createLogger } from '../../core/logger.js';
 import { writeSpecTo } from '../../core/mailbox.js';
-import type { Edge, Manifest, Placement, Workload } from '../../core/resources.js';
+import type { Edge, Manifest, Placement, Registry, Workload } from '../../core/resources.js';
 import { planRollout, skipOfflineAfterMs, type RolloutEdge, type RolloutPlan } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
 import { ensureMailbox } from '../../sync/mailbox.js';
@@ -26,6 +26,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../db.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
+import { withRegistryAccess } from '../images/registries.js';
 import { edgeLiveness, isOnline, schedulableEdges } from './edges.js';
 
 const log = createLogger('hub:scheduler');
@@ -462,6 +463,8 @@ export class Scheduler {
       .map((w) => this.objects.get<Workload>('Workload', project, w))
       .filter((w): w is Workload => !!w);
     const missingWorkloads = placement.spec.workloads.filter((w) => !workloads.some((x) => x.metadata.name === w));
+    // An edge gets the pull credentials of the registries its workloads' images name (hub/images).
+    const registries = this.objects.list<Registry>('Registry', project);
 
     // Which edges are selected and what each should run depend only on the placement, its
     // workloads and the edges themselves (labels, approval, schedulability: `edgesVersion`), not
@@ -471,7 +474,7 @@ export class Scheduler {
     // did not come through markEdge must still re-select (the UI's scale test seeds it directly).
     let approved = 0;
     for (const l of runtimes.values()) if (l.approved) approved++;
-    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}`;
+    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}`;
     let cache = this.targetCache.get(`${project}/${name}`);
     if (!cache || cache.stamp !== stamp) {
       const edgeObjs = this.objects.list<Edge>('Edge', project);
@@ -491,7 +494,8 @@ export class Scheduler {
             w.metadata.name,
           );
           const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
-          const error = 'error' in r ? r.error : this.secrets.cannotReceive(edge.name, r.manifests);
+          const withAccess = 'error' in r ? undefined : withRegistryAccess(this.secrets.box, registries, r.manifests);
+          const error = 'error' in r ? r.error : this.secrets.cannotReceive(edge.name, withAccess!);
           if (error !== undefined)
             return {
               workload: w.metadata.name,
@@ -500,7 +504,7 @@ export class Scheduler {
               key: `error:${createHash('sha256').update(error).digest('hex').slice(0, 16)}`,
               error,
             };
-          const { manifests } = r as { manifests: Manifest[] };
+          const manifests: Manifest[] = withAccess!;
           return { workload: w.metadata.name, revision, manifests, key: manifestHash(manifests) };
         });
         targets.set(e, ts);

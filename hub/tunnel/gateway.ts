@@ -16,6 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import client from 'prom-client';
 import { OutpostError } from '../../core/errors.js';
+import { bearerToken, rawErrorResponse } from '../../core/http.js';
 import { isValidName, type EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { ProtocolError } from '../../sync/messages.js';
@@ -23,6 +24,8 @@ import type { EdgeConnection, SyncServer } from '../../sync/server.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
+import { MISSING_TOKEN, principalFromHeader, principalOf } from '../auth/principal.js';
+import { authorize } from '../auth/roles.js';
 import { edgeRuntime } from '../controllers/edges.js';
 import { kubeAction } from './kube-path.js';
 import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
@@ -65,7 +68,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
 
 export interface GatewayOptions {
   db: SqliteDatabase;
-  auth: Pick<HubAuth, 'verifyApiToken' | 'can'>;
+  auth: Pick<HubAuth, 'verifyApiToken'>;
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
@@ -84,6 +87,7 @@ export class TunnelGateway {
   private readonly opened?: client.Counter<'type'>;
   private readonly bytes?: client.Counter<'direction'>;
   private readonly sessions: ProxySessions;
+  private readonly verify = (token: string): Principal | null => this.opts.auth.verifyApiToken(token);
 
   constructor(private readonly opts: GatewayOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
@@ -220,11 +224,8 @@ export class TunnelGateway {
       if (m[3] !== 'proxy' && m[3] !== 'kube' && m[3] !== 'exec')
         throw new OutpostError('bad_request', `${m[3]} does not take a WebSocket: use a plain request`);
     } catch (err) {
-      const e = err instanceof OutpostError ? err : new OutpostError('internal', 'internal error on the hub');
-      const body = JSON.stringify(e.toJSON());
-      socket.end(
-        `HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-      );
+      if (!(err instanceof OutpostError)) log.error({ err, path: req.url }, 'tunnel upgrade failed');
+      socket.end(rawErrorResponse(err));
       return true;
     }
     ctx.upgrade = { socket, head };
@@ -242,16 +243,8 @@ export class TunnelGateway {
    */
   private authenticate(req: IncomingMessage, edge: EdgeName, route: string, rest: string): Principal {
     const h = req.headers.authorization;
-    const bearer = h ? /^Bearer\s+(\S+)$/i.exec(h)?.[1] : undefined;
-    if (bearer) {
-      const p = this.opts.auth.verifyApiToken(bearer);
-      if (!p)
-        throw new OutpostError(
-          'unauthorized',
-          'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again',
-        );
-      return p;
-    }
+    const bearer = bearerToken(h);
+    if (bearer) return principalOf(this.verify, bearer);
     const cookies = route === 'proxy' && !h ? cookieValues(req.headers.cookie, PROXY_COOKIE) : [];
     if (cookies.length > 0) {
       const target = proxyTargetOf(edge, rest);
@@ -262,9 +255,10 @@ export class TunnelGateway {
         `the proxy session is not valid here (expired, its token revoked, or made for another workload port): run \`outpost edge proxy-url ${edge}${target ? ` ${target.workload} ${target.port}` : ' WORKLOAD PORT'}\` for a new link`,
       );
     }
-    throw new OutpostError(
-      'unauthorized',
-      'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login` (a browser opens a proxied app with a link from `outpost edge proxy-url`)',
+    return principalOf(
+      this.verify,
+      null,
+      `${MISSING_TOKEN} (a browser opens a proxied app with a link from \`outpost edge proxy-url\`)`,
     );
   }
 
@@ -275,20 +269,10 @@ export class TunnelGateway {
         'bad_request',
         `use POST /api/v1/edges/${edge}/proxy-session {"workload": "NAME", "port": N, "ttlSeconds": S}`,
       );
-    if (!req.headers.authorization)
-      throw new OutpostError(
-        'unauthorized',
-        'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`',
-      );
-    const p = this.authenticate(req, edge, 'proxy-session', rest);
+    const p = principalFromHeader(this.verify, req.headers.authorization);
     const rt = edgeRuntime(this.opts.db, edge);
-    if (!rt || (p.project !== '*' && p.project !== rt.project))
-      throw new OutpostError('not_found', `edge ${edge} not found`);
-    if (!this.opts.auth.can(p, 'write', rt.project))
-      throw new OutpostError(
-        'forbidden',
-        `a ${p.role} token may not use proxy on edge ${edge} (needs operator or higher in project ${rt.project}): ask an admin for an operator token`,
-      );
+    if (!rt) throw new OutpostError('not_found', `edge ${edge} not found`);
+    authorize(p, 'write', rt.project, { doing: `use proxy on edge ${edge}`, notFound: `edge ${edge}` });
     const b = await readJson(req);
     if (typeof b.workload !== 'string' || !isValidName(b.workload))
       throw new OutpostError('invalid', 'workload: must be a workload name');
@@ -360,15 +344,12 @@ export class TunnelGateway {
   private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
     const p = this.authenticate(req, edge, route, rest);
     const rt = edgeRuntime(this.opts.db, edge);
-    if (!rt || (p.project !== '*' && p.project !== rt.project))
-      throw new OutpostError('not_found', `edge ${edge} not found`);
+    if (!rt) throw new OutpostError('not_found', `edge ${edge} not found`);
     const action = neededAction(route, req.method ?? 'GET', rest, upgrade);
-    if (!this.opts.auth.can(p, action, rt.project)) {
-      throw new OutpostError(
-        'forbidden',
-        `a ${p.role} token may not ${route === 'logs' || (route === 'kube' && action === 'read') ? 'read' : `use ${route}`} on edge ${edge} (needs ${action === 'read' ? 'viewer' : 'operator'} or higher in project ${rt.project}): ask an admin for an operator token`,
-      );
-    }
+    authorize(p, action, rt.project, {
+      doing: `${route === 'logs' || (route === 'kube' && action === 'read') ? 'read' : `use ${route}`} on edge ${edge}`,
+      notFound: `edge ${edge}`,
+    });
     const conn = this.opts.sync()?.connection(edge);
     if (!conn) {
       const since = rt.disconnectedAt

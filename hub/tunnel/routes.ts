@@ -4,10 +4,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { OutpostError } from '../../core/errors.js';
+import { OutpostError, toOutpostError } from '../../core/errors.js';
+import { rawErrorResponse } from '../../core/http.js';
 import { isValidName, type EdgeName } from '../../core/ids.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
-import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
+import type { TunnelStream } from '../../sync/tunnel.js';
 import type { Principal } from '../api/context.js';
 import type { GatewayLimits } from './gateway.js';
 import { withoutProxyCookie } from './proxy-session.js';
@@ -39,25 +40,6 @@ const HOP = new Set([
   'host',
 ]);
 
-const TUNNEL_STATUS: Record<string, [number, string]> = {
-  not_found: [404, 'not_found'],
-  forbidden: [403, 'forbidden'],
-  refused: [400, 'bad_request'],
-  unavailable: [502, 'bad_gateway'],
-  disconnected: [502, 'edge_disconnected'],
-  deadline: [504, 'deadline'],
-  budget: [413, 'too_large'],
-};
-
-function errorBody(err: unknown): { status: number; body: { error: { code: string; message: string } } } {
-  if (err instanceof OutpostError) return { status: err.status, body: err.toJSON() };
-  if (err instanceof TunnelError) {
-    const [status, code] = TUNNEL_STATUS[err.code] ?? [502, 'bad_gateway'];
-    return { status, body: { error: { code, message: err.message } } };
-  }
-  return { status: 500, body: { error: { code: 'internal', message: 'internal error on the hub; see its log' } } };
-}
-
 const KUBE_REASONS: Record<number, string> = {
   400: 'BadRequest',
   401: 'Unauthorized',
@@ -77,27 +59,23 @@ export function sendError(res: ServerResponse, err: unknown, kube = false): void
     res.destroy(err instanceof Error ? err : undefined);
     return;
   }
-  const { status, body } = errorBody(err);
+  const e = toOutpostError(err);
   const out = kube
     ? {
         kind: 'Status',
         apiVersion: 'v1',
         metadata: {},
         status: 'Failure',
-        message: body.error.message,
-        reason: KUBE_REASONS[status] ?? 'InternalError',
-        code: status,
+        message: e.message,
+        reason: KUBE_REASONS[e.status] ?? 'InternalError',
+        code: e.status,
       }
-    : body;
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+    : e.toJSON();
+  res.writeHead(e.status, { 'content-type': 'application/json' }).end(JSON.stringify(out));
 }
 
 function rawError(socket: Duplex, err: unknown): void {
-  const { status, body } = errorBody(err);
-  const text = JSON.stringify(body);
-  socket.end(
-    `HTTP/1.1 ${status} ${body.error.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
-  );
+  socket.end(rawErrorResponse(err));
 }
 
 function forwardHeaders(req: IncomingMessage, prefix: string): Record<string, string | string[]> {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatSelector, parseSelectorString } from '../../core/selector.js';
-import { ago, bytes, dateTime, duration, selectorString } from './format.js';
+import { ago, bytes, dateTime, duration } from './format.js';
 
 describe('format', () => {
   it('durations read naturally at every scale', () => {
@@ -25,13 +24,5 @@ describe('format', () => {
   it('dates are year-first to the second; sizes in binary units', () => {
     expect(dateTime(new Date(2026, 0, 2, 3, 4, 5).getTime())).toBe('2026-01-02 03:04:05');
     expect([undefined, 512, 1536, 24 * 1024 ** 3].map(bytes)).toEqual(['—', '512 B', '1.5 KiB', '24 GiB']);
-  });
-
-  it('selectorString renders selectors exactly as core/selector.ts does (the list API parses that form)', () => {
-    for (const s of ['region=eu', 'region=eu,tier!=small', 'gpu,!legacy', 'zone in (a,b),tier notin (x,y)', '']) {
-      const sel = parseSelectorString(s);
-      expect(selectorString(sel)).toBe(formatSelector(sel));
-    }
-    expect(selectorString(undefined)).toBe(formatSelector(undefined));
   });
 });

@@ -1,5 +1,4 @@
 /** Small formatting helpers shared by the pages. Pure: tested in format.test.ts. */
-import type { LabelSelector } from './types.js';
 
 /** `42s`, `5m`, `3h 2m`, `4d 1h` for a duration in milliseconds. */
 export function duration(ms: number): string {
@@ -49,21 +48,4 @@ export function plural(n: number, word: string, many = `${word}s`): string {
 /** JSON for a value shown inline (overrides, set values): short and unambiguous. */
 export function inlineValue(v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
-}
-
-/**
- * A selector in kubectl's `-l` syntax, the form the list API's `labelSelector` takes (the same
- * rendering as core/selector.ts `formatSelector`, which the browser build cannot import).
- */
-export function selectorString(sel: LabelSelector | undefined): string {
-  if (sel === undefined) return '<none>';
-  const parts = Object.entries(sel.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
-  for (const r of sel.matchExpressions ?? []) {
-    const vals = r.values ?? [];
-    if (r.operator === 'Exists') parts.push(r.key);
-    else if (r.operator === 'DoesNotExist') parts.push(`!${r.key}`);
-    else if (r.operator === 'NotIn' && vals.length === 1) parts.push(`${r.key}!=${vals[0]}`);
-    else parts.push(`${r.key} ${r.operator === 'In' ? 'in' : 'notin'} (${vals.join(',')})`);
-  }
-  return parts.length ? parts.join(',') : '<all>';
 }

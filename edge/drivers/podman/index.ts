@@ -26,6 +26,7 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { FAILED_RETRY_MS } from '../../../core/durations.js';
+import { parseImageRef } from '../../../core/images.js';
 import { createLogger } from '../../../core/logger.js';
 import type {
   Driver,
@@ -68,6 +69,25 @@ export interface PodmanDriverOptions {
 const REMOVE_ATTEMPTS = 4;
 
 const log = createLogger('edge:driver:podman');
+
+/** The registry access of one apply, as files podman reads. */
+interface PullFiles {
+  authFile: string;
+  certDirs: Map<string, string>;
+  insecure: Set<string>;
+}
+
+/** podman pull flags for an image on `host`. */
+function pullFlags(access: PullFiles | undefined, host: string): string[] {
+  if (!access) return [];
+  const cert = access.certDirs.get(host);
+  return [
+    '--authfile',
+    access.authFile,
+    ...(cert ? ['--cert-dir', cert] : []),
+    ...(access.insecure.has(host) ? ['--tls-verify=false'] : []),
+  ];
+}
 
 export function createPodmanDriver(opts: PodmanDriverOptions): Driver {
   return new PodmanDriver(opts);
@@ -171,9 +191,16 @@ class PodmanDriver implements Driver {
     // Pods of this very version are what is left of an earlier try: they are replaced, never a fallback.
     if (current.length) await this.removePods(unit.name, state?.graceSeconds ?? plan.graceSeconds, current);
     await this.writeVolumes(unit, plan);
-    const error =
-      (await this.ensureImages(unit.name, plan)) ??
-      (await this.play(unit, plan, old, state?.graceSeconds ?? plan.graceSeconds));
+    // Registry credentials exist on disk (0600) only while images are pulled and played.
+    const access = await this.writePullAccess(unit.name, plan);
+    let error: string | undefined;
+    try {
+      error =
+        (await this.ensureImages(unit.name, plan, access)) ??
+        (await this.play(unit, plan, old, state?.graceSeconds ?? plan.graceSeconds, access));
+    } finally {
+      await rm(this.pullDir(unit.name), { recursive: true, force: true });
+    }
     if (!error && old.length) {
       await this.removePods(unit.name, state?.graceSeconds ?? plan.graceSeconds, old).catch((err) =>
         log.warn({ workload: unit.name, err }, 'removing the previous version after an update'),
@@ -198,12 +225,41 @@ class PodmanDriver implements Driver {
     await this.pruneVolumes(unit.name, keep || undefined);
   }
 
+  private pullDir(workload: string): string {
+    return join(this.store.root, 'pull', workload);
+  }
+
+  /**
+   * Writes the plan's registry access for podman: `auth.json` (podman's --authfile) and one
+   * `--cert-dir` per registry with a CA bundle, under DATADIR/podman/pull/WORKLOAD (0700/0600).
+   */
+  private async writePullAccess(workload: string, plan: PodmanPlan): Promise<PullFiles | undefined> {
+    if (!plan.pull) return undefined;
+    const dir = this.pullDir(workload);
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const authFile = join(dir, 'auth.json');
+    await writeFile(authFile, plan.pull.authJson, { mode: 0o600 });
+    const certDirs = new Map<string, string>();
+    for (const [host, pem] of plan.pull.ca) {
+      const d = join(dir, 'certs', host.replace(/[^A-Za-z0-9.-]/g, '_'));
+      await mkdir(d, { recursive: true, mode: 0o700 });
+      await writeFile(join(d, 'ca.crt'), pem, { mode: 0o600 });
+      certDirs.set(host, d);
+    }
+    return { authFile, certDirs, insecure: plan.pull.insecure };
+  }
+
   /** Every image of the plan present locally, pulling those that are not; the error message otherwise. */
-  private async ensureImages(workload: string, plan: PodmanPlan): Promise<string | undefined> {
+  private async ensureImages(
+    workload: string,
+    plan: PodmanPlan,
+    access: PullFiles | undefined,
+  ): Promise<string | undefined> {
     const failed: { image: string; why: string }[] = [];
     for (const image of plan.images) {
       if ((await this.podman.run(['image', 'exists', image])).code === 0) continue;
-      const r = await this.podman.run(['pull', '--quiet', image]);
+      const r = await this.podman.run(['pull', '--quiet', ...pullFlags(access, parseImageRef(image).registry), image]);
       if (r.code !== 0) failed.push({ image, why: podmanError(r.stderr) });
     }
     if (failed.length === 0) return undefined;
@@ -273,6 +329,7 @@ class PodmanDriver implements Driver {
     plan: PodmanPlan,
     old: Scan['pods'],
     graceSeconds: number,
+    access: PullFiles | undefined,
   ): Promise<string | undefined> {
     const file = join(this.store.root, 'play', `${unit.name}.yaml`);
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
@@ -305,7 +362,14 @@ class PodmanDriver implements Driver {
           await rm(dataFile, { force: true });
         }
       }
-      const r = await this.podman.run(['kube', 'play', '--start=false', file]);
+      // The images were pulled above; the authfile is for a pull kube play makes by its own policy.
+      const r = await this.podman.run([
+        'kube',
+        'play',
+        '--start=false',
+        ...(access ? ['--authfile', access.authFile] : []),
+        file,
+      ]);
       created = true;
       if (r.code !== 0) {
         const message = await this.explainPlayFailure(plan, podmanError(r.stderr));

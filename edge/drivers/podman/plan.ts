@@ -20,6 +20,7 @@
  */
 import { stringify } from 'yaml';
 import { podTemplates } from '../../../core/manifest.js';
+import { DOCKER_CONFIG_KEY, DOCKER_CONFIG_TYPE, registryTlsOf } from '../../../core/images.js';
 import type { WorkloadUnit } from '../driver.js';
 
 export const LABEL_OWNER = 'outpost.dev/owner';
@@ -79,6 +80,19 @@ export interface PlannedSecret {
   data: string;
 }
 
+/**
+ * What pulling the plan's images needs from the registries they name: the auths of the
+ * `kubernetes.io/dockerconfigjson` Secrets the pods list in imagePullSecrets (the hub adds one for
+ * the project's Registry objects, core/images.ts), the CA bundles and the hosts not verified.
+ */
+export interface PullAccess {
+  /** The auth.json text (`{"auths": {...}}`), as podman's --authfile reads it. */
+  authJson: string;
+  /** PEM CA bundles by registry host. */
+  ca: Map<string, string>;
+  insecure: Set<string>;
+}
+
 export interface PodmanPlan {
   /** The multi-document YAML for `podman kube play`, without the PersistentVolumeClaims. */
   yaml: string;
@@ -89,6 +103,8 @@ export interface PodmanPlan {
   claimDocs: { volume: string; yaml: string }[];
   /** Every image the pods use (containers and init containers). */
   images: string[];
+  /** Present when the pods name pull Secrets. */
+  pull?: PullAccess;
   secrets: PlannedSecret[];
   volumes: PlannedVolume[];
   /** Pod templates by name, with how many pods each should have. */
@@ -200,6 +216,7 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     [LABEL_GENERATION]: String(unit.generation),
   };
   const usedSecrets = new Set<string>();
+  const pullSecrets = new Set<string>();
   const volumes: PlannedVolume[] = [];
   const probes: Record<string, Probe> = {};
   let grace: number | undefined;
@@ -228,6 +245,10 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     if (typeof spec.terminationGracePeriodSeconds === 'number')
       grace = Math.max(grace ?? 0, spec.terminationGracePeriodSeconds);
 
+    for (const r of Array.isArray(spec.imagePullSecrets) ? spec.imagePullSecrets : [])
+      if (isObj(r) && typeof r.name === 'string') pullSecrets.add(r.name);
+    // podman pulls with the driver's --authfile; kube play has no use for the names.
+    delete spec.imagePullSecrets;
     const fileVolumes = new Set<string>();
     for (const [vi, v] of (Array.isArray(spec.volumes) ? spec.volumes : []).entries()) {
       const vwhere = `${where}.spec.volumes[${vi}]`;
@@ -286,6 +307,7 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
         if (Number.isInteger(p.containerPort)) ports.add(p.containerPort);
   }
 
+  const pull = pullAccess(manifests, pullSecrets, secrets);
   const played = manifests.filter((m) => PLAYED_KINDS.has(m.kind) && m.kind !== 'PersistentVolumeClaim');
   return {
     yaml: played.map((m) => stringify(m)).join('---\n'),
@@ -293,6 +315,7 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
       .filter((m) => m.kind === 'PersistentVolumeClaim')
       .map((m) => ({ volume: m.metadata.name as string, yaml: stringify(m) })),
     images: [...images],
+    ...(pull ? { pull } : {}),
     secrets: [...usedSecrets].map((name) => ({
       name: secretName(owner, unit.name, name),
       data: JSON.stringify(Object.fromEntries([...secrets.get(name)!].map(([k, v]) => [k, v.toString('base64')]))),
@@ -305,4 +328,35 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     claims: claims.map((c) => claimVolumeName(c, owner)),
     ignored,
   };
+}
+
+/** The pull access of the named pull Secrets of the workload; a name it does not hold is skipped, as Kubernetes does. */
+function pullAccess(
+  manifests: Obj[],
+  names: Set<string>,
+  secrets: Map<string, Map<string, Buffer>>,
+): PullAccess | undefined {
+  if (names.size === 0) return undefined;
+  const auths: Record<string, unknown> = {};
+  const ca = new Map<string, string>();
+  const insecure = new Set<string>();
+  let any = false;
+  for (const m of manifests) {
+    if (m.kind !== 'Secret' || !names.has(m.metadata.name) || m.type !== DOCKER_CONFIG_TYPE) continue;
+    any = true;
+    const text = secrets.get(m.metadata.name)?.get(DOCKER_CONFIG_KEY)?.toString('utf8');
+    if (text) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw new UnsupportedUnitError(`Secret ${m.metadata.name}: ${DOCKER_CONFIG_KEY} is not JSON`);
+      }
+      if (isObj(parsed) && isObj(parsed.auths)) Object.assign(auths, parsed.auths);
+    }
+    const tls = registryTlsOf(isObj(m.metadata.annotations) ? m.metadata.annotations : undefined);
+    for (const [h, pem] of tls.ca) ca.set(h, pem);
+    for (const h of tls.insecure) insecure.add(h);
+  }
+  return any ? { authJson: JSON.stringify({ auths }), ca, insecure } : undefined;
 }

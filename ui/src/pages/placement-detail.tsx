@@ -10,7 +10,8 @@ import { DeleteButton } from '../components/delete-button.js';
 import { Link } from '../components/link.js';
 import { Pager } from '../components/pager.js';
 import { ReadyBar } from '../components/ready-bar.js';
-import { ago, selectorString } from '../format.js';
+import { formatSelector } from '../../../core/selector.js';
+import { ago } from '../format.js';
 import { useAction, useGet } from '../hooks.js';
 import { api, can, useApp } from '../store.js';
 import type { EdgeObj, List, PlacementObj, RolloutView } from '../types.js';
@@ -74,7 +75,7 @@ function MatchedEdges(props: { project: string; placement: PlacementObj }) {
   const sel = props.placement.spec.edgeSelector;
   const [cursors, setCursors] = useState<string[]>([]);
   // The hub filters: the selector in kubectl syntax is what the list API takes.
-  const selector = sel ? selectorString(sel) : undefined;
+  const selector = sel ? formatSelector(sel) : undefined;
   const list = useGet<List<EdgeObj>>(
     sel
       ? `/api/v1/projects/${enc(props.project)}/edges${query({ labelSelector: selector === '<all>' ? '' : selector, limit: 25, continue: cursors[cursors.length - 1] })}`
@@ -255,7 +256,7 @@ export function PlacementDetail(props: { name: string }) {
                 </dd>
                 <dt>Edge selector</dt>
                 <dd>
-                  <code>{x.spec.edgeSelector ? selectorString(x.spec.edgeSelector) : 'none (named edges only)'}</code>
+                  <code>{x.spec.edgeSelector ? formatSelector(x.spec.edgeSelector) : 'none (named edges only)'}</code>
                 </dd>
                 <dt>Selected edges</dt>
                 <dd>{x.status.selectedEdges}</dd>

@@ -4,12 +4,12 @@ import { Badge } from '../components/badge.js';
 import { Link } from '../components/link.js';
 import { ObjectList } from '../components/object-list.js';
 import { ReadyBar } from '../components/ready-bar.js';
-import { selectorString } from '../format.js';
+import { formatSelector } from '../../../core/selector.js';
 import type { PlacementObj } from '../types.js';
 
 export function selectorText(p: PlacementObj): string {
   const parts: string[] = [];
-  if (p.spec.edgeSelector) parts.push(selectorString(p.spec.edgeSelector));
+  if (p.spec.edgeSelector) parts.push(formatSelector(p.spec.edgeSelector));
   if (p.spec.edges?.length) parts.push(`edges: ${p.spec.edges.join(', ')}`);
   return parts.join(' + ');
 }

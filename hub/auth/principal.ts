@@ -1,0 +1,38 @@
+/**
+ * @module Who is calling the hub's API: the principal of the API token in an `Authorization:
+ * Bearer` header, checked in one place for the REST API, its SSE stream, the tunnel and the blob
+ * routes. (Edges authenticate at the sync upgrade with their credential instead: sync/server.ts,
+ * with the same header parser, core/http.ts.)
+ */
+import { OutpostError } from '../../core/errors.js';
+import { bearerToken } from '../../core/http.js';
+import type { Principal } from './roles.js';
+
+/** An authenticated API token: its role and project (`*` spans projects), and which token it is. */
+export interface ApiPrincipal extends Principal {
+  tokenId: string;
+}
+
+export type VerifyApiToken = (token: string) => ApiPrincipal | null;
+
+export const MISSING_TOKEN = 'missing bearer token: pass --token, set OUTPOST_TOKEN, or run `outpost login`';
+
+/**
+ * The principal of a bearer token; throws 401 naming the fix when the token is missing
+ * (`missing` says how to pass one) or unknown, expired or revoked.
+ */
+export function principalOf(verify: VerifyApiToken, token: string | null, missing = MISSING_TOKEN): ApiPrincipal {
+  if (!token) throw new OutpostError('unauthorized', missing);
+  const p = verify(token);
+  if (!p)
+    throw new OutpostError(
+      'unauthorized',
+      'the token is not valid (unknown, expired or revoked): ask an admin for a new one and run `outpost login` again',
+    );
+  return p;
+}
+
+/** principalOf the `Authorization` header's bearer token. */
+export function principalFromHeader(verify: VerifyApiToken, header: string | null | undefined): ApiPrincipal {
+  return principalOf(verify, bearerToken(header));
+}

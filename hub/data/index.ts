@@ -1,0 +1,51 @@
+/**
+ * @module The hub's end of the files edges' workloads export (docs/data.md): the `data-file`
+ * stream an edge opens once a file's blob is on the hub (edge/data/egress.ts). Peer input is
+ * untrusted: the header is checked against one schema, and the blob must already be in the
+ * edge's own project, so an edge can name only bytes it (or its project) holds.
+ */
+import type { BlobDigest } from '../../core/blobs.js';
+import { DataFileRecord } from '../../core/data.js';
+import type { EdgeName } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { TunnelError, type TunnelErrorCode, type TunnelStream } from '../../sync/tunnel.js';
+import type { HubBlobs } from '../blobs/index.js';
+import { edgeRuntime } from '../controllers/edges.js';
+import { migrateDataFiles, putDataFile } from '../state/data-files.js';
+
+const log = createLogger('hub:data');
+
+export class HubDataFiles {
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly blobs: HubBlobs,
+  ) {
+    migrateDataFiles(db);
+  }
+
+  /** A `data-file` stream the edge opened. */
+  serve(edge: EdgeName, s: TunnelStream): void {
+    s.on('error', () => undefined);
+    const refuse = (code: TunnelErrorCode, message: string): void => void s.destroy(new TunnelError(code, message));
+    const parsed = DataFileRecord.safeParse(s.header);
+    if (!parsed.success) return refuse('refused', `malformed data-file record: ${parsed.error.issues[0]?.message}`);
+    const r = parsed.data;
+    const rt = edgeRuntime(this.db, edge);
+    if (!rt) return refuse('forbidden', `edge ${edge} is not enrolled`);
+    const digest = r.digest as BlobDigest;
+    const blob = this.blobs.get(rt.project, digest);
+    if (!blob) return refuse('not_found', `blob ${digest} not found in project ${rt.project}: send it first`);
+    if (blob.size !== r.size) return refuse('refused', `blob ${digest} holds ${blob.size} bytes, not ${r.size}`);
+    try {
+      putDataFile(this.db, rt.project, { edge, ...r, digest });
+    } catch (err) {
+      log.error({ err, edge }, 'recording an exported file failed');
+      return refuse('internal', 'the hub could not record the file; the edge retries');
+    }
+    s.resume();
+    s.sendMeta({ ok: true });
+    s.end();
+    log.info({ edge, workload: r.workload, path: r.path, size: r.size }, 'exported file recorded');
+  }
+}

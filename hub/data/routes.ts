@@ -1,0 +1,34 @@
+/**
+ * @module `GET /api/v1/projects/P/edges/E/data-files[?workload=W][&path=TARGET/FILE]`: the files an
+ * edge's workloads exported (docs/data.md). The bytes are a blob of the project: fetch them with
+ * `GET /api/v1/projects/P/blobs/DIGEST` (resumable with Range), as `outpost data get` does.
+ */
+import { Hono } from 'hono';
+import { isExportPath } from '../../core/data.js';
+import { OutpostError } from '../../core/errors.js';
+import { isValidName } from '../../core/ids.js';
+import { authorize, type Env, type HubDeps } from '../api/context.js';
+import { listDataFiles } from '../state/data-files.js';
+
+export function dataRoutes(deps: HubDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  app.get('/projects/:project/edges/:name/data-files', (c) => {
+    const project = c.req.param('project');
+    authorize(deps, c, 'read', project);
+    const edge = c.req.param('name');
+    const workload = c.req.query('workload');
+    const path = c.req.query('path');
+    if (!isValidName(edge)) throw new OutpostError('bad_request', `invalid edge name "${edge.slice(0, 80)}"`);
+    if (workload !== undefined && !isValidName(workload))
+      throw new OutpostError('bad_request', `invalid workload name "${workload.slice(0, 80)}"`);
+    if (path !== undefined && !isExportPath(path))
+      throw new OutpostError('bad_request', 'path must be TARGET/relative/path, without . or .. segments');
+    return c.json({
+      items: listDataFiles(deps.db, project, edge, {
+        ...(workload !== undefined ? { workload } : {}),
+        ...(path !== undefined ? { path } : {}),
+      }),
+    });
+  });
+  return app;
+}
