@@ -14,7 +14,7 @@ export function dataRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
   app.get('/projects/:project/edges/:name/data-files', (c) => {
     const project = c.req.param('project');
-    authorize(deps, c, 'read', project);
+    authorize(c, 'read', project);
     const edge = c.req.param('name');
     const workload = c.req.query('workload');
     const path = c.req.query('path');
