@@ -124,7 +124,8 @@ beforeAll(async () => {
     await waitFor(
       () => (/outpost edge \S+ running/.test(p.err) ? true : p.alive ? null : Promise.reject(new Error(p.err))),
       {
-        timeout: 60_000,
+        // Five agents start at once on a shared 2-core machine: give them time.
+        timeout: 120_000,
         what: `edge ${name} running`,
       },
     );
