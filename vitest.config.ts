@@ -14,7 +14,7 @@ export default defineConfig({
       'ui/**/*.test.ts',
     ],
     // Builds (once per machine, cached) the real kube-apiserver the kubernetes driver tests start.
-    globalSetup: ['test/kube/global-setup.ts'],
+    globalSetup: ['test/kube/global-setup.ts', 'test/leak-check.ts'],
     // Integration tests spawn real processes and sockets; the machines are shared and noisy.
     testTimeout: 60_000,
     hookTimeout: 60_000,

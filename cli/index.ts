@@ -12,6 +12,7 @@
 import type { Command } from 'commander';
 import { registerAgentCommands } from './cmd-agent.js';
 import { registerBlobCommands } from './cmd-blob.js';
+import { registerImageCommands } from './cmd-image.js';
 import { registerDataCommands } from './cmd-data.js';
 import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
 import { registerLogin } from './cmd-login.js';
@@ -57,6 +58,7 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerTokenCommands(program, d);
   registerTunnelCommands(program, d);
   registerBlobCommands(program, d);
+  registerImageCommands(program, d);
   registerDataCommands(program, d);
   registerPackageCommands(program, d);
   registerAgentCommands(program, d);

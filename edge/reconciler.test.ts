@@ -11,7 +11,7 @@ import { edgeName, mailboxDocId } from '../core/ids.js';
 import { initReport, initSpec, putSpecWorkload, readReport, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
 import type { Manifest } from '../core/resources.js';
 import { ReplicaStore } from '../sync/store.js';
-import { waitFor } from './drivers/driver.case.js';
+import { waitFor } from '../test/helpers.js';
 import type { Driver } from './drivers/driver.js';
 import { createProcessDriver } from './drivers/process/index.js';
 import { killAll } from './drivers/process/testing.js';
@@ -60,10 +60,13 @@ describe('reconciler', () => {
     const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
     setSpec(1, pod(['/bin/sh', '-c', 'exec sleep 600']));
     await r.trigger();
-    await waitFor('generation 1 Ready', async () => {
-      await r.trigger();
-      return reported()?.phase === 'Ready';
-    });
+    await waitFor(
+      async () => {
+        await r.trigger();
+        return reported()?.phase === 'Ready';
+      },
+      { what: 'generation 1 Ready' },
+    );
 
     const bin = join(dir, 'bin', 'app-v2');
     setSpec(2, pod([bin]));
@@ -75,9 +78,12 @@ describe('reconciler', () => {
     await mkdir(join(dir, 'bin'));
     await writeFile(bin, '#!/bin/sh\nexec sleep 600\n');
     await chmod(bin, 0o755);
-    await waitFor('generation 2 Ready after a retry', async () => {
-      await r.trigger();
-      return reported()?.phase === 'Ready' && reported()?.observedGeneration === 2;
-    });
+    await waitFor(
+      async () => {
+        await r.trigger();
+        return reported()?.phase === 'Ready' && reported()?.observedGeneration === 2;
+      },
+      { what: 'generation 2 Ready after a retry' },
+    );
   });
 });

@@ -160,34 +160,3 @@ export function nextResourceVersion(db: SqliteDatabase): number {
   ).get() as { value: number };
   return r.value;
 }
-
-export interface EventRecord {
-  id: number;
-  at: number;
-  project: string;
-  kind: string;
-  name: string;
-  reason: string;
-  message: string;
-}
-
-export function recordEvent(db: SqliteDatabase, e: Omit<EventRecord, 'id' | 'at'> & { at?: number }): void {
-  cachedStatement(db, 'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)').run(
-    e.at ?? Date.now(),
-    e.project,
-    e.kind,
-    e.name,
-    e.reason,
-    e.message,
-  );
-}
-
-/** Rewrites one event in place (coalescing repeated ones, hub/connection-history.ts). */
-export function updateEvent(db: SqliteDatabase, id: number, e: { at: number; reason: string; message: string }): void {
-  cachedStatement(db, 'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?').run(
-    e.at,
-    e.reason,
-    e.message,
-    id,
-  );
-}

@@ -13,7 +13,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import { OFFLINE_AFTER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
+import { REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
 import { createLogger, throttle } from '../core/logger.js';
@@ -22,28 +22,31 @@ import { buildInfo } from '../core/version.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import { ReplicaStore } from '../sync/store.js';
-import { inTransaction, isCorruptDatabase } from '../sync/sqlite.js';
+import { isCorruptDatabase } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
+import { handleImageRequest, ImageCache } from './images/cache.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
 import { HubDataFiles } from './data/index.js';
 import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
-import { changeFeed, type ChangeFeed } from './api/stream.js';
+import { ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub } from './db.js';
-import { pruneHistory, recordConnect, recordDisconnect, recordHubStop } from './connection-history.js';
+import { EdgeLifecycle } from './edges/lifecycle.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
 import { ObjectStore, sealedKeyId } from './objects.js';
+import { SqliteAssignmentStore } from './state/assignments.js';
+import { sqliteHubState, type HubState } from './state/index.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -107,6 +110,8 @@ export interface Hub {
   caPem?: string;
   caFingerprint?: string;
   store: ReplicaStore;
+  /** The hub's tables (hub/state/). */
+  state: HubState;
   scheduler: Scheduler;
   objects: ObjectStore;
   sync: SyncServer;
@@ -142,6 +147,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const reportChanged = new Set<string>();
   const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
+  let state: HubState | undefined;
   const dbFile = path.join(opts.dataDir, 'hub.db');
   const store = await ReplicaStore.open(dbFile, {
     memoryBudgetBytes: opts.memoryBudgetBytes ?? HUB_DOC_CACHE_BYTES,
@@ -151,7 +157,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // change: a third of a fan-out's spec writes (docs/benchmarks.md, issue #17).
     onChange: (c) => {
       if (c.origin === 'remote') {
-        const r = projectReport(c.db, c.id, c.doc);
+        const r = state && projectReport(state, c.id, c.doc);
         if (r) reportChanged.add(r.edge);
         if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
@@ -184,7 +190,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const db = store.db;
   migrateHub(db);
-  changes = changeFeed(db);
+  state = sqliteHubState(db);
+  changes = new ChangeFeed(state);
   auth.migrateAuth(db);
   const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
   const objects = new ObjectStore(db, secrets);
@@ -207,7 +214,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const fingerprint = tls?.caFingerprint ?? null;
 
   // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
-  const metrics = createHubMetrics({ db, store, objects, scheduler: sched, sync: () => sync });
+  const metrics = createHubMetrics({ state, store, objects, scheduler: sched, sync: () => sync });
   const { registry, refused, heartbeats, throttled } = metrics;
 
   const hubAuth: HubAuth = {
@@ -251,11 +258,24 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const releaseKey = ensureReleaseKey(opts.dataDir);
   upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
   upgrades.start();
+  const edges = new EdgeLifecycle({
+    state,
+    objects,
+    store,
+    scheduler: sched,
+    assignments: new SqliteAssignmentStore(db),
+    credentials: hubAuth,
+    disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
+    requireApproval: !!opts.requireApproval,
+  });
   const app = createApi({
     releases: new AgentReleases(blobs, releaseKey),
     upgrades,
     catalog,
     db,
+    state,
+    edges,
+    changes,
     store,
     objects,
     scheduler,
@@ -266,25 +286,28 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     caPem: tls?.caPem,
     metricsText: () => registry.metrics(),
     metricsContentType: registry.contentType,
-    disconnectEdge: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
   });
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const transfers = new HubTransfers(db, blobs, registry);
-  const dataFiles = new HubDataFiles(db, blobs);
+  const transfers = new HubTransfers(state.edges, blobs, registry);
+  const dataFiles = new HubDataFiles(db, blobs, state.edges);
   const tunnel = new TunnelGateway({
     db,
+    edges: state.edges,
     auth: hubAuth,
     sync: () => sync,
     registry,
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
+  const images = new ImageCache(db, blobs);
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
       return;
     }
+    // The image cache's OCI pull API (/v2/...) and its tag route stream blobs like the blob routes.
+    if (handleImageRequest({ cache: images, blobs, auth: hubAuth }, req, res)) return;
     if (!req.complete) {
       const t = setTimeout(() => req.destroy(), REQUEST_BODY_TIMEOUT_MS);
       t.unref();
@@ -303,26 +326,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
-  // Heartbeats are recorded in batches: one UPDATE per heartbeat, each its own commit, was ~0.3 ms
-  // of hub CPU apiece, and 10,000 edges send 1,000 a second. last_seen lags at most a second,
-  // against an offline threshold of three heartbeat intervals.
-  const touch = db.prepare('UPDATE edge_runtime SET last_seen = ? WHERE name = ?');
-  const seen = new Map<string, number>();
-  const flushSeen = () => {
-    if (seen.size === 0) return;
-    const batch = [...seen];
-    seen.clear();
-    try {
-      inTransaction(db, () => {
-        for (const [edge, at] of batch) touch.run(at, edge);
-      });
-    } catch (err) {
-      log.warn({ err, edges: batch.length }, 'could not record heartbeats (retried with the next ones)');
-      for (const [edge, at] of batch) if (!seen.has(edge)) seen.set(edge, at);
-    }
-  };
-  const seenTimer = setInterval(flushSeen, 1_000);
-  seenTimer.unref();
   const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
   sync = new SyncServer({
     store,
@@ -337,21 +340,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         ? undefined
         : `this edge was decommissioned on ${new Date(at).toISOString()}: it is no longer part of the fleet; run outpost edge uninstall on it, or enroll it again with a new join token`;
     },
-    // One transaction per connect or disconnect (three writes): a reconnect storm is thousands.
-    onConnect: (conn) => {
-      recordConnect(db, conn);
-      sched.markStatus(conn.edge, 'connectivity');
-    },
+    onConnect: (conn) => edges.connected(conn),
     onDisconnect: (conn, code, reason) => {
-      recordDisconnect(db, conn.edge, code, reason);
-      sched.markStatus(conn.edge, 'connectivity');
+      edges.disconnected(conn.edge, code, reason);
       tunnel.onDisconnect(conn);
       metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
     onHeartbeat: (edge) => {
       heartbeats.inc();
-      seen.set(edge, Date.now());
+      edges.heartbeat(edge);
     },
     onRefused: (_edge, code) => refused.inc({ code }),
     onThrottled: (edge) => {
@@ -365,28 +363,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   sync.attach(server);
 
-  // History retention (hub/connection-history.ts): at start, then every 10 minutes.
-  const prune = () => {
-    try {
-      const n = pruneHistory(db);
-      if (n.events || n.connections) log.info(n, 'pruned events and connection history past retention');
-    } catch (err) {
-      log.warn({ err }, 'pruning history failed; retried in 10 minutes');
-    }
-  };
-  prune();
-  const pruneTimer = setInterval(prune, 10 * 60_000);
-  pruneTimer.unref();
-
-  // Rollouts and Stale states depend on time passing: re-plan edges that went quiet.
-  const offlineTimer = setInterval(() => {
-    const cutoff = Date.now() - OFFLINE_AFTER_MS;
-    const quiet = db
-      .prepare('SELECT name, project FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?')
-      .all(cutoff) as { name: string; project: string }[];
-    for (const q of quiet) sched.markStatus(q.name, 'connectivity');
-  }, OFFLINE_AFTER_MS / 3);
-  offlineTimer.unref();
+  // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
+  edges.start();
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -416,6 +394,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     caPem: tls?.caPem,
     caFingerprint: tls?.caFingerprint,
     store,
+    state,
     scheduler,
     objects,
     sync,
@@ -424,16 +403,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       blobs.stop();
       upgrades?.stop();
       await catalog.stop();
-      clearInterval(offlineTimer);
-      clearInterval(pruneTimer);
-      clearInterval(seenTimer);
-      flushSeen();
       changes?.close();
       tunnel.close();
-      // Every connected edge is disconnected by the stop: one statement each, not one transaction
-      // and event per edge (the sync server skips onDisconnect while closing).
-      const n = recordHubStop(db);
-      if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
+      edges.stop();
       await sync!.close();
       // Idle keep-alive API connections would hold close() for their timeout: end them now.
       const closed = new Promise<void>((r) => server.close(() => r()));

@@ -18,12 +18,12 @@ import type { Placement } from '../core/resources.js';
 import type { RolloutPhase } from '../core/rollout.js';
 import { BROKEN_STATES } from '../core/summary.js';
 import type { SyncServer } from '../sync/server.js';
-import { cachedStatement, type SqliteDatabase } from '../sync/sqlite.js';
 import type { ReplicaStore } from '../sync/store.js';
-import { edgeLiveness, edgePhase } from './controllers/edges.js';
+import { edgePhase } from './edges/phase.js';
 import type { Scheduler } from './controllers/scheduler.js';
 import { placementStatus } from './controllers/status.js';
 import type { ObjectStore } from './objects.js';
+import type { HubState } from './state/index.js';
 
 const PHASES: RolloutPhase[] = ['Progressing', 'Paused', 'Complete', 'Failed', 'Pending'];
 
@@ -38,13 +38,13 @@ export interface HubMetrics {
 }
 
 export function createHubMetrics(o: {
-  db: SqliteDatabase;
+  state: HubState;
   store: ReplicaStore;
   objects: ObjectStore;
   scheduler: Scheduler;
   sync: () => SyncServer | undefined;
 }): HubMetrics {
-  const { db, store, objects, scheduler } = o;
+  const { state, store, objects, scheduler } = o;
   const registry = new client.Registry();
   collectProcessMetrics(registry, 'outpost_hub_');
   const refused = new client.Counter({
@@ -76,7 +76,7 @@ export function createHubMetrics(o: {
     help: 'Enrolled edges',
     registers: [registry],
     collect() {
-      this.set((cachedStatement(db, 'SELECT COUNT(*) c FROM edge_runtime').get() as { c: number }).c);
+      this.set(state.edges.count());
     },
   });
   new client.Gauge({
@@ -87,7 +87,7 @@ export function createHubMetrics(o: {
     collect() {
       const now = Date.now();
       const n: Record<string, number> = { Online: 0, Offline: 0, Pending: 0 };
-      for (const l of edgeLiveness(db, '*').values()) n[edgePhase(l, now)]++;
+      for (const l of state.edges.liveness('*').values()) n[edgePhase(l, now)]++;
       for (const [state, v] of Object.entries(n)) this.set({ state }, v);
     },
   });
@@ -99,11 +99,8 @@ export function createHubMetrics(o: {
     collect() {
       this.reset();
       const now = Date.now();
-      for (const r of cachedStatement(
-        db,
-        'SELECT name, project, last_seen FROM edge_runtime WHERE last_seen IS NOT NULL',
-      ).all() as { name: string; project: string; last_seen: number }[])
-        this.set({ project: r.project, edge: r.name }, Math.max(0, (now - r.last_seen) / 1000));
+      for (const r of state.edges.lastSeenAll())
+        this.set({ project: r.project, edge: r.name }, Math.max(0, (now - r.lastSeen) / 1000));
     },
   });
   new client.Gauge({
@@ -129,7 +126,7 @@ export function createHubMetrics(o: {
   const placementRows = (): Row[] =>
     objects.list<Placement>('Placement', '*').map((p) => {
       const r = scheduler.rollout(p.metadata.project, p.metadata.name);
-      const s = placementStatus(db, p, r);
+      const s = placementStatus(state, p, r);
       let broken = 0;
       for (const [state, n] of Object.entries(s.summary.states))
         if (BROKEN_STATES.has(state as never)) broken += n ?? 0;

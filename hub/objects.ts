@@ -24,7 +24,8 @@ import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
 import { egressOf } from '../core/data.js';
-import { nextResourceVersion, recordEvent } from './db.js';
+import { nextResourceVersion } from './db.js';
+import { recordEvent } from './state/events.js';
 import { HUB_SEALED_PREFIX } from '../core/secrets.js';
 import type { HubSecrets } from './secrets.js';
 import { sealRegistrySpec } from './images/registries.js';
@@ -373,6 +374,18 @@ export class ObjectStore {
       for (const l of this.listeners) l({ kind, project, name, before: cur });
       return cur;
     });
+  }
+
+  /**
+   * Removes an object without an event or a change hook: for a decommissioned edge, whose own
+   * Decommissioned event says it all and whose scheduler work is announced by its caller.
+   */
+  forget(kind: Kind, project: string, name: string): void {
+    cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(
+      kind,
+      project,
+      name,
+    );
   }
 
   revisions(project: string, workload: string): Revision[] {

@@ -17,12 +17,15 @@ export function rssMb(pid: number): number {
   return m ? Math.round(Number(m[1]) / 1024) : 0;
 }
 
-/** Polls `fn` until it returns a truthy value or the deadline passes (then throws with the last value). */
+/**
+ * The one poll-until helper of the tests: polls `fn` until it returns a truthy value or the
+ * deadline passes (default 30 s; then throws naming `what` and the last value or error).
+ */
 export async function waitFor<T>(
   fn: () => T | Promise<T>,
   opts: { timeout?: number; interval?: number; what?: string } = {},
 ): Promise<NonNullable<T>> {
-  const deadline = Date.now() + (opts.timeout ?? 20_000);
+  const deadline = Date.now() + (opts.timeout ?? 30_000);
   let last: unknown;
   for (;;) {
     try {

@@ -51,6 +51,7 @@
  */
 import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/helpers.js';
 import { freePort } from '../../test/ports.js';
 import type { Driver, WorkloadObservation, WorkloadUnit } from './driver.js';
 
@@ -66,31 +67,6 @@ export interface DriverHarness {
   capabilities: { exec: boolean };
   timeouts?: { ready?: number };
   cleanup: () => Promise<void>;
-}
-
-/** Polls `fn` until it returns a value that is not undefined/false, or throws with the last state seen. */
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v as T;
-      last = v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const detail = last instanceof Error ? last.message : JSON.stringify(last);
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${detail})`);
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
 }
 
 export { freePort };
@@ -141,23 +117,21 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
       ms = readyMs,
     ): Promise<WorkloadObservation> =>
       waitFor(
-        `${name} ${what}`,
         async () => {
           const o = await observe(driver, name);
           return o && pred(o) ? o : undefined;
         },
-        ms,
+        { what: `${name} ${what}`, timeout: ms },
       );
     const waitReady = (name: string): Promise<WorkloadObservation> =>
       waitPhase(name, (o) => o.phase === 'Ready', 'to be Ready');
     const waitServes = async (name: string, port: number, version: string): Promise<void> => {
       const ep = await driver.endpoint(name, port);
       expect(ep, `endpoint(${name}, ${port})`).not.toBeNull();
-      await waitFor(
-        `${name} to serve ${version} on ${ep!.host}:${ep!.port}`,
-        async () => (await httpBody(ep!.host, ep!.port)).includes(version),
-        readyMs,
-      );
+      await waitFor(async () => (await httpBody(ep!.host, ep!.port)).includes(version), {
+        what: `${name} to serve ${version} on ${ep!.host}:${ep!.port}`,
+        timeout: readyMs,
+      });
     };
 
     beforeEach(async () => {
@@ -246,7 +220,10 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
       await waitServes('gone', port, 'v1');
       await driver.remove('gone');
       expect(await observe(driver, 'gone')).toBeUndefined();
-      await waitFor(`port ${ep!.port} to close`, async () => !(await portOpen(ep!.host, ep!.port)), readyMs);
+      await waitFor(async () => !(await portOpen(ep!.host, ep!.port)), {
+        what: `port ${ep!.port} to close`,
+        timeout: readyMs,
+      });
       await driver.remove('gone');
       await driver.remove('never-applied');
     });
@@ -260,7 +237,10 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
       await waitServes('cycle', port, 'v1');
 
       await driver.stopWorkload('cycle');
-      await waitFor(`port ${ep!.port} to close after stop`, async () => !(await portOpen(ep!.host, ep!.port)), readyMs);
+      await waitFor(async () => !(await portOpen(ep!.host, ep!.port)), {
+        what: `port ${ep!.port} to close after stop`,
+        timeout: readyMs,
+      });
       const stopped = await waitPhase('cycle', (o) => o.phase !== 'Ready', 'to leave Ready after stop');
       expect(stopped.hash).toBe(unit.hash);
 
@@ -270,7 +250,10 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
 
       const before = await h.identity('cycle');
       await driver.restartWorkload('cycle');
-      await waitFor('a new identity after restart', async () => (await h.identity('cycle')) !== before, readyMs);
+      await waitFor(async () => (await h.identity('cycle')) !== before, {
+        what: 'a new identity after restart',
+        timeout: readyMs,
+      });
       await waitReady('cycle');
       await waitServes('cycle', port, 'v1');
     });
@@ -278,13 +261,12 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
     it('shows the tail of the logs and follows new lines until aborted', async () => {
       await apply(h.ticker('ticker'));
       await waitFor(
-        'a few ticks in the logs',
         async () => {
           const lines: string[] = [];
           for await (const l of driver.logs('ticker', { tail: 100 })) lines.push(l);
           return lines.filter((l) => /tick \d+/.test(l)).length >= 3;
         },
-        readyMs,
+        { what: 'a few ticks in the logs', timeout: readyMs },
       );
       const tail: string[] = [];
       for await (const l of driver.logs('ticker', { tail: 2 })) tail.push(l);
@@ -345,7 +327,7 @@ export function driverSuite(driverName: string, setup: () => Promise<DriverHarne
       if (h.foreign) await h.foreign('stranger');
       await apply(h.ticker('mine-a'));
       await apply(h.ticker('mine-b'));
-      await waitFor('both workloads listed', async () => (await driver.list()).length >= 2, readyMs);
+      await waitFor(async () => (await driver.list()).length >= 2, { what: 'both workloads listed', timeout: readyMs });
       const names = (await driver.list()).map((w) => w.name).sort();
       expect(names).toEqual(['mine-a', 'mine-b']);
     });

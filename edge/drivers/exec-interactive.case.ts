@@ -7,6 +7,7 @@
  * it('execInteractive', () => checkInteractiveExec(driver, 'shell'));
  */
 import { expect } from 'vitest';
+import { waitFor } from '../../test/helpers.js';
 import type { Driver, InteractiveExec } from './driver.js';
 
 function collect(p: InteractiveExec): { out: () => string; err: () => string } {
@@ -17,14 +18,6 @@ function collect(p: InteractiveExec): { out: () => string; err: () => string } {
   return { out: () => out, err: () => err };
 }
 
-async function until(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 export async function checkInteractiveExec(driver: Driver, workload: string): Promise<void> {
   expect(driver.execInteractive, `the ${driver.name} driver implements execInteractive`).toBeTypeOf('function');
   const exec = driver.execInteractive!.bind(driver);
@@ -33,9 +26,9 @@ export async function checkInteractiveExec(driver: Driver, workload: string): Pr
   const sh = await exec(workload, ['sh'], {});
   const shOut = collect(sh);
   sh.stdin.write('echo "$GREETING-$((6*7))"\n');
-  await until(() => shOut.out().includes('hello-42\n'), `the first answer (stdout: ${shOut.out()})`);
+  await waitFor(() => shOut.out().includes('hello-42\n'), { what: 'the first answer on stdout', interval: 25 });
   sh.stdin.write('echo oops >&2\n');
-  await until(() => shOut.err().includes('oops\n'), 'stderr');
+  await waitFor(() => shOut.err().includes('oops\n'), { what: 'stderr', interval: 25 });
   sh.stdin.write('exit 7\n');
   expect(await sh.exit).toBe(7);
 

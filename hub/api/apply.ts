@@ -13,7 +13,7 @@ import type { Edge, Placement, Resource, Workload } from '../../core/resources.j
 import { selectEdges } from '../../core/selector.js';
 import { inTransaction } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';
-import { edgeLiveness, edgeRuntime, schedulableEdges } from '../controllers/edges.js';
+import { schedulableEdges } from '../edges/phase.js';
 import { assignmentsForPlacement, assignmentsForWorkload } from '../controllers/scheduler.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
@@ -102,7 +102,7 @@ class ProjectView {
   selected(p: Placement): string[] {
     this.edges ??= schedulableEdges(
       this.deps.objects.list<Edge>('Edge', this.project),
-      edgeLiveness(this.deps.db, this.project),
+      this.deps.state.edges.liveness(this.project),
     );
     return selectEdges(this.edges, p.spec);
   }
@@ -157,7 +157,7 @@ function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: R
   const out = new Set<string>();
   const drivers = new Map<string, string | undefined>();
   const driverOf = (edge: string) => {
-    if (!drivers.has(edge)) drivers.set(edge, edgeRuntime(deps.db, edge)?.inventory?.driver);
+    if (!drivers.has(edge)) drivers.set(edge, deps.state.edges.get(edge)?.inventory?.driver);
     return drivers.get(edge);
   };
   for (const v of batch) {

@@ -17,6 +17,9 @@ import type { Scheduler } from '../controllers/scheduler.js';
 import type { ObjectStore } from '../objects.js';
 import type { AgentUpgradeStatus } from '../upgrades/controller.js';
 import type { HubSecrets } from '../secrets.js';
+import type { EdgeLifecycle } from '../edges/lifecycle.js';
+import type { HubState } from '../state/index.js';
+import type { ChangeFeed } from './stream.js';
 
 export type { Action, Role };
 
@@ -55,6 +58,12 @@ export interface HubAuth {
 
 export interface HubDeps {
   db: SqliteDatabase;
+  /** The hub's tables (hub/state/): the API reads and writes them only through these. */
+  state: HubState;
+  /** An edge's life: enroll, approve, label, drain, decommission (hub/edges/lifecycle.ts). */
+  edges: EdgeLifecycle;
+  /** Live updates for the UI's stream (hub/api/stream.ts). */
+  changes: ChangeFeed;
   store: ReplicaStore;
   objects: ObjectStore;
   scheduler: Scheduler;
@@ -66,8 +75,6 @@ export interface HubDeps {
   caPem?: string;
   metricsText(): Promise<string>;
   metricsContentType: string;
-  /** Closes an edge's live connection (decommission). */
-  disconnectEdge(edge: string, message: string): void;
   /** Versioned packages and their deployments (hub/catalog/). */
   catalog?: Catalog;
   /** Signs agent releases (hub/upgrades/releases.ts); its public key goes to edges at enrollment. */

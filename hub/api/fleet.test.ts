@@ -1,4 +1,8 @@
-/** Edges online over time and counts by phase, computed from the hub's real SQLite tables. */
+/**
+ * Edges online over time and counts by phase, computed from the hub's real SQLite tables. The rows
+ * are written directly: some states here (a connection a crashed hub never closed) are what no
+ * single call of hub/state/edges.ts makes.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,10 +10,12 @@ import { OFFLINE_AFTER_MS } from '../../core/durations.js';
 import { openDatabase, type SqliteDatabase } from '../../sync/sqlite.js';
 import { tempDir } from '../../test/helpers.js';
 import { migrateHub } from '../db.js';
+import { sqliteEdgeState, type EdgeState } from '../state/edges.js';
 import { edgeCounts, edgesOnline } from './fleet.js';
 
 let dir: string;
 let db: SqliteDatabase;
+let edges: EdgeState;
 const H = 3_600_000;
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 
@@ -17,6 +23,7 @@ beforeEach(() => {
   dir = tempDir('outpost-fleet-test-');
   db = openDatabase(path.join(dir, 'hub.db'));
   migrateHub(db);
+  edges = sqliteEdgeState(db);
 });
 afterEach(() => {
   db.close();
@@ -52,7 +59,7 @@ describe('edgesOnline', () => {
     conn('a', NOW - 4 * H, NOW - 3.5 * H); // overlaps the first: still one edge
     conn('a', NOW - 1 * H, null); // the current connection
     conn('b', NOW - 4.5 * H, NOW - 2 * H);
-    const r = edgesOnline(db, 'p', 6, 7, NOW);
+    const r = edgesOnline(edges, 'p', 6, 7, NOW);
     expect(r.points.map((p) => p.online)).toEqual([0, 1, 2, 1, 0, 1, 1]);
     expect(at(r, 4)).toBe(2);
     expect(r.to).toBe(new Date(NOW).toISOString());
@@ -62,7 +69,7 @@ describe('edgesOnline', () => {
   it('ends a connection the hub never closed (it stopped) at the edge’s last heartbeat', () => {
     edge('c', { lastSeen: NOW - 2 * H }); // not connected now
     conn('c', NOW - 5 * H, null);
-    const r = edgesOnline(db, 'p', 6, 7, NOW);
+    const r = edgesOnline(edges, 'p', 6, 7, NOW);
     // Points at -6h..now: opened at -5h, over at the last heartbeat (-2h).
     expect(r.points.map((p) => p.online)).toEqual([0, 1, 1, 1, 0, 0, 0]);
   });
@@ -72,8 +79,8 @@ describe('edgesOnline', () => {
     edge('elsewhere', { project: 'q', connectedSince: NOW - H, lastSeen: NOW });
     conn('pending', NOW - H, null);
     conn('elsewhere', NOW - H, null);
-    expect(edgesOnline(db, 'p', 2, 3, NOW).points.map((p) => p.online)).toEqual([0, 0, 0]);
-    expect(edgesOnline(db, 'q', 2, 3, NOW).points.map((p) => p.online)).toEqual([0, 1, 1]);
+    expect(edgesOnline(edges, 'p', 2, 3, NOW).points.map((p) => p.online)).toEqual([0, 0, 0]);
+    expect(edgesOnline(edges, 'q', 2, 3, NOW).points.map((p) => p.online)).toEqual([0, 1, 1]);
   });
 });
 
@@ -85,6 +92,6 @@ describe('edgeCounts', () => {
     edge('gone', { lastSeen: now - H });
     edge('new', { approved: false, connectedSince: now, lastSeen: now });
     edge('x', { project: 'q' });
-    expect(edgeCounts(db, 'p', now)).toEqual({ total: 4, Online: 1, Offline: 2, Pending: 1 });
+    expect(edgeCounts(edges, 'p', now)).toEqual({ total: 4, Online: 1, Offline: 2, Pending: 1 });
   });
 });

@@ -5,8 +5,8 @@
  */
 import { Hono } from 'hono';
 import { OutpostError } from '../../core/errors.js';
-import { edgePhase, type EdgeRuntime } from '../controllers/edges.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { edgePhase } from '../edges/phase.js';
+import type { EdgeState } from '../state/edges.js';
 import { authorize, principal, type Env, type HubDeps } from './context.js';
 
 /** The chart has this many points whatever the span: enough to see a dip, small to send. */
@@ -20,20 +20,11 @@ export interface EdgeCounts {
   Pending: number;
 }
 
-export function edgeCounts(db: SqliteDatabase, project: string, now = Date.now()): EdgeCounts {
-  const rows = db
-    .prepare('SELECT approved, connected_since, last_seen FROM edge_runtime WHERE project = ?')
-    .all(project) as { approved: number; connected_since: number | null; last_seen: number | null }[];
-  const out: EdgeCounts = { total: rows.length, Online: 0, Offline: 0, Pending: 0 };
-  for (const r of rows) {
-    // The same rule the edge list and its ?state= filter use.
-    const rt = {
-      approved: r.approved === 1,
-      connectedSince: r.connected_since ?? undefined,
-      lastSeen: r.last_seen ?? undefined,
-    } as EdgeRuntime;
-    out[edgePhase(rt, now)]++;
-  }
+export function edgeCounts(edges: EdgeState, project: string, now = Date.now()): EdgeCounts {
+  const all = edges.liveness(project);
+  const out: EdgeCounts = { total: all.size, Online: 0, Offline: 0, Pending: 0 };
+  // The same rule the edge list and its ?state= filter use.
+  for (const rt of all.values()) out[edgePhase(rt, now)]++;
   return out;
 }
 
@@ -48,7 +39,7 @@ export interface OnlinePoint {
  * otherwise (the hub stopped without closing it) it ends at the edge's last heartbeat.
  */
 export function edgesOnline(
-  db: SqliteDatabase,
+  edges: EdgeState,
   project: string,
   hours: number,
   points = HISTORY_POINTS,
@@ -56,26 +47,15 @@ export function edgesOnline(
 ): { from: string; to: string; stepSeconds: number; points: OnlinePoint[] } {
   const from = now - hours * 3_600_000;
   const step = (now - from) / (points - 1);
-  const rows = db
-    .prepare(
-      `SELECT c.edge, c.connected_at, c.disconnected_at, r.connected_since, r.last_seen
-       FROM connections c JOIN edge_runtime r ON r.name = c.edge
-       WHERE r.project = ? AND r.approved = 1 AND c.connected_at <= ? AND (c.disconnected_at IS NULL OR c.disconnected_at >= ?)`,
-    )
-    .all(project, now, from) as {
-    edge: string;
-    connected_at: number;
-    disconnected_at: number | null;
-    connected_since: number | null;
-    last_seen: number | null;
-  }[];
+  const rows = edges.connectionSpans(project, from, now);
   // Sweep: +1 when a connection opens, -1 when it closes; an edge counts once however many rows overlap.
   const marks: { at: number; edge: string; d: 1 | -1 }[] = [];
   for (const r of rows) {
-    const open = r.disconnected_at === null && r.connected_since !== null && r.connected_since <= r.connected_at;
-    const end = r.disconnected_at ?? (open ? Infinity : (r.last_seen ?? r.connected_at));
+    const open =
+      r.disconnectedAt === undefined && r.edgeConnectedSince !== undefined && r.edgeConnectedSince <= r.connectedAt;
+    const end = r.disconnectedAt ?? (open ? Infinity : (r.edgeLastSeen ?? r.connectedAt));
     if (end < from) continue;
-    marks.push({ at: r.connected_at, edge: r.edge, d: 1 });
+    marks.push({ at: r.connectedAt, edge: r.edge, d: 1 });
     if (end !== Infinity) marks.push({ at: end, edge: r.edge, d: -1 });
   }
   marks.sort((a, b) => a.at - b.at || a.d - b.d);
@@ -102,7 +82,7 @@ export function edgesOnline(
 
 export function fleetRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
-  const { db } = deps;
+  const { db, state } = deps;
 
   app.get('/projects', (c) => {
     const p = principal(c);
@@ -124,7 +104,11 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
     const count = (kind: string) =>
       (db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project) as { c: number })
         .c;
-    return c.json({ edges: edgeCounts(db, project), workloads: count('Workload'), placements: count('Placement') });
+    return c.json({
+      edges: edgeCounts(state.edges, project),
+      workloads: count('Workload'),
+      placements: count('Placement'),
+    });
   });
 
   app.get('/projects/:project/edges-online', (c) => {
@@ -136,37 +120,24 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
         'bad_request',
         `hours: must be a number above 0 and at most ${MAX_HISTORY_HOURS}, e.g. ?hours=6`,
       );
-    return c.json(edgesOnline(db, project, hours));
+    return c.json(edgesOnline(state.edges, project, hours));
   });
 
   app.get('/projects/:project/edges/:name/connections', (c) => {
     const project = c.req.param('project');
     authorize(c, 'read', project);
     const name = c.req.param('name');
-    if (!db.prepare('SELECT 1 FROM edge_runtime WHERE name = ? AND project = ?').get(name, project))
+    if (state.edges.projectOf(name) !== project)
       throw new OutpostError('not_found', `edge ${name} not found in project ${project}`);
     const limit = Math.min(Math.max(Number(c.req.query('limit') ?? 20) || 20, 1), 500);
-    const rows = db
-      .prepare(
-        'SELECT connected_at, disconnected_at, reason, remote_address FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?',
-      )
-      .all(name, limit) as {
-      connected_at: number;
-      disconnected_at: number | null;
-      reason: string | null;
-      remote_address: string | null;
-    }[];
     return c.json({
-      items: rows.map((r) => ({
-        connectedAt: new Date(r.connected_at).toISOString(),
-        ...(r.disconnected_at !== null
-          ? {
-              disconnectedAt: new Date(r.disconnected_at).toISOString(),
-              durationMs: r.disconnected_at - r.connected_at,
-            }
+      items: state.edges.connections(name, limit).map((r) => ({
+        connectedAt: new Date(r.connectedAt).toISOString(),
+        ...(r.disconnectedAt !== undefined
+          ? { disconnectedAt: new Date(r.disconnectedAt).toISOString(), durationMs: r.disconnectedAt - r.connectedAt }
           : {}),
         ...(r.reason ? { reason: r.reason } : {}),
-        ...(r.remote_address ? { remoteAddress: r.remote_address } : {}),
+        ...(r.remoteAddress ? { remoteAddress: r.remoteAddress } : {}),
       })),
     });
   });

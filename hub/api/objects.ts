@@ -16,7 +16,8 @@ import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/
 import { checkPlacements } from '../controllers/placements.js';
 import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { edgeLiveness, edgePhase, edgeRuntime, type EdgeRuntime } from '../controllers/edges.js';
+import { edgePhase } from '../edges/phase.js';
+import type { EdgeState } from '../state/edges.js';
 import { validateResource } from '../objects.js';
 import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
@@ -44,17 +45,17 @@ export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): 
 
 /** An object as the API shows it: with its status, and its Secret values redacted unless revealed. */
 export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource {
-  const { db, store, scheduler } = deps;
+  const { state, store, scheduler } = deps;
   if (o.kind === 'Placement') {
     return {
       ...o,
       status: {
-        ...placementStatus(db, o, scheduler.rollout(o.metadata.project, o.metadata.name)),
+        ...placementStatus(state, o, scheduler.rollout(o.metadata.project, o.metadata.name)),
         ...(o.spec.package ? { package: deps.catalog?.deployment(o.metadata.project, o.metadata.name) } : {}),
       },
     } as Resource;
   }
-  if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(db, store, o.metadata.name) } } as Resource;
+  if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(state, store, o.metadata.name) } } as Resource;
   if (o.kind === 'AgentUpgrade')
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
   if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
@@ -64,7 +65,7 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
       ...o.spec,
       manifests: reveal ? deps.secrets.reveal(o.spec.manifests) : deps.secrets.redact(o.spec.manifests),
     },
-    status: { ...(o.status ?? {}), summary: workloadSummary(db, o.metadata.project, o.metadata.name) },
+    status: { ...(o.status ?? {}), summary: workloadSummary(state, o.metadata.project, o.metadata.name) },
   } as Resource;
 }
 
@@ -75,6 +76,7 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
  */
 export function countMatching(
   db: SqliteDatabase,
+  edges: EdgeState,
   kind: Kind,
   project: string,
   f: { selector?: LabelSelector; q?: string; state?: string; local?: ReplicaStore },
@@ -88,7 +90,7 @@ export function countMatching(
   if (f.state && kind === 'Edge') {
     // Only the columns the phase needs (not every edge's inventory).
     const now = Date.now();
-    phases = new Map([...edgeLiveness(db, project)].map(([name, l]) => [name, edgePhase(l, now)]));
+    phases = new Map([...edges.liveness(project)].map(([name, l]) => [name, edgePhase(l, now)]));
   }
   let n = 0;
   for (const r of rows) {
@@ -120,20 +122,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     if (since !== undefined && !Number.isFinite(since))
       throw new OutpostError('bad_request', 'since: give a time in milliseconds since the epoch');
     const limit = Math.min(Number(c.req.query('limit') ?? 50) || 50, 500);
-    const rows = db
-      .prepare(
-        `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ? ${kind ? 'AND kind = ?' : ''} ${name ? 'AND name = ?' : ''} ${reason ? 'AND reason = ?' : ''} ${since !== undefined ? 'AND at >= ?' : ''} ORDER BY id DESC LIMIT ?`,
-      )
-      .all(
-        ...[
-          project,
-          ...(kind ? [kind] : []),
-          ...(name ? [name] : []),
-          ...(reason ? [reason] : []),
-          ...(since !== undefined ? [since] : []),
-          limit,
-        ],
-      ) as { at: number; kind: string; name: string }[];
+    const rows = deps.state.events.list(project, { kind, name, reason, since, limit });
     // Events outlive their objects: say which are gone, so the UI does not link to a 404.
     const exists = new Map<string, boolean>();
     const gone = (r: { kind: string; name: string }) => {
@@ -175,7 +164,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         cursor = project === '*' ? `${o.metadata.project}/${o.metadata.name}` : o.metadata.name;
         if (selector && !matchesSelector(o.metadata.labels, selector)) continue;
         if (q && !o.metadata.name.includes(q)) continue;
-        if (state && kind === 'Edge' && edgePhase(edgeRuntime(db, o.metadata.name)) !== state) continue;
+        if (state && kind === 'Edge' && edgePhase(deps.state.edges.get(o.metadata.name)) !== state) continue;
         if (local && kind === 'Edge' && !hasLocalIntents(deps.store, o.metadata.name)) continue;
         if (out.length === limit) {
           more = true;
@@ -189,7 +178,14 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const items = out.map((o) => withStatus(deps, o, reveal));
     const matched =
       selector || q || state || local
-        ? { matched: countMatching(db, kind, project, { selector, q, state, local: local ? deps.store : undefined }) }
+        ? {
+            matched: countMatching(db, deps.state.edges, kind, project, {
+              selector,
+              q,
+              state,
+              local: local ? deps.store : undefined,
+            }),
+          }
         : {};
     return c.json({
       items,

@@ -209,6 +209,13 @@ export function openApiDocument(version: string): unknown {
       get: { summary: 'Download a blob (Range: bytes=N- resumes)', responses: { 200: { description: 'the bytes' } } },
       delete: { summary: 'Remove a blob (409 while referenced)', responses: { 204: { description: 'removed' } } },
     },
+    '/api/v1/projects/{project}/edges/{name}/data-files': {
+      get: {
+        summary:
+          "Files an edge's workloads exported (docs/data.md); ?workload=W, ?path=TARGET/FILE filter; the bytes are the blob of each digest",
+        responses: { 200: { description: '{items: [{edge, workload, path, size, digest, modifiedAt, uploadedAt}]}' } },
+      },
+    },
     '/api/v1/projects/{project}/agent-releases': {
       post: {
         summary: 'Sign an agent release {digest, version} with the hub release key (admin)',

@@ -18,7 +18,7 @@ import { streamSSE } from 'hono/streaming';
 import { bearerToken } from '../../core/http.js';
 import { parseMailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { HubState } from '../state/index.js';
 import { authorize, type Env, type HubDeps } from './context.js';
 
 const log = createLogger('hub:stream');
@@ -45,7 +45,7 @@ export class ChangeFeed {
   private lastEventId = 0;
   private closed = false;
 
-  constructor(private readonly db: SqliteDatabase) {}
+  constructor(private readonly state: Pick<HubState, 'edges' | 'events'>) {}
 
   get subscribers(): number {
     let n = 0;
@@ -62,9 +62,8 @@ export class ChangeFeed {
     if (this.listeners.size === 0) return;
     const p = parseMailboxDocId(id);
     if (!p) return;
-    const row = this.db.prepare('SELECT project FROM edge_runtime WHERE name = ?').get(p.edge) as
-      { project: string } | undefined;
-    if (row) this.notify(row.project, p.role === 'report' ? 'status' : 'edges');
+    const project = this.state.edges.projectOf(p.edge);
+    if (project !== undefined) this.notify(project, p.role === 'report' ? 'status' : 'edges');
   }
 
   /** Subscribes to one project's changes; `onClose` runs when the hub shuts the feed down. */
@@ -97,7 +96,7 @@ export class ChangeFeed {
 
   private startPolling(): void {
     if (this.timer) return;
-    this.lastEventId = (this.db.prepare('SELECT MAX(id) m FROM events').get() as { m: number | null }).m ?? 0;
+    this.lastEventId = this.state.events.lastId();
     this.timer = setInterval(() => {
       try {
         this.pollEvents();
@@ -114,29 +113,16 @@ export class ChangeFeed {
   }
 
   private pollEvents(): void {
-    // id is the rowid: this reads only the rows added since the last look.
-    const rows = this.db.prepare('SELECT id, project FROM events WHERE id > ? ORDER BY id').all(this.lastEventId) as {
-      id: number;
-      project: string;
-    }[];
+    const rows = this.state.events.after(this.lastEventId);
     if (rows.length === 0) return;
     this.lastEventId = rows[rows.length - 1].id;
     for (const project of new Set(rows.map((r) => r.project))) this.notify(project, 'events');
   }
 }
 
-// One feed per hub database: the hub's hooks and the API routes find it without new wiring.
-const feeds = new WeakMap<SqliteDatabase, ChangeFeed>();
-
-export function changeFeed(db: SqliteDatabase): ChangeFeed {
-  let f = feeds.get(db);
-  if (!f) feeds.set(db, (f = new ChangeFeed(db)));
-  return f;
-}
-
 export function streamRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
-  const feed = changeFeed(deps.db);
+  const feed = deps.changes;
 
   app.get('/projects/:project/stream', (c) => {
     const project = c.req.param('project');

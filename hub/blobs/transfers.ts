@@ -7,10 +7,9 @@ import client from 'prom-client';
 import type { BlobDigest } from '../../core/blobs.js';
 import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { isTransferHeader, serveTransfer } from '../../sync/transfer.js';
 import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
-import { edgeRuntime } from '../controllers/edges.js';
+import type { EdgeState } from '../state/edges.js';
 import type { HubBlobs } from './index.js';
 
 const log = createLogger('hub:transfers');
@@ -21,7 +20,7 @@ export class HubTransfers {
   active = 0;
 
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly edges: Pick<EdgeState, 'projectOf'>,
     private readonly blobs: HubBlobs,
     registry?: client.Registry,
   ) {
@@ -40,12 +39,11 @@ export class HubTransfers {
       s.destroy(new TunnelError('refused', `the hub does not accept streams of type ${String(s.header.type)}`));
       return;
     }
-    const rt = edgeRuntime(this.db, edge);
-    if (!rt) {
+    const project = this.edges.projectOf(edge);
+    if (project === undefined) {
       s.destroy(new TunnelError('forbidden', `edge ${edge} is not enrolled`));
       return;
     }
-    const project = rt.project;
     const blobs = this.blobs;
     const started = Date.now();
     const beforeOut = s.bytesOut;

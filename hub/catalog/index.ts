@@ -20,7 +20,7 @@ import { PackageError, sortVersions } from '../../core/package.js';
 import type { Placement } from '../../core/resources.js';
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { recordEvent } from '../db.js';
+import { recordEvent } from '../state/events.js';
 import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
 import { readPackageArchive } from './archive.js';

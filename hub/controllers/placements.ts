@@ -18,7 +18,8 @@ import type { Edge, LabelSelector, Placement } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ObjectStore } from '../objects.js';
-import { edgeLiveness, schedulableEdges } from './edges.js';
+import { schedulableEdges } from '../edges/phase.js';
+import { edgeLiveness } from '../state/edges.js';
 
 function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;

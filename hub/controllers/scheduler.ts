@@ -23,11 +23,12 @@ import { selectEdges } from '../../core/selector.js';
 import { ensureMailbox } from '../../sync/mailbox.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { recordEvent } from '../db.js';
+import { recordEvent } from '../state/events.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 import { withRegistryAccess } from '../images/registries.js';
-import { edgeLiveness, isOnline, schedulableEdges } from './edges.js';
+import { isOnline, schedulableEdges } from '../edges/phase.js';
+import { edgeLiveness } from '../state/edges.js';
 
 const log = createLogger('hub:scheduler');
 

@@ -11,8 +11,8 @@ import { createLogger } from '../../core/logger.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import { TunnelError, type TunnelErrorCode, type TunnelStream } from '../../sync/tunnel.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { edgeRuntime } from '../controllers/edges.js';
 import { migrateDataFiles, putDataFile } from '../state/data-files.js';
+import type { EdgeState } from '../state/edges.js';
 
 const log = createLogger('hub:data');
 
@@ -20,6 +20,7 @@ export class HubDataFiles {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly blobs: HubBlobs,
+    private readonly edges: Pick<EdgeState, 'get'>,
   ) {
     migrateDataFiles(db);
   }
@@ -31,7 +32,7 @@ export class HubDataFiles {
     const parsed = DataFileRecord.safeParse(s.header);
     if (!parsed.success) return refuse('refused', `malformed data-file record: ${parsed.error.issues[0]?.message}`);
     const r = parsed.data;
-    const rt = edgeRuntime(this.db, edge);
+    const rt = this.edges.get(edge);
     if (!rt) return refuse('forbidden', `edge ${edge} is not enrolled`);
     const digest = r.digest as BlobDigest;
     const blob = this.blobs.get(rt.project, digest);

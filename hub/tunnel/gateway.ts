@@ -26,7 +26,7 @@ import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '..
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { MISSING_TOKEN, principalFromHeader, principalOf } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
-import { edgeRuntime } from '../controllers/edges.js';
+import type { EdgeState } from '../state/edges.js';
 import { kubeAction } from './kube-path.js';
 import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
 import {
@@ -68,6 +68,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
 
 export interface GatewayOptions {
   db: SqliteDatabase;
+  edges: Pick<EdgeState, 'get'>;
   auth: Pick<HubAuth, 'verifyApiToken'>;
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
@@ -270,7 +271,7 @@ export class TunnelGateway {
         `use POST /api/v1/edges/${edge}/proxy-session {"workload": "NAME", "port": N, "ttlSeconds": S}`,
       );
     const p = principalFromHeader(this.verify, req.headers.authorization);
-    const rt = edgeRuntime(this.opts.db, edge);
+    const rt = this.opts.edges.get(edge);
     if (!rt) throw new OutpostError('not_found', `edge ${edge} not found`);
     authorize(p, 'write', rt.project, { doing: `use proxy on edge ${edge}`, notFound: `edge ${edge}` });
     const b = await readJson(req);
@@ -343,7 +344,7 @@ export class TunnelGateway {
   /** Authentication, authorization and the online check: everything that happens before the edge is involved. */
   private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
     const p = this.authenticate(req, edge, route, rest);
-    const rt = edgeRuntime(this.opts.db, edge);
+    const rt = this.opts.edges.get(edge);
     if (!rt) throw new OutpostError('not_found', `edge ${edge} not found`);
     const action = neededAction(route, req.method ?? 'GET', rest, upgrade);
     authorize(p, action, rt.project, {

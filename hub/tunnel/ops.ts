@@ -8,7 +8,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { EXEC_STDERR, EXEC_STDOUT, TunnelError } from '../../sync/tunnel.js';
-import { recordEvent } from '../db.js';
+import { recordEvent } from '../state/events.js';
 import { sendError, type RouteContext } from './routes.js';
 
 /** Request bodies of exec and actions are small JSON. */

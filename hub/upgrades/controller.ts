@@ -35,9 +35,10 @@ import { planRollout, type RolloutCounts, type RolloutEdge, type RolloutPhase } 
 import { selectEdges } from '../../core/selector.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { recordEvent } from '../db.js';
+import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
-import { edgeLiveness, edgeRuntime, isOnline, schedulableEdges } from '../controllers/edges.js';
+import { isOnline, schedulableEdges } from '../edges/phase.js';
+import { edgeLiveness, sqliteEdgeState } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
 
 const log = createLogger('hub:upgrades');
@@ -273,7 +274,7 @@ export class AgentUpgradeController {
   }
 
   private agentVersion(edge: string): string | undefined {
-    const rt = edgeRuntime(this.db, edge);
+    const rt = sqliteEdgeState(this.db).get(edge);
     return rt?.inventory?.agentVersion ?? rt?.agentVersion;
   }
 

@@ -2,8 +2,8 @@
  * @module A 10,000-edge fleet written straight into an in-process hub's SQLite file, the way the
  * hub itself stores one, without 10,000 agents (which one machine cannot run):
  *
- * - Edge objects through `hub.objects.apply` and their `edge_runtime` rows (approved, or not for
- *   the ones waiting for approval) with an `Enrolled` event: what `POST /enroll` writes per edge,
+ * - Edge objects through `hub.objects.apply` and their runtime facts through `hub.state.edges`
+ *   (approved, or not for the ones waiting for approval) with an `Enrolled` event: what `POST /enroll` writes per edge,
  *   minus the credential, which no page shows. The scheduler then creates the mailbox (spec and
  *   report documents) and the assignments of every edge the placement selects, as it does for
  *   enrolled edges. Only the 2,000 edges that get the workload have mailbox documents: see below.
@@ -11,15 +11,14 @@
  *   `edge_runtime` and one row in `connections` per edge that ever connected (open for the online
  *   ones, closed for the offline ones). Heartbeats only ever touch `last_seen`, and `touch()` does
  *   the same here so the online edges stay online however long the test runs.
- * - Workload statuses as `workload_status` rows, which is the hub's projection of the edges'
- *   report documents (hub/controllers/status.ts). The report documents themselves stay empty: the
+ * - Workload statuses through `hub.state.status`, the hub's projection of the edges' report
+ *   documents (hub/controllers/status.ts). The report documents themselves stay empty: the
  *   API reads statuses from the projection only (local overrides, which it reads from the
  *   documents, are empty on all of these edges).
  *
  * Every expected count is computed from the generated data here, not read back from the hub.
  */
 import type { Hub } from '../../hub/hub.js';
-import { inTransaction } from '../../sync/sqlite.js';
 import { API_VERSION, type Edge } from '../../core/resources.js';
 
 export const REGIONS = ['eu', 'us', 'ap'] as const;
@@ -69,7 +68,6 @@ export const PLACEMENT = 'shop-canary';
 
 /** Seeds `n` edges, a workload and a placement onto ring=canary, and statuses for what it assigned. */
 export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
-  const db = hub.store.db;
   const edges = fleetPlan(n);
   const now = Date.now();
   const HOUR = 3_600_000;
@@ -106,7 +104,7 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
   // 30 s in all here), and the placement below creates the mailboxes of the 2,000 edges it puts
   // its workload on, as it would. The other 8,000 carry no workload and have no mailbox documents
   // in this seed; the edge list reads those documents only for local overrides.
-  inTransaction(db, () => {
+  hub.state.transaction(() => {
     for (const e of edges)
       hub.objects.apply(
         {
@@ -120,43 +118,47 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
   });
   await hub.scheduler.idle();
 
-  const insertRuntime = db.prepare(
-    'INSERT INTO edge_runtime (name, project, approved, enrolled_at, last_seen, connected_since, disconnected_at, agent_version, remote_address, inventory) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  );
-  const insertConnection = db.prepare(
-    'INSERT INTO connections (edge, connected_at, disconnected_at, reason, remote_address) VALUES (?, ?, ?, ?, ?)',
-  );
-  const insertEvent = db.prepare(
-    'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)',
-  );
-  inTransaction(db, () => {
+  // Through the hub's edges state (hub/state/edges.ts), as enrollment, connects, disconnects and
+  // heartbeats write it.
+  const { edges: runtime, events, status } = hub.state;
+  hub.state.transaction(() => {
     edges.forEach((e, i) => {
       const enrolled = now - 48 * HOUR + i;
-      const addr = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-      const inventory = JSON.stringify({
+      const remoteAddress = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+      const agentVersion = '0.1.0';
+      runtime.enroll({ name: e.name, project: 'default', approved: e.phase !== 'Pending', at: enrolled });
+      runtime.storeInventory(e.name, {
         driver: 'process',
         os: 'linux',
         arch: i % 2 ? 'arm64' : 'amd64',
         cpus: 4,
         memoryBytes: 8 * 1024 ** 3,
         runtimes: ['process'],
-        agentVersion: '0.1.0',
+        agentVersion,
         hostname: e.name,
       });
       if (e.phase === 'Pending') {
         // Connected, waiting for an operator to approve it.
-        insertRuntime.run(e.name, 'default', 0, enrolled, now, now - HOUR, null, '0.1.0', addr, inventory);
+        runtime.connected(e.name, { at: now - HOUR, agentVersion, remoteAddress });
+        runtime.touch([[e.name, now]]);
       } else if (e.phase === 'Online') {
         // Connected at a spread of times over the last 6 hours, so the chart has a slope.
-        const since = now - ((i * 7919) % (6 * HOUR));
-        insertRuntime.run(e.name, 'default', 1, enrolled, now, since, null, '0.1.0', addr, inventory);
-        insertConnection.run(e.name, since, null, null, addr);
+        runtime.connected(e.name, { at: now - ((i * 7919) % (6 * HOUR)), agentVersion, remoteAddress });
+        runtime.touch([[e.name, now]]);
       } else {
         const gone = now - HOUR - ((i * 7919) % (5 * HOUR));
-        insertRuntime.run(e.name, 'default', 1, enrolled, gone, null, gone, '0.1.0', addr, inventory);
-        insertConnection.run(e.name, gone - 12 * HOUR, gone, '1006 connection lost', addr);
+        runtime.connected(e.name, { at: gone - 12 * HOUR, agentVersion, remoteAddress });
+        runtime.disconnected(e.name, gone, '1006 connection lost');
+        runtime.touch([[e.name, gone]]);
       }
-      insertEvent.run(enrolled, 'default', 'Edge', e.name, 'Enrolled', `edge ${e.name} enrolled`);
+      events.record({
+        at: enrolled,
+        project: 'default',
+        kind: 'Edge',
+        name: e.name,
+        reason: 'Enrolled',
+        message: `edge ${e.name} enrolled`,
+      });
     });
   });
   hub.scheduler.markPlacement('default', PLACEMENT);
@@ -165,38 +167,33 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
   // What the canary edges report on the generation the scheduler wrote (the projection of their
   // report documents): most Ready, a few Failed or still Progressing, so the broken list has rows.
   const byName = new Map(edges.map((e) => [e.name, e]));
-  const assigned = db
-    .prepare('SELECT edge, workload, generation FROM assignments WHERE project = ? AND placement = ?')
-    .all('default', PLACEMENT) as { edge: string; workload: string; generation: number }[];
-  const insertStatus = db.prepare(
-    'INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  );
-  inTransaction(db, () => {
-    for (const a of assigned) {
+  hub.state.transaction(() => {
+    for (const a of status.byPlacement('default', PLACEMENT)) {
       const phase = byName.get(a.edge)?.reports ?? 'Ready';
       const message =
         phase === 'Failed' ? 'container main exited with code 1' : phase === 'Progressing' ? 'starting' : undefined;
-      const objects = JSON.stringify({
-        [`Pod/${WORKLOAD}`]: { ready: phase === 'Ready', ...(message ? { message } : {}) },
-      });
-      insertStatus.run(
-        a.edge,
-        a.workload,
-        a.generation,
-        phase,
-        phase === 'Failed' ? message : null,
-        now - HOUR,
-        phase === 'Failed' ? 4 : 0,
-        objects,
-      );
+      status.project(a.edge, [
+        {
+          workload: a.workload,
+          observedGeneration: a.generation,
+          phase,
+          ...(phase === 'Failed' ? { message } : {}),
+          since: now - HOUR,
+          restarts: phase === 'Failed' ? 4 : 0,
+          objects: { [`Pod/${WORKLOAD}`]: { ready: phase === 'Ready', ...(message ? { message } : {}) } },
+        },
+      ]);
     }
   });
   // A report re-plans the rollouts of the placements on that edge (Scheduler.markStatus).
   hub.scheduler.markPlacement('default', PLACEMENT);
   await hub.scheduler.idle();
 
-  const touchStmt = db.prepare('UPDATE edge_runtime SET last_seen = ? WHERE connected_since IS NOT NULL');
-  const touch = () => void touchStmt.run(Date.now());
+  const connected = edges.filter((e) => e.phase !== 'Offline').map((e) => e.name);
+  const touch = () => {
+    const at = Date.now();
+    hub.state.transaction(() => runtime.touch(connected.map((n) => [n, at] as const)));
+  };
   touch();
   const counts = { total: edges.length, Online: 0, Offline: 0, Pending: 0 };
   for (const e of edges) counts[e.phase]++;

@@ -27,7 +27,7 @@ import { HeldStopped } from '../../held-stopped.js';
 import { Reconciler } from '../../reconciler.js';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';
 
@@ -94,10 +94,13 @@ async function kubectl(...args: string[]): Promise<string> {
 }
 
 async function settled(): Promise<WorkloadObservation> {
-  return waitFor('drift Ready and unmodified', async () => {
-    const o = await observe();
-    return o?.phase === 'Ready' && !o.modified ? o : undefined;
-  });
+  return waitFor(
+    async () => {
+      const o = await observe();
+      return o?.phase === 'Ready' && !o.modified ? o : undefined;
+    },
+    { what: 'drift Ready and unmodified' },
+  );
 }
 
 beforeAll(async () => {
@@ -132,10 +135,13 @@ describe('kubernetes driver drift correction (real API server)', () => {
   it('reports `kubectl scale` as Modified at spec.replicas, and the next apply scales back', async () => {
     await settled();
     await kubectl('scale', 'deployment/drift', '--replicas=3');
-    const o = await waitFor('Modified after scale', async () => {
-      const w = await observe();
-      return w?.phase === 'Modified' ? w : undefined;
-    });
+    const o = await waitFor(
+      async () => {
+        const w = await observe();
+        return w?.phase === 'Modified' ? w : undefined;
+      },
+      { what: 'Modified after scale' },
+    );
     expect(o.modified).toEqual(['Deployment/drift: spec.replicas']);
     expect(o.message).toContain('Deployment/drift: spec.replicas is 3, want 1 (changed by kubectl');
     // Still Modified on a second look: only an apply corrects it.
@@ -151,10 +157,13 @@ describe('kubernetes driver drift correction (real API server)', () => {
     expect(
       await kubectl('get', 'deployment/drift', '-o', 'jsonpath={.spec.template.spec.containers[0].env[0].value}'),
     ).toBe('changed');
-    const o = await waitFor('Modified after edit', async () => {
-      const w = await observe();
-      return w?.phase === 'Modified' ? w : undefined;
-    });
+    const o = await waitFor(
+      async () => {
+        const w = await observe();
+        return w?.phase === 'Modified' ? w : undefined;
+      },
+      { what: 'Modified after edit' },
+    );
     expect(o.modified).toEqual(['Deployment/drift: spec.template.spec.containers[app].env[GREETING].value']);
     expect(o.message).toMatch(/is "changed", want "hello" \(changed by kubectl-edit\)/);
     await driver.apply(unit);
@@ -167,10 +176,13 @@ describe('kubernetes driver drift correction (real API server)', () => {
   it('reports a deleted object as Modified and recreates it on the next apply', async () => {
     await settled();
     await kubectl('delete', 'configmap/settings');
-    const o = await waitFor('Modified after delete', async () => {
-      const w = await observe();
-      return w?.phase === 'Modified' ? w : undefined;
-    });
+    const o = await waitFor(
+      async () => {
+        const w = await observe();
+        return w?.phase === 'Modified' ? w : undefined;
+      },
+      { what: 'Modified after delete' },
+    );
     expect(o.modified).toEqual(['ConfigMap/settings']);
     expect(o.objects['ConfigMap/settings'].message).toContain('deleted');
     await driver.apply(unit);
@@ -189,23 +201,28 @@ describe('kubernetes driver drift correction (real API server)', () => {
       });
       const reported = () => readReport(store.get<ReportDoc>(mailboxDocId(edge, 'report'))!).workloads.recon;
       const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
-      await waitFor('recon Ready', async () => {
-        await r.trigger();
-        return reported()?.phase === 'Ready';
-      });
-      await kubectl('-n', 'outpost-recon', 'scale', 'deployment/drift', '--replicas=2');
       await waitFor(
-        'the driver to see the drift',
-        async () => (await driver.list()).find((w) => w.name === 'recon')?.modified,
+        async () => {
+          await r.trigger();
+          return reported()?.phase === 'Ready';
+        },
+        { what: 'recon Ready' },
       );
+      await kubectl('-n', 'outpost-recon', 'scale', 'deployment/drift', '--replicas=2');
+      await waitFor(async () => (await driver.list()).find((w) => w.name === 'recon')?.modified, {
+        what: 'the driver to see the drift',
+      });
       await r.trigger();
       expect(
         (await kubectl('-n', 'outpost-recon', 'get', 'deployment/drift', '-o', 'jsonpath={.spec.replicas}')).trim(),
       ).toBe('1');
-      await waitFor('recon Ready again', async () => {
-        await r.trigger();
-        return reported()?.phase === 'Ready';
-      });
+      await waitFor(
+        async () => {
+          await r.trigger();
+          return reported()?.phase === 'Ready';
+        },
+        { what: 'recon Ready again' },
+      );
       await driver.remove('recon');
     } finally {
       store.close();

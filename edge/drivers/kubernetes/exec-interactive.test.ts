@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
 import { checkInteractiveExec } from '../exec-interactive.case.js';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';
 
@@ -53,7 +53,9 @@ beforeAll(async () => {
   driver = createKubernetesDriver({ kubeconfig: kube.kubeconfig, dataDir: dir });
   await driver.start();
   await driver.apply(shell);
-  await waitFor('shell Ready', async () => (await driver.list()).find((w) => w.name === 'shell')?.phase === 'Ready');
+  await waitFor(async () => (await driver.list()).find((w) => w.name === 'shell')?.phase === 'Ready', {
+    what: 'shell Ready',
+  });
 }, 180_000);
 
 afterAll(async () => {

@@ -12,7 +12,7 @@ import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';
 
@@ -124,8 +124,8 @@ describe('kubernetes driver: CRDs, custom resources and namespaces (real API ser
     await driver.remove('gadgets');
     expect(await observe('gadgets')).toBeUndefined();
     await waitFor(
-      'the CRD to be gone',
       async () => !(await read('apiextensions.k8s.io/v1', 'CustomResourceDefinition', undefined, crd.metadata.name)),
+      { what: 'the CRD to be gone' },
     );
   });
 

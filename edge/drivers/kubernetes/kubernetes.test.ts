@@ -22,7 +22,8 @@ import { KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/clie
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
-import { driverSuite, freePort, waitFor } from '../driver.case.js';
+import { driverSuite, freePort } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';
 import { LABEL_WORKLOAD } from './objects.js';
@@ -237,11 +238,10 @@ describe('kubernetes driver specifics', () => {
       (await read(env, 'v1', 'Namespace', undefined, shared))?.metadata.labels?.['app.kubernetes.io/managed-by'],
     ).toBe('outpost');
     expect(await read(env, 'apps/v1', 'Deployment', 'outpost-nsy', 'nsy')).toBeDefined();
-    const o = await waitFor(
-      'nsy Ready',
-      async () => ((await observe('nsy'))?.phase === 'Ready' ? observe('nsy') : undefined),
-      READY_MS,
-    );
+    const o = await waitFor(async () => ((await observe('nsy'))?.phase === 'Ready' ? observe('nsy') : undefined), {
+      what: 'nsy Ready',
+      timeout: READY_MS,
+    });
     expect(Object.keys(o!.objects).sort()).toEqual([`ConfigMap/${shared}/settings`, 'Deployment/nsy']);
     await driver.remove('nsy');
     expect(await read(env, 'v1', 'Namespace', undefined, 'outpost-nsy')).toBeUndefined();
@@ -254,7 +254,7 @@ describe('kubernetes driver specifics', () => {
     const u = unit('owned', [deployment('owned', {})], 4);
     await apply(u);
     // Settled first: the controller's status writes also move the resourceVersion.
-    await waitFor('owned Ready', async () => (await observe('owned'))?.phase === 'Ready', READY_MS);
+    await waitFor(async () => (await observe('owned'))?.phase === 'Ready', { what: 'owned Ready', timeout: READY_MS });
     const d = (await read(env, 'apps/v1', 'Deployment', 'outpost-owned', 'owned'))!;
     const managers = (d.metadata.managedFields ?? []).map((f: M) => `${f.manager}/${f.operation}`);
     expect(managers).toContain('outpost/Apply');
@@ -297,13 +297,12 @@ describe('kubernetes driver specifics', () => {
       ]),
     );
     const waiting = await waitFor(
-      'a pod that is running but not ready',
       async () => {
         const o = await observe('probe');
         const pods = await podsOf(env, 'probe');
         return pods.some((p) => p.status?.phase === 'Running') && o?.phase === 'Progressing' ? o : undefined;
       },
-      READY_MS,
+      { what: 'a pod that is running but not ready', timeout: READY_MS },
     );
     expect(waiting.objects['Deployment/probe']).toMatchObject({
       ready: false,
@@ -312,11 +311,17 @@ describe('kubernetes driver specifics', () => {
     const srv: Server = createServer((s) => s.destroy());
     await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
     try {
-      await waitFor('probe Ready', async () => (await observe('probe'))?.phase === 'Ready', READY_MS);
+      await waitFor(async () => (await observe('probe'))?.phase === 'Ready', {
+        what: 'probe Ready',
+        timeout: READY_MS,
+      });
     } finally {
       await new Promise((r) => srv.close(r));
     }
-    await waitFor('probe back to Progressing', async () => (await observe('probe'))?.phase === 'Progressing', READY_MS);
+    await waitFor(async () => (await observe('probe'))?.phase === 'Progressing', {
+      what: 'probe back to Progressing',
+      timeout: READY_MS,
+    });
   });
 
   it('reports a Deployment whose image cannot be pulled as Failed with the reason', async () => {
@@ -326,12 +331,11 @@ describe('kubernetes driver specifics', () => {
       ]),
     );
     const o = await waitFor(
-      'nopull Failed',
       async () => {
         const w = await observe('nopull');
         return w?.phase === 'Failed' ? w : undefined;
       },
-      READY_MS,
+      { what: 'nopull Failed', timeout: READY_MS },
     );
     expect(o.message).toContain('ProgressDeadlineExceeded');
     expect(o.message).toMatch(/ErrImagePull|ImagePullBackOff/);
@@ -363,19 +367,21 @@ describe('kubernetes driver specifics', () => {
     expect(second.metadata.uid).not.toBe(first);
     expect(second.spec.containers[0].env).toEqual([{ name: 'V', value: '2' }]);
     await waitFor(
-      'solo Ready on generation 2',
       async () => {
         const o = await observe('solo');
         return o?.phase === 'Ready' && o.generation === 2;
       },
-      READY_MS,
+      { what: 'solo Ready on generation 2', timeout: READY_MS },
     );
   });
 
   it('reads canned log lines through pods/log', async (ctx) => {
     if (!env.node) return ctx.skip();
     await apply(unit('canned', [deployment('canned', {})]));
-    await waitFor('canned Ready', async () => (await observe('canned'))?.phase === 'Ready', READY_MS);
+    await waitFor(async () => (await observe('canned'))?.phase === 'Ready', {
+      what: 'canned Ready',
+      timeout: READY_MS,
+    });
     const pod = (await podsOf(env, 'canned'))[0];
     for (const l of ['first', 'second', 'third']) env.node.appendLog(pod.metadata.namespace, pod.metadata.name, l);
     const lines: string[] = [];
@@ -384,7 +390,7 @@ describe('kubernetes driver specifics', () => {
 
     // --since goes as sinceSeconds (whole seconds back from now), --timestamps as timestamps.
     const oldAt = Date.now();
-    await waitFor('the clock to move 1.5 s past the old lines', async () => Date.now() > oldAt + 1_500);
+    await waitFor(async () => Date.now() > oldAt + 1_500, { what: 'the clock to move 1.5 s past the old lines' });
     env.node.appendLog(pod.metadata.namespace, pod.metadata.name, 'fourth');
     const recent: string[] = [];
     for await (const l of driver.logs('canned', { sinceMs: Date.now() - 100, timestamps: true })) recent.push(l);
@@ -398,7 +404,10 @@ describe('kubernetes driver specifics', () => {
     const found = await new Promise<boolean>((r) => execFile('kubectl', ['version', '--client'], (err) => r(!err)));
     if (!found) return ctx.skip();
     await apply(unit('kubectl', [deployment('kubectl', {})]));
-    await waitFor('kubectl Ready', async () => (await observe('kubectl'))?.phase === 'Ready', READY_MS);
+    await waitFor(async () => (await observe('kubectl'))?.phase === 'Ready', {
+      what: 'kubectl Ready',
+      timeout: READY_MS,
+    });
     const out = await new Promise<string>((resolve, reject) =>
       execFile('kubectl', ['--kubeconfig', env.kubeconfig, 'get', 'deployments', '-A'], (err, stdout, stderr) =>
         err ? reject(new Error(stderr)) : resolve(stdout),

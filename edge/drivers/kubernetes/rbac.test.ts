@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';
 
@@ -111,27 +111,30 @@ describe('kubernetes driver with the ClusterRole of examples/kubernetes-driver-r
 
   it('applies, observes, reads logs, execs, stops, starts, restarts and removes a workload', async () => {
     await driver.apply(unit('web', web));
-    await waitFor('web Ready', async () => (await observe('web'))?.phase === 'Ready');
+    await waitFor(async () => (await observe('web'))?.phase === 'Ready', { what: 'web Ready' });
     expect(Object.keys((await observe('web'))!.objects).sort()).toEqual([
       'ConfigMap/shared-rbac/cfg',
       'Deployment/web',
       'Secret/creds',
       'Service/web',
     ]);
-    await waitFor('the log line', async () => {
-      const lines: string[] = [];
-      for await (const l of driver.logs('web', { tail: 10 })) lines.push(l);
-      return lines.includes('started');
-    });
+    await waitFor(
+      async () => {
+        const lines: string[] = [];
+        for await (const l of driver.logs('web', { tail: 10 })) lines.push(l);
+        return lines.includes('started');
+      },
+      { what: 'the log line' },
+    );
     const ex = await driver.exec('web', ['sh', '-c', 'echo $GREETING'], {});
     expect(ex).toMatchObject({ exitCode: 0, stdout: 'hello\n' });
 
     await driver.stopWorkload('web');
-    await waitFor('web Paused', async () => (await observe('web'))?.phase === 'Paused');
+    await waitFor(async () => (await observe('web'))?.phase === 'Paused', { what: 'web Paused' });
     await driver.startWorkload('web');
-    await waitFor('web Ready after start', async () => (await observe('web'))?.phase === 'Ready');
+    await waitFor(async () => (await observe('web'))?.phase === 'Ready', { what: 'web Ready after start' });
     await driver.restartWorkload('web');
-    await waitFor('web Ready after restart', async () => (await observe('web'))?.phase === 'Ready');
+    await waitFor(async () => (await observe('web'))?.phase === 'Ready', { what: 'web Ready after restart' });
 
     await driver.apply(unit('web', web.slice(0, 2), 2)); // prunes the Secret and the Service
     expect(Object.keys((await observe('web'))!.objects).sort()).toEqual([

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkInteractiveExec } from '../exec-interactive.case.js';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver } from '../driver.js';
 import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 import { createPodmanDriver } from './index.js';
@@ -28,7 +28,9 @@ describe.skipIf(SKIP_PODMAN)('podman driver execInteractive', () => {
         }),
       ]),
     );
-    await waitFor(`${name} Ready`, async () => (await driver.list()).find((w) => w.name === name)?.phase === 'Ready');
+    await waitFor(async () => (await driver.list()).find((w) => w.name === name)?.phase === 'Ready', {
+      what: `${name} Ready`,
+    });
   }, 60_000);
 
   afterAll(async () => {

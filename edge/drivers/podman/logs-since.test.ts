@@ -3,7 +3,7 @@
  * times the container runtime recorded as each line came.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, LogOptions } from '../driver.js';
 import { createPodmanDriver } from './index.js';
 import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
@@ -49,18 +49,21 @@ describe.skipIf(SKIP_PODMAN)('podman driver logs --since / --timestamps', () => 
         }),
       ]),
     );
-    const first = await waitFor('the early line, stamped', async () => {
-      const l = await read({ timestamps: true }).catch(() => []);
-      return l.length > 0 ? l : undefined;
-    });
+    const first = await waitFor(
+      async () => {
+        const l = await read({ timestamps: true }).catch(() => []);
+        return l.length > 0 ? l : undefined;
+      },
+      { what: 'the early line, stamped' },
+    );
     const m = RFC3339.exec(first[0]);
     expect(m?.[2]).toBe('early');
     const earlyMs = Date.parse(m![1]);
     expect(Number.isFinite(earlyMs)).toBe(true);
 
-    await waitFor('the clock to pass the early line', async () => Date.now() > earlyMs + 5);
+    await waitFor(async () => Date.now() > earlyMs + 5, { what: 'the clock to pass the early line' });
     expect((await driver.exec('talk', ['touch', '/tmp/go'], {})).exitCode).toBe(0);
-    await waitFor('the late line', async () => (await read({})).includes('late'));
+    await waitFor(async () => (await read({})).includes('late'), { what: 'the late line' });
 
     expect(await read({})).toEqual(['early', 'late']);
     expect(await read({ sinceMs: earlyMs + 1 })).toEqual(['late']);

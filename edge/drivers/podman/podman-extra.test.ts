@@ -4,7 +4,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
-import { freePort, waitFor } from '../driver.case.js';
+import { freePort } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createPodmanDriver } from './index.js';
 import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
@@ -84,8 +85,9 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
 
   it('runs a Deployment with ConfigMap and Secret env and volumes, and updates them on a new version', async () => {
     await driver.apply(unit('app', 1, app(env.suffix, 'v1')));
-    const o = await waitFor('app Ready', async () =>
-      (await observe(driver, 'app'))?.phase === 'Ready' ? observe(driver, 'app') : undefined,
+    const o = await waitFor(
+      async () => ((await observe(driver, 'app'))?.phase === 'Ready' ? observe(driver, 'app') : undefined),
+      { what: 'app Ready' },
     );
     expect(o!.objects[`Deployment/app-${env.suffix}`]).toEqual({ ready: true, message: '2/2 pods ready' });
     const read = async (): Promise<string> =>
@@ -105,10 +107,13 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     expect((await driver.exec('app', ['sh', '-c', 'echo x > /etc/app/app.conf'], {})).exitCode).not.toBe(0);
 
     await driver.apply(unit('app', 2, app(env.suffix, 'v2')));
-    await waitFor('app Ready on v2', async () => {
-      const w = await observe(driver, 'app');
-      return w?.phase === 'Ready' && w.generation === 2;
-    });
+    await waitFor(
+      async () => {
+        const w = await observe(driver, 'app');
+        return w?.phase === 'Ready' && w.generation === 2;
+      },
+      { what: 'app Ready on v2' },
+    );
     expect(await read()).toBe('hello-v2 pw-v2\nversion=v2\ntok-v2\npw-v2');
 
     // Secrets were only needed while playing; none is left in podman's store.
@@ -136,10 +141,13 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     await driver.apply(
       unit('noimg', 1, [pod(`noimg-${env.suffix}`, { containers: [{ name: 'c', image, command: ['sleep', '1'] }] })]),
     );
-    const o = await waitFor('noimg Failed', async () => {
-      const w = await observe(driver, 'noimg');
-      return w?.phase === 'Failed' ? w : undefined;
-    });
+    const o = await waitFor(
+      async () => {
+        const w = await observe(driver, 'noimg');
+        return w?.phase === 'Failed' ? w : undefined;
+      },
+      { what: 'noimg Failed' },
+    );
     expect(o.message).toContain(image);
     expect(o.message).toContain('podman load');
     // The half-made pod of the failed play is gone.
@@ -153,7 +161,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
       }),
     ];
     await driver.apply(unit('keep', 1, sleeper(TEST_IMAGE, 'v1')));
-    await waitFor('keep Ready', async () => (await observe(driver, 'keep'))?.phase === 'Ready');
+    await waitFor(async () => (await observe(driver, 'keep'))?.phase === 'Ready', { what: 'keep Ready' });
     const before = await env.identity('keep');
     const missing = `localhost/outpost-typo-${env.suffix}:2`;
     const bad = unit('keep', 2, sleeper(missing, 'v2'));
@@ -169,10 +177,13 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
 
     const good = unit('keep', 3, sleeper(TEST_IMAGE, 'v3'));
     await driver.apply(good);
-    await waitFor('keep Ready on v3', async () => {
-      const w = await observe(driver, 'keep');
-      return w?.phase === 'Ready' && w.hash === good.hash;
-    });
+    await waitFor(
+      async () => {
+        const w = await observe(driver, 'keep');
+        return w?.phase === 'Ready' && w.hash === good.hash;
+      },
+      { what: 'keep Ready on v3' },
+    );
     expect((await driver.exec('keep', ['cat', '/tmp/v'], {})).stdout).toBe('v3\n');
     // One pod left, named NAME-OWNER-VERSION, with the manifest's name as its hostname.
     const names = (
@@ -208,11 +219,11 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     const get = async (): Promise<string> =>
       (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2_000) })).text();
     await driver.apply(unit('hp', 1, web('v1')));
-    await waitFor('v1 served on the host port', async () => (await get().catch(() => '')) === 'v1\n');
+    await waitFor(async () => (await get().catch(() => '')) === 'v1\n', { what: 'v1 served on the host port' });
     // The new pod cannot bind the port beside the old one: the old one is stopped for it.
     const v2 = unit('hp', 2, web('v2'));
     await driver.apply(v2);
-    await waitFor('v2 served', async () => (await get().catch(() => '')) === 'v2\n');
+    await waitFor(async () => (await get().catch(() => '')) === 'v2\n', { what: 'v2 served' });
     expect((await observe(driver, 'hp'))?.hash).toBe(v2.hash);
     // A version that cannot start at all: the old one is started again and keeps serving.
     const v3 = unit('hp', 3, web('v3', ['/no/such/server']));
@@ -222,7 +233,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     expect(o.hash).toBe(v3.hash);
     expect(o.message).toContain('did not start');
     expect(o.message).toContain(`hash ${v2.hash}, keeps running`);
-    await waitFor('v2 served again', async () => (await get().catch(() => '')) === 'v2\n');
+    await waitFor(async () => (await get().catch(() => '')) === 'v2\n', { what: 'v2 served again' });
   });
 
   it('runs the same manifests on two edges of one host (pod and claim names are per edge)', async () => {
@@ -252,9 +263,9 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
       await driver.apply(unit('twin', 1, same));
       await otherDriver.apply(unit('twin', 1, same));
       await waitFor(
-        'both Ready',
         async () =>
           (await observe(driver, 'twin'))?.phase === 'Ready' && (await observe(otherDriver, 'twin'))?.phase === 'Ready',
+        { what: 'both Ready' },
       );
       expect(Object.keys((await observe(otherDriver, 'twin'))!.objects).sort()).toEqual([
         `Pod/twin-${env.suffix}`,
@@ -270,10 +281,13 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
         { ...same[1], metadata: { ...same[1].metadata, labels: { v: '2' } } } as Manifest,
       ]);
       await driver.apply(v2);
-      await waitFor('twin v2 Ready', async () => {
-        const w = await observe(driver, 'twin');
-        return w?.phase === 'Ready' && w.hash === v2.hash;
-      });
+      await waitFor(
+        async () => {
+          const w = await observe(driver, 'twin');
+          return w?.phase === 'Ready' && w.hash === v2.hash;
+        },
+        { what: 'twin v2 Ready' },
+      );
       expect((await driver.exec('twin', ['cat', '/data/mark'], {})).stdout).toBe('kept\n');
       await driver.remove('twin');
       expect((await observe(otherDriver, 'twin'))?.phase).toBe('Ready');
@@ -299,13 +313,16 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
         }),
       ]),
     );
-    const waiting = await waitFor('probe running but not ready', async () => {
-      const w = await observe(driver, 'probe');
-      return w && w.objects[`Pod/probe-${env.suffix}/c`]?.message?.includes('readiness probe failed') ? w : undefined;
-    });
+    const waiting = await waitFor(
+      async () => {
+        const w = await observe(driver, 'probe');
+        return w && w.objects[`Pod/probe-${env.suffix}/c`]?.message?.includes('readiness probe failed') ? w : undefined;
+      },
+      { what: 'probe running but not ready' },
+    );
     expect(waiting.phase).toBe('Progressing');
     await driver.exec('probe', ['touch', '/tmp/ready'], {});
-    await waitFor('probe Ready', async () => (await observe(driver, 'probe'))?.phase === 'Ready');
+    await waitFor(async () => (await observe(driver, 'probe'))?.phase === 'Ready', { what: 'probe Ready' });
   });
 
   it('never lists or removes the pods of another agent on the same host', async () => {
@@ -319,10 +336,10 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
       await otherDriver.apply(unit('shared', 1, sleeper(`shared-${other.suffix}`)));
       await driver.apply(unit('shared', 1, sleeper(`shared-${env.suffix}`)));
       await waitFor(
-        'both Ready',
         async () =>
           (await observe(driver, 'shared'))?.phase === 'Ready' &&
           (await observe(otherDriver, 'shared'))?.phase === 'Ready',
+        { what: 'both Ready' },
       );
       expect(Object.keys((await observe(driver, 'shared'))!.objects).sort()).toEqual([
         `Pod/shared-${env.suffix}`,

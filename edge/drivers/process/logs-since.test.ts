@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, LogOptions } from '../driver.js';
 import { createProcessDriver } from './index.js';
 import { killAll, shWorkload } from './testing.js';
@@ -45,10 +45,9 @@ describe('process driver logs --since / --timestamps', () => {
     );
     const times = join(dataDir, 'workloads', 'two', 'logs', 'main.log.times');
     // The supervisor indexed the first lines (the index exists and covers them).
-    await waitFor(
-      'the time index of the first lines',
-      async () => (await readFile(times, 'utf8').catch(() => '')) !== '',
-    );
+    await waitFor(async () => (await readFile(times, 'utf8').catch(() => '')) !== '', {
+      what: 'the time index of the first lines',
+    });
     const before = await read({ timestamps: true });
     expect(before).toHaveLength(2);
     const early = before.map((l) => RFC3339.exec(l));
@@ -56,9 +55,9 @@ describe('process driver logs --since / --timestamps', () => {
     const earlyMs = Date.parse(early[0]![1]);
     expect(earlyMs).toBeLessThanOrEqual(Date.now());
 
-    await waitFor('the clock to pass the first lines', async () => Date.now() > earlyMs + 5);
+    await waitFor(async () => Date.now() > earlyMs + 5, { what: 'the clock to pass the first lines' });
     await writeFile(go, '');
-    await waitFor('the late line', async () => (await read({})).includes('late'));
+    await waitFor(async () => (await read({})).includes('late'), { what: 'the late line' });
 
     // Plain output is what the process wrote, unchanged.
     expect(await read({})).toEqual(['early', 'second', 'late']);

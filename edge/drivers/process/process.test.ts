@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { driverSuite, freePort, waitFor } from '../driver.case.js';
+import { driverSuite, freePort } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createProcessDriver, type ProcessDriverOptions } from './index.js';
 import { groupMembers, readStat } from './proc.js';
@@ -60,10 +61,13 @@ describe('process driver specifics', () => {
     pred: (o: WorkloadObservation) => boolean,
     what: string,
   ): Promise<WorkloadObservation> =>
-    waitFor(`${name} ${what}`, async () => {
-      const o = (await d.list()).find((w) => w.name === name);
-      return o && pred(o) ? o : undefined;
-    });
+    waitFor(
+      async () => {
+        const o = (await d.list()).find((w) => w.name === name);
+        return o && pred(o) ? o : undefined;
+      },
+      { what: `${name} ${what}` },
+    );
   const statePids = async (name: string): Promise<Record<string, { pid: number; startTime: number }>> =>
     (
       JSON.parse(await readFile(join(dataDir, 'workloads', name, 'state.json'), 'utf8')) as {
@@ -97,14 +101,15 @@ describe('process driver specifics', () => {
     agent.stdout!.on('data', (b: Buffer) => (out += b.toString()));
     agent.stderr!.on('data', (b: Buffer) => (errOut += b.toString()));
     const pid = Number(
-      await waitFor(
-        `the fixture agent to report READY (stderr: ${errOut})`,
-        async () => /READY (\d+)/.exec(out)?.[1],
-        60_000,
-      ),
+      await waitFor(async () => /READY (\d+)/.exec(out)?.[1], {
+        what: `the fixture agent to report READY (stderr: ${errOut})`,
+        timeout: 60_000,
+      }),
     );
     agent.kill('SIGKILL');
-    await waitFor('the fixture agent to die', async () => agent.exitCode !== null || agent.signalCode !== null);
+    await waitFor(async () => agent.exitCode !== null || agent.signalCode !== null, {
+      what: 'the fixture agent to die',
+    });
 
     expect(readStat(pid)?.state).not.toBe('Z');
     expect(await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text())).toContain('v1');
@@ -124,10 +129,10 @@ describe('process driver specifics', () => {
     );
     expect(after.restarts).toBe(1);
     await waitFor(
-      'a new pid serving again',
       async () =>
         (await statePids('survivor')).web.pid !== pid &&
         (await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text())).includes('v1'),
+      { what: 'a new pid serving again' },
     );
     await d.remove('survivor');
   });
@@ -139,15 +144,19 @@ describe('process driver specifics', () => {
     await d1.close();
     const first = (await statePids('again')).main;
     // The wrapper forks the command a moment after it starts.
-    await waitFor('the command under the wrapper', async () => groupMembers(first).some((p) => p !== first.pid));
+    await waitFor(async () => groupMembers(first).some((p) => p !== first.pid), {
+      what: 'the command under the wrapper',
+    });
     // Only the wrapper dies: the command it ran lingers in the group, as a half-killed process would.
     process.kill(first.pid, 'SIGKILL');
-    await waitFor('the wrapper to die', async () => readStat(first.pid) === null || readStat(first.pid)?.state === 'Z');
+    await waitFor(async () => readStat(first.pid) === null || readStat(first.pid)?.state === 'Z', {
+      what: 'the wrapper to die',
+    });
 
     const d2 = await make();
     const o = await phase(d2, 'again', (w) => w.phase !== 'Pending' && w.restarts === 1, 'to be restarted once');
     expect(o.restarts).toBe(1);
-    await waitFor('a new process running', async () => !(await identity(dataDir, 'again')).includes('gone'));
+    await waitFor(async () => !(await identity(dataDir, 'again')).includes('gone'), { what: 'a new process running' });
     expect(groupMembers(first)).toEqual([]);
     await d2.close();
 
@@ -271,11 +280,14 @@ describe('process driver specifics', () => {
     expect(Object.keys(pids).sort()).toEqual(['worker-0', 'worker-1', 'worker-2']);
     expect(new Set(Object.values(pids).map((p) => p.pid)).size).toBe(3);
     for (const i of [0, 1, 2]) {
-      await waitFor(`replica ${i} log`, async () => {
-        const lines: string[] = [];
-        for await (const l of d.logs('fleet', { container: `worker-${i}` })) lines.push(l);
-        return lines.includes(`replica ${i}`);
-      });
+      await waitFor(
+        async () => {
+          const lines: string[] = [];
+          for await (const l of d.logs('fleet', { container: `worker-${i}` })) lines.push(l);
+          return lines.includes(`replica ${i}`);
+        },
+        { what: `replica ${i} log` },
+      );
     }
     await d.remove('fleet');
     for (const p of Object.values(pids))
@@ -441,17 +453,22 @@ describe('process driver specifics', () => {
       ),
     );
     const logDir = join(dataDir, 'workloads', 'chatty', 'logs');
-    await waitFor('two rotated files', async () => (await readdir(logDir)).includes('main.log.2'));
-    await waitFor('a third rotation', async () => {
-      const tail: string[] = [];
-      for await (const l of d.logs('chatty', { tail: 1 })) tail.push(l);
-      return Number(/line (\d+)/.exec(tail[0] ?? '')?.[1] ?? 0) > 400;
-    });
+    await waitFor(async () => (await readdir(logDir)).includes('main.log.2'), { what: 'two rotated files' });
+    await waitFor(
+      async () => {
+        const tail: string[] = [];
+        for await (const l of d.logs('chatty', { tail: 1 })) tail.push(l);
+        return Number(/line (\d+)/.exec(tail[0] ?? '')?.[1] ?? 0) > 400;
+      },
+      { what: 'a third rotation' },
+    );
     const files = await readdir(logDir);
     expect(files.filter((f) => !f.endsWith('.times')).sort()).toEqual(['main.log', 'main.log.1', 'main.log.2']);
     // Beside them only their time indexes (logs --since), rotated with them.
     for (const f of files.filter((x) => x.endsWith('.times'))) expect(files).toContain(f.slice(0, -'.times'.length));
-    await waitFor('the rotated copy with its index', async () => (await readdir(logDir)).includes('main.log.2.times'));
+    await waitFor(async () => (await readdir(logDir)).includes('main.log.2.times'), {
+      what: 'the rotated copy with its index',
+    });
     for (const f of ['main.log.1', 'main.log.2']) expect((await stat(join(logDir, f))).size).toBeLessThan(20_000);
   });
 
@@ -460,17 +477,20 @@ describe('process driver specifics', () => {
     await d.apply(shWorkload('family', 'sleep 1000 & echo "child $!"; wait'));
     const log: string[] = [];
     const childPid = Number(
-      await waitFor('the child pid in the log', async () => {
-        log.length = 0;
-        for await (const l of d.logs('family', {})) log.push(l);
-        return /child (\d+)/.exec(log.join('\n'))?.[1];
-      }),
+      await waitFor(
+        async () => {
+          log.length = 0;
+          for await (const l of d.logs('family', {})) log.push(l);
+          return /child (\d+)/.exec(log.join('\n'))?.[1];
+        },
+        { what: 'the child pid in the log' },
+      ),
     );
     const start = readStat(childPid)!.startTime;
     await d.remove('family');
     const gone = (): boolean =>
       readStat(childPid) === null || readStat(childPid)!.startTime !== start || readStat(childPid)!.state === 'Z';
-    await waitFor('the child to be gone', async () => gone());
+    await waitFor(async () => gone(), { what: 'the child to be gone' });
     await expect(readdir(join(dataDir, 'workloads'))).resolves.toEqual([]);
   });
 });

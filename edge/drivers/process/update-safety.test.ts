@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../driver.case.js';
+import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createProcessDriver } from './index.js';
 import { isAlive, readStat } from './proc.js';
@@ -57,7 +57,7 @@ describe('process driver update and crash safety', () => {
     const d = await make();
     const v1 = shWorkload('app', 'echo v1 > v; exec sleep 600');
     await d.apply(v1);
-    await waitFor('app Ready', async () => (await observe(d, 'app'))?.phase === 'Ready');
+    await waitFor(async () => (await observe(d, 'app'))?.phase === 'Ready', { what: 'app Ready' });
     const before = await recorded('app');
 
     const v2 = unit('app', [
@@ -88,7 +88,7 @@ describe('process driver update and crash safety', () => {
     const w = shWorkload('dup', `echo $$$$ >> ${pids}; exec sleep 600`);
     const d1 = await make();
     await d1.apply(w);
-    await waitFor('dup running', async () => (await livePids(pids)).length === 1);
+    await waitFor(async () => (await livePids(pids)).length === 1, { what: 'dup running' });
     const first = await recorded('dup');
     const firstCommand = await livePids(pids);
     await d1.close();
@@ -98,7 +98,7 @@ describe('process driver update and crash safety', () => {
     await writeFile(stateFile('dup'), JSON.stringify(st));
 
     const d2 = await make();
-    await waitFor('dup Ready after adoption', async () => (await observe(d2, 'dup'))?.phase === 'Ready');
+    await waitFor(async () => (await observe(d2, 'dup'))?.phase === 'Ready', { what: 'dup Ready after adoption' });
     // Give a wrongly started second copy the time to write its pid.
     await new Promise((r) => setTimeout(r, 500));
     expect(await livePids(pids)).toEqual(firstCommand);
@@ -111,7 +111,7 @@ describe('process driver update and crash safety', () => {
     const w = shWorkload('stray', `echo $$$$ >> ${pids}; exec sleep 600`);
     const d1 = await make();
     await d1.apply(w);
-    await waitFor('stray running', async () => (await livePids(pids)).length === 1);
+    await waitFor(async () => (await livePids(pids)).length === 1, { what: 'stray running' });
     const first = await recorded('stray');
     const [firstCommand] = await livePids(pids);
     await d1.close();
@@ -123,11 +123,15 @@ describe('process driver update and crash safety', () => {
     await writeFile(join(dataDir, 'workloads', 'stray', 'run', 'main.intent'), 'another-spawn');
 
     const d2 = await make();
-    await waitFor('stray Ready with one process', async () => {
-      const live = await livePids(pids);
-      if ((await observe(d2, 'stray'))?.phase === 'Ready' && live.length === 1 && live[0] !== firstCommand) return true;
-      throw new Error(`live ${live.join(',')} (first ${firstCommand})`);
-    });
+    await waitFor(
+      async () => {
+        const live = await livePids(pids);
+        if ((await observe(d2, 'stray'))?.phase === 'Ready' && live.length === 1 && live[0] !== firstCommand)
+          return true;
+        throw new Error(`live ${live.join(',')} (first ${firstCommand})`);
+      },
+      { what: 'stray Ready with one process' },
+    );
     expect(isAlive(first)).toBe(false);
     expect(isAlive(await recorded('stray'))).toBe(true);
     expect((await recorded('stray')).pid).not.toBe(first.pid);
@@ -138,14 +142,12 @@ describe('process driver update and crash safety', () => {
     await d.apply(shWorkload('loop', 'echo up; sleep 0.3; exit 3', { restartPolicy: 'Always' }));
     const seen: WorkloadObservation[] = [];
     await waitFor(
-      'three restarts',
       async () => {
         const o = await observe(d, 'loop');
         if (o) seen.push(o);
         return (o?.restarts ?? 0) >= 3;
       },
-      30_000,
-      20,
+      { what: 'three restarts', timeout: 30_000, interval: 20 },
     );
     const degraded = seen.filter((o) => o.phase === 'Degraded');
     expect(degraded.length).toBeGreaterThan(0);

@@ -1,0 +1,104 @@
+/**
+ * @module An edge's connection history: one `connections` row per connection and the Connected /
+ * Disconnected / Reconnected events (stored by hub/state/edges.ts and events.ts), with retention
+ * for both.
+ *
+ * One edge on a flapping link, or a hostile one in a reconnect loop, once wrote ~440 rows a second
+ * here. Three bounds keep that in check: the sync server rate-limits reconnects per edge
+ * (RECONNECT_BURST, sync/server.ts); repeated reconnects within RECONNECT_COALESCE_MS update one
+ * event instead of adding two each; `pruneHistory` deletes rows past their age and count
+ * (docs/operations.md, "Retention").
+ */
+import type { HubState } from '../state/index.js';
+
+const DAY = 86_400_000;
+/** Events are kept this long, and at most EVENTS_MAX_ROWS of them (the oldest go first). */
+export const EVENTS_MAX_AGE_MS = 30 * DAY;
+export const EVENTS_MAX_ROWS = 100_000;
+/** Connection rows are kept this long, and at most CONNECTIONS_PER_EDGE per edge. */
+export const CONNECTIONS_MAX_AGE_MS = 30 * DAY;
+export const CONNECTIONS_PER_EDGE = 100;
+/** A reconnect this soon after the edge's last connection event updates that event. */
+export const RECONNECT_COALESCE_MS = 60_000;
+
+export interface ConnectionFacts {
+  edge: string;
+  remoteAddress: string;
+  agentVersion: string;
+}
+
+/** Reconnect counts of the edges whose last connection event is a coalesced one, by event id. */
+const flaps = new Map<number, { count: number; since: number }>();
+
+const iso = (t: number) => new Date(t).toISOString();
+
+/** Records a connection: the runtime row, a connections row and an event (one transaction). */
+export function recordConnect(state: HubState, conn: ConnectionFacts, now = Date.now()): void {
+  state.transaction(() => {
+    const project = state.edges.projectOf(conn.edge);
+    state.edges.connected(conn.edge, { at: now, agentVersion: conn.agentVersion, remoteAddress: conn.remoteAddress });
+    if (project === undefined) return;
+    const last = state.events.last(project, 'Edge', conn.edge);
+    if (last && last.reason === 'Disconnected' && now - last.at < RECONNECT_COALESCE_MS) {
+      const f = flaps.get(last.id) ?? { count: 0, since: last.at };
+      f.count++;
+      if (flaps.size > 10_000) flaps.clear();
+      flaps.set(last.id, f);
+      state.events.update(last.id, {
+        at: now,
+        reason: 'Reconnected',
+        message: `edge ${conn.edge} reconnected from ${conn.remoteAddress} (${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)})`,
+      });
+      return;
+    }
+    state.events.record({
+      project,
+      kind: 'Edge',
+      name: conn.edge,
+      reason: 'Connected',
+      message: `edge ${conn.edge} connected from ${conn.remoteAddress}`,
+      at: now,
+    });
+  });
+}
+
+/** Records a disconnection (one transaction). */
+export function recordDisconnect(state: HubState, edge: string, code: number, reason: string, now = Date.now()): void {
+  state.transaction(() => {
+    state.edges.disconnected(edge, now, `${code} ${reason}`.trim());
+    const project = state.edges.projectOf(edge);
+    if (project === undefined) return;
+    const why = `${code}${reason ? `: ${reason}` : ''}`;
+    const last = state.events.last(project, 'Edge', edge);
+    const f = last && flaps.get(last.id);
+    if (last && f && last.reason === 'Reconnected' && now - last.at < RECONNECT_COALESCE_MS) {
+      state.events.update(last.id, {
+        at: now,
+        reason: 'Disconnected',
+        message: `edge ${edge} disconnected (${why}) after ${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)}`,
+      });
+      return;
+    }
+    state.events.record({
+      project,
+      kind: 'Edge',
+      name: edge,
+      reason: 'Disconnected',
+      message: `edge ${edge} disconnected (${why})`,
+      at: now,
+    });
+  });
+}
+
+/** Every connected edge is disconnected by a hub stop: one statement each, not one event per edge. */
+export function recordHubStop(state: HubState, now = Date.now()): number {
+  return state.transaction(() => state.edges.allDisconnected(now, 'hub stopped'));
+}
+
+/** Deletes events and connection rows past their age and count bounds; returns how many went. */
+export function pruneHistory(state: HubState, now = Date.now()): { events: number; connections: number } {
+  return state.transaction(() => ({
+    events: state.events.prune(now - EVENTS_MAX_AGE_MS, EVENTS_MAX_ROWS),
+    connections: state.edges.pruneConnections(now - CONNECTIONS_MAX_AGE_MS, CONNECTIONS_PER_EDGE),
+  }));
+}

@@ -1,0 +1,316 @@
+/**
+ * @module An edge's runtime facts and connection history (tables `edge_runtime` and `connections`):
+ * the only SQL about them. Runtime facts change without an operator (enrollment, approval, the
+ * last heartbeat, connections, the reported inventory) and are not part of the Edge object's
+ * resourceVersion; heartbeats land here and never in a document. What an edge's life means
+ * (events, coalescing, when it counts as offline) lives in hub/edges/; this module only stores.
+ *
+ * `EdgeState` is the seam for a second implementation (PostgreSQL, issue #22); `sqliteEdgeState`
+ * is the one used today, synchronous like the rest of the hub's SQLite access.
+ */
+import { inventoryLabels } from '../../core/inventory.js';
+import type { Inventory } from '../../core/resources.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { all, json, one, run } from './sql.js';
+
+export interface EdgeRuntime {
+  name: string;
+  project: string;
+  approved: boolean;
+  enrolledAt: number;
+  lastSeen?: number;
+  connectedSince?: number;
+  disconnectedAt?: number;
+  agentVersion?: string;
+  remoteAddress?: string;
+  inventory?: Inventory;
+}
+
+/** What scheduling and the online/offline view need, without parsing inventories: one light scan. */
+export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'lastSeen' | 'enrolledAt'> & {
+  /** The labels derived from its inventory (docs/inventory.md). */
+  inventoryLabels?: Record<string, string>;
+};
+
+/** One row of an edge's connection history. */
+export interface ConnectionRecord {
+  connectedAt: number;
+  disconnectedAt?: number;
+  reason?: string;
+  remoteAddress?: string;
+}
+
+/** A connection of an approved edge of a project, with what its edge's runtime says now. */
+export interface ConnectionSpan {
+  edge: string;
+  connectedAt: number;
+  disconnectedAt?: number;
+  /** The edge's current connection start (undefined when it is disconnected). */
+  edgeConnectedSince?: number;
+  edgeLastSeen?: number;
+}
+
+export interface EdgeState {
+  get(name: string): EdgeRuntime | undefined;
+  /** The project of an enrolled edge (edge names are unique across projects). */
+  projectOf(name: string): string | undefined;
+  /** The edge is enrolled (it has a runtime row). */
+  exists(name: string): boolean;
+  /** Names of every enrolled edge. */
+  names(): string[];
+  /** Liveness of every edge of a project (`*`: all projects), by name. */
+  liveness(project: string): Map<string, EdgeLiveness>;
+  count(): number;
+  /** Projects that hold at least one edge. */
+  projects(): string[];
+  /** Edges with an open connection whose last heartbeat is older than `cutoff`. */
+  quietSince(cutoff: number): string[];
+  /** Every edge that was ever heard from, with when. */
+  lastSeenAll(): { name: string; project: string; lastSeen: number }[];
+
+  enroll(e: { name: string; project: string; approved: boolean; at: number }): void;
+  approve(name: string): void;
+  /** Forgets the runtime row of a decommissioned edge (its connection history ages out as usual). */
+  remove(name: string): void;
+  /** Records the inventory and its derived labels; true when those labels changed. */
+  storeInventory(name: string, inv: Inventory): boolean;
+  /** Records the last heartbeat of each edge (the caller batches them in one transaction). */
+  touch(seen: Iterable<readonly [string, number]>): void;
+
+  /** A connection opened: the runtime facts and a new history row. */
+  connected(name: string, c: { at: number; agentVersion: string; remoteAddress: string }): void;
+  /** The edge's open connection closed with `reason`. */
+  disconnected(name: string, at: number, reason: string): void;
+  /** The hub stops: every open connection ends; returns how many edges were connected. */
+  allDisconnected(at: number, reason: string): number;
+  /** The latest `limit` connections of an edge, newest first. */
+  connections(name: string, limit: number): ConnectionRecord[];
+  /** Connections of a project's approved edges that overlap [from, to]. */
+  connectionSpans(project: string, from: number, to: number): ConnectionSpan[];
+  /** Deletes closed connections older than `before` and all but the newest `perEdge` per edge. */
+  pruneConnections(before: number, perEdge: number): number;
+}
+
+interface RuntimeRow {
+  name: string;
+  project: string;
+  approved: number;
+  enrolled_at: number;
+  last_seen: number | null;
+  connected_since: number | null;
+  disconnected_at: number | null;
+  agent_version: string | null;
+  remote_address: string | null;
+  inventory: string | null;
+}
+
+interface LivenessRow {
+  name: string;
+  approved: number;
+  connected_since: number | null;
+  last_seen: number | null;
+  enrolled_at: number;
+  inventory_labels: string | null;
+}
+
+const LIVENESS = 'SELECT name, approved, connected_since, last_seen, enrolled_at, inventory_labels FROM edge_runtime';
+
+function toRuntime(r: RuntimeRow): EdgeRuntime {
+  // storeInventory takes a checked Inventory (both writers parse it against the schema first).
+  const inventory = r.inventory ? json<Inventory>(r.inventory, `edge_runtime.inventory of ${r.name}`) : undefined;
+  return {
+    name: r.name,
+    project: r.project,
+    approved: r.approved === 1,
+    enrolledAt: r.enrolled_at,
+    lastSeen: r.last_seen ?? undefined,
+    connectedSince: r.connected_since ?? undefined,
+    disconnectedAt: r.disconnected_at ?? undefined,
+    agentVersion: r.agent_version ?? undefined,
+    remoteAddress: r.remote_address ?? undefined,
+    inventory,
+  };
+}
+
+/** Liveness of every edge of a project (`*`: all) by name: the SQLite implementation's function. */
+export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, EdgeLiveness> {
+  const rows =
+    project === '*' ? all<LivenessRow>(db, LIVENESS) : all<LivenessRow>(db, `${LIVENESS} WHERE project = ?`, project);
+  const out = new Map<string, EdgeLiveness>();
+  for (const r of rows)
+    out.set(r.name, {
+      approved: r.approved === 1,
+      connectedSince: r.connected_since ?? undefined,
+      lastSeen: r.last_seen ?? undefined,
+      enrolledAt: r.enrolled_at,
+      ...(r.inventory_labels
+        ? { inventoryLabels: json<Record<string, string>>(r.inventory_labels, 'edge_runtime.inventory_labels') }
+        : {}),
+    });
+  return out;
+}
+
+export function sqliteEdgeState(db: SqliteDatabase): EdgeState {
+  return {
+    get(name) {
+      const r = one<RuntimeRow>(db, 'SELECT * FROM edge_runtime WHERE name = ?', name);
+      return r && toRuntime(r);
+    },
+    projectOf(name) {
+      return one<{ project: string }>(db, 'SELECT project FROM edge_runtime WHERE name = ?', name)?.project;
+    },
+    exists(name) {
+      return one<{ name: string }>(db, 'SELECT name FROM edge_runtime WHERE name = ?', name) !== undefined;
+    },
+    names() {
+      return all<{ name: string }>(db, 'SELECT name FROM edge_runtime').map((r) => r.name);
+    },
+    liveness: (project) => edgeLiveness(db, project),
+    count() {
+      return one<{ c: number }>(db, 'SELECT COUNT(*) c FROM edge_runtime')?.c ?? 0;
+    },
+    projects() {
+      return all<{ project: string }>(db, 'SELECT DISTINCT project FROM edge_runtime ORDER BY 1').map((r) => r.project);
+    },
+    quietSince(cutoff) {
+      return all<{ name: string }>(
+        db,
+        'SELECT name FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?',
+        cutoff,
+      ).map((r) => r.name);
+    },
+    lastSeenAll() {
+      return all<{ name: string; project: string; last_seen: number }>(
+        db,
+        'SELECT name, project, last_seen FROM edge_runtime WHERE last_seen IS NOT NULL',
+      ).map((r) => ({ name: r.name, project: r.project, lastSeen: r.last_seen }));
+    },
+
+    enroll(e) {
+      run(
+        db,
+        'INSERT INTO edge_runtime (name, project, approved, enrolled_at) VALUES (?, ?, ?, ?)',
+        e.name,
+        e.project,
+        e.approved ? 1 : 0,
+        e.at,
+      );
+    },
+    approve(name) {
+      run(db, 'UPDATE edge_runtime SET approved = 1 WHERE name = ?', name);
+    },
+    remove(name) {
+      run(db, 'DELETE FROM edge_runtime WHERE name = ?', name);
+    },
+    storeInventory(name, inv) {
+      const labels = JSON.stringify(inventoryLabels(inv));
+      const before = one<{ inventory_labels: string | null }>(
+        db,
+        'SELECT inventory_labels FROM edge_runtime WHERE name = ?',
+        name,
+      );
+      run(
+        db,
+        'UPDATE edge_runtime SET inventory = ?, inventory_labels = ? WHERE name = ?',
+        JSON.stringify(inv),
+        labels,
+        name,
+      );
+      return before !== undefined && before.inventory_labels !== labels;
+    },
+    touch(seen) {
+      for (const [name, at] of seen) run(db, 'UPDATE edge_runtime SET last_seen = ? WHERE name = ?', at, name);
+    },
+
+    connected(name, c) {
+      run(
+        db,
+        'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?',
+        c.at,
+        c.at,
+        c.agentVersion,
+        c.remoteAddress,
+        name,
+      );
+      run(
+        db,
+        'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)',
+        name,
+        c.at,
+        c.remoteAddress,
+      );
+    },
+    disconnected(name, at, reason) {
+      run(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?', at, name);
+      run(
+        db,
+        'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
+        at,
+        reason,
+        name,
+      );
+    },
+    allDisconnected(at, reason) {
+      const n = run(
+        db,
+        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE connected_since IS NOT NULL',
+        at,
+      );
+      run(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE disconnected_at IS NULL', at, reason);
+      return n;
+    },
+    connections(name, limit) {
+      return all<{
+        connected_at: number;
+        disconnected_at: number | null;
+        reason: string | null;
+        remote_address: string | null;
+      }>(
+        db,
+        'SELECT connected_at, disconnected_at, reason, remote_address FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?',
+        name,
+        limit,
+      ).map((r) => ({
+        connectedAt: r.connected_at,
+        ...(r.disconnected_at !== null ? { disconnectedAt: r.disconnected_at } : {}),
+        ...(r.reason ? { reason: r.reason } : {}),
+        ...(r.remote_address ? { remoteAddress: r.remote_address } : {}),
+      }));
+    },
+    connectionSpans(project, from, to) {
+      return all<{
+        edge: string;
+        connected_at: number;
+        disconnected_at: number | null;
+        connected_since: number | null;
+        last_seen: number | null;
+      }>(
+        db,
+        `SELECT c.edge, c.connected_at, c.disconnected_at, r.connected_since, r.last_seen
+         FROM connections c JOIN edge_runtime r ON r.name = c.edge
+         WHERE r.project = ? AND r.approved = 1 AND c.connected_at <= ? AND (c.disconnected_at IS NULL OR c.disconnected_at >= ?)`,
+        project,
+        to,
+        from,
+      ).map((r) => ({
+        edge: r.edge,
+        connectedAt: r.connected_at,
+        disconnectedAt: r.disconnected_at ?? undefined,
+        edgeConnectedSince: r.connected_since ?? undefined,
+        edgeLastSeen: r.last_seen ?? undefined,
+      }));
+    },
+    pruneConnections(before, perEdge) {
+      return (
+        run(db, 'DELETE FROM connections WHERE disconnected_at IS NOT NULL AND disconnected_at < ?', before) +
+        run(
+          db,
+          `DELETE FROM connections WHERE id IN (
+             SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY edge ORDER BY id DESC) AS n FROM connections)
+             WHERE n > ?)`,
+          perEdge,
+        )
+      );
+    },
+  };
+}

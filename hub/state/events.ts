@@ -1,0 +1,104 @@
+/**
+ * @module The hub's event log (table `events`): the only SQL about it. Events record what happened
+ * to an object (created, approved, connected, rolled out...) for `outpost describe`, the UI and its
+ * live stream; retention bounds them (hub/edges/history.ts). `EventLog` is the seam for a second
+ * implementation (issue #22); `sqliteEventLog` is today's.
+ */
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { all, one, run } from './sql.js';
+
+export interface EventRecord {
+  id: number;
+  at: number;
+  project: string;
+  kind: string;
+  name: string;
+  reason: string;
+  message: string;
+}
+
+export type NewEvent = Omit<EventRecord, 'id' | 'at'> & { at?: number };
+
+export interface EventFilter {
+  kind?: string;
+  name?: string;
+  reason?: string;
+  /** Only events at or after this time (ms since the epoch). */
+  since?: number;
+  limit: number;
+}
+
+export interface EventLog {
+  record(e: NewEvent): void;
+  /** Rewrites one event in place (coalescing repeated ones, hub/edges/history.ts). */
+  update(id: number, e: { at: number; reason: string; message: string }): void;
+  /** The newest event of one object. */
+  last(project: string, kind: string, name: string): EventRecord | undefined;
+  /** A project's events, newest first. */
+  list(project: string, f: EventFilter): EventRecord[];
+  /** The id of the newest event (0 when none): a cursor for `after`. */
+  lastId(): number;
+  /** Events after a cursor, oldest first. */
+  after(id: number): { id: number; project: string }[];
+  /** Deletes events older than `before` and all but the newest `keep`; returns how many went. */
+  prune(before: number, keep: number): number;
+}
+
+/** Appends one event; the SQLite implementation's function, for callers holding the database. */
+export function recordEvent(db: SqliteDatabase, e: NewEvent): void {
+  run(
+    db,
+    'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)',
+    e.at ?? Date.now(),
+    e.project,
+    e.kind,
+    e.name,
+    e.reason,
+    e.message,
+  );
+}
+
+export function sqliteEventLog(db: SqliteDatabase): EventLog {
+  return {
+    record: (e) => recordEvent(db, e),
+    update(id, e) {
+      run(db, 'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?', e.at, e.reason, e.message, id);
+    },
+    last(project, kind, name) {
+      return one<EventRecord>(
+        db,
+        'SELECT * FROM events WHERE project = ? AND kind = ? AND name = ? ORDER BY id DESC LIMIT 1',
+        project,
+        kind,
+        name,
+      );
+    },
+    list(project, f) {
+      // Four optional filters: 16 statement texts at most, each cached once.
+      const sql = `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ?${f.kind ? ' AND kind = ?' : ''}${f.name ? ' AND name = ?' : ''}${f.reason ? ' AND reason = ?' : ''}${f.since !== undefined ? ' AND at >= ?' : ''} ORDER BY id DESC LIMIT ?`;
+      return all<EventRecord>(
+        db,
+        sql,
+        project,
+        ...(f.kind ? [f.kind] : []),
+        ...(f.name ? [f.name] : []),
+        ...(f.reason ? [f.reason] : []),
+        ...(f.since !== undefined ? [f.since] : []),
+        f.limit,
+      );
+    },
+    lastId() {
+      return one<{ m: number | null }>(db, 'SELECT MAX(id) m FROM events')?.m ?? 0;
+    },
+    after(id) {
+      // id is the rowid: this reads only the rows added since the cursor.
+      return all<{ id: number; project: string }>(db, 'SELECT id, project FROM events WHERE id > ? ORDER BY id', id);
+    },
+    prune(before, keep) {
+      return (
+        run(db, 'DELETE FROM events WHERE at < ?', before) +
+        run(db, 'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)', keep)
+      );
+    },
+  };
+}

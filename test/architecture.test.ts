@@ -1,0 +1,159 @@
+/**
+ * The house rules that a reader of one file cannot see, checked over the whole tree:
+ *
+ * - imports point down: `main -> cli | hub | edge -> sync -> core`; hub/ and edge/ never import
+ *   each other; cli/ imports nothing of hub/ or edge/;
+ * - product code never imports test code: test/, `*.test.ts`, and the test support kept beside the
+ *   code it drives, named so it is recognised: `testing.ts`, `test-db.ts`, `*.fixture.ts`,
+ *   `*.case.ts` (a shared acceptance suite), `testdata/`;
+ * - each table is written (INSERT, UPDATE, DELETE) by exactly one module (hub/state/index.ts lists
+ *   the owners).
+ *
+ * Source text is read as it is on disk: no build, no process, so this runs in the fast tier.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from './helpers.js';
+
+const PRODUCT_DIRS = ['core', 'sync', 'hub', 'edge', 'cli'];
+
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+    const rel = path.posix.join(dir, e.name);
+    if (e.isDirectory()) out.push(...walk(rel));
+    else if (/\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(rel);
+  }
+  return out;
+}
+
+/** Test code, wherever it lives. */
+export function isTestCode(file: string): boolean {
+  return (
+    file.startsWith('test/') ||
+    /\.test\.tsx?$/.test(file) ||
+    /(^|\/)(testing|test-db)\.ts$/.test(file) ||
+    /\.(fixture|case)\.ts$/.test(file) ||
+    file.includes('/testdata/')
+  );
+}
+
+const productFiles = [...PRODUCT_DIRS.flatMap((d) => walk(d)), 'main.ts'].filter((f) => !isTestCode(f));
+
+/** Relative imports of a file (static, dynamic and re-exports), resolved to repository paths. */
+function importsOf(file: string): string[] {
+  const src = fs.readFileSync(path.join(ROOT, file), 'utf8');
+  const out: string[] = [];
+  for (const m of src.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'(\.{1,2}\/[^']+)'/g))
+    out.push(path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1])).replace(/\.js$/, '.ts'));
+  return out;
+}
+
+const top = (file: string) => (file.includes('/') ? file.slice(0, file.indexOf('/')) : file);
+
+/** Top folders each folder may import (besides itself). */
+const ALLOWED: Record<string, string[]> = {
+  core: [],
+  sync: ['core'],
+  hub: ['sync', 'core'],
+  edge: ['sync', 'core'],
+  cli: ['sync', 'core'],
+};
+
+describe('import rules', () => {
+  it('finds the product tree (the checks below are not vacuous)', () => {
+    expect(productFiles.length).toBeGreaterThan(100);
+    expect(productFiles).toContain('hub/hub.ts');
+    expect(importsOf('hub/hub.ts')).toContain('sync/store.ts');
+  });
+
+  it('product code never imports test code', () => {
+    const bad = productFiles.flatMap((f) =>
+      importsOf(f)
+        .filter(isTestCode)
+        .map((i) => `${f} imports ${i}`),
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it('imports point down: main -> cli | hub | edge -> sync -> core, hub and edge apart', () => {
+    const bad: string[] = [];
+    for (const f of productFiles) {
+      const from = top(f);
+      const allowed = ALLOWED[from];
+      if (!allowed) continue; // main.ts wires everything
+      for (const i of importsOf(f)) {
+        const to = top(i);
+        if (to !== from && PRODUCT_DIRS.includes(to) && !allowed.includes(to)) bad.push(`${f} imports ${i}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('the rule would catch a violation', () => {
+    expect(isTestCode('sync/testing.ts')).toBe(true);
+    expect(isTestCode('hub/auth/join-race.fixture.ts')).toBe(true);
+    expect(isTestCode('edge/drivers/driver.case.ts')).toBe(true);
+    expect(isTestCode('hub/state/edges.ts')).toBe(false);
+    expect(ALLOWED.hub).not.toContain('edge');
+    expect(ALLOWED.edge).not.toContain('hub');
+  });
+});
+
+/** Tables created in the product tree, by name. */
+function tables(): Set<string> {
+  const out = new Set<string>();
+  for (const f of productFiles)
+    for (const m of fs.readFileSync(path.join(ROOT, f), 'utf8').matchAll(/CREATE TABLE (?:IF NOT EXISTS )?([a-z_]+)/g))
+      out.add(m[1]);
+  return out;
+}
+
+/** table -> files that write it. */
+function writers(): Map<string, Set<string>> {
+  const known = tables();
+  const out = new Map<string, Set<string>>();
+  for (const f of productFiles) {
+    const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
+    for (const m of src.matchAll(/\b(?:INSERT(?:\s+OR\s+[A-Z]+)?\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_]+)\b/g)) {
+      if (!known.has(m[1])) continue;
+      if (!out.has(m[1])) out.set(m[1], new Set());
+      out.get(m[1])!.add(f);
+    }
+  }
+  return out;
+}
+
+/**
+ * Writers that are known and on their way out, each with the reason. An entry that no longer
+ * holds fails the test too, so the list only shrinks.
+ */
+const MOVING: { table: string; file: string; why: string }[] = [
+  ...['assignments', 'spec_written', 'rollouts'].map((table) => ({
+    table,
+    file: 'hub/controllers/scheduler.ts',
+    why: "the scheduler's redesign (issue #16) moves its writes into hub/state/assignments.ts",
+  })),
+];
+
+describe('one writer per table', () => {
+  it('each table is written by exactly one module', () => {
+    const w = writers();
+    expect(w.get('edge_runtime')).toEqual(new Set(['hub/state/edges.ts']));
+    const bad: string[] = [];
+    for (const [table, files] of w) {
+      const rest = [...files].filter((f) => !MOVING.some((m) => m.table === table && m.file === f));
+      if (rest.length > 1) bad.push(`${table} is written by ${rest.join(', ')}: give it one owner (hub/state/)`);
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('lists no exception that no longer holds', () => {
+    const w = writers();
+    const stale = MOVING.filter((m) => !w.get(m.table)?.has(m.file)).map(
+      (m) => `${m.file} no longer writes ${m.table}`,
+    );
+    expect(stale).toEqual([]);
+  });
+});

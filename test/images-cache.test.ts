@@ -1,0 +1,170 @@
+/**
+ * The hub's image cache (issue 19, part 2 without pull-through), with real processes: an image
+ * saved by podman as an oci-archive is pushed with `outpost image push`, served by the hub's OCI
+ * pull API to skopeo and podman with an API token (a viewer may pull, no token or another
+ * project's token may not), pushed again without moving its layers, and run on a podman edge
+ * whose workload names it on the hub, through a Registry object holding a viewer token.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPodman } from '../edge/drivers/podman/cli.js';
+import { SKIP_PODMAN, TEST_IMAGE } from '../edge/drivers/podman/harness.js';
+import { hubApi } from './fixtures/host-workloads.js';
+import { tempDir, waitFor } from './helpers.js';
+import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+
+const run = promisify(execFile);
+
+let dir: string;
+let hub: HubProc;
+let edge: Proc | undefined;
+let host: string;
+const pulled: string[] = [];
+
+const asCli = (token: string) => ({
+  OUTPOST_HUB: hub.url,
+  OUTPOST_TOKEN: token,
+  OUTPOST_CONFIG: path.join(dir, 'none.json'),
+});
+const skopeoInspect = (ref: string, creds?: string) =>
+  run('skopeo', ['inspect', '--tls-verify=false', ...(creds ? ['--creds', creds] : ['--no-creds']), `docker://${ref}`]);
+
+beforeAll(async () => {
+  if (SKIP_PODMAN) return;
+  dir = tempDir();
+  const port = await freePort();
+  host = `127.0.0.1:${port}`;
+  hub = await startHubProc(path.join(dir, 'hub'), port, ['--insecure-http']);
+  await createPodman().ok(
+    ['save', '--format', 'oci-archive', '-o', path.join(dir, 'app.tar'), TEST_IMAGE],
+    'podman save',
+  );
+}, 120_000);
+
+afterAll(async () => {
+  if (SKIP_PODMAN) return;
+  await edge?.kill('SIGTERM');
+  await hub?.proc.kill('SIGTERM');
+  const podman = createPodman();
+  const ownerFile = path.join(dir, 'edge', 'runtime', 'podman', 'podman', 'owner');
+  if (fs.existsSync(ownerFile)) {
+    const owner = fs.readFileSync(ownerFile, 'utf8').trim();
+    const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${owner}`])).stdout
+      .split('\n')
+      .filter(Boolean);
+    if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
+  }
+  // Only the names this test pulled: the layers are the shared test image's.
+  for (const ref of pulled) await podman.run(['rmi', ref]);
+  fs.rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe.skipIf(SKIP_PODMAN)("the hub's image cache", () => {
+  it('serves a pushed oci-archive to skopeo, podman and a podman edge, per project, without sending layers twice', async () => {
+    const push = await cli(['image', 'push', path.join(dir, 'app.tar'), 'team/app:v1'], asCli(hub.token));
+    expect(push.code, push.stderr).toBe(0);
+    const m = /^team\/app:v1@(sha256:[0-9a-f]{64})$/.exec(push.stdout.trim());
+    expect(m, push.stdout).not.toBeNull();
+    const digest = m![1];
+    const blobsAfterFirst = (await hubApi(hub, 'GET', '/api/v1/projects/default/blobs')).json.items;
+    // Every blob the tag needs is held by it (garbage collection keeps them).
+    expect(blobsAfterFirst.every((b: any) => b.references.includes('Image/team/app:v1'))).toBe(true);
+
+    // The same image under another tag: nothing new is stored, the digest is the same.
+    const again = await cli(['image', 'push', path.join(dir, 'app.tar'), 'team/app:v2'], asCli(hub.token));
+    expect(again.stdout.trim()).toBe(`team/app:v2@${digest}`);
+    const blobsAfterSecond = (await hubApi(hub, 'GET', '/api/v1/projects/default/blobs')).json.items;
+    expect(blobsAfterSecond.map((b: any) => b.digest).sort()).toEqual(blobsAfterFirst.map((b: any) => b.digest).sort());
+    const ls = await cli(['image', 'ls'], asCli(hub.token));
+    expect(ls.stdout).toMatch(/team\/app\s+v1\s+sha256:/);
+    expect(ls.stdout).toMatch(/team\/app\s+v2\s+sha256:/);
+
+    // The pull API: a viewer's token as the password; the digest is the pushed manifest's.
+    const viewer = (await cli(['token', 'create', '--api', '--role', 'viewer'], asCli(hub.token))).stdout.trim();
+    const other = (
+      await cli(['token', 'create', '--api', '--role', 'admin', '--project', 'other'], asCli(hub.token))
+    ).stdout.trim();
+    expect(viewer).not.toBe('');
+    expect(other).not.toBe('');
+    const inspected = JSON.parse((await skopeoInspect(`${host}/default/team/app:v1`, `outpost:${viewer}`)).stdout);
+    expect(inspected.Digest).toBe(digest);
+    expect(inspected.RepoTags.sort()).toEqual(['v1', 'v2']);
+    await expect(skopeoInspect(`${host}/default/team/app:v1`)).rejects.toThrow(/unauthorized|authentication required/i);
+    await expect(skopeoInspect(`${host}/default/team/app:v1`, `outpost:${other}`)).rejects.toThrow();
+    await expect(skopeoInspect(`${host}/default/team/app:nope`, `outpost:${viewer}`)).rejects.toThrow(
+      /manifest unknown|not found/i,
+    );
+    // The API is read-only: a push through it is refused.
+    const put = await fetch(`${hub.url}/v2/default/team/app/manifests/v3`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${hub.token}`, 'content-type': 'application/vnd.oci.image.manifest.v1+json' },
+      body: '{}',
+    });
+    expect(put.status).toBe(400);
+    expect(((await put.json()) as any).errors[0].code).toBe('UNSUPPORTED');
+
+    // podman pulls it (layers checked by digest on the way).
+    const podman = createPodman();
+    const ref = `${host}/default/team/app:v1`;
+    pulled.push(ref);
+    await podman.ok(
+      ['pull', '--quiet', '--tls-verify=false', '--creds', `outpost:${viewer}`, ref],
+      'podman pull from the hub',
+    );
+
+    // A podman edge runs a workload whose image is on the hub, with a Registry holding a viewer token.
+    const edgeRef = `${host}/default/team/app:v2`;
+    pulled.push(edgeRef);
+    const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
+    edge = await startEdgeProc(path.join(dir, 'edge'), [
+      '--hub',
+      hub.url,
+      '--join-token',
+      join.json.token,
+      '--name',
+      'cache-1',
+      '--driver',
+      'podman',
+    ]);
+    const applied = await hubApi(hub, 'POST', '/api/v1/apply', {
+      objects: [
+        {
+          kind: 'Registry',
+          metadata: { name: 'hub-cache' },
+          spec: { url: `http://${host}`, credentials: { username: 'outpost', password: viewer } },
+        },
+        {
+          kind: 'Workload',
+          metadata: { name: 'cached' },
+          spec: {
+            manifests: [
+              {
+                apiVersion: 'v1',
+                kind: 'Pod',
+                metadata: { name: 'cached' },
+                spec: {
+                  terminationGracePeriodSeconds: 0,
+                  containers: [{ name: 'main', image: edgeRef, command: ['sh', '-c', 'exec sleep 600'] }],
+                },
+              },
+            ],
+          },
+        },
+        { kind: 'Placement', metadata: { name: 'p' }, spec: { edges: ['cache-1'], workloads: ['cached'] } },
+      ],
+    });
+    expect(applied.status, JSON.stringify(applied.json)).toBeLessThan(300);
+    await waitFor(
+      async () =>
+        (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/cache-1')).json.status?.workloads?.find(
+          (w: any) => w.name === 'cached',
+        )?.state === 'Ready',
+      { timeout: 90_000, what: 'the workload from the hub cache Ready' },
+    );
+    expect((await podman.run(['image', 'exists', edgeRef])).code).toBe(0);
+    expect(edge.out + edge.err).not.toContain(viewer);
+  }, 240_000);
+});
