@@ -6,6 +6,7 @@
 import { isSea } from 'node:sea';
 import { Command, Option } from 'commander';
 import { parseByteSize } from './core/blobs.js';
+import { DRIVER_NAMES } from './core/driver-kinds.js';
 import { createLogger } from './core/logger.js';
 import { parseLabels } from './core/selector.js';
 import { buildInfo } from './core/version.js';
@@ -81,6 +82,13 @@ export function buildProgram(): Command {
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
     .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
     .option(
+      '--data-sink-s3-bucket <bucket>',
+      "forward the files edges export to this S3 bucket, with the hub's AWS credentials",
+    )
+    .option('--data-sink-s3-endpoint <url>', 'an S3-compatible endpoint instead of AWS (MinIO, Ceph...)')
+    .option('--data-sink-s3-region <region>', 'the bucket region', 'us-east-1')
+    .option('--data-sink-s3-prefix <prefix>', 'prepended to every object key, e.g. outpost/')
+    .option(
       '--scanner <scanner>',
       'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
     )
@@ -98,6 +106,10 @@ export function buildProgram(): Command {
       async (o: {
         maxConnectionsPerAddress: number;
         blobQuota?: number;
+        dataSinkS3Bucket?: string;
+        dataSinkS3Endpoint?: string;
+        dataSinkS3Region: string;
+        dataSinkS3Prefix?: string;
         scanner?: string;
         data: string;
         listen: string;
@@ -118,8 +130,20 @@ export function buildProgram(): Command {
         } catch (err) {
           throw new UsageError((err as Error).message);
         }
+        if (!o.dataSinkS3Bucket && (o.dataSinkS3Endpoint || o.dataSinkS3Prefix))
+          throw new UsageError('--data-sink-s3-endpoint and --data-sink-s3-prefix need --data-sink-s3-bucket');
         const h = await startHub({
           ...(scanner ? { scanner } : {}),
+          ...(o.dataSinkS3Bucket
+            ? {
+                dataSinkS3: {
+                  bucket: o.dataSinkS3Bucket,
+                  region: o.dataSinkS3Region,
+                  ...(o.dataSinkS3Endpoint ? { endpoint: o.dataSinkS3Endpoint } : {}),
+                  ...(o.dataSinkS3Prefix ? { prefix: o.dataSinkS3Prefix } : {}),
+                },
+              }
+            : {}),
           dataDir: o.data,
           listen: o.listen,
           insecureHttp: o.insecureHttp,
@@ -210,7 +234,7 @@ export function buildProgram(): Command {
     .option('--join-token-file <file>', 'read the join token from this file (first start only)')
     .option('--name <name>', 'edge name (default: the hostname)')
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
-    .addOption(new Option('--driver <driver>', 'runtime driver').choices(['process', 'podman', 'kubernetes']))
+    .addOption(new Option('--driver <driver>', 'runtime driver').choices(DRIVER_NAMES))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
     .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
     .action(

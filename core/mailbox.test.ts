@@ -26,7 +26,7 @@ const pod = (name: string, v: string) =>
     { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: `busybox:${v}` }] } },
   ] as SpecWorkload['manifests'];
 
-/** The same edits through Automerge's proxies (the reference) and through writeSpecTo. */
+/** The same edits inside `A.change` (what tests and compaction use) and on the backend outside it (the hub's spec writes). */
 function both(steps: { labels: Record<string, string>; workloads: SpecWorkload[] }[]): {
   proxy: A.Doc<SpecDoc>;
   backend: A.Doc<SpecDoc>;
@@ -51,7 +51,7 @@ function both(steps: { labels: Record<string, string>; workloads: SpecWorkload[]
 describe('writeSpecTo (a spec written through the document backend)', () => {
   beforeAll(() => initAutomerge());
 
-  it('writes exactly what the proxy functions write, step by step', () => {
+  it('writes the same document inside A.change as on the backend, step by step, and the view shows it', () => {
     const steps: { labels: Record<string, string>; workloads: SpecWorkload[] }[] = [
       { labels: { site: 'a' }, workloads: [{ name: 'web', generation: 1, revision: 1, manifests: pod('web', '1') }] },
       {
@@ -69,7 +69,7 @@ describe('writeSpecTo (a spec written through the document backend)', () => {
       expect(A.toJS(backend)).toEqual(A.toJS(proxy));
       expect(readSpec(backend)).toEqual(readSpec(proxy));
     }
-    // Datatypes too: strings are ImmutableStrings, numbers integers, as the proxies make them.
+    // Datatypes too: strings are ImmutableStrings, numbers integers, as readers expect them.
     const { backend } = both(steps.slice(0, 2));
     expect(backend.workloads.web.manifests).toBeInstanceOf(A.ImmutableString);
     expect(backend.settings.labels.tier).toBeInstanceOf(A.ImmutableString);

@@ -11,8 +11,9 @@
  * This module is the only place that knows the document layout; everything else goes through
  * the plain views and writer functions below.
  */
-import { Counter, ImmutableString } from '@automerge/automerge/slim';
+import { Counter, getBackend, ImmutableString, type Doc } from '@automerge/automerge/slim';
 import { z } from 'zod';
+import { HEARTBEAT_INTERVAL_MS } from './durations.js';
 import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import type { ReportedPhase } from './status.js';
@@ -199,7 +200,7 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
   return {
     edge: s(doc.edge),
     labels,
-    heartbeatSeconds: doc.settings?.heartbeatSeconds ?? 10,
+    heartbeatSeconds: doc.settings?.heartbeatSeconds ?? HEARTBEAT_INTERVAL_MS / 1000,
     workloads,
     intentsCleared: { ...(doc.intentsCleared ?? {}) },
     ...(agentUpgrade ? { agentUpgrade } : {}),
@@ -299,7 +300,7 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
 export function initSpec(d: SpecDoc, edge: string): void {
   d.schema = MAILBOX_SCHEMA;
   d.edge = new ImmutableString(edge);
-  d.settings = { labels: {}, heartbeatSeconds: 10 };
+  d.settings = { labels: {}, heartbeatSeconds: HEARTBEAT_INTERVAL_MS / 1000 };
   d.workloads = {};
   d.intentsCleared = {};
 }
@@ -312,50 +313,8 @@ export function initReport(d: ReportDoc, edge: string): void {
   d.intentSeq = 0;
 }
 
-export function setSpecLabels(d: SpecDoc, labels: Record<string, string>): void {
-  for (const k of Object.keys(d.settings.labels)) if (!(k in labels)) delete d.settings.labels[k];
-  for (const [k, v] of Object.entries(labels))
-    if (s(d.settings.labels[k]) !== v || !(k in d.settings.labels)) d.settings.labels[k] = new ImmutableString(v);
-}
-
-/** Writes a workload only if it differs; returns true when the document changed. */
-export function putSpecWorkload(d: SpecDoc, w: SpecWorkload): boolean {
-  const cur = d.workloads[w.name];
-  const manifests = JSON.stringify(w.manifests);
-  // Numbers first: a new generation (the usual case) is decided without reading the manifests,
-  // a string the size of the workload, out of the document.
-  if (
-    cur &&
-    cur.generation === w.generation &&
-    cur.revision === w.revision &&
-    opt(cur.error) === w.error &&
-    s(cur.manifests) === manifests
-  )
-    return false;
-  if (!cur) {
-    const next: SpecWorkloadDoc = {
-      generation: w.generation,
-      revision: w.revision,
-      manifests: new ImmutableString(manifests),
-    };
-    if (w.error !== undefined) next.error = new ImmutableString(w.error);
-    d.workloads[w.name] = next;
-    return true;
-  }
-  // Field by field into the existing map: a new map for every generation cost a third of a spec
-  // write on the hub and grew the history by a map per change. Only the hub writes a spec, so the
-  // fields never see concurrent writers.
-  if (cur.generation !== w.generation) cur.generation = w.generation;
-  if (cur.revision !== w.revision) cur.revision = w.revision;
-  if (s(cur.manifests) !== manifests) cur.manifests = new ImmutableString(manifests);
-  if (w.error === undefined) {
-    if (cur.error !== undefined) delete cur.error;
-  } else if (opt(cur.error) !== w.error) cur.error = new ImmutableString(w.error);
-  return true;
-}
-
 /**
- * The few calls of an Automerge document's backend (`A.getBackend(doc)`) that writeSpecTo uses. A
+ * The few calls of an Automerge document's backend (`A.getBackend(doc)`) the spec writer uses. A
  * scalar string written with datatype 'str' is what an ImmutableString is; integers are 'int', as
  * Automerge's own proxies write them.
  */
@@ -365,6 +324,7 @@ export interface MapBackend {
   put(obj: string, prop: string, value: string | number, datatype: 'str' | 'int'): void;
   putObject(obj: string, prop: string, value: Record<string, never>): string;
   delete(obj: string, prop: string): void;
+  pendingOps(): number;
 }
 
 function mapId(b: MapBackend, obj: string, prop: string): string | undefined {
@@ -378,31 +338,13 @@ function putIfChanged(b: MapBackend, obj: string, prop: string, value: string | 
     b.put(obj, prop, value, datatype);
 }
 
-/**
- * Writes an edge's labels and exactly these workloads into a spec document through its backend:
- * the same document setSpecLabels + putSpecWorkload + deleteSpecWorkload make through the proxies
- * (tested field for field), at a third of the cost, and without building the JS view the hub
- * never reads (the store brings a view up to date only when something reads it).
- */
-export function writeSpecTo(b: MapBackend, labels: Record<string, string>, workloads: SpecWorkload[]): void {
+function specMaps(b: MapBackend): { labels: string; workloads: string } {
   const settings = mapId(b, '_root', 'settings');
-  const labelsId = settings && mapId(b, settings, 'labels');
-  const wls = mapId(b, '_root', 'workloads');
-  if (!labelsId || !wls)
+  const labels = settings && mapId(b, settings, 'labels');
+  const workloads = mapId(b, '_root', 'workloads');
+  if (!labels || !workloads)
     throw new Error('spec document without settings.labels or workloads: it was not created by initSpec');
-  for (const k of b.keys(labelsId)) if (!(k in labels)) b.delete(labelsId, k);
-  for (const [k, v] of Object.entries(labels)) putIfChanged(b, labelsId, k, v, 'str');
-  const keep = new Set(workloads.map((w) => w.name));
-  for (const name of b.keys(wls)) if (!keep.has(name)) b.delete(wls, name);
-  for (const w of workloads) {
-    const id = mapId(b, wls, w.name) ?? b.putObject(wls, w.name, {});
-    putIfChanged(b, id, 'generation', w.generation, 'int');
-    putIfChanged(b, id, 'revision', w.revision, 'int');
-    putIfChanged(b, id, 'manifests', JSON.stringify(w.manifests), 'str');
-    if (w.error === undefined) {
-      if (b.getWithType(id, 'error')) b.delete(id, 'error');
-    } else putIfChanged(b, id, 'error', w.error, 'str');
-  }
+  return { labels, workloads };
 }
 
 /** The one writer of the spec's agent upgrade order (undefined removes it); true when it changed. */
@@ -423,9 +365,63 @@ export function setReportAgentUpgrade(d: ReportDoc, p: AgentUpgradeProgress | un
   return true;
 }
 
+function putLabels(b: MapBackend, labelsId: string, labels: Record<string, string>): void {
+  for (const k of b.keys(labelsId)) if (!(k in labels)) b.delete(labelsId, k);
+  for (const [k, v] of Object.entries(labels)) putIfChanged(b, labelsId, k, v, 'str');
+}
+
+/**
+ * Field by field into the workload's map (a new map for every generation cost a third of a spec
+ * write on the hub and grew the history by a map per change; only the hub writes a spec, so the
+ * fields never see concurrent writers), and only the fields that differ.
+ */
+function putWorkload(b: MapBackend, wls: string, w: SpecWorkload): void {
+  const id = mapId(b, wls, w.name) ?? b.putObject(wls, w.name, {});
+  putIfChanged(b, id, 'generation', w.generation, 'int');
+  putIfChanged(b, id, 'revision', w.revision, 'int');
+  putIfChanged(b, id, 'manifests', JSON.stringify(w.manifests), 'str');
+  if (w.error === undefined) {
+    if (b.getWithType(id, 'error')) b.delete(id, 'error');
+  } else putIfChanged(b, id, 'error', w.error, 'str');
+}
+
+/**
+ * THE spec writer: an edge's labels and exactly these workloads, written into a spec document
+ * through its backend. The hub calls it outside `A.change` (ReplicaStore.changeBackend: no JS view
+ * is built for documents the hub never reads); inside `A.change` the functions below call the same
+ * code on the change's backend, so there is one way a spec document is written.
+ */
+export function writeSpecTo(b: MapBackend, labels: Record<string, string>, workloads: SpecWorkload[]): void {
+  const ids = specMaps(b);
+  putLabels(b, ids.labels, labels);
+  const keep = new Set(workloads.map((w) => w.name));
+  for (const name of b.keys(ids.workloads)) if (!keep.has(name)) b.delete(ids.workloads, name);
+  for (const w of workloads) putWorkload(b, ids.workloads, w);
+}
+
+/** The backend of the document an `A.change` callback is changing. */
+const backendOf = (d: SpecDoc): MapBackend => getBackend(d as unknown as Doc<SpecDoc>) as MapBackend;
+
+/** Inside `A.change`: the edge's labels, exactly these (writeSpecTo's code). */
+export function setSpecLabels(d: SpecDoc, labels: Record<string, string>): void {
+  const b = backendOf(d);
+  putLabels(b, specMaps(b).labels, labels);
+}
+
+/** Inside `A.change`: one workload, written only if it differs (writeSpecTo's code); true when the document changed. */
+export function putSpecWorkload(d: SpecDoc, w: SpecWorkload): boolean {
+  const b = backendOf(d);
+  const before = b.pendingOps();
+  putWorkload(b, specMaps(b).workloads, w);
+  return b.pendingOps() > before;
+}
+
+/** Inside `A.change`: removes one workload; true when it was there. */
 export function deleteSpecWorkload(d: SpecDoc, name: string): boolean {
-  if (!(name in d.workloads)) return false;
-  delete d.workloads[name];
+  const b = backendOf(d);
+  const wls = specMaps(b).workloads;
+  if (!b.getWithType(wls, name)) return false;
+  b.delete(wls, name);
   return true;
 }
 

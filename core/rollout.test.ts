@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { planRollout, resolveMaxUnavailable, type RolloutEdge, type RolloutInput } from './rollout.js';
+import {
+  contentSetKey,
+  edgeOutcome,
+  planRollout,
+  resolveMaxUnavailable,
+  type RolloutEdge,
+  type RolloutInput,
+} from './rollout.js';
 
 const NEW = 'k2';
 const OLD = 'k1';
@@ -321,4 +328,37 @@ describe('planRollout', () => {
       expect(last!.counts.ready).toBe(n - failing.length);
     },
   );
+});
+
+describe('contentSetKey', () => {
+  it('is the same for the same set in any order, and differs when one content key differs', () => {
+    const a = contentSetKey([
+      { workload: 'web', key: 'k1' },
+      { workload: 'db', key: 'k2' },
+    ]);
+    expect(
+      contentSetKey([
+        { workload: 'db', key: 'k2' },
+        { workload: 'web', key: 'k1' },
+      ]),
+    ).toBe(a);
+    expect(
+      contentSetKey([
+        { workload: 'web', key: 'k1' },
+        { workload: 'db', key: 'k3' },
+      ]),
+    ).not.toBe(a);
+    expect(contentSetKey([{ workload: 'web', key: 'k1' }])).not.toBe(a);
+  });
+});
+
+describe('edgeOutcome', () => {
+  it('takes the first failed or held workload, else progressing if any is, else ready', () => {
+    expect(edgeOutcome([])).toBe('ready');
+    expect(edgeOutcome(['ready', 'ready'])).toBe('ready');
+    expect(edgeOutcome(['ready', 'progressing'])).toBe('progressing');
+    expect(edgeOutcome(['progressing', 'failed'])).toBe('failed');
+    expect(edgeOutcome(['paused', 'failed'])).toBe('paused');
+    expect(edgeOutcome(['failed', 'paused'])).toBe('failed');
+  });
 });

@@ -45,6 +45,7 @@
  * const plan = planRollout({ placement: 'web', rollout: p.spec.rollout, edges });
  * for (const e of plan.update) writeSpec(e, target[e]);
  */
+import { createHash } from 'node:crypto';
 import type { Rollout } from './resources.js';
 
 export type ObservedRolloutState = 'ready' | 'progressing' | 'failed' | 'paused';
@@ -60,6 +61,42 @@ export interface RolloutEdge {
   offlineForMs?: number;
   /** Workloads of the placement this edge lacks because another placement holds them: `web (placement dup)`. */
   blocked?: string[];
+}
+
+/**
+ * An edge's observed state from its workloads' outcomes (core/summary.ts `workloadOutcome`), in
+ * workload order: the first failed or paused workload decides; else any progressing one makes the
+ * edge progressing; else it is ready.
+ */
+export function edgeOutcome(outcomes: Iterable<ObservedRolloutState>): ObservedRolloutState {
+  let out: ObservedRolloutState = 'ready';
+  for (const o of outcomes) {
+    if (o === 'failed' || o === 'paused') return o;
+    if (o === 'progressing') out = 'progressing';
+  }
+  return out;
+}
+
+const keyMemo = new Map<string, string>();
+
+/**
+ * The one key of an edge's set of (workload, content key): equal sets, equal keys, whatever the
+ * order. It is every key the planner compares (`targetKey`, `writtenKey`, `observed.key`) and what
+ * `outpost rollout resume` stores as an acknowledged failure: a second way of computing it would
+ * make resume silently acknowledge nothing. Memoized: the same few sets recur on every edge and pass.
+ */
+export function contentSetKey(items: readonly { workload: string; key: string }[]): string {
+  const joined = items
+    .map((t) => `${t.workload}=${t.key}`)
+    .sort()
+    .join('\n');
+  let key = keyMemo.get(joined);
+  if (key === undefined) {
+    if (keyMemo.size > 10_000) keyMemo.clear();
+    key = createHash('sha256').update(joined).digest('hex').slice(0, 16);
+    keyMemo.set(joined, key);
+  }
+  return key;
 }
 
 export interface RolloutInput {

@@ -5,6 +5,7 @@ import {
   stateFromReport,
   summarize,
   summarizeByEdge,
+  workloadOutcome,
   type ReportFacts,
   type StatusEntry,
 } from './summary.js';
@@ -219,5 +220,35 @@ describe('stateFromReport', () => {
   ];
   it.each(cases)('%s', (_name, facts, want) => {
     expect(stateFromReport(facts)).toEqual(want);
+  });
+});
+
+describe('workloadOutcome (the one rule for ready, progressing, failed and held)', () => {
+  const at = (phase: string, observedGeneration = 3) => ({ generation: 3, reported: { phase, observedGeneration } });
+
+  it('fails on a spec error, and on Failed or Degraded reported on the current generation only', () => {
+    expect(workloadOutcome({ generation: 3, specError: 'missing label region' })).toBe('failed');
+    expect(workloadOutcome(at('Failed'))).toBe('failed');
+    expect(workloadOutcome(at('Degraded'))).toBe('failed');
+    expect(workloadOutcome(at('Failed', 2))).toBe('progressing');
+    expect(workloadOutcome(at('Degraded', 2))).toBe('progressing');
+  });
+
+  it('is ready only on Ready for the current generation; held when paused on site, whatever the generation', () => {
+    expect(workloadOutcome(at('Ready'))).toBe('ready');
+    expect(workloadOutcome(at('Ready', 2))).toBe('progressing');
+    expect(workloadOutcome(at('Paused', 1))).toBe('paused');
+    expect(workloadOutcome({ generation: 1 })).toBe('progressing');
+    for (const phase of ['Progressing', 'Pending', 'Modified', 'Bogus'])
+      expect(workloadOutcome(at(phase))).toBe('progressing');
+  });
+
+  it('agrees with the summary: what it calls failed is a broken state there', () => {
+    for (const phase of ['Ready', 'Progressing', 'Pending', 'Paused', 'Modified', 'Degraded', 'Failed'])
+      for (const observedGeneration of [2, 3]) {
+        const f = at(phase, observedGeneration);
+        const state = stateFromReport({ ...f, online: true }).state;
+        expect(workloadOutcome(f) === 'failed').toBe(['Failed', 'Degraded', 'Error'].includes(state));
+      }
   });
 });

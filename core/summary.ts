@@ -16,6 +16,7 @@ import {
   type State,
   type Summary,
 } from './status.js';
+import type { ObservedRolloutState } from './rollout.js';
 
 export interface StatusEntry {
   edge: string;
@@ -161,4 +162,27 @@ export function stateFromReport(f: ReportFacts): DerivedState {
   const phase = r.phase as ReportedPhase;
   const reason = r.message || DEFAULT_REASON[phase];
   return reason === undefined ? { state: phase } : { state: phase, reason };
+}
+
+/** What a rollout makes of each state of a workload on an online edge (Stale cannot occur there). */
+const OUTCOME: Record<State, ObservedRolloutState> = {
+  Ready: 'ready',
+  Progressing: 'progressing',
+  Pending: 'progressing',
+  Paused: 'paused',
+  Modified: 'progressing',
+  Stale: 'progressing',
+  Degraded: 'failed',
+  Failed: 'failed',
+  Error: 'failed',
+};
+
+/**
+ * The one rule for "this workload failed on this edge" (and is ready, still moving, or held on
+ * site), used by the summaries (through `stateFromReport`), the rollout's observation of each edge
+ * and `outpost rollout resume`: a spec error, or Failed/Degraded reported on the current
+ * generation. Connectivity is left out: a rollout judges an edge by what it last said.
+ */
+export function workloadOutcome(f: Omit<ReportFacts, 'online' | 'lastSeenAgoMs'>): ObservedRolloutState {
+  return OUTCOME[stateFromReport({ ...f, online: true }).state];
 }

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { DRIVER_NAMES } from '../core/driver-kinds.js';
 import type { DriverName } from './drivers/driver.js';
 
 export const EdgeConfig = z.object({
@@ -17,7 +18,7 @@ export const EdgeConfig = z.object({
   caPem: z.string().optional(),
   /** The hub's release public key (PEM), pinned at enrollment: agent upgrades must be signed by it. */
   releaseKey: z.string().max(1000).optional(),
-  driver: z.enum(['process', 'podman', 'kubernetes']),
+  driver: z.enum(DRIVER_NAMES),
   kubeconfig: z.string().optional(),
   /** Private half of the X25519 key pair made at enrollment: opens the Secrets the hub sealed to this edge. */
   sealKey: z.string().optional(),

@@ -32,13 +32,14 @@ import { handleImageRequest, ImageCache } from './images/cache.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
 import { HubDataFiles } from './data/index.js';
+import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
 import { ChangeFeed } from './api/stream.js';
 import type { HubAuth, Principal } from './api/context.js';
 import * as auth from './auth/index.js';
-import { Scheduler } from './controllers/scheduler.js';
+import { Scheduler } from './scheduler/index.js';
 import { projectReport } from './controllers/status.js';
 import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -74,6 +75,8 @@ export interface HubOptions {
   blobGraceMs?: number;
   /** The catalog's malware scanner (`--scanner`); undefined: none configured, packages stay Pending. */
   scanner?: ScannerSpec;
+  /** Forward the files edges export to this S3-compatible bucket (docs/data.md). */
+  dataSinkS3?: S3SinkOptions;
   /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */
   scanRetryMs?: number;
 }
@@ -290,7 +293,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(state.edges, blobs, registry);
-  const dataFiles = new HubDataFiles(db, blobs, state.edges);
+  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
+  sink?.start();
+  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   const tunnel = new TunnelGateway({
     db,
     edges: state.edges,
@@ -402,6 +407,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     async close() {
       blobs.stop();
       upgrades?.stop();
+      await sink?.stop();
       await catalog.stop();
       changes?.close();
       tunnel.close();

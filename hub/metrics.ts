@@ -20,7 +20,7 @@ import { BROKEN_STATES } from '../core/summary.js';
 import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
 import { edgePhase } from './edges/phase.js';
-import type { Scheduler } from './controllers/scheduler.js';
+import type { Scheduler } from './scheduler/index.js';
 import { placementStatus } from './controllers/status.js';
 import type { ObjectStore } from './objects.js';
 import type { HubState } from './state/index.js';

@@ -13,6 +13,7 @@ import {
   FRAME_BURST,
   FRAMES_PER_SECOND,
   HANDSHAKE_TIMEOUT_MS,
+  HEARTBEAT_INTERVAL_MS,
   RECONNECT_BURST,
   RECONNECT_REFILL_MS,
   REFUSAL_LOG_INTERVAL_MS,
@@ -550,7 +551,7 @@ export class SyncServer {
         hubVersion: this.opts.hubVersion,
         edge,
         docs: docs.map((d) => ({ id: d.id, epoch: this.opts.store.epoch(d.id)! })),
-        heartbeatSeconds: this.opts.heartbeatSeconds?.(edge) ?? 10,
+        heartbeatSeconds: this.opts.heartbeatSeconds?.(edge) ?? HEARTBEAT_INTERVAL_MS / 1000,
         ...(quiet.size ? { quiet: [...quiet.keys()] } : {}),
       }),
     );

@@ -153,6 +153,8 @@ const automergeWithoutFetch: esbuild.Plugin = {
 export const SIDE_BUNDLES: Readonly<Record<string, readonly string[]>> = {
   kubernetes: ['kubernetes-models', '@kubernetes/client-node'],
   x509: ['@peculiar/x509'],
+  // The hub's optional S3 sink (hub/data/s3-sink.ts): ~1 MB that no edge runs.
+  s3: ['@aws-sdk/client-s3', '@aws-sdk/lib-storage'],
 };
 
 export const sideAssetKey = (name: string): string => `side/${name}.cjs`;

@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BlobDigest } from '../../core/blobs.js';
 import { EXPORT_DIR_ENV, egressOf, exportDirEnv, type EgressRule } from '../../core/data.js';
+import type { DriverName } from '../../core/driver-kinds.js';
 import { createLogger } from '../../core/logger.js';
 import type { Manifest } from '../../core/resources.js';
 import { cachedStatement, inTransaction, migrate, type SqliteDatabase } from '../../sync/sqlite.js';
@@ -90,7 +91,7 @@ export interface EgressState {
 export interface EdgeEgressOptions {
   db: SqliteDatabase;
   dataDir: string;
-  driver: 'process' | 'podman' | 'kubernetes';
+  driver: DriverName;
   blobs: EdgeBlobStore;
   transfers: EdgeTransfers;
   open: OpenStream;

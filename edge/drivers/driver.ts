@@ -20,11 +20,12 @@
  *   started) and settles `exit`. With `tty`, the runtime allocates a terminal when it can (then
  *   stderr arrives merged into stdout); a driver that cannot says so in docs/tunnel.md.
  */
+import type { DriverName } from '../../core/driver-kinds.js';
 import type { Manifest } from '../../core/resources.js';
 import type { ObjectStatus } from '../../core/mailbox.js';
 import type { ReportedPhase } from '../../core/status.js';
 
-export type DriverName = 'process' | 'podman' | 'kubernetes';
+export type { DriverName };
 
 export interface WorkloadUnit {
   /** Workload name, unique on the edge (DNS-1123 label). */

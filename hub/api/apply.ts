@@ -14,7 +14,7 @@ import { selectEdges } from '../../core/selector.js';
 import { inTransaction } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { schedulableEdges } from '../edges/phase.js';
-import { assignmentsForPlacement, assignmentsForWorkload } from '../controllers/scheduler.js';
+import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assignments.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
 import { registryForOutput } from '../images/registries.js';

@@ -13,7 +13,7 @@ import type { ApiPrincipal } from '../auth/principal.js';
 import { authorize as authorizeIn, type Action, type Role } from '../auth/roles.js';
 import type { ApiTokenInfo } from '../auth/tokens.js';
 import type { Catalog } from '../catalog/index.js';
-import type { Scheduler } from '../controllers/scheduler.js';
+import type { Scheduler } from '../scheduler/index.js';
 import type { ObjectStore } from '../objects.js';
 import type { AgentUpgradeStatus } from '../upgrades/controller.js';
 import type { HubSecrets } from '../secrets.js';

@@ -9,7 +9,7 @@
  *   or not: those change without an apply). The later apply is refused, naming the other
  *   placement. Should an overlap arise later anyway (an edge relabelled), the placement already
  *   holding the workload on that edge keeps it and the other reports the edge as blocked
- *   (hub/controllers/scheduler.ts).
+ *   (hub/scheduler/).
  * - A placement that selects no schedulable edge is accepted with a warning (its rollout shows
  *   Pending "no edge selected" until one matches).
  */

@@ -21,6 +21,8 @@ export class HubDataFiles {
     private readonly db: SqliteDatabase,
     private readonly blobs: HubBlobs,
     private readonly edges: Pick<EdgeState, 'get'>,
+    /** Called after each recorded file (the S3 sink forwards it). */
+    private readonly onRecorded?: () => void,
   ) {
     migrateDataFiles(db);
   }
@@ -48,5 +50,6 @@ export class HubDataFiles {
     s.sendMeta({ ok: true });
     s.end();
     log.info({ edge, workload: r.workload, path: r.path, size: r.size }, 'exported file recorded');
+    this.onRecorded?.();
   }
 }

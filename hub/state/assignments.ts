@@ -1,18 +1,369 @@
 /**
- * @module The scheduler's tables `assignments` and `spec_written`: what a decommissioned edge held
- * goes with it. (The scheduler's own state module, with every read and write of these tables, is
- * landing from the scheduler's redesign, issue #16; this is the part the edge lifecycle needs.)
+ * @module The scheduler's tables, and the only code that writes them: `assignments` (what each
+ * edge's spec holds, per workload), `spec_written` (a digest of what each spec document was last
+ * written with) and `rollouts` (per placement: phase, reason, the failures an operator accepted).
+ *
+ * Callers use the `AssignmentStore` interface; `SqliteAssignmentStore` is its implementation on
+ * the hub's SQLite file (a second one, e.g. on PostgreSQL, implements the same methods).
+ *
+ * Desired state: the Workload and Placement objects are the authority; an assignment is derived
+ * from them (customized for its edge) and the spec document is derived from the assignments.
+ * `assignments.manifests` keeps the full customized manifests, not only their content key,
+ * because an assignment is what the rollout planner decided an edge may run NOW: during a rollout
+ * (maxUnavailable, a failure pause, `rollout pause`) an edge holds older content than its
+ * placement's current target, and after a hub restart that older content can no longer be derived
+ * from the objects (only the latest revision's customization is at hand), yet a spec document may
+ * have to be written again from it (a new epoch, a crash between the commit and the write).
  */
+import type { Manifest } from '../../core/resources.js';
 import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { sqliteEdgeState, type EdgeState } from './edges.js';
 
-export class SqliteAssignmentStore {
+/** One workload on one edge, as the scheduler decided it. */
+export interface Assignment {
+  edge: string;
+  workload: string;
+  project: string;
+  placement: string;
+  revision: number;
+  /** `manifestHash` of the manifests (or `error:...`): stands for them in every comparison. */
+  contentKey: string;
+  generation: number;
+  manifests: Manifest[];
+  error?: string;
+}
+
+/** An assignment without its manifests: what planning and digests need (parsing manifests is the dear part). */
+export type AssignmentKey = Omit<Assignment, 'manifests'>;
+
+/** What the edge last reported for an assigned workload (from the status projection). */
+export interface AssignedStatus {
+  edge: string;
+  workload: string;
+  observedGeneration: number;
+  phase: string;
+}
+
+export interface SpecWritten {
+  epoch: string;
+  digest: string;
+}
+
+export interface RolloutRecord {
+  phase: string;
+  reason: string;
+  /** Edge -> the content key whose failure the operator accepted (`outpost rollout resume`). */
+  acknowledged: Record<string, string>;
+}
+
+export interface AssignmentStore {
+  /** Runs fn in one transaction (joins an open one). */
+  transaction<T>(fn: () => T): T;
+
+  forEdge(edge: string): Assignment[];
+  forPlacement(project: string, placement: string): Assignment[];
+  forWorkload(project: string, workload: string): Assignment[];
+  /** A placement's assignments without manifests, ordered by edge and workload. */
+  keysForPlacement(project: string, placement: string): AssignmentKey[];
+  /** Every assignment without manifests, grouped by edge (ordered by workload). */
+  keysByEdge(): Map<string, AssignmentKey[]>;
+  /** The placements holding something on an edge. */
+  placementsOnEdge(edge: string): { project: string; placement: string }[];
+  /** `edge/workload` -> placement, for these workloads held by placements other than `placement`. */
+  heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string>;
+  /** `edge/workload` -> what the edge reported, for a placement's assignments. */
+  statusForPlacement(project: string, placement: string): Map<string, AssignedStatus>;
+  /** The generation an edge last reported for a workload (0 if never). */
+  observedGeneration(edge: string, workload: string): number;
+
+  put(a: Assignment): void;
+  /** Removes one assignment (only if `placement` holds it, when given). */
+  remove(edge: string, workload: string, placement?: string): void;
+  removePlacement(project: string, placement: string): void;
+  /** A decommissioned edge: its assignments and spec digest go. */
+  forgetEdge(edge: string): void;
+
+  specWritten(edge: string): SpecWritten | undefined;
+  allSpecWritten(): Map<string, SpecWritten>;
+  recordSpecWritten(edge: string, written: SpecWritten): void;
+
+  rolloutRecord(project: string, placement: string): RolloutRecord | undefined;
+  /** Records the planner's phase and reason, keeping the acknowledged failures. */
+  saveRollout(project: string, placement: string, phase: string, reason: string): void;
+  /** `outpost rollout resume`: replaces the acknowledged failures. */
+  acknowledge(project: string, placement: string, failures: Record<string, string>): void;
+  removeRollout(project: string, placement: string): void;
+}
+
+interface AssignmentRow {
+  edge: string;
+  workload: string;
+  project: string;
+  placement: string;
+  revision: number;
+  content_key: string;
+  generation: number;
+  manifests?: string;
+  error: string | null;
+}
+
+function keyFromRow(r: AssignmentRow): AssignmentKey {
+  return {
+    edge: r.edge,
+    workload: r.workload,
+    project: r.project,
+    placement: r.placement,
+    revision: r.revision,
+    contentKey: r.content_key,
+    generation: r.generation,
+    ...(r.error ? { error: r.error } : {}),
+  };
+}
+
+const fromRow = (r: AssignmentRow): Assignment => ({
+  ...keyFromRow(r),
+  manifests: JSON.parse(r.manifests ?? '[]') as Manifest[],
+});
+
+const KEY_COLUMNS = 'edge, workload, project, placement, revision, content_key, generation, error';
+
+export class SqliteAssignmentStore implements AssignmentStore {
   constructor(private readonly db: SqliteDatabase) {}
 
-  /** A decommissioned edge: its assignments and spec digest go. */
+  private all(sql: string, ...args: unknown[]): AssignmentRow[] {
+    return cachedStatement(this.db, sql).all(...args) as AssignmentRow[];
+  }
+
+  transaction<T>(fn: () => T): T {
+    return inTransaction(this.db, fn);
+  }
+
+  forEdge(edge: string): Assignment[] {
+    return this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge).map(fromRow);
+  }
+
+  forPlacement(project: string, placement: string): Assignment[] {
+    return this.all(
+      'SELECT * FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload',
+      project,
+      placement,
+    ).map(fromRow);
+  }
+
+  forWorkload(project: string, workload: string): Assignment[] {
+    return this.all(
+      'SELECT * FROM assignments WHERE project = ? AND workload = ? ORDER BY edge',
+      project,
+      workload,
+    ).map(fromRow);
+  }
+
+  keysForPlacement(project: string, placement: string): AssignmentKey[] {
+    return this.all(
+      `SELECT ${KEY_COLUMNS} FROM assignments WHERE project = ? AND placement = ? ORDER BY edge, workload`,
+      project,
+      placement,
+    ).map(keyFromRow);
+  }
+
+  keysByEdge(): Map<string, AssignmentKey[]> {
+    const out = new Map<string, AssignmentKey[]>();
+    for (const r of this.all(`SELECT ${KEY_COLUMNS} FROM assignments ORDER BY edge, workload`)) {
+      const list = out.get(r.edge);
+      if (list) list.push(keyFromRow(r));
+      else out.set(r.edge, [keyFromRow(r)]);
+    }
+    return out;
+  }
+
+  placementsOnEdge(edge: string): { project: string; placement: string }[] {
+    return cachedStatement(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?').all(edge) as {
+      project: string;
+      placement: string;
+    }[];
+  }
+
+  heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string> {
+    const rows = cachedStatement(
+      this.db,
+      'SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ? AND workload IN (SELECT value FROM json_each(?))',
+    ).all(project, placement, JSON.stringify(workloads)) as { edge: string; workload: string; placement: string }[];
+    return new Map(rows.map((r) => [`${r.edge}/${r.workload}`, r.placement]));
+  }
+
+  statusForPlacement(project: string, placement: string): Map<string, AssignedStatus> {
+    const rows = cachedStatement(
+      this.db,
+      'SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?',
+    ).all(project, placement) as { edge: string; workload: string; observed_generation: number; phase: string }[];
+    return new Map(
+      rows.map((r) => [
+        `${r.edge}/${r.workload}`,
+        { edge: r.edge, workload: r.workload, observedGeneration: r.observed_generation, phase: r.phase },
+      ]),
+    );
+  }
+
+  observedGeneration(edge: string, workload: string): number {
+    const r = cachedStatement(
+      this.db,
+      'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?',
+    ).get(edge, workload) as { observed_generation: number } | undefined;
+    return r?.observed_generation ?? 0;
+  }
+
+  put(a: Assignment): void {
+    cachedStatement(
+      this.db,
+      `INSERT INTO assignments (edge, workload, project, placement, revision, content_key, generation, manifests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(edge, workload) DO UPDATE SET project = excluded.project, placement = excluded.placement, revision = excluded.revision, content_key = excluded.content_key, generation = excluded.generation, manifests = excluded.manifests, error = excluded.error`,
+    ).run(
+      a.edge,
+      a.workload,
+      a.project,
+      a.placement,
+      a.revision,
+      a.contentKey,
+      a.generation,
+      JSON.stringify(a.manifests),
+      a.error ?? null,
+    );
+  }
+
+  remove(edge: string, workload: string, placement?: string): void {
+    if (placement === undefined)
+      cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?').run(edge, workload);
+    else
+      cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(
+        edge,
+        workload,
+        placement,
+      );
+  }
+
+  removePlacement(project: string, placement: string): void {
+    cachedStatement(this.db, 'DELETE FROM assignments WHERE project = ? AND placement = ?').run(project, placement);
+  }
+
   forgetEdge(edge: string): void {
-    inTransaction(this.db, () => {
+    this.transaction(() => {
       cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ?').run(edge);
       cachedStatement(this.db, 'DELETE FROM spec_written WHERE edge = ?').run(edge);
     });
+  }
+
+  specWritten(edge: string): SpecWritten | undefined {
+    return cachedStatement(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?').get(edge) as
+      SpecWritten | undefined;
+  }
+
+  allSpecWritten(): Map<string, SpecWritten> {
+    const rows = cachedStatement(this.db, 'SELECT edge, epoch, digest FROM spec_written').all() as {
+      edge: string;
+      epoch: string;
+      digest: string;
+    }[];
+    return new Map(rows.map((r) => [r.edge, { epoch: r.epoch, digest: r.digest }]));
+  }
+
+  recordSpecWritten(edge: string, w: SpecWritten): void {
+    cachedStatement(
+      this.db,
+      'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest',
+    ).run(edge, w.epoch, w.digest);
+  }
+
+  rolloutRecord(project: string, placement: string): RolloutRecord | undefined {
+    const r = cachedStatement(
+      this.db,
+      'SELECT phase, reason, acknowledged FROM rollouts WHERE project = ? AND placement = ?',
+    ).get(project, placement) as { phase: string; reason: string; acknowledged: string } | undefined;
+    if (!r) return undefined;
+    const acked = JSON.parse(r.acknowledged) as unknown;
+    // Rows from before any resume hold '[]' (the column default): no acknowledged failures.
+    const acknowledged = acked && typeof acked === 'object' && !Array.isArray(acked) ? acked : {};
+    return { phase: r.phase, reason: r.reason, acknowledged: acknowledged as Record<string, string> };
+  }
+
+  saveRollout(project: string, placement: string, phase: string, reason: string): void {
+    cachedStatement(
+      this.db,
+      "INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, '{}', ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at",
+    ).run(project, placement, phase, reason, Date.now());
+  }
+
+  acknowledge(project: string, placement: string, failures: Record<string, string>): void {
+    cachedStatement(
+      this.db,
+      "INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, 'Progressing', 'resumed', ?, ?) ON CONFLICT(project, placement) DO UPDATE SET acknowledged = excluded.acknowledged, updated_at = excluded.updated_at",
+    ).run(project, placement, JSON.stringify(failures), Date.now());
+  }
+
+  removeRollout(project: string, placement: string): void {
+    cachedStatement(this.db, 'DELETE FROM rollouts WHERE project = ? AND placement = ?').run(project, placement);
+  }
+}
+
+/** Read helpers for callers holding only the database (the API, the status views). */
+export function assignmentsForEdge(db: SqliteDatabase, edge: string): Assignment[] {
+  return new SqliteAssignmentStore(db).forEdge(edge);
+}
+
+export function assignmentsForPlacement(db: SqliteDatabase, project: string, placement: string): Assignment[] {
+  return new SqliteAssignmentStore(db).forPlacement(project, placement);
+}
+
+export function assignmentsForWorkload(db: SqliteDatabase, project: string, workload: string): Assignment[] {
+  return new SqliteAssignmentStore(db).forWorkload(project, workload);
+}
+
+/**
+ * What the scheduler reads about edges from tables it does not own: enrollment from the edges
+ * state module, and the Edge object's labels as stored (their JSON is what a spec digest covers;
+ * hub/objects.ts owns the objects table and writes it).
+ */
+export interface EdgeReads {
+  /** The edge is enrolled (it has a runtime row). */
+  exists(edge: string): boolean;
+  /** Enrolled edges. */
+  names(): string[];
+  project(edge: string): string | undefined;
+  /** The Edge object's labels as stored (JSON): what a spec document carries and its digest covers. */
+  labels(edge: string): string | undefined;
+  allLabels(): Map<string, string>;
+}
+
+export class SqliteEdgeReads implements EdgeReads {
+  private readonly edges: EdgeState;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.edges = sqliteEdgeState(db);
+  }
+
+  exists(edge: string): boolean {
+    return this.edges.exists(edge);
+  }
+
+  names(): string[] {
+    return this.edges.names();
+  }
+
+  project(edge: string): string | undefined {
+    return this.edges.projectOf(edge);
+  }
+
+  labels(edge: string): string | undefined {
+    return (
+      cachedStatement(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as
+        { labels: string } | undefined
+    )?.labels;
+  }
+
+  allLabels(): Map<string, string> {
+    const rows = cachedStatement(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'").all() as {
+      name: string;
+      labels: string;
+    }[];
+    return new Map(rows.map((r) => [r.name, r.labels]));
   }
 }

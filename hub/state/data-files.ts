@@ -27,6 +27,14 @@ const MIGRATIONS = [
       );
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- The digest the S3 sink last forwarded for this path (hub/data/s3-sink.ts); NULL: not yet.
+      ALTER TABLE data_files ADD COLUMN sink_digest TEXT;
+      CREATE INDEX data_files_unsunk ON data_files (uploaded_at) WHERE sink_digest IS NULL OR sink_digest != digest;
+    `,
+  },
 ];
 
 export function migrateDataFiles(db: SqliteDatabase): void {
@@ -90,16 +98,21 @@ export function listDataFiles(
   return rows.map(toFile);
 }
 
-/** Files recorded for a project since `since` (ms), oldest first: what a sink has yet to forward. */
-export function dataFilesSince(
-  db: SqliteDatabase,
-  project: string | '*',
-  since: number,
-  limit = 100,
-): (DataFile & { project: string })[] {
+/** Files whose newest version the sink has not forwarded yet, oldest first. */
+export function unsunkDataFiles(db: SqliteDatabase, limit: number): (DataFile & { project: string })[] {
   const rows = cachedStatement(
     db,
-    `SELECT * FROM data_files WHERE (? = '*' OR project = ?) AND uploaded_at > ? ORDER BY uploaded_at, edge, workload, path LIMIT ?`,
-  ).all(project, project, since, limit) as Row[];
+    `SELECT * FROM data_files WHERE sink_digest IS NULL OR sink_digest != digest ORDER BY uploaded_at LIMIT ?`,
+  ).all(limit) as Row[];
   return rows.map((r) => ({ ...toFile(r), project: r.project }));
+}
+
+/** The sink forwarded this version of a file. */
+export function markSunk(db: SqliteDatabase, project: string, f: DataFile): void {
+  inTransaction(db, () =>
+    cachedStatement(
+      db,
+      'UPDATE data_files SET sink_digest = ? WHERE project = ? AND edge = ? AND workload = ? AND path = ?',
+    ).run(f.digest, project, f.edge, f.workload, f.path),
+  );
 }

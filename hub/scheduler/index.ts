@@ -1,0 +1,291 @@
+/**
+ * @module The scheduler: turns placements into each edge's desired state.
+ *
+ * For every placement it selects edges and customizes each workload for each of them
+ * (targets.ts, cached), observes what each edge was written and reports and asks the rollout
+ * planner which edges may get new content now (rollout.ts), records the result as assignments
+ * (assign.ts, hub/state/assignments.ts), then writes the `spec` document of every edge whose
+ * assignments changed, and only those (spec-writer.ts). Work is queued and paced (queue.ts).
+ * This file wires the parts and keeps the per-placement rollout state.
+ */
+import type { Placement, Registry, Workload } from '../../core/resources.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { ReplicaStore } from '../../sync/store.js';
+import { edgeLiveness } from '../state/edges.js';
+import { recordEvent } from '../state/events.js';
+import { withRegistryAccess } from '../images/registries.js';
+import type { ObjectStore } from '../objects.js';
+import type { HubSecrets } from '../secrets.js';
+import {
+  SqliteAssignmentStore,
+  SqliteEdgeReads,
+  type AssignmentKey,
+  type AssignmentStore,
+  type EdgeReads,
+} from '../state/assignments.js';
+import { writeAssignments } from './assign.js';
+import { WorkQueue, type Work } from './queue.js';
+import { failedEdges, observeEdges, planPlacement, skipDelayMs, type RolloutStatus } from './rollout.js';
+import { SpecWriter } from './spec-writer.js';
+import { TargetCache } from './targets.js';
+
+export type { RolloutStatus } from './rollout.js';
+
+/** Rounds of hand-over (a workload released by one placement, taken by another) within one pass. */
+const HANDOVER_ROUNDS = 4;
+
+export class Scheduler {
+  private readonly assignments: AssignmentStore;
+  private readonly edges: EdgeReads;
+  private readonly queue: WorkQueue;
+  private readonly targets: TargetCache;
+  private readonly specs: SpecWriter;
+  /**
+   * Placements whose last pass left some selected edge short of its target (a rollout wave holds
+   * it, or another placement owns the workload there): status changes can move such a rollout on,
+   * so they are re-planned promptly. The others only refresh phase and counts.
+   */
+  private readonly heldBack = new Set<string>();
+  private readonly rolloutStatus = new Map<string, RolloutStatus>();
+  /** Workloads (`project/name`) a pass removed from some edge, with the placements that removed them. */
+  private readonly released = new Map<string, Set<string>>();
+  /** Per placement: a re-plan due when an offline edge passes `skipOfflineAfter` (no event marks that moment). */
+  private readonly skipTimers = new Map<string, NodeJS.Timeout>();
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly objects: ObjectStore,
+    store: ReplicaStore,
+    /** Seals each edge's Secret values to its own key when its spec document is written. */
+    secrets: HubSecrets,
+  ) {
+    this.assignments = new SqliteAssignmentStore(db);
+    this.edges = new SqliteEdgeReads(db);
+    this.specs = new SpecWriter(
+      this.assignments,
+      this.edges,
+      store,
+      (e, m) => secrets.sealForEdge(e, m),
+      () => this.queue.wakeIdle(),
+    );
+    this.queue = new WorkQueue(
+      (w) => this.pass(w),
+      () => this.specs.busy,
+    );
+    this.targets = new TargetCache(
+      (project) => objects.list('Edge', project),
+      (e, m) => secrets.cannotReceive(e, m),
+      {
+        list: (project) => objects.list<Registry>('Registry', project),
+        add: (registries, manifests) => withRegistryAccess(secrets.box, registries, manifests),
+      },
+    );
+  }
+
+  /** How long the last pass took (status passes are paced by it). */
+  get lastPassMs(): number {
+    return this.queue.lastPassMs;
+  }
+
+  set lastPassMs(ms: number) {
+    this.queue.lastPassMs = ms;
+  }
+
+  markPlacement(project: string, name: string): void {
+    this.queue.addPlacement(`${project}/${name}`);
+  }
+
+  /** The edge itself changed (labels, approval, drain, enrollment): re-select it everywhere and rewrite its spec. */
+  markEdge(name: string): void {
+    this.targets.edgesChanged();
+    this.queue.addEdge(name);
+  }
+
+  /**
+   * Only the edge's status changed (a report, a connect or disconnect): re-plan the rollouts of the
+   * placements that have put something on it, paced (WorkQueue.statusDelay), so a thousand reports
+   * arriving together cost one pass, and no spec document is touched unless a rollout moves.
+   */
+  markStatus(name: string, cause: 'report' | 'connectivity' = 'report'): void {
+    const keys: string[] = [];
+    let advances = false;
+    for (const r of this.assignments.placementsOnEdge(name)) {
+      const key = `${r.project}/${r.placement}`;
+      // An edge coming or going changes a rollout only while something is still to be written or
+      // awaited: a Complete rollout stays Complete (unless it skipped an offline edge: that one
+      // coming back is to be written), and skipping it is what keeps a reconnect storm of 10,000
+      // edges from re-planning the whole fleet every few hundred milliseconds.
+      const st = this.rolloutStatus.get(key);
+      if (cause === 'connectivity' && st?.phase === 'Complete' && !st.counts.skipped) continue;
+      keys.push(key);
+      if (this.heldBack.has(key)) advances = true;
+    }
+    const delay = this.queue.statusDelay(advances);
+    for (const k of keys) this.queue.addPlacement(k, delay);
+  }
+
+  markWorkload(project: string, name: string): void {
+    for (const p of this.objects.list<Placement>('Placement', project))
+      if (p.spec.workloads.includes(name)) this.markPlacement(project, p.metadata.name);
+  }
+
+  /** Re-plans every placement and rewrites every spec document that does not hold what it should. */
+  markAll(): void {
+    for (const p of this.objects.list<Placement>('Placement', '*'))
+      this.queue.addPlacement(`${p.metadata.project}/${p.metadata.name}`);
+    this.specs.enqueue(this.specs.stale());
+  }
+
+  rollout(project: string, placement: string): RolloutStatus | undefined {
+    return this.rolloutStatus.get(`${project}/${placement}`);
+  }
+
+  /** Resolves once no work is queued (no pass pending, every spec written). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  /** Writes an edge's spec document from its assignments (no-op when nothing differs). */
+  writeSpec(edge: string): void {
+    this.specs.write(edge);
+  }
+
+  /** `outpost rollout resume`: accept the current failures and go on. */
+  resume(project: string, name: string): void {
+    if (!this.objects.get<Placement>('Placement', project, name)) return;
+    const failures = failedEdges(
+      this.assignments.keysForPlacement(project, name),
+      this.assignments.statusForPlacement(project, name),
+    );
+    this.assignments.acknowledge(project, name, failures);
+    this.markPlacement(project, name);
+  }
+
+  private pass(work: Work): void {
+    // An edge change affects the placements of its project (its labels may now match or not).
+    const placements = new Set(work.placements);
+    const projects = new Set<string>();
+    for (const name of work.edges) {
+      const project = this.edges.project(name);
+      if (project !== undefined) projects.add(project);
+    }
+    for (const project of projects)
+      for (const p of this.objects.list<Placement>('Placement', project))
+        placements.add(`${project}/${p.metadata.name}`);
+    const touched = new Set<string>(work.edges);
+    // A workload that left an edge (its placement deleted, narrowed or no longer naming it) may be
+    // wanted there by another placement that was blocked: re-plan those in the same batch, before
+    // any spec is written, so the edge is never told to remove a workload another placement still
+    // selects (it gets the other placement's version instead). A few rounds at most; anything
+    // still released after them goes to the next pass.
+    let round = [...placements];
+    for (let i = 0; round.length && i < HANDOVER_ROUNDS; i++) {
+      for (const key of round) {
+        const [project, name] = key.split('/') as [string, string];
+        for (const e of this.reconcilePlacement(project, name)) touched.add(e);
+      }
+      round = this.takeReleased();
+    }
+    for (const key of round) this.queue.addPlacement(key);
+    this.specs.enqueue(touched);
+  }
+
+  /** The placements naming a workload some pass just removed from an edge (and forgets those workloads). */
+  private takeReleased(): string[] {
+    const out = new Set<string>();
+    for (const [key, by] of this.released) {
+      const [project, workload] = key.split('/') as [string, string];
+      for (const p of this.objects.list<Placement>('Placement', project))
+        if (p.spec.workloads.includes(workload) && !(by.size === 1 && by.has(p.metadata.name)))
+          out.add(`${project}/${p.metadata.name}`);
+    }
+    this.released.clear();
+    return [...out];
+  }
+
+  private release(project: string, workload: string, placement: string): void {
+    const key = `${project}/${workload}`;
+    (this.released.get(key) ?? this.released.set(key, new Set()).get(key)!).add(placement);
+  }
+
+  /** Recomputes one placement's assignments; returns the edges whose assignments changed. */
+  private reconcilePlacement(project: string, name: string): Set<string> {
+    const key = `${project}/${name}`;
+    const placement = this.objects.get<Placement>('Placement', project, name);
+    const before = this.assignments.keysForPlacement(project, name);
+    if (!placement) {
+      // Deleted: its workloads leave every edge it had placed them on.
+      this.assignments.transaction(() => {
+        this.assignments.removePlacement(project, name);
+        this.assignments.removeRollout(project, name);
+      });
+      this.rolloutStatus.delete(key);
+      this.heldBack.delete(key);
+      this.targets.forget(project, name);
+      clearTimeout(this.skipTimers.get(key));
+      this.skipTimers.delete(key);
+      for (const a of before) this.release(project, a.workload, name);
+      return new Set(before.map((a) => a.edge));
+    }
+    const runtimes = edgeLiveness(this.db, project);
+    const workloads = placement.spec.workloads
+      .map((w) => this.objects.get<Workload>('Workload', project, w))
+      .filter((w): w is Workload => !!w);
+    const missing = placement.spec.workloads.filter((w) => !workloads.some((x) => x.metadata.name === w));
+    const selection = this.targets.get(placement, workloads, runtimes);
+    const heldElsewhere = this.assignments.heldElsewhere(project, name, placement.spec.workloads);
+    const current = new Map<string, AssignmentKey[]>();
+    for (const a of before) (current.get(a.edge) ?? current.set(a.edge, []).get(a.edge)!).push(a);
+    const now = Date.now();
+    const edges = observeEdges({
+      selection,
+      current,
+      heldElsewhere,
+      status: this.assignments.statusForPlacement(project, name),
+      runtimes,
+      now,
+    });
+    const plan = planPlacement(
+      placement,
+      edges,
+      this.assignments.rolloutRecord(project, name)?.acknowledged ?? {},
+      missing,
+    );
+    this.armSkipTimer(project, name, skipDelayMs(placement, edges));
+    const prev = this.rolloutStatus.get(key);
+    this.rolloutStatus.set(key, {
+      phase: plan.phase,
+      reason: plan.reason,
+      counts: plan.counts,
+      maxUnavailable: plan.maxUnavailable,
+      paused: placement.spec.rollout.paused,
+    });
+    this.assignments.saveRollout(project, name, plan.phase, plan.reason);
+    if (prev && prev.phase !== plan.phase)
+      recordEvent(this.db, { project, kind: 'Placement', name, reason: `Rollout${plan.phase}`, message: plan.reason });
+    const write = new Set(plan.update);
+    if (edges.some((r) => r.writtenKey !== r.targetKey && !write.has(r.edge))) this.heldBack.add(key);
+    else this.heldBack.delete(key);
+    const { changed, released } = writeAssignments(this.assignments, {
+      project,
+      placement: name,
+      selection,
+      current,
+      heldElsewhere,
+      edges,
+      update: write,
+    });
+    for (const w of released) this.release(project, w, name);
+    return changed;
+  }
+
+  private armSkipTimer(project: string, name: string, delayMs: number | undefined): void {
+    const key = `${project}/${name}`;
+    clearTimeout(this.skipTimers.get(key));
+    this.skipTimers.delete(key);
+    if (delayMs === undefined) return;
+    const t = setTimeout(() => this.markPlacement(project, name), delayMs + 50);
+    t.unref();
+    this.skipTimers.set(key, t);
+  }
+}
