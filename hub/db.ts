@@ -4,7 +4,6 @@
  * (enrollment, last seen: never in a document), per-edge assignments written by the scheduler,
  * the status projection of report documents, and events.
  */
-import { cachedStatement } from '../sync/sqlite.js';
 import type { SqliteDatabase } from '../sync/sqlite.js';
 import { migrate } from '../sync/sqlite.js';
 import { buildInfo } from '../core/version.js';
@@ -151,12 +150,4 @@ const MIGRATIONS = [
 
 export function migrateHub(db: SqliteDatabase): void {
   migrate(db, 'hub', MIGRATIONS, buildInfo().version);
-}
-
-export function nextResourceVersion(db: SqliteDatabase): number {
-  const r = cachedStatement(
-    db,
-    "UPDATE counters SET value = value + 1 WHERE name = 'resourceVersion' RETURNING value",
-  ).get() as { value: number };
-  return r.value;
 }

@@ -29,6 +29,7 @@ import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { handleImageRequest, ImageCache } from './images/cache.js';
+import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
 import { HubDataFiles } from './data/index.js';
@@ -196,8 +197,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   state = sqliteHubState(db);
   changes = new ChangeFeed(state);
   auth.migrateAuth(db);
-  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(db)), (edge) => auth.edgeSealKey(db, edge));
-  const objects = new ObjectStore(db, secrets);
+  const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
+    auth.edgeSealKey(db, edge),
+  );
+  const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
   scheduler = new Scheduler(db, objects, store, secrets);
@@ -305,7 +308,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
-  const images = new ImageCache(db, blobs);
+  const images = new ImageCache(db, blobs, {
+    registry: (project, name) => objects.get<Registry>('Registry', project, name),
+    box: secrets.box,
+  });
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);

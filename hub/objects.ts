@@ -4,7 +4,6 @@
  * workload revisions (every change of manifests is a new revision; rollback copies an old one
  * forward, as `kubectl rollout undo` does).
  */
-import { cachedStatement, inTransaction } from '../sync/sqlite.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
@@ -24,8 +23,8 @@ import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
 import { egressOf } from '../core/data.js';
-import { nextResourceVersion } from './db.js';
-import { recordEvent } from './state/events.js';
+import type { HubState } from './state/index.js';
+import type { ObjectState, StoredObject } from './state/objects.js';
 import { HUB_SEALED_PREFIX } from '../core/secrets.js';
 import type { HubSecrets } from './secrets.js';
 import { sealRegistrySpec } from './images/registries.js';
@@ -34,20 +33,6 @@ import { sealRegistrySpec } from './images/registries.js';
 export const KEPT_REVISIONS = 20;
 
 const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade } as const;
-
-interface Row {
-  kind: Kind;
-  project: string;
-  name: string;
-  uid: string;
-  resource_version: number;
-  generation: number;
-  labels: string;
-  annotations: string;
-  spec: string;
-  created_at: string;
-  updated_at: string;
-}
 
 export type ApplyAction = 'created' | 'configured' | 'unchanged';
 
@@ -121,18 +106,16 @@ function specOf(o: Resource): unknown {
  * The key id of a Secret value (or Registry password) sealed in the stored objects, if any: a hub must not start with
  * another key (or make a new one) over a database whose Secrets it then could not open.
  */
-export function sealedKeyId(db: SqliteDatabase): string | undefined {
-  const row = db
-    .prepare("SELECT spec FROM objects WHERE kind IN ('Workload', 'Registry') AND instr(spec, ?) > 0 LIMIT 1")
-    .get(`"${HUB_SEALED_PREFIX}`) as { spec: string } | undefined;
-  return row ? /"ohs1\.([0-9a-f]{8})\./.exec(row.spec)?.[1] : undefined;
+export function sealedKeyId(objects: Pick<ObjectState, 'sealedKeyId'>): string | undefined {
+  return objects.sealedKeyId(HUB_SEALED_PREFIX);
 }
 
 export class ObjectStore {
   private readonly listeners: ((c: ObjectChange) => void)[] = [];
 
   constructor(
-    private readonly db: SqliteDatabase,
+    /** The object tables (hub/state/objects.ts) and the event log, in one transaction per write. */
+    private readonly state: Pick<HubState, 'objects' | 'events' | 'transaction'>,
     /** Seals Secret values before they are stored (hub/secrets.ts): the tables never hold them in clear. */
     private readonly secrets: HubSecrets,
   ) {}
@@ -144,31 +127,22 @@ export class ObjectStore {
    * stays in their history: docs/security.md says how to start them afresh.
    */
   sealStoredSecrets(): number {
-    return inTransaction(this.db, () => {
+    const rows = this.state.objects;
+    return this.state.transaction(() => {
       let n = 0;
-      const objs = this.db
-        .prepare("SELECT project, name, spec FROM objects WHERE kind = 'Workload' AND instr(spec, ?) > 0")
-        .all('"Secret"') as { project: string; name: string; spec: string }[];
-      for (const r of objs) {
+      for (const r of rows.workloadSpecsContaining('"Secret"')) {
         const spec = JSON.parse(r.spec) as Workload['spec'];
         const next = JSON.stringify({ ...spec, manifests: this.secrets.sealForStorage(spec.manifests, undefined) });
         if (next === r.spec) continue;
-        this.db
-          .prepare("UPDATE objects SET spec = ? WHERE kind = 'Workload' AND project = ? AND name = ?")
-          .run(next, r.project, r.name);
+        rows.setWorkloadSpecText(r.project, r.name, next);
         n++;
       }
-      const revs = this.db
-        .prepare('SELECT project, workload, revision, manifests FROM workload_revisions WHERE instr(manifests, ?) > 0')
-        .all('"Secret"') as { project: string; workload: string; revision: number; manifests: string }[];
-      for (const r of revs) {
+      for (const r of rows.revisionsContaining('"Secret"')) {
         const next = JSON.stringify(
           this.secrets.sealForStorage(JSON.parse(r.manifests) as Workload['spec']['manifests'], undefined),
         );
         if (next === r.manifests) continue;
-        this.db
-          .prepare('UPDATE workload_revisions SET manifests = ? WHERE project = ? AND workload = ? AND revision = ?')
-          .run(next, r.project, r.workload, r.revision);
+        rows.setRevisionManifestsText(r.project, r.workload, r.revision, next);
         n++;
       }
       return n;
@@ -191,37 +165,17 @@ export class ObjectStore {
   }
 
   get<T extends Resource = Resource>(kind: Kind, project: string, name: string): T | undefined {
-    const row = cachedStatement(this.db, 'SELECT * FROM objects WHERE kind = ? AND project = ? AND name = ?').get(
-      kind,
-      project,
-      name,
-    ) as Row | undefined;
+    const row = this.state.objects.get(kind, project, name);
     return row ? (this.toResource(row) as T) : undefined;
   }
 
   /** Lists objects of a kind in a project (`*` = all projects), ordered by project and name. */
   list<T extends Resource = Resource>(kind: Kind, project: string, opts: { limit?: number; after?: string } = {}): T[] {
-    const rows = (
-      project === '*'
-        ? cachedStatement(
-            this.db,
-            "SELECT * FROM objects WHERE kind = ? AND (project || '/' || name) > ? ORDER BY project, name LIMIT ?",
-          ).all(kind, opts.after ?? '', opts.limit ?? -1)
-        : cachedStatement(
-            this.db,
-            'SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?',
-          ).all(kind, project, opts.after ?? '', opts.limit ?? -1)
-    ) as Row[];
-    return rows.map((r) => this.toResource(r) as T);
+    return this.state.objects.list(kind, project, opts).map((r) => this.toResource(r) as T);
   }
 
   count(kind: Kind, project: string): number {
-    const r = (
-      project === '*'
-        ? cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ?').get(kind)
-        : cachedStatement(this.db, 'SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project)
-    ) as { c: number };
-    return r.c;
+    return this.state.objects.count(kind, project);
   }
 
   /**
@@ -235,7 +189,7 @@ export class ObjectStore {
     const validated = validateResource(input);
     const { kind } = validated;
     const { project, name } = validated.metadata;
-    return inTransaction(this.db, () => {
+    return this.state.transaction(() => {
       const cur = this.get(kind, project, name);
       const obj: Resource =
         validated.kind === 'Workload'
@@ -272,27 +226,19 @@ export class ObjectStore {
             'conflict',
             `${kind} ${project}/${name} does not exist but the request carries resourceVersion ${obj.metadata.resourceVersion}: it was deleted; drop resourceVersion to create it again`,
           );
-        const rv = nextResourceVersion(this.db);
-        const now = new Date().toISOString();
-        this.db
-          .prepare(
-            'INSERT INTO objects (kind, project, name, uid, resource_version, generation, labels, annotations, spec, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)',
-          )
-          .run(
-            kind,
-            project,
-            name,
-            randomUUID(),
-            rv,
-            JSON.stringify(obj.metadata.labels),
-            JSON.stringify(obj.metadata.annotations),
-            JSON.stringify(specOf(obj)),
-            now,
-            now,
-          );
+        this.state.objects.insert({
+          kind,
+          project,
+          name,
+          uid: randomUUID(),
+          labels: obj.metadata.labels,
+          annotations: obj.metadata.annotations,
+          spec: specOf(obj),
+          at: new Date().toISOString(),
+        });
         if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
         const after = this.get(kind, project, name)!;
-        recordEvent(this.db, {
+        this.state.events.record({
           project,
           kind,
           name,
@@ -315,22 +261,16 @@ export class ObjectStore {
         JSON.stringify(obj.metadata.labels) !== JSON.stringify(cur.metadata.labels) ||
         JSON.stringify(obj.metadata.annotations) !== JSON.stringify(cur.metadata.annotations);
       if (!specChanged && !metaChanged) return { object: cur, action: 'unchanged' as const };
-      const rv = nextResourceVersion(this.db);
-      this.db
-        .prepare(
-          'UPDATE objects SET resource_version = ?, generation = generation + ?, labels = ?, annotations = ?, spec = ?, updated_at = ? WHERE kind = ? AND project = ? AND name = ?',
-        )
-        .run(
-          rv,
-          specChanged ? 1 : 0,
-          JSON.stringify(obj.metadata.labels),
-          JSON.stringify(obj.metadata.annotations),
-          JSON.stringify(specOf(obj)),
-          new Date().toISOString(),
-          kind,
-          project,
-          name,
-        );
+      this.state.objects.update({
+        kind,
+        project,
+        name,
+        labels: obj.metadata.labels,
+        annotations: obj.metadata.annotations,
+        spec: specOf(obj),
+        specChanged,
+        at: new Date().toISOString(),
+      });
       if (
         obj.kind === 'Workload' &&
         cur.kind === 'Workload' &&
@@ -338,7 +278,7 @@ export class ObjectStore {
       )
         this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
       const after = this.get(kind, project, name)!;
-      recordEvent(this.db, {
+      this.state.events.record({
         project,
         kind,
         name,
@@ -351,20 +291,11 @@ export class ObjectStore {
   }
 
   delete(kind: Kind, project: string, name: string, actor?: string): Resource {
-    return inTransaction(this.db, () => {
+    return this.state.transaction(() => {
       const cur = this.get(kind, project, name);
       if (!cur) throw new OutpostError('not_found', `${kind} ${project}/${name} not found`);
-      cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(
-        kind,
-        project,
-        name,
-      );
-      if (kind === 'Workload')
-        cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ?').run(
-          project,
-          name,
-        );
-      recordEvent(this.db, {
+      this.state.objects.delete(kind, project, name);
+      this.state.events.record({
         project,
         kind,
         name,
@@ -381,38 +312,15 @@ export class ObjectStore {
    * Decommissioned event says it all and whose scheduler work is announced by its caller.
    */
   forget(kind: Kind, project: string, name: string): void {
-    cachedStatement(this.db, 'DELETE FROM objects WHERE kind = ? AND project = ? AND name = ?').run(
-      kind,
-      project,
-      name,
-    );
+    this.state.objects.delete(kind, project, name);
   }
 
   revisions(project: string, workload: string): Revision[] {
-    return (
-      cachedStatement(
-        this.db,
-        'SELECT revision, created_at, manifests, change_cause FROM workload_revisions WHERE project = ? AND workload = ? ORDER BY revision',
-      ).all(project, workload) as {
-        revision: number;
-        created_at: string;
-        manifests: string;
-        change_cause: string | null;
-      }[]
-    ).map((r) => ({
-      revision: r.revision,
-      createdAt: r.created_at,
-      manifests: JSON.parse(r.manifests) as unknown[],
-      ...(r.change_cause ? { changeCause: r.change_cause } : {}),
-    }));
+    return this.state.objects.revisions(project, workload);
   }
 
   currentRevision(project: string, workload: string): number {
-    const r = cachedStatement(
-      this.db,
-      'SELECT MAX(revision) r FROM workload_revisions WHERE project = ? AND workload = ?',
-    ).get(project, workload) as { r: number | null };
-    return r.r ?? 0;
+    return this.state.objects.currentRevision(project, workload);
   }
 
   /** Rolls a workload back to a kept revision (default: the previous one) by making it the newest. */
@@ -422,7 +330,7 @@ export class ObjectStore {
     toRevision?: number,
     actor?: string,
   ): { object: Resource; revision: number } {
-    return inTransaction(this.db, () => {
+    return this.state.transaction(() => {
       const cur = this.get<Workload>('Workload', project, workload);
       if (!cur) throw new OutpostError('not_found', `Workload ${project}/${workload} not found`);
       const revs = this.revisions(project, workload);
@@ -455,7 +363,7 @@ export class ObjectStore {
         actor,
         cause: `rolled back to revision ${target.revision}${actor ? ` by ${actor}` : ''}`,
       });
-      recordEvent(this.db, {
+      this.state.events.record({
         project,
         kind: 'Workload',
         name: workload,
@@ -467,30 +375,26 @@ export class ObjectStore {
   }
 
   private addRevision(project: string, workload: string, manifests: unknown[], cause: string | undefined): void {
-    const next = this.currentRevision(project, workload) + 1;
-    cachedStatement(
-      this.db,
-      'INSERT INTO workload_revisions (project, workload, revision, manifests, created_at, change_cause) VALUES (?, ?, ?, ?, ?, ?)',
-    ).run(project, workload, next, JSON.stringify(manifests), new Date().toISOString(), cause ?? null);
-    cachedStatement(this.db, 'DELETE FROM workload_revisions WHERE project = ? AND workload = ? AND revision <= ?').run(
+    this.state.objects.addRevision(
       project,
       workload,
-      next - KEPT_REVISIONS,
+      { manifests, ...(cause !== undefined ? { changeCause: cause } : {}), at: new Date().toISOString() },
+      KEPT_REVISIONS,
     );
   }
 
-  private toResource(r: Row): Resource {
+  private toResource(r: StoredObject): Resource {
     const metadata = {
       name: r.name,
       project: r.project,
-      labels: JSON.parse(r.labels) as Record<string, string>,
-      annotations: JSON.parse(r.annotations) as Record<string, string>,
-      resourceVersion: String(r.resource_version),
+      labels: r.labels,
+      annotations: r.annotations,
+      resourceVersion: String(r.resourceVersion),
       generation: r.generation,
       uid: r.uid,
-      creationTimestamp: r.created_at,
+      creationTimestamp: r.createdAt,
     };
-    const base = { apiVersion: API_VERSION, kind: r.kind, metadata, spec: JSON.parse(r.spec) };
+    const base = { apiVersion: API_VERSION, kind: r.kind, metadata, spec: r.spec };
     if (r.kind === 'Workload')
       return { ...base, status: { revision: this.currentRevision(r.project, r.name) } } as Resource;
     return base as Resource;

@@ -93,17 +93,58 @@ export function migrate(db: SqliteDatabase, component: string, migrations: Migra
 }
 
 type AnyStatement = Database.Statement<unknown[], unknown>;
-const statements = new WeakMap<SqliteDatabase, Map<string, AnyStatement>>();
+
+/** What callers of cachedStatement use of a statement. */
+export interface CachedStatement {
+  run(...params: unknown[]): Database.RunResult;
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  iterate(...params: unknown[]): IterableIterator<unknown>;
+}
+
+const statements = new WeakMap<SqliteDatabase, Map<string, CachedStatement>>();
+
+/**
+ * A reading statement whose rows are built here: better-sqlite3 13 builds a row object through a
+ * function it compiles with `Function()` for the statement's column names, and compiles it anew
+ * on every execution of a statement that sorts or deduplicates (ORDER BY, DISTINCT: checked,
+ * one `Function()` per `get`/`all`/`iterate`), which made `rowFactory` a top entry of the hub's
+ * profile (docs/benchmarks.md). In raw mode it returns arrays; the object is built from the
+ * column names read once. Same rows: keys in column order, a later duplicate name wins.
+ */
+function rowsFromArrays(st: AnyStatement): CachedStatement {
+  const names = st.columns().map((c) => c.name);
+  st.raw(true);
+  const row = (values: unknown[]): Record<string, unknown> => {
+    const r: Record<string, unknown> = {};
+    for (let i = 0; i < names.length; i++) r[names[i]!] = values[i];
+    return r;
+  };
+  return {
+    run: (...params) => st.run(...params),
+    get: (...params) => {
+      const v = st.get(...params) as unknown[] | undefined;
+      return v === undefined ? undefined : row(v);
+    },
+    all: (...params) => (st.all(...params) as unknown[][]).map(row),
+    *iterate(...params) {
+      for (const v of st.iterate(...params) as IterableIterator<unknown[]>) yield row(v);
+    },
+  };
+}
 
 /**
  * A prepared statement cached per database: preparing is expensive (it was the top self-time
  * entry in the hub's profile under load), and hot paths run the same few statements.
  */
-export function cachedStatement(db: SqliteDatabase, sql: string): AnyStatement {
+export function cachedStatement(db: SqliteDatabase, sql: string): CachedStatement {
   let m = statements.get(db);
   if (!m) statements.set(db, (m = new Map()));
   let st = m.get(sql);
-  if (!st) m.set(sql, (st = db.prepare<unknown[], unknown>(sql)));
+  if (!st) {
+    const prepared = db.prepare<unknown[], unknown>(sql);
+    m.set(sql, (st = prepared.reader ? rowsFromArrays(prepared) : prepared));
+  }
   return st;
 }
 

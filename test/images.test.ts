@@ -6,7 +6,8 @@
  * log shows) and runs it. The password shows nowhere: not to a viewer token, not in describe or
  * get output, not in the hub's or the edge's logs, not in clear in the hub's database.
  *
- * Not covered here (not built yet): the hub's pull-through cache; the edge pulls from the registry.
+ * Then the same through the hub's pull-through cache: the edge pulls HUB/PROJECT/REGISTRY/REPO:TAG
+ * from the hub (a Registry with a viewer token), the hub pulls it from the private registry once.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,6 +24,7 @@ let hub: HubProc;
 let edge: Proc | undefined;
 let registry: TestRegistry;
 let image: string;
+let cachedImage: string | undefined;
 
 const workload = () => ({
   kind: 'Workload',
@@ -96,6 +98,7 @@ afterAll(async () => {
   }
   // Only this test's name for the image: its layers are the shared test image's.
   if (image) await podman.run(['rmi', image]);
+  if (cachedImage) await podman.run(['rmi', cachedImage]);
   await registry?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
@@ -187,5 +190,84 @@ describe.skipIf(SKIP_PODMAN)('a workload whose image is in a private registry', 
     for (const f of fs.readdirSync(path.join(dir, 'hub')).filter((f) => f.startsWith('hub.db')))
       expect(leaks(fs.readFileSync(path.join(dir, 'hub', f)).toString('latin1')), f).toBe(false);
     expect(fs.existsSync(path.join(dir, 'edge', 'runtime', 'podman', 'podman', 'pull', 'private-app'))).toBe(false);
+  }, 240_000);
+
+  it("runs through the hub's pull-through cache: the hub pulls from the registry once, with the Registry's credentials", async () => {
+    const tag = `c${Date.now().toString(36)}`;
+    const upstreamDigest = await registry.push(TEST_IMAGE, `outpost-test/private-app:${tag}`);
+    const hubHost = new URL(hub.url).host;
+    const viaHub = `${hubHost}/default/private/outpost-test/private-app:${tag}`;
+    cachedImage = viaHub;
+    const viewer = (await cli(['token', 'create', '--api', '--role', 'viewer'], asCli(hub.token))).stdout.trim();
+    const apply = await hubApi(hub, 'POST', '/api/v1/apply', {
+      objects: [
+        // The edge's registry is the hub (a viewer token is enough to pull); the hub's is `private`.
+        {
+          kind: 'Registry',
+          metadata: { name: 'hub-cache' },
+          spec: { url: `http://${hubHost}`, credentials: { username: 'outpost', password: viewer } },
+        },
+        {
+          kind: 'Workload',
+          metadata: { name: 'cached-app' },
+          spec: {
+            manifests: [
+              {
+                apiVersion: 'v1',
+                kind: 'Pod',
+                metadata: { name: 'cached-app' },
+                spec: {
+                  terminationGracePeriodSeconds: 0,
+                  containers: [{ name: 'main', image: viaHub, command: ['sh', '-c', 'exec sleep 600'] }],
+                },
+              },
+            ],
+          },
+        },
+        { kind: 'Placement', metadata: { name: 'pc' }, spec: { edges: ['img-1'], workloads: ['cached-app'] } },
+      ],
+    });
+    expect(apply.status, JSON.stringify(apply.json)).toBeLessThan(300);
+    await waitFor(
+      async () =>
+        (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/img-1')).json.status?.workloads?.find(
+          (w: any) => w.name === 'cached-app',
+        )?.state === 'Ready',
+      { timeout: 90_000, what: 'Ready through the hub cache' },
+    );
+    // The tag was resolved once, to the digest the registry had, and is now in the cache.
+    const images = (await hubApi(hub, 'GET', '/api/v1/projects/default/images')).json.items;
+    expect(images).toContainEqual(
+      expect.objectContaining({ repository: 'private/outpost-test/private-app', tag, digest: upstreamDigest }),
+    );
+    // The registry served that manifest to the hub (node's client), authorized: the edge never reached it.
+    const served = registry
+      .log()
+      .split('\n')
+      .filter(
+        (l) => l.includes('msg="authorized request"') && l.includes(`manifests/${tag}`) && l.includes('method=GET'),
+      );
+    expect(served.length).toBeGreaterThanOrEqual(1);
+    expect(served.every((l) => !l.includes('useragent="containers/'))).toBe(true);
+    // A second pull of the tag is answered from the cache.
+    const before = served.length;
+    const again = await fetch(`${hub.url}/v2/default/private/outpost-test/private-app/manifests/${tag}`, {
+      headers: { authorization: `Bearer ${viewer}`, accept: 'application/vnd.oci.image.manifest.v1+json' },
+    });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('docker-content-digest')).toBe(upstreamDigest);
+    expect(
+      registry
+        .log()
+        .split('\n')
+        .filter(
+          (l) => l.includes('msg="authorized request"') && l.includes(`manifests/${tag}`) && l.includes('method=GET'),
+        ),
+    ).toHaveLength(before);
+    // Neither the registry's password nor the viewer token shows in the logs.
+    for (const secret of [registry.password, viewer]) {
+      expect(hub.proc.out + hub.proc.err).not.toContain(secret);
+      expect(edge!.out + edge!.err).not.toContain(secret);
+    }
   }, 240_000);
 });

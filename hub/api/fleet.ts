@@ -5,6 +5,7 @@
  */
 import { Hono } from 'hono';
 import { OutpostError } from '../../core/errors.js';
+import type { Kind } from '../../core/resources.js';
 import { edgePhase } from '../edges/phase.js';
 import type { EdgeState } from '../state/edges.js';
 import { authorize, principal, type Env, type HubDeps } from './context.js';
@@ -82,18 +83,12 @@ export function edgesOnline(
 
 export function fleetRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
-  const { db, state } = deps;
+  const { state } = deps;
 
   app.get('/projects', (c) => {
     const p = principal(c);
     const names =
-      p.project === '*'
-        ? (
-            db.prepare('SELECT project FROM objects UNION SELECT project FROM edge_runtime ORDER BY 1').all() as {
-              project: string;
-            }[]
-          ).map((r) => r.project)
-        : [p.project];
+      p.project === '*' ? [...new Set([...state.objects.projects(), ...state.edges.projects()])].sort() : [p.project];
     if (!names.includes('default') && p.project === '*') names.unshift('default');
     return c.json({ items: names.map((name) => ({ name })) });
   });
@@ -101,9 +96,7 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
   app.get('/projects/:project/fleet', (c) => {
     const project = c.req.param('project');
     authorize(c, 'read', project);
-    const count = (kind: string) =>
-      (db.prepare('SELECT COUNT(*) c FROM objects WHERE kind = ? AND project = ?').get(kind, project) as { c: number })
-        .c;
+    const count = (kind: Kind) => state.objects.count(kind, project);
     return c.json({
       edges: edgeCounts(state.edges, project),
       workloads: count('Workload'),

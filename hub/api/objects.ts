@@ -12,12 +12,13 @@ import {
   type Workload,
 } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
-import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { inTransaction } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgePhase } from '../edges/phase.js';
 import type { EdgeState } from '../state/edges.js';
+import type { ObjectState } from '../state/objects.js';
 import { validateResource } from '../objects.js';
 import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
@@ -75,17 +76,13 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
  * (and the connection facts for `state`), no specs, no statuses: 15-35 ms at 10,000 edges here.
  */
 export function countMatching(
-  db: SqliteDatabase,
+  objects: ObjectState,
   edges: EdgeState,
   kind: Kind,
   project: string,
   f: { selector?: LabelSelector; q?: string; state?: string; local?: ReplicaStore },
 ): number {
-  const rows = (
-    project === '*'
-      ? cachedStatement(db, 'SELECT name, labels FROM objects WHERE kind = ?').all(kind)
-      : cachedStatement(db, 'SELECT name, labels FROM objects WHERE kind = ? AND project = ?').all(kind, project)
-  ) as { name: string; labels: string }[];
+  const rows = objects.labels(kind, project);
   let phases: Map<string, string> | undefined;
   if (f.state && kind === 'Edge') {
     // Only the columns the phase needs (not every edge's inventory).
@@ -95,7 +92,7 @@ export function countMatching(
   let n = 0;
   for (const r of rows) {
     if (f.q && !r.name.includes(f.q)) continue;
-    if (f.selector && !matchesSelector(JSON.parse(r.labels) as Record<string, string>, f.selector)) continue;
+    if (f.selector && !matchesSelector(r.labels(), f.selector)) continue;
     if (phases && (phases.get(r.name) ?? 'Pending') !== f.state) continue;
     if (f.local && kind === 'Edge' && !hasLocalIntents(f.local, r.name)) continue;
     n++;
@@ -179,7 +176,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const matched =
       selector || q || state || local
         ? {
-            matched: countMatching(db, deps.state.edges, kind, project, {
+            matched: countMatching(deps.state.objects, deps.state.edges, kind, project, {
               selector,
               q,
               state,

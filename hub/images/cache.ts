@@ -15,8 +15,10 @@
  * A tag holds references on its manifest, config and layers (blob_refs, kind `Image`), so blob
  * garbage collection keeps them while tagged.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
@@ -27,6 +29,9 @@ import type { HubAuth } from '../api/context.js';
 import { principalOf, type ApiPrincipal } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { HubBlobs } from '../blobs/index.js';
+import type { Registry } from '../../core/resources.js';
+import type { SecretBox } from '../secrets.js';
+import { UpstreamRegistry } from './upstream.js';
 
 const log = createLogger('hub:images');
 
@@ -85,12 +90,92 @@ export function manifestBlobs(text: string): BlobDigest[] {
   return digests as BlobDigest[];
 }
 
+/** Where pull-through finds a project's Registry objects (and the key that opens their passwords). */
+export interface PullThrough {
+  registry(project: string, name: string): Registry | undefined;
+  box: SecretBox;
+}
+
 export class ImageCache {
+  /** Pull-throughs under way, by project/repository:ref: concurrent pulls of one tag fetch it once. */
+  private readonly inflight = new Map<string, Promise<{ digest: BlobDigest; mediaType: string } | undefined>>();
+
   constructor(
     private readonly db: SqliteDatabase,
     private readonly blobs: HubBlobs,
+    private readonly upstream?: PullThrough,
   ) {
     migrateImages(db);
+  }
+
+  /**
+   * The manifest `repository:ref` names: from the cache, else, when the repository's first
+   * component names a Registry of the project (`REGISTRY/upstream/repo`), pulled through from it
+   * once: manifest, config and layers stored as blobs, the tag recorded with the digest it had then.
+   */
+  async lookup(
+    project: string,
+    repository: string,
+    ref: string,
+  ): Promise<{ digest: BlobDigest; mediaType: string } | undefined> {
+    const cached = this.resolve(project, repository, ref);
+    if (cached) return cached;
+    const slash = repository.indexOf('/');
+    if (!this.upstream || slash < 0) return undefined;
+    const registry = this.upstream.registry(project, repository.slice(0, slash));
+    if (!registry) return undefined;
+    const key = `${project}/${repository}:${ref}`;
+    let p = this.inflight.get(key);
+    if (!p) {
+      p = this.pullThrough(project, registry, repository, repository.slice(slash + 1), ref).finally(() =>
+        this.inflight.delete(key),
+      );
+      this.inflight.set(key, p);
+    }
+    return p;
+  }
+
+  private async pullThrough(
+    project: string,
+    registry: Registry,
+    repository: string,
+    upstreamRepo: string,
+    ref: string,
+  ): Promise<{ digest: BlobDigest; mediaType: string }> {
+    const up = new UpstreamRegistry(registry, this.upstream!.box);
+    const by = `registry:${registry.metadata.name}`;
+    const m = await up.manifest(upstreamRepo, ref);
+    const digest = `sha256:${createHash('sha256').update(m.bytes).digest('hex')}` as BlobDigest;
+    if (isDigest(ref) && ref !== digest)
+      throw new OutpostError(
+        'invalid',
+        `registry ${registry.metadata.name} answered ${ref} with a manifest of digest ${digest}`,
+      );
+    for (const d of manifestBlobs(m.bytes.toString('utf8'))) {
+      if (this.blobs.get(project, d)) continue;
+      const b = await up.blob(upstreamRepo, d);
+      await this.blobs.upload(b.body, {
+        project,
+        uploadedBy: by,
+        expected: d,
+        ...(b.size !== undefined ? { size: b.size } : {}),
+      });
+    }
+    if (!this.blobs.get(project, digest))
+      await this.blobs.upload(Readable.from([m.bytes]), {
+        project,
+        uploadedBy: by,
+        mediaType: m.mediaType,
+        expected: digest,
+      });
+    // A pull by digest is recorded under a tag named after it (sha256-HEX), so its blobs stay referenced.
+    const tag = isDigest(ref) ? ref.replace(':', '-') : ref;
+    await this.tag(project, repository, tag, digest);
+    log.info(
+      { project, registry: registry.metadata.name, image: `${upstreamRepo}:${ref}`, digest },
+      'image pulled through',
+    );
+    return { digest, mediaType: m.mediaType };
   }
 
   /** Tags `repository:tag` with a manifest the project holds, whose blobs it all holds. */
@@ -327,7 +412,7 @@ async function serveV2(
   let digest: BlobDigest;
   let mediaType: string;
   if (what === 'manifests') {
-    const r = o.cache.resolve(project, repository, ref);
+    const r = await o.cache.lookup(project, repository, ref);
     if (!r)
       return ociError(
         res,

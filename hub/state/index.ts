@@ -5,6 +5,7 @@
  *
  * | module | tables |
  * |---|---|
+ * | objects.ts | objects, workload_revisions, counters |
  * | edges.ts | edge_runtime, connections |
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
@@ -18,9 +19,11 @@
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { sqliteEdgeState, type EdgeState } from './edges.js';
 import { sqliteEventLog, type EventLog } from './events.js';
+import { sqliteObjectState, type ObjectState } from './objects.js';
 import { sqliteStatusState, type StatusState } from './status.js';
 
 export interface HubState {
+  objects: ObjectState;
   edges: EdgeState;
   events: EventLog;
   status: StatusState;
@@ -33,6 +36,7 @@ export interface HubState {
 
 export function sqliteHubState(db: SqliteDatabase): HubState {
   return {
+    objects: sqliteObjectState(db),
     edges: sqliteEdgeState(db),
     events: sqliteEventLog(db),
     status: sqliteStatusState(db),
