@@ -64,7 +64,7 @@ spec:
 }
 
 /** A one-workload package; `payload` goes into the archive as a data file. */
-function plainPackage(name: string, payload?: Buffer): string {
+function plainPackage(name: string, payload?: Buffer, dependsOn = ''): string {
   const d = path.join(dir, `pkg-${name}`);
   fs.mkdirSync(d, { recursive: true });
   if (payload) fs.writeFileSync(path.join(d, 'payload.bin'), payload);
@@ -74,7 +74,7 @@ function plainPackage(name: string, payload?: Buffer): string {
 metadata: { name: ${name} }
 spec:
   version: 1.0.0
-  workloads:
+${dependsOn}  workloads:
     - name: app
       manifests:
         - { apiVersion: v1, kind: ConfigMap, metadata: { name: ${name} }, data: { a: b } }
@@ -329,6 +329,20 @@ describe('catalog (issue 21)', () => {
       new RegExp(
         `placement evil: package evil 1\\.0\\.0 is Quarantined: the malware scanner found ${TEST_SIGNATURE}\\.UNOFFICIAL`,
       ),
+    );
+
+    // A package depending on it is not deployable either.
+    expect(
+      (await buildAndPush(plainPackage('needs', undefined, '  dependsOn: [{ name: evil, version: "^1" }]\n'))).code,
+    ).toBe(0);
+    await waitFor(async () => ((await scanState('needs', '1.0.0')) === 'Clean' ? true : null), {
+      timeout: 30_000,
+      what: 'needs to be Clean',
+    });
+    const needs = await cli(['apply', '-f', placementYaml('needs', { name: 'needs', version: '1.0.0' })], env);
+    expect(needs.code).toBe(1);
+    expect(needs.stderr).toMatch(
+      /package needs 1\.0\.0 depends on evil \^1, and project default has no Clean version of evil matching it \(its versions: 1\.0\.0 Quarantined\)/,
     );
 
     await clamd.stop();

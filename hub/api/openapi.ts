@@ -209,6 +209,34 @@ export function openApiDocument(version: string): unknown {
       get: { summary: 'Download a blob (Range: bytes=N- resumes)', responses: { 200: { description: 'the bytes' } } },
       delete: { summary: 'Remove a blob (409 while referenced)', responses: { 204: { description: 'removed' } } },
     },
+    '/api/v1/projects/{project}/packages': {
+      get: {
+        summary: 'The catalog: each package with its newest version and scan state',
+        responses: { 200: { description: '{items}' } },
+      },
+      post: {
+        summary: 'Publish a package {digest} whose .tgz was uploaded as a blob (409 when the version exists)',
+        responses: { 201: { description: 'the version, Pending its scan' }, 409: errorResponse, 422: errorResponse },
+      },
+    },
+    '/api/v1/projects/{project}/packages/{name}': {
+      get: {
+        summary: 'The versions of a package, newest first, with their scan verdicts',
+        responses: { 200: { description: '{items}' }, 404: errorResponse },
+      },
+    },
+    '/api/v1/projects/{project}/packages/{name}/{version}': {
+      get: {
+        summary: 'One version: package.yaml, readme, icon, scan verdict',
+        responses: { 200: { description: 'the version' }, 404: errorResponse },
+      },
+    },
+    '/api/v1/projects/{project}/placements/{name}/restart': {
+      post: {
+        summary: "Resolve a package placement's version range again (a new rollout when it moves)",
+        responses: { 200: { description: '{deployment}' }, default: errorResponse },
+      },
+    },
     '/api/v1/projects/{project}/edges/{name}/data-files': {
       get: {
         summary:

@@ -152,6 +152,26 @@ export function admitPackagePlacement(
       name,
       `package ${ref.name} ${version} is Pending: it has not been scanned for malware yet${rec.scan.error ? ` (${rec.scan.error})` : ''}; it can be deployed once it is Clean (outpost package versions ${ref.name})`,
     );
+  // Dependencies must be in the catalog and deployable; starting them first on each edge is not
+  // done here (docs/catalog.md, "dependsOn"): deploy them with their own placement.
+  for (const d of rec.manifest.spec.dependsOn) {
+    const dv = packageVersions(ctx.db, project, d.name);
+    const v = resolveVersion(
+      d.version,
+      dv.filter((x) => x.scan.state === 'Clean').map((x) => x.version),
+    );
+    if (!v)
+      refuse(
+        name,
+        `package ${ref.name} ${version} depends on ${d.name} ${d.version}, and project ${project} has no Clean version of ${d.name} matching it${
+          dv.length
+            ? ` (its versions: ${sortVersions(dv.map((x) => x.version))
+                .map((x) => `${x} ${dv.find((y) => y.version === x)!.scan.state}`)
+                .join(', ')})`
+            : ''
+        }: publish one`,
+      );
+  }
   let values: Record<string, string | number | boolean>;
   try {
     values = resolveValues(rec.manifest, { profile: ref.profile, values: plain });

@@ -12,6 +12,7 @@
  * | blobs.ts | blobs, blob_refs |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
  * | ../tunnel/proxy-session.ts | tunnel_proxy_sessions |
+ * | ../catalog/state.ts | packages, package_deployments |
  * | ../db.ts | the schema of the hub's tables (migrations only, no reads or writes) |
  *
  * test/architecture.test.ts fails when a table is written anywhere else.
