@@ -1,4 +1,5 @@
 /** @module `outpost apply` (with `--dry-run`) and `outpost diff`: send files' objects to the hub, or ask what would change. */
+import type { ApplyResponse, EdgeImpact } from '../core/api/types.js';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createTwoFilesPatch } from 'diff';
 import { HubError } from './client.js';
@@ -13,26 +14,8 @@ export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-interface EdgeImpact {
-  total: number;
-  added: number;
-  removed: number;
-  changed: number;
-}
-
-interface ApplyResult {
-  kind: string;
-  project?: string;
-  name: string;
-  action: string;
-  edges?: EdgeImpact;
-  object?: Record<string, unknown>;
-}
-
-interface ApplyResponse {
-  results?: ApplyResult[];
-  warnings?: string[];
-}
+/** Partial: a hub of another version may leave a field out. */
+type ApplyAnswer = Partial<ApplyResponse>;
 
 const DRY_RUN = ['none', 'server', 'client'] as const;
 type DryRun = (typeof DRY_RUN)[number];
@@ -61,12 +44,12 @@ export function impactText(e: EdgeImpact): string {
 }
 
 /** Reads, checks locally, and sends the objects of `-f` arguments; the hub checks again. */
-async function send(s: Session, deps: CliDeps, files: string[], dryRun: boolean): Promise<ApplyResponse> {
+async function send(s: Session, deps: CliDeps, files: string[], dryRun: boolean): Promise<ApplyAnswer> {
   const sourced = await readSources(files, deps.stdin);
   if (sourced.length === 0) throw new CliError(`nothing to apply: ${files.join(', ')} holds no object`);
   await checkObjects(sourced, s.project);
   checkRequestSize(sourced);
-  let res: ApplyResponse;
+  let res: ApplyAnswer;
   try {
     res = await s.client.post(
       '/api/v1/apply',

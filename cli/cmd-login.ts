@@ -1,4 +1,5 @@
 /** @module `outpost login`: pin the hub's CA from the token, check the token works, write the config file. */
+import type { WhoAmI } from '../core/api/types.js';
 import type { Command } from 'commander';
 import { parseToken, TOKEN_PREFIX } from '../sync/pinned-ca.js';
 import { HubClient } from './client.js';
@@ -7,11 +8,8 @@ import { openSession, outputOf, type CliDeps } from './context.js';
 import { UsageError } from './errors.js';
 import { line } from './output.js';
 
-interface WhoAmI {
-  role?: string;
-  project?: string;
-  tokenId?: string;
-}
+/** Partial: a hub of another version may leave a field out; the CLI shows '-' for it. */
+type WhoAmIView = Partial<WhoAmI>;
 
 export function registerLogin(program: Command, deps: CliDeps): void {
   program
@@ -47,7 +45,7 @@ export function registerLogin(program: Command, deps: CliDeps): void {
       }
       const ca = await caFor(hub, token, { caFile: opts.ca });
       const client = new HubClient({ hub, token, ...(ca ? { ca } : {}) });
-      const who = await client.get<WhoAmI>('/api/v1/whoami');
+      const who = await client.get<WhoAmIView>('/api/v1/whoami');
       const flagProject = (cmd.optsWithGlobals() as { project?: string }).project;
       const project = flagProject ?? (who?.project && who.project !== '*' ? who.project : undefined);
       const file = configPath({ env: deps.env, homedir: deps.homedir });
@@ -61,7 +59,7 @@ export function registerLogin(program: Command, deps: CliDeps): void {
     .description("show the hub, role and project of the CLI's token")
     .action(async (_opts: unknown, cmd: Command) => {
       const s = await openSession(cmd, deps);
-      const who = await s.client.get<WhoAmI>('/api/v1/whoami');
+      const who = await s.client.get<WhoAmIView>('/api/v1/whoami');
       line(s.out.out, `hub:      ${s.client.hub}`);
       line(s.out.out, `role:     ${who?.role ?? '-'}`);
       line(s.out.out, `project:  ${who?.project === '*' ? '* (all projects)' : (who?.project ?? '-')}`);

@@ -4,6 +4,7 @@
  * workload revisions (every change of manifests is a new revision; rollback copies an old one
  * forward, as `kubectl rollout undo` does).
  */
+import type { ApplyAction } from '../core/api/types.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
@@ -34,7 +35,7 @@ export const KEPT_REVISIONS = 20;
 
 const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade } as const;
 
-export type ApplyAction = 'created' | 'configured' | 'unchanged';
+export type { ApplyAction } from '../core/api/types.js';
 
 export interface ObjectChange {
   kind: Kind;

@@ -3,6 +3,7 @@
  * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
+import type { WhoAmI } from '../../core/api/types.js';
 import { diskFullError, isDiskFull, OutpostError, toOutpostError } from '../../core/errors.js';
 import { createLogger, throttle } from '../../core/logger.js';
 import { principalFromHeader } from '../auth/principal.js';
@@ -67,7 +68,7 @@ export function createApi(deps: HubDeps): Hono {
     );
     await next();
   });
-  api.get('/whoami', (c) => c.json(principal(c)));
+  api.get('/whoami', (c) => c.json(principal(c) satisfies WhoAmI));
 
   api.route('/', tokenRoutes(deps));
 

@@ -5,6 +5,7 @@
  * warnings: a manifest kind a driver cannot run, for the edges that would get it.
  */
 import { Hono } from 'hono';
+import type { ApplyResponse, ApplyResult, EdgeImpact } from '../../core/api/types.js';
 import { kindsNotRunBy } from '../../core/driver-kinds.js';
 import { MAX_OBJECT_BYTES, rawDocuments, tooBigMessage } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
@@ -18,27 +19,6 @@ import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assign
 import { validateResource, type ApplyAction } from '../objects.js';
 import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
 import { registryForOutput } from '../images/registries.js';
-
-export interface EdgeImpact {
-  /** Edges that have (or would have) the object's workloads after the change. */
-  total: number;
-  /** Edges that would get it and do not have it now. */
-  added: number;
-  /** Edges that have it now and would lose it. */
-  removed: number;
-  /** Edges that keep it and whose manifests would change. */
-  changed: number;
-}
-
-export interface ApplyResult {
-  kind: string;
-  project: string;
-  name: string;
-  action: ApplyAction;
-  resourceVersion?: string;
-  edges?: EdgeImpact;
-  object?: unknown;
-}
 
 function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
   const p = c.get('principal');
@@ -333,7 +313,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
                 : v.spec,
         },
       }));
-      return c.json({ dryRun: true, results, warnings });
+      return c.json({ dryRun: true, results, warnings } satisfies ApplyResponse);
     }
     const results = inTransaction(db, () => {
       const out = valid.map((v, i): ApplyResult => {
@@ -352,7 +332,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
       warnings.push(...placementRules(deps, valid));
       return out;
     });
-    return c.json({ results, ...(warnings.length ? { warnings } : {}) });
+    return c.json({ results, ...(warnings.length ? { warnings } : {}) } satisfies ApplyResponse);
   });
 
   return app;

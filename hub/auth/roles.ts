@@ -15,10 +15,10 @@
  * could do anyway by deploying a workload. Token creation is admin in the target project, so an
  * admin of one project can mint tokens for that project only, never for `*`.
  */
+import { ROLES, type Role } from '../../core/api/types.js';
 import { OutpostError } from '../../core/errors.js';
 
-export const ROLES = ['viewer', 'operator', 'admin'] as const;
-export type Role = (typeof ROLES)[number];
+export { ROLES, type Role };
 export type Action = 'read' | 'write' | 'admin';
 
 /** The project value that means "every project" (and hub-wide actions). */

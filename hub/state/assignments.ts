@@ -61,6 +61,8 @@ export interface AssignmentStore {
   transaction<T>(fn: () => T): T;
 
   forEdge(edge: string): Assignment[];
+  /** An edge's assignments without manifests, ordered by workload. */
+  keysForEdge(edge: string): AssignmentKey[];
   forPlacement(project: string, placement: string): Assignment[];
   forWorkload(project: string, workload: string): Assignment[];
   /** A placement's assignments without manifests, ordered by edge and workload. */
@@ -140,6 +142,10 @@ export class SqliteAssignmentStore implements AssignmentStore {
 
   forEdge(edge: string): Assignment[] {
     return this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge).map(fromRow);
+  }
+
+  keysForEdge(edge: string): AssignmentKey[] {
+    return this.all(`SELECT ${KEY_COLUMNS} FROM assignments WHERE edge = ? ORDER BY workload`, edge).map(keyFromRow);
   }
 
   forPlacement(project: string, placement: string): Assignment[] {

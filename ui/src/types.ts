@@ -1,22 +1,12 @@
-/** The JSON the hub's API answers with, as the UI reads it (docs/api.md). */
+/**
+ * The JSON the hub's API answers with, as the UI reads it (docs/api.md). The shapes shared with
+ * the hub and the CLI come from core/api/types.ts; the views only the UI reads stay here.
+ */
+import type { ApplyResponse, ListResponse, Role, WhoAmI } from '../../core/api/types.js';
 import type { State, Summary } from '../../core/status.js';
 
-export type { State, Summary };
-export type Role = 'admin' | 'operator' | 'viewer';
-
-export interface WhoAmI {
-  role: Role;
-  project: string;
-  tokenId: string;
-}
-
-export interface List<T> {
-  items: T[];
-  total?: number;
-  /** With a filter (labelSelector, q, state): how many match it over all pages. */
-  matched?: number;
-  continue?: string;
-}
+export type { ApplyResponse, Role, State, Summary, WhoAmI };
+export type List<T> = ListResponse<T>;
 
 export interface Inventory {
   hostname?: string;
@@ -193,8 +183,4 @@ export interface Connection {
   durationMs?: number;
   reason?: string;
   remoteAddress?: string;
-}
-
-export interface ApplyResult {
-  results: { kind: string; project: string; name: string; action: 'created' | 'configured' | 'unchanged' }[];
 }

@@ -8,7 +8,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { enc } from '../api.js';
 import { api, app } from '../store.js';
-import type { ApplyResult } from '../types.js';
+import type { ApplyResponse } from '../types.js';
 import { checkYaml } from '../yaml.js';
 import { DiffView } from './diff-view.js';
 import { ErrorBox } from './error-box.js';
@@ -17,7 +17,7 @@ export function YamlEditor(props: {
   initial: string;
   project: string;
   title: string;
-  onApplied(r: ApplyResult): void;
+  onApplied(r: ApplyResponse): void;
   onCancel?(): void;
   allowUnchanged?: boolean;
 }) {
@@ -49,7 +49,7 @@ export function YamlEditor(props: {
     setBusy(true);
     setError(undefined);
     try {
-      const r = await api.post<ApplyResult>(`/api/v1/apply?project=${enc(props.project)}`, text, 'application/yaml');
+      const r = await api.post<ApplyResponse>(`/api/v1/apply?project=${enc(props.project)}`, text, 'application/yaml');
       app.bump();
       props.onApplied(r);
     } catch (err) {

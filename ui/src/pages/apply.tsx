@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { YamlEditor } from '../components/editor.js';
 import { Link } from '../components/link.js';
 import { can, useApp } from '../store.js';
-import type { ApplyResult } from '../types.js';
+import type { ApplyResponse } from '../types.js';
 
 export const TEMPLATE = `apiVersion: outpost.dev/v1alpha1
 kind: Workload
@@ -34,7 +34,7 @@ spec:
 
 export function ApplyPage() {
   const session = useApp().session!;
-  const [result, setResult] = useState<ApplyResult>();
+  const [result, setResult] = useState<ApplyResponse>();
   const [key, setKey] = useState(0);
   if (!can(session, 'write')) {
     return (

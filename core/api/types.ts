@@ -1,0 +1,67 @@
+/**
+ * @module The hub API's response contract: the JSON shapes the hub answers with, imported by the
+ * hub (which builds them), the CLI and the UI (which read them). docs/api.md describes the routes.
+ * Object kinds themselves (Edge, Workload, Placement) are core/resources.ts.
+ */
+import type { ErrorCode } from '../errors.js';
+
+/** API token roles, weakest first (hub/auth/roles.ts says what each may do). */
+export const ROLES = ['viewer', 'operator', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** `GET /api/v1/whoami`: the calling token. `project` is `*` for a token over all projects. */
+export interface WhoAmI {
+  role: Role;
+  project: string;
+  tokenId: string;
+}
+
+/** Every list route (`GET /api/v1/projects/P/KIND`, events, tokens...). */
+export interface ListResponse<T> {
+  items: T[];
+  /** How many objects there are in all (list of objects). */
+  total?: number;
+  /** With a filter (labelSelector, q, state, local): how many match it over all pages. */
+  matched?: number;
+  /** Pass as `continue` for the next page; absent on the last one. */
+  continue?: string;
+}
+
+export type ApplyAction = 'created' | 'configured' | 'unchanged';
+
+/** What an apply does (or would do, on a dry run) to the edges that run the object's workloads. */
+export interface EdgeImpact {
+  /** Edges that have (or would have) the object's workloads after the change. */
+  total: number;
+  /** Edges that would get it and do not have it now. */
+  added: number;
+  /** Edges that have it now and would lose it. */
+  removed: number;
+  /** Edges that keep it and whose manifests would change. */
+  changed: number;
+}
+
+/** One object of an apply. */
+export interface ApplyResult {
+  kind: string;
+  project: string;
+  name: string;
+  action: ApplyAction;
+  resourceVersion?: string;
+  edges?: EdgeImpact;
+  /** On a dry run: the object as it would be stored. */
+  object?: Record<string, unknown>;
+}
+
+/** `POST /api/v1/apply`. */
+export interface ApplyResponse {
+  dryRun?: true;
+  results: ApplyResult[];
+  /** E.g. a manifest kind a driver cannot run, for the edges that would get it. */
+  warnings?: string[];
+}
+
+/** Every error answer (core/errors.ts ERROR_CODES lists the codes and statuses). */
+export interface ErrorResponse {
+  error: { code: ErrorCode; message: string; details?: unknown };
+}
