@@ -35,10 +35,10 @@ export const FRAME_BURST = 4_000;
 export const RECONNECT_MIN_MS = 500;
 /**
  * 5 s, not more: after a hub restart the edges that dialled in vain during the outage come back
- * within this (with 30 s, and then 10 s, the tail of a 10,000-edge fleet was still waiting in its
- * backoff 20 s and 12 s after the hub was up, the hub idle meanwhile). A refused TCP connect every
- * 5 s per edge costs a down hub's machine nothing; a busy hub spreads the edges itself with its
- * upgrade line and Retry-After, which the edge honours instead of its backoff.
+ * within this, instead of the fleet's tail idling in its backoff while the hub waits (measured in
+ * docs/benchmarks.md, "Second round"). A refused TCP connect every 5 s per edge costs a down hub's
+ * machine nothing; a busy hub spreads the edges itself with its upgrade line and Retry-After,
+ * which the edge honours instead of its backoff.
  */
 export const RECONNECT_MAX_MS = 5_000;
 /** Pace of redials after a refusal a retry cannot fix soon (401, protocol version, decommissioned). */

@@ -14,6 +14,7 @@ import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
 import { Blobs } from './pages/blobs.js';
 import { AgentUpgradeDetail, AgentUpgrades } from './pages/agent-upgrades.js';
+import { Catalog } from './pages/catalog.js';
 import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
 import { match, navigate, useRoute } from './router.js';
@@ -25,6 +26,7 @@ const NAV = [
   { href: '/edges', label: 'Edges' },
   { href: '/workloads', label: 'Workloads' },
   { href: '/placements', label: 'Placements' },
+  { href: '/catalog', label: 'Catalog' },
   { href: '/blobs', label: 'Blobs' },
   { href: '/agentupgrades', label: 'Upgrades' },
 ];
@@ -152,6 +154,7 @@ function Routes(props: { path: string }) {
   if (p === '/blobs') return <Blobs />;
   if (p === '/agentupgrades') return <AgentUpgrades />;
   if ((m = match('/agentupgrades/:name', p))) return <AgentUpgradeDetail name={m.name} />;
+  if (p === '/catalog') return <Catalog />;
   return (
     <section>
       <h1>Not found</h1>
