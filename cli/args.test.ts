@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseLabelEdits } from './cmd-edge.js';
 import { CliError, exitCodeOf, UsageError } from './errors.js';
 import { expectKind, parseKind, parseKindArg } from './kinds.js';
-import { apiToken, runCli } from './testing.js';
+import { apiToken, runCli } from '../test/fixtures/cli.js';
 
 const NOWHERE = { OUTPOST_HUB: 'http://127.0.0.1:9', OUTPOST_TOKEN: apiToken(), OUTPOST_PROJECT: 'default' };
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../test/helpers.js';
-import { apiToken, FakeHub, runCli } from './testing.js';
+import { apiToken, FakeHub, runCli } from '../test/fixtures/cli.js';
 
 let hub: FakeHub;
 let env: NodeJS.ProcessEnv;

@@ -14,7 +14,7 @@ import { ReplicaStore } from '../sync/store.js';
 import { waitFor } from '../test/helpers.js';
 import type { Driver } from './drivers/driver.js';
 import { createProcessDriver } from './drivers/process/index.js';
-import { killAll } from './drivers/process/testing.js';
+import { killAll } from '../test/fixtures/process-workloads.js';
 import { HeldStopped } from './held-stopped.js';
 import { Reconciler } from './reconciler.js';
 

@@ -14,7 +14,7 @@ import { tempDir, waitFor } from '../test/helpers.js';
 import { ensureMailbox } from './mailbox.js';
 import { encodeControl, PROTOCOL_VERSION } from './messages.js';
 import { ReplicaStore } from './store.js';
-import { listenSyncServer, type ListeningSyncServer } from './testing.js';
+import { listenSyncServer, type ListeningSyncServer } from '../test/fixtures/sync-server.js';
 
 const EDGE = edgeName('edge-k');
 const PING_MS = 150;

@@ -22,7 +22,7 @@ import { SyncClient } from './client.js';
 import { ensureMailbox } from './mailbox.js';
 import type { WelcomeMessage } from './messages.js';
 import { ReplicaStore } from './store.js';
-import { listenSyncServer, type ListeningSyncServer } from './testing.js';
+import { listenSyncServer, type ListeningSyncServer } from '../test/fixtures/sync-server.js';
 import { sameHeads } from './wasm-sync.js';
 
 const EDGE = edgeName('quiet-1');

@@ -15,7 +15,7 @@ import { SyncClient } from './client.js';
 import { compactIfLarge } from './compaction.js';
 import { ensureMailbox } from './mailbox.js';
 import { ReplicaStore } from './store.js';
-import { listenSyncServer, type ListeningSyncServer } from './testing.js';
+import { listenSyncServer, type ListeningSyncServer } from '../test/fixtures/sync-server.js';
 
 const E = edgeName('edge-r');
 const SPEC = mailboxDocId(E, 'spec');

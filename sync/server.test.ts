@@ -15,7 +15,7 @@ import { SyncClient } from './client.js';
 import { ensureMailbox } from './mailbox.js';
 import { encodeControl, encodeSyncFrame, PROTOCOL_VERSION } from './messages.js';
 import { ReplicaStore } from './store.js';
-import { listenSyncServer, type ListeningSyncServer } from './testing.js';
+import { listenSyncServer, type ListeningSyncServer } from '../test/fixtures/sync-server.js';
 
 const A_EDGE = edgeName('edge-a');
 const B_EDGE = edgeName('edge-b');

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { BlobDigest } from '../core/blobs.js';
 import { newReleaseKeyPair, signRelease, verifyRelease, type SignedRelease } from '../core/release.js';
-import { runCli } from '../cli/testing.js';
+import { runCli } from './fixtures/cli.js';
 import { readEdgeConfig } from '../edge/config.js';
 import { enroll } from '../edge/enroll.js';
 import { stageRelease } from '../edge/upgrade/release.js';

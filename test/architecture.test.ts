@@ -3,9 +3,10 @@
  *
  * - imports point down: `main -> cli | hub | edge -> sync -> core`; hub/ and edge/ never import
  *   each other; cli/ imports nothing of hub/ or edge/;
- * - product code never imports test code: test/, `*.test.ts`, and the test support kept beside the
- *   code it drives, named so it is recognised: `testing.ts`, `test-db.ts`, `*.fixture.ts`,
- *   `*.case.ts` (a shared acceptance suite), `testdata/`;
+ * - product code never imports test code: test/ and `*.test.ts`. Test support (helpers, doubles,
+ *   shared acceptance suites) lives under test/ (test/fixtures/, test/fakes/), never beside the
+ *   product code: a file named like test support (`testing.ts`, `test-db.ts`, `*.fixture.ts`,
+ *   `*.case.ts`, `testdata/`) outside test/ fails;
  * - each table is written (INSERT, UPDATE, DELETE) by exactly one module (hub/state/index.ts lists
  *   the owners).
  *
@@ -28,14 +29,15 @@ function walk(dir: string): string[] {
   return out;
 }
 
-/** Test code, wherever it lives. */
+/** Test code: test/ and the test files vitest collects. */
 export function isTestCode(file: string): boolean {
+  return file.startsWith('test/') || /\.test\.tsx?$/.test(file);
+}
+
+/** Named like test support; such a file belongs under test/, not in the product tree. */
+export function looksLikeTestSupport(file: string): boolean {
   return (
-    file.startsWith('test/') ||
-    /\.test\.tsx?$/.test(file) ||
-    /(^|\/)(testing|test-db)\.ts$/.test(file) ||
-    /\.(fixture|case)\.ts$/.test(file) ||
-    file.includes('/testdata/')
+    /(^|\/)(testing|test-db)\.tsx?$/.test(file) || /\.(fixture|case)\.tsx?$/.test(file) || /(^|\/)testdata\//.test(file)
   );
 }
 
@@ -91,10 +93,23 @@ describe('import rules', () => {
     expect(bad).toEqual([]);
   });
 
+  it('test support lives under test/, not beside the product code', () => {
+    const bad = productFiles
+      .filter(looksLikeTestSupport)
+      .map((f) => `${f} is test support in the product tree: move it under test/fixtures/ or test/fakes/`);
+    expect(bad).toEqual([]);
+  });
+
   it('the rule would catch a violation', () => {
-    expect(isTestCode('sync/testing.ts')).toBe(true);
-    expect(isTestCode('hub/auth/join-race.fixture.ts')).toBe(true);
-    expect(isTestCode('edge/drivers/driver.case.ts')).toBe(true);
+    expect(isTestCode('test/fixtures/sync-server.ts')).toBe(true);
+    expect(isTestCode('sync/server.test.ts')).toBe(true);
+    expect(isTestCode('sync/testing.ts')).toBe(false);
+    expect(looksLikeTestSupport('sync/testing.ts')).toBe(true);
+    expect(looksLikeTestSupport('hub/auth/test-db.ts')).toBe(true);
+    expect(looksLikeTestSupport('hub/auth/join-race.fixture.ts')).toBe(true);
+    expect(looksLikeTestSupport('edge/drivers/driver.case.ts')).toBe(true);
+    expect(looksLikeTestSupport('edge/drivers/process/testdata/agent.ts')).toBe(true);
+    expect(looksLikeTestSupport('hub/state/edges.ts')).toBe(false);
     expect(isTestCode('hub/state/edges.ts')).toBe(false);
     expect(ALLOWED.hub).not.toContain('edge');
     expect(ALLOWED.edge).not.toContain('hub');

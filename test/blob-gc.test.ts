@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BlobDigest } from '../core/blobs.js';
-import { runCli } from '../cli/testing.js';
+import { runCli } from './fixtures/cli.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir } from './helpers.js';
 

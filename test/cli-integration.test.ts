@@ -13,7 +13,7 @@ import { ReplicaStore } from '../sync/store.js';
 import { tempDir, waitFor } from './helpers.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { HubClient } from '../cli/client.js';
-import { runCli } from '../cli/testing.js';
+import { runCli } from './fixtures/cli.js';
 
 let dir: string;
 let hub: Hub;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureHubTls, type HubTls } from '../hub/tls.js';
 import { tempDir } from './helpers.js';
-import { apiToken, FakeHub, runCli } from '../cli/testing.js';
+import { apiToken, FakeHub, runCli } from './fixtures/cli.js';
 
 let tls: HubTls;
 let other: HubTls;

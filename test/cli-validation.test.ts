@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHub, type Hub } from '../hub/hub.js';
 import { HubClient, HubError } from '../cli/client.js';
-import { runCli } from '../cli/testing.js';
+import { runCli } from './fixtures/cli.js';
 import { tempDir } from './helpers.js';
 
 let dir: string;

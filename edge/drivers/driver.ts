@@ -1,6 +1,6 @@
 /**
  * @module The seam between the edge reconciler and a local runtime. One interface, three
- * implementations (process, podman, kubernetes), one acceptance suite (`driver.case.test.ts`)
+ * implementations (process, podman, kubernetes), one acceptance suite (`test/fixtures/driver-suite.ts`)
  * that each implementation runs.
  *
  * Contract, in the words the reconciler relies on:

@@ -6,7 +6,7 @@ import {
   revokeEdgeCredential,
   verifyEdgeCredential,
 } from './edge-credentials.js';
-import { testDbs } from './test-db.js';
+import { testDbs } from '../../test/fixtures/auth-db.js';
 
 const dbs = testDbs();
 afterEach(() => dbs.cleanup());

@@ -10,7 +10,7 @@ import { parseToken } from '../../sync/pinned-ca.js';
 import { openDatabase } from '../../sync/sqlite.js';
 import { issueEdgeCredential, verifyEdgeCredential } from './edge-credentials.js';
 import { consumeJoinToken, createJoinToken, listJoinTokens, revokeJoinToken } from './join-tokens.js';
-import { testDbs } from './test-db.js';
+import { testDbs } from '../../test/fixtures/auth-db.js';
 
 const FP = 'cd'.repeat(32);
 const dbs = testDbs();
@@ -132,7 +132,7 @@ describe('join tokens', () => {
     const ATTEMPTS = 100;
     const token = createJoinToken(db, { project: 'shop', uses: LIMIT });
     const go = path.join(dir, 'go');
-    const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), 'join-race.fixture.ts');
+    const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../test/fixtures/join-race.ts');
     const runs = Array.from({ length: PROCS }, () => {
       const child = spawn(process.execPath, ['--import', 'tsx', fixture, file, token, String(ATTEMPTS), go], {
         stdio: ['ignore', 'pipe', 'pipe'],

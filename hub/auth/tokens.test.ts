@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureLogs } from '../../core/logger.js';
 import { parseToken } from '../../sync/pinned-ca.js';
 import { secretMatches, hashSecret } from './schema.js';
-import { testDbs } from './test-db.js';
+import { testDbs } from '../../test/fixtures/auth-db.js';
 import { createApiToken, ensureAdminToken, listApiTokens, revokeApiToken, verifyApiToken } from './tokens.js';
 
 const FP = 'ab'.repeat(32);

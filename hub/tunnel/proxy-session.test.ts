@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { testDbs } from '../auth/test-db.js';
+import { testDbs } from '../../test/fixtures/auth-db.js';
 import { createApiToken, revokeApiToken, verifyApiToken } from '../auth/tokens.js';
 import { cookieValues, ProxySessions, sessionCookie, withoutProxyCookie } from './proxy-session.js';
 

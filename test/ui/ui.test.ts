@@ -260,6 +260,11 @@ describe('web UI in Chromium', () => {
     await page.locator('dt').getByText('CPU model', { exact: true }).waitFor();
     await page.getByText('inventory.outpost.dev/runtime.process=true', { exact: true }).waitFor();
     await page.getByRole('heading', { name: 'Connection history' }).waitFor();
+    // Files its workloads exported (docs/data.md): none here, and the page says how they come.
+    await page.getByRole('heading', { name: 'Exported files' }).waitFor();
+    await page
+      .getByText(/No exported files yet \(a workload exports with the data\.outpost\.dev\/egress annotation\)/)
+      .waitFor();
     await page.getByRole('row', { name: /hello hello-eu Ready/ }).waitFor();
     await screenshot(page, 'edge-detail');
     // Fleet-wide: the edges table names what is held on site, and filters on it.

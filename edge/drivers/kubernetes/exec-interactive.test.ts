@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
-import { checkInteractiveExec } from '../exec-interactive.case.js';
+import { checkInteractiveExec } from '../../../test/fixtures/exec-interactive.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';

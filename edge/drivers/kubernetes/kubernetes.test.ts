@@ -22,7 +22,7 @@ import { KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/clie
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
-import { driverSuite, freePort } from '../driver.case.js';
+import { driverSuite, freePort } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';

@@ -3,7 +3,7 @@
  * acceptance checks, and a real terminal with `tty`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInteractiveExec } from '../exec-interactive.case.js';
+import { checkInteractiveExec } from '../../../test/fixtures/exec-interactive.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver } from '../driver.js';
 import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';

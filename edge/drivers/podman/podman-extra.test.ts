@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
-import { freePort } from '../driver.case.js';
+import { freePort } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createPodmanDriver } from './index.js';

@@ -3,7 +3,7 @@
  * build/setup.sh). Podman-specific behaviour is in podman-extra.test.ts.
  */
 import { describe, it } from 'vitest';
-import { driverSuite } from '../driver.case.js';
+import { driverSuite } from '../../../test/fixtures/driver-suite.js';
 import { createPodmanDriver } from './index.js';
 import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit } from './harness.js';
 

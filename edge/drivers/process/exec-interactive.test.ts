@@ -6,10 +6,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInteractiveExec } from '../exec-interactive.case.js';
+import { checkInteractiveExec } from '../../../test/fixtures/exec-interactive.js';
 import type { Driver } from '../driver.js';
 import { createProcessDriver } from './index.js';
-import { unit } from './testing.js';
+import { unit } from '../../../test/fixtures/process-workloads.js';
 
 let dir: string;
 let driver: Driver;

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, LogOptions } from '../driver.js';
 import { createProcessDriver } from './index.js';
-import { killAll, shWorkload } from './testing.js';
+import { killAll, shWorkload } from '../../../test/fixtures/process-workloads.js';
 
 const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) (.*)$/;
 

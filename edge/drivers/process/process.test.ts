@@ -4,12 +4,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { driverSuite, freePort } from '../driver.case.js';
+import { driverSuite, freePort } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createProcessDriver, type ProcessDriverOptions } from './index.js';
 import { groupMembers, readStat } from './proc.js';
-import { crashingWorkload, httpWorkload, identity, killAll, shWorkload, tickerWorkload, unit } from './testing.js';
+import {
+  crashingWorkload,
+  httpWorkload,
+  identity,
+  killAll,
+  shWorkload,
+  tickerWorkload,
+  unit,
+} from '../../../test/fixtures/process-workloads.js';
 
 driverSuite('process', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'outpost-process-'));
@@ -89,7 +97,7 @@ describe('process driver specifics', () => {
 
   it('keeps the workload running when the agent is killed with -9, and a new agent adopts it', async () => {
     const port = await freePort();
-    const fixture = fileURLToPath(new URL('./testdata/agent.fixture.ts', import.meta.url));
+    const fixture = fileURLToPath(new URL('../../../test/fakes/process-agent.ts', import.meta.url));
     const agent = spawn(process.execPath, ['--import', 'tsx', fixture, dataDir, 'survivor', String(port), 'v1'], {
       cwd: fileURLToPath(new URL('../../../', import.meta.url)),
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,7 +10,7 @@ import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createProcessDriver } from './index.js';
 import { isAlive, readStat } from './proc.js';
-import { killAll, shWorkload, unit } from './testing.js';
+import { killAll, shWorkload, unit } from '../../../test/fixtures/process-workloads.js';
 
 describe('process driver update and crash safety', () => {
   let dataDir: string;

@@ -9,6 +9,7 @@ import { ago, bytes, dateTime, duration, inlineValue } from '../format.js';
 import { useAction, useGet } from '../hooks.js';
 import { api, can, useApp } from '../store.js';
 import type { Connection, EdgeObj, List, LocalStateView } from '../types.js';
+import { ExportedFiles } from './edge-data.js';
 import { WorkloadTools } from './edge-tools.js';
 import { Events } from './overview.js';
 
@@ -299,6 +300,8 @@ export function EdgeDetail(props: { name: string }) {
           {can(session, 'write') && e.status.phase === 'Online' && (
             <WorkloadTools project={session.project} edge={props.name} workloads={e.status.workloads} />
           )}
+
+          <ExportedFiles project={session.project} edge={props.name} />
 
           <Overrides
             edge={props.name}

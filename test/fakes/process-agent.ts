@@ -1,12 +1,12 @@
 /**
  * A stand-in agent for the survival test: starts a process driver on argv's data dir, applies the
  * test HTTP workload, prints `READY <pid>` once it is Ready, then idles until it is killed (-9).
- * Usage: node --import tsx agent.fixture.ts DATA_DIR NAME PORT VERSION
+ * Usage: node --import tsx process-agent.ts DATA_DIR NAME PORT VERSION
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createProcessDriver } from '../index.js';
-import { httpWorkload } from '../testing.js';
+import { createProcessDriver } from '../../edge/drivers/process/index.js';
+import { httpWorkload } from '../fixtures/process-workloads.js';
 
 const [dataDir, name, port, version] = process.argv.slice(2);
 const driver = createProcessDriver({ dataDir, pollMs: 100, backoffBaseMs: 200 });

@@ -1,0 +1,69 @@
+/**
+ * The files an edge's workloads exported (docs/data.md), on the edge detail page: what the hub
+ * holds, newest version of each path. Files still queued on the edge are not listed here: a
+ * workload whose queue reached its bound shows as Degraded with the reason in the Workloads table.
+ */
+import { enc } from '../api.js';
+import { ErrorBox } from '../components/error-box.js';
+import { ago, bytes, dateTime } from '../format.js';
+import { useGet } from '../hooks.js';
+import type { List } from '../types.js';
+
+export interface DataFileView {
+  workload: string;
+  path: string;
+  size: number;
+  digest: string;
+  modifiedAt: string;
+  uploadedAt: string;
+}
+
+export function ExportedFiles(props: { project: string; edge: string }) {
+  const list = useGet<List<DataFileView>>(`/api/v1/projects/${enc(props.project)}/edges/${enc(props.edge)}/data-files`);
+  const items = list.data?.items ?? [];
+  return (
+    <section aria-labelledby="data-h">
+      <h2 id="data-h">Exported files</h2>
+      <p class="muted">
+        On the hub: {items.length} file{items.length === 1 ? '' : 's'}, {bytes(items.reduce((n, f) => n + f.size, 0))}.
+        Download with <code>outpost data get edge/{props.edge} WORKLOAD PATH</code>.
+      </p>
+      <ErrorBox error={list.error} />
+      <div class="table-wrap">
+        <table class="table compact">
+          <thead>
+            <tr>
+              <th scope="col">Workload</th>
+              <th scope="col">Path</th>
+              <th scope="col">Size</th>
+              <th scope="col">Digest</th>
+              <th scope="col">Modified on the edge</th>
+              <th scope="col">Uploaded</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((f) => (
+              <tr key={`${f.workload}/${f.path}`}>
+                <td>{f.workload}</td>
+                <th scope="row">{f.path}</th>
+                <td>{bytes(f.size)}</td>
+                <td>
+                  <code title={f.digest}>{f.digest.slice(0, 19)}…</code>
+                </td>
+                <td>{dateTime(f.modifiedAt)}</td>
+                <td>{ago(f.uploadedAt)}</td>
+              </tr>
+            ))}
+            {list.data && items.length === 0 && (
+              <tr>
+                <td colSpan={6} class="empty">
+                  No exported files yet (a workload exports with the data.outpost.dev/egress annotation).
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
