@@ -1,12 +1,15 @@
 /**
  * @module `outpost agent push FILE`: uploads an edge agent binary to the hub's blob store and has
  * the hub sign the release `{version, digest, size}` with its release key (docs/operations.md).
- * Prints the signed release, which edges verify against the key they pinned at enrollment.
+ * Prints an AgentUpgrade ready for `outpost apply -f` with the signed release inside, which edges
+ * verify against the key they pinned at enrollment.
  */
 import { execFileSync } from 'node:child_process';
 import type { Command } from 'commander';
 import { AGENT_MEDIA_TYPE } from '../core/blobs.js';
 import type { SignedRelease } from '../core/release.js';
+import { API_VERSION } from '../core/resources.js';
+import { parseSelectorString } from '../core/selector.js';
 import { pushBlob } from './cmd-blob.js';
 import { openSession, type CliDeps } from './context.js';
 import { CliError } from './errors.js';
@@ -30,6 +33,11 @@ function versionOf(file: string): string {
   return m[1];
 }
 
+/** The default object name for a release: `agent-` and the version in the letters a name allows. */
+export function upgradeName(version: string): string {
+  return `agent-${version.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`.slice(0, 63).replace(/-+$/, '');
+}
+
 export function registerAgentCommands(program: Command, deps: CliDeps): void {
   const agent = program.command('agent').description('edge agent releases: push a binary for edges to upgrade to');
   agent
@@ -38,15 +46,42 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
     .argument('<file>', 'the outpost executable, e.g. dist/outpost')
     // Not --version: that is the program's own flag, which commander answers first.
     .option('--release-version <version>', 'the version it reports (default: run FILE --version)')
+    .option('--name <name>', 'name of the AgentUpgrade printed (default agent-VERSION)')
+    .option(
+      '-l, --selector <selector>',
+      'edgeSelector of the AgentUpgrade printed, e.g. region=eu (default: every edge)',
+    )
     .option('-o, --output <format>', 'yaml or json', 'yaml')
-    .action(async (file: string, o: { releaseVersion?: string; output: string }, cmd: Command) => {
-      const version = o.releaseVersion ?? versionOf(file);
-      const s = await openSession(cmd, deps);
-      const blob = await pushBlob(s, file, AGENT_MEDIA_TYPE);
-      const release = await s.client.post<SignedRelease>(`/api/v1/projects/${s.project}/agent-releases`, {
-        digest: blob.digest,
-        version,
-      });
-      s.out.out.write(o.output === 'json' ? toJson(release) : toYaml({ release }));
-    });
+    .action(
+      async (
+        file: string,
+        o: { releaseVersion?: string; output: string; name?: string; selector?: string },
+        cmd: Command,
+      ) => {
+        const version = o.releaseVersion ?? versionOf(file);
+        let edgeSelector;
+        try {
+          edgeSelector = o.selector ? parseSelectorString(o.selector) : {};
+        } catch (err) {
+          throw new CliError(`--selector: ${(err as Error).message}`);
+        }
+        const s = await openSession(cmd, deps);
+        const blob = await pushBlob(s, file, AGENT_MEDIA_TYPE);
+        const release = await s.client.post<SignedRelease>(`/api/v1/projects/${s.project}/agent-releases`, {
+          digest: blob.digest,
+          version,
+        });
+        const upgrade = {
+          apiVersion: API_VERSION,
+          kind: 'AgentUpgrade',
+          metadata: { name: o.name ?? upgradeName(version) },
+          spec: {
+            release,
+            edgeSelector,
+            rollout: { maxUnavailable: 1, failureThreshold: 1, deadline: '2m' },
+          },
+        };
+        s.out.out.write(o.output === 'json' ? toJson(upgrade) : toYaml(upgrade));
+      },
+    );
 }

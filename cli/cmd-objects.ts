@@ -61,9 +61,9 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
   program
     .command('delete')
     .description(
-      'delete workloads and placements by name or as listed in files (edges leave with `outpost edge decommission`)',
+      'delete workloads, placements and agent upgrades by name or as listed in files (edges leave with `outpost edge decommission`)',
     )
-    .argument('[kind]', 'workload|wl, placement|pl (or KIND/NAME)')
+    .argument('[kind]', 'workload|wl, placement|pl, agentupgrade|au (or KIND/NAME)')
     .argument('[name]', 'the object')
     .option('-f, --filename <path>', 'delete the objects of these files, directories or - (stdin); repeatable', collect)
     .option('--ignore-not-found', 'an object that does not exist is not an error')
@@ -96,6 +96,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         let failed = 0;
         // Placements first: a workload still placed would fail its placement for a moment.
         for (const t of [
+          ...targets.filter((x) => x.kind === 'AgentUpgrade'),
           ...targets.filter((x) => x.kind === 'Placement'),
           ...targets.filter((x) => x.kind === 'Workload'),
         ]) {

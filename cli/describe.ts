@@ -8,6 +8,7 @@ import type { Summary } from '../core/status.js';
 import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
 import { formatTable, paint } from './output.js';
+import { formatUpgradeEdges } from './tables.js';
 import {
   age,
   ageMs,
@@ -20,6 +21,7 @@ import {
   ready,
   rolloutCounts,
   statusOf,
+  type AgentUpgradeStatusView,
   type ApiObject,
   type EdgeStatus,
   type EventView,
@@ -294,6 +296,45 @@ export function describeWorkload(o: ApiObject, opts: DescribeOptions): string {
   return out;
 }
 
+export function describeAgentUpgrade(o: ApiObject, opts: DescribeOptions): string {
+  const { now } = opts;
+  const spec = (o.spec ?? {}) as {
+    release?: { version?: string; digest?: string; size?: number };
+    edgeSelector?: LabelSelector;
+    edges?: string[];
+    rollout?: { maxUnavailable?: number | string; failureThreshold?: number; deadline?: string; paused?: boolean };
+  };
+  const s = statusOf<AgentUpgradeStatusView>(o);
+  const version = spec.release?.version ?? '?';
+  let out = metadataBlock(o, now);
+  out += section(
+    'Spec',
+    fields([
+      ['Release', `${version} ${spec.release?.digest ?? ''} (${formatBytes(spec.release?.size)})`],
+      ['Edge selector', formatSelector(spec.edgeSelector)],
+      ['Edges', spec.edges?.length ? spec.edges.join(', ') : NONE],
+      [
+        'Rollout',
+        `maxUnavailable ${spec.rollout?.maxUnavailable ?? 1}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}, deadline ${spec.rollout?.deadline ?? '2m'}${spec.rollout?.paused ? ', paused' : ''}`,
+      ],
+    ]),
+  );
+  out += section(
+    'Rollout',
+    fields([
+      ['Phase', paint(s.phase ?? '-', !!opts.color)],
+      ['Reason', s.reason || '-'],
+      [
+        'Progress',
+        `${s.running ?? 0} of ${s.counts?.total ?? 0} running ${version}, ${s.rolledBack ?? 0} rolled back or refused, ${s.counts?.pending ?? 0} waiting`,
+      ],
+    ]),
+  );
+  out += section('Edges', s.edges?.length ? formatUpgradeEdges(s, version) : `${NONE}\n`);
+  out += eventsBlock(opts.events, now);
+  return out;
+}
+
 /** A Registry: where it is and how the edges reach it; the password is never printed (the API redacts it). */
 export function describeRegistry(o: ApiObject, opts: DescribeOptions): string {
   const spec = (o.spec ?? {}) as {
@@ -315,6 +356,7 @@ export function describeRegistry(o: ApiObject, opts: DescribeOptions): string {
 
 export function describeObject(o: ApiObject, opts: DescribeOptions): string {
   if (o.kind === 'Edge') return describeEdge(o, opts);
+  if (o.kind === 'AgentUpgrade') return describeAgentUpgrade(o, opts);
   if (o.kind === 'Registry') return describeRegistry(o, opts);
   if (o.kind === 'Placement') return describePlacement(o, opts);
   return describeWorkload(o, opts);

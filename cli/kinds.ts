@@ -19,6 +19,7 @@ export const KIND_INFO: Record<Kind, KindInfo> = {
   Edge: { kind: 'Edge', singular: 'edge', path: 'edges' },
   Workload: { kind: 'Workload', singular: 'workload', path: 'workloads' },
   Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
+  AgentUpgrade: { kind: 'AgentUpgrade', singular: 'agentupgrade', path: 'agentupgrades' },
   Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
 };
 
@@ -32,12 +33,16 @@ const ALIASES: Record<string, Kind> = {
   placement: 'Placement',
   placements: 'Placement',
   pl: 'Placement',
+  agentupgrade: 'AgentUpgrade',
+  agentupgrades: 'AgentUpgrade',
+  au: 'AgentUpgrade',
   registry: 'Registry',
   registries: 'Registry',
   reg: 'Registry',
 };
 
-export const KIND_HELP = 'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg';
+export const KIND_HELP =
+  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au';
 
 /** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
 export function parseKind(s: string): KindInfo {

@@ -8,6 +8,8 @@ import {
   lastSeenMs,
   ready,
   statusOf,
+  upgradeStateText,
+  type AgentUpgradeStatusView,
   type ApiObject,
   type EdgeStatus,
   type PlacementStatus,
@@ -79,6 +81,20 @@ function placementRow(o: ApiObject, opts: TableOptions): string[] {
   ];
 }
 
+function agentUpgradeRow(o: ApiObject, opts: TableOptions): string[] {
+  const s = statusOf<AgentUpgradeStatusView>(o);
+  const spec = (o.spec ?? {}) as { release?: { version?: string } };
+  return [
+    o.metadata.name,
+    spec.release?.version ?? '-',
+    String(s.counts?.total ?? s.edges?.length ?? 0),
+    String(s.running ?? 0),
+    String(s.rolledBack ?? 0),
+    s.phase ?? '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
 function registryRow(o: ApiObject, opts: TableOptions): string[] {
   const spec = (o.spec ?? {}) as {
     url?: string;
@@ -93,6 +109,17 @@ function registryRow(o: ApiObject, opts: TableOptions): string[] {
     spec.insecure ? 'insecure' : spec.caBundle ? 'own CA' : 'system CA',
     age(o.metadata.creationTimestamp, opts.now),
   ];
+}
+
+/** `describe agentupgrade`'s per-edge table: the state in words and the version each runs now. */
+export function formatUpgradeEdges(s: AgentUpgradeStatusView, version: string): string {
+  const rows = (s.edges ?? []).map((e) => [
+    e.edge,
+    upgradeStateText(e, version),
+    e.agentVersion ?? '-',
+    e.online ? 'Online' : 'Offline',
+  ]);
+  return formatTable(['EDGE', 'STATE', 'AGENT', 'CONNECTION'], rows);
 }
 
 const HEADERS: Record<
@@ -111,6 +138,12 @@ const HEADERS: Record<
     wide: [],
     row: placementRow,
     color: ['WORST', 'ROLLOUT'],
+  },
+  AgentUpgrade: {
+    base: ['NAME', 'VERSION', 'EDGES', 'RUNNING', 'ROLLEDBACK', 'PHASE', 'AGE'],
+    wide: [],
+    row: agentUpgradeRow,
+    color: ['PHASE'],
   },
   Registry: { base: ['NAME', 'URL', 'USER', 'TLS', 'AGE'], wide: [], row: registryRow, color: [] },
 };

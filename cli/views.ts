@@ -100,6 +100,31 @@ export interface PlacementStatus {
   rollout?: RolloutStatus;
 }
 
+/** An AgentUpgrade's status as the hub computes it (hub/upgrades/controller.ts). */
+export interface AgentUpgradeStatusView {
+  phase?: string;
+  reason?: string;
+  running?: number;
+  rolledBack?: number;
+  maxUnavailable?: number;
+  counts?: { total?: number; updated?: number; pending?: number; failed?: number };
+  edges?: {
+    edge: string;
+    state: string;
+    percent?: number;
+    reason?: string;
+    agentVersion?: string;
+    online?: boolean;
+  }[];
+}
+
+/** One edge's part in an upgrade in words: `Downloading 40%`, `Running 0.2.0`, `RolledBack: why`. */
+export function upgradeStateText(e: NonNullable<AgentUpgradeStatusView['edges']>[number], version: string): string {
+  if (e.state === 'Downloading') return `Downloading ${e.percent ?? 0}%`;
+  if (e.state === 'Running') return `Running ${version}`;
+  return e.reason ? `${e.state}: ${e.reason}` : e.state;
+}
+
 export interface WorkloadStatus {
   revision?: number;
   summary?: Summary;

@@ -2,6 +2,11 @@ import * as A from '@automerge/automerge/slim';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initAutomerge } from '../sync/native.js';
 import {
+  materializeReport,
+  materializeSpec,
+  setReportAgentUpgrade,
+  setSpecAgentUpgrade,
+  type AgentUpgradeOrder,
   deleteSpecWorkload,
   initReport,
   initSpec,
@@ -147,5 +152,54 @@ describe('writeSpecTo (a spec written through the document backend)', () => {
     });
     expect(readReport(bad).inventory!.agentRelease).toBeUndefined();
     expect(readReport(bad).inventory!.hostname).toBe('h');
+  });
+});
+
+describe('the agent upgrade order and its progress', () => {
+  beforeAll(async () => {
+    await initAutomerge();
+  });
+  const order: AgentUpgradeOrder = {
+    upgrade: 'agent-0-2-0',
+    release: {
+      version: '0.2.0',
+      digest: `sha256:${'a'.repeat(64)}`,
+      size: 100,
+      signature: 'A'.repeat(88),
+    } as AgentUpgradeOrder['release'],
+    deadlineMs: 120_000,
+  };
+
+  it('the spec carries one order, written only when it differs, removed with undefined, kept by compaction', () => {
+    let doc = A.change(A.init<SpecDoc>(), (d) => initSpec(d, 'e1'));
+    expect(readSpec(doc).agentUpgrade).toBeUndefined();
+    doc = A.change(doc, (d) => void expect(setSpecAgentUpgrade(d, order)).toBe(true));
+    expect(readSpec(doc).agentUpgrade).toEqual(order);
+    A.change(doc, (d) => void expect(setSpecAgentUpgrade(d, { ...order })).toBe(false));
+    const fresh = A.change(A.init<SpecDoc>(), materializeSpec(readSpec(doc)));
+    expect(readSpec(fresh).agentUpgrade).toEqual(order);
+    doc = A.change(doc, (d) => void expect(setSpecAgentUpgrade(d, undefined)).toBe(true));
+    expect(readSpec(doc).agentUpgrade).toBeUndefined();
+  });
+
+  it('the report carries the progress; one that does not fit the schema (peer input) reads as none', () => {
+    const p = {
+      upgrade: 'agent-0-2-0',
+      digest: order.release.digest,
+      version: '0.2.0',
+      state: 'Downloading' as const,
+      percent: 40,
+      at: 1,
+    };
+    let doc = A.change(A.init<ReportDoc>(), (d) => initReport(d, 'e1'));
+    doc = A.change(doc, (d) => void setReportAgentUpgrade(d, p));
+    expect(readReport(doc).agentUpgrade).toEqual(p);
+    const fresh = A.change(A.init<ReportDoc>(), materializeReport(readReport(doc), 0));
+    expect(readReport(fresh).agentUpgrade).toEqual(p);
+    const bad = A.change(doc, (d) => {
+      d.agentUpgrade = new A.ImmutableString(JSON.stringify({ ...p, state: 'Exploded' }));
+    });
+    expect(readReport(bad).agentUpgrade).toBeUndefined();
+    expect(readReport(bad).edge).toBe('e1');
   });
 });

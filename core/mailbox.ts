@@ -12,8 +12,9 @@
  * the plain views and writer functions below.
  */
 import { Counter, getBackend, ImmutableString, type Doc } from '@automerge/automerge/slim';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { HEARTBEAT_INTERVAL_MS } from './durations.js';
+import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import type { ReportedPhase } from './status.js';
 
@@ -37,6 +38,8 @@ export interface SpecDoc {
   workloads: { [name: string]: SpecWorkloadDoc };
   /** Per workload, the highest local-intent sequence number the hub has cleared. */
   intentsCleared: { [workload: string]: number };
+  /** JSON of the agent upgrade order (AgentUpgradeOrder), written by setSpecAgentUpgrade only. */
+  agentUpgrade?: Str;
 }
 
 export interface ReportObjectDoc {
@@ -74,7 +77,55 @@ export interface ReportDoc {
   workloads: { [name: string]: ReportWorkloadDoc };
   intents: { [seq: string]: IntentDoc };
   intentSeq: number;
+  /** JSON of the progress of the agent upgrade ordered in the spec (AgentUpgradeProgress). */
+  agentUpgrade?: Str;
 }
+
+/**
+ * The order the hub writes into an edge's spec for an AgentUpgrade (hub/upgrades/controller.ts):
+ * which signed release to switch to and how long the new binary has to prove itself. One JSON
+ * value, replaced whole.
+ */
+export const AgentUpgradeOrder = z.object({
+  /** The AgentUpgrade object's name. */
+  upgrade: z.string().min(1).max(63),
+  release: SignedRelease,
+  deadlineMs: z.number().int().min(1000).max(3_600_000),
+});
+export type AgentUpgradeOrder = z.infer<typeof AgentUpgradeOrder>;
+
+export const AGENT_UPGRADE_STATES = [
+  'Pending',
+  'Downloading',
+  'Staged',
+  'Switching',
+  'Running',
+  'RolledBack',
+  'NoSpace',
+  'Refused',
+] as const;
+export type AgentUpgradeState = (typeof AGENT_UPGRADE_STATES)[number];
+/** States that end an edge's part in a rollout without the new version running. */
+export const FAILED_UPGRADE_STATES: readonly AgentUpgradeState[] = ['RolledBack', 'NoSpace', 'Refused'];
+
+/**
+ * What the edge reports about the order in its spec (edge/upgrade/orders.ts): one JSON value,
+ * written only when the state changes or the download passes another tenth, so a 100 MB binary
+ * adds about ten changes to the report's history, not one per chunk.
+ */
+export const AgentUpgradeProgress = z.object({
+  upgrade: z.string().max(63),
+  digest: z.string().max(80),
+  version: z.string().max(128),
+  state: z.enum(AGENT_UPGRADE_STATES),
+  /** Downloading: tenths done, as a percentage (0, 10, ... 90). */
+  percent: z.number().int().min(0).max(100).optional(),
+  /** RolledBack, NoSpace, Refused: why, in words. */
+  reason: z.string().max(1024).optional(),
+  /** Milliseconds since epoch of this state. */
+  at: z.number(),
+});
+export type AgentUpgradeProgress = z.infer<typeof AgentUpgradeProgress>;
 
 // ---------------------------------------------------------------------------------------------
 // Plain views
@@ -93,6 +144,7 @@ export interface EdgeSpecState {
   heartbeatSeconds: number;
   workloads: Record<string, SpecWorkload>;
   intentsCleared: Record<string, number>;
+  agentUpgrade?: AgentUpgradeOrder;
 }
 
 export interface ObjectStatus {
@@ -124,6 +176,7 @@ export interface EdgeReportState {
   inventory?: Inventory;
   workloads: Record<string, ReportedWorkload>;
   intents: Intent[];
+  agentUpgrade?: AgentUpgradeProgress;
 }
 
 const s = (v: unknown): string =>
@@ -143,13 +196,25 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
   }
   const labels: Record<string, string> = {};
   for (const [k, v] of Object.entries(doc.settings?.labels ?? {})) labels[k] = s(v);
+  const agentUpgrade = readSpecAgentUpgrade(doc);
   return {
     edge: s(doc.edge),
     labels,
     heartbeatSeconds: doc.settings?.heartbeatSeconds ?? HEARTBEAT_INTERVAL_MS / 1000,
     workloads,
     intentsCleared: { ...(doc.intentsCleared ?? {}) },
+    ...(agentUpgrade ? { agentUpgrade } : {}),
   };
+}
+
+/** Only the spec's agent upgrade order, without reading the rest of the document. */
+export function readSpecAgentUpgrade(doc: Partial<SpecDoc>): AgentUpgradeOrder | undefined {
+  return doc.agentUpgrade ? jsonValue(s(doc.agentUpgrade), AgentUpgradeOrder) : undefined;
+}
+
+/** Only the report's agent upgrade progress (peer input, checked: a value that does not fit reads as none). */
+export function readReportAgentUpgrade(doc: Partial<ReportDoc>): AgentUpgradeProgress | undefined {
+  return doc.agentUpgrade ? jsonValue(s(doc.agentUpgrade), AgentUpgradeProgress) : undefined;
 }
 
 /** The hardware part of an inventory, as the report document carries it (one JSON value). */
@@ -225,7 +290,8 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
           if (hw[k] !== undefined) (inventory as Record<string, unknown>)[k] = hw[k];
     }
   }
-  return { edge: s(doc.edge), inventory, workloads, intents };
+  const agentUpgrade = readReportAgentUpgrade(doc);
+  return { edge: s(doc.edge), inventory, workloads, intents, ...(agentUpgrade ? { agentUpgrade } : {}) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -279,6 +345,24 @@ function specMaps(b: MapBackend): { labels: string; workloads: string } {
   if (!labels || !workloads)
     throw new Error('spec document without settings.labels or workloads: it was not created by initSpec');
   return { labels, workloads };
+}
+
+/** The one writer of the spec's agent upgrade order (undefined removes it); true when it changed. */
+export function setSpecAgentUpgrade(d: SpecDoc, order: AgentUpgradeOrder | undefined): boolean {
+  const next = order === undefined ? undefined : JSON.stringify(order);
+  if (opt(d.agentUpgrade) === next) return false;
+  if (next === undefined) delete d.agentUpgrade;
+  else d.agentUpgrade = new ImmutableString(next);
+  return true;
+}
+
+/** The one writer of the report's agent upgrade progress (undefined removes it); true when it changed. */
+export function setReportAgentUpgrade(d: ReportDoc, p: AgentUpgradeProgress | undefined): boolean {
+  const next = p === undefined ? undefined : JSON.stringify(p);
+  if (opt(d.agentUpgrade) === next) return false;
+  if (next === undefined) delete d.agentUpgrade;
+  else d.agentUpgrade = new ImmutableString(next);
+  return true;
 }
 
 function putLabels(b: MapBackend, labelsId: string, labels: Record<string, string>): void {
@@ -520,6 +604,7 @@ export function materializeSpec(state: EdgeSpecState): (d: SpecDoc) => void {
     d.settings.heartbeatSeconds = state.heartbeatSeconds;
     for (const w of Object.values(state.workloads)) putSpecWorkload(d, w);
     for (const [k, v] of Object.entries(state.intentsCleared)) d.intentsCleared[k] = v;
+    if (state.agentUpgrade) setSpecAgentUpgrade(d, state.agentUpgrade);
   };
 }
 
@@ -557,5 +642,6 @@ export function materializeReport(state: EdgeReportState, intentSeq: number): (d
       d.intents[String(i.seq)] = doc;
     }
     d.intentSeq = intentSeq;
+    if (state.agentUpgrade) setReportAgentUpgrade(d, state.agentUpgrade);
   };
 }

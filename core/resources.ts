@@ -3,6 +3,7 @@
  * the OpenAPI document. `apiVersion: outpost.dev/v1alpha1`.
  */
 import { z } from 'zod';
+import { DIGEST_PATTERN } from './blobs.js';
 import { NAME_PATTERN } from './ids.js';
 import { unknownFieldsMessage } from './suggest.js';
 
@@ -18,7 +19,7 @@ function strict<T extends z.ZodRawShape>(shape: T) {
 }
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
-export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry'] as const;
+export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry', 'AgentUpgrade'] as const;
 export type Kind = (typeof KINDS)[number];
 
 const name = z
@@ -335,7 +336,51 @@ export const Registry = strict({
 });
 export type Registry = z.infer<typeof Registry>;
 
-export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, Registry]);
+// ---------------------------------------------------------------------------------------------
+// AgentUpgrade (docs/operations.md, "Upgrading edges from the hub")
+
+const duration = z.string().regex(/^\d+(\.\d+)?(ms|s|m|h)$/, 'must be a duration like 90s, 2m or 1h');
+
+/** The signed release as `outpost agent push` prints it (core/release.ts checks the signature). */
+export const AgentUpgradeRelease = strict({
+  version: z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,99}$/, 'must be the version the binary reports, e.g. 0.2.0'),
+  digest: z.string().regex(DIGEST_PATTERN, 'must be sha256: and 64 hex digits, as `outpost agent push` prints it'),
+  size: z.number().int().min(1),
+  signature: z.string().regex(/^[A-Za-z0-9+/=]{40,200}$/, 'must be the base64 signature `outpost agent push` prints'),
+});
+
+export const AgentUpgradeRollout = strict({
+  /** How many selected edges may be switching (or failed, unacknowledged) at once. */
+  maxUnavailable: intOrPercent.default(1),
+  /** Stop starting new edges once this many rolled back or could not take the release. */
+  failureThreshold: z.number().int().min(1).default(1),
+  /** How long the new binary has to connect and reconcile before the edge rolls back. */
+  deadline: duration.default('2m'),
+  paused: z.boolean().default(false),
+});
+export type AgentUpgradeRollout = z.infer<typeof AgentUpgradeRollout>;
+
+export const AgentUpgradeSpec = strict({
+  release: AgentUpgradeRelease,
+  edgeSelector: LabelSelector.optional(),
+  edges: z.array(name).optional(),
+  rollout: AgentUpgradeRollout.default({ maxUnavailable: 1, failureThreshold: 1, deadline: '2m', paused: false }),
+}).refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
+  message: 'select edges with edgeSelector ({} selects every edge), edges, or both',
+  path: ['edgeSelector'],
+});
+export type AgentUpgradeSpec = z.infer<typeof AgentUpgradeSpec>;
+
+export const AgentUpgrade = strict({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('AgentUpgrade'),
+  metadata: Metadata,
+  spec: AgentUpgradeSpec,
+  status: z.looseObject({}).optional(),
+});
+export type AgentUpgrade = z.infer<typeof AgentUpgrade>;
+
+export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, Registry, AgentUpgrade]);
 export type Resource = z.infer<typeof Resource>;
 
 /** Formats zod issues as `path: message` lines, the form users see in API and CLI errors. */

@@ -106,6 +106,8 @@ export interface RolloutInput {
   edges: RolloutEdge[];
   /** Edge -> the target key whose failure the operator accepted with `outpost rollout resume`. */
   acknowledgedFailures?: Record<string, string>;
+  /** What to tell the operator on a pause (default: placement wording, `outpost rollout resume placement NAME`). */
+  advice?: { resume: string; fix: string };
 }
 
 /** Pending: no edge is selected (nothing to roll out until one matches). */
@@ -238,7 +240,8 @@ export function planRollout(input: RolloutInput): RolloutPlan {
     blocked: blocked.length,
   };
   const progress = `${updated} of ${plural(total, 'edge')} updated, ${ready} ready`;
-  const resume = `run \`outpost rollout resume placement ${placement}\``;
+  const resume = input.advice?.resume ?? `run \`outpost rollout resume placement ${placement}\``;
+  const fix = input.advice?.fix ?? 'fix the workload';
   // Everything the rollout does not wait for, each named (appended to every reason but "paused by user").
   const apart: string[] = [];
   if (by.held.length)
@@ -283,7 +286,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   } else if (halted && counts.pending > 0) {
     phase = 'Paused';
     const n = unackedFailed.length;
-    reason = `paused: ${plural(n, 'edge')} failed on the new version (threshold ${threshold}): ${listNames(unackedFailed.map((e) => e.edge))}; fix the workload or ${resume} to go on anyway${also}`;
+    reason = `paused: ${plural(n, 'edge')} failed on the new version (threshold ${threshold}): ${listNames(unackedFailed.map((e) => e.edge))}; ${fix} or ${resume} to go on anyway${also}`;
   } else if (counts.pending === 0 && by.failed.length > 0 && by.failed.length + settled === total) {
     phase = 'Failed';
     reason = `${by.failed.length} of ${plural(total, 'edge')} failed on the new version: ${listNames(by.failed.map((e) => e.edge))}${also}`;

@@ -36,6 +36,7 @@ import { listenLocal, localApp } from './local-api.js';
 import { Reconciler } from './reconciler.js';
 import { createTunnelAgent } from './tunnel/index.js';
 import { upgradeRoute } from './upgrade/local-route.js';
+import { UpgradeOrders } from './upgrade/orders.js';
 import { markHealthy, readUpgradeState, TRIAL_ENV, type UpgradeState } from './upgrade/switch.js';
 
 const log = createLogger('edge');
@@ -103,12 +104,17 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
 
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
+  let orders: UpgradeOrders | undefined;
   const specId = mailboxDocId(edge, 'spec');
   const storeOptions = {
     afterChange: (id: DocId, origin: 'local' | 'remote') => {
       sync?.notify(id);
       // A new spec (or a hub clearing intents) is desired state: act on it now.
-      if (origin === 'remote' && id === specId) void reconciler?.trigger();
+      if (origin === 'remote' && id === specId) {
+        void reconciler?.trigger();
+        // An agent upgrade order may have come with it (edge/upgrade/orders.ts).
+        setImmediate(() => orders?.check());
+      }
     },
   };
   const store = await openReplica(path.join(o.dataDir, 'edge.db'), storeOptions);
@@ -223,6 +229,23 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     () => s.state === 'connected',
   ));
   s.on('state', (state) => state === 'connected' && transfers.kick());
+  const reportIdForOrders = mailboxDocId(edge, 'report');
+  orders = new UpgradeOrders({
+    dataDir: o.dataDir,
+    edge,
+    store,
+    blobs,
+    transfers,
+    releaseKey: config.releaseKey,
+    version,
+    onTrial: !!process.env[TRIAL_ENV],
+    // The hub should see Switching before the agent goes away; a few seconds at most.
+    reportSent: async () => {
+      const until = Date.now() + 3_000;
+      while (Date.now() < until && !s.inSync(reportIdForOrders)) await new Promise((r) => setTimeout(r, 100));
+    },
+    restart: () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(),
+  });
   const egress = new EdgeEgress({
     db: store.db,
     dataDir: o.dataDir,
@@ -260,6 +283,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     reconciler.start();
     egress.start();
     s.start();
+    orders.check();
   }
 
   // The edge writes its report; once the hub holds all of it, a report past the threshold

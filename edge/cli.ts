@@ -189,9 +189,18 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
     )
     .option('--deadline <seconds>', 'seconds the new binary has to connect to the hub and reconcile', '120')
     .action(async (file: string, opts: { deadline: string }, cmd: Command) => {
-      const doc = parseYaml(fs.readFileSync(file, 'utf8')) as { release?: unknown } | null;
+      // The AgentUpgrade `outpost agent push` prints (spec.release), or a bare `release:` document.
+      const doc = parseYaml(fs.readFileSync(file, 'utf8')) as {
+        release?: unknown;
+        spec?: { release?: unknown };
+      } | null;
       const deadlineSeconds = Number(opts.deadline);
-      const r = check(await call(sock(cmd), 'POST', '/upgrade', { release: doc?.release ?? doc, deadlineSeconds })) as {
+      const r = check(
+        await call(sock(cmd), 'POST', '/upgrade', {
+          release: doc?.spec?.release ?? doc?.release ?? doc,
+          deadlineSeconds,
+        }),
+      ) as {
         version: string;
         binary: string;
       };

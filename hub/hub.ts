@@ -31,6 +31,7 @@ import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { handleImageRequest, ImageCache } from './images/cache.js';
 import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
+import { AgentUpgradeController } from './upgrades/controller.js';
 import { HubDataFiles } from './data/index.js';
 import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
@@ -146,6 +147,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Wired below; the store's hooks need the scheduler and sync server, which need the store.
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
+  let upgrades: AgentUpgradeController | undefined;
   const reportChanged = new Set<string>();
   const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
@@ -176,6 +178,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       }
       sync?.notify(id);
       changes?.notifyDoc(id);
+      if (reportChanged.size) upgrades?.mark();
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
       // New inventory labels may make placements select the edge, or stop selecting it.
@@ -206,6 +209,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     changes?.notify(c.project, 'objects');
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
+    else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
     else if (c.kind === 'Registry')
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
@@ -258,6 +262,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
+  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
+  upgrades.start();
   const edges = new EdgeLifecycle({
     state,
     objects,
@@ -270,6 +276,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const app = createApi({
     releases: new AgentReleases(blobs, releaseKey),
+    upgrades,
     catalog,
     db,
     state,
@@ -405,6 +412,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     blobs,
     async close() {
       blobs.stop();
+      upgrades?.stop();
       await sink?.stop();
       await catalog.stop();
       changes?.close();

@@ -54,7 +54,7 @@ describe('agent releases', () => {
     const r = await cli(['agent', 'push', binary]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    release = (parse(r.stdout) as { release: SignedRelease }).release;
+    release = (parse(r.stdout) as { spec: { release: SignedRelease } }).spec.release;
     expect(release).toMatchObject({ version: '9.9.9', size: fs.statSync(binary).size });
     expect(verifyRelease(hubKey(), release).digest).toBe(release.digest);
     const ls = JSON.parse((await cli(['blob', 'ls', '-o', 'json'])).stdout) as { digest: string; mediaType: string }[];

@@ -44,7 +44,7 @@ const connected = async () => {
 async function pushRelease(file: string, version: string): Promise<string> {
   const r = await cli(['agent', 'push', file, '--release-version', version], cliEnv);
   expect(r.stderr).toBe('');
-  const digest = (parse(r.stdout) as { release: { digest: string } }).release.digest;
+  const digest = (parse(r.stdout) as { spec: { release: { digest: string } } }).spec.release.digest;
   const out = path.join(dir, `release-${version}.yaml`);
   fs.writeFileSync(out, r.stdout);
   expect((await edgeCli(['blob', 'pull', digest])).code).toBe(0);

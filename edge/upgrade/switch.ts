@@ -18,6 +18,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { restoreIfMigrated } from './snapshot.js';
 
 /** Set in the environment of a binary the launcher started: it runs the agent, it does not launch again. */
 export const LAUNCHED_ENV = 'OUTPOST_UPGRADE_LAUNCHED';
@@ -39,6 +40,10 @@ export interface UpgradeState {
   trialPid?: number;
   at: string;
   reason?: string;
+  /** The hub's order this switch carries out (`UPGRADE@DIGEST`, edge/upgrade/orders.ts); absent for a local upgrade. */
+  order?: string;
+  /** The replica snapshot taken before the switch (edge/upgrade/snapshot.ts), restored on rollback if migrated. */
+  snapshot?: string;
 }
 
 export const agentDir = (dataDir: string): string => path.join(dataDir, 'agent');
@@ -72,6 +77,7 @@ export function requestSwitch(
   staged: { version: string; binary: string },
   previousVersion: string,
   deadlineMs = DEFAULT_SWITCH_DEADLINE_MS,
+  extra: { order?: string; snapshot?: string } = {},
 ): UpgradeState {
   const s: UpgradeState = {
     state: 'trial',
@@ -81,6 +87,8 @@ export function requestSwitch(
     starts: 0,
     deadlineMs,
     at: new Date().toISOString(),
+    ...(extra.order ? { order: extra.order } : {}),
+    ...(extra.snapshot ? { snapshot: extra.snapshot } : {}),
   };
   fs.rmSync(healthyFile(dataDir), { force: true });
   writeUpgradeState(dataDir, s);
@@ -133,6 +141,15 @@ function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 }
 
 function rollBack(dataDir: string, s: UpgradeState, reason: string, log: LaunchLog): UpgradeState {
+  if (s.snapshot) {
+    // The new binary is stopped: put the replica back if it migrated it (edge/upgrade/snapshot.ts).
+    try {
+      const what = restoreIfMigrated(path.join(dataDir, 'edge.db'), s.snapshot);
+      log.info({ snapshot: s.snapshot, replica: what }, 'rollback: replica snapshot checked');
+    } catch (err) {
+      log.error({ err, snapshot: s.snapshot }, 'rollback: the replica snapshot could not be restored');
+    }
+  }
   const r: UpgradeState = { ...s, state: 'rolled-back', reason, at: new Date().toISOString() };
   writeUpgradeState(dataDir, r);
   log.error(

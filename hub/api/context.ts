@@ -5,7 +5,7 @@
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
-import type { Kind } from '../../core/resources.js';
+import type { AgentUpgrade, Kind } from '../../core/resources.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
@@ -15,6 +15,7 @@ import type { ApiTokenInfo } from '../auth/tokens.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Scheduler } from '../scheduler/index.js';
 import type { ObjectStore } from '../objects.js';
+import type { AgentUpgradeStatus } from '../upgrades/controller.js';
 import type { HubSecrets } from '../secrets.js';
 import type { EdgeLifecycle } from '../edges/lifecycle.js';
 import type { HubState } from '../state/index.js';
@@ -81,6 +82,8 @@ export interface HubDeps {
     publicKeyPem: string;
     sign(project: string, digest: string, version: string): SignedRelease;
   };
+  /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
+  upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatus };
 }
 
 export type Env = { Variables: { principal: Principal } };
@@ -89,6 +92,7 @@ export const KIND_PATHS: Record<string, Kind> = {
   edges: 'Edge',
   workloads: 'Workload',
   placements: 'Placement',
+  agentupgrades: 'AgentUpgrade',
   registries: 'Registry',
 };
 

@@ -2,7 +2,15 @@
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
 import { OutpostError } from '../../core/errors.js';
-import type { Edge, Kind, LabelSelector, Placement, Resource, Workload } from '../../core/resources.js';
+import {
+  KINDS,
+  type Edge,
+  type Kind,
+  type LabelSelector,
+  type Placement,
+  type Resource,
+  type Workload,
+} from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { inTransaction } from '../../sync/sqlite.js';
 import { checkPlacements } from '../controllers/placements.js';
@@ -49,6 +57,8 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
     } as Resource;
   }
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(state, store, o.metadata.name) } } as Resource;
+  if (o.kind === 'AgentUpgrade')
+    return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
   if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   return {
     ...o,
@@ -113,7 +123,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     // Events outlive their objects: say which are gone, so the UI does not link to a 404.
     const exists = new Map<string, boolean>();
     const gone = (r: { kind: string; name: string }) => {
-      if (!['Edge', 'Workload', 'Placement'].includes(r.kind)) return false;
+      if (!(KINDS as readonly string[]).includes(r.kind)) return false;
       const key = `${r.kind}/${r.name}`;
       if (!exists.has(key)) exists.set(key, !!objects.get(r.kind as Kind, project, r.name));
       return !exists.get(key);

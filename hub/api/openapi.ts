@@ -1,6 +1,6 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { Edge, Placement, Registry, Workload } from '../../core/resources.js';
+import { AgentUpgrade, Edge, Placement, Registry, Workload } from '../../core/resources.js';
 
 function schema(s: z.ZodType): unknown {
   return z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -9,7 +9,13 @@ function schema(s: z.ZodType): unknown {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (s: unknown) => ({ content: { 'application/json': { schema: s } } });
 const errorResponse = { description: 'error', ...json(ref('Error')) };
-const kinds = { edges: 'Edge', workloads: 'Workload', placements: 'Placement', registries: 'Registry' } as const;
+const kinds = {
+  edges: 'Edge',
+  workloads: 'Workload',
+  placements: 'Placement',
+  registries: 'Registry',
+  agentupgrades: 'AgentUpgrade',
+} as const;
 
 export function openApiDocument(version: string): unknown {
   const paths: Record<string, unknown> = {};
@@ -80,7 +86,9 @@ export function openApiDocument(version: string): unknown {
           properties: {
             objects: {
               type: 'array',
-              items: { oneOf: [ref('Edge'), ref('Workload'), ref('Placement'), ref('Registry')] },
+              items: {
+                oneOf: [ref('Edge'), ref('Workload'), ref('Placement'), ref('Registry'), ref('AgentUpgrade')],
+              },
             },
           },
         }),
@@ -263,6 +271,8 @@ export function openApiDocument(version: string): unknown {
         Edge: schema(Edge),
         Workload: schema(Workload),
         Placement: schema(Placement),
+        // Its status (per-edge progress of the rollout) is described in docs/api.md.
+        AgentUpgrade: schema(AgentUpgrade),
         Registry: schema(Registry),
         Error: {
           type: 'object',

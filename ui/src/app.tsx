@@ -13,6 +13,7 @@ import { Placements } from './pages/placements.js';
 import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
 import { Blobs } from './pages/blobs.js';
+import { AgentUpgradeDetail, AgentUpgrades } from './pages/agent-upgrades.js';
 import { Catalog } from './pages/catalog.js';
 import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
@@ -27,6 +28,7 @@ const NAV = [
   { href: '/placements', label: 'Placements' },
   { href: '/catalog', label: 'Catalog' },
   { href: '/blobs', label: 'Blobs' },
+  { href: '/agentupgrades', label: 'Upgrades' },
 ];
 
 function useLiveFeed(session: Session | undefined): LiveFeed | undefined {
@@ -150,6 +152,8 @@ function Routes(props: { path: string }) {
   if (p === '/apply') return <ApplyPage />;
   if (p === '/tokens') return <Tokens />;
   if (p === '/blobs') return <Blobs />;
+  if (p === '/agentupgrades') return <AgentUpgrades />;
+  if ((m = match('/agentupgrades/:name', p))) return <AgentUpgradeDetail name={m.name} />;
   if (p === '/catalog') return <Catalog />;
   return (
     <section>

@@ -15,6 +15,14 @@ const TONE: Record<string, string> = {
   Degraded: 'bad',
   Failed: 'bad',
   Error: 'bad',
+  // Agent upgrade states of an edge (ui/src/pages/agent-upgrades.tsx).
+  Running: 'ok',
+  Downloading: 'info',
+  Staged: 'info',
+  Switching: 'info',
+  RolledBack: 'bad',
+  NoSpace: 'bad',
+  Refused: 'bad',
 };
 
 export function toneOf(s: string): string {

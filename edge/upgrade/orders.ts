@@ -1,0 +1,190 @@
+/**
+ * @module The edge's side of an AgentUpgrade (docs/operations.md, "Upgrading edges from the hub"):
+ * when its spec carries an upgrade order (core/mailbox.ts), the agent brings the release's binary
+ * over its own connection (the wanted queue, edge/blobs/), checks and stages it
+ * (edge/upgrade/release.ts), snapshots its replica (edge/upgrade/snapshot.ts), records the switch
+ * (edge/upgrade/switch.ts) and restarts into it; the launcher commits or rolls back. Each step is
+ * reported in the report document: Pending, Downloading n% (every tenth), Staged, Switching,
+ * Running, RolledBack (reason), NoSpace (need/free), Refused (reason). Workloads run on throughout.
+ *
+ * An order is carried out once per binary: after a rollback the edge reports RolledBack for it and
+ * runs the old binary on; a new order (another digest) starts over.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { BlobDigest } from '../../core/blobs.js';
+import { mailboxDocId, type EdgeName } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import {
+  readReportAgentUpgrade,
+  readSpecAgentUpgrade,
+  setReportAgentUpgrade,
+  type AgentUpgradeOrder,
+  type AgentUpgradeProgress,
+  type ReportDoc,
+  type SpecDoc,
+} from '../../core/mailbox.js';
+import type { ReplicaStore } from '../../sync/store.js';
+import type { EdgeBlobStore } from '../blobs/store.js';
+import type { EdgeTransfers } from '../blobs/transfers.js';
+import { ReleaseRefused, stageRelease } from './release.js';
+import { snapshotReplica } from './snapshot.js';
+import { agentDir, readUpgradeState, requestSwitch } from './switch.js';
+
+const log = createLogger('edge:upgrade');
+
+export interface UpgradeOrdersDeps {
+  dataDir: string;
+  edge: EdgeName;
+  store: ReplicaStore;
+  blobs: EdgeBlobStore;
+  transfers: EdgeTransfers;
+  releaseKey: string | undefined;
+  /** The version this agent runs. */
+  version: string;
+  /** This agent is the new binary on trial (not committed yet): it reports Switching, not Running. */
+  onTrial: boolean;
+  /** Resolves once the report has reached the hub, or after a short wait: the hub should see Switching. */
+  reportSent(): Promise<void>;
+  /** Closes the agent and starts `outpost edge` again, which switches. */
+  restart(): void;
+}
+
+export const orderKey = (o: { upgrade: string; release: { digest: string } }) => `${o.upgrade}@${o.release.digest}`;
+
+export class UpgradeOrders {
+  private busy = false;
+  /** Orders that failed in this process (no space, refused): not tried again until the agent restarts. */
+  private readonly failed = new Set<string>();
+  private readonly specId;
+  private readonly reportId;
+
+  constructor(private readonly d: UpgradeOrdersDeps) {
+    this.specId = mailboxDocId(d.edge, 'spec');
+    this.reportId = mailboxDocId(d.edge, 'report');
+  }
+
+  /** Looks at the spec's order and acts on it; call at start and on every spec change. */
+  check(): void {
+    if (this.busy) return;
+    const spec = this.d.store.get<SpecDoc>(this.specId);
+    const order = spec ? readSpecAgentUpgrade(spec) : undefined;
+    if (!order) return;
+    const key = orderKey(order);
+    const base = { upgrade: order.upgrade, digest: order.release.digest, version: order.release.version };
+    if (order.release.version === this.d.version) {
+      this.report({ ...base, state: this.d.onTrial ? 'Switching' : 'Running' });
+      return;
+    }
+    const sw = readUpgradeState(this.d.dataDir);
+    if (sw?.order === key && sw.state === 'rolled-back') {
+      this.report({ ...base, state: 'RolledBack', reason: sw.reason ?? 'rolled back' });
+      return;
+    }
+    if (sw?.order === key && sw.state === 'committed') {
+      // The committed binary runs and says another version: switching again would loop.
+      this.report({
+        ...base,
+        state: 'Refused',
+        reason: `the committed binary reports version ${this.d.version}, not ${order.release.version}: the release's version is wrong`,
+      });
+      return;
+    }
+    if (this.failed.has(key)) return;
+    this.busy = true;
+    this.carryOut(order, key)
+      .catch((err: unknown) => {
+        this.failed.add(key);
+        const e = err as Error;
+        const state = e.name === 'BlobBudgetError' ? 'NoSpace' : 'Refused';
+        log.error(
+          { upgrade: order.upgrade, version: order.release.version, err: e.message },
+          `agent upgrade: ${state}`,
+        );
+        this.report({ ...base, state, reason: e.message.slice(0, 1024) });
+      })
+      .finally(() => {
+        this.busy = false;
+      });
+  }
+
+  private report(p: Omit<AgentUpgradeProgress, 'at'>): void {
+    const report = this.d.store.get<ReportDoc>(this.reportId);
+    const cur = report ? readReportAgentUpgrade(report) : undefined;
+    // The same state again (a restart, a re-read spec) is no change: history grows only on transitions.
+    if (
+      cur &&
+      cur.upgrade === p.upgrade &&
+      cur.digest === p.digest &&
+      cur.state === p.state &&
+      cur.percent === p.percent &&
+      cur.reason === p.reason
+    )
+      return;
+    this.d.store.change<ReportDoc>(this.reportId, (d) => setReportAgentUpgrade(d, { ...p, at: Date.now() }));
+  }
+
+  private async carryOut(order: AgentUpgradeOrder, key: string): Promise<void> {
+    const { release } = order;
+    const digest = release.digest as BlobDigest;
+    const base = { upgrade: order.upgrade, digest: release.digest, version: release.version };
+    log.info({ upgrade: order.upgrade, version: release.version, digest }, 'agent upgrade ordered by the hub');
+    this.report({ ...base, state: 'Pending' });
+    if (!this.d.blobs.files.has(digest)) {
+      // Room for the blob and, beside it, the staged copy: say so now rather than after the download.
+      this.d.blobs.checkRoom(release.size, `agent release ${release.version}`);
+      this.checkDisk(release.size * 2 - this.d.blobs.files.partialSize(digest), release.version);
+      this.report({ ...base, state: 'Downloading', percent: 0 });
+      let tenth = 0;
+      await this.d.transfers.fetch(digest, (p) => {
+        const t = Math.min(9, Math.floor((p.done / Math.max(1, p.size)) * 10));
+        if (t > tenth) {
+          tenth = t;
+          this.report({ ...base, state: 'Downloading', percent: t * 10 });
+        }
+      });
+    } else this.checkDisk(release.size, release.version);
+    let staged;
+    try {
+      staged = await stageRelease(this.d.blobs.files, this.d.releaseKey, release, agentDir(this.d.dataDir));
+    } catch (err) {
+      if (err instanceof ReleaseRefused) throw Object.assign(new Error(err.message), { name: 'ReleaseRefused' });
+      throw err;
+    }
+    this.report({ ...base, state: 'Staged' });
+    const snapshot = path.join(agentDir(this.d.dataDir), 'replica-snapshot.db');
+    await snapshotReplica(this.d.store.db, snapshot);
+    requestSwitch(
+      this.d.dataDir,
+      { version: release.version, binary: staged.binary },
+      this.d.version,
+      order.deadlineMs,
+      {
+        order: key,
+        snapshot,
+      },
+    );
+    this.report({ ...base, state: 'Switching' });
+    await this.d.reportSent();
+    log.info({ version: release.version }, 'agent upgrade: staged and snapshotted; restarting into the new binary');
+    this.d.restart();
+  }
+
+  /** The disk under the data directory must hold `bytes` more; a BlobBudgetError names need and free. */
+  private checkDisk(bytes: number, version: string): void {
+    let free: number | undefined;
+    try {
+      const st = fs.statfsSync(this.d.dataDir);
+      free = st.bavail * st.bsize;
+    } catch {
+      return; // statfs unsupported: the blob budget alone decides
+    }
+    if (bytes > free)
+      throw Object.assign(
+        new Error(
+          `agent release ${version} needs ${bytes} bytes (the binary and its staged copy); the disk under ${this.d.dataDir} has ${free} free: free some space, the agent runs on ${this.d.version}`,
+        ),
+        { name: 'BlobBudgetError' },
+      );
+  }
+}

@@ -1,0 +1,318 @@
+/**
+ * @module The AgentUpgrade controller (docs/operations.md, "Upgrading edges from the hub"): for
+ * each AgentUpgrade it selects edges, asks the rollout planner (core/rollout.ts) which may start
+ * now (`maxUnavailable` at a time, pausing at `failureThreshold`), and writes the upgrade order
+ * into those edges' spec documents (core/mailbox.ts `setSpecAgentUpgrade`, the one writer). The
+ * edges do the rest (edge/upgrade/orders.ts) and report their progress in their report document,
+ * which is all the planner reads back: the order written to a spec is the rollout's progress.
+ *
+ * An edge offline when the upgrade is applied gets its order written like any other (it counts
+ * toward `maxUnavailable` while it is away) and upgrades when it returns and syncs. An edge
+ * selected by two AgentUpgrades follows the first by name; the other shows it as claimed.
+ *
+ * At apply (inside the object's write transaction) the release is checked against the hub's own
+ * release key and the project's blob store, and the binary's blob gets the reference
+ * `AgentUpgrade/NAME`, so garbage collection keeps it while the object exists.
+ */
+import { edgeName, mailboxDocId } from '../../core/ids.js';
+import { OutpostError } from '../../core/errors.js';
+import { createLogger } from '../../core/logger.js';
+import { parseDuration } from '../../core/durations.js';
+import { verifyRelease } from '../../core/release.js';
+import type { BlobDigest } from '../../core/blobs.js';
+import {
+  FAILED_UPGRADE_STATES,
+  readReportAgentUpgrade,
+  readSpecAgentUpgrade,
+  setSpecAgentUpgrade,
+  type AgentUpgradeOrder,
+  type AgentUpgradeProgress,
+  type ReportDoc,
+  type SpecDoc,
+} from '../../core/mailbox.js';
+import type { AgentUpgrade, Edge } from '../../core/resources.js';
+import { planRollout, type RolloutCounts, type RolloutEdge, type RolloutPhase } from '../../core/rollout.js';
+import { selectEdges } from '../../core/selector.js';
+import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { ReplicaStore } from '../../sync/store.js';
+import { recordEvent } from '../state/events.js';
+import type { ObjectChange, ObjectStore } from '../objects.js';
+import { isOnline, schedulableEdges } from '../edges/phase.js';
+import { edgeLiveness, sqliteEdgeState } from '../state/edges.js';
+import type { HubBlobs } from '../blobs/index.js';
+
+const log = createLogger('hub:upgrades');
+
+/** How often rollouts are planned again: edges' reports and connections change without an object change. */
+export const UPGRADE_TICK_MS = 2_000;
+
+/** One selected edge as `describe agentupgrade` shows it. */
+export interface AgentUpgradeEdgeStatus {
+  edge: string;
+  /** `Waiting`: the rollout has not ordered it yet; `Claimed`: another AgentUpgrade holds it. */
+  state: AgentUpgradeProgress['state'] | 'Waiting' | 'Claimed';
+  percent?: number;
+  reason?: string;
+  /** The version the edge's agent runs now, as it last reported. */
+  agentVersion?: string;
+  online: boolean;
+}
+
+export interface AgentUpgradeStatus {
+  phase: RolloutPhase;
+  reason: string;
+  counts: RolloutCounts;
+  /** Edges running the release. */
+  running: number;
+  /** Edges that rolled back or could not take it (no space, refused). */
+  rolledBack: number;
+  maxUnavailable: number;
+  edges: AgentUpgradeEdgeStatus[];
+}
+
+const keyOf = (upgrade: string, digest: string) => `${upgrade}@${digest}`;
+
+export class AgentUpgradeController {
+  private timer: NodeJS.Timeout | undefined;
+  private pending: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly objects: ObjectStore,
+    private readonly store: ReplicaStore,
+    private readonly blobs: HubBlobs,
+    private readonly releaseKeyPem: string,
+    private readonly tickMs = UPGRADE_TICK_MS,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.mark(), this.tickMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Plans again soon (after the current write transaction commits). */
+  mark(): void {
+    if (this.pending) return;
+    this.pending = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        this.pending = undefined;
+        try {
+          this.tick();
+        } catch (err) {
+          log.warn({ err }, 'agent upgrade pass failed; it runs again on the next tick');
+        }
+        resolve();
+      }),
+    );
+  }
+
+  /**
+   * Called inside the object write transaction: checks a new or changed AgentUpgrade (throwing
+   * refuses the write) and keeps its blob reference; on delete, drops the reference and the
+   * orders it wrote.
+   */
+  onObjectChange(c: ObjectChange): void {
+    if (c.kind !== 'AgentUpgrade') return;
+    const after = c.after as AgentUpgrade | undefined;
+    if (after) this.check(after);
+    this.blobs.setReferences(c.project, 'AgentUpgrade', c.name, after ? [after.spec.release.digest as BlobDigest] : []);
+    const before = c.before as AgentUpgrade | undefined;
+    if (before) {
+      // Edges this upgrade no longer selects (or all, when it is gone) lose its order, after commit.
+      const keep = new Set(after ? this.selected(after) : []);
+      const drop = this.selected(before).filter((e) => !keep.has(e));
+      if (drop.length) setImmediate(() => this.clearOrders(c.name, drop));
+    }
+    this.mark();
+  }
+
+  private check(u: AgentUpgrade): void {
+    const { release } = u.spec;
+    try {
+      verifyRelease(this.releaseKeyPem, release);
+    } catch {
+      throw new OutpostError(
+        'invalid',
+        `spec.release: the signature of ${release.version} (${release.digest}) does not verify with this hub's release key: use the release \`outpost agent push\` printed on this hub`,
+        { details: [{ path: 'spec.release.signature', message: 'does not verify with the hub release key' }] },
+      );
+    }
+    const blob = this.blobs.get(u.metadata.project, release.digest as BlobDigest);
+    if (!blob)
+      throw new OutpostError(
+        'invalid',
+        `spec.release.digest: blob ${release.digest} is not in project ${u.metadata.project}'s blob store: push the binary with \`outpost agent push FILE\` in this project`,
+        { details: [{ path: 'spec.release.digest', message: 'not in the blob store' }] },
+      );
+    const deadline = parseDuration(u.spec.rollout.deadline);
+    if (deadline < 1_000 || deadline > 3_600_000)
+      throw new OutpostError('invalid', 'spec.rollout.deadline: must be from 1s to 1h', {
+        details: [{ path: 'spec.rollout.deadline', message: 'must be from 1s to 1h' }],
+      });
+  }
+
+  private selected(u: AgentUpgrade): string[] {
+    const edges = schedulableEdges(
+      this.objects.list<Edge>('Edge', u.metadata.project),
+      edgeLiveness(this.db, u.metadata.project),
+    );
+    // Drained edges still run an agent: an upgrade reaches them too.
+    return selectEdges(
+      edges.map((e) => ({ ...e, unschedulable: false })),
+      u.spec,
+    );
+  }
+
+  /** Edge -> the AgentUpgrade that holds it in this project (first by name). */
+  private claims(project: string): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const u of this.objects.list<AgentUpgrade>('AgentUpgrade', project))
+      for (const e of this.selected(u)) if (!out.has(e)) out.set(e, u.metadata.name);
+    return out;
+  }
+
+  private order(u: AgentUpgrade): AgentUpgradeOrder {
+    const { version, digest, size, signature } = u.spec.release;
+    return {
+      upgrade: u.metadata.name,
+      release: { version, digest, size, signature } as AgentUpgradeOrder['release'],
+      deadlineMs: parseDuration(u.spec.rollout.deadline),
+    };
+  }
+
+  private plan(u: AgentUpgrade, claims: Map<string, string>) {
+    const name = u.metadata.name;
+    const project = u.metadata.project;
+    const target = keyOf(name, u.spec.release.digest);
+    const live = edgeLiveness(this.db, project);
+    const now = Date.now();
+    const mine = this.selected(u).filter((e) => claims.get(e) === name);
+    const claimed = this.selected(u).filter((e) => claims.get(e) !== name);
+    const rows = mine.map((e) => {
+      const written = this.specOrder(e);
+      const progress = this.progress(e);
+      const online = isOnline(live.get(e), now);
+      const re: RolloutEdge = {
+        edge: e,
+        targetKey: target,
+        online,
+        ...(written ? { writtenKey: keyOf(written.upgrade, written.release.digest) } : {}),
+        ...(progress
+          ? {
+              observed: {
+                key: keyOf(progress.upgrade, progress.digest),
+                state:
+                  progress.state === 'Running'
+                    ? ('ready' as const)
+                    : FAILED_UPGRADE_STATES.includes(progress.state)
+                      ? ('failed' as const)
+                      : ('progressing' as const),
+              },
+            }
+          : {}),
+      };
+      return { re, written, progress, online };
+    });
+    const plan = planRollout({
+      placement: name,
+      rollout: u.spec.rollout,
+      edges: rows.map((r) => r.re),
+      advice: {
+        resume: `raise spec.rollout.failureThreshold of AgentUpgrade ${name}`,
+        fix: 'apply a fixed release (a new digest starts over)',
+      },
+    });
+    return { plan, rows, claimed, target };
+  }
+
+  private specOrder(edge: string): AgentUpgradeOrder | undefined {
+    const doc = this.store.get<SpecDoc>(mailboxDocId(edgeName(edge), 'spec'));
+    return doc ? readSpecAgentUpgrade(doc) : undefined;
+  }
+
+  private progress(edge: string): AgentUpgradeProgress | undefined {
+    const doc = this.store.get<ReportDoc>(mailboxDocId(edgeName(edge), 'report'));
+    return doc ? readReportAgentUpgrade(doc) : undefined;
+  }
+
+  /** The status the API shows: computed from the same inputs the rollout uses, writing nothing. */
+  status(u: AgentUpgrade): AgentUpgradeStatus {
+    const { plan, rows, claimed, target } = this.plan(u, this.claims(u.metadata.project));
+    const updating = new Set(plan.update);
+    const runtimes = new Map(rows.map((r) => [r.re.edge, this.agentVersion(r.re.edge)] as const));
+    const edges: AgentUpgradeEdgeStatus[] = rows.map((r) => {
+      const onTarget = r.progress && keyOf(r.progress.upgrade, r.progress.digest) === target ? r.progress : undefined;
+      const ordered = r.re.writtenKey === target || updating.has(r.re.edge);
+      const agentVersion = runtimes.get(r.re.edge);
+      return {
+        edge: r.re.edge,
+        state: onTarget ? onTarget.state : ordered ? 'Pending' : 'Waiting',
+        ...(onTarget?.percent !== undefined ? { percent: onTarget.percent } : {}),
+        ...(onTarget?.reason ? { reason: onTarget.reason } : {}),
+        ...(agentVersion ? { agentVersion } : {}),
+        online: r.online,
+      };
+    });
+    for (const e of claimed) {
+      const other = this.claims(u.metadata.project).get(e);
+      edges.push({ edge: e, state: 'Claimed', reason: `AgentUpgrade ${other} holds this edge`, online: false });
+    }
+    edges.sort((a, b) => (a.edge < b.edge ? -1 : 1));
+    return {
+      phase: plan.phase,
+      reason: plan.reason,
+      counts: plan.counts,
+      running: edges.filter((e) => e.state === 'Running').length,
+      rolledBack: edges.filter((e) => (FAILED_UPGRADE_STATES as readonly string[]).includes(e.state)).length,
+      maxUnavailable: plan.maxUnavailable,
+      edges,
+    };
+  }
+
+  private agentVersion(edge: string): string | undefined {
+    const rt = sqliteEdgeState(this.db).get(edge);
+    return rt?.inventory?.agentVersion ?? rt?.agentVersion;
+  }
+
+  /** One pass: every AgentUpgrade of every project writes the orders its plan allows now. */
+  tick(): void {
+    const all = this.objects.list<AgentUpgrade>('AgentUpgrade', '*');
+    const claimsByProject = new Map<string, Map<string, string>>();
+    for (const u of all) {
+      const project = u.metadata.project;
+      if (!claimsByProject.has(project)) claimsByProject.set(project, this.claims(project));
+      const { plan, rows } = this.plan(u, claimsByProject.get(project)!);
+      const order = this.order(u);
+      const byEdge = new Map(rows.map((r) => [r.re.edge, r]));
+      for (const e of plan.update) {
+        const id = mailboxDocId(edgeName(e), 'spec');
+        if (!this.store.has(id)) continue; // enrolled but its mailbox is made at the first sync
+        if (this.store.change<SpecDoc>(id, (d) => setSpecAgentUpgrade(d, order), `agent upgrade ${u.metadata.name}`)) {
+          const r = byEdge.get(e);
+          log.info({ project, upgrade: u.metadata.name, edge: e, online: r?.online }, 'agent upgrade ordered');
+          recordEvent(this.db, {
+            project,
+            kind: 'AgentUpgrade',
+            name: u.metadata.name,
+            reason: 'Ordered',
+            message: `edge ${e} ordered to switch to ${u.spec.release.version}${r?.online === false ? ' (offline: when it returns)' : ''}`,
+          });
+        }
+      }
+    }
+  }
+
+  private clearOrders(upgrade: string, edges: string[]): void {
+    for (const e of edges) {
+      const id = mailboxDocId(edgeName(e), 'spec');
+      if (!this.store.has(id)) continue;
+      const cur = this.specOrder(e);
+      if (cur?.upgrade !== upgrade) continue;
+      this.store.change<SpecDoc>(id, (d) => setSpecAgentUpgrade(d, undefined), `agent upgrade ${upgrade} withdrawn`);
+    }
+  }
+}
