@@ -190,6 +190,24 @@ describe('switching to a staged release', () => {
     });
     await waitFor(connected, { timeout: 60_000, what: 'connected' });
   }, 180_000);
+
+  it('a rollback after a committed release returns to that release, on this start and the next', async () => {
+    const starts = () => fs.readFileSync(path.join(dir, 'good-starts'), 'utf8').split('\n').length - 1;
+    const before = starts();
+    expect((await edgeCli(['upgrade', releases.exits!, '--deadline', '60'])).code).toBe(0);
+    await waitFor(() => state()?.version === '9.9.2' && state()?.state === 'rolled-back', {
+      timeout: 60_000,
+      what: 'rollback',
+    });
+    expect(state()!.previousBinary).toMatch(/outpost-9\.9\.1$/);
+    // The launcher returns to the release committed before (9.9.1), not to the binary it was started as.
+    await waitFor(() => starts() === before + 1, { timeout: 30_000, what: 'the committed 9.9.1 running again' });
+    await waitFor(connected, { timeout: 60_000, what: 'connected after the rollback' });
+    await edge.kill('SIGTERM');
+    edge = await startEdgeProc(edgeDir);
+    await waitFor(() => starts() === before + 2, { timeout: 30_000, what: 'the committed 9.9.1 at the next start' });
+    await waitFor(connected, { timeout: 60_000, what: 'connected' });
+  }, 180_000);
 });
 
 async function restartEdgeWith(env: Record<string, string>): Promise<Proc> {

@@ -13,7 +13,8 @@
  *   A start finding `trial` already counted (the launcher was killed, the host rebooted mid-switch)
  *   rolls back too: the start counter, checked before the new binary runs.
  * - `committed`: every start of `outpost edge` replaces itself with the committed binary.
- * - `rolled-back`: the old binary runs; the reason stays for `outpost edge local status`.
+ * - `rolled-back`: the old binary runs (the release committed before, if any: `previousBinary`, else
+ *   the binary started); the reason stays for `outpost edge local status`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -44,6 +45,12 @@ export interface UpgradeState {
   order?: string;
   /** The replica snapshot taken before the switch (edge/upgrade/snapshot.ts), restored on rollback if migrated. */
   snapshot?: string;
+  /**
+   * The binary of the release committed before this switch, if any: a rollback returns to it, on
+   * this start and every later one (without it, the next start would run the binary the service
+   * unit names, older than what was committed).
+   */
+  previousBinary?: string;
 }
 
 export const agentDir = (dataDir: string): string => path.join(dataDir, 'agent');
@@ -79,6 +86,7 @@ export function requestSwitch(
   deadlineMs = DEFAULT_SWITCH_DEADLINE_MS,
   extra: { order?: string; snapshot?: string } = {},
 ): UpgradeState {
+  const previousBinary = committedBinary(readUpgradeState(dataDir));
   const s: UpgradeState = {
     state: 'trial',
     version: staged.version,
@@ -89,10 +97,21 @@ export function requestSwitch(
     at: new Date().toISOString(),
     ...(extra.order ? { order: extra.order } : {}),
     ...(extra.snapshot ? { snapshot: extra.snapshot } : {}),
+    ...(previousBinary ? { previousBinary } : {}),
   };
   fs.rmSync(healthyFile(dataDir), { force: true });
   writeUpgradeState(dataDir, s);
   return s;
+}
+
+/**
+ * The committed release binary a start runs, if any: the committed one, or after a rollback the one
+ * committed before the failed switch. Undefined: the binary that was started (the unit's) runs.
+ */
+export function committedBinary(s: UpgradeState | undefined): string | undefined {
+  if (s?.state === 'committed') return s.binary;
+  if (s?.state === 'rolled-back') return s.previousBinary;
+  return undefined;
 }
 
 /** In a binary on trial: tells the launcher this agent is healthy (replica open, connected, reconciled). */
@@ -118,18 +137,22 @@ export async function launch(dataDir: string, log: LaunchLog): Promise<UpgradeSt
   }
   let s = readUpgradeState(dataDir);
   if (s?.state === 'trial') s = await trial(dataDir, s, log);
-  if (s?.state === 'committed') {
-    if (!fs.existsSync(s.binary)) {
-      s = rollBack(dataDir, s, `the committed binary ${s.binary} is gone`, log);
-    } else {
-      log.info({ version: s.version, binary: s.binary }, 'running the committed agent release');
-      // argv.slice(2) is the program's arguments both under node (node, script, ...) and as the
-      // single executable (exe, exe, ...).
-      process.execve!(s.binary, [s.binary, ...process.argv.slice(2)], {
-        ...stringEnv(process.env),
-        [LAUNCHED_ENV]: '1',
-      });
-    }
+  if (s?.state === 'committed' && !fs.existsSync(s.binary))
+    s = rollBack(dataDir, s, `the committed binary ${s.binary} is gone`, log);
+  const binary = committedBinary(s);
+  if (binary && !fs.existsSync(binary)) {
+    log.error({ binary }, 'the release committed before the rolled-back one is gone: running this binary');
+  } else if (binary) {
+    log.info(
+      { version: s!.state === 'committed' ? s!.version : s!.previousVersion, binary },
+      'running the committed agent release',
+    );
+    // argv.slice(2) is the program's arguments both under node (node, script, ...) and as the
+    // single executable (exe, exe, ...).
+    process.execve!(binary, [binary, ...process.argv.slice(2)], {
+      ...stringEnv(process.env),
+      [LAUNCHED_ENV]: '1',
+    });
   }
   return s;
 }
