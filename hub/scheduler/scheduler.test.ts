@@ -79,14 +79,15 @@ it('markAll rewrites a spec document that missed its last write, and only that o
   expect(heads('sch-b')).toBe(untouched);
 });
 
-it('a change is not held behind a paced status pass, and idle() does not sit one out', async () => {
+it('a change made while a status pass is paced reaches the spec, and idle() does not sit one out', async () => {
   const sched = hub.scheduler as unknown as { lastPassMs: number; markStatus(name: string): void };
   const spec = () => readSpec(hub.store.get<SpecDoc>(mailboxDocId(edgeName('sch-a'), 'spec'))!);
   const before = spec().workloads.app!.generation;
   // A long last pass paces the next status pass 5 s out.
   sched.lastPassMs = 4_000;
   sched.markStatus('sch-a');
-  const t0 = Date.now();
+  // The pacing itself (a change brings a paced pass forward) is proved with fake timers in
+  // queue.test.ts; here, through a whole hub, the change reaches the spec and idle() returns.
   const w = {
     kind: 'Workload',
     metadata: { name: 'app' },
@@ -102,13 +103,10 @@ it('a change is not held behind a paced status pass, and idle() does not sit one
     },
   };
   expect((await api('POST', '/api/v1/apply', { objects: [w] })).status).toBeLessThan(300);
-  await waitFor(() => spec().workloads.app!.generation > before, {
-    timeout: 3_000,
-    what: 'the new workload revision in the spec before the paced pass is due',
-  });
+  await waitFor(() => spec().workloads.app!.generation > before, { what: 'the new workload revision in the spec' });
   sched.markStatus('sch-a');
   await hub.scheduler.idle();
-  expect(Date.now() - t0).toBeLessThan(4_500);
+  expect(spec().workloads.app!.generation).toBeGreaterThan(before);
 });
 
 it('deleting the placement holding a workload on an edge hands it to another that selects it there, without the edge ever being told to remove it', async () => {
