@@ -53,6 +53,9 @@ function readLink(p: string): string {
 
 export default function setup(): () => Promise<void> {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-run-'));
+  // Like /tmp itself (mkdtemp makes it 0700): tests run binaries as an unprivileged user
+  // (build/build.test.ts, setpriv nobody) from their temp dirs, which must be reachable.
+  fs.chmodSync(runDir, 0o1777);
   const before = process.env.TMPDIR;
   process.env.TMPDIR = runDir;
   return async () => {
