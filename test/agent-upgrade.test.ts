@@ -31,6 +31,7 @@ interface EdgeUpgrade {
   percent?: number;
   reason?: string;
   agentVersion?: string;
+  online?: boolean;
 }
 interface UpgradeStatus {
   phase: string;
@@ -321,5 +322,43 @@ describe('AgentUpgrade', () => {
     expect(s.edges.filter((e) => e.state === 'Waiting')).toHaveLength(3);
     const list = await cli(['get', 'agentupgrades'], cliEnv);
     expect(list.stdout).toMatch(/up-hangs\s+9\.9\.3\s+5\s+0\s+2\s+Paused/);
+  }, 180_000);
+
+  it('an edge without room for the binary (a 16-byte budget: this release is a short launcher script) says so (NoSpace, need and budget) and keeps running the old version', async () => {
+    const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', { labels: { fleet: 'small' } });
+    const small = startEdge('small', [
+      ...['--hub', hub.url, '--join-token', join.json.token, '--name', 'small', '--blob-budget', '16'],
+    ]);
+    edges.set('small', small);
+    await waitFor(
+      () =>
+        /outpost edge \S+ running/.test(small.err) ? true : small.alive ? null : Promise.reject(new Error(small.err)),
+      { timeout: 60_000, what: 'edge small running' },
+    );
+    const good = path.join(bundleDir, 'outpost-good');
+    const r = await cli(
+      ['agent', 'push', good, '--release-version', NEW_VERSION, '--name', 'up-small', '-l', 'fleet=small'],
+      cliEnv,
+    );
+    expect(r.stderr).toBe('');
+    const f = path.join(dir, 'up-small.yaml');
+    fs.writeFileSync(f, r.stdout);
+    expect((await cli(['apply', '-f', f], cliEnv)).code).toBe(0);
+    const s = await waitStatus(
+      'up-small',
+      (st) => st.edges.some((e) => e.edge === 'small' && e.state === 'NoSpace'),
+      90_000,
+      'NoSpace on the small edge',
+    );
+    const e = s.edges.find((x) => x.edge === 'small')!;
+    expect(e.reason).toMatch(/needs \d+ bytes; .*16-byte budget: raise --blob-budget/);
+    // Nothing was staged or switched: the old agent runs on, connected, with its pid.
+    expect(fs.existsSync(path.join(dir, 'small', 'agent', 'upgrade.json'))).toBe(false);
+    expect(small.alive).toBe(true);
+    const d = await cli(['describe', 'agentupgrade', 'up-small'], cliEnv);
+    expect(d.stdout).toMatch(/small\s+NoSpace/);
+    await waitFor(async () => (await statusOf('up-small')).edges.find((x) => x.edge === 'small')?.online === true, {
+      what: 'the small edge online',
+    });
   }, 180_000);
 });
