@@ -8,34 +8,14 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import * as tar from 'tar';
 import YAML from 'yaml';
+import type { PackageScan, PackageSummary, PackageVersion, PackageVersionView } from '../core/api/types.js';
 import { PACKAGE_FILE, PACKAGE_MEDIA_TYPE, PackageError, parsePackage } from '../core/package.js';
 import { pushBlob } from './cmd-blob.js';
 import { openSession, type CliDeps, type Session } from './context.js';
 import { CliError, UsageError } from './errors.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
 
-interface Scan {
-  state: string;
-  signature?: string;
-  engine?: string;
-  error?: string;
-}
-interface VersionView {
-  name: string;
-  version: string;
-  digest: string;
-  publishedAt: string;
-  scan: Scan;
-}
-interface SummaryView {
-  name: string;
-  latest: string;
-  versions: number;
-  description?: string;
-  scan: Scan;
-}
-
-function scanText(s: Scan): string {
+function scanText(s: PackageScan): string {
   return s.state === 'Quarantined' ? `Quarantined(${s.signature ?? '?'})` : s.state;
 }
 
@@ -73,7 +53,9 @@ export async function buildPackage(
 /** `outpost get packages [NAME]`: the catalog, or one package's versions. */
 export async function getPackages(s: Session, name: string | undefined, output: string): Promise<void> {
   if (name !== undefined) return printVersions(s, name, output);
-  const r = await s.client.get<{ items: SummaryView[] }>(`/api/v1/projects/${encodeURIComponent(s.project)}/packages`);
+  const r = await s.client.get<{ items: PackageSummary[] }>(
+    `/api/v1/projects/${encodeURIComponent(s.project)}/packages`,
+  );
   const items = r?.items ?? [];
   if (output === 'json') return void s.out.out.write(toJson(items));
   if (output === 'yaml') return void s.out.out.write(toYaml(items));
@@ -87,7 +69,7 @@ export async function getPackages(s: Session, name: string | undefined, output: 
 }
 
 async function printVersions(s: Session, name: string, output: string): Promise<void> {
-  const r = await s.client.get<{ items: VersionView[] }>(
+  const r = await s.client.get<{ items: PackageVersionView[] }>(
     `/api/v1/projects/${encodeURIComponent(s.project)}/packages/${encodeURIComponent(name)}`,
   );
   const items = r?.items ?? [];
@@ -132,7 +114,7 @@ export function registerPackageCommands(program: Command, deps: CliDeps): void {
         throw new UsageError(`${file}: push the .tgz that outpost package build made`);
       const s = await openSession(cmd, deps);
       const blob = await pushBlob(s, file, PACKAGE_MEDIA_TYPE);
-      const v = await s.client.post<VersionView>(`/api/v1/projects/${encodeURIComponent(s.project)}/packages`, {
+      const v = await s.client.post<PackageVersion>(`/api/v1/projects/${encodeURIComponent(s.project)}/packages`, {
         digest: blob.digest,
       });
       line(s.out.out, `package ${v.name} ${v.version} published (${scanText(v.scan)}): ${v.digest}`);

@@ -3,7 +3,9 @@
  * hub (which builds them), the CLI and the UI (which read them). docs/api.md describes the routes.
  * Object kinds themselves (Edge, Workload, Placement) are core/resources.ts.
  */
+import type { BlobDigest } from '../blobs.js';
 import type { ErrorCode } from '../errors.js';
+import type { PackageManifest, Parameter } from '../package.js';
 
 /** API token roles, weakest first (hub/auth/roles.ts says what each may do). */
 export const ROLES = ['viewer', 'operator', 'admin'] as const;
@@ -64,4 +66,47 @@ export interface ApplyResponse {
 /** Every error answer (core/errors.ts ERROR_CODES lists the codes and statuses). */
 export interface ErrorResponse {
   error: { code: ErrorCode; message: string; details?: unknown };
+}
+
+/** A package version's malware scan verdict (hub/catalog/scanner.ts, docs/catalog.md). */
+export const SCAN_STATES = ['Pending', 'Clean', 'Quarantined'] as const;
+export type ScanState = (typeof SCAN_STATES)[number];
+export interface PackageScan {
+  state: ScanState;
+  /** The signature that quarantined it. */
+  signature?: string;
+  /** The scanner and its signature database version. */
+  engine?: string;
+  scannedAt?: string;
+  error?: string;
+}
+
+/** A published package version (`POST /projects/P/packages` answers with one). */
+export interface PackageVersion {
+  project: string;
+  name: string;
+  version: string;
+  digest: BlobDigest;
+  description?: string;
+  publishedBy: string;
+  publishedAt: string;
+  scan: PackageScan;
+}
+
+/** `GET /projects/P/packages/NAME`: each version with what a deploy form needs. */
+export interface PackageVersionView extends PackageVersion {
+  parameters: Parameter[];
+  profiles: PackageManifest['spec']['profiles'];
+  dependsOn: PackageManifest['spec']['dependsOn'];
+}
+
+/** `GET /projects/P/packages`: a package, its newest version and how many there are. */
+export interface PackageSummary {
+  name: string;
+  project: string;
+  latest: string;
+  versions: number;
+  description?: string;
+  scan: PackageScan;
+  icon?: string;
 }

@@ -40,6 +40,7 @@ import {
   type PackageRecord,
   type PackageVersion,
 } from './state.js';
+import type { PackageSummary, PackageVersionView } from '../../core/api/types.js';
 
 const log = createLogger('hub:catalog');
 
@@ -59,18 +60,7 @@ export interface CatalogOptions {
   retryMs?: number;
 }
 
-/** A package as `outpost get packages` lists it: its newest version and how many there are. */
-export interface PackageSummary {
-  name: string;
-  project: string;
-  latest: string;
-  versions: number;
-  description?: string;
-  scan: PackageVersion['scan'];
-  icon?: string;
-}
-
-function view(r: PackageRecord): PackageVersion & { parameters: unknown; profiles: unknown; dependsOn: unknown } {
+function view(r: PackageRecord): PackageVersionView {
   return {
     project: r.project,
     name: r.name,

@@ -7,6 +7,7 @@ import type { BlobDigest } from '../../core/blobs.js';
 import type { PackageManifest } from '../../core/package.js';
 import { buildInfo } from '../../core/version.js';
 import { cachedStatement, migrate, type SqliteDatabase } from '../../sync/sqlite.js';
+import { SCAN_STATES, type PackageVersion, type ScanState } from '../../core/api/types.js';
 
 const MIGRATIONS = [
   {
@@ -53,26 +54,8 @@ export function migrateCatalog(db: SqliteDatabase): void {
   migrate(db, 'catalog', MIGRATIONS, buildInfo().version);
 }
 
-export const SCAN_STATES = ['Pending', 'Clean', 'Quarantined'] as const;
-export type ScanState = (typeof SCAN_STATES)[number];
-
-/** A published version as the API shows it. */
-export interface PackageVersion {
-  project: string;
-  name: string;
-  version: string;
-  digest: BlobDigest;
-  description?: string;
-  publishedBy: string;
-  publishedAt: string;
-  scan: {
-    state: ScanState;
-    signature?: string;
-    engine?: string;
-    scannedAt?: string;
-    error?: string;
-  };
-}
+export { SCAN_STATES };
+export type { PackageVersion, ScanState };
 
 export interface PackageRecord extends PackageVersion {
   manifest: PackageManifest;

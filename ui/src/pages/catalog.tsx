@@ -13,69 +13,21 @@ import { ago } from '../format.js';
 import { useAction, useGet } from '../hooks.js';
 import { api, can, useApp } from '../store.js';
 import type { List } from '../types.js';
+import type { PackageScan, PackageSummary, PackageVersion, PackageVersionView } from '../../../core/api/types.js';
+import type { Parameter } from '../../../core/package.js';
+import { parseSelectorString } from '../../../core/selector.js';
 
-interface Scan {
-  state: 'Pending' | 'Clean' | 'Quarantined';
-  signature?: string;
-  engine?: string;
-  error?: string;
-}
-interface Parameter {
-  name: string;
-  type: 'string' | 'integer' | 'number' | 'boolean';
-  description?: string;
-  default?: string | number | boolean;
-  enum?: (string | number | boolean)[];
-  required: boolean;
-  secret: boolean;
-  minimum?: number;
-  maximum?: number;
-}
-interface PackageSummary {
-  name: string;
-  latest: string;
-  versions: number;
-  description?: string;
-  scan: Scan;
-  icon?: string;
-}
-interface VersionView {
-  name: string;
-  version: string;
-  digest: string;
-  publishedAt: string;
-  scan: Scan;
-  parameters: Parameter[];
-  profiles: Record<string, Record<string, string | number | boolean>>;
-}
 interface VersionDetail {
   readme?: string;
   icon?: string;
 }
 
-/**
- * `region=eu,tier=small` as matchLabels. The form takes equality pairs only (the hub's full
- * selector syntax is for YAML placements): core/selector.ts would bring node-only modules here.
- */
-function parseMatchLabels(s: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const part of s
-    .split(',')
-    .map((x) => x.trim())
-    .filter(Boolean)) {
-    const m = /^([^=!\s]+)=([^=\s]*)$/.exec(part);
-    if (!m) throw new Error(`"${part}": use key=value pairs separated by commas, e.g. region=eu,tier=small`);
-    out[m[1]] = m[2];
-  }
-  return out;
-}
-
-function scanText(s: Scan): string {
+function scanText(s: PackageScan): string {
   return s.state === 'Quarantined' ? `Quarantined (${s.signature ?? '?'})` : s.state;
 }
 
 /** Uploads the archive as a blob, then publishes it. */
-async function upload(project: string, file: File, token: string): Promise<VersionView> {
+async function upload(project: string, file: File, token: string): Promise<PackageVersionView> {
   const res = await fetch(`/api/v1/projects/${enc(project)}/blobs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/vnd.outpost.package.v1.tar+gzip' },
@@ -83,7 +35,7 @@ async function upload(project: string, file: File, token: string): Promise<Versi
   });
   if (!res.ok) throw await errorFrom(res);
   const blob = (await res.json()) as { digest: string };
-  return api.post<VersionView>(`/api/v1/projects/${enc(project)}/packages`, { digest: blob.digest });
+  return api.post<PackageVersionView>(`/api/v1/projects/${enc(project)}/packages`, { digest: blob.digest });
 }
 
 export function Catalog() {
@@ -176,9 +128,12 @@ export function Catalog() {
 
 function PackageView(props: { name: string }) {
   const session = useApp().session!;
-  const versions = useGet<List<VersionView>>(`/api/v1/projects/${enc(session.project)}/packages/${enc(props.name)}`, {
-    live: true,
-  });
+  const versions = useGet<List<PackageVersionView>>(
+    `/api/v1/projects/${enc(session.project)}/packages/${enc(props.name)}`,
+    {
+      live: true,
+    },
+  );
   const vs = versions.data?.items ?? [];
   const [chosen, setChosen] = useState<string>();
   const v = vs.find((x) => x.version === chosen) ?? vs[0];
@@ -226,14 +181,14 @@ function PackageView(props: { name: string }) {
 
 type Values = Record<string, string | number | boolean>;
 
-function initialValues(v: VersionView, profile: string): Values {
+function initialValues(v: PackageVersionView, profile: string): Values {
   const out: Values = {};
   for (const p of v.parameters) if (p.default !== undefined) out[p.name] = p.default;
   Object.assign(out, v.profiles[profile] ?? {});
   return out;
 }
 
-function DeployForm(props: { version: VersionView }) {
+function DeployForm(props: { version: PackageVersionView }) {
   const v = props.version;
   const session = useApp().session!;
   const profiles = Object.keys(v.profiles);
@@ -251,7 +206,7 @@ function DeployForm(props: { version: VersionView }) {
     const ctl = new AbortController();
     const t = setTimeout(() => {
       try {
-        parseMatchLabels(selector);
+        parseSelectorString(selector);
       } catch (err) {
         setMatched((err as Error).message);
         return;
@@ -286,7 +241,7 @@ function DeployForm(props: { version: VersionView }) {
         e.preventDefault();
         void deploy.run(async () => {
           const spec: Record<string, unknown> = {
-            edgeSelector: { matchLabels: parseMatchLabels(selector) },
+            edgeSelector: parseSelectorString(selector),
             package: { name: v.name, version: range, ...(profile ? { profile } : {}), values },
           };
           await api.post(`/api/v1/apply${query({ project: session.project })}`, {
@@ -387,7 +342,9 @@ function DeployForm(props: { version: VersionView }) {
         })}
       </fieldset>
       <div class="field">
-        <label for="d-selector">Deploy to (labels, e.g. region=eu,tier=small; empty: every edge)</label>
+        <label for="d-selector">
+          Deploy to (a label selector, e.g. region=eu,tier!=small or zone in (a,b); empty: every edge)
+        </label>
         <input id="d-selector" value={selector} onInput={(e) => setSelector(e.currentTarget.value)} />
         <span role="status" class="muted" data-testid="matching-edges">
           {typeof matched === 'number'
