@@ -15,14 +15,14 @@ import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from '
 const dirs: string[] = [];
 const procs: Proc[] = [];
 const mounts: string[] = [];
+/** Pid files of host workloads; read before the tmpfs they may live on is unmounted. */
+const pidDirs: string[] = [];
 
 afterAll(async () => {
   for (const p of procs) await p.kill('SIGKILL');
+  for (const d of pidDirs) killHostWorkloads(d);
   for (const m of mounts) execFileSync('umount', ['-l', m]);
-  for (const d of dirs) {
-    killHostWorkloads(path.join(d, 'pids'));
-    fs.rmSync(d, { recursive: true, force: true });
-  }
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
 const workload = (name: string) => ({
@@ -97,6 +97,7 @@ describe('clearer failures', () => {
     }
     const pids = path.join(disk, 'pids');
     fs.mkdirSync(pids);
+    pidDirs.push(pids);
     const { hub, edge } = await startFleet({
       dir: disk,
       edgeName: 'full-1',
@@ -163,6 +164,7 @@ describe('clearer failures', () => {
     dirs.push(dir);
     const pids = path.join(dir, 'pids');
     fs.mkdirSync(pids);
+    pidDirs.push(pids);
     const { hub, edge } = await startFleet({
       dir,
       edgeName: 'damaged-1',
