@@ -127,8 +127,9 @@ export interface LaunchLog {
 
 /**
  * Call in `outpost edge` before the agent starts. Returns when this process should run the agent
- * itself (no switch pending, launched by a launcher, or rolled back); replaces the process with
- * the committed binary otherwise and does not return.
+ * itself (no switch pending, launched by a launcher, or rolled back with no release committed
+ * before); replaces the process with the committed binary (`committedBinary`) otherwise and does
+ * not return.
  */
 export async function launch(dataDir: string, log: LaunchLog): Promise<UpgradeState | undefined> {
   if (process.env[LAUNCHED_ENV] !== undefined) {
