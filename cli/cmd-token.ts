@@ -2,6 +2,7 @@
  * @module `outpost token create|list|revoke|rotate-admin`: join tokens for edges, API tokens for
  * people and scripts; all admin (docs/security.md).
  */
+import { tokenState, type TokenView } from '../core/api/views.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { formatAge } from '../core/durations.js';
 import { parseToken } from '../sync/pinned-ca.js';
@@ -126,7 +127,7 @@ export function registerTokenCommands(program: Command, deps: CliDeps): void {
             t.role ?? '-',
             t.kind === 'join' ? formatLabels(t.labels ?? {}) : '-',
             t.kind === 'join' ? `${t.uses ?? 0}/${t.usesLimit ?? '∞'}` : '-',
-            tokenState(t, now),
+            tokenStateText(t, now),
             t.expiresAt ? t.expiresAt : 'never',
             t.description ?? '',
           ]),
@@ -177,22 +178,9 @@ export function registerTokenCommands(program: Command, deps: CliDeps): void {
     });
 }
 
-interface TokenView {
-  id: string;
-  kind: 'api' | 'join';
-  project: string;
-  role?: string;
-  labels?: Record<string, string>;
-  uses?: number;
-  usesLimit?: number | null;
-  description?: string;
-  expiresAt: string | null;
-  revokedAt: string | null;
-}
-
-function tokenState(t: TokenView, now: number): string {
-  if (t.revokedAt) return 'revoked';
-  if (t.expiresAt && Date.parse(t.expiresAt) <= now) return 'expired';
-  if (t.kind === 'join' && t.usesLimit != null && (t.uses ?? 0) >= t.usesLimit) return 'used up';
+/** `valid (3h left)`, `expired`, `used up`: core's rule, in the CLI's words. */
+function tokenStateText(t: TokenView, now: number): string {
+  const state = tokenState(t, now);
+  if (state !== 'Valid') return state.toLowerCase();
   return t.expiresAt ? `valid (${formatAge(Date.parse(t.expiresAt) - now)} left)` : 'valid';
 }

@@ -158,7 +158,7 @@ describe('status words', () => {
       rolloutLine({
         phase: 'Progressing',
         reason: 'waiting for e4',
-        counts: { total: 10, updated: 3, ready: 2, failed: 0 },
+        counts: { total: 10, updated: 3, ready: 2, failed: 0, pending: 7 },
       }),
     ).toBe('3/10 edges updated, 2 ready, 0 failed: waiting for e4');
     expect(rolloutLine(undefined)).toMatch(/no rollout status yet/);

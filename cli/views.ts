@@ -3,6 +3,18 @@
  * helpers shared by tables and `describe`. Fields are optional on purpose: a newer or older hub may
  * omit some, and the CLI shows `-` rather than failing.
  */
+import {
+  upgradeStateText,
+  type AgentUpgradeStatusView as UpgradeView,
+  type EdgeStatusView,
+  type EdgeWorkloadView,
+  type EventView as Event,
+  type IntentView as Intent,
+  type PlacementStatusView,
+  type RolloutCountsView,
+  type RolloutView,
+  type WorkloadStatusView,
+} from '../core/api/views.js';
 import { formatAge } from '../core/durations.js';
 import type { Summary } from '../core/status.js';
 import { readyColumn } from '../core/summary.js';
@@ -25,119 +37,17 @@ export interface ApiObject {
   status?: Record<string, unknown>;
 }
 
-export interface EdgeWorkloadStatus {
-  name: string;
-  placement?: string;
-  generation?: number;
-  observedGeneration?: number;
-  state?: string;
-  reason?: string;
-  restarts?: number;
-  since?: string;
-  objects?: Record<string, { ready: boolean; message?: string }>;
-}
-
-export interface IntentView {
-  seq: number;
-  workload: string;
-  action: string;
-  set?: Record<string, unknown>;
-  at: number | string;
-  origin: string;
-}
-
-export interface EdgeStatus {
-  phase?: string;
-  lastSeen?: string;
-  lastSeenAgo?: number;
-  connectedSince?: string;
-  agentVersion?: string;
-  inventory?: {
-    hostname?: string;
-    os?: string;
-    arch?: string;
-    cpus?: number;
-    memoryBytes?: number;
-    runtimes?: string[];
-    driver?: string;
-    agentVersion?: string;
-    agentRelease?: { version: string; state: string; previousVersion: string; at: string; reason?: string };
-    cpuModel?: string;
-    vendor?: string;
-    product?: string;
-    serial?: string;
-    disks?: { name: string; sizeBytes: number; model?: string; rotational?: boolean; removable?: boolean }[];
-    nics?: { name: string; mac?: string; speedMbps?: number; virtual: boolean }[];
-  };
-  /** Labels the hub derives from the inventory, selectable by placements. */
-  inventoryLabels?: Record<string, string>;
-  summary?: Summary;
-  workloads?: EdgeWorkloadStatus[];
-  localIntents?: Record<string, { paused?: boolean; overrides?: Record<string, unknown>; intents?: IntentView[] }>;
-}
-
-export interface RolloutStatus {
-  phase?: string;
-  reason?: string;
-  counts?: {
-    total?: number;
-    updated?: number;
-    ready?: number;
-    failed?: number;
-    pending?: number;
-    held?: number;
-    skipped?: number;
-    blocked?: number;
-  };
-  paused?: boolean;
-}
-
-export interface PlacementStatus {
-  selectedEdges?: number;
-  /** Edges where a workload of the placement is paused on site. */
-  heldLocally?: { edge: string; workload: string }[];
-  summary?: Summary;
-  rollout?: RolloutStatus;
-}
-
-/** An AgentUpgrade's status as the hub computes it (hub/upgrades/controller.ts). */
-export interface AgentUpgradeStatusView {
-  phase?: string;
-  reason?: string;
-  running?: number;
-  rolledBack?: number;
-  maxUnavailable?: number;
-  counts?: { total?: number; updated?: number; pending?: number; failed?: number };
-  edges?: {
-    edge: string;
-    state: string;
-    percent?: number;
-    reason?: string;
-    agentVersion?: string;
-    online?: boolean;
-  }[];
-}
-
-/** One edge's part in an upgrade in words: `Downloading 40%`, `Running 0.2.0`, `RolledBack: why`. */
-export function upgradeStateText(e: NonNullable<AgentUpgradeStatusView['edges']>[number], version: string): string {
-  if (e.state === 'Downloading') return `Downloading ${e.percent ?? 0}%`;
-  if (e.state === 'Running') return `Running ${version}`;
-  return e.reason ? `${e.state}: ${e.reason}` : e.state;
-}
-
-export interface WorkloadStatus {
-  revision?: number;
-  summary?: Summary;
-}
-
-export interface EventView {
-  at: number;
-  time?: string;
-  kind?: string;
-  name?: string;
-  reason: string;
-  message: string;
-}
+// The views as the CLI reads them: each top-level field may be missing (a newer or older hub may omit
+// some; the CLI shows `-` rather than failing). The shapes themselves are core/api/views.ts.
+export type EdgeWorkloadStatus = Partial<EdgeWorkloadView>;
+export type IntentView = Intent;
+export type EdgeStatus = Partial<EdgeStatusView>;
+export type RolloutStatus = Partial<RolloutView>;
+export type PlacementStatus = Partial<PlacementStatusView>;
+export type AgentUpgradeStatusView = Partial<UpgradeView>;
+export type WorkloadStatus = Partial<WorkloadStatusView>;
+export type EventView = Pick<Event, 'at' | 'reason' | 'message'> & Partial<Event>;
+export { upgradeStateText };
 
 export const NONE = '<none>';
 
@@ -197,7 +107,7 @@ export function formatStates(s: Summary | undefined): string {
 
 /** `3/10 edges updated, 2 ready, 0 failed`. */
 export function rolloutCounts(r: RolloutStatus): string {
-  const c = r.counts ?? {};
+  const c: Partial<RolloutCountsView> = r.counts ?? {};
   const total = c.total ?? 0;
   const apart = (['held', 'skipped', 'blocked'] as const)
     .filter((k) => (c[k] ?? 0) > 0)

@@ -2,6 +2,7 @@
  * @module What the API routes need from the hub (dependency injection from the composition root),
  * the authenticated principal, and the one place where errors become HTTP responses.
  */
+import type { AgentUpgradeStatusView } from '../../core/api/views.js';
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
@@ -15,7 +16,6 @@ import type { ApiTokenInfo } from '../auth/tokens.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Scheduler } from '../scheduler/index.js';
 import type { ObjectStore } from '../objects.js';
-import type { AgentUpgradeStatus } from '../upgrades/controller.js';
 import type { HubSecrets } from '../secrets.js';
 import type { EdgeLifecycle } from '../edges/lifecycle.js';
 import type { HubState } from '../state/index.js';
@@ -83,7 +83,7 @@ export interface HubDeps {
     sign(project: string, digest: string, version: string): SignedRelease;
   };
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
-  upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatus };
+  upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatusView };
 }
 
 export type Env = { Variables: { principal: Principal } };

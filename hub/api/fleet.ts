@@ -5,6 +5,7 @@
  */
 import { Hono } from 'hono';
 import { OutpostError } from '../../core/errors.js';
+import type { ConnectionView, FleetView, OnlineHistoryView } from '../../core/api/views.js';
 import type { Kind } from '../../core/resources.js';
 import { edgePhase } from '../edges/phase.js';
 import type { EdgeState } from '../state/edges.js';
@@ -14,12 +15,7 @@ import { authorize, principal, type Env, type HubDeps } from './context.js';
 export const HISTORY_POINTS = 60;
 export const MAX_HISTORY_HOURS = 24 * 7;
 
-export interface EdgeCounts {
-  total: number;
-  Online: number;
-  Offline: number;
-  Pending: number;
-}
+export type EdgeCounts = FleetView['edges'];
 
 export function edgeCounts(edges: EdgeState, project: string, now = Date.now()): EdgeCounts {
   const all = edges.liveness(project);
@@ -29,10 +25,7 @@ export function edgeCounts(edges: EdgeState, project: string, now = Date.now()):
   return out;
 }
 
-export interface OnlinePoint {
-  t: string;
-  online: number;
-}
+export type OnlinePoint = OnlineHistoryView['points'][number];
 
 /**
  * Approved edges of a project with an open connection at each of `points` instants ending now,
@@ -45,7 +38,7 @@ export function edgesOnline(
   hours: number,
   points = HISTORY_POINTS,
   now = Date.now(),
-): { from: string; to: string; stepSeconds: number; points: OnlinePoint[] } {
+): OnlineHistoryView {
   const from = now - hours * 3_600_000;
   const step = (now - from) / (points - 1);
   const rows = edges.connectionSpans(project, from, now);
@@ -97,11 +90,12 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
     const project = c.req.param('project');
     authorize(c, 'read', project);
     const count = (kind: Kind) => state.objects.count(kind, project);
-    return c.json({
+    const fleet: FleetView = {
       edges: edgeCounts(state.edges, project),
       workloads: count('Workload'),
       placements: count('Placement'),
-    });
+    };
+    return c.json(fleet);
   });
 
   app.get('/projects/:project/edges-online', (c) => {
@@ -123,16 +117,15 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
     if (state.edges.projectOf(name) !== project)
       throw new OutpostError('not_found', `edge ${name} not found in project ${project}`);
     const limit = Math.min(Math.max(Number(c.req.query('limit') ?? 20) || 20, 1), 500);
-    return c.json({
-      items: state.edges.connections(name, limit).map((r) => ({
-        connectedAt: new Date(r.connectedAt).toISOString(),
-        ...(r.disconnectedAt !== undefined
-          ? { disconnectedAt: new Date(r.disconnectedAt).toISOString(), durationMs: r.disconnectedAt - r.connectedAt }
-          : {}),
-        ...(r.reason ? { reason: r.reason } : {}),
-        ...(r.remoteAddress ? { remoteAddress: r.remoteAddress } : {}),
-      })),
-    });
+    const items: ConnectionView[] = state.edges.connections(name, limit).map((r) => ({
+      connectedAt: new Date(r.connectedAt).toISOString(),
+      ...(r.disconnectedAt !== undefined
+        ? { disconnectedAt: new Date(r.disconnectedAt).toISOString(), durationMs: r.disconnectedAt - r.connectedAt }
+        : {}),
+      ...(r.reason ? { reason: r.reason } : {}),
+      ...(r.remoteAddress ? { remoteAddress: r.remoteAddress } : {}),
+    }));
+    return c.json({ items });
   });
 
   return app;

@@ -1,4 +1,5 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
+import type { EventView, RevisionView } from '../../core/api/views.js';
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
 import { OutpostError } from '../../core/errors.js';
@@ -128,9 +129,12 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       if (!exists.has(key)) exists.set(key, !!objects.get(r.kind as Kind, project, r.name));
       return !exists.get(key);
     };
-    return c.json({
-      items: rows.map((r) => ({ ...r, time: new Date(r.at).toISOString(), ...(gone(r) ? { gone: true } : {}) })),
-    });
+    const items: EventView[] = rows.map((r) => ({
+      ...r,
+      time: new Date(r.at).toISOString(),
+      ...(gone(r) ? { gone: true } : {}),
+    }));
+    return c.json({ items });
   });
 
   app.get('/projects/:project/:kind', (c) => {
@@ -304,11 +308,10 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       throw new OutpostError('not_found', `Workload ${c.req.param('name')} not found`);
     const reveal = revealSecrets(deps, c, project);
     const show = (m: Workload['spec']['manifests']) => (reveal ? deps.secrets.reveal(m) : deps.secrets.redact(m));
-    return c.json({
-      items: objects
-        .revisions(project, c.req.param('name'))
-        .map((r) => ({ ...r, manifests: show(r.manifests as Workload['spec']['manifests']) })),
-    });
+    const items: RevisionView[] = objects
+      .revisions(project, c.req.param('name'))
+      .map((r) => ({ ...r, manifests: show(r.manifests as Workload['spec']['manifests']) }));
+    return c.json({ items });
   });
 
   app.post('/projects/:project/workloads/:name/rollback', async (c) => {

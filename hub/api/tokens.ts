@@ -3,6 +3,7 @@
  * them, rotate the hub's first-start admin token. A project admin sees and revokes the tokens of
  * its project only; another project's token answers 404, as its objects do.
  */
+import type { TokenView } from '../../core/api/views.js';
 import { Hono } from 'hono';
 import { parseDuration } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
@@ -61,17 +62,16 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
     authorize(c, 'admin', scope ?? '*');
     const { api, join } = deps.auth.listTokens();
     const mine = <T extends { project: string }>(ts: T[]) => (scope ? ts.filter((t) => t.project === scope) : ts);
-    return c.json({
-      items: [
-        ...mine(api).map((t) => ({ kind: 'api' as const, ...t })),
-        ...mine(join).map((t) => ({ kind: 'join' as const, ...t })),
-      ].map((t) => ({
-        ...t,
-        createdAt: iso(t.createdAt),
-        expiresAt: iso(t.expiresAt),
-        revokedAt: iso(t.revokedAt),
-      })),
-    });
+    const items: TokenView[] = [
+      ...mine(api).map((t) => ({ kind: 'api' as const, ...t })),
+      ...mine(join).map((t) => ({ kind: 'join' as const, ...t })),
+    ].map((t) => ({
+      ...t,
+      createdAt: new Date(t.createdAt).toISOString(),
+      expiresAt: iso(t.expiresAt),
+      revokedAt: iso(t.revokedAt),
+    }));
+    return c.json({ items });
   });
 
   app.delete('/tokens/:id', (c) => {

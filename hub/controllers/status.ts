@@ -9,6 +9,7 @@ import { localState, readReport, readSpec, type LocalState, type ReportDoc, type
 import type { Placement } from '../../core/resources.js';
 import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
 import type { Summary } from '../../core/status.js';
+import type { EdgeStatusView, EdgeWorkloadView, PlacementStatusView, RolloutCountsView } from '../../core/api/views.js';
 import type { AnyDoc, ReplicaStore } from '../../sync/store.js';
 import { edgePhase, isOnline } from '../edges/phase.js';
 import type { HubState } from '../state/index.js';
@@ -77,25 +78,16 @@ function entries(rows: AssignedStatus[], now: number): StatusEntry[] {
   return out;
 }
 
-export interface PlacementStatus {
-  selectedEdges: number;
-  summary: Summary;
-  /** Edges where a workload of the placement is paused on site by a local intent (held locally). */
-  heldLocally?: { edge: string; workload: string }[];
-  rollout?: { phase: string; reason: string; counts?: unknown; paused: boolean };
-}
-
 export function placementStatus(
   state: HubState,
   p: Placement,
-  rollout: { phase: string; reason: string; counts?: unknown } | undefined,
+  rollout: { phase: string; reason: string; counts?: RolloutCountsView } | undefined,
   now = Date.now(),
-): PlacementStatus {
+): PlacementStatusView {
   const rows = state.status.byPlacement(p.metadata.project, p.metadata.name);
   const summary = summarize(entries(rows, now), p.spec.statusSummary.maxBroken);
-  const counts = rollout?.counts as { total?: number } | undefined;
   // Edges selected but not yet written (held back by the rollout) count as Pending.
-  const total = counts?.total ?? new Set(rows.map((a) => a.edge)).size;
+  const total = rollout?.counts?.total ?? new Set(rows.map((a) => a.edge)).size;
   const writtenEdges = new Set(rows.map((a) => a.edge)).size;
   const missing = Math.max(0, total - writtenEdges) * p.spec.workloads.length;
   if (missing > 0) {
@@ -113,32 +105,6 @@ export function placementStatus(
 
 export function workloadSummary(state: HubState, project: string, workload: string, now = Date.now()): Summary {
   return summarize(entries(state.status.byWorkload(project, workload), now));
-}
-
-export interface EdgeWorkloadView {
-  name: string;
-  placement: string;
-  generation: number;
-  observedGeneration?: number;
-  state: string;
-  reason?: string;
-  restarts: number;
-  since?: string;
-  objects: Record<string, { ready: boolean; message?: string }>;
-}
-
-export interface EdgeStatusView {
-  phase: string;
-  lastSeen?: string;
-  lastSeenAgo?: number;
-  connectedSince?: string;
-  agentVersion?: string;
-  inventory?: unknown;
-  /** Labels derived from the inventory, selectable by placements (docs/inventory.md). */
-  inventoryLabels?: Record<string, string>;
-  summary: Summary;
-  workloads: EdgeWorkloadView[];
-  localIntents: Record<string, LocalState>;
 }
 
 /** The intents made on site that the hub has not cleared, by workload (the merge rule of core/mailbox.ts). */

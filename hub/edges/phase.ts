@@ -3,6 +3,7 @@
  * placement may schedule to: pure rules over the runtime facts of hub/state/edges.ts, used by the
  * API, the scheduler, the status summaries and the metrics alike.
  */
+import type { EdgePhase } from '../../core/api/views.js';
 import { OFFLINE_AFTER_MS } from '../../core/durations.js';
 import type { Edge } from '../../core/resources.js';
 import type { EdgeLiveness } from '../state/edges.js';
@@ -14,7 +15,8 @@ export function isOnline(rt: Pick<EdgeLiveness, 'connectedSince' | 'lastSeen'> |
   return !!rt?.connectedSince && rt.lastSeen !== undefined && now - rt.lastSeen < OFFLINE_AFTER_MS;
 }
 
-export type EdgePhaseView = 'Pending' | 'Online' | 'Offline';
+/** The phase the API shows (core/api/views.ts). */
+export type EdgePhaseView = EdgePhase;
 
 export function edgePhase(
   rt: Pick<EdgeLiveness, 'approved' | 'connectedSince' | 'lastSeen'> | undefined,

@@ -11,16 +11,8 @@ import { Link } from '../components/link.js';
 import { ago, bytes } from '../format.js';
 import { useGet } from '../hooks.js';
 import { useApp } from '../store.js';
+import { upgradeStateText, type AgentUpgradeStatusView } from '../../../core/api/views.js';
 import type { List } from '../types.js';
-
-export interface UpgradeEdgeView {
-  edge: string;
-  state: string;
-  percent?: number;
-  reason?: string;
-  agentVersion?: string;
-  online: boolean;
-}
 
 export interface AgentUpgradeView {
   metadata: { name: string; creationTimestamp?: string };
@@ -28,21 +20,8 @@ export interface AgentUpgradeView {
     release: { version: string; digest: string; size: number };
     rollout?: { maxUnavailable?: number | string; failureThreshold?: number; deadline?: string };
   };
-  status?: {
-    phase?: string;
-    reason?: string;
-    running?: number;
-    rolledBack?: number;
-    counts?: { total?: number; pending?: number };
-    edges?: UpgradeEdgeView[];
-  };
-}
-
-/** One edge's part in words, as `outpost describe agentupgrade` prints it. */
-export function upgradeState(e: UpgradeEdgeView, version: string): string {
-  if (e.state === 'Downloading') return `Downloading ${e.percent ?? 0}%`;
-  if (e.state === 'Running') return `Running ${version}`;
-  return e.reason ? `${e.state}: ${e.reason}` : e.state;
+  /** Absent until the hub's upgrade controller has computed it. */
+  status?: Partial<AgentUpgradeStatusView>;
 }
 
 export function AgentUpgrades() {
@@ -144,7 +123,7 @@ export function AgentUpgradeDetail(props: { name: string }) {
                     </th>
                     <td>
                       <Badge value={e.state} />{' '}
-                      {upgradeState(e, version) !== e.state && <span>{upgradeState(e, version)}</span>}
+                      {upgradeStateText(e, version) !== e.state && <span>{upgradeStateText(e, version)}</span>}
                     </td>
                     <td>{e.agentVersion ?? '-'}</td>
                     <td>{e.online ? 'Online' : 'Offline'}</td>

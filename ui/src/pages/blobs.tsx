@@ -8,16 +8,11 @@ import { ErrorBox } from '../components/error-box.js';
 import { ago, bytes } from '../format.js';
 import { useGet } from '../hooks.js';
 import { useApp } from '../store.js';
+import type { BlobInfo } from '../../../core/blobs.js';
 import type { List } from '../types.js';
 
-export interface BlobView {
-  digest: string;
-  size: number;
-  mediaType: string;
-  uploadedBy: string;
-  createdAt: string;
-  references: string[];
-}
+/** One item of `GET .../blobs` (core/blobs.ts). */
+export type BlobView = BlobInfo;
 
 export function Blobs() {
   const session = useApp().session!;

@@ -7,16 +7,11 @@ import { enc } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
 import { ago, bytes, dateTime } from '../format.js';
 import { useGet } from '../hooks.js';
+import type { DataFile } from '../../../core/data.js';
 import type { List } from '../types.js';
 
-export interface DataFileView {
-  workload: string;
-  path: string;
-  size: number;
-  digest: string;
-  modifiedAt: string;
-  uploadedAt: string;
-}
+/** One item of `GET .../edges/E/data-files` (core/data.ts). */
+export type DataFileView = DataFile;
 
 export function ExportedFiles(props: { project: string; edge: string }) {
   const list = useGet<List<DataFileView>>(`/api/v1/projects/${enc(props.project)}/edges/${enc(props.edge)}/data-files`);

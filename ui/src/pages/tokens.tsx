@@ -10,28 +10,10 @@ import { ErrorBox } from '../components/error-box.js';
 import { ago, dateTime } from '../format.js';
 import { useAction, useGet } from '../hooks.js';
 import { api, useApp } from '../store.js';
+import { tokenState, type TokenView } from '../../../core/api/views.js';
 import type { List } from '../types.js';
 
-export interface TokenView {
-  id: string;
-  kind: 'api' | 'join';
-  project: string;
-  role?: string;
-  labels?: Record<string, string>;
-  uses?: number;
-  usesLimit?: number | null;
-  description: string;
-  createdAt: string;
-  expiresAt: string | null;
-  revokedAt: string | null;
-}
-
-export function tokenState(t: TokenView, now = Date.now()): string {
-  if (t.revokedAt) return 'Revoked';
-  if (t.expiresAt && Date.parse(t.expiresAt) <= now) return 'Expired';
-  if (t.kind === 'join' && t.usesLimit != null && (t.uses ?? 0) >= t.usesLimit) return 'Used up';
-  return 'Valid';
-}
+export { tokenState, type TokenView };
 
 function CreateToken(props: { project: string }) {
   const act = useAction();

@@ -1,0 +1,210 @@
+/**
+ * @module The status views the hub's API answers with (docs/api.md): an edge's status, a
+ * placement's and a workload's, rollouts, revisions, events, the fleet, connections, tokens and
+ * agent upgrades. The hub's builders are typed by them, the CLI and the UI read them: one shape,
+ * checked by the compiler on both sides of the wire.
+ *
+ * Browser-safe on purpose: the UI's build type-checks without Node's types, so nothing here may
+ * import Node (type imports of core's zod schemas are fine).
+ */
+import type { Inventory } from '../resources.js';
+import type { State, Summary } from '../status.js';
+
+/** An edge's phase: enrolled but not approved, connected with recent heartbeats, or not. */
+export type EdgePhase = 'Pending' | 'Online' | 'Offline';
+
+/** The hardware and runtime facts an edge reports. */
+export type InventoryView = Inventory;
+
+/** One workload on one edge, as the edge's status lists it. */
+export interface EdgeWorkloadView {
+  name: string;
+  placement: string;
+  generation: number;
+  observedGeneration?: number;
+  state: State;
+  reason?: string;
+  restarts: number;
+  /** When the workload entered its current phase on the edge (ISO 8601). */
+  since?: string;
+  objects: Record<string, { ready: boolean; message?: string }>;
+}
+
+/** An intent made on the site (`outpost-edge pause`, an override), not yet cleared by the hub. */
+export interface IntentView {
+  seq: number;
+  workload: string;
+  action: string;
+  set?: Record<string, unknown>;
+  /** Milliseconds since the epoch, on the edge's clock. */
+  at: number;
+  origin: string;
+}
+
+/** What the site's intents make of one workload (the merge rule of core/mailbox.ts). */
+export interface LocalStateView {
+  paused: boolean;
+  overrides: Record<string, unknown>;
+  intents: IntentView[];
+}
+
+/** `status` of an Edge object. */
+export interface EdgeStatusView {
+  phase: EdgePhase;
+  lastSeen?: string;
+  /** Milliseconds since the last heartbeat, on the hub's clock. */
+  lastSeenAgo?: number;
+  connectedSince?: string;
+  agentVersion?: string;
+  inventory?: InventoryView;
+  /** Labels the hub derives from the inventory; placements select on them (docs/inventory.md). */
+  inventoryLabels?: Record<string, string>;
+  summary: Summary;
+  workloads: EdgeWorkloadView[];
+  localIntents: Record<string, LocalStateView>;
+}
+
+/** How many of a rollout's selected edges are where (core/rollout.ts `RolloutCounts`). */
+export interface RolloutCountsView {
+  total: number;
+  updated: number;
+  ready: number;
+  failed: number;
+  pending: number;
+  held?: number;
+  skipped?: number;
+  blocked?: number;
+}
+
+/** A placement's rollout as the planner last decided it. */
+export interface RolloutView {
+  phase: string;
+  reason: string;
+  counts?: RolloutCountsView;
+  paused: boolean;
+}
+
+/** `status` of a Placement object. */
+export interface PlacementStatusView {
+  selectedEdges: number;
+  summary: Summary;
+  /** Edges where a workload of the placement is paused on site by a local intent. */
+  heldLocally?: { edge: string; workload: string }[];
+  rollout?: RolloutView;
+}
+
+/** `status` of a Workload object. */
+export interface WorkloadStatusView {
+  revision: number;
+  summary: Summary;
+}
+
+/** One item of `GET .../workloads/W/revisions`. */
+export interface RevisionView {
+  revision: number;
+  createdAt: string;
+  manifests: unknown[];
+  changeCause?: string;
+}
+
+/** One item of `GET .../events`. */
+export interface EventView {
+  id: number;
+  /** Milliseconds since the epoch, and the same as ISO 8601 in `time`. */
+  at: number;
+  time: string;
+  project: string;
+  kind: string;
+  name: string;
+  reason: string;
+  message: string;
+  /** The object no longer exists (a decommissioned edge, a deleted workload): no link. */
+  gone?: boolean;
+}
+
+/** `GET .../fleet`. */
+export interface FleetView {
+  edges: { total: number } & Record<EdgePhase, number>;
+  workloads: number;
+  placements: number;
+}
+
+/** `GET .../fleet/online`: approved edges with an open connection at evenly spaced instants. */
+export interface OnlineHistoryView {
+  from: string;
+  to: string;
+  stepSeconds: number;
+  points: { t: string; online: number }[];
+}
+
+/** One item of `GET .../edges/E/connections`. */
+export interface ConnectionView {
+  connectedAt: string;
+  disconnectedAt?: string;
+  durationMs?: number;
+  reason?: string;
+  remoteAddress?: string;
+}
+
+/** One item of `GET /tokens`: an API token (`role`) or a join token (`labels`, `uses`). */
+export interface TokenView {
+  id: string;
+  kind: 'api' | 'join';
+  project: string;
+  role?: string;
+  labels?: Record<string, string>;
+  uses?: number;
+  usesLimit?: number | null;
+  description: string;
+  createdAt: string;
+  expiresAt: string | null;
+  revokedAt: string | null;
+}
+
+export type TokenState = 'Revoked' | 'Expired' | 'Used up' | 'Valid';
+
+/** Whether a token can still be used, and if not why: the one rule the CLI and the UI show. */
+export function tokenState(
+  t: Pick<TokenView, 'kind' | 'revokedAt' | 'expiresAt' | 'uses' | 'usesLimit'>,
+  now = Date.now(),
+): TokenState {
+  if (t.revokedAt) return 'Revoked';
+  if (t.expiresAt && Date.parse(t.expiresAt) <= now) return 'Expired';
+  if (t.kind === 'join' && t.usesLimit != null && (t.uses ?? 0) >= t.usesLimit) return 'Used up';
+  return 'Valid';
+}
+
+/** One selected edge of an AgentUpgrade. */
+export interface AgentUpgradeEdgeView {
+  edge: string;
+  /** `Waiting`: the rollout has not ordered it yet; `Claimed`: another AgentUpgrade holds it. */
+  state: string;
+  percent?: number;
+  reason?: string;
+  /** The version the edge's agent runs now, as it last reported. */
+  agentVersion?: string;
+  online: boolean;
+}
+
+/** `status` of an AgentUpgrade object. */
+export interface AgentUpgradeStatusView {
+  phase: string;
+  reason: string;
+  counts: RolloutCountsView;
+  /** Edges running the release. */
+  running: number;
+  /** Edges that rolled back or could not take it (no space, refused). */
+  rolledBack: number;
+  maxUnavailable: number;
+  edges: AgentUpgradeEdgeView[];
+}
+
+/** One edge's part in an upgrade in words: `Downloading 40%`, `Running 0.2.0`, `RolledBack: why`. */
+export function upgradeStateText(
+  e: Pick<AgentUpgradeEdgeView, 'state' | 'percent' | 'reason'>,
+  version: string,
+): string {
+  if (e.state === 'Downloading') return `Downloading ${e.percent ?? 0}%`;
+  if (e.state === 'Running') return `Running ${version}`;
+  return e.reason ? `${e.state}: ${e.reason}` : e.state;
+}
