@@ -133,10 +133,11 @@ export class SpecWriter {
     // Labels plus these rows are everything this writes, so an equal digest means the document
     // already says it all (the common case after a hub restart, which re-plans every edge) and it
     // is not even loaded, nor are the manifests parsed.
-    const digest = specDigest(labels, this.assignments.keysForEdge(edge));
+    const assigned = this.assignments.keysForEdge(edge);
+    const digest = specDigest(labels, assigned.keys);
     const written = this.assignments.specWritten(edge);
     if (written && written.digest === digest && written.epoch === this.store.epoch(id)) return;
-    const rows = this.assignments.forEdge(edge);
+    const rows = assigned.withManifests();
     ensureMailbox(this.store, e, 'hub');
     // Secret values leave the hub's key here and are sealed to this edge's: the document and its
     // history hold only what this edge can open (hub/secrets.ts).

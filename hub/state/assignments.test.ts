@@ -48,7 +48,8 @@ describe('SqliteAssignmentStore', () => {
       generation: 2,
     });
     expect([...store.keysByEdge().keys()]).toEqual(['e1', 'e2']);
-    expect(store.keysForEdge('e1')).toEqual(store.keysByEdge().get('e1'));
+    expect(store.keysForEdge('e1').keys).toEqual(store.keysByEdge().get('e1'));
+    expect(store.keysForEdge('e1').withManifests()).toEqual(store.forEdge('e1'));
     expect(store.placementsOnEdge('e1')).toEqual([{ project: 'default', placement: 'p1' }]);
     expect(store.heldElsewhere('default', 'p1', ['web'])).toEqual(new Map([['e2/web', 'p2']]));
   });

@@ -61,8 +61,11 @@ export interface AssignmentStore {
   transaction<T>(fn: () => T): T;
 
   forEdge(edge: string): Assignment[];
-  /** An edge's assignments without manifests, ordered by workload. */
-  keysForEdge(edge: string): AssignmentKey[];
+  /**
+   * An edge's assignments in one read, ordered by workload: their keys, and their manifests parsed
+   * only when asked for (the spec writer compares keys first and skips an unchanged edge unparsed).
+   */
+  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[] };
   forPlacement(project: string, placement: string): Assignment[];
   forWorkload(project: string, workload: string): Assignment[];
   /** A placement's assignments without manifests, ordered by edge and workload. */
@@ -144,8 +147,9 @@ export class SqliteAssignmentStore implements AssignmentStore {
     return this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge).map(fromRow);
   }
 
-  keysForEdge(edge: string): AssignmentKey[] {
-    return this.all(`SELECT ${KEY_COLUMNS} FROM assignments WHERE edge = ? ORDER BY workload`, edge).map(keyFromRow);
+  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[] } {
+    const rows = this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge);
+    return { keys: rows.map(keyFromRow), withManifests: () => rows.map(fromRow) };
   }
 
   forPlacement(project: string, placement: string): Assignment[] {
