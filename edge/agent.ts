@@ -147,6 +147,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   let transfersRef: EdgeTransfers | undefined;
+  let egressRef: EdgeEgress | undefined;
   const registry = new client.Registry();
   collectProcessMetrics(registry, 'outpost_edge_');
   new client.Gauge({
@@ -174,6 +175,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     },
   });
 
+  new client.Gauge({
+    name: 'outpost_edge_egress_scans',
+    help: 'Completed scans of the export directories since start (docs/data.md)',
+    registers: [registry],
+    collect() {
+      this.set(egressRef?.scans ?? 0);
+    },
+  });
   new client.Gauge({
     name: 'outpost_edge_transfer_bytes',
     help: 'Blob bytes moved over the hub connection since start, by direction (down: from the hub, up: to it)',
@@ -256,6 +265,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     connected: () => s.state === 'connected',
     onDegradedChange: () => void r0.trigger(),
   });
+  egressRef = egress;
   reconciler.decorator = egress;
   s.on('state', (state) => state === 'connected' && egress.record());
   if (process.env[TRIAL_ENV]) {

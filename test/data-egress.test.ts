@@ -14,6 +14,7 @@ import { EGRESS_ANNOTATION } from '../core/data.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { LinkProxy } from './fixtures/link-proxy.js';
 import { tempDir, waitFor } from './helpers.js';
+import { edgeLocalMetric } from './fixtures/edge-local.js';
 import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
 const FILES = 100;
@@ -152,7 +153,14 @@ describe('workload files uploaded to the hub (real processes)', () => {
     await edge.kill('SIGTERM');
     const wire1 = link.bytes.toHub;
     edge = await startEdgeProc(edgeDir);
-    await new Promise((r) => setTimeout(r, 5_000)); // two scans of the export directory
+    // Three complete scans of the export directory by the new process: a file it took for new
+    // would have been queued by the first and its bytes on the way by the third.
+    await waitFor(
+      async () => ((await edgeLocalMetric(edgeDir, 'outpost_edge_egress_scans').catch(() => 0)) ?? 0) >= 3,
+      {
+        what: 'three scans of the export directory after the restart',
+      },
+    );
     expect(link.bytes.toHub - wire1).toBeLessThan(FILE_SIZE / 2);
     expect((await listed()).length).toBe(FILES);
   }, 300_000);

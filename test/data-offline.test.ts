@@ -7,12 +7,12 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EGRESS_ANNOTATION } from '../core/data.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
+import { edgeLocal, edgeLocalMetric } from './fixtures/edge-local.js';
 import { CuttableProxy, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
 const MiB = 1024 * 1024;
@@ -25,17 +25,7 @@ let hub: HubProc;
 let edge: Proc;
 let proxy: CuttableProxy;
 
-function local(p: string): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: path.join(edgeDir, 'agent.sock'), path: p }, (res) => {
-      let t = '';
-      res.on('data', (c) => (t += c));
-      res.on('end', () => (res.statusCode! < 400 ? resolve(JSON.parse(t)) : reject(new Error(t))));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const local = (p: string) => edgeLocal(edgeDir, p);
 
 /** What `yes N | head -c 1MiB` writes. */
 function contentDigest(n: number): string {
@@ -120,7 +110,11 @@ describe('exports written while the edge is offline (real processes)', () => {
     await waitFor(() => fs.readdirSync(exportDir).filter((f) => /^f\d$/.test(f)).length === FILES, {
       what: 'all six written',
     });
-    await new Promise((r) => setTimeout(r, 3_000)); // more scans: the bound still holds
+    // Two more complete scans of the export directory: the bound still holds.
+    const scans = (await edgeLocalMetric(edgeDir, 'outpost_edge_egress_scans'))!;
+    await waitFor(async () => (await edgeLocalMetric(edgeDir, 'outpost_edge_egress_scans'))! >= scans + 2, {
+      what: 'two more scans of the export directory',
+    });
     const stored = fs.readdirSync(path.join(edgeDir, 'blobs', 'sha256'));
     expect(stored).toHaveLength(3);
     expect(fs.readdirSync(path.join(edgeDir, 'blobs', 'outbox'))).toHaveLength(3);

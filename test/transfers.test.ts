@@ -9,13 +9,13 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../cli/client.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { LinkProxy } from './fixtures/link-proxy.js';
 import { tempDir, waitFor } from './helpers.js';
+import { edgeLocal } from './fixtures/edge-local.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
 const SIZE = 200 * 1024 * 1024;
@@ -56,26 +56,7 @@ function sha256(file: string): string {
 const size = (f: string) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
 const hex = (d: string) => d.slice(7);
 
-function local(method: string, p: string, body?: unknown): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = http.request(
-      {
-        socketPath: path.join(edgeDir, 'agent.sock'),
-        method,
-        path: p,
-        headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {},
-      },
-      (res) => {
-        let t = '';
-        res.on('data', (c) => (t += c));
-        res.on('end', () => (res.statusCode! < 400 ? resolve(JSON.parse(t)) : reject(new Error(t))));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const local = (method: string, p: string, body?: unknown) => edgeLocal(edgeDir, p, method, body);
 
 const restartHub = async () => {
   hub = await startHubProc(hubDir, hubPort, ['--insecure-http']);

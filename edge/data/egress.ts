@@ -113,6 +113,8 @@ export class EdgeEgress {
   private recording: Promise<void> | undefined;
   private recordAgain = false;
   private stopped = false;
+  /** Completed scans since start: what a test or an operator waits on instead of a fixed time. */
+  scans = 0;
 
   constructor(private readonly o: EdgeEgressOptions) {
     this.db = o.db;
@@ -261,6 +263,7 @@ export class EdgeEgress {
         if (changed) this.o.onDegradedChange?.();
       } finally {
         this.scanning = undefined;
+        this.scans++;
       }
       this.record();
     };

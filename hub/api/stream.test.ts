@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, waitFor } from '../../test/helpers.js';
 import { startHub, type Hub } from '../hub.js';
+import { EVENTS_POLL_MS, STREAM_KEEPALIVE_MS, STREAM_THROTTLE_MS } from './stream.js';
 
 let dir: string;
 let hub: Hub;
@@ -97,10 +98,11 @@ describe('GET /api/v1/projects/:project/stream', () => {
   it('says hello, then emits change events for object changes of its project only, coalesced', async () => {
     const s = listen('/api/v1/projects/default/stream');
     await waitFor(() => s.events.some((e) => e.event === 'hello'), { what: 'hello' });
-    expect(s.events[0].data).toMatchObject({ project: 'default', keepaliveMs: 15_000 });
+    expect(s.events[0].data).toMatchObject({ project: 'default', keepaliveMs: STREAM_KEEPALIVE_MS });
     expect((await api('POST', '/api/v1/apply', { objects: [workload('other-w', 'other')] })).status).toBe(200);
-    // Longer than the events poll and the throttle: a change in another project would have arrived.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Proving that something does not arrive takes a window: one events poll plus one throttle
+    // interval (and a margin), from the stream's own constants, so the window follows them.
+    await new Promise((r) => setTimeout(r, EVENTS_POLL_MS + STREAM_THROTTLE_MS + 500));
     expect(s.events.filter((e) => e.event === 'change')).toEqual([]);
     expect(
       (await api('POST', '/api/v1/apply', { objects: [workload('a'), workload('b'), workload('c')] })).status,
@@ -109,7 +111,7 @@ describe('GET /api/v1/projects/:project/stream', () => {
     const changes = s.events.filter((e) => e.event === 'change');
     expect(changes[0].data.topics).toContain('objects');
     // Three objects changed in one request: the throttle makes that one or two events, not three.
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, 3 * STREAM_THROTTLE_MS));
     expect(s.events.filter((e) => e.event === 'change').length).toBeLessThanOrEqual(2);
     s.close();
   });

@@ -34,7 +34,7 @@ export const STREAM_THROTTLE_MS = 500;
 /** A comment line this often keeps proxies from closing an idle stream and lets clients detect a dead hub. */
 export const STREAM_KEEPALIVE_MS = 15_000;
 /** How often the feed looks for new rows in the events table, while anyone listens. */
-const EVENTS_POLL_MS = 1_000;
+export const EVENTS_POLL_MS = 1_000;
 
 type Listener = (topic: Topic) => void;
 
