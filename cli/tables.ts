@@ -1,4 +1,5 @@
 /** @module The tables of `outpost get`, one per kind, plus the revision history of a workload. */
+import type { RevisionView as Revision } from '../core/api/views.js';
 import type { KindInfo } from './kinds.js';
 import { formatTable } from './output.js';
 import {
@@ -169,12 +170,8 @@ export function formatObjectTable(info: KindInfo, objects: ApiObject[], opts: Ta
   return formatTable(headers, rows, { color: opts.color, colorColumns: h.color });
 }
 
-export interface RevisionView {
-  revision: number;
-  createdAt?: string;
-  manifests?: { kind?: string; metadata?: { name?: string } }[];
-  changeCause?: string;
-}
+/** One workload revision as the CLI reads it (core/api/views.ts). */
+export type RevisionView = Pick<Revision, 'revision'> & Partial<Revision>;
 
 /** `outpost rollout history workload NAME`: oldest first, the current (newest) one marked. */
 export function formatRevisions(revisions: RevisionView[], now: number): string {
@@ -183,7 +180,10 @@ export function formatRevisions(revisions: RevisionView[], now: number): string 
   const rows = sorted.map((r) => [
     String(r.revision) + (r.revision === last ? ' (current)' : ''),
     age(r.createdAt, now),
-    (r.manifests ?? []).map((m) => `${m.kind ?? '?'}/${m.metadata?.name ?? '?'}`).join(', ') || '-',
+    (r.manifests ?? [])
+      .map((m) => m as { kind?: string; metadata?: { name?: string } })
+      .map((m) => `${m.kind ?? '?'}/${m.metadata?.name ?? '?'}`)
+      .join(', ') || '-',
     r.changeCause ?? '<none>',
   ]);
   return formatTable(['REVISION', 'AGE', 'MANIFESTS', 'CHANGE-CAUSE'], rows);
