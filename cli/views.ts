@@ -109,7 +109,7 @@ export function formatStates(s: Summary | undefined): string {
 export function rolloutCounts(r: RolloutStatus): string {
   const c: Partial<RolloutCountsView> = r.counts ?? {};
   const total = c.total ?? 0;
-  const apart = (['held', 'skipped', 'blocked'] as const)
+  const apart = (['held', 'skipped', 'blocked', 'waiting'] as const)
     .filter((k) => (c[k] ?? 0) > 0)
     .map((k) => `, ${c[k]} ${k}`)
     .join('');

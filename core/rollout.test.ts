@@ -75,6 +75,7 @@ describe('planRollout', () => {
       held: 0,
       skipped: 0,
       blocked: 0,
+      waiting: 0,
     });
     expect(p.reason).toBe('3 of 3 edges updated, 0 ready; waiting for e1, e2, e3; at most 3 unavailable at once');
   });
@@ -92,6 +93,7 @@ describe('planRollout', () => {
       held: 0,
       skipped: 0,
       blocked: 0,
+      waiting: 0,
     });
   });
 
@@ -109,6 +111,7 @@ describe('planRollout', () => {
       held: 0,
       skipped: 0,
       blocked: 0,
+      waiting: 0,
     });
   });
 
@@ -160,6 +163,7 @@ describe('planRollout', () => {
       held: 0,
       skipped: 0,
       blocked: 0,
+      waiting: 0,
     });
   });
 
@@ -185,6 +189,22 @@ describe('planRollout', () => {
     // A held edge does not use the budget: e3 is written next to it.
     const q = plan([held, old('e3')], { maxUnavailable: 1 });
     expect(q.update).toEqual(['e2', 'e3']);
+  });
+
+  it('does not write an edge that waits for a precondition, names it, holds no budget and is never Complete', () => {
+    const waits = old('e2', { waitingFor: ['package db ^1 Ready on it'] });
+    const p = plan([written('e1', 'ready'), waits, old('e3')], { maxUnavailable: 1 });
+    // e2 waits: the one unit of budget goes to e3, the next pending edge.
+    expect(p.update).toEqual(['e3']);
+    expect(p.phase).toBe('Progressing');
+    expect(p.counts).toMatchObject({ waiting: 1, pending: 1, updated: 2 });
+    expect(p.reason).toMatch(/waiting on e2 for package db \^1 Ready on it before writing the new version there/);
+    // Everything else ready: still not Complete while e2 waits.
+    expect(plan([written('e1', 'ready'), waits]).phase).toBe('Progressing');
+    // The precondition met: e2 is written like any pending edge.
+    expect(plan([written('e1', 'ready'), old('e2')]).update).toEqual(['e2']);
+    // Already written (it was ready before the gate mattered): nothing to hold back.
+    expect(plan([written('e2', 'ready', { waitingFor: ['x'] })]).phase).toBe('Complete');
   });
 
   it('skips edges offline longer than skipOfflineAfter and can complete without them', () => {
@@ -233,6 +253,7 @@ describe('planRollout', () => {
       held: 0,
       skipped: 0,
       blocked: 0,
+      waiting: 0,
     });
     expect(p.failures).toEqual({ e1: NEW, e2: NEW });
   });

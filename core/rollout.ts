@@ -40,6 +40,9 @@
  * - blocked  (`blocked`: workloads another placement holds on this edge): the edge's own part
  *            rolls out as usual but the edge never counts as ready, so a placement whose edge
  *            lacks one of its workloads is never Complete (Failed once nothing else moves).
+ * - waiting  (`waitingFor`: a precondition on this edge is not met yet, e.g. a package's
+ *            dependency is not Ready there): its target is not written until it is; it holds no
+ *            budget, and the rollout is Progressing while any edge waits.
  *
  * @example
  * const plan = planRollout({ placement: 'web', rollout: p.spec.rollout, edges });
@@ -61,6 +64,8 @@ export interface RolloutEdge {
   offlineForMs?: number;
   /** Workloads of the placement this edge lacks because another placement holds them: `web (placement dup)`. */
   blocked?: string[];
+  /** What this edge must have before its target is written: `package db ^1 Ready on it`. */
+  waitingFor?: string[];
 }
 
 /**
@@ -130,6 +135,8 @@ export interface RolloutCounts {
   skipped: number;
   /** Edges lacking a workload of the placement because another placement holds it there. */
   blocked: number;
+  /** Edges whose target waits for a precondition on the edge (`waitingFor`). */
+  waiting: number;
 }
 
 export interface RolloutPlan {
@@ -163,7 +170,7 @@ function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
 }
 
-type Class = 'done' | 'free' | 'failed' | 'inflight' | 'pending' | 'held' | 'skipped';
+type Class = 'done' | 'free' | 'failed' | 'inflight' | 'pending' | 'held' | 'skipped' | 'waiting';
 
 function classify(e: RolloutEdge, skipAfterMs: number | undefined): Class {
   const onTarget = e.observed?.key === e.targetKey ? e.observed.state : undefined;
@@ -171,7 +178,7 @@ function classify(e: RolloutEdge, skipAfterMs: number | undefined): Class {
   if (onTarget === 'ready') return written ? 'done' : 'free';
   if (e.observed?.state === 'paused') return 'held';
   if (skipAfterMs !== undefined && e.online === false && (e.offlineForMs ?? 0) > skipAfterMs) return 'skipped';
-  if (!written) return 'pending';
+  if (!written) return e.waitingFor?.length ? 'waiting' : 'pending';
   return onTarget === 'failed' ? 'failed' : 'inflight';
 }
 
@@ -202,6 +209,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
     pending: [],
     held: [],
     skipped: [],
+    waiting: [],
   };
   for (const e of edges) by[classify(e, skipAfter)].push(e);
   const blocked = edges.filter((e) => e.blocked?.length);
@@ -238,6 +246,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
     held: by.held.length,
     skipped: by.skipped.length,
     blocked: blocked.length,
+    waiting: by.waiting.length,
   };
   const progress = `${updated} of ${plural(total, 'edge')} updated, ${ready} ready`;
   const resume = input.advice?.resume ?? `run \`outpost rollout resume placement ${placement}\``;
@@ -251,6 +260,10 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   if (by.skipped.length)
     apart.push(
       `skipped ${plural(by.skipped.length, 'edge')} offline longer than ${rollout.skipOfflineAfter}: ${listNames(by.skipped.map((e) => e.edge))}`,
+    );
+  if (by.waiting.length)
+    apart.push(
+      `waiting on ${listNames(by.waiting.map((e) => `${e.edge} for ${e.waitingFor!.join(', ')}`))} before writing the new version there`,
     );
   if (blocked.length)
     apart.push(

@@ -25,6 +25,7 @@ import { ReplicaStore } from '../sync/store.js';
 import { isCorruptDatabase } from '../sync/sqlite.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
+import { dependsOnGate } from './catalog/gate.js';
 import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './catalog/scanner.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
@@ -260,6 +261,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     scanner: opts.scanner,
     ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
   });
+  scheduler.addGate(dependsOnGate(db, objects));
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
   upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);

@@ -74,6 +74,8 @@ export interface RolloutCountsView {
   held?: number;
   skipped?: number;
   blocked?: number;
+  /** Edges whose new version waits for a precondition there (a package's dependency Ready). */
+  waiting?: number;
 }
 
 /** A placement's rollout as the planner last decided it. */

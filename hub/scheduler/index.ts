@@ -25,11 +25,20 @@ import {
 } from '../state/assignments.js';
 import { writeAssignments } from './assign.js';
 import { WorkQueue, type Work } from './queue.js';
-import { failedEdges, observeEdges, planPlacement, skipDelayMs, type RolloutStatus } from './rollout.js';
+import { waitingFor, type EdgeGate, type GateContext } from './gates.js';
+import {
+  failedEdges,
+  observeAssignments,
+  observeEdges,
+  planPlacement,
+  skipDelayMs,
+  type RolloutStatus,
+} from './rollout.js';
 import { SpecWriter } from './spec-writer.js';
 import { TargetCache } from './targets.js';
 
 export type { RolloutStatus } from './rollout.js';
+export type { EdgeGate, GateContext } from './gates.js';
 
 /** Rounds of hand-over (a workload released by one placement, taken by another) within one pass. */
 const HANDOVER_ROUNDS = 4;
@@ -51,6 +60,10 @@ export class Scheduler {
   private readonly released = new Map<string, Set<string>>();
   /** Per placement: a re-plan due when an offline edge passes `skipOfflineAfter` (no event marks that moment). */
   private readonly skipTimers = new Map<string, NodeJS.Timeout>();
+  /** Preconditions per edge (gates.ts), registered by the modules that own them. */
+  private readonly gates: EdgeGate[] = [];
+  /** Edge -> placements (`project/name`) whose new version waits for a gate on it: its reports re-plan them. */
+  private readonly waitingOn = new Map<string, Set<string>>();
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -80,6 +93,11 @@ export class Scheduler {
         add: (registries, manifests) => withRegistryAccess(secrets.box, registries, manifests),
       },
     );
+  }
+
+  /** A precondition edges must meet before a placement's new version is written to them (gates.ts). */
+  addGate(gate: EdgeGate): void {
+    this.gates.push(gate);
   }
 
   /** How long the last pass took (status passes are paced by it). */
@@ -119,6 +137,11 @@ export class Scheduler {
       if (cause === 'connectivity' && st?.phase === 'Complete' && !st.counts.skipped) continue;
       keys.push(key);
       if (this.heldBack.has(key)) advances = true;
+    }
+    // Placements with nothing on this edge yet, whose new version waits for something there.
+    for (const key of this.waitingOn.get(name) ?? []) {
+      keys.push(key);
+      advances = true;
     }
     const delay = this.queue.statusDelay(advances);
     for (const k of keys) this.queue.addPlacement(k, delay);
@@ -224,6 +247,7 @@ export class Scheduler {
       this.targets.forget(project, name);
       clearTimeout(this.skipTimers.get(key));
       this.skipTimers.delete(key);
+      this.setWaiting(key, []);
       for (const a of before) this.release(project, a.workload, name);
       return new Set(before.map((a) => a.edge));
     }
@@ -245,6 +269,15 @@ export class Scheduler {
       runtimes,
       now,
     });
+    if (this.gates.length) {
+      const unwritten = edges.filter((e) => e.writtenKey !== e.targetKey).map((e) => e.edge);
+      const waits = waitingFor(this.gates, placement, unwritten, this.gateContext());
+      for (const e of edges) {
+        const why = waits.get(e.edge);
+        if (why?.length) e.waitingFor = why;
+      }
+      this.setWaiting(key, [...waits.keys()]);
+    }
     const plan = planPlacement(
       placement,
       edges,
@@ -277,6 +310,38 @@ export class Scheduler {
     });
     for (const w of released) this.release(project, w, name);
     return changed;
+  }
+
+  /** Records which edges placement `key` waits on (replacing what it waited on before). */
+  private setWaiting(key: string, edges: string[]): void {
+    for (const [edge, keys] of this.waitingOn) {
+      keys.delete(key);
+      if (!keys.size) this.waitingOn.delete(edge);
+    }
+    for (const e of edges) (this.waitingOn.get(e) ?? this.waitingOn.set(e, new Set()).get(e)!).add(key);
+  }
+
+  /** What gates may ask, memoized for one pass of one placement. */
+  private gateContext(): GateContext {
+    const byPlacement = new Map<
+      string,
+      { keys: Map<string, AssignmentKey[]>; status: ReturnType<AssignmentStore['statusForPlacement']> }
+    >();
+    return {
+      readyOn: (project, placement, edge) => {
+        const k = `${project}/${placement}`;
+        let p = byPlacement.get(k);
+        if (!p) {
+          const keys = new Map<string, AssignmentKey[]>();
+          for (const a of this.assignments.keysForPlacement(project, placement))
+            (keys.get(a.edge) ?? keys.set(a.edge, []).get(a.edge)!).push(a);
+          p = { keys, status: this.assignments.statusForPlacement(project, placement) };
+          byPlacement.set(k, p);
+        }
+        const on = p.keys.get(edge);
+        return !!on?.length && observeAssignments(on, p.status) === 'ready';
+      },
+    };
   }
 
   private armSkipTimer(project: string, name: string, delayMs: number | undefined): void {

@@ -63,6 +63,7 @@ function RolloutProgress(props: { rollout: RolloutView }) {
             {held > 0 && <li>{held} held on site</li>}
             {skipped > 0 && <li>{skipped} skipped (offline)</li>}
             {blocked > 0 && <li>{blocked} blocked by another placement</li>}
+            {(c.waiting ?? 0) > 0 && <li>{c.waiting} waiting for a dependency on the edge</li>}
             <li>of {c.total} edges</li>
           </ul>
         </>
