@@ -123,7 +123,7 @@ export function buildProgram(): Command {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
         // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
         const { startHub } = await import('./hub/hub.js');
-        const { parseScanner } = await import('./hub/catalog/scanner.js');
+        const { parseScanner } = await import('./hub/scan/clamd.js');
         let scanner;
         try {
           scanner = o.scanner === undefined ? undefined : parseScanner(o.scanner);

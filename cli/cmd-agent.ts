@@ -67,10 +67,11 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
         }
         const s = await openSession(cmd, deps);
         const blob = await pushBlob(s, file, AGENT_MEDIA_TYPE);
-        const release = await s.client.post<SignedRelease>(`/api/v1/projects/${s.project}/agent-releases`, {
-          digest: blob.digest,
-          version,
-        });
+        // The hub scans the binary before it signs (docs/api.md): the verdict is not part of the release.
+        const { scan: _scan, ...release } = await s.client.post<SignedRelease & { scan?: unknown }>(
+          `/api/v1/projects/${s.project}/agent-releases`,
+          { digest: blob.digest, version },
+        );
         const upgrade = {
           apiVersion: API_VERSION,
           kind: 'AgentUpgrade',

@@ -27,7 +27,7 @@ import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { dependsOnGate } from './catalog/gate.js';
 import { Catalog } from './catalog/index.js';
-import type { ScannerSpec } from './catalog/scanner.js';
+import type { ScannerSpec } from './scan/clamd.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { handleImageRequest, ImageCache } from './images/cache.js';
 import type { Registry } from '../core/resources.js';
@@ -277,7 +277,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     requireApproval: !!opts.requireApproval,
   });
   const app = createApi({
-    releases: new AgentReleases(blobs, releaseKey),
+    releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     upgrades,
     catalog,
     db,

@@ -3,7 +3,9 @@
  * a binary and prints the release the hub signed with its release key; an edge enrolling pins the
  * hub's public release key next to its CA; the edge stages a release only when the signature
  * verifies with that key and the bytes hash to the signed digest; anything else is refused before
- * a file is written.
+ * a file is written. The binary passes the hub's malware scan (a real clamd with a signature database
+ * made here) before it is signed: a Quarantined binary is never signed, and with clamd down nothing
+ * is (fail-closed).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { BlobDigest } from '../core/blobs.js';
 import { newReleaseKeyPair, signRelease, verifyRelease, type SignedRelease } from '../core/release.js';
+import { TestClamd, TEST_SIGNATURE } from './fixtures/clamd.js';
 import { runCli } from './fixtures/cli.js';
+import { HubClient } from '../cli/client.js';
 import { readEdgeConfig } from '../edge/config.js';
 import { enroll } from '../edge/enroll.js';
 import { stageRelease } from '../edge/upgrade/release.js';
@@ -23,11 +27,19 @@ let dir: string;
 let hub: Hub;
 let env: NodeJS.ProcessEnv;
 let binary: string;
+let clamd: TestClamd;
+const MALWARE = Buffer.from(`#!/bin/sh\n# outpost release test malware ${process.pid} ${Date.now()}\n`);
 const cli = (args: string[]) => runCli(args, { env });
 
 beforeAll(async () => {
   dir = tempDir('outpost-release-');
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0' });
+  clamd = new TestClamd(path.join(dir, 'clamd'), MALWARE);
+  await clamd.start();
+  hub = await startHub({
+    dataDir: path.join(dir, 'hub'),
+    listen: '127.0.0.1:0',
+    scanner: { kind: 'clamd', target: { path: clamd.socket }, label: `clamd:unix:${clamd.socket}` },
+  });
   env = { OUTPOST_CONFIG: path.join(dir, 'cli', 'config.json') };
   expect((await cli(['login', '--hub', hub.url, '--token', hub.adminToken])).code).toBe(0);
   // A stand-in executable that answers --version like outpost does.
@@ -37,6 +49,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await hub?.close();
+  await clamd?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -59,6 +72,27 @@ describe('agent releases', () => {
     expect(verifyRelease(hubKey(), release).digest).toBe(release.digest);
     const ls = JSON.parse((await cli(['blob', 'ls', '-o', 'json'])).stdout) as { digest: string; mediaType: string }[];
     expect(ls.find((b) => b.digest === release.digest)?.mediaType).toBe('application/vnd.outpost.agent');
+  });
+
+  it('signs only a binary the malware scanner found Clean, and says which engine did', async () => {
+    // The release above went through clamd: asking again shows the verdict the hub signed on.
+    const client = new HubClient({ hub: hub.url, token: hub.adminToken, ca: hub.caPem });
+    const signed = await client.post<{ scan: unknown }>('/api/v1/projects/default/agent-releases', {
+      digest: release.digest,
+      version: release.version,
+    });
+    expect(signed.scan).toMatchObject({ state: 'Clean', engine: expect.stringMatching(/^ClamAV \d/) });
+
+    const evil = path.join(dir, 'outpost-evil');
+    fs.writeFileSync(evil, MALWARE, { mode: 0o755 });
+    const r = await cli(['agent', 'push', evil, '--release-version', '6.6.6']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `\\(6\\.6\\.6\\) is Quarantined: the malware scanner found ${TEST_SIGNATURE.replace(/\./g, '\\.')}.* in it \\(ClamAV .*it is not signed and cannot be deployed`,
+      ),
+    );
+    expect(r.stdout).toBe('');
   });
 
   it('a viewer or operator may not sign releases', async () => {
@@ -118,5 +152,14 @@ describe('agent releases', () => {
     expect(staged.binary).toBe(path.join(agentDir, 'outpost-9.9.9'));
     expect(fs.statSync(staged.binary).mode & 0o755).toBe(0o755);
     expect(fs.readFileSync(staged.binary).equals(fs.readFileSync(binary))).toBe(true);
+  });
+
+  it('signs nothing while the scanner is down (fail-closed), and again once it is back', async () => {
+    await clamd.stop();
+    const down = await cli(['agent', 'push', binary, '--release-version', '9.9.11']);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/was not scanned, so it is not signed: clamd at .* is unreachable/);
+    await clamd.start();
+    expect((await cli(['agent', 'push', binary, '--release-version', '9.9.11'])).code).toBe(0);
   });
 });

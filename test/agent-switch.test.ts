@@ -60,7 +60,7 @@ beforeAll(async () => {
   edgeDir = path.join(dir, 'edge');
   pids = path.join(dir, 'pids');
   fs.mkdirSync(pids);
-  hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
+  hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http', '--scanner', 'none']);
   cliEnv = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_PROJECT: 'default' };
   const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', { labels: { site: 'a' } });
   edge = await startEdgeProc(edgeDir, ['--hub', hub.url, '--join-token', join.json.token, '--name', 'e1']);

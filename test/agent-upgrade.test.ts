@@ -115,7 +115,7 @@ beforeAll(async () => {
   const built = path.join(bundleDir, 'outpost.cjs');
   await bundle(path.join(ROOT, 'main.ts'), built, { version: NEW_VERSION, commit: 'upgradetest' });
 
-  hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
+  hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http', '--scanner', 'none']);
   cliEnv = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_PROJECT: 'default' };
   for (const name of EDGES) {
     const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', { labels: { fleet: 'a' } });

@@ -68,7 +68,7 @@ export interface ErrorResponse {
   error: { code: ErrorCode; message: string; details?: unknown };
 }
 
-/** A package version's malware scan verdict (hub/catalog/scanner.ts, docs/catalog.md). */
+/** A package version's malware scan verdict (hub/scan/clamd.ts, docs/catalog.md). */
 export const SCAN_STATES = ['Pending', 'Clean', 'Quarantined'] as const;
 export type ScanState = (typeof SCAN_STATES)[number];
 export interface PackageScan {

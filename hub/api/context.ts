@@ -2,6 +2,7 @@
  * @module What the API routes need from the hub (dependency injection from the composition root),
  * the authenticated principal, and the one place where errors become HTTP responses.
  */
+import type { ScanVerdict } from '../scan/clamd.js';
 import type { AgentUpgradeStatusView } from '../../core/api/views.js';
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
@@ -80,7 +81,8 @@ export interface HubDeps {
   /** Signs agent releases (hub/upgrades/releases.ts); its public key goes to edges at enrollment. */
   releases?: {
     publicKeyPem: string;
-    sign(project: string, digest: string, version: string): SignedRelease;
+    /** Scans the binary (fail-closed) and signs its release. */
+    sign(project: string, digest: string, version: string): Promise<SignedRelease & { scan: ScanVerdict }>;
   };
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
   upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatusView };

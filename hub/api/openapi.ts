@@ -246,8 +246,12 @@ export function openApiDocument(version: string): unknown {
     },
     '/api/v1/projects/{project}/agent-releases': {
       post: {
-        summary: 'Sign an agent release {digest, version} with the hub release key (admin)',
-        responses: { 201: { description: 'the signed release' }, default: errorResponse },
+        summary:
+          'Scan the agent binary {digest} with the malware scanner, then sign its release {digest, version} with the hub release key (admin)',
+        responses: {
+          201: { description: 'the signed release, with the scan verdict {state: Clean, engine}' },
+          default: errorResponse,
+        },
       },
     },
     '/api/v1/release-key': {

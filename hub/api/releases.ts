@@ -13,7 +13,7 @@ export function releaseRoutes(deps: HubDeps): Hono<Env> {
     const b = await jsonBody<{ digest?: unknown; version?: unknown }>(c);
     if (typeof b.digest !== 'string' || typeof b.version !== 'string')
       throw new OutpostError('invalid', 'body must be {"digest": "sha256:...", "version": "X.Y.Z"}');
-    return c.json(deps.releases.sign(project, b.digest, b.version), 201);
+    return c.json(await deps.releases.sign(project, b.digest, b.version), 201);
   });
   app.get('/release-key', (c) => {
     if (!deps.releases) throw new OutpostError('not_found', 'this hub has no release key');

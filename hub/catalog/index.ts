@@ -25,7 +25,7 @@ import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
 import { readPackageArchive } from './archive.js';
 import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
-import { ClamdClient, type ScannerSpec } from './scanner.js';
+import { ClamdClient, type ScannerSpec } from '../scan/clamd.js';
 import {
   allPackages,
   getDeployment,

@@ -98,3 +98,28 @@ export class ClamdClient {
     throw new Error(`clamd gave no verdict: ${a.slice(0, 200)}`);
   }
 }
+
+/** A verdict with the engine and signature database that gave it (recorded with it). */
+export interface ScanVerdict {
+  state: 'Clean' | 'Quarantined';
+  signature?: string;
+  engine: string;
+}
+
+/** Why nothing can pass the scan stage: no `--scanner` given. */
+export const NO_SCANNER =
+  'the hub runs without a malware scanner: start it with --scanner clamd:unix:PATH (or clamd:tcp:HOST:PORT), or --scanner none to accept unscanned bytes';
+
+/**
+ * One file through the scan stage, now: the verdict of `spec`'s scanner, `Clean` with engine
+ * `none` for `--scanner none` (the explicit opt-out). Fail-closed: without a scanner, or with one
+ * that cannot be reached or gives no verdict, it throws (the caller passes nothing on).
+ */
+export async function scanFile(spec: ScannerSpec | undefined, file: string): Promise<ScanVerdict> {
+  if (!spec) throw new Error(NO_SCANNER);
+  if (spec.kind === 'none') return { state: 'Clean', engine: 'none (--scanner none: not scanned)' };
+  const client = new ClamdClient(spec.target);
+  const engine = await client.version();
+  const v = await client.scan(file);
+  return v.clean ? { state: 'Clean', engine } : { state: 'Quarantined', signature: v.signature, engine };
+}
