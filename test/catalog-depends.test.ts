@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killHostWorkloads } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
@@ -102,13 +103,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of procs) await p.kill('SIGTERM');
   // Workloads outlive their agents by design: end the ones this test started.
-  for (const f of fs.existsSync(out()) ? fs.readdirSync(out()) : [])
-    if (f.endsWith('.pid'))
-      try {
-        process.kill(Number(fs.readFileSync(path.join(out(), f), 'utf8').trim()), 'SIGKILL');
-      } catch {
-        /* gone already */
-      }
+  killHostWorkloads(out());
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
