@@ -22,6 +22,9 @@
 # - clamav-daemon: clamd, the catalog's malware scanner; test/fixtures/clamd.ts starts its own clamd
 #   with its own config and a signature database the test makes (its systemd service and
 #   freshclam play no part: no signature download is needed).
+# - postgresql: the server and psql for the hub's PostgreSQL backend (issue #22); test/fixtures/postgres.ts
+#   starts its own throwaway cluster (initdb + pg_ctl as nobody, a loopback port, a temp dir). The
+#   system service the package sets up plays no part.
 # - faketime: libfaketime moves an edge agent's clock in test/hardening-clock.test.ts (edges whose
 #   clock is hours behind or a year ahead of the hub's certificates).
 # - /etc/outpost/containers.conf (override the path with OUTPOST_CONTAINERS_CONF): podman settings
@@ -37,7 +40,7 @@ start_ms=$(date +%s%3N)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 conf="${OUTPOST_CONTAINERS_CONF:-/etc/outpost/containers.conf}"
 image="${OUTPOST_TEST_IMAGE:-localhost/outpost-busybox:latest}"
-packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus faketime clamav-daemon docker-registry skopeo apache2-utils)
+packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus faketime clamav-daemon docker-registry skopeo apache2-utils postgresql)
 verify=0
 changed=0
 [ "${1:-}" = "--verify" ] && verify=1
