@@ -64,6 +64,8 @@ export class Scheduler {
   private readonly gates: EdgeGate[] = [];
   /** Edge -> placements (`project/name`) whose new version waits for a gate on it: its reports re-plan them. */
   private readonly waitingOn = new Map<string, Set<string>>();
+  /** The other way round: placement -> the edges it waits on. */
+  private readonly waitsOf = new Map<string, string[]>();
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -314,10 +316,13 @@ export class Scheduler {
 
   /** Records which edges placement `key` waits on (replacing what it waited on before). */
   private setWaiting(key: string, edges: string[]): void {
-    for (const [edge, keys] of this.waitingOn) {
-      keys.delete(key);
-      if (!keys.size) this.waitingOn.delete(edge);
+    for (const edge of this.waitsOf.get(key) ?? []) {
+      const keys = this.waitingOn.get(edge);
+      keys?.delete(key);
+      if (keys && !keys.size) this.waitingOn.delete(edge);
     }
+    if (edges.length) this.waitsOf.set(key, edges);
+    else this.waitsOf.delete(key);
     for (const e of edges) (this.waitingOn.get(e) ?? this.waitingOn.set(e, new Set()).get(e)!).add(key);
   }
 
