@@ -1,0 +1,170 @@
+/**
+ * @module A synchronous PostgreSQL client for the hub's state layer (issue #22, groundwork): the
+ * hub's state modules are synchronous by design (one SQLite transaction per write, called from
+ * deep in the scheduler and the edges' lifecycle), so their PostgreSQL implementation calls this.
+ * The `pg` client runs in a worker thread (worker.ts); each statement is posted to it and the main
+ * thread waits on a shared flag (Atomics.wait) for the answer, read with receiveMessageOnPort. The
+ * event loop is blocked for one round trip per statement: the cost the benchmarks of #22 measure.
+ *
+ * Every statement has a deadline: a database that is down or does not answer gives one error,
+ * `DatabaseUnavailable`, instead of a hub that hangs. Placeholders are written `?` as for SQLite
+ * and numbered here (`$1`...), outside quoted strings.
+ *
+ * Not yet inside the single executable: the worker is loaded from worker.ts by Node's type
+ * stripping (Node 24), as in the tests; the SEA build will need it as a side bundle.
+ */
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+
+/** The database cannot be reached, or did not answer in time. */
+export class DatabaseUnavailable extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'DatabaseUnavailable';
+  }
+}
+
+/** PostgreSQL refused a statement (its SQLSTATE in `code`). */
+export class DatabaseError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'DatabaseError';
+  }
+}
+
+export interface SyncPostgresOptions {
+  /** How long connecting may take. */
+  connectTimeoutMs?: number;
+  /** How long one statement may take, on the server and in the wait here. */
+  statementTimeoutMs?: number;
+}
+
+type Param = string | number | bigint | boolean | null | Buffer;
+
+/**
+ * Whether an error code means the database is not there rather than that a statement was wrong:
+ * no SQLSTATE at all (a socket error such as ECONNREFUSED, ECONNRESET, ENOTFOUND), class 08
+ * (connection exception) or 57P (operator intervention: the server shuts down).
+ */
+export function connectionLost(code: string | undefined): boolean {
+  return !code || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P)/.test(code);
+}
+
+/** `?` placeholders numbered `$1`, `$2`... for PostgreSQL; a `?` inside '...' or "..." stays. */
+export function numberPlaceholders(sql: string): string {
+  let out = '';
+  let n = 0;
+  let quote: string | undefined;
+  for (const ch of sql) {
+    if (quote) {
+      if (ch === quote) quote = undefined;
+      out += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      out += ch;
+    } else out += ch === '?' ? `$${++n}` : ch;
+  }
+  return out;
+}
+
+/** `postgres://user:secret@host/db` with the password masked, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+}
+
+export class SyncPostgres {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly done: Int32Array;
+  private readonly waitMs: number;
+  private depth = 0;
+  private closed = false;
+
+  constructor(
+    private readonly url: string,
+    o: SyncPostgresOptions = {},
+  ) {
+    const connectTimeoutMs = o.connectTimeoutMs ?? 5_000;
+    const statementTimeoutMs = o.statementTimeoutMs ?? 10_000;
+    // Connecting and the statement may both take their full time on the first statement.
+    this.waitMs = connectTimeoutMs + statementTimeoutMs + 1_000;
+    const flag = new SharedArrayBuffer(4);
+    this.done = new Int32Array(flag);
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.worker = new Worker(new URL('./worker.ts', import.meta.url), {
+      workerData: { url, flag, port: port2, connectTimeoutMs, statementTimeoutMs },
+      transferList: [port2],
+    });
+    this.worker.unref();
+    this.port.unref();
+  }
+
+  private call(req: object): { rows?: Record<string, unknown>[]; rowCount?: number; error?: string; code?: string } {
+    if (this.closed) throw new DatabaseUnavailable('the database client is closed');
+    Atomics.store(this.done, 0, 0);
+    this.port.postMessage(req);
+    if (Atomics.wait(this.done, 0, 0, this.waitMs) === 'timed-out')
+      throw new DatabaseUnavailable(
+        `the database at ${redactUrl(this.url)} did not answer within ${this.waitMs / 1000}s`,
+      );
+    const msg = receiveMessageOnPort(this.port)?.message as ReturnType<SyncPostgres['call']> | undefined;
+    if (!msg) throw new DatabaseUnavailable('the database worker gave no answer');
+    if (msg.error !== undefined) {
+      if (connectionLost(msg.code))
+        throw new DatabaseUnavailable(`the database at ${redactUrl(this.url)} is unreachable: ${msg.error}`);
+      throw new DatabaseError(msg.error, msg.code);
+    }
+    return msg;
+  }
+
+  /** Every row of one statement (`?` placeholders). */
+  all<Row>(sql: string, ...params: Param[]): Row[] {
+    return (this.call({ sql: numberPlaceholders(sql), params }).rows ?? []) as Row[];
+  }
+
+  /** The first row, or undefined. */
+  one<Row>(sql: string, ...params: Param[]): Row | undefined {
+    return this.all<Row>(sql, ...params)[0];
+  }
+
+  /** Runs a write; how many rows it changed. */
+  run(sql: string, ...params: Param[]): number {
+    return this.call({ sql: numberPlaceholders(sql), params }).rowCount ?? 0;
+  }
+
+  /** Runs `fn` in one transaction, joining an open one; a throw rolls the whole of it back. */
+  transaction<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    this.run('BEGIN');
+    this.depth++;
+    try {
+      const out = fn();
+      this.depth--;
+      this.run('COMMIT');
+      return out;
+    } catch (err) {
+      this.depth = 0;
+      try {
+        this.run('ROLLBACK');
+      } catch {
+        /* the connection is gone: the server rolled back already */
+      }
+      throw err;
+    }
+  }
+
+  /** Ends the connection and the worker. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      this.call({ close: true });
+    } catch {
+      /* going anyway */
+    }
+    this.closed = true;
+    await this.worker.terminate();
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The worker thread of SyncPostgres (sync-client.ts): owns one `pg` connection and runs the
+ * statements the main thread posts, one at a time, waking the main thread through the shared flag
+ * after each answer. Loaded by Node directly (type stripping): erasable TypeScript only, and no
+ * imports but `pg` and Node's own modules.
+ */
+import { workerData, type MessagePort } from 'node:worker_threads';
+import pg from 'pg';
+
+interface Init {
+  url: string;
+  flag: SharedArrayBuffer;
+  port: MessagePort;
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
+}
+
+interface Request {
+  sql?: string;
+  params?: unknown[];
+  close?: boolean;
+}
+
+const { url, flag, port, connectTimeoutMs, statementTimeoutMs } = workerData as Init;
+const done = new Int32Array(flag);
+let client: pg.Client | undefined;
+
+function answer(msg: unknown): void {
+  port.postMessage(msg);
+  Atomics.store(done, 0, 1);
+  Atomics.notify(done, 0);
+}
+
+async function connected(): Promise<pg.Client> {
+  if (client) return client;
+  const c = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: connectTimeoutMs,
+    statement_timeout: statementTimeoutMs,
+  });
+  // A connection that breaks later is dropped here and made again by the next statement.
+  c.on('error', () => {
+    if (client === c) client = undefined;
+  });
+  await c.connect();
+  client = c;
+  return c;
+}
+
+port.on('message', (req: Request) => {
+  void (async () => {
+    if (req.close) {
+      await client?.end().catch(() => undefined);
+      client = undefined;
+      answer({ closed: true });
+      return;
+    }
+    try {
+      const c = await connected();
+      const r = await c.query({ text: req.sql!, values: req.params ?? [] });
+      answer({ rows: r.rows, rowCount: r.rowCount ?? 0 });
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      // A broken connection is not reused.
+      // Not a statement's fault (sync-client.ts connectionLost: no SQLSTATE, class 08 or 57P).
+      if (!e.code || !/^[0-9A-Z]{5}$/.test(e.code) || /^(08|57P)/.test(e.code)) {
+        await client?.end().catch(() => undefined);
+        client = undefined;
+      }
+      answer({ error: e.message, code: e.code });
+    }
+  })();
+});

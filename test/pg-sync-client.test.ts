@@ -1,0 +1,92 @@
+/**
+ * The synchronous PostgreSQL client of the hub's state layer (hub/state/pg/sync-client.ts, issue
+ * #22 groundwork) against a real PostgreSQL (test/fixtures/postgres.ts): statements with `?`
+ * placeholders, one transaction that commits, one that rolls back on a throw, nested transactions
+ * joining, SQL errors with their SQLSTATE, and a database that is down giving one clear error
+ * quickly, then working again once it is back, with the same client.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DatabaseError,
+  DatabaseUnavailable,
+  numberPlaceholders,
+  redactUrl,
+  SyncPostgres,
+} from '../hub/state/pg/sync-client.js';
+import { TestPostgres } from './fixtures/postgres.js';
+
+const pg = new TestPostgres();
+let db: SyncPostgres;
+
+beforeAll(async () => {
+  await pg.start();
+  db = new SyncPostgres(pg.createDatabase('sync_client'), { connectTimeoutMs: 2_000, statementTimeoutMs: 5_000 });
+}, 60_000);
+
+afterAll(async () => {
+  await db?.close();
+  await pg.remove();
+});
+
+describe('numberPlaceholders / redactUrl', () => {
+  it("numbers ? outside quotes and masks a URL's password", () => {
+    expect(numberPlaceholders("SELECT * FROM t WHERE a = ? AND b = '?' AND c = ?")).toBe(
+      "SELECT * FROM t WHERE a = $1 AND b = '?' AND c = $2",
+    );
+    expect(redactUrl('postgres://hub:s3cret@db:5432/outpost')).toBe('postgres://hub:***@db:5432/outpost');
+  });
+});
+
+describe('SyncPostgres (real PostgreSQL)', () => {
+  it('runs statements synchronously with ? placeholders', () => {
+    db.run('CREATE TABLE objects (name text PRIMARY KEY, n integer NOT NULL, body jsonb)');
+    expect(db.run('INSERT INTO objects (name, n, body) VALUES (?, ?, ?)', 'a', 1, '{"x":1}')).toBe(1);
+    expect(db.one<{ name: string; n: number; body: unknown }>('SELECT * FROM objects WHERE name = ?', 'a')).toEqual({
+      name: 'a',
+      n: 1,
+      body: { x: 1 },
+    });
+    expect(db.one('SELECT * FROM objects WHERE name = ?', 'none')).toBeUndefined();
+  });
+
+  it('commits a transaction, and rolls the whole of it back when its function throws (nested ones join)', () => {
+    db.transaction(() => {
+      db.run('INSERT INTO objects (name, n) VALUES (?, ?)', 'b', 2);
+      db.transaction(() => db.run('INSERT INTO objects (name, n) VALUES (?, ?)', 'c', 3));
+    });
+    expect(() =>
+      db.transaction(() => {
+        db.run('INSERT INTO objects (name, n) VALUES (?, ?)', 'd', 4);
+        db.transaction(() => db.run('UPDATE objects SET n = ? WHERE name = ?', 20, 'b'));
+        throw new Error('changed my mind');
+      }),
+    ).toThrow('changed my mind');
+    expect(db.all<{ name: string; n: number }>('SELECT name, n FROM objects ORDER BY name')).toEqual([
+      { name: 'a', n: 1 },
+      { name: 'b', n: 2 },
+      { name: 'c', n: 3 },
+    ]);
+  });
+
+  it("names PostgreSQL's refusal with its SQLSTATE, and the connection goes on", () => {
+    try {
+      db.run('INSERT INTO objects (name, n) VALUES (?, ?)', 'a', 9);
+      expect.unreachable('a duplicate key must be refused');
+    } catch (err) {
+      expect(err).toBeInstanceOf(DatabaseError);
+      expect((err as DatabaseError).code).toBe('23505');
+      expect((err as Error).message).toMatch(/duplicate key value violates unique constraint/);
+    }
+    expect(db.one<{ n: number }>('SELECT count(*)::int AS n FROM objects')).toEqual({ n: 3 });
+  });
+
+  it('gives one clear error while the database is down, and works again once it is back', async () => {
+    await pg.stop();
+    expect(() => db.all('SELECT 1')).toThrow(DatabaseUnavailable);
+    expect(() => db.all('SELECT 1')).toThrow(
+      /the database at postgres:\/\/outpost@127\.0\.0\.1:\d+\/sync_client is unreachable/,
+    );
+    await pg.start();
+    expect(db.one<{ n: number }>('SELECT count(*)::int AS n FROM objects')).toEqual({ n: 3 });
+  }, 60_000);
+});
