@@ -8,7 +8,7 @@ import type { SqliteDatabase } from '../sync/sqlite.js';
 import { migrate } from '../sync/sqlite.js';
 import { buildInfo } from '../core/version.js';
 
-const MIGRATIONS = [
+export const HUB_MIGRATIONS = [
   {
     version: 1,
     sql: `
@@ -149,5 +149,5 @@ const MIGRATIONS = [
 ];
 
 export function migrateHub(db: SqliteDatabase): void {
-  migrate(db, 'hub', MIGRATIONS, buildInfo().version);
+  migrate(db, 'hub', HUB_MIGRATIONS, buildInfo().version);
 }

@@ -70,24 +70,38 @@ export function openDatabase(file: string, opts: { walAutocheckpointPages?: numb
  * Applies the migrations of one component newer than the recorded version, each in a transaction.
  * A file written by a newer binary is refused: running an old binary on it could lose data.
  */
-export function migrate(db: SqliteDatabase, component: string, migrations: Migration[], binaryVersion: string): void {
-  const row = db.prepare('SELECT version FROM schema_versions WHERE component = ?').get(component) as
-    { version: number } | undefined;
-  const current = row?.version ?? 0;
+/** How a component's schema version is recorded: in the SQLite files and in the hub's PostgreSQL alike. */
+export const RECORD_SCHEMA_VERSION =
+  'INSERT INTO schema_versions (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version';
+
+/**
+ * The migrations to apply to a schema at version `current`, in order. A schema newer than every
+ * migration was written by a newer outpost: refused, with the fix (`where` names the database).
+ */
+export function pendingMigrations(
+  component: string,
+  migrations: Migration[],
+  current: number,
+  where: string,
+  binaryVersion: string,
+): Migration[] {
   const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0);
   if (current > latest) {
     throw new Error(
-      `the ${component} data in ${db.name} has schema version ${current}, but this outpost ${binaryVersion} only knows up to ${latest}: ` +
+      `the ${component} data in ${where} has schema version ${current}, but this outpost ${binaryVersion} only knows up to ${latest}: ` +
         `it was written by a newer outpost. Run the newer binary, or restore a backup taken before the upgrade.`,
     );
   }
-  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (m.version <= current) continue;
+  return [...migrations].sort((a, b) => a.version - b.version).filter((m) => m.version > current);
+}
+
+export function migrate(db: SqliteDatabase, component: string, migrations: Migration[], binaryVersion: string): void {
+  const row = db.prepare('SELECT version FROM schema_versions WHERE component = ?').get(component) as
+    { version: number } | undefined;
+  for (const m of pendingMigrations(component, migrations, row?.version ?? 0, db.name, binaryVersion)) {
     db.transaction(() => {
       db.exec(m.sql);
-      db.prepare(
-        'INSERT INTO schema_versions (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version',
-      ).run(component, m.version);
+      db.prepare(RECORD_SCHEMA_VERSION).run(component, m.version);
     })();
   }
 }

@@ -10,7 +10,7 @@ import { OFFLINE_AFTER_MS } from '../../core/durations.js';
 import { openDatabase, type SqliteDatabase } from '../../sync/sqlite.js';
 import { tempDir } from '../../test/helpers.js';
 import { migrateHub } from '../db.js';
-import { sqliteEdgeState, type EdgeState } from '../state/edges.js';
+import { sqlEdgeState, type EdgeState } from '../state/edges.js';
 import { edgeCounts, edgesOnline } from './fleet.js';
 
 let dir: string;
@@ -23,7 +23,7 @@ beforeEach(() => {
   dir = tempDir('outpost-fleet-test-');
   db = openDatabase(path.join(dir, 'hub.db'));
   migrateHub(db);
-  edges = sqliteEdgeState(db);
+  edges = sqlEdgeState(db);
 });
 afterEach(() => {
   db.close();

@@ -17,7 +17,7 @@
  */
 import type { Manifest } from '../../core/resources.js';
 import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
-import { sqliteEdgeState, type EdgeState } from './edges.js';
+import { sqlEdgeState, type EdgeState } from './edges.js';
 
 /** One workload on one edge, as the scheduler decided it. */
 export interface Assignment {
@@ -347,7 +347,7 @@ export class SqliteEdgeReads implements EdgeReads {
   private readonly edges: EdgeState;
 
   constructor(private readonly db: SqliteDatabase) {
-    this.edges = sqliteEdgeState(db);
+    this.edges = sqlEdgeState(db);
   }
 
   exists(edge: string): boolean {

@@ -5,13 +5,12 @@
  * resourceVersion; heartbeats land here and never in a document. What an edge's life means
  * (events, coalescing, when it counts as offline) lives in hub/edges/; this module only stores.
  *
- * `EdgeState` is the seam for a second implementation (PostgreSQL, issue #22); `sqliteEdgeState`
+ * `EdgeState` is the seam for a second implementation (PostgreSQL, issue #22); `sqlEdgeState`
  * is the one used today, synchronous like the rest of the hub's SQLite access.
  */
 import { inventoryLabels } from '../../core/inventory.js';
 import type { Inventory } from '../../core/resources.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
-import { all, json, one, run } from './sql.js';
+import { type SqlDb, all, json, one, run } from './sql.js';
 
 export interface EdgeRuntime {
   name: string;
@@ -133,7 +132,7 @@ function toRuntime(r: RuntimeRow): EdgeRuntime {
 }
 
 /** Liveness of every edge of a project (`*`: all) by name: the SQLite implementation's function. */
-export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, EdgeLiveness> {
+export function edgeLiveness(db: SqlDb, project: string): Map<string, EdgeLiveness> {
   const rows =
     project === '*' ? all<LivenessRow>(db, LIVENESS) : all<LivenessRow>(db, `${LIVENESS} WHERE project = ?`, project);
   const out = new Map<string, EdgeLiveness>();
@@ -150,7 +149,7 @@ export function edgeLiveness(db: SqliteDatabase, project: string): Map<string, E
   return out;
 }
 
-export function sqliteEdgeState(db: SqliteDatabase): EdgeState {
+export function sqlEdgeState(db: SqlDb): EdgeState {
   return {
     get(name) {
       const r = one<RuntimeRow>(db, 'SELECT * FROM edge_runtime WHERE name = ?', name);

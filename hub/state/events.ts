@@ -2,10 +2,9 @@
  * @module The hub's event log (table `events`): the only SQL about it. Events record what happened
  * to an object (created, approved, connected, rolled out...) for `outpost describe`, the UI and its
  * live stream; retention bounds them (hub/edges/history.ts). `EventLog` is the seam for a second
- * implementation (issue #22); `sqliteEventLog` is today's.
+ * implementation (issue #22); `sqlEventLog` is today's.
  */
-import type { SqliteDatabase } from '../../sync/sqlite.js';
-import { all, one, run } from './sql.js';
+import { type SqlDb, all, one, run } from './sql.js';
 
 export interface EventRecord {
   id: number;
@@ -45,7 +44,7 @@ export interface EventLog {
 }
 
 /** Appends one event; the SQLite implementation's function, for callers holding the database. */
-export function recordEvent(db: SqliteDatabase, e: NewEvent): void {
+export function recordEvent(db: SqlDb, e: NewEvent): void {
   run(
     db,
     'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)',
@@ -58,7 +57,7 @@ export function recordEvent(db: SqliteDatabase, e: NewEvent): void {
   );
 }
 
-export function sqliteEventLog(db: SqliteDatabase): EventLog {
+export function sqlEventLog(db: SqlDb): EventLog {
   return {
     record: (e) => recordEvent(db, e),
     update(id, e) {

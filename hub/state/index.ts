@@ -18,10 +18,11 @@
  * test/architecture.test.ts fails when a table is written anywhere else.
  */
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
-import { sqliteEdgeState, type EdgeState } from './edges.js';
-import { sqliteEventLog, type EventLog } from './events.js';
-import { sqliteObjectState, type ObjectState } from './objects.js';
-import { sqliteStatusState, type StatusState } from './status.js';
+import { sqlEdgeState, type EdgeState } from './edges.js';
+import type { SyncPostgres } from './pg/sync-client.js';
+import { sqlEventLog, type EventLog } from './events.js';
+import { sqlObjectState, type ObjectState } from './objects.js';
+import { sqlStatusState, type StatusState } from './status.js';
 
 export interface HubState {
   objects: ObjectState;
@@ -35,12 +36,26 @@ export interface HubState {
   transaction<T>(fn: () => T, opts?: { immediate?: boolean }): T;
 }
 
+/**
+ * The same state on PostgreSQL (issue #22, in progress: these four modules so far; the database
+ * migrated with hub/state/pg/schema.ts `migratePostgres`).
+ */
+export function postgresHubState(pg: SyncPostgres): HubState {
+  return {
+    objects: sqlObjectState(pg),
+    edges: sqlEdgeState(pg),
+    events: sqlEventLog(pg),
+    status: sqlStatusState(pg),
+    transaction: (fn) => pg.transaction(fn),
+  };
+}
+
 export function sqliteHubState(db: SqliteDatabase): HubState {
   return {
-    objects: sqliteObjectState(db),
-    edges: sqliteEdgeState(db),
-    events: sqliteEventLog(db),
-    status: sqliteStatusState(db),
+    objects: sqlObjectState(db),
+    edges: sqlEdgeState(db),
+    events: sqlEventLog(db),
+    status: sqlStatusState(db),
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
   };

@@ -2,11 +2,10 @@
  * @module The object tables (`objects`, `workload_revisions`, and the `counters` row that hands out
  * resourceVersions): the only SQL about them. What an object means (validation, sealing Secrets,
  * optimistic concurrency, events, change hooks) is hub/objects.ts; this module only stores.
- * `ObjectState` is the seam for a second implementation (issue #22); `sqliteObjectState` is today's.
+ * `ObjectState` is the seam for a second implementation (issue #22); `sqlObjectState` is today's.
  */
 import type { Kind } from '../../core/resources.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
-import { all, json, one, run } from './sql.js';
+import { all, containsParam, json, NO_LIMIT, one, run, type SqlDb } from './sql.js';
 
 export interface StoredObject {
   kind: Kind;
@@ -115,7 +114,7 @@ const toStored = (r: ObjectRow): StoredObject => ({
   updatedAt: r.updated_at,
 });
 
-function nextResourceVersion(db: SqliteDatabase): number {
+function nextResourceVersion(db: SqlDb): number {
   const r = one<{ value: number }>(
     db,
     "UPDATE counters SET value = value + 1 WHERE name = 'resourceVersion' RETURNING value",
@@ -124,7 +123,7 @@ function nextResourceVersion(db: SqliteDatabase): number {
   return r.value;
 }
 
-export function sqliteObjectState(db: SqliteDatabase): ObjectState {
+export function sqlObjectState(db: SqlDb): ObjectState {
   return {
     get(kind, project, name) {
       const r = one<ObjectRow>(
@@ -144,7 +143,7 @@ export function sqliteObjectState(db: SqliteDatabase): ObjectState {
               "SELECT * FROM objects WHERE kind = ? AND (project || '/' || name) > ? ORDER BY project, name LIMIT ?",
               kind,
               opts.after ?? '',
-              opts.limit ?? -1,
+              opts.limit ?? NO_LIMIT,
             )
           : all<ObjectRow>(
               db,
@@ -152,7 +151,7 @@ export function sqliteObjectState(db: SqliteDatabase): ObjectState {
               kind,
               project,
               opts.after ?? '',
-              opts.limit ?? -1,
+              opts.limit ?? NO_LIMIT,
             )
       ).map(toStored);
     },
@@ -266,7 +265,7 @@ export function sqliteObjectState(db: SqliteDatabase): ObjectState {
     sealedKeyId(sealedPrefix) {
       const row = one<{ spec: string }>(
         db,
-        "SELECT spec FROM objects WHERE kind IN ('Workload', 'Registry') AND instr(spec, ?) > 0 LIMIT 1",
+        `SELECT spec FROM objects WHERE kind IN ('Workload', 'Registry') AND ${containsParam(db, 'spec')} LIMIT 1`,
         `"${sealedPrefix}`,
       );
       return row ? /"ohs1\.([0-9a-f]{8})\./.exec(row.spec)?.[1] : undefined;
@@ -274,7 +273,7 @@ export function sqliteObjectState(db: SqliteDatabase): ObjectState {
     workloadSpecsContaining(text) {
       return all<{ project: string; name: string; spec: string }>(
         db,
-        "SELECT project, name, spec FROM objects WHERE kind = 'Workload' AND instr(spec, ?) > 0",
+        `SELECT project, name, spec FROM objects WHERE kind = 'Workload' AND ${containsParam(db, 'spec')}`,
         text,
       );
     },
@@ -284,7 +283,7 @@ export function sqliteObjectState(db: SqliteDatabase): ObjectState {
     revisionsContaining(text) {
       return all<{ project: string; workload: string; revision: number; manifests: string }>(
         db,
-        'SELECT project, workload, revision, manifests FROM workload_revisions WHERE instr(manifests, ?) > 0',
+        `SELECT project, workload, revision, manifests FROM workload_revisions WHERE ${containsParam(db, 'manifests')}`,
         text,
       );
     },

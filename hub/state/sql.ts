@@ -5,21 +5,43 @@
  * Statements are cached per database (sync/sqlite.ts `cachedStatement`).
  */
 import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
+import { SyncPostgres } from './pg/sync-client.js';
 
 type Param = string | number | bigint | null | Buffer;
 
+/**
+ * The database a state module runs its SQL on: the hub's SQLite file, or PostgreSQL through the
+ * synchronous client (issue #22). The modules write one SQL text for both: `?` placeholders,
+ * `ON CONFLICT` upserts, `RETURNING`, `CAST(... AS INTEGER)`; where a statement cannot be the same,
+ * `isPostgres` picks, in one place.
+ */
+export type SqlDb = SqliteDatabase | SyncPostgres;
+
+export const isPostgres = (db: SqlDb): db is SyncPostgres => db instanceof SyncPostgres;
+
+/** `column` contains the next parameter as a substring (`instr` in SQLite, `strpos` in PostgreSQL). */
+export function containsParam(db: SqlDb, column: string): string {
+  return isPostgres(db) ? `strpos(${column}, ?) > 0` : `instr(${column}, ?) > 0`;
+}
+
+/** `LIMIT ?` with no limit: SQLite's -1 is refused by PostgreSQL; this is the same for both. */
+export const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
 /** The first row of a query, typed by its caller's declared row type; undefined when none. */
-export function one<Row>(db: SqliteDatabase, sql: string, ...params: Param[]): Row | undefined {
+export function one<Row>(db: SqlDb, sql: string, ...params: Param[]): Row | undefined {
+  if (isPostgres(db)) return db.one<Row>(sql, ...params);
   return cachedStatement(db, sql).get(...params) as Row | undefined;
 }
 
 /** Every row of a query, typed by its caller's declared row type. */
-export function all<Row>(db: SqliteDatabase, sql: string, ...params: Param[]): Row[] {
+export function all<Row>(db: SqlDb, sql: string, ...params: Param[]): Row[] {
+  if (isPostgres(db)) return db.all<Row>(sql, ...params);
   return cachedStatement(db, sql).all(...params) as Row[];
 }
 
 /** Runs a write; returns how many rows it changed. */
-export function run(db: SqliteDatabase, sql: string, ...params: Param[]): number {
+export function run(db: SqlDb, sql: string, ...params: Param[]): number {
+  if (isPostgres(db)) return db.run(sql, ...params);
   return cachedStatement(db, sql).run(...params).changes;
 }
 

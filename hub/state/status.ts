@@ -3,10 +3,9 @@
  * workload, written inside the transaction that applied the report document, and the joined reads
  * the summaries are computed from (assignment + report + the edge's liveness, one scan). The only
  * SQL that writes `workload_status`. `StatusState` is the seam for a second implementation
- * (issue #22); `sqliteStatusState` is today's.
+ * (issue #22); `sqlStatusState` is today's.
  */
-import type { SqliteDatabase } from '../../sync/sqlite.js';
-import { all, json, one, run } from './sql.js';
+import { type SqlDb, all, json, one, run } from './sql.js';
 
 export type ObjectReadiness = Record<string, { ready: boolean; message?: string }>;
 
@@ -102,7 +101,7 @@ function toAssigned(r: JoinedRow): AssignedStatus {
   };
 }
 
-export function sqliteStatusState(db: SqliteDatabase): StatusState {
+export function sqlStatusState(db: SqlDb): StatusState {
   return {
     project(edge, workloads) {
       for (const w of workloads)

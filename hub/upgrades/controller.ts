@@ -38,7 +38,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import { isOnline, schedulableEdges } from '../edges/phase.js';
-import { edgeLiveness, sqliteEdgeState } from '../state/edges.js';
+import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
 
 const log = createLogger('hub:upgrades');
@@ -274,7 +274,7 @@ export class AgentUpgradeController {
   }
 
   private agentVersion(edge: string): string | undefined {
-    const rt = sqliteEdgeState(this.db).get(edge);
+    const rt = sqlEdgeState(this.db).get(edge);
     return rt?.inventory?.agentVersion ?? rt?.agentVersion;
   }
 

@@ -135,6 +135,11 @@ export class SyncPostgres {
     return this.call({ sql: numberPlaceholders(sql), params }).rowCount ?? 0;
   }
 
+  /** Runs SQL without parameters, several statements at once (schema migrations). */
+  exec(sql: string): void {
+    this.call({ sql });
+  }
+
   /** Runs `fn` in one transaction, joining an open one; a throw rolls the whole of it back. */
   transaction<T>(fn: () => T): T {
     if (this.depth > 0) return fn();

@@ -22,6 +22,9 @@ interface Request {
 }
 
 const { url, flag, port, connectTimeoutMs, statementTimeoutMs } = workerData as Init;
+// BIGINT (int8: timestamps in milliseconds, COUNT(*)) as a JS number, as better-sqlite3 gives it:
+// the hub's integers are all below 2^53.
+pg.types.setTypeParser(20, (v: string) => Number(v));
 const done = new Int32Array(flag);
 let client: pg.Client | undefined;
 
@@ -57,7 +60,8 @@ port.on('message', (req: Request) => {
     }
     try {
       const c = await connected();
-      const r = await c.query({ text: req.sql!, values: req.params ?? [] });
+      // Without parameters: the simple protocol, which takes several statements (migrations).
+      const r = req.params ? await c.query({ text: req.sql!, values: req.params }) : await c.query(req.sql!);
       answer({ rows: r.rows, rowCount: r.rowCount ?? 0 });
     } catch (err) {
       const e = err as Error & { code?: string };
