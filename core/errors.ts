@@ -19,7 +19,10 @@ export const ERROR_CODES = {
   bad_gateway: [502, 'the edge could not serve a tunnelled request (its driver or workload refused)'],
   edge_disconnected: [502, 'the edge disconnected while a tunnelled request was under way'],
   offline: [503, 'the edge is not connected now'],
-  unavailable: [503, 'the hub cannot serve this now (busy admitting edges: Retry-After says when; no release key)'],
+  unavailable: [
+    503,
+    'the hub cannot serve this now (busy admitting edges: Retry-After says when; no release key; no malware scanner; its database unreachable)',
+  ],
   deadline: [504, 'a tunnelled stream passed its deadline or stalled'],
   disk_full: [507, 'a write found the disk full: free space on it (reads go on)'],
 } as const satisfies Record<string, readonly [number, string]>;

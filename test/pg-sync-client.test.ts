@@ -13,6 +13,7 @@ import {
   redactUrl,
   SyncPostgres,
 } from '../hub/state/pg/sync-client.js';
+import { toOutpostError } from '../core/errors.js';
 import { TestPostgres } from './fixtures/postgres.js';
 
 const pg = new TestPostgres();
@@ -82,7 +83,14 @@ describe('SyncPostgres (real PostgreSQL)', () => {
 
   it('gives one clear error while the database is down, and works again once it is back', async () => {
     await pg.stop();
-    expect(() => db.all('SELECT 1')).toThrow(DatabaseUnavailable);
+    try {
+      db.all('SELECT 1');
+      expect.unreachable('the database is down');
+    } catch (err) {
+      // One error, mapped to 503 by the API's one mapping (core/errors.ts).
+      expect(err).toBeInstanceOf(DatabaseUnavailable);
+      expect(toOutpostError(err)).toMatchObject({ code: 'unavailable', status: 503 });
+    }
     expect(() => db.all('SELECT 1')).toThrow(
       /the database at postgres:\/\/outpost@127\.0\.0\.1:\d+\/sync_client is unreachable/,
     );

@@ -13,12 +13,16 @@
  * Not yet inside the single executable: the worker is loaded from worker.ts by Node's type
  * stripping (Node 24), as in the tests; the SEA build will need it as a side bundle.
  */
+import { OutpostError } from '../../../core/errors.js';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 
-/** The database cannot be reached, or did not answer in time. */
-export class DatabaseUnavailable extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
+/**
+ * The database cannot be reached, or did not answer in time: an OutpostError `unavailable`, so
+ * the one mapping (core/errors.ts) answers an API call with 503 while the database is down.
+ */
+export class DatabaseUnavailable extends OutpostError {
+  constructor(message: string) {
+    super('unavailable', message);
     this.name = 'DatabaseUnavailable';
   }
 }
