@@ -48,7 +48,7 @@ import { EdgeLifecycle } from './edges/lifecycle.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
 import { ObjectStore, sealedKeyId } from './objects.js';
-import { SqliteAssignmentStore } from './state/assignments.js';
+import { SqlAssignmentStore } from './state/assignments.js';
 import { sqliteHubState, type HubState } from './state/index.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
@@ -271,7 +271,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     store,
     scheduler: sched,
-    assignments: new SqliteAssignmentStore(db),
+    assignments: new SqlAssignmentStore(db),
     credentials: hubAuth,
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,

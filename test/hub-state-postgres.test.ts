@@ -13,7 +13,7 @@ import { migratePostgres } from '../hub/state/pg/schema.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { postgresHubState } from '../hub/state/index.js';
 import { TestPostgres } from './fixtures/postgres.js';
-import { edgeStateSuite, eventLogSuite, objectStateSuite } from './fixtures/state-suites.js';
+import { assignmentStoreSuite, edgeStateSuite, eventLogSuite, objectStateSuite } from './fixtures/state-suites.js';
 
 const server = new TestPostgres();
 let pg: SyncPostgres;
@@ -32,17 +32,19 @@ afterAll(async () => {
 });
 
 /** A fresh schema on the one connection, migrated: what the suites get for each test. */
-function fresh() {
+function freshDb(): SyncPostgres {
   const schema = `t${++schemas}`;
   pg.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
   migratePostgres(pg);
-  return postgresHubState(pg);
+  return pg;
 }
+const fresh = () => postgresHubState(freshDb());
 
 describe('hub state on PostgreSQL', () => {
   objectStateSuite(fresh);
   edgeStateSuite(fresh);
   eventLogSuite(fresh);
+  assignmentStoreSuite(freshDb);
 
   it('three replicas migrating an empty database at the same moment apply each migration once', async () => {
     const url = server.createDatabase('hub_race');

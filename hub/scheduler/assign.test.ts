@@ -3,16 +3,16 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { contentSetKey, type RolloutEdge } from '../../core/rollout.js';
 import { memoryHubState, seedStatus } from '../../test/fixtures/hub-state.js';
 import type { SqliteDatabase } from '../../sync/sqlite.js';
-import { SqliteAssignmentStore } from '../state/assignments.js';
+import { SqlAssignmentStore } from '../state/assignments.js';
 import { writeAssignments, type AssignInput } from './assign.js';
 import type { Selection, Target } from './targets.js';
 
 let db: SqliteDatabase;
-let store: SqliteAssignmentStore;
+let store: SqlAssignmentStore;
 
 beforeEach(() => {
   db = memoryHubState().db;
-  store = new SqliteAssignmentStore(db);
+  store = new SqlAssignmentStore(db);
 });
 
 const target = (workload: string, key: string): Target => ({
@@ -28,7 +28,7 @@ function input(edges: string[], ts: Target[], update: string[], extra: Partial<A
     targets: new Map(edges.map((e) => [e, ts])),
     targetKeys: new Map(edges.map((e) => [e, contentSetKey(ts)])),
   };
-  const current = new Map<string, ReturnType<SqliteAssignmentStore['keysForPlacement']>>();
+  const current = new Map<string, ReturnType<SqlAssignmentStore['keysForPlacement']>>();
   for (const a of store.keysForPlacement('default', 'p')) current.set(a.edge, [...(current.get(a.edge) ?? []), a]);
   const rolloutEdges: RolloutEdge[] = edges.map((e) => ({
     edge: e,

@@ -17,8 +17,8 @@ import { withRegistryAccess } from '../images/registries.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 import {
-  SqliteAssignmentStore,
-  SqliteEdgeReads,
+  SqlAssignmentStore,
+  SqlEdgeReads,
   type AssignmentKey,
   type AssignmentStore,
   type EdgeReads,
@@ -74,8 +74,8 @@ export class Scheduler {
     /** Seals each edge's Secret values to its own key when its spec document is written. */
     secrets: HubSecrets,
   ) {
-    this.assignments = new SqliteAssignmentStore(db);
-    this.edges = new SqliteEdgeReads(db);
+    this.assignments = new SqlAssignmentStore(db);
+    this.edges = new SqlEdgeReads(db);
     this.specs = new SpecWriter(
       this.assignments,
       this.edges,

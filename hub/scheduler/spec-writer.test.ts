@@ -5,23 +5,23 @@ import { readSpec, type SpecDoc } from '../../core/mailbox.js';
 import type { Manifest } from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { memoryHubStore, seedEdge } from '../../test/fixtures/hub-state.js';
-import { SqliteAssignmentStore, SqliteEdgeReads, type Assignment } from '../state/assignments.js';
+import { SqlAssignmentStore, SqlEdgeReads, type Assignment } from '../state/assignments.js';
 import { SpecWriter } from './spec-writer.js';
 
 let store: ReplicaStore;
-let assignments: SqliteAssignmentStore;
+let assignments: SqlAssignmentStore;
 let drained: number;
 let sealFails: boolean;
 let writer: SpecWriter;
 
 beforeEach(async () => {
   store = await memoryHubStore();
-  assignments = new SqliteAssignmentStore(store.db);
+  assignments = new SqlAssignmentStore(store.db);
   drained = 0;
   sealFails = false;
   writer = new SpecWriter(
     assignments,
-    new SqliteEdgeReads(store.db),
+    new SqlEdgeReads(store.db),
     store,
     (_edge, m: Manifest[]) => {
       if (sealFails) throw new Error('no key');

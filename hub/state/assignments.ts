@@ -3,7 +3,7 @@
  * edge's spec holds, per workload), `spec_written` (a digest of what each spec document was last
  * written with) and `rollouts` (per placement: phase, reason, the failures an operator accepted).
  *
- * Callers use the `AssignmentStore` interface; `SqliteAssignmentStore` is its implementation on
+ * Callers use the `AssignmentStore` interface; `SqlAssignmentStore` is its implementation on
  * the hub's SQLite file (a second one, e.g. on PostgreSQL, implements the same methods).
  *
  * Desired state: the Workload and Placement objects are the authority; an assignment is derived
@@ -16,8 +16,8 @@
  * have to be written again from it (a new epoch, a crash between the commit and the write).
  */
 import type { Manifest } from '../../core/resources.js';
-import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { sqlEdgeState, type EdgeState } from './edges.js';
+import { all, jsonListParam, one, run, transaction, type Param, type SqlDb } from './sql.js';
 
 /** One workload on one edge, as the scheduler decided it. */
 export interface Assignment {
@@ -132,15 +132,15 @@ const fromRow = (r: AssignmentRow): Assignment => ({
 
 const KEY_COLUMNS = 'edge, workload, project, placement, revision, content_key, generation, error';
 
-export class SqliteAssignmentStore implements AssignmentStore {
-  constructor(private readonly db: SqliteDatabase) {}
+export class SqlAssignmentStore implements AssignmentStore {
+  constructor(private readonly db: SqlDb) {}
 
-  private all(sql: string, ...args: unknown[]): AssignmentRow[] {
-    return cachedStatement(this.db, sql).all(...args) as AssignmentRow[];
+  private all(sql: string, ...args: Param[]): AssignmentRow[] {
+    return all<AssignmentRow>(this.db, sql, ...args);
   }
 
   transaction<T>(fn: () => T): T {
-    return inTransaction(this.db, fn);
+    return transaction(this.db, fn);
   }
 
   forEdge(edge: string): Assignment[] {
@@ -187,25 +187,30 @@ export class SqliteAssignmentStore implements AssignmentStore {
   }
 
   placementsOnEdge(edge: string): { project: string; placement: string }[] {
-    return cachedStatement(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?').all(edge) as {
+    return all<unknown>(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?', edge) as {
       project: string;
       placement: string;
     }[];
   }
 
   heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string> {
-    const rows = cachedStatement(
+    const rows = all<unknown>(
       this.db,
-      'SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ? AND workload IN (SELECT value FROM json_each(?))',
-    ).all(project, placement, JSON.stringify(workloads)) as { edge: string; workload: string; placement: string }[];
+      `SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ? AND workload IN (${jsonListParam(this.db)})`,
+      project,
+      placement,
+      JSON.stringify(workloads),
+    ) as { edge: string; workload: string; placement: string }[];
     return new Map(rows.map((r) => [`${r.edge}/${r.workload}`, r.placement]));
   }
 
   statusForPlacement(project: string, placement: string): Map<string, AssignedStatus> {
-    const rows = cachedStatement(
+    const rows = all<unknown>(
       this.db,
       'SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?',
-    ).all(project, placement) as { edge: string; workload: string; observed_generation: number; phase: string }[];
+      project,
+      placement,
+    ) as { edge: string; workload: string; observed_generation: number; phase: string }[];
     return new Map(
       rows.map((r) => [
         `${r.edge}/${r.workload}`,
@@ -215,19 +220,20 @@ export class SqliteAssignmentStore implements AssignmentStore {
   }
 
   observedGeneration(edge: string, workload: string): number {
-    const r = cachedStatement(
+    const r = one<unknown>(
       this.db,
       'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?',
-    ).get(edge, workload) as { observed_generation: number } | undefined;
+      edge,
+      workload,
+    ) as { observed_generation: number } | undefined;
     return r?.observed_generation ?? 0;
   }
 
   put(a: Assignment): void {
-    cachedStatement(
+    run(
       this.db,
       `INSERT INTO assignments (edge, workload, project, placement, revision, content_key, generation, manifests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(edge, workload) DO UPDATE SET project = excluded.project, placement = excluded.placement, revision = excluded.revision, content_key = excluded.content_key, generation = excluded.generation, manifests = excluded.manifests, error = excluded.error`,
-    ).run(
       a.edge,
       a.workload,
       a.project,
@@ -242,9 +248,11 @@ export class SqliteAssignmentStore implements AssignmentStore {
 
   remove(edge: string, workload: string, placement?: string): void {
     if (placement === undefined)
-      cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?').run(edge, workload);
+      run(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?', edge, workload);
     else
-      cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?').run(
+      run(
+        this.db,
+        'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?',
         edge,
         workload,
         placement,
@@ -252,23 +260,23 @@ export class SqliteAssignmentStore implements AssignmentStore {
   }
 
   removePlacement(project: string, placement: string): void {
-    cachedStatement(this.db, 'DELETE FROM assignments WHERE project = ? AND placement = ?').run(project, placement);
+    run(this.db, 'DELETE FROM assignments WHERE project = ? AND placement = ?', project, placement);
   }
 
   forgetEdge(edge: string): void {
     this.transaction(() => {
-      cachedStatement(this.db, 'DELETE FROM assignments WHERE edge = ?').run(edge);
-      cachedStatement(this.db, 'DELETE FROM spec_written WHERE edge = ?').run(edge);
+      run(this.db, 'DELETE FROM assignments WHERE edge = ?', edge);
+      run(this.db, 'DELETE FROM spec_written WHERE edge = ?', edge);
     });
   }
 
   specWritten(edge: string): SpecWritten | undefined {
-    return cachedStatement(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?').get(edge) as
+    return one<unknown>(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?', edge) as
       SpecWritten | undefined;
   }
 
   allSpecWritten(): Map<string, SpecWritten> {
-    const rows = cachedStatement(this.db, 'SELECT edge, epoch, digest FROM spec_written').all() as {
+    const rows = all<unknown>(this.db, 'SELECT edge, epoch, digest FROM spec_written') as {
       edge: string;
       epoch: string;
       digest: string;
@@ -277,17 +285,22 @@ export class SqliteAssignmentStore implements AssignmentStore {
   }
 
   recordSpecWritten(edge: string, w: SpecWritten): void {
-    cachedStatement(
+    run(
       this.db,
       'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest',
-    ).run(edge, w.epoch, w.digest);
+      edge,
+      w.epoch,
+      w.digest,
+    );
   }
 
   rolloutRecord(project: string, placement: string): RolloutRecord | undefined {
-    const r = cachedStatement(
+    const r = one<unknown>(
       this.db,
       'SELECT phase, reason, acknowledged FROM rollouts WHERE project = ? AND placement = ?',
-    ).get(project, placement) as { phase: string; reason: string; acknowledged: string } | undefined;
+      project,
+      placement,
+    ) as { phase: string; reason: string; acknowledged: string } | undefined;
     if (!r) return undefined;
     const acked = JSON.parse(r.acknowledged) as unknown;
     // Rows from before any resume hold '[]' (the column default): no acknowledged failures.
@@ -296,35 +309,44 @@ export class SqliteAssignmentStore implements AssignmentStore {
   }
 
   saveRollout(project: string, placement: string, phase: string, reason: string): void {
-    cachedStatement(
+    run(
       this.db,
       "INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, '{}', ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at",
-    ).run(project, placement, phase, reason, Date.now());
+      project,
+      placement,
+      phase,
+      reason,
+      Date.now(),
+    );
   }
 
   acknowledge(project: string, placement: string, failures: Record<string, string>): void {
-    cachedStatement(
+    run(
       this.db,
       "INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, 'Progressing', 'resumed', ?, ?) ON CONFLICT(project, placement) DO UPDATE SET acknowledged = excluded.acknowledged, updated_at = excluded.updated_at",
-    ).run(project, placement, JSON.stringify(failures), Date.now());
+      project,
+      placement,
+      JSON.stringify(failures),
+      Date.now(),
+    );
   }
 
   removeRollout(project: string, placement: string): void {
-    cachedStatement(this.db, 'DELETE FROM rollouts WHERE project = ? AND placement = ?').run(project, placement);
+    run(this.db, 'DELETE FROM rollouts WHERE project = ? AND placement = ?', project, placement);
   }
 }
 
 /** Read helpers for callers holding only the database (the API, the status views). */
-export function assignmentsForEdge(db: SqliteDatabase, edge: string): Assignment[] {
-  return new SqliteAssignmentStore(db).forEdge(edge);
+export function assignmentsForEdge(db: SqlDb, edge: string): Assignment[] {
+  return new SqlAssignmentStore(db).forEdge(edge);
 }
 
-export function assignmentsForPlacement(db: SqliteDatabase, project: string, placement: string): Assignment[] {
-  return new SqliteAssignmentStore(db).forPlacement(project, placement);
+export function assignmentsForPlacement(db: SqlDb, project: string, placement: string): Assignment[] {
+  return new SqlAssignmentStore(db).forPlacement(project, placement);
 }
 
-export function assignmentsForWorkload(db: SqliteDatabase, project: string, workload: string): Assignment[] {
-  return new SqliteAssignmentStore(db).forWorkload(project, workload);
+export function assignmentsForWorkload(db: SqlDb, project: string, workload: string): Assignment[] {
+  return new SqlAssignmentStore(db).forWorkload(project, workload);
 }
 
 /**
@@ -343,10 +365,10 @@ export interface EdgeReads {
   allLabels(): Map<string, string>;
 }
 
-export class SqliteEdgeReads implements EdgeReads {
+export class SqlEdgeReads implements EdgeReads {
   private readonly edges: EdgeState;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(private readonly db: SqlDb) {
     this.edges = sqlEdgeState(db);
   }
 
@@ -364,13 +386,13 @@ export class SqliteEdgeReads implements EdgeReads {
 
   labels(edge: string): string | undefined {
     return (
-      cachedStatement(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?").get(edge) as
+      one<unknown>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge) as
         { labels: string } | undefined
     )?.labels;
   }
 
   allLabels(): Map<string, string> {
-    const rows = cachedStatement(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'").all() as {
+    const rows = all<unknown>(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'") as {
       name: string;
       labels: string;
     }[];

@@ -4,10 +4,10 @@
  * statements and maps it to its domain type; nothing outside hub/state/ runs SQL on hub tables.
  * Statements are cached per database (sync/sqlite.ts `cachedStatement`).
  */
-import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
+import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { SyncPostgres } from './pg/sync-client.js';
 
-type Param = string | number | bigint | null | Buffer;
+export type Param = string | number | bigint | null | Buffer;
 
 /**
  * The database a state module runs its SQL on: the hub's SQLite file, or PostgreSQL through the
@@ -22,6 +22,16 @@ export const isPostgres = (db: SqlDb): db is SyncPostgres => db instanceof SyncP
 /** `column` contains the next parameter as a substring (`instr` in SQLite, `strpos` in PostgreSQL). */
 export function containsParam(db: SqlDb, column: string): string {
   return isPostgres(db) ? `strpos(${column}, ?) > 0` : `instr(${column}, ?) > 0`;
+}
+
+/** A subquery of the strings of a JSON array given as the next parameter (`IN (...)` a list). */
+export function jsonListParam(db: SqlDb): string {
+  return isPostgres(db) ? 'SELECT json_array_elements_text(CAST(? AS json))' : 'SELECT value FROM json_each(?)';
+}
+
+/** Runs `fn` in one transaction on either database, joining an open one. */
+export function transaction<T>(db: SqlDb, fn: () => T): T {
+  return isPostgres(db) ? db.transaction(fn) : inTransaction(db, fn);
 }
 
 /** `LIMIT ?` with no limit: SQLite's -1 is refused by PostgreSQL; this is the same for both. */

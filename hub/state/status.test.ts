@@ -1,7 +1,7 @@
 /** The status projection on an in-memory hub database: what a report leaves and what summaries read. */
 import { describe, expect, it } from 'vitest';
 import { memoryHubState } from '../../test/fixtures/hub-state.js';
-import { SqliteAssignmentStore } from './assignments.js';
+import { SqlAssignmentStore } from './assignments.js';
 
 const report = (workload: string, phase: string, generation = 1) => ({
   workload,
@@ -57,7 +57,7 @@ describe('status state', () => {
     state.status.project('e1', [report('web', 'Ready', 2)]);
     state.status.forgetEdge('e1');
     expect(state.status.reported('e1', 'web')).toBeUndefined();
-    new SqliteAssignmentStore(db).forgetEdge('e1');
+    new SqlAssignmentStore(db).forgetEdge('e1');
     expect(state.status.byEdge('e1')).toEqual([]);
     expect(state.status.byEdge('e2')).toHaveLength(1);
   });
