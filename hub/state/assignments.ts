@@ -187,30 +187,30 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   placementsOnEdge(edge: string): { project: string; placement: string }[] {
-    return all<unknown>(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?', edge) as {
+    return all<{
       project: string;
       placement: string;
-    }[];
+    }>(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?', edge);
   }
 
   heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string> {
-    const rows = all<unknown>(
+    const rows = all<{ edge: string; workload: string; placement: string }>(
       this.db,
       `SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ? AND workload IN (${jsonListParam(this.db)})`,
       project,
       placement,
       JSON.stringify(workloads),
-    ) as { edge: string; workload: string; placement: string }[];
+    );
     return new Map(rows.map((r) => [`${r.edge}/${r.workload}`, r.placement]));
   }
 
   statusForPlacement(project: string, placement: string): Map<string, AssignedStatus> {
-    const rows = all<unknown>(
+    const rows = all<{ edge: string; workload: string; observed_generation: number; phase: string }>(
       this.db,
       'SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?',
       project,
       placement,
-    ) as { edge: string; workload: string; observed_generation: number; phase: string }[];
+    );
     return new Map(
       rows.map((r) => [
         `${r.edge}/${r.workload}`,
@@ -220,12 +220,12 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   observedGeneration(edge: string, workload: string): number {
-    const r = one<unknown>(
+    const r = one<{ observed_generation: number }>(
       this.db,
       'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?',
       edge,
       workload,
-    ) as { observed_generation: number } | undefined;
+    );
     return r?.observed_generation ?? 0;
   }
 
@@ -271,16 +271,15 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   specWritten(edge: string): SpecWritten | undefined {
-    return one<unknown>(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?', edge) as
-      SpecWritten | undefined;
+    return one<SpecWritten>(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?', edge);
   }
 
   allSpecWritten(): Map<string, SpecWritten> {
-    const rows = all<unknown>(this.db, 'SELECT edge, epoch, digest FROM spec_written') as {
+    const rows = all<{
       edge: string;
       epoch: string;
       digest: string;
-    }[];
+    }>(this.db, 'SELECT edge, epoch, digest FROM spec_written');
     return new Map(rows.map((r) => [r.edge, { epoch: r.epoch, digest: r.digest }]));
   }
 
@@ -295,12 +294,12 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   rolloutRecord(project: string, placement: string): RolloutRecord | undefined {
-    const r = one<unknown>(
+    const r = one<{ phase: string; reason: string; acknowledged: string }>(
       this.db,
       'SELECT phase, reason, acknowledged FROM rollouts WHERE project = ? AND placement = ?',
       project,
       placement,
-    ) as { phase: string; reason: string; acknowledged: string } | undefined;
+    );
     if (!r) return undefined;
     const acked = JSON.parse(r.acknowledged) as unknown;
     // Rows from before any resume hold '[]' (the column default): no acknowledged failures.
@@ -385,17 +384,15 @@ export class SqlEdgeReads implements EdgeReads {
   }
 
   labels(edge: string): string | undefined {
-    return (
-      one<unknown>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge) as
-        { labels: string } | undefined
-    )?.labels;
+    return one<{ labels: string }>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge)
+      ?.labels;
   }
 
   allLabels(): Map<string, string> {
-    const rows = all<unknown>(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'") as {
+    const rows = all<{
       name: string;
       labels: string;
-    }[];
+    }>(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'");
     return new Map(rows.map((r) => [r.name, r.labels]));
   }
 }
