@@ -13,7 +13,13 @@ import { migratePostgres } from '../hub/state/pg/schema.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { postgresHubState } from '../hub/state/index.js';
 import { TestPostgres } from './fixtures/postgres.js';
-import { assignmentStoreSuite, edgeStateSuite, eventLogSuite, objectStateSuite } from './fixtures/state-suites.js';
+import {
+  assignmentStoreSuite,
+  edgeStateSuite,
+  eventLogSuite,
+  objectStateSuite,
+  statusStateSuite,
+} from './fixtures/state-suites.js';
 
 const server = new TestPostgres();
 let pg: SyncPostgres;
@@ -45,6 +51,10 @@ describe('hub state on PostgreSQL', () => {
   edgeStateSuite(fresh);
   eventLogSuite(fresh);
   assignmentStoreSuite(freshDb);
+  statusStateSuite(() => {
+    const db = freshDb();
+    return { db, state: postgresHubState(db) };
+  });
 
   it('three replicas migrating an empty database at the same moment apply each migration once', async () => {
     const url = server.createDatabase('hub_race');
