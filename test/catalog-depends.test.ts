@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packagePlacementFile } from './fixtures/catalog.js';
 import { killHostWorkloads } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
@@ -57,19 +58,8 @@ async function publish(pkgDir: string): Promise<void> {
   expect(r.code, r.stderr).toBe(0);
 }
 
-function placement(name: string, pkgName: string): string {
-  const file = path.join(dir, `${name}.json`);
-  fs.writeFileSync(
-    file,
-    JSON.stringify({
-      apiVersion: 'outpost.dev/v1alpha1',
-      kind: 'Placement',
-      metadata: { name },
-      spec: { edgeSelector: { matchLabels: { fleet: 'dep' } }, package: { name: pkgName, version: '^1' } },
-    }),
-  );
-  return file;
-}
+const placement = (name: string, pkgName: string) =>
+  packagePlacementFile(dir, name, 'dep', { name: pkgName, version: '^1' });
 
 const getJson = async (...args: string[]): Promise<any> => {
   const r = await cli(['get', ...args, '-o', 'json'], env);

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packagePlacementFile } from './fixtures/catalog.js';
 import { TestClamd, TEST_SIGNATURE } from './fixtures/clamd.js';
 import { killHostWorkloads } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
@@ -104,19 +105,7 @@ async function scanState(name: string, version: string): Promise<string | undefi
   return (await versions(name)).find((v) => v.version === version)?.scan.state;
 }
 
-function placementYaml(name: string, pkg: Record<string, unknown>): string {
-  const file = path.join(dir, `${name}.yaml`);
-  fs.writeFileSync(
-    file,
-    JSON.stringify({
-      apiVersion: 'outpost.dev/v1alpha1',
-      kind: 'Placement',
-      metadata: { name },
-      spec: { edgeSelector: { matchLabels: { fleet: 'cat' } }, package: pkg },
-    }),
-  );
-  return file;
-}
+const placementYaml = (name: string, pkg: Record<string, unknown>) => packagePlacementFile(dir, name, 'cat', pkg);
 
 function outputs(): Record<string, string> {
   const r: Record<string, string> = {};

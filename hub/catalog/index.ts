@@ -25,7 +25,7 @@ import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
 import { readPackageArchive } from './archive.js';
 import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
-import { ClamdClient, type ScannerSpec } from '../scan/clamd.js';
+import { scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
 import {
   allPackages,
   getDeployment,
@@ -78,7 +78,6 @@ function view(r: PackageRecord): PackageVersionView {
 
 export class Catalog {
   private readonly db: SqliteDatabase;
-  private readonly client: ClamdClient | undefined;
   private readonly retryMs: number;
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
@@ -92,7 +91,6 @@ export class Catalog {
   constructor(private readonly o: CatalogOptions) {
     this.db = o.db;
     migrateCatalog(o.db);
-    this.client = o.scanner?.kind === 'clamd' ? new ClamdClient(o.scanner.target) : undefined;
     this.retryMs = o.retryMs ?? SCAN_RETRY_MS;
     this.ctx = { db: o.db, objects: o.objects, box: o.box };
     o.objects.setPlacementAdmission((p, cur, actor) => {
@@ -269,24 +267,16 @@ export class Catalog {
       for (const r of pending) if (r.scan.error !== NO_SCANNER_MESSAGE) this.noVerdict(r, NO_SCANNER_MESSAGE);
       return;
     }
-    if (s.kind === 'none') {
-      for (const r of pending) this.verdict(r, { state: 'Clean', engine: 'none (--scanner none: not scanned)' });
-      return;
-    }
     for (const r of pending) {
       if (this.stopped) return;
       try {
-        const engine = await this.client!.version();
-        const v = await this.client!.scan(this.o.blobs.files.path(r.digest));
+        this.verdict(r, await scanFile(s, this.o.blobs.files.path(r.digest)));
         this.lastError = undefined;
-        this.verdict(
-          r,
-          v.clean ? { state: 'Clean', engine } : { state: 'Quarantined', signature: v.signature, engine },
-        );
       } catch (err) {
         const message = `${(err as Error).message}; retried every ${this.retryMs / 1000}s`;
         this.noVerdict(r, message);
-        if (this.lastError !== message) log.warn({ scanner: s.label, err: (err as Error).message }, 'no scan verdict');
+        if (this.lastError !== message)
+          log.warn({ scanner: s.kind === 'clamd' ? s.label : s.kind, err: (err as Error).message }, 'no scan verdict');
         this.lastError = message;
         // The scanner is down for the others too: try again later, all of them.
         clearTimeout(this.timer);
@@ -297,7 +287,7 @@ export class Catalog {
     }
   }
 
-  private verdict(r: PackageRecord, v: { state: 'Clean' | 'Quarantined'; signature?: string; engine: string }): void {
+  private verdict(r: PackageRecord, v: ScanVerdict): void {
     inTransaction(this.db, () => {
       recordVerdict(this.db, r, v);
       recordEvent(this.db, {

@@ -15,13 +15,10 @@ export function isOnline(rt: Pick<EdgeLiveness, 'connectedSince' | 'lastSeen'> |
   return !!rt?.connectedSince && rt.lastSeen !== undefined && now - rt.lastSeen < OFFLINE_AFTER_MS;
 }
 
-/** The phase the API shows (core/api/views.ts). */
-export type EdgePhaseView = EdgePhase;
-
 export function edgePhase(
   rt: Pick<EdgeLiveness, 'approved' | 'connectedSince' | 'lastSeen'> | undefined,
   now = Date.now(),
-): EdgePhaseView {
+): EdgePhase {
   if (!rt?.approved) return 'Pending';
   return isOnline(rt, now) ? 'Online' : 'Offline';
 }

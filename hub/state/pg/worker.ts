@@ -41,10 +41,13 @@ async function connected(): Promise<pg.Client> {
     connectionTimeoutMillis: connectTimeoutMs,
     statement_timeout: statementTimeoutMs,
   });
-  // A connection that breaks later is dropped here and made again by the next statement.
-  c.on('error', () => {
+  // A connection that breaks or ends (a reset, the server shutting down) is dropped here and made
+  // again by the next statement.
+  const drop = () => {
     if (client === c) client = undefined;
-  });
+  };
+  c.on('error', drop);
+  c.on('end', drop);
   await c.connect();
   client = c;
   return c;
@@ -64,13 +67,9 @@ port.on('message', (req: Request) => {
       const r = req.params ? await c.query({ text: req.sql!, values: req.params }) : await c.query(req.sql!);
       answer({ rows: r.rows, rowCount: r.rowCount ?? 0 });
     } catch (err) {
+      // Which errors mean the database is gone is decided once, by the main thread
+      // (sync-client.ts connectionLost); a broken connection is dropped by its own events above.
       const e = err as Error & { code?: string };
-      // A broken connection is not reused.
-      // Not a statement's fault (sync-client.ts connectionLost: no SQLSTATE, class 08 or 57P).
-      if (!e.code || !/^[0-9A-Z]{5}$/.test(e.code) || /^(08|57P)/.test(e.code)) {
-        await client?.end().catch(() => undefined);
-        client = undefined;
-      }
       answer({ error: e.message, code: e.code });
     }
   })();
