@@ -33,6 +33,7 @@ import { handleImageRequest, ImageCache } from './images/cache.js';
 import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
+import { DataDeliveries } from './data/delivery.js';
 import { HubDataFiles } from './data/index.js';
 import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
@@ -149,6 +150,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   let upgrades: AgentUpgradeController | undefined;
+  let deliveries: DataDeliveries | undefined;
   const reportChanged = new Set<string>();
   const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
@@ -179,7 +181,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       }
       sync?.notify(id);
       changes?.notifyDoc(id);
-      if (reportChanged.size) upgrades?.mark();
+      if (reportChanged.size) {
+        upgrades?.mark();
+        deliveries?.mark();
+      }
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
       // New inventory labels may make placements select the edge, or stop selecting it.
@@ -211,6 +216,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
+    else if (c.kind === 'DataObject') deliveries?.onObjectChange(c);
     else if (c.kind === 'Registry')
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
@@ -266,6 +272,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const releaseKey = ensureReleaseKey(opts.dataDir);
   upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
   upgrades.start();
+  deliveries = new DataDeliveries(db, objects, store, blobs);
+  deliveries.start();
   const edges = new EdgeLifecycle({
     state,
     objects,
@@ -279,6 +287,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const app = createApi({
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     upgrades,
+    deliveries,
     catalog,
     db,
     state,
@@ -415,6 +424,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     async close() {
       blobs.stop();
       upgrades?.stop();
+      deliveries?.stop();
       await sink?.stop();
       await catalog.stop();
       changes?.close();
