@@ -30,6 +30,8 @@ import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './scan/clamd.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { handleImageRequest, ImageCache } from './images/cache.js';
+import { imagesGate } from './images/gate.js';
+import { ImagePins } from './images/pins.js';
 import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
@@ -323,6 +325,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     registry: (project, name) => objects.get<Registry>('Registry', project, name),
     box: secrets.box,
   });
+  // The hub's own names, as images on it spell them (known once it listens).
+  let selfHosts: string[] = [];
+  const pins = new ImagePins(
+    db,
+    images,
+    { registries: (project) => objects.list<Registry>('Registry', project), selfHosts: () => selfHosts },
+    (project) => sched.markProject(project),
+  );
+  sched.useImagePins(pins);
+  sched.addGate(imagesGate());
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
@@ -405,6 +417,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const urlHost =
     host === '0.0.0.0' || host === '::' ? (tls ? 'localhost' : '127.0.0.1') : host.includes(':') ? `[${host}]` : host;
   const url = `${tls ? 'https' : 'http'}://${urlHost}:${actualPort}`;
+  selfHosts = [...new Set([urlHost, host, 'localhost', '127.0.0.1', ...(opts.hosts ?? [])])]
+    .filter((h) => h !== '0.0.0.0' && h !== '::')
+    .map((h) => `${h}:${actualPort}`);
   scheduler.markAll();
   log.info({ url, dataDir: opts.dataDir, tls: !!tls, version }, 'hub ready');
 
@@ -423,6 +438,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     blobs,
     async close() {
       blobs.stop();
+      pins.stop();
       upgrades?.stop();
       deliveries?.stop();
       await sink?.stop();
