@@ -86,3 +86,8 @@ export function formatAge(ms: number): string {
     return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
   return `${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600) ? `${Math.floor((s % 86400) / 3600)}h` : ''}`;
 }
+/**
+ * A workload image the hub could not resolve to a digest (its registry down, the tag unknown) is
+ * asked again after this long; the edges wait meanwhile, named in the rollout's reason.
+ */
+export const IMAGE_RESOLVE_RETRY_MS = 30_000;

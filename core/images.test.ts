@@ -3,10 +3,12 @@ import {
   dockerConfigJson,
   imagesOf,
   parseImageRef,
+  pinnedImage,
   PULL_SECRET_NAME,
   registriesOf,
   registryTlsAnnotations,
   registryTlsOf,
+  withImages,
   withPullSecret,
 } from './images.js';
 import type { Manifest } from './resources.js';
@@ -103,5 +105,43 @@ describe('registry access', () => {
     expect([...tls.ca]).toEqual([['b.io:5000', regs[1].caBundle]]);
     expect([...tls.insecure]).toEqual(['lab:80']);
     expect(registryTlsAnnotations([{ host: 'a.io', username: 'u', password: 'p' }])).toEqual({});
+  });
+});
+
+describe('pinning images to digests', () => {
+  const d = `sha256:${'a'.repeat(64)}`;
+  it('drops the tag (or an older digest) and keeps the host as spelled', () => {
+    expect(pinnedImage('127.0.0.1:5000/team/app:v1', d)).toBe(`127.0.0.1:5000/team/app@${d}`);
+    expect(pinnedImage('127.0.0.1:5000/team/app', d)).toBe(`127.0.0.1:5000/team/app@${d}`);
+    expect(pinnedImage(`reg:443/a/b:t@sha256:${'b'.repeat(64)}`, d)).toBe(`reg:443/a/b@${d}`);
+  });
+  it('replaces the images it maps in containers and init containers of every pod template, without changing the input', () => {
+    const input: Manifest[] = [
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p' },
+        spec: { containers: [{ name: 'a', image: 'h:1/x:1' }] },
+      },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'd' },
+        spec: {
+          template: {
+            spec: {
+              initContainers: [{ name: 'i', image: 'h:1/x:1' }],
+              containers: [{ name: 'b', image: 'other:2' }],
+            },
+          },
+        },
+      },
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { image: 'h:1/x:1' } },
+    ];
+    const copy = structuredClone(input);
+    const out = withImages(input, new Map([['h:1/x:1', `h:1/x@${d}`]]));
+    expect(input).toEqual(copy);
+    expect(imagesOf(out).sort()).toEqual([`h:1/x@${d}`, 'other:2']);
+    expect(out[2]).toBe(input[2]);
   });
 });

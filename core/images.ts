@@ -5,7 +5,7 @@
  * the kubernetes driver creates it as is, the podman driver turns it into an auth.json;
  * docs/drivers.md, "Registries").
  */
-import { podTemplates } from './manifest.js';
+import { podTemplates, WORKLOAD_KINDS } from './manifest.js';
 import type { Manifest } from './resources.js';
 
 /** The Secret the hub adds to a workload for an edge when its images need credentials. */
@@ -149,4 +149,40 @@ export function registryTlsAnnotations(registries: RegistryAccess[]): Record<str
   const ins = registries.filter((r) => r.insecure).map((r) => r.host);
   if (ins.length) out[REGISTRY_INSECURE_ANNOTATION] = ins.join(',');
   return out;
+}
+
+/** `HOST/REPO:TAG` pinned to `digest`: `HOST/REPO@DIGEST` (the reference spelled as the workload spelled its host). */
+export function pinnedImage(image: string, digest: string): string {
+  const at = image.indexOf('@');
+  const name = at >= 0 ? image.slice(0, at) : image;
+  const slash = name.lastIndexOf('/');
+  const colon = name.lastIndexOf(':');
+  return `${colon > slash ? name.slice(0, colon) : name}@${digest}`;
+}
+
+/**
+ * The manifests with every container's and init container's `image` replaced where `images`
+ * maps it (pinned references, `pinnedImage`); the input is not changed.
+ */
+export function withImages(manifests: Manifest[], images: ReadonlyMap<string, string>): Manifest[] {
+  if (images.size === 0) return manifests;
+  const swap = (list: unknown): unknown =>
+    Array.isArray(list)
+      ? list.map((c) =>
+          isObj(c) && typeof c.image === 'string' && images.has(c.image) ? { ...c, image: images.get(c.image) } : c,
+        )
+      : list;
+  const podSpecOf = (s: Record<string, unknown>): Record<string, unknown> => ({
+    ...s,
+    ...(s.containers !== undefined ? { containers: swap(s.containers) } : {}),
+    ...(s.initContainers !== undefined ? { initContainers: swap(s.initContainers) } : {}),
+  });
+  return manifests.map((m): Manifest => {
+    const spec = isObj(m.spec) ? m.spec : undefined;
+    if (!spec || !(WORKLOAD_KINDS as readonly string[]).includes(m.kind)) return m;
+    if (m.kind === 'Pod') return { ...m, spec: podSpecOf(spec) };
+    const template = isObj(spec.template) ? spec.template : undefined;
+    if (!template || !isObj(template.spec)) return m;
+    return { ...m, spec: { ...spec, template: { ...template, spec: podSpecOf(template.spec) } } };
+  });
 }

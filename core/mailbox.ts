@@ -14,6 +14,7 @@
 import { Counter, getBackend, ImmutableString, type Doc } from '@automerge/automerge/slim';
 import { z } from 'zod';
 import { HEARTBEAT_INTERVAL_MS } from './durations.js';
+import { DeliveryOrder, DeliveryProgress, isDataObjectName } from './delivery.js';
 import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import type { ReportedPhase } from './status.js';
@@ -40,6 +41,8 @@ export interface SpecDoc {
   intentsCleared: { [workload: string]: number };
   /** JSON of the agent upgrade order (AgentUpgradeOrder), written by setSpecAgentUpgrade only. */
   agentUpgrade?: Str;
+  /** Per DataObject, JSON of its order (core/delivery.ts DeliveryOrder), written by setSpecData only. */
+  data?: { [name: string]: Str };
 }
 
 export interface ReportObjectDoc {
@@ -79,6 +82,8 @@ export interface ReportDoc {
   intentSeq: number;
   /** JSON of the progress of the agent upgrade ordered in the spec (AgentUpgradeProgress). */
   agentUpgrade?: Str;
+  /** Per DataObject, JSON of its delivery (core/delivery.ts DeliveryProgress), written by setReportData only. */
+  data?: { [name: string]: Str };
 }
 
 /**
@@ -145,6 +150,7 @@ export interface EdgeSpecState {
   workloads: Record<string, SpecWorkload>;
   intentsCleared: Record<string, number>;
   agentUpgrade?: AgentUpgradeOrder;
+  data?: Record<string, DeliveryOrder>;
 }
 
 export interface ObjectStatus {
@@ -177,6 +183,7 @@ export interface EdgeReportState {
   workloads: Record<string, ReportedWorkload>;
   intents: Intent[];
   agentUpgrade?: AgentUpgradeProgress;
+  data?: Record<string, DeliveryProgress>;
 }
 
 const s = (v: unknown): string =>
@@ -204,6 +211,7 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
     workloads,
     intentsCleared: { ...(doc.intentsCleared ?? {}) },
     ...(agentUpgrade ? { agentUpgrade } : {}),
+    ...(doc.data ? { data: readSpecData(doc) } : {}),
   };
 }
 
@@ -215,6 +223,26 @@ export function readSpecAgentUpgrade(doc: Partial<SpecDoc>): AgentUpgradeOrder |
 /** Only the report's agent upgrade progress (peer input, checked: a value that does not fit reads as none). */
 export function readReportAgentUpgrade(doc: Partial<ReportDoc>): AgentUpgradeProgress | undefined {
   return doc.agentUpgrade ? jsonValue(s(doc.agentUpgrade), AgentUpgradeProgress) : undefined;
+}
+
+/** The spec's DataObject orders by name (values that do not fit are left out). */
+export function readSpecData(doc: Partial<SpecDoc>): Record<string, DeliveryOrder> {
+  return jsonMap(doc.data, DeliveryOrder);
+}
+
+/** The report's DataObject deliveries by name (peer input, checked: values that do not fit are left out). */
+export function readReportData(doc: Partial<ReportDoc>): Record<string, DeliveryProgress> {
+  return jsonMap(doc.data, DeliveryProgress);
+}
+
+function jsonMap<T>(m: { [name: string]: Str } | undefined, schema: z.ZodType<T>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const [name, v] of Object.entries(m ?? {})) {
+    if (!isDataObjectName(name)) continue;
+    const x = jsonValue(s(v), schema);
+    if (x) out[name] = x;
+  }
+  return out;
 }
 
 /** The hardware part of an inventory, as the report document carries it (one JSON value). */
@@ -291,7 +319,14 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
     }
   }
   const agentUpgrade = readReportAgentUpgrade(doc);
-  return { edge: s(doc.edge), inventory, workloads, intents, ...(agentUpgrade ? { agentUpgrade } : {}) };
+  return {
+    edge: s(doc.edge),
+    inventory,
+    workloads,
+    intents,
+    ...(agentUpgrade ? { agentUpgrade } : {}),
+    ...(doc.data ? { data: readReportData(doc) } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,6 +388,28 @@ export function setSpecAgentUpgrade(d: SpecDoc, order: AgentUpgradeOrder | undef
   if (opt(d.agentUpgrade) === next) return false;
   if (next === undefined) delete d.agentUpgrade;
   else d.agentUpgrade = new ImmutableString(next);
+  return true;
+}
+
+/** The one writer of the spec's order for DataObject `name` (undefined removes it); true when it changed. */
+export function setSpecData(d: SpecDoc, name: string, order: DeliveryOrder | undefined): boolean {
+  return setJsonEntry(d, name, order);
+}
+
+/** The one writer of the report's delivery of DataObject `name` (undefined removes it); true when it changed. */
+export function setReportData(d: ReportDoc, name: string, p: DeliveryProgress | undefined): boolean {
+  return setJsonEntry(d, name, p);
+}
+
+function setJsonEntry(d: { data?: { [name: string]: Str } }, name: string, value: object | undefined): boolean {
+  const next = value === undefined ? undefined : JSON.stringify(value);
+  if (opt(d.data?.[name]) === next) return false;
+  if (next === undefined) {
+    delete d.data![name];
+    return true;
+  }
+  if (!d.data) d.data = {};
+  d.data[name] = new ImmutableString(next);
   return true;
 }
 
@@ -605,6 +662,7 @@ export function materializeSpec(state: EdgeSpecState): (d: SpecDoc) => void {
     for (const w of Object.values(state.workloads)) putSpecWorkload(d, w);
     for (const [k, v] of Object.entries(state.intentsCleared)) d.intentsCleared[k] = v;
     if (state.agentUpgrade) setSpecAgentUpgrade(d, state.agentUpgrade);
+    for (const [name, o] of Object.entries(state.data ?? {})) setSpecData(d, name, o);
   };
 }
 
@@ -643,5 +701,6 @@ export function materializeReport(state: EdgeReportState, intentSeq: number): (d
     }
     d.intentSeq = intentSeq;
     if (state.agentUpgrade) setReportAgentUpgrade(d, state.agentUpgrade);
+    for (const [name, p] of Object.entries(state.data ?? {})) setReportData(d, name, p);
   };
 }

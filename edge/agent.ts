@@ -29,6 +29,7 @@ import { readDecommissioned, writeDecommissioned, type Decommissioned } from './
 import { enroll } from './enroll.js';
 import { EdgeBlobStore } from './blobs/store.js';
 import { EdgeTransfers } from './blobs/transfers.js';
+import { EdgeDeliveries } from './data/delivery.js';
 import { EdgeEgress } from './data/egress.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
@@ -67,6 +68,8 @@ export interface EdgeAgent {
   transfers: EdgeTransfers;
   /** Files the workloads export (edge/data/egress.ts). */
   egress: EdgeEgress;
+  /** DataObjects the hub delivers (edge/data/delivery.ts). */
+  deliveries: EdgeDeliveries;
   socketPath: string;
   close(): Promise<void>;
 }
@@ -105,6 +108,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
   let orders: UpgradeOrders | undefined;
+  let deliveries: EdgeDeliveries | undefined;
   const specId = mailboxDocId(edge, 'spec');
   const storeOptions = {
     afterChange: (id: DocId, origin: 'local' | 'remote') => {
@@ -112,8 +116,11 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       // A new spec (or a hub clearing intents) is desired state: act on it now.
       if (origin === 'remote' && id === specId) {
         void reconciler?.trigger();
-        // An agent upgrade order may have come with it (edge/upgrade/orders.ts).
-        setImmediate(() => orders?.check());
+        // An agent upgrade order or DataObjects may have come with it (edge/upgrade/, edge/data/).
+        setImmediate(() => {
+          orders?.check();
+          deliveries?.check();
+        });
       }
     },
   };
@@ -266,7 +273,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     onDegradedChange: () => void r0.trigger(),
   });
   egressRef = egress;
-  reconciler.decorator = egress;
+  reconciler.decorators.push(egress);
+  deliveries = new EdgeDeliveries({ dataDir: o.dataDir, edge, driver: config.driver, store, blobs, transfers });
+  reconciler.decorators.push(deliveries);
+  const dataIn = deliveries;
   s.on('state', (state) => state === 'connected' && egress.record());
   if (process.env[TRIAL_ENV]) {
     // On trial after a switch (edge/upgrade/switch.ts): healthy once connected and a reconcile
@@ -294,6 +304,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     egress.start();
     s.start();
     orders.check();
+    dataIn.check();
   }
 
   // The edge writes its report; once the hub holds all of it, a report past the threshold
@@ -353,11 +364,13 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     blobs,
     transfers,
     egress,
+    deliveries: dataIn,
     socketPath,
     async close() {
       clearInterval(compactTimer);
       transfers.stop();
       await egress.stop();
+      await dataIn.stop();
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));

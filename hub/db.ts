@@ -10,6 +10,7 @@ import { buildInfo } from '../core/version.js';
 import { AUTH_MIGRATIONS } from './auth/schema.js';
 import { CATALOG_MIGRATIONS } from './catalog/state.js';
 import { IMAGE_MIGRATIONS } from './images/cache.js';
+import { IMAGE_PIN_MIGRATIONS } from './images/pins.js';
 import { BLOB_MIGRATIONS } from './state/blobs.js';
 import { DATA_FILE_MIGRATIONS } from './state/data-files.js';
 import { PROXY_SESSION_MIGRATIONS } from './tunnel/proxy-session.js';
@@ -172,5 +173,6 @@ export function hubSchemas(): { component: string; migrations: Migration[] }[] {
     { component: 'data-files', migrations: DATA_FILE_MIGRATIONS },
     { component: 'catalog', migrations: CATALOG_MIGRATIONS },
     { component: 'images', migrations: IMAGE_MIGRATIONS },
+    { component: 'image-pins', migrations: IMAGE_PIN_MIGRATIONS },
   ];
 }

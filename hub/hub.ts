@@ -30,9 +30,12 @@ import { Catalog } from './catalog/index.js';
 import type { ScannerSpec } from './scan/clamd.js';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { handleImageRequest, ImageCache } from './images/cache.js';
+import { imagesGate } from './images/gate.js';
+import { ImagePins } from './images/pins.js';
 import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
+import { DataDeliveries } from './data/delivery.js';
 import { HubDataFiles } from './data/index.js';
 import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
@@ -149,6 +152,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   let upgrades: AgentUpgradeController | undefined;
+  let deliveries: DataDeliveries | undefined;
   const reportChanged = new Set<string>();
   const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
@@ -179,7 +183,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       }
       sync?.notify(id);
       changes?.notifyDoc(id);
-      if (reportChanged.size) upgrades?.mark();
+      if (reportChanged.size) {
+        upgrades?.mark();
+        deliveries?.mark();
+      }
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
       // New inventory labels may make placements select the edge, or stop selecting it.
@@ -211,6 +218,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
+    else if (c.kind === 'DataObject') deliveries?.onObjectChange(c);
     else if (c.kind === 'Registry')
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
@@ -266,6 +274,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const releaseKey = ensureReleaseKey(opts.dataDir);
   upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
   upgrades.start();
+  deliveries = new DataDeliveries(db, objects, store, blobs);
+  deliveries.start();
   const edges = new EdgeLifecycle({
     state,
     objects,
@@ -279,6 +289,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const app = createApi({
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     upgrades,
+    deliveries,
     catalog,
     db,
     state,
@@ -314,6 +325,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     registry: (project, name) => objects.get<Registry>('Registry', project, name),
     box: secrets.box,
   });
+  // The hub's own names, as images on it spell them (known once it listens).
+  let selfHosts: string[] = [];
+  const pins = new ImagePins(
+    db,
+    images,
+    { registries: (project) => objects.list<Registry>('Registry', project), selfHosts: () => selfHosts },
+    (project) => sched.markProject(project),
+  );
+  sched.useImagePins(pins);
+  sched.addGate(imagesGate());
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
@@ -396,6 +417,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const urlHost =
     host === '0.0.0.0' || host === '::' ? (tls ? 'localhost' : '127.0.0.1') : host.includes(':') ? `[${host}]` : host;
   const url = `${tls ? 'https' : 'http'}://${urlHost}:${actualPort}`;
+  selfHosts = [...new Set([urlHost, host, 'localhost', '127.0.0.1', ...(opts.hosts ?? [])])]
+    .filter((h) => h !== '0.0.0.0' && h !== '::')
+    .map((h) => `${h}:${actualPort}`);
   scheduler.markAll();
   log.info({ url, dataDir: opts.dataDir, tls: !!tls, version }, 'hub ready');
 
@@ -414,7 +438,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     blobs,
     async close() {
       blobs.stop();
+      pins.stop();
       upgrades?.stop();
+      deliveries?.stop();
       await sink?.stop();
       await catalog.stop();
       changes?.close();

@@ -14,7 +14,13 @@ import { hubSchemas } from '../hub/db.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { postgresHubState } from '../hub/state/index.js';
-import { blobIndexSuite, catalogStateSuite, dataFileSuite, imageTagSuite } from './fixtures/artifact-suites.js';
+import {
+  blobIndexSuite,
+  catalogStateSuite,
+  dataFileSuite,
+  imagePinSuite,
+  imageTagSuite,
+} from './fixtures/artifact-suites.js';
 import { apiTokenSuite, edgeCredentialSuite, joinTokenSuite, proxySessionSuite } from './fixtures/auth-suites.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
@@ -88,6 +94,7 @@ describe('hub state on PostgreSQL', () => {
   dataFileSuite(open);
   catalogStateSuite(open);
   imageTagSuite(open);
+  imagePinSuite(open);
 
   it('join token uses consumed by processes at once on one database never pass the limit', async () => {
     const url = server.createDatabase('join_race');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPodman } from '../edge/drivers/podman/cli.js';
-import { SKIP_PODMAN, TEST_IMAGE } from '../edge/drivers/podman/harness.js';
+import { buildUniqueImage, dropImageName, SKIP_PODMAN, TEST_IMAGE } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
@@ -23,6 +23,8 @@ let hub: HubProc;
 let edge: Proc | undefined;
 let host: string;
 const pulled: string[] = [];
+/** The image the edge runs: unique to this test, saved as edge.tar and removed from this host. */
+let edgeImageId: string | undefined;
 
 const asCli = (token: string) => ({
   OUTPOST_HUB: hub.url,
@@ -42,6 +44,11 @@ beforeAll(async () => {
     ['save', '--format', 'oci-archive', '-o', path.join(dir, 'app.tar'), TEST_IMAGE],
     'podman save',
   );
+  const podman = createPodman();
+  const u = await buildUniqueImage(podman, dir, `localhost/outpost-cache-edge:t${Date.now().toString(36)}`);
+  edgeImageId = u.id;
+  await podman.ok(['save', '--format', 'oci-archive', '-o', path.join(dir, 'edge.tar'), u.ref], 'podman save');
+  await podman.ok(['rmi', '-f', u.id], 'podman rmi');
 }, 120_000);
 
 afterAll(async () => {
@@ -58,7 +65,8 @@ afterAll(async () => {
     if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
   }
   // Only the names this test pulled: the layers are the shared test image's.
-  for (const ref of pulled) await podman.run(['rmi', ref]);
+  for (const ref of pulled) await dropImageName(podman, ref);
+  if (edgeImageId) await podman.run(['rmi', '-f', edgeImageId]);
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
@@ -116,8 +124,11 @@ describe.skipIf(SKIP_PODMAN)("the hub's image cache", () => {
     );
 
     // A podman edge runs a workload whose image is on the hub, with a Registry holding a viewer token.
-    const edgeRef = `${host}/default/team/app:v2`;
-    pulled.push(edgeRef);
+    // An image on no host yet; the hub pins its tag to the digest: the edge pulls and runs it by digest.
+    const pushedEdge = await cli(['image', 'push', path.join(dir, 'edge.tar'), 'team/app:edge'], asCli(hub.token));
+    expect(pushedEdge.code, pushedEdge.stderr).toBe(0);
+    const edgeRef = `${host}/default/team/app@${pushedEdge.stdout.trim().split('@')[1]}`;
+    expect((await podman.run(['image', 'exists', edgeRef])).code).not.toBe(0);
     const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
     edge = await startEdgeProc(path.join(dir, 'edge'), [
       '--hub',
@@ -147,7 +158,9 @@ describe.skipIf(SKIP_PODMAN)("the hub's image cache", () => {
                 metadata: { name: 'cached' },
                 spec: {
                   terminationGracePeriodSeconds: 0,
-                  containers: [{ name: 'main', image: edgeRef, command: ['sh', '-c', 'exec sleep 600'] }],
+                  containers: [
+                    { name: 'main', image: `${host}/default/team/app:edge`, command: ['sh', '-c', 'exec sleep 600'] },
+                  ],
                 },
               },
             ],

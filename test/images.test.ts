@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPodman } from '../edge/drivers/podman/cli.js';
-import { SKIP_PODMAN, TEST_IMAGE } from '../edge/drivers/podman/harness.js';
+import { buildUniqueImage, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
 import { startTestRegistry, type TestRegistry } from './fixtures/registry.js';
 import { tempDir, waitFor } from './helpers.js';
@@ -24,7 +24,20 @@ let hub: HubProc;
 let edge: Proc | undefined;
 let registry: TestRegistry;
 let image: string;
-let cachedImage: string | undefined;
+/** What the edge runs: the image pinned to the digest the hub resolved its tag to. */
+let pinned: string | undefined;
+/** Ids of the images this test made (each unique to it, so the edge really pulls them). */
+const madeIds: string[] = [];
+
+/** A unique image put into the private registry as `repoTag` and removed from this host; its digest. */
+async function intoRegistry(repoTag: string): Promise<string> {
+  const podman = createPodman();
+  const u = await buildUniqueImage(podman, dir, `localhost/outpost-private-src:${repoTag.split(':')[1]}`);
+  madeIds.push(u.id);
+  const digest = await registry.push(u.ref, repoTag);
+  await podman.ok(['rmi', '-f', u.id], 'podman rmi');
+  return digest;
+}
 
 const workload = () => ({
   kind: 'Workload',
@@ -68,7 +81,8 @@ beforeAll(async () => {
   registry = await startTestRegistry(path.join(dir, 'registry'));
   const tag = `t${Date.now().toString(36)}`;
   image = `${registry.host}/outpost-test/private-app:${tag}`;
-  await registry.push(TEST_IMAGE, `outpost-test/private-app:${tag}`);
+  const digest = await intoRegistry(`outpost-test/private-app:${tag}`);
+  pinned = `${registry.host}/outpost-test/private-app@${digest}`;
   hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
   const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
   edge = await startEdgeProc(path.join(dir, 'edge'), [
@@ -97,8 +111,7 @@ afterAll(async () => {
     if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
   }
   // Only this test's name for the image: its layers are the shared test image's.
-  if (image) await podman.run(['rmi', image]);
-  if (cachedImage) await podman.run(['rmi', cachedImage]);
+  for (const id of madeIds) await podman.run(['rmi', '-f', id]);
   await registry?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
@@ -134,13 +147,15 @@ describe.skipIf(SKIP_PODMAN)('a workload whose image is in a private registry', 
       timeout: 90_000,
       what: 'Ready with credentials',
     });
-    expect((await podman.run(['image', 'exists', image])).code).toBe(0);
+    // The hub resolved the tag to a digest (through its cache, with the Registry's credentials):
+    // the edge pulled and runs the image by digest.
+    expect((await podman.run(['image', 'exists', pinned!])).code).toBe(0);
     const out = await cli(['exec', 'edge/img-1', 'private-app', '--', 'cat', '/tmp/v'], asCli(hub.token));
     expect(out.stdout.trim()).toBe('from-private');
     // The registry authorized podman's (containers/image's) GET of the manifest: the pull carried the credentials.
-    const tag = image.slice(image.lastIndexOf(':') + 1);
+    const digest = pinned!.slice(pinned!.indexOf('@') + 1);
     expect(registry.log()).toMatch(
-      new RegExp(`msg="authorized request"[^\\n]*method=GET[^\\n]*manifests/${tag}[^\\n]*useragent="containers/`),
+      new RegExp(`msg="authorized request"[^\\n]*method=GET[^\\n]*manifests/${digest}[^\\n]*useragent="containers/`),
     );
 
     const pw = registry.password;
@@ -194,10 +209,9 @@ describe.skipIf(SKIP_PODMAN)('a workload whose image is in a private registry', 
 
   it("runs through the hub's pull-through cache: the hub pulls from the registry once, with the Registry's credentials", async () => {
     const tag = `c${Date.now().toString(36)}`;
-    const upstreamDigest = await registry.push(TEST_IMAGE, `outpost-test/private-app:${tag}`);
+    const upstreamDigest = await intoRegistry(`outpost-test/private-app:${tag}`);
     const hubHost = new URL(hub.url).host;
     const viaHub = `${hubHost}/default/private/outpost-test/private-app:${tag}`;
-    cachedImage = viaHub;
     const viewer = (await cli(['token', 'create', '--api', '--role', 'viewer'], asCli(hub.token))).stdout.trim();
     const apply = await hubApi(hub, 'POST', '/api/v1/apply', {
       objects: [
@@ -240,6 +254,18 @@ describe.skipIf(SKIP_PODMAN)('a workload whose image is in a private registry', 
     expect(images).toContainEqual(
       expect.objectContaining({ repository: 'private/outpost-test/private-app', tag, digest: upstreamDigest }),
     );
+    // The edge pulled the image from the hub, by the digest the hub resolved the tag to (it was on
+    // no host before: the image is unique to this test).
+    expect(
+      (
+        await createPodman().run([
+          'image',
+          'exists',
+          `${hubHost}/default/private/outpost-test/private-app@${upstreamDigest}`,
+        ])
+      ).code,
+    ).toBe(0);
+    expect(registry.log()).not.toMatch(new RegExp(`manifests/${upstreamDigest}[^\\n]*useragent="containers/`));
     // The registry served that manifest to the hub (node's client), authorized: the edge never reached it.
     const served = registry
       .log()

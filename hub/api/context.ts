@@ -3,11 +3,11 @@
  * the authenticated principal, and the one place where errors become HTTP responses.
  */
 import type { ScanVerdict } from '../scan/clamd.js';
-import type { AgentUpgradeStatusView } from '../../core/api/views.js';
+import type { AgentUpgradeStatusView, DataObjectStatusView } from '../../core/api/views.js';
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
-import type { AgentUpgrade, Kind } from '../../core/resources.js';
+import type { AgentUpgrade, DataObject, Kind } from '../../core/resources.js';
 import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
@@ -86,6 +86,8 @@ export interface HubDeps {
   };
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
   upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatusView };
+  /** DataObject deliveries (hub/data/delivery.ts): their status per edge. */
+  deliveries?: { status(o: DataObject): DataObjectStatusView };
 }
 
 export type Env = { Variables: { principal: Principal } };
@@ -96,6 +98,7 @@ export const KIND_PATHS: Record<string, Kind> = {
   placements: 'Placement',
   agentupgrades: 'AgentUpgrade',
   registries: 'Registry',
+  dataobjects: 'DataObject',
 };
 
 export function kindFromPath(s: string): Kind {

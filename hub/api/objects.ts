@@ -60,6 +60,8 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(state, store, o.metadata.name) } } as Resource;
   if (o.kind === 'AgentUpgrade')
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
+  if (o.kind === 'DataObject')
+    return deps.deliveries ? ({ ...o, status: { ...deps.deliveries.status(o) } } as Resource) : o;
   if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   return {
     ...o,

@@ -121,18 +121,21 @@ export class ImageCache {
    * The manifest `repository:ref` names: from the cache, else, when the repository's first
    * component names a Registry of the project (`REGISTRY/upstream/repo`), pulled through from it
    * once: manifest, config and layers stored as blobs, the tag recorded with the digest it had then.
+   * `refresh` asks the Registry again for a tag it has cached (a new workload revision resolving
+   * its images, hub/images/pins.ts); when the Registry cannot answer, the cached digest is used.
    */
   async lookup(
     project: string,
     repository: string,
     ref: string,
+    opts: { refresh?: boolean } = {},
   ): Promise<{ digest: BlobDigest; mediaType: string } | undefined> {
     const cached = this.resolve(project, repository, ref);
-    if (cached) return cached;
+    if (cached && !(opts.refresh && !isDigest(ref))) return cached;
     const slash = repository.indexOf('/');
-    if (!this.upstream || slash < 0) return undefined;
+    if (!this.upstream || slash < 0) return cached;
     const registry = this.upstream.registry(project, repository.slice(0, slash));
-    if (!registry) return undefined;
+    if (!registry) return cached;
     const key = `${project}/${repository}:${ref}`;
     let p = this.inflight.get(key);
     if (!p) {
@@ -141,7 +144,14 @@ export class ImageCache {
       );
       this.inflight.set(key, p);
     }
-    return p;
+    if (!cached) return p;
+    return p.catch((err: unknown) => {
+      log.warn(
+        { project, repository, ref, err: (err as Error).message },
+        'registry not answering: the cached digest is used',
+      );
+      return cached;
+    });
   }
 
   private async pullThrough(

@@ -3,7 +3,10 @@ import type { Placement } from '../../core/resources.js';
 import { waitingFor, type EdgeGate } from './gates.js';
 
 const placement = { metadata: { name: 'app', project: 'default' } } as Placement;
-const ctx = { readyOn: (_p: string, placement: string, edge: string) => placement === 'db' && edge === 'e1' };
+const ctx = {
+  readyOn: (_p: string, placement: string, edge: string) => placement === 'db' && edge === 'e1',
+  targetsOn: () => [],
+};
 
 describe('waitingFor', () => {
   it("merges every gate's reasons per edge and leaves out edges no gate holds", () => {

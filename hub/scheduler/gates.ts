@@ -7,11 +7,14 @@
  * reason), and re-plans the placement when one of those edges reports.
  */
 import type { Placement } from '../../core/resources.js';
+import type { Target } from './targets.js';
 
 /** What a gate may ask the scheduler. */
 export interface GateContext {
   /** Every workload placement `project/placement` has written to `edge` is Ready there (the one rule). */
   readyOn(project: string, placement: string, edge: string): boolean;
+  /** What the placement being planned should run on `edge` (its customized, pinned workloads). */
+  targetsOn(edge: string): readonly Target[];
 }
 
 /** Edge -> what it waits for, in words (`package db ^1 Ready on it`); edges not in the map may go on. */

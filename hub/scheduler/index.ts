@@ -35,7 +35,7 @@ import {
   type RolloutStatus,
 } from './rollout.js';
 import { SpecWriter } from './spec-writer.js';
-import { TargetCache } from './targets.js';
+import { TargetCache, type ImagePinning, type Target } from './targets.js';
 
 export type { RolloutStatus } from './rollout.js';
 export type { EdgeGate, GateContext } from './gates.js';
@@ -95,6 +95,16 @@ export class Scheduler {
         add: (registries, manifests) => withRegistryAccess(secrets.box, registries, manifests),
       },
     );
+  }
+
+  /** Images pinned to digests per revision (hub/images/pins.ts): what edges get names digests. */
+  useImagePins(pins: ImagePinning): void {
+    this.targets.images = pins;
+  }
+
+  /** Re-plans every placement of a project (its images were resolved). */
+  markProject(project: string): void {
+    for (const p of this.objects.list<Placement>('Placement', project)) this.markPlacement(project, p.metadata.name);
   }
 
   /** A precondition edges must meet before a placement's new version is written to them (gates.ts). */
@@ -273,7 +283,7 @@ export class Scheduler {
     });
     if (this.gates.length) {
       const unwritten = edges.filter((e) => e.writtenKey !== e.targetKey).map((e) => e.edge);
-      const waits = waitingFor(this.gates, placement, unwritten, this.gateContext());
+      const waits = waitingFor(this.gates, placement, unwritten, this.gateContext(selection.targets));
       for (const e of edges) {
         const why = waits.get(e.edge);
         if (why?.length) e.waitingFor = why;
@@ -327,12 +337,13 @@ export class Scheduler {
   }
 
   /** What gates may ask, memoized for one pass of one placement. */
-  private gateContext(): GateContext {
+  private gateContext(targets: ReadonlyMap<string, Target[]>): GateContext {
     const byPlacement = new Map<
       string,
       { keys: Map<string, AssignmentKey[]>; status: ReturnType<AssignmentStore['statusForPlacement']> }
     >();
     return {
+      targetsOn: (edge) => targets.get(edge) ?? [],
       readyOn: (project, placement, edge) => {
         const k = `${project}/${placement}`;
         let p = byPlacement.get(k);

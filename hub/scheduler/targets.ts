@@ -23,6 +23,8 @@ export interface Target {
   /** `manifestHash` of the manifests, or `error:<hash of the error>`. */
   key: string;
   error?: string;
+  /** Images of the revision the hub has not resolved to a digest yet, each with why (hub/images/pins.ts). */
+  unresolvedImages?: string[];
 }
 
 export interface Selection {
@@ -48,10 +50,24 @@ export interface RegistryAccess {
 
 const NO_REGISTRIES: RegistryAccess = { list: () => [], add: (_, m) => m };
 
+/** Images pinned to digests per workload revision (hub/images/pins.ts). */
+export interface ImagePinning {
+  /** Bumped when a resolution of the project ends: its selections are computed again. */
+  version(project: string): number;
+  pin(
+    project: string,
+    workload: string,
+    revision: number,
+    manifests: Manifest[],
+  ): { manifests: Manifest[]; unresolved: string[] };
+}
+
 export class TargetCache {
   private readonly cache = new Map<string, Selection & { stamp: string }>();
   /** Bumped whenever an edge's labels, approval or schedulability may have changed. */
   private edgesVersion = 0;
+  /** Set once the hub's image cache exists (hub.ts wires it after the scheduler). */
+  images: ImagePinning | undefined;
 
   constructor(
     private readonly edges: EdgeSource,
@@ -80,7 +96,7 @@ export class TargetCache {
     let approved = 0;
     for (const l of runtimes.values()) if (l.approved) approved++;
     const registries = this.registries.list(project);
-    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}`;
+    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}|${this.images?.version(project) ?? 0}`;
     const hit = this.cache.get(`${project}/${name}`);
     if (hit && hit.stamp === stamp) return hit;
     const candidates = schedulableEdges(this.edges(project), runtimes);
@@ -112,7 +128,11 @@ export class TargetCache {
       w.metadata.name,
     );
     const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
-    const manifests = 'error' in r ? [] : this.registries.add(registries, r.manifests);
+    const pinned =
+      'error' in r || !this.images
+        ? undefined
+        : this.images.pin(placement.metadata.project, w.metadata.name, revision, r.manifests);
+    const manifests = 'error' in r ? [] : this.registries.add(registries, pinned?.manifests ?? r.manifests);
     const error = 'error' in r ? r.error : this.cannotReceive(edge.name, manifests);
     if (error !== undefined)
       return {
@@ -122,6 +142,12 @@ export class TargetCache {
         key: `error:${createHash('sha256').update(error).digest('hex').slice(0, 16)}`,
         error,
       };
-    return { workload: w.metadata.name, revision, manifests, key: manifestHash(manifests) };
+    return {
+      workload: w.metadata.name,
+      revision,
+      manifests,
+      key: manifestHash(manifests),
+      ...(pinned?.unresolved.length ? { unresolvedImages: pinned.unresolved } : {}),
+    };
   }
 }

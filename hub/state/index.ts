@@ -14,7 +14,7 @@
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
  * | ../tunnel/proxy-session.ts | tunnel_proxy_sessions |
  * | ../catalog/state.ts | packages, package_deployments |
- * | ../images/cache.ts | image_tags |
+ * | ../images/cache.ts, ../images/pins.ts | image_tags; image_pins |
  * | ../db.ts | the schema of the hub's tables (migrations only, no reads or writes) |
  *
  * test/architecture.test.ts fails when a table is written anywhere else. Every module above runs

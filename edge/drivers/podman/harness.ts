@@ -17,6 +17,30 @@ export const TEST_IMAGE = process.env.OUTPOST_TEST_IMAGE ?? 'localhost/outpost-b
 export const SKIP_PODMAN = process.env.OUTPOST_SKIP_PODMAN === '1';
 if (SKIP_PODMAN) console.warn('\n*** OUTPOST_SKIP_PODMAN=1: SKIPPING ALL PODMAN DRIVER TESTS ***\n');
 
+/**
+ * Drops one name a test gave an image, never the image itself when it has others: a pull by digest
+ * (`HOST/REPO@sha256:...`) names the image it resolves to, often the shared test image, and
+ * `podman rmi` of a digest reference removes that whole image; `podman untag` removes the name.
+ */
+export async function dropImageName(podman: Podman, ref: string): Promise<void> {
+  await podman.run(ref.includes('@') ? ['untag', ref, ref] : ['rmi', ref]);
+}
+
+/**
+ * An image no other test has: the test image plus a file unique to this call (built offline with
+ * `podman build`). Pulling it by digest really pulls: a digest already on the host is not pulled
+ * again (podman finds the image by its digest under any name). Remove it with `podman rmi -f ID`.
+ */
+export async function buildUniqueImage(podman: Podman, dir: string, ref: string): Promise<{ ref: string; id: string }> {
+  const ctx = await mkdtemp(join(dir, 'image-'));
+  await writeFile(join(ctx, 'unique.txt'), `${ref} ${randomBytes(8).toString('hex')}\n`);
+  await writeFile(join(ctx, 'Containerfile'), `FROM ${TEST_IMAGE}\nCOPY unique.txt /unique.txt\n`);
+  await podman.ok(['build', '-q', '-t', ref, ctx], `podman build ${ref}`);
+  await rm(ctx, { recursive: true, force: true });
+  const id = (await podman.ok(['image', 'inspect', ref, '--format', '{{.Id}}'], 'podman image inspect')).trim();
+  return { ref, id };
+}
+
 export function unit(name: string, generation: number, manifests: Manifest[]): WorkloadUnit {
   const hash = createHash('sha256').update(JSON.stringify(manifests)).digest('hex').slice(0, 16);
   return { name, generation, hash, manifests };
