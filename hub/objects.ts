@@ -21,7 +21,6 @@ import {
   type Kind,
   type Resource,
 } from '../core/resources.js';
-import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
 import { egressOf } from '../core/data.js';

@@ -32,7 +32,7 @@ export function createApi(deps: HubDeps): Hono {
   app.onError((err, c) => {
     let e = toOutpostError(err);
     if (!(err instanceof OutpostError) && isDiskFull(err)) {
-      const full = (e = diskFullError(deps.db.name, err));
+      const full = (e = diskFullError(deps.store.db.name, err));
       diskFullLog((suppressed) => log.error({ err, suppressed }, full.message));
     } else if (e.code === 'internal' && !(err instanceof OutpostError))
       log.error({ err, path: c.req.path }, 'unhandled API error');

@@ -8,7 +8,7 @@ import type { BlobDigest } from '../../core/blobs.js';
 import { DataFileRecord, EGRESS_QUEUE_METRICS, type EgressQueue } from '../../core/data.js';
 import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import { TunnelError, type TunnelErrorCode, type TunnelStream } from '../../sync/tunnel.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { migrateDataFiles, putDataFile } from '../state/data-files.js';
@@ -21,7 +21,7 @@ export class HubDataFiles {
   private readonly queues = new Map<string, EgressQueue>();
 
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly db: SqlDb,
     private readonly blobs: HubBlobs,
     private readonly edges: Pick<EdgeState, 'get'>,
     /** Called after each recorded file (the S3 sink forwards it). */

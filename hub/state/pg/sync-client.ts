@@ -78,6 +78,15 @@ export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
 }
 
+/**
+ * A BYTEA value as a Buffer, as better-sqlite3 gives a BLOB: the worker's Buffer arrives as a plain
+ * Uint8Array (a message between threads keeps only the bytes), which its callers, typed for Buffer,
+ * would compare and print differently.
+ */
+function asBuffer(v: unknown): unknown {
+  return v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v;
+}
+
 export class SyncPostgres {
   private readonly worker: Worker;
   private readonly port: MessagePort;
@@ -126,7 +135,9 @@ export class SyncPostgres {
 
   /** Every row of one statement (`?` placeholders). */
   all<Row>(sql: string, ...params: Param[]): Row[] {
-    return (this.call({ sql: numberPlaceholders(sql), params }).rows ?? []) as Row[];
+    const rows = this.call({ sql: numberPlaceholders(sql), params }).rows ?? [];
+    for (const row of rows) for (const k in row) row[k] = asBuffer(row[k]);
+    return rows as Row[];
   }
 
   /** The first row, or undefined. */
