@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { ApplyResponse } from '../core/api/types.js';
 import { DEFAULT_MEDIA_TYPE } from '../core/blobs.js';
-import { isExportPath, type DataFile } from '../core/data.js';
+import { isExportPath, type DataFile, type EgressQueue } from '../core/data.js';
 import { parseDuration } from '../core/durations.js';
 import { isValidName } from '../core/ids.js';
 import { API_VERSION, isObjectPath, type DataObject } from '../core/resources.js';
@@ -161,12 +161,18 @@ export function registerDataCommands(program: Command, deps: CliDeps): void {
     .action(async (edge: string, workload: string | undefined, o: { output: string }, cmd: Command) => {
       const s = await openSession(cmd, deps);
       const q = workload ? `?workload=${encodeURIComponent(workload)}` : '';
-      const r = await s.client.get<{ items: DataFile[] }>(
+      const r = await s.client.get<{ items: DataFile[]; queue?: EgressQueue }>(
         `/api/v1/projects/${s.project}/edges/${encodeURIComponent(edge)}/data-files${q}`,
       );
       const items = r?.items ?? [];
       if (o.output === 'json') return void s.out.out.write(toJson(items));
       if (o.output === 'yaml') return void s.out.out.write(toYaml(items));
+      // What has not arrived yet, from the edge's last heartbeat (all its workloads).
+      if (r?.queue && r.queue.files > 0)
+        line(
+          s.out.err,
+          `edge/${edge}: ${r.queue.files} more file(s), ${formatSize(r.queue.bytes)}, wait on the edge to be uploaded (as it said at ${r.queue.reportedAt})`,
+        );
       if (items.length === 0)
         return line(s.out.err, `no exported files from edge/${edge}${workload ? ` workload ${workload}` : ''}`);
       s.out.out.write(

@@ -210,7 +210,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     agentVersion: version,
     ...(config.caPem ? { ca: config.caPem } : {}),
     ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
-    metrics: () => ({ rssBytes: process.memoryUsage().rss }),
+    // Gauges, not history: the hub shows the upload queue from them (edge/data/egress.ts).
+    metrics: () => ({ rssBytes: process.memoryUsage().rss, ...egressRef?.queueMetrics() }),
   });
   const s = sync;
   s.on('state', (state, info) => log.info({ state, ...info }, `hub connection ${state}`));

@@ -297,7 +297,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
   });
+  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
+  sink?.start();
+  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   const app = createApi({
+    uploads: dataFiles,
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     upgrades,
     deliveries,
@@ -330,9 +334,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(state.edges, blobs, registry);
-  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
-  sink?.start();
-  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   const tunnel = new TunnelGateway({
     db,
     edges: state.edges,
@@ -402,9 +403,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
-    onHeartbeat: (edge) => {
+    onHeartbeat: (edge, hb) => {
       heartbeats.inc();
       edges.heartbeat(edge);
+      dataFiles.noteHeartbeat(edge, hb.metrics);
     },
     onRefused: (_edge, code) => refused.inc({ code }),
     onThrottled: (edge) => {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OBJECTS_MOUNT_ANNOTATION } from '../core/delivery.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
-import { edgeLocal } from './fixtures/edge-local.js';
+import { edgeLocal, edgeLocalMetric } from './fixtures/edge-local.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, CuttableProxy, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -164,6 +164,8 @@ describe('DataObjects delivered to selected edges (real processes)', () => {
 
     proxy.heal();
     await waitFor(() => holds(objectFile('e2', 'models/m.bin')) === 'b', { timeout: 60_000, what: 'v2 on e2' });
+    // Once per edge, and only the current version: e2 never fetched v1, and v2 crossed its link once.
+    expect(await edgeLocalMetric(edgeDir('e2'), 'outpost_edge_transfer_bytes{direction="down"}')).toBe(SIZE);
     await waitFor(async () => (await status('model')).summary === 'delivered 2/2', { what: 'delivered 2/2' });
     const s2 = await status('model');
     expect(s2.edges.every((e) => e.state === 'Delivered' && e.version === 'v2')).toBe(true);

@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BlobDigest } from '../../core/blobs.js';
-import { EXPORT_DIR_ENV, egressOf, exportDirEnv, type EgressRule } from '../../core/data.js';
+import { EGRESS_QUEUE_METRICS, EXPORT_DIR_ENV, egressOf, exportDirEnv, type EgressRule } from '../../core/data.js';
 import type { DriverName } from '../../core/driver-kinds.js';
 import { createLogger } from '../../core/logger.js';
 import type { Manifest } from '../../core/resources.js';
@@ -224,6 +224,15 @@ export class EdgeEgress {
       out.set(w, { ...s, degraded: reason });
     }
     return [...out.values()];
+  }
+
+  /** The heartbeat gauges of the upload queue (core/data.ts EGRESS_QUEUE_METRICS): files and bytes not yet on the hub. */
+  queueMetrics(): Record<string, number> {
+    const r = cachedStatement(
+      this.db,
+      "SELECT COUNT(*) n, COALESCE(SUM(size), 0) b FROM egress_files WHERE state = 'queued'",
+    ).get() as { n: number; b: number };
+    return { [EGRESS_QUEUE_METRICS.files]: r.n, [EGRESS_QUEUE_METRICS.bytes]: r.b };
   }
 
   /** The ledger's rows (tests, the local API). */

@@ -4,6 +4,7 @@
  */
 import type { ScanVerdict } from '../scan/clamd.js';
 import type { AgentUpgradeStatusView, DataObjectStatusView } from '../../core/api/views.js';
+import type { EgressQueue } from '../../core/data.js';
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
@@ -88,6 +89,8 @@ export interface HubDeps {
   };
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
   upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatusView };
+  /** The upload queues edges last reported (hub/data/index.ts). */
+  uploads?: { queue(edge: string): EgressQueue | undefined };
   /** DataObject deliveries (hub/data/delivery.ts): their status per edge. */
   deliveries?: { status(o: DataObject): DataObjectStatusView };
 }
