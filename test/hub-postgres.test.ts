@@ -2,8 +2,9 @@
  * `outpost hub --database postgres://...` (issue #22): a real hub process keeps its tables in a
  * real PostgreSQL (test/fixtures/postgres.ts) and its edges' documents in --data. An edge agent
  * (process driver) enrolls, a placement reaches Ready, and the objects, the edge and its status
- * are rows of PostgreSQL. With PostgreSQL stopped, /readyz says so and the API answers 503 naming
- * the database; started again, the same hub process is ready without a restart. A wrong URL or a
+ * are rows of PostgreSQL. With PostgreSQL stopped for 20 s (issue #22's test 3, one hub), /readyz
+ * says so, the API answers 503 naming the database and the edge's workload keeps running; started
+ * again, the same hub process records heartbeats and delivers a new placement without a restart. A wrong URL or a
  * database that cannot be reached ends the start with a message naming the problem and the fix.
  */
 import fs from 'node:fs';
@@ -119,8 +120,10 @@ spec:
     expect(hub.proc.err).not.toMatch(/DatabaseError/);
   }, 180_000);
 
-  it('is not ready and answers 503 naming the database while PostgreSQL is stopped, and recovers by itself', async () => {
+  it('is not ready and answers 503 naming the database while PostgreSQL is stopped for 20 s, and converges by itself', async () => {
+    const workload = Number(fs.readFileSync(path.join(dir, 'web.pid'), 'utf8').trim());
     await server.stop();
+    const stoppedAt = Date.now();
     const down = await get('/readyz');
     expect(down.status).toBe(503);
     expect(down.body).toMatchObject({ ready: false });
@@ -135,13 +138,64 @@ spec:
     expect(listed.code).toBe(1);
     expect(listed.stderr).toMatch(/database at postgres:\/\/.*unreachable/);
 
+    // The outage of issue #22's test 3: the edge keeps running its workload meanwhile.
+    await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + 20_000 - Date.now())));
+    expect(() => process.kill(workload, 0)).not.toThrow();
+    expect(hub.proc.alive).toBe(true);
+
     await server.start();
+    const restartedAt = Date.now();
     await waitFor(async () => ((await get('/readyz')).status === 200 ? true : null), {
       what: 'the hub to be ready again',
     });
+    // Converged without a restart: the edge's heartbeats reach PostgreSQL again, and a change
+    // applied now reaches the edge and runs.
+    await waitFor(
+      () => Number(server.sql("SELECT last_seen FROM edge_runtime WHERE name = 'e1'", 'hub')) > restartedAt,
+      {
+        timeout: 60_000,
+        what: "e1's heartbeats to be recorded again",
+      },
+    );
+    const apiPid = path.join(dir, 'api.pid');
+    pidFiles.push(apiPid);
+    const file = path.join(dir, 'api.yaml');
+    fs.writeFileSync(
+      file,
+      `apiVersion: outpost.dev/v1alpha1
+kind: Workload
+metadata: { name: api }
+spec:
+  manifests:
+    - apiVersion: v1
+      kind: Pod
+      metadata: { name: api }
+      spec:
+        terminationGracePeriodSeconds: 1
+        containers:
+          - name: main
+            image: localhost/outpost-busybox:latest
+            command: [sh, -c, 'echo $$$$ > ${apiPid} && exec sleep 3600']
+---
+apiVersion: outpost.dev/v1alpha1
+kind: Placement
+metadata: { name: api }
+spec:
+  edgeSelector: { matchLabels: { site: a } }
+  workloads: [api]
+`,
+    );
+    const applied = await cli(['apply', '-f', file], env);
+    expect(applied.code, applied.stderr).toBe(0);
+    await waitFor(
+      async () =>
+        /api\s+1\/1/.test((await cli(['get', 'placements'], env)).stdout) && fs.existsSync(apiPid) ? true : null,
+      { timeout: 90_000, what: 'placement api Ready on e1 after the outage' },
+    );
     expect((await cli(['get', 'placements'], env)).stdout).toMatch(/web\s+1\/1/);
+    expect(() => process.kill(workload, 0)).not.toThrow();
     expect(hub.proc.alive).toBe(true);
-  }, 120_000);
+  }, 180_000);
 
   it('refuses to start on a wrong URL or a database it cannot use, naming the problem and the fix', async () => {
     const start = async (database: string) => {
