@@ -52,7 +52,10 @@ import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from '.
 import { createHubMetrics } from './metrics.js';
 import { ObjectStore, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
-import { sqliteHubState, type HubState } from './state/index.js';
+import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
+import { openPostgres } from './state/pg/open.js';
+import { redactUrl } from './state/pg/sync-client.js';
+import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -84,6 +87,11 @@ export interface HubOptions {
   dataSinkS3?: S3SinkOptions;
   /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */
   scanRetryMs?: number;
+  /**
+   * `postgres://...`: the hub's tables in this PostgreSQL database instead of the SQLite file of
+   * `dataDir` (issue #22); the edges' documents stay in `dataDir` (docs/architecture.md).
+   */
+  database?: string;
 }
 
 /**
@@ -137,6 +145,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const { version } = buildInfo();
   const { host, port } = parseListen(opts.listen);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  // First: a wrong URL or a database that cannot be reached ends the start before anything else.
+  const pg = opts.database ? await openPostgres(opts.database) : undefined;
 
   let tls: HubTls | undefined;
   if (!opts.insecureHttp) {
@@ -200,9 +210,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       { cause: err },
     );
   });
-  const db = store.db;
-  migrateHub(db);
-  state = sqliteHubState(db);
+  // The hub's tables: in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
+  const db: SqlDb = pg ?? store.db;
+  if (!pg) migrateHub(store.db);
+  state = pg ? postgresHubState(pg) : sqliteHubState(store.db);
   changes = new ChangeFeed(state);
   auth.migrateAuth(db);
   const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
@@ -306,6 +317,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     secrets,
     version,
     requireApproval: !!opts.requireApproval,
+    unready: () => {
+      // SQLite is a file of this process: ready while the process runs. PostgreSQL may be away.
+      if (!pg) return undefined;
+      try {
+        pg.one('SELECT 1');
+        return undefined;
+      } catch (err) {
+        return errorMessage(err);
+      }
+    },
     caPem: tls?.caPem,
     metricsText: () => registry.metrics(),
     metricsContentType: registry.contentType,
@@ -423,7 +444,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     .filter((h) => h !== '0.0.0.0' && h !== '::')
     .map((h) => `${h}:${actualPort}`);
   scheduler.markAll();
-  log.info({ url, dataDir: opts.dataDir, tls: !!tls, version }, 'hub ready');
+  log.info(
+    { url, dataDir: opts.dataDir, database: opts.database ? redactUrl(opts.database) : 'sqlite', tls: !!tls, version },
+    'hub ready',
+  );
 
   return {
     url,
@@ -455,6 +479,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       await closed;
       await scheduler!.idle();
       store.close();
+      await pg?.close();
     },
   };
 }

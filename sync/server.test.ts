@@ -274,3 +274,33 @@ describe('admission control', () => {
     }
   });
 });
+
+describe('credentials that cannot be checked', () => {
+  it('get 503 with Retry-After, not 401: the edge comes back instead of being told to enroll again', async () => {
+    const away = await listenSyncServer({
+      store: hubStore,
+      hubVersion: 'test',
+      authenticate: () => {
+        throw new Error('the database at postgres://hub is unreachable');
+      },
+    });
+    try {
+      const r = await new Promise<{ status: number; retry: string | undefined; body: string }>((resolve) => {
+        const ws = new WebSocket(away.url, { headers: { authorization: 'Bearer tok-a' } });
+        ws.on('unexpected-response', (_q, res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, retry: res.headers['retry-after'] as string | undefined, body }),
+          );
+        });
+        ws.on('error', () => undefined);
+      });
+      expect(r.status).toBe(503);
+      expect(r.retry).toBe('5');
+      expect(r.body).toMatch(/cannot check edge credentials now/);
+    } finally {
+      await away.close();
+    }
+  });
+});

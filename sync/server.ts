@@ -264,7 +264,16 @@ export class SyncServer {
     try {
       identity = token ? await this.opts.authenticate(token, req) : null;
     } catch (err) {
+      // The credential could not be checked (the hub's database is away): not a refusal of the
+      // credential, which would tell the edge to enroll again. It comes back later.
       log.error({ err }, 'authenticating an edge failed');
+      clearTimeout(deadline);
+      answerAndDestroy(
+        socket,
+        new OutpostError('unavailable', 'the hub cannot check edge credentials now: come back in 5 s'),
+        { 'Retry-After': 5 },
+      );
+      return;
     }
     if (socket.destroyed) return;
     if (!identity) {

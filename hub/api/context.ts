@@ -74,6 +74,8 @@ export interface HubDeps {
   secrets: HubSecrets;
   version: string;
   requireApproval: boolean;
+  /** Why the hub cannot serve now (its database is unreachable); undefined when it can. For /readyz. */
+  unready(): string | undefined;
   caPem?: string;
   metricsText(): Promise<string>;
   metricsContentType: string;

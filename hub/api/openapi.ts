@@ -301,7 +301,7 @@ const PARAM_DOCS: Record<string, string> = {
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
-const NO_BEARER = new Set(['/api/v1/enroll', '/api/v1/tls/ca.pem', '/healthz']);
+const NO_BEARER = new Set(['/api/v1/enroll', '/api/v1/tls/ca.pem', '/healthz', '/readyz']);
 
 /** `post /api/v1/projects/{project}/edges/{name}/drain` -> `postProjectsProjectEdgesNameDrain`. */
 function operationId(method: string, path: string): string {
