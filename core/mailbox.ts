@@ -16,6 +16,14 @@ import { z } from 'zod';
 import { HEARTBEAT_INTERVAL_MS } from './durations.js';
 import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
+import {
+  readReportStaging,
+  readSpecStaging,
+  setReportStaging,
+  setSpecStaging,
+  type StagingOrder,
+  type StagingReport,
+} from './staging.js';
 import type { ReportedPhase } from './status.js';
 
 export const MAILBOX_SCHEMA = 1;
@@ -40,6 +48,8 @@ export interface SpecDoc {
   intentsCleared: { [workload: string]: number };
   /** JSON of the agent upgrade order (AgentUpgradeOrder), written by setSpecAgentUpgrade only. */
   agentUpgrade?: Str;
+  /** JSON of the image pre-staging order (core/staging.ts), written by setSpecStaging only. */
+  imageStaging?: Str;
 }
 
 export interface ReportObjectDoc {
@@ -79,6 +89,8 @@ export interface ReportDoc {
   intentSeq: number;
   /** JSON of the progress of the agent upgrade ordered in the spec (AgentUpgradeProgress). */
   agentUpgrade?: Str;
+  /** JSON of the images staged for the spec's staging order (core/staging.ts). */
+  imageStaging?: Str;
 }
 
 /**
@@ -145,6 +157,7 @@ export interface EdgeSpecState {
   workloads: Record<string, SpecWorkload>;
   intentsCleared: Record<string, number>;
   agentUpgrade?: AgentUpgradeOrder;
+  imageStaging?: StagingOrder;
 }
 
 export interface ObjectStatus {
@@ -177,6 +190,7 @@ export interface EdgeReportState {
   workloads: Record<string, ReportedWorkload>;
   intents: Intent[];
   agentUpgrade?: AgentUpgradeProgress;
+  imageStaging?: StagingReport;
 }
 
 const s = (v: unknown): string =>
@@ -204,8 +218,14 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
     workloads,
     intentsCleared: { ...(doc.intentsCleared ?? {}) },
     ...(agentUpgrade ? { agentUpgrade } : {}),
+    ...withStagingOrder(doc),
   };
 }
+
+const withStagingOrder = (doc: Partial<SpecDoc>): { imageStaging?: StagingOrder } => {
+  const imageStaging = readSpecStaging(doc);
+  return imageStaging ? { imageStaging } : {};
+};
 
 /** Only the spec's agent upgrade order, without reading the rest of the document. */
 export function readSpecAgentUpgrade(doc: Partial<SpecDoc>): AgentUpgradeOrder | undefined {
@@ -291,7 +311,15 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
     }
   }
   const agentUpgrade = readReportAgentUpgrade(doc);
-  return { edge: s(doc.edge), inventory, workloads, intents, ...(agentUpgrade ? { agentUpgrade } : {}) };
+  const imageStaging = readReportStaging(doc);
+  return {
+    edge: s(doc.edge),
+    inventory,
+    workloads,
+    intents,
+    ...(agentUpgrade ? { agentUpgrade } : {}),
+    ...(imageStaging ? { imageStaging } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -605,6 +633,7 @@ export function materializeSpec(state: EdgeSpecState): (d: SpecDoc) => void {
     for (const w of Object.values(state.workloads)) putSpecWorkload(d, w);
     for (const [k, v] of Object.entries(state.intentsCleared)) d.intentsCleared[k] = v;
     if (state.agentUpgrade) setSpecAgentUpgrade(d, state.agentUpgrade);
+    if (state.imageStaging) setSpecStaging(d, state.imageStaging);
   };
 }
 
@@ -643,5 +672,6 @@ export function materializeReport(state: EdgeReportState, intentSeq: number): (d
     }
     d.intentSeq = intentSeq;
     if (state.agentUpgrade) setReportAgentUpgrade(d, state.agentUpgrade);
+    if (state.imageStaging) setReportStaging(d, state.imageStaging);
   };
 }

@@ -37,6 +37,8 @@ import { Reconciler } from './reconciler.js';
 import { createTunnelAgent } from './tunnel/index.js';
 import { upgradeRoute } from './upgrade/local-route.js';
 import { UpgradeOrders } from './upgrade/orders.js';
+import { createPodman } from './drivers/podman/cli.js';
+import { EdgeImageStaging } from './images/staging.js';
 import { markHealthy, readUpgradeState, TRIAL_ENV, type UpgradeState } from './upgrade/switch.js';
 
 const log = createLogger('edge');
@@ -105,6 +107,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
   let orders: UpgradeOrders | undefined;
+  let staging: EdgeImageStaging | undefined;
   const specId = mailboxDocId(edge, 'spec');
   const storeOptions = {
     afterChange: (id: DocId, origin: 'local' | 'remote') => {
@@ -114,6 +117,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
         void reconciler?.trigger();
         // An agent upgrade order may have come with it (edge/upgrade/orders.ts).
         setImmediate(() => orders?.check());
+        // And an image staging order (edge/images/staging.ts).
+        setImmediate(() => staging?.check());
       }
     },
   };
@@ -255,6 +260,17 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     },
     restart: () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(),
   });
+  // Image pre-staging (issue #19): the images of a new version, over this connection, before the switch.
+  const imageStaging = (staging = new EdgeImageStaging({
+    edge,
+    dataDir: o.dataDir,
+    driver: config.driver,
+    store,
+    blobs,
+    transfers,
+    ...(config.driver === 'podman' ? { podman: createPodman() } : {}),
+  }));
+  s.on('state', (state) => state === 'connected' && imageStaging.check());
   const egress = new EdgeEgress({
     db: store.db,
     dataDir: o.dataDir,
@@ -294,6 +310,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     egress.start();
     s.start();
     orders.check();
+    imageStaging.check();
   }
 
   // The edge writes its report; once the hub holds all of it, a report past the threshold
@@ -357,6 +374,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     async close() {
       clearInterval(compactTimer);
       transfers.stop();
+      staging?.stop();
       await egress.stop();
       await s.stop();
       await r.stop();
