@@ -73,6 +73,12 @@ export function buildProgram(): Command {
     .command('hub')
     .description('run the hub (control plane): REST API, sync endpoint for edges, metrics')
     .option('--data <dir>', 'data directory (SQLite, TLS files, admin token)', '/var/lib/outpost-hub')
+    .addOption(
+      new Option(
+        '--database <url>',
+        "keep the hub's tables in this PostgreSQL database (postgres://USER:PASSWORD@HOST:PORT/DB) instead of SQLite in --data; the edges' documents stay in --data",
+      ).env('OUTPOST_DATABASE'),
+    )
     .option('--listen <host:port>', 'address to listen on', '0.0.0.0:7443')
     .option('--insecure-http', 'serve plain HTTP (local development only)')
     .option('--tls-cert <file>', 'serve this certificate chain instead of the hub-made one')
@@ -119,6 +125,7 @@ export function buildProgram(): Command {
         tlsCa?: string;
         host?: string[];
         requireApproval?: boolean;
+        database?: string;
       }) => {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
         // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
@@ -153,6 +160,7 @@ export function buildProgram(): Command {
           hosts: o.host,
           requireApproval: o.requireApproval,
           maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+          ...(o.database ? { database: o.database } : {}),
           ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);

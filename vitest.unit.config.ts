@@ -18,6 +18,8 @@ export default defineConfig({
       'hub/scheduler/{queue,targets,rollout,assign,spec-writer}.test.ts',
       'hub/auth/{edge-credentials,roles,tokens}.test.ts',
       'hub/tunnel/proxy-session.test.ts',
+      'hub/catalog/state.test.ts',
+      'hub/images/cache.test.ts',
       'ui/src/diff.test.ts',
       'ui/src/format.test.ts',
       'ui/src/yaml.test.ts',

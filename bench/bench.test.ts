@@ -16,12 +16,16 @@ afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-function runBench(args: string[], resultsDir: string): Promise<{ code: number | null; output: string }> {
+function runBench(
+  args: string[],
+  resultsDir: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', path.join(ROOT, 'bench/run.ts'), ...args, '--results-dir', resultsDir],
-      { cwd: ROOT, env: { ...process.env, VITEST: undefined }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: ROOT, env: { ...process.env, ...env, VITEST: undefined }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
@@ -62,6 +66,31 @@ describe('bench harness', () => {
       expect(Array.isArray(run.bottleneck) && run.bottleneck.length).toBeTruthy();
       // The table went to stdout.
       expect(output).toContain('hub RSS per idle edge');
+    },
+  );
+
+  it(
+    'runs the data scenarios with 3 edges: every edge holds the object, every file reaches the hub',
+    { timeout: 180_000 },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-bench-test-'));
+      dirs.push(dir);
+      const { code, output } = await runBench(
+        ['--scenario', 'data-delivery,data-upload', '--edges', '3', '--workers', '1'],
+        dir,
+        { BENCH_DATA_MB: '2', BENCH_UPLOAD_FILES: '2', BENCH_UPLOAD_KB: '256' },
+      );
+      expect(code, output).toBe(0);
+      for (const [scenario, bytesPerEdge] of [
+        ['data-delivery', 2 * 1024 * 1024],
+        ['data-upload', 2 * 256 * 1024],
+      ] as const) {
+        const file = fs.readdirSync(dir).find((f) => f.startsWith(`${scenario}-`))!;
+        const run = (JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as ResultFile).runs[0]!;
+        expect(run.error, output).toBeUndefined();
+        expect(run.metrics).toMatchObject({ failed: 0, bytesPerEdge, movedBytes: 3 * bytesPerEdge });
+        expect(run.metrics.socketBytes as number).toBeGreaterThanOrEqual(3 * bytesPerEdge);
+      }
     },
   );
 });

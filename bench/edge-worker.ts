@@ -13,6 +13,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import type { BlobDigest } from '../core/blobs.js';
 import { edgeName, mailboxDocId, parseMailboxDocId, type EdgeName } from '../core/ids.js';
 import {
   addIntent,
@@ -20,11 +22,15 @@ import {
   putReportWorkload,
   readReport,
   readSpec,
+  readSpecData,
   setInventory,
+  setReportData,
   type ReportDoc,
   type SpecDoc,
 } from '../core/mailbox.js';
+import { BlobFiles } from '../sync/blob-files.js';
 import { SyncClient } from '../sync/client.js';
+import { nextMeta, uploadBlob } from '../sync/transfer.js';
 import { TunnelMux } from '../sync/tunnel.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
@@ -280,6 +286,91 @@ async function fetchBlob(
   };
 }
 
+/**
+ * As the agent's delivery does (edge/data/delivery.ts), minus the disk: waits for the DataObject
+ * order in the edge's spec, brings the blob (digest checked, bytes not kept) and reports it Delivered.
+ */
+async function deliverData(
+  e: SimEdge,
+  name: string,
+  timeoutMs: number,
+): Promise<{ ms: number; bytes: number; socketBytes: number; ok: boolean }> {
+  const t0 = Date.now();
+  const specId = mailboxDocId(e.name, 'spec');
+  for (;;) {
+    const doc = store.get<SpecDoc>(specId);
+    const order = doc ? readSpecData(doc)[name] : undefined;
+    if (order) {
+      const r = await fetchBlob(e, order.digest);
+      if (r.ok)
+        store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
+          setReportData(d, name, {
+            version: order.version,
+            digest: order.digest,
+            path: order.path,
+            state: 'Delivered',
+            at: Date.now(),
+          });
+        });
+      return { ...r, ms: Date.now() - t0 };
+    }
+    if (Date.now() - t0 > timeoutMs) throw new Error(`edge ${e.name}: no order for ${name} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let uploadFiles: BlobFiles | undefined;
+/** Per edge, the files `prepareUpload` made for `uploadData` to send. */
+const prepared = new Map<string, { digest: BlobDigest; size: number }[]>();
+
+/** Files distinct per edge, made from a seed into the worker's blob files, before the clock starts. */
+async function prepareUpload(e: SimEdge, files: number, size: number): Promise<void> {
+  uploadFiles ??= new BlobFiles(path.join(dir, 'upload-blobs'));
+  const made: { digest: BlobDigest; size: number }[] = [];
+  for (let i = 0; i < files; i++) {
+    const b = Buffer.alloc(size);
+    const seed = createHash('sha256').update(`${e.name}/${i}`).digest();
+    for (let o = 0; o < size; o += seed.length) seed.copy(b, o);
+    made.push(await uploadFiles.ingest(Readable.from([b]), { maxBytes: size }));
+  }
+  prepared.set(e.name, made);
+}
+
+/**
+ * As the agent's egress does (edge/data/egress.ts) once a file is in its outbox: sends the blob
+ * (`blob-put`, resumable, skipped when the hub holds it) and records it (`data-file`).
+ */
+async function uploadData(e: SimEdge): Promise<{ ms: number; bytes: number; socketBytes: number; ok: boolean }> {
+  const c = e.client;
+  if (!c || c.state !== 'connected') throw new Error(`edge ${e.name} is not connected`);
+  const made = prepared.get(e.name) ?? [];
+  const before = socketBytes(c) ?? 0;
+  const t0 = Date.now();
+  const open = (h: Record<string, unknown>) => muxOf(c).open(h);
+  let bytes = 0;
+  let ok = true;
+  for (const [i, f] of made.entries()) {
+    const r = await uploadBlob(open, uploadFiles!, f.digest, 'application/octet-stream');
+    bytes += r.moved;
+    const s = open({
+      type: 'data-file',
+      workload: 'bench',
+      path: `out/f${i}`,
+      digest: f.digest,
+      size: f.size,
+      modifiedAt: t0,
+    });
+    s.on('error', () => undefined);
+    s.end();
+    const m = await nextMeta(s);
+    s.resume();
+    if (m.ok !== true) ok = false;
+    await uploadFiles!.remove(f.digest);
+  }
+  prepared.delete(e.name);
+  return { ms: Date.now() - t0, bytes, socketBytes: (socketBytes(c) ?? 0) - before, ok };
+}
+
 type Cmd = { op: string; rid: number } & Record<string, unknown>;
 
 async function handle(cmd: Cmd): Promise<unknown> {
@@ -412,6 +503,21 @@ async function handle(cmd: Cmd): Promise<unknown> {
     case 'fetchBlob': {
       const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
       return Promise.all(names.map((n) => fetchBlob(edges.get(n)!, cmd.digest as string)));
+    }
+    case 'deliverData': {
+      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      return Promise.all(
+        names.map((n) => deliverData(edges.get(n)!, cmd.object as string, Number(cmd.timeoutMs ?? 120_000))),
+      );
+    }
+    case 'prepareUpload': {
+      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      for (const n of names) await prepareUpload(edges.get(n)!, Number(cmd.files), Number(cmd.size));
+      return true;
+    }
+    case 'uploadData': {
+      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      return Promise.all(names.map((n) => uploadData(edges.get(n)!)));
     }
     case 'stats': {
       const u = process.cpuUsage();

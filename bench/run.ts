@@ -4,7 +4,7 @@
  * a summary table. Without --scenario it runs every scenario at its default size and also writes
  * bench/results/summary-<date>.json.
  *
- * Options: --scenario connect|fanout|reconnect|offline|churn|footprint|fanout-peers|blobs (repeatable or comma list),
+ * Options: --scenario connect|fanout|reconnect|offline|churn|footprint|fanout-peers|blobs|data-delivery|data-upload (repeatable or comma list),
  * --edges N, --workers W (simulator processes), --ready-delay MS (simulated time to Ready),
  * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
  * --keep (keep the run directory with logs and databases), --results-dir DIR, --sim-store memory|file
@@ -16,6 +16,7 @@ import path from 'node:path';
 import { formatTable, RESULTS_DIR, today, writeResult, type RunResult } from './lib/results.js';
 import { BenchTimeout, checkLimits, machineInfo } from './lib/sys.js';
 import { blobs } from './scenarios/blobs.js';
+import { dataDelivery, dataUpload } from './scenarios/data.js';
 import { churn } from './scenarios/churn.js';
 import { cleanRunDir, type Scenario, type ScenarioContext, type ScenarioOutput } from './scenarios/common.js';
 import { connect } from './scenarios/connect.js';
@@ -34,6 +35,8 @@ export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> 
   footprint: { run: footprint, defaultEdges: 1 },
   'fanout-peers': { run: fanoutPeers, defaultEdges: 1_000 },
   blobs: { run: blobs, defaultEdges: 100 },
+  'data-delivery': { run: dataDelivery, defaultEdges: 100 },
+  'data-upload': { run: dataUpload, defaultEdges: 100 },
 };
 
 export interface RunOptions {

@@ -3,7 +3,7 @@
  * empty read-only working directory, with no node_modules, no network (own network namespace) and,
  * when the test runs as root, as the unprivileged user `nobody` so read-only really is read-only.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,6 +14,9 @@ import { collectAssets, requiredAssets, uiAssets, UI_MANIFEST_KEY, type UiManife
 import { bundle, importedNames } from './sea/bundle.js';
 import { buildExecutable, shippedNode } from './sea/executable.js';
 import { ensureBuilt } from './sea/freshness.js';
+import { TestPostgres } from '../test/fixtures/postgres.js';
+import { waitFor } from '../test/helpers.js';
+import { freePort } from '../test/ports.js';
 
 const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;
@@ -115,6 +118,50 @@ describe('dist/outpost', () => {
     expect(r.stderr).toMatch(/unknown option '--no-such-flag'/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
+});
+
+describe('dist/outpost hub --database', () => {
+  test("keeps the hub's tables in PostgreSQL, its client's worker thread started from inside the executable", async () => {
+    // A real PostgreSQL on loopback, so not runIsolated (its own network namespace); the copy in
+    // bin/ has no side/ folder beside it: the worker's code can only come from the executable.
+    const server = new TestPostgres();
+    const data = fs.mkdtempSync(path.join(tmp, 'hub-pg-'));
+    let out = '';
+    let hub: ReturnType<typeof spawn> | undefined;
+    try {
+      await server.start();
+      const url = server.createDatabase('exe');
+      const port = await freePort();
+      hub = spawn(
+        path.join(bin, 'outpost'),
+        ['hub', '--data', data, '--listen', `127.0.0.1:${port}`, '--insecure-http'],
+        {
+          cwd: emptyCwd,
+          env: { PATH: '/usr/bin:/bin', HOME: '/nonexistent', OUTPOST_DATABASE: url },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
+      hub.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+      await waitFor(
+        () => /listening on/.test(out) || (hub!.exitCode !== null ? Promise.reject(new Error(out)) : null),
+        {
+          timeout: 30_000,
+          what: 'the hub to listen',
+        },
+      );
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(await ready.json()).toEqual({ ready: true });
+      expect(server.sql('SELECT role FROM api_tokens', 'exe')).toBe('admin');
+      expect(out).not.toMatch(/cannot load/);
+    } finally {
+      if (hub && hub.exitCode === null) {
+        const exited = new Promise((r) => hub!.once('exit', r));
+        hub.kill('SIGTERM');
+        await exited;
+      }
+      await server.remove();
+    }
+  }, 120_000);
 });
 
 describe('packaged self-test (SQLite, Automerge, ws, pino, Kubernetes client, UI assets)', () => {

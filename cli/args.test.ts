@@ -2,6 +2,7 @@
 // runs point at a hub that does not exist and would fail with exit 1 if a request were made.
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { nextVersion, parseTime } from './cmd-data.js';
 import { parseLabelEdits } from './cmd-edge.js';
 import { CliError, exitCodeOf, UsageError } from './errors.js';
 import { expectKind, parseKind, parseKindArg } from './kinds.js';
@@ -124,5 +125,23 @@ describe('failures the user must act on exit 1', () => {
     const r = await runCli(['get', 'edges'], { env: NOWHERE });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('cannot reach the hub at http://127.0.0.1:9: is it running? (outpost hub --data DIR)');
+  });
+});
+
+describe('outpost data publish: times and versions', () => {
+  it('takes an ISO time with a zone or a delay from now', () => {
+    const now = Date.parse('2026-11-25T06:00:00Z');
+    expect(parseTime('+15m', now)).toBe('2026-11-25T06:15:00.000Z');
+    expect(parseTime('2h', now)).toBe('2026-11-25T08:00:00.000Z');
+    expect(parseTime('2026-12-01T06:00:00+01:00', now)).toBe('2026-12-01T05:00:00.000Z');
+    expect(() => parseTime('tomorrow', now)).toThrow(/write an ISO time with a zone/);
+    expect(() => parseTime('12/01/2026', now)).toThrow(/invalid time/);
+  });
+
+  it('counts versions v1, v2, ... unless told', () => {
+    expect(nextVersion(undefined)).toBe('v1');
+    expect(nextVersion('v1')).toBe('v2');
+    expect(nextVersion('v41')).toBe('v42');
+    expect(nextVersion('2026.11')).toBe('v1');
   });
 });

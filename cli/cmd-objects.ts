@@ -61,9 +61,9 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
   program
     .command('delete')
     .description(
-      'delete workloads, placements and agent upgrades by name or as listed in files (edges leave with `outpost edge decommission`)',
+      'delete workloads, placements, registries, agent upgrades and data objects by name or as listed in files (edges leave with `outpost edge decommission`)',
     )
-    .argument('[kind]', 'workload|wl, placement|pl, agentupgrade|au (or KIND/NAME)')
+    .argument('[kind]', 'workload|wl, placement|pl, registry|reg, agentupgrade|au, dataobject|do (or KIND/NAME)')
     .argument('[name]', 'the object')
     .option('-f, --filename <path>', 'delete the objects of these files, directories or - (stdin); repeatable', collect)
     .option('--ignore-not-found', 'an object that does not exist is not an error')
@@ -94,12 +94,10 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         for (const e of edges)
           line(s.out.err, `edge/${e.name} skipped: edges leave with \`outpost edge decommission ${e.name}\``);
         let failed = 0;
-        // Placements first: a workload still placed would fail its placement for a moment.
-        for (const t of [
-          ...targets.filter((x) => x.kind === 'AgentUpgrade'),
-          ...targets.filter((x) => x.kind === 'Placement'),
-          ...targets.filter((x) => x.kind === 'Workload'),
-        ]) {
+        // Placements before workloads: a workload still placed would fail its placement for a moment.
+        // Registries last: a placement being deleted may still pull through one.
+        const order: Kind[] = ['AgentUpgrade', 'DataObject', 'Placement', 'Workload', 'Registry'];
+        for (const t of order.flatMap((k) => targets.filter((x) => x.kind === k))) {
           const info = KIND_INFO[t.kind];
           try {
             await s.client.delete(objectPath(t.project ?? s.project, info.path, t.name), {

@@ -8,7 +8,7 @@ import type { Summary } from '../core/status.js';
 import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
 import { formatTable, paint } from './output.js';
-import { formatUpgradeEdges } from './tables.js';
+import { formatDeliveryEdges, formatUpgradeEdges } from './tables.js';
 import {
   age,
   ageMs,
@@ -22,6 +22,7 @@ import {
   rolloutCounts,
   statusOf,
   type AgentUpgradeStatusView,
+  type DataObjectStatusView,
   type ApiObject,
   type EdgeStatus,
   type EventView,
@@ -366,7 +367,39 @@ export function describeRegistry(o: ApiObject, opts: DescribeOptions): string {
   return out;
 }
 
+/** A DataObject: what it is, which edges it selects, and where each edge's delivery stands. */
+export function describeDataObject(o: ApiObject, opts: DescribeOptions): string {
+  const spec = (o.spec ?? {}) as {
+    version?: string;
+    digest?: string;
+    size?: number;
+    path?: string;
+    edgeSelector?: LabelSelector;
+    edges?: string[];
+    activateAt?: string;
+    expiresAt?: string;
+  };
+  const s = statusOf<DataObjectStatusView>(o);
+  let out = metadataBlock(o, opts.now);
+  out += section(
+    'Spec',
+    fields([
+      ['Version', `${spec.version ?? '?'} ${spec.digest ?? ''} (${formatBytes(spec.size)})`],
+      ['Path', `${spec.path ?? o.metadata.name} (under the edge's objects directory)`],
+      ['Edge selector', formatSelector(spec.edgeSelector)],
+      ['Edges', spec.edges?.length ? spec.edges.join(', ') : NONE],
+      ['Activates', spec.activateAt ?? 'on arrival'],
+      ['Expires', spec.expiresAt ?? 'never'],
+    ]),
+  );
+  out += section('Delivery', fields([['Summary', s.summary ?? '-']]));
+  out += section('Edges', s.edges?.length ? formatDeliveryEdges(s) : `${NONE}\n`);
+  out += eventsBlock(opts.events, opts.now);
+  return out;
+}
+
 export function describeObject(o: ApiObject, opts: DescribeOptions): string {
+  if (o.kind === 'DataObject') return describeDataObject(o, opts);
   if (o.kind === 'Edge') return describeEdge(o, opts);
   if (o.kind === 'AgentUpgrade') return describeAgentUpgrade(o, opts);
   if (o.kind === 'Registry') return describeRegistry(o, opts);

@@ -1,7 +1,7 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
  * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
- * `registries`, `reg`), and
+ * `registries`, `reg`; `dataobject`, `dataobjects`, `do`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it.
  */
 import { InvalidArgumentError } from 'commander';
@@ -21,6 +21,7 @@ export const KIND_INFO: Record<Kind, KindInfo> = {
   Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
   AgentUpgrade: { kind: 'AgentUpgrade', singular: 'agentupgrade', path: 'agentupgrades' },
   Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
+  DataObject: { kind: 'DataObject', singular: 'dataobject', path: 'dataobjects' },
 };
 
 const ALIASES: Record<string, Kind> = {
@@ -39,10 +40,13 @@ const ALIASES: Record<string, Kind> = {
   registry: 'Registry',
   registries: 'Registry',
   reg: 'Registry',
+  dataobject: 'DataObject',
+  dataobjects: 'DataObject',
+  do: 'DataObject',
 };
 
 export const KIND_HELP =
-  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au';
+  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do';
 
 /** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
 export function parseKind(s: string): KindInfo {

@@ -5,12 +5,15 @@ import { formatTable } from './output.js';
 import {
   age,
   edgeState,
+  formatBytes,
   formatLabels,
   lastSeenMs,
   ready,
   statusOf,
+  deliveryStateText,
   upgradeStateText,
   type AgentUpgradeStatusView,
+  type DataObjectStatusView,
   type ApiObject,
   type EdgeStatus,
   type PlacementStatus,
@@ -112,6 +115,30 @@ function registryRow(o: ApiObject, opts: TableOptions): string[] {
   ];
 }
 
+function dataObjectRow(o: ApiObject, opts: TableOptions): string[] {
+  const s = statusOf<DataObjectStatusView>(o);
+  const spec = (o.spec ?? {}) as { version?: string; size?: number; path?: string };
+  return [
+    o.metadata.name,
+    spec.version ?? '-',
+    formatBytes(spec.size),
+    spec.path ?? o.metadata.name,
+    s.summary ?? '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
+/** `describe dataobject`'s per-edge table: the delivery in words and the version each edge's file holds. */
+export function formatDeliveryEdges(s: DataObjectStatusView): string {
+  const rows = (s.edges ?? []).map((e) => [
+    e.edge,
+    deliveryStateText(e),
+    e.version ?? '-',
+    e.online ? 'Online' : 'Offline',
+  ]);
+  return formatTable(['EDGE', 'STATE', 'HOLDS', 'CONNECTION'], rows);
+}
+
 /** `describe agentupgrade`'s per-edge table: the state in words and the version each runs now. */
 export function formatUpgradeEdges(s: AgentUpgradeStatusView, version: string): string {
   const rows = (s.edges ?? []).map((e) => [
@@ -147,6 +174,12 @@ const HEADERS: Record<
     color: ['PHASE'],
   },
   Registry: { base: ['NAME', 'URL', 'USER', 'TLS', 'AGE'], wide: [], row: registryRow, color: [] },
+  DataObject: {
+    base: ['NAME', 'VERSION', 'SIZE', 'PATH', 'DELIVERED', 'AGE'],
+    wide: [],
+    row: dataObjectRow,
+    color: [],
+  },
 };
 
 /** The `get` table for objects of one kind. */

@@ -4,8 +4,10 @@
  * omit some, and the CLI shows `-` rather than failing.
  */
 import {
+  deliveryStateText,
   upgradeStateText,
   type AgentUpgradeStatusView as UpgradeView,
+  type DataObjectStatusView as DeliveryView,
   type EdgeStatusView,
   type EdgeWorkloadView,
   type EventView as Event,
@@ -45,9 +47,10 @@ export type EdgeStatus = Partial<EdgeStatusView>;
 export type RolloutStatus = Partial<RolloutView>;
 export type PlacementStatus = Partial<PlacementStatusView>;
 export type AgentUpgradeStatusView = Partial<UpgradeView>;
+export type DataObjectStatusView = Partial<DeliveryView>;
 export type WorkloadStatus = Partial<WorkloadStatusView>;
 export type EventView = Pick<Event, 'at' | 'reason' | 'message'> & Partial<Event>;
-export { upgradeStateText };
+export { deliveryStateText, upgradeStateText };
 
 export const NONE = '<none>';
 

@@ -106,6 +106,20 @@ export function exportDirEnv(target: string): string {
   return `${EXPORT_DIR_ENV}_${target.toUpperCase().replace(/-/g, '_')}`;
 }
 
+/**
+ * The heartbeat gauges (not history) in which the agent tells the hub how much of its workloads'
+ * exports waits on the edge, not yet on the hub.
+ */
+export const EGRESS_QUEUE_METRICS = { files: 'egressQueuedFiles', bytes: 'egressQueuedBytes' } as const;
+
+/** What waits on an edge to be uploaded, as its last heartbeat said (GET .../edges/E/data-files `queue`). */
+export interface EgressQueue {
+  files: number;
+  bytes: number;
+  /** When the edge said so (the hub's clock); the edge is offline when this is old. */
+  reportedAt: string;
+}
+
 /** A file a workload exported, as the hub's index lists it (GET .../edges/E/data-files). */
 export interface DataFile {
   edge: string;

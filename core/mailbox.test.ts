@@ -5,7 +5,9 @@ import {
   materializeReport,
   materializeSpec,
   setReportAgentUpgrade,
+  setReportData,
   setSpecAgentUpgrade,
+  setSpecData,
   type AgentUpgradeOrder,
   deleteSpecWorkload,
   initReport,
@@ -201,5 +203,39 @@ describe('the agent upgrade order and its progress', () => {
     });
     expect(readReport(bad).agentUpgrade).toBeUndefined();
     expect(readReport(bad).edge).toBe('e1');
+  });
+});
+
+describe('DataObject orders and deliveries (spec.data, report.data)', () => {
+  beforeAll(async () => {
+    await initAutomerge();
+  });
+  const order = { version: 'v2', digest: `sha256:${'b'.repeat(64)}`, size: 10, path: 'models/m.bin', activateAt: 5 };
+
+  it('the spec carries one order per object, written only when it differs, kept by compaction, removed with undefined', () => {
+    let doc = A.change(A.init<SpecDoc>(), (d) => initSpec(d, 'e1'));
+    expect(readSpec(doc).data).toBeUndefined();
+    doc = A.change(doc, (d) => void expect(setSpecData(d, 'model', order)).toBe(true));
+    doc = A.change(doc, (d) => void setSpecData(d, 'config', { ...order, path: 'config' }));
+    expect(readSpec(doc).data).toEqual({ model: order, config: { ...order, path: 'config' } });
+    A.change(doc, (d) => void expect(setSpecData(d, 'model', { ...order })).toBe(false));
+    const fresh = A.change(A.init<SpecDoc>(), materializeSpec(readSpec(doc)));
+    expect(readSpec(fresh).data).toEqual(readSpec(doc).data);
+    doc = A.change(doc, (d) => void expect(setSpecData(d, 'model', undefined)).toBe(true));
+    expect(Object.keys(readSpec(doc).data ?? {})).toEqual(['config']);
+  });
+
+  it('the report carries each delivery; values that do not fit (peer input) or bad names read as none', () => {
+    const p = { version: 'v2', digest: order.digest, path: 'models/m.bin', state: 'Delivered' as const, at: 7 };
+    let doc = A.change(A.init<ReportDoc>(), (d) => initReport(d, 'e1'));
+    doc = A.change(doc, (d) => void setReportData(d, 'model', p));
+    expect(readReport(doc).data).toEqual({ model: p });
+    const fresh = A.change(A.init<ReportDoc>(), materializeReport(readReport(doc), 0));
+    expect(readReport(fresh).data).toEqual({ model: p });
+    const bad = A.change(doc, (d) => {
+      d.data!.other = new A.ImmutableString(JSON.stringify({ ...p, state: 'Exploded' }));
+      d.data!['../x'] = new A.ImmutableString(JSON.stringify(p));
+    });
+    expect(readReport(bad).data).toEqual({ model: p });
   });
 });

@@ -14,6 +14,7 @@
 import { Counter, getBackend, ImmutableString, type Doc } from '@automerge/automerge/slim';
 import { z } from 'zod';
 import { HEARTBEAT_INTERVAL_MS } from './durations.js';
+import { DeliveryOrder, DeliveryProgress, isDataObjectName } from './delivery.js';
 import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import {
@@ -50,6 +51,8 @@ export interface SpecDoc {
   agentUpgrade?: Str;
   /** JSON of the image pre-staging order (core/staging.ts), written by setSpecStaging only. */
   imageStaging?: Str;
+  /** Per DataObject, JSON of its order (core/delivery.ts DeliveryOrder), written by setSpecData only. */
+  data?: { [name: string]: Str };
 }
 
 export interface ReportObjectDoc {
@@ -91,6 +94,8 @@ export interface ReportDoc {
   agentUpgrade?: Str;
   /** JSON of the images staged for the spec's staging order (core/staging.ts). */
   imageStaging?: Str;
+  /** Per DataObject, JSON of its delivery (core/delivery.ts DeliveryProgress), written by setReportData only. */
+  data?: { [name: string]: Str };
 }
 
 /**
@@ -158,6 +163,7 @@ export interface EdgeSpecState {
   intentsCleared: Record<string, number>;
   agentUpgrade?: AgentUpgradeOrder;
   imageStaging?: StagingOrder;
+  data?: Record<string, DeliveryOrder>;
 }
 
 export interface ObjectStatus {
@@ -191,6 +197,7 @@ export interface EdgeReportState {
   intents: Intent[];
   agentUpgrade?: AgentUpgradeProgress;
   imageStaging?: StagingReport;
+  data?: Record<string, DeliveryProgress>;
 }
 
 const s = (v: unknown): string =>
@@ -219,6 +226,7 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
     intentsCleared: { ...(doc.intentsCleared ?? {}) },
     ...(agentUpgrade ? { agentUpgrade } : {}),
     ...withStagingOrder(doc),
+    ...(doc.data ? { data: readSpecData(doc) } : {}),
   };
 }
 
@@ -235,6 +243,26 @@ export function readSpecAgentUpgrade(doc: Partial<SpecDoc>): AgentUpgradeOrder |
 /** Only the report's agent upgrade progress (peer input, checked: a value that does not fit reads as none). */
 export function readReportAgentUpgrade(doc: Partial<ReportDoc>): AgentUpgradeProgress | undefined {
   return doc.agentUpgrade ? jsonValue(s(doc.agentUpgrade), AgentUpgradeProgress) : undefined;
+}
+
+/** The spec's DataObject orders by name (values that do not fit are left out). */
+export function readSpecData(doc: Partial<SpecDoc>): Record<string, DeliveryOrder> {
+  return jsonMap(doc.data, DeliveryOrder);
+}
+
+/** The report's DataObject deliveries by name (peer input, checked: values that do not fit are left out). */
+export function readReportData(doc: Partial<ReportDoc>): Record<string, DeliveryProgress> {
+  return jsonMap(doc.data, DeliveryProgress);
+}
+
+function jsonMap<T>(m: { [name: string]: Str } | undefined, schema: z.ZodType<T>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const [name, v] of Object.entries(m ?? {})) {
+    if (!isDataObjectName(name)) continue;
+    const x = jsonValue(s(v), schema);
+    if (x) out[name] = x;
+  }
+  return out;
 }
 
 /** The hardware part of an inventory, as the report document carries it (one JSON value). */
@@ -319,6 +347,7 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
     intents,
     ...(agentUpgrade ? { agentUpgrade } : {}),
     ...(imageStaging ? { imageStaging } : {}),
+    ...(doc.data ? { data: readReportData(doc) } : {}),
   };
 }
 
@@ -381,6 +410,28 @@ export function setSpecAgentUpgrade(d: SpecDoc, order: AgentUpgradeOrder | undef
   if (opt(d.agentUpgrade) === next) return false;
   if (next === undefined) delete d.agentUpgrade;
   else d.agentUpgrade = new ImmutableString(next);
+  return true;
+}
+
+/** The one writer of the spec's order for DataObject `name` (undefined removes it); true when it changed. */
+export function setSpecData(d: SpecDoc, name: string, order: DeliveryOrder | undefined): boolean {
+  return setJsonEntry(d, name, order);
+}
+
+/** The one writer of the report's delivery of DataObject `name` (undefined removes it); true when it changed. */
+export function setReportData(d: ReportDoc, name: string, p: DeliveryProgress | undefined): boolean {
+  return setJsonEntry(d, name, p);
+}
+
+function setJsonEntry(d: { data?: { [name: string]: Str } }, name: string, value: object | undefined): boolean {
+  const next = value === undefined ? undefined : JSON.stringify(value);
+  if (opt(d.data?.[name]) === next) return false;
+  if (next === undefined) {
+    delete d.data![name];
+    return true;
+  }
+  if (!d.data) d.data = {};
+  d.data[name] = new ImmutableString(next);
   return true;
 }
 
@@ -634,6 +685,7 @@ export function materializeSpec(state: EdgeSpecState): (d: SpecDoc) => void {
     for (const [k, v] of Object.entries(state.intentsCleared)) d.intentsCleared[k] = v;
     if (state.agentUpgrade) setSpecAgentUpgrade(d, state.agentUpgrade);
     if (state.imageStaging) setSpecStaging(d, state.imageStaging);
+    for (const [name, o] of Object.entries(state.data ?? {})) setSpecData(d, name, o);
   };
 }
 
@@ -673,5 +725,6 @@ export function materializeReport(state: EdgeReportState, intentSeq: number): (d
     d.intentSeq = intentSeq;
     if (state.agentUpgrade) setReportAgentUpgrade(d, state.agentUpgrade);
     if (state.imageStaging) setReportStaging(d, state.imageStaging);
+    for (const [name, p] of Object.entries(state.data ?? {})) setReportData(d, name, p);
   };
 }

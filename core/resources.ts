@@ -19,7 +19,7 @@ function strict<T extends z.ZodRawShape>(shape: T) {
 }
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
-export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry', 'AgentUpgrade'] as const;
+export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry', 'AgentUpgrade', 'DataObject'] as const;
 export type Kind = (typeof KINDS)[number];
 
 const name = z
@@ -98,6 +98,14 @@ export const LabelSelector = strict({
   });
 });
 export type LabelSelector = z.infer<typeof LabelSelector>;
+
+/** Every object that picks edges (Placement, AgentUpgrade, DataObject) needs a selector, names, or both. */
+const selectsEdges = (s: { edgeSelector?: unknown; edges?: string[] | undefined }) =>
+  s.edgeSelector !== undefined || (s.edges?.length ?? 0) > 0;
+const SELECTS_EDGES = {
+  message: 'select edges with edgeSelector ({} selects every edge), edges, or both',
+  path: ['edgeSelector'],
+};
 
 /** A Kubernetes object as the edge runtime receives it. Only the envelope is checked here. */
 export const Manifest = z.looseObject({
@@ -291,10 +299,7 @@ export const PlacementSpec = strict({
   rollout: Rollout.default({ maxUnavailable: '100%', failureThreshold: 1, paused: false }),
   statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
 })
-  .refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
-    message: 'select edges with edgeSelector, edges, or both',
-    path: ['edgeSelector'],
-  })
+  .refine(selectsEdges, SELECTS_EDGES)
   .refine((s) => s.workloads.length > 0 || s.package !== undefined, {
     message: 'name at least one workload, or deploy a package with spec.package',
     path: ['workloads'],
@@ -383,10 +388,7 @@ export const AgentUpgradeSpec = strict({
   edgeSelector: LabelSelector.optional(),
   edges: z.array(name).optional(),
   rollout: AgentUpgradeRollout.default({ maxUnavailable: 1, failureThreshold: 1, deadline: '2m', paused: false }),
-}).refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
-  message: 'select edges with edgeSelector ({} selects every edge), edges, or both',
-  path: ['edgeSelector'],
-});
+}).refine(selectsEdges, SELECTS_EDGES);
 export type AgentUpgradeSpec = z.infer<typeof AgentUpgradeSpec>;
 
 export const AgentUpgrade = strict({
@@ -398,7 +400,56 @@ export const AgentUpgrade = strict({
 });
 export type AgentUpgrade = z.infer<typeof AgentUpgrade>;
 
-export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, Registry, AgentUpgrade]);
+// ---------------------------------------------------------------------------------------------
+// DataObject (docs/data.md, "Data to the sites")
+
+/** A relative file path under the edge's objects directory: segments without `.`/`..`, bounded. */
+export function isObjectPath(p: unknown): p is string {
+  if (typeof p !== 'string' || p.length === 0 || p.length > 512 || p.includes('\0') || p.startsWith('/')) return false;
+  return p.split('/').every((seg) => seg.length > 0 && seg !== '.' && seg !== '..' && !seg.startsWith('.'));
+}
+
+const instant = z.iso.datetime({ offset: true, error: 'must be a time like 2026-12-01T06:00:00Z' });
+
+/**
+ * A file the hub delivers to the edges it selects: one blob of the project, written on each edge
+ * at `DATA/data/objects/PATH` atomically (the previous version stays until the new one is
+ * complete). A new `version` (another digest) supersedes the old on every edge.
+ */
+export const DataObjectSpec = strict({
+  /** The version edges report (`delivered v2`); `outpost data publish` counts v1, v2, ... */
+  version: z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/, 'must be a version like v2 or 2026.11.25'),
+  digest: z.string().regex(DIGEST_PATTERN, 'must be sha256: and 64 hex digits, as `outpost blob push` prints it'),
+  size: z.number().int().min(0),
+  /** Where the file lands under the edge's objects directory (default: the object's name). */
+  path: z
+    .string()
+    .refine(isObjectPath, 'must be a relative path without ".", ".." or hidden segments, e.g. models/detector.onnx')
+    .optional(),
+  edgeSelector: LabelSelector.optional(),
+  edges: z.array(name).optional(),
+  /** Edges may download before; the file replaces the previous version at this time (edge's clock). */
+  activateAt: instant.optional(),
+  /** The file is removed from every edge at this time, even from edges offline then. */
+  expiresAt: instant.optional(),
+})
+  .refine(selectsEdges, SELECTS_EDGES)
+  .refine((s) => !s.activateAt || !s.expiresAt || Date.parse(s.expiresAt) > Date.parse(s.activateAt), {
+    message: 'must be after activateAt',
+    path: ['expiresAt'],
+  });
+export type DataObjectSpec = z.infer<typeof DataObjectSpec>;
+
+export const DataObject = strict({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('DataObject'),
+  metadata: Metadata,
+  spec: DataObjectSpec,
+  status: z.looseObject({}).optional(),
+});
+export type DataObject = z.infer<typeof DataObject>;
+
+export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, Registry, AgentUpgrade, DataObject]);
 export type Resource = z.infer<typeof Resource>;
 
 /** Formats zod issues as `path: message` lines, the form users see in API and CLI errors. */

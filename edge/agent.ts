@@ -29,6 +29,7 @@ import { readDecommissioned, writeDecommissioned, type Decommissioned } from './
 import { enroll } from './enroll.js';
 import { EdgeBlobStore } from './blobs/store.js';
 import { EdgeTransfers } from './blobs/transfers.js';
+import { EdgeDeliveries } from './data/delivery.js';
 import { EdgeEgress } from './data/egress.js';
 import { HeldStopped } from './held-stopped.js';
 import { collectInventory } from './inventory.js';
@@ -69,6 +70,8 @@ export interface EdgeAgent {
   transfers: EdgeTransfers;
   /** Files the workloads export (edge/data/egress.ts). */
   egress: EdgeEgress;
+  /** DataObjects the hub delivers (edge/data/delivery.ts). */
+  deliveries: EdgeDeliveries;
   socketPath: string;
   close(): Promise<void>;
 }
@@ -108,6 +111,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let reconciler: Reconciler | undefined;
   let orders: UpgradeOrders | undefined;
   let staging: EdgeImageStaging | undefined;
+  let deliveries: EdgeDeliveries | undefined;
   const specId = mailboxDocId(edge, 'spec');
   const storeOptions = {
     afterChange: (id: DocId, origin: 'local' | 'remote') => {
@@ -115,8 +119,11 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       // A new spec (or a hub clearing intents) is desired state: act on it now.
       if (origin === 'remote' && id === specId) {
         void reconciler?.trigger();
-        // An agent upgrade order may have come with it (edge/upgrade/orders.ts).
-        setImmediate(() => orders?.check());
+        // An agent upgrade order or DataObjects may have come with it (edge/upgrade/, edge/data/).
+        setImmediate(() => {
+          orders?.check();
+          deliveries?.check();
+        });
         // And an image staging order (edge/images/staging.ts).
         setImmediate(() => staging?.check());
       }
@@ -208,7 +215,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     agentVersion: version,
     ...(config.caPem ? { ca: config.caPem } : {}),
     ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
-    metrics: () => ({ rssBytes: process.memoryUsage().rss }),
+    // Gauges, not history: the hub shows the upload queue from them (edge/data/egress.ts).
+    metrics: () => ({ rssBytes: process.memoryUsage().rss, ...egressRef?.queueMetrics() }),
   });
   const s = sync;
   s.on('state', (state, info) => log.info({ state, ...info }, `hub connection ${state}`));
@@ -282,7 +290,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     onDegradedChange: () => void r0.trigger(),
   });
   egressRef = egress;
-  reconciler.decorator = egress;
+  reconciler.decorators.push(egress);
+  deliveries = new EdgeDeliveries({ dataDir: o.dataDir, edge, driver: config.driver, store, blobs, transfers });
+  reconciler.decorators.push(deliveries);
+  const dataIn = deliveries;
   s.on('state', (state) => state === 'connected' && egress.record());
   if (process.env[TRIAL_ENV]) {
     // On trial after a switch (edge/upgrade/switch.ts): healthy once connected and a reconcile
@@ -311,6 +322,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     s.start();
     orders.check();
     imageStaging.check();
+    dataIn.check();
   }
 
   // The edge writes its report; once the hub holds all of it, a report past the threshold
@@ -370,12 +382,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     blobs,
     transfers,
     egress,
+    deliveries: dataIn,
     socketPath,
     async close() {
       clearInterval(compactTimer);
       transfers.stop();
       staging?.stop();
       await egress.stop();
+      await dataIn.stop();
       await s.stop();
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));

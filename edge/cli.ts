@@ -138,6 +138,19 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
             .join('  ')
             .trimEnd()}\n`,
         );
+      const data = Object.entries(
+        (s.data ?? {}) as Record<
+          string,
+          { version: string; path: string; state: string; percent?: number; reason?: string }
+        >,
+      );
+      if (data.length) {
+        io.out('\nDATA OBJECT  VERSION  PATH  STATE\n');
+        for (const [name, d] of data)
+          io.out(
+            `${name}  ${d.version}  ${d.path}  ${d.state}${d.percent !== undefined ? ` ${d.percent}%` : ''}${d.reason ? `: ${d.reason}` : ''}\n`,
+          );
+      }
     });
 
   for (const action of ['pause', 'resume', 'clear'] as const) {

@@ -112,6 +112,8 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
         status: r.workloads[w.name] ?? null,
         local: local[w.name] ?? null,
       })),
+      // DataObjects the hub delivers here (edge/data/delivery.ts), as reported.
+      data: r.data ?? {},
     });
   }
 

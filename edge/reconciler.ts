@@ -38,7 +38,7 @@ export interface ReconcileResult {
   stopped: string[];
 }
 
-/** What edge/data/ adds to a pass: export directories in the manifests, and a Degraded reason. */
+/** What edge/data/ adds to a pass: directories in the manifests, and a Degraded reason. */
 export interface WorkloadDecorator {
   decorate(name: string, manifests: Manifest[]): Manifest[];
   /** The workloads desired after a pass. */
@@ -47,8 +47,8 @@ export interface WorkloadDecorator {
 }
 
 export class Reconciler {
-  /** Set by the agent (edge/data/egress.ts) when workloads may export files. */
-  decorator: WorkloadDecorator | undefined;
+  /** Added by the agent: export directories (edge/data/egress.ts), the objects directory (edge/data/delivery.ts). */
+  readonly decorators: WorkloadDecorator[] = [];
   private running: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
@@ -136,7 +136,7 @@ export class Reconciler {
       const st = local[w.name];
       const { manifests: given, problems: p } = applyOverridesDetailed(w.manifests, st?.overrides ?? {});
       if (p.length) problems.set(w.name, p.join('; '));
-      const manifests = this.decorator ? this.decorator.decorate(w.name, given) : given;
+      const manifests = this.decorators.reduce((m, d) => d.decorate(w.name, m), given);
       const hash = manifestHash(manifests);
       wantHash.set(w.name, hash);
       const cur = actual.get(w.name);
@@ -184,7 +184,7 @@ export class Reconciler {
         log.error({ err, workload: o.name }, 'removing a workload failed');
       }
     }
-    this.decorator?.desired(Object.values(spec.workloads).map((w) => w.name));
+    for (const d of this.decorators) d.desired(Object.values(spec.workloads).map((w) => w.name));
     if (result.applied.length || result.removed.length || result.stopped.length) log.info(result, 'reconciled');
     this.lastResult = result;
 
@@ -222,7 +222,7 @@ export class Reconciler {
               objects: {},
               message: problems.get(w.name) ?? 'not started yet',
             };
-        const degraded = this.decorator?.degraded(w.name);
+        const degraded = this.decorators.map((d) => d.degraded(w.name)).find((r) => r !== undefined);
         if (degraded && status.phase === 'Ready') {
           status.phase = 'Degraded';
           status.message = degraded;

@@ -4,9 +4,16 @@
  * (enrollment, last seen: never in a document), per-edge assignments written by the scheduler,
  * the status projection of report documents, and events.
  */
-import type { SqliteDatabase } from '../sync/sqlite.js';
+import type { Migration, SqliteDatabase } from '../sync/sqlite.js';
 import { migrate } from '../sync/sqlite.js';
 import { buildInfo } from '../core/version.js';
+import { AUTH_MIGRATIONS } from './auth/schema.js';
+import { CATALOG_MIGRATIONS } from './catalog/state.js';
+import { IMAGE_MIGRATIONS } from './images/cache.js';
+import { IMAGE_PIN_MIGRATIONS } from './images/pins.js';
+import { BLOB_MIGRATIONS } from './state/blobs.js';
+import { DATA_FILE_MIGRATIONS } from './state/data-files.js';
+import { PROXY_SESSION_MIGRATIONS } from './tunnel/proxy-session.js';
 
 export const HUB_MIGRATIONS = [
   {
@@ -150,4 +157,22 @@ export const HUB_MIGRATIONS = [
 
 export function migrateHub(db: SqliteDatabase): void {
   migrate(db, 'hub', HUB_MIGRATIONS, buildInfo().version);
+}
+
+/**
+ * Every table group of the hub with its migrations, by schema component: on SQLite each owner
+ * migrates its own as it opens (hub/state/sql.ts migrateTables); on PostgreSQL all of them are
+ * applied at start, under one advisory lock (hub/state/pg/schema.ts migratePostgres).
+ */
+export function hubSchemas(): { component: string; migrations: Migration[] }[] {
+  return [
+    { component: 'hub', migrations: HUB_MIGRATIONS },
+    { component: 'hub-auth', migrations: AUTH_MIGRATIONS },
+    { component: 'hub-tunnel', migrations: PROXY_SESSION_MIGRATIONS },
+    { component: 'blobs', migrations: BLOB_MIGRATIONS },
+    { component: 'data-files', migrations: DATA_FILE_MIGRATIONS },
+    { component: 'catalog', migrations: CATALOG_MIGRATIONS },
+    { component: 'images', migrations: IMAGE_MIGRATIONS },
+    { component: 'image-pins', migrations: IMAGE_PIN_MIGRATIONS },
+  ];
 }

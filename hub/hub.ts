@@ -36,6 +36,7 @@ import { HubStaging } from './images/staging.js';
 import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
+import { DataDeliveries } from './data/delivery.js';
 import { HubDataFiles } from './data/index.js';
 import { S3Sink, type S3SinkOptions } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
@@ -52,7 +53,10 @@ import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from '.
 import { createHubMetrics } from './metrics.js';
 import { ObjectStore, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
-import { sqliteHubState, type HubState } from './state/index.js';
+import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
+import { openPostgres } from './state/pg/open.js';
+import { redactUrl } from './state/pg/sync-client.js';
+import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -84,6 +88,11 @@ export interface HubOptions {
   dataSinkS3?: S3SinkOptions;
   /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */
   scanRetryMs?: number;
+  /**
+   * `postgres://...`: the hub's tables in this PostgreSQL database instead of the SQLite file of
+   * `dataDir` (issue #22); the edges' documents stay in `dataDir` (docs/architecture.md).
+   */
+  database?: string;
 }
 
 /**
@@ -137,6 +146,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const { version } = buildInfo();
   const { host, port } = parseListen(opts.listen);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  // First: a wrong URL or a database that cannot be reached ends the start before anything else.
+  const pg = opts.database ? await openPostgres(opts.database) : undefined;
 
   let tls: HubTls | undefined;
   if (!opts.insecureHttp) {
@@ -152,6 +163,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let sync: SyncServer | undefined;
   let scheduler: Scheduler | undefined;
   let upgrades: AgentUpgradeController | undefined;
+  let deliveries: DataDeliveries | undefined;
   const reportChanged = new Set<string>();
   const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
@@ -182,7 +194,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       }
       sync?.notify(id);
       changes?.notifyDoc(id);
-      if (reportChanged.size) upgrades?.mark();
+      if (reportChanged.size) {
+        upgrades?.mark();
+        deliveries?.mark();
+      }
       for (const e of reportChanged) scheduler?.markStatus(e);
       reportChanged.clear();
       // New inventory labels may make placements select the edge, or stop selecting it.
@@ -196,9 +211,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       { cause: err },
     );
   });
-  const db = store.db;
-  migrateHub(db);
-  state = sqliteHubState(db);
+  // The hub's tables: in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
+  const db: SqlDb = pg ?? store.db;
+  if (!pg) migrateHub(store.db);
+  state = pg ? postgresHubState(pg) : sqliteHubState(store.db);
   changes = new ChangeFeed(state);
   auth.migrateAuth(db);
   const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
@@ -214,6 +230,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
+    else if (c.kind === 'DataObject') deliveries?.onObjectChange(c);
     else if (c.kind === 'Registry')
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
@@ -269,6 +286,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const releaseKey = ensureReleaseKey(opts.dataDir);
   upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
   upgrades.start();
+  deliveries = new DataDeliveries(db, objects, store, blobs);
+  deliveries.start();
   const edges = new EdgeLifecycle({
     state,
     objects,
@@ -279,9 +298,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
   });
+  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
+  sink?.start();
+  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   const app = createApi({
+    uploads: dataFiles,
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     upgrades,
+    deliveries,
     catalog,
     db,
     state,
@@ -294,6 +318,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     secrets,
     version,
     requireApproval: !!opts.requireApproval,
+    unready: () => {
+      // SQLite is a file of this process: ready while the process runs. PostgreSQL may be away.
+      if (!pg) return undefined;
+      try {
+        pg.one('SELECT 1');
+        return undefined;
+      } catch (err) {
+        return errorMessage(err);
+      }
+    },
     caPem: tls?.caPem,
     metricsText: () => registry.metrics(),
     metricsContentType: registry.contentType,
@@ -301,9 +335,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const honoListener = getRequestListener(app.fetch);
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(state.edges, blobs, registry);
-  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
-  sink?.start();
-  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   const tunnel = new TunnelGateway({
     db,
     edges: state.edges,
@@ -373,9 +404,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       metrics.connectionClosed(conn.session.stats);
     },
     onTunnel: (conn, payload) => tunnel.onTunnel(conn, payload),
-    onHeartbeat: (edge) => {
+    onHeartbeat: (edge, hb) => {
       heartbeats.inc();
       edges.heartbeat(edge);
+      dataFiles.noteHeartbeat(edge, hb.metrics);
     },
     onRefused: (_edge, code) => refused.inc({ code }),
     onThrottled: (edge) => {
@@ -413,7 +445,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     .filter((h) => h !== '0.0.0.0' && h !== '::')
     .map((h) => `${h}:${actualPort}`);
   scheduler.markAll();
-  log.info({ url, dataDir: opts.dataDir, tls: !!tls, version }, 'hub ready');
+  log.info(
+    { url, dataDir: opts.dataDir, database: opts.database ? redactUrl(opts.database) : 'sqlite', tls: !!tls, version },
+    'hub ready',
+  );
 
   return {
     url,
@@ -432,6 +467,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       blobs.stop();
       pins.stop();
       upgrades?.stop();
+      deliveries?.stop();
       await sink?.stop();
       await catalog.stop();
       changes?.close();
@@ -444,6 +480,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       await closed;
       await scheduler!.idle();
       store.close();
+      await pg?.close();
     },
   };
 }

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
 import {
   AgentUpgrade,
+  DataObject,
   API_VERSION,
   Edge,
   formatIssues,
@@ -20,7 +21,6 @@ import {
   type Kind,
   type Resource,
 } from '../core/resources.js';
-import type { SqliteDatabase } from '../sync/sqlite.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
 import { egressOf } from '../core/data.js';
@@ -33,7 +33,7 @@ import { sealRegistrySpec } from './images/registries.js';
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade } as const;
+const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade, DataObject } as const;
 
 export type { ApplyAction } from '../core/api/types.js';
 

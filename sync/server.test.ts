@@ -147,6 +147,7 @@ describe('sync endpoint refuses hostile input', () => {
     forged = A.change(forged, (d) => {
       putSpecWorkload(d, { name: 'evil', generation: 99, revision: 1, manifests: [] });
     });
+    const burstGen = ++goodGen;
     const logs = captureLogs();
     const r = await rawSession('tok-a', (ws) => {
       ws.send(
@@ -165,10 +166,23 @@ describe('sync endpoint refuses hostile input', () => {
         [forged, st] = A.receiveSyncMessage(forged, st, new Uint8Array(buf.subarray(start)));
         const [st2, msg] = A.generateSyncMessage(forged, st);
         st = st2;
-        if (msg) ws.send(encodeSyncFrame(specId, hubStore.epoch(specId)!, msg));
+        if (msg) {
+          ws.send(encodeSyncFrame(specId, hubStore.epoch(specId)!, msg));
+          // The good edge reports at the same moment: its frame lands in the same burst on the
+          // hub (one transaction, a savepoint per frame) and must be kept while the forgery is undone.
+          goodStore.change<ReportDoc>(mailboxDocId(B_EDGE, 'report'), (d) => {
+            putReportWorkload(d, 'web', { observedGeneration: burstGen, phase: 'Ready', restarts: 0, objects: {} });
+          });
+        }
       });
     });
     logs.stop();
+    await waitFor(
+      () =>
+        readReport(hubStore.get<ReportDoc>(mailboxDocId(B_EDGE, 'report'))!).workloads.web?.observedGeneration ===
+        burstGen,
+      { what: "the good edge's report sent in the forger's burst" },
+    );
     expect(r.code).toBe(4409);
     expect(r.error?.code).toBe('write_violation');
     expect(A.getHeads(hubStore.get(specId)!)).toEqual(headsBefore);
@@ -257,6 +271,36 @@ describe('admission control', () => {
     } finally {
       for (const ws of sockets) ws.terminate();
       await busy.close();
+    }
+  });
+});
+
+describe('credentials that cannot be checked', () => {
+  it('get 503 with Retry-After, not 401: the edge comes back instead of being told to enroll again', async () => {
+    const away = await listenSyncServer({
+      store: hubStore,
+      hubVersion: 'test',
+      authenticate: () => {
+        throw new Error('the database at postgres://hub is unreachable');
+      },
+    });
+    try {
+      const r = await new Promise<{ status: number; retry: string | undefined; body: string }>((resolve) => {
+        const ws = new WebSocket(away.url, { headers: { authorization: 'Bearer tok-a' } });
+        ws.on('unexpected-response', (_q, res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, retry: res.headers['retry-after'] as string | undefined, body }),
+          );
+        });
+        ws.on('error', () => undefined);
+      });
+      expect(r.status).toBe(503);
+      expect(r.retry).toBe('5');
+      expect(r.body).toMatch(/cannot check edge credentials now/);
+    } finally {
+      await away.close();
     }
   });
 });

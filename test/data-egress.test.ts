@@ -116,6 +116,15 @@ describe('workload files uploaded to the hub (real processes)', () => {
     const atEdgeKill = (await listed()).length;
     expect(atEdgeKill).toBeLessThan(FILES);
     edge = await startEdgeProc(edgeDir);
+    // What still waits on the edge reaches the hub in its heartbeats (one comes with the connection).
+    const q = await waitFor(
+      async () => {
+        const queue = (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/e1/data-files')).json?.queue;
+        return queue?.files > 0 ? (queue as { files: number; bytes: number }) : null;
+      },
+      { timeout: 30_000, what: "the edge's upload queue on the hub" },
+    );
+    expect(q.bytes).toBe(q.files * FILE_SIZE);
 
     await waitFor(async () => (await listed()).length >= 60, { timeout: 90_000, what: '60 files on the hub' });
     await hub.proc.kill('SIGKILL');
@@ -138,6 +147,10 @@ describe('workload files uploaded to the hub (real processes)', () => {
       expect(sha256(path.join(hubDir, 'blobs', 'sha256', f.digest.slice(7)))).toBe(f.digest);
     }
     expect(new Set(files.map((f) => f.path)).size).toBe(FILES);
+    await waitFor(
+      async () => (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/e1/data-files')).json?.queue?.files === 0,
+      { timeout: 30_000, what: 'the queue empty on the hub, from a heartbeat' },
+    );
     const wire = link.bytes.toHub - wire0;
     console.info(`edge -> hub: ${wire} bytes on the wire for ${TOTAL} of files (${(wire / TOTAL).toFixed(3)}x)`);
     expect(wire).toBeGreaterThanOrEqual(TOTAL);

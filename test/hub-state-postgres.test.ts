@@ -6,13 +6,24 @@
  * migration once between them (the advisory lock).
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_MIGRATIONS } from '../hub/db.js';
+import { createJoinToken } from '../hub/auth/join-tokens.js';
+import { hubSchemas } from '../hub/db.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { postgresHubState } from '../hub/state/index.js';
+import {
+  blobIndexSuite,
+  catalogStateSuite,
+  dataFileSuite,
+  imagePinSuite,
+  imageTagSuite,
+} from './fixtures/artifact-suites.js';
+import { apiTokenSuite, edgeCredentialSuite, joinTokenSuite, proxySessionSuite } from './fixtures/auth-suites.js';
 import { TestPostgres } from './fixtures/postgres.js';
+import { tempDir } from './helpers.js';
 import {
   assignmentStoreSuite,
   edgeStateSuite,
@@ -32,9 +43,11 @@ beforeAll(async () => {
   pg = new SyncPostgres(url);
 }, 60_000);
 
+const dirs: string[] = [];
 afterAll(async () => {
   await pg?.close();
   await server.remove();
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
 /** A fresh schema on the one connection, migrated: what the suites get for each test. */
@@ -45,6 +58,24 @@ function freshDb(): SyncPostgres {
   return pg;
 }
 const fresh = () => postgresHubState(freshDb());
+/** A fresh schema and a data directory, for the suites of hub/auth, hub/tunnel and the artifact tables. */
+const open = () => {
+  const dir = tempDir('outpost-pg-suite-');
+  dirs.push(dir);
+  return { db: freshDb(), dir };
+};
+
+/** Runs a script in its own process: `node --import tsx SCRIPT ARGS...`. */
+function runScript(script: string, args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { stdio: 'pipe' });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
 
 describe('hub state on PostgreSQL', () => {
   objectStateSuite(fresh);
@@ -55,32 +86,59 @@ describe('hub state on PostgreSQL', () => {
     const db = freshDb();
     return { db, state: postgresHubState(db) };
   });
+  apiTokenSuite(open);
+  joinTokenSuite(open);
+  edgeCredentialSuite(open);
+  proxySessionSuite(open);
+  blobIndexSuite(open);
+  dataFileSuite(open);
+  catalogStateSuite(open);
+  imageTagSuite(open);
+  imagePinSuite(open);
+
+  it('join token uses consumed by processes at once on one database never pass the limit', async () => {
+    const url = server.createDatabase('join_race');
+    const setup = new SyncPostgres(url);
+    let token: string;
+    try {
+      migratePostgres(setup);
+      token = createJoinToken(setup, { project: 'shop', uses: 60 });
+    } finally {
+      await setup.close();
+    }
+    const dir = tempDir('outpost-pg-race-');
+    dirs.push(dir);
+    const go = path.join(dir, 'go');
+    const script = path.join(import.meta.dirname, 'fixtures', 'join-race.ts');
+    const runs = [1, 2, 3].map(() => runScript(script, [url, token, '40', go]));
+    // The processes spin until the file appears; they load within seconds of each other.
+    setTimeout(() => fs.writeFileSync(go, ''), 3_000);
+    const results = await Promise.all(runs);
+    for (const r of results) expect(r.code, r.err).toBe(0);
+    const parsed = results.map((r) => JSON.parse(r.out.replace(/^ready\n/, '')) as { ok: number; errors: string[] });
+    expect(parsed.reduce((n, r) => n + r.ok, 0)).toBe(60);
+    expect(new Set(parsed.flatMap((r) => r.errors))).toEqual(
+      new Set(['join token already used 60 times (limit 60): create a new one with `outpost token create`']),
+    );
+    expect(server.sql('SELECT uses FROM join_tokens', 'join_race')).toBe('60');
+  }, 60_000);
 
   it('three replicas migrating an empty database at the same moment apply each migration once', async () => {
     const url = server.createDatabase('hub_race');
     const at = String(Date.now() + 5_000);
     const script = path.join(import.meta.dirname, 'fixtures', 'migrate-postgres.ts');
-    const runs = await Promise.all(
-      [1, 2, 3].map(
-        () =>
-          new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-            const child = spawn(process.execPath, ['--import', 'tsx', script, url, at], { stdio: 'pipe' });
-            let out = '';
-            let err = '';
-            child.stdout.on('data', (c) => (out += c));
-            child.stderr.on('data', (c) => (err += c));
-            child.on('close', (code) => resolve({ code, out, err }));
-          }),
-      ),
-    );
+    const runs = await Promise.all([1, 2, 3].map(() => runScript(script, [url, at])));
     for (const r of runs) expect(r.code, r.err).toBe(0);
     const applied = runs.map((r) => Number(r.out.trim()));
-    expect(applied.reduce((a, b) => a + b, 0)).toBe(HUB_MIGRATIONS.length);
+    const schemas = hubSchemas();
+    expect(applied.reduce((a, b) => a + b, 0)).toBe(schemas.reduce((n, c) => n + c.migrations.length, 0));
     const check = new SyncPostgres(url);
     try {
-      expect(check.one("SELECT version FROM schema_versions WHERE component = 'hub'")).toEqual({
-        version: Math.max(...HUB_MIGRATIONS.map((m) => m.version)),
-      });
+      expect(check.all('SELECT component, version FROM schema_versions ORDER BY component')).toEqual(
+        schemas
+          .map((c) => ({ component: c.component, version: Math.max(...c.migrations.map((m) => m.version)) }))
+          .sort((a, b) => (a.component < b.component ? -1 : 1)),
+      );
     } finally {
       await check.close();
     }

@@ -90,6 +90,7 @@ export const OPTIONAL_MODULES: readonly string[] = [
   'utf-8-validate', // ws; also switched off by WS_NO_UTF_8_VALIDATE
   'encoding', // node-fetch (via @kubernetes/client-node): only for non-UTF-8 response charsets
   'supports-color', // debug (via agent-base/socks): colors for DEBUG output
+  'pg-native', // pg: only for its libpq binding (pg.native), which the hub does not use
 ];
 
 const optionalModuleStubs: esbuild.Plugin = {
@@ -158,6 +159,16 @@ export const SIDE_BUNDLES: Readonly<Record<string, readonly string[]>> = {
 };
 
 export const sideAssetKey = (name: string): string => `side/${name}.cjs`;
+
+/**
+ * Worker threads' entry files (relative to the entry's folder), each bundled apart into
+ * `side/<name>.cjs` when the entry uses the module that starts it: a worker runs a file or source
+ * text of its own, never modules of the bundle. Whoever starts one finds it beside the bundle or as
+ * the executable's asset (hub/state/pg/sync-client.ts: the `pg` client of the hub's PostgreSQL).
+ */
+export const WORKER_BUNDLES: Readonly<Record<string, { entry: string; startedBy: string }>> = {
+  'pg-worker': { entry: 'hub/state/pg/worker.ts', startedBy: 'hub/state/pg/sync-client.ts' },
+};
 
 const SIDE_LOADER = 'outpost-side-loader';
 
@@ -398,6 +409,20 @@ export async function bundle(entry: string, outFile: string, info: BuildInfo): P
     });
     warnings.push(...(await checkResult(side)));
     sideBundles.push({ name, file, assetKey: sideAssetKey(name), bytes: fs.statSync(file).size, specifiers: specs });
+  }
+  const root = path.dirname(path.resolve(entry));
+  const inputs = new Set(Object.keys(result.metafile.inputs).map((i) => path.resolve(i)));
+  for (const [name, w] of Object.entries(WORKER_BUNDLES)) {
+    if (!inputs.has(path.join(root, w.startedBy))) continue;
+    const file = path.join(sideDir, `${name}.cjs`);
+    const worker = await build(`the worker ${w.entry}`, {
+      ...buildOptions(info),
+      entryPoints: [path.join(root, w.entry)],
+      outfile: file,
+      plugins: [optionalModuleStubs],
+    });
+    warnings.push(...(await checkResult(worker)));
+    sideBundles.push({ name, file, assetKey: sideAssetKey(name), bytes: fs.statSync(file).size, specifiers: [] });
   }
   const byPkg = new Map<string, number>();
   for (const out of Object.values(result.metafile.outputs)) {

@@ -218,3 +218,33 @@ export function upgradeStateText(
   if (e.state === 'Running') return `Running ${version}`;
   return e.reason ? `${e.state}: ${e.reason}` : e.state;
 }
+
+/** One selected edge of a DataObject (hub/data/delivery.ts). */
+export interface DataObjectEdgeView {
+  edge: string;
+  /** A delivery state (core/delivery.ts), or `Ordered` before the edge reported on this version. */
+  state: string;
+  /** The version the edge's file holds now, if any. */
+  version?: string;
+  percent?: number;
+  reason?: string;
+  /** When the edge reached this state (ISO 8601, the edge's clock). */
+  since?: string;
+  online: boolean;
+}
+
+/** `status` of a DataObject. */
+export interface DataObjectStatusView {
+  /** `delivered 3/4` (`expired` once past expiresAt). */
+  summary: string;
+  delivered: number;
+  selected: number;
+  edges: DataObjectEdgeView[];
+}
+
+/** One edge's delivery in words: `Delivered v2`, `Downloading 40%`, `Waiting (activates 2026-...)`, `Failed: why`. */
+export function deliveryStateText(e: Pick<DataObjectEdgeView, 'state' | 'version' | 'percent' | 'reason'>): string {
+  if (e.state === 'Downloading') return `Downloading ${e.percent ?? 0}%`;
+  if (e.state === 'Delivered') return `Delivered ${e.version ?? ''}`.trim();
+  return e.reason ? `${e.state}: ${e.reason}` : e.state;
+}

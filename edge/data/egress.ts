@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BlobDigest } from '../../core/blobs.js';
-import { EXPORT_DIR_ENV, egressOf, exportDirEnv, type EgressRule } from '../../core/data.js';
+import { EGRESS_QUEUE_METRICS, EXPORT_DIR_ENV, egressOf, exportDirEnv, type EgressRule } from '../../core/data.js';
 import type { DriverName } from '../../core/driver-kinds.js';
 import { createLogger } from '../../core/logger.js';
 import type { Manifest } from '../../core/resources.js';
@@ -28,6 +28,7 @@ import { TunnelError } from '../../sync/tunnel.js';
 import { buildInfo } from '../../core/version.js';
 import { BlobBudgetError, type EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
+import { withPodAdditions } from './pod-additions.js';
 
 const log = createLogger('edge:data');
 
@@ -164,36 +165,23 @@ export class EdgeEgress {
   }
 
   private decorateOne(workload: string, rules: EgressRule[], m: Manifest): Manifest {
-    const out = structuredClone(m) as Record<string, unknown>;
-    const spec = out.spec as Record<string, unknown> | undefined;
-    const podSpec = (
-      out.kind === 'Pod' ? spec : (spec?.template as { spec?: Record<string, unknown> } | undefined)?.spec
-    ) as Record<string, unknown> | undefined;
-    if (!podSpec || !Array.isArray(podSpec.containers)) return m;
     const process = this.o.driver === 'process';
     const dirOf = (r: EgressRule) => (process ? this.exportDir(workload, r.target) : r.source);
-    const env = [
-      { name: EXPORT_DIR_ENV, value: dirOf(rules[0]!) },
-      ...rules.map((r) => ({ name: exportDirEnv(r.target), value: dirOf(r) })),
-    ];
-    for (const c of podSpec.containers as Record<string, unknown>[]) {
-      const names = new Set(env.map((x) => x.name));
-      c.env = [...((c.env as { name: string }[] | undefined) ?? []).filter((x) => !names.has(x.name)), ...env];
-      if (!process)
-        c.volumeMounts = [
-          ...((c.volumeMounts as unknown[] | undefined) ?? []),
-          ...rules.map((r) => ({ name: `outpost-export-${r.target}`, mountPath: r.source })),
-        ];
-    }
-    if (!process)
-      podSpec.volumes = [
-        ...((podSpec.volumes as unknown[] | undefined) ?? []),
-        ...rules.map((r) => ({
-          name: `outpost-export-${r.target}`,
-          hostPath: { path: this.exportDir(workload, r.target), type: 'DirectoryOrCreate' },
-        })),
-      ];
-    return out as Manifest;
+    return withPodAdditions(m, {
+      env: [
+        { name: EXPORT_DIR_ENV, value: dirOf(rules[0]!) },
+        ...rules.map((r) => ({ name: exportDirEnv(r.target), value: dirOf(r) })),
+      ],
+      ...(process
+        ? {}
+        : {
+            mounts: rules.map((r) => ({ name: `outpost-export-${r.target}`, mountPath: r.source })),
+            volumes: rules.map((r) => ({
+              name: `outpost-export-${r.target}`,
+              hostPath: { path: this.exportDir(workload, r.target), type: 'DirectoryOrCreate' },
+            })),
+          }),
+    });
   }
 
   /** The workloads now desired (after a reconcile pass): exports of others are no longer scanned. */
@@ -224,6 +212,15 @@ export class EdgeEgress {
       out.set(w, { ...s, degraded: reason });
     }
     return [...out.values()];
+  }
+
+  /** The heartbeat gauges of the upload queue (core/data.ts EGRESS_QUEUE_METRICS): files and bytes not yet on the hub. */
+  queueMetrics(): Record<string, number> {
+    const r = cachedStatement(
+      this.db,
+      "SELECT COUNT(*) n, COALESCE(SUM(size), 0) b FROM egress_files WHERE state = 'queued'",
+    ).get() as { n: number; b: number };
+    return { [EGRESS_QUEUE_METRICS.files]: r.n, [EGRESS_QUEUE_METRICS.bytes]: r.b };
   }
 
   /** The ledger's rows (tests, the local API). */

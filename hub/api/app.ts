@@ -32,7 +32,7 @@ export function createApi(deps: HubDeps): Hono {
   app.onError((err, c) => {
     let e = toOutpostError(err);
     if (!(err instanceof OutpostError) && isDiskFull(err)) {
-      const full = (e = diskFullError(deps.db.name, err));
+      const full = (e = diskFullError(deps.store.db.name, err));
       diskFullLog((suppressed) => log.error({ err, suppressed }, full.message));
     } else if (e.code === 'internal' && !(err instanceof OutpostError))
       log.error({ err, path: c.req.path }, 'unhandled API error');
@@ -49,6 +49,11 @@ export function createApi(deps: HubDeps): Hono {
   app.use('*', apiBodyLimit());
 
   app.get('/healthz', (c) => c.json({ ok: true, version: deps.version }));
+  // Readiness, for a load balancer in front of hub replicas: false while the database is away.
+  app.get('/readyz', (c) => {
+    const reason = deps.unready();
+    return reason === undefined ? c.json({ ready: true }) : c.json({ ready: false, reason }, 503);
+  });
   app.get('/metrics', async (c) => c.body(await deps.metricsText(), 200, { 'content-type': deps.metricsContentType }));
   app.get('/api/v1/openapi.json', (c) => {
     openapi ??= JSON.stringify(openApiDocument(deps.version));

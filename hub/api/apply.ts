@@ -12,7 +12,7 @@ import { OutpostError } from '../../core/errors.js';
 import { ExpansionError, parseManifests } from '../../core/manifest.js';
 import type { Edge, Placement, Resource, Workload } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
-import { inTransaction } from '../../sync/sqlite.js';
+import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assignments.js';
@@ -280,7 +280,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     if (dryRun) {
       // The placement rules need the request applied: apply it in a transaction always rolled back.
       try {
-        inTransaction(db, () => {
+        transaction(db, () => {
           for (const v of valid) objects.apply(v, { actor: actor(c) });
           warnings.push(...placementRules(deps, valid));
           throw new DryRunDone();
@@ -315,7 +315,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
       }));
       return c.json({ dryRun: true, results, warnings } satisfies ApplyResponse);
     }
-    const results = inTransaction(db, () => {
+    const results = transaction(db, () => {
       const out = valid.map((v, i): ApplyResult => {
         const r = objects.apply(v, { actor: actor(c) });
         const edges = impacts[i].edges;

@@ -3,12 +3,13 @@
  * the authenticated principal, and the one place where errors become HTTP responses.
  */
 import type { ScanVerdict } from '../scan/clamd.js';
-import type { AgentUpgradeStatusView } from '../../core/api/views.js';
+import type { AgentUpgradeStatusView, DataObjectStatusView } from '../../core/api/views.js';
+import type { EgressQueue } from '../../core/data.js';
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
-import type { AgentUpgrade, Kind } from '../../core/resources.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { AgentUpgrade, DataObject, Kind } from '../../core/resources.js';
+import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
 import type { ApiPrincipal } from '../auth/principal.js';
@@ -58,7 +59,7 @@ export interface HubAuth {
 }
 
 export interface HubDeps {
-  db: SqliteDatabase;
+  db: SqlDb;
   /** The hub's tables (hub/state/): the API reads and writes them only through these. */
   state: HubState;
   /** An edge's life: enroll, approve, label, drain, decommission (hub/edges/lifecycle.ts). */
@@ -73,6 +74,8 @@ export interface HubDeps {
   secrets: HubSecrets;
   version: string;
   requireApproval: boolean;
+  /** Why the hub cannot serve now (its database is unreachable); undefined when it can. For /readyz. */
+  unready(): string | undefined;
   caPem?: string;
   metricsText(): Promise<string>;
   metricsContentType: string;
@@ -86,6 +89,10 @@ export interface HubDeps {
   };
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
   upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatusView };
+  /** The upload queues edges last reported (hub/data/index.ts). */
+  uploads?: { queue(edge: string): EgressQueue | undefined };
+  /** DataObject deliveries (hub/data/delivery.ts): their status per edge. */
+  deliveries?: { status(o: DataObject): DataObjectStatusView };
 }
 
 export type Env = { Variables: { principal: Principal } };
@@ -96,6 +103,7 @@ export const KIND_PATHS: Record<string, Kind> = {
   placements: 'Placement',
   agentupgrades: 'AgentUpgrade',
   registries: 'Registry',
+  dataobjects: 'DataObject',
 };
 
 export function kindFromPath(s: string): Kind {

@@ -13,7 +13,7 @@ import {
   type Workload,
 } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
-import { inTransaction } from '../../sync/sqlite.js';
+import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
 import type { ReplicaStore } from '../../sync/store.js';
@@ -60,6 +60,8 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
   if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(state, store, o.metadata.name) } } as Resource;
   if (o.kind === 'AgentUpgrade')
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
+  if (o.kind === 'DataObject')
+    return deps.deliveries ? ({ ...o, status: { ...deps.deliveries.status(o) } } as Resource) : o;
   if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   return {
     ...o,
@@ -248,7 +250,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       );
     if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name))
       throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
-    const { r, warnings } = inTransaction(db, () => {
+    const { r, warnings } = transaction(db, () => {
       const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
       return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
     });

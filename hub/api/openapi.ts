@@ -1,6 +1,7 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { AgentUpgrade, Edge, Placement, Registry, Workload } from '../../core/resources.js';
+import { AgentUpgrade, DataObject, Edge, Placement, Registry, Workload } from '../../core/resources.js';
+import { KIND_PATHS } from './context.js';
 
 function schema(s: z.ZodType): unknown {
   return z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -9,13 +10,7 @@ function schema(s: z.ZodType): unknown {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (s: unknown) => ({ content: { 'application/json': { schema: s } } });
 const errorResponse = { description: 'error', ...json(ref('Error')) };
-const kinds = {
-  edges: 'Edge',
-  workloads: 'Workload',
-  placements: 'Placement',
-  registries: 'Registry',
-  agentupgrades: 'AgentUpgrade',
-} as const;
+const kinds = KIND_PATHS;
 
 export function openApiDocument(version: string): unknown {
   const paths: Record<string, unknown> = {};
@@ -87,7 +82,7 @@ export function openApiDocument(version: string): unknown {
             objects: {
               type: 'array',
               items: {
-                oneOf: [ref('Edge'), ref('Workload'), ref('Placement'), ref('Registry'), ref('AgentUpgrade')],
+                oneOf: Object.values(KIND_PATHS).map(ref),
               },
             },
           },
@@ -278,6 +273,8 @@ export function openApiDocument(version: string): unknown {
         // Its status (per-edge progress of the rollout) is described in docs/api.md.
         AgentUpgrade: schema(AgentUpgrade),
         Registry: schema(Registry),
+        // Its status (delivery per edge) is described in docs/api.md.
+        DataObject: schema(DataObject),
         Error: {
           type: 'object',
           properties: {
@@ -304,7 +301,7 @@ const PARAM_DOCS: Record<string, string> = {
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
-const NO_BEARER = new Set(['/api/v1/enroll', '/api/v1/tls/ca.pem', '/healthz']);
+const NO_BEARER = new Set(['/api/v1/enroll', '/api/v1/tls/ca.pem', '/healthz', '/readyz']);
 
 /** `post /api/v1/projects/{project}/edges/{name}/drain` -> `postProjectsProjectEdgesNameDrain`. */
 function operationId(method: string, path: string): string {

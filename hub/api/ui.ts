@@ -141,7 +141,7 @@ const NOT_BUILT = `<!doctype html><html lang="en"><meta charset="utf-8"><title>O
 executable, which carries it) and reload. The REST API is at <code>/api/v1</code>.</p></body></html>`;
 
 /** Paths the UI never answers: the API and the hub's own endpoints keep their JSON 404s. */
-const RESERVED = /^\/(api|healthz|metrics)(\/|$)/;
+const RESERVED = /^\/(api|healthz|readyz|metrics)(\/|$)/;
 
 function send(c: Context, file: UiFile, cache: string): Response {
   const headers: Record<string, string> = {

@@ -6,42 +6,50 @@
 import type { EdgeName } from '../../core/ids.js';
 import { edgeName } from '../../core/ids.js';
 import { formatToken, parseToken } from '../../sync/pinned-ca.js';
-import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
+import { one, run, type SqlDb } from '../state/sql.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
 
 /**
  * Issues the edge's credential, replacing (and so revoking) any previous one, with the public key
  * the edge sealed Secrets are for (absent from agents older than sealed Secrets).
  */
-export function issueEdgeCredential(db: SqliteDatabase, edge: string, sealKey?: string, now = Date.now()): string {
+export function issueEdgeCredential(db: SqlDb, edge: string, sealKey?: string, now = Date.now()): string {
   migrateAuth(db);
   const name = edgeName(edge);
   const id = newId();
   const secret = newSecret();
   const token = formatToken('edge', name, id, secret);
-  db.prepare(
+  run(
+    db,
     `INSERT INTO edge_credentials (edge, id, secret_hash, created_at, seal_key) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT(edge) DO UPDATE SET id = excluded.id, secret_hash = excluded.secret_hash, created_at = excluded.created_at, seal_key = excluded.seal_key`,
-  ).run(name, id, hashSecret(secret), now, sealKey ?? null);
+    name,
+    id,
+    hashSecret(secret),
+    now,
+    sealKey ?? null,
+  );
   return token;
 }
 
 /** The edge a credential belongs to; null for a replaced, revoked, unknown or malformed one. */
-export function verifyEdgeCredential(db: SqliteDatabase, token: string): { edge: EdgeName } | null {
+export function verifyEdgeCredential(db: SqlDb, token: string): { edge: EdgeName } | null {
   migrateAuth(db);
   const t = parseToken(token);
   if (!t || t.kind !== 'edge') return null;
-  const row = db.prepare('SELECT edge, secret_hash FROM edge_credentials WHERE id = ?').get(t.id) as
-    { edge: string; secret_hash: Buffer } | undefined;
+  const row = one<{ edge: string; secret_hash: Buffer }>(
+    db,
+    'SELECT edge, secret_hash FROM edge_credentials WHERE id = ?',
+    t.id,
+  );
   if (!row || !secretMatches(t.secret, row.secret_hash) || row.edge !== t.edge) return null;
   return { edge: row.edge as EdgeName };
 }
 
 /** The public key Secrets for this edge are sealed to; undefined when it has none. */
-export function edgeSealKey(db: SqliteDatabase, edge: string): string | undefined {
+export function edgeSealKey(db: SqlDb, edge: string): string | undefined {
   migrateAuth(db);
-  const row = cachedStatement(db, 'SELECT seal_key FROM edge_credentials WHERE edge = ?').get(edge) as
-    { seal_key: string | null } | undefined;
+  const row = one<{ seal_key: string | null }>(db, 'SELECT seal_key FROM edge_credentials WHERE edge = ?', edge);
   return row?.seal_key ?? undefined;
 }
 
@@ -50,27 +58,33 @@ export function edgeSealKey(db: SqliteDatabase, edge: string): string | undefine
  * such (`decommissionedAt`), so the edge presenting it later learns it is decommissioned.
  */
 export function revokeEdgeCredential(
-  db: SqliteDatabase,
+  db: SqlDb,
   edge: string,
   opts: { decommissioned?: boolean; now?: number } = {},
 ): boolean {
   migrateAuth(db);
   if (opts.decommissioned)
-    db.prepare(
-      `INSERT OR REPLACE INTO decommissioned_credentials (id, edge, secret_hash, decommissioned_at)
-       SELECT id, edge, secret_hash, ? FROM edge_credentials WHERE edge = ?`,
-    ).run(opts.now ?? Date.now(), edge);
-  return db.prepare('DELETE FROM edge_credentials WHERE edge = ?').run(edge).changes === 1;
+    run(
+      db,
+      `INSERT INTO decommissioned_credentials (id, edge, secret_hash, decommissioned_at)
+       SELECT id, edge, secret_hash, ? FROM edge_credentials WHERE edge = ?
+       ON CONFLICT (id) DO UPDATE SET edge = excluded.edge, secret_hash = excluded.secret_hash, decommissioned_at = excluded.decommissioned_at`,
+      opts.now ?? Date.now(),
+      edge,
+    );
+  return run(db, 'DELETE FROM edge_credentials WHERE edge = ?', edge) === 1;
 }
 
 /** When the edge this (valid) credential belonged to was decommissioned; undefined for any other token. */
-export function decommissionedAt(db: SqliteDatabase, token: string): number | undefined {
+export function decommissionedAt(db: SqlDb, token: string): number | undefined {
   migrateAuth(db);
   const t = parseToken(token);
   if (!t || t.kind !== 'edge') return undefined;
-  const row = db
-    .prepare('SELECT edge, secret_hash, decommissioned_at FROM decommissioned_credentials WHERE id = ?')
-    .get(t.id) as { edge: string; secret_hash: Buffer; decommissioned_at: number } | undefined;
+  const row = one<{ edge: string; secret_hash: Buffer; decommissioned_at: number }>(
+    db,
+    'SELECT edge, secret_hash, decommissioned_at FROM decommissioned_credentials WHERE id = ?',
+    t.id,
+  );
   if (!row || !secretMatches(t.secret, row.secret_hash) || row.edge !== t.edge) return undefined;
   return row.decommissioned_at;
 }

@@ -8,7 +8,7 @@ import { JOIN_TOKEN_DEFAULT_TTL_MS } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { Labels } from '../../core/resources.js';
 import { formatToken, NO_FINGERPRINT, parseToken } from '../../sync/pinned-ca.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { all, forUpdate, one, run, transaction, type SqlDb } from '../state/sql.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
 import { checkProject, checkTtl } from './tokens.js';
 
@@ -59,7 +59,7 @@ export function joinTokenExpiry(ttlMs: number | undefined, now: number): number 
   return now + (ttlMs ?? JOIN_TOKEN_DEFAULT_TTL_MS);
 }
 
-export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions, now = Date.now()): string {
+export function createJoinToken(db: SqlDb, opts: CreateJoinTokenOptions, now = Date.now()): string {
   migrateAuth(db);
   checkProject(opts.project, false);
   checkTtl(opts.ttlMs);
@@ -81,9 +81,9 @@ export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions
   const id = newId();
   const secret = newSecret();
   const token = formatToken('join', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
-  db.prepare(
+  run(
+    db,
     'INSERT INTO join_tokens (id, secret_hash, project, labels, description, created_at, expires_at, uses_limit) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(
     id,
     hashSecret(secret),
     opts.project,
@@ -98,18 +98,19 @@ export function createJoinToken(db: SqliteDatabase, opts: CreateJoinTokenOptions
 
 /**
  * Checks a join token and counts one use, atomically: the check and the increment run in one
- * IMMEDIATE transaction, which takes SQLite's write lock before reading, so two hubs processes or
- * connections enrolling at once cannot both see the last use as free. Called inside the caller's
- * transaction (enrollment: consume + create the edge + issue its credential) it becomes part of it.
+ * transaction that locks before reading (SQLite: IMMEDIATE, the file's write lock; PostgreSQL:
+ * the token's row, `SELECT ... FOR UPDATE`), so two hub processes, or hub replicas, enrolling at
+ * once cannot both see the last use as free. Called inside the caller's transaction (enrollment:
+ * consume + create the edge + issue its credential) it becomes part of it.
  */
-export function consumeJoinToken(db: SqliteDatabase, token: string, now = Date.now()): JoinGrant {
+export function consumeJoinToken(db: SqlDb, token: string, now = Date.now()): JoinGrant {
   migrateAuth(db);
   const t = parseToken(token);
   const unknown = () =>
     new OutpostError('unauthorized', `unknown join token: check that it was copied whole, or ${CREATE_NEW}`);
   if (!t || t.kind !== 'join') throw unknown();
-  const consume = db.transaction((): JoinGrant => {
-    const row = db.prepare('SELECT * FROM join_tokens WHERE id = ?').get(t.id) as Row | undefined;
+  const consume = (): JoinGrant => {
+    const row = one<Row>(db, `SELECT * FROM join_tokens WHERE id = ?${forUpdate(db)}`, t.id);
     // A wrong secret is reported like an unknown id, so guessing reveals nothing about ids.
     if (!row || !secretMatches(t.secret, row.secret_hash)) throw unknown();
     if (row.revoked_at !== null)
@@ -129,10 +130,10 @@ export function consumeJoinToken(db: SqliteDatabase, token: string, now = Date.n
         `join token already used ${row.uses} times (limit ${row.uses_limit}): ${CREATE_NEW}`,
       );
     }
-    db.prepare('UPDATE join_tokens SET uses = uses + 1 WHERE id = ?').run(row.id);
+    run(db, 'UPDATE join_tokens SET uses = uses + 1 WHERE id = ?', row.id);
     return { project: row.project, labels: JSON.parse(row.labels) as Labels };
-  });
-  return db.inTransaction ? consume() : consume.immediate();
+  };
+  return transaction(db, consume, { immediate: true });
 }
 
 /**
@@ -157,9 +158,9 @@ export function enrollLabels(grant: JoinGrant, requested: Labels = {}): Labels {
   return { ...requested, ...grant.labels };
 }
 
-export function listJoinTokens(db: SqliteDatabase): JoinTokenInfo[] {
+export function listJoinTokens(db: SqlDb): JoinTokenInfo[] {
   migrateAuth(db);
-  const rows = db.prepare('SELECT * FROM join_tokens ORDER BY created_at, id').all() as Row[];
+  const rows = all<Row>(db, 'SELECT * FROM join_tokens ORDER BY created_at, id');
   return rows.map((r) => ({
     id: r.id,
     project: r.project,
@@ -174,9 +175,7 @@ export function listJoinTokens(db: SqliteDatabase): JoinTokenInfo[] {
 }
 
 /** Revokes by id; false if there is no such token or it was already revoked. */
-export function revokeJoinToken(db: SqliteDatabase, id: string, now = Date.now()): boolean {
+export function revokeJoinToken(db: SqlDb, id: string, now = Date.now()): boolean {
   migrateAuth(db);
-  return (
-    db.prepare('UPDATE join_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1
-  );
+  return run(db, 'UPDATE join_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id) === 1;
 }

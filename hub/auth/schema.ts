@@ -6,10 +6,10 @@
  * in constant time, so response timing tells an attacker nothing about how close a guess was.
  */
 import crypto from 'node:crypto';
-import { buildInfo } from '../../core/version.js';
-import { migrate, type Migration, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { Migration } from '../../sync/sqlite.js';
+import { migrateTables, type SqlDb } from '../state/sql.js';
 
-const MIGRATIONS: Migration[] = [
+export const AUTH_MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: `
@@ -65,12 +65,15 @@ const MIGRATIONS: Migration[] = [
   },
 ];
 
-const migrated = new WeakSet<SqliteDatabase>();
+const migrated = new WeakSet<SqlDb>();
 
-/** Creates or upgrades the auth tables; every function of hub/auth calls it, so it runs once per handle. */
-export function migrateAuth(db: SqliteDatabase): void {
+/**
+ * Creates or upgrades the auth tables on SQLite; every function of hub/auth calls it, so it runs
+ * once per handle (PostgreSQL is migrated at start: hub/state/sql.ts migrateTables).
+ */
+export function migrateAuth(db: SqlDb): void {
   if (migrated.has(db)) return;
-  migrate(db, 'hub-auth', MIGRATIONS, buildInfo().version);
+  migrateTables(db, 'hub-auth', AUTH_MIGRATIONS);
   migrated.add(db);
 }
 

@@ -9,7 +9,7 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { formatToken, NO_FINGERPRINT, parseToken } from '../../sync/pinned-ca.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import { all, one, run, transaction, type SqlDb } from '../state/sql.js';
 import { ALL_PROJECTS, isRole, type Principal, type Role } from './roles.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
 
@@ -63,7 +63,7 @@ export function checkProject(project: string, allowAll: boolean): void {
 }
 
 /** Creates an API token and returns it; this is the only time the secret exists outside the caller. */
-export function createApiToken(db: SqliteDatabase, opts: CreateApiTokenOptions, now = Date.now()): string {
+export function createApiToken(db: SqlDb, opts: CreateApiTokenOptions, now = Date.now()): string {
   migrateAuth(db);
   if (!isRole(opts.role))
     throw new OutpostError('invalid', `role "${opts.role}" is not one of admin, operator, viewer`);
@@ -72,9 +72,9 @@ export function createApiToken(db: SqliteDatabase, opts: CreateApiTokenOptions, 
   const id = newId();
   const secret = newSecret();
   const token = formatToken('api', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
-  db.prepare(
+  run(
+    db,
     'INSERT INTO api_tokens (id, secret_hash, role, project, description, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  ).run(
     id,
     hashSecret(secret),
     opts.role,
@@ -87,31 +87,25 @@ export function createApiToken(db: SqliteDatabase, opts: CreateApiTokenOptions, 
 }
 
 /** The principal of a valid token; null for anything expired, revoked, unknown or malformed. */
-export function verifyApiToken(
-  db: SqliteDatabase,
-  token: string,
-  now = Date.now(),
-): (Principal & { id: string }) | null {
+export function verifyApiToken(db: SqlDb, token: string, now = Date.now()): (Principal & { id: string }) | null {
   migrateAuth(db);
   const t = parseToken(token);
   if (!t || t.kind !== 'api') return null;
-  const row = db.prepare('SELECT * FROM api_tokens WHERE id = ?').get(t.id) as Row | undefined;
+  const row = one<Row>(db, 'SELECT * FROM api_tokens WHERE id = ?', t.id);
   if (!row || !secretMatches(t.secret, row.secret_hash)) return null;
   if (row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
   return { id: row.id, role: row.role, project: row.project };
 }
 
 /** Revokes by id; false if there is no such token or it was already revoked. */
-export function revokeApiToken(db: SqliteDatabase, id: string, now = Date.now()): boolean {
+export function revokeApiToken(db: SqlDb, id: string, now = Date.now()): boolean {
   migrateAuth(db);
-  return (
-    db.prepare('UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1
-  );
+  return run(db, 'UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id) === 1;
 }
 
-export function listApiTokens(db: SqliteDatabase): ApiTokenInfo[] {
+export function listApiTokens(db: SqlDb): ApiTokenInfo[] {
   migrateAuth(db);
-  const rows = db.prepare('SELECT * FROM api_tokens ORDER BY created_at, id').all() as Row[];
+  const rows = all<Row>(db, 'SELECT * FROM api_tokens ORDER BY created_at, id');
   return rows.map((r) => ({
     id: r.id,
     role: r.role,
@@ -130,7 +124,7 @@ export function listApiTokens(db: SqliteDatabase): ApiTokenInfo[] {
  * until revoked.
  */
 export function ensureAdminToken(
-  db: SqliteDatabase,
+  db: SqlDb,
   dataDir: string,
   caFingerprint: string | null,
   now = Date.now(),
@@ -148,7 +142,7 @@ export function ensureAdminToken(
     return { token, created: false };
   }
   // The row and the file succeed or fail together: a failed write rolls the token back.
-  const token = db.transaction(() => {
+  const token = transaction(db, () => {
     const t = createApiToken(
       db,
       { role: 'admin', project: ALL_PROJECTS, description: 'created at first start (admin.token)', caFingerprint },
@@ -165,7 +159,7 @@ export function ensureAdminToken(
       });
     }
     return t;
-  })();
+  });
   return { token, created: true };
 }
 
@@ -177,7 +171,7 @@ export function ensureAdminToken(
  * this hub knew).
  */
 export function rotateAdminToken(
-  db: SqliteDatabase,
+  db: SqlDb,
   dataDir: string,
   caFingerprint: string | null,
   now = Date.now(),
@@ -185,7 +179,7 @@ export function rotateAdminToken(
   migrateAuth(db);
   const file = path.join(dataDir, 'admin.token');
   const oldId = fs.existsSync(file) ? (parseToken(fs.readFileSync(file, 'utf8').trim())?.id ?? null) : null;
-  return db.transaction(() => {
+  return transaction(db, () => {
     const token = createApiToken(
       db,
       {
@@ -210,5 +204,5 @@ export function rotateAdminToken(
     }
     log.info({ file, revoked }, 'admin token rotated');
     return { token, id: parseToken(token)!.id, revoked };
-  })();
+  });
 }

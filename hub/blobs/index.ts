@@ -12,7 +12,7 @@ import { DEFAULT_MEDIA_TYPE, type BlobDigest, type BlobInfo } from '../../core/b
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { BlobError, BlobFiles } from '../../sync/blob-files.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import {
   blockingReferences,
   collectableBlobs,
@@ -36,7 +36,7 @@ export const DEFAULT_BLOB_GRACE_MS = 24 * 60 * 60_000;
 export const BLOB_GC_INTERVAL_MS = 10 * 60_000;
 
 export interface HubBlobsOptions {
-  db: SqliteDatabase;
+  db: SqlDb;
   dir: string;
   quotaBytes?: number;
   graceMs?: number;
@@ -46,7 +46,7 @@ export class HubBlobs {
   readonly files: BlobFiles;
   readonly quotaBytes: number;
   readonly graceMs: number;
-  private readonly db: SqliteDatabase;
+  private readonly db: SqlDb;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(o: HubBlobsOptions) {

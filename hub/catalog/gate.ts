@@ -7,12 +7,12 @@
  */
 import semver from 'semver';
 import type { Placement } from '../../core/resources.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import type { ObjectStore } from '../objects.js';
 import type { EdgeGate } from '../scheduler/gates.js';
 import { getDeployment, getPackage } from './state.js';
 
-export function dependsOnGate(db: SqliteDatabase, objects: ObjectStore): EdgeGate {
+export function dependsOnGate(db: SqlDb, objects: ObjectStore): EdgeGate {
   return (placement, edges, ctx) => {
     const out = new Map<string, string[]>();
     const { project, name } = placement.metadata;

@@ -18,7 +18,7 @@ import type { BlobDigest } from '../../core/blobs.js';
 import { createLogger } from '../../core/logger.js';
 import { PackageError, sortVersions } from '../../core/package.js';
 import type { Placement } from '../../core/resources.js';
-import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { transaction, type SqlDb } from '../state/sql.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectStore } from '../objects.js';
@@ -51,7 +51,7 @@ export const NO_SCANNER_MESSAGE =
   'the hub runs without a malware scanner: packages stay Pending and cannot be deployed; start the hub with --scanner clamd:unix:PATH (or clamd:tcp:HOST:PORT), or --scanner none to deploy unscanned packages';
 
 export interface CatalogOptions {
-  db: SqliteDatabase;
+  db: SqlDb;
   blobs: HubBlobs;
   objects: ObjectStore;
   box: SecretBox;
@@ -77,7 +77,7 @@ function view(r: PackageRecord): PackageVersionView {
 }
 
 export class Catalog {
-  private readonly db: SqliteDatabase;
+  private readonly db: SqlDb;
   private readonly retryMs: number;
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
@@ -139,7 +139,7 @@ export class Catalog {
     const { manifest } = contents;
     const { name } = manifest.metadata;
     const { version } = manifest.spec;
-    inTransaction(this.db, () => {
+    transaction(this.db, () => {
       const inserted = insertPackage(this.db, {
         project,
         manifest,
@@ -210,7 +210,7 @@ export class Catalog {
 
   /** `outpost rollout restart`: resolves the placement's version range again (a new rollout if it moved). */
   restart(project: string, placement: string, actor: string): { placement: Placement; deployment: Deployment } {
-    return inTransaction(this.db, () => {
+    return transaction(this.db, () => {
       const p = this.o.objects.get<Placement>('Placement', project, placement);
       if (!p) throw new OutpostError('not_found', `Placement ${placement} not found in project ${project}`);
       if (!p.spec.package)
@@ -288,7 +288,7 @@ export class Catalog {
   }
 
   private verdict(r: PackageRecord, v: ScanVerdict): void {
-    inTransaction(this.db, () => {
+    transaction(this.db, () => {
       recordVerdict(this.db, r, v);
       recordEvent(this.db, {
         project: r.project,
@@ -307,7 +307,7 @@ export class Catalog {
   /** Stays Pending; an event when the reason is new for this version. */
   private noVerdict(r: PackageRecord, message: string): void {
     if (r.scan.error === message) return;
-    inTransaction(this.db, () => {
+    transaction(this.db, () => {
       recordScanError(this.db, r, message);
       recordEvent(this.db, {
         project: r.project,

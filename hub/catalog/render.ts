@@ -22,7 +22,7 @@ import {
 } from '../../core/package.js';
 import { HUB_SEALED_PREFIX } from '../../core/secrets.js';
 import type { Manifest, Placement, Workload } from '../../core/resources.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
 import { deleteDeployment, getDeployment, packageVersions, putDeployment } from './state.js';
@@ -32,7 +32,7 @@ export const GENERATED_FOR_ANNOTATION = 'outpost.dev/generated-for-placement';
 export const PACKAGE_ANNOTATION = 'outpost.dev/package';
 
 export interface RenderContext {
-  db: SqliteDatabase;
+  db: SqlDb;
   objects: ObjectStore;
   box: SecretBox;
 }

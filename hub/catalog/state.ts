@@ -5,11 +5,11 @@
  */
 import type { BlobDigest } from '../../core/blobs.js';
 import type { PackageManifest } from '../../core/package.js';
-import { buildInfo } from '../../core/version.js';
-import { cachedStatement, migrate, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { Migration } from '../../sync/sqlite.js';
+import { all, migrateTables, one, run, type SqlDb } from '../state/sql.js';
 import { SCAN_STATES, type PackageVersion, type ScanState } from '../../core/api/types.js';
 
-const MIGRATIONS = [
+export const CATALOG_MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: `
@@ -50,8 +50,8 @@ const MIGRATIONS = [
   },
 ];
 
-export function migrateCatalog(db: SqliteDatabase): void {
-  migrate(db, 'catalog', MIGRATIONS, buildInfo().version);
+export function migrateCatalog(db: SqlDb): void {
+  migrateTables(db, 'catalog', CATALOG_MIGRATIONS);
 }
 
 export { SCAN_STATES };
@@ -106,7 +106,7 @@ function toRecord(r: Row): PackageRecord {
 
 /** Records a new version; false when the project already has it (versions are immutable). */
 export function insertPackage(
-  db: SqliteDatabase,
+  db: SqlDb,
   p: {
     project: string;
     manifest: PackageManifest;
@@ -117,11 +117,10 @@ export function insertPackage(
   },
   now = Date.now(),
 ): boolean {
-  const r = cachedStatement(
+  const r = run(
     db,
     `INSERT INTO packages (project, name, version, digest, manifest, readme, icon, published_by, published_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project, name, version) DO NOTHING`,
-  ).run(
     p.project,
     p.manifest.metadata.name,
     p.manifest.spec.version,
@@ -132,63 +131,65 @@ export function insertPackage(
     p.publishedBy,
     now,
   );
-  return r.changes === 1;
+  return r === 1;
 }
 
-export function getPackage(
-  db: SqliteDatabase,
-  project: string,
-  name: string,
-  version: string,
-): PackageRecord | undefined {
-  const r = cachedStatement(db, 'SELECT * FROM packages WHERE project = ? AND name = ? AND version = ?').get(
+export function getPackage(db: SqlDb, project: string, name: string, version: string): PackageRecord | undefined {
+  const r = one<Row>(
+    db,
+    'SELECT * FROM packages WHERE project = ? AND name = ? AND version = ?',
     project,
     name,
     version,
-  ) as Row | undefined;
+  );
   return r ? toRecord(r) : undefined;
 }
 
 /** Every version of one package (unordered: callers sort by semver). */
-export function packageVersions(db: SqliteDatabase, project: string, name: string): PackageRecord[] {
-  return (cachedStatement(db, 'SELECT * FROM packages WHERE project = ? AND name = ?').all(project, name) as Row[]).map(
-    toRecord,
-  );
+export function packageVersions(db: SqlDb, project: string, name: string): PackageRecord[] {
+  return all<Row>(db, 'SELECT * FROM packages WHERE project = ? AND name = ?', project, name).map(toRecord);
 }
 
-export function allPackages(db: SqliteDatabase, project: string | '*'): PackageRecord[] {
+export function allPackages(db: SqlDb, project: string | '*'): PackageRecord[] {
   return (
-    (project === '*'
-      ? cachedStatement(db, 'SELECT * FROM packages ORDER BY project, name').all()
-      : cachedStatement(db, 'SELECT * FROM packages WHERE project = ? ORDER BY name').all(project)) as Row[]
+    project === '*'
+      ? all<Row>(db, 'SELECT * FROM packages ORDER BY project, name')
+      : all<Row>(db, 'SELECT * FROM packages WHERE project = ? ORDER BY name', project)
   ).map(toRecord);
 }
 
-export function pendingPackages(db: SqliteDatabase): PackageRecord[] {
-  return (
-    cachedStatement(db, "SELECT * FROM packages WHERE scan_state = 'Pending' ORDER BY published_at").all() as Row[]
-  ).map(toRecord);
+export function pendingPackages(db: SqlDb): PackageRecord[] {
+  return all<Row>(db, "SELECT * FROM packages WHERE scan_state = 'Pending' ORDER BY published_at").map(toRecord);
 }
 
 export function recordVerdict(
-  db: SqliteDatabase,
+  db: SqlDb,
   key: { project: string; name: string; version: string },
   v: { state: ScanState; signature?: string | undefined; engine: string },
   now = Date.now(),
 ): void {
-  cachedStatement(
+  run(
     db,
     `UPDATE packages SET scan_state = ?, scan_signature = ?, scan_engine = ?, scanned_at = ?, scan_error = NULL
      WHERE project = ? AND name = ? AND version = ?`,
-  ).run(v.state, v.signature ?? null, v.engine, now, key.project, key.name, key.version);
+    v.state,
+    v.signature ?? null,
+    v.engine,
+    now,
+    key.project,
+    key.name,
+    key.version,
+  );
 }
 
 export function recordScanError(
-  db: SqliteDatabase,
+  db: SqlDb,
   key: { project: string; name: string; version: string },
   error: string,
 ): void {
-  cachedStatement(db, 'UPDATE packages SET scan_error = ? WHERE project = ? AND name = ? AND version = ?').run(
+  run(
+    db,
+    'UPDATE packages SET scan_error = ? WHERE project = ? AND name = ? AND version = ?',
     error,
     key.project,
     key.name,
@@ -206,21 +207,16 @@ export interface Deployment {
   resolvedAt: string;
 }
 
-export function getDeployment(db: SqliteDatabase, project: string, placement: string): Deployment | undefined {
-  const r = cachedStatement(db, 'SELECT * FROM package_deployments WHERE project = ? AND placement = ?').get(
-    project,
-    placement,
-  ) as
-    | {
-        package: string;
-        version_range: string;
-        version: string;
-        profile: string | null;
-        input_hash: string;
-        previous_version: string | null;
-        resolved_at: number;
-      }
-    | undefined;
+export function getDeployment(db: SqlDb, project: string, placement: string): Deployment | undefined {
+  const r = one<{
+    package: string;
+    version_range: string;
+    version: string;
+    profile: string | null;
+    input_hash: string;
+    previous_version: string | null;
+    resolved_at: number;
+  }>(db, 'SELECT * FROM package_deployments WHERE project = ? AND placement = ?', project, placement);
   if (!r) return undefined;
   return {
     package: r.package,
@@ -234,20 +230,19 @@ export function getDeployment(db: SqliteDatabase, project: string, placement: st
 }
 
 export function putDeployment(
-  db: SqliteDatabase,
+  db: SqlDb,
   project: string,
   placement: string,
   d: Omit<Deployment, 'resolvedAt'>,
   now = Date.now(),
 ): void {
-  cachedStatement(
+  run(
     db,
     `INSERT INTO package_deployments (project, placement, package, version_range, version, profile, input_hash, previous_version, resolved_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (project, placement) DO UPDATE SET package = excluded.package, version_range = excluded.version_range,
        version = excluded.version, profile = excluded.profile, input_hash = excluded.input_hash,
        previous_version = excluded.previous_version, resolved_at = excluded.resolved_at`,
-  ).run(
     project,
     placement,
     d.package,
@@ -260,6 +255,6 @@ export function putDeployment(
   );
 }
 
-export function deleteDeployment(db: SqliteDatabase, project: string, placement: string): void {
-  cachedStatement(db, 'DELETE FROM package_deployments WHERE project = ? AND placement = ?').run(project, placement);
+export function deleteDeployment(db: SqlDb, project: string, placement: string): void {
+  run(db, 'DELETE FROM package_deployments WHERE project = ? AND placement = ?', project, placement);
 }

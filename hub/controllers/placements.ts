@@ -16,7 +16,7 @@
 import { OutpostError } from '../../core/errors.js';
 import type { Edge, LabelSelector, Placement } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import type { ObjectStore } from '../objects.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { edgeLiveness } from '../state/edges.js';
@@ -45,7 +45,7 @@ function describeSelection(spec: { edgeSelector?: LabelSelector; edges?: string[
  * Checks the placements a request just wrote; throws an OutpostError (nothing is applied) on a
  * missing workload or an overlap, and returns warnings for the ones that select no edge.
  */
-export function checkPlacements(db: SqliteDatabase, objects: ObjectStore, applied: Placement[]): string[] {
+export function checkPlacements(db: SqlDb, objects: ObjectStore, applied: Placement[]): string[] {
   const warnings: string[] = [];
   const errors: { project: string; placement: string; path: string; message: string; code: 'invalid' | 'conflict' }[] =
     [];

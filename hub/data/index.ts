@@ -5,10 +5,10 @@
  * edge's own project, so an edge can name only bytes it (or its project) holds.
  */
 import type { BlobDigest } from '../../core/blobs.js';
-import { DataFileRecord } from '../../core/data.js';
+import { DataFileRecord, EGRESS_QUEUE_METRICS, type EgressQueue } from '../../core/data.js';
 import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import { TunnelError, type TunnelErrorCode, type TunnelStream } from '../../sync/tunnel.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { migrateDataFiles, putDataFile } from '../state/data-files.js';
@@ -17,14 +17,30 @@ import type { EdgeState } from '../state/edges.js';
 const log = createLogger('hub:data');
 
 export class HubDataFiles {
+  /** Per edge, its upload queue as its last heartbeat said: memory only (gauges stay out of history). */
+  private readonly queues = new Map<string, EgressQueue>();
+
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly db: SqlDb,
     private readonly blobs: HubBlobs,
     private readonly edges: Pick<EdgeState, 'get'>,
     /** Called after each recorded file (the S3 sink forwards it). */
     private readonly onRecorded?: () => void,
   ) {
     migrateDataFiles(db);
+  }
+
+  /** An edge's heartbeat: keeps its upload queue gauges, when it sent them. */
+  noteHeartbeat(edge: EdgeName, metrics: Record<string, number> | undefined, at = Date.now()): void {
+    const files = metrics?.[EGRESS_QUEUE_METRICS.files];
+    const bytes = metrics?.[EGRESS_QUEUE_METRICS.bytes];
+    if (!Number.isSafeInteger(files) || !Number.isSafeInteger(bytes) || files! < 0 || bytes! < 0) return;
+    this.queues.set(edge, { files: files!, bytes: bytes!, reportedAt: new Date(at).toISOString() });
+  }
+
+  /** What waits on the edge to be uploaded, as it last said; undefined before it said anything. */
+  queue(edge: string): EgressQueue | undefined {
+    return this.queues.get(edge);
   }
 
   /** A `data-file` stream the edge opened. */

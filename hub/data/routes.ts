@@ -23,11 +23,14 @@ export function dataRoutes(deps: HubDeps): Hono<Env> {
       throw new OutpostError('bad_request', `invalid workload name "${workload.slice(0, 80)}"`);
     if (path !== undefined && !isExportPath(path))
       throw new OutpostError('bad_request', 'path must be TARGET/relative/path, without . or .. segments');
+    // The queue is the edge's as a whole (all its workloads), as its last heartbeat said.
+    const queue = deps.state.edges.get(edge)?.project === project ? deps.uploads?.queue(edge) : undefined;
     return c.json({
       items: listDataFiles(deps.db, project, edge, {
         ...(workload !== undefined ? { workload } : {}),
         ...(path !== undefined ? { path } : {}),
       }),
+      ...(queue ? { queue } : {}),
     });
   });
   return app;

@@ -11,7 +11,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { BlobDigest } from '../../core/blobs.js';
 import { createLogger } from '../../core/logger.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import type { BlobFiles } from '../../sync/blob-files.js';
 import { markSunk, migrateDataFiles, unsunkDataFiles } from '../state/data-files.js';
 
@@ -42,7 +42,7 @@ export class S3Sink {
   forwarded = 0;
 
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly db: SqlDb,
     private readonly files: BlobFiles,
     private readonly o: S3SinkOptions,
   ) {

@@ -219,13 +219,25 @@ export class EdgeLifecycle {
   }
 
   /** The sync server accepted a connection (one transaction: a reconnect storm is thousands). */
+  /**
+   * Called from the sync server's socket events: a failure to record (the hub's database away) is
+   * logged, not thrown into the event loop; the next connection of the edge records anew.
+   */
   connected(conn: ConnectionFacts): void {
-    recordConnect(this.deps.state, conn);
+    try {
+      recordConnect(this.deps.state, conn);
+    } catch (err) {
+      log.warn({ err, edge: conn.edge }, 'could not record the connection');
+    }
     this.deps.scheduler.markStatus(conn.edge, 'connectivity');
   }
 
   disconnected(edge: string, code: number, reason: string): void {
-    recordDisconnect(this.deps.state, edge, code, reason);
+    try {
+      recordDisconnect(this.deps.state, edge, code, reason);
+    } catch (err) {
+      log.warn({ err, edge }, 'could not record the disconnection');
+    }
     this.deps.scheduler.markStatus(edge, 'connectivity');
   }
 
@@ -249,7 +261,13 @@ export class EdgeLifecycle {
 
   /** Rollouts and Stale states depend on time passing: edges that went quiet are re-planned. */
   scanQuiet(now = Date.now()): string[] {
-    const quiet = this.deps.state.edges.quietSince(now - OFFLINE_AFTER_MS);
+    let quiet: string[];
+    try {
+      quiet = this.deps.state.edges.quietSince(now - OFFLINE_AFTER_MS);
+    } catch (err) {
+      log.warn({ err }, 'could not look for edges gone quiet; looked for again shortly');
+      return [];
+    }
     for (const name of quiet) this.deps.scheduler.markStatus(name, 'connectivity');
     return quiet;
   }

@@ -24,7 +24,8 @@ import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { Migration } from '../../sync/sqlite.js';
+import { all, migrateTables, one, run, transaction, type SqlDb } from '../state/sql.js';
 import type { HubAuth } from '../api/context.js';
 import { principalOf, type ApiPrincipal } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
@@ -55,16 +56,24 @@ export interface ImageTag {
   updatedAt: string;
 }
 
-export function migrateImages(db: SqliteDatabase): void {
-  db.exec(`CREATE TABLE IF NOT EXISTS image_tags (
-    project TEXT NOT NULL,
-    repository TEXT NOT NULL,
-    tag TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    media_type TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (project, repository, tag)
-  )`);
+export const IMAGE_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    // IF NOT EXISTS: hubs before schema versions for this table made it without a version row.
+    sql: `CREATE TABLE IF NOT EXISTS image_tags (
+      project TEXT NOT NULL,
+      repository TEXT NOT NULL,
+      tag TEXT NOT NULL,
+      digest TEXT NOT NULL,
+      media_type TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      PRIMARY KEY (project, repository, tag)
+    )`,
+  },
+];
+
+export function migrateImages(db: SqlDb): void {
+  migrateTables(db, 'images', IMAGE_MIGRATIONS);
 }
 
 interface Manifest {
@@ -101,7 +110,7 @@ export class ImageCache {
   private readonly inflight = new Map<string, Promise<{ digest: BlobDigest; mediaType: string } | undefined>>();
 
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly db: SqlDb,
     private readonly blobs: HubBlobs,
     private readonly upstream?: PullThrough,
   ) {
@@ -213,12 +222,18 @@ export class ImageCache {
       ? info.mediaType
       : ((JSON.parse(text) as Manifest).mediaType ?? OCI_MANIFEST);
     const now = new Date().toISOString();
-    inTransaction(this.db, () => {
-      cachedStatement(
+    transaction(this.db, () => {
+      run(
         this.db,
         `INSERT INTO image_tags (project, repository, tag, digest, media_type, updated_at) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT(project, repository, tag) DO UPDATE SET digest = excluded.digest, media_type = excluded.media_type, updated_at = excluded.updated_at`,
-      ).run(project, repository, tag, manifest, mediaType, now);
+        project,
+        repository,
+        tag,
+        manifest,
+        mediaType,
+        now,
+      );
       this.blobs.setReferences(project, 'Image', `${repository}:${tag}`, [manifest, ...named]);
     });
     log.info({ project, repository, tag, digest: manifest }, 'image tagged');
@@ -226,17 +241,10 @@ export class ImageCache {
   }
 
   list(project: string): ImageTag[] {
-    return (
-      cachedStatement(
-        this.db,
-        'SELECT repository, tag, digest, media_type, updated_at FROM image_tags WHERE project = ? ORDER BY repository, tag',
-      ).all(project) as {
-        repository: string;
-        tag: string;
-        digest: BlobDigest;
-        media_type: string;
-        updated_at: string;
-      }[]
+    return all<{ repository: string; tag: string; digest: BlobDigest; media_type: string; updated_at: string }>(
+      this.db,
+      'SELECT repository, tag, digest, media_type, updated_at FROM image_tags WHERE project = ? ORDER BY repository, tag',
+      project,
     ).map((r) => ({
       repository: r.repository,
       tag: r.tag,
@@ -248,26 +256,27 @@ export class ImageCache {
 
   /** The manifest a tag or digest names in a repository, if the repository has it. */
   resolve(project: string, repository: string, ref: string): { digest: BlobDigest; mediaType: string } | undefined {
-    const row = (
+    const row = one<{ digest: BlobDigest; media_type: string }>(
+      this.db,
       isDigest(ref)
-        ? cachedStatement(
-            this.db,
-            'SELECT digest, media_type FROM image_tags WHERE project = ? AND repository = ? AND digest = ? LIMIT 1',
-          ).get(project, repository, ref)
-        : cachedStatement(
-            this.db,
-            'SELECT digest, media_type FROM image_tags WHERE project = ? AND repository = ? AND tag = ?',
-          ).get(project, repository, ref)
-    ) as { digest: BlobDigest; media_type: string } | undefined;
+        ? 'SELECT digest, media_type FROM image_tags WHERE project = ? AND repository = ? AND digest = ? LIMIT 1'
+        : 'SELECT digest, media_type FROM image_tags WHERE project = ? AND repository = ? AND tag = ?',
+      project,
+      repository,
+      ref,
+    );
     return row ? { digest: row.digest, mediaType: row.media_type } : undefined;
   }
 
   /** Whether a blob belongs to an image of this repository (a pull names only those). */
   repositoryHasBlob(project: string, repository: string, digest: BlobDigest): boolean {
-    return !!cachedStatement(
+    return !!one(
       this.db,
       "SELECT 1 FROM blob_refs WHERE project = ? AND digest = ? AND kind = 'Image' AND name LIKE ? ESCAPE '\\' LIMIT 1",
-    ).get(project, digest, `${repository.replace(/[%_\\]/g, (c) => `\\${c}`)}:%`);
+      project,
+      digest,
+      `${repository.replace(/[%_\\]/g, (c) => `\\${c}`)}:%`,
+    );
   }
 }
 

@@ -17,21 +17,30 @@ import { IMAGE_RESOLVE_RETRY_MS } from '../../core/durations.js';
 import { imagesOf, parseImageRef, pinnedImage, registryHost, withImages } from '../../core/images.js';
 import { createLogger } from '../../core/logger.js';
 import type { Manifest, Registry } from '../../core/resources.js';
-import { cachedStatement, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { Migration } from '../../sync/sqlite.js';
+import { migrateTables, one, run, type SqlDb } from '../state/sql.js';
 import type { ImageCache } from './cache.js';
 
 const log = createLogger('hub:images');
 
-export function migrateImagePins(db: SqliteDatabase): void {
-  db.exec(`CREATE TABLE IF NOT EXISTS image_pins (
-    project TEXT NOT NULL,
-    workload TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    image TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    resolved_at TEXT NOT NULL,
-    PRIMARY KEY (project, workload, revision, image)
-  )`);
+export const IMAGE_PIN_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    // IF NOT EXISTS: the first hubs with pins made the table without a version row.
+    sql: `CREATE TABLE IF NOT EXISTS image_pins (
+      project TEXT NOT NULL,
+      workload TEXT NOT NULL,
+      revision INTEGER NOT NULL,
+      image TEXT NOT NULL,
+      digest TEXT NOT NULL,
+      resolved_at TEXT NOT NULL,
+      PRIMARY KEY (project, workload, revision, image)
+    )`,
+  },
+];
+
+export function migrateImagePins(db: SqlDb): void {
+  migrateTables(db, 'image-pins', IMAGE_PIN_MIGRATIONS);
 }
 
 export interface PinSources {
@@ -76,7 +85,7 @@ export class ImagePins {
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly db: SqlDb,
     private readonly cache: Pick<ImageCache, 'lookup' | 'tag'>,
     private readonly sources: PinSources,
     /** A resolution of the project ended (pinned or failed): re-plan its placements. */
@@ -96,10 +105,14 @@ export class ImagePins {
     for (const image of imagesOf(manifests)) {
       const name = cacheName(project, image, this.sources);
       if (!name) continue;
-      const row = cachedStatement(
+      const row = one<{ digest: string }>(
         this.db,
         'SELECT digest FROM image_pins WHERE project = ? AND workload = ? AND revision = ? AND image = ?',
-      ).get(project, workload, revision, image) as { digest: string } | undefined;
+        project,
+        workload,
+        revision,
+        image,
+      );
       if (row) {
         map.set(image, pinnedImage(image, row.digest));
         continue;
@@ -143,11 +156,17 @@ export class ImagePins {
         // Tagged by its digest too (as a pull by digest is): the tag may move on, the pinned
         // manifest stays in the cache (pullable by digest, its blobs referenced) for this revision.
         await this.cache.tag(project, name.repository, found.digest.replace(':', '-'), found.digest);
-        cachedStatement(
+        run(
           this.db,
           `INSERT INTO image_pins (project, workload, revision, image, digest, resolved_at) VALUES (?, ?, ?, ?, ?, ?)
            ON CONFLICT(project, workload, revision, image) DO NOTHING`,
-        ).run(project, workload, revision, image, found.digest, new Date().toISOString());
+          project,
+          workload,
+          revision,
+          image,
+          found.digest,
+          new Date().toISOString(),
+        );
         this.failed.delete(key);
         log.info({ project, workload, revision, image, digest: found.digest }, 'image pinned');
       } catch (err) {

@@ -9,7 +9,7 @@
  * This file wires the parts and keeps the per-placement rollout state.
  */
 import type { Placement, Registry, Workload } from '../../core/resources.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness } from '../state/edges.js';
 import { recordEvent } from '../state/events.js';
@@ -68,7 +68,7 @@ export class Scheduler {
   private readonly waitsOf = new Map<string, string[]>();
 
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly db: SqlDb,
     private readonly objects: ObjectStore,
     store: ReplicaStore,
     /** Seals each edge's Secret values to its own key when its spec document is written. */

@@ -5,10 +5,10 @@
  * A blob with no reference becomes collectable `unreferenced_since` plus the grace period.
  */
 import type { BlobDigest, BlobInfo } from '../../core/blobs.js';
-import { buildInfo } from '../../core/version.js';
-import { cachedStatement, inTransaction, migrate, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { Migration } from '../../sync/sqlite.js';
+import { all, migrateTables, one, run, transaction, type SqlDb } from './sql.js';
 
-const MIGRATIONS = [
+export const BLOB_MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: `
@@ -36,8 +36,8 @@ const MIGRATIONS = [
   },
 ];
 
-export function migrateBlobs(db: SqliteDatabase): void {
-  migrate(db, 'blobs', MIGRATIONS, buildInfo().version);
+export function migrateBlobs(db: SqlDb): void {
+  migrateTables(db, 'blobs', BLOB_MIGRATIONS);
 }
 
 interface Row {
@@ -50,16 +50,16 @@ interface Row {
   unreferenced_since: number | null;
 }
 
-function refsOf(db: SqliteDatabase, project: string, digest: string): string[] {
-  return (
-    cachedStatement(db, 'SELECT kind, name FROM blob_refs WHERE project = ? AND digest = ? ORDER BY kind, name').all(
-      project,
-      digest,
-    ) as { kind: string; name: string }[]
+function refsOf(db: SqlDb, project: string, digest: string): string[] {
+  return all<{ kind: string; name: string }>(
+    db,
+    'SELECT kind, name FROM blob_refs WHERE project = ? AND digest = ? ORDER BY kind, name',
+    project,
+    digest,
   ).map((r) => `${r.kind}/${r.name}`);
 }
 
-function toInfo(db: SqliteDatabase, r: Row): BlobInfo {
+function toInfo(db: SqlDb, r: Row): BlobInfo {
   return {
     digest: r.digest as BlobDigest,
     size: r.size,
@@ -73,54 +73,62 @@ function toInfo(db: SqliteDatabase, r: Row): BlobInfo {
 
 /** Records a blob in a project (or refreshes nothing if it is already there); returns it. */
 export function putBlob(
-  db: SqliteDatabase,
+  db: SqlDb,
   b: { project: string; digest: BlobDigest; size: number; mediaType: string; uploadedBy: string },
   now = Date.now(),
 ): BlobInfo {
-  return inTransaction(db, () => {
-    cachedStatement(
+  return transaction(db, () => {
+    run(
       db,
       `INSERT INTO blobs (project, digest, size, media_type, uploaded_by, created_at, unreferenced_since)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project, digest) DO NOTHING`,
-    ).run(b.project, b.digest, b.size, b.mediaType, b.uploadedBy, now, now);
+      b.project,
+      b.digest,
+      b.size,
+      b.mediaType,
+      b.uploadedBy,
+      now,
+      now,
+    );
     return getBlob(db, b.project, b.digest)!;
   });
 }
 
-export function getBlob(db: SqliteDatabase, project: string, digest: BlobDigest): BlobInfo | undefined {
-  const r = cachedStatement(db, 'SELECT * FROM blobs WHERE project = ? AND digest = ?').get(project, digest) as
-    Row | undefined;
+export function getBlob(db: SqlDb, project: string, digest: BlobDigest): BlobInfo | undefined {
+  const r = one<Row>(db, 'SELECT * FROM blobs WHERE project = ? AND digest = ?', project, digest);
   return r ? toInfo(db, r) : undefined;
 }
 
-export function listBlobs(db: SqliteDatabase, project: string | '*'): BlobInfo[] {
-  const rows = (
+export function listBlobs(db: SqlDb, project: string | '*'): BlobInfo[] {
+  const rows =
     project === '*'
-      ? cachedStatement(db, 'SELECT * FROM blobs ORDER BY project, created_at, digest').all()
-      : cachedStatement(db, 'SELECT * FROM blobs WHERE project = ? ORDER BY created_at, digest').all(project)
-  ) as Row[];
+      ? all<Row>(db, 'SELECT * FROM blobs ORDER BY project, created_at, digest')
+      : all<Row>(db, 'SELECT * FROM blobs WHERE project = ? ORDER BY created_at, digest', project);
   return rows.map((r) => toInfo(db, r));
 }
 
 /** Bytes a project's blobs take (for its quota). */
-export function projectBytes(db: SqliteDatabase, project: string): number {
-  return (
-    cachedStatement(db, 'SELECT COALESCE(SUM(size), 0) n FROM blobs WHERE project = ?').get(project) as { n: number }
-  ).n;
+export function projectBytes(db: SqlDb, project: string): number {
+  // The cast: PostgreSQL's SUM of a BIGINT is a NUMERIC, which its client gives as a string.
+  return one<{ n: number }>(
+    db,
+    'SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) n FROM blobs WHERE project = ?',
+    project,
+  )!.n;
 }
 
 /** Removes a blob's row and its references; true when no project holds the digest any more (delete the file). */
-export function deleteBlob(db: SqliteDatabase, project: string, digest: BlobDigest): boolean {
-  return inTransaction(db, () => {
-    cachedStatement(db, 'DELETE FROM blob_refs WHERE project = ? AND digest = ?').run(project, digest);
-    cachedStatement(db, 'DELETE FROM blobs WHERE project = ? AND digest = ?').run(project, digest);
-    return !cachedStatement(db, 'SELECT 1 FROM blobs WHERE digest = ?').get(digest);
+export function deleteBlob(db: SqlDb, project: string, digest: BlobDigest): boolean {
+  return transaction(db, () => {
+    run(db, 'DELETE FROM blob_refs WHERE project = ? AND digest = ?', project, digest);
+    run(db, 'DELETE FROM blobs WHERE project = ? AND digest = ?', project, digest);
+    return !digestKnown(db, digest);
   });
 }
 
 /** True when the hub holds this digest in any project (so its file must stay). */
-export function digestKnown(db: SqliteDatabase, digest: BlobDigest): boolean {
-  return !!cachedStatement(db, 'SELECT 1 FROM blobs WHERE digest = ?').get(digest);
+export function digestKnown(db: SqlDb, digest: BlobDigest): boolean {
+  return !!one(db, 'SELECT 1 FROM blobs WHERE digest = ? LIMIT 1', digest);
 }
 
 /**
@@ -129,59 +137,63 @@ export function digestKnown(db: SqliteDatabase, digest: BlobDigest): boolean {
  * not hold are ignored (the caller validated them).
  */
 export function setReferences(
-  db: SqliteDatabase,
+  db: SqlDb,
   project: string,
   kind: string,
   name: string,
   digests: BlobDigest[],
   now = Date.now(),
 ): void {
-  inTransaction(db, () => {
-    const before = (
-      cachedStatement(db, 'SELECT digest FROM blob_refs WHERE project = ? AND kind = ? AND name = ?').all(
-        project,
-        kind,
-        name,
-      ) as { digest: string }[]
+  transaction(db, () => {
+    const before = all<{ digest: string }>(
+      db,
+      'SELECT digest FROM blob_refs WHERE project = ? AND kind = ? AND name = ?',
+      project,
+      kind,
+      name,
     ).map((r) => r.digest);
-    cachedStatement(db, 'DELETE FROM blob_refs WHERE project = ? AND kind = ? AND name = ?').run(project, kind, name);
+    run(db, 'DELETE FROM blob_refs WHERE project = ? AND kind = ? AND name = ?', project, kind, name);
     for (const d of digests) {
-      if (!cachedStatement(db, 'SELECT 1 FROM blobs WHERE project = ? AND digest = ?').get(project, d)) continue;
-      cachedStatement(db, 'INSERT OR IGNORE INTO blob_refs (project, digest, kind, name) VALUES (?, ?, ?, ?)').run(
+      if (!one(db, 'SELECT 1 FROM blobs WHERE project = ? AND digest = ?', project, d)) continue;
+      run(
+        db,
+        'INSERT INTO blob_refs (project, digest, kind, name) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
         project,
         d,
         kind,
         name,
       );
-      cachedStatement(db, 'UPDATE blobs SET unreferenced_since = NULL WHERE project = ? AND digest = ?').run(
-        project,
-        d,
-      );
+      run(db, 'UPDATE blobs SET unreferenced_since = NULL WHERE project = ? AND digest = ?', project, d);
     }
     for (const d of before) {
-      if (cachedStatement(db, 'SELECT 1 FROM blob_refs WHERE project = ? AND digest = ?').get(project, d)) continue;
-      cachedStatement(
+      if (one(db, 'SELECT 1 FROM blob_refs WHERE project = ? AND digest = ? LIMIT 1', project, d)) continue;
+      run(
         db,
         'UPDATE blobs SET unreferenced_since = ? WHERE project = ? AND digest = ? AND unreferenced_since IS NULL',
-      ).run(now, project, d);
+        now,
+        project,
+        d,
+      );
     }
   });
 }
 
 /** Blobs nothing has referred to for at least `graceMs`. */
 export function collectableBlobs(
-  db: SqliteDatabase,
+  db: SqlDb,
   graceMs: number,
   now = Date.now(),
 ): { project: string; digest: BlobDigest }[] {
-  return cachedStatement(
+  return all<{ project: string; digest: BlobDigest }>(
     db,
     `SELECT project, digest FROM blobs b WHERE unreferenced_since IS NOT NULL AND unreferenced_since <= ?
-       AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.project = b.project AND r.digest = b.digest)`,
-  ).all(now - graceMs) as { project: string; digest: BlobDigest }[];
+       AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.project = b.project AND r.digest = b.digest)
+     ORDER BY project, digest`,
+    now - graceMs,
+  );
 }
 
 /** The references that keep a blob from being removed by hand: objects, not an edge's hold on its upload. */
-export function blockingReferences(db: SqliteDatabase, project: string, digest: BlobDigest): string[] {
+export function blockingReferences(db: SqlDb, project: string, digest: BlobDigest): string[] {
   return refsOf(db, project, digest).filter((r) => !r.startsWith('Edge/'));
 }

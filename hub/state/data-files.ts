@@ -6,11 +6,11 @@
  */
 import type { BlobDigest } from '../../core/blobs.js';
 import type { DataFile } from '../../core/data.js';
-import { buildInfo } from '../../core/version.js';
-import { cachedStatement, inTransaction, migrate, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { Migration } from '../../sync/sqlite.js';
 import { setReferences } from './blobs.js';
+import { all, migrateTables, run, transaction, type SqlDb } from './sql.js';
 
-const MIGRATIONS = [
+export const DATA_FILE_MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: `
@@ -37,8 +37,8 @@ const MIGRATIONS = [
   },
 ];
 
-export function migrateDataFiles(db: SqliteDatabase): void {
-  migrate(db, 'data-files', MIGRATIONS, buildInfo().version);
+export function migrateDataFiles(db: SqlDb): void {
+  migrateTables(db, 'data-files', DATA_FILE_MIGRATIONS);
 }
 
 interface Row {
@@ -66,53 +66,74 @@ const refName = (edge: string, workload: string, path: string) => `${edge}/${wor
 
 /** Records a file (or its newer version) and makes its blob referred to by it, in one transaction. */
 export function putDataFile(
-  db: SqliteDatabase,
+  db: SqlDb,
   project: string,
   f: { edge: string; workload: string; path: string; size: number; digest: BlobDigest; modifiedAt: number },
   now = Date.now(),
 ): void {
-  inTransaction(db, () => {
-    cachedStatement(
+  transaction(db, () => {
+    run(
       db,
       `INSERT INTO data_files (project, edge, workload, path, size, digest, modified_at, uploaded_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (project, edge, workload, path) DO UPDATE SET size = excluded.size, digest = excluded.digest,
          modified_at = excluded.modified_at, uploaded_at = excluded.uploaded_at`,
-    ).run(project, f.edge, f.workload, f.path, f.size, f.digest, f.modifiedAt, now);
+      project,
+      f.edge,
+      f.workload,
+      f.path,
+      f.size,
+      f.digest,
+      f.modifiedAt,
+      now,
+    );
     setReferences(db, project, 'DataFile', refName(f.edge, f.workload, f.path), [f.digest], now);
   });
 }
 
 export function listDataFiles(
-  db: SqliteDatabase,
+  db: SqlDb,
   project: string,
   edge: string,
   o: { workload?: string; path?: string } = {},
 ): DataFile[] {
-  const rows = cachedStatement(
+  // The casts: PostgreSQL cannot tell the type of a parameter that is only compared with NULL.
+  const rows = all<Row>(
     db,
     `SELECT * FROM data_files WHERE project = ? AND edge = ?
-       AND (? IS NULL OR workload = ?) AND (? IS NULL OR path = ?)
+       AND (CAST(? AS TEXT) IS NULL OR workload = ?) AND (CAST(? AS TEXT) IS NULL OR path = ?)
      ORDER BY workload, path`,
-  ).all(project, edge, o.workload ?? null, o.workload ?? null, o.path ?? null, o.path ?? null) as Row[];
+    project,
+    edge,
+    o.workload ?? null,
+    o.workload ?? null,
+    o.path ?? null,
+    o.path ?? null,
+  );
   return rows.map(toFile);
 }
 
 /** Files whose newest version the sink has not forwarded yet, oldest first. */
-export function unsunkDataFiles(db: SqliteDatabase, limit: number): (DataFile & { project: string })[] {
-  const rows = cachedStatement(
+export function unsunkDataFiles(db: SqlDb, limit: number): (DataFile & { project: string })[] {
+  const rows = all<Row>(
     db,
     `SELECT * FROM data_files WHERE sink_digest IS NULL OR sink_digest != digest ORDER BY uploaded_at LIMIT ?`,
-  ).all(limit) as Row[];
+    limit,
+  );
   return rows.map((r) => ({ ...toFile(r), project: r.project }));
 }
 
 /** The sink forwarded this version of a file. */
-export function markSunk(db: SqliteDatabase, project: string, f: DataFile): void {
-  inTransaction(db, () =>
-    cachedStatement(
+export function markSunk(db: SqlDb, project: string, f: DataFile): void {
+  transaction(db, () =>
+    run(
       db,
       'UPDATE data_files SET sink_digest = ? WHERE project = ? AND edge = ? AND workload = ? AND path = ?',
-    ).run(f.digest, project, f.edge, f.workload, f.path),
+      f.digest,
+      project,
+      f.edge,
+      f.workload,
+      f.path,
+    ),
   );
 }

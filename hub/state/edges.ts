@@ -305,7 +305,7 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         run(
           db,
           `DELETE FROM connections WHERE id IN (
-             SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY edge ORDER BY id DESC) AS n FROM connections)
+             SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY edge ORDER BY id DESC) AS n FROM connections) ranked
              WHERE n > ?)`,
           perEdge,
         )

@@ -10,13 +10,15 @@
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
  * | blobs.ts | blobs, blob_refs |
+ * | data-files.ts | data_files |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
  * | ../tunnel/proxy-session.ts | tunnel_proxy_sessions |
  * | ../catalog/state.ts | packages, package_deployments |
  * | ../images/cache.ts, ../images/pins.ts | image_tags; image_pins |
  * | ../db.ts | the schema of the hub's tables (migrations only, no reads or writes) |
  *
- * test/architecture.test.ts fails when a table is written anywhere else.
+ * test/architecture.test.ts fails when a table is written anywhere else. Every module above runs
+ * on SQLite or PostgreSQL (hub/state/sql.ts `SqlDb`), each tested by one shared suite on both.
  */
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { sqlEdgeState, type EdgeState } from './edges.js';

@@ -4,7 +4,8 @@
  * statements and maps it to its domain type; nothing outside hub/state/ runs SQL on hub tables.
  * Statements are cached per database (sync/sqlite.ts `cachedStatement`).
  */
-import { cachedStatement, inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
+import { buildInfo } from '../../core/version.js';
+import { cachedStatement, inTransaction, migrate, type Migration, type SqliteDatabase } from '../../sync/sqlite.js';
 import { SyncPostgres } from './pg/sync-client.js';
 
 export type Param = string | number | bigint | null | Buffer;
@@ -29,9 +30,32 @@ export function jsonListParam(db: SqlDb): string {
   return isPostgres(db) ? 'SELECT json_array_elements_text(CAST(? AS json))' : 'SELECT value FROM json_each(?)';
 }
 
-/** Runs `fn` in one transaction on either database, joining an open one. */
-export function transaction<T>(db: SqlDb, fn: () => T): T {
-  return isPostgres(db) ? db.transaction(fn) : inTransaction(db, fn);
+/**
+ * Runs `fn` in one transaction on either database, joining an open one. `immediate` takes SQLite's
+ * write lock at the start, for a read-then-write another process may race; PostgreSQL needs no
+ * such mode (its statements lock the rows they read with `FOR UPDATE`, see `forUpdate`).
+ */
+export function transaction<T>(db: SqlDb, fn: () => T, opts?: { immediate?: boolean }): T {
+  if (isPostgres(db)) return db.transaction(fn);
+  return opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn);
+}
+
+/**
+ * ` FOR UPDATE` on PostgreSQL, to append to a SELECT whose row the same transaction then updates:
+ * another replica's transaction reading the row waits for this one and reads the updated row.
+ * Nothing on SQLite, whose immediate transaction holds the whole file's write lock instead.
+ */
+export function forUpdate(db: SqlDb): string {
+  return isPostgres(db) ? ' FOR UPDATE' : '';
+}
+
+/**
+ * Brings a table group's schema up to date on SQLite (each owner calls this as it opens). On
+ * PostgreSQL, nothing: the whole schema is migrated once at start, under an advisory lock, by
+ * hub/state/pg/schema.ts `migratePostgres` from the same migrations (hub/db.ts `hubSchemas`).
+ */
+export function migrateTables(db: SqlDb, component: string, migrations: Migration[]): void {
+  if (!isPostgres(db)) migrate(db, component, migrations, buildInfo().version);
 }
 
 /** `LIMIT ?` with no limit: SQLite's -1 is refused by PostgreSQL; this is the same for both. */

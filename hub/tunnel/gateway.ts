@@ -21,7 +21,7 @@ import { isValidName, type EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { ProtocolError } from '../../sync/messages.js';
 import type { EdgeConnection, SyncServer } from '../../sync/server.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { MISSING_TOKEN, principalFromHeader, principalOf } from '../auth/principal.js';
@@ -67,7 +67,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
 };
 
 export interface GatewayOptions {
-  db: SqliteDatabase;
+  db: SqlDb;
   edges: Pick<EdgeState, 'get'>;
   auth: Pick<HubAuth, 'verifyApiToken'>;
   sync: () => SyncServer | undefined;

@@ -20,9 +20,9 @@
 import type { Principal, Role } from '../api/context.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
-import { buildInfo } from '../../core/version.js';
-import { migrate, type SqliteDatabase } from '../../sync/sqlite.js';
+import type { Migration } from '../../sync/sqlite.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from '../auth/schema.js';
+import { migrateTables, one, run, type SqlDb } from '../state/sql.js';
 
 export const PROXY_COOKIE = 'outpost_proxy';
 /** Long enough to use an app's UI for a while, short enough that a forgotten tab does not stay a door. */
@@ -48,7 +48,7 @@ interface Row {
   expires_at: number;
 }
 
-const MIGRATIONS = [
+export const PROXY_SESSION_MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: `
@@ -92,9 +92,9 @@ const sameTarget = (r: Row, t: ProxyTarget): boolean =>
   r.edge === t.edge && r.workload === t.workload && r.port === t.port;
 
 export class ProxySessions {
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(private readonly db: SqlDb) {
     migrateAuth(db);
-    migrate(db, 'hub-tunnel', MIGRATIONS, buildInfo().version);
+    migrateTables(db, 'hub-tunnel', PROXY_SESSION_MIGRATIONS);
   }
 
   /** A one-time link secret for `p` on `target`, valid for `ttlMs`. */
@@ -104,26 +104,24 @@ export class ProxySessions {
     ttlMs = DEFAULT_SESSION_TTL_MS,
     now = Date.now(),
   ): { link: string; expiresAt: number } {
-    this.db.prepare('DELETE FROM tunnel_proxy_sessions WHERE expires_at <= ?').run(now);
+    run(this.db, 'DELETE FROM tunnel_proxy_sessions WHERE expires_at <= ?', now);
     const id = newId();
     const secret = newSecret();
     const expiresAt = now + ttlMs;
-    this.db
-      .prepare(
-        'INSERT INTO tunnel_proxy_sessions (id, link_hash, token_id, role, project, edge, workload, port, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        id,
-        hashSecret(secret),
-        p.tokenId,
-        p.role,
-        p.project,
-        target.edge,
-        target.workload,
-        target.port,
-        now,
-        expiresAt,
-      );
+    run(
+      this.db,
+      'INSERT INTO tunnel_proxy_sessions (id, link_hash, token_id, role, project, edge, workload, port, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      id,
+      hashSecret(secret),
+      p.tokenId,
+      p.role,
+      p.project,
+      target.edge,
+      target.workload,
+      target.port,
+      now,
+      expiresAt,
+    );
     return { link: `${id}.${secret}`, expiresAt };
   }
 
@@ -146,11 +144,12 @@ export class ProxySessions {
     }
     const secret = newSecret();
     // Only one exchange wins, even if two requests race with the same link.
-    const changed = this.db
-      .prepare(
-        'UPDATE tunnel_proxy_sessions SET link_hash = NULL, cookie_hash = ? WHERE id = ? AND link_hash IS NOT NULL',
-      )
-      .run(hashSecret(secret), row.id).changes;
+    const changed = run(
+      this.db,
+      'UPDATE tunnel_proxy_sessions SET link_hash = NULL, cookie_hash = ? WHERE id = ? AND link_hash IS NOT NULL',
+      hashSecret(secret),
+      row.id,
+    );
     if (changed !== 1)
       throw new OutpostError(
         'unauthorized',
@@ -173,17 +172,20 @@ export class ProxySessions {
 
   /** A session dies with its token: revoking the token (or its expiry) ends its browser sessions too. */
   private tokenLive(tokenId: string, now: number): boolean {
-    const t = this.db.prepare('SELECT expires_at, revoked_at FROM api_tokens WHERE id = ?').get(tokenId) as
-      { expires_at: number | null; revoked_at: number | null } | undefined;
+    const t = one<{ expires_at: number | null; revoked_at: number | null }>(
+      this.db,
+      'SELECT expires_at, revoked_at FROM api_tokens WHERE id = ?',
+      tokenId,
+    );
     return !!t && t.revoked_at === null && (t.expires_at === null || t.expires_at > now);
   }
 
   private row(id: string): Row | undefined {
-    return this.db
-      .prepare(
-        'SELECT id, link_hash, cookie_hash, token_id, role, project, edge, workload, port, expires_at FROM tunnel_proxy_sessions WHERE id = ?',
-      )
-      .get(id) as Row | undefined;
+    return one<Row>(
+      this.db,
+      'SELECT id, link_hash, cookie_hash, token_id, role, project, edge, workload, port, expires_at FROM tunnel_proxy_sessions WHERE id = ?',
+      id,
+    );
   }
 }
 

@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import { OutpostError, toOutpostError } from '../../core/errors.js';
 import { rawErrorResponse } from '../../core/http.js';
 import { isValidName, type EdgeName } from '../../core/ids.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import type { TunnelStream } from '../../sync/tunnel.js';
 import type { Principal } from '../api/context.js';
 import type { GatewayLimits } from './gateway.js';
@@ -21,7 +21,7 @@ export interface RouteContext {
   /** The path after the route (`/WORKLOAD/PORT/x` for proxy, `/api/v1/pods` for kube). */
   rest: string;
   limits: GatewayLimits;
-  db: SqliteDatabase;
+  db: SqlDb;
   /** Opens a stream to the edge; `long` picks the long deadline; `target` is what the log line names. */
   open(header: Record<string, unknown>, long: boolean, target: string): TunnelStream;
   upgrade?: { socket: Duplex; head: Buffer };

@@ -33,7 +33,7 @@ import {
 import type { AgentUpgrade, Edge } from '../../core/resources.js';
 import { planRollout, type RolloutCounts, type RolloutEdge, type RolloutPhase } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
-import type { SqliteDatabase } from '../../sync/sqlite.js';
+import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
@@ -77,7 +77,7 @@ export class AgentUpgradeController {
   private pending: Promise<void> | undefined;
 
   constructor(
-    private readonly db: SqliteDatabase,
+    private readonly db: SqlDb,
     private readonly objects: ObjectStore,
     private readonly store: ReplicaStore,
     private readonly blobs: HubBlobs,

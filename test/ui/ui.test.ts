@@ -403,6 +403,52 @@ describe('web UI in Chromium', () => {
     await screenshot(page, 'blobs');
   });
 
+  it('lists data objects with delivered x/y and shows each edge delivering', async () => {
+    const res = await fetch(`${hub!.url}/api/v1/projects/default/blobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hub!.adminToken}` },
+      body: Buffer.alloc(1024 * 1024, 9),
+    });
+    expect(res.status).toBe(201);
+    const blob = (await res.json()) as { digest: BlobDigest; size: number };
+    await api('POST', '/api/v1/apply', {
+      objects: [
+        {
+          kind: 'DataObject',
+          metadata: { name: 'model' },
+          spec: {
+            version: 'v1',
+            digest: blob.digest,
+            size: blob.size,
+            path: 'models/m.bin',
+            edgeSelector: { matchLabels: { region: 'eu' } },
+          },
+        },
+      ],
+    });
+    await page.goto(hub!.url + '/dataobjects');
+    await page.getByRole('heading', { name: 'Data objects', exact: true }).waitFor();
+    const row = page.getByRole('row', { name: /model/ });
+    await hasText(row, 'models/m.bin');
+    await hasText(row, '1.0 MiB');
+    // The list is read once: reload until the deliveries have finished.
+    await waitFor(
+      async () => {
+        await page.reload();
+        return (await page.getByRole('row', { name: /model/ }).innerText({ timeout: 5_000 })).includes('delivered 2/2');
+      },
+      { timeout: 30_000, what: 'delivered 2/2 in the list' },
+    );
+    await page.getByRole('link', { name: 'model', exact: true }).click();
+    await page.getByRole('heading', { name: 'Data object model' }).waitFor();
+    for (const edge of ['shop-berlin', 'shop-paris']) {
+      const r = page.getByRole('row', { name: new RegExp(edge) });
+      await hasText(r, 'Delivered');
+      expect((await r.innerText()).replace(/\s+/g, ' ')).toMatch(/Delivered v1 .* Online/);
+    }
+    await screenshot(page, 'data-object');
+  });
+
   it('shows a clear banner when the hub connection is lost', async () => {
     await page.goto(hub!.url + '/');
     await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();

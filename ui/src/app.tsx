@@ -14,6 +14,7 @@ import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
 import { Blobs } from './pages/blobs.js';
 import { AgentUpgradeDetail, AgentUpgrades } from './pages/agent-upgrades.js';
+import { DataObjectDetail, DataObjects } from './pages/data-objects.js';
 import { Catalog } from './pages/catalog.js';
 import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
@@ -29,6 +30,7 @@ const NAV = [
   { href: '/catalog', label: 'Catalog' },
   { href: '/blobs', label: 'Blobs' },
   { href: '/agentupgrades', label: 'Upgrades' },
+  { href: '/dataobjects', label: 'Data' },
 ];
 
 function useLiveFeed(session: Session | undefined): LiveFeed | undefined {
@@ -154,6 +156,8 @@ function Routes(props: { path: string }) {
   if (p === '/blobs') return <Blobs />;
   if (p === '/agentupgrades') return <AgentUpgrades />;
   if ((m = match('/agentupgrades/:name', p))) return <AgentUpgradeDetail name={m.name} />;
+  if (p === '/dataobjects') return <DataObjects />;
+  if ((m = match('/dataobjects/:name', p))) return <DataObjectDetail name={m.name} />;
   if (p === '/catalog') return <Catalog />;
   return (
     <section>

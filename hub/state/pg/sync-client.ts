@@ -10,11 +10,21 @@
  * `DatabaseUnavailable`, instead of a hub that hangs. Placeholders are written `?` as for SQLite
  * and numbered here (`$1`...), outside quoted strings.
  *
- * Not yet inside the single executable: the worker is loaded from worker.ts by Node's type
- * stripping (Node 24), as in the tests; the SEA build will need it as a side bundle.
+ * The worker runs worker.ts beside this file when run from source (Node's type stripping, as in
+ * the tests); in the single executable, and beside dist/outpost.cjs, it is the side bundle
+ * `side/pg-worker.cjs` (build/sea/bundle.ts WORKER_BUNDLES).
  */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  MessageChannel,
+  receiveMessageOnPort,
+  Worker,
+  type MessagePort,
+  type WorkerOptions,
+} from 'node:worker_threads';
 import { OutpostError } from '../../../core/errors.js';
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { packagedAsset } from '../../../sync/native.js';
 
 /**
  * The database cannot be reached, or did not answer in time: an OutpostError `unavailable`, so
@@ -78,6 +88,32 @@ export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
 }
 
+/**
+ * A BYTEA value as a Buffer, as better-sqlite3 gives a BLOB: the worker's Buffer arrives as a plain
+ * Uint8Array (a message between threads keeps only the bytes), which its callers, typed for Buffer,
+ * would compare and print differently.
+ */
+function asBuffer(v: unknown): unknown {
+  return v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v;
+}
+
+/** The worker thread: worker.ts from source, else the bundled side/pg-worker.cjs (in the executable or beside the bundle). */
+function startWorker(options: WorkerOptions): Worker {
+  const source = new URL('./worker.ts', import.meta.url);
+  if (fs.existsSync(fileURLToPath(source))) return new Worker(source, options);
+  const bundled = new URL('./side/pg-worker.cjs', import.meta.url);
+  let code = packagedAsset('side/pg-worker.cjs')?.toString('utf8');
+  try {
+    code ??= fs.readFileSync(bundled, 'utf8');
+  } catch (err) {
+    throw new Error(
+      `cannot load the PostgreSQL client ${fileURLToPath(bundled)} (${(err as Error).message}): npm run build writes it beside the bundle; keep the side/ folder next to it`,
+      { cause: err },
+    );
+  }
+  return new Worker(code, { ...options, eval: true });
+}
+
 export class SyncPostgres {
   private readonly worker: Worker;
   private readonly port: MessagePort;
@@ -98,7 +134,7 @@ export class SyncPostgres {
     this.done = new Int32Array(flag);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(new URL('./worker.ts', import.meta.url), {
+    this.worker = startWorker({
       workerData: { url, flag, port: port2, connectTimeoutMs, statementTimeoutMs },
       transferList: [port2],
     });
@@ -126,7 +162,9 @@ export class SyncPostgres {
 
   /** Every row of one statement (`?` placeholders). */
   all<Row>(sql: string, ...params: Param[]): Row[] {
-    return (this.call({ sql: numberPlaceholders(sql), params }).rows ?? []) as Row[];
+    const rows = this.call({ sql: numberPlaceholders(sql), params }).rows ?? [];
+    for (const row of rows) for (const k in row) row[k] = asBuffer(row[k]);
+    return rows as Row[];
   }
 
   /** The first row, or undefined. */

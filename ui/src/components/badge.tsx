@@ -23,6 +23,10 @@ const TONE: Record<string, string> = {
   RolledBack: 'bad',
   NoSpace: 'bad',
   Refused: 'bad',
+  // DataObject delivery states of an edge (ui/src/pages/data-objects.tsx).
+  Delivered: 'ok',
+  Waiting: 'info',
+  Expired: 'muted',
 };
 
 export function toneOf(s: string): string {

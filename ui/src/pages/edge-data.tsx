@@ -1,26 +1,37 @@
 /**
  * The files an edge's workloads exported (docs/data.md), on the edge detail page: what the hub
- * holds, newest version of each path. Files still queued on the edge are not listed here: a
- * workload whose queue reached its bound shows as Degraded with the reason in the Workloads table.
+ * holds, newest version of each path, and how much still waits on the edge as its last heartbeat
+ * said (the files themselves are listed once they arrive). A workload whose queue reached its
+ * bound shows as Degraded with the reason in the Workloads table.
  */
 import { enc } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
 import { ago, bytes, dateTime } from '../format.js';
 import { useGet } from '../hooks.js';
-import type { DataFile } from '../../../core/data.js';
+import type { DataFile, EgressQueue } from '../../../core/data.js';
 import type { List } from '../types.js';
 
 /** One item of `GET .../edges/E/data-files` (core/data.ts). */
 export type DataFileView = DataFile;
 
 export function ExportedFiles(props: { project: string; edge: string }) {
-  const list = useGet<List<DataFileView>>(`/api/v1/projects/${enc(props.project)}/edges/${enc(props.edge)}/data-files`);
+  const list = useGet<List<DataFileView> & { queue?: EgressQueue }>(
+    `/api/v1/projects/${enc(props.project)}/edges/${enc(props.edge)}/data-files`,
+  );
   const items = list.data?.items ?? [];
+  const queue = list.data?.queue;
   return (
     <section aria-labelledby="data-h">
       <h2 id="data-h">Exported files</h2>
       <p class="muted">
         On the hub: {items.length} file{items.length === 1 ? '' : 's'}, {bytes(items.reduce((n, f) => n + f.size, 0))}.
+        {queue && (
+          <>
+            {' '}
+            Waiting on the edge: {queue.files} file{queue.files === 1 ? '' : 's'}, {bytes(queue.bytes)} (as it said{' '}
+            {ago(queue.reportedAt)}).
+          </>
+        )}{' '}
         Download with <code>outpost data get edge/{props.edge} WORKLOAD PATH</code>.
       </p>
       <ErrorBox error={list.error} />

@@ -1,0 +1,204 @@
+/**
+ * @module Data to the sites, the hub's side (docs/data.md, "Data to the sites"): for each
+ * DataObject it selects edges and writes the object's order into each selected edge's spec
+ * document (core/mailbox.ts `setSpecData`, the one writer). The edges download the blob over
+ * their own connection and report (edge/data/delivery.ts); the status (`delivered x/y`, per edge)
+ * is read from their report documents, written nowhere.
+ *
+ * An edge offline when the object is published gets its order like any other and receives the
+ * file when it returns. A new version replaces the order whole; the edge keeps the previous file
+ * until the new one is complete. An edge the object no longer selects (a label changed, the
+ * object deleted) loses the order, and the edge removes the file.
+ *
+ * At apply (inside the object's write transaction) the blob is checked against the project's
+ * store and gets the reference `DataObject/NAME`, so garbage collection keeps it.
+ */
+import type { BlobDigest } from '../../core/blobs.js';
+import type { DataObjectEdgeView, DataObjectStatusView } from '../../core/api/views.js';
+import { deliveryOrder, type DeliveryOrder, type DeliveryProgress } from '../../core/delivery.js';
+import { OutpostError } from '../../core/errors.js';
+import { edgeName, mailboxDocId } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import { readReportData, readSpecData, setSpecData, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
+import type { DataObject, Edge } from '../../core/resources.js';
+import { selectEdges } from '../../core/selector.js';
+import type { ReplicaStore } from '../../sync/store.js';
+import type { HubBlobs } from '../blobs/index.js';
+import { isOnline, schedulableEdges } from '../edges/phase.js';
+import type { ObjectChange, ObjectStore } from '../objects.js';
+import { edgeLiveness } from '../state/edges.js';
+import { recordEvent } from '../state/events.js';
+import type { SqlDb } from '../state/sql.js';
+
+const log = createLogger('hub:data');
+
+/** How often orders are written again without an object change: edges join and change labels. */
+export const DELIVERY_TICK_MS = 5_000;
+
+export class DataDeliveries {
+  private timer: NodeJS.Timeout | undefined;
+  private pending = false;
+  /** Per `project/name`, the edges the last pass selected: one that drops out loses the order. */
+  private readonly lastSelected = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly db: SqlDb,
+    private readonly objects: ObjectStore,
+    private readonly store: ReplicaStore,
+    private readonly blobs: HubBlobs,
+    private readonly tickMs = DELIVERY_TICK_MS,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.mark(), this.tickMs);
+    this.timer.unref();
+    this.mark();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Writes orders again soon (after the current write transaction commits). */
+  mark(): void {
+    if (this.pending) return;
+    this.pending = true;
+    setImmediate(() => {
+      this.pending = false;
+      try {
+        this.tick();
+      } catch (err) {
+        log.warn({ err }, 'data delivery pass failed; it runs again on the next tick');
+      }
+    });
+  }
+
+  /**
+   * Called inside the object write transaction: checks a new or changed DataObject (throwing
+   * refuses the write) and keeps its blob reference; on delete, drops the reference and the orders.
+   */
+  onObjectChange(c: ObjectChange): void {
+    if (c.kind !== 'DataObject') return;
+    const after = c.after as DataObject | undefined;
+    if (after) this.check(after);
+    this.blobs.setReferences(c.project, 'DataObject', c.name, after ? [after.spec.digest as BlobDigest] : []);
+    const before = c.before as DataObject | undefined;
+    if (before && !after) {
+      const key = `${c.project}/${c.name}`;
+      const edges = new Set([...this.selected(before), ...(this.lastSelected.get(key) ?? [])]);
+      this.lastSelected.delete(key);
+      setImmediate(() => this.clearOrders(c.name, [...edges]));
+    }
+    this.mark();
+  }
+
+  private check(o: DataObject): void {
+    const blob = this.blobs.get(o.metadata.project, o.spec.digest as BlobDigest);
+    if (!blob)
+      throw new OutpostError(
+        'invalid',
+        `spec.digest: blob ${o.spec.digest} is not in project ${o.metadata.project}'s blob store: upload the file with \`outpost data publish -f FILE\` (or \`outpost blob push FILE\`) in this project`,
+        { details: [{ path: 'spec.digest', message: 'not in the blob store' }] },
+      );
+    if (blob.size !== o.spec.size)
+      throw new OutpostError(
+        'invalid',
+        `spec.size: blob ${o.spec.digest} holds ${blob.size} bytes, not ${o.spec.size}: give the blob's size`,
+        { details: [{ path: 'spec.size', message: `must be ${blob.size}` }] },
+      );
+  }
+
+  private selected(o: DataObject): string[] {
+    const edges = schedulableEdges(
+      this.objects.list<Edge>('Edge', o.metadata.project),
+      edgeLiveness(this.db, o.metadata.project),
+    );
+    // A drained edge still holds its data: delivery is not scheduling.
+    return selectEdges(
+      edges.map((e) => ({ ...e, unschedulable: false })),
+      o.spec,
+    );
+  }
+
+  private specOrder(edge: string, name: string): DeliveryOrder | undefined {
+    const doc = this.store.get<SpecDoc>(mailboxDocId(edgeName(edge), 'spec'));
+    return doc ? readSpecData(doc)[name] : undefined;
+  }
+
+  private progress(edge: string, name: string): DeliveryProgress | undefined {
+    const doc = this.store.get<ReportDoc>(mailboxDocId(edgeName(edge), 'report'));
+    return doc ? readReportData(doc)[name] : undefined;
+  }
+
+  /** The status the API shows: from the edges' reports, writing nothing. */
+  status(o: DataObject, now = Date.now()): DataObjectStatusView {
+    const order = deliveryOrder(o);
+    const live = edgeLiveness(this.db, o.metadata.project);
+    const edges: DataObjectEdgeView[] = this.selected(o).map((e) => {
+      const p = this.progress(e, o.metadata.name);
+      const current = p && p.version === order.version && p.digest === order.digest ? p : undefined;
+      const holds = p?.state === 'Delivered' ? p.version : p?.previous;
+      return {
+        edge: e,
+        state: current?.state ?? 'Pending',
+        ...(holds ? { version: holds } : {}),
+        ...(current?.percent !== undefined ? { percent: current.percent } : {}),
+        ...(current?.reason ? { reason: current.reason } : {}),
+        ...(current ? { since: new Date(current.at).toISOString() } : {}),
+        online: isOnline(live.get(e), now),
+      };
+    });
+    const delivered = edges.filter((e) => e.state === 'Delivered').length;
+    const expired = order.expiresAt !== undefined && order.expiresAt <= now;
+    return {
+      summary: expired
+        ? `expired (${edges.filter((e) => e.state === 'Expired').length}/${edges.length} removed)`
+        : `delivered ${delivered}/${edges.length}`,
+      delivered,
+      selected: edges.length,
+      edges,
+    };
+  }
+
+  /** One pass: every DataObject's order into the spec of every edge it selects; edges it no longer selects lose it. */
+  tick(): void {
+    const seen = new Set<string>();
+    for (const o of this.objects.list<DataObject>('DataObject', '*')) {
+      const { project, name } = o.metadata;
+      const key = `${project}/${name}`;
+      seen.add(key);
+      const order = deliveryOrder(o);
+      const selected = this.selected(o);
+      const before = this.lastSelected.get(key);
+      this.lastSelected.set(key, new Set(selected));
+      let ordered = 0;
+      for (const e of selected) {
+        const id = mailboxDocId(edgeName(e), 'spec');
+        if (!this.store.has(id)) continue; // enrolled, but its mailbox is made at the first sync
+        if (this.store.change<SpecDoc>(id, (d) => setSpecData(d, name, order), `data ${name} ${order.version}`))
+          ordered++;
+      }
+      if (ordered) {
+        log.info({ project, object: name, version: order.version, edges: ordered }, 'data object ordered');
+        recordEvent(this.db, {
+          project,
+          kind: 'DataObject',
+          name,
+          reason: 'Ordered',
+          message: `${order.version} ordered to ${ordered} edge(s)`,
+        });
+      }
+      const dropped = [...(before ?? [])].filter((e) => !this.lastSelected.get(key)!.has(e));
+      if (dropped.length) this.clearOrders(name, dropped);
+    }
+    for (const key of [...this.lastSelected.keys()]) if (!seen.has(key)) this.lastSelected.delete(key);
+  }
+
+  private clearOrders(name: string, edges: string[]): void {
+    for (const e of edges) {
+      const id = mailboxDocId(edgeName(e), 'spec');
+      if (!this.store.has(id) || !this.specOrder(e, name)) continue;
+      this.store.change<SpecDoc>(id, (d) => setSpecData(d, name, undefined), `data ${name} withdrawn`);
+    }
+  }
+}

@@ -1,0 +1,9 @@
+/** The blob index on SQLite files (the same suite runs on PostgreSQL: test/hub-state-postgres.test.ts). */
+import { afterEach } from 'vitest';
+import { testDbs } from '../../test/fixtures/auth-db.js';
+import { blobIndexSuite } from '../../test/fixtures/artifact-suites.js';
+
+const dbs = testDbs();
+afterEach(() => dbs.cleanup());
+
+blobIndexSuite(() => dbs.open());
