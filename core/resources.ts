@@ -99,6 +99,14 @@ export const LabelSelector = strict({
 });
 export type LabelSelector = z.infer<typeof LabelSelector>;
 
+/** Every object that picks edges (Placement, AgentUpgrade, DataObject) needs a selector, names, or both. */
+const selectsEdges = (s: { edgeSelector?: unknown; edges?: string[] | undefined }) =>
+  s.edgeSelector !== undefined || (s.edges?.length ?? 0) > 0;
+const SELECTS_EDGES = {
+  message: 'select edges with edgeSelector ({} selects every edge), edges, or both',
+  path: ['edgeSelector'],
+};
+
 /** A Kubernetes object as the edge runtime receives it. Only the envelope is checked here. */
 export const Manifest = z.looseObject({
   apiVersion: z.string().min(1, 'is required, e.g. "v1" or "apps/v1"'),
@@ -273,10 +281,7 @@ export const PlacementSpec = strict({
   rollout: Rollout.default({ maxUnavailable: '100%', failureThreshold: 1, paused: false }),
   statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
 })
-  .refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
-    message: 'select edges with edgeSelector, edges, or both',
-    path: ['edgeSelector'],
-  })
+  .refine(selectsEdges, SELECTS_EDGES)
   .refine((s) => s.workloads.length > 0 || s.package !== undefined, {
     message: 'name at least one workload, or deploy a package with spec.package',
     path: ['workloads'],
@@ -365,10 +370,7 @@ export const AgentUpgradeSpec = strict({
   edgeSelector: LabelSelector.optional(),
   edges: z.array(name).optional(),
   rollout: AgentUpgradeRollout.default({ maxUnavailable: 1, failureThreshold: 1, deadline: '2m', paused: false }),
-}).refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
-  message: 'select edges with edgeSelector ({} selects every edge), edges, or both',
-  path: ['edgeSelector'],
-});
+}).refine(selectsEdges, SELECTS_EDGES);
 export type AgentUpgradeSpec = z.infer<typeof AgentUpgradeSpec>;
 
 export const AgentUpgrade = strict({
@@ -413,10 +415,7 @@ export const DataObjectSpec = strict({
   /** The file is removed from every edge at this time, even from edges offline then. */
   expiresAt: instant.optional(),
 })
-  .refine((s) => s.edgeSelector !== undefined || (s.edges && s.edges.length > 0), {
-    message: 'select edges with edgeSelector ({} selects every edge), edges, or both',
-    path: ['edgeSelector'],
-  })
+  .refine(selectsEdges, SELECTS_EDGES)
   .refine((s) => !s.activateAt || !s.expiresAt || Date.parse(s.expiresAt) > Date.parse(s.activateAt), {
     message: 'must be after activateAt',
     path: ['expiresAt'],

@@ -147,6 +147,7 @@ describe('sync endpoint refuses hostile input', () => {
     forged = A.change(forged, (d) => {
       putSpecWorkload(d, { name: 'evil', generation: 99, revision: 1, manifests: [] });
     });
+    const burstGen = ++goodGen;
     const logs = captureLogs();
     const r = await rawSession('tok-a', (ws) => {
       ws.send(
@@ -165,10 +166,23 @@ describe('sync endpoint refuses hostile input', () => {
         [forged, st] = A.receiveSyncMessage(forged, st, new Uint8Array(buf.subarray(start)));
         const [st2, msg] = A.generateSyncMessage(forged, st);
         st = st2;
-        if (msg) ws.send(encodeSyncFrame(specId, hubStore.epoch(specId)!, msg));
+        if (msg) {
+          ws.send(encodeSyncFrame(specId, hubStore.epoch(specId)!, msg));
+          // The good edge reports at the same moment: its frame lands in the same burst on the
+          // hub (one transaction, a savepoint per frame) and must be kept while the forgery is undone.
+          goodStore.change<ReportDoc>(mailboxDocId(B_EDGE, 'report'), (d) => {
+            putReportWorkload(d, 'web', { observedGeneration: burstGen, phase: 'Ready', restarts: 0, objects: {} });
+          });
+        }
       });
     });
     logs.stop();
+    await waitFor(
+      () =>
+        readReport(hubStore.get<ReportDoc>(mailboxDocId(B_EDGE, 'report'))!).workloads.web?.observedGeneration ===
+        burstGen,
+      { what: "the good edge's report sent in the forger's burst" },
+    );
     expect(r.code).toBe(4409);
     expect(r.error?.code).toBe('write_violation');
     expect(A.getHeads(hubStore.get(specId)!)).toEqual(headsBefore);

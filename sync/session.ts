@@ -91,7 +91,12 @@ export class SyncSession {
     this.flush(id);
   }
 
-  receive(frame: SyncFrame, frameBytes: number): void {
+  /**
+   * Applies one sync frame. `deferFlush`: the caller answers later (sync/server.ts receives a
+   * burst of frames in one transaction and answers once it has committed); the document to flush
+   * is returned, or undefined when there is nothing to answer (a stale frame).
+   */
+  receive(frame: SyncFrame, frameBytes: number, opts: { deferFlush?: boolean } = {}): DocId | undefined {
     const id = frame.docId as DocId;
     const doc = this.docs.get(id);
     if (!doc) throw new ProtocolError('forbidden_document', `document ${frame.docId} is not part of this mailbox`);
@@ -100,7 +105,7 @@ export class SyncSession {
     // A frame about an epoch we left (the writer compacted and both moved on) is stale: drop it.
     if (frame.epoch !== this.store.epoch(id)) {
       this.stats.staleFrames++;
-      return;
+      return undefined;
     }
     const state = this.states.get(id) ?? this.store.loadSyncState(this.peer, id);
     this.states.set(id, state);
@@ -115,7 +120,14 @@ export class SyncSession {
         `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`,
       );
     }
-    this.flush(id);
+    if (!opts.deferFlush) this.flush(id);
+    return id;
+  }
+
+  /** What this session knew of the peer's copy of `id` saw a message that was not kept (a batch that failed): forget it. */
+  forget(id: DocId): void {
+    if (!this.docs.has(id)) return;
+    this.states.delete(id);
   }
 
   /** A local change happened: tell the peer. */
@@ -149,7 +161,8 @@ export class SyncSession {
     }
   }
 
-  private flush(id: DocId): void {
+  /** Sends the peer what it lacks of `id`, if anything (after every receive and local change). */
+  flush(id: DocId): void {
     if (this.closed) return;
     const doc = this.store.handle(id);
     const state = this.states.get(id);

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../test/helpers.js';
-import { cachedStatement, openDatabase, type SqliteDatabase } from './sqlite.js';
+import { cachedStatement, inSavepoint, inTransaction, openDatabase, type SqliteDatabase } from './sqlite.js';
 
 let db: SqliteDatabase | undefined;
 afterEach(() => {
@@ -75,5 +75,39 @@ describe('cachedStatement', () => {
       }
     });
     expect(n).toBe(0);
+  });
+});
+
+describe('inSavepoint', () => {
+  const names = (d: SqliteDatabase) =>
+    (d.prepare('SELECT name FROM u ORDER BY id').all() as { name: string }[]).map((r) => r.name);
+
+  it('undoes only its own writes inside a batch; the batch commits the others', () => {
+    const d = open();
+    const add = (id: number) => d.prepare('INSERT INTO u (id, name) VALUES (?, ?)').run(id, `u${id}`);
+    inTransaction(d, () => {
+      inSavepoint(d, () => add(2));
+      expect(() =>
+        inSavepoint(d, () => {
+          add(3);
+          add(1); // the primary key is taken: this unit fails, after writing u3
+        }),
+      ).toThrow(/UNIQUE/);
+      inSavepoint(d, () => add(4));
+    });
+    expect(names(d)).toEqual(['u1', 'u2', 'u4']);
+    expect(d.inTransaction).toBe(false);
+  });
+
+  it('is a transaction of its own outside one', () => {
+    const d = open();
+    expect(() =>
+      inSavepoint(d, () => {
+        d.prepare("INSERT INTO u (id, name) VALUES (5, 'u5')").run();
+        throw new Error('no');
+      }),
+    ).toThrow('no');
+    expect(names(d)).toEqual(['u1']);
+    expect(d.inTransaction).toBe(false);
   });
 });

@@ -168,6 +168,27 @@ export function cachedStatement(db: SqliteDatabase, sql: string): CachedStatemen
  * better-sqlite3's `db.transaction(fn)`, which prepares its BEGIN/COMMIT statements anew for
  * every new `fn` (a measurable cost on the hub's hot path), the statements are prepared once.
  */
+/**
+ * Runs `fn` atomically on its own: in a transaction of its own, or, inside the caller's, in a
+ * savepoint that is rolled back alone when `fn` throws (the caller's other writes stay). For one
+ * unit of several in a batched transaction (sync/store.ts `receive` under the server's inbox).
+ */
+export function inSavepoint<T>(db: SqliteDatabase, fn: () => T): T {
+  if (!db.inTransaction) return inTransaction(db, fn);
+  cachedStatement(db, 'SAVEPOINT unit').run();
+  try {
+    const out = fn();
+    cachedStatement(db, 'RELEASE unit').run();
+    return out;
+  } catch (err) {
+    if (db.inTransaction) {
+      cachedStatement(db, 'ROLLBACK TO unit').run();
+      cachedStatement(db, 'RELEASE unit').run();
+    }
+    throw err;
+  }
+}
+
 export function inTransaction<T>(db: SqliteDatabase, fn: () => T): T {
   if (db.inTransaction) return fn();
   cachedStatement(db, 'BEGIN').run();

@@ -18,7 +18,7 @@ import type { DocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { buildInfo } from '../core/version.js';
 import { initAutomerge } from './native.js';
-import { inTransaction, migrate, openDatabase, type SqliteDatabase } from './sqlite.js';
+import { inSavepoint, inTransaction, migrate, openDatabase, type SqliteDatabase } from './sqlite.js';
 import { keepWasmHeadroom } from './wasm-heap.js';
 import * as wasmSync from './wasm-sync.js';
 import type { SyncHandle } from './wasm-sync.js';
@@ -463,7 +463,9 @@ export class ReplicaStore {
       return { changed };
     }
     try {
-      this.transaction(() => {
+      // A savepoint inside a batch (the hub's inbox receives many messages in one transaction):
+      // a message that cannot be kept is undone alone, the others stay.
+      inSavepoint(this.db, () => {
         this.persist(id, after, heads, 'remote', peer);
         this.saveSyncState(peer, id, state);
       });

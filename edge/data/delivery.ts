@@ -35,6 +35,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import type { WorkloadDecorator } from '../reconciler.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
+import { withPodAdditions } from './pod-additions.js';
 
 const log = createLogger('edge:delivery');
 
@@ -255,28 +256,16 @@ export class EdgeDeliveries implements WorkloadDecorator {
       OBJECTS_MOUNT_ANNOTATION
     ];
     if (typeof mount !== 'string' || !mount.startsWith('/')) return m;
-    const out = structuredClone(m) as Record<string, unknown>;
-    const spec = out.spec as Record<string, unknown> | undefined;
-    const podSpec = (
-      out.kind === 'Pod' ? spec : (spec?.template as { spec?: Record<string, unknown> } | undefined)?.spec
-    ) as Record<string, unknown> | undefined;
-    if (!podSpec || !Array.isArray(podSpec.containers)) return m;
     const process = this.d.driver === 'process';
-    const env = { name: OBJECTS_DIR_ENV, value: process ? this.root : mount };
-    for (const c of podSpec.containers as Record<string, unknown>[]) {
-      c.env = [...((c.env as { name: string }[] | undefined) ?? []).filter((x) => x.name !== env.name), env];
-      if (!process)
-        c.volumeMounts = [
-          ...((c.volumeMounts as unknown[] | undefined) ?? []),
-          { name: 'outpost-objects', mountPath: mount, readOnly: true },
-        ];
-    }
-    if (!process)
-      podSpec.volumes = [
-        ...((podSpec.volumes as unknown[] | undefined) ?? []),
-        { name: 'outpost-objects', hostPath: { path: this.root, type: 'Directory' } },
-      ];
-    return out as Manifest;
+    return withPodAdditions(m, {
+      env: [{ name: OBJECTS_DIR_ENV, value: process ? this.root : mount }],
+      ...(process
+        ? {}
+        : {
+            mounts: [{ name: 'outpost-objects', mountPath: mount, readOnly: true }],
+            volumes: [{ name: 'outpost-objects', hostPath: { path: this.root, type: 'Directory' } }],
+          }),
+    });
   }
 
   desired(): void {}

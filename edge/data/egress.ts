@@ -28,6 +28,7 @@ import { TunnelError } from '../../sync/tunnel.js';
 import { buildInfo } from '../../core/version.js';
 import { BlobBudgetError, type EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
+import { withPodAdditions } from './pod-additions.js';
 
 const log = createLogger('edge:data');
 
@@ -164,36 +165,23 @@ export class EdgeEgress {
   }
 
   private decorateOne(workload: string, rules: EgressRule[], m: Manifest): Manifest {
-    const out = structuredClone(m) as Record<string, unknown>;
-    const spec = out.spec as Record<string, unknown> | undefined;
-    const podSpec = (
-      out.kind === 'Pod' ? spec : (spec?.template as { spec?: Record<string, unknown> } | undefined)?.spec
-    ) as Record<string, unknown> | undefined;
-    if (!podSpec || !Array.isArray(podSpec.containers)) return m;
     const process = this.o.driver === 'process';
     const dirOf = (r: EgressRule) => (process ? this.exportDir(workload, r.target) : r.source);
-    const env = [
-      { name: EXPORT_DIR_ENV, value: dirOf(rules[0]!) },
-      ...rules.map((r) => ({ name: exportDirEnv(r.target), value: dirOf(r) })),
-    ];
-    for (const c of podSpec.containers as Record<string, unknown>[]) {
-      const names = new Set(env.map((x) => x.name));
-      c.env = [...((c.env as { name: string }[] | undefined) ?? []).filter((x) => !names.has(x.name)), ...env];
-      if (!process)
-        c.volumeMounts = [
-          ...((c.volumeMounts as unknown[] | undefined) ?? []),
-          ...rules.map((r) => ({ name: `outpost-export-${r.target}`, mountPath: r.source })),
-        ];
-    }
-    if (!process)
-      podSpec.volumes = [
-        ...((podSpec.volumes as unknown[] | undefined) ?? []),
-        ...rules.map((r) => ({
-          name: `outpost-export-${r.target}`,
-          hostPath: { path: this.exportDir(workload, r.target), type: 'DirectoryOrCreate' },
-        })),
-      ];
-    return out as Manifest;
+    return withPodAdditions(m, {
+      env: [
+        { name: EXPORT_DIR_ENV, value: dirOf(rules[0]!) },
+        ...rules.map((r) => ({ name: exportDirEnv(r.target), value: dirOf(r) })),
+      ],
+      ...(process
+        ? {}
+        : {
+            mounts: rules.map((r) => ({ name: `outpost-export-${r.target}`, mountPath: r.source })),
+            volumes: rules.map((r) => ({
+              name: `outpost-export-${r.target}`,
+              hostPath: { path: this.exportDir(workload, r.target), type: 'DirectoryOrCreate' },
+            })),
+          }),
+    });
   }
 
   /** The workloads now desired (after a reconcile pass): exports of others are no longer scanned. */
