@@ -176,6 +176,34 @@ export function buildProgram(): Command {
       },
     );
   hub
+    .command('migrate')
+    .description(
+      "move a stopped SQLite hub's tables (objects, edges, tokens, credentials, ...) into an empty PostgreSQL database; then run outpost hub --data DIR --database URL",
+    )
+    .action(async (_o: unknown, cmd: Command) => {
+      // --data and --database belong to `outpost hub`; commander parses them wherever they appear.
+      const { data, database } = cmd.optsWithGlobals() as { data: string; database?: string };
+      if (!database)
+        throw new Error(
+          'outpost hub migrate needs the target: --database postgres://USER:PASSWORD@HOST:PORT/DB (or OUTPOST_DATABASE)',
+        );
+      const { openPostgres } = await import('./hub/state/pg/open.js');
+      const { redactUrl } = await import('./hub/state/pg/sync-client.js');
+      const { migrateSqliteHub, sqliteHubFile } = await import('./hub/state/pg/from-sqlite.js');
+      sqliteHubFile(data); // before touching the database
+      const pg = await openPostgres(database);
+      try {
+        const r = migrateSqliteHub(data, pg);
+        for (const t of r.tables) if (t.rows > 0) process.stdout.write(`${t.table}: ${t.rows} rows\n`);
+        process.stdout.write(
+          `moved ${r.rows} rows of ${data}/hub.db into ${redactUrl(database)}; start the hub with: outpost hub --data ${data} --database URL (or OUTPOST_DATABASE); edges reconnect with their credentials\n`,
+        );
+      } finally {
+        await pg.close();
+      }
+    });
+
+  hub
     .command('backup')
     .description('take a consistent online backup of a hub data directory (the hub may be running)')
     .requiredOption('--to <file>', 'the backup file to create')

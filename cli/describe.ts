@@ -142,6 +142,18 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
         ['Agent version', s.agentVersion ?? s.inventory?.agentVersion],
         ['Agent release', agentRelease(s.inventory?.agentRelease)],
         ['Workloads ready', ready(s.summary)],
+        // Pre-staging (docs/drivers.md): `images staged 3/3, 412 MB`, with why when one is stuck.
+        [
+          'Images',
+          s.imageStaging
+            ? [
+                s.imageStaging.summary,
+                ...s.imageStaging.images
+                  .filter((i) => i.reason && i.state !== 'Skipped')
+                  .map((i) => `${i.state}: ${i.reason}`),
+              ].join('; ')
+            : undefined,
+        ],
       ]),
     );
   if (s.phase === 'Pending') out += `  (approve it with \`outpost edge approve ${o.metadata.name}\`)\n`;

@@ -91,3 +91,8 @@ export function formatAge(ms: number): string {
  * asked again after this long; the edges wait meanwhile, named in the rollout's reason.
  */
 export const IMAGE_RESOLVE_RETRY_MS = 30_000;
+/**
+ * A staged image no workload uses any more but a container still holds (the old version's pod on
+ * its way out) is asked to go again after this long (edge/images/gc.ts).
+ */
+export const IMAGE_GC_RETRY_MS = 10_000;

@@ -17,6 +17,14 @@ import { HEARTBEAT_INTERVAL_MS } from './durations.js';
 import { DeliveryOrder, DeliveryProgress, isDataObjectName } from './delivery.js';
 import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
+import {
+  readReportStaging,
+  readSpecStaging,
+  setReportStaging,
+  setSpecStaging,
+  type StagingOrder,
+  type StagingReport,
+} from './staging.js';
 import type { ReportedPhase } from './status.js';
 
 export const MAILBOX_SCHEMA = 1;
@@ -41,6 +49,8 @@ export interface SpecDoc {
   intentsCleared: { [workload: string]: number };
   /** JSON of the agent upgrade order (AgentUpgradeOrder), written by setSpecAgentUpgrade only. */
   agentUpgrade?: Str;
+  /** JSON of the image pre-staging order (core/staging.ts), written by setSpecStaging only. */
+  imageStaging?: Str;
   /** Per DataObject, JSON of its order (core/delivery.ts DeliveryOrder), written by setSpecData only. */
   data?: { [name: string]: Str };
 }
@@ -82,6 +92,8 @@ export interface ReportDoc {
   intentSeq: number;
   /** JSON of the progress of the agent upgrade ordered in the spec (AgentUpgradeProgress). */
   agentUpgrade?: Str;
+  /** JSON of the images staged for the spec's staging order (core/staging.ts). */
+  imageStaging?: Str;
   /** Per DataObject, JSON of its delivery (core/delivery.ts DeliveryProgress), written by setReportData only. */
   data?: { [name: string]: Str };
 }
@@ -150,6 +162,7 @@ export interface EdgeSpecState {
   workloads: Record<string, SpecWorkload>;
   intentsCleared: Record<string, number>;
   agentUpgrade?: AgentUpgradeOrder;
+  imageStaging?: StagingOrder;
   data?: Record<string, DeliveryOrder>;
 }
 
@@ -183,6 +196,7 @@ export interface EdgeReportState {
   workloads: Record<string, ReportedWorkload>;
   intents: Intent[];
   agentUpgrade?: AgentUpgradeProgress;
+  imageStaging?: StagingReport;
   data?: Record<string, DeliveryProgress>;
 }
 
@@ -211,9 +225,15 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
     workloads,
     intentsCleared: { ...(doc.intentsCleared ?? {}) },
     ...(agentUpgrade ? { agentUpgrade } : {}),
+    ...withStagingOrder(doc),
     ...(doc.data ? { data: readSpecData(doc) } : {}),
   };
 }
+
+const withStagingOrder = (doc: Partial<SpecDoc>): { imageStaging?: StagingOrder } => {
+  const imageStaging = readSpecStaging(doc);
+  return imageStaging ? { imageStaging } : {};
+};
 
 /** Only the spec's agent upgrade order, without reading the rest of the document. */
 export function readSpecAgentUpgrade(doc: Partial<SpecDoc>): AgentUpgradeOrder | undefined {
@@ -319,12 +339,14 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
     }
   }
   const agentUpgrade = readReportAgentUpgrade(doc);
+  const imageStaging = readReportStaging(doc);
   return {
     edge: s(doc.edge),
     inventory,
     workloads,
     intents,
     ...(agentUpgrade ? { agentUpgrade } : {}),
+    ...(imageStaging ? { imageStaging } : {}),
     ...(doc.data ? { data: readReportData(doc) } : {}),
   };
 }
@@ -662,6 +684,7 @@ export function materializeSpec(state: EdgeSpecState): (d: SpecDoc) => void {
     for (const w of Object.values(state.workloads)) putSpecWorkload(d, w);
     for (const [k, v] of Object.entries(state.intentsCleared)) d.intentsCleared[k] = v;
     if (state.agentUpgrade) setSpecAgentUpgrade(d, state.agentUpgrade);
+    if (state.imageStaging) setSpecStaging(d, state.imageStaging);
     for (const [name, o] of Object.entries(state.data ?? {})) setSpecData(d, name, o);
   };
 }
@@ -701,6 +724,7 @@ export function materializeReport(state: EdgeReportState, intentSeq: number): (d
     }
     d.intentSeq = intentSeq;
     if (state.agentUpgrade) setReportAgentUpgrade(d, state.agentUpgrade);
+    if (state.imageStaging) setReportStaging(d, state.imageStaging);
     for (const [name, p] of Object.entries(state.data ?? {})) setReportData(d, name, p);
   };
 }

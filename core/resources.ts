@@ -3,7 +3,7 @@
  * the OpenAPI document. `apiVersion: outpost.dev/v1alpha1`.
  */
 import { z } from 'zod';
-import { DIGEST_PATTERN } from './blobs.js';
+import { DIGEST_PATTERN, parseByteSize } from './blobs.js';
 import { NAME_PATTERN } from './ids.js';
 import { unknownFieldsMessage } from './suggest.js';
 
@@ -253,6 +253,24 @@ export const Rollout = strict({
   skipOfflineAfter: z
     .string()
     .regex(/^\d+(\.\d+)?(ms|s|m|h|d)$/, 'must be a duration like 90s, 15m, 1h or 7d')
+    .optional(),
+  /**
+   * Pre-staging (docs/drivers.md): the images of the new version move to each edge over its own
+   * connection and are loaded there before the edge is switched; an edge switches only once its
+   * report says every image is present.
+   */
+  prestage: z.boolean().optional(),
+  /** Bytes the staging of this placement's images may move over one edge's link: `500MB`, `2GiB`. */
+  prestageBudget: z
+    .string()
+    .refine((v) => {
+      try {
+        parseByteSize(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be a size like 500MB, 2GiB or a number of bytes')
     .optional(),
 });
 export type Rollout = z.infer<typeof Rollout>;

@@ -38,6 +38,8 @@ import { Reconciler } from './reconciler.js';
 import { createTunnelAgent } from './tunnel/index.js';
 import { upgradeRoute } from './upgrade/local-route.js';
 import { UpgradeOrders } from './upgrade/orders.js';
+import { createPodman } from './drivers/podman/cli.js';
+import { EdgeImageStaging } from './images/staging.js';
 import { markHealthy, readUpgradeState, TRIAL_ENV, type UpgradeState } from './upgrade/switch.js';
 
 const log = createLogger('edge');
@@ -108,6 +110,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
   let orders: UpgradeOrders | undefined;
+  let staging: EdgeImageStaging | undefined;
   let deliveries: EdgeDeliveries | undefined;
   const specId = mailboxDocId(edge, 'spec');
   const storeOptions = {
@@ -121,6 +124,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
           orders?.check();
           deliveries?.check();
         });
+        // And an image staging order (edge/images/staging.ts).
+        setImmediate(() => staging?.check());
       }
     },
   };
@@ -263,6 +268,17 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     },
     restart: () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(),
   });
+  // Image pre-staging (issue #19): the images of a new version, over this connection, before the switch.
+  const imageStaging = (staging = new EdgeImageStaging({
+    edge,
+    dataDir: o.dataDir,
+    driver: config.driver,
+    store,
+    blobs,
+    transfers,
+    ...(config.driver === 'podman' ? { podman: createPodman() } : {}),
+  }));
+  s.on('state', (state) => state === 'connected' && imageStaging.check());
   const egress = new EdgeEgress({
     db: store.db,
     dataDir: o.dataDir,
@@ -305,6 +321,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     egress.start();
     s.start();
     orders.check();
+    imageStaging.check();
     dataIn.check();
   }
 
@@ -370,6 +387,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     async close() {
       clearInterval(compactTimer);
       transfers.stop();
+      staging?.stop();
       await egress.stop();
       await dataIn.stop();
       await s.stop();

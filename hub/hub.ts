@@ -32,6 +32,7 @@ import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import { handleImageRequest, ImageCache } from './images/cache.js';
 import { imagesGate } from './images/gate.js';
 import { ImagePins } from './images/pins.js';
+import { HubStaging } from './images/staging.js';
 import type { Registry } from '../core/resources.js';
 import { HubTransfers } from './blobs/transfers.js';
 import { AgentUpgradeController } from './upgrades/controller.js';
@@ -356,7 +357,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     (project) => sched.markProject(project),
   );
   sched.useImagePins(pins);
-  sched.addGate(imagesGate());
+  sched.addGate(imagesGate(new HubStaging(store, blobs)));
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);

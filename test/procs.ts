@@ -60,8 +60,12 @@ export async function startHubProc(dataDir: string, port: number, extra: string[
   return { proc, url, token, ...(fs.existsSync(caFile) ? { ca: fs.readFileSync(caFile, 'utf8') } : {}) };
 }
 
-export async function startEdgeProc(dataDir: string, args: string[] = []): Promise<Proc> {
-  const proc = new Proc(['edge', '--data', dataDir, ...args]);
+export async function startEdgeProc(
+  dataDir: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Proc> {
+  const proc = new Proc(['edge', '--data', dataDir, ...args], env);
   await waitFor(
     () =>
       /outpost edge \S+ running/.test(proc.err)

@@ -62,6 +62,14 @@ export interface EdgeStatusView {
   summary: Summary;
   workloads: EdgeWorkloadView[];
   localIntents: Record<string, LocalStateView>;
+  /** Images pre-staged for a rollout (core/staging.ts), as the edge reports them. */
+  imageStaging?: ImageStagingView;
+}
+
+/** `images staged 3/3, 412 MB` and each image's state (Present, Staging, OverBudget, Failed, Skipped). */
+export interface ImageStagingView {
+  summary: string;
+  images: { image: string; state: string; size: number; done: number; reason?: string }[];
 }
 
 /** How many of a rollout's selected edges are where (core/rollout.ts `RolloutCounts`). */

@@ -30,6 +30,7 @@ export interface EdgeTransfersEvents {
 
 export class EdgeTransfers extends EventEmitter<EdgeTransfersEvents> {
   private running = false;
+  private kickAgain = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   /** Downloads given up on (budget): not retried until asked again. */
@@ -47,13 +48,21 @@ export class EdgeTransfers extends EventEmitter<EdgeTransfersEvents> {
 
   /** Works off the queues now if connected (called on every connect and on new work). */
   kick(): void {
-    if (this.running || this.stopped || !this.connected()) return;
+    if (this.stopped || !this.connected()) return;
+    if (this.running) {
+      // The loop may be past its last look at the queues (finishing): look again once it ends, or
+      // a blob wanted just now would wait for the next connection.
+      this.kickAgain = true;
+      return;
+    }
     clearTimeout(this.timer);
     this.running = true;
+    this.kickAgain = false;
     this.run()
       .catch((err: unknown) => log.warn({ err }, 'transfer loop failed'))
       .finally(() => {
         this.running = false;
+        if (this.kickAgain) this.kick();
       });
   }
 

@@ -8,8 +8,15 @@ import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
 import { localState, readReport, readSpec, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import type { Placement } from '../../core/resources.js';
 import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
+import { readReportStaging, stagingSummary } from '../../core/staging.js';
 import type { Summary } from '../../core/status.js';
-import type { EdgeStatusView, EdgeWorkloadView, PlacementStatusView, RolloutCountsView } from '../../core/api/views.js';
+import type {
+  EdgeStatusView,
+  EdgeWorkloadView,
+  ImageStagingView,
+  PlacementStatusView,
+  RolloutCountsView,
+} from '../../core/api/views.js';
 import type { AnyDoc, ReplicaStore } from '../../sync/store.js';
 import { edgePhase, isOnline } from '../edges/phase.js';
 import type { HubState } from '../state/index.js';
@@ -151,5 +158,18 @@ export function edgeStatus(state: HubState, store: ReplicaStore, name: string, n
     summary: summarize(es),
     workloads,
     localIntents: intents,
+    ...imageStagingOf(store, name),
   };
+}
+
+/** What the edge reports of images staged for a rollout (core/staging.ts), if anything. */
+function imageStagingOf(store: ReplicaStore, name: string): { imageStaging?: ImageStagingView } {
+  try {
+    const rdoc = store.get<ReportDoc>(mailboxDocId(name as never, 'report'));
+    const r = rdoc ? readReportStaging(rdoc) : undefined;
+    if (r?.images.length) return { imageStaging: { summary: stagingSummary(r.images), images: r.images } };
+  } catch {
+    /* no mailbox yet */
+  }
+  return {};
 }

@@ -28,7 +28,8 @@ export function waitingFor(
   ctx: GateContext,
 ): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  if (!edges.length) return out;
+  // Gates are asked with no edges too: a gate that keeps state per placement (the images gate's
+  // staging orders) learns that every edge has the new version and forgets it.
   for (const gate of gates)
     for (const [edge, why] of gate(placement, edges, ctx)) out.set(edge, [...(out.get(edge) ?? []), ...why]);
   return out;

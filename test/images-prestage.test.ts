@@ -1,0 +1,304 @@
+/**
+ * Pre-staging images before a rollout switches (issue 19, tests 2 and 3), with real processes: a
+ * hub, two podman edges each with its own image storage (as two sites would have), a private
+ * registry (Debian's docker-registry, htpasswd, TLS from a test CA) holding images unique to this
+ * test. The rollout has `prestage: true`: each edge fetches the layers it lacks over its own
+ * connection, loads them into podman and reports them present; only then is it switched.
+ *
+ * - Test 2: staged while the rollout is paused; the registry is stopped and the hub killed after
+ *   staging and before the switch; the restarted hub switches both edges, which reach Ready without
+ *   any registry. Each blob crossed each edge's link once (the edge's transfer counts, per blob).
+ * - Test 3: an edge offline during staging is staged when it returns and only then switched; a
+ *   staging over the placement's budget is reported with the reason and the edges keep their version.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { containersConf, createPodman, type Podman } from '../edge/drivers/podman/cli.js';
+import { buildUniqueImage, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
+import { LABEL_WORKLOAD } from '../edge/drivers/podman/plan.js';
+import { hubApi } from './fixtures/host-workloads.js';
+import { startTestRegistry, type TestRegistry } from './fixtures/registry.js';
+import { tempDir, waitFor } from './helpers.js';
+import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+
+const EDGES = ['pre-1', 'pre-2'] as const;
+type EdgeN = (typeof EDGES)[number];
+
+let dir: string;
+let hub: HubProc;
+let port: number;
+let registry: TestRegistry;
+const edges = new Map<EdgeN, Proc>();
+/** Every process each edge ran (edge 2 runs twice): their logs count the bytes moved. */
+const edgeRuns = new Map<EdgeN, Proc[]>();
+/** Image on the registry by tag -> its digest. */
+const digests = new Map<string, string>();
+const madeIds: string[] = [];
+let join: string;
+
+const storage = (e: EdgeN) => ({
+  graph: path.join(dir, `${e}-storage`, 'graph'),
+  // podman refuses a runroot longer than 50 characters: a short one of its own under /run.
+  run: `/run/outpost-${path.basename(dir).slice(-6)}-${e}`,
+  conf: path.join(dir, `${e}-storage.conf`),
+});
+const execP = promisify(execFile);
+/** podman on one edge's own image storage (the edge's CONTAINERS_STORAGE_CONF). */
+const podmanOf = (e: EdgeN) => ({
+  async run(args: string[]): Promise<{ code: number; stdout: string }> {
+    const conf = containersConf();
+    try {
+      const r = await execP('podman', args, {
+        env: { ...process.env, CONTAINERS_STORAGE_CONF: storage(e).conf, ...(conf ? { CONTAINERS_CONF: conf } : {}) },
+      });
+      return { code: 0, stdout: r.stdout };
+    } catch (err) {
+      return { code: 1, stdout: String((err as { stdout?: string }).stdout ?? '') };
+    }
+  },
+});
+const imageOf = (tag: string) => `${registry.host}/outpost-test/prestage:${tag}`;
+const pinnedOf = (tag: string) => `${registry.host}/outpost-test/prestage@${digests.get(tag)}`;
+
+async function startEdge(e: EdgeN): Promise<void> {
+  const conf = storage(e).conf;
+  const p = await startEdgeProc(
+    path.join(dir, e),
+    ['--hub', hub.url, '--join-token', join, '--name', e, '--driver', 'podman'],
+    // Logs on (the edge's transfer counts are read from them) and this edge's own image storage.
+    { OUTPOST_TEST_LOG: '1', CONTAINERS_STORAGE_CONF: conf },
+  );
+  edges.set(e, p);
+  edgeRuns.set(e, [...(edgeRuns.get(e) ?? []), p]);
+}
+
+const workload = (tag: string) => ({
+  kind: 'Workload',
+  metadata: { name: 'app' },
+  spec: {
+    manifests: [
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'app' },
+        spec: {
+          terminationGracePeriodSeconds: 0,
+          containers: [
+            { name: 'main', image: imageOf(tag), command: ['sh', '-c', `echo ${tag} > /tmp/v; exec sleep 600`] },
+          ],
+        },
+      },
+    ],
+  },
+});
+const placement = (rollout: Record<string, unknown>) => ({
+  kind: 'Placement',
+  metadata: { name: 'p' },
+  spec: { edges: [...EDGES], workloads: ['app'], rollout: { prestage: true, ...rollout } },
+});
+const apply = async (...objects: unknown[]) => {
+  const r = await hubApi(hub, 'POST', '/api/v1/apply', { objects });
+  expect(r.status, JSON.stringify(r.json)).toBeLessThan(300);
+};
+const edgeStatus = async (e: EdgeN): Promise<any> =>
+  (await hubApi(hub, 'GET', `/api/v1/projects/default/edges/${e}`)).json.status;
+const rollout = async (): Promise<any> =>
+  (await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status?.rollout;
+/** The image references edge `e`'s running app containers were created from. */
+async function running(e: EdgeN): Promise<string[]> {
+  const r = await podmanOf(e).run(['ps', '--filter', `label=${LABEL_WORKLOAD}=app`, '--format', '{{.Image}}']);
+  return [...new Set(r.stdout.split('\n').filter((l) => l && !l.includes('pause')))];
+}
+const appReady = async (e: EdgeN, tag: string) =>
+  (await edgeStatus(e))?.workloads?.find((w: any) => w.name === 'app')?.state === 'Ready' &&
+  (await running(e)).join() === pinnedOf(tag);
+/** The staged-state of `image` as edge `e` reports it. */
+const staged = async (e: EdgeN, image: string): Promise<any> =>
+  (await edgeStatus(e))?.imageStaging?.images?.find((i: any) => i.image === image);
+
+/** Per blob, the `moved` bytes of every `blob received` line in the logs of edge `e`'s processes. */
+function movedByBlob(e: EdgeN): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const p of edgeRuns.get(e) ?? [])
+    for (const line of p.out.split('\n')) {
+      if (!line.includes('"blob received"')) continue;
+      const j = JSON.parse(line) as { digest: string; moved: number };
+      out.set(j.digest, [...(out.get(j.digest) ?? []), j.moved]);
+    }
+  return out;
+}
+
+beforeAll(async () => {
+  if (SKIP_PODMAN) return;
+  dir = tempDir();
+  registry = await startTestRegistry(path.join(dir, 'registry'));
+  const podman: Podman = createPodman();
+  // Images no host has: the edges' storages start empty anyway, and the pushes are checkable.
+  for (const tag of ['v1', 'v2', 'v3', 'v4']) {
+    const u = await buildUniqueImage(podman, dir, `localhost/outpost-prestage-src:${tag}-${Date.now().toString(36)}`);
+    madeIds.push(u.id);
+    digests.set(tag, await registry.push(u.ref, `outpost-test/prestage:${tag}`));
+    await podman.ok(['rmi', '-f', u.id], 'podman rmi');
+  }
+  for (const e of EDGES) {
+    const s = storage(e);
+    fs.mkdirSync(s.graph, { recursive: true });
+    fs.mkdirSync(s.run, { recursive: true });
+    fs.writeFileSync(s.conf, `[storage]\ndriver = "overlay"\ngraphroot = "${s.graph}"\nrunroot = "${s.run}"\n`);
+  }
+  port = await freePort();
+  hub = await startHubProc(path.join(dir, 'hub'), port, ['--insecure-http']);
+  join = (await hubApi(hub, 'POST', '/api/v1/tokens/join', { uses: 2 })).json.token;
+  for (const e of EDGES) await startEdge(e);
+}, 180_000);
+
+afterAll(async () => {
+  if (SKIP_PODMAN) return;
+  for (const p of edges.values()) await p.kill('SIGTERM');
+  await hub?.proc.kill('SIGTERM');
+  for (const e of EDGES) {
+    const p = podmanOf(e);
+    await p.run(['pod', 'rm', '-af', '-t', '0']);
+    await p.run(['rm', '-af', '-t', '0']);
+    await p.run(['rmi', '-af']);
+    fs.rmSync(storage(e).run, { recursive: true, force: true });
+  }
+  for (const id of madeIds) await createPodman().run(['rmi', '-f', id]);
+  await registry?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () => {
+  it('stages the first version into empty edges over their connection, then switches them', async () => {
+    await apply(
+      {
+        kind: 'Registry',
+        metadata: { name: 'private' },
+        spec: {
+          url: `https://${registry.host}`,
+          credentials: { username: registry.username, password: registry.password },
+          caBundle: registry.caPem,
+        },
+      },
+      workload('v1'),
+      placement({}),
+    );
+    for (const e of EDGES) await waitFor(() => appReady(e, 'v1'), { timeout: 120_000, what: `${e} Ready on v1` });
+    for (const e of EDGES) {
+      const s = await edgeStatus(e);
+      expect(s.imageStaging.summary).toMatch(/^images staged 1\/1, [\d.]+ MB$/);
+      expect(await staged(e, pinnedOf('v1'))).toMatchObject({ state: 'Present' });
+    }
+  }, 240_000);
+
+  it('test 2: staged while paused; registry gone and hub killed before the switch; both switch and reach Ready', async () => {
+    await apply(placement({ paused: true }));
+    await apply(workload('v2'));
+    for (const e of EDGES)
+      await waitFor(async () => (await staged(e, pinnedOf('v2')))?.state === 'Present', {
+        timeout: 120_000,
+        what: `${e} to report v2 staged`,
+      });
+    // Staged, not switched: both still run v1.
+    for (const e of EDGES) expect(await running(e)).toEqual([pinnedOf('v1')]);
+    const r = await rollout();
+    expect(r.phase).toBe('Paused');
+
+    // No registry from here on, and the hub dies before the switch.
+    await registry.stopServer();
+    await hub.proc.kill('SIGKILL');
+    hub = await startHubProc(path.join(dir, 'hub'), port, ['--insecure-http']);
+    await apply(placement({ paused: false }));
+    for (const e of EDGES)
+      await waitFor(() => appReady(e, 'v2'), { timeout: 120_000, what: `${e} Ready on v2 without a registry` });
+    const out = await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p');
+    expect(out.json.status.rollout.phase).toBe('Complete');
+
+    // Each blob of both images (their base layer is shared) crossed each edge's link exactly once,
+    // all its bytes, as the edge's transfer counted them.
+    const blobs = (await hubApi(hub, 'GET', '/api/v1/projects/default/blobs')).json.items as {
+      digest: string;
+      size: number;
+      references: string[];
+    }[];
+    const needed = new Map<string, number>();
+    for (const tag of ['v1', 'v2']) {
+      const ref = `Image/private/outpost-test/prestage:${digests.get(tag)!.replace(':', '-')}`;
+      const mine = blobs.filter((b) => b.references.includes(ref));
+      expect(mine.length, `${tag}: blobs held by ${ref}`).toBeGreaterThanOrEqual(3);
+      for (const b of mine) needed.set(b.digest, b.size);
+    }
+    for (const e of EDGES) {
+      const moved = movedByBlob(e);
+      for (const [digest, size] of needed) expect(moved.get(digest), `${e} ${digest}`).toEqual([size]);
+    }
+  }, 360_000);
+
+  it('test 4: garbage collection removes the staged image once no revision on the edge references it', async () => {
+    for (const e of EDGES)
+      await waitFor(async () => (await podmanOf(e).run(['image', 'exists', pinnedOf('v1')])).code !== 0, {
+        timeout: 60_000,
+        what: `${e} to remove the v1 image`,
+      });
+    for (const e of EDGES) {
+      expect((await podmanOf(e).run(['image', 'exists', pinnedOf('v2')])).code).toBe(0);
+      expect(edges.get(e)!.out).toContain('"staged image removed: no workload on this edge uses it"');
+    }
+  }, 120_000);
+
+  it('test 3: an edge offline during staging is staged when it returns, and only then switched', async () => {
+    await edges.get('pre-2')!.kill('SIGTERM');
+    await waitFor(async () => !(await edgeStatus('pre-2')).connectedSince, { timeout: 60_000, what: 'pre-2 offline' });
+    // The registry is back for the hub to resolve v3 (the edges never reach it).
+    await registry.startServer();
+    await apply(workload('v3'));
+    await waitFor(() => appReady('pre-1', 'v3'), { timeout: 120_000, what: 'pre-1 Ready on v3' });
+    await registry.stopServer();
+    // pre-2 waits for its images, named in the rollout, and still runs v2.
+    const r = await waitFor(
+      async () => {
+        const x = await rollout();
+        return x?.counts?.waiting === 1 ? x : null;
+      },
+      { timeout: 30_000, what: 'the rollout waiting on pre-2' },
+    );
+    expect(r.reason).toMatch(/waiting on pre-2 for images staged 0\/1, 0\.0 MB/);
+    await startEdge('pre-2');
+    await waitFor(() => appReady('pre-2', 'v3'), { timeout: 120_000, what: 'pre-2 staged and switched to v3' });
+    // Its log: the image staged before the workload was applied.
+    const log = edges.get('pre-2')!.out.split('\n');
+    const stagedAt = log.findIndex((l) => l.includes('"image staged"') && l.includes(pinnedOf('v3')));
+    const appliedAt = log.findIndex((l) => l.includes('"reconciled"') && /"applied":\[[^\]]*"app"/.test(l));
+    expect(stagedAt).toBeGreaterThanOrEqual(0);
+    expect(appliedAt).toBeGreaterThan(stagedAt);
+  }, 360_000);
+
+  it('test 3: a staging over the budget is reported with the reason and the edges keep their version', async () => {
+    await registry.startServer();
+    await apply(placement({ prestageBudget: '100' }), workload('v4'));
+    for (const e of EDGES)
+      await waitFor(async () => (await staged(e, pinnedOf('v4')))?.state === 'OverBudget', {
+        timeout: 60_000,
+        what: `${e} to report v4 over budget`,
+      });
+    const s = await staged('pre-1', pinnedOf('v4'));
+    expect(s.reason).toMatch(
+      /needs \d+ bytes over this edge's link, more than placement default\/p's prestageBudget \(100\)/,
+    );
+    const r = await waitFor(
+      async () => {
+        const x = await rollout();
+        return x?.counts?.waiting === 2 && String(x.reason).includes('over budget') ? x : null;
+      },
+      { timeout: 30_000, what: 'the rollout waiting on both edges, over budget' },
+    );
+    expect(r.reason).toMatch(/waiting on pre-1 for images staged 0\/1, [\d.]+ MB \(over budget: needs \d+ bytes/);
+    for (const e of EDGES) {
+      expect(await running(e)).toEqual([pinnedOf('v3')]);
+      expect((await edgeStatus(e)).workloads.find((w: any) => w.name === 'app').state).toBe('Ready');
+    }
+  }, 240_000);
+});
