@@ -301,7 +301,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
   sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
+  // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
+  const imageStaging = new HubStaging(store, blobs);
   const app = createApi({
+    imageStaging,
     uploads: dataFiles,
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     upgrades,
@@ -357,7 +360,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     (project) => sched.markProject(project),
   );
   sched.useImagePins(pins);
-  sched.addGate(imagesGate(new HubStaging(store, blobs)));
+  sched.addGate(imagesGate(imageStaging));
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);
