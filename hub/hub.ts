@@ -353,12 +353,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   // The hub's own names, as images on it spell them (known once it listens).
   let selfHosts: string[] = [];
-  const pins = new ImagePins(
-    db,
-    images,
-    { registries: (project) => objects.list<Registry>('Registry', project), selfHosts: () => selfHosts },
-    (project) => sched.markProject(project),
-  );
+  const pins = new ImagePins(db, images, { selfHosts: () => selfHosts }, (project) => sched.markProject(project));
   sched.useImagePins(pins);
   sched.addGate(imagesGate(imageStaging));
   const listener: http.RequestListener = (req, res) => {

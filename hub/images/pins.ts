@@ -44,8 +44,6 @@ export function migrateImagePins(db: SqlDb): void {
 }
 
 export interface PinSources {
-  /** The project's Registry objects. */
-  registries(project: string): Registry[];
   /** `HOST:PORT` names of this hub (images on it are in its cache). */
   selfHosts(): string[];
 }
@@ -62,6 +60,7 @@ function cacheName(
   project: string,
   image: string,
   src: PinSources,
+  registries: readonly Registry[],
 ): { repository: string; ref: string; refresh: boolean } | undefined {
   const r = parseImageRef(image);
   if (r.digest) return undefined;
@@ -71,7 +70,7 @@ function cacheName(
     if (slash < 0 || r.repository.slice(0, slash) !== project) return undefined;
     return { repository: r.repository.slice(slash + 1), ref, refresh: false };
   }
-  const reg = src.registries(project).find((x) => registryHost(x.spec.url) === r.registry);
+  const reg = registries.find((x) => registryHost(x.spec.url) === r.registry);
   if (!reg) return undefined;
   return { repository: `${reg.metadata.name}/${r.repository}`, ref, refresh: true };
 }
@@ -83,6 +82,11 @@ export class ImagePins {
   /** Per project: bumped when a resolution ends (targets of its placements are computed again). */
   private readonly versions = new Map<string, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /**
+   * Pins read or written, by key: a pin never changes once written, and targets are computed per
+   * edge (thousands of times for one revision), so the table is read once per pin.
+   */
+  private readonly known = new Map<string, string>();
 
   constructor(
     private readonly db: SqlDb,
@@ -99,11 +103,23 @@ export class ImagePins {
   }
 
   /** The manifests of `workload` at `revision` with every resolvable image pinned, or what is still missing. */
-  pin(project: string, workload: string, revision: number, manifests: Manifest[]): Pinned {
+  pin(
+    project: string,
+    workload: string,
+    revision: number,
+    manifests: Manifest[],
+    registries: readonly Registry[],
+  ): Pinned {
     const map = new Map<string, string>();
     const unresolved: string[] = [];
     for (const image of imagesOf(manifests)) {
-      const name = cacheName(project, image, this.sources);
+      const key = `${project}\0${workload}\0${revision}\0${image}`;
+      const known = this.known.get(key);
+      if (known) {
+        map.set(image, known);
+        continue;
+      }
+      const name = cacheName(project, image, this.sources, registries);
       if (!name) continue;
       const row = one<{ digest: string }>(
         this.db,
@@ -114,10 +130,10 @@ export class ImagePins {
         image,
       );
       if (row) {
+        this.known.set(key, pinnedImage(image, row.digest));
         map.set(image, pinnedImage(image, row.digest));
         continue;
       }
-      const key = `${project}\0${workload}\0${revision}\0${image}`;
       const failure = this.failed.get(key);
       unresolved.push(
         failure
