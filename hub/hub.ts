@@ -225,6 +225,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
   scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
+  let imageStagingRef: HubStaging | undefined;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
     if (c.kind === 'Edge') sched.markEdge(c.name);
@@ -234,7 +235,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     else if (c.kind === 'Registry')
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
-    else sched.markPlacement(c.project, c.name);
+    else {
+      sched.markPlacement(c.project, c.name);
+      // A deleted placement's staging orders go from its edges' specs (the gate no longer sees it).
+      if (c.kind === 'Placement' && !c.after) imageStagingRef?.setPlacement(`${c.project}/${c.name}`, new Map());
+    }
   });
 
   const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
@@ -302,7 +307,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
-  const imageStaging = new HubStaging(store, blobs);
+  const imageStaging = (imageStagingRef = new HubStaging(store, blobs));
   const app = createApi({
     imageStaging,
     uploads: dataFiles,
