@@ -51,7 +51,7 @@ import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
-import { ObjectStore, sealedKeyId } from './objects.js';
+import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
 import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
@@ -358,7 +358,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   // The hub's own names, as images on it spell them (known once it listens).
   let selfHosts: string[] = [];
-  const pins = new ImagePins(db, images, { selfHosts: () => selfHosts }, (project) => sched.markProject(project));
+  const pins = new ImagePins(
+    db,
+    images,
+    {
+      selfHosts: () => selfHosts,
+      rolledBackFrom: (project, workload, revision) =>
+        rolledBackFrom(objects.revisions(project, workload).find((r) => r.revision === revision)?.changeCause),
+    },
+    (project) => sched.markProject(project),
+  );
   sched.useImagePins(pins);
   sched.addGate(imagesGate(imageStaging));
   const listener: http.RequestListener = (req, res) => {

@@ -46,6 +46,8 @@ export function migrateImagePins(db: SqlDb): void {
 export interface PinSources {
   /** `HOST:PORT` names of this hub (images on it are in its cache). */
   selfHosts(): string[];
+  /** The revision a rollback copied `revision` from (`outpost rollout undo`), if it is such a copy. */
+  rolledBackFrom?(project: string, workload: string, revision: number): number | undefined;
 }
 
 /** What pinning one revision's manifests gave. */
@@ -129,9 +131,12 @@ export class ImagePins {
         revision,
         image,
       );
-      if (row) {
-        this.known.set(key, pinnedImage(image, row.digest));
-        map.set(image, pinnedImage(image, row.digest));
+      // A rollback runs what the revision it copies ran: that revision's digest, not the tag's now.
+      const copied = row ? undefined : this.copyFromRollback(project, workload, revision, image);
+      const digest = row?.digest ?? copied;
+      if (digest) {
+        this.known.set(key, pinnedImage(image, digest));
+        map.set(image, pinnedImage(image, digest));
         continue;
       }
       const failure = this.failed.get(key);
@@ -143,6 +148,36 @@ export class ImagePins {
       this.resolve(key, project, workload, revision, image, name);
     }
     return { manifests: withImages(manifests, map), unresolved };
+  }
+
+  private copyFromRollback(project: string, workload: string, revision: number, image: string): string | undefined {
+    const from = this.sources.rolledBackFrom?.(project, workload, revision);
+    if (from === undefined) return undefined;
+    const old = one<{ digest: string }>(
+      this.db,
+      'SELECT digest FROM image_pins WHERE project = ? AND workload = ? AND revision = ? AND image = ?',
+      project,
+      workload,
+      from,
+      image,
+    );
+    if (!old) return undefined;
+    run(
+      this.db,
+      `INSERT INTO image_pins (project, workload, revision, image, digest, resolved_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(project, workload, revision, image) DO NOTHING`,
+      project,
+      workload,
+      revision,
+      image,
+      old.digest,
+      new Date().toISOString(),
+    );
+    log.info(
+      { project, workload, revision, image, digest: old.digest, from },
+      'image pinned as the revision rolled back to',
+    );
+    return old.digest;
   }
 
   stop(): void {
