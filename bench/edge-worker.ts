@@ -31,6 +31,7 @@ import {
 import { BlobFiles } from '../sync/blob-files.js';
 import { SyncClient } from '../sync/client.js';
 import { nextMeta, uploadBlob } from '../sync/transfer.js';
+import { readSpecStaging, setReportStaging, stagingImageSize } from '../core/staging.js';
 import { TunnelMux } from '../sync/tunnel.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
@@ -319,6 +320,50 @@ async function deliverData(
   }
 }
 
+/**
+ * As the agent's image staging does (edge/images/staging.ts), minus the disk and podman: waits for
+ * a staging order in the edge's spec, brings every blob of every image in it (digest checked, bytes
+ * not kept) and reports the images Present. The workload's switch then follows (autoReady).
+ */
+async function stageImages(
+  e: SimEdge,
+  timeoutMs: number,
+): Promise<{ ms: number; bytes: number; socketBytes: number; ok: boolean }> {
+  const t0 = Date.now();
+  const specId = mailboxDocId(e.name, 'spec');
+  for (;;) {
+    const doc = store.get<SpecDoc>(specId);
+    const order = doc ? readSpecStaging(doc) : undefined;
+    if (order?.groups.length) {
+      const images = [...new Map(order.groups.flatMap((g) => g.images).map((i) => [i.image, i])).values()];
+      const blobs = new Map(images.flatMap((i) => [i.manifest, ...i.blobs]).map((b) => [b.digest, b.size]));
+      let bytes = 0;
+      let wire = 0;
+      let ok = true;
+      for (const [digest, size] of blobs) {
+        const r = await fetchBlob(e, digest);
+        bytes += r.bytes;
+        wire += r.socketBytes;
+        ok &&= r.ok && r.bytes === size;
+      }
+      store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
+        setReportStaging(d, {
+          images: images.map((i) => ({
+            image: i.image,
+            state: ok ? ('Present' as const) : ('Failed' as const),
+            size: stagingImageSize(i),
+            done: ok ? stagingImageSize(i) : 0,
+          })),
+          at: Date.now(),
+        });
+      });
+      return { ms: Date.now() - t0, bytes, socketBytes: wire, ok };
+    }
+    if (Date.now() - t0 > timeoutMs) throw new Error(`edge ${e.name}: no staging order within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 let uploadFiles: BlobFiles | undefined;
 /** Per edge, the files `prepareUpload` made for `uploadData` to send. */
 const prepared = new Map<string, { digest: BlobDigest; size: number }[]>();
@@ -509,6 +554,10 @@ async function handle(cmd: Cmd): Promise<unknown> {
       return Promise.all(
         names.map((n) => deliverData(edges.get(n)!, cmd.object as string, Number(cmd.timeoutMs ?? 120_000))),
       );
+    }
+    case 'stageImages': {
+      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      return Promise.all(names.map((n) => stageImages(edges.get(n)!, Number(cmd.timeoutMs ?? 120_000))));
     }
     case 'prepareUpload': {
       const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];

@@ -4,7 +4,7 @@
  * a summary table. Without --scenario it runs every scenario at its default size and also writes
  * bench/results/summary-<date>.json.
  *
- * Options: --scenario connect|fanout|reconnect|offline|churn|footprint|fanout-peers|blobs|data-delivery|data-upload (repeatable or comma list),
+ * Options: --scenario connect|fanout|reconnect|offline|churn|footprint|fanout-peers|blobs|data-delivery|data-upload|prestage (repeatable or comma list),
  * --edges N, --workers W (simulator processes), --ready-delay MS (simulated time to Ready),
  * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
  * --keep (keep the run directory with logs and databases), --results-dir DIR, --sim-store memory|file
@@ -24,6 +24,7 @@ import { fanout } from './scenarios/fanout.js';
 import { footprint } from './scenarios/footprint.js';
 import { offline } from './scenarios/offline.js';
 import { fanoutPeers } from './scenarios/peers.js';
+import { prestage } from './scenarios/prestage.js';
 import { reconnect } from './scenarios/reconnect.js';
 
 export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> = {
@@ -37,6 +38,7 @@ export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> 
   blobs: { run: blobs, defaultEdges: 100 },
   'data-delivery': { run: dataDelivery, defaultEdges: 100 },
   'data-upload': { run: dataUpload, defaultEdges: 100 },
+  prestage: { run: prestage, defaultEdges: 100 },
 };
 
 export interface RunOptions {

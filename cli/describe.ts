@@ -259,6 +259,8 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
       failureThreshold?: number;
       paused?: boolean;
       skipOfflineAfter?: string;
+      prestage?: boolean;
+      prestageBudget?: string;
     };
   };
   const s = statusOf<PlacementStatus>(o);
@@ -272,7 +274,7 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
       ['Customization', `${spec.customization?.length ?? 0} rule${spec.customization?.length === 1 ? '' : 's'}`],
       [
         'Rollout',
-        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.skipOfflineAfter ? `, skipOfflineAfter ${spec.rollout.skipOfflineAfter}` : ''}${spec.rollout?.paused ? ', paused' : ''}`,
+        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.skipOfflineAfter ? `, skipOfflineAfter ${spec.rollout.skipOfflineAfter}` : ''}${spec.rollout?.prestage ? `, prestage${spec.rollout.prestageBudget ? ` (budget ${spec.rollout.prestageBudget})` : ''}` : ''}${spec.rollout?.paused ? ', paused' : ''}`,
       ],
     ]),
   );
@@ -286,6 +288,7 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
           ['Phase', paint(r.phase ?? '-', !!opts.color)],
           ['Reason', r.reason || '-'],
           ['Progress', rolloutCounts(r) + (r.counts?.pending !== undefined ? `, ${r.counts.pending} pending` : '')],
+          ...(s.imageStaging ? [['Images', s.imageStaging.summary] as [string, string]] : []),
           ...(s.heldLocally?.length
             ? [['Held on site', s.heldLocally.map((h) => `${h.edge} (${h.workload})`).join(', ')] as [string, string]]
             : []),

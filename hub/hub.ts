@@ -51,7 +51,7 @@ import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
 import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from './http-limits.js';
 import { createHubMetrics } from './metrics.js';
-import { ObjectStore, sealedKeyId } from './objects.js';
+import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
 import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
@@ -225,6 +225,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
   scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
+  let imageStagingRef: HubStaging | undefined;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
     if (c.kind === 'Edge') sched.markEdge(c.name);
@@ -234,7 +235,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     else if (c.kind === 'Registry')
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);
-    else sched.markPlacement(c.project, c.name);
+    else {
+      sched.markPlacement(c.project, c.name);
+      // A deleted placement's staging orders go from its edges' specs (the gate no longer sees it).
+      if (c.kind === 'Placement' && !c.after) imageStagingRef?.setPlacement(`${c.project}/${c.name}`, new Map());
+    }
   });
 
   const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
@@ -301,7 +306,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
   sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
+  // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
+  const imageStaging = (imageStagingRef = new HubStaging(store, blobs));
   const app = createApi({
+    imageStaging,
     uploads: dataFiles,
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     upgrades,
@@ -353,11 +361,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const pins = new ImagePins(
     db,
     images,
-    { registries: (project) => objects.list<Registry>('Registry', project), selfHosts: () => selfHosts },
+    {
+      selfHosts: () => selfHosts,
+      rolledBackFrom: (project, workload, revision) =>
+        rolledBackFrom(objects.revisions(project, workload).find((r) => r.revision === revision)?.changeCause),
+    },
     (project) => sched.markProject(project),
   );
   sched.useImagePins(pins);
-  sched.addGate(imagesGate(new HubStaging(store, blobs)));
+  sched.addGate(imagesGate(imageStaging));
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
       handleBlobRequest({ blobs, auth: hubAuth }, req, res);

@@ -53,6 +53,15 @@ export interface Revision {
   changeCause?: string;
 }
 
+const ROLLED_BACK_TO = 'rolled back to revision ';
+
+/** The revision a rollback copied, read from the change cause it recorded (undefined for other changes). */
+export function rolledBackFrom(changeCause: string | undefined): number | undefined {
+  if (!changeCause?.startsWith(ROLLED_BACK_TO)) return undefined;
+  const n = parseInt(changeCause.slice(ROLLED_BACK_TO.length), 10);
+  return Number.isInteger(n) ? n : undefined;
+}
+
 /** Annotations that say why a workload changed (ours, and kubectl's for manifests written for it). */
 export const CHANGE_CAUSE_ANNOTATIONS = ['outpost.dev/change-cause', 'kubernetes.io/change-cause'];
 
@@ -362,7 +371,7 @@ export class ObjectStore {
       const { object } = this.apply(next, {
         create: false,
         actor,
-        cause: `rolled back to revision ${target.revision}${actor ? ` by ${actor}` : ''}`,
+        cause: `${ROLLED_BACK_TO}${target.revision}${actor ? ` by ${actor}` : ''}`,
       });
       this.state.events.record({
         project,

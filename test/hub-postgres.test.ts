@@ -4,12 +4,15 @@
  * (process driver) enrolls, a placement reaches Ready, and the objects, the edge and its status
  * are rows of PostgreSQL. With PostgreSQL stopped for 20 s (issue #22's test 3, one hub), /readyz
  * says so, the API answers 503 naming the database and the edge's workload keeps running; started
- * again, the same hub process records heartbeats and delivers a new placement without a restart. A wrong URL or a
+ * again, the same hub process records heartbeats and delivers a new placement without a restart.
+ * Two hub processes started at once on an empty database migrate it once (issue #22's test 4 with
+ * real processes; test/hub-state-postgres.test.ts races three at the schema level). A wrong URL or a
  * database that cannot be reached ends the start with a message naming the problem and the fix.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hubSchemas } from '../hub/db.js';
 import { openSqlite } from '../sync/native.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir, waitFor } from './helpers.js';
@@ -196,6 +199,46 @@ spec:
     expect(() => process.kill(workload, 0)).not.toThrow();
     expect(hub.proc.alive).toBe(true);
   }, 180_000);
+
+  it('two hub processes started at the same moment on an empty database migrate it once, and both serve', async () => {
+    const empty = server.createDatabase('twins');
+    // Their logs on (OUTPOST_TEST_LOG: a child of vitest drops them otherwise): each says how many
+    // migrations it applied.
+    const hubs = await Promise.all(
+      ['a', 'b'].map(async (n) => {
+        const data = path.join(dir, `twin-${n}`);
+        const proc = new Proc(
+          ['hub', '--data', data, '--listen', `127.0.0.1:${await freePort()}`, '--insecure-http', '--database', empty],
+          { OUTPOST_TEST_LOG: '1' },
+        );
+        const url = await waitFor(
+          () =>
+            /listening on (\S+)/.exec(proc.err)?.[1] ??
+            (proc.alive ? null : Promise.reject(new Error(`hub ${n} exited: ${proc.err}`))),
+          { timeout: 30_000, what: `hub ${n} to listen` },
+        );
+        return { proc, url, token: fs.readFileSync(path.join(data, 'admin.token'), 'utf8').trim() };
+      }),
+    );
+    try {
+      for (const h of hubs) procs.push(h.proc);
+      const applied = hubs.map((h) => {
+        const line = h.proc.out.split('\n').find((l) => l.includes('database schema up to date'));
+        return Number((JSON.parse(line!) as { migrationsApplied: number }).migrationsApplied);
+      });
+      const all = hubSchemas().reduce((n, c) => n + c.migrations.length, 0);
+      expect(applied.sort()).toEqual([0, all]);
+      expect(Number(server.sql('SELECT count(*) FROM schema_versions', 'twins'))).toBe(hubSchemas().length);
+      for (const h of hubs) expect(await (await fetch(`${h.url}/readyz`)).json()).toEqual({ ready: true });
+      // Each has its admin token in the one database: a token made on one is known to the other.
+      const onA = await fetch(`${hubs[1].url}/api/v1/projects/default/workloads`, {
+        headers: { authorization: `Bearer ${hubs[0].token}` },
+      });
+      expect(onA.status).toBe(200);
+    } finally {
+      for (const h of hubs) await h.proc.kill('SIGTERM');
+    }
+  }, 120_000);
 
   it('refuses to start on a wrong URL or a database it cannot use, naming the problem and the fix', async () => {
     const start = async (database: string) => {

@@ -3,7 +3,8 @@
  * edge, and two real images pushed to the hub's cache under one tag. The edge runs the digest the
  * tag had when the revision was resolved; pushing another image under the same tag does not move
  * the running revision (not even when its targets are computed again: the edge is relabeled, the
- * hub restarted), while a new revision of the workload takes the new digest.
+ * hub restarted), while a new revision of the workload takes the new digest, and a rollback to the
+ * first revision runs the first digest again.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -172,5 +173,14 @@ describe.skipIf(SKIP_PODMAN)('images pinned to digests per revision', () => {
     await waitFor(async () => (await appState())?.state === 'Ready', { timeout: 60_000, what: 'app Ready on B' });
     const out = await cli(['exec', 'edge/dig-1', 'app', '--', 'cat', '/b.txt'], asCli());
     expect(out.stdout.trim()).toBe('b');
+
+    // A rollback runs what the revision it goes back to ran: A, though the tag now names B.
+    const undo = await cli(['rollout', 'undo', 'workload', 'app'], asCli());
+    expect(undo.code, undo.stderr).toBe(0);
+    await waitFor(async () => ((await runningImages()).join() === pinnedA ? true : null), {
+      timeout: 90_000,
+      what: 'the rolled-back revision running A again',
+    });
+    await waitFor(async () => (await appState())?.state === 'Ready', { timeout: 60_000, what: 'app Ready on A again' });
   }, 300_000);
 });

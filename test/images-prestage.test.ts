@@ -202,8 +202,14 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
         timeout: 120_000,
         what: `${e} to report v2 staged`,
       });
-    // Staged, not switched: both still run v1.
+    // Staged, not switched: both still run v1; the placement counts the staged edges.
     for (const e of EDGES) expect(await running(e)).toEqual([pinnedOf('v1')]);
+    await waitFor(
+      async () =>
+        (await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status?.imageStaging?.summary ===
+        'images staged on 2/2 edges',
+      { timeout: 30_000, what: 'the placement to count 2/2 edges staged' },
+    );
     const r = await rollout();
     expect(r.phase).toBe('Paused');
 
@@ -214,8 +220,10 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
     await apply(placement({ paused: false }));
     for (const e of EDGES)
       await waitFor(() => appReady(e, 'v2'), { timeout: 120_000, what: `${e} Ready on v2 without a registry` });
-    const out = await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p');
-    expect(out.json.status.rollout.phase).toBe('Complete');
+    await waitFor(async () => (await rollout())?.phase === 'Complete', {
+      timeout: 30_000,
+      what: 'the rollout Complete',
+    });
 
     // Each blob of both images (their base layer is shared) crossed each edge's link exactly once,
     // all its bytes, as the edge's transfer counted them.
@@ -296,6 +304,9 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
       { timeout: 30_000, what: 'the rollout waiting on both edges, over budget' },
     );
     expect(r.reason).toMatch(/waiting on pre-1 for images staged 0\/1, [\d.]+ MB \(over budget: needs \d+ bytes/);
+    expect((await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status.imageStaging).toMatchObject({
+      summary: 'images staged on 0/2 edges',
+    });
     for (const e of EDGES) {
       expect(await running(e)).toEqual([pinnedOf('v3')]);
       expect((await edgeStatus(e)).workloads.find((w: any) => w.name === 'app').state).toBe('Ready');

@@ -66,6 +66,13 @@ export interface EdgeStatusView {
   imageStaging?: ImageStagingView;
 }
 
+/** How many of the edges a prestaged rollout stages to have every image of the new version. */
+export interface PlacementStagingView {
+  summary: string;
+  staged: number;
+  edges: number;
+}
+
 /** `images staged 3/3, 412 MB` and each image's state (Present, Staging, OverBudget, Failed, Skipped). */
 export interface ImageStagingView {
   summary: string;
@@ -98,6 +105,8 @@ export interface RolloutView {
 export interface PlacementStatusView {
   selectedEdges: number;
   summary: Summary;
+  /** While a `prestage` rollout stages images: `images staged on 3/5 edges` (docs/drivers.md). */
+  imageStaging?: PlacementStagingView;
   /** Edges where a workload of the placement is paused on site by a local intent. */
   heldLocally?: { edge: string; workload: string }[];
   rollout?: RolloutView;

@@ -3,7 +3,7 @@
  * the authenticated principal, and the one place where errors become HTTP responses.
  */
 import type { ScanVerdict } from '../scan/clamd.js';
-import type { AgentUpgradeStatusView, DataObjectStatusView } from '../../core/api/views.js';
+import type { AgentUpgradeStatusView, DataObjectStatusView, PlacementStagingView } from '../../core/api/views.js';
 import type { EgressQueue } from '../../core/data.js';
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
@@ -93,6 +93,8 @@ export interface HubDeps {
   uploads?: { queue(edge: string): EgressQueue | undefined };
   /** DataObject deliveries (hub/data/delivery.ts): their status per edge. */
   deliveries?: { status(o: DataObject): DataObjectStatusView };
+  /** Pre-staging progress per placement (hub/images/staging.ts). */
+  imageStaging?: { progress(project: string, placement: string): PlacementStagingView | undefined };
 }
 
 export type Env = { Variables: { principal: Principal } };

@@ -1,5 +1,5 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
-import type { EventView, RevisionView } from '../../core/api/views.js';
+import type { EventView, PlacementStagingView, RevisionView } from '../../core/api/views.js';
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
 import { OutpostError } from '../../core/errors.js';
@@ -45,6 +45,12 @@ export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): 
   return true;
 }
 
+/** A placement's pre-staging progress, while its rollout stages images (docs/drivers.md, "Pre-staging"). */
+function stagingOf(deps: HubDeps, project: string, name: string): { imageStaging?: PlacementStagingView } {
+  const p = deps.imageStaging?.progress(project, name);
+  return p ? { imageStaging: p } : {};
+}
+
 /** An object as the API shows it: with its status, and its Secret values redacted unless revealed. */
 export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource {
   const { state, store, scheduler } = deps;
@@ -53,6 +59,7 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
       ...o,
       status: {
         ...placementStatus(state, o, scheduler.rollout(o.metadata.project, o.metadata.name)),
+        ...stagingOf(deps, o.metadata.project, o.metadata.name),
         ...(o.spec.package ? { package: deps.catalog?.deployment(o.metadata.project, o.metadata.name) } : {}),
       },
     } as Resource;

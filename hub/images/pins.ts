@@ -44,10 +44,10 @@ export function migrateImagePins(db: SqlDb): void {
 }
 
 export interface PinSources {
-  /** The project's Registry objects. */
-  registries(project: string): Registry[];
   /** `HOST:PORT` names of this hub (images on it are in its cache). */
   selfHosts(): string[];
+  /** The revision a rollback copied `revision` from (`outpost rollout undo`), if it is such a copy. */
+  rolledBackFrom?(project: string, workload: string, revision: number): number | undefined;
 }
 
 /** What pinning one revision's manifests gave. */
@@ -62,6 +62,7 @@ function cacheName(
   project: string,
   image: string,
   src: PinSources,
+  registries: readonly Registry[],
 ): { repository: string; ref: string; refresh: boolean } | undefined {
   const r = parseImageRef(image);
   if (r.digest) return undefined;
@@ -71,7 +72,7 @@ function cacheName(
     if (slash < 0 || r.repository.slice(0, slash) !== project) return undefined;
     return { repository: r.repository.slice(slash + 1), ref, refresh: false };
   }
-  const reg = src.registries(project).find((x) => registryHost(x.spec.url) === r.registry);
+  const reg = registries.find((x) => registryHost(x.spec.url) === r.registry);
   if (!reg) return undefined;
   return { repository: `${reg.metadata.name}/${r.repository}`, ref, refresh: true };
 }
@@ -83,6 +84,11 @@ export class ImagePins {
   /** Per project: bumped when a resolution ends (targets of its placements are computed again). */
   private readonly versions = new Map<string, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /**
+   * Pins read or written, by key: a pin never changes once written, and targets are computed per
+   * edge (thousands of times for one revision), so the table is read once per pin.
+   */
+  private readonly known = new Map<string, string>();
 
   constructor(
     private readonly db: SqlDb,
@@ -99,11 +105,23 @@ export class ImagePins {
   }
 
   /** The manifests of `workload` at `revision` with every resolvable image pinned, or what is still missing. */
-  pin(project: string, workload: string, revision: number, manifests: Manifest[]): Pinned {
+  pin(
+    project: string,
+    workload: string,
+    revision: number,
+    manifests: Manifest[],
+    registries: readonly Registry[],
+  ): Pinned {
     const map = new Map<string, string>();
     const unresolved: string[] = [];
     for (const image of imagesOf(manifests)) {
-      const name = cacheName(project, image, this.sources);
+      const key = `${project}\0${workload}\0${revision}\0${image}`;
+      const known = this.known.get(key);
+      if (known) {
+        map.set(image, known);
+        continue;
+      }
+      const name = cacheName(project, image, this.sources, registries);
       if (!name) continue;
       const row = one<{ digest: string }>(
         this.db,
@@ -113,11 +131,14 @@ export class ImagePins {
         revision,
         image,
       );
-      if (row) {
-        map.set(image, pinnedImage(image, row.digest));
+      // A rollback runs what the revision it copies ran: that revision's digest, not the tag's now.
+      const copied = row ? undefined : this.copyFromRollback(project, workload, revision, image);
+      const digest = row?.digest ?? copied;
+      if (digest) {
+        this.known.set(key, pinnedImage(image, digest));
+        map.set(image, pinnedImage(image, digest));
         continue;
       }
-      const key = `${project}\0${workload}\0${revision}\0${image}`;
       const failure = this.failed.get(key);
       unresolved.push(
         failure
@@ -127,6 +148,36 @@ export class ImagePins {
       this.resolve(key, project, workload, revision, image, name);
     }
     return { manifests: withImages(manifests, map), unresolved };
+  }
+
+  private copyFromRollback(project: string, workload: string, revision: number, image: string): string | undefined {
+    const from = this.sources.rolledBackFrom?.(project, workload, revision);
+    if (from === undefined) return undefined;
+    const old = one<{ digest: string }>(
+      this.db,
+      'SELECT digest FROM image_pins WHERE project = ? AND workload = ? AND revision = ? AND image = ?',
+      project,
+      workload,
+      from,
+      image,
+    );
+    if (!old) return undefined;
+    run(
+      this.db,
+      `INSERT INTO image_pins (project, workload, revision, image, digest, resolved_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(project, workload, revision, image) DO NOTHING`,
+      project,
+      workload,
+      revision,
+      image,
+      old.digest,
+      new Date().toISOString(),
+    );
+    log.info(
+      { project, workload, revision, image, digest: old.digest, from },
+      'image pinned as the revision rolled back to',
+    );
+    return old.digest;
   }
 
   stop(): void {

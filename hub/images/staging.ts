@@ -20,6 +20,7 @@ import {
   type StagingGroup,
   type StagingImage,
 } from '../../core/staging.js';
+import type { PlacementStagingView } from '../../core/api/views.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { manifestBlobs } from './cache.js';
@@ -35,6 +36,8 @@ export class HubStaging {
   /** `project image` -> its description (content-addressed: never changes), or null when not in the cache. */
   private readonly described = new Map<string, StagingImage>();
   private readonly dirty = new Set<string>();
+  /** Placement `project/name` -> how many of the edges it stages to have every image. */
+  private readonly counts = new Map<string, { staged: number; edges: number }>();
   private flushing = false;
 
   constructor(
@@ -81,8 +84,19 @@ export class HubStaging {
     return new Map((r?.images ?? []).map((i) => [i.image, i]));
   }
 
-  /** Replaces what placement `key` asks each edge to stage (edges left out ask nothing of it any more). */
-  setPlacement(key: string, groups: Map<string, StagingGroup>): void {
+  /** `images staged on 3/5 edges` while placement `project/name` stages images to edges not switched yet. */
+  progress(project: string, name: string): PlacementStagingView | undefined {
+    const c = this.counts.get(`${project}/${name}`);
+    return c ? { ...c, summary: `images staged on ${c.staged}/${c.edges} edges` } : undefined;
+  }
+
+  /**
+   * Replaces what placement `key` asks each edge to stage (edges left out ask nothing of it any
+   * more); `staged` of those edges have every image.
+   */
+  setPlacement(key: string, groups: Map<string, StagingGroup>, staged = 0): void {
+    if (groups.size) this.counts.set(key, { staged, edges: groups.size });
+    else this.counts.delete(key);
     const before = this.wants.get(key) ?? new Map<string, StagingGroup>();
     for (const [edge, g] of groups) if (JSON.stringify(before.get(edge)) !== JSON.stringify(g)) this.dirty.add(edge);
     for (const edge of before.keys()) if (!groups.has(edge)) this.dirty.add(edge);

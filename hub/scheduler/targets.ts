@@ -59,6 +59,7 @@ export interface ImagePinning {
     workload: string,
     revision: number,
     manifests: Manifest[],
+    registries: readonly Registry[],
   ): { manifests: Manifest[]; unresolved: string[] };
 }
 
@@ -131,7 +132,7 @@ export class TargetCache {
     const pinned =
       'error' in r || !this.images
         ? undefined
-        : this.images.pin(placement.metadata.project, w.metadata.name, revision, r.manifests);
+        : this.images.pin(placement.metadata.project, w.metadata.name, revision, r.manifests, registries);
     const manifests = 'error' in r ? [] : this.registries.add(registries, pinned?.manifests ?? r.manifests);
     const error = 'error' in r ? r.error : this.cannotReceive(edge.name, manifests);
     if (error !== undefined)

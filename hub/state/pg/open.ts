@@ -3,8 +3,11 @@
  * checks the URL, connects, migrates (schema.ts). Every way this can fail ends the start with one
  * message that names the problem and the fix; the password never appears in it.
  */
+import { createLogger } from '../../../core/logger.js';
 import { DatabaseError, DatabaseUnavailable, redactUrl, SyncPostgres } from './sync-client.js';
 import { migratePostgres } from './schema.js';
+
+const log = createLogger('hub:db');
 
 const URL_FORM = 'postgres://USER:PASSWORD@HOST:PORT/DATABASE';
 
@@ -38,7 +41,9 @@ export async function openPostgres(url: string): Promise<SyncPostgres> {
   if (problem) throw new Error(`--database ${shown}: ${problem}`);
   const pg = new SyncPostgres(url);
   try {
-    migratePostgres(pg);
+    const applied = migratePostgres(pg);
+    // Replicas starting at once: one of them applies the migrations, the others find none.
+    log.info({ database: shown, migrationsApplied: applied }, 'database schema up to date');
     return pg;
   } catch (err) {
     await pg.close();
