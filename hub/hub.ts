@@ -410,6 +410,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         : `this edge was decommissioned on ${new Date(at).toISOString()}: it is no longer part of the fleet; run outpost edge uninstall on it, or enroll it again with a new join token`;
     },
     onConnect: (conn) => edges.connected(conn),
+    // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
+    // written from the assignments before the edge is answered, in this replica's new epoch.
+    onNewMailbox: (edge) => sched.writeSpec(edge),
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);
       tunnel.onDisconnect(conn);

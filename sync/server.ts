@@ -22,7 +22,7 @@ import {
 } from '../core/durations.js';
 import { OutpostError } from '../core/errors.js';
 import { bearerToken, rawErrorResponse } from '../core/http.js';
-import { parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
+import { mailboxDocId, parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
 import { createLogger, throttle } from '../core/logger.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
 import {
@@ -87,6 +87,12 @@ export interface SyncServerOptions {
   decommissioned?(token: string): string | undefined;
   heartbeatSeconds?(edge: EdgeName): number;
   onConnect?(conn: EdgeConnection): void;
+  /**
+   * An edge connected whose spec this hub never wrote (its mailbox was just made here: a new edge,
+   * or one coming from another hub replica). Called before the handshake answers, so the hub can
+   * write the spec from its object model first and the edge never receives an empty one.
+   */
+  onNewMailbox?(edge: EdgeName): void;
   onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
   onHeartbeat?(edge: EdgeName, hb: HeartbeatMessage): void;
   onTunnel?(conn: EdgeConnection, payload: Buffer): void;
@@ -520,8 +526,10 @@ export class SyncServer {
       );
     }
     this.aheadOfUs.delete(edge);
+    const fresh = !this.opts.store.has(mailboxDocId(edge, 'spec'));
     const docs: MailboxDoc[] = ensureMailbox(this.opts.store, edge, 'hub');
     adoptEpochs(this.opts.store, docs, hello.docs);
+    if (fresh) this.opts.onNewMailbox?.(edge);
     const old = this.conns.get(edge);
     if (old) this.refuse(old.socket, edge, 'replaced', 'a newer connection of this edge replaced this one');
     const session = new SyncSession(
