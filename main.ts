@@ -260,7 +260,10 @@ export function buildProgram(): Command {
     .command('edge')
     .description('run the edge agent (enrolls once with --hub and --join-token), or manage edges')
     .option('--data <dir>', 'data directory (credential, replica, runtime state)', '/var/lib/outpost-edge')
-    .option('--hub <url>', 'hub URL, e.g. https://hub.example.com:7443 (first start only)')
+    .option(
+      '--hub <url>',
+      'hub URL, e.g. https://hub.example.com:7443, or the replicas, comma-separated (first start; again to change the list)',
+    )
     .addOption(
       new Option(
         '--join-token <token>',

@@ -22,7 +22,15 @@ import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { isCorruptDatabase, quickCheck } from '../sync/sqlite.js';
 import { ReplicaStore, type ReplicaStoreOptions } from '../sync/store.js';
-import { defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
+import {
+  defaultEdgeName,
+  driverName,
+  hubUrls,
+  parseHubList,
+  readEdgeConfig,
+  writeEdgeConfig,
+  type EdgeConfig,
+} from './config.js';
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { readDecommissioned, writeDecommissioned, type Decommissioned } from './decommission.js';
@@ -104,6 +112,15 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     throw new Error(
       `${o.dataDir} already belongs to edge ${config.name}: use another --data directory to enroll ${o.name}`,
     );
+  } else if (o.hub) {
+    // An enrolled edge given --hub again: the hub's URLs changed (a replica added, a new address).
+    // The credential and the pinned CA stay; only where to dial changes.
+    const hubs = parseHubList(o.hub);
+    if (hubUrls(config).join(',') !== hubs.join(',')) {
+      config = { ...config, hub: hubs[0]!, ...(hubs.length > 1 ? { hubs } : { hubs: undefined }) };
+      writeEdgeConfig(o.dataDir, config);
+      log.info({ hubs }, 'hub URLs updated from --hub');
+    }
   }
   const edge = edgeName(config.name);
 
@@ -206,9 +223,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     },
   });
 
-  const wsUrl = `${config.hub.replace(/^http/, 'ws')}/api/v1/sync`;
+  // One URL, or the hub's replicas in order: the client moves to the next when one fails.
+  const wsUrls = hubUrls(config).map((u) => `${u.replace(/^http/, 'ws')}/api/v1/sync`);
   sync = new SyncClient({
-    url: wsUrl,
+    url: wsUrls,
     token: config.credential,
     edge,
     store,
@@ -341,7 +359,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     local = await listenLocal(
       localApp({
         edge,
-        hub: config.hub,
+        // The hub URL dialled now (of the list), as https://..., not the sync endpoint.
+        hub: () => s.url.replace(/^ws/, 'http').replace(/\/api\/v1\/sync$/, ''),
         store,
         driver,
         reconciler,

@@ -10,8 +10,14 @@ import { z } from 'zod';
 import { DRIVER_NAMES } from '../core/driver-kinds.js';
 import type { DriverName } from './drivers/driver.js';
 
+/** Hub URLs an edge may list (replicas). */
+export const MAX_HUB_URLS = 16;
+
 export const EdgeConfig = z.object({
+  /** The hub URL enrollment went through (the first to try). */
   hub: z.string().url(),
+  /** All the hub's URLs (replicas), in the order tried; absent: `hub` alone. */
+  hubs: z.array(z.string().url()).min(1).max(MAX_HUB_URLS).optional(),
   name: z.string(),
   project: z.string(),
   credential: z.string(),
@@ -24,6 +30,37 @@ export const EdgeConfig = z.object({
   sealKey: z.string().optional(),
 });
 export type EdgeConfig = z.infer<typeof EdgeConfig>;
+
+/** The hub URLs the edge dials, in order. */
+export function hubUrls(cfg: Pick<EdgeConfig, 'hub' | 'hubs'>): string[] {
+  return cfg.hubs?.length ? cfg.hubs : [cfg.hub];
+}
+
+/**
+ * `--hub` as given: one URL, or several separated by commas (hub replicas behind no load
+ * balancer). Each must be an http(s) URL without a path; throws naming the bad one and the form.
+ */
+export function parseHubList(s: string): string[] {
+  const urls = s
+    .split(',')
+    .map((u) => u.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+  if (urls.length === 0) throw new Error('--hub is empty: give the hub URL, e.g. https://hub.example.com:7443');
+  if (urls.length > MAX_HUB_URLS) throw new Error(`--hub names ${urls.length} URLs: at most ${MAX_HUB_URLS}`);
+  for (const u of urls) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(u);
+    } catch {
+      /* reported below */
+    }
+    if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') || parsed.pathname !== '/')
+      throw new Error(
+        `--hub ${u}: not a hub URL: use https://HOST:PORT (several: https://hub-a:7443,https://hub-b:7443)`,
+      );
+  }
+  return urls;
+}
 
 export function configPath(dataDir: string): string {
   return path.join(dataDir, 'edge.json');

@@ -8,8 +8,9 @@ import { createLogger } from '../core/logger.js';
 import { newSealKeyPair } from '../core/secrets.js';
 import type { Inventory } from '../core/resources.js';
 import { requestJson } from '../sync/http-json.js';
+
 import { fetchPinnedCa, parseToken } from '../sync/pinned-ca.js';
-import { writeEdgeConfig, type EdgeConfig } from './config.js';
+import { parseHubList, writeEdgeConfig, type EdgeConfig } from './config.js';
 import type { DriverName } from './drivers/driver.js';
 
 const log = createLogger('edge:enroll');
@@ -49,12 +50,32 @@ export function resolveJoinToken(o: { joinToken?: string; joinTokenFile?: string
 export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
   if (!isValidName(o.name))
     throw new Error(`--name ${o.name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
+  // Several URLs (hub replicas): the first that answers enrolls the edge; all are kept in edge.json.
+  const hubs = parseHubList(o.hub);
   const t = parseToken(o.joinToken);
   if (!t || t.kind !== 'join')
     throw new Error(
       '--join-token: this is not a join token (it starts with opj1.); create one on the hub with `outpost token create`',
     );
-  const hub = o.hub.replace(/\/+$/, '');
+  let lastError: unknown;
+  for (const hub of hubs) {
+    let answered = false;
+    try {
+      return await enrollAt(o, hub, hubs, () => (answered = true));
+    } catch (err) {
+      if (answered || hubs.length === 1) throw err;
+      log.warn({ hub, err: (err as Error).message }, 'hub unreachable for enrollment; trying the next URL');
+      lastError = err;
+    }
+  }
+  throw new Error(`none of the hub URLs answered (${hubs.join(', ')}): check --hub and the network`, {
+    cause: lastError,
+  });
+}
+
+/** Enrolls through one hub URL; `answered` is called once the hub has answered (a refusal is final). */
+async function enrollAt(o: EnrollOptions, hub: string, hubs: string[], answered: () => void): Promise<EdgeConfig> {
+  const t = parseToken(o.joinToken)!;
   let caPem: string | undefined;
   if (hub.startsWith('https:')) {
     if (!t.caFingerprint)
@@ -76,6 +97,7 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     body: { joinToken: o.joinToken, name: o.name, labels: o.labels, inventory: o.inventory, sealKey: keys.publicKey },
     ca: caPem,
   });
+  answered();
   if (res.status !== 201 || !res.body.credential) {
     throw new Error(
       `the hub refused enrollment (HTTP ${res.status}): ${res.body.error?.message ?? JSON.stringify(res.body)}`,
@@ -83,6 +105,7 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
   }
   const cfg: EdgeConfig = {
     hub,
+    ...(hubs.length > 1 ? { hubs } : {}),
     name: o.name,
     project: res.body.project!,
     credential: res.body.credential,

@@ -13,7 +13,7 @@ import { absolute, applyStep, describeStep, installSource, type InstallStep } fr
 import { environment, execLine, renderUnit, unitPath, unitText, type UnitEntry } from '../core/systemd.js';
 import { buildInfo } from '../core/version.js';
 import { parseToken } from '../sync/pinned-ca.js';
-import { configPath, defaultEdgeName, driverName, readEdgeConfig, type EdgeConfig } from './config.js';
+import { configPath, defaultEdgeName, driverName, parseHubList, readEdgeConfig, type EdgeConfig } from './config.js';
 import type { DriverName } from './drivers/driver.js';
 import { enroll } from './enroll.js';
 import { collectInventory } from './inventory.js';
@@ -172,9 +172,8 @@ function plan(o: EdgeInstallOptions): Plan {
       throw new Error(
         '--join-token: this is not a join token (it starts with opj1.); create one on the hub with `outpost token create`',
       );
-    if (!/^https?:\/\/[^/]+/.test(o.hub))
-      throw new Error(`--hub ${o.hub}: use the hub's URL, e.g. https://hub.example.com:7443`);
-    hub = o.hub.replace(/\/+$/, '');
+    // One URL or the replicas' list (edge/config.ts); enrollment keeps the list in edge.json.
+    hub = parseHubList(o.hub).join(',');
     driver = driverName(o.driver ?? 'process');
     if (driver === 'kubernetes' && o.kubeconfig === undefined) {
       // A service sees neither the shell's KUBECONFIG nor a predictable HOME: the path goes in edge.json.

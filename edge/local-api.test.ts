@@ -52,7 +52,7 @@ beforeAll(async () => {
   server = await listenLocal(
     localApp({
       edge,
-      hub: 'http://hub.invalid',
+      hub: () => 'http://hub.invalid',
       store,
       driver,
       reconciler: new Reconciler(store, edge, driver),
@@ -85,6 +85,7 @@ describe('the local API', () => {
       connection: 'offline',
       driver: 'process',
       workloads: [],
+      data: {},
     });
   });
 

@@ -30,7 +30,8 @@ import type { EdgeTransfers } from './blobs/transfers.js';
 
 export interface LocalApiDeps {
   edge: EdgeName;
-  hub: string;
+  /** The hub URL the agent dials now. */
+  hub: () => string;
   store: ReplicaStore;
   driver: Driver;
   reconciler: Reconciler;
@@ -99,7 +100,7 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
     const local = localState(r, s);
     sendJson(res, 200, {
       edge: d.edge,
-      hub: d.hub,
+      hub: d.hub(),
       connection: d.connection(),
       ...(d.lastError?.() ? { lastError: d.lastError() } : {}),
       ...(d.decommissioned?.() ? { decommissioned: d.decommissioned() } : {}),

@@ -29,8 +29,12 @@ import type { ReplicaStore } from './store.js';
 const log = createLogger('sync:client');
 
 export interface SyncClientOptions {
-  /** ws:// or wss:// URL of the hub's sync endpoint. */
-  url: string;
+  /**
+   * ws:// or wss:// URL of the hub's sync endpoint, or several (hub replicas, docs/operations.md
+   * "HA and scale-out"): the client stays with the one that works and moves to the next in the
+   * list whenever a connection fails or ends.
+   */
+  url: string | readonly string[];
   token: string;
   edge: EdgeName;
   store: ReplicaStore;
@@ -153,7 +157,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   private dial(): void {
     if (this.stopped) return;
     this.setState('connecting', {});
-    const ws = new WebSocket(this.opts.url, {
+    const ws = new WebSocket(this.url, {
       headers: { authorization: `Bearer ${this.opts.token}` },
       maxPayload: this.opts.maxFrameBytes ?? MAX_FRAME_BYTES,
       perMessageDeflate: false,
@@ -319,7 +323,20 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     }
   }
 
+  private urlAt = 0;
+
+  /** The hub URL this client dials now (of the list it was given). */
+  get url(): string {
+    const urls = typeof this.opts.url === 'string' ? [this.opts.url] : this.opts.url;
+    return urls[this.urlAt % urls.length]!;
+  }
+
   private scheduleRedial(): void {
+    // Several hub URLs: the next attempt goes to the next one (a replica down, or unreachable from here).
+    if (typeof this.opts.url !== 'string' && this.opts.url.length > 1) {
+      this.urlAt = (this.urlAt + 1) % this.opts.url.length;
+      log.info({ url: this.url }, 'trying the next hub URL');
+    }
     const delay = this.refusedSlow ? RECONNECT_REFUSED_MS : (this.retryAfterMs ?? backoffDelay(this.attempt++));
     this.retryAfterMs = undefined;
     log.debug({ delay }, 'redialling');
