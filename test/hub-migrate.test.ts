@@ -3,11 +3,13 @@
  * stopped, its tables moved into an empty PostgreSQL, and the same data directory started with
  * `--database`: the edge (never restarted) reconnects with its credential, without enrolling
  * again, keeps its workload, and receives a new one. A second migrate into the same database is
- * refused; nothing is mixed.
+ * refused; nothing is mixed. Issue #22 test 5 with one hub: objects, revisions, tokens, credentials and
+ * events are all there, row for row.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqlite } from '../sync/native.js';
 import { hostPod, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir, waitFor } from './helpers.js';
@@ -81,6 +83,26 @@ describe('outpost hub migrate', () => {
     await readyOnE1('web');
 
     await hub.proc.kill('SIGTERM');
+    // What the SQLite hub holds, table by table: all of it must be in PostgreSQL after the move.
+    const TABLES = [
+      'objects',
+      'workload_revisions',
+      'events',
+      'api_tokens',
+      'join_tokens',
+      'edge_credentials',
+      'edge_runtime',
+    ];
+    const before = new Map<string, number>();
+    const sqlite = openSqlite(path.join(hubDir, 'hub.db'), { readonly: true });
+    try {
+      for (const t of TABLES)
+        before.set(t, (sqlite.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n);
+    } finally {
+      sqlite.close();
+    }
+    expect(before.get('events')).toBeGreaterThan(0);
+    expect(before.get('workload_revisions')).toBeGreaterThan(0);
     const moved = await cli(['hub', 'migrate', '--data', hubDir, '--database', url]);
     expect(moved.code, moved.stderr).toBe(0);
     expect(moved.stdout).toMatch(/^edge_credentials: 1 rows$/m);
@@ -88,6 +110,8 @@ describe('outpost hub migrate', () => {
     expect(moved.stdout).toMatch(/moved \d+ rows of \S+hub\.db into postgres:\/\/\S+; start the hub with/);
     expect(server.sql("SELECT name FROM objects WHERE kind = 'Placement'", 'hub')).toBe('web');
     expect(server.sql('SELECT edge FROM edge_credentials', 'hub')).toBe('e1');
+    for (const t of TABLES)
+      expect([t, Number(server.sql(`SELECT count(*) FROM ${t}`, 'hub'))]).toEqual([t, before.get(t)]);
 
     // Never twice into the same database.
     const again = await cli(['hub', 'migrate', '--data', hubDir, '--database', url]);
