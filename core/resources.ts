@@ -65,6 +65,17 @@ export const Metadata = strict({
   /** Set by the hub; accepted back so `get -o yaml` output can be applied again. */
   uid: z.string().optional(),
 });
+
+/** An object of one kind: the envelope every kind shares (apiVersion, kind, metadata, status) around its spec. */
+function objectKind<K extends string, S extends z.ZodType>(kind: K, spec: S) {
+  return strict({
+    apiVersion: z.literal(API_VERSION).default(API_VERSION),
+    kind: z.literal(kind),
+    metadata: Metadata,
+    spec,
+    status: z.looseObject({}).optional(),
+  });
+}
 export type Metadata = z.infer<typeof Metadata>;
 
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
@@ -182,13 +193,7 @@ export const EdgeSpec = strict({
   heartbeatSeconds: z.number().int().min(1).max(3600).optional(),
 });
 
-export const Edge = strict({
-  apiVersion: z.literal(API_VERSION).default(API_VERSION),
-  kind: z.literal('Edge'),
-  metadata: Metadata,
-  spec: EdgeSpec.default({ unschedulable: false }),
-  status: z.looseObject({}).optional(),
-});
+export const Edge = objectKind('Edge', EdgeSpec.default({ unschedulable: false }));
 export type Edge = z.infer<typeof Edge>;
 
 // ---------------------------------------------------------------------------------------------
@@ -198,13 +203,7 @@ export const WorkloadSpec = strict({
   manifests: z.array(Manifest).min(1, 'a workload needs at least one manifest'),
 });
 
-export const Workload = strict({
-  apiVersion: z.literal(API_VERSION).default(API_VERSION),
-  kind: z.literal('Workload'),
-  metadata: Metadata,
-  spec: WorkloadSpec,
-  status: z.looseObject({}).optional(),
-});
+export const Workload = objectKind('Workload', WorkloadSpec);
 export type Workload = z.infer<typeof Workload>;
 
 // ---------------------------------------------------------------------------------------------
@@ -306,13 +305,7 @@ export const PlacementSpec = strict({
   });
 export type PlacementSpec = z.infer<typeof PlacementSpec>;
 
-export const Placement = strict({
-  apiVersion: z.literal(API_VERSION).default(API_VERSION),
-  kind: z.literal('Placement'),
-  metadata: Metadata,
-  spec: PlacementSpec,
-  status: z.looseObject({}).optional(),
-});
+export const Placement = objectKind('Placement', PlacementSpec);
 export type Placement = z.infer<typeof Placement>;
 
 // ---------------------------------------------------------------------------------------------
@@ -350,13 +343,7 @@ export const RegistrySpec = strict({
 });
 export type RegistrySpec = z.infer<typeof RegistrySpec>;
 
-export const Registry = strict({
-  apiVersion: z.literal(API_VERSION).default(API_VERSION),
-  kind: z.literal('Registry'),
-  metadata: Metadata,
-  spec: RegistrySpec,
-  status: z.looseObject({}).optional(),
-});
+export const Registry = objectKind('Registry', RegistrySpec);
 export type Registry = z.infer<typeof Registry>;
 
 // ---------------------------------------------------------------------------------------------
@@ -391,13 +378,7 @@ export const AgentUpgradeSpec = strict({
 }).refine(selectsEdges, SELECTS_EDGES);
 export type AgentUpgradeSpec = z.infer<typeof AgentUpgradeSpec>;
 
-export const AgentUpgrade = strict({
-  apiVersion: z.literal(API_VERSION).default(API_VERSION),
-  kind: z.literal('AgentUpgrade'),
-  metadata: Metadata,
-  spec: AgentUpgradeSpec,
-  status: z.looseObject({}).optional(),
-});
+export const AgentUpgrade = objectKind('AgentUpgrade', AgentUpgradeSpec);
 export type AgentUpgrade = z.infer<typeof AgentUpgrade>;
 
 // ---------------------------------------------------------------------------------------------
@@ -440,13 +421,7 @@ export const DataObjectSpec = strict({
   });
 export type DataObjectSpec = z.infer<typeof DataObjectSpec>;
 
-export const DataObject = strict({
-  apiVersion: z.literal(API_VERSION).default(API_VERSION),
-  kind: z.literal('DataObject'),
-  metadata: Metadata,
-  spec: DataObjectSpec,
-  status: z.looseObject({}).optional(),
-});
+export const DataObject = objectKind('DataObject', DataObjectSpec);
 export type DataObject = z.infer<typeof DataObject>;
 
 export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, Registry, AgentUpgrade, DataObject]);

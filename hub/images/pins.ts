@@ -162,17 +162,7 @@ export class ImagePins {
       image,
     );
     if (!old) return undefined;
-    run(
-      this.db,
-      `INSERT INTO image_pins (project, workload, revision, image, digest, resolved_at) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT(project, workload, revision, image) DO NOTHING`,
-      project,
-      workload,
-      revision,
-      image,
-      old.digest,
-      new Date().toISOString(),
-    );
+    this.save(project, workload, revision, image, old.digest);
     log.info(
       { project, workload, revision, image, digest: old.digest, from },
       'image pinned as the revision rolled back to',
@@ -207,17 +197,7 @@ export class ImagePins {
         // Tagged by its digest too (as a pull by digest is): the tag may move on, the pinned
         // manifest stays in the cache (pullable by digest, its blobs referenced) for this revision.
         await this.cache.tag(project, name.repository, found.digest.replace(':', '-'), found.digest);
-        run(
-          this.db,
-          `INSERT INTO image_pins (project, workload, revision, image, digest, resolved_at) VALUES (?, ?, ?, ?, ?, ?)
-           ON CONFLICT(project, workload, revision, image) DO NOTHING`,
-          project,
-          workload,
-          revision,
-          image,
-          found.digest,
-          new Date().toISOString(),
-        );
+        this.save(project, workload, revision, image, found.digest);
         this.failed.delete(key);
         log.info({ project, workload, revision, image, digest: found.digest }, 'image pinned');
       } catch (err) {
@@ -235,6 +215,21 @@ export class ImagePins {
         this.bump(project);
       }
     })();
+  }
+
+  /** Records what a revision's image resolved to; the first answer for a revision stays. */
+  private save(project: string, workload: string, revision: number, image: string, digest: string): void {
+    run(
+      this.db,
+      `INSERT INTO image_pins (project, workload, revision, image, digest, resolved_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(project, workload, revision, image) DO NOTHING`,
+      project,
+      workload,
+      revision,
+      image,
+      digest,
+      new Date().toISOString(),
+    );
   }
 
   private bump(project: string): void {
