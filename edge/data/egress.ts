@@ -127,7 +127,24 @@ export class EdgeEgress {
   start(): void {
     this.timer = setInterval(() => void this.scan(), this.o.scanMs ?? EGRESS_SCAN_MS);
     this.timer.unref();
-    void this.scan();
+    void this.releaseDone().then(() => this.scan());
+  }
+
+  /**
+   * Blobs of files the hub already holds that are still in the store: an agent killed between
+   * marking a file done and dropping its blob left them (release is the step after the commit).
+   */
+  private async releaseDone(): Promise<void> {
+    const done = cachedStatement(
+      this.db,
+      "SELECT DISTINCT digest FROM egress_files WHERE state = 'done' AND digest NOT IN (SELECT digest FROM egress_files WHERE state = 'queued')",
+    ).all() as { digest: BlobDigest }[];
+    const outbox = new Set(this.o.blobs.outbox().map((o) => o.digest));
+    for (const { digest } of done)
+      if (!outbox.has(digest) && this.o.blobs.files.has(digest))
+        await this.release(digest).catch((err: unknown) =>
+          log.warn({ err, digest }, 'could not drop an uploaded blob'),
+        );
   }
 
   async stop(): Promise<void> {
