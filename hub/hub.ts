@@ -7,7 +7,9 @@
  * const hub = await startHub({ dataDir: '/var/lib/outpost-hub', listen: '0.0.0.0:7443' });
  * console.log(hub.url, hub.adminToken);
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
@@ -55,6 +57,7 @@ import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
 import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
+import { EdgeLeases, LEASE_RENEW_MS } from './state/leases.js';
 import { redactUrl } from './state/pg/sync-client.js';
 import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
@@ -213,6 +216,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   // The hub's tables: in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
   const db: SqlDb = pg ?? store.db;
+  // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
+  const leases = pg
+    ? new EdgeLeases(pg, `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`)
+    : undefined;
   if (!pg) migrateHub(store.db);
   state = pg ? postgresHubState(pg) : sqliteHubState(store.db);
   changes = new ChangeFeed(state);
@@ -409,12 +416,17 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         ? undefined
         : `this edge was decommissioned on ${new Date(at).toISOString()}: it is no longer part of the fleet; run outpost edge uninstall on it, or enroll it again with a new join token`;
     },
-    onConnect: (conn) => edges.connected(conn),
+    onConnect: (conn) => {
+      edges.connected(conn);
+      leases?.take(conn.edge);
+    },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
     // written from the assignments before the edge is answered, in this replica's new epoch.
     onNewMailbox: (edge) => sched.writeSpec(edge),
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);
+      // A newer connection of the edge to this same process holds the lease now: keep it.
+      if (!sync?.connection(conn.edge)) leases?.release(conn.edge);
       tunnel.onDisconnect(conn);
       metrics.connectionClosed(conn.session.stats);
     },
@@ -438,6 +450,25 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
   edges.start();
+  // Several hub processes on one PostgreSQL: one serves each edge (hub/state/leases.ts). Every few
+  // seconds this one renews its leases, and closes its connection of an edge another took since.
+  const leaseTimer = leases
+    ? setInterval(() => {
+        try {
+          const server = sync;
+          if (!server) return;
+          for (const edge of leases.renew(server.connections().map((c) => c.edge)))
+            server.disconnect(
+              edge as EdgeName,
+              'replaced',
+              'a newer connection of this edge is served by another hub replica',
+            );
+        } catch (err) {
+          log.warn({ err }, 'could not renew the edge leases (retried)');
+        }
+      }, LEASE_RENEW_MS)
+    : undefined;
+  leaseTimer?.unref();
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -482,6 +513,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       blobs.stop();
       pins.stop();
       upgrades?.stop();
+      clearInterval(leaseTimer);
       deliveries?.stop();
       await sink?.stop();
       await catalog.stop();

@@ -26,6 +26,7 @@ import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
 import {
   assignmentStoreSuite,
+  edgeLeaseSuite,
   edgeStateSuite,
   eventLogSuite,
   objectStateSuite,
@@ -82,6 +83,7 @@ describe('hub state on PostgreSQL', () => {
   edgeStateSuite(fresh);
   eventLogSuite(fresh);
   assignmentStoreSuite(freshDb);
+  edgeLeaseSuite(freshDb);
   statusStateSuite(() => {
     const db = freshDb();
     return { db, state: postgresHubState(db) };

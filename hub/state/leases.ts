@@ -1,0 +1,102 @@
+/**
+ * @module Edge leases (issue #22; docs/operations.md, "HA and scale-out"): which hub process serves
+ * each connected edge, when several share one PostgreSQL. A hub takes an edge's lease at the
+ * handshake (a newer connection wins, whichever replica held it) and renews the leases of its
+ * connections in one statement every few seconds; a renewal finds the edges another replica took
+ * since, and the hub closes its own, older connection of each. A lease that is not renewed expires:
+ * the edges of a replica that died are nobody's.
+ *
+ * | table | |
+ * |---|---|
+ * | edge_leases | edge, replica, expires_at, taken_at |
+ */
+import type { Migration } from '../../sync/sqlite.js';
+import { all, jsonListParam, migrateTables, run, transaction, type SqlDb } from './sql.js';
+
+export const LEASE_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE edge_leases (
+        edge TEXT PRIMARY KEY,
+        replica TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        taken_at INTEGER NOT NULL
+      );
+    `,
+  },
+];
+
+/** A lease outlives three missed renewals. */
+export const LEASE_RENEW_MS = 5_000;
+export const LEASE_TTL_MS = 3 * LEASE_RENEW_MS;
+
+export interface EdgeLease {
+  edge: string;
+  replica: string;
+  expiresAt: number;
+  takenAt: number;
+}
+
+export class EdgeLeases {
+  constructor(
+    private readonly db: SqlDb,
+    /** This hub process, as other replicas see it in the table. */
+    readonly replica: string,
+  ) {
+    migrateTables(db, 'hub-leases', LEASE_MIGRATIONS);
+  }
+
+  /** Takes the edge's lease for this replica, from whoever held it: the newest connection wins. */
+  take(edge: string, now = Date.now()): void {
+    run(
+      this.db,
+      `INSERT INTO edge_leases (edge, replica, expires_at, taken_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT(edge) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at, taken_at = excluded.taken_at`,
+      edge,
+      this.replica,
+      now + LEASE_TTL_MS,
+      now,
+    );
+  }
+
+  /**
+   * Extends this replica's leases of `edges` and answers those it no longer holds: another replica
+   * took them (its connection of the edge is newer), or the row is gone.
+   */
+  renew(edges: string[], now = Date.now()): string[] {
+    if (edges.length === 0) return [];
+    return transaction(this.db, () => {
+      run(
+        this.db,
+        `UPDATE edge_leases SET expires_at = ? WHERE replica = ? AND edge IN (${jsonListParam(this.db)})`,
+        now + LEASE_TTL_MS,
+        this.replica,
+        JSON.stringify(edges),
+      );
+      const mine = new Set(
+        all<{ edge: string }>(
+          this.db,
+          `SELECT edge FROM edge_leases WHERE replica = ? AND edge IN (${jsonListParam(this.db)})`,
+          this.replica,
+          JSON.stringify(edges),
+        ).map((r) => r.edge),
+      );
+      return edges.filter((e) => !mine.has(e));
+    });
+  }
+
+  /** The connection ended: the lease goes, if it is still ours. */
+  release(edge: string): void {
+    run(this.db, 'DELETE FROM edge_leases WHERE edge = ? AND replica = ?', edge, this.replica);
+  }
+
+  /** Who serves each edge (live leases only). */
+  list(now = Date.now()): EdgeLease[] {
+    return all<{ edge: string; replica: string; expires_at: number; taken_at: number }>(
+      this.db,
+      'SELECT edge, replica, expires_at, taken_at FROM edge_leases WHERE expires_at > ? ORDER BY edge',
+      now,
+    ).map((r) => ({ edge: r.edge, replica: r.replica, expiresAt: Number(r.expires_at), takenAt: Number(r.taken_at) }));
+  }
+}
