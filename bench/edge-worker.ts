@@ -418,6 +418,9 @@ async function uploadData(e: SimEdge): Promise<{ ms: number; bytes: number; sock
 
 type Cmd = { op: string; rid: number } & Record<string, unknown>;
 
+/** The edges a command names, or all of this worker's. */
+const namesOf = (cmd: Cmd): string[] => (cmd.names as string[] | undefined) ?? [...edges.keys()];
+
 async function handle(cmd: Cmd): Promise<unknown> {
   switch (cmd.op) {
     case 'init':
@@ -426,12 +429,10 @@ async function handle(cmd: Cmd): Promise<unknown> {
     case 'enroll':
       return enroll(cmd.names as string[], cmd.joinToken as string, (cmd.concurrency as number) ?? 4);
     case 'connect':
-      await connect((cmd.names as string[] | undefined) ?? [...edges.keys()], (cmd.window as number) ?? 100);
+      await connect(namesOf(cmd), (cmd.window as number) ?? 100);
       return true;
     case 'disconnect':
-      await Promise.all(
-        ((cmd.names as string[] | undefined) ?? [...edges.keys()]).map((n) => edges.get(n)?.client?.stop()),
-      );
+      await Promise.all(namesOf(cmd).map((n) => edges.get(n)?.client?.stop()));
       return true;
     case 'mark': {
       requireNewConnection = !!cmd.requireNewConnection;
@@ -546,26 +547,26 @@ async function handle(cmd: Cmd): Promise<unknown> {
       return { report, spec };
     }
     case 'fetchBlob': {
-      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      const names = namesOf(cmd);
       return Promise.all(names.map((n) => fetchBlob(edges.get(n)!, cmd.digest as string)));
     }
     case 'deliverData': {
-      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      const names = namesOf(cmd);
       return Promise.all(
         names.map((n) => deliverData(edges.get(n)!, cmd.object as string, Number(cmd.timeoutMs ?? 120_000))),
       );
     }
     case 'stageImages': {
-      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      const names = namesOf(cmd);
       return Promise.all(names.map((n) => stageImages(edges.get(n)!, Number(cmd.timeoutMs ?? 120_000))));
     }
     case 'prepareUpload': {
-      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      const names = namesOf(cmd);
       for (const n of names) await prepareUpload(edges.get(n)!, Number(cmd.files), Number(cmd.size));
       return true;
     }
     case 'uploadData': {
-      const names = (cmd.names as string[] | undefined) ?? [...edges.keys()];
+      const names = namesOf(cmd);
       return Promise.all(names.map((n) => uploadData(edges.get(n)!)));
     }
     case 'stats': {

@@ -6,7 +6,6 @@
  */
 import { z } from 'zod';
 import { DIGEST_PATTERN } from './blobs.js';
-import { NAME_PATTERN } from './ids.js';
 import { isObjectPath, type DataObject } from './resources.js';
 
 /** The edge's directory for delivered objects, under its data directory; workloads read from it. */
@@ -16,9 +15,6 @@ export const OBJECTS_DIR_ENV = 'OUTPOST_DATA_OBJECTS_DIR';
  * only, at the path it gives (podman, kubernetes). Process workloads always get OUTPOST_DATA_OBJECTS_DIR.
  */
 export const OBJECTS_MOUNT_ANNOTATION = 'data.outpost.dev/objects';
-
-/** At most this many DataObjects per edge: the spec document stays small. */
-export const MAX_OBJECTS_PER_EDGE = 256;
 
 /** One DataObject as the hub orders an edge to hold it. */
 export const DeliveryOrder = z.strictObject({
@@ -56,9 +52,6 @@ export const DeliveryProgress = z.strictObject({
   previous: z.string().max(64).optional(),
 });
 export type DeliveryProgress = z.infer<typeof DeliveryProgress>;
-
-/** A DataObject name as a key of the mailbox's data maps. */
-export const isDataObjectName = (s: string) => NAME_PATTERN.test(s);
 
 /** The order a DataObject gives every edge it selects. */
 export function deliveryOrder(o: DataObject): DeliveryOrder {

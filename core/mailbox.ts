@@ -14,7 +14,8 @@
 import { Counter, getBackend, ImmutableString, type Doc } from '@automerge/automerge/slim';
 import { z } from 'zod';
 import { HEARTBEAT_INTERVAL_MS } from './durations.js';
-import { DeliveryOrder, DeliveryProgress, isDataObjectName } from './delivery.js';
+import { DeliveryOrder, DeliveryProgress } from './delivery.js';
+import { isValidName } from './ids.js';
 import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
 import {
@@ -258,7 +259,7 @@ export function readReportData(doc: Partial<ReportDoc>): Record<string, Delivery
 function jsonMap<T>(m: { [name: string]: Str } | undefined, schema: z.ZodType<T>): Record<string, T> {
   const out: Record<string, T> = {};
   for (const [name, v] of Object.entries(m ?? {})) {
-    if (!isDataObjectName(name)) continue;
+    if (!isValidName(name)) continue;
     const x = jsonValue(s(v), schema);
     if (x) out[name] = x;
   }

@@ -603,7 +603,8 @@ export class SyncServer {
     this.inboxScheduled = false;
     const items = this.inbox;
     this.inbox = [];
-    const answer: { conn: EdgeConnection; id: DocId }[] = [];
+    // One answer per connection and document, however many of its frames the burst held.
+    const answer = new Map<EdgeConnection, Set<DocId>>();
     const failed = new Set<EdgeConnection>();
     try {
       this.opts.store.batch(() => {
@@ -612,7 +613,7 @@ export class SyncServer {
           if (failed.has(it.conn) || this.conns.get(it.conn.edge) !== it.conn) continue;
           try {
             const id = it.conn.session.receive(it.frame, it.bytes, { deferFlush: true });
-            if (id) answer.push({ conn: it.conn, id });
+            if (id) (answer.get(it.conn) ?? answer.set(it.conn, new Set()).get(it.conn)!).add(id);
           } catch (err) {
             failed.add(it.conn);
             this.frameFailed(it.conn.socket, it.conn.edge, err);
@@ -637,7 +638,7 @@ export class SyncServer {
       }
       return;
     }
-    for (const a of answer) if (!failed.has(a.conn)) a.conn.session.flush(a.id);
+    for (const [conn, ids] of answer) if (!failed.has(conn)) for (const id of ids) conn.session.flush(id);
   }
 
   private refuse(ws: WebSocket, edge: EdgeName, code: ErrorCode, message: string): void {

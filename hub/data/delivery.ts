@@ -21,10 +21,9 @@ import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { readReportData, readSpecData, setSpecData, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import type { DataObject, Edge } from '../../core/resources.js';
-import { selectEdges } from '../../core/selector.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { isOnline, schedulableEdges } from '../edges/phase.js';
+import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import { edgeLiveness } from '../state/edges.js';
 import { recordEvent } from '../state/events.js';
@@ -121,11 +120,7 @@ export class DataDeliveries {
       edges = schedulableEdges(this.objects.list<Edge>('Edge', project), edgeLiveness(this.db, project));
       fleets.set(project, edges);
     }
-    // A drained edge still holds its data: delivery is not scheduling.
-    return selectEdges(
-      edges.map((e) => ({ ...e, unschedulable: false })),
-      o.spec,
-    );
+    return edgesReached(edges, o.spec);
   }
 
   private specOrder(edge: string, name: string): DeliveryOrder | undefined {

@@ -5,7 +5,8 @@
  */
 import type { EdgePhase } from '../../core/api/views.js';
 import { OFFLINE_AFTER_MS } from '../../core/durations.js';
-import type { Edge } from '../../core/resources.js';
+import type { Edge, LabelSelector } from '../../core/resources.js';
+import { selectEdges } from '../../core/selector.js';
 import type { EdgeLiveness } from '../state/edges.js';
 
 export type { EdgeLiveness, EdgeRuntime } from '../state/edges.js';
@@ -37,4 +38,18 @@ export function schedulableEdges(
       annotations: e.metadata.annotations,
       unschedulable: e.spec.unschedulable,
     }));
+}
+
+/**
+ * The approved edges `spec` selects, drained ones included: draining stops placing workloads on
+ * an edge, not the upgrades of its agent (hub/upgrades/) nor the data delivered to it (hub/data/).
+ */
+export function edgesReached(
+  edges: ReturnType<typeof schedulableEdges>,
+  spec: { edgeSelector?: LabelSelector; edges?: string[] },
+): string[] {
+  return selectEdges(
+    edges.map((e) => ({ ...e, unschedulable: false })),
+    spec,
+  );
 }

@@ -11,7 +11,7 @@
  * | edge_leases | edge, replica, expires_at, taken_at |
  */
 import type { Migration } from '../../sync/sqlite.js';
-import { all, jsonListParam, migrateTables, run, transaction, type SqlDb } from './sql.js';
+import { all, jsonListParam, migrateTables, run, type SqlDb } from './sql.js';
 
 export const LEASE_MIGRATIONS: Migration[] = [
   {
@@ -66,24 +66,17 @@ export class EdgeLeases {
    */
   renew(edges: string[], now = Date.now()): string[] {
     if (edges.length === 0) return [];
-    return transaction(this.db, () => {
-      run(
+    // One statement: the rows it extends are the leases still ours.
+    const mine = new Set(
+      all<{ edge: string }>(
         this.db,
-        `UPDATE edge_leases SET expires_at = ? WHERE replica = ? AND edge IN (${jsonListParam(this.db)})`,
+        `UPDATE edge_leases SET expires_at = ? WHERE replica = ? AND edge IN (${jsonListParam(this.db)}) RETURNING edge`,
         now + LEASE_TTL_MS,
         this.replica,
         JSON.stringify(edges),
-      );
-      const mine = new Set(
-        all<{ edge: string }>(
-          this.db,
-          `SELECT edge FROM edge_leases WHERE replica = ? AND edge IN (${jsonListParam(this.db)})`,
-          this.replica,
-          JSON.stringify(edges),
-        ).map((r) => r.edge),
-      );
-      return edges.filter((e) => !mine.has(e));
-    });
+      ).map((r) => r.edge),
+    );
+    return edges.filter((e) => !mine.has(e));
   }
 
   /** The connection ended: the lease goes, if it is still ours. */

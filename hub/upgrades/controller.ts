@@ -32,12 +32,11 @@ import {
 } from '../../core/mailbox.js';
 import type { AgentUpgrade, Edge } from '../../core/resources.js';
 import { planRollout, type RolloutCounts, type RolloutEdge, type RolloutPhase } from '../../core/rollout.js';
-import { selectEdges } from '../../core/selector.js';
 import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
-import { isOnline, schedulableEdges } from '../edges/phase.js';
+import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
 
@@ -160,11 +159,7 @@ export class AgentUpgradeController {
       this.objects.list<Edge>('Edge', u.metadata.project),
       edgeLiveness(this.db, u.metadata.project),
     );
-    // Drained edges still run an agent: an upgrade reaches them too.
-    return selectEdges(
-      edges.map((e) => ({ ...e, unschedulable: false })),
-      u.spec,
-    );
+    return edgesReached(edges, u.spec);
   }
 
   /** Edge -> the AgentUpgrade that holds it in this project (first by name). */
