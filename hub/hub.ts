@@ -374,6 +374,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
             },
             ...(tls ? { ca: tls.caPem } : {}),
           }),
+          onReplicaConnection: (s: Socket) => connLimit.exempt(s),
         }
       : {}),
     onEdgeStream: (conn, s) =>
@@ -544,6 +545,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     blobs,
     async close() {
+      try {
+        replicas?.remove(); // the other replicas stop forwarding here at once
+      } catch (err) {
+        log.warn({ err }, "could not remove this replica's row (it expires)");
+      }
       blobs.stop();
       pins.stop();
       upgrades?.stop();
@@ -561,11 +567,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       await closed;
       await scheduler!.idle();
       store.close();
-      try {
-        replicas?.remove(); // the other replicas stop forwarding here at once
-      } catch (err) {
-        log.warn({ err }, "could not remove this replica's row (it expires)");
-      }
       await pg?.close();
     },
   };
