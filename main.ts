@@ -214,7 +214,7 @@ export function buildProgram(): Command {
         // The old hub's CA, secrets key and release key, so its edges trust every replica.
         const id = key ? await shareHubIdentity(pg, { dataDir: data, key, ownCa: !tlsCert, make: false }) : undefined;
         process.stdout.write(
-          `moved ${r.rows} rows of ${data}/hub.db into ${redactUrl(database)}; ${identityAdvice(data, id)}; start the hub with: outpost hub --data ${data} --database URL (or OUTPOST_DATABASE)${key ? ' --identity-key FILE' : ''}; edges reconnect with their credentials\n`,
+          `moved ${r.rows} rows of ${data}/hub.db into ${redactUrl(database)}; start the hub with: outpost hub --data ${data} --database URL (or OUTPOST_DATABASE)${key ? ' --identity-key FILE' : ''}; edges reconnect with their credentials\n${identityAdvice(data, id)}\n`,
         );
       } finally {
         await pg.close();
