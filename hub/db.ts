@@ -154,6 +154,12 @@ export const HUB_MIGRATIONS = [
     // scheduling reads a small JSON object instead of parsing every inventory.
     sql: 'ALTER TABLE edge_runtime ADD COLUMN inventory_labels TEXT;',
   },
+  {
+    version: 6,
+    // A rollout's counts and maxUnavailable (JSON) next to its phase: hub replicas that do not plan
+    // show what the planning one decided (hub/replicas/).
+    sql: 'ALTER TABLE rollouts ADD COLUMN progress TEXT;',
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

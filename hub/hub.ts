@@ -58,6 +58,7 @@ import { SqlAssignmentStore } from './state/assignments.js';
 import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases, LEASE_RENEW_MS } from './state/leases.js';
+import { startReplicas, type Replicas } from './replicas/index.js';
 import { redactUrl } from './state/pg/sync-client.js';
 import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
@@ -233,8 +234,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   let imageStagingRef: HubStaging | undefined;
+  let replicas: Replicas | undefined;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
+    replicas?.send({ t: 'object', kind: c.kind, project: c.project, name: c.name });
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
@@ -421,8 +424,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       leases?.take(conn.edge);
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
-    // written from the assignments before the edge is answered, in this replica's new epoch.
-    onNewMailbox: (edge) => sched.writeSpec(edge),
+    // written from the assignments before the edge is answered, in this replica's new epoch. With
+    // replicas, every time: another replica may have served the edge since this one last did.
+    beforeWelcome: (edge, fresh) => {
+      if (fresh || replicas) sched.writeSpec(edge);
+    },
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);
       // A newer connection of the edge to this same process holds the lease now: keep it.
@@ -447,6 +453,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
   });
   sync.attach(server);
+  // Several hub processes on one PostgreSQL: one plans, each writes its edges' specs (hub/replicas/).
+  if (pg && leases)
+    replicas = startReplicas({
+      pg,
+      id: leases.replica,
+      scheduler: sched,
+      connected: (edge) => !!sync?.connection(edge as EdgeName),
+      changes,
+      objectWritten: (kind) => {
+        if (kind === 'AgentUpgrade') upgrades?.mark();
+        else if (kind === 'DataObject') deliveries?.mark();
+      },
+    });
 
   // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
   edges.start();
@@ -514,6 +533,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       pins.stop();
       upgrades?.stop();
       clearInterval(leaseTimer);
+      replicas?.close();
       deliveries?.stop();
       await sink?.stop();
       await catalog.stop();
