@@ -16,6 +16,7 @@ export default defineConfig({
       'hub/state/**/*.test.ts',
       'hub/edges/**/*.test.ts',
       'hub/scheduler/{queue,targets,rollout,assign,spec-writer}.test.ts',
+      'hub/replicas/bus.test.ts',
       'hub/auth/{edge-credentials,roles,tokens}.test.ts',
       'hub/tunnel/proxy-session.test.ts',
       'hub/catalog/state.test.ts',
