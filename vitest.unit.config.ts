@@ -18,7 +18,7 @@ export default defineConfig({
       'hub/scheduler/{queue,targets,rollout,assign,spec-writer}.test.ts',
       'hub/replicas/bus.test.ts',
       'hub/auth/{edge-credentials,roles,tokens}.test.ts',
-      'hub/tunnel/proxy-session.test.ts',
+      'hub/tunnel/{proxy-session,forward}.test.ts',
       'hub/catalog/state.test.ts',
       'hub/images/cache.test.ts',
       'ui/src/diff.test.ts',

@@ -12,6 +12,7 @@ import { CATALOG_MIGRATIONS } from './catalog/state.js';
 import { IMAGE_MIGRATIONS } from './images/cache.js';
 import { IMAGE_PIN_MIGRATIONS } from './images/pins.js';
 import { LEASE_MIGRATIONS } from './state/leases.js';
+import { REPLICA_MIGRATIONS } from './state/replicas.js';
 import { BLOB_MIGRATIONS } from './state/blobs.js';
 import { DATA_FILE_MIGRATIONS } from './state/data-files.js';
 import { PROXY_SESSION_MIGRATIONS } from './tunnel/proxy-session.js';
@@ -182,5 +183,6 @@ export function hubSchemas(): { component: string; migrations: Migration[] }[] {
     { component: 'images', migrations: IMAGE_MIGRATIONS },
     { component: 'image-pins', migrations: IMAGE_PIN_MIGRATIONS },
     { component: 'hub-leases', migrations: LEASE_MIGRATIONS },
+    { component: 'hub-replicas', migrations: REPLICA_MIGRATIONS },
   ];
 }
