@@ -4,7 +4,8 @@
  *
  * 1. A placement applied through replica 1 reaches READY 6/6 although two thirds of the edges are
  *    served by the other replicas (the leader plans, each replica writes its own edges' specs);
- *    `get placements` through each replica shows the same summary and rollout.
+ *    `get placements` through each replica shows the same summary and rollout; `outpost logs` and
+ *    `exec` through replica 3 reach an edge replica 1 serves.
  * 2. A new version rolls out with maxUnavailable 2 (each edge needs ~3 s to be Ready again); the
  *    replica that plans is killed -9 in the middle. Its edges move to the others, another replica
  *    takes over the planning, and the rollout completes with never more than 2 edges unavailable
@@ -46,7 +47,7 @@ function workload(version: string) {
               {
                 name: 'main',
                 image: 'localhost/outpost-busybox:latest',
-                command: ['sh', '-c', `echo $$$$ > ${pids}/web.$$$$.pid && exec sleep 3600`],
+                command: ['sh', '-c', `echo $$$$ > ${pids}/web.$$$$.pid && echo started $$VERSION && exec sleep 3600`],
                 env: [{ name: 'VERSION', value: version }],
                 readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 3, periodSeconds: 1 },
               },
@@ -159,6 +160,15 @@ describe('three hub replicas on one PostgreSQL', () => {
     const out = await cli(['get', 'placements'], { OUTPOST_HUB: hubs[2].url, OUTPOST_TOKEN: hubs[2].token });
     expect(out.stderr).toBe('');
     expect(out.stdout).toMatch(/web\s.*6\/6/);
+
+    // logs and exec through replica 3 reach an edge replica 1 serves (forwarded between replicas).
+    const env = { OUTPOST_HUB: hubs[2].url, OUTPOST_TOKEN: hubs[2].token };
+    const logs = await cli(['logs', 'edge/r-e1', 'web'], env);
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toContain('started v1');
+    const ex = await cli(['exec', 'edge/r-e1', 'web', '--', 'sh', '-c', 'echo on-$VERSION; exit 4'], env);
+    expect(ex.stdout).toBe('on-v1\n');
+    expect(ex.code).toBe(4);
     expect(leaderOf()).toBeDefined();
   }, 150_000);
 
