@@ -86,6 +86,12 @@ export function buildProgram(): Command {
       ).env('OUTPOST_IDENTITY_KEY_FILE'),
     )
     .option('--listen <host:port>', 'address to listen on', '0.0.0.0:7443')
+    .addOption(
+      new Option(
+        '--advertise-url <url>',
+        'with --database: the URL the other hub replicas reach this one at, for the tunnel requests they forward (default: the hub URL when --listen names one address, else https://HOSTNAME:PORT)',
+      ).env('OUTPOST_ADVERTISE_URL'),
+    )
     .option('--insecure-http', 'serve plain HTTP (local development only)')
     .option('--tls-cert <file>', 'serve this certificate chain instead of the hub-made one')
     .option('--tls-key <file>', 'key of --tls-cert')
@@ -133,11 +139,23 @@ export function buildProgram(): Command {
         requireApproval?: boolean;
         database?: string;
         identityKey?: string;
+        advertiseUrl?: string;
       }) => {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+        if (o.advertiseUrl !== undefined && !o.database)
+          throw new UsageError(
+            '--advertise-url needs --database: only hub replicas sharing a PostgreSQL forward requests to each other',
+          );
         // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
         const { startHub } = await import('./hub/hub.js');
         const { parseScanner } = await import('./hub/scan/clamd.js');
+        const { parseAdvertiseUrl } = await import('./hub/state/replicas.js');
+        let advertiseUrl: string | undefined;
+        try {
+          advertiseUrl = o.advertiseUrl === undefined ? undefined : parseAdvertiseUrl(o.advertiseUrl);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
         let scanner;
         try {
           scanner = o.scanner === undefined ? undefined : parseScanner(o.scanner);
@@ -169,6 +187,7 @@ export function buildProgram(): Command {
           maxConnectionsPerAddress: o.maxConnectionsPerAddress,
           ...(o.database ? { database: o.database } : {}),
           ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
+          ...(advertiseUrl ? { advertiseUrl } : {}),
           ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);

@@ -96,3 +96,24 @@ export const IMAGE_RESOLVE_RETRY_MS = 30_000;
  * its way out) is asked to go again after this long (edge/images/gc.ts).
  */
 export const IMAGE_GC_RETRY_MS = 10_000;
+/**
+ * Hub replicas on one PostgreSQL (hub/replicas/): the replica session pings the server this often,
+ * so a replica whose connection (and with it the leader's lock) is gone knows within a ping and
+ * stops planning; a lost session is made again after REPLICA_RETRY_MS, and a message the database
+ * refused is sent again after it.
+ */
+export const REPLICA_PING_MS = 2_000;
+export const REPLICA_RETRY_MS = 1_000;
+/**
+ * A tunnel request forwarded to the hub replica that serves the edge (hub/tunnel/forward.ts) must
+ * have its connection to that replica (TCP, and TLS: a live process answers the handshake) within
+ * this, or the client gets 503 naming the replica: a replica that died refuses at once on most
+ * networks, one whose host is gone never answers. Past the connection the tunnel's own deadlines
+ * apply (a one-shot exec answers only when its command ends).
+ */
+export const FORWARD_CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * A forwarded request's signature is accepted for this long after it was made (either way: the
+ * replicas' clocks may differ a little); an older one is refused as a replay.
+ */
+export const FORWARD_SIGNATURE_MAX_AGE_MS = 60_000;

@@ -7,9 +7,7 @@
  * const hub = await startHub({ dataDir: '/var/lib/outpost-hub', listen: '0.0.0.0:7443' });
  * console.log(hub.url, hub.adminToken);
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
@@ -58,12 +56,15 @@ import { SqlAssignmentStore } from './state/assignments.js';
 import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases, LEASE_RENEW_MS } from './state/leases.js';
+import { startReplicas, type Replicas } from './replicas/index.js';
+import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/sync-client.js';
 import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { shareHubIdentity } from './identity/index.js';
 import { loadIdentityKey } from './identity/key.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
+import { ReplicaForwarder } from './tunnel/forward.js';
 import { TunnelGateway } from './tunnel/gateway.js';
 
 const log = createLogger('hub');
@@ -103,6 +104,12 @@ export interface HubOptions {
    * one CA, secrets key and release key are kept sealed in the database and written into `dataDir`.
    */
   identityKeyFile?: string;
+  /**
+   * With `database`: the URL the other replicas reach this one at, for tunnel requests they
+   * forward (docs/tunnel.md). Default: the hub's own URL when it listens on one address, else
+   * PROTO://HOSTNAME:PORT.
+   */
+  advertiseUrl?: string;
 }
 
 /**
@@ -236,9 +243,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // The hub's tables: in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
   const db: SqlDb = pg ?? store.db;
   // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
-  const leases = pg
-    ? new EdgeLeases(pg, `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`)
-    : undefined;
+  const replicaId = newReplicaId();
+  const leases = pg ? new EdgeLeases(pg, replicaId) : undefined;
+  // The replicas' URLs, for tunnel requests one forwards to the replica serving the edge.
+  const replicas = pg ? new HubReplicas(pg, replicaId) : undefined;
   if (!pg) migrateHub(store.db);
   state = pg ? postgresHubState(pg) : sqliteHubState(store.db);
   changes = new ChangeFeed(state);
@@ -252,8 +260,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   let imageStagingRef: HubStaging | undefined;
+  let peers: Replicas | undefined;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
+    peers?.send({ t: 'object', kind: c.kind, project: c.project, name: c.name });
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
@@ -375,6 +385,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     auth: hubAuth,
     sync: () => sync,
     registry,
+    ...(replicas && leases
+      ? {
+          forward: new ReplicaForwarder({
+            self: replicaId,
+            key: replicas.forwardKey(),
+            holder: (edge) => {
+              const id = leases.holder(edge);
+              return id === undefined ? undefined : replicas.live(id);
+            },
+            ...(tls ? { ca: tls.caPem } : {}),
+          }),
+        }
+      : {}),
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
@@ -440,8 +463,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       leases?.take(conn.edge);
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
-    // written from the assignments before the edge is answered, in this replica's new epoch.
-    onNewMailbox: (edge) => sched.writeSpec(edge),
+    // written from the assignments before the edge is answered, in this replica's new epoch. With
+    // replicas, every time: another replica may have served the edge since this one last did.
+    beforeWelcome: (edge, fresh) => {
+      if (fresh || peers) sched.writeSpec(edge);
+    },
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);
       // A newer connection of the edge to this same process holds the lease now: keep it.
@@ -466,6 +492,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
   });
   sync.attach(server);
+  // Several hub processes on one PostgreSQL: one plans, each writes its edges' specs (hub/replicas/).
+  if (pg && leases)
+    peers = startReplicas({
+      pg,
+      id: leases.replica,
+      scheduler: sched,
+      connected: (edge) => !!sync?.connection(edge as EdgeName),
+      changes,
+      objectWritten: (kind) => {
+        if (kind === 'AgentUpgrade') upgrades?.mark();
+        else if (kind === 'DataObject') deliveries?.mark();
+      },
+    });
 
   // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
   edges.start();
@@ -484,6 +523,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
             );
         } catch (err) {
           log.warn({ err }, 'could not renew the edge leases (retried)');
+        }
+        try {
+          if (replicas && !replicas.renew()) replicas.register(advertiseUrl);
+        } catch (err) {
+          log.warn({ err }, "could not renew this replica's row in hub_replicas (retried)");
         }
       }, LEASE_RENEW_MS)
     : undefined;
@@ -506,12 +550,21 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const urlHost =
     host === '0.0.0.0' || host === '::' ? (tls ? 'localhost' : '127.0.0.1') : host.includes(':') ? `[${host}]` : host;
   const url = `${tls ? 'https' : 'http'}://${urlHost}:${actualPort}`;
+  const advertiseUrl = opts.advertiseUrl ?? advertiseUrlOf(host, url, tls ? 'https' : 'http', actualPort);
+  replicas?.register(advertiseUrl);
   selfHosts = [...new Set([urlHost, host, 'localhost', '127.0.0.1', ...(opts.hosts ?? [])])]
     .filter((h) => h !== '0.0.0.0' && h !== '::')
     .map((h) => `${h}:${actualPort}`);
   scheduler.markAll();
   log.info(
-    { url, dataDir: opts.dataDir, database: opts.database ? redactUrl(opts.database) : 'sqlite', tls: !!tls, version },
+    {
+      url,
+      dataDir: opts.dataDir,
+      database: opts.database ? redactUrl(opts.database) : 'sqlite',
+      tls: !!tls,
+      version,
+      ...(replicas ? { replica: replicaId, advertiseUrl } : {}),
+    },
     'hub ready',
   );
 
@@ -533,6 +586,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       pins.stop();
       upgrades?.stop();
       clearInterval(leaseTimer);
+      peers?.close();
       deliveries?.stop();
       await sink?.stop();
       await catalog.stop();
@@ -546,6 +600,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       await closed;
       await scheduler!.idle();
       store.close();
+      try {
+        replicas?.remove(); // the other replicas stop forwarding here at once
+      } catch (err) {
+        log.warn({ err }, "could not remove this replica's row (it expires)");
+      }
       await pg?.close();
     },
   };

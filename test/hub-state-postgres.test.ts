@@ -28,6 +28,7 @@ import { tempDir } from './helpers.js';
 import {
   assignmentStoreSuite,
   edgeLeaseSuite,
+  hubReplicaSuite,
   edgeStateSuite,
   eventLogSuite,
   objectStateSuite,
@@ -85,6 +86,7 @@ describe('hub state on PostgreSQL', () => {
   eventLogSuite(fresh);
   assignmentStoreSuite(freshDb);
   edgeLeaseSuite(freshDb);
+  hubReplicaSuite(freshDb);
   statusStateSuite(() => {
     const db = freshDb();
     return { db, state: postgresHubState(db) };

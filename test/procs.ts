@@ -47,8 +47,13 @@ export interface HubProc {
   ca?: string;
 }
 
-export async function startHubProc(dataDir: string, port: number, extra: string[] = []): Promise<HubProc> {
-  const proc = new Proc(['hub', '--data', dataDir, '--listen', `127.0.0.1:${port}`, ...extra]);
+export async function startHubProc(
+  dataDir: string,
+  port: number,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<HubProc> {
+  const proc = new Proc(['hub', '--data', dataDir, '--listen', `127.0.0.1:${port}`, ...extra], env);
   const url = await waitFor(
     () =>
       /listening on (\S+)/.exec(proc.err)?.[1] ??

@@ -11,7 +11,7 @@
  * | edge_leases | edge, replica, expires_at, taken_at |
  */
 import type { Migration } from '../../sync/sqlite.js';
-import { all, jsonListParam, migrateTables, run, type SqlDb } from './sql.js';
+import { all, jsonListParam, migrateTables, one, run, type SqlDb } from './sql.js';
 
 export const LEASE_MIGRATIONS: Migration[] = [
   {
@@ -82,6 +82,16 @@ export class EdgeLeases {
   /** The connection ended: the lease goes, if it is still ours. */
   release(edge: string): void {
     run(this.db, 'DELETE FROM edge_leases WHERE edge = ? AND replica = ?', edge, this.replica);
+  }
+
+  /** The replica serving `edge` now (a live lease), if any. */
+  holder(edge: string, now = Date.now()): string | undefined {
+    return one<{ replica: string }>(
+      this.db,
+      'SELECT replica FROM edge_leases WHERE edge = ? AND expires_at > ?',
+      edge,
+      now,
+    )?.replica;
   }
 
   /** Who serves each edge (live leases only). */

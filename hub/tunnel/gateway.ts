@@ -5,8 +5,9 @@
  * Order of checks, all before anything reaches the edge: bearer token (401), the edge exists in
  * the token's project (404, so other projects' edges stay invisible), the role allows the action
  * (403: reading logs and kube reads need read; exec, proxy, actions and kube writes need write),
- * the edge is connected (503 `edge NAME is offline since T`, at once, never a hang). Every
- * tunnelled request is logged with the token id, the edge and the target; every stream has a
+ * the edge is connected (503 `edge NAME is offline since T`, at once, never a hang), or else served
+ * by another hub replica on the same PostgreSQL, to which the request is forwarded (forward.ts).
+ * Every tunnelled request is logged with the token id, the edge and the target; every stream has a
  * deadline and a byte budget.
  *
  * The routes are served on the raw node request (not hono): responses stream with backpressure
@@ -27,6 +28,7 @@ import type { Action, HubAuth, Principal } from '../api/context.js';
 import { MISSING_TOKEN, principalFromHeader, principalOf } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { EdgeState } from '../state/edges.js';
+import { refuseReplicaClaim, type ForwardTarget, type ReplicaForwarder } from './forward.js';
 import { kubeAction } from './kube-path.js';
 import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
 import {
@@ -73,8 +75,18 @@ export interface GatewayOptions {
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
+  /**
+   * Hub replicas on one PostgreSQL: requests for an edge another replica serves go there. Without
+   * it (SQLite: one process) an edge not connected here is offline.
+   */
+  forward?: ReplicaForwarder;
   /** A stream the edge opened (blob transfers); without it the edge's OPEN is refused. */
   onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
+}
+
+/** A request admitted here for an edge another replica serves. */
+interface Forwarding {
+  forward: ForwardTarget;
 }
 
 interface EdgeTunnel {
@@ -87,6 +99,7 @@ export class TunnelGateway {
   readonly limits: GatewayLimits;
   private readonly opened?: client.Counter<'type'>;
   private readonly bytes?: client.Counter<'direction'>;
+  private readonly forwarded?: client.Counter<'result'>;
   private readonly sessions: ProxySessions;
   private readonly verify = (token: string): Principal | null => this.opts.auth.verifyApiToken(token);
 
@@ -113,6 +126,12 @@ export class TunnelGateway {
         name: 'outpost_hub_tunnel_bytes_total',
         help: 'Tunnel stream bytes, counted when a stream closes: from_edge or to_edge',
         labelNames: ['direction'],
+        registers: [opts.registry],
+      });
+      this.forwarded = new client.Counter({
+        name: 'outpost_hub_tunnel_forwarded_total',
+        help: 'Tunnel requests forwarded to the hub replica serving the edge: ok (connected to it) or unreachable',
+        labelNames: ['result'],
         registers: [opts.registry],
       });
     }
@@ -150,6 +169,7 @@ export class TunnelGateway {
   }
 
   close(): void {
+    this.opts.forward?.close();
     for (const t of this.tunnels.values()) t.mux.close('the hub is shutting down');
     this.tunnels.clear();
   }
@@ -189,11 +209,15 @@ export class TunnelGateway {
       }
       return true;
     }
-    let ctx: RouteContext;
+    let ctx: RouteContext | Forwarding;
     try {
       ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', false);
     } catch (err) {
       sendError(res, err, m[3] === 'kube');
+      return true;
+    }
+    if ('forward' in ctx) {
+      this.opts.forward!.http(req, res, ctx.forward, (err) => sendError(res, err, route === 'kube'));
       return true;
     }
     const work =
@@ -219,7 +243,7 @@ export class TunnelGateway {
     const m = TUNNEL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
     if (!m) return false;
     socket.on('error', () => socket.destroy());
-    let ctx: RouteContext;
+    let ctx: RouteContext | Forwarding;
     try {
       ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', true);
       if (m[3] !== 'proxy' && m[3] !== 'kube' && m[3] !== 'exec')
@@ -227,6 +251,10 @@ export class TunnelGateway {
     } catch (err) {
       if (!(err instanceof OutpostError)) log.error({ err, path: req.url }, 'tunnel upgrade failed');
       socket.end(rawErrorResponse(err));
+      return true;
+    }
+    if ('forward' in ctx) {
+      this.opts.forward!.upgrade(req, socket, head, ctx.forward);
       return true;
     }
     ctx.upgrade = { socket, head };
@@ -342,7 +370,16 @@ export class TunnelGateway {
   }
 
   /** Authentication, authorization and the online check: everything that happens before the edge is involved. */
-  private admit(req: IncomingMessage, edge: EdgeName, route: string, rest: string, upgrade: boolean): RouteContext {
+  private admit(
+    req: IncomingMessage,
+    edge: EdgeName,
+    route: string,
+    rest: string,
+    upgrade: boolean,
+  ): RouteContext | Forwarding {
+    // Another replica forwarded it (checked signature), or a client: its claim to be one is refused.
+    const fw = this.opts.forward;
+    const forwardedBy = fw ? fw.forwardedBy(req) : refuseReplicaClaim(req);
     const p = this.authenticate(req, edge, route, rest);
     const rt = this.opts.edges.get(edge);
     if (!rt) throw new OutpostError('not_found', `edge ${edge} not found`);
@@ -352,6 +389,22 @@ export class TunnelGateway {
       notFound: `edge ${edge}`,
     });
     const conn = this.opts.sync()?.connection(edge);
+    // Served by another replica: forwarded there, once (a forwarded request is never sent on again).
+    const to = !conn && !forwardedBy ? fw?.holder(edge) : undefined;
+    if (to) {
+      log.info(
+        { user: p.tokenId, role: p.role, edge, target: `${route}${rest} ${req.method}`, replica: to.id, url: to.url },
+        'tunnel request forwarded to the hub replica serving the edge',
+      );
+      return {
+        forward: { edge, to, counted: (result) => this.forwarded?.inc({ result }) },
+      };
+    }
+    if (!conn && forwardedBy)
+      throw new OutpostError(
+        'offline',
+        `edge ${edge} is not connected to hub replica ${fw!.self} any more (hub replica ${forwardedBy} forwarded the request here): it moved or went offline; try again`,
+      );
     if (!conn) {
       const since = rt.disconnectedAt
         ? new Date(rt.disconnectedAt).toISOString()
@@ -379,7 +432,10 @@ export class TunnelGateway {
           gw.bytes?.inc({ direction: 'from_edge' }, s.bytesIn);
           gw.bytes?.inc({ direction: 'to_edge' }, s.bytesOut);
         });
-        log.info({ user: p.tokenId, role: p.role, edge, target, stream: s.id }, 'tunnel request');
+        log.info(
+          { user: p.tokenId, role: p.role, edge, target, stream: s.id, ...(forwardedBy ? { forwardedBy } : {}) },
+          'tunnel request',
+        );
         return s;
       },
       db: this.opts.db,

@@ -10,6 +10,7 @@ import { isValidName, type EdgeName } from '../../core/ids.js';
 import type { SqlDb } from '../state/sql.js';
 import type { TunnelStream } from '../../sync/tunnel.js';
 import type { Principal } from '../api/context.js';
+import { FORWARD_SIGNATURE, FORWARDED_BY } from './forward.js';
 import type { GatewayLimits } from './gateway.js';
 import { withoutProxyCookie } from './proxy-session.js';
 
@@ -83,6 +84,8 @@ function forwardHeaders(req: IncomingMessage, prefix: string): Record<string, st
   for (const [k, v] of Object.entries(req.headers)) {
     // The user's hub token authenticates to the hub only; it never reaches an edge or a workload.
     if (v === undefined || HOP.has(k) || k === 'authorization') continue;
+    // A forwarding replica's signature (forward.ts) is for the hub that checked it.
+    if (k === FORWARDED_BY || k === FORWARD_SIGNATURE) continue;
     if (k === 'cookie') {
       // Likewise the browser's proxy session cookie; the app's own cookies pass.
       const rest = withoutProxyCookie(String(v));

@@ -1,0 +1,150 @@
+/**
+ * @module The hub replicas sharing one PostgreSQL (issue #22; docs/tunnel.md, "Across hub
+ * replicas"): each running hub process has a row with the URL the other replicas reach it at, so a
+ * tunnel request for an edge another replica serves (hub/state/leases.ts) is forwarded there. A row
+ * is renewed with the leases and deleted when its replica stops; a replica that died leaves a row
+ * that expires like its leases. The forwarding key signs requests one replica forwards to another
+ * (hub/tunnel/forward.ts): made once by the first replica, the same for all of them.
+ *
+ * | table | |
+ * |---|---|
+ * | hub_replicas | id, url, started_at, expires_at |
+ * | hub_forward_key | one row: the key replicas sign forwarded requests with |
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Migration } from '../../sync/sqlite.js';
+import { LEASE_TTL_MS } from './leases.js';
+import { migrateTables, one, run, type SqlDb } from './sql.js';
+
+export const REPLICA_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE hub_replicas (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE hub_forward_key (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL
+      );
+    `,
+  },
+];
+
+/**
+ * The id of this hub process among the replicas: the one place it is made (edge_leases.replica
+ * and hub_replicas.id hold it). Host and pid say where to look; the random part tells a restarted
+ * process from the one before it with the same pid.
+ */
+export function newReplicaId(): string {
+  return `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Where the other replicas reach a hub that serves `url`, listening on `host`: that URL when it
+ * listens on one address, else this machine's name (its hub-made certificate names it too).
+ */
+export function advertiseUrlOf(host: string, url: string, proto: 'http' | 'https', port: number): string {
+  return host === '0.0.0.0' || host === '::' ? `${proto}://${os.hostname()}:${port}` : url;
+}
+
+/** `--advertise-url`, checked: an http(s) URL of a host and port, nothing after them. */
+export function parseAdvertiseUrl(s: string): string {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new Error(
+      `--advertise-url ${s}: not a URL; give the URL other hub replicas reach this one at, e.g. https://hub-1.internal:7443`,
+    );
+  }
+  if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.pathname !== '/' || u.search || u.hash || u.username)
+    throw new Error(
+      `--advertise-url ${s}: give only https://HOST:PORT (http:// with --insecure-http), no path, query or credentials`,
+    );
+  return u.origin;
+}
+
+export interface HubReplica {
+  id: string;
+  url: string;
+  startedAt: number;
+  expiresAt: number;
+}
+
+interface Row {
+  id: string;
+  url: string;
+  started_at: number;
+  expires_at: number;
+}
+
+const toReplica = (r: Row): HubReplica => ({
+  id: r.id,
+  url: r.url,
+  startedAt: Number(r.started_at),
+  expiresAt: Number(r.expires_at),
+});
+
+export class HubReplicas {
+  constructor(
+    private readonly db: SqlDb,
+    /** This process (newReplicaId). */
+    readonly self: string,
+  ) {
+    migrateTables(db, 'hub-replicas', REPLICA_MIGRATIONS);
+  }
+
+  /** This replica is up and reachable at `url` (its advertise URL). */
+  register(url: string, now = Date.now()): void {
+    run(
+      this.db,
+      `INSERT INTO hub_replicas (id, url, started_at, expires_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET url = excluded.url, expires_at = excluded.expires_at`,
+      this.self,
+      url,
+      now,
+      now + LEASE_TTL_MS,
+    );
+  }
+
+  /** Renewed with the leases (LEASE_RENEW_MS); false when the row was gone (then call register again). */
+  renew(now = Date.now()): boolean {
+    return run(this.db, 'UPDATE hub_replicas SET expires_at = ? WHERE id = ?', now + LEASE_TTL_MS, this.self) > 0;
+  }
+
+  /** This replica stops: the others stop forwarding to it at once. */
+  remove(): void {
+    run(this.db, 'DELETE FROM hub_replicas WHERE id = ?', this.self);
+  }
+
+  /** A replica whose row has not expired; undefined for one that stopped or died. */
+  live(id: string, now = Date.now()): HubReplica | undefined {
+    const r = one<Row>(
+      this.db,
+      'SELECT id, url, started_at, expires_at FROM hub_replicas WHERE id = ? AND expires_at > ?',
+      id,
+      now,
+    );
+    return r && toReplica(r);
+  }
+
+  /**
+   * The key every replica signs forwarded requests with: the first replica to ask makes it, the
+   * others read the same row (an insert that does nothing when one is there, then a read).
+   */
+  forwardKey(): Buffer {
+    run(
+      this.db,
+      'INSERT INTO hub_forward_key (id, key) VALUES (1, ?) ON CONFLICT(id) DO NOTHING',
+      randomBytes(32).toString('base64'),
+    );
+    const r = one<{ key: string }>(this.db, 'SELECT key FROM hub_forward_key WHERE id = 1');
+    if (!r) throw new Error('hub_forward_key: the row just inserted is not there');
+    return Buffer.from(r.key, 'base64');
+  }
+}

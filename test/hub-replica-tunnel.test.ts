@@ -1,0 +1,262 @@
+/**
+ * Tunnels across hub replicas (issue #22): two `outpost hub` processes on one throwaway PostgreSQL,
+ * a real edge (process driver) connected to replica B only. Through replica A: the proxy (HTTP and
+ * WebSocket), a browser proxy session, `outpost logs` (and --follow), `outpost exec` (output and
+ * exit code) and the kube route (the process driver has no cluster API: the edge's own answer
+ * proves the request reached it) are forwarded to B and work as on B. A client's made-up
+ * forwarding header is refused. B killed: A answers 503 naming the edge and B at once, then, once
+ * B's lease expired, "offline".
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signForward } from '../hub/tunnel/forward.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { TestPostgres } from './fixtures/postgres.js';
+import { ROOT, tempDir, waitFor } from './helpers.js';
+import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+
+const server = new TestPostgres();
+let dir: string;
+let www: string;
+let a: HubProc;
+let b: HubProc;
+let edge: Proc;
+let bId: string;
+const running: Proc[] = [];
+const ports: Record<string, number> = {};
+
+const auth = (h: HubProc) => ({ authorization: `Bearer ${h.token}` });
+const proxy = (h: HubProc, workload: string, p = '/') =>
+  `${h.url}/api/v1/edges/e1/proxy/${workload}/${ports[workload]}${p}`;
+const cliEnv = (h: HubProc) => ({
+  OUTPOST_HUB: h.url,
+  OUTPOST_TOKEN: h.token,
+  OUTPOST_CONFIG: path.join(dir, 'none.json'),
+});
+
+async function metric(h: HubProc, name: string): Promise<number> {
+  const text = await (await fetch(`${h.url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name) && !l.startsWith('#'))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+beforeAll(async () => {
+  dir = tempDir('outpost-replica-tunnel-');
+  www = path.join(dir, 'www');
+  fs.mkdirSync(www);
+  fs.writeFileSync(path.join(www, 'index.html'), 'hello from the edge B serves\n');
+  fs.writeFileSync(
+    path.join(dir, 'echo.mjs'),
+    `import { createRequire } from 'node:module';\nconst { WebSocketServer } = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))})('ws');\n` +
+      `const wss = new WebSocketServer({ port: Number(process.argv[2]), host: '127.0.0.1' });\nwss.on('connection', (ws, req) => ws.on('message', (m) => ws.send('echo:' + m + ' at ' + req.url)));\n`,
+  );
+  for (const n of ['web', 'wsecho']) ports[n] = await freePort();
+  await server.start();
+  const url = server.createDatabase('hub');
+  // Their logs on (a child of vitest drops them otherwise): the forward is logged on both sides.
+  const logs = { OUTPOST_TEST_LOG: '1' };
+  a = await startHubProc(path.join(dir, 'hub-a'), await freePort(), ['--insecure-http', '--database', url], logs);
+  running.push(a.proc);
+  b = await startHubProc(path.join(dir, 'hub-b'), await freePort(), ['--insecure-http', '--database', url], logs);
+  running.push(b.proc);
+  bId = server.sql(`SELECT id FROM hub_replicas WHERE url = '${b.url}'`, 'hub');
+  expect(bId).toMatch(new RegExp(`:${b.proc.child.pid}:`));
+
+  const join = (await hubApi(b, 'POST', '/api/v1/tokens/join', { labels: { site: 'b' } })).json.token as string;
+  edge = await startEdgeProc(path.join(dir, 'edge'), [
+    '--hub',
+    b.url,
+    '--join-token',
+    join,
+    '--name',
+    'e1',
+    '--driver',
+    'process',
+  ]);
+  running.push(edge);
+  // Applied through B, the replica that serves the edge (an apply on A reaching B's edges is the
+  // lead's change propagation, not this test's subject).
+  const applied = await hubApi(b, 'POST', '/api/v1/apply', {
+    objects: [
+      hostPod('web', `busybox httpd -f -p 127.0.0.1:${ports.web} -h ${www}`, { pidDir: www, port: ports.web }),
+      hostPod('wsecho', `${process.execPath} ${path.join(dir, 'echo.mjs')} ${ports.wsecho}`, {
+        pidDir: www,
+        port: ports.wsecho,
+      }),
+      hostPod('ticker', "sh -c 'seq 1 100000 | while read n; do echo line-$n; sleep 0.2; done'", { pidDir: www }),
+      {
+        kind: 'Placement',
+        metadata: { name: 'all' },
+        spec: { edgeSelector: { matchLabels: { site: 'b' } }, workloads: ['web', 'wsecho', 'ticker'] },
+      },
+    ],
+  });
+  expect(applied.status, JSON.stringify(applied.json)).toBeLessThan(300);
+  await waitFor(
+    async () => (await hubApi(b, 'GET', '/api/v1/projects/default/placements/all')).json.status?.summary?.ready === 3,
+    { timeout: 45_000, what: 'READY 3/3 on the edge B serves' },
+  );
+  await waitFor(() => server.sql("SELECT replica FROM edge_leases WHERE edge = 'e1'", 'hub') === bId, {
+    what: "B holds e1's lease",
+  });
+}, 120_000);
+
+afterAll(async () => {
+  for (const p of running) await p.kill('SIGTERM').catch(() => undefined);
+  killHostWorkloads(www);
+  await server.remove();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('tunnel requests through a replica that does not serve the edge', () => {
+  it('the proxy: HTTP and a WebSocket through A reach the workload on the edge B serves', async () => {
+    const res = await fetch(proxy(a, 'web', '/index.html'), { headers: auth(a) });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('hello from the edge B serves\n');
+    // The edge's own refusal (an undeclared port) comes back through both replicas.
+    const undeclared = await fetch(`${a.url}/api/v1/edges/e1/proxy/web/${ports.wsecho}/`, { headers: auth(a) });
+    expect(undeclared.status).toBe(403);
+    expect(((await undeclared.json()) as any).error.message).toMatch(/does not declare port/);
+
+    const ws = new WebSocket(proxy(a, 'wsecho', '/chat?room=7').replace(/^http/, 'ws'), { headers: auth(a) });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const got = new Promise<string>((resolve) => ws.once('message', (m) => resolve(m.toString())));
+    ws.send('hello');
+    expect(await got).toBe('echo:hello at /chat?room=7');
+    ws.close();
+
+    expect(await metric(a, 'outpost_hub_tunnel_forwarded_total{result="ok"}')).toBeGreaterThanOrEqual(3);
+    // A logged where it sent them, B the forwarding replica next to the user and the target.
+    const forwarded = a.proc.out
+      .split('\n')
+      .filter((l) => l.includes('tunnel request forwarded'))
+      .map((l) => JSON.parse(l));
+    expect(forwarded[0]).toMatchObject({ edge: 'e1', replica: bId, url: b.url });
+    expect(forwarded[0].user).toEqual(expect.any(String));
+    expect(forwarded[0].target).toMatch(/^proxy\/web\/\d+\/index.html GET$/);
+    const aId = server.sql(`SELECT id FROM hub_replicas WHERE url = '${a.url}'`, 'hub');
+    expect(b.proc.out).toContain(`"forwardedBy":"${aId}"`);
+  });
+
+  it('a proxy session made on A opens the app through A (link, cookie, page)', async () => {
+    const made = await hubApi(a, 'POST', '/api/v1/edges/e1/proxy-session', { workload: 'web', port: ports.web });
+    expect(made.status).toBe(201);
+    const link = await fetch(`${a.url}${made.json.path}`, { redirect: 'manual' });
+    expect(link.status).toBe(303);
+    const cookie = link.headers.get('set-cookie')!.split(';')[0];
+    const page = await fetch(`${a.url}${link.headers.get('location')}index.html`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe('hello from the edge B serves\n');
+  });
+
+  it('outpost logs (--tail, --follow) and outpost exec through A', async () => {
+    const tail = await cli(['logs', 'edge/e1', 'ticker', '--tail', '2'], cliEnv(a));
+    expect(tail.code, tail.stderr).toBe(0);
+    const lines = tail.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    const last = Number(/line-(\d+)/.exec(lines[1])?.[1]);
+    const follow = new Proc(['logs', 'edge/e1', 'ticker', '--follow', '--tail', '1'], cliEnv(a));
+    running.push(follow);
+    await waitFor(() => [...follow.out.matchAll(/line-(\d+)/g)].some((m) => Number(m[1]) > last + 2), {
+      timeout: 20_000,
+      what: `a line after line-${last + 2} through A (got ${follow.out.slice(-200)})`,
+    });
+    await follow.kill('SIGTERM');
+
+    const r = await cli(
+      ['exec', 'edge/e1', 'web', '--', 'sh', '-c', 'echo out-$((40+2)); echo err >&2; exit 3'],
+      cliEnv(a),
+    );
+    expect(r.stdout).toBe('out-42\n');
+    expect(r.stderr).toContain('err');
+    expect(r.code).toBe(3);
+  });
+
+  it('the kube route is forwarded too: the edge itself answers, as through B', async () => {
+    const through = async (h: HubProc) => {
+      const res = await fetch(`${h.url}/api/v1/edges/e1/kube/api/v1/namespaces`, { headers: auth(h) });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const viaA = await through(a);
+    expect(viaA).toEqual(await through(b));
+    expect(viaA.status).toBe(404);
+    expect(viaA.body).toMatchObject({
+      kind: 'Status',
+      message: expect.stringMatching(/process driver: it has no Kubernetes API/),
+    });
+  });
+
+  it("a client's forwarding header is refused, never forwarded", async () => {
+    const before = await metric(a, 'outpost_hub_tunnel_forwarded_total');
+    for (const [h, headers] of [
+      [a, { 'x-outpost-forwarded-by': bId }],
+      [a, { 'x-outpost-forwarded-by': bId, 'x-outpost-forward-signature': `t=${Date.now()};to=x;sig=AAAA` }],
+      [b, { 'x-outpost-forwarded-by': 'me', 'x-outpost-forward-signature': `t=${Date.now()};to=${bId};sig=AAAA` }],
+    ] as const) {
+      const res = await fetch(proxy(h, 'web', '/index.html'), { headers: { ...auth(h), ...headers } });
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as any).error.message).toMatch(/set only by hub replicas/);
+    }
+    // An upgrade with the claim is refused as well.
+    const ws = new WebSocket(proxy(a, 'wsecho', '/').replace(/^http/, 'ws'), {
+      headers: { ...auth(a), 'x-outpost-forwarded-by': bId },
+    });
+    const status = await new Promise<number>((resolve) => {
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.once('open', () => resolve(101));
+      ws.once('error', () => undefined);
+    });
+    expect(status).toBe(401);
+    expect(await metric(a, 'outpost_hub_tunnel_forwarded_total')).toBe(before);
+  });
+
+  it('a forwarded request is checked again by the receiving replica and never forwarded again', async () => {
+    // What a replica holds: the shared key, from the database.
+    const key = Buffer.from(server.sql('SELECT key FROM hub_forward_key', 'hub'), 'base64');
+    const aId = server.sql(`SELECT id FROM hub_replicas WHERE url = '${a.url}'`, 'hub');
+    const p = `/api/v1/edges/e1/proxy/web/${ports.web}/index.html`;
+    // Signed by A for B, with the user's token: served.
+    const ok = await fetch(`${b.url}${p}`, { headers: { ...auth(b), ...signForward(key, aId, bId, 'GET', p) } });
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toBe('hello from the edge B serves\n');
+    // B checks the user again: a made-up token is refused though the signature is good.
+    const bad = await fetch(`${b.url}${p}`, {
+      headers: { authorization: 'Bearer outpost_api_made.up', ...signForward(key, aId, bId, 'GET', p) },
+    });
+    expect(bad.status).toBe(401);
+    // Signed by B for A (as if B had forwarded it): A does not serve e1 and does not send it on.
+    const before = await metric(a, 'outpost_hub_tunnel_forwarded_total');
+    const loop = await fetch(`${a.url}${p}`, { headers: { ...auth(a), ...signForward(key, bId, aId, 'GET', p) } });
+    expect(loop.status).toBe(503);
+    expect(((await loop.json()) as any).error.message).toBe(
+      `edge e1 is not connected to hub replica ${aId} any more (hub replica ${bId} forwarded the request here): it moved or went offline; try again`,
+    );
+    expect(await metric(a, 'outpost_hub_tunnel_forwarded_total')).toBe(before);
+  });
+
+  it('B killed: A answers 503 naming the edge and B at once; once the lease expired, offline', async () => {
+    await b.proc.kill('SIGKILL');
+    const res = await fetch(proxy(a, 'web', '/index.html'), { headers: auth(a) });
+    expect(res.status).toBe(503);
+    const msg = ((await res.json()) as any).error.message as string;
+    expect(msg).toContain(`edge e1 is served by hub replica ${bId}`);
+    expect(msg).toContain('cannot be reached');
+    const logs = await cli(['logs', 'edge/e1', 'ticker', '--tail', '1'], cliEnv(a));
+    expect(logs.code).toBe(1);
+    expect(logs.stderr).toContain(`hub replica ${bId}`);
+    expect(await metric(a, 'outpost_hub_tunnel_forwarded_total{result="unreachable"}')).toBeGreaterThanOrEqual(2);
+    // B's lease (and its row) expire: the edge is nobody's, so offline.
+    await waitFor(
+      async () => {
+        const r = await fetch(proxy(a, 'web', '/index.html'), { headers: auth(a) });
+        const body = (await r.json()) as any;
+        return r.status === 503 && /^edge e1 is offline since/.test(body.error.message);
+      },
+      { timeout: 30_000, what: 'e1 offline once B is gone' },
+    );
+  }, 60_000);
+});
