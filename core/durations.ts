@@ -97,6 +97,14 @@ export const IMAGE_RESOLVE_RETRY_MS = 30_000;
  */
 export const IMAGE_GC_RETRY_MS = 10_000;
 /**
+ * Hub replicas on one PostgreSQL (hub/replicas/): the replica session pings the server this often,
+ * so a replica whose connection (and with it the leader's lock) is gone knows within a ping and
+ * stops planning; a lost session is made again after REPLICA_RETRY_MS, and a message the database
+ * refused is sent again after it.
+ */
+export const REPLICA_PING_MS = 2_000;
+export const REPLICA_RETRY_MS = 1_000;
+/**
  * A tunnel request forwarded to the hub replica that serves the edge (hub/tunnel/forward.ts) must
  * have its connection to that replica (TCP, and TLS: a live process answers the handshake) within
  * this, or the client gets 503 naming the replica: a replica that died refuses at once on most

@@ -56,10 +56,13 @@ import { SqlAssignmentStore } from './state/assignments.js';
 import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases, LEASE_RENEW_MS } from './state/leases.js';
+import { startReplicas, type Replicas } from './replicas/index.js';
 import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/sync-client.js';
 import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
+import { shareHubIdentity } from './identity/index.js';
+import { loadIdentityKey } from './identity/key.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { ReplicaForwarder } from './tunnel/forward.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -96,6 +99,11 @@ export interface HubOptions {
    * `dataDir` (issue #22); the edges' documents stay in `dataDir` (docs/architecture.md).
    */
   database?: string;
+  /**
+   * The identity key file (`--identity-key`, hub/identity/key.ts): with `database`, the replicas'
+   * one CA, secrets key and release key are kept sealed in the database and written into `dataDir`.
+   */
+  identityKeyFile?: string;
   /**
    * With `database`: the URL the other replicas reach this one at, for tunnel requests they
    * forward (docs/tunnel.md). Default: the hub's own URL when it listens on one address, else
@@ -156,7 +164,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const { host, port } = parseListen(opts.listen);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   // First: a wrong URL or a database that cannot be reached ends the start before anything else.
+  if (opts.identityKeyFile && !opts.database)
+    throw new Error(
+      '--identity-key is for hub replicas sharing a database: give --database too, or drop --identity-key',
+    );
+  const identityKey = opts.identityKeyFile ? loadIdentityKey(opts.identityKeyFile) : undefined;
   const pg = opts.database ? await openPostgres(opts.database) : undefined;
+  // The replicas' one identity into --data before TLS, secrets and the release key are read there.
+  if (pg)
+    await shareHubIdentity(pg, {
+      dataDir: opts.dataDir,
+      key: identityKey,
+      ownCa: !opts.insecureHttp && !(opts.tlsCert && opts.tlsKey),
+    });
 
   let tls: HubTls | undefined;
   if (!opts.insecureHttp) {
@@ -240,8 +260,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler = new Scheduler(db, objects, store, secrets);
   const sched = scheduler;
   let imageStagingRef: HubStaging | undefined;
+  let peers: Replicas | undefined;
   objects.onChange((c) => {
     changes?.notify(c.project, 'objects');
+    peers?.send({ t: 'object', kind: c.kind, project: c.project, name: c.name });
     if (c.kind === 'Edge') sched.markEdge(c.name);
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') upgrades?.onObjectChange(c);
@@ -442,8 +464,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       leases?.take(conn.edge);
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
-    // written from the assignments before the edge is answered, in this replica's new epoch.
-    onNewMailbox: (edge) => sched.writeSpec(edge),
+    // written from the assignments before the edge is answered, in this replica's new epoch. With
+    // replicas, every time: another replica may have served the edge since this one last did.
+    beforeWelcome: (edge, fresh) => {
+      if (fresh || peers) sched.writeSpec(edge);
+    },
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);
       // A newer connection of the edge to this same process holds the lease now: keep it.
@@ -468,6 +493,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
   });
   sync.attach(server);
+  // Several hub processes on one PostgreSQL: one plans, each writes its edges' specs (hub/replicas/).
+  if (pg && leases)
+    peers = startReplicas({
+      pg,
+      id: leases.replica,
+      scheduler: sched,
+      connected: (edge) => !!sync?.connection(edge as EdgeName),
+      changes,
+      objectWritten: (kind) => {
+        if (kind === 'AgentUpgrade') upgrades?.mark();
+        else if (kind === 'DataObject') deliveries?.mark();
+      },
+    });
 
   // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
   edges.start();
@@ -554,6 +592,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       pins.stop();
       upgrades?.stop();
       clearInterval(leaseTimer);
+      peers?.close();
       deliveries?.stop();
       await sink?.stop();
       await catalog.stop();

@@ -1,6 +1,6 @@
 /**
  * An edge that comes to a hub that never served it (a replica taking it over, issue #22) with a
- * spec it already holds from another hub: the hub's `onNewMailbox` writes the spec before the
+ * spec it already holds from another hub: the hub's `beforeWelcome` writes the spec before the
  * handshake is answered, so the edge moves to the new epoch without ever seeing an empty spec
  * (which its reconciler would obey by stopping every workload).
  */
@@ -23,7 +23,7 @@ afterAll(async () => {
   for (const c of closers.reverse()) await c();
 });
 
-/** A hub (store and sync server); `onNewMailbox` writes the spec as the real hub's scheduler would. */
+/** A hub (store and sync server); `beforeWelcome` writes the spec as the real hub's scheduler would. */
 async function hubWith(
   dir: string,
   writeOnNew: boolean,
@@ -36,7 +36,9 @@ async function hubWith(
     authenticate: (t) => (t === 'tok' ? { edge: EDGE } : null),
     ...(writeOnNew
       ? {
-          onNewMailbox: (e) => void store.change<SpecDoc>(mailboxDocId(e, 'spec'), (d) => void putSpecWorkload(d, web)),
+          beforeWelcome: (e, fresh) => {
+            if (fresh) store.change<SpecDoc>(mailboxDocId(e, 'spec'), (d) => void putSpecWorkload(d, web));
+          },
         }
       : {}),
   });
@@ -59,7 +61,7 @@ async function specsSeenTaking(from: ListeningSyncServer, edgeStore: ReplicaStor
 
 describe('a hub that never served the edge', () => {
   for (const writeOnNew of [true, false])
-    it(`${writeOnNew ? 'writes its spec before answering: the edge never sees an empty one' : 'without onNewMailbox the edge sees an empty spec first (the failure this prevents)'}`, async () => {
+    it(`${writeOnNew ? 'writes its spec before answering: the edge never sees an empty one' : 'without beforeWelcome the edge sees an empty spec first (the failure this prevents)'}`, async () => {
       const dir = tempDir('outpost-new-mailbox-');
       closers.push(() => fs.rmSync(dir, { recursive: true, force: true }));
       // The edge holds the spec of another hub, with one workload: it synced with it first.

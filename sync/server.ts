@@ -88,11 +88,12 @@ export interface SyncServerOptions {
   heartbeatSeconds?(edge: EdgeName): number;
   onConnect?(conn: EdgeConnection): void;
   /**
-   * An edge connected whose spec this hub never wrote (its mailbox was just made here: a new edge,
-   * or one coming from another hub replica). Called before the handshake answers, so the hub can
-   * write the spec from its object model first and the edge never receives an empty one.
+   * Called before the handshake answers, with the edge's mailbox in place; `fresh` when it was
+   * just made here (a new edge, or one coming from another hub replica whose spec this hub never
+   * wrote). The hub writes the spec from its object model first, so the edge never receives an
+   * empty one, nor, from a replica that served it before, an old one.
    */
-  onNewMailbox?(edge: EdgeName): void;
+  beforeWelcome?(edge: EdgeName, fresh: boolean): void;
   onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
   onHeartbeat?(edge: EdgeName, hb: HeartbeatMessage): void;
   onTunnel?(conn: EdgeConnection, payload: Buffer): void;
@@ -529,7 +530,7 @@ export class SyncServer {
     const fresh = !this.opts.store.has(mailboxDocId(edge, 'spec'));
     const docs: MailboxDoc[] = ensureMailbox(this.opts.store, edge, 'hub');
     adoptEpochs(this.opts.store, docs, hello.docs);
-    if (fresh) this.opts.onNewMailbox?.(edge);
+    this.opts.beforeWelcome?.(edge, fresh);
     const old = this.conns.get(edge);
     if (old) this.refuse(old.socket, edge, 'replaced', 'a newer connection of this edge replaced this one');
     const session = new SyncSession(

@@ -40,6 +40,26 @@ import { TargetCache, type ImagePinning, type Target } from './targets.js';
 export type { RolloutStatus } from './rollout.js';
 export type { EdgeGate, GateContext } from './gates.js';
 
+/** What a replica that does not plan sends the leader, and the leader sends the replicas. */
+export type PeerMark =
+  | { t: 'placements'; keys: string[] }
+  | { t: 'edges'; edges: string[] }
+  | { t: 'status'; edges: string[]; cause: 'report' | 'connectivity' }
+  | { t: 'specs'; edges: string[] };
+
+/**
+ * The other hub processes on one PostgreSQL (hub/replicas/): only the leader plans; every process
+ * writes the spec documents of the edges it serves. Absent on a SQLite hub, which does both.
+ */
+export interface SchedulerPeers {
+  /** Whether this process plans now. */
+  readonly leading: boolean;
+  /** Whether this process serves the edge now (only its spec documents are written here). */
+  holds(edge: string): boolean;
+  /** Queues a mark for the leader, or (from the leader) spec writes for the edges' holders. */
+  send(m: PeerMark): void;
+}
+
 /** Rounds of hand-over (a workload released by one placement, taken by another) within one pass. */
 const HANDOVER_ROUNDS = 4;
 
@@ -66,6 +86,8 @@ export class Scheduler {
   private readonly waitingOn = new Map<string, Set<string>>();
   /** The other way round: placement -> the edges it waits on. */
   private readonly waitsOf = new Map<string, string[]>();
+  /** Hub replicas on PostgreSQL (usePeers); undefined on a SQLite hub. */
+  private peers: SchedulerPeers | undefined;
 
   constructor(
     private readonly db: SqlDb,
@@ -102,6 +124,41 @@ export class Scheduler {
     this.targets.images = pins;
   }
 
+  /**
+   * Runs as one of several hub replicas: marks go to the leader unless this process leads, and
+   * spec documents are written only for the edges this process serves.
+   */
+  usePeers(peers: SchedulerPeers): void {
+    this.peers = peers;
+    this.specs.holds = (edge) => peers.holds(edge);
+  }
+
+  /** Whether this process plans (always, on a SQLite hub). */
+  get leading(): boolean {
+    return !this.peers || this.peers.leading;
+  }
+
+  /**
+   * This replica became the leader (plan everything from the tables) or stopped being it (what it
+   * had queued and knew of rollouts goes: the new leader plans them again).
+   */
+  leadershipChanged(): void {
+    if (this.leading) {
+      this.markAll();
+      return;
+    }
+    this.queue.clear();
+    this.rolloutStatus.clear();
+    this.heldBack.clear();
+    for (const t of this.skipTimers.values()) clearTimeout(t);
+    this.skipTimers.clear();
+  }
+
+  /** The leader changed these edges' assignments: write the specs of those this process serves. */
+  specsChanged(edges: Iterable<string>): void {
+    this.specs.enqueue(edges);
+  }
+
   /** Re-plans every placement of a project (its images were resolved). */
   markProject(project: string): void {
     for (const p of this.objects.list<Placement>('Placement', project)) this.markPlacement(project, p.metadata.name);
@@ -122,13 +179,15 @@ export class Scheduler {
   }
 
   markPlacement(project: string, name: string): void {
-    this.queue.addPlacement(`${project}/${name}`);
+    if (!this.leading) this.peers!.send({ t: 'placements', keys: [`${project}/${name}`] });
+    else this.queue.addPlacement(`${project}/${name}`);
   }
 
   /** The edge itself changed (labels, approval, drain, enrollment): re-select it everywhere and rewrite its spec. */
   markEdge(name: string): void {
     this.targets.edgesChanged();
-    this.queue.addEdge(name);
+    if (!this.leading) this.peers!.send({ t: 'edges', edges: [name] });
+    else this.queue.addEdge(name);
   }
 
   /**
@@ -137,6 +196,14 @@ export class Scheduler {
    * arriving together cost one pass, and no spec document is touched unless a rollout moves.
    */
   markStatus(name: string, cause: 'report' | 'connectivity' = 'report'): void {
+    // Every replica hears of it (their change streams); the leader plans with it.
+    this.peers?.send({ t: 'status', edges: [name], cause });
+    this.planStatus(name, cause);
+  }
+
+  /** markStatus's planning, on the leader (also for the statuses other replicas send it). */
+  planStatus(name: string, cause: 'report' | 'connectivity'): void {
+    if (!this.leading) return;
     const keys: string[] = [];
     let advances = false;
     for (const r of this.assignments.placementsOnEdge(name)) {
@@ -166,13 +233,19 @@ export class Scheduler {
 
   /** Re-plans every placement and rewrites every spec document that does not hold what it should. */
   markAll(): void {
-    for (const p of this.objects.list<Placement>('Placement', '*'))
-      this.queue.addPlacement(`${p.metadata.project}/${p.metadata.name}`);
+    if (this.leading)
+      for (const p of this.objects.list<Placement>('Placement', '*'))
+        this.queue.addPlacement(`${p.metadata.project}/${p.metadata.name}`);
     this.specs.enqueue(this.specs.stale());
   }
 
   rollout(project: string, placement: string): RolloutStatus | undefined {
-    return this.rolloutStatus.get(`${project}/${placement}`);
+    if (this.leading) return this.rolloutStatus.get(`${project}/${placement}`);
+    // A replica that does not plan shows what the leader recorded.
+    const r = this.assignments.rolloutRecord(project, placement);
+    if (!r?.progress) return undefined;
+    const p = JSON.parse(r.progress) as Pick<RolloutStatus, 'counts' | 'maxUnavailable' | 'paused'>;
+    return { phase: r.phase as RolloutStatus['phase'], reason: r.reason, ...p };
   }
 
   /** Resolves once no work is queued (no pass pending, every spec written). */
@@ -180,9 +253,12 @@ export class Scheduler {
     return this.queue.idle();
   }
 
-  /** Writes an edge's spec document from its assignments (no-op when nothing differs). */
+  /**
+   * Writes an edge's spec document from its assignments (no-op when nothing differs), whether or
+   * not this process serves the edge yet (its handshake is being answered).
+   */
   writeSpec(edge: string): void {
-    this.specs.write(edge);
+    this.specs.write(edge, { force: true });
   }
 
   /** `outpost rollout resume`: accept the current failures and go on. */
@@ -197,6 +273,8 @@ export class Scheduler {
   }
 
   private pass(work: Work): void {
+    // Leadership went while the pass was due: the new leader plans it.
+    if (!this.leading) return;
     // An edge change affects the placements of its project (its labels may now match or not).
     const placements = new Set(work.placements);
     const projects = new Set<string>();
@@ -222,6 +300,8 @@ export class Scheduler {
       round = this.takeReleased();
     }
     for (const key of round) this.queue.addPlacement(key);
+    // Other replicas write the specs of the edges they serve; this one, those it serves.
+    if (touched.size) this.peers?.send({ t: 'specs', edges: [...touched] });
     this.specs.enqueue(touched);
   }
 
@@ -305,7 +385,17 @@ export class Scheduler {
       maxUnavailable: plan.maxUnavailable,
       paused: placement.spec.rollout.paused,
     });
-    this.assignments.saveRollout(project, name, plan.phase, plan.reason);
+    this.assignments.saveRollout(
+      project,
+      name,
+      plan.phase,
+      plan.reason,
+      JSON.stringify({
+        counts: plan.counts,
+        maxUnavailable: plan.maxUnavailable,
+        paused: placement.spec.rollout.paused,
+      }),
+    );
     if (prev && prev.phase !== plan.phase)
       recordEvent(this.db, { project, kind: 'Placement', name, reason: `Rollout${plan.phase}`, message: plan.reason });
     const write = new Set(plan.update);

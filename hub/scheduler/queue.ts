@@ -38,6 +38,12 @@ export class WorkQueue {
     private readonly busy: () => boolean = () => false,
   ) {}
 
+  /** Forgets what is queued (this hub replica stopped planning; hub/replicas/). */
+  clear(): void {
+    this.placements.clear();
+    this.edges.clear();
+  }
+
   addPlacement(key: string, delayMs = 0): void {
     this.placements.add(key);
     this.schedule(delayMs);

@@ -39,6 +39,11 @@ export type SealForEdge = (edge: string, manifests: Manifest[]) => Manifest[];
 export class SpecWriter {
   private readonly queue = new Set<string>();
   private draining = false;
+  /**
+   * Hub replicas on PostgreSQL (hub/replicas/): whether this process serves the edge. Only the
+   * documents of those are written here; the replica that serves an edge writes its own.
+   */
+  holds: ((edge: string) => boolean) | undefined;
 
   constructor(
     private readonly assignments: AssignmentStore,
@@ -55,7 +60,7 @@ export class SpecWriter {
 
   /** Queues edges and starts writing (the first slice at once). */
   enqueue(edges: Iterable<string>): void {
-    for (const e of edges) this.queue.add(e);
+    for (const e of edges) if (!this.holds || this.holds(e)) this.queue.add(e);
     this.drain();
   }
 
@@ -71,6 +76,7 @@ export class SpecWriter {
     const epochs = new Map(this.store.list('edge/').map((d) => [d.id as string, d.epoch]));
     const out: string[] = [];
     for (const name of this.edges.names()) {
+      if (this.holds && !this.holds(name)) continue;
       const w = written.get(name);
       if (
         !w ||
@@ -124,8 +130,12 @@ export class SpecWriter {
     step();
   }
 
-  /** Writes an edge's spec document from its assignments (no-op when nothing differs). */
-  write(edge: string): void {
+  /**
+   * Writes an edge's spec document from its assignments (no-op when nothing differs, and for an
+   * edge another replica serves unless `force`: the edge's handshake with this one is answered).
+   */
+  write(edge: string, opts: { force?: boolean } = {}): void {
+    if (!opts.force && this.holds && !this.holds(edge)) return;
     if (!this.edges.exists(edge)) return;
     const e = edgeName(edge);
     const id = mailboxDocId(e, 'spec');

@@ -52,6 +52,8 @@ export interface SpecWritten {
 export interface RolloutRecord {
   phase: string;
   reason: string;
+  /** The planner's counts and maxUnavailable (JSON), for hub replicas that do not plan. */
+  progress?: string;
   /** Edge -> the content key whose failure the operator accepted (`outpost rollout resume`). */
   acknowledged: Record<string, string>;
 }
@@ -94,7 +96,7 @@ export interface AssignmentStore {
 
   rolloutRecord(project: string, placement: string): RolloutRecord | undefined;
   /** Records the planner's phase and reason, keeping the acknowledged failures. */
-  saveRollout(project: string, placement: string, phase: string, reason: string): void;
+  saveRollout(project: string, placement: string, phase: string, reason: string, progress?: string): void;
   /** `outpost rollout resume`: replaces the acknowledged failures. */
   acknowledge(project: string, placement: string, failures: Record<string, string>): void;
   removeRollout(project: string, placement: string): void;
@@ -294,9 +296,9 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   rolloutRecord(project: string, placement: string): RolloutRecord | undefined {
-    const r = one<{ phase: string; reason: string; acknowledged: string }>(
+    const r = one<{ phase: string; reason: string; acknowledged: string; progress: string | null }>(
       this.db,
-      'SELECT phase, reason, acknowledged FROM rollouts WHERE project = ? AND placement = ?',
+      'SELECT phase, reason, acknowledged, progress FROM rollouts WHERE project = ? AND placement = ?',
       project,
       placement,
     );
@@ -304,18 +306,24 @@ export class SqlAssignmentStore implements AssignmentStore {
     const acked = JSON.parse(r.acknowledged) as unknown;
     // Rows from before any resume hold '[]' (the column default): no acknowledged failures.
     const acknowledged = acked && typeof acked === 'object' && !Array.isArray(acked) ? acked : {};
-    return { phase: r.phase, reason: r.reason, acknowledged: acknowledged as Record<string, string> };
+    return {
+      phase: r.phase,
+      reason: r.reason,
+      acknowledged: acknowledged as Record<string, string>,
+      ...(r.progress ? { progress: r.progress } : {}),
+    };
   }
 
-  saveRollout(project: string, placement: string, phase: string, reason: string): void {
+  saveRollout(project: string, placement: string, phase: string, reason: string, progress?: string): void {
     run(
       this.db,
-      "INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at) VALUES (?, ?, ?, ?, '{}', ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at",
+      "INSERT INTO rollouts (project, placement, phase, reason, acknowledged, updated_at, progress) VALUES (?, ?, ?, ?, '{}', ?, ?) ON CONFLICT(project, placement) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, updated_at = excluded.updated_at, progress = excluded.progress",
       project,
       placement,
       phase,
       reason,
       Date.now(),
+      progress ?? null,
     );
   }
 

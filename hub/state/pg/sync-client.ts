@@ -114,9 +114,28 @@ function startWorker(options: WorkerOptions): Worker {
   return new Worker(code, { ...options, eval: true });
 }
 
+/** The replica session's settings (worker.ts; hub/replicas/ uses it). */
+export interface ReplicaSessionOptions {
+  /** The channel LISTENed to (an SQL identifier). */
+  channel: string;
+  /** The session advisory lock whose holder leads. */
+  leaderKey: number;
+  /** How often the session pings (or asks for the lock while it does not hold it). */
+  pingMs: number;
+  /** How long after a lost connection it connects again. */
+  retryMs: number;
+  /** The session's application_name (pg_stat_activity shows which replica holds the lock). */
+  name: string;
+}
+
+/** What the replica session reports: connected, lost, leadership taken or lost, a notification. */
+export type ReplicaSessionEvent =
+  { up: true } | { down: true; error: string } | { leader: boolean } | { notify: string };
+
 export class SyncPostgres {
   private readonly worker: Worker;
   private readonly port: MessagePort;
+  private readonly events: MessagePort;
   private readonly done: Int32Array;
   private readonly waitMs: number;
   private depth = 0;
@@ -133,13 +152,28 @@ export class SyncPostgres {
     const flag = new SharedArrayBuffer(4);
     this.done = new Int32Array(flag);
     const { port1, port2 } = new MessageChannel();
+    const events = new MessageChannel();
     this.port = port1;
+    this.events = events.port1;
     this.worker = startWorker({
-      workerData: { url, flag, port: port2, connectTimeoutMs, statementTimeoutMs },
-      transferList: [port2],
+      workerData: { url, flag, port: port2, events: events.port2, connectTimeoutMs, statementTimeoutMs },
+      transferList: [port2, events.port2],
     });
     this.worker.unref();
     this.port.unref();
+    this.events.unref();
+  }
+
+  /**
+   * Starts the replica session (worker.ts): a second connection that LISTENs on `channel`, holds
+   * the advisory lock `leaderKey` when it can, and reconnects after a loss. Its events arrive on
+   * the event loop, never inside a statement.
+   */
+  startSession(o: ReplicaSessionOptions, onEvent: (e: ReplicaSessionEvent) => void): void {
+    if (!/^[a-z_][a-z0-9_]*$/.test(o.channel)) throw new Error(`bad channel name ${o.channel}`);
+    this.events.on('message', onEvent);
+    this.events.unref();
+    this.events.postMessage({ session: o });
   }
 
   private call(req: object): { rows?: Record<string, unknown>[]; rowCount?: number; error?: string; code?: string } {
@@ -206,12 +240,14 @@ export class SyncPostgres {
   /** Ends the connection and the worker. */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.events.postMessage({ stop: true });
     try {
       this.call({ close: true });
     } catch {
       /* going anyway */
     }
     this.closed = true;
+    this.events.close();
     await this.worker.terminate();
   }
 }

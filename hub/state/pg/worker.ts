@@ -3,6 +3,11 @@
  * statements the main thread posts, one at a time, waking the main thread through the shared flag
  * after each answer. Loaded by Node directly (type stripping): erasable TypeScript only, and no
  * imports but `pg` and Node's own modules.
+ *
+ * On request (a `session` message on the events port) it also keeps a second connection, the
+ * replica session (hub/replicas/): it LISTENs on the replicas' channel and posts every
+ * notification to the main thread, holds the scheduler leader's advisory lock when it can get it,
+ * and pings the server so a lost connection (and with it the lock) is known within a ping.
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
@@ -11,8 +16,16 @@ interface Init {
   url: string;
   flag: SharedArrayBuffer;
   port: MessagePort;
+  /** Asynchronous messages both ways: the replica session's requests and its events. */
+  events: MessagePort;
   connectTimeoutMs: number;
   statementTimeoutMs: number;
+}
+
+/** What the main thread asks of the replica session (sync-client.ts ReplicaSessionOptions). */
+interface SessionRequest {
+  session?: { channel: string; leaderKey: number; pingMs: number; retryMs: number; name: string };
+  stop?: boolean;
 }
 
 interface Request {
@@ -21,7 +34,7 @@ interface Request {
   close?: boolean;
 }
 
-const { url, flag, port, connectTimeoutMs, statementTimeoutMs } = workerData as Init;
+const { url, flag, port, events, connectTimeoutMs, statementTimeoutMs } = workerData as Init;
 // BIGINT (int8: timestamps in milliseconds, COUNT(*)) as a JS number, as better-sqlite3 gives it:
 // the hub's integers are all below 2^53.
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -73,4 +86,81 @@ port.on('message', (req: Request) => {
       answer({ error: e.message, code: e.code });
     }
   })();
+});
+
+// The replica session: a connection of its own (a LISTEN and a session advisory lock live as long
+// as their connection), made again after a loss. Events posted: {up}, {down, error}, {leader},
+// {notify}. `up` after a `down` means notifications may have been missed meanwhile.
+let session: pg.Client | undefined;
+let sessionTimer: NodeJS.Timeout | undefined;
+let stopped = false;
+
+function post(msg: unknown): void {
+  events.postMessage(msg);
+}
+
+async function runSession(o: NonNullable<SessionRequest['session']>): Promise<void> {
+  let leader = false;
+  const lost = (c: pg.Client, err: unknown) => {
+    if (session !== c) return;
+    session = undefined;
+    clearTimeout(sessionTimer);
+    void c.end().catch(() => undefined);
+    if (leader) post({ leader: false });
+    leader = false;
+    post({ down: true, error: (err as Error | undefined)?.message ?? 'the connection ended' });
+    if (!stopped) sessionTimer = setTimeout(() => void connect(), o.retryMs);
+  };
+  const tick = async (c: pg.Client) => {
+    try {
+      // Asked again while not the leader; while it is, the ping shows the lock is still held.
+      if (!leader) {
+        const r = await c.query('SELECT pg_try_advisory_lock($1) AS got', [o.leaderKey]);
+        if (r.rows[0]?.got === true) {
+          leader = true;
+          post({ leader: true });
+        }
+      } else await c.query('SELECT 1');
+      if (session === c && !stopped) sessionTimer = setTimeout(() => void tick(c), o.pingMs);
+    } catch (err) {
+      lost(c, err);
+    }
+  };
+  const connect = async () => {
+    if (stopped) return;
+    const c = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: connectTimeoutMs,
+      statement_timeout: statementTimeoutMs,
+      keepAlive: true,
+      // Who holds the leader's lock, in pg_stat_activity (docs/operations.md).
+      application_name: o.name,
+    });
+    session = c;
+    c.on('error', (err) => lost(c, err));
+    c.on('end', () => lost(c, undefined));
+    c.on('notification', (n) => {
+      if (n.channel === o.channel) post({ notify: n.payload ?? '' });
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${o.channel}`);
+      post({ up: true });
+      await tick(c);
+    } catch (err) {
+      lost(c, err);
+    }
+  };
+  await connect();
+}
+
+events.on('message', (req: SessionRequest) => {
+  if (req.session && !session) void runSession(req.session);
+  if (req.stop) {
+    stopped = true;
+    clearTimeout(sessionTimer);
+    const c = session;
+    session = undefined;
+    void c?.end().catch(() => undefined);
+  }
 });

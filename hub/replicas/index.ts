@@ -1,0 +1,219 @@
+/**
+ * @module Hub replicas on one PostgreSQL (issue #22; docs/architecture.md, "Hub replicas").
+ *
+ * - **One planner.** The replica holding a session advisory lock is the leader: only it runs the
+ *   scheduler's passes, so rollout limits (`maxUnavailable`, the failure threshold) count the whole
+ *   fleet. The others send it what they mark (placements, edges, status) over the bus (bus.ts).
+ *   When the leader's session ends (the process died, its connection broke) PostgreSQL frees the
+ *   lock and the next replica to ask takes it and plans everything again from the tables.
+ * - **Each spec document written by the replica that serves its edge.** The leader's pass records
+ *   assignments in the tables and names the edges it touched on the bus; each replica writes the
+ *   documents of the edges connected to it (hub/scheduler/spec-writer.ts), and an edge that
+ *   connects is written before its handshake is answered.
+ * - **Everyone hears everything** for the API's change stream: objects written and statuses
+ *   reported on another replica.
+ *
+ * Sends are batched per turn of the event loop and sent again after a refusal (the database away);
+ * a session that comes back after a loss may have missed messages, so the replica reads the
+ * tables again (`onResync`).
+ */
+import { REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
+import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import type { ChangeFeed } from '../api/stream.js';
+import type { Scheduler, SchedulerPeers } from '../scheduler/index.js';
+import type { ReplicaSessionEvent, SyncPostgres } from '../state/pg/sync-client.js';
+import { CHANNEL, parsePayload, publish, type BusMessage } from './bus.js';
+
+const log = createLogger('hub:replicas');
+
+/** The advisory lock whose holder plans (any constant distinct from the migrations' lock). */
+export const LEADER_LOCK = 0x6f75747072; // "outpr"
+
+export interface ReplicaHooks {
+  /** Whether this process serves the edge now (its connection is here). */
+  holds(edge: string): boolean;
+  /** A message another replica sent. */
+  onMessage(m: BusMessage): void;
+  /** This process became the leader (true) or stopped being it (false). */
+  onLeader(leading: boolean): void;
+  /** The session is back after a loss: messages may have been missed; read the tables again. */
+  onResync(): void;
+}
+
+type ListKind = 'placements' | 'edges' | 'specs' | 'report' | 'connectivity';
+
+export class Replicas implements SchedulerPeers {
+  private leader = false;
+  private lostSession = false;
+  private readonly lists: Record<ListKind, Set<string>> = {
+    placements: new Set(),
+    edges: new Set(),
+    specs: new Set(),
+    report: new Set(),
+    connectivity: new Set(),
+  };
+  private readonly singles: BusMessage[] = [];
+  private flushing: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly pg: SyncPostgres,
+    /** This process, as the others see it (the edge leases' replica id). */
+    readonly id: string,
+    private readonly hooks: ReplicaHooks,
+  ) {}
+
+  get leading(): boolean {
+    return this.leader;
+  }
+
+  holds(edge: string): boolean {
+    return this.hooks.holds(edge);
+  }
+
+  start(): void {
+    this.pg.startSession(
+      {
+        channel: CHANNEL,
+        leaderKey: LEADER_LOCK,
+        pingMs: REPLICA_PING_MS,
+        retryMs: REPLICA_RETRY_MS,
+        name: `outpost-hub ${this.id}`.slice(0, 63),
+      },
+      (e) => this.onSession(e),
+    );
+  }
+
+  /** Queues a message for the other replicas (sent at the end of this turn of the event loop). */
+  send(m: BusMessage): void {
+    if (this.closed) return;
+    switch (m.t) {
+      case 'placements':
+        for (const k of m.keys) this.lists.placements.add(k);
+        break;
+      case 'edges':
+      case 'specs':
+        for (const e of m.edges) this.lists[m.t].add(e);
+        break;
+      case 'status':
+        for (const e of m.edges) this.lists[m.cause].add(e);
+        break;
+      default:
+        this.singles.push(m);
+    }
+    this.flushing ??= setImmediate(() => this.flush());
+  }
+
+  /** Stops sending (the hub closes); its session ends with the database client. */
+  close(): void {
+    this.closed = true;
+    clearImmediate(this.flushing as NodeJS.Immediate);
+    clearTimeout(this.flushing as NodeJS.Timeout);
+  }
+
+  private flush(): void {
+    this.flushing = undefined;
+    const out: BusMessage[] = [...this.singles];
+    const { placements, edges, specs, report, connectivity } = this.lists;
+    if (placements.size) out.push({ t: 'placements', keys: [...placements] });
+    if (edges.size) out.push({ t: 'edges', edges: [...edges] });
+    if (specs.size) out.push({ t: 'specs', edges: [...specs] });
+    if (report.size) out.push({ t: 'status', cause: 'report', edges: [...report] });
+    if (connectivity.size) out.push({ t: 'status', cause: 'connectivity', edges: [...connectivity] });
+    try {
+      this.pg.transaction(() => {
+        for (const m of out) publish(this.pg, this.id, m);
+      });
+      this.singles.length = 0;
+      for (const s of Object.values(this.lists)) s.clear();
+    } catch (err) {
+      // Kept (sets: no growth beyond one entry per edge or placement) and sent again shortly.
+      log.warn({ err }, 'could not tell the other hub replicas what changed; sending again shortly');
+      if (!this.closed) {
+        const t = setTimeout(() => this.flush(), REPLICA_RETRY_MS);
+        t.unref();
+        this.flushing = t;
+      }
+    }
+  }
+
+  private onSession(e: ReplicaSessionEvent): void {
+    if (this.closed) return;
+    if ('notify' in e) {
+      const msg = parsePayload(e.notify);
+      if (msg && msg.from !== this.id) this.hooks.onMessage(msg.m);
+    } else if ('leader' in e) {
+      if (e.leader === this.leader) return;
+      this.leader = e.leader;
+      log.info(
+        { replica: this.id },
+        e.leader ? 'this hub replica now plans the fleet (leader)' : 'this hub replica no longer plans the fleet',
+      );
+      this.hooks.onLeader(e.leader);
+    } else if ('down' in e) {
+      this.lostSession = true;
+      log.warn({ error: e.error }, 'lost the replica session to the database; connecting again');
+    } else if ('up' in e && this.lostSession) {
+      this.lostSession = false;
+      log.info('the replica session is back: reading what may have been missed from the tables');
+      this.hooks.onResync();
+    }
+  }
+}
+
+/** What the replica wiring needs of the hub (hub/hub.ts). */
+export interface ReplicaWiring {
+  pg: SyncPostgres;
+  /** This process's replica id (the edge leases'). */
+  id: string;
+  scheduler: Scheduler;
+  /** Whether an edge's connection is on this process. */
+  connected(edge: string): boolean;
+  changes: ChangeFeed;
+  /** Another replica wrote an object of this kind (controllers that tick may go at once). */
+  objectWritten(kind: string): void;
+}
+
+/**
+ * Joins this hub process to its replicas: the scheduler plans only while leading, every replica
+ * writes the specs of the edges it serves, and what others write or hear reaches the change stream.
+ */
+export function startReplicas(w: ReplicaWiring): Replicas {
+  const { scheduler, changes } = w;
+  const replicas = new Replicas(w.pg, w.id, {
+    holds: w.connected,
+    onLeader: () => scheduler.leadershipChanged(),
+    onResync: () => scheduler.markAll(),
+    onMessage: (m) => {
+      switch (m.t) {
+        case 'object':
+          changes.notify(m.project, 'objects');
+          w.objectWritten(m.kind);
+          break;
+        case 'placements':
+          if (scheduler.leading)
+            for (const key of m.keys) {
+              const [project, name] = key.split('/') as [string, string];
+              if (project && name) scheduler.markPlacement(project, name);
+            }
+          break;
+        case 'edges':
+          // Only the leader: a replica that does not plan would send them on again.
+          if (scheduler.leading) for (const e of m.edges) scheduler.markEdge(e);
+          break;
+        case 'status':
+          for (const e of m.edges) scheduler.planStatus(e, m.cause);
+          if (changes.subscribers)
+            for (const e of m.edges) if (isValidName(e)) changes.notifyDoc(mailboxDocId(edgeName(e), 'report'));
+          break;
+        case 'specs':
+          scheduler.specsChanged(m.edges);
+          break;
+      }
+    },
+  });
+  scheduler.usePeers(replicas);
+  replicas.start();
+  return replicas;
+}

@@ -1,0 +1,251 @@
+/**
+ * Hub replicas (issue #22, tests 1 and 2): three `outpost hub` processes on one PostgreSQL, six
+ * real edges (process driver) spread over them, each given the three URLs starting with its own.
+ *
+ * 1. A placement applied through replica 1 reaches READY 6/6 although two thirds of the edges are
+ *    served by the other replicas (the leader plans, each replica writes its own edges' specs);
+ *    `get placements` through each replica shows the same summary and rollout; `outpost logs` and
+ *    `exec` through replica 3 reach an edge replica 1 serves.
+ * 2. A new version rolls out with maxUnavailable 2 (each edge needs ~3 s to be Ready again); the
+ *    replica that plans is killed -9 in the middle. Its edges move to the others, another replica
+ *    takes over the planning, and the rollout completes with never more than 2 edges unavailable
+ *    at once across the fleet (sampled on the edges themselves); every object applied before the
+ *    kill is there, and every edge's last report is projected.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { edgeLocal } from './fixtures/edge-local.js';
+import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { TestPostgres } from './fixtures/postgres.js';
+import { tempDir, waitFor } from './helpers.js';
+import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+
+const server = new TestPostgres();
+const EDGES = ['r-e1', 'r-e2', 'r-e3', 'r-e4', 'r-e5', 'r-e6'];
+let dir: string;
+let pids: string;
+let hubs: HubProc[] = [];
+const edges = new Map<string, Proc>();
+const edgeDir = (e: string) => path.join(dir, e);
+
+/** A process workload that is Ready 3 s after it starts (an exec probe after initialDelaySeconds). */
+function workload(version: string) {
+  return {
+    apiVersion: 'outpost.dev/v1alpha1',
+    kind: 'Workload',
+    metadata: { name: 'web' },
+    spec: {
+      manifests: [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'web' },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'main',
+                image: 'localhost/outpost-busybox:latest',
+                command: ['sh', '-c', `echo $$$$ > ${pids}/web.$$$$.pid && echo started $$VERSION && exec sleep 3600`],
+                env: [{ name: 'VERSION', value: version }],
+                readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 3, periodSeconds: 1 },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  };
+}
+
+const placement = {
+  apiVersion: 'outpost.dev/v1alpha1',
+  kind: 'Placement',
+  metadata: { name: 'web' },
+  spec: { edgeSelector: { matchLabels: { fleet: 'r' } }, workloads: ['web'], rollout: { maxUnavailable: 2 } },
+};
+
+async function placementOn(h: HubProc): Promise<any> {
+  return (await hubApi(h, 'GET', '/api/v1/projects/default/placements/web')).json;
+}
+
+/** The edge's own view of `web`: the generation it was told to run, and whether that one is Ready. */
+async function localWeb(e: string): Promise<{ generation: number; ready: boolean } | undefined> {
+  const s = await edgeLocal(edgeDir(e), '/status').catch(() => undefined);
+  const w = s?.workloads?.find((x: { name: string }) => x.name === 'web');
+  if (!w) return undefined;
+  return {
+    generation: w.generation,
+    ready: w.status?.phase === 'Ready' && w.status.observedGeneration === w.generation,
+  };
+}
+
+/** The replica holding the leader's advisory lock (its session's application_name names its pid). */
+function leaderOf(): HubProc | undefined {
+  const name = server.sql(
+    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'outpost-hub %'",
+    'hub',
+  );
+  const pid = name.split(':')[1];
+  return hubs.find((h) => h.proc.alive && String(h.proc.child.pid) === pid);
+}
+
+beforeAll(async () => {
+  dir = tempDir('outpost-replicas-');
+  pids = path.join(dir, 'pids');
+  fs.mkdirSync(pids);
+  await server.start();
+  const url = server.createDatabase('hub');
+  hubs = await Promise.all(
+    [1, 2, 3].map(async (i) =>
+      startHubProc(path.join(dir, `hub-${i}`), await freePort(), ['--insecure-http', '--database', url]),
+    ),
+  );
+  const join = (await hubApi(hubs[0], 'POST', '/api/v1/tokens/join', { labels: { fleet: 'r' }, uses: 6 })).json
+    .token as string;
+  await Promise.all(
+    EDGES.map(async (e, i) => {
+      const list = [0, 1, 2].map((k) => hubs[(i + k) % 3].url).join(',');
+      edges.set(
+        e,
+        await startEdgeProc(edgeDir(e), ['--hub', list, '--join-token', join, '--name', e, '--driver', 'process']),
+      );
+    }),
+  );
+  // Two edges on each replica.
+  for (const [i, e] of EDGES.entries())
+    await waitFor(
+      async () => {
+        const s = await edgeLocal(edgeDir(e), '/status');
+        return s.connection === 'connected' && s.hub === hubs[i % 3].url;
+      },
+      { timeout: 60_000, what: `${e} connected to replica ${(i % 3) + 1}` },
+    );
+}, 180_000);
+
+afterAll(async () => {
+  for (const p of edges.values()) await p.kill('SIGTERM').catch(() => undefined);
+  killHostWorkloads(pids);
+  for (const h of hubs) await h.proc.kill('SIGTERM').catch(() => undefined);
+  await server.remove();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('three hub replicas on one PostgreSQL', () => {
+  it('a placement applied through replica 1 reaches READY 6/6; every replica shows the same summary', async () => {
+    const r = await hubApi(hubs[0], 'POST', '/api/v1/apply', { objects: [workload('v1'), placement] });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    await waitFor(async () => (await placementOn(hubs[0]))?.status?.summary?.ready === 6, {
+      timeout: 90_000,
+      what: 'web READY 6/6',
+    });
+    for (const e of EDGES) expect((await localWeb(e))?.ready).toBe(true);
+    // The same summary and rollout through each replica: two of them do not plan, and show what
+    // the leader recorded.
+    await waitFor(
+      async () => {
+        const views = await Promise.all(hubs.map((h) => placementOn(h)));
+        return views.every(
+          (v) =>
+            v.status.summary.ready === 6 &&
+            v.status.summary.total === 6 &&
+            v.status.rollout?.phase === 'Complete' &&
+            v.status.selectedEdges === 6,
+        );
+      },
+      { timeout: 30_000, what: 'the same summary through each replica' },
+    );
+    // The CLI through replica 3.
+    const out = await cli(['get', 'placements'], { OUTPOST_HUB: hubs[2].url, OUTPOST_TOKEN: hubs[2].token });
+    expect(out.stderr).toBe('');
+    expect(out.stdout).toMatch(/web\s.*6\/6/);
+
+    // logs and exec through replica 3 reach an edge replica 1 serves (forwarded between replicas).
+    const env = { OUTPOST_HUB: hubs[2].url, OUTPOST_TOKEN: hubs[2].token };
+    const logs = await cli(['logs', 'edge/r-e1', 'web'], env);
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toContain('started v1');
+    const ex = await cli(['exec', 'edge/r-e1', 'web', '--', 'sh', '-c', 'echo on-$VERSION; exit 4'], env);
+    expect(ex.stdout).toBe('on-v1\n');
+    expect(ex.code).toBe(4);
+    expect(leaderOf()).toBeDefined();
+  }, 150_000);
+
+  it('kill -9 of the planning replica mid-rollout: the rollout completes, maxUnavailable 2 held fleet-wide, nothing lost', async () => {
+    const leader = leaderOf()!;
+    const survivors = hubs.filter((h) => h !== leader);
+    const gen1 = (await localWeb(EDGES[0]))!.generation;
+    // Objects applied (through a replica that is not the leader) before the kill.
+    const r = await hubApi(survivors[0], 'POST', '/api/v1/apply', {
+      objects: [
+        workload('v2'),
+        {
+          apiVersion: 'outpost.dev/v1alpha1',
+          kind: 'Edge',
+          metadata: { name: 'r-e1', labels: { fleet: 'r', marked: 'yes' } },
+        },
+      ],
+    });
+    expect(r.status).toBe(200);
+
+    let most = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const views = await Promise.all(EDGES.map((e) => localWeb(e)));
+        const unavailable = views.filter((v) => v && v.generation > gen1 && !v.ready).length;
+        most = Math.max(most, unavailable);
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    })();
+    // Mid-rollout: at least one edge moved to the new version, not all of them.
+    await waitFor(
+      async () => {
+        const views = await Promise.all(EDGES.map((e) => localWeb(e)));
+        return views.some((v) => v && v.generation > gen1);
+      },
+      { timeout: 60_000, what: 'the rollout under way' },
+    );
+    await leader.proc.kill('SIGKILL');
+
+    // Another replica plans now, and the rollout completes.
+    await waitFor(() => survivors.includes(leaderOf()!), {
+      timeout: 30_000,
+      what: 'a surviving replica took over the planning',
+    });
+    await waitFor(
+      async () => {
+        const views = await Promise.all(EDGES.map((e) => localWeb(e)));
+        return views.every((v) => v && v.generation > gen1 && v.ready);
+      },
+      { timeout: 120_000, what: 'every edge Ready on the new version' },
+    );
+    sampling = false;
+    await sampler;
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(2);
+
+    for (const h of survivors) {
+      await waitFor(
+        async () => {
+          const v = await placementOn(h);
+          return v.status.summary.ready === 6 && v.status.rollout?.phase === 'Complete';
+        },
+        { timeout: 30_000, what: 'READY 6/6 and Complete through each surviving replica' },
+      );
+      // Every object applied before the kill is there.
+      const w = (await hubApi(h, 'GET', '/api/v1/projects/default/workloads/web')).json;
+      expect(JSON.stringify(w.spec.manifests)).toContain('v2');
+      const e1 = (await hubApi(h, 'GET', '/api/v1/projects/default/edges/r-e1')).json;
+      expect(e1.metadata.labels.marked).toBe('yes');
+      // Every edge's last report is projected: Ready at the generation the edge runs.
+      for (const e of EDGES) {
+        const view = (await hubApi(h, 'GET', `/api/v1/projects/default/edges/${e}`)).json;
+        const w2 = view.status.workloads.find((x: { name: string }) => x.name === 'web');
+        expect(w2.state).toBe('Ready');
+        expect(w2.observedGeneration).toBe((await localWeb(e))!.generation);
+      }
+    }
+  }, 240_000);
+});
