@@ -12,6 +12,9 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { createLogger } from '../../core/logger.js';
+
+const log = createLogger('hub:identity');
 
 const PREFIX = 'oid1.';
 const MAKE_ONE = 'make one with `outpost hub identity-key > FILE` and give the same file to every replica';
@@ -85,5 +88,8 @@ export function loadIdentityKey(file: string): IdentityKey {
     throw new Error(
       `${source} is not an identity key (32 random bytes in base64, ${text.length} characters found${key ? `, ${key.length} bytes` : ''}): ${MAKE_ONE}`,
     );
+  // Not refused: the file is the operator's, placed by their tooling; but said, since it opens the CA key.
+  if ((fs.statSync(file).mode & 0o077) !== 0)
+    log.warn({ file }, 'the identity key file can be read by other users: make it mode 0600, owned by the hub user');
   return new IdentityKey(key, source);
 }
