@@ -4,8 +4,8 @@
  * at the same moment on an empty database, end with one identity: both serve the same CA, and the
  * release key and secrets key are the same. A join token made through A enrolls a real edge
  * (process driver) against B's URL: the edge pins the CA from the token and B presents it. A
- * Secret applied through A (sealed at rest with the shared secrets key) is opened by B and
- * delivered sealed to the edge connected to B, which opens it for its workload. A wrong key, a data
+ * Secret applied through A (sealed at rest with the shared secrets key) is opened by B, which
+ * serves the edge, and delivered sealed to it; the edge opens it for its workload. A wrong key, a data
  * directory holding another CA and --identity-key without --database are refused with the fix.
  */
 import fs from 'node:fs';
@@ -149,9 +149,8 @@ describe('one hub identity for the replicas on one PostgreSQL', () => {
       { timeout: 60_000, what: 'e1 connected to B' },
     );
 
-    // The Secret is sealed at rest by A with the shared secrets key; B opens it to seal it to e1.
-    // (The placement goes through B: until changes propagate between replicas, the replica that
-    // serves the edge plans what an apply on it touches.)
+    // The Secret is sealed at rest by A with the shared secrets key; B, which serves e1, opens it
+    // to seal it to e1's key.
     const out = path.join(dir, 'secret.out');
     const workload = {
       apiVersion: 'outpost.dev/v1alpha1',
@@ -179,13 +178,11 @@ describe('one hub identity for the replicas on one PostgreSQL', () => {
         ],
       },
     };
-    const applied = await api(a, 'POST', '/api/v1/apply', { objects: [workload] });
+    const applied = await api(a, 'POST', '/api/v1/apply', {
+      objects: [workload, { kind: 'Placement', metadata: { name: 'db' }, spec: { edges: ['e1'], workloads: ['db'] } }],
+    });
     expect(applied.status, JSON.stringify(applied.json)).toBe(200);
     expect(server.sql("SELECT spec FROM objects WHERE kind = 'Workload'", 'hub')).not.toContain(MARK);
-    const placed = await api(b, 'POST', '/api/v1/apply', {
-      objects: [{ kind: 'Placement', metadata: { name: 'db' }, spec: { edges: ['e1'], workloads: ['db'] } }],
-    });
-    expect(placed.status, JSON.stringify(placed.json)).toBe(200);
     await waitFor(() => (fs.existsSync(out) && fs.readFileSync(out, 'utf8').trim() === MARK ? true : null), {
       timeout: 60_000,
       what: `the workload on e1 read the Secret (B: ${b.proc.err.slice(-400)})`,
