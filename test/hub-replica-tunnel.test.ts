@@ -303,7 +303,7 @@ function httpsGet(url: string, headers: Record<string, string>, ca: string): Pro
   });
 }
 
-describe('between replicas over TLS (the hub CA shared)', () => {
+describe('between replicas over TLS (one hub identity: --identity-key)', () => {
   let ta: HubProc;
   let tb: HubProc;
   let webPort: number;
@@ -314,14 +314,14 @@ describe('between replicas over TLS (the hub CA shared)', () => {
     const pids = path.join(dir, 'www-tls');
     fs.mkdirSync(pids);
     fs.writeFileSync(path.join(pids, 'index.html'), 'over TLS\n');
-    ta = await startHubProc(path.join(dir, 'tls-a'), await freePort(), ['--database', url]);
+    // One hub identity for both (the CA sealed in the database with the key every replica is
+    // given): B issues its own server certificate from the same CA.
+    const keyFile = path.join(dir, 'identity.key');
+    fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
+    const flags = ['--database', url, '--identity-key', keyFile];
+    ta = await startHubProc(path.join(dir, 'tls-a'), await freePort(), flags);
     running.push(ta.proc);
-    // One hub CA for both (as the shared hub identity gives them): B issues its own server
-    // certificate from A's CA.
-    fs.mkdirSync(path.join(dir, 'tls-b', 'tls'), { recursive: true, mode: 0o700 });
-    for (const f of ['ca.pem', 'ca-key.pem'])
-      fs.copyFileSync(path.join(dir, 'tls-a', 'tls', f), path.join(dir, 'tls-b', 'tls', f));
-    tb = await startHubProc(path.join(dir, 'tls-b'), await freePort(), ['--database', url]);
+    tb = await startHubProc(path.join(dir, 'tls-b'), await freePort(), flags);
     running.push(tb.proc);
     expect(tb.ca).toBe(ta.ca);
     caFile = path.join(dir, 'tls-a', 'tls', 'ca.pem');
