@@ -396,6 +396,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
             },
             ...(tls ? { ca: tls.caPem } : {}),
           }),
+          onReplicaConnection: (s: Socket) => connLimit.exempt(s),
         }
       : {}),
     onEdgeStream: (conn, s) =>
@@ -582,6 +583,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     blobs,
     async close() {
+      try {
+        replicas?.remove(); // the other replicas stop forwarding here at once
+      } catch (err) {
+        log.warn({ err }, "could not remove this replica's row (it expires)");
+      }
       blobs.stop();
       pins.stop();
       upgrades?.stop();
@@ -600,11 +606,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       await closed;
       await scheduler!.idle();
       store.close();
-      try {
-        replicas?.remove(); // the other replicas stop forwarding here at once
-      } catch (err) {
-        log.warn({ err }, "could not remove this replica's row (it expires)");
-      }
       await pg?.close();
     },
   };
