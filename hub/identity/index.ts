@@ -85,8 +85,11 @@ const PARTS: Record<IdentityPart, Part> = {
     write: (dataDir, value) => {
       const f = hubTlsFiles(dataDir);
       const { cert, key } = JSON.parse(value) as { cert: string; key: string | null };
-      if (key !== null && !fs.existsSync(f.caKey)) writeNew(f.caKey, key, 0o600);
-      if (!fs.existsSync(f.ca)) writeNew(f.ca, cert, 0o644);
+      // Without ca.pem a ca-key.pem is the remains of an interrupted first start (hub/tls.ts): replaced.
+      if (!fs.existsSync(f.ca)) {
+        if (key !== null) writeNew(f.caKey, key, 0o600);
+        writeNew(f.ca, cert, 0o644);
+      } else if (key !== null && !fs.existsSync(f.caKey)) writeNew(f.caKey, key, 0o600);
     },
     public: (value) => caFingerprint((JSON.parse(value) as { cert: string }).cert),
     conflict: (dataDir, local, shared) => {
@@ -121,6 +124,18 @@ const PARTS: Record<IdentityPart, Part> = {
     },
   },
 };
+
+/** What may be shown of a part this data directory holds; throws naming the part when it is damaged. */
+function localPublic(part: IdentityPart, dataDir: string, value: string): string {
+  try {
+    return PARTS[part].public(value);
+  } catch (err) {
+    throw new Error(
+      `the hub's ${part} in ${dataDir} is unreadable (${(err as Error).message}): restore it from a backup, or move it aside to take the one the replicas share`,
+      { cause: err },
+    );
+  }
+}
 
 export interface ShareOptions {
   dataDir: string;
@@ -173,7 +188,7 @@ export async function shareHubIdentity(db: SqlDb, o: ShareOptions): Promise<Shar
     if (!row) continue;
     const value = key.open(p, row.sealed);
     const mine = local.get(p);
-    if (mine !== undefined && PARTS[p].public(mine) !== PARTS[p].public(value))
+    if (mine !== undefined && localPublic(p, o.dataDir, mine) !== PARTS[p].public(value))
       throw new Error(PARTS[p].conflict(o.dataDir, mine, value));
     // The sealed text is unique (a random nonce): the row is ours exactly when it is what we put.
     if (missing.some((m) => m.sealed === row.sealed)) out.put.push(p);
@@ -206,7 +221,7 @@ function checkKeyless(store: IdentityStore, dataDir: string, names: IdentityPart
   for (const r of rows) {
     if (!names.includes(r.part as IdentityPart)) continue;
     const mine = PARTS[r.part as IdentityPart].read(dataDir);
-    const pub = mine === undefined ? undefined : PARTS[r.part as IdentityPart].public(mine);
+    const pub = mine === undefined ? undefined : localPublic(r.part as IdentityPart, dataDir, mine);
     if (pub !== r.public)
       throw new Error(
         `the database holds the hub identity the replicas share (${r.part} ${r.public}), and this replica's data directory ${mine === undefined ? 'has none' : `has another (${pub})`}: start it with --identity-key FILE (or OUTPOST_IDENTITY_KEY_FILE), the key file the other replicas were given`,
