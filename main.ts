@@ -79,6 +79,12 @@ export function buildProgram(): Command {
         "keep the hub's tables in this PostgreSQL database (postgres://USER:PASSWORD@HOST:PORT/DB) instead of SQLite in --data; the edges' documents stay in --data",
       ).env('OUTPOST_DATABASE'),
     )
+    .addOption(
+      new Option(
+        '--identity-key <file>',
+        'with --database: the key file (outpost hub identity-key > FILE) every replica is given; the hub identity (CA, secrets key, release key) is then kept sealed in the database and shared',
+      ).env('OUTPOST_IDENTITY_KEY_FILE'),
+    )
     .option('--listen <host:port>', 'address to listen on', '0.0.0.0:7443')
     .addOption(
       new Option(
@@ -132,6 +138,7 @@ export function buildProgram(): Command {
         host?: string[];
         requireApproval?: boolean;
         database?: string;
+        identityKey?: string;
         advertiseUrl?: string;
       }) => {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
@@ -179,6 +186,7 @@ export function buildProgram(): Command {
           requireApproval: o.requireApproval,
           maxConnectionsPerAddress: o.maxConnectionsPerAddress,
           ...(o.database ? { database: o.database } : {}),
+          ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
           ...(advertiseUrl ? { advertiseUrl } : {}),
           ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
         });
@@ -200,8 +208,13 @@ export function buildProgram(): Command {
       "move a stopped SQLite hub's tables (objects, edges, tokens, credentials, ...) into an empty PostgreSQL database; then run outpost hub --data DIR --database URL",
     )
     .action(async (_o: unknown, cmd: Command) => {
-      // --data and --database belong to `outpost hub`; commander parses them wherever they appear.
-      const { data, database } = cmd.optsWithGlobals() as { data: string; database?: string };
+      // --data, --database and --identity-key belong to `outpost hub`; commander parses them wherever they appear.
+      const { data, database, identityKey, tlsCert } = cmd.optsWithGlobals() as {
+        data: string;
+        database?: string;
+        identityKey?: string;
+        tlsCert?: string;
+      };
       if (!database)
         throw new Error(
           'outpost hub migrate needs the target: --database postgres://USER:PASSWORD@HOST:PORT/DB (or OUTPOST_DATABASE)',
@@ -209,17 +222,32 @@ export function buildProgram(): Command {
       const { openPostgres } = await import('./hub/state/pg/open.js');
       const { redactUrl } = await import('./hub/state/pg/sync-client.js');
       const { migrateSqliteHub, sqliteHubFile } = await import('./hub/state/pg/from-sqlite.js');
+      const { loadIdentityKey } = await import('./hub/identity/key.js');
+      const { identityAdvice, shareHubIdentity } = await import('./hub/identity/index.js');
       sqliteHubFile(data); // before touching the database
+      const key = identityKey ? loadIdentityKey(identityKey) : undefined;
       const pg = await openPostgres(database);
       try {
         const r = migrateSqliteHub(data, pg);
         for (const t of r.tables) if (t.rows > 0) process.stdout.write(`${t.table}: ${t.rows} rows\n`);
+        // The old hub's CA, secrets key and release key, so its edges trust every replica.
+        const id = key ? await shareHubIdentity(pg, { dataDir: data, key, ownCa: !tlsCert, make: false }) : undefined;
         process.stdout.write(
-          `moved ${r.rows} rows of ${data}/hub.db into ${redactUrl(database)}; start the hub with: outpost hub --data ${data} --database URL (or OUTPOST_DATABASE); edges reconnect with their credentials\n`,
+          `moved ${r.rows} rows of ${data}/hub.db into ${redactUrl(database)}; start the hub with: outpost hub --data ${data} --database URL (or OUTPOST_DATABASE)${key ? ' --identity-key FILE' : ''}; edges reconnect with their credentials\n${identityAdvice(data, id)}\n`,
         );
       } finally {
         await pg.close();
       }
+    });
+
+  hub
+    .command('identity-key')
+    .description(
+      'print a new identity key (32 random bytes, base64url) for --identity-key: save it to a file (mode 0600) and give the same file to every hub replica',
+    )
+    .action(async () => {
+      const { newIdentityKey } = await import('./hub/identity/key.js');
+      process.stdout.write(newIdentityKey());
     });
 
   hub

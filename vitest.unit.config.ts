@@ -14,6 +14,7 @@ export default defineConfig({
       'sync/tunnel.test.ts',
       'sync/wasm-sync.test.ts',
       'hub/state/**/*.test.ts',
+      'hub/identity/*.test.ts',
       'hub/edges/**/*.test.ts',
       'hub/scheduler/{queue,targets,rollout,assign,spec-writer}.test.ts',
       'hub/replicas/bus.test.ts',

@@ -11,6 +11,7 @@ import { AUTH_MIGRATIONS } from './auth/schema.js';
 import { CATALOG_MIGRATIONS } from './catalog/state.js';
 import { IMAGE_MIGRATIONS } from './images/cache.js';
 import { IMAGE_PIN_MIGRATIONS } from './images/pins.js';
+import { IDENTITY_MIGRATIONS } from './state/identity.js';
 import { LEASE_MIGRATIONS } from './state/leases.js';
 import { REPLICA_MIGRATIONS } from './state/replicas.js';
 import { BLOB_MIGRATIONS } from './state/blobs.js';
@@ -183,6 +184,7 @@ export function hubSchemas(): { component: string; migrations: Migration[] }[] {
     { component: 'images', migrations: IMAGE_MIGRATIONS },
     { component: 'image-pins', migrations: IMAGE_PIN_MIGRATIONS },
     { component: 'hub-leases', migrations: LEASE_MIGRATIONS },
+    { component: 'hub-identity', migrations: IDENTITY_MIGRATIONS },
     { component: 'hub-replicas', migrations: REPLICA_MIGRATIONS },
   ];
 }

@@ -61,6 +61,8 @@ import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/sync-client.js';
 import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
+import { shareHubIdentity } from './identity/index.js';
+import { loadIdentityKey } from './identity/key.js';
 import { ensureHubTls, loadUserTls, type HubTls } from './tls.js';
 import { ReplicaForwarder } from './tunnel/forward.js';
 import { TunnelGateway } from './tunnel/gateway.js';
@@ -97,6 +99,11 @@ export interface HubOptions {
    * `dataDir` (issue #22); the edges' documents stay in `dataDir` (docs/architecture.md).
    */
   database?: string;
+  /**
+   * The identity key file (`--identity-key`, hub/identity/key.ts): with `database`, the replicas'
+   * one CA, secrets key and release key are kept sealed in the database and written into `dataDir`.
+   */
+  identityKeyFile?: string;
   /**
    * With `database`: the URL the other replicas reach this one at, for tunnel requests they
    * forward (docs/tunnel.md). Default: the hub's own URL when it listens on one address, else
@@ -157,7 +164,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const { host, port } = parseListen(opts.listen);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   // First: a wrong URL or a database that cannot be reached ends the start before anything else.
+  if (opts.identityKeyFile && !opts.database)
+    throw new Error(
+      '--identity-key is for hub replicas sharing a database: give --database too, or drop --identity-key',
+    );
+  const identityKey = opts.identityKeyFile ? loadIdentityKey(opts.identityKeyFile) : undefined;
   const pg = opts.database ? await openPostgres(opts.database) : undefined;
+  // The replicas' one identity into --data before TLS, secrets and the release key are read there.
+  if (pg)
+    await shareHubIdentity(pg, {
+      dataDir: opts.dataDir,
+      key: identityKey,
+      ownCa: !opts.insecureHttp && !(opts.tlsCert && opts.tlsKey),
+    });
 
   let tls: HubTls | undefined;
   if (!opts.insecureHttp) {
@@ -377,6 +396,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
             },
             ...(tls ? { ca: tls.caPem } : {}),
           }),
+          onReplicaConnection: (s: Socket) => connLimit.exempt(s),
         }
       : {}),
     onEdgeStream: (conn, s) =>
@@ -563,6 +583,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     blobs,
     async close() {
+      try {
+        replicas?.remove(); // the other replicas stop forwarding here at once
+      } catch (err) {
+        log.warn({ err }, "could not remove this replica's row (it expires)");
+      }
       blobs.stop();
       pins.stop();
       upgrades?.stop();
@@ -581,11 +606,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       await closed;
       await scheduler!.idle();
       store.close();
-      try {
-        replicas?.remove(); // the other replicas stop forwarding here at once
-      } catch (err) {
-        log.warn({ err }, "could not remove this replica's row (it expires)");
-      }
       await pg?.close();
     },
   };

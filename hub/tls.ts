@@ -99,7 +99,8 @@ function sanNames(cert: X509Certificate): string[] {
     .filter(Boolean);
 }
 
-function writeFileAtomic(file: string, data: string, mode: number): void {
+/** Writes `file` whole or not at all, with exactly `mode`. */
+export function writeFileAtomic(file: string, data: string, mode: number): void {
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, data, { mode });
   // writeFileSync's mode is filtered by the umask and ignored for an existing file: set it exactly.
@@ -126,7 +127,8 @@ async function importSigningKey(pem: string): Promise<webcrypto.CryptoKey> {
   return webcrypto.subtle.importKey('pkcs8', der, ALG, false, ['sign']);
 }
 
-async function createCa(now: number): Promise<{ caPem: string; caKeyPem: string }> {
+/** A new hub CA: a self-signed P-256 certificate for 10 years and its key (PKCS#8), both PEM. */
+export async function createCa(now = Date.now()): Promise<{ caPem: string; caKeyPem: string }> {
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     // A timestamp in the name, like k3s, tells CAs of successive installs apart at a glance.
@@ -202,6 +204,18 @@ function renewalReason(
   return null;
 }
 
+/** Where the hub keeps its TLS material in its data directory. */
+export function hubTlsFiles(dataDir: string) {
+  const dir = path.join(dataDir, 'tls');
+  return {
+    dir,
+    ca: path.join(dir, 'ca.pem'),
+    caKey: path.join(dir, 'ca-key.pem'),
+    cert: path.join(dir, 'server.pem'),
+    key: path.join(dir, 'server-key.pem'),
+  };
+}
+
 /**
  * Creates or reuses DATA/tls/{ca.pem, ca-key.pem, server.pem, server-key.pem}. A renewed server
  * certificate keeps the names of the previous one, so edges that dial an old name keep working.
@@ -213,13 +227,8 @@ function renewalReason(
 export async function ensureHubTls(dataDir: string, opts: { hosts: string[]; now?: number }): Promise<HubTls> {
   const now = opts.now ?? Date.now();
   const hosts = serverHosts(opts.hosts);
-  const dir = path.join(dataDir, 'tls');
-  const files = {
-    ca: path.join(dir, 'ca.pem'),
-    caKey: path.join(dir, 'ca-key.pem'),
-    cert: path.join(dir, 'server.pem'),
-    key: path.join(dir, 'server-key.pem'),
-  };
+  const files = hubTlsFiles(dataDir);
+  const dir = files.dir;
   try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {

@@ -103,8 +103,13 @@ describe('outpost hub migrate', () => {
     }
     expect(before.get('events')).toBeGreaterThan(0);
     expect(before.get('workload_revisions')).toBeGreaterThan(0);
-    const moved = await cli(['hub', 'migrate', '--data', hubDir, '--database', url]);
+    // With the identity key, the old hub's secrets key and release key (no CA: plain HTTP) go too.
+    const keyFile = path.join(dir, 'identity.key');
+    fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
+    const moved = await cli(['hub', 'migrate', '--data', hubDir, '--database', url, '--identity-key', keyFile]);
     expect(moved.code, moved.stderr).toBe(0);
+    expect(moved.stdout).toMatch(/^the hub identity is in the database \(release-key, secrets-key\)/m);
+    expect(server.sql('SELECT part FROM hub_identity ORDER BY part', 'hub')).toBe('release-key\nsecrets-key');
     expect(moved.stdout).toMatch(/^edge_credentials: 1 rows$/m);
     expect(moved.stdout).toMatch(/^objects: \d+ rows$/m);
     expect(moved.stdout).toMatch(/moved \d+ rows of \S+hub\.db into postgres:\/\/\S+; start the hub with/);
@@ -118,7 +123,7 @@ describe('outpost hub migrate', () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/the database already holds hub data \(tables .*\): migrate into an empty database/);
 
-    hub = await startHubProc(hubDir, port, ['--insecure-http', '--database', url]);
+    hub = await startHubProc(hubDir, port, ['--insecure-http', '--database', url, '--identity-key', keyFile]);
     // The same admin token (its row moved), the same edge: online again without enrolling.
     await waitFor(
       async () => {

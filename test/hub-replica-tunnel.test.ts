@@ -8,9 +8,11 @@
  * B's lease expired, "offline".
  */
 import fs from 'node:fs';
+import https from 'node:https';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureHubTls } from '../hub/tls.js';
 import { signForward } from '../hub/tunnel/forward.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
@@ -26,6 +28,7 @@ let edge: Proc;
 let bId: string;
 const running: Proc[] = [];
 const ports: Record<string, number> = {};
+const CAP = 4;
 
 const auth = (h: HubProc) => ({ authorization: `Bearer ${h.token}` });
 const proxy = (h: HubProc, workload: string, p = '/') =>
@@ -61,7 +64,13 @@ beforeAll(async () => {
   const logs = { OUTPOST_TEST_LOG: '1' };
   a = await startHubProc(path.join(dir, 'hub-a'), await freePort(), ['--insecure-http', '--database', url], logs);
   running.push(a.proc);
-  b = await startHubProc(path.join(dir, 'hub-b'), await freePort(), ['--insecure-http', '--database', url], logs);
+  // B caps connections per address low: every forwarded request comes from A's address.
+  b = await startHubProc(
+    path.join(dir, 'hub-b'),
+    await freePort(),
+    ['--insecure-http', '--database', url, '--max-connections-per-address', String(CAP)],
+    logs,
+  );
   running.push(b.proc);
   bId = server.sql(`SELECT id FROM hub_replicas WHERE url = '${b.url}'`, 'hub');
   expect(bId).toMatch(new RegExp(`:${b.proc.child.pid}:`));
@@ -108,6 +117,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of running) await p.kill('SIGTERM').catch(() => undefined);
   killHostWorkloads(www);
+  killHostWorkloads(path.join(dir, 'www-tls'));
   await server.remove();
   fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -174,6 +184,25 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     expect(r.stdout).toBe('out-42\n');
     expect(r.stderr).toContain('err');
     expect(r.code).toBe(3);
+  });
+
+  it("more long streams through A than B's per-address cap: replica connections are not capped", async () => {
+    const streams: AbortController[] = [];
+    try {
+      for (let i = 0; i < CAP + 2; i++) {
+        const ac = new AbortController();
+        streams.push(ac);
+        const res = await fetch(`${a.url}/api/v1/edges/e1/logs/ticker?follow=true&tail=1`, {
+          headers: auth(a),
+          signal: ac.signal,
+        });
+        expect(res.status).toBe(200);
+        const first = await res.body!.getReader().read();
+        expect(Buffer.from(first.value!).toString()).toMatch(/line-\d+/);
+      }
+    } finally {
+      for (const ac of streams) ac.abort();
+    }
   });
 
   it('the kube route is forwarded too: the edge itself answers, as through B', async () => {
@@ -259,4 +288,138 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
       { timeout: 30_000, what: 'e1 offline once B is gone' },
     );
   }, 60_000);
+});
+
+/** A GET over TLS that trusts `ca` only. */
+function httpsGet(url: string, headers: Record<string, string>, ca: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { headers, ca }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('between replicas over TLS (one hub identity: --identity-key)', () => {
+  let ta: HubProc;
+  let tb: HubProc;
+  let webPort: number;
+  let caFile: string;
+
+  beforeAll(async () => {
+    const url = server.createDatabase('hubtls');
+    const pids = path.join(dir, 'www-tls');
+    fs.mkdirSync(pids);
+    fs.writeFileSync(path.join(pids, 'index.html'), 'over TLS\n');
+    // One hub identity for both (the CA sealed in the database with the key every replica is
+    // given): B issues its own server certificate from the same CA.
+    const keyFile = path.join(dir, 'identity.key');
+    fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
+    const flags = ['--database', url, '--identity-key', keyFile];
+    ta = await startHubProc(path.join(dir, 'tls-a'), await freePort(), flags);
+    running.push(ta.proc);
+    tb = await startHubProc(path.join(dir, 'tls-b'), await freePort(), flags);
+    running.push(tb.proc);
+    expect(tb.ca).toBe(ta.ca);
+    caFile = path.join(dir, 'tls-a', 'tls', 'ca.pem');
+    webPort = await freePort();
+
+    const join = await httpsPost(tb, '/api/v1/tokens/join', { labels: { site: 't' } });
+    running.push(
+      await startEdgeProc(path.join(dir, 'edge-tls'), [
+        '--hub',
+        tb.url,
+        '--join-token',
+        join.token,
+        '--name',
+        't1',
+        '--driver',
+        'process',
+      ]),
+    );
+    await httpsPost(tb, '/api/v1/apply', {
+      objects: [
+        hostPod('tweb', `busybox httpd -f -p 127.0.0.1:${webPort} -h ${pids}`, { pidDir: pids, port: webPort }),
+        {
+          kind: 'Placement',
+          metadata: { name: 'tls' },
+          spec: { edgeSelector: { matchLabels: { site: 't' } }, workloads: ['tweb'] },
+        },
+      ],
+    });
+    await waitFor(
+      async () =>
+        JSON.parse((await httpsGet(`${tb.url}/api/v1/projects/default/placements/tls`, auth(tb), tb.ca!)).body).status
+          ?.summary?.ready === 1,
+      { timeout: 45_000, what: 'READY 1/1 on the edge B serves' },
+    );
+  }, 90_000);
+
+  /** A JSON POST over TLS to `h`, with its admin token. */
+  function httpsPost(h: HubProc, p: string, body: unknown): Promise<any> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        `${h.url}${p}`,
+        { method: 'POST', ca: h.ca, headers: { ...auth(h), 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () =>
+            (res.statusCode ?? 0) < 300
+              ? resolve(JSON.parse(text))
+              : reject(new Error(`${p}: ${res.statusCode} ${text}`)),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
+  }
+
+  it('A forwards to B over TLS, checking B against the hub CA', async () => {
+    const r = await httpsGet(`${ta.url}/api/v1/edges/t1/proxy/tweb/${webPort}/index.html`, auth(ta), ta.ca!);
+    expect(r).toEqual({ status: 200, body: 'over TLS\n' });
+    const run = await cli(['exec', 'edge/t1', 'tweb', '--', 'sh', '-c', 'echo tls-$((6*7))'], {
+      OUTPOST_HUB: ta.url,
+      OUTPOST_TOKEN: ta.token,
+      OUTPOST_CA: caFile,
+      OUTPOST_CONFIG: path.join(dir, 'none.json'),
+    });
+    expect(run.stdout).toBe('tls-42\n');
+    expect(run.code).toBe(0);
+  });
+
+  it("a replica whose certificate is not from the hub's CA is not trusted", async () => {
+    // A TLS server with another CA's certificate for 127.0.0.1, put in B's place in hub_replicas.
+    const other = await ensureHubTls(path.join(dir, 'other-ca'), { hosts: ['127.0.0.1'] });
+    const impostor = https.createServer({ cert: other.certPem, key: other.keyPem }, (_req, res) => res.end('impostor'));
+    await new Promise<void>((r) => impostor.listen(0, '127.0.0.1', r));
+    const bUrl = tb.url;
+    const fake = `https://127.0.0.1:${(impostor.address() as { port: number }).port}`;
+    try {
+      server.sql(`UPDATE hub_replicas SET url = '${fake}' WHERE url = '${bUrl}'`, 'hubtls');
+      const r = await httpsGet(`${ta.url}/api/v1/edges/t1/proxy/tweb/${webPort}/index.html`, auth(ta), ta.ca!);
+      expect(r.status).toBe(503);
+      expect(JSON.parse(r.body).error.message).toMatch(
+        new RegExp(
+          `edge t1 is served by hub replica \\S+ \\(${fake.replace(/\./g, '\\.')}\\), which cannot be reached from this replica: \\w+: its certificate does not check out against this hub's CA`,
+        ),
+      );
+    } finally {
+      server.sql(`UPDATE hub_replicas SET url = '${bUrl}' WHERE url = '${fake}'`, 'hubtls');
+      impostor.close();
+    }
+  });
+
+  it('a replica that stops deletes its row; its edges are then offline on A at once', async () => {
+    expect(server.sql('SELECT count(*) FROM hub_replicas', 'hubtls')).toBe('2');
+    await tb.proc.kill('SIGTERM');
+    expect(server.sql(`SELECT count(*) FROM hub_replicas WHERE url = '${tb.url}'`, 'hubtls')).toBe('0');
+    const r = await httpsGet(`${ta.url}/api/v1/edges/t1/proxy/tweb/${webPort}/index.html`, auth(ta), ta.ca!);
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body).error.message).toMatch(/^edge t1 is offline since/);
+  });
 });

@@ -21,6 +21,7 @@ import {
   imagePinSuite,
   imageTagSuite,
 } from './fixtures/artifact-suites.js';
+import { hubIdentitySuite, identityStoreSuite } from './fixtures/identity-suites.js';
 import { apiTokenSuite, edgeCredentialSuite, joinTokenSuite, proxySessionSuite } from './fixtures/auth-suites.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
@@ -99,6 +100,8 @@ describe('hub state on PostgreSQL', () => {
   catalogStateSuite(open);
   imageTagSuite(open);
   imagePinSuite(open);
+  identityStoreSuite(freshDb);
+  hubIdentitySuite(open);
 
   it('join token uses consumed by processes at once on one database never pass the limit', async () => {
     const url = server.createDatabase('join_race');

@@ -13,6 +13,7 @@
  * | data-files.ts | data_files |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
+ * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
  * | replicas.ts | hub_replicas, hub_forward_key (the replicas' URLs; the key forwarded tunnel requests are signed with) |
  * | ../tunnel/proxy-session.ts | tunnel_proxy_sessions |
  * | ../catalog/state.ts | packages, package_deployments |

@@ -217,7 +217,12 @@ export class ReplicaForwarder {
     up.on('upgrade', () => (answered = true));
     up.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      failOnce(err.code ?? err.message);
+      const code = err.code ?? err.message;
+      failOnce(
+        /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)
+          ? `${code}: its certificate does not check out against this hub's CA for ${host} (the replicas must share the hub CA, and the host of its --advertise-url must be in its certificate)`
+          : code,
+      );
     });
     up.on('close', () => clearTimeout(timer));
     return up;

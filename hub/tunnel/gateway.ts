@@ -14,6 +14,7 @@
  * (a 50 MB download or a watch), and upgrades (WebSocket, kubectl's SPDY) pass through as bytes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import client from 'prom-client';
 import { OutpostError } from '../../core/errors.js';
@@ -80,6 +81,11 @@ export interface GatewayOptions {
    * it (SQLite: one process) an edge not connected here is offline.
    */
   forward?: ReplicaForwarder;
+  /**
+   * A connection carried a request another replica forwarded (signature checked): every user's
+   * forwarded requests arrive from that replica's address, so it leaves the per-address cap.
+   */
+  onReplicaConnection?(socket: Socket): void;
   /** A stream the edge opened (blob transfers); without it the edge's OPEN is refused. */
   onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
 }
@@ -380,6 +386,7 @@ export class TunnelGateway {
     // Another replica forwarded it (checked signature), or a client: its claim to be one is refused.
     const fw = this.opts.forward;
     const forwardedBy = fw ? fw.forwardedBy(req) : refuseReplicaClaim(req);
+    if (forwardedBy) this.opts.onReplicaConnection?.(req.socket);
     const p = this.authenticate(req, edge, route, rest);
     const rt = this.opts.edges.get(edge);
     if (!rt) throw new OutpostError('not_found', `edge ${edge} not found`);

@@ -3,7 +3,8 @@
  * key pair made at the first start in `DATA/release/` (the private key 0600, beside the CA key,
  * backed up with the data directory). The public key goes to every edge at enrollment, which
  * pins it; the private key signs agent releases an admin pushes (core/release.ts). It lives in a
- * file, not in the database: a database row alone cannot sign anything.
+ * file, not in the database: a database row alone cannot sign anything. (Hub replicas on one
+ * PostgreSQL keep it there sealed with their identity key, and write it here: hub/identity/.)
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,9 +15,12 @@ export interface ReleaseKey {
   publicKeyPem: string;
 }
 
+/** The release private key's file in a hub data directory. */
+export const releaseKeyFile = (dataDir: string) => path.join(dataDir, 'release', 'release-key.pem');
+
 export function ensureReleaseKey(dataDir: string): ReleaseKey {
-  const dir = path.join(dataDir, 'release');
-  const keyFile = path.join(dir, 'release-key.pem');
+  const keyFile = releaseKeyFile(dataDir);
+  const dir = path.dirname(keyFile);
   const pubFile = path.join(dir, 'release.pub.pem');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (!fs.existsSync(keyFile)) {

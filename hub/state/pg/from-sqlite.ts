@@ -18,7 +18,7 @@ import { hubSchemas } from '../../db.js';
 import type { SyncPostgres } from './sync-client.js';
 
 /** Tables that hold rows once a hub has run: a database with any of them filled is not migrated into. */
-const HUB_DATA = ['objects', 'api_tokens', 'edge_runtime', 'edge_credentials', 'events'];
+const HUB_DATA = ['objects', 'api_tokens', 'edge_runtime', 'edge_credentials', 'events', 'hub_identity'];
 
 /** Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement. */
 const MAX_PARAMS = 30_000;
