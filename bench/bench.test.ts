@@ -1,6 +1,7 @@
 /**
  * Smoke test of the benchmark harness: the connect scenario with 20 edges against a real hub
- * process completes and writes a well-formed results file. No timing is asserted: the machine is
+ * process completes and writes a well-formed results file; the data scenarios with 3 edges; the
+ * hub-replica fail-over (issue #22) with 2 replicas on a real PostgreSQL and 20 edges. No timing is asserted: the machine is
  * shared and numbers are for docs/benchmarks.md, not for pass/fail.
  */
 import { spawn } from 'node:child_process';
@@ -91,6 +92,42 @@ describe('bench harness', () => {
         expect(run.metrics).toMatchObject({ failed: 0, bytesPerEdge, movedBytes: 3 * bytesPerEdge });
         expect(run.metrics.socketBytes as number).toBeGreaterThanOrEqual(3 * bytesPerEdge);
       }
+    },
+  );
+
+  it(
+    "runs the fail-over scenario on 2 hub replicas with 20 edges: the killed replica's edges come back, a later change reaches all",
+    { timeout: 180_000 },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-bench-test-'));
+      dirs.push(dir);
+      const { code, output } = await runBench(
+        ['--scenario', 'failover', '--replicas', '2', '--edges', '20', '--workers', '2'],
+        dir,
+      );
+      expect(code, output).toBe(0);
+      const file = fs.readdirSync(dir).find((f) => /^failover-pg2-\d{4}-\d{2}-\d{2}\.json$/.test(f));
+      expect(file, fs.readdirSync(dir).join(', ')).toBeDefined();
+      const run = (JSON.parse(fs.readFileSync(path.join(dir, file!), 'utf8')) as ResultFile).runs[0]!;
+      expect(run.error, output).toBeUndefined();
+      expect(run).toMatchObject({
+        scenario: 'failover-pg2',
+        completed: true,
+        parameters: { edges: 20, replicas: 2, database: 'postgresql' },
+      });
+      const m = run.metrics as Record<string, any>;
+      // Edges k = 1..20 were spread evenly; the killed replica's 10 moved to the survivor.
+      expect(m.edgesPerReplicaBefore).toEqual([10, 10]);
+      expect(m.killed.edges).toBe(10);
+      const survivor = m.killed.replica === 1 ? 1 : 0;
+      expect(m.edgesPerReplicaAfter[survivor]).toBe(20);
+      expect(m.backInSyncAfterKillMs.max).toBeGreaterThan(0);
+      expect(m.syncBytesPerMovedEdge.mean).toBeGreaterThan(0);
+      expect(m.syncBytesPerMovedEdge.max).toBeGreaterThanOrEqual(m.syncBytesPerMovedEdge.mean);
+      expect(typeof m.failoverCpu.postgresCpuMs).toBe('number');
+      expect(m.failoverCpu.replicaCpuMs).toHaveLength(1);
+      expect(m.changeAfterKillToReadyNNMs).toBeGreaterThan(0);
+      expect(output).toContain('back in sync');
     },
   );
 });

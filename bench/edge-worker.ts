@@ -55,7 +55,7 @@ const index = Number(process.env.BENCH_WORKER_INDEX ?? 0);
 const dir = process.env.BENCH_WORKER_DIR!;
 const readyDelayMs = Number(process.env.BENCH_READY_DELAY_MS ?? 100);
 const edges = new Map<string, SimEdge>();
-let hubUrl = '';
+let hubUrls: string[] = [];
 let requireNewConnection = false;
 let tracking = false;
 
@@ -175,7 +175,7 @@ async function enroll(
   const failed: { name: string; error: string }[] = [];
   let next = 0;
   const post = (name: string) =>
-    fetch(`${hubUrl}/api/v1/enroll`, {
+    fetch(`${urlsOf(name)[0]}/api/v1/enroll`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ joinToken, name, inventory: INVENTORY }),
@@ -216,6 +216,22 @@ async function enroll(
   return { enrolled: names.length - failed.length, failed: failed.slice(0, 20) };
 }
 
+/**
+ * The hub URLs of an edge, its own first: with several hub replicas edge number k (e-0000k) is
+ * served by replica (k-1) mod R and lists the others after it, as an operator spreads real agents
+ * (`outpost edge --hub A,B,C`); SyncClient tries the next URL when one fails. One hub: its URL.
+ */
+function urlsOf(name: string): string[] {
+  const k = Number(name.slice(name.lastIndexOf('-') + 1)) || 1;
+  const r = hubUrls.length;
+  const own = (k - 1) % r;
+  const others = hubUrls.filter((_, i) => i !== own);
+  // The others in turns (edges of one replica alternate which one they try next), so the edges of
+  // a replica that fails spread over the rest instead of all landing on its neighbour.
+  const turn = Math.floor((k - 1) / r) % Math.max(1, others.length);
+  return [hubUrls[own]!, ...others.slice(turn), ...others.slice(0, turn)];
+}
+
 /** Starts the clients of `names`, at most `window` of them mid-handshake at once (a connect ramp). */
 async function connect(names: string[], window: number): Promise<void> {
   let inflight = 0;
@@ -226,7 +242,7 @@ async function connect(names: string[], window: number): Promise<void> {
     while (inflight >= window) await new Promise<void>((r) => (wake = r));
     if (!e.client) {
       e.client = new SyncClient({
-        url: `${hubUrl.replace(/^http/, 'ws')}/api/v1/sync`,
+        url: urlsOf(name).map((u) => `${u.replace(/^http/, 'ws')}/api/v1/sync`),
         token: e.credential,
         edge: e.name,
         store,
@@ -424,7 +440,7 @@ const namesOf = (cmd: Cmd): string[] => (cmd.names as string[] | undefined) ?? [
 async function handle(cmd: Cmd): Promise<unknown> {
   switch (cmd.op) {
     case 'init':
-      hubUrl = cmd.hub as string;
+      hubUrls = cmd.hubs as string[];
       return true;
     case 'enroll':
       return enroll(cmd.names as string[], cmd.joinToken as string, (cmd.concurrency as number) ?? 4);
@@ -436,7 +452,7 @@ async function handle(cmd: Cmd): Promise<unknown> {
       return true;
     case 'mark': {
       requireNewConnection = !!cmd.requireNewConnection;
-      const only = cmd.only as string[] | undefined;
+      const only = (cmd.only ?? cmd.names) as string[] | undefined;
       for (const e of only ? only.map((n) => edges.get(n)!) : edges.values()) {
         e.baseConnects = e.client?.totals.connects ?? 0;
         e.syncedAt = undefined;
@@ -451,7 +467,9 @@ async function handle(cmd: Cmd): Promise<unknown> {
       const syncedAt: number[] = [];
       const session: number[] = [];
       const socket: number[] = [];
-      for (const e of edges.values()) {
+      const only = cmd.names as string[] | undefined;
+      const list = only ? only.flatMap((n) => edges.get(n) ?? []) : [...edges.values()];
+      for (const e of list) {
         if (e.client?.state === 'connected') connected++;
         if (e.syncedAt !== undefined) {
           syncedAt.push(e.syncedAt);
@@ -460,11 +478,17 @@ async function handle(cmd: Cmd): Promise<unknown> {
         }
       }
       return {
-        edges: edges.size,
+        edges: list.length,
         connected,
         synced: syncedAt.length,
         ...(cmd.details ? { syncedAt, session, socket } : {}),
       };
+    }
+    case 'servedBy': {
+      // The hub URL each connected edge's session runs on (ws://.../api/v1/sync), edges by URL.
+      const by: Record<string, string[]> = {};
+      for (const e of edges.values()) if (e.client?.state === 'connected') (by[e.client.url] ??= []).push(e.name);
+      return by;
     }
     case 'readyTimes': {
       const since = cmd.since as number;

@@ -8,7 +8,20 @@
  * --edges N, --workers W (simulator processes), --ready-delay MS (simulated time to Ready),
  * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
  * --keep (keep the run directory with logs and databases), --results-dir DIR, --sim-store memory|file
- * (each simulator worker's replica: in-memory SQLite, the default, or a file in the run directory).
+ * (each simulator worker's replica: in-memory SQLite, the default, or a file in the run directory),
+ * --replicas N (issue #22, below).
+ *
+ * Hub replicas (issue #22): `--replicas N` runs the scenario against N `outpost hub` processes on
+ * one PostgreSQL instead of one hub on SQLite. The harness starts the PostgreSQL server itself
+ * (test/fixtures/postgres.ts: initdb in a temp directory, loopback, fsync off; Debian's postgresql,
+ * `npm run setup`), creates the database, starts each replica with `--database URL` and its own
+ * --data (hub-1/, hub-2/, ... in the run directory), and stops and deletes the server afterwards.
+ * Edge k is served by replica (k-1) mod N: it enrolls there and its SyncClient gets all N URLs,
+ * its own first, so edges fail over like real agents. Hub CPU is the sum over the replicas (each
+ * one's is in the results too) and the PostgreSQL server's CPU (postmaster and backends, from
+ * /proc) is reported apart. Results go to `<scenario>-pg<N>-<date>.json`. Scenarios that support
+ * it: fanout, reconnect (every replica restarts at once) and failover (replicas only, default 3,
+ * 3,000 edges: the planning replica is killed -9; bench/scenarios/failover.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,6 +33,7 @@ import { dataDelivery, dataUpload } from './scenarios/data.js';
 import { churn } from './scenarios/churn.js';
 import { cleanRunDir, type Scenario, type ScenarioContext, type ScenarioOutput } from './scenarios/common.js';
 import { connect } from './scenarios/connect.js';
+import { failover } from './scenarios/failover.js';
 import { fanout } from './scenarios/fanout.js';
 import { footprint } from './scenarios/footprint.js';
 import { offline } from './scenarios/offline.js';
@@ -27,10 +41,13 @@ import { fanoutPeers } from './scenarios/peers.js';
 import { prestage } from './scenarios/prestage.js';
 import { reconnect } from './scenarios/reconnect.js';
 
-export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> = {
+export const SCENARIOS: Record<
+  string,
+  { run: Scenario; defaultEdges: number; replicas?: 'optional' | 'required'; defaultReplicas?: number }
+> = {
   connect: { run: connect, defaultEdges: 1_000 },
-  fanout: { run: fanout, defaultEdges: 1_000 },
-  reconnect: { run: reconnect, defaultEdges: 1_000 },
+  fanout: { run: fanout, defaultEdges: 1_000, replicas: 'optional' },
+  reconnect: { run: reconnect, defaultEdges: 1_000, replicas: 'optional' },
   offline: { run: offline, defaultEdges: 1_000 },
   churn: { run: churn, defaultEdges: 1_000 },
   footprint: { run: footprint, defaultEdges: 1 },
@@ -39,6 +56,7 @@ export const SCENARIOS: Record<string, { run: Scenario; defaultEdges: number }> 
   'data-delivery': { run: dataDelivery, defaultEdges: 100 },
   'data-upload': { run: dataUpload, defaultEdges: 100 },
   prestage: { run: prestage, defaultEdges: 100 },
+  failover: { run: failover, defaultEdges: 3_000, replicas: 'required', defaultReplicas: 3 },
 };
 
 export interface RunOptions {
@@ -51,6 +69,8 @@ export interface RunOptions {
   keep: boolean;
   resultsDir: string;
   simStore: 'memory' | 'file';
+  /** Hub replicas on PostgreSQL; undefined: one hub on SQLite (or the scenario's default). */
+  replicas?: number;
 }
 
 class UsageError extends Error {}
@@ -84,6 +104,7 @@ export function parseArgs(argv: string[]): RunOptions {
     } else if (a === '--edges') o.edges = num(a, argv[++i], 1);
     else if (a === '--workers') o.workers = num(a, argv[++i], 1);
     else if (a === '--ready-delay') o.readyDelayMs = num(a, argv[++i], 0);
+    else if (a === '--replicas') o.replicas = num(a, argv[++i], 1);
     else if (a === '--budget-min') o.budgetMin = num(a, argv[++i], 1);
     else if (a === '--profile-hub') o.profileHub = true;
     else if (a === '--keep') o.keep = true;
@@ -97,7 +118,18 @@ export function parseArgs(argv: string[]): RunOptions {
         `unknown argument ${a}: see the header of bench/run.ts (e.g. npm run bench -- --scenario connect --edges 1000)`,
       );
   }
-  if (o.scenarios.length === 0) o.scenarios = Object.keys(SCENARIOS);
+  if (o.scenarios.length === 0)
+    o.scenarios = Object.keys(SCENARIOS).filter((s) =>
+      o.replicas ? SCENARIOS[s].replicas : SCENARIOS[s].replicas !== 'required',
+    );
+  if (o.replicas)
+    for (const s of o.scenarios)
+      if (!SCENARIOS[s].replicas)
+        throw new UsageError(
+          `--scenario ${s} runs against one hub on SQLite only; --replicas works with ${Object.keys(SCENARIOS)
+            .filter((x) => SCENARIOS[x].replicas)
+            .join(', ')}`,
+        );
   return o;
 }
 
@@ -110,7 +142,9 @@ const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOStri
 export async function runScenario(name: string, o: RunOptions): Promise<RunResult> {
   const edges = name === 'footprint' ? 1 : (o.edges ?? SCENARIOS[name].defaultEdges);
   const workers = o.workers ?? defaultWorkers(edges);
-  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), `outpost-bench-${name}-`));
+  const replicas = o.replicas ?? SCENARIOS[name].defaultReplicas ?? 0;
+  const label = replicas ? `${name}-pg${replicas}` : name;
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), `outpost-bench-${label}-`));
   const cpuProfDir = o.profileHub
     ? path.join(os.tmpdir(), `outpost-bench-profile-${name}-${edges}-${Date.now()}`)
     : undefined;
@@ -120,15 +154,23 @@ export async function runScenario(name: string, o: RunOptions): Promise<RunResul
     workers,
     readyDelayMs: o.readyDelayMs,
     simStore: o.simStore,
+    replicas,
     deadline: started + o.budgetMin * 60_000,
     runDir,
     cpuProfDir,
-    log: (m) => log(`${name}/${edges}: ${m}`),
+    log: (m) => log(`${label}/${edges}: ${m}`),
   };
   const out: ScenarioOutput = { metrics: {}, targets: [], bottleneck: [] };
   const result: RunResult = {
-    scenario: name,
-    parameters: { edges, workers, readyDelayMs: o.readyDelayMs, budgetMin: o.budgetMin, simStore: o.simStore },
+    scenario: label,
+    parameters: {
+      edges,
+      workers,
+      readyDelayMs: o.readyDelayMs,
+      budgetMin: o.budgetMin,
+      simStore: o.simStore,
+      ...(replicas ? { replicas, database: 'postgresql' } : {}),
+    },
     startedAt: new Date(started).toISOString(),
     durationMs: 0,
     completed: false,
@@ -136,27 +178,30 @@ export async function runScenario(name: string, o: RunOptions): Promise<RunResul
     targets: out.targets,
     bottleneck: out.bottleneck,
   };
+  result.metrics.loadAverageAtStart = os.loadavg().map((x) => +x.toFixed(2));
   const problems = checkLimits(edges);
   if (problems.length) {
     result.error = problems.join('; ');
-    log(`${name}/${edges}: not run: ${result.error}`);
+    log(`${label}/${edges}: not run: ${result.error}`);
     return result;
   }
-  log(`${name}/${edges}: starting (${workers} simulator workers, run directory ${runDir})`);
+  log(
+    `${label}/${edges}: starting (${replicas ? `${replicas} hub replicas on PostgreSQL, ` : ''}${workers} simulator workers, run directory ${runDir})`,
+  );
   try {
     await SCENARIOS[name].run(ctx, out);
     result.completed = true;
   } catch (err) {
     result.error = err instanceof BenchTimeout ? `stopped early: ${err.message}` : `${(err as Error).message}`;
-    log(`${name}/${edges}: ${result.error}`);
+    log(`${label}/${edges}: ${result.error}`);
   } finally {
     result.durationMs = Date.now() - started;
     if (cpuProfDir) {
       result.metrics.hubCpuProfileDir = cpuProfDir;
-      log(`${name}/${edges}: hub CPU profile in ${cpuProfDir} (open in Chrome DevTools > Performance)`);
+      log(`${label}/${edges}: hub CPU profile in ${cpuProfDir} (open in Chrome DevTools > Performance)`);
     }
     if (result.completed && !o.keep) cleanRunDir(runDir);
-    else log(`${name}/${edges}: logs and databases kept in ${runDir}`);
+    else log(`${label}/${edges}: logs and databases kept in ${runDir}`);
   }
   return result;
 }

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJoinToken } from '../hub/auth/join-tokens.js';
 import { hubSchemas } from '../hub/db.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
+import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { postgresHubState } from '../hub/state/index.js';
 import {
@@ -150,4 +151,48 @@ describe('hub state on PostgreSQL', () => {
       await check.close();
     }
   }, 60_000);
+});
+
+describe('deferred writes on PostgreSQL (hub/state/sql.ts runLater)', () => {
+  const seen = (k: string) => server.sql(`SELECT v FROM deferred.kv WHERE k = '${k}'`, 'hub_state');
+  beforeAll(() => {
+    pg.exec('CREATE SCHEMA deferred; CREATE TABLE deferred.kv (k TEXT PRIMARY KEY, v BIGINT NOT NULL CHECK (v >= 0))');
+  });
+
+  it('go with the next statement, in order, or at the end of the turn without one', async () => {
+    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'a', 1);
+    runLater(pg, 'UPDATE deferred.kv SET v = ? WHERE k = ?', 2, 'a');
+    expect(seen('a')).toBe(''); // not sent yet: nothing else went to the database
+    expect(pg.one<{ v: number }>("SELECT v FROM deferred.kv WHERE k = 'a'")?.v).toBe(2);
+    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'b', 3);
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(seen('b')).toBe('3');
+  });
+
+  it('inside a transaction: committed with it, or gone with its rollback', () => {
+    pg.transaction(() => runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'c', 4));
+    expect(seen('c')).toBe('4');
+    expect(() =>
+      pg.transaction(() => {
+        runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'd', 5);
+        throw new Error('changed its mind');
+      }),
+    ).toThrow('changed its mind');
+    expect(pg.one("SELECT v FROM deferred.kv WHERE k = 'd'")).toBeUndefined();
+  });
+
+  it('a refused one fails the transaction it was in, whole; outside one it is logged and the rest go on', () => {
+    expect(() =>
+      pg.transaction(() => {
+        pg.run('INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'e', 6);
+        runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'f', -1); // the CHECK refuses it
+      }),
+    ).toThrow(/check constraint/);
+    expect(pg.one("SELECT v FROM deferred.kv WHERE k IN ('e', 'f')")).toBeUndefined();
+    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'g', -1);
+    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'h', 8);
+    expect(pg.one<{ v: number }>("SELECT v FROM deferred.kv WHERE k = 'h'")?.v).toBe(8);
+    expect(pg.one("SELECT v FROM deferred.kv WHERE k = 'g'")).toBeUndefined();
+  });
 });

@@ -157,9 +157,10 @@ export class Fleet {
     return m;
   }
 
-  async start(hubUrl: string): Promise<void> {
+  /** Several hub URLs (replicas): edge k uses URL (k-1) mod R first and the others after it. */
+  async start(hubUrls: string[]): Promise<void> {
     await Promise.all(this.workers.map((w) => w.ready));
-    await this.all('init', { hub: hubUrl });
+    await this.all('init', { hubs: hubUrls });
   }
 
   all<T>(op: string, args: Record<string, unknown> = {}): Promise<T[]> {
@@ -185,8 +186,11 @@ export class Fleet {
       throw new Error(`enrollment failed for ${failed.length}+ edges, e.g. ${failed[0].name}: ${failed[0].error}`);
   }
 
-  async syncStatus(details = false): Promise<SyncStatus> {
-    const r = await this.all<SyncStatus>('syncStatus', { details });
+  /** Connected and in-sync counts of every edge, or of `only` those. */
+  async syncStatus(details = false, only?: string[]): Promise<SyncStatus> {
+    const r = only
+      ? await this.each<SyncStatus>('syncStatus', only, { details })
+      : await this.all<SyncStatus>('syncStatus', { details });
     const out: SyncStatus = {
       edges: 0,
       connected: 0,

@@ -17,6 +17,8 @@ export interface HubProcessOptions {
   /** Write a V8 CPU profile of the hub into this directory when it exits (`--cpu-prof`). */
   cpuProfDir?: string;
   logLevel?: string;
+  /** `--database URL`: the hub's tables in this PostgreSQL database (a hub replica), not SQLite in --data. */
+  database?: string;
 }
 
 /** How long a hub may take to print its URL; tsx compiles the sources on a cold cache. */
@@ -30,7 +32,24 @@ export class HubProcess {
   startedAt = 0;
   readyAt = 0;
 
-  constructor(private readonly opts: HubProcessOptions) {}
+  private readonly opts: HubProcessOptions;
+  constructor(opts: HubProcessOptions) {
+    this.opts = { ...opts };
+  }
+
+  get logFile(): string {
+    return this.opts.logFile;
+  }
+
+  /** Whether the process runs (started and not exited). */
+  get running(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Sets the PostgreSQL database of a replica (known once the harness's server runs), before start. */
+  setDatabase(url: string): void {
+    this.opts.database = url;
+  }
 
   get pid(): number {
     if (!this.child?.pid) throw new Error('the hub process is not running');
@@ -62,6 +81,7 @@ export class HubProcess {
       this.opts.dataDir,
       '--listen',
       `127.0.0.1:${this.port}`,
+      ...(this.opts.database ? ['--database', this.opts.database] : []),
     ];
     this.startedAt = Date.now();
     const child = spawn(process.execPath, args, {

@@ -44,6 +44,32 @@ export function cpuMs(pid: number): number | undefined {
   }
 }
 
+/**
+ * CPU time of a process and all its children, in milliseconds: its own, its waited-for children's
+ * (cutime + cstime, where a child's time goes when it exits), and its live children's. For a
+ * PostgreSQL postmaster, whose backends come and go with connections.
+ */
+export function treeCpuMs(pid: number): number | undefined {
+  const fields = (p: number | string): string[] | undefined => {
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    } catch {
+      return undefined;
+    }
+  };
+  const own = fields(pid);
+  if (!own) return undefined;
+  // After the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const f = fields(d);
+    if (f && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return (ticks * 1000) / ticksPerSecond();
+}
+
 /** Tracks CPU use of a set of processes between two points in time. */
 export class CpuMeter {
   private readonly start = new Map<number, number>();

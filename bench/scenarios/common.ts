@@ -1,14 +1,15 @@
 /**
- * @module What every fleet scenario shares: a fresh hub and data directory, the simulated fleet
- * enrolled and connected, CPU accounting of hub and workers over a measured phase, and the notes
- * that say whether the hub or the simulator limited the run.
+ * @module What every fleet scenario shares: a fresh hub and data directory (or, with `replicas`,
+ * N hub replicas on a fresh PostgreSQL), the simulated fleet enrolled and connected, CPU
+ * accounting of hubs, PostgreSQL and workers over a measured phase, and the notes that say whether
+ * the hub or the simulator limited the run.
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { HubApi, placement, workload } from '../lib/api.js';
 import { Fleet } from '../lib/fleet.js';
-import { HubProcess } from '../lib/hub-process.js';
+import { HubCluster } from '../lib/hub-cluster.js';
+import type { HubProcess } from '../lib/hub-process.js';
 import type { RunResult, Target } from '../lib/results.js';
 import { CpuMeter, until } from '../lib/sys.js';
 
@@ -18,6 +19,8 @@ export interface ScenarioContext {
   readyDelayMs: number;
   /** Where each simulator worker keeps its replica (in-memory SQLite or a file). */
   simStore: 'memory' | 'file';
+  /** 0: one hub on SQLite; N: N hub replicas on one PostgreSQL the harness starts (`--replicas N`). */
+  replicas: number;
   /** Absolute time (ms) by which the scenario must be done; waits derive their timeouts from it. */
   deadline: number;
   runDir: string;
@@ -38,19 +41,26 @@ export function remaining(ctx: ScenarioContext): number {
 }
 
 export interface Setup {
+  /** The hub (SQLite), or the first replica: the one `api` talks to. */
   hub: HubProcess;
+  cluster: HubCluster;
   api: HubApi;
   fleet: Fleet;
 }
 
-/** Starts the hub and the worker processes, and enrolls every edge through the API (not connected yet). */
+/**
+ * Starts the hub (or replicas) and the worker processes, and enrolls every edge through the API
+ * (not connected yet); with replicas each edge enrolls through, and connects first to, its own.
+ */
 export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edges = ctx.edges): Promise<Setup> {
-  const hub = new HubProcess({
-    dataDir: path.join(ctx.runDir, 'hub'),
-    logFile: path.join(ctx.runDir, 'hub.log'),
-    cpuProfDir: ctx.cpuProfDir,
-  });
-  await hub.start();
+  const cluster = new HubCluster({ runDir: ctx.runDir, replicas: ctx.replicas, cpuProfDir: ctx.cpuProfDir });
+  try {
+    await cluster.start();
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  const hub = cluster.hubs[0]!;
   const api = new HubApi(hub.url, hub.adminToken);
   const fleet = new Fleet({
     edges,
@@ -60,17 +70,17 @@ export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edge
     simStore: ctx.simStore,
   });
   try {
-    await fleet.start(hub.url);
+    await fleet.start(cluster.urls());
     const token = await api.joinToken(edges, { bench: 'yes' });
     const t0 = Date.now();
     await fleet.enroll(token);
     out.metrics.enrollMs = Date.now() - t0;
     ctx.log(`enrolled ${edges} edges in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   } catch (err) {
-    await teardown({ hub, api, fleet });
+    await teardown({ cluster, fleet });
     throw err;
   }
-  return { hub, api, fleet };
+  return { hub, cluster, api, fleet };
 }
 
 /** Connects every edge (ramped by the workers) and waits until each is in sync with the hub. */
@@ -144,37 +154,58 @@ export async function waitReady(
   return Date.now();
 }
 
-/** Measures CPU of hub and workers over a phase and turns it into bottleneck notes. */
+/**
+ * Measures CPU of the hub (the sum over every replica that ran at the start, and each one's) and
+ * of the workers over a phase, and PostgreSQL's server separately; turns it into bottleneck notes.
+ */
 export class PhaseMeter {
   private readonly meter: CpuMeter;
+  private readonly hubPids: number[];
+  private readonly pg0: number | undefined;
   constructor(
     private readonly s: Setup,
     private readonly phase: string,
   ) {
-    this.meter = new CpuMeter([s.hub.pid, ...s.fleet.pids]);
+    this.hubPids = s.cluster.alive().map((h) => h.pid);
+    this.pg0 = s.cluster.postgresCpuMs();
+    this.meter = new CpuMeter([...this.hubPids, ...s.fleet.pids]);
   }
 
-  finish(out: ScenarioOutput): { hubCpuMs: number; workerCpuMs: number[]; wallMs: number } {
+  finish(out: ScenarioOutput): {
+    hubCpuMs: number;
+    perReplicaCpuMs: number[];
+    postgresCpuMs?: number;
+    workerCpuMs: number[];
+    wallMs: number;
+  } {
     const { wallMs, cpu } = this.meter.read();
-    const hubCpuMs = cpu.get(this.s.hub.pid) ?? 0;
+    const pg1 = this.s.cluster.postgresCpuMs();
+    const postgresCpuMs = this.pg0 !== undefined && pg1 !== undefined ? Math.max(0, pg1 - this.pg0) : undefined;
+    const perReplicaCpuMs = this.hubPids.map((p) => cpu.get(p) ?? 0);
+    const hubCpuMs = perReplicaCpuMs.reduce((a, b) => a + b, 0);
     const workerCpuMs = this.s.fleet.pids.map((p) => cpu.get(p) ?? 0);
     const hubShare = hubCpuMs / Math.max(1, wallMs);
     const workerShares = workerCpuMs.map((c) => c / Math.max(1, wallMs));
     const simShare = workerShares.reduce((a, b) => a + b, 0);
     const cores = os.cpus().length;
-    const others = this.meter.othersMs(hubCpuMs + workerCpuMs.reduce((a, b) => a + b, 0));
+    const others = this.meter.othersMs(hubCpuMs + (postgresCpuMs ?? 0) + workerCpuMs.reduce((a, b) => a + b, 0));
     const othersShare = others === undefined ? 0 : others / Math.max(1, wallMs);
     const pct = (x: number) => `${Math.round(x * 100)}%`;
     out.metrics[`${this.phase}Cpu`] = {
       wallMs,
       hubCpuMs: Math.round(hubCpuMs),
       hubCoreShare: +hubShare.toFixed(2),
+      ...(this.s.cluster.replicas
+        ? { replicaCpuMs: perReplicaCpuMs.map(Math.round), postgresCpuMs: Math.round(postgresCpuMs ?? 0) }
+        : {}),
       workerCpuMs: workerCpuMs.map(Math.round),
       simulatorCoreShare: +simShare.toFixed(2),
       otherProcessesCoreShare: +othersShare.toFixed(2),
       loadAverage: os.loadavg().map((x) => +x.toFixed(2)),
     };
-    const note = `${this.phase}: hub ${pct(hubShare)} of a core, simulator ${pct(simShare)} over ${workerShares.length} workers (busiest ${pct(Math.max(...workerShares))}), other processes on the machine ${pct(othersShare)}, ${cores} cores`;
+    const pgNote = postgresCpuMs === undefined ? '' : `, PostgreSQL ${pct(postgresCpuMs / Math.max(1, wallMs))}`;
+    const hubName = this.hubPids.length > 1 ? `${this.hubPids.length} hub replicas together` : 'hub';
+    const note = `${this.phase}: ${hubName} ${pct(hubShare)} of a core${pgNote}, simulator ${pct(simShare)} over ${workerShares.length} workers (busiest ${pct(Math.max(...workerShares))}), other processes on the machine ${pct(othersShare)}, ${cores} cores`;
     if (othersShare > 0.5)
       out.bottleneck.push(
         `${note}: the machine was shared with other work that took ${pct(othersShare)} of a core on average; wall-clock times are inflated, CPU times (hubCpuMs) are not`,
@@ -187,16 +218,16 @@ export class PhaseMeter {
       out.bottleneck.push(
         `${note}: the machine was saturated; hub and simulator shared the cores, so the hub's numbers include waiting for CPU`,
       );
-    else if (hubShare > 0.85)
+    else if (Math.max(...perReplicaCpuMs) / Math.max(1, wallMs) > 0.85)
       out.bottleneck.push(`${note}: the hub was CPU-bound (one JS thread), it is the bottleneck of this phase`);
     else out.bottleneck.push(`${note}: neither side saturated`);
-    return { hubCpuMs, workerCpuMs, wallMs };
+    return { hubCpuMs, perReplicaCpuMs, postgresCpuMs, workerCpuMs, wallMs };
   }
 }
 
 export async function teardown(s: Partial<Setup>): Promise<void> {
   await s.fleet?.stop().catch(() => undefined);
-  await s.hub?.stop().catch(() => undefined);
+  await s.cluster?.stop().catch(() => undefined);
 }
 
 export function cleanRunDir(dir: string): void {

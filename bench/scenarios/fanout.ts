@@ -88,7 +88,7 @@ export async function runFanout(ctx: ScenarioContext, out: ScenarioOutput): Prom
       },
       { timeoutMs: remaining(ctx), intervalMs: 50, what: `the hub's summary to show READY ${ctx.edges}/${ctx.edges}` },
     );
-    const { hubCpuMs } = meter.finish(out);
+    const { hubCpuMs, perReplicaCpuMs, postgresCpuMs } = meter.finish(out);
     const after = await statsOf();
     const lat = ready.map((t) => t - t0);
     const del = spec.map((t) => t - t0);
@@ -125,6 +125,16 @@ export async function runFanout(ctx: ScenarioContext, out: ScenarioOutput): Prom
     };
     out.metrics.changeToOneEdge = { bytes: figures.changeBytesToEdge, frames: figures.changeFramesToEdge };
     out.metrics.hubCpuPerEdgeMs = +(hubCpuMs / ctx.edges).toFixed(3);
+    if (ctx.replicas) {
+      // Issue #22: the sum over the replicas (each one's too) and the PostgreSQL server apart.
+      out.metrics.replicaCpuPerEdgeMs = perReplicaCpuMs.map((c) => +(c / ctx.edges).toFixed(3));
+      out.metrics.postgresCpuPerEdgeMs = +((postgresCpuMs ?? 0) / ctx.edges).toFixed(3);
+      out.targets.push({
+        what: 'PostgreSQL server CPU per edge per change',
+        target: '(reported; compare with a SQLite run)',
+        value: `${((postgresCpuMs ?? 0) / ctx.edges).toFixed(2)} ms (replicas: ${perReplicaCpuMs.map((c) => (c / ctx.edges).toFixed(2)).join(' + ')} ms)`,
+      });
+    }
     return figures;
   } finally {
     await teardown(s);

@@ -5,6 +5,10 @@
  * and the bytes each edge's new connection carried up to that moment: sync frames only
  * (SyncSession.stats) and everything on the TCP connection (upgrade, hello/welcome, heartbeat,
  * pings, sync frames).
+ *
+ * With `--replicas N` every replica restarts at once (a storm on all of them): the edges, each
+ * given all N URLs, land wherever they first get an answer; the clock starts when the last replica
+ * listens.
  */
 import { kb, sec } from '../lib/results.js';
 import { percentile, sleep, until } from '../lib/sys.js';
@@ -27,10 +31,10 @@ export const reconnect: Scenario = async (ctx, out) => {
 
     await s.fleet.all('mark', { requireNewConnection: true });
     const tStop = Date.now();
-    await s.hub.stop('SIGTERM');
+    await Promise.all(s.cluster.hubs.map((h) => h.stop('SIGTERM')));
     const tDown = Date.now();
-    await s.hub.start();
-    const tUp = s.hub.readyAt;
+    await Promise.all(s.cluster.hubs.map((h) => h.start()));
+    const tUp = Math.max(...s.cluster.hubs.map((h) => h.readyAt));
     const meter = new PhaseMeter(s, 'reconnect');
     let last = '';
     await until(

@@ -136,10 +136,12 @@ export class SpecWriter {
    */
   write(edge: string, opts: { force?: boolean } = {}): void {
     if (!opts.force && this.holds && !this.holds(edge)) return;
-    if (!this.edges.exists(edge)) return;
+    // Enrolled, and its labels, in one read.
+    const enrolled = this.edges.enrolled(edge);
+    if (!enrolled) return;
     const e = edgeName(edge);
     const id = mailboxDocId(e, 'spec');
-    const labels = this.edges.labels(edge);
+    const { labels } = enrolled;
     // Labels plus these rows are everything this writes, so an equal digest means the document
     // already says it all (the common case after a hub restart, which re-plans every edge) and it
     // is not even loaded, nor are the manifests parsed.

@@ -17,7 +17,7 @@
  */
 import type { Manifest } from '../../core/resources.js';
 import { sqlEdgeState, type EdgeState } from './edges.js';
-import { all, jsonListParam, one, run, transaction, type Param, type SqlDb } from './sql.js';
+import { all, jsonListParam, one, run, runLater, transaction, type Param, type SqlDb } from './sql.js';
 
 /** One workload on one edge, as the scheduler decided it. */
 export interface Assignment {
@@ -286,7 +286,8 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   recordSpecWritten(edge: string, w: SpecWritten): void {
-    run(
+    // Read back only by the spec writer, after the next statement has carried it (sql.ts runLater).
+    runLater(
       this.db,
       'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest',
       edge,
@@ -369,6 +370,8 @@ export interface EdgeReads {
   project(edge: string): string | undefined;
   /** The Edge object's labels as stored (JSON): what a spec document carries and its digest covers. */
   labels(edge: string): string | undefined;
+  /** exists() and labels() in one read: undefined when the edge is not enrolled. */
+  enrolled(edge: string): { labels: string | undefined } | undefined;
   allLabels(): Map<string, string>;
 }
 
@@ -394,6 +397,10 @@ export class SqlEdgeReads implements EdgeReads {
   labels(edge: string): string | undefined {
     return one<{ labels: string }>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge)
       ?.labels;
+  }
+
+  enrolled(edge: string): { labels: string | undefined } | undefined {
+    return this.edges.enrolledLabels(edge);
   }
 
   allLabels(): Map<string, string> {

@@ -10,7 +10,7 @@
  */
 import { inventoryLabels } from '../../core/inventory.js';
 import type { Inventory } from '../../core/resources.js';
-import { type SqlDb, all, json, one, run } from './sql.js';
+import { type SqlDb, all, json, one, run, runLater } from './sql.js';
 
 export interface EdgeRuntime {
   name: string;
@@ -55,6 +55,11 @@ export interface EdgeState {
   projectOf(name: string): string | undefined;
   /** The edge is enrolled (it has a runtime row). */
   exists(name: string): boolean;
+  /**
+   * exists() and the Edge object's labels as stored (JSON) in one read: the spec writer's, once per
+   * spec document. Undefined when the edge is not enrolled.
+   */
+  enrolledLabels(name: string): { labels: string | undefined } | undefined;
   /** Names of every enrolled edge. */
   names(): string[];
   /** Liveness of every edge of a project (`*`: all projects), by name. */
@@ -161,6 +166,14 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     exists(name) {
       return one<{ name: string }>(db, 'SELECT name FROM edge_runtime WHERE name = ?', name) !== undefined;
     },
+    enrolledLabels(name) {
+      const r = one<{ labels: string | null }>(
+        db,
+        "SELECT o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name WHERE r.name = ?",
+        name,
+      );
+      return r && { labels: r.labels ?? undefined };
+    },
     names() {
       return all<{ name: string }>(db, 'SELECT name FROM edge_runtime').map((r) => r.name);
     },
@@ -203,22 +216,26 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     },
     storeInventory(name, inv) {
       const labels = JSON.stringify(inventoryLabels(inv));
-      const before = one<{ inventory_labels: string | null }>(
+      const stored = JSON.stringify(inv);
+      // Every report change carries the inventory: most carry it unchanged, and cost one read.
+      const before = one<{ inventory: string | null; inventory_labels: string | null }>(
         db,
-        'SELECT inventory_labels FROM edge_runtime WHERE name = ?',
+        'SELECT inventory, inventory_labels FROM edge_runtime WHERE name = ?',
         name,
       );
-      run(
-        db,
-        'UPDATE edge_runtime SET inventory = ?, inventory_labels = ? WHERE name = ?',
-        JSON.stringify(inv),
-        labels,
-        name,
-      );
-      return before !== undefined && before.inventory_labels !== labels;
+      if (!before) return false;
+      if (before.inventory !== stored)
+        runLater(
+          db,
+          'UPDATE edge_runtime SET inventory = ?, inventory_labels = ? WHERE name = ?',
+          stored,
+          labels,
+          name,
+        );
+      return before.inventory_labels !== labels;
     },
     touch(seen) {
-      for (const [name, at] of seen) run(db, 'UPDATE edge_runtime SET last_seen = ? WHERE name = ?', at, name);
+      for (const [name, at] of seen) runLater(db, 'UPDATE edge_runtime SET last_seen = ? WHERE name = ?', at, name);
     },
 
     connected(name, c) {

@@ -79,6 +79,17 @@ export function run(db: SqlDb, sql: string, ...params: Param[]): number {
   return cachedStatement(db, sql).run(...params).changes;
 }
 
+/**
+ * Runs an idempotent write of current state whose result nobody reads (a status row, a digest):
+ * on SQLite at once; on PostgreSQL with the next round trip instead of one of its own (its
+ * statement, or COMMIT inside a transaction, or the end of this turn of the event loop). A round
+ * trip is most of what a statement costs there (docs/benchmarks.md, issue #22).
+ */
+export function runLater(db: SqlDb, sql: string, ...params: Param[]): void {
+  if (isPostgres(db)) db.defer(sql, ...params);
+  else cachedStatement(db, sql).run(...params);
+}
+
 /** A JSON column, parsed; a malformed value is a damaged database, named with its table and column. */
 export function json<T>(text: string, where: string): T {
   try {

@@ -5,7 +5,7 @@
  * SQL that writes `workload_status`. `StatusState` is the seam for a second implementation
  * (issue #22); `sqlStatusState` is today's.
  */
-import { type SqlDb, all, json, one, run } from './sql.js';
+import { type SqlDb, all, json, jsonListParam, one, run, runLater } from './sql.js';
 
 export type ObjectReadiness = Record<string, { ready: boolean; message?: string }>;
 
@@ -104,8 +104,10 @@ function toAssigned(r: JoinedRow): AssignedStatus {
 export function sqlStatusState(db: SqlDb): StatusState {
   return {
     project(edge, workloads) {
+      // Deferred (sql.ts runLater): on PostgreSQL the whole projection of a report goes with the
+      // next round trip instead of one per row.
       for (const w of workloads)
-        run(
+        runLater(
           db,
           `INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(edge, workload) DO UPDATE SET observed_generation = excluded.observed_generation, phase = excluded.phase, message = excluded.message, since = excluded.since, restarts = excluded.restarts, objects = excluded.objects`,
@@ -118,14 +120,13 @@ export function sqlStatusState(db: SqlDb): StatusState {
           w.restarts,
           JSON.stringify(w.objects),
         );
-      const names = new Set(workloads.map((w) => w.workload));
-      for (const { workload } of all<{ workload: string }>(
+      // Workloads the report no longer holds.
+      runLater(
         db,
-        'SELECT workload FROM workload_status WHERE edge = ?',
+        `DELETE FROM workload_status WHERE edge = ? AND workload NOT IN (${jsonListParam(db)})`,
         edge,
-      ))
-        if (!names.has(workload))
-          run(db, 'DELETE FROM workload_status WHERE edge = ? AND workload = ?', edge, workload);
+        JSON.stringify(workloads.map((w) => w.workload)),
+      );
     },
     forgetEdge(edge) {
       run(db, 'DELETE FROM workload_status WHERE edge = ?', edge);

@@ -24,7 +24,10 @@ import {
   type WorkerOptions,
 } from 'node:worker_threads';
 import { OutpostError } from '../../../core/errors.js';
+import { createLogger } from '../../../core/logger.js';
 import { packagedAsset } from '../../../sync/native.js';
+
+const log = createLogger('hub:db');
 
 /**
  * The database cannot be reached, or did not answer in time: an OutpostError `unavailable`, so
@@ -132,6 +135,18 @@ export interface ReplicaSessionOptions {
 export type ReplicaSessionEvent =
   { up: true } | { down: true; error: string } | { leader: boolean } | { notify: string };
 
+/**
+ * At most this many writes wait to go with the next round trip (sql.ts `runLater`): past it the
+ * oldest are dropped, logged. Each is an idempotent write of current state, made again by the
+ * next change it stands for.
+ */
+export const MAX_DEFERRED_WRITES = 20_000;
+
+interface Deferred {
+  sql: string;
+  params: Param[];
+}
+
 export class SyncPostgres {
   private readonly worker: Worker;
   private readonly port: MessagePort;
@@ -140,6 +155,9 @@ export class SyncPostgres {
   private readonly waitMs: number;
   private depth = 0;
   private closed = false;
+  /** Writes that go with the next round trip, before its statement (runLater). */
+  private deferred: Deferred[] = [];
+  private flushing: NodeJS.Immediate | NodeJS.Timeout | undefined;
 
   constructor(
     private readonly url: string,
@@ -176,16 +194,39 @@ export class SyncPostgres {
     this.events.postMessage({ session: o });
   }
 
-  private call(req: object): { rows?: Record<string, unknown>[]; rowCount?: number; error?: string; code?: string } {
+  private call(req: { sql?: string; params?: Param[]; close?: boolean }): {
+    rows?: Record<string, unknown>[];
+    rowCount?: number;
+    error?: string;
+    code?: string;
+  } {
     if (this.closed) throw new DatabaseUnavailable('the database client is closed');
+    // Deferred writes go first, in the same message: one round trip for all of them.
+    const before = this.deferred;
+    if (before.length) this.deferred = [];
     Atomics.store(this.done, 0, 0);
-    this.port.postMessage(req);
-    if (Atomics.wait(this.done, 0, 0, this.waitMs) === 'timed-out')
+    this.port.postMessage(before.length ? { ...req, before } : req);
+    if (Atomics.wait(this.done, 0, 0, this.waitMs) === 'timed-out') {
+      this.requeue(before);
       throw new DatabaseUnavailable(
         `the database at ${redactUrl(this.url)} did not answer within ${this.waitMs / 1000}s`,
       );
-    const msg = receiveMessageOnPort(this.port)?.message as ReturnType<SyncPostgres['call']> | undefined;
-    if (!msg) throw new DatabaseUnavailable('the database worker gave no answer');
+    }
+    const msg = receiveMessageOnPort(this.port)?.message as
+      (ReturnType<SyncPostgres['call']> & { beforeError?: { error: string; code?: string; sql: string } }) | undefined;
+    if (!msg) {
+      this.requeue(before);
+      throw new DatabaseUnavailable('the database worker gave no answer');
+    }
+    if (msg.beforeError) {
+      const e = msg.beforeError;
+      // The database went away before they ran: they go with the next round trip.
+      if (connectionLost(e.code)) this.requeue(before);
+      else if (this.depth > 0)
+        // Inside a transaction, which PostgreSQL has aborted: the transaction fails whole.
+        throw new DatabaseError(`${e.error} (in a deferred write: ${e.sql.slice(0, 80)})`, e.code);
+      else log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
+    }
     if (msg.error !== undefined) {
       if (connectionLost(msg.code))
         throw new DatabaseUnavailable(`the database at ${redactUrl(this.url)} is unreachable: ${msg.error}`);
@@ -206,6 +247,45 @@ export class SyncPostgres {
     return this.all<Row>(sql, ...params)[0];
   }
 
+  /**
+   * Runs a write with the next round trip instead of one of its own (sql.ts `runLater`): inside a
+   * transaction before its next statement or its COMMIT; outside, before the next statement or at
+   * the end of this turn of the event loop, whichever comes first. For idempotent writes of current
+   * state whose result nobody reads (a status row, a digest): a refusal is logged (or fails the
+   * transaction it was in), and writes the database was away for go with the next round trip.
+   */
+  defer(sql: string, ...params: Param[]): void {
+    this.deferred.push({ sql: numberPlaceholders(sql), params });
+    if (this.deferred.length > MAX_DEFERRED_WRITES) {
+      const dropped = this.deferred.splice(0, this.deferred.length - MAX_DEFERRED_WRITES);
+      log.error({ dropped: dropped.length }, 'too many writes waiting for the database: the oldest were dropped');
+    }
+    this.scheduleFlush(0);
+  }
+
+  /** Sends the deferred writes on their own after `delayMs` (0: at the end of this turn), unless a statement takes them first. */
+  private scheduleFlush(delayMs: number): void {
+    if (this.flushing || this.closed) return;
+    const go = () => {
+      this.flushing = undefined;
+      // Inside a transaction its next statement or COMMIT carries them.
+      if (!this.deferred.length || this.depth > 0 || this.closed) return;
+      try {
+        this.call({});
+      } catch (err) {
+        log.warn({ err, waiting: this.deferred.length }, 'deferred writes wait for the database');
+        this.scheduleFlush(1_000);
+      }
+    };
+    this.flushing = delayMs ? setTimeout(go, delayMs).unref() : setImmediate(go);
+  }
+
+  private requeue(before: Deferred[]): void {
+    if (!before.length) return;
+    this.deferred = [...before, ...this.deferred].slice(-MAX_DEFERRED_WRITES);
+    this.scheduleFlush(1_000);
+  }
+
   /** Runs a write; how many rows it changed. */
   run(sql: string, ...params: Param[]): number {
     return this.call({ sql: numberPlaceholders(sql), params }).rowCount ?? 0;
@@ -223,11 +303,14 @@ export class SyncPostgres {
     this.depth++;
     try {
       const out = fn();
-      this.depth--;
+      // COMMIT carries the writes deferred inside: a refusal of one fails the transaction (depth > 0).
       this.run('COMMIT');
+      this.depth--;
       return out;
     } catch (err) {
       this.depth = 0;
+      // Writes deferred inside it go with it.
+      this.deferred = [];
       try {
         this.run('ROLLBACK');
       } catch {
@@ -241,6 +324,10 @@ export class SyncPostgres {
   async close(): Promise<void> {
     if (this.closed) return;
     this.events.postMessage({ stop: true });
+    if (this.flushing) {
+      clearImmediate(this.flushing as NodeJS.Immediate);
+      clearTimeout(this.flushing as NodeJS.Timeout);
+    }
     try {
       this.call({ close: true });
     } catch {

@@ -32,6 +32,8 @@ interface Request {
   sql?: string;
   params?: unknown[];
   close?: boolean;
+  /** Deferred writes (sync-client.ts `defer`), run in order before `sql`. */
+  before?: { sql: string; params: unknown[] }[];
 }
 
 const { url, flag, port, events, connectTimeoutMs, statementTimeoutMs } = workerData as Init;
@@ -66,8 +68,35 @@ async function connected(): Promise<pg.Client> {
   return c;
 }
 
+/**
+ * Runs the deferred writes in order, every one (outside a transaction each stands alone; inside
+ * one, PostgreSQL refuses the rest after a refusal anyway); the first refusal is answered as
+ * `beforeError`.
+ */
+async function runBefore(c: pg.Client, before: NonNullable<Request['before']>): Promise<object | undefined> {
+  let first: object | undefined;
+  for (const d of before) {
+    try {
+      await c.query({ text: d.sql, values: d.params });
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      first ??= { error: e.message, code: e.code, sql: d.sql };
+    }
+  }
+  return first;
+}
+
 port.on('message', (req: Request) => {
   void (async () => {
+    let beforeError: object | undefined;
+    if (req.before?.length) {
+      try {
+        beforeError = await runBefore(await connected(), req.before);
+      } catch (err) {
+        const e = err as Error & { code?: string };
+        beforeError = { error: e.message, code: e.code, sql: req.before[0]!.sql };
+      }
+    }
     if (req.close) {
       await client?.end().catch(() => undefined);
       client = undefined;
@@ -75,15 +104,19 @@ port.on('message', (req: Request) => {
       return;
     }
     try {
+      if (req.sql === undefined) {
+        answer({ rowCount: 0, beforeError });
+        return;
+      }
       const c = await connected();
       // Without parameters: the simple protocol, which takes several statements (migrations).
-      const r = req.params ? await c.query({ text: req.sql!, values: req.params }) : await c.query(req.sql!);
-      answer({ rows: r.rows, rowCount: r.rowCount ?? 0 });
+      const r = req.params ? await c.query({ text: req.sql, values: req.params }) : await c.query(req.sql);
+      answer({ rows: r.rows, rowCount: r.rowCount ?? 0, beforeError });
     } catch (err) {
       // Which errors mean the database is gone is decided once, by the main thread
       // (sync-client.ts connectionLost); a broken connection is dropped by its own events above.
       const e = err as Error & { code?: string };
-      answer({ error: e.message, code: e.code });
+      answer({ error: e.message, code: e.code, beforeError });
     }
   })();
 });
