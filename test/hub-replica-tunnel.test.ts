@@ -7,6 +7,7 @@
  * forwarding header is refused. B killed: A answers 503 naming the edge and B at once, then, once
  * B's lease expired, "offline".
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
@@ -17,7 +18,7 @@ import { signForward } from '../hub/tunnel/forward.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 const server = new TestPostgres();
 let dir: string;
@@ -184,6 +185,32 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     expect(r.stdout).toBe('out-42\n');
     expect(r.stderr).toContain('err');
     expect(r.code).toBe(3);
+  });
+
+  it('outpost exec -i through A: stdin in, output and exit code back (a WebSocket piped A <-> B)', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        MAIN,
+        'exec',
+        'edge/e1',
+        'web',
+        '-i',
+        '--',
+        'sh',
+        '-c',
+        'n=0; while read l; do n=$((n+1)); done; echo "lines=$n"; exit 5',
+      ],
+      { cwd: ROOT, env: { ...process.env, OUTPOST_LOG_LEVEL: 'warn', ...cliEnv(a) }, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const code = new Promise<number>((r) => child.on('exit', (c) => r(c ?? 1)));
+    child.stdin.end('a\nb\nc\n');
+    expect(await code).toBe(5);
+    expect(out).toBe('lines=3\n');
   });
 
   it("more long streams through A than B's per-address cap: replica connections are not capped", async () => {
