@@ -283,8 +283,13 @@ export function buildProgram(): Command {
         tlsCa?: string;
         host?: string[];
         requireApproval?: boolean;
+        database?: string;
+        identityKey?: string;
+        advertiseUrl?: string;
       };
       if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+      if ((g.identityKey || g.advertiseUrl) && !g.database)
+        throw new UsageError('--identity-key and --advertise-url are for hub replicas: give --database too');
       const [{ installHub }, { isPackaged }] = await Promise.all([
         import('./hub/install.js'),
         import('./sync/native.js'),

@@ -294,6 +294,23 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     expect(await metric(a, 'outpost_hub_tunnel_forwarded_total')).toBe(before);
   });
 
+  it('outpost hub refuses --advertise-url without --database, and one that is not an origin', async () => {
+    const alone = await cli(['hub', '--data', path.join(dir, 'alone'), '--advertise-url', 'https://hub-1:7443']);
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toContain('--advertise-url needs --database');
+    const bad = await cli([
+      'hub',
+      '--data',
+      path.join(dir, 'alone'),
+      '--database',
+      'postgres://nobody@127.0.0.1:1/x',
+      '--advertise-url',
+      'https://hub-1:7443/outpost',
+    ]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('--advertise-url https://hub-1:7443/outpost: give only https://HOST:PORT');
+  });
+
   it('B killed: A answers 503 naming the edge and B at once; once the lease expired, offline', async () => {
     await b.proc.kill('SIGKILL');
     const res = await fetch(proxy(a, 'web', '/index.html'), { headers: auth(a) });
