@@ -176,6 +176,23 @@ export const HUB_MIGRATIONS = [
       CREATE INDEX data_progress_by_name ON data_progress (name);
     `,
   },
+  {
+    version: 8,
+    // AgentUpgrade rollouts in tables (hub/state/agent-upgrades.ts): the order the planner gave
+    // each edge, and the projection of the upgrade progress edges report, so one planner counts
+    // the whole fleet whichever replica serves an edge.
+    sql: `
+      CREATE TABLE agent_upgrade_orders (
+        edge TEXT PRIMARY KEY,
+        upgrade TEXT NOT NULL,
+        body TEXT NOT NULL
+      );
+      CREATE TABLE agent_upgrade_progress (
+        edge TEXT PRIMARY KEY,
+        body TEXT NOT NULL
+      );
+    `,
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

@@ -325,7 +325,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler.addGate(dependsOnGate(db, objects));
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
-  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
+  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem, state.agentUpgrades);
+  if (pg) {
+    // With replicas, the leader plans the rollouts; each writes the orders of the edges it serves.
+    upgrades.holds = (edge) => !!sync?.connection(edge as EdgeName);
+    upgrades.leading = () => sched.leading;
+  }
   upgrades.start();
   deliveries = new DataDeliveries(db, objects, store, blobs, state.dataProgress);
   // With replicas, each writes the data orders of the edges it serves (the others': their replica).
@@ -467,12 +472,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
     // written from the assignments before the edge is answered, in this replica's new epoch, with
-    // its data orders (a spec without them would have the edge remove its files). With replicas,
+    // its data and upgrade orders (a spec without them would have the edge take them for withdrawn
+    // and remove its files). With replicas,
     // every time: another replica may have served the edge since this one last did.
     beforeWelcome: (edge, fresh) => {
       if (!fresh && !peers) return;
       sched.writeSpec(edge);
       deliveries?.writeEdge(edge);
+      upgrades?.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);

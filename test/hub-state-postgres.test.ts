@@ -27,6 +27,7 @@ import { apiTokenSuite, edgeCredentialSuite, joinTokenSuite, proxySessionSuite }
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
 import {
+  agentUpgradeSuite,
   assignmentStoreSuite,
   dataProgressSuite,
   edgeLeaseSuite,
@@ -87,6 +88,7 @@ describe('hub state on PostgreSQL', () => {
   edgeStateSuite(fresh);
   eventLogSuite(fresh);
   dataProgressSuite(fresh);
+  agentUpgradeSuite(fresh);
   assignmentStoreSuite(freshDb);
   edgeLeaseSuite(freshDb);
   hubReplicaSuite(freshDb);

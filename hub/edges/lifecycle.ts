@@ -183,6 +183,7 @@ export class EdgeLifecycle {
       this.deps.assignments.forgetEdge(name);
       state.status.forgetEdge(name);
       state.dataProgress.forgetEdge(name);
+      state.agentUpgrades.forgetEdge(name);
       state.edges.remove(name);
       objects.forget('Edge', project, name);
       state.events.record({
