@@ -162,6 +162,20 @@ export const HUB_MIGRATIONS = [
     // show what the planning one decided (hub/replicas/).
     sql: 'ALTER TABLE rollouts ADD COLUMN progress TEXT;',
   },
+  {
+    version: 7,
+    // Projection of the DataObject deliveries in report documents (hub/state/data-progress.ts): each
+    // replica holds only the reports of the edges it serves, and every one shows the whole fleet.
+    sql: `
+      CREATE TABLE data_progress (
+        edge TEXT NOT NULL,
+        name TEXT NOT NULL,
+        progress TEXT NOT NULL,
+        PRIMARY KEY (edge, name)
+      );
+      CREATE INDEX data_progress_by_name ON data_progress (name);
+    `,
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

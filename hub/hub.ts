@@ -327,7 +327,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const releaseKey = ensureReleaseKey(opts.dataDir);
   upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
   upgrades.start();
-  deliveries = new DataDeliveries(db, objects, store, blobs);
+  deliveries = new DataDeliveries(db, objects, store, blobs, state.dataProgress);
+  // With replicas, each writes the data orders of the edges it serves (the others': their replica).
+  if (pg) deliveries.holds = (edge) => !!sync?.connection(edge as EdgeName);
   deliveries.start();
   const edges = new EdgeLifecycle({
     state,
@@ -464,10 +466,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       leases?.take(conn.edge);
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
-    // written from the assignments before the edge is answered, in this replica's new epoch. With
-    // replicas, every time: another replica may have served the edge since this one last did.
+    // written from the assignments before the edge is answered, in this replica's new epoch, with
+    // its data orders (a spec without them would have the edge remove its files). With replicas,
+    // every time: another replica may have served the edge since this one last did.
     beforeWelcome: (edge, fresh) => {
-      if (fresh || peers) sched.writeSpec(edge);
+      if (!fresh && !peers) return;
+      sched.writeSpec(edge);
+      deliveries?.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);

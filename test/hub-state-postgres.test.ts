@@ -28,6 +28,7 @@ import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
 import {
   assignmentStoreSuite,
+  dataProgressSuite,
   edgeLeaseSuite,
   hubReplicaSuite,
   edgeStateSuite,
@@ -85,6 +86,7 @@ describe('hub state on PostgreSQL', () => {
   objectStateSuite(fresh);
   edgeStateSuite(fresh);
   eventLogSuite(fresh);
+  dataProgressSuite(fresh);
   assignmentStoreSuite(freshDb);
   edgeLeaseSuite(freshDb);
   hubReplicaSuite(freshDb);

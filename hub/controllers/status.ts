@@ -46,6 +46,8 @@ export function projectReport(
       objects: w.objects,
     })),
   );
+  // The deliveries of DataObjects: every replica shows them (hub/data/delivery.ts status).
+  state.dataProgress.project(p.edge, report.data ?? {});
   const inventoryChanged = report.inventory ? state.edges.storeInventory(p.edge, report.inventory) : false;
   return { edge: p.edge, inventoryChanged };
 }

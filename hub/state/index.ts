@@ -9,6 +9,7 @@
  * | edges.ts | edge_runtime, connections |
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
+ * | data-progress.ts | data_progress (the DataObject deliveries edges report) |
  * | blobs.ts | blobs, blob_refs |
  * | data-files.ts | data_files |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
@@ -29,12 +30,14 @@ import type { SyncPostgres } from './pg/sync-client.js';
 import { sqlEventLog, type EventLog } from './events.js';
 import { sqlObjectState, type ObjectState } from './objects.js';
 import { sqlStatusState, type StatusState } from './status.js';
+import { sqlDataProgressState, type DataProgressState } from './data-progress.js';
 
 export interface HubState {
   objects: ObjectState;
   edges: EdgeState;
   events: EventLog;
   status: StatusState;
+  dataProgress: DataProgressState;
   /**
    * Runs `fn` in one transaction, joining an open one (every write of the hub's state is one).
    * `immediate` takes the write lock at the start: for a read-then-write another process may race.
@@ -52,6 +55,7 @@ export function postgresHubState(pg: SyncPostgres): HubState {
     edges: sqlEdgeState(pg),
     events: sqlEventLog(pg),
     status: sqlStatusState(pg),
+    dataProgress: sqlDataProgressState(pg),
     transaction: (fn) => pg.transaction(fn),
   };
 }
@@ -62,6 +66,7 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     edges: sqlEdgeState(db),
     events: sqlEventLog(db),
     status: sqlStatusState(db),
+    dataProgress: sqlDataProgressState(db),
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
   };
