@@ -84,6 +84,11 @@ export interface HubOptions {
   maxConnectionsPerAddress?: number;
   /** Loaded mailbox documents are evicted beyond this estimate (default HUB_DOC_CACHE_BYTES). */
   memoryBudgetBytes?: number;
+  /**
+   * Where blob files live (default DATA/blobs). Hub replicas on one PostgreSQL share the blob index,
+   * so they must share the files too: one directory on a shared filesystem (docs/operations.md).
+   */
+  blobDir?: string;
   /** Bytes of blobs one project may hold (default DEFAULT_BLOB_QUOTA_BYTES). */
   blobQuotaBytes?: number;
   /** How long a blob nothing refers to is kept (default DEFAULT_BLOB_GRACE_MS). */
@@ -309,7 +314,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   const blobs = new HubBlobs({
     db,
-    dir: path.join(opts.dataDir, 'blobs'),
+    dir: opts.blobDir ?? path.join(opts.dataDir, 'blobs'),
     ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });

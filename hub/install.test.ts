@@ -148,6 +148,7 @@ describe('outpost hub install for a replica on PostgreSQL', () => {
       database: 'postgres://outpost:s3cret"pw@db.example:5432/outpost',
       identityKey: '/etc/outpost/identity.key',
       advertiseUrl: 'https://hub-1.internal:7443',
+      blobDir: '/srv/outpost-blobs',
     };
     const dry = installHub({ ...o, dryRun: true });
     expect(dry).not.toContain('s3cret');
@@ -162,12 +163,16 @@ describe('outpost hub install for a replica on PostgreSQL', () => {
     expect(unitText).not.toContain('s3cret');
     const u = parseUnit(unitText);
     expect(u.Service.EnvironmentFile).toEqual([envFile]);
-    expect(splitExecLine(u.Service.ExecStart[0]).slice(-4)).toEqual([
+    expect(splitExecLine(u.Service.ExecStart[0]).slice(-6)).toEqual([
       '--identity-key',
       '/etc/outpost/identity.key',
       '--advertise-url',
       'https://hub-1.internal:7443',
+      '--blob-dir',
+      '/srv/outpost-blobs',
     ]);
+    // The shared blob directory is writable under ProtectSystem=strict.
+    expect(u.Service.ReadWritePaths).toEqual([`${o.dataDir} /srv/outpost-blobs`]);
     expect(() => installHub({ ...o, database: 'mysql://x@y/z', dryRun: true })).toThrow(
       /--database mysql:\/\/x@y\/z: it is a mysql URL: use postgres:/,
     );

@@ -37,6 +37,8 @@ export interface HubInstallOptions {
   database?: string;
   identityKey?: string;
   advertiseUrl?: string;
+  /** Blob files elsewhere than DATA/blobs (replicas share one): writable by the service too. */
+  blobDir?: string;
 }
 
 /** The environment file of a hub on PostgreSQL: the URL holds a password, so not in the unit (mode 0644) nor in `ps`. */
@@ -63,6 +65,7 @@ export function hubArgv(
     | 'requireApproval'
     | 'identityKey'
     | 'advertiseUrl'
+    | 'blobDir'
   >,
 ): string[] {
   const argv = [o.bin, 'hub', '--data', o.dataDir, '--listen', o.listen];
@@ -74,6 +77,7 @@ export function hubArgv(
   if (o.requireApproval) argv.push('--require-approval');
   if (o.identityKey) argv.push('--identity-key', o.identityKey);
   if (o.advertiseUrl) argv.push('--advertise-url', o.advertiseUrl);
+  if (o.blobDir) argv.push('--blob-dir', o.blobDir);
   return argv;
 }
 
@@ -92,6 +96,7 @@ export function hubUnit(
     | 'identityKey'
     | 'advertiseUrl'
     | 'database'
+    | 'blobDir'
   >,
 ): string {
   const { version, commit } = buildInfo();
@@ -120,7 +125,7 @@ export function hubUnit(
     { comment: 'Hardening: the hub needs its data directory, its port and nothing else.' },
     ['NoNewPrivileges', 'yes'],
     ['ProtectSystem', 'strict'],
-    ['ReadWritePaths', data],
+    ['ReadWritePaths', o.blobDir ? `${data} ${unitPath('--blob-dir', o.blobDir)}` : data],
     ['ProtectHome', 'yes'],
     ['PrivateTmp', 'yes'],
     ['PrivateDevices', 'yes'],
@@ -172,6 +177,7 @@ export function hubInstallSteps(o: HubInstallOptions): InstallStep[] {
     tlsKey: o.tlsKey && absolute(o.tlsKey),
     tlsCa: o.tlsCa && absolute(o.tlsCa),
     identityKey: o.identityKey && absolute(o.identityKey),
+    blobDir: o.blobDir && absolute(o.blobDir),
   });
   return [
     { kind: 'copy', from: source, to: bin, mode: 0o755 },

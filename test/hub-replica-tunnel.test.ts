@@ -56,7 +56,7 @@ beforeAll(async () => {
   fs.writeFileSync(
     path.join(dir, 'echo.mjs'),
     `import { createRequire } from 'node:module';\nconst { WebSocketServer } = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))})('ws');\n` +
-      `const wss = new WebSocketServer({ port: Number(process.argv[2]), host: '127.0.0.1' });\nwss.on('connection', (ws, req) => ws.on('message', (m) => ws.send('echo:' + m + ' at ' + req.url)));\n`,
+      `const wss = new WebSocketServer({ port: Number(process.argv[2]), host: '127.0.0.1' });\nwss.on('connection', (ws, req) => ws.on('message', (m) => ws.send('echo:' + m + ' at ' + req.url + ' for ' + req.headers['x-forwarded-for'])));\n`,
   );
   for (const n of ['web', 'wsecho']) ports[n] = await freePort();
   await server.start();
@@ -137,7 +137,8 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     const got = new Promise<string>((resolve) => ws.once('message', (m) => resolve(m.toString())));
     ws.send('hello');
-    expect(await got).toBe('echo:hello at /chat?room=7');
+    // X-Forwarded-For: the client (as A saw it), then A (as B saw it); all on loopback here.
+    expect(await got).toBe('echo:hello at /chat?room=7 for 127.0.0.1, 127.0.0.1');
     ws.close();
 
     expect(await metric(a, 'outpost_hub_tunnel_forwarded_total{result="ok"}')).toBeGreaterThanOrEqual(3);

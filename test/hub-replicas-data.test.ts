@@ -1,7 +1,7 @@
 /**
  * DataObjects across hub replicas (issue #22): three `outpost hub` processes on one PostgreSQL,
  * three real edges (process driver), one served by each replica. The replicas' blob files are one
- * directory (a shared mount: blob files are not copied between replicas yet).
+ * directory (`--blob-dir`, a shared filesystem in production).
  *
  * 1. A DataObject published through replica 1 is delivered to the edges every replica serves, and
  *    `get dataobjects` / `describe` through each replica shows `delivered 3/3` (the edges' progress
@@ -39,16 +39,19 @@ beforeAll(async () => {
   dir = tempDir('outpost-replicas-data-');
   await server.start();
   const url = server.createDatabase('hub');
-  // The blob files on storage every replica mounts (each keeps them in --data/blobs: docs/operations.md,
+  // One blob directory for the replicas (--blob-dir, a shared filesystem in production: docs/operations.md,
   // "HA and scale-out"): an edge downloads the DataObject's bytes from the replica that serves it.
   const blobs = path.join(dir, 'blobs');
-  fs.mkdirSync(blobs, { mode: 0o700 });
   hubs = await Promise.all(
-    [1, 2, 3].map(async (i) => {
-      fs.mkdirSync(path.join(dir, `hub-${i}`), { mode: 0o700 });
-      fs.symlinkSync(blobs, path.join(dir, `hub-${i}`, 'blobs'));
-      return startHubProc(path.join(dir, `hub-${i}`), await freePort(), ['--insecure-http', '--database', url]);
-    }),
+    [1, 2, 3].map(async (i) =>
+      startHubProc(path.join(dir, `hub-${i}`), await freePort(), [
+        '--insecure-http',
+        '--database',
+        url,
+        '--blob-dir',
+        blobs,
+      ]),
+    ),
   );
   const join = (await hubApi(hubs[0], 'POST', '/api/v1/tokens/join', { labels: { fleet: 'd' }, uses: 3 })).json
     .token as string;
