@@ -5,8 +5,8 @@
  * replica 1 upgrades the edges of every replica one at a time (the planning replica counts the
  * whole fleet from the tables; the replica serving an edge writes its order), and every replica
  * shows the same status. The release is this build bundled with another version string, as in
- * test/agent-upgrade.test.ts; the replicas' blob files are one directory (a shared mount: blob
- * files are not copied between replicas yet).
+ * test/agent-upgrade.test.ts; the replicas' blob files are one directory (`--blob-dir`, a shared
+ * filesystem in production).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -54,11 +54,8 @@ beforeAll(async () => {
   const keyFile = path.join(dir, 'identity.key');
   fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
   const blobs = path.join(dir, 'blobs');
-  fs.mkdirSync(blobs, { mode: 0o700 });
   // One at a time: the first puts the shared identity, the others read it.
   for (const i of [1, 2, 3]) {
-    fs.mkdirSync(path.join(dir, `hub-${i}`), { mode: 0o700 });
-    fs.symlinkSync(blobs, path.join(dir, `hub-${i}`, 'blobs'));
     hubs.push(
       await startHubProc(path.join(dir, `hub-${i}`), await freePort(), [
         '--insecure-http',
@@ -68,6 +65,8 @@ beforeAll(async () => {
         url,
         '--identity-key',
         keyFile,
+        '--blob-dir',
+        blobs,
       ]),
     );
   }
