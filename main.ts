@@ -99,6 +99,12 @@ export function buildProgram(): Command {
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
     .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
+    .addOption(
+      new Option(
+        '--blob-dir <dir>',
+        'where blob files live (default DATA/blobs); hub replicas share one (a shared filesystem), since their index is in the database',
+      ).env('OUTPOST_BLOB_DIR'),
+    )
     .option(
       '--data-sink-s3-bucket <bucket>',
       "forward the files edges export to this S3 bucket, with the hub's AWS credentials",
@@ -124,6 +130,7 @@ export function buildProgram(): Command {
       async (o: {
         maxConnectionsPerAddress: number;
         blobQuota?: number;
+        blobDir?: string;
         dataSinkS3Bucket?: string;
         dataSinkS3Endpoint?: string;
         dataSinkS3Region: string;
@@ -189,6 +196,7 @@ export function buildProgram(): Command {
           ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
           ...(advertiseUrl ? { advertiseUrl } : {}),
           ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
+          ...(o.blobDir ? { blobDir: o.blobDir } : {}),
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);
         // Under systemd stderr goes to the journal, which keeps it and is readable by more users than
@@ -283,8 +291,14 @@ export function buildProgram(): Command {
         tlsCa?: string;
         host?: string[];
         requireApproval?: boolean;
+        database?: string;
+        identityKey?: string;
+        advertiseUrl?: string;
+        blobDir?: string;
       };
       if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+      if ((g.identityKey || g.advertiseUrl) && !g.database)
+        throw new UsageError('--identity-key and --advertise-url are for hub replicas: give --database too');
       const [{ installHub }, { isPackaged }] = await Promise.all([
         import('./hub/install.js'),
         import('./sync/native.js'),

@@ -117,3 +117,15 @@ export const FORWARD_CONNECT_TIMEOUT_MS = 5_000;
  * replicas' clocks may differ a little); an older one is refused as a replay.
  */
 export const FORWARD_SIGNATURE_MAX_AGE_MS = 60_000;
+/**
+ * The row of a hub replica that died (hub/state/replicas.ts) stays this long after it expired, so
+ * an operator looking at `hub_replicas` after a crash still sees which replica it was; then the
+ * next replica to start removes it (each start of a hub process adds a row).
+ */
+export const REPLICA_ROW_KEPT_MS = 24 * 3_600_000;
+/**
+ * A blob upload whose temporary file nobody wrote to for this long is abandoned and removed at
+ * start (longer than any request body may take: REQUEST_BODY_TIMEOUT_MS in hub/hub.ts is 5
+ * minutes). Hub replicas may share the blob directory: a younger file is another one's upload.
+ */
+export const ABANDONED_UPLOAD_MS = 15 * 60_000;

@@ -10,7 +10,7 @@ import path from 'node:path';
 export type InstallStep =
   | { kind: 'copy'; from: string; to: string; mode: number }
   | { kind: 'dir'; path: string; mode: number }
-  | { kind: 'file'; path: string; mode: number; content: string };
+  | { kind: 'file'; path: string; mode: number; content: string; secret?: boolean };
 
 const octal = (mode: number): string => `0${mode.toString(8)}`;
 
@@ -37,6 +37,7 @@ export function describeStep(s: InstallStep): string {
     case 'dir':
       return `create directory ${s.path} (mode ${octal(s.mode)})\n`;
     case 'file':
+      if (s.secret) return `write ${s.path} (mode ${octal(s.mode)}; not shown: it holds a password)\n`;
       return `write ${s.path} (mode ${octal(s.mode)}):\n${s.content.replace(/^/gm, '    ').replace(/ +$/gm, '')}${s.content.endsWith('\n') ? '' : '\n'}`;
   }
 }

@@ -162,6 +162,37 @@ export const HUB_MIGRATIONS = [
     // show what the planning one decided (hub/replicas/).
     sql: 'ALTER TABLE rollouts ADD COLUMN progress TEXT;',
   },
+  {
+    version: 7,
+    // Projection of the DataObject deliveries in report documents (hub/state/data-progress.ts): each
+    // replica holds only the reports of the edges it serves, and every one shows the whole fleet.
+    sql: `
+      CREATE TABLE data_progress (
+        edge TEXT NOT NULL,
+        name TEXT NOT NULL,
+        progress TEXT NOT NULL,
+        PRIMARY KEY (edge, name)
+      );
+      CREATE INDEX data_progress_by_name ON data_progress (name);
+    `,
+  },
+  {
+    version: 8,
+    // AgentUpgrade rollouts in tables (hub/state/agent-upgrades.ts): the order the planner gave
+    // each edge, and the projection of the upgrade progress edges report, so one planner counts
+    // the whole fleet whichever replica serves an edge.
+    sql: `
+      CREATE TABLE agent_upgrade_orders (
+        edge TEXT PRIMARY KEY,
+        upgrade TEXT NOT NULL,
+        body TEXT NOT NULL
+      );
+      CREATE TABLE agent_upgrade_progress (
+        edge TEXT PRIMARY KEY,
+        body TEXT NOT NULL
+      );
+    `,
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

@@ -84,6 +84,11 @@ export interface HubOptions {
   maxConnectionsPerAddress?: number;
   /** Loaded mailbox documents are evicted beyond this estimate (default HUB_DOC_CACHE_BYTES). */
   memoryBudgetBytes?: number;
+  /**
+   * Where blob files live (default DATA/blobs). Hub replicas on one PostgreSQL share the blob index,
+   * so they must share the files too: one directory on a shared filesystem (docs/operations.md).
+   */
+  blobDir?: string;
   /** Bytes of blobs one project may hold (default DEFAULT_BLOB_QUOTA_BYTES). */
   blobQuotaBytes?: number;
   /** How long a blob nothing refers to is kept (default DEFAULT_BLOB_GRACE_MS). */
@@ -309,7 +314,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   const blobs = new HubBlobs({
     db,
-    dir: path.join(opts.dataDir, 'blobs'),
+    dir: opts.blobDir ?? path.join(opts.dataDir, 'blobs'),
     ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
@@ -325,9 +330,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler.addGate(dependsOnGate(db, objects));
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
-  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem);
+  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem, state.agentUpgrades);
+  if (pg) {
+    // With replicas, the leader plans the rollouts; each writes the orders of the edges it serves.
+    upgrades.holds = (edge) => !!sync?.connection(edge as EdgeName);
+    upgrades.leading = () => sched.leading;
+  }
   upgrades.start();
-  deliveries = new DataDeliveries(db, objects, store, blobs);
+  deliveries = new DataDeliveries(db, objects, store, blobs, state.dataProgress);
+  // With replicas, each writes the data orders of the edges it serves (the others': their replica).
+  if (pg) deliveries.holds = (edge) => !!sync?.connection(edge as EdgeName);
   deliveries.start();
   const edges = new EdgeLifecycle({
     state,
@@ -464,10 +476,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       leases?.take(conn.edge);
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
-    // written from the assignments before the edge is answered, in this replica's new epoch. With
-    // replicas, every time: another replica may have served the edge since this one last did.
+    // written from the assignments before the edge is answered, in this replica's new epoch, with
+    // its data and upgrade orders (a spec without them would have the edge take them for withdrawn
+    // and remove its files). With replicas,
+    // every time: another replica may have served the edge since this one last did.
     beforeWelcome: (edge, fresh) => {
-      if (fresh || peers) sched.writeSpec(edge);
+      if (!fresh && !peers) return;
+      sched.writeSpec(edge);
+      deliveries?.writeEdge(edge);
+      upgrades?.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);

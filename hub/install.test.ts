@@ -135,3 +135,46 @@ describe('outpost hub install', () => {
     expect(r.status).toBe(0);
   });
 });
+
+describe('outpost hub install for a replica on PostgreSQL', () => {
+  it('keeps the database URL in a 0600 environment file, out of the unit and of --dry-run; the identity key and advertise URL go on ExecStart', () => {
+    const o = {
+      dataDir: path.join(dir, 'replica-data'),
+      listen: '0.0.0.0:7443',
+      unitDir: path.join(dir, 'replica-units'),
+      bin: path.join(dir, 'replica-bin', 'outpost'),
+      packaged: true,
+      execPath: fakeExe,
+      database: 'postgres://outpost:s3cret"pw@db.example:5432/outpost',
+      identityKey: '/etc/outpost/identity.key',
+      advertiseUrl: 'https://hub-1.internal:7443',
+      blobDir: '/srv/outpost-blobs',
+    };
+    const dry = installHub({ ...o, dryRun: true });
+    expect(dry).not.toContain('s3cret');
+    expect(dry).toContain(`write ${path.join(o.dataDir, 'hub.env')} (mode 0600; not shown: it holds a password)`);
+    installHub(o);
+    const envFile = path.join(o.dataDir, 'hub.env');
+    expect(fs.statSync(envFile).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(envFile, 'utf8')).toBe(
+      'OUTPOST_DATABASE="postgres://outpost:s3cret\\"pw@db.example:5432/outpost"\n',
+    );
+    const unitText = fs.readFileSync(path.join(o.unitDir, 'outpost-hub.service'), 'utf8');
+    expect(unitText).not.toContain('s3cret');
+    const u = parseUnit(unitText);
+    expect(u.Service.EnvironmentFile).toEqual([envFile]);
+    expect(splitExecLine(u.Service.ExecStart[0]).slice(-6)).toEqual([
+      '--identity-key',
+      '/etc/outpost/identity.key',
+      '--advertise-url',
+      'https://hub-1.internal:7443',
+      '--blob-dir',
+      '/srv/outpost-blobs',
+    ]);
+    // The shared blob directory is writable under ProtectSystem=strict.
+    expect(u.Service.ReadWritePaths).toEqual([`${o.dataDir} /srv/outpost-blobs`]);
+    expect(() => installHub({ ...o, database: 'mysql://x@y/z', dryRun: true })).toThrow(
+      /--database mysql:\/\/x@y\/z: it is a mysql URL: use postgres:/,
+    );
+  });
+});

@@ -12,6 +12,8 @@ import path from 'node:path';
 import { absolute, applyStep, describeStep, installSource, type InstallStep } from '../core/install.js';
 import { environment, execLine, renderUnit, unitPath, type UnitEntry } from '../core/systemd.js';
 import { buildInfo } from '../core/version.js';
+import { postgresUrlProblem } from './state/pg/open.js';
+import { redactUrl } from './state/pg/sync-client.js';
 
 export const HUB_UNIT = 'outpost-hub.service';
 
@@ -31,7 +33,16 @@ export interface HubInstallOptions {
   tlsCa?: string;
   hosts?: string[];
   requireApproval?: boolean;
+  /** Hub replicas (docs/operations.md, "HA and scale-out"): the database URL goes to DATA/hub.env (0600), never the unit. */
+  database?: string;
+  identityKey?: string;
+  advertiseUrl?: string;
+  /** Blob files elsewhere than DATA/blobs (replicas share one): writable by the service too. */
+  blobDir?: string;
 }
+
+/** The environment file of a hub on PostgreSQL: the URL holds a password, so not in the unit (mode 0644) nor in `ps`. */
+export const HUB_ENV_FILE = 'hub.env';
 
 function listenPort(listen: string): number {
   const m = /^(.*):(\d+)$/.exec(listen);
@@ -43,7 +54,18 @@ function listenPort(listen: string): number {
 export function hubArgv(
   o: Pick<
     HubInstallOptions,
-    'bin' | 'dataDir' | 'listen' | 'insecureHttp' | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'hosts' | 'requireApproval'
+    | 'bin'
+    | 'dataDir'
+    | 'listen'
+    | 'insecureHttp'
+    | 'tlsCert'
+    | 'tlsKey'
+    | 'tlsCa'
+    | 'hosts'
+    | 'requireApproval'
+    | 'identityKey'
+    | 'advertiseUrl'
+    | 'blobDir'
   >,
 ): string[] {
   const argv = [o.bin, 'hub', '--data', o.dataDir, '--listen', o.listen];
@@ -53,13 +75,28 @@ export function hubArgv(
   if (o.tlsCa) argv.push('--tls-ca', o.tlsCa);
   for (const h of o.hosts ?? []) argv.push('--host', h);
   if (o.requireApproval) argv.push('--require-approval');
+  if (o.identityKey) argv.push('--identity-key', o.identityKey);
+  if (o.advertiseUrl) argv.push('--advertise-url', o.advertiseUrl);
+  if (o.blobDir) argv.push('--blob-dir', o.blobDir);
   return argv;
 }
 
 export function hubUnit(
   o: Pick<
     HubInstallOptions,
-    'bin' | 'dataDir' | 'listen' | 'insecureHttp' | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'hosts' | 'requireApproval'
+    | 'bin'
+    | 'dataDir'
+    | 'listen'
+    | 'insecureHttp'
+    | 'tlsCert'
+    | 'tlsKey'
+    | 'tlsCa'
+    | 'hosts'
+    | 'requireApproval'
+    | 'identityKey'
+    | 'advertiseUrl'
+    | 'database'
+    | 'blobDir'
   >,
 ): string {
   const { version, commit } = buildInfo();
@@ -78,11 +115,17 @@ export function hubUnit(
     ['CacheDirectory', 'outpost-hub'],
     ['CacheDirectoryMode', '0700'],
     ['Environment', environment('OUTPOST_CACHE_DIR', '/var/cache/outpost-hub')],
+    ...(o.database
+      ? ([
+          { comment: 'OUTPOST_DATABASE (the URL holds a password: mode 0600, not in this file).' },
+          ['EnvironmentFile', unitPath('the environment file', path.join(o.dataDir, HUB_ENV_FILE))],
+        ] satisfies UnitEntry[])
+      : []),
     ['UMask', '0077'],
     { comment: 'Hardening: the hub needs its data directory, its port and nothing else.' },
     ['NoNewPrivileges', 'yes'],
     ['ProtectSystem', 'strict'],
-    ['ReadWritePaths', data],
+    ['ReadWritePaths', o.blobDir ? `${data} ${unitPath('--blob-dir', o.blobDir)}` : data],
     ['ProtectHome', 'yes'],
     ['PrivateTmp', 'yes'],
     ['PrivateDevices', 'yes'],
@@ -122,6 +165,10 @@ export function hubInstallSteps(o: HubInstallOptions): InstallStep[] {
   const source = installSource(o.packaged, o.execPath, 'outpost hub install');
   const bin = absolute(o.bin);
   const dataDir = absolute(o.dataDir);
+  if (o.database) {
+    const problem = postgresUrlProblem(o.database);
+    if (problem) throw new Error(`--database ${redactUrl(o.database)}: ${problem}`);
+  }
   const unit = hubUnit({
     ...o,
     bin,
@@ -129,10 +176,24 @@ export function hubInstallSteps(o: HubInstallOptions): InstallStep[] {
     tlsCert: o.tlsCert && absolute(o.tlsCert),
     tlsKey: o.tlsKey && absolute(o.tlsKey),
     tlsCa: o.tlsCa && absolute(o.tlsCa),
+    identityKey: o.identityKey && absolute(o.identityKey),
+    blobDir: o.blobDir && absolute(o.blobDir),
   });
   return [
     { kind: 'copy', from: source, to: bin, mode: 0o755 },
     { kind: 'dir', path: dataDir, mode: 0o700 },
+    ...(o.database
+      ? [
+          {
+            kind: 'file' as const,
+            path: path.join(dataDir, HUB_ENV_FILE),
+            mode: 0o600,
+            // systemd's EnvironmentFile: double quotes keep the value whole; \ and " escaped inside.
+            content: `OUTPOST_DATABASE="${o.database.replace(/[\\"]/g, (c) => `\\${c}`)}"\n`,
+            secret: true,
+          },
+        ]
+      : []),
     { kind: 'file', path: path.join(absolute(o.unitDir), HUB_UNIT), mode: 0o644, content: unit },
   ];
 }

@@ -9,6 +9,7 @@
  * const files = new BlobFiles('/var/lib/outpost-hub/blobs');
  * const { digest, size } = await files.ingest(req, { maxBytes: 1e9 });
  */
+import { ABANDONED_UPLOAD_MS } from '../core/durations.js';
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -38,7 +39,17 @@ export class BlobFiles {
   constructor(readonly root: string) {
     for (const d of ['sha256', 'partial', 'tmp']) fs.mkdirSync(path.join(root, d), { recursive: true, mode: 0o700 });
     // Uploads of a previous run that never finished: their digest is unknown, so they cannot resume.
-    for (const f of fs.readdirSync(path.join(root, 'tmp'))) fs.rmSync(path.join(root, 'tmp', f), { force: true });
+    // Only those no process has written to for a while: hub replicas may share this directory, and
+    // another one's upload may be under way.
+    const now = Date.now();
+    for (const f of fs.readdirSync(path.join(root, 'tmp'))) {
+      const file = path.join(root, 'tmp', f);
+      try {
+        if (now - fs.statSync(file).mtimeMs > ABANDONED_UPLOAD_MS) fs.rmSync(file, { force: true });
+      } catch {
+        /* gone meanwhile */
+      }
+    }
   }
 
   path(d: BlobDigest): string {

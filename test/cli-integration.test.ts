@@ -14,6 +14,7 @@ import { tempDir, waitFor } from './helpers.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { HubClient } from '../cli/client.js';
 import { runCli } from './fixtures/cli.js';
+import { hubDatabaseOption } from './fixtures/backend.js';
 
 let dir: string;
 let hub: Hub;
@@ -76,7 +77,7 @@ const PLACEMENT =
 
 beforeAll(async () => {
   dir = tempDir('outpost-cli-hub-');
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0' });
+  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', ...(await hubDatabaseOption()) });
   env = { OUTPOST_CONFIG: path.join(dir, 'cli', 'config.json') };
 });
 

@@ -7,6 +7,7 @@
  * forwarding header is refused. B killed: A answers 503 naming the edge and B at once, then, once
  * B's lease expired, "offline".
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
@@ -17,7 +18,7 @@ import { signForward } from '../hub/tunnel/forward.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 const server = new TestPostgres();
 let dir: string;
@@ -55,7 +56,7 @@ beforeAll(async () => {
   fs.writeFileSync(
     path.join(dir, 'echo.mjs'),
     `import { createRequire } from 'node:module';\nconst { WebSocketServer } = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))})('ws');\n` +
-      `const wss = new WebSocketServer({ port: Number(process.argv[2]), host: '127.0.0.1' });\nwss.on('connection', (ws, req) => ws.on('message', (m) => ws.send('echo:' + m + ' at ' + req.url)));\n`,
+      `const wss = new WebSocketServer({ port: Number(process.argv[2]), host: '127.0.0.1' });\nwss.on('connection', (ws, req) => ws.on('message', (m) => ws.send('echo:' + m + ' at ' + req.url + ' for ' + req.headers['x-forwarded-for'])));\n`,
   );
   for (const n of ['web', 'wsecho']) ports[n] = await freePort();
   await server.start();
@@ -136,7 +137,8 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     const got = new Promise<string>((resolve) => ws.once('message', (m) => resolve(m.toString())));
     ws.send('hello');
-    expect(await got).toBe('echo:hello at /chat?room=7');
+    // X-Forwarded-For: the client (as A saw it), then A (as B saw it); all on loopback here.
+    expect(await got).toBe('echo:hello at /chat?room=7 for 127.0.0.1, 127.0.0.1');
     ws.close();
 
     expect(await metric(a, 'outpost_hub_tunnel_forwarded_total{result="ok"}')).toBeGreaterThanOrEqual(3);
@@ -184,6 +186,32 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     expect(r.stdout).toBe('out-42\n');
     expect(r.stderr).toContain('err');
     expect(r.code).toBe(3);
+  });
+
+  it('outpost exec -i through A: stdin in, output and exit code back (a WebSocket piped A <-> B)', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        MAIN,
+        'exec',
+        'edge/e1',
+        'web',
+        '-i',
+        '--',
+        'sh',
+        '-c',
+        'n=0; while read l; do n=$((n+1)); done; echo "lines=$n"; exit 5',
+      ],
+      { cwd: ROOT, env: { ...process.env, OUTPOST_LOG_LEVEL: 'warn', ...cliEnv(a) }, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const code = new Promise<number>((r) => child.on('exit', (c) => r(c ?? 1)));
+    child.stdin.end('a\nb\nc\n');
+    expect(await code).toBe(5);
+    expect(out).toBe('lines=3\n');
   });
 
   it("more long streams through A than B's per-address cap: replica connections are not capped", async () => {
@@ -265,6 +293,23 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
       `edge e1 is not connected to hub replica ${aId} any more (hub replica ${bId} forwarded the request here): it moved or went offline; try again`,
     );
     expect(await metric(a, 'outpost_hub_tunnel_forwarded_total')).toBe(before);
+  });
+
+  it('outpost hub refuses --advertise-url without --database, and one that is not an origin', async () => {
+    const alone = await cli(['hub', '--data', path.join(dir, 'alone'), '--advertise-url', 'https://hub-1:7443']);
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toContain('--advertise-url needs --database');
+    const bad = await cli([
+      'hub',
+      '--data',
+      path.join(dir, 'alone'),
+      '--database',
+      'postgres://nobody@127.0.0.1:1/x',
+      '--advertise-url',
+      'https://hub-1:7443/outpost',
+    ]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('--advertise-url https://hub-1:7443/outpost: give only https://HOST:PORT');
   });
 
   it('B killed: A answers 503 naming the edge and B at once; once the lease expired, offline', async () => {

@@ -1,12 +1,14 @@
 /**
- * Hub replicas (issue #22, tests 1 and 2): three `outpost hub` processes on one PostgreSQL, six
+ * Hub replicas (issue #22, tests 1, 3 and 2, in that order): three `outpost hub` processes on one PostgreSQL, six
  * real edges (process driver) spread over them, each given the three URLs starting with its own.
  *
- * 1. A placement applied through replica 1 reaches READY 6/6 although two thirds of the edges are
+ * - Test 1. A placement applied through replica 1 reaches READY 6/6 although two thirds of the edges are
  *    served by the other replicas (the leader plans, each replica writes its own edges' specs);
  *    `get placements` through each replica shows the same summary and rollout; `outpost logs` and
  *    `exec` through replica 3 reach an edge replica 1 serves.
- * 2. A new version rolls out with maxUnavailable 2 (each edge needs ~3 s to be Ready again); the
+ * - Test 3. PostgreSQL stopped for 20 s, with the three replicas: every replica answers 503, the edges
+ *    keep running, and a change applied afterwards reaches all six edges without a restart.
+ * - Test 2. A new version rolls out with maxUnavailable 2 (each edge needs ~3 s to be Ready again); the
  *    replica that plans is killed -9 in the middle. Its edges move to the others, another replica
  *    takes over the planning, and the rollout completes with never more than 2 edges unavailable
  *    at once across the fleet (sampled on the edges themselves); every object applied before the
@@ -30,24 +32,28 @@ const edges = new Map<string, Proc>();
 const edgeDir = (e: string) => path.join(dir, e);
 
 /** A process workload that is Ready 3 s after it starts (an exec probe after initialDelaySeconds). */
-function workload(version: string) {
+function workload(version: string, name = 'web') {
   return {
     apiVersion: 'outpost.dev/v1alpha1',
     kind: 'Workload',
-    metadata: { name: 'web' },
+    metadata: { name },
     spec: {
       manifests: [
         {
           apiVersion: 'v1',
           kind: 'Pod',
-          metadata: { name: 'web' },
+          metadata: { name },
           spec: {
             terminationGracePeriodSeconds: 1,
             containers: [
               {
                 name: 'main',
                 image: 'localhost/outpost-busybox:latest',
-                command: ['sh', '-c', `echo $$$$ > ${pids}/web.$$$$.pid && echo started $$VERSION && exec sleep 3600`],
+                command: [
+                  'sh',
+                  '-c',
+                  `echo $$$$ > ${pids}/${name}.$$$$.pid && echo started $$VERSION && exec sleep 3600`,
+                ],
                 env: [{ name: 'VERSION', value: version }],
                 readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 3, periodSeconds: 1 },
               },
@@ -97,9 +103,18 @@ beforeAll(async () => {
   fs.mkdirSync(pids);
   await server.start();
   const url = server.createDatabase('hub');
+  // One hub identity for the three (docs/operations.md, "HA and scale-out").
+  const keyFile = path.join(dir, 'identity.key');
+  fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
   hubs = await Promise.all(
     [1, 2, 3].map(async (i) =>
-      startHubProc(path.join(dir, `hub-${i}`), await freePort(), ['--insecure-http', '--database', url]),
+      startHubProc(path.join(dir, `hub-${i}`), await freePort(), [
+        '--insecure-http',
+        '--database',
+        url,
+        '--identity-key',
+        keyFile,
+      ]),
     ),
   );
   const join = (await hubApi(hubs[0], 'POST', '/api/v1/tokens/join', { labels: { fleet: 'r' }, uses: 6 })).json
@@ -171,6 +186,45 @@ describe('three hub replicas on one PostgreSQL', () => {
     expect(ex.code).toBe(4);
     expect(leaderOf()).toBeDefined();
   }, 150_000);
+
+  it('PostgreSQL stopped for 20 s: every replica answers 503, the edges run on; afterwards a change reaches all six without a restart', async () => {
+    const workloads = fs
+      .readdirSync(pids)
+      .filter((f) => f.endsWith('.pid'))
+      .map((f) => Number(fs.readFileSync(path.join(pids, f), 'utf8')));
+    expect(workloads.length).toBeGreaterThanOrEqual(6);
+    await server.stop();
+    const stoppedAt = Date.now();
+    for (const h of hubs) {
+      const ready = await fetch(`${h.url}/readyz`);
+      expect(ready.status).toBe(503);
+      const api = await hubApi(h, 'GET', '/api/v1/projects/default/placements');
+      expect(api.status).toBe(503);
+      expect(JSON.stringify(api.json)).toMatch(/the database at postgres:\/\/.*unreachable/);
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + 20_000 - Date.now())));
+    for (const pid of workloads) expect(() => process.kill(pid, 0)).not.toThrow();
+    for (const h of hubs) expect(h.proc.alive).toBe(true);
+
+    await server.start();
+    for (const h of hubs)
+      await waitFor(async () => (await fetch(`${h.url}/readyz`)).status === 200, { what: 'every replica ready again' });
+    // A change applied through replica 2 reaches the edges of all three (the replicas' sessions,
+    // and the planner's lock, came back by themselves).
+    const r = await hubApi(hubs[1], 'POST', '/api/v1/apply', {
+      objects: [
+        workload('v1', 'side'),
+        { ...placement, metadata: { name: 'side' }, spec: { ...placement.spec, workloads: ['side'] } },
+      ],
+    });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    await waitFor(
+      async () =>
+        (await hubApi(hubs[2], 'GET', '/api/v1/projects/default/placements/side')).json?.status?.summary?.ready === 6,
+      { timeout: 90_000, what: 'side READY 6/6 after the outage' },
+    );
+    expect(leaderOf()).toBeDefined();
+  }, 180_000);
 
   it('kill -9 of the planning replica mid-rollout: the rollout completes, maxUnavailable 2 held fleet-wide, nothing lost', async () => {
     const leader = leaderOf()!;

@@ -27,7 +27,9 @@ import { apiTokenSuite, edgeCredentialSuite, joinTokenSuite, proxySessionSuite }
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
 import {
+  agentUpgradeSuite,
   assignmentStoreSuite,
+  dataProgressSuite,
   edgeLeaseSuite,
   hubReplicaSuite,
   edgeStateSuite,
@@ -85,6 +87,8 @@ describe('hub state on PostgreSQL', () => {
   objectStateSuite(fresh);
   edgeStateSuite(fresh);
   eventLogSuite(fresh);
+  dataProgressSuite(fresh);
+  agentUpgradeSuite(fresh);
   assignmentStoreSuite(freshDb);
   edgeLeaseSuite(freshDb);
   hubReplicaSuite(freshDb);

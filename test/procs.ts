@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { hubDatabase } from './fixtures/backend.js';
 import { ROOT, waitFor } from './helpers.js';
 
 export const MAIN = path.join(ROOT, 'main.ts');

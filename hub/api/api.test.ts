@@ -1,7 +1,7 @@
 /**
  * The hub API in-process over real loopback HTTP, with a real edge replica syncing over the real
  * WebSocket: enrollment, placement to READY, optimistic concurrency, validation errors, project
- * isolation and roles.
+ * isolation and roles. Run again on PostgreSQL by api.postgres.test.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { putReportWorkload, readSpec, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import { SyncClient } from '../../sync/client.js';
 import { ReplicaStore } from '../../sync/store.js';
+import { hubDatabaseOption } from '../../test/fixtures/backend.js';
 import { tempDir, waitFor } from '../../test/helpers.js';
 import { startHub, type Hub } from '../hub.js';
 
@@ -94,7 +95,12 @@ async function startEdge(name: string, labels: Record<string, string>, project =
 
 beforeAll(async () => {
   dir = tempDir();
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true });
+  hub = await startHub({
+    dataDir: path.join(dir, 'hub'),
+    listen: '127.0.0.1:0',
+    insecureHttp: true,
+    ...(await hubDatabaseOption()),
+  });
 });
 
 afterAll(async () => {

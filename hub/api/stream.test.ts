@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, waitFor } from '../../test/helpers.js';
 import { startHub, type Hub } from '../hub.js';
 import { EVENTS_POLL_MS, STREAM_KEEPALIVE_MS, STREAM_THROTTLE_MS } from './stream.js';
+import { hubDatabaseOption } from '../../test/fixtures/backend.js';
 
 let dir: string;
 let hub: Hub;
@@ -59,6 +60,7 @@ beforeAll(async () => {
     dataDir: path.join(dir, 'hub'),
     listen: '127.0.0.1:0',
     insecureHttp: true,
+    ...(await hubDatabaseOption()),
     requireApproval: true,
   });
 });

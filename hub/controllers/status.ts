@@ -46,6 +46,10 @@ export function projectReport(
       objects: w.objects,
     })),
   );
+  // The deliveries of DataObjects: every replica shows them (hub/data/delivery.ts status).
+  state.dataProgress.project(p.edge, report.data ?? {});
+  // The upgrade of its agent: the rollout planner counts it, whichever replica plans.
+  state.agentUpgrades.projectProgress(p.edge, report.agentUpgrade);
   const inventoryChanged = report.inventory ? state.edges.storeInventory(p.edge, report.inventory) : false;
   return { edge: p.edge, inventoryChanged };
 }

@@ -3,7 +3,13 @@
  * DataObject it selects edges and writes the object's order into each selected edge's spec
  * document (core/mailbox.ts `setSpecData`, the one writer). The edges download the blob over
  * their own connection and report (edge/data/delivery.ts); the status (`delivered x/y`, per edge)
- * is read from their report documents, written nowhere.
+ * is read from the projection of their reports (hub/state/data-progress.ts), which every hub
+ * replica shares.
+ *
+ * Hub replicas (docs/architecture.md, "Hub replicas"): each writes the documents of the edges it
+ * serves only (`holds`), and an edge that connects gets its orders before its handshake is
+ * answered (`writeEdge`): an edge moving to another replica never sees a spec without them, which
+ * it would take for withdrawn orders (it would remove the files, then download them again).
  *
  * An edge offline when the object is published gets its order like any other and receives the
  * file when it returns. A new version replaces the order whole; the edge keeps the previous file
@@ -18,14 +24,16 @@ import type { DataObjectEdgeView, DataObjectStatusView } from '../../core/api/vi
 import { deliveryOrder, type DeliveryOrder, type DeliveryProgress } from '../../core/delivery.js';
 import { OutpostError } from '../../core/errors.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
+import { inventoryLabels } from '../../core/inventory.js';
 import { createLogger } from '../../core/logger.js';
-import { readReportData, readSpecData, setSpecData, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
+import { readSpecData, setSpecData, type SpecDoc } from '../../core/mailbox.js';
 import type { DataObject, Edge } from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
-import { edgeLiveness } from '../state/edges.js';
+import type { DataProgressState } from '../state/data-progress.js';
+import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
 import { recordEvent } from '../state/events.js';
 import type { SqlDb } from '../state/sql.js';
 
@@ -45,12 +53,19 @@ export class DataDeliveries {
    * passed every DELIVERY_TICK_MS). Empty after a restart: the first pass loads each spec once.
    */
   private readonly written = new Map<string, string>();
+  /**
+   * Hub replicas on PostgreSQL: whether this process serves the edge. Only the documents of those
+   * are written here; the replica that serves an edge writes its own (as the scheduler's SpecWriter).
+   */
+  holds: ((edge: string) => boolean) | undefined;
 
   constructor(
     private readonly db: SqlDb,
     private readonly objects: ObjectStore,
     private readonly store: ReplicaStore,
     private readonly blobs: HubBlobs,
+    /** What the edges reported, projected at report time (hub/controllers/status.ts). */
+    private readonly reports: DataProgressState,
     private readonly tickMs = DELIVERY_TICK_MS,
   ) {}
 
@@ -128,17 +143,16 @@ export class DataDeliveries {
     return doc ? readSpecData(doc)[name] : undefined;
   }
 
-  private progress(edge: string, name: string): DeliveryProgress | undefined {
-    const doc = this.store.get<ReportDoc>(mailboxDocId(edgeName(edge), 'report'));
-    return doc ? readReportData(doc)[name] : undefined;
-  }
-
-  /** The status the API shows: from the edges' reports, writing nothing. */
+  /**
+   * The status the API shows: from the projection of the edges' reports (every replica's), writing
+   * nothing.
+   */
   status(o: DataObject, now = Date.now()): DataObjectStatusView {
     const order = deliveryOrder(o);
     const live = edgeLiveness(this.db, o.metadata.project);
+    const reported: Map<string, DeliveryProgress> = this.reports.byObject(o.metadata.name);
     const edges: DataObjectEdgeView[] = this.selected(o).map((e) => {
-      const p = this.progress(e, o.metadata.name);
+      const p = reported.get(e);
       const current = p && p.version === order.version && p.digest === order.digest ? p : undefined;
       const holds = p?.state === 'Delivered' ? p.version : p?.previous;
       return {
@@ -179,6 +193,7 @@ export class DataDeliveries {
       this.lastSelected.set(key, new Set(selected));
       let ordered = 0;
       for (const e of selected) {
+        if (this.holds && !this.holds(e)) continue;
         const id = mailboxDocId(edgeName(e), 'spec');
         const epoch = this.store.epoch(id);
         if (epoch === undefined) continue; // enrolled, but its mailbox is made at the first sync
@@ -202,12 +217,64 @@ export class DataDeliveries {
       const dropped = [...(before ?? [])].filter((e) => !this.lastSelected.get(key)!.has(e));
       if (dropped.length) this.clearOrders(name, dropped);
     }
-    for (const key of [...this.lastSelected.keys()]) if (!seen.has(key)) this.lastSelected.delete(key);
+    // Objects gone: deleted through another replica (this one's delete cleared them at once).
+    for (const [key, edges] of [...this.lastSelected]) {
+      if (seen.has(key)) continue;
+      this.lastSelected.delete(key);
+      this.clearOrders(key.slice(key.indexOf('/') + 1), [...edges]);
+    }
+  }
+
+  /**
+   * Writes one edge's data orders: those of every DataObject that selects it, and no other. Called
+   * before the edge's handshake is answered (hub/hub.ts `beforeWelcome`), whether or not this
+   * process served it before: its spec must hold its orders from the first message.
+   */
+  writeEdge(edge: string): void {
+    const id = mailboxDocId(edgeName(edge), 'spec');
+    if (!this.store.has(id)) return; // not enrolled: no mailbox
+    const want = new Map<string, DeliveryOrder>();
+    const rt = sqlEdgeState(this.db).get(edge);
+    const obj = rt?.approved ? this.objects.get<Edge>('Edge', rt.project, edge) : undefined;
+    if (rt && obj) {
+      // This edge alone, as `selected` sees each edge (its inventory labels included).
+      const one = schedulableEdges(
+        [obj],
+        new Map([
+          [
+            edge,
+            {
+              approved: true,
+              enrolledAt: rt.enrolledAt,
+              ...(rt.inventory ? { inventoryLabels: inventoryLabels(rt.inventory) } : {}),
+            },
+          ],
+        ]),
+      );
+      for (const o of this.objects.list<DataObject>('DataObject', rt.project))
+        if (edgesReached(one, o.spec).length) want.set(o.metadata.name, deliveryOrder(o));
+    }
+    const names = new Set([...want.keys(), ...Object.keys(readSpecData(this.store.get<SpecDoc>(id) ?? {}))]);
+    if (!names.size) return;
+    this.store.change<SpecDoc>(
+      id,
+      (d) => {
+        for (const n of names) setSpecData(d, n, want.get(n));
+      },
+      'data orders',
+    );
+    const epoch = this.store.epoch(id);
+    for (const n of names) {
+      const order = want.get(n);
+      if (order) this.written.set(`${edge}\0${n}`, `${epoch}\0${JSON.stringify(order)}`);
+      else this.written.delete(`${edge}\0${n}`);
+    }
   }
 
   private clearOrders(name: string, edges: string[]): void {
     for (const e of edges) {
       this.written.delete(`${e}\0${name}`);
+      if (this.holds && !this.holds(e)) continue;
       const id = mailboxDocId(edgeName(e), 'spec');
       if (!this.store.has(id) || !this.specOrder(e, name)) continue;
       this.store.change<SpecDoc>(id, (d) => setSpecData(d, name, undefined), `data ${name} withdrawn`);

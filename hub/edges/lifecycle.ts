@@ -182,6 +182,8 @@ export class EdgeLifecycle {
       store.delete(mailboxDocId(edgeName(name), 'report'));
       this.deps.assignments.forgetEdge(name);
       state.status.forgetEdge(name);
+      state.dataProgress.forgetEdge(name);
+      state.agentUpgrades.forgetEdge(name);
       state.edges.remove(name);
       objects.forget('Edge', project, name);
       state.events.record({

@@ -400,12 +400,7 @@ export class SqlEdgeReads implements EdgeReads {
   }
 
   enrolled(edge: string): { labels: string | undefined } | undefined {
-    const r = one<{ labels: string | null }>(
-      this.db,
-      "SELECT o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name WHERE r.name = ?",
-      edge,
-    );
-    return r && { labels: r.labels ?? undefined };
+    return this.edges.enrolledLabels(edge);
   }
 
   allLabels(): Map<string, string> {

@@ -9,6 +9,8 @@
  * | edges.ts | edge_runtime, connections |
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
+ * | data-progress.ts | data_progress (the DataObject deliveries edges report) |
+ * | agent-upgrades.ts | agent_upgrade_orders, agent_upgrade_progress (AgentUpgrade rollouts) |
  * | blobs.ts | blobs, blob_refs |
  * | data-files.ts | data_files |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
@@ -29,12 +31,16 @@ import type { SyncPostgres } from './pg/sync-client.js';
 import { sqlEventLog, type EventLog } from './events.js';
 import { sqlObjectState, type ObjectState } from './objects.js';
 import { sqlStatusState, type StatusState } from './status.js';
+import { sqlDataProgressState, type DataProgressState } from './data-progress.js';
+import { sqlAgentUpgradeRollouts, type AgentUpgradeRollouts } from './agent-upgrades.js';
 
 export interface HubState {
   objects: ObjectState;
   edges: EdgeState;
   events: EventLog;
   status: StatusState;
+  dataProgress: DataProgressState;
+  agentUpgrades: AgentUpgradeRollouts;
   /**
    * Runs `fn` in one transaction, joining an open one (every write of the hub's state is one).
    * `immediate` takes the write lock at the start: for a read-then-write another process may race.
@@ -52,6 +58,8 @@ export function postgresHubState(pg: SyncPostgres): HubState {
     edges: sqlEdgeState(pg),
     events: sqlEventLog(pg),
     status: sqlStatusState(pg),
+    dataProgress: sqlDataProgressState(pg),
+    agentUpgrades: sqlAgentUpgradeRollouts(pg),
     transaction: (fn) => pg.transaction(fn),
   };
 }
@@ -62,6 +70,8 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     edges: sqlEdgeState(db),
     events: sqlEventLog(db),
     status: sqlStatusState(db),
+    dataProgress: sqlDataProgressState(db),
+    agentUpgrades: sqlAgentUpgradeRollouts(db),
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
   };

@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import { REPLICA_ROW_KEPT_MS } from '../../core/durations.js';
 import type { Migration } from '../../sync/sqlite.js';
 import { LEASE_TTL_MS } from './leases.js';
 import { migrateTables, one, run, type SqlDb } from './sql.js';
@@ -99,8 +100,12 @@ export class HubReplicas {
     migrateTables(db, 'hub-replicas', REPLICA_MIGRATIONS);
   }
 
-  /** This replica is up and reachable at `url` (its advertise URL). */
+  /**
+   * This replica is up and reachable at `url` (its advertise URL). The rows of replicas that died
+   * long ago go at the same time: each start of a hub process adds a row (a new id).
+   */
   register(url: string, now = Date.now()): void {
+    run(this.db, 'DELETE FROM hub_replicas WHERE expires_at < ?', now - REPLICA_ROW_KEPT_MS);
     run(
       this.db,
       `INSERT INTO hub_replicas (id, url, started_at, expires_at) VALUES (?, ?, ?, ?)

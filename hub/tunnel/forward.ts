@@ -157,6 +157,9 @@ export class ReplicaForwarder {
       out.connection = 'Upgrade';
       out.upgrade = req.headers.upgrade;
     }
+    // The client's address, which B would not see otherwise (B adds A's, as each proxy does).
+    const xff = req.headers['x-forwarded-for'];
+    out['x-forwarded-for'] = [xff, req.socket.remoteAddress].filter(Boolean).join(', ');
     return { ...out, ...signForward(this.opts.key, this.opts.self, to.id, req.method ?? 'GET', req.url ?? '/') };
   }
 
@@ -261,6 +264,7 @@ export class ReplicaForwarder {
     // B refused the upgrade (401, 403, 503...): its answer goes to the client as it is.
     up.on('response', (r) => {
       socket.write(responseHead(r, { ...withoutHop(r.headers), connection: 'close' }));
+      r.on('error', () => socket.destroy());
       r.pipe(socket);
     });
     up.end();

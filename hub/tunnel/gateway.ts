@@ -19,31 +19,22 @@ import type { Duplex } from 'node:stream';
 import client from 'prom-client';
 import { OutpostError } from '../../core/errors.js';
 import { bearerToken, rawErrorResponse } from '../../core/http.js';
-import { isValidName, type EdgeName } from '../../core/ids.js';
+import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { ProtocolError } from '../../sync/messages.js';
 import type { EdgeConnection, SyncServer } from '../../sync/server.js';
 import type { SqlDb } from '../state/sql.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
-import { MISSING_TOKEN, principalFromHeader, principalOf } from '../auth/principal.js';
+import { MISSING_TOKEN, principalOf } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { EdgeState } from '../state/edges.js';
 import { refuseReplicaClaim, type ForwardTarget, type ReplicaForwarder } from './forward.js';
 import { kubeAction } from './kube-path.js';
-import { handleActions, handleExec, handleLogs, handleMetrics, readJson } from './ops.js';
-import {
-  cookieValues,
-  DEFAULT_SESSION_TTL_MS,
-  MAX_SESSION_TTL_MS,
-  PROXY_COOKIE,
-  proxyPath,
-  ProxySessions,
-  proxyTargetOf,
-  sessionCookie,
-  type ProxyTarget,
-} from './proxy-session.js';
+import { handleActions, handleExec, handleLogs, handleMetrics } from './ops.js';
+import { cookieValues, PROXY_COOKIE, ProxySessions, proxyTargetOf } from './proxy-session.js';
 import { handleHttp, sendError, type RouteContext } from './routes.js';
+import { createSession, exchangeLink, type SessionRoutes } from './session-routes.js';
 
 const log = createLogger('hub:tunnel');
 
@@ -197,19 +188,25 @@ export class TunnelGateway {
     return mux;
   }
 
+  private sessionRoutes(): SessionRoutes {
+    return { sessions: this.sessions, verify: this.verify, edges: this.opts.edges };
+  }
+
   /** Serves a tunnel route; false when `req` is not one (the caller passes it on). */
   handleRequest(req: IncomingMessage, res: ServerResponse): boolean {
     const m = TUNNEL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
     if (!m) return false;
     const route = m[3];
     if (route === 'proxy-session') {
-      this.createSession(req, res, m[1] as EdgeName, m[4] ?? '').catch((err: unknown) => sendError(res, err));
+      createSession(this.sessionRoutes(), req, res, m[1] as EdgeName, m[4] ?? '').catch((err: unknown) =>
+        sendError(res, err),
+      );
       return true;
     }
     const url = new URL(req.url ?? '/', 'http://x');
     if (route === 'proxy' && !req.headers.authorization && url.searchParams.has('session')) {
       try {
-        this.exchange(req, res, m[1] as EdgeName, m[4] ?? '', url);
+        exchangeLink(this.sessionRoutes(), req, res, m[1] as EdgeName, m[4] ?? '', url);
       } catch (err) {
         sendError(res, err);
       }
@@ -295,84 +292,6 @@ export class TunnelGateway {
       null,
       `${MISSING_TOKEN} (a browser opens a proxied app with a link from \`outpost edge proxy-url\`)`,
     );
-  }
-
-  /** `POST .../proxy-session {"workload", "port", "ttlSeconds"}`: a one-time browser link (bearer only, write). */
-  private async createSession(req: IncomingMessage, res: ServerResponse, edge: EdgeName, rest: string): Promise<void> {
-    if (req.method !== 'POST' || rest !== '')
-      throw new OutpostError(
-        'bad_request',
-        `use POST /api/v1/edges/${edge}/proxy-session {"workload": "NAME", "port": N, "ttlSeconds": S}`,
-      );
-    const p = principalFromHeader(this.verify, req.headers.authorization);
-    const rt = this.opts.edges.get(edge);
-    if (!rt) throw new OutpostError('not_found', `edge ${edge} not found`);
-    authorize(p, 'write', rt.project, { doing: `use proxy on edge ${edge}`, notFound: `edge ${edge}` });
-    const b = await readJson(req);
-    if (typeof b.workload !== 'string' || !isValidName(b.workload))
-      throw new OutpostError('invalid', 'workload: must be a workload name');
-    if (typeof b.port !== 'number' || !Number.isInteger(b.port) || b.port < 1 || b.port > 65535)
-      throw new OutpostError('invalid', 'port: must be a declared containerPort of the workload (1-65535)');
-    const maxS = MAX_SESSION_TTL_MS / 1000;
-    if (
-      b.ttlSeconds !== undefined &&
-      (typeof b.ttlSeconds !== 'number' || !Number.isInteger(b.ttlSeconds) || b.ttlSeconds < 1 || b.ttlSeconds > maxS)
-    )
-      throw new OutpostError('invalid', `ttlSeconds: must be a whole number of seconds from 1 to ${maxS}`);
-    const target: ProxyTarget = { edge, workload: b.workload, port: b.port };
-    const { link, expiresAt } = this.sessions.create(
-      p,
-      target,
-      b.ttlSeconds === undefined ? DEFAULT_SESSION_TTL_MS : (b.ttlSeconds as number) * 1000,
-    );
-    const path = `${proxyPath(target)}?session=${link}`;
-    const proto = 'encrypted' in req.socket ? 'https' : 'http';
-    log.info(
-      {
-        user: p.tokenId,
-        role: p.role,
-        edge,
-        target: `proxy ${target.workload}:${target.port}`,
-        expiresAt: new Date(expiresAt).toISOString(),
-      },
-      'proxy session created',
-    );
-    res.writeHead(201, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(
-      JSON.stringify({
-        url: `${proto}://${req.headers.host ?? 'localhost'}${path}`,
-        path,
-        expiresAt: new Date(expiresAt).toISOString(),
-      }),
-    );
-  }
-
-  /** The first request with `?session=LINK`: trade it for the path-scoped cookie and redirect to the same URL without it. */
-  private exchange(req: IncomingMessage, res: ServerResponse, edge: EdgeName, rest: string, url: URL): void {
-    const target = proxyTargetOf(edge, rest);
-    if (!target)
-      throw new OutpostError(
-        'bad_request',
-        `use /api/v1/edges/${edge}/proxy/WORKLOAD/PORT/PATH (PORT a declared containerPort of WORKLOAD)`,
-      );
-    const link = url.searchParams.get('session') ?? '';
-    url.searchParams.delete('session');
-    const headers: Record<string, string> = {
-      location: url.pathname + url.search,
-      'cache-control': 'no-store',
-      'referrer-policy': 'no-referrer',
-    };
-    try {
-      const { cookie, expiresAt } = this.sessions.exchange(link, target);
-      headers['set-cookie'] = sessionCookie(cookie, target, expiresAt, 'encrypted' in req.socket);
-      log.info(
-        { edge, target: `proxy ${target.workload}:${target.port}` },
-        'proxy session link exchanged for a cookie',
-      );
-    } catch (err) {
-      // A used link opened again in the browser that holds its cookie (a reload, a bookmark) just goes on.
-      if (!this.sessions.verify(cookieValues(req.headers.cookie, PROXY_COOKIE), target)) throw err;
-    }
-    res.writeHead(303, headers).end();
   }
 
   /** Authentication, authorization and the online check: everything that happens before the edge is involved. */

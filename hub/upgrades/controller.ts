@@ -1,10 +1,17 @@
 /**
  * @module The AgentUpgrade controller (docs/operations.md, "Upgrading edges from the hub"): for
  * each AgentUpgrade it selects edges, asks the rollout planner (core/rollout.ts) which may start
- * now (`maxUnavailable` at a time, pausing at `failureThreshold`), and writes the upgrade order
- * into those edges' spec documents (core/mailbox.ts `setSpecAgentUpgrade`, the one writer). The
- * edges do the rest (edge/upgrade/orders.ts) and report their progress in their report document,
- * which is all the planner reads back: the order written to a spec is the rollout's progress.
+ * now (`maxUnavailable` at a time, pausing at `failureThreshold`), and records the upgrade order
+ * of those edges (table `agent_upgrade_orders`, hub/state/agent-upgrades.ts), which is copied into
+ * their spec documents (core/mailbox.ts `setSpecAgentUpgrade`, the one writer). The edges do the
+ * rest (edge/upgrade/orders.ts) and report their progress in their report document, projected into
+ * `agent_upgrade_progress` at report time: the orders and that projection are all the planner
+ * reads back.
+ *
+ * Hub replicas (docs/architecture.md, "Hub replicas"): only the planning replica (the leader)
+ * plans, from the shared tables, so `maxUnavailable` counts the whole fleet; each replica copies
+ * the orders of the edges it serves into their documents (`holds`), an edge that connects before
+ * its handshake is answered (`writeEdge`).
  *
  * An edge offline when the upgrade is applied gets its order written like any other (it counts
  * toward `maxUnavailable` while it is away) and upgrades when it returns and syncs. An edge
@@ -37,6 +44,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
+import type { AgentUpgradeRollouts } from '../state/agent-upgrades.js';
 import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
 
@@ -71,9 +79,26 @@ export interface AgentUpgradeStatus {
 
 const keyOf = (upgrade: string, digest: string) => `${upgrade}@${digest}`;
 
+/** What the planner knows of every edge: its recorded order and its reported progress. */
+interface Known {
+  orders: Map<string, AgentUpgradeOrder>;
+  progress: Map<string, AgentUpgradeProgress>;
+}
+
 export class AgentUpgradeController {
   private timer: NodeJS.Timeout | undefined;
   private pending: Promise<void> | undefined;
+  /**
+   * Per edge, the order (JSON) this process last wrote into its spec document: a pass copies only
+   * what changed, without loading every document. Empty after a restart: each is loaded once.
+   */
+  private readonly written = new Map<string, string>();
+  /**
+   * Hub replicas on PostgreSQL: whether this process serves the edge (only those documents are
+   * written here), and whether it plans. A SQLite hub serves every edge and plans.
+   */
+  holds: ((edge: string) => boolean) | undefined;
+  leading: () => boolean = () => true;
 
   constructor(
     private readonly db: SqlDb,
@@ -81,6 +106,7 @@ export class AgentUpgradeController {
     private readonly store: ReplicaStore,
     private readonly blobs: HubBlobs,
     private readonly releaseKeyPem: string,
+    private readonly rollouts: AgentUpgradeRollouts,
     private readonly tickMs = UPGRADE_TICK_MS,
   ) {}
 
@@ -179,7 +205,7 @@ export class AgentUpgradeController {
     };
   }
 
-  private plan(u: AgentUpgrade, claims: Map<string, string>) {
+  private plan(u: AgentUpgrade, claims: Map<string, string>, known: Known = this.known()) {
     const name = u.metadata.name;
     const project = u.metadata.project;
     const target = keyOf(name, u.spec.release.digest);
@@ -188,8 +214,8 @@ export class AgentUpgradeController {
     const mine = this.selected(u).filter((e) => claims.get(e) === name);
     const claimed = this.selected(u).filter((e) => claims.get(e) !== name);
     const rows = mine.map((e) => {
-      const written = this.specOrder(e);
-      const progress = this.progress(e);
+      const written = known.orders.get(e) ?? this.specOrder(e);
+      const progress = known.progress.get(e) ?? this.progress(e);
       const online = isOnline(live.get(e), now);
       const re: RolloutEdge = {
         edge: e,
@@ -210,7 +236,7 @@ export class AgentUpgradeController {
             }
           : {}),
       };
-      return { re, written, progress, online };
+      return { re, written, progress, online, synced: live.get(e)?.lastSeen !== undefined };
     });
     const plan = planRollout({
       placement: name,
@@ -224,12 +250,24 @@ export class AgentUpgradeController {
     return { plan, rows, claimed, target };
   }
 
+  /** The orders and the progress the planner reads: the tables, shared by every replica. */
+  private known(): Known {
+    return { orders: this.rollouts.orders(), progress: this.rollouts.progress() };
+  }
+
+  /**
+   * An order in the edge's document the table lacks: written by a hub before the table existed
+   * (a SQLite hub upgraded mid-rollout). With replicas, the tables are the record: undefined.
+   */
   private specOrder(edge: string): AgentUpgradeOrder | undefined {
+    if (this.holds) return undefined;
     const doc = this.store.get<SpecDoc>(mailboxDocId(edgeName(edge), 'spec'));
     return doc ? readSpecAgentUpgrade(doc) : undefined;
   }
 
+  /** As specOrder: a report not projected since the table existed (a SQLite hub only). */
   private progress(edge: string): AgentUpgradeProgress | undefined {
+    if (this.holds) return undefined;
     const doc = this.store.get<ReportDoc>(mailboxDocId(edgeName(edge), 'report'));
     return doc ? readReportAgentUpgrade(doc) : undefined;
   }
@@ -273,21 +311,29 @@ export class AgentUpgradeController {
     return rt?.inventory?.agentVersion ?? rt?.agentVersion;
   }
 
-  /** One pass: every AgentUpgrade of every project writes the orders its plan allows now. */
+  /**
+   * One pass: the planner (the leader, with replicas) records the orders every AgentUpgrade's plan
+   * allows now; then every process copies the orders of the edges it serves into their documents.
+   */
   tick(): void {
+    if (this.leading()) this.planAll();
+    this.writeHeld(this.rollouts.orders());
+  }
+
+  private planAll(): void {
     const all = this.objects.list<AgentUpgrade>('AgentUpgrade', '*');
     const claimsByProject = new Map<string, Map<string, string>>();
+    const known = this.known();
     for (const u of all) {
       const project = u.metadata.project;
       if (!claimsByProject.has(project)) claimsByProject.set(project, this.claims(project));
-      const { plan, rows } = this.plan(u, claimsByProject.get(project)!);
+      const { plan, rows } = this.plan(u, claimsByProject.get(project)!, known);
       const order = this.order(u);
       const byEdge = new Map(rows.map((r) => [r.re.edge, r]));
       for (const e of plan.update) {
-        const id = mailboxDocId(edgeName(e), 'spec');
-        if (!this.store.has(id)) continue; // enrolled but its mailbox is made at the first sync
-        if (this.store.change<SpecDoc>(id, (d) => setSpecAgentUpgrade(d, order), `agent upgrade ${u.metadata.name}`)) {
-          const r = byEdge.get(e);
+        const r = byEdge.get(e);
+        if (!r?.synced) continue; // enrolled but never connected: its mailbox is made at the first sync
+        if (this.rollouts.setOrder(e, order)) {
           log.info({ project, upgrade: u.metadata.name, edge: e, online: r?.online }, 'agent upgrade ordered');
           recordEvent(this.db, {
             project,
@@ -301,13 +347,50 @@ export class AgentUpgradeController {
     }
   }
 
+  /** Copies the recorded orders into the documents of the edges this process serves (what changed). */
+  private writeHeld(orders: Map<string, AgentUpgradeOrder>): void {
+    for (const [e, order] of orders)
+      if ((!this.holds || this.holds(e)) && this.written.get(e) !== JSON.stringify(order)) this.writeDoc(e, order);
+    for (const e of [...this.written.keys()])
+      if (!orders.has(e)) {
+        if (!this.holds || this.holds(e)) this.writeDoc(e, undefined);
+        else this.written.delete(e); // the replica serving it withdraws it; writeEdge if it comes back
+      }
+  }
+
+  /**
+   * Writes one edge's upgrade order into its spec document as recorded. Called before the edge's
+   * handshake is answered (hub/hub.ts `beforeWelcome`): an edge that moves to this replica finds
+   * its order (or its withdrawal) in the first spec it gets.
+   */
+  writeEdge(edge: string): void {
+    const order = this.rollouts.order(edge);
+    // A SQLite hub's documents may hold an order from before the table (specOrder): kept.
+    if (!order && !this.holds) return;
+    this.writeDoc(edge, order);
+  }
+
+  private writeDoc(edge: string, order: AgentUpgradeOrder | undefined): void {
+    const id = mailboxDocId(edgeName(edge), 'spec');
+    if (!this.store.has(id)) return;
+    this.store.change<SpecDoc>(
+      id,
+      (d) => setSpecAgentUpgrade(d, order),
+      order ? `agent upgrade ${order.upgrade}` : 'agent upgrade withdrawn',
+    );
+    if (order) this.written.set(edge, JSON.stringify(order));
+    else this.written.delete(edge);
+  }
+
   private clearOrders(upgrade: string, edges: string[]): void {
+    this.rollouts.withdraw(upgrade, edges);
     for (const e of edges) {
+      if (this.holds && !this.holds(e)) continue;
       const id = mailboxDocId(edgeName(e), 'spec');
       if (!this.store.has(id)) continue;
-      const cur = this.specOrder(e);
-      if (cur?.upgrade !== upgrade) continue;
-      this.store.change<SpecDoc>(id, (d) => setSpecAgentUpgrade(d, undefined), `agent upgrade ${upgrade} withdrawn`);
+      const doc = this.store.get<SpecDoc>(id);
+      if ((doc && readSpecAgentUpgrade(doc))?.upgrade !== upgrade) continue;
+      this.writeDoc(e, undefined);
     }
   }
 }

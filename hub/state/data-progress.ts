@@ -1,0 +1,68 @@
+/**
+ * @module The data delivery projection (table `data_progress`): what each edge last reported about
+ * each DataObject it was ordered to hold (core/delivery.ts DeliveryProgress), written inside the
+ * transaction that applied the report document (hub/controllers/status.ts projectReport). The only
+ * SQL about it. With hub replicas the report documents of an edge are on the replica that serves
+ * it; this table is what every replica reads `delivered x/y` from (hub/data/delivery.ts).
+ */
+import { DeliveryProgress } from '../../core/delivery.js';
+import { type SqlDb, all, jsonListParam, run, runLater } from './sql.js';
+
+export interface DataProgressState {
+  /** Replaces what an edge reported: its DataObjects not in `progress` are forgotten. */
+  project(edge: string, progress: Record<string, DeliveryProgress>): void;
+  /** Forgets everything an edge reported (decommission). */
+  forgetEdge(edge: string): void;
+  /** What each edge reported about DataObject `name`, by edge (edges of other projects included: filter by selection). */
+  byObject(name: string): Map<string, DeliveryProgress>;
+}
+
+interface Row {
+  edge: string;
+  progress: string;
+}
+
+export function sqlDataProgressState(db: SqlDb): DataProgressState {
+  return {
+    project(edge, progress) {
+      const entries = Object.entries(progress);
+      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL.
+      // An edge holding no DataObject (most reports) costs one DELETE on its key.
+      for (const [name, p] of entries)
+        runLater(
+          db,
+          `INSERT INTO data_progress (edge, name, progress) VALUES (?, ?, ?)
+           ON CONFLICT(edge, name) DO UPDATE SET progress = excluded.progress`,
+          edge,
+          name,
+          JSON.stringify(p),
+        );
+      if (entries.length)
+        runLater(
+          db,
+          `DELETE FROM data_progress WHERE edge = ? AND name NOT IN (${jsonListParam(db)})`,
+          edge,
+          JSON.stringify(entries.map(([name]) => name)),
+        );
+      else runLater(db, 'DELETE FROM data_progress WHERE edge = ?', edge);
+    },
+    forgetEdge(edge) {
+      run(db, 'DELETE FROM data_progress WHERE edge = ?', edge);
+    },
+    byObject(name) {
+      const out = new Map<string, DeliveryProgress>();
+      for (const r of all<Row>(db, 'SELECT edge, progress FROM data_progress WHERE name = ?', name)) {
+        // Written from a checked report; a row that no longer parses (a damaged or older row) is left out.
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(r.progress);
+        } catch {
+          continue;
+        }
+        const p = DeliveryProgress.safeParse(parsed);
+        if (p.success) out.set(r.edge, p.data);
+      }
+      return out;
+    },
+  };
+}
