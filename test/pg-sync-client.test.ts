@@ -3,8 +3,12 @@
  * #22 groundwork) against a real PostgreSQL (test/fixtures/postgres.ts): statements with `?`
  * placeholders, one transaction that commits, one that rolls back on a throw, nested transactions
  * joining, SQL errors with their SQLSTATE, and a database that is down giving one clear error
- * quickly, then working again once it is back, with the same client.
+ * quickly, then working again once it is back, with the same client; and every statement gets its
+ * own answer even when the waiting thread is woken without one (a late notify of the previous
+ * answer, which a preempted worker thread sends after setting the flag: found by
+ * `npm run bench -- --scenario failover`, docs/benchmarks.md).
  */
+import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DatabaseError,
@@ -96,5 +100,28 @@ describe('SyncPostgres (real PostgreSQL)', () => {
     );
     await pg.start();
     expect(db.one<{ n: number }>('SELECT count(*)::int AS n FROM objects')).toEqual({ n: 3 });
+  }, 60_000);
+
+  it('gives each statement its own answer when the wait is woken without one (a late notify)', async () => {
+    // A thread that wakes the client's wait every millisecond with nothing to read, as the late
+    // Atomics.notify of the previous answer does.
+    const flag = (db as unknown as { done: Int32Array }).done.buffer as SharedArrayBuffer;
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const waker = new Worker(
+      `const { workerData } = require('node:worker_threads');
+       const done = new Int32Array(workerData.flag);
+       const stop = new Int32Array(workerData.stop);
+       while (Atomics.load(stop, 0) === 0) { Atomics.notify(done, 0); Atomics.wait(stop, 0, 0, 1); }`,
+      { eval: true, workerData: { flag, stop: stop.buffer } },
+    );
+    try {
+      await new Promise((r) => waker.once('online', r));
+      for (let i = 0; i < 200; i++)
+        expect(db.one<{ n: number }>('SELECT ?::int AS n, pg_sleep(0.003)::text AS s', i)?.n).toBe(i);
+    } finally {
+      Atomics.store(stop, 0, 1);
+      Atomics.notify(stop, 0);
+      await waker.terminate();
+    }
   }, 60_000);
 });

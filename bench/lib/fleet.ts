@@ -210,6 +210,14 @@ export class Fleet {
     return out;
   }
 
+  /** The hub URL (ws://HOST:PORT/api/v1/sync) each connected edge's session runs on. */
+  async servedBy(): Promise<Map<string, string>> {
+    const m = new Map<string, string>();
+    for (const part of await this.all<Record<string, string[]>>('servedBy'))
+      for (const [url, names] of Object.entries(part)) for (const n of names) m.set(n, url);
+    return m;
+  }
+
   /** CPU time and RSS of every worker, from /proc. */
   usage(): { cpuMs: number[]; rss: number[] } {
     return { cpuMs: this.pids.map((p) => cpuMs(p) ?? 0), rss: this.pids.map((p) => rssBytes(p) ?? 0) };

@@ -66,6 +66,21 @@ export class HubCluster {
     return this.hubs.filter((h) => h.running);
   }
 
+  /** The index of the hub a sync URL (ws://HOST:PORT/...) points at, or -1. */
+  indexOf(syncUrl: string): number {
+    return this.hubs.findIndex((h) => h.url && syncUrl.startsWith(`${h.url.replace(/^http/, 'ws')}/`));
+  }
+
+  /** How many of the edges in `served` (edge -> sync URL) each hub serves. */
+  countPerHub(served: Map<string, string>): number[] {
+    const n = this.hubs.map(() => 0);
+    for (const url of served.values()) {
+      const i = this.indexOf(url);
+      if (i >= 0) n[i]!++;
+    }
+    return n;
+  }
+
   /** CPU time of the PostgreSQL server (postmaster and every backend), or undefined without one. */
   postgresCpuMs(): number | undefined {
     if (!this.pg) return undefined;

@@ -32,8 +32,6 @@ const NAME = 'bench-app';
 /** Issue #22: all of a killed replica's edges back in sync within this. */
 const GOAL_MS = 30_000;
 
-const wsOf = (h: HubProcess) => `${h.url.replace(/^http/, 'ws')}/`;
-
 /** When the replica logged that it took the leader's lock at or after `since` (its log's time). */
 function leaderSince(h: HubProcess, since: number): number | undefined {
   for (const line of fs.readFileSync(h.logFile, 'utf8').split('\n')) {
@@ -63,26 +61,13 @@ export const failover: Scenario = async (ctx, out) => {
       what: 'the fleet to be quiet before the kill',
     });
 
-    const servedBy = async (): Promise<Record<string, string[]>> => {
-      const by: Record<string, string[]> = {};
-      for (const part of await s.fleet.all<Record<string, string[]>>('servedBy'))
-        for (const [url, names] of Object.entries(part)) (by[url] ??= []).push(...names);
-      return by;
-    };
-    const countPerReplica = (by: Record<string, string[]>) =>
-      s.cluster.hubs.map(
-        (h) =>
-          (h.running ? Object.entries(by).filter(([u]) => u.startsWith(wsOf(h))) : []).flatMap(([, n]) => n).length,
-      );
-    const before = await servedBy();
-    out.metrics.edgesPerReplicaBefore = countPerReplica(before);
+    const before = await s.fleet.servedBy();
+    out.metrics.edgesPerReplicaBefore = s.cluster.countPerHub(before);
 
     const leader = s.cluster.leader();
     const victim = leader ?? s.cluster.hubs[0]!;
     const victimIndex = s.cluster.hubs.indexOf(victim);
-    const moved = Object.entries(before)
-      .filter(([u]) => u.startsWith(wsOf(victim)))
-      .flatMap(([, n]) => n);
+    const moved = [...before].filter(([, url]) => s.cluster.indexOf(url) === victimIndex).map(([name]) => name);
     out.metrics.killed = { replica: victimIndex + 1, wasLeader: !!leader, edges: moved.length };
     ctx.log(
       `killing replica ${victimIndex + 1} (${leader ? 'the leader' : 'no leader found: the first'}) with ${moved.length} edges`,
@@ -123,7 +108,7 @@ export const failover: Scenario = async (ctx, out) => {
     const tookOver = leaderSince(newLeader, tKill);
     out.metrics.newLeader = s.cluster.hubs.indexOf(newLeader) + 1;
     out.metrics.leaderAfterKillMs = tookOver === undefined ? undefined : tookOver - tKill;
-    out.metrics.edgesPerReplicaAfter = countPerReplica(await servedBy());
+    out.metrics.edgesPerReplicaAfter = s.cluster.countPerHub(await s.fleet.servedBy());
     out.metrics.backInSyncAfterKillMs = { p50: percentile(back, 50), p99: percentile(back, 99), max: all };
     const mean = (xs: number[]) => (xs.length ? Math.round(xs.reduce((a, b) => a + b, 0) / xs.length) : undefined);
     out.metrics.syncBytesPerMovedEdge = {

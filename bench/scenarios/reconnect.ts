@@ -8,7 +8,9 @@
  *
  * With `--replicas N` every replica restarts at once (a storm on all of them): the edges, each
  * given all N URLs, land wherever they first get an answer; the clock starts when the last replica
- * listens.
+ * listens. The results count the edges each replica served before and after, and how many came
+ * back to another replica than before (a moved edge gets its spec written there in that
+ * replica's epoch: a full spec and report, where an edge back on its own replica syncs nothing).
  */
 import { kb, sec } from '../lib/results.js';
 import { percentile, sleep, until } from '../lib/sys.js';
@@ -29,6 +31,7 @@ export const reconnect: Scenario = async (ctx, out) => {
       what: 'the fleet to be quiet before the restart',
     });
 
+    const servedBefore = s.cluster.replicas ? await s.fleet.servedBy() : undefined;
     await s.fleet.all('mark', { requireNewConnection: true });
     const tStop = Date.now();
     await Promise.all(s.cluster.hubs.map((h) => h.stop('SIGTERM')));
@@ -46,6 +49,14 @@ export const reconnect: Scenario = async (ctx, out) => {
       { timeoutMs: remaining(ctx), intervalMs: 250, what: () => `all edges back in sync after the restart (${last})` },
     );
     meter.finish(out);
+    if (servedBefore) {
+      const after = await s.fleet.servedBy();
+      out.metrics.edgesPerReplicaBefore = s.cluster.countPerHub(servedBefore);
+      out.metrics.edgesPerReplicaAfter = s.cluster.countPerHub(after);
+      out.metrics.edgesOnAnotherReplica = [...after].filter(
+        ([n, url]) => s.cluster.indexOf(url) !== s.cluster.indexOf(servedBefore.get(n) ?? ''),
+      ).length;
+    }
     const st = await s.fleet.syncStatus(true);
     const back = st.syncedAt!.map((t) => t - tUp);
     const all = Math.max(...back);
@@ -53,6 +64,7 @@ export const reconnect: Scenario = async (ctx, out) => {
     out.metrics.hubStartMs = tUp - tDown;
     out.metrics.backInSyncAfterHubUpMs = { p50: percentile(back, 50), p99: percentile(back, 99), max: all };
     out.metrics.backInSyncAfterStopMs = Math.max(...st.syncedAt!) - tStop;
+    out.metrics.edgesWithoutSyncBytes = st.session!.filter((b) => b === 0).length;
     out.metrics.syncBytesPerEdge = {
       p50: percentile(st.session!, 50),
       p99: percentile(st.session!, 99),

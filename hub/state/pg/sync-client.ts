@@ -206,7 +206,13 @@ export class SyncPostgres {
     if (before.length) this.deferred = [];
     Atomics.store(this.done, 0, 0);
     this.port.postMessage(before.length ? { ...req, before } : req);
-    if (Atomics.wait(this.done, 0, 0, this.waitMs) === 'timed-out') {
+    // Only the flag says the answer is here. The worker sets it, then notifies: preempted in
+    // between, its notify for the previous answer can wake this wait with nothing to read, and
+    // that answer read as this one would shift every later statement's answer by one.
+    const deadline = Date.now() + this.waitMs;
+    while (Atomics.load(this.done, 0) === 0 && Date.now() < deadline)
+      Atomics.wait(this.done, 0, 0, Math.max(1, deadline - Date.now()));
+    if (Atomics.load(this.done, 0) === 0) {
       this.requeue(before);
       throw new DatabaseUnavailable(
         `the database at ${redactUrl(this.url)} did not answer within ${this.waitMs / 1000}s`,
