@@ -105,6 +105,12 @@ export const IMAGE_GC_RETRY_MS = 10_000;
 export const REPLICA_PING_MS = 2_000;
 export const REPLICA_RETRY_MS = 1_000;
 /**
+ * How often each hub replica copies the image staging orders of the edges it serves from the table
+ * into their documents (hub/images/staging.ts): the planning replica records them, the others poll.
+ * The rollout waits for staging anyway (minutes of downloads); 2 s is noise against it.
+ */
+export const STAGING_COPY_MS = 2_000;
+/**
  * A tunnel request forwarded to the hub replica that serves the edge (hub/tunnel/forward.ts) must
  * have its connection to that replica (TCP, and TLS: a live process answers the handshake) within
  * this, or the client gets 503 naming the replica: a replica that died refuses at once on most

@@ -193,6 +193,25 @@ export const HUB_MIGRATIONS = [
       );
     `,
   },
+  {
+    version: 9,
+    // Image pre-staging in tables (hub/state/image-staging.ts): what each placement asks each edge
+    // to stage, and the projection of what edges report staged, so the planning replica's gate
+    // and every replica's API see the whole fleet.
+    sql: `
+      CREATE TABLE staging_orders (
+        edge TEXT NOT NULL,
+        placement TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (edge, placement)
+      );
+      CREATE INDEX staging_orders_by_placement ON staging_orders (placement);
+      CREATE TABLE staging_reports (
+        edge TEXT PRIMARY KEY,
+        body TEXT NOT NULL
+      );
+    `,
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

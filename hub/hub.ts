@@ -355,7 +355,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
-  const imageStaging = (imageStagingRef = new HubStaging(store, blobs));
+  const imageStaging = (imageStagingRef = new HubStaging(store, blobs, state.imageStaging));
+  // With replicas, the planning one records the orders; each writes those of the edges it serves.
+  if (pg) imageStaging.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  imageStaging.start();
   const app = createApi({
     imageStaging,
     uploads: dataFiles,
@@ -477,7 +480,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
     // written from the assignments before the edge is answered, in this replica's new epoch, with
-    // its data and upgrade orders (a spec without them would have the edge take them for withdrawn
+    // its data, upgrade and image staging orders (a spec without them would have the edge take them for withdrawn
     // and remove its files). With replicas,
     // every time: another replica may have served the edge since this one last did.
     beforeWelcome: (edge, fresh) => {
@@ -485,6 +488,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       sched.writeSpec(edge);
       deliveries?.writeEdge(edge);
       upgrades?.writeEdge(edge);
+      imageStaging.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
       edges.disconnected(conn.edge, code, reason);
@@ -608,6 +612,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       blobs.stop();
       pins.stop();
       upgrades?.stop();
+      imageStaging.stop();
       clearInterval(leaseTimer);
       peers?.close();
       deliveries?.stop();

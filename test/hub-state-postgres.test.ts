@@ -34,6 +34,7 @@ import {
   hubReplicaSuite,
   edgeStateSuite,
   eventLogSuite,
+  imageStagingSuite,
   objectStateSuite,
   statusStateSuite,
 } from './fixtures/state-suites.js';
@@ -89,6 +90,7 @@ describe('hub state on PostgreSQL', () => {
   eventLogSuite(fresh);
   dataProgressSuite(fresh);
   agentUpgradeSuite(fresh);
+  imageStagingSuite(fresh);
   assignmentStoreSuite(freshDb);
   edgeLeaseSuite(freshDb);
   hubReplicaSuite(freshDb);

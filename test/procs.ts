@@ -54,7 +54,20 @@ export async function startHubProc(
   extra: string[] = [],
   env: Record<string, string> = {},
 ): Promise<HubProc> {
-  const proc = new Proc(['hub', '--data', dataDir, '--listen', `127.0.0.1:${port}`, ...extra], env);
+  // A suite run again on PostgreSQL (test/fixtures/backend.ts) gets its hub there.
+  const database = extra.includes('--database') ? undefined : await hubDatabase();
+  const proc = new Proc(
+    [
+      'hub',
+      '--data',
+      dataDir,
+      '--listen',
+      `127.0.0.1:${port}`,
+      ...extra,
+      ...(database ? ['--database', database] : []),
+    ],
+    env,
+  );
   const url = await waitFor(
     () =>
       /listening on (\S+)/.exec(proc.err)?.[1] ??

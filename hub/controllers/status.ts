@@ -8,7 +8,7 @@ import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
 import { localState, readReport, readSpec, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
 import type { Placement } from '../../core/resources.js';
 import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
-import { readReportStaging, stagingSummary } from '../../core/staging.js';
+import { stagingSummary } from '../../core/staging.js';
 import type { Summary } from '../../core/status.js';
 import type {
   EdgeStatusView,
@@ -50,6 +50,8 @@ export function projectReport(
   state.dataProgress.project(p.edge, report.data ?? {});
   // The upgrade of its agent: the rollout planner counts it, whichever replica plans.
   state.agentUpgrades.projectProgress(p.edge, report.agentUpgrade);
+  // The images it staged: the images gate waits on them, whichever replica plans.
+  state.imageStaging.projectReport(p.edge, report.imageStaging);
   const inventoryChanged = report.inventory ? state.edges.storeInventory(p.edge, report.inventory) : false;
   return { edge: p.edge, inventoryChanged };
 }
@@ -162,18 +164,12 @@ export function edgeStatus(state: HubState, store: ReplicaStore, name: string, n
     summary: summarize(es),
     workloads,
     localIntents: intents,
-    ...imageStagingOf(store, name),
+    ...imageStagingOf(state, name),
   };
 }
 
-/** What the edge reports of images staged for a rollout (core/staging.ts), if anything. */
-function imageStagingOf(store: ReplicaStore, name: string): { imageStaging?: ImageStagingView } {
-  try {
-    const rdoc = store.get<ReportDoc>(mailboxDocId(name as never, 'report'));
-    const r = rdoc ? readReportStaging(rdoc) : undefined;
-    if (r?.images.length) return { imageStaging: { summary: stagingSummary(r.images), images: r.images } };
-  } catch {
-    /* no mailbox yet */
-  }
-  return {};
+/** What the edge reports of images staged for a rollout (core/staging.ts), if anything: projected. */
+function imageStagingOf(state: HubState, name: string): { imageStaging?: ImageStagingView } {
+  const r = state.imageStaging.reported(name);
+  return r?.images.length ? { imageStaging: { summary: stagingSummary(r.images), images: r.images } } : {};
 }

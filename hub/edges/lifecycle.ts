@@ -184,6 +184,7 @@ export class EdgeLifecycle {
       state.status.forgetEdge(name);
       state.dataProgress.forgetEdge(name);
       state.agentUpgrades.forgetEdge(name);
+      state.imageStaging.forgetEdge(name);
       state.edges.remove(name);
       objects.forget('Edge', project, name);
       state.events.record({

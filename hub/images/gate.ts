@@ -19,7 +19,6 @@ export function imagesGate(staging: HubStaging): EdgeGate {
     const { project, name } = placement.metadata;
     const { prestage, prestageBudget } = placement.spec.rollout;
     const groups = new Map<string, StagingGroup>();
-    let stagedEdges = 0;
     for (const edge of edges) {
       const targets = ctx.targetsOn(edge);
       const unresolved = [...new Set(targets.flatMap((t) => t.unresolvedImages ?? []))];
@@ -48,13 +47,12 @@ export function imagesGate(staging: HubStaging): EdgeGate {
         if (r && (r.state === 'OverBudget' || r.state === 'Failed') && r.reason)
           problems.push(`${r.state === 'OverBudget' ? 'over budget' : 'failed'}: ${r.reason}`);
       }
-      if (staged === images.length) stagedEdges++;
-      else
+      if (staged < images.length)
         out.set(edge, [
           `images staged ${staged}/${images.length}, ${formatMB(bytes)}${problems.length ? ` (${[...new Set(problems)].join('; ')})` : ''}`,
         ]);
     }
-    staging.setPlacement(`${project}/${name}`, groups, stagedEdges);
+    staging.setPlacement(`${project}/${name}`, groups);
     return out;
   };
 }

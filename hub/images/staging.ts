@@ -3,18 +3,25 @@
  * each placement whose rollout has `prestage: true`, the images gate (gate.ts) hands over, per edge
  * not yet switched, the pinned images of its new version; this module describes each image from the
  * hub's image cache (manifest, config and layers with their sizes: blobs of the project, which the
- * edge may fetch over its own connection, hub/blobs/transfers.ts) and writes the union of what
- * every placement asks of an edge into that edge's spec document (core/staging.ts
- * `setSpecStaging`, the one writer). It reads the edge's report of what is staged.
+ * edge may fetch over its own connection, hub/blobs/transfers.ts), records what each placement asks
+ * of each edge (table `staging_orders`, hub/state/image-staging.ts) and writes the union for an
+ * edge into its spec document (core/staging.ts `setSpecStaging`, the one writer). It reads the
+ * edges' reports of what is staged from their projection (`staging_reports`).
+ *
+ * Hub replicas (docs/architecture.md, "Hub replicas"): the gate runs in the planning replica's
+ * pass, which records the orders; each replica copies the orders of the edges it serves into their
+ * documents (`holds`; at once on the planning replica, within STAGING_COPY_MS on the others), and
+ * an edge that connects gets them before its handshake is answered (`writeEdge`).
  */
 import fs from 'node:fs';
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { parseImageRef } from '../../core/images.js';
 import { createLogger } from '../../core/logger.js';
-import type { ReportDoc, SpecDoc } from '../../core/mailbox.js';
+import { STAGING_COPY_MS } from '../../core/durations.js';
+import type { SpecDoc } from '../../core/mailbox.js';
 import {
-  readReportStaging,
+  STAGED_STATES,
   setSpecStaging,
   type StagedImage,
   type StagingGroup,
@@ -23,6 +30,7 @@ import {
 import type { PlacementStagingView } from '../../core/api/views.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
+import type { ImageStagingState } from '../state/image-staging.js';
 import { manifestBlobs } from './cache.js';
 
 const log = createLogger('hub:images');
@@ -31,19 +39,34 @@ const log = createLogger('hub:images');
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
 export class HubStaging {
-  /** Placement `project/name` -> edge -> what it asks to stage there. */
-  private readonly wants = new Map<string, Map<string, StagingGroup>>();
   /** `project image` -> its description (content-addressed: never changes), or null when not in the cache. */
   private readonly described = new Map<string, StagingImage>();
-  private readonly dirty = new Set<string>();
-  /** Placement `project/name` -> how many of the edges it stages to have every image. */
-  private readonly counts = new Map<string, { staged: number; edges: number }>();
-  private flushing = false;
+  /**
+   * Per edge, the orders (JSON) this process last wrote into its spec document: a pass copies only
+   * what changed, without loading every document. Empty after a restart: each is loaded once.
+   */
+  private readonly written = new Map<string, string>();
+  private copying = false;
+  private timer: NodeJS.Timeout | undefined;
+  /** Hub replicas on PostgreSQL: whether this process serves the edge (only those documents are written here). */
+  holds: ((edge: string) => boolean) | undefined;
 
   constructor(
     private readonly store: ReplicaStore,
     private readonly blobs: Pick<HubBlobs, 'get' | 'files'>,
+    private readonly state: ImageStagingState,
   ) {}
+
+  /** Copies the recorded orders every STAGING_COPY_MS (another replica may have recorded them). */
+  start(): void {
+    this.timer = setInterval(() => this.copySoon(), STAGING_COPY_MS);
+    this.timer.unref();
+    this.copySoon();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
 
   /** The image as staging moves it, if it is pinned (`@sha256:`) and its manifest and blobs are in the project's cache. */
   describe(project: string, image: string): StagingImage | undefined {
@@ -77,52 +100,70 @@ export class HubStaging {
     return out ?? undefined;
   }
 
-  /** What the edge reports of the images it staged, by image. */
+  /** What the edge reports of the images it staged, by image (the projection of its reports). */
   reported(edge: string): Map<string, StagedImage> {
-    const doc = this.store.get<ReportDoc>(mailboxDocId(edgeName(edge), 'report'));
-    const r = doc ? readReportStaging(doc) : undefined;
-    return new Map((r?.images ?? []).map((i) => [i.image, i]));
+    return new Map((this.state.reported(edge)?.images ?? []).map((i) => [i.image, i]));
   }
 
   /** `images staged on 3/5 edges` while placement `project/name` stages images to edges not switched yet. */
   progress(project: string, name: string): PlacementStagingView | undefined {
-    const c = this.counts.get(`${project}/${name}`);
-    return c ? { ...c, summary: `images staged on ${c.staged}/${c.edges} edges` } : undefined;
+    const rows = this.state.placement(`${project}/${name}`);
+    if (!rows.length) return undefined;
+    const staged = rows.filter((r) => {
+      const done = new Map((r.report?.images ?? []).map((i) => [i.image, i.state]));
+      return r.group.images.every((i) => STAGED_STATES.includes(done.get(i.image)!));
+    }).length;
+    return { staged, edges: rows.length, summary: `images staged on ${staged}/${rows.length} edges` };
   }
 
   /**
    * Replaces what placement `key` asks each edge to stage (edges left out ask nothing of it any
-   * more); `staged` of those edges have every image.
+   * more): recorded, then written into the documents of the edges this process serves.
    */
-  setPlacement(key: string, groups: Map<string, StagingGroup>, staged = 0): void {
-    if (groups.size) this.counts.set(key, { staged, edges: groups.size });
-    else this.counts.delete(key);
-    const before = this.wants.get(key) ?? new Map<string, StagingGroup>();
-    for (const [edge, g] of groups) if (JSON.stringify(before.get(edge)) !== JSON.stringify(g)) this.dirty.add(edge);
-    for (const edge of before.keys()) if (!groups.has(edge)) this.dirty.add(edge);
-    if (groups.size) this.wants.set(key, groups);
-    else this.wants.delete(key);
-    if (this.dirty.size && !this.flushing) {
-      // Written after the scheduler's pass, not inside it.
-      this.flushing = true;
-      setImmediate(() => this.flush());
-    }
+  setPlacement(key: string, groups: Map<string, StagingGroup>): void {
+    if (this.state.setPlacement(key, groups).length) this.copySoon();
   }
 
-  private flush(): void {
-    this.flushing = false;
-    const edges = [...this.dirty];
-    this.dirty.clear();
-    for (const edge of edges) {
-      const groups: StagingGroup[] = [];
-      for (const [, byEdge] of [...this.wants].sort(([a], [b]) => a.localeCompare(b))) {
-        const g = byEdge.get(edge);
-        if (g) groups.push(g);
+  /**
+   * Writes one edge's staging orders into its spec document as recorded. Called before the edge's
+   * handshake is answered (hub/hub.ts `beforeWelcome`).
+   */
+  writeEdge(edge: string): void {
+    this.write(edge, this.state.ordersOf(edge));
+  }
+
+  /** Copies the recorded orders into the documents of the edges this process serves, after the current pass. */
+  private copySoon(): void {
+    if (this.copying) return;
+    this.copying = true;
+    setImmediate(() => {
+      this.copying = false;
+      try {
+        this.copy();
+      } catch (err) {
+        log.warn({ err }, 'copying image staging orders failed; copied again shortly');
       }
-      const id = mailboxDocId(edgeName(edge), 'spec');
-      if (!this.store.has(id)) continue;
-      if (this.store.change<SpecDoc>(id, (d) => setSpecStaging(d, { groups }), 'image staging'))
-        log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
-    }
+    });
+  }
+
+  private copy(): void {
+    const orders = this.state.orders();
+    for (const [edge, groups] of orders)
+      if ((!this.holds || this.holds(edge)) && this.written.get(edge) !== JSON.stringify(groups))
+        this.write(edge, groups);
+    for (const edge of [...this.written.keys()])
+      if (!orders.has(edge)) {
+        if (!this.holds || this.holds(edge)) this.write(edge, []);
+        else this.written.delete(edge); // the replica serving it withdraws them; writeEdge if it comes back
+      }
+  }
+
+  private write(edge: string, groups: StagingGroup[]): void {
+    const id = mailboxDocId(edgeName(edge), 'spec');
+    if (!this.store.has(id)) return;
+    if (this.store.change<SpecDoc>(id, (d) => setSpecStaging(d, { groups }), 'image staging'))
+      log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
+    if (groups.length) this.written.set(edge, JSON.stringify(groups));
+    else this.written.delete(edge);
   }
 }

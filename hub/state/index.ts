@@ -11,6 +11,7 @@
  * | status.ts | workload_status (and the joined status reads) |
  * | data-progress.ts | data_progress (the DataObject deliveries edges report) |
  * | agent-upgrades.ts | agent_upgrade_orders, agent_upgrade_progress (AgentUpgrade rollouts) |
+ * | image-staging.ts | staging_orders, staging_reports (image pre-staging) |
  * | blobs.ts | blobs, blob_refs |
  * | data-files.ts | data_files |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
@@ -33,6 +34,7 @@ import { sqlObjectState, type ObjectState } from './objects.js';
 import { sqlStatusState, type StatusState } from './status.js';
 import { sqlDataProgressState, type DataProgressState } from './data-progress.js';
 import { sqlAgentUpgradeRollouts, type AgentUpgradeRollouts } from './agent-upgrades.js';
+import { sqlImageStagingState, type ImageStagingState } from './image-staging.js';
 
 export interface HubState {
   objects: ObjectState;
@@ -41,6 +43,7 @@ export interface HubState {
   status: StatusState;
   dataProgress: DataProgressState;
   agentUpgrades: AgentUpgradeRollouts;
+  imageStaging: ImageStagingState;
   /**
    * Runs `fn` in one transaction, joining an open one (every write of the hub's state is one).
    * `immediate` takes the write lock at the start: for a read-then-write another process may race.
@@ -60,6 +63,7 @@ export function postgresHubState(pg: SyncPostgres): HubState {
     status: sqlStatusState(pg),
     dataProgress: sqlDataProgressState(pg),
     agentUpgrades: sqlAgentUpgradeRollouts(pg),
+    imageStaging: sqlImageStagingState(pg),
     transaction: (fn) => pg.transaction(fn),
   };
 }
@@ -72,6 +76,7 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     status: sqlStatusState(db),
     dataProgress: sqlDataProgressState(db),
     agentUpgrades: sqlAgentUpgradeRollouts(db),
+    imageStaging: sqlImageStagingState(db),
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
   };
