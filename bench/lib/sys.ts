@@ -47,7 +47,9 @@ export function cpuMs(pid: number): number | undefined {
 /**
  * CPU time of a process and all its children, in milliseconds: its own, its waited-for children's
  * (cutime + cstime, where a child's time goes when it exits), and its live children's. For a
- * PostgreSQL postmaster, whose backends come and go with connections.
+ * PostgreSQL postmaster, whose backends come and go with connections. A child reaped between
+ * reading the parent and finding the child would be counted nowhere (at a replica's kill, its
+ * backends' whole lifetime): the read is taken again until the parent's cutime did not move.
  */
 export function treeCpuMs(pid: number): number | undefined {
   const fields = (p: number | string): string[] | undefined => {
@@ -58,16 +60,23 @@ export function treeCpuMs(pid: number): number | undefined {
       return undefined;
     }
   };
-  const own = fields(pid);
-  if (!own) return undefined;
   // After the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
-  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    const f = fields(d);
-    if (f && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+  const reaped = (f: string[]) => Number(f[13]) + Number(f[14]);
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const before = fields(pid);
+    if (!before) return undefined;
+    let live = 0;
+    for (const d of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      const f = fields(d);
+      if (f && Number(f[1]) === pid) live += Number(f[11]) + Number(f[12]);
+    }
+    const after = fields(pid);
+    if (!after) return undefined;
+    if (reaped(after) === reaped(before))
+      return ((Number(after[11]) + Number(after[12]) + reaped(after) + live) * 1000) / ticksPerSecond();
   }
-  return (ticks * 1000) / ticksPerSecond();
+  return undefined;
 }
 
 /** Tracks CPU use of a set of processes between two points in time. */
