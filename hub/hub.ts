@@ -55,8 +55,8 @@ import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
 import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
-import { EdgeLeases, LEASE_RENEW_MS } from './state/leases.js';
-import { startReplicas, type Replicas } from './replicas/index.js';
+import { EdgeLeases } from './state/leases.js';
+import { renewMembership, startReplicas, type Replicas } from './replicas/index.js';
 import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/sync-client.js';
 import type { SqlDb } from './state/sql.js';
@@ -530,30 +530,24 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
   edges.start();
-  // Several hub processes on one PostgreSQL: one serves each edge (hub/state/leases.ts). Every few
-  // seconds this one renews its leases, and closes its connection of an edge another took since.
-  const leaseTimer = leases
-    ? setInterval(() => {
-        try {
-          const server = sync;
-          if (!server) return;
-          for (const edge of leases.renew(server.connections().map((c) => c.edge)))
-            server.disconnect(
+  // Several hub processes on one PostgreSQL: one serves each edge (hub/state/leases.ts); leases
+  // and this replica's row in hub_replicas are renewed every few seconds (hub/replicas/).
+  let advertiseUrl = '';
+  const leaseTimer =
+    leases && replicas
+      ? renewMembership({
+          leases,
+          registry: replicas,
+          connections: () => sync?.connections().map((c) => c.edge) ?? [],
+          replaced: (edge) =>
+            sync?.disconnect(
               edge as EdgeName,
               'replaced',
               'a newer connection of this edge is served by another hub replica',
-            );
-        } catch (err) {
-          log.warn({ err }, 'could not renew the edge leases (retried)');
-        }
-        try {
-          if (replicas && !replicas.renew()) replicas.register(advertiseUrl);
-        } catch (err) {
-          log.warn({ err }, "could not renew this replica's row in hub_replicas (retried)");
-        }
-      }, LEASE_RENEW_MS)
-    : undefined;
-  leaseTimer?.unref();
+            ),
+          advertiseUrl: () => advertiseUrl,
+        })
+      : undefined;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -572,7 +566,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const urlHost =
     host === '0.0.0.0' || host === '::' ? (tls ? 'localhost' : '127.0.0.1') : host.includes(':') ? `[${host}]` : host;
   const url = `${tls ? 'https' : 'http'}://${urlHost}:${actualPort}`;
-  const advertiseUrl = opts.advertiseUrl ?? advertiseUrlOf(host, url, tls ? 'https' : 'http', actualPort);
+  advertiseUrl = opts.advertiseUrl ?? advertiseUrlOf(host, url, tls ? 'https' : 'http', actualPort);
   replicas?.register(advertiseUrl);
   selfHosts = [...new Set([urlHost, host, 'localhost', '127.0.0.1', ...(opts.hosts ?? [])])]
     .filter((h) => h !== '0.0.0.0' && h !== '::')

@@ -18,6 +18,8 @@
  * tables again (`onResync`).
  */
 import { REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
+import { LEASE_RENEW_MS, type EdgeLeases } from '../state/leases.js';
+import type { HubReplicas } from '../state/replicas.js';
 import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import type { ChangeFeed } from '../api/stream.js';
@@ -216,4 +218,40 @@ export function startReplicas(w: ReplicaWiring): Replicas {
   scheduler.usePeers(replicas);
   replicas.start();
   return replicas;
+}
+
+/** What renewing this replica's membership needs (hub/hub.ts). */
+export interface Membership {
+  leases: EdgeLeases;
+  registry: HubReplicas;
+  /** The edges connected to this process. */
+  connections(): string[];
+  /** Closes this process's connection of an edge another replica took since. */
+  replaced(edge: string): void;
+  /** The URL the other replicas reach this one at (known once it listens). */
+  advertiseUrl(): string;
+}
+
+/**
+ * Every LEASE_RENEW_MS: renews this replica's edge leases in one statement and closes its own,
+ * older connection of each edge another replica took since (hub/state/leases.ts); renews its row
+ * in hub_replicas, registering again if it expired (the database was away). Failures are logged
+ * and tried again at the next tick.
+ */
+export function renewMembership(m: Membership): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    try {
+      for (const edge of m.leases.renew(m.connections())) m.replaced(edge);
+    } catch (err) {
+      log.warn({ err }, 'could not renew the edge leases (retried)');
+    }
+    try {
+      const url = m.advertiseUrl();
+      if (url && !m.registry.renew()) m.registry.register(url);
+    } catch (err) {
+      log.warn({ err }, "could not renew this replica's row in hub_replicas (retried)");
+    }
+  }, LEASE_RENEW_MS);
+  timer.unref();
+  return timer;
 }
