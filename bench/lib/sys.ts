@@ -30,6 +30,16 @@ export function rssBytes(pid: number): number | undefined {
   }
 }
 
+/** Kernel (system) CPU time consumed so far, in milliseconds: stime alone. */
+export function systemCpuMs(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[12]) * 1000) / ticksPerSecond();
+  } catch {
+    return undefined;
+  }
+}
+
 /** User + system CPU time consumed so far, in milliseconds. */
 export function cpuMs(pid: number): number | undefined {
   try {

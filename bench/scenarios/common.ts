@@ -11,7 +11,7 @@ import { Fleet } from '../lib/fleet.js';
 import { HubCluster } from '../lib/hub-cluster.js';
 import type { HubProcess } from '../lib/hub-process.js';
 import type { RunResult, Target } from '../lib/results.js';
-import { CpuMeter, until } from '../lib/sys.js';
+import { CpuMeter, systemCpuMs, until } from '../lib/sys.js';
 
 export interface ScenarioContext {
   edges: number;
@@ -161,12 +161,14 @@ export async function waitReady(
 export class PhaseMeter {
   private readonly meter: CpuMeter;
   private readonly hubPids: number[];
+  private readonly hubSystem0: number[];
   private readonly pg0: number | undefined;
   constructor(
     private readonly s: Setup,
     private readonly phase: string,
   ) {
     this.hubPids = s.cluster.alive().map((h) => h.pid);
+    this.hubSystem0 = this.hubPids.map((p) => systemCpuMs(p) ?? 0);
     this.pg0 = s.cluster.postgresCpuMs();
     this.meter = new CpuMeter([...this.hubPids, ...s.fleet.pids]);
   }
@@ -195,6 +197,13 @@ export class PhaseMeter {
       wallMs,
       hubCpuMs: Math.round(hubCpuMs),
       hubCoreShare: +hubShare.toFixed(2),
+      // Of hubCpuMs, the kernel's part (system calls: sockets, futex waits, thread wake-ups).
+      hubSystemCpuMs: Math.round(
+        this.hubPids.reduce(
+          (n, p, i) => n + Math.max(0, (systemCpuMs(p) ?? this.hubSystem0[i]!) - this.hubSystem0[i]!),
+          0,
+        ),
+      ),
       ...(this.s.cluster.replicas
         ? { replicaCpuMs: perReplicaCpuMs.map(Math.round), postgresCpuMs: Math.round(postgresCpuMs ?? 0) }
         : {}),
