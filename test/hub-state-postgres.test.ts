@@ -15,6 +15,7 @@ import { migratePostgres } from '../hub/state/pg/schema.js';
 import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { postgresHubState } from '../hub/state/index.js';
+import { sqlEdgeState } from '../hub/state/edges.js';
 import {
   blobIndexSuite,
   catalogStateSuite,
@@ -200,5 +201,31 @@ describe('deferred writes on PostgreSQL (hub/state/sql.ts runLater)', () => {
     runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'h', 8);
     expect(pg.one<{ v: number }>("SELECT v FROM deferred.kv WHERE k = 'h'")?.v).toBe(8);
     expect(pg.one("SELECT v FROM deferred.kv WHERE k = 'g'")).toBeUndefined();
+  });
+});
+
+describe('edge state on PostgreSQL: the inventory a process stored', () => {
+  const INV = {
+    hostname: 'h',
+    os: 'linux',
+    arch: 'arm64',
+    cpus: 2,
+    memoryBytes: 1024,
+    runtimes: [],
+    driver: 'process',
+    agentVersion: '1',
+  };
+  it('is not read back for an unchanged one, and stored again once the edge connects (another replica stored one meanwhile)', () => {
+    const db = freshDb();
+    const here = sqlEdgeState(db);
+    const other = sqlEdgeState(db); // another replica's
+    here.enroll({ name: 'x', project: 'p', approved: true, at: 1 });
+    expect(here.storeInventory('x', INV)).toBe(true);
+    expect(here.storeInventory('x', INV)).toBe(false);
+    other.storeInventory('x', { ...INV, arch: 'amd64' });
+    expect(here.get('x')?.inventory?.arch).toBe('amd64');
+    here.connected('x', { at: 2, agentVersion: '1', remoteAddress: '10.0.0.1' });
+    expect(here.storeInventory('x', INV)).toBe(true);
+    expect(here.get('x')?.inventory).toEqual(INV);
   });
 });

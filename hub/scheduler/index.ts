@@ -14,6 +14,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness } from '../state/edges.js';
 import { recordEvent } from '../state/events.js';
 import { withRegistryAccess } from '../images/registries.js';
+import { createLogger } from '../../core/logger.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 import {
@@ -60,6 +61,8 @@ export interface SchedulerPeers {
   send(m: PeerMark): void;
 }
 
+const log = createLogger('hub:scheduler');
+
 /** Rounds of hand-over (a workload released by one placement, taken by another) within one pass. */
 const HANDOVER_ROUNDS = 4;
 
@@ -86,6 +89,9 @@ export class Scheduler {
   private readonly waitingOn = new Map<string, Set<string>>();
   /** The other way round: placement -> the edges it waits on. */
   private readonly waitsOf = new Map<string, string[]>();
+  /** Edges whose status changed this turn, planned together (planStatus). */
+  private statusPending = new Map<string, 'report' | 'connectivity'>();
+  private statusFlush: NodeJS.Immediate | undefined;
   /** Hub replicas on PostgreSQL (usePeers); undefined on a SQLite hub. */
   private peers: SchedulerPeers | undefined;
 
@@ -107,7 +113,7 @@ export class Scheduler {
     );
     this.queue = new WorkQueue(
       (w) => this.pass(w),
-      () => this.specs.busy,
+      () => this.specs.busy || this.statusFlush !== undefined,
     );
     this.targets = new TargetCache(
       (project) => objects.list('Edge', project),
@@ -204,26 +210,49 @@ export class Scheduler {
   /** markStatus's planning, on the leader (also for the statuses other replicas send it). */
   planStatus(name: string, cause: 'report' | 'connectivity'): void {
     if (!this.leading) return;
-    const keys: string[] = [];
-    let advances = false;
-    for (const r of this.assignments.placementsOnEdge(name)) {
-      const key = `${r.project}/${r.placement}`;
-      // An edge coming or going changes a rollout only while something is still to be written or
-      // awaited: a Complete rollout stays Complete (unless it skipped an offline edge: that one
-      // coming back is to be written), and skipping it is what keeps a reconnect storm of 10,000
-      // edges from re-planning the whole fleet every few hundred milliseconds.
-      const st = this.rolloutStatus.get(key);
-      if (cause === 'connectivity' && st?.phase === 'Complete' && !st.counts.skipped) continue;
-      keys.push(key);
-      if (this.heldBack.has(key)) advances = true;
+    // Gathered for one read of their placements at the end of this turn (on PostgreSQL a read is a
+    // round trip; reports arrive in bursts): a report outweighs a connect or disconnect.
+    if (this.statusPending.get(name) !== 'report') this.statusPending.set(name, cause);
+    this.statusFlush ??= setImmediate(() => this.flushStatus());
+  }
+
+  private flushStatus(): void {
+    this.statusFlush = undefined;
+    const pending = this.statusPending;
+    this.statusPending = new Map();
+    try {
+      if (!this.leading || !pending.size) return;
+      const on = this.assignments.placementsOnEdges([...pending.keys()]);
+      for (const [name, cause] of pending) {
+        const keys: string[] = [];
+        let advances = false;
+        for (const r of on.get(name) ?? []) {
+          const key = `${r.project}/${r.placement}`;
+          // An edge coming or going changes a rollout only while something is still to be written
+          // or awaited: a Complete rollout stays Complete (unless it skipped an offline edge: that
+          // one coming back is to be written), and skipping it is what keeps a reconnect storm of
+          // 10,000 edges from re-planning the whole fleet every few hundred milliseconds.
+          const st = this.rolloutStatus.get(key);
+          if (cause === 'connectivity' && st?.phase === 'Complete' && !st.counts.skipped) continue;
+          keys.push(key);
+          if (this.heldBack.has(key)) advances = true;
+        }
+        // Placements with nothing on this edge yet, whose new version waits for something there.
+        for (const key of this.waitingOn.get(name) ?? []) {
+          keys.push(key);
+          advances = true;
+        }
+        const delay = this.queue.statusDelay(advances);
+        for (const k of keys) this.queue.addPlacement(k, delay);
+      }
+    } catch (err) {
+      log.warn(
+        { err, edges: pending.size },
+        'could not read which placements the reporting edges hold; their next report plans them',
+      );
+    } finally {
+      this.queue.wakeIdle();
     }
-    // Placements with nothing on this edge yet, whose new version waits for something there.
-    for (const key of this.waitingOn.get(name) ?? []) {
-      keys.push(key);
-      advances = true;
-    }
-    const delay = this.queue.statusDelay(advances);
-    for (const k of keys) this.queue.addPlacement(k, delay);
   }
 
   markWorkload(project: string, name: string): void {

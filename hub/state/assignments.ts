@@ -74,8 +74,8 @@ export interface AssignmentStore {
   keysForPlacement(project: string, placement: string): AssignmentKey[];
   /** Every assignment without manifests, grouped by edge (ordered by workload). */
   keysByEdge(): Map<string, AssignmentKey[]>;
-  /** The placements holding something on an edge. */
-  placementsOnEdge(edge: string): { project: string; placement: string }[];
+  /** The placements holding something on each of these edges, in one read. */
+  placementsOnEdges(edges: string[]): Map<string, { project: string; placement: string }[]>;
   /** `edge/workload` -> placement, for these workloads held by placements other than `placement`. */
   heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string>;
   /** `edge/workload` -> what the edge reported, for a placement's assignments. */
@@ -188,11 +188,15 @@ export class SqlAssignmentStore implements AssignmentStore {
     return out;
   }
 
-  placementsOnEdge(edge: string): { project: string; placement: string }[] {
-    return all<{
-      project: string;
-      placement: string;
-    }>(this.db, 'SELECT DISTINCT project, placement FROM assignments WHERE edge = ?', edge);
+  placementsOnEdges(edges: string[]): Map<string, { project: string; placement: string }[]> {
+    const out = new Map<string, { project: string; placement: string }[]>();
+    for (const r of all<{ edge: string; project: string; placement: string }>(
+      this.db,
+      `SELECT DISTINCT edge, project, placement FROM assignments WHERE edge IN (${jsonListParam(this.db)})`,
+      JSON.stringify(edges),
+    ))
+      (out.get(r.edge) ?? out.set(r.edge, []).get(r.edge)!).push({ project: r.project, placement: r.placement });
+    return out;
   }
 
   heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string> {
