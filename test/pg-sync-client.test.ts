@@ -6,7 +6,8 @@
  * quickly, then working again once it is back, with the same client; and every statement gets its
  * own answer even when the waiting thread is woken without one (a late notify of the previous
  * answer, which a preempted worker thread sends after setting the flag: found by
- * `npm run bench -- --scenario failover`, docs/benchmarks.md).
+ * `npm run bench -- --scenario failover`, docs/benchmarks.md), or when the answer to a statement
+ * given up on at its deadline comes afterwards (answers carry their statement's id).
  */
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -122,6 +123,50 @@ describe('SyncPostgres (real PostgreSQL)', () => {
       Atomics.store(stop, 0, 1);
       Atomics.notify(stop, 0);
       await waker.terminate();
+    }
+  }, 60_000);
+
+  it("never reads an answer that came after its statement gave up as the next statement's", async () => {
+    // A proxy in front of PostgreSQL that can hold back the server's answers, then drop the link:
+    // the statement gives up at its deadline, and its answer (an error) comes afterwards. In a
+    // thread of its own: the client blocks this one while it waits.
+    const held = new Int32Array(new SharedArrayBuffer(4));
+    const proxy = new Worker(
+      `const net = require('node:net');
+       const { workerData, parentPort } = require('node:worker_threads');
+       const held = new Int32Array(workerData.held);
+       const links = new Set();
+       const server = net.createServer((client) => {
+         const upstream = net.connect(workerData.target, '127.0.0.1');
+         links.add(client).add(upstream);
+         const drop = () => { client.destroy(); upstream.destroy(); };
+         client.on('error', drop).on('close', drop);
+         upstream.on('error', drop).on('close', drop);
+         client.pipe(upstream);
+         upstream.on('data', (chunk) => { if (Atomics.load(held, 0) === 0) client.write(chunk); });
+       });
+       server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
+       parentPort.on('message', () => { for (const l of links) l.destroy(); });`,
+      { eval: true, workerData: { held: held.buffer, target: pg.port } },
+    );
+    const port = await new Promise<number>((r) => proxy.once('message', r));
+    const c = new SyncPostgres(`postgres://${pg.role}@127.0.0.1:${port}/sync_client`, {
+      connectTimeoutMs: 3_000,
+      statementTimeoutMs: 500,
+    });
+    try {
+      expect(c.one<{ n: number }>('SELECT 1 AS n')).toEqual({ n: 1 });
+      Atomics.store(held, 0, 1);
+      expect(() => c.one('SELECT 2 AS n')).toThrow(/did not answer within/);
+      // Now the link drops: the client's worker answers the statement given up on, late.
+      Atomics.store(held, 0, 0);
+      proxy.postMessage('drop');
+      await new Promise((r) => setTimeout(r, 500));
+      expect(c.one<{ n: number }>('SELECT 3 AS n')).toEqual({ n: 3 });
+      expect(c.one<{ n: number }>('SELECT 4 AS n')).toEqual({ n: 4 });
+    } finally {
+      await c.close();
+      await proxy.terminate();
     }
   }, 60_000);
 });

@@ -117,6 +117,16 @@ function startWorker(options: WorkerOptions): Worker {
   return new Worker(code, { ...options, eval: true });
 }
 
+/** What the worker answers a statement with (worker.ts). */
+interface Answer {
+  id?: number;
+  rows?: Record<string, unknown>[];
+  rowCount?: number;
+  error?: string;
+  code?: string;
+  beforeError?: { error: string; code?: string; sql: string };
+}
+
 /** The replica session's settings (worker.ts; hub/replicas/ uses it). */
 export interface ReplicaSessionOptions {
   /** The channel LISTENed to (an SQL identifier). */
@@ -155,6 +165,8 @@ export class SyncPostgres {
   private readonly waitMs: number;
   private depth = 0;
   private closed = false;
+  /** The id of the last statement sent (answers carry it). */
+  private seq = 0;
   /** Writes that go with the next round trip, before its statement (runLater). */
   private deferred: Deferred[] = [];
   private flushing: NodeJS.Immediate | NodeJS.Timeout | undefined;
@@ -204,25 +216,39 @@ export class SyncPostgres {
     // Deferred writes go first, in the same message: one round trip for all of them.
     const before = this.deferred;
     if (before.length) this.deferred = [];
+    const id = ++this.seq;
     Atomics.store(this.done, 0, 0);
-    this.port.postMessage(before.length ? { ...req, before } : req);
-    // Only the flag says the answer is here. The worker sets it, then notifies: preempted in
-    // between, its notify for the previous answer can wake this wait with nothing to read, and
-    // that answer read as this one would shift every later statement's answer by one.
+    this.port.postMessage(before.length ? { ...req, id, before } : { ...req, id });
+    // Only an answer carrying this id is this statement's. One to a statement given up on earlier
+    // (it came after its deadline) is dropped: read as this one's, it would shift every later
+    // statement's answer by one. The flag only says some answer was posted: the worker sets it,
+    // then notifies, and a notify for an earlier answer may wake this wait with nothing to read.
     const deadline = Date.now() + this.waitMs;
-    while (Atomics.load(this.done, 0) === 0 && Date.now() < deadline)
-      Atomics.wait(this.done, 0, 0, Math.max(1, deadline - Date.now()));
-    if (Atomics.load(this.done, 0) === 0) {
+    let msg: Answer | undefined;
+    for (;;) {
+      const m = receiveMessageOnPort(this.port)?.message as Answer | undefined;
+      if (m) {
+        if (m.id === id) {
+          msg = m;
+          break;
+        }
+        continue;
+      }
+      // Set for an answer already read and dropped: cleared, then the port is looked at again
+      // before waiting (an answer posted meanwhile is in the port, or sets the flag afterwards).
+      if (Atomics.load(this.done, 0) === 1) {
+        Atomics.store(this.done, 0, 0);
+        continue;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      Atomics.wait(this.done, 0, 0, left);
+    }
+    if (!msg) {
       this.requeue(before);
       throw new DatabaseUnavailable(
         `the database at ${redactUrl(this.url)} did not answer within ${this.waitMs / 1000}s`,
       );
-    }
-    const msg = receiveMessageOnPort(this.port)?.message as
-      (ReturnType<SyncPostgres['call']> & { beforeError?: { error: string; code?: string; sql: string } }) | undefined;
-    if (!msg) {
-      this.requeue(before);
-      throw new DatabaseUnavailable('the database worker gave no answer');
     }
     if (msg.beforeError) {
       const e = msg.beforeError;

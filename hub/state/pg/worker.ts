@@ -29,6 +29,8 @@ interface SessionRequest {
 }
 
 interface Request {
+  /** Echoed in the answer: the main thread reads only the answer to the statement it waits for. */
+  id?: number;
   sql?: string;
   params?: unknown[];
   close?: boolean;
@@ -43,7 +45,7 @@ pg.types.setTypeParser(20, (v: string) => Number(v));
 const done = new Int32Array(flag);
 let client: pg.Client | undefined;
 
-function answer(msg: unknown): void {
+function answerWith(msg: unknown): void {
   port.postMessage(msg);
   Atomics.store(done, 0, 1);
   Atomics.notify(done, 0);
@@ -87,6 +89,7 @@ async function runBefore(c: pg.Client, before: NonNullable<Request['before']>): 
 }
 
 port.on('message', (req: Request) => {
+  const answer = (msg: object) => answerWith({ ...msg, id: req.id });
   void (async () => {
     let beforeError: object | undefined;
     if (req.before?.length) {
