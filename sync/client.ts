@@ -167,6 +167,8 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     this.ws = ws;
     let docs: MailboxDoc[] = [];
     let helloHeads = new Map<DocId, string[]>();
+    /** This connection was welcomed: the hub at this URL serves the edge and holds its documents. */
+    let served = false;
     // The upgrade has its own limit (handshakeTimeout: a busy hub may queue it); the welcome must
     // follow the upgrade within HANDSHAKE_TIMEOUT_MS.
     let welcomeTimer: NodeJS.Timeout | undefined;
@@ -245,6 +247,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
         const msg = decodeControl(buf.toString('utf8'));
         if (msg.type === 'welcome') {
           clearTimeout(welcomeTimer);
+          served = true;
           const reset = adoptEpochs(this.opts.store, docs, msg.docs);
           if (reset.length) log.info({ docs: reset }, 'adopted the hub epoch; replica reset and resyncing');
           this.session = new SyncSession(this.opts.store, 'hub', docs, (frame) => ws.send(frame), log);
@@ -293,7 +296,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       this.teardown();
       if (this.stopped) return;
       this.setState('disconnected', { code, reason: reason.toString() });
-      this.scheduleRedial();
+      this.scheduleRedial(served);
     });
     ws.on('error', (err: NodeJS.ErrnoException) => {
       // A TLS failure is the edge's own to fix (its clock, its CA pin): say which, where an
@@ -331,9 +334,15 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     return urls[this.urlAt % urls.length]!;
   }
 
-  private scheduleRedial(): void {
-    // Several hub URLs: the next attempt goes to the next one (a replica down, or unreachable from here).
-    if (typeof this.opts.url !== 'string' && this.opts.url.length > 1) {
+  /**
+   * Several hub URLs: the next attempt goes to the next one (a replica down, or unreachable from
+   * here), except right after a connection that was served ended (the hub restarted, or closed it):
+   * the same URL first, whose replica holds this edge's documents and syncs nothing if they are as
+   * they were; another replica would write its spec again and take the whole report (a restart of
+   * every replica at once moved most edges, docs/benchmarks.md). A failed dial then moves on.
+   */
+  private scheduleRedial(sameUrlFirst = false): void {
+    if (!sameUrlFirst && typeof this.opts.url !== 'string' && this.opts.url.length > 1) {
       this.urlAt = (this.urlAt + 1) % this.opts.url.length;
       log.info({ url: this.url }, 'trying the next hub URL');
     }

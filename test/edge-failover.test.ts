@@ -2,7 +2,8 @@
  * An edge given several hub URLs (issue #22: "a list of hub URLs in the edge config with
  * failover"), real processes: one hub reached through two proxies that a test cuts, as two
  * addresses of the hub's replicas would be. Enrollment goes through the first URL that answers;
- * a cut link moves the agent to the next URL, where it syncs on; `--hub` given again rewrites the
+ * a cut link moves the agent to the next URL, where it syncs on; a connection that merely ended
+ * comes back to the same URL; `--hub` given again rewrites the
  * list. A bad URL in the list is refused naming it.
  */
 import fs from 'node:fs';
@@ -103,6 +104,22 @@ describe('an edge with several hub URLs', () => {
     await placeAndWait('three');
     a.heal();
   }, 180_000);
+
+  it('comes back to the same URL after a served connection ends, not the next one (its replica holds its documents)', async () => {
+    const [, b] = proxies as [CuttableProxy, CuttableProxy];
+    await connectedThrough(b);
+    const since = async () =>
+      (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/e1')).json?.status?.connectedSince as string;
+    const before = await since();
+    // The connection ends (as when the hub restarts), and b answers again at once.
+    b.sever();
+    b.heal();
+    await waitFor(async () => (await since()) !== undefined && (await since()) !== before, {
+      timeout: 60_000,
+      what: 'e1 connected again',
+    });
+    expect((await edgeLocal(edgeDir, '/status')).hub).toBe(via(b));
+  }, 90_000);
 
   it('takes a new list from --hub on a later start, keeping its credential', async () => {
     const [a] = proxies as [CuttableProxy];
