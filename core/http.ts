@@ -6,6 +6,23 @@
 import { toOutpostError } from './errors.js';
 
 /**
+ * Headers that describe one hop, never passed on by a proxy (RFC 9110 7.6.1): the hub's tunnel
+ * routes and its forwarding to another replica, and the edge's proxy to a workload. An upgrade sets
+ * `upgrade` and `connection` again; a proxy that dials a new host also drops `host`.
+ */
+export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
  * The token of an `Authorization: Bearer TOKEN` header; null when the header is absent or another
  * scheme. The one parser of the header on the hub (API, SSE stream, tunnel, blobs, sync upgrade).
  *

@@ -50,24 +50,11 @@ function listenPort(listen: string): number {
   return Number(m[2]);
 }
 
-/** The command line the service runs: everything the hub needs is on it, nothing in the environment. */
-export function hubArgv(
-  o: Pick<
-    HubInstallOptions,
-    | 'bin'
-    | 'dataDir'
-    | 'listen'
-    | 'insecureHttp'
-    | 'tlsCert'
-    | 'tlsKey'
-    | 'tlsCa'
-    | 'hosts'
-    | 'requireApproval'
-    | 'identityKey'
-    | 'advertiseUrl'
-    | 'blobDir'
-  >,
-): string[] {
+/** What the unit is written from: where things go, and the `outpost hub` flags carried into ExecStart. */
+export type HubUnitOptions = Omit<HubInstallOptions, 'unitDir' | 'dryRun' | 'packaged' | 'execPath'>;
+
+/** The command line the service runs: everything the hub needs is on it but the database URL (hub.env). */
+export function hubArgv(o: Omit<HubUnitOptions, 'database'>): string[] {
   const argv = [o.bin, 'hub', '--data', o.dataDir, '--listen', o.listen];
   if (o.insecureHttp) argv.push('--insecure-http');
   if (o.tlsCert) argv.push('--tls-cert', o.tlsCert);
@@ -81,24 +68,7 @@ export function hubArgv(
   return argv;
 }
 
-export function hubUnit(
-  o: Pick<
-    HubInstallOptions,
-    | 'bin'
-    | 'dataDir'
-    | 'listen'
-    | 'insecureHttp'
-    | 'tlsCert'
-    | 'tlsKey'
-    | 'tlsCa'
-    | 'hosts'
-    | 'requireApproval'
-    | 'identityKey'
-    | 'advertiseUrl'
-    | 'database'
-    | 'blobDir'
-  >,
-): string {
+export function hubUnit(o: HubUnitOptions): string {
   const { version, commit } = buildInfo();
   const port = listenPort(o.listen);
   const data = unitPath('--data', o.dataDir);

@@ -108,7 +108,8 @@ export function writeFileAtomic(file: string, data: string, mode: number): void 
   fs.renameSync(tmp, file);
 }
 
-function readIfExists(file: string): string | undefined {
+/** A file's text, or undefined when it does not exist (any other failure names the file). */
+export function readIfExists(file: string): string | undefined {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch (err) {

@@ -6,6 +6,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
+import { HOP_BY_HOP_HEADERS } from '../../core/http.js';
 import { TunnelError, type TunnelRequest, type TunnelStream } from '../../sync/tunnel.js';
 
 export interface KubeTarget {
@@ -16,19 +17,8 @@ export interface KubeTarget {
   headers: Record<string, string>;
 }
 
-/** Headers that describe one hop, never forwarded (RFC 9110 7.6.1); `upgrade`/`connection` come back for upgrades. */
-export const HOP_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-]);
+/** Hop-by-hop headers (core/http.ts), and `host`: this proxy dials the workload or cluster API itself. */
+const HOP_HEADERS = new Set([...HOP_BY_HOP_HEADERS, 'host']);
 
 /** The cluster API of `kubeconfig`, with the credential the driver uses. */
 export async function kubeTarget(kubeconfig: string): Promise<KubeTarget> {

@@ -28,7 +28,7 @@ import { createLogger } from '../../core/logger.js';
 import { IdentityStore, type IdentityRow } from '../state/identity.js';
 import type { SqlDb } from '../state/sql.js';
 import { SECRETS_KEY_FILE, SecretBox } from '../secrets.js';
-import { caFingerprint, createCa, hubTlsFiles, writeFileAtomic } from '../tls.js';
+import { caFingerprint, createCa, hubTlsFiles, readIfExists, writeFileAtomic } from '../tls.js';
 import { releaseKeyFile } from '../upgrades/release-key.js';
 import type { IdentityKey } from './key.js';
 
@@ -48,15 +48,6 @@ interface Part {
   public(value: string): string;
   /** What to do when this data directory holds another value than the database. */
   conflict(dataDir: string, local: string, shared: string): string;
-}
-
-function readIfExists(file: string): string | undefined {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new Error(`cannot read ${file}: check its permissions`, { cause: err });
-  }
 }
 
 function writeNew(file: string, data: string, mode: number): void {

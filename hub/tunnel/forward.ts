@@ -19,26 +19,13 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { FORWARD_CONNECT_TIMEOUT_MS, FORWARD_SIGNATURE_MAX_AGE_MS } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
-import { rawErrorResponse } from '../../core/http.js';
+import { HOP_BY_HOP_HEADERS, rawErrorResponse } from '../../core/http.js';
 import type { HubReplica } from '../state/replicas.js';
 
 /** The replica that forwarded the request (its id), set only by replicas. */
 export const FORWARDED_BY = 'x-outpost-forwarded-by';
 /** `t=MS;to=REPLICA;sig=BASE64URL`: when, for which replica, and the HMAC over both and the request. */
 export const FORWARD_SIGNATURE = 'x-outpost-forward-signature';
-
-/** Hop-by-hop headers: never passed on (an upgrade's own are set again). */
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 export interface ForwarderOptions {
   /** This replica's id (hub/state/replicas.ts newReplicaId). */
@@ -152,7 +139,7 @@ export class ReplicaForwarder {
   private headers(req: IncomingMessage, to: HubReplica): http.OutgoingHttpHeaders {
     const out: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers))
-      if (v !== undefined && !HOP.has(k) && k !== FORWARDED_BY && k !== FORWARD_SIGNATURE) out[k] = v;
+      if (v !== undefined && !HOP_BY_HOP_HEADERS.has(k) && k !== FORWARDED_BY && k !== FORWARD_SIGNATURE) out[k] = v;
     if (req.headers.upgrade) {
       out.connection = 'Upgrade';
       out.upgrade = req.headers.upgrade;
@@ -278,7 +265,7 @@ export class ReplicaForwarder {
 
 function withoutHop(h: IncomingHttpHeaders): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP.has(k)) out[k] = v;
+  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP_BY_HOP_HEADERS.has(k)) out[k] = v;
   return out;
 }
 

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { OutpostError, toOutpostError } from '../../core/errors.js';
-import { rawErrorResponse } from '../../core/http.js';
+import { HOP_BY_HOP_HEADERS, rawErrorResponse } from '../../core/http.js';
 import { isValidName, type EdgeName } from '../../core/ids.js';
 import type { SqlDb } from '../state/sql.js';
 import type { TunnelStream } from '../../sync/tunnel.js';
@@ -28,18 +28,8 @@ export interface RouteContext {
   upgrade?: { socket: Duplex; head: Buffer };
 }
 
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-]);
+/** Hop-by-hop headers, and `host`: the edge dials the workload itself. */
+const HOP = new Set([...HOP_BY_HOP_HEADERS, 'host']);
 
 const KUBE_REASONS: Record<number, string> = {
   400: 'BadRequest',
