@@ -199,6 +199,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let upgrades: AgentUpgradeController | undefined;
   let deliveries: DataDeliveries | undefined;
   const reportChanged = new Set<string>();
+  /** A report since the last afterChange said something of an upgrade or a delivery. */
+  let ordersReported = false;
   const inventoryChanged = new Set<string>();
   let changes: ChangeFeed | undefined;
   let state: HubState | undefined;
@@ -213,6 +215,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       if (c.origin === 'remote') {
         const r = state && projectReport(state, c.id, c.doc);
         if (r) reportChanged.add(r.edge);
+        if (r?.carriesOrders) ordersReported = true;
         if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
@@ -228,7 +231,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       }
       sync?.notify(id);
       changes?.notifyDoc(id);
-      if (reportChanged.size) {
+      if (ordersReported) {
+        ordersReported = false;
         upgrades?.mark();
         deliveries?.mark();
       }

@@ -10,7 +10,13 @@ import { kindsNotRunBy } from '../../core/driver-kinds.js';
 import { MAX_OBJECT_BYTES, rawDocuments, tooBigMessage } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
 import { ExpansionError, parseManifests } from '../../core/manifest.js';
-import type { Edge, Placement, Resource, Workload } from '../../core/resources.js';
+import {
+  INVENTORY_LABEL_PREFIX,
+  type Edge,
+  type Placement,
+  type Resource,
+  type Workload,
+} from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
 import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
@@ -135,10 +141,13 @@ const listNames = (names: string[]) =>
 /** Warnings about manifests that the drivers of the edges that would get them cannot run. */
 function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: Resource[]): string[] {
   const out = new Set<string>();
-  const drivers = new Map<string, string | undefined>();
-  const driverOf = (edge: string) => {
-    if (!drivers.has(edge)) drivers.set(edge, deps.state.edges.get(edge)?.inventory?.driver);
-    return drivers.get(edge);
+  // Each project's edges read once (their inventory labels name the driver), not edge by edge:
+  // a placement over 10,000 edges was 10,000 reads per apply.
+  const fleets = new Map<string, ReturnType<typeof deps.state.edges.liveness>>();
+  const driverOf = (project: string, edge: string) => {
+    let live = fleets.get(project);
+    if (!live) fleets.set(project, (live = deps.state.edges.liveness(project)));
+    return live.get(edge)?.inventoryLabels?.[`${INVENTORY_LABEL_PREFIX}driver`];
   };
   for (const v of batch) {
     if (v.kind === 'Edge') continue;
@@ -153,7 +162,7 @@ function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: R
       const kinds = w.spec.manifests.map((m) => m.kind);
       const byProblem = new Map<string, string[]>();
       for (const edge of view.selected(p)) {
-        const driver = driverOf(edge);
+        const driver = driverOf(v.metadata.project, edge);
         if (!driver) continue;
         const bad = kindsNotRunBy(driver, kinds);
         if (bad.length === 0) continue;

@@ -30,7 +30,7 @@ export function projectReport(
   state: HubState,
   id: DocId,
   doc: AnyDoc,
-): { edge: string; inventoryChanged: boolean } | undefined {
+): { edge: string; inventoryChanged: boolean; carriesOrders: boolean } | undefined {
   const p = parseMailboxDocId(id);
   if (!p || p.role !== 'report') return undefined;
   const report = readReport(doc as unknown as ReportDoc);
@@ -53,7 +53,10 @@ export function projectReport(
   // The images it staged: the images gate waits on them, whichever replica plans.
   state.imageStaging.projectReport(p.edge, report.imageStaging);
   const inventoryChanged = report.inventory ? state.edges.storeInventory(p.edge, report.inventory) : false;
-  return { edge: p.edge, inventoryChanged };
+  // The controllers of upgrades and deliveries act on reports that say something of theirs (their
+  // periodic passes catch the rest): a fan-out's thousands of workload reports wake neither.
+  const carriesOrders = report.agentUpgrade !== undefined || Object.keys(report.data ?? {}).length > 0;
+  return { edge: p.edge, inventoryChanged, carriesOrders };
 }
 
 /**
