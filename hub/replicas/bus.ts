@@ -79,7 +79,10 @@ export function parsePayload(payload: string): { from: string; m: BusMessage } |
   return undefined;
 }
 
-/** Sends a message to every replica (delivered at the commit of the open transaction, if any). */
+/**
+ * Sends a message to every replica with the client's next round trip (SyncPostgres.defer):
+ * delivered at the commit of the transaction that carries it, if any, else at once.
+ */
 export function publish(pg: SyncPostgres, from: string, m: BusMessage): void {
-  for (const p of payloads(from, m)) pg.run('SELECT pg_notify(?, ?)', CHANNEL, p);
+  for (const p of payloads(from, m)) pg.defer('SELECT pg_notify(?, ?)', CHANNEL, p);
 }

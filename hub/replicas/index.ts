@@ -13,7 +13,8 @@
  * - **Everyone hears everything** for the API's change stream: objects written and statuses
  *   reported on another replica.
  *
- * Sends are batched per turn of the event loop and sent again after a refusal (the database away);
+ * Sends are batched per turn of the event loop and go with the client's next round trip (sent again
+ * by it when the database was away);
  * a session that comes back after a loss may have missed messages, so the replica reads the
  * tables again (`onResync`).
  */
@@ -56,7 +57,7 @@ export class Replicas implements SchedulerPeers {
     connectivity: new Set(),
   };
   private readonly singles: BusMessage[] = [];
-  private flushing: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  private flushing: NodeJS.Immediate | undefined;
   private closed = false;
 
   constructor(
@@ -110,8 +111,7 @@ export class Replicas implements SchedulerPeers {
   /** Stops sending (the hub closes); its session ends with the database client. */
   close(): void {
     this.closed = true;
-    clearImmediate(this.flushing as NodeJS.Immediate);
-    clearTimeout(this.flushing as NodeJS.Timeout);
+    clearImmediate(this.flushing);
   }
 
   private flush(): void {
@@ -123,21 +123,12 @@ export class Replicas implements SchedulerPeers {
     if (specs.size) out.push({ t: 'specs', edges: [...specs] });
     if (report.size) out.push({ t: 'status', cause: 'report', edges: [...report] });
     if (connectivity.size) out.push({ t: 'status', cause: 'connectivity', edges: [...connectivity] });
-    try {
-      this.pg.transaction(() => {
-        for (const m of out) publish(this.pg, this.id, m);
-      });
-      this.singles.length = 0;
-      for (const s of Object.values(this.lists)) s.clear();
-    } catch (err) {
-      // Kept (sets: no growth beyond one entry per edge or placement) and sent again shortly.
-      log.warn({ err }, 'could not tell the other hub replicas what changed; sending again shortly');
-      if (!this.closed) {
-        const t = setTimeout(() => this.flush(), REPLICA_RETRY_MS);
-        t.unref();
-        this.flushing = t;
-      }
-    }
+    // Deferred (SyncPostgres.defer): the notifications go with the next statement, or at the end of
+    // this turn, instead of a transaction of their own (three round trips a turn); the client sends
+    // them again when the database was away.
+    for (const m of out) publish(this.pg, this.id, m);
+    this.singles.length = 0;
+    for (const s of Object.values(this.lists)) s.clear();
   }
 
   private onSession(e: ReplicaSessionEvent): void {

@@ -34,6 +34,11 @@ export function writeAssignments(store: AssignmentStore, i: AssignInput): Assign
   const write = new Set(i.update);
   const byEdge = new Map(i.edges.map((r) => [r.edge, r]));
   store.transaction(() => {
+    // What the edges to write last reported, in one read (not one per edge and workload).
+    const toWrite = i.selection.selected.filter(
+      (e) => byEdge.get(e)!.writtenKey !== byEdge.get(e)!.targetKey && write.has(e),
+    );
+    const observed = store.observedGenerations(toWrite);
     for (const e of i.selection.selected) {
       const r = byEdge.get(e)!;
       // Already written exactly what it should run (equal keys: the same workloads with the same
@@ -48,7 +53,7 @@ export function writeAssignments(store: AssignmentStore, i: AssignInput): Assign
         if (a && a.contentKey === t.key) continue;
         // Past anything the edge saw, even from an assignment since removed: the edge applies a
         // generation only when it is newer than the one it runs.
-        const gen = Math.max(a?.generation ?? 0, store.observedGeneration(e, t.workload)) + 1;
+        const gen = Math.max(a?.generation ?? 0, observed.get(`${e}/${t.workload}`) ?? 0) + 1;
         store.put({
           edge: e,
           workload: t.workload,

@@ -80,8 +80,8 @@ export interface AssignmentStore {
   heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string>;
   /** `edge/workload` -> what the edge reported, for a placement's assignments. */
   statusForPlacement(project: string, placement: string): Map<string, AssignedStatus>;
-  /** The generation an edge last reported for a workload (0 if never). */
-  observedGeneration(edge: string, workload: string): number;
+  /** The generations these edges last reported, by `edge/workload` (absent: never), in one read. */
+  observedGenerations(edges: string[]): Map<string, number>;
 
   put(a: Assignment): void;
   /** Removes one assignment (only if `placement` holds it, when given). */
@@ -225,18 +225,22 @@ export class SqlAssignmentStore implements AssignmentStore {
     );
   }
 
-  observedGeneration(edge: string, workload: string): number {
-    const r = one<{ observed_generation: number }>(
+  observedGenerations(edges: string[]): Map<string, number> {
+    const out = new Map<string, number>();
+    if (!edges.length) return out;
+    for (const r of all<{ edge: string; workload: string; observed_generation: number }>(
       this.db,
-      'SELECT observed_generation FROM workload_status WHERE edge = ? AND workload = ?',
-      edge,
-      workload,
-    );
-    return r?.observed_generation ?? 0;
+      `SELECT edge, workload, observed_generation FROM workload_status WHERE edge IN (${jsonListParam(this.db)})`,
+      JSON.stringify(edges),
+    ))
+      out.set(`${r.edge}/${r.workload}`, r.observed_generation);
+    return out;
   }
 
   put(a: Assignment): void {
-    run(
+    // Deferred (sql.ts runLater): a pass's writes go with its next statement or COMMIT, one round
+    // trip on PostgreSQL for all of them; a refusal fails the pass's transaction.
+    runLater(
       this.db,
       `INSERT INTO assignments (edge, workload, project, placement, revision, content_key, generation, manifests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(edge, workload) DO UPDATE SET project = excluded.project, placement = excluded.placement, revision = excluded.revision, content_key = excluded.content_key, generation = excluded.generation, manifests = excluded.manifests, error = excluded.error`,
@@ -254,9 +258,9 @@ export class SqlAssignmentStore implements AssignmentStore {
 
   remove(edge: string, workload: string, placement?: string): void {
     if (placement === undefined)
-      run(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?', edge, workload);
+      runLater(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?', edge, workload);
     else
-      run(
+      runLater(
         this.db,
         'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?',
         edge,
