@@ -147,7 +147,7 @@ export class SpecWriter {
     // is not even loaded, nor are the manifests parsed.
     const assigned = this.assignments.keysForEdge(edge);
     const digest = specDigest(labels, assigned.keys);
-    const written = this.assignments.specWritten(edge);
+    const { written } = assigned;
     if (written && written.digest === digest && written.epoch === this.store.epoch(id)) return;
     const rows = assigned.withManifests();
     ensureMailbox(this.store, e, 'hub');

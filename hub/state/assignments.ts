@@ -64,10 +64,11 @@ export interface AssignmentStore {
 
   forEdge(edge: string): Assignment[];
   /**
-   * An edge's assignments in one read, ordered by workload: their keys, and their manifests parsed
-   * only when asked for (the spec writer compares keys first and skips an unchanged edge unparsed).
+   * An edge's assignments and the digest its spec was last written with, in one read (the spec
+   * writer's, once per spec): their keys ordered by workload, and their manifests parsed only when
+   * asked for (the writer compares keys first and skips an unchanged edge unparsed).
    */
-  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[] };
+  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[]; written?: SpecWritten };
   forPlacement(project: string, placement: string): Assignment[];
   forWorkload(project: string, workload: string): Assignment[];
   /** A placement's assignments without manifests, ordered by edge and workload. */
@@ -90,7 +91,6 @@ export interface AssignmentStore {
   /** A decommissioned edge: its assignments and spec digest go. */
   forgetEdge(edge: string): void;
 
-  specWritten(edge: string): SpecWritten | undefined;
   allSpecWritten(): Map<string, SpecWritten>;
   recordSpecWritten(edge: string, written: SpecWritten): void;
 
@@ -149,9 +149,26 @@ export class SqlAssignmentStore implements AssignmentStore {
     return this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge).map(fromRow);
   }
 
-  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[] } {
-    const rows = this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge);
-    return { keys: rows.map(keyFromRow), withManifests: () => rows.map(fromRow) };
+  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[]; written?: SpecWritten } {
+    // One row even without assignments (the edge's spec digest alone); a.* is null then.
+    const joined = all<AssignmentRow & { written_epoch: string | null; written_digest: string | null }>(
+      this.db,
+      `SELECT a.*, w.epoch AS written_epoch, w.digest AS written_digest
+       FROM (SELECT CAST(? AS TEXT) AS e) x
+       LEFT JOIN assignments a ON a.edge = x.e
+       LEFT JOIN spec_written w ON w.edge = x.e
+       ORDER BY a.workload`,
+      edge,
+    );
+    const first = joined[0];
+    const rows = joined.filter((r) => r.edge !== null);
+    return {
+      keys: rows.map(keyFromRow),
+      withManifests: () => rows.map(fromRow),
+      ...(first?.written_epoch != null && first.written_digest != null
+        ? { written: { epoch: first.written_epoch, digest: first.written_digest } }
+        : {}),
+    };
   }
 
   forPlacement(project: string, placement: string): Assignment[] {
@@ -278,10 +295,6 @@ export class SqlAssignmentStore implements AssignmentStore {
       run(this.db, 'DELETE FROM assignments WHERE edge = ?', edge);
       run(this.db, 'DELETE FROM spec_written WHERE edge = ?', edge);
     });
-  }
-
-  specWritten(edge: string): SpecWritten | undefined {
-    return one<SpecWritten>(this.db, 'SELECT epoch, digest FROM spec_written WHERE edge = ?', edge);
   }
 
   allSpecWritten(): Map<string, SpecWritten> {
