@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { edgeLocal, edgeLocalMetric } from './fixtures/edge-local.js';
 import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
+import { connectedTo, hubList } from './fixtures/replicas.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -57,21 +58,22 @@ beforeAll(async () => {
     .token as string;
   await Promise.all(
     EDGES.map(async (e, i) => {
-      const list = [0, 1, 2].map((k) => hubs[(i + k) % 3].url).join(',');
       edges.set(
         e,
-        await startEdgeProc(edgeDir(e), ['--hub', list, '--join-token', join, '--name', e, '--driver', 'process']),
+        await startEdgeProc(edgeDir(e), [
+          '--hub',
+          hubList(hubs, i),
+          '--join-token',
+          join,
+          '--name',
+          e,
+          '--driver',
+          'process',
+        ]),
       );
     }),
   );
-  for (const [i, e] of EDGES.entries())
-    await waitFor(
-      async () => {
-        const s = await edgeLocal(edgeDir(e), '/status');
-        return s.connection === 'connected' && s.hub === hubs[i].url;
-      },
-      { timeout: 60_000, what: `${e} connected to replica ${i + 1}` },
-    );
+  for (const [i, e] of EDGES.entries()) await connectedTo(edgeDir(e), hubs[i]!, `${e} connected to replica ${i + 1}`);
 }, 120_000);
 
 afterAll(async () => {

@@ -19,9 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containersConf, createPodman, type Podman } from '../edge/drivers/podman/cli.js';
 import { buildUniqueImage, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
 import { LABEL_WORKLOAD } from '../edge/drivers/podman/plan.js';
-import { edgeLocal } from './fixtures/edge-local.js';
 import { hubApi } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
+import { connectedTo, hubList } from './fixtures/replicas.js';
 import { startTestRegistry, type TestRegistry } from './fixtures/registry.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
@@ -134,22 +134,19 @@ beforeAll(async () => {
     );
   const join = (await hubApi(hubs[0], 'POST', '/api/v1/tokens/join', { uses: 2 })).json.token as string;
   for (const [i, e] of EDGES.entries()) {
-    const list = [hubs[i].url, hubs[1 - i].url].join(',');
     edges.set(
       e,
-      await startEdgeProc(path.join(dir, e), ['--hub', list, '--join-token', join, '--name', e, '--driver', 'podman'], {
-        CONTAINERS_STORAGE_CONF: storage(e).conf,
-      }),
+      await startEdgeProc(
+        path.join(dir, e),
+        ['--hub', hubList(hubs, i), '--join-token', join, '--name', e, '--driver', 'podman'],
+        {
+          CONTAINERS_STORAGE_CONF: storage(e).conf,
+        },
+      ),
     );
   }
   for (const [i, e] of EDGES.entries())
-    await waitFor(
-      async () => {
-        const s = await edgeLocal(path.join(dir, e), '/status').catch(() => undefined);
-        return s?.connection === 'connected' && s.hub === hubs[i].url;
-      },
-      { timeout: 60_000, what: `${e} connected to replica ${i + 1}` },
-    );
+    await connectedTo(path.join(dir, e), hubs[i]!, `${e} connected to replica ${i + 1}`);
 }, 240_000);
 
 afterAll(async () => {

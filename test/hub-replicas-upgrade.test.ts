@@ -16,6 +16,7 @@ import { bundle } from '../build/sea/bundle.js';
 import { edgeLocal } from './fixtures/edge-local.js';
 import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
+import { connectedTo, hubList } from './fixtures/replicas.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startHubProc, type HubProc } from './procs.js';
 
@@ -73,20 +74,25 @@ beforeAll(async () => {
   const join = (await hubApi(hubs[0], 'POST', '/api/v1/tokens/join', { labels: { fleet: 'u' }, uses: 3 })).json
     .token as string;
   for (const [i, e] of EDGES.entries()) {
-    const list = [0, 1, 2].map((k) => hubs[(i + k) % 3].url).join(',');
     edges.set(
       e,
-      new Proc(['edge', '--data', edgeDir(e), '--hub', list, '--join-token', join, '--name', e, '--driver', 'process']),
+      new Proc([
+        'edge',
+        '--data',
+        edgeDir(e),
+        '--hub',
+        hubList(hubs, i),
+        '--join-token',
+        join,
+        '--name',
+        e,
+        '--driver',
+        'process',
+      ]),
     );
   }
   for (const [i, e] of EDGES.entries())
-    await waitFor(
-      async () => {
-        const s = await edgeLocal(edgeDir(e), '/status').catch(() => undefined);
-        return s?.connection === 'connected' && s.hub === hubs[i].url;
-      },
-      { timeout: 90_000, what: `${e} connected to replica ${i + 1}` },
-    );
+    await connectedTo(edgeDir(e), hubs[i]!, `${e} connected to replica ${i + 1}`, 90_000);
 }, 240_000);
 
 afterAll(async () => {

@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { edgeLocal } from './fixtures/edge-local.js';
 import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
+import { connectedTo, hubList } from './fixtures/replicas.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -121,22 +122,24 @@ beforeAll(async () => {
     .token as string;
   await Promise.all(
     EDGES.map(async (e, i) => {
-      const list = [0, 1, 2].map((k) => hubs[(i + k) % 3].url).join(',');
       edges.set(
         e,
-        await startEdgeProc(edgeDir(e), ['--hub', list, '--join-token', join, '--name', e, '--driver', 'process']),
+        await startEdgeProc(edgeDir(e), [
+          '--hub',
+          hubList(hubs, i),
+          '--join-token',
+          join,
+          '--name',
+          e,
+          '--driver',
+          'process',
+        ]),
       );
     }),
   );
   // Two edges on each replica.
   for (const [i, e] of EDGES.entries())
-    await waitFor(
-      async () => {
-        const s = await edgeLocal(edgeDir(e), '/status');
-        return s.connection === 'connected' && s.hub === hubs[i % 3].url;
-      },
-      { timeout: 60_000, what: `${e} connected to replica ${(i % 3) + 1}` },
-    );
+    await connectedTo(edgeDir(e), hubs[i % 3]!, `${e} connected to replica ${(i % 3) + 1}`);
 }, 180_000);
 
 afterAll(async () => {
