@@ -58,17 +58,28 @@ export interface RolloutRecord {
   acknowledged: Record<string, string>;
 }
 
+/** What an edge's spec document is written from (AssignmentStore.specInputs). */
+export interface SpecInput {
+  /** The Edge object's labels as stored (JSON), undefined without an Edge object. */
+  labels: string | undefined;
+  keys: AssignmentKey[];
+  withManifests(): Assignment[];
+  /** The spec document's epoch and digest when it was last written. */
+  written?: SpecWritten;
+}
+
 export interface AssignmentStore {
   /** Runs fn in one transaction (joins an open one). */
   transaction<T>(fn: () => T): T;
 
   forEdge(edge: string): Assignment[];
   /**
-   * An edge's assignments and the digest its spec was last written with, in one read (the spec
-   * writer's, once per spec): their keys ordered by workload, and their manifests parsed only when
-   * asked for (the writer compares keys first and skips an unchanged edge unparsed).
+   * What the spec documents of `edges` are written from, in one read (the spec writer's, once per
+   * slice of edges): enrolled edges only, each with its labels, its assignments (keys ordered by
+   * workload, manifests parsed only when asked for: the writer compares keys first and skips an
+   * unchanged edge unparsed) and the digest its spec was last written with.
    */
-  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[]; written?: SpecWritten };
+  specInputs(edges: readonly string[]): Map<string, SpecInput>;
   forPlacement(project: string, placement: string): Assignment[];
   forWorkload(project: string, workload: string): Assignment[];
   /** A placement's assignments without manifests, ordered by edge and workload. */
@@ -149,26 +160,51 @@ export class SqlAssignmentStore implements AssignmentStore {
     return this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge).map(fromRow);
   }
 
-  keysForEdge(edge: string): { keys: AssignmentKey[]; withManifests(): Assignment[]; written?: SpecWritten } {
-    // One row even without assignments (the edge's spec digest alone); a.* is null then.
-    const joined = all<AssignmentRow & { written_epoch: string | null; written_digest: string | null }>(
+  specInputs(edges: readonly string[]): Map<string, SpecInput> {
+    const out = new Map<string, SpecInput>();
+    if (!edges.length) return out;
+    // One row per assignment, and one for an enrolled edge without any (a.* null then). The Edge
+    // object's labels as stored (hub/objects.ts owns the table) are what a spec digest covers.
+    const joined = all<
+      AssignmentRow & {
+        spec_edge: string;
+        edge_labels: string | null;
+        written_epoch: string | null;
+        written_digest: string | null;
+      }
+    >(
       this.db,
-      `SELECT a.*, w.epoch AS written_epoch, w.digest AS written_digest
-       FROM (SELECT CAST(? AS TEXT) AS e) x
-       LEFT JOIN assignments a ON a.edge = x.e
-       LEFT JOIN spec_written w ON w.edge = x.e
-       ORDER BY a.workload`,
-      edge,
+      `SELECT r.name AS spec_edge, o.labels AS edge_labels, w.epoch AS written_epoch, w.digest AS written_digest, a.*
+       FROM edge_runtime r
+       LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
+       LEFT JOIN spec_written w ON w.edge = r.name
+       LEFT JOIN assignments a ON a.edge = r.name
+       WHERE r.name IN (${jsonListParam(this.db)})
+       ORDER BY r.name, a.workload`,
+      JSON.stringify(edges),
     );
-    const first = joined[0];
-    const rows = joined.filter((r) => r.edge !== null);
-    return {
-      keys: rows.map(keyFromRow),
-      withManifests: () => rows.map(fromRow),
-      ...(first?.written_epoch != null && first.written_digest != null
-        ? { written: { epoch: first.written_epoch, digest: first.written_digest } }
-        : {}),
-    };
+    const rows = new Map<string, AssignmentRow[]>();
+    for (const r of joined) {
+      let list = rows.get(r.spec_edge);
+      if (!list) {
+        list = [];
+        rows.set(r.spec_edge, list);
+        const mine = list;
+        out.set(r.spec_edge, {
+          labels: r.edge_labels ?? undefined,
+          keys: [],
+          withManifests: () => mine.map(fromRow),
+          ...(r.written_epoch != null && r.written_digest != null
+            ? { written: { epoch: r.written_epoch, digest: r.written_digest } }
+            : {}),
+        });
+      }
+      if (r.edge !== null) {
+        list.push(r);
+        out.get(r.spec_edge)!.keys.push(keyFromRow(r));
+      }
+    }
+    return out;
   }
 
   forPlacement(project: string, placement: string): Assignment[] {
@@ -391,8 +427,6 @@ export interface EdgeReads {
   project(edge: string): string | undefined;
   /** The Edge object's labels as stored (JSON): what a spec document carries and its digest covers. */
   labels(edge: string): string | undefined;
-  /** exists() and labels() in one read: undefined when the edge is not enrolled. */
-  enrolled(edge: string): { labels: string | undefined } | undefined;
   allLabels(): Map<string, string>;
 }
 
@@ -418,10 +452,6 @@ export class SqlEdgeReads implements EdgeReads {
   labels(edge: string): string | undefined {
     return one<{ labels: string }>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge)
       ?.labels;
-  }
-
-  enrolled(edge: string): { labels: string | undefined } | undefined {
-    return this.edges.enrolledLabels(edge);
   }
 
   allLabels(): Map<string, string> {

@@ -56,11 +56,6 @@ export interface EdgeState {
   projectOf(name: string): string | undefined;
   /** The edge is enrolled (it has a runtime row). */
   exists(name: string): boolean;
-  /**
-   * exists() and the Edge object's labels as stored (JSON) in one read: the spec writer's, once per
-   * spec document. Undefined when the edge is not enrolled.
-   */
-  enrolledLabels(name: string): { labels: string | undefined } | undefined;
   /** Names of every enrolled edge. */
   names(): string[];
   /** Liveness of every edge of a project (`*`: all projects), by name. */
@@ -175,14 +170,6 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     },
     exists(name) {
       return one<{ name: string }>(db, 'SELECT name FROM edge_runtime WHERE name = ?', name) !== undefined;
-    },
-    enrolledLabels(name) {
-      const r = one<{ labels: string | null }>(
-        db,
-        "SELECT o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name WHERE r.name = ?",
-        name,
-      );
-      return r && { labels: r.labels ?? undefined };
     },
     names() {
       return all<{ name: string }>(db, 'SELECT name FROM edge_runtime').map((r) => r.name);

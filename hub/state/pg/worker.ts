@@ -57,6 +57,7 @@ async function connected(): Promise<pg.Client> {
     connectionString: url,
     connectionTimeoutMillis: connectTimeoutMs,
     statement_timeout: statementTimeoutMs,
+    pipeline: true,
   });
   // A connection that breaks or ends (a reset, the server shutting down) is dropped here and made
   // again by the next statement.
@@ -70,57 +71,52 @@ async function connected(): Promise<pg.Client> {
   return c;
 }
 
-/**
- * Runs the deferred writes in order, every one (outside a transaction each stands alone; inside
- * one, PostgreSQL refuses the rest after a refusal anyway); the first refusal is answered as
- * `beforeError`.
- */
-async function runBefore(c: pg.Client, before: NonNullable<Request['before']>): Promise<object | undefined> {
-  let first: object | undefined;
-  for (const d of before) {
-    try {
-      await c.query({ text: d.sql, values: d.params });
-    } catch (err) {
-      const e = err as Error & { code?: string };
-      first ??= { error: e.message, code: e.code, sql: d.sql };
-    }
-  }
-  return first;
+/** A refusal or a lost connection, as the main thread reads it. */
+function failure(err: unknown, sql?: string): { error: string; code?: string; sql?: string } {
+  const e = err as Error & { code?: string };
+  return { error: e.message, code: e.code, ...(sql !== undefined ? { sql } : {}) };
 }
 
+// Each request's deferred writes and its statement are sent together, pipelined (the client's
+// `pipeline` mode: every query with its own Sync, so outside a transaction a refused write stands
+// alone, and inside one PostgreSQL refuses the rest as before): one round trip and one write to the
+// socket for all of them, instead of one each. The server runs them in the order sent.
 port.on('message', (req: Request) => {
   const answer = (msg: object) => answerWith({ ...msg, id: req.id });
   void (async () => {
-    let beforeError: object | undefined;
-    if (req.before?.length) {
-      try {
-        beforeError = await runBefore(await connected(), req.before);
-      } catch (err) {
-        const e = err as Error & { code?: string };
-        beforeError = { error: e.message, code: e.code, sql: req.before[0]!.sql };
-      }
-    }
     if (req.close) {
       await client?.end().catch(() => undefined);
       client = undefined;
       answer({ closed: true });
       return;
     }
+    let c: pg.Client;
     try {
-      if (req.sql === undefined) {
-        answer({ rowCount: 0, beforeError });
-        return;
-      }
-      const c = await connected();
-      // Without parameters: the simple protocol, which takes several statements (migrations).
-      const r = req.params ? await c.query({ text: req.sql, values: req.params }) : await c.query(req.sql);
-      answer({ rows: r.rows, rowCount: r.rowCount ?? 0, beforeError });
+      c = await connected();
     } catch (err) {
       // Which errors mean the database is gone is decided once, by the main thread
-      // (sync-client.ts connectionLost); a broken connection is dropped by its own events above.
-      const e = err as Error & { code?: string };
-      answer({ error: e.message, code: e.code, beforeError });
+      // (sync-client.ts connectionLost); a broken connection is dropped by its own events.
+      const f = failure(err);
+      answer({ ...f, ...(req.before?.length ? { beforeError: { ...f, sql: req.before[0]!.sql } } : {}) });
+      return;
     }
+    // The first refusal among the deferred writes is answered as `beforeError`.
+    const before = (req.before ?? []).map((d) =>
+      c.query({ text: d.sql, values: d.params }).then(
+        () => undefined,
+        (err: unknown) => failure(err, d.sql),
+      ),
+    );
+    // Without parameters: the simple protocol, which takes several statements (migrations).
+    const main =
+      req.sql === undefined
+        ? undefined
+        : (req.params ? c.query({ text: req.sql, values: req.params }) : c.query(req.sql)).then(
+            (r) => ({ rows: r.rows, rowCount: r.rowCount ?? 0 }),
+            (err: unknown) => failure(err),
+          );
+    const beforeError = (await Promise.all(before)).find((f) => f !== undefined);
+    answer({ ...((await main) ?? { rowCount: 0 }), beforeError });
   })();
 });
 
