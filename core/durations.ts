@@ -105,6 +105,15 @@ export const IMAGE_GC_RETRY_MS = 10_000;
 export const REPLICA_PING_MS = 2_000;
 export const REPLICA_RETRY_MS = 1_000;
 /**
+ * How long a hub on PostgreSQL gathers before it sends: writes whose result nobody reads (status
+ * rows, digests: hub/state/pg/sync-client.ts `defer`), and the replicas' messages
+ * (hub/replicas/). Each send is a round trip, and each message wakes every replica: gathered over
+ * a few milliseconds, a fan-out's reports go in tens of sends instead of hundreds (issue #22's
+ * CPU per edge). Reads and transactions carry the writes waiting anyway, so nothing a replica reads
+ * is older for it.
+ */
+export const PG_GATHER_MS = 10;
+/**
  * How often each hub replica copies the image staging orders of the edges it serves from the table
  * into their documents (hub/images/staging.ts): the planning replica records them, the others poll.
  * The rollout waits for staging anyway (minutes of downloads); 2 s is noise against it.

@@ -229,3 +229,78 @@ describe('edge state on PostgreSQL: the inventory a process stored', () => {
     expect(here.get('x')?.inventory).toEqual(INV);
   });
 });
+
+describe('report projections on PostgreSQL: what a process wrote is not written again', () => {
+  const row = (workload: string, phase: string, observedGeneration = 1) => ({
+    workload,
+    observedGeneration,
+    phase,
+    since: 5,
+    restarts: 0,
+    objects: {},
+  });
+
+  it('skips rows written unchanged, writes a workload back after it left the report, and writes again once the edge connects (another replica wrote meanwhile)', async () => {
+    const db = server.createDatabase('projections');
+    const a = new SyncPostgres(db);
+    const b = new SyncPostgres(db); // another replica: its own client and memory
+    try {
+      migratePostgres(a);
+      const here = postgresHubState(a);
+      const other = postgresHubState(b);
+      here.edges.enroll({ name: 'x', project: 'p', approved: true, at: 1 });
+      // Projections are deferred writes: they go with each client's next statement.
+      const sent = () => [a, b].forEach((c) => c.all('SELECT 1'));
+      const phases = (st: typeof here) => {
+        sent();
+        return Object.fromEntries(['web', 'db'].map((w) => [w, st.status.reported('x', w)?.phase]));
+      };
+      const blobs = () => {
+        sent();
+        return here.dataProgress.byObject('blob').size;
+      };
+
+      here.status.project('x', [row('web', 'Ready'), row('db', 'Ready')]);
+      here.dataProgress.project('x', {});
+      here.agentUpgrades.projectProgress('x', undefined);
+      here.imageStaging.projectReport('x', undefined);
+      expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });
+
+      // The other replica serves the edge for a while and writes what it reported there.
+      other.edges.connected('x', { at: 2, agentVersion: '1', remoteAddress: '10.0.0.2' });
+      other.status.project('x', [row('web', 'Failed', 2), row('db', 'Ready')]);
+      other.dataProgress.project('x', {
+        blob: { version: '1', digest: 'sha256:ab', path: 'blob', state: 'Delivered', at: 2 },
+      });
+      expect(blobs()).toBe(1);
+
+      // The same report again here, without a connect in between: nothing is written (the rows
+      // still say what the other replica wrote: this is what a connect is for).
+      here.status.project('x', [row('web', 'Ready'), row('db', 'Ready')]);
+      here.dataProgress.project('x', {});
+      expect(phases(other).web).toBe('Failed');
+      expect(blobs()).toBe(1);
+
+      // The edge comes back here: its next report is written whole.
+      here.edges.connected('x', { at: 3, agentVersion: '1', remoteAddress: '10.0.0.1' });
+      here.status.project('x', [row('web', 'Ready'), row('db', 'Ready')]);
+      here.dataProgress.project('x', {});
+      expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });
+      expect(blobs()).toBe(0);
+
+      // A workload leaves the report and comes back unchanged: its row is written again.
+      here.status.project('x', [row('web', 'Ready')]);
+      expect(phases(other)).toEqual({ web: 'Ready', db: undefined });
+      here.status.project('x', [row('web', 'Ready'), row('db', 'Ready')]);
+      expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });
+
+      // A decommission forgets the rows and what was written: a new edge of that name starts clean.
+      here.status.forgetEdge('x');
+      here.status.project('x', [row('web', 'Ready'), row('db', 'Ready')]);
+      expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});

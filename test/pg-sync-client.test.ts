@@ -74,6 +74,25 @@ describe('SyncPostgres (real PostgreSQL)', () => {
     ]);
   });
 
+  it('sends the writes waiting with a statement, pipelined in order, and the last ones when it closes', async () => {
+    const url = pg.createDatabase('sync_client_close');
+    const a = new SyncPostgres(url);
+    a.run('CREATE TABLE log (n integer PRIMARY KEY, at timestamptz NOT NULL DEFAULT clock_timestamp())');
+    for (let n = 1; n <= 50; n++) a.defer('INSERT INTO log (n) VALUES (?)', n);
+    // Run in the order given, before the statement they go with.
+    expect(a.all<{ n: number }>('SELECT n FROM log ORDER BY at, n').map((r) => r.n)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+    a.defer('INSERT INTO log (n) VALUES (?)', 51);
+    await a.close();
+    const b = new SyncPostgres(url);
+    try {
+      expect(b.one<{ c: number }>('SELECT COUNT(*) AS c FROM log')?.c).toBe(51);
+    } finally {
+      await b.close();
+    }
+  });
+
   it("names PostgreSQL's refusal with its SQLSTATE, and the connection goes on", () => {
     try {
       db.run('INSERT INTO objects (name, n) VALUES (?, ?)', 'a', 9);

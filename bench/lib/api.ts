@@ -78,6 +78,8 @@ export function placement(
   workloads: string[],
   select: { labels?: Record<string, string>; edges?: string[] },
   round?: number,
+  /** More customization rules after the round's (fanout's one replica's edges at a time). */
+  rules: Record<string, unknown>[] = [],
 ): Record<string, unknown> {
   return {
     apiVersion: 'outpost.dev/v1alpha1',
@@ -88,10 +90,12 @@ export function placement(
       ...(select.edges ? { edges: select.edges } : {}),
       workloads,
       // A customization that changes every edge's manifests: the "one Placement change" of fan-out.
-      customization:
-        round === undefined
+      customization: [
+        ...(round === undefined
           ? []
-          : [{ patch: { metadata: { annotations: { 'bench.outpost.dev/round': String(round) } } } }],
+          : [{ patch: { metadata: { annotations: { 'bench.outpost.dev/round': String(round) } } } }]),
+        ...rules,
+      ],
     },
   };
 }

@@ -71,9 +71,18 @@ export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edge
   });
   try {
     await fleet.start(cluster.urls());
-    const token = await api.joinToken(edges, { bench: 'yes' });
     const t0 = Date.now();
-    await fleet.enroll(token);
+    if (ctx.replicas > 1) {
+      // Each edge labelled with the replica that serves it (edge-worker.ts urlsOf: edge i of the
+      // fleet's names, from 0, is served by replica i mod R), so fanout can change one replica's
+      // edges at a time.
+      await Promise.all(
+        Array.from({ length: ctx.replicas }, async (_, r) => {
+          const names = replicaEdges(fleet.names, ctx.replicas, r);
+          await fleet.enroll(await api.joinToken(names.length, { bench: 'yes', [REPLICA_LABEL]: String(r) }), names);
+        }),
+      );
+    } else await fleet.enroll(await api.joinToken(edges, { bench: 'yes' }));
     out.metrics.enrollMs = Date.now() - t0;
     ctx.log(`enrolled ${edges} edges in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   } catch (err) {
@@ -81,6 +90,14 @@ export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edge
     throw err;
   }
   return { hub, cluster, api, fleet };
+}
+
+/** The label of a bench edge naming the replica that serves it (with `--replicas` 2 or more). */
+export const REPLICA_LABEL = 'bench.outpost.dev/replica';
+
+/** The edges replica `r` of `replicas` serves (edge-worker.ts urlsOf), in fleet order. */
+export function replicaEdges(names: string[], replicas: number, r: number): string[] {
+  return names.filter((_, i) => i % replicas === r);
 }
 
 /** Connects every edge (ramped by the workers) and waits until each is in sync with the hub. */
@@ -109,10 +126,27 @@ export async function connectAll(
   return { ms: Math.max(...st.syncedAt!) - t0, syncedAt: st.syncedAt! };
 }
 
-/** Places one workload on every edge and waits for READY N/N (so mailboxes are not empty). */
-export async function placeOnAll(ctx: ScenarioContext, s: Setup, name = 'bench-app'): Promise<number> {
+/** A placement of the bench's workload, and how many edges it selects. */
+export interface BenchPlacement {
+  name: string;
+  edges: number;
+  object: Record<string, unknown>;
+}
+
+/**
+ * Places one workload on every edge and waits for READY N/N (so mailboxes are not empty): by one
+ * placement of every edge, or by `placements` that share the edges out.
+ */
+export async function placeOnAll(
+  ctx: ScenarioContext,
+  s: Setup,
+  name = 'bench-app',
+  placements: BenchPlacement[] = [
+    { name, edges: s.fleet.names.length, object: placement(name, [name], { labels: { bench: 'yes' } }) },
+  ],
+): Promise<number> {
   const t0 = Date.now();
-  await s.api.apply([workload(name), placement(name, [name], { labels: { bench: 'yes' } })]);
+  await s.api.apply([workload(name), ...placements.map((p) => p.object)]);
   // Ask the edges first (cheap for the hub): at 10,000 edges one summary GET costs the hub
   // ~0.2 s of CPU, and polling it every 200 ms throughout the rollout took most of its time.
   let ready = 0;
@@ -128,7 +162,7 @@ export async function placeOnAll(ctx: ScenarioContext, s: Setup, name = 'bench-a
       what: () => `every edge to report Ready (${ready}/${s.fleet.names.length})`,
     },
   );
-  await waitReady(ctx, s, name, s.fleet.names.length);
+  for (const p of placements) await waitReady(ctx, s, p.name, p.edges);
   return Date.now() - t0;
 }
 

@@ -16,11 +16,15 @@ import {
   PhaseMeter,
   placeOnAll,
   remaining,
+  REPLICA_LABEL,
+  replicaEdges,
+  type BenchPlacement,
   setupFleet,
   teardown,
   type Scenario,
   type ScenarioContext,
   type ScenarioOutput,
+  type Setup,
 } from './common.js';
 
 const NAME = 'bench-app';
@@ -51,7 +55,8 @@ export async function runFanout(ctx: ScenarioContext, out: ScenarioOutput): Prom
   try {
     const c = await connectAll(ctx, s);
     ctx.log(`all ${ctx.edges} edges in sync after ${sec(c.ms)}; placing the workload`);
-    const initial = await placeOnAll(ctx, s, NAME);
+    const groups = placementsOf(ctx, s);
+    const initial = await placeOnAll(ctx, s, NAME, groups(undefined));
     out.metrics.initialPlacementToReadyMs = initial;
     ctx.log(`initial placement READY ${ctx.edges}/${ctx.edges} after ${sec(initial)}`);
     await sleep(2_000);
@@ -62,7 +67,7 @@ export async function runFanout(ctx: ScenarioContext, out: ScenarioOutput): Prom
     const before = await statsOf();
     const meter = new PhaseMeter(s, 'fanout');
     const t0 = Date.now();
-    await s.api.apply([placement(NAME, [NAME], { labels: { bench: 'yes' } }, 1)]);
+    await s.api.apply(groups(1).map((p) => p.object));
     const applied = Date.now();
     let ready: number[] = [];
     let spec: number[] = [];
@@ -79,15 +84,7 @@ export async function runFanout(ctx: ScenarioContext, out: ScenarioOutput): Prom
         what: () => `every edge to report Ready (${ready.length}/${ctx.edges})`,
       },
     );
-    let nn = 0;
-    await until(
-      async () => {
-        const st = await s.api.placement(NAME);
-        nn = Date.now();
-        return st.summary.ready === ctx.edges && st.summary.total === ctx.edges;
-      },
-      { timeoutMs: remaining(ctx), intervalMs: 50, what: `the hub's summary to show READY ${ctx.edges}/${ctx.edges}` },
-    );
+    const nn = await summariesReady(ctx, s, groups(1));
     const { hubCpuMs, perReplicaCpuMs, postgresCpuMs } = meter.finish(out);
     const after = await statsOf();
     const lat = ready.map((t) => t - t0);
@@ -134,9 +131,109 @@ export async function runFanout(ctx: ScenarioContext, out: ScenarioOutput): Prom
         target: '(reported; compare with a SQLite run)',
         value: `${((postgresCpuMs ?? 0) / ctx.edges).toFixed(2)} ms (replicas: ${perReplicaCpuMs.map((c) => (c / ctx.edges).toFixed(2)).join(' + ')} ms)`,
       });
+      if (ctx.replicas > 1) await oneReplicaAtATime(ctx, s, out, groups);
     }
     return figures;
   } finally {
     await teardown(s);
   }
+}
+
+/**
+ * The placements of the bench's workload: one of every edge; with hub replicas one per replica's
+ * edges (`bench-app-rK`, by their label), so that one replica's edges can change alone
+ * (oneReplicaAtATime). A change is one apply of them all: `round` in their customization.
+ */
+function placementsOf(ctx: ScenarioContext, s: Setup): (round: number | undefined) => BenchPlacement[] {
+  if (ctx.replicas < 2)
+    return (round) => [
+      { name: NAME, edges: ctx.edges, object: placement(NAME, [NAME], { labels: { bench: 'yes' } }, round) },
+    ];
+  return (round) =>
+    Array.from({ length: ctx.replicas }, (_, r) => {
+      const name = `${NAME}-r${r + 1}`;
+      const labels = { bench: 'yes', [REPLICA_LABEL]: String(r) };
+      return {
+        name,
+        edges: replicaEdges(s.fleet.names, ctx.replicas, r).length,
+        object: placement(name, [NAME], { labels }, round),
+      };
+    });
+}
+
+/** Polls the placements' summaries until each shows READY N/N; returns when the API first showed it. */
+async function summariesReady(ctx: ScenarioContext, s: Setup, placements: BenchPlacement[]): Promise<number> {
+  let nn = 0;
+  const left = new Set(placements);
+  await until(
+    async () => {
+      for (const p of [...left]) {
+        const st = await s.api.placement(p.name);
+        if (st.summary.ready === p.edges && st.summary.total === p.edges) left.delete(p);
+      }
+      nn = Date.now();
+      return left.size === 0;
+    },
+    {
+      timeoutMs: remaining(ctx),
+      intervalMs: 50,
+      what: () => `the hub's summary to show READY N/N for ${[...left].map((p) => p.name).join(', ')}`,
+    },
+  );
+  return nn;
+}
+
+/**
+ * Issue #22, hub replicas: the change again, to one replica's edges at a time (its placement),
+ * each step measured alone (every replica's CPU and PostgreSQL's), summed over the R steps: the
+ * same work as the fan-out to all edges at once. R replicas, PostgreSQL and the simulator on this
+ * 2-core machine take more than its cores during that fan-out, and CPU time itself grows when
+ * processes contend (a single hub measured beside two busy loops: docs/benchmarks.md); apart, the
+ * steps measure what the replicas cost, as on machines of their own.
+ */
+async function oneReplicaAtATime(
+  ctx: ScenarioContext,
+  s: Setup,
+  out: ScenarioOutput,
+  groups: (round: number | undefined) => BenchPlacement[],
+): Promise<void> {
+  let hubMs = 0;
+  let pgMs = 0;
+  for (let r = 0; r < ctx.replicas; r++) {
+    await sleep(1_000);
+    const edges = replicaEdges(s.fleet.names, ctx.replicas, r);
+    const p = groups(2)[r]!;
+    const meter = new PhaseMeter(s, `replica${r + 1}Alone`);
+    const t0 = Date.now();
+    await s.api.apply([p.object]);
+    let ready = 0;
+    await until(
+      async () => {
+        const got = await s.fleet.each<{ ready: number[] }>('readyTimes', edges, { since: t0 });
+        ready = got.reduce((n, x) => n + x.ready.length, 0);
+        return ready === edges.length;
+      },
+      {
+        timeoutMs: remaining(ctx),
+        intervalMs: 100,
+        what: () => `replica ${r + 1}'s edges to report Ready (${ready}/${edges.length})`,
+      },
+    );
+    await summariesReady(ctx, s, [p]);
+    const f = meter.finish(out);
+    hubMs += f.hubCpuMs;
+    pgMs += f.postgresCpuMs ?? 0;
+    ctx.log(
+      `replica ${r + 1}'s ${edges.length} edges alone: hub CPU ${sec(f.hubCpuMs)} (all replicas), PostgreSQL ${sec(f.postgresCpuMs ?? 0)}`,
+    );
+  }
+  out.metrics.oneReplicaAtATime = {
+    hubCpuPerEdgeMs: +(hubMs / ctx.edges).toFixed(3),
+    postgresCpuPerEdgeMs: +(pgMs / ctx.edges).toFixed(3),
+  };
+  out.targets.push({
+    what: "hub CPU per edge per change, one replica's edges at a time",
+    target: '(issue #22: within 1.5x of the SQLite hub)',
+    value: `${(hubMs / ctx.edges).toFixed(2)} ms (${sec(hubMs)} for ${ctx.edges}; PostgreSQL ${(pgMs / ctx.edges).toFixed(2)} ms)`,
+  });
 }

@@ -13,12 +13,12 @@
  * - **Everyone hears everything** for the API's change stream: objects written and statuses
  *   reported on another replica.
  *
- * Sends are batched per turn of the event loop and go with the client's next round trip (sent again
+ * Sends are gathered for PG_GATHER_MS and go with the client's next round trip (sent again
  * by it when the database was away);
  * a session that comes back after a loss may have missed messages, so the replica reads the
  * tables again (`onResync`).
  */
-import { REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
+import { PG_GATHER_MS, REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
 import { LEASE_RENEW_MS, type EdgeLeases } from '../state/leases.js';
 import type { HubReplicas } from '../state/replicas.js';
 import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
@@ -57,7 +57,7 @@ export class Replicas implements SchedulerPeers {
     connectivity: new Set(),
   };
   private readonly singles: BusMessage[] = [];
-  private flushing: NodeJS.Immediate | undefined;
+  private flushing: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(
@@ -88,7 +88,7 @@ export class Replicas implements SchedulerPeers {
     );
   }
 
-  /** Queues a message for the other replicas (sent at the end of this turn of the event loop). */
+  /** Queues a message for the other replicas (sent within PG_GATHER_MS, with what else was queued by then). */
   send(m: BusMessage): void {
     if (this.closed) return;
     switch (m.t) {
@@ -105,13 +105,13 @@ export class Replicas implements SchedulerPeers {
       default:
         this.singles.push(m);
     }
-    this.flushing ??= setImmediate(() => this.flush());
+    this.flushing ??= setTimeout(() => this.flush(), PG_GATHER_MS);
   }
 
   /** Stops sending (the hub closes); its session ends with the database client. */
   close(): void {
     this.closed = true;
-    clearImmediate(this.flushing);
+    clearTimeout(this.flushing);
   }
 
   private flush(): void {
@@ -123,9 +123,9 @@ export class Replicas implements SchedulerPeers {
     if (specs.size) out.push({ t: 'specs', edges: [...specs] });
     if (report.size) out.push({ t: 'status', cause: 'report', edges: [...report] });
     if (connectivity.size) out.push({ t: 'status', cause: 'connectivity', edges: [...connectivity] });
-    // Deferred (SyncPostgres.defer): the notifications go with the next statement, or at the end of
-    // this turn, instead of a transaction of their own (three round trips a turn); the client sends
-    // them again when the database was away.
+    // Deferred (SyncPostgres.defer): the notifications go with the next statement, or within
+    // PG_GATHER_MS, instead of a transaction of their own (three round trips a turn); the client
+    // sends them again when the database was away.
     for (const m of out) publish(this.pg, this.id, m);
     this.singles.length = 0;
     for (const s of Object.values(this.lists)) s.clear();

@@ -8,6 +8,7 @@
  * assignments changed, and only those (spec-writer.ts). Work is queued and paced (queue.ts).
  * This file wires the parts and keeps the per-placement rollout state.
  */
+import { PG_GATHER_MS } from '../../core/durations.js';
 import type { Placement, Registry, Workload } from '../../core/resources.js';
 import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
@@ -91,7 +92,7 @@ export class Scheduler {
   private readonly waitsOf = new Map<string, string[]>();
   /** Edges whose status changed this turn, planned together (planStatus). */
   private statusPending = new Map<string, 'report' | 'connectivity'>();
-  private statusFlush: NodeJS.Immediate | undefined;
+  private statusFlush: NodeJS.Immediate | NodeJS.Timeout | undefined;
   /** Hub replicas on PostgreSQL (usePeers); undefined on a SQLite hub. */
   private peers: SchedulerPeers | undefined;
 
@@ -210,10 +211,14 @@ export class Scheduler {
   /** markStatus's planning, on the leader (also for the statuses other replicas send it). */
   planStatus(name: string, cause: 'report' | 'connectivity'): void {
     if (!this.leading) return;
-    // Gathered for one read of their placements at the end of this turn (on PostgreSQL a read is a
-    // round trip; reports arrive in bursts): a report outweighs a connect or disconnect.
+    // Gathered for one read of their placements at the end of this turn, or with hub replicas on
+    // PostgreSQL (where a read is a round trip, and the other replicas' statuses come in messages
+    // gathered as long) after PG_GATHER_MS: reports arrive in bursts. A report outweighs a connect
+    // or disconnect.
     if (this.statusPending.get(name) !== 'report') this.statusPending.set(name, cause);
-    this.statusFlush ??= setImmediate(() => this.flushStatus());
+    this.statusFlush ??= this.peers
+      ? setTimeout(() => this.flushStatus(), PG_GATHER_MS)
+      : setImmediate(() => this.flushStatus());
   }
 
   private flushStatus(): void {

@@ -9,7 +9,7 @@
  */
 import { AgentUpgradeOrder, AgentUpgradeProgress } from '../../core/mailbox.js';
 import type { z } from 'zod';
-import { type SqlDb, all, run, runLater } from './sql.js';
+import { type SqlDb, all, alreadyWritten, forgetWritten, run, runLater } from './sql.js';
 
 export interface AgentUpgradeRollouts {
   /** Every edge's order, by edge. */
@@ -82,7 +82,9 @@ export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
       return parsed(all<Row>(db, 'SELECT edge, body FROM agent_upgrade_progress'), AgentUpgradeProgress);
     },
     projectProgress(edge, progress) {
-      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL.
+      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL,
+      // and skipped there when written so before (most reports carry no upgrade).
+      if (alreadyWritten(db, edge, 'upgrade', () => JSON.stringify(progress ?? null))) return;
       if (!progress) runLater(db, 'DELETE FROM agent_upgrade_progress WHERE edge = ?', edge);
       else
         runLater(
@@ -94,6 +96,7 @@ export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
         );
     },
     forgetEdge(edge) {
+      forgetWritten(db, edge, 'upgrade');
       run(db, 'DELETE FROM agent_upgrade_orders WHERE edge = ?', edge);
       run(db, 'DELETE FROM agent_upgrade_progress WHERE edge = ?', edge);
     },

@@ -6,7 +6,7 @@
  * it; this table is what every replica reads `delivered x/y` from (hub/data/delivery.ts).
  */
 import { DeliveryProgress } from '../../core/delivery.js';
-import { type SqlDb, all, jsonListParam, run, runLater } from './sql.js';
+import { type SqlDb, all, alreadyWritten, forgetWritten, jsonListParam, run, runLater } from './sql.js';
 
 export interface DataProgressState {
   /** Replaces what an edge reported: its DataObjects not in `progress` are forgotten. */
@@ -26,6 +26,8 @@ export function sqlDataProgressState(db: SqlDb): DataProgressState {
   return {
     project(edge, progress) {
       const entries = Object.entries(progress);
+      // Most reports repeat it (most edges hold no DataObject): skipped when written so before.
+      if (alreadyWritten(db, edge, 'data', () => JSON.stringify(entries))) return;
       // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL.
       // An edge holding no DataObject (most reports) costs one DELETE on its key.
       for (const [name, p] of entries)
@@ -47,6 +49,7 @@ export function sqlDataProgressState(db: SqlDb): DataProgressState {
       else runLater(db, 'DELETE FROM data_progress WHERE edge = ?', edge);
     },
     forgetEdge(edge) {
+      forgetWritten(db, edge, 'data');
       run(db, 'DELETE FROM data_progress WHERE edge = ?', edge);
     },
     byObject(name) {

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { inventoryLabels } from '../../core/inventory.js';
 import type { Inventory } from '../../core/resources.js';
-import { type SqlDb, all, isPostgres, json, one, run, runLater } from './sql.js';
+import { type SqlDb, all, alreadyWritten, forgetWritten, json, one, run, runLater } from './sql.js';
 
 export interface EdgeRuntime {
   name: string;
@@ -151,15 +151,6 @@ export function edgeLiveness(db: SqlDb, project: string): Map<string, EdgeLivene
 }
 
 export function sqlEdgeState(db: SqlDb): EdgeState {
-  /**
-   * On PostgreSQL: a digest of the inventory this state last stored for each edge (the hub's
-   * projection and its connection records go through one EdgeState). Every report change carries
-   * the inventory, almost always unchanged, and reading the row back to compare is a round trip.
-   * Forgotten when the edge connects (another replica may have stored one since) or is removed.
-   * Not on SQLite, where the read is cheap and the projection's write can be rolled back with the
-   * sync transaction it runs in (a digest kept for a write undone would skip the next one).
-   */
-  const storedInventory = isPostgres(db) ? new Map<string, string>() : undefined;
   return {
     get(name) {
       const r = one<RuntimeRow>(db, 'SELECT * FROM edge_runtime WHERE name = ?', name);
@@ -209,16 +200,16 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
       run(db, 'UPDATE edge_runtime SET approved = 1 WHERE name = ?', name);
     },
     remove(name) {
-      storedInventory?.delete(name);
+      forgetWritten(db, name);
       run(db, 'DELETE FROM edge_runtime WHERE name = ?', name);
     },
     storeInventory(name, inv) {
       const stored = JSON.stringify(inv);
-      const memo = storedInventory;
-      const digest = memo && createHash('sha256').update(stored).digest('base64url');
-      if (memo && memo.get(name) === digest) return false;
+      // Every report change carries the inventory, almost always unchanged: on PostgreSQL, where
+      // reading the row back to compare is a round trip, a digest of the last one stored here.
+      if (alreadyWritten(db, name, 'inventory', () => createHash('sha256').update(stored).digest('base64url')))
+        return false;
       const labels = JSON.stringify(inventoryLabels(inv));
-      // Every report change carries the inventory: most carry it unchanged, and cost one read.
       const before = one<{ inventory: string | null; inventory_labels: string | null }>(
         db,
         'SELECT inventory, inventory_labels FROM edge_runtime WHERE name = ?',
@@ -233,7 +224,6 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
           labels,
           name,
         );
-      if (memo && digest) memo.set(name, digest);
       return before.inventory_labels !== labels;
     },
     touch(seen) {
@@ -241,7 +231,8 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     },
 
     connected(name, c) {
-      storedInventory?.delete(name);
+      // What this process projected for the edge: another replica may have written since.
+      forgetWritten(db, name);
       run(
         db,
         'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?',

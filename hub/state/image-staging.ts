@@ -9,7 +9,7 @@
  */
 import { StagingGroup, StagingReport } from '../../core/staging.js';
 import type { z } from 'zod';
-import { type SqlDb, all, run, runLater } from './sql.js';
+import { type SqlDb, all, alreadyWritten, forgetWritten, run, runLater } from './sql.js';
 
 export interface ImageStagingState {
   /**
@@ -115,7 +115,9 @@ export function sqlImageStagingState(db: SqlDb): ImageStagingState {
       );
     },
     projectReport(edge, report) {
-      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL.
+      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL,
+      // and skipped there when written so before (most reports carry no staging).
+      if (alreadyWritten(db, edge, 'staging', () => JSON.stringify(report ?? null))) return;
       if (!report) runLater(db, 'DELETE FROM staging_reports WHERE edge = ?', edge);
       else
         runLater(
@@ -127,6 +129,7 @@ export function sqlImageStagingState(db: SqlDb): ImageStagingState {
         );
     },
     forgetEdge(edge) {
+      forgetWritten(db, edge, 'staging');
       run(db, 'DELETE FROM staging_orders WHERE edge = ?', edge);
       run(db, 'DELETE FROM staging_reports WHERE edge = ?', edge);
     },

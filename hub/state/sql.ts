@@ -90,6 +90,42 @@ export function runLater(db: SqlDb, sql: string, ...params: Param[]): void {
   else cachedStatement(db, sql).run(...params);
 }
 
+const written = new WeakMap<SyncPostgres, Map<string, Map<string, string>>>();
+
+/**
+ * On PostgreSQL: whether this process already wrote `value` (or what it returns: computed only there) under (`edge`, `key`) since the edge
+ * last connected here (a projection row, an inventory digest); records it when not. Every report
+ * of an edge projects the same rows again, mostly unchanged (no data deliveries, no upgrade, the
+ * same workloads), and each write skipped is a statement the database does not run. Forgotten when
+ * the edge connects or is removed (`forgetWritten`: another replica may have written since).
+ * Always false on SQLite, where a statement costs no round trip and the projection's write can be
+ * rolled back with the sync transaction it runs in (a value kept for a write undone would skip the
+ * next one); on PostgreSQL the deferred write goes whatever that transaction does.
+ */
+export function alreadyWritten(db: SqlDb, edge: string, key: string, value: string | (() => string)): boolean {
+  // Inside a transaction the write may be rolled back with it: not recorded.
+  if (!isPostgres(db) || db.inTransaction) return false;
+  if (typeof value === 'function') value = value();
+  let byEdge = written.get(db);
+  if (!byEdge) written.set(db, (byEdge = new Map()));
+  let mine = byEdge.get(edge);
+  if (!mine) byEdge.set(edge, (mine = new Map()));
+  if (mine.get(key) === value) return true;
+  mine.set(key, value);
+  return false;
+}
+
+/**
+ * Forgets what alreadyWritten recorded for an edge (it connected: another replica may have written
+ * since; or it was removed), or only its keys that start with `prefix`.
+ */
+export function forgetWritten(db: SqlDb, edge: string, prefix?: string): void {
+  if (!isPostgres(db)) return;
+  const byEdge = written.get(db);
+  if (prefix === undefined) byEdge?.delete(edge);
+  else for (const k of byEdge?.get(edge)?.keys() ?? []) if (k.startsWith(prefix)) byEdge!.get(edge)!.delete(k);
+}
+
 /** A JSON column, parsed; a malformed value is a damaged database, named with its table and column. */
 export function json<T>(text: string, where: string): T {
   try {

@@ -5,7 +5,7 @@
  * SQL that writes `workload_status`. `StatusState` is the seam for a second implementation
  * (issue #22); `sqlStatusState` is today's.
  */
-import { type SqlDb, all, json, jsonListParam, one, run, runLater } from './sql.js';
+import { type SqlDb, all, alreadyWritten, forgetWritten, json, jsonListParam, one, run, runLater } from './sql.js';
 
 export type ObjectReadiness = Record<string, { ready: boolean; message?: string }>;
 
@@ -105,30 +105,41 @@ export function sqlStatusState(db: SqlDb): StatusState {
   return {
     project(edge, workloads) {
       // Deferred (sql.ts runLater): on PostgreSQL the whole projection of a report goes with the
-      // next round trip instead of one per row.
-      for (const w of workloads)
-        runLater(
-          db,
-          `INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT(edge, workload) DO UPDATE SET observed_generation = excluded.observed_generation, phase = excluded.phase, message = excluded.message, since = excluded.since, restarts = excluded.restarts, objects = excluded.objects`,
-          edge,
-          w.workload,
+      // next round trip instead of one per row, and rows written unchanged before are skipped
+      // (all written again when the set of workloads changed: a row deleted may come back).
+      const names = JSON.stringify(workloads.map((w) => w.workload));
+      const sameNames = alreadyWritten(db, edge, 'status-names', names);
+      if (!sameNames) forgetWritten(db, edge, 'status/');
+      for (const w of workloads) {
+        const row = [
           w.observedGeneration,
           w.phase,
           w.message ?? null,
           w.since,
           w.restarts,
           JSON.stringify(w.objects),
+        ] as const;
+        if (alreadyWritten(db, edge, `status/${w.workload}`, () => JSON.stringify(row))) continue;
+        runLater(
+          db,
+          `INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT(edge, workload) DO UPDATE SET observed_generation = excluded.observed_generation, phase = excluded.phase, message = excluded.message, since = excluded.since, restarts = excluded.restarts, objects = excluded.objects`,
+          edge,
+          w.workload,
+          ...row,
         );
+      }
       // Workloads the report no longer holds.
-      runLater(
-        db,
-        `DELETE FROM workload_status WHERE edge = ? AND workload NOT IN (${jsonListParam(db)})`,
-        edge,
-        JSON.stringify(workloads.map((w) => w.workload)),
-      );
+      if (!sameNames)
+        runLater(
+          db,
+          `DELETE FROM workload_status WHERE edge = ? AND workload NOT IN (${jsonListParam(db)})`,
+          edge,
+          names,
+        );
     },
     forgetEdge(edge) {
+      forgetWritten(db, edge);
       run(db, 'DELETE FROM workload_status WHERE edge = ?', edge);
     },
     reported(edge, workload) {

@@ -23,6 +23,7 @@ import {
   type MessagePort,
   type WorkerOptions,
 } from 'node:worker_threads';
+import { PG_GATHER_MS } from '../../../core/durations.js';
 import { OutpostError } from '../../../core/errors.js';
 import { createLogger } from '../../../core/logger.js';
 import { packagedAsset } from '../../../sync/native.js';
@@ -281,8 +282,8 @@ export class SyncPostgres {
 
   /**
    * Runs a write with the next round trip instead of one of its own (sql.ts `runLater`): inside a
-   * transaction before its next statement or its COMMIT; outside, before the next statement or at
-   * the end of this turn of the event loop, whichever comes first. For idempotent writes of current
+   * transaction before its next statement or its COMMIT; outside, before the next statement or
+   * after PG_GATHER_MS, whichever comes first. For idempotent writes of current
    * state whose result nobody reads (a status row, a digest): a refusal is logged (or fails the
    * transaction it was in), and writes the database was away for go with the next round trip.
    */
@@ -292,7 +293,7 @@ export class SyncPostgres {
       const dropped = this.deferred.splice(0, this.deferred.length - MAX_DEFERRED_WRITES);
       log.error({ dropped: dropped.length }, 'too many writes waiting for the database: the oldest were dropped');
     }
-    this.scheduleFlush(0);
+    this.scheduleFlush(PG_GATHER_MS);
   }
 
   /** Sends the deferred writes on their own after `delayMs` (0: at the end of this turn), unless a statement takes them first. */
@@ -326,6 +327,11 @@ export class SyncPostgres {
   /** Runs SQL without parameters, several statements at once (schema migrations). */
   exec(sql: string): void {
     this.call({ sql });
+  }
+
+  /** Whether a transaction is open (its writes may still be rolled back). */
+  get inTransaction(): boolean {
+    return this.depth > 0;
   }
 
   /** Runs `fn` in one transaction, joining an open one; a throw rolls the whole of it back. */

@@ -83,13 +83,14 @@ function failure(err: unknown, sql?: string): { error: string; code?: string; sq
 // socket for all of them, instead of one each. The server runs them in the order sent.
 port.on('message', (req: Request) => {
   const answer = (msg: object) => answerWith({ ...msg, id: req.id });
+  // Closing ends the connection after the last deferred writes, if any, went.
+  const close = async (beforeError?: object) => {
+    await client?.end().catch(() => undefined);
+    client = undefined;
+    answer({ closed: true, beforeError });
+  };
   void (async () => {
-    if (req.close) {
-      await client?.end().catch(() => undefined);
-      client = undefined;
-      answer({ closed: true });
-      return;
-    }
+    if (req.close && !req.before?.length) return close();
     let c: pg.Client;
     try {
       c = await connected();
@@ -116,6 +117,7 @@ port.on('message', (req: Request) => {
             (err: unknown) => failure(err),
           );
     const beforeError = (await Promise.all(before)).find((f) => f !== undefined);
+    if (req.close) return close(beforeError);
     answer({ ...((await main) ?? { rowCount: 0 }), beforeError });
   })();
 });
