@@ -44,6 +44,14 @@ export const RECONNECT_MAX_MS = 5_000;
 /** Pace of redials after a refusal a retry cannot fix soon (401, protocol version, decommissioned). */
 export const RECONNECT_REFUSED_MS = 30_000;
 export const RECONNECT_JITTER = 0.5;
+/**
+ * With several hub URLs (hub replicas): after a connection that was served ends, the agent dials
+ * only that URL for this long before it tries the others. Its replica holds its documents: back
+ * there after a restart it syncs nothing, where another replica writes its spec again and takes its
+ * whole report (~3 KB an edge). 5 s covers a replica's restart (~1-2.5 s, docs/benchmarks.md) and
+ * delays a real fail-over by that much (goal: 30 s).
+ */
+export const HOME_REDIAL_MS = 5_000;
 /** The edge reconciler runs on every change and also on this period, to repair drift nobody told it about. */
 export const RECONCILE_PERIOD_MS = 5_000;
 /**

@@ -9,7 +9,13 @@
  */
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import { backoffDelay, HANDSHAKE_TIMEOUT_MS, RECONNECT_REFUSED_MS, WS_PING_INTERVAL_MS } from '../core/durations.js';
+import {
+  backoffDelay,
+  HANDSHAKE_TIMEOUT_MS,
+  HOME_REDIAL_MS,
+  RECONNECT_REFUSED_MS,
+  WS_PING_INTERVAL_MS,
+} from '../core/durations.js';
 import type { DocId, EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
@@ -248,6 +254,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
         if (msg.type === 'welcome') {
           clearTimeout(welcomeTimer);
           served = true;
+          this.homeLostAt = undefined;
           const reset = adoptEpochs(this.opts.store, docs, msg.docs);
           if (reset.length) log.info({ docs: reset }, 'adopted the hub epoch; replica reset and resyncing');
           this.session = new SyncSession(this.opts.store, 'hub', docs, (frame) => ws.send(frame), log);
@@ -334,19 +341,32 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     return urls[this.urlAt % urls.length]!;
   }
 
+  /** When the last connection that was served ended; undefined once served again (or never served). */
+  private homeLostAt: number | undefined;
+
   /**
    * Several hub URLs: the next attempt goes to the next one (a replica down, or unreachable from
-   * here), except right after a connection that was served ended (the hub restarted, or closed it):
-   * the same URL first, whose replica holds this edge's documents and syncs nothing if they are as
-   * they were; another replica would write its spec again and take the whole report (a restart of
-   * every replica at once moved most edges, docs/benchmarks.md). A failed dial then moves on.
+   * here), except for HOME_REDIAL_MS after a connection that was served ended (its hub restarted,
+   * or closed it): that URL only, whose replica holds this edge's documents and syncs nothing if
+   * they are as they were; another replica would write its spec again and take the whole report (a
+   * restart of every replica at once moved every edge, docs/benchmarks.md). Then it moves on.
    */
-  private scheduleRedial(sameUrlFirst = false): void {
-    if (!sameUrlFirst && typeof this.opts.url !== 'string' && this.opts.url.length > 1) {
+  private scheduleRedial(served = false): void {
+    const several = typeof this.opts.url !== 'string' && this.opts.url.length > 1;
+    if (served && several) this.homeLostAt = Date.now();
+    const homeLeftMs = this.homeLostAt === undefined ? 0 : this.homeLostAt + HOME_REDIAL_MS - Date.now();
+    if (several && homeLeftMs <= 0) {
+      if (this.homeLostAt !== undefined) {
+        // Its replica stayed down: on to the others at once, not after the backoff built up meanwhile.
+        this.homeLostAt = undefined;
+        this.attempt = 0;
+      }
       this.urlAt = (this.urlAt + 1) % this.opts.url.length;
       log.info({ url: this.url }, 'trying the next hub URL');
     }
-    const delay = this.refusedSlow ? RECONNECT_REFUSED_MS : (this.retryAfterMs ?? backoffDelay(this.attempt++));
+    let delay = this.refusedSlow ? RECONNECT_REFUSED_MS : (this.retryAfterMs ?? backoffDelay(this.attempt++));
+    // The last dial home comes when its time is up, not a backoff later.
+    if (homeLeftMs > 0) delay = Math.min(delay, homeLeftMs);
     this.retryAfterMs = undefined;
     log.debug({ delay }, 'redialling');
     this.retryTimer = setTimeout(() => this.dial(), delay);

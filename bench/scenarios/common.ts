@@ -251,7 +251,7 @@ export class PhaseMeter {
     const note = `${this.phase}: ${hubName} ${pct(hubShare)} of a core${pgNote}, simulator ${pct(simShare)} over ${workerShares.length} workers (busiest ${pct(Math.max(...workerShares))}), other processes on the machine ${pct(othersShare)}, ${cores} cores`;
     if (othersShare > 0.5)
       out.bottleneck.push(
-        `${note}: the machine was shared with other work that took ${pct(othersShare)} of a core on average; wall-clock times are inflated, CPU times (hubCpuMs) are not`,
+        `${note}: the machine was shared with other work that took ${pct(othersShare)} of a core on average; wall-clock times are inflated, and CPU times (hubCpuMs) too (contention costs CPU here: a SQLite hub beside two busy loops spent 1.5x its CPU per edge, docs/benchmarks.md)`,
       );
     if (Math.max(...workerShares) > 0.9)
       out.bottleneck.push(
