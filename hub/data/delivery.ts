@@ -235,7 +235,10 @@ export class DataDeliveries {
     if (!this.store.has(id)) return; // not enrolled: no mailbox
     const want = new Map<string, DeliveryOrder>();
     const rt = sqlEdgeState(this.db).get(edge);
-    const obj = rt?.approved ? this.objects.get<Edge>('Edge', rt.project, edge) : undefined;
+    // The Edge object is read only when its project has DataObjects (on PostgreSQL each read is a
+    // round trip of the edge's handshake).
+    const objects = rt?.approved ? this.objects.list<DataObject>('DataObject', rt.project) : [];
+    const obj = rt && objects.length ? this.objects.get<Edge>('Edge', rt.project, edge) : undefined;
     if (rt && obj) {
       // This edge alone, as `selected` sees each edge (its inventory labels included).
       const one = schedulableEdges(
@@ -251,8 +254,7 @@ export class DataDeliveries {
           ],
         ]),
       );
-      for (const o of this.objects.list<DataObject>('DataObject', rt.project))
-        if (edgesReached(one, o.spec).length) want.set(o.metadata.name, deliveryOrder(o));
+      for (const o of objects) if (edgesReached(one, o.spec).length) want.set(o.metadata.name, deliveryOrder(o));
     }
     const names = new Set([...want.keys(), ...Object.keys(readSpecData(this.store.get<SpecDoc>(id) ?? {}))]);
     if (!names.size) return;

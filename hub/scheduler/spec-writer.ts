@@ -10,7 +10,7 @@ import { writeSpecTo } from '../../core/mailbox.js';
 import type { Manifest } from '../../core/resources.js';
 import { ensureMailbox } from '../../sync/mailbox.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import type { AssignmentKey, AssignmentStore, EdgeReads, SpecInput } from '../state/assignments.js';
+import type { AssignmentKey, AssignmentStore, EdgeReads, SpecAssignments } from '../state/assignments.js';
 
 const log = createLogger('hub:scheduler');
 
@@ -109,14 +109,14 @@ export class SpecWriter {
       let outOfTime = false;
       try {
         // One transaction per slice: a commit per spec was a tenth of a fleet-wide change. The
-        // inputs of many edges come in one read (on PostgreSQL a read per edge was two round trips
-        // per spec), as many as the last slice had time for.
+        // inputs of many edges come in two reads (on PostgreSQL a read per edge was two round
+        // trips per spec), as many as the last slice had time for.
         this.store.batch(() => {
           while (this.queue.size && !outOfTime) {
             const chunk = [
               ...take(this.queue, Math.min(READ_MAX, Math.max(READ_MIN, Math.ceil(this.perSlice * 1.25)))),
             ];
-            const inputs = this.assignments.specInputs(chunk);
+            const inputs = this.inputs(chunk);
             for (const e of chunk) {
               this.queue.delete(e);
               slice.push(e);
@@ -155,11 +155,20 @@ export class SpecWriter {
    */
   write(edge: string, opts: { force?: boolean } = {}): void {
     if (!opts.force && this.holds && !this.holds(edge)) return;
-    this.writeFrom(edge, this.assignments.specInputs([edge]).get(edge));
+    this.writeFrom(edge, this.inputs([edge]).get(edge));
+  }
+
+  /** What the specs of `edges` are written from, for the enrolled ones: their labels and assignments, in two reads. */
+  private inputs(edges: string[]): Map<string, SpecAssignments & { labels: string | undefined }> {
+    const labels = this.edges.enrolled(edges);
+    const assigned = this.assignments.specInputs([...labels.keys()]);
+    const out = new Map<string, SpecAssignments & { labels: string | undefined }>();
+    for (const [e, a] of assigned) out.set(e, { ...a, labels: labels.get(e) });
+    return out;
   }
 
   /** Writes from inputs read beforehand (undefined: the edge is not enrolled). */
-  private writeFrom(edge: string, assigned: SpecInput | undefined): void {
+  private writeFrom(edge: string, assigned: (SpecAssignments & { labels: string | undefined }) | undefined): void {
     if (!assigned) return;
     const e = edgeName(edge);
     const id = mailboxDocId(e, 'spec');

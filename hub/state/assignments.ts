@@ -58,10 +58,8 @@ export interface RolloutRecord {
   acknowledged: Record<string, string>;
 }
 
-/** What an edge's spec document is written from (AssignmentStore.specInputs). */
-export interface SpecInput {
-  /** The Edge object's labels as stored (JSON), undefined without an Edge object. */
-  labels: string | undefined;
+/** What an edge's spec document is written from, of this table (AssignmentStore.specInputs). */
+export interface SpecAssignments {
   keys: AssignmentKey[];
   withManifests(): Assignment[];
   /** The spec document's epoch and digest when it was last written. */
@@ -74,12 +72,12 @@ export interface AssignmentStore {
 
   forEdge(edge: string): Assignment[];
   /**
-   * What the spec documents of `edges` are written from, in one read (the spec writer's, once per
-   * slice of edges): enrolled edges only, each with its labels, its assignments (keys ordered by
-   * workload, manifests parsed only when asked for: the writer compares keys first and skips an
-   * unchanged edge unparsed) and the digest its spec was last written with.
+   * The assignments of `edges` and the digest each one's spec was last written with, in one read
+   * for all of them (the spec writer's, once per slice of edges): every edge named has an entry,
+   * its keys ordered by workload, its manifests parsed only when asked for (the writer compares keys
+   * first and skips an unchanged edge unparsed).
    */
-  specInputs(edges: readonly string[]): Map<string, SpecInput>;
+  specInputs(edges: readonly string[]): Map<string, SpecAssignments>;
   forPlacement(project: string, placement: string): Assignment[];
   forWorkload(project: string, workload: string): Assignment[];
   /** A placement's assignments without manifests, ordered by edge and workload. */
@@ -160,49 +158,35 @@ export class SqlAssignmentStore implements AssignmentStore {
     return this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge).map(fromRow);
   }
 
-  specInputs(edges: readonly string[]): Map<string, SpecInput> {
-    const out = new Map<string, SpecInput>();
+  specInputs(edges: readonly string[]): Map<string, SpecAssignments> {
+    const out = new Map<string, SpecAssignments>();
     if (!edges.length) return out;
-    // One row per assignment, and one for an enrolled edge without any (a.* null then). The Edge
-    // object's labels as stored (hub/objects.ts owns the table) are what a spec digest covers.
-    const joined = all<
-      AssignmentRow & {
-        spec_edge: string;
-        edge_labels: string | null;
-        written_epoch: string | null;
-        written_digest: string | null;
-      }
-    >(
+    const list = JSON.stringify(edges);
+    // One read: the assignments, then each spec's digest as a row of its own (workload null).
+    const joined = all<AssignmentRow & { epoch: string | null; digest: string | null }>(
       this.db,
-      `SELECT r.name AS spec_edge, o.labels AS edge_labels, w.epoch AS written_epoch, w.digest AS written_digest, a.*
-       FROM edge_runtime r
-       LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
-       LEFT JOIN spec_written w ON w.edge = r.name
-       LEFT JOIN assignments a ON a.edge = r.name
-       WHERE r.name IN (${jsonListParam(this.db)})
-       ORDER BY r.name, a.workload`,
-      JSON.stringify(edges),
+      `SELECT * FROM (
+         SELECT ${KEY_COLUMNS}, manifests, NULL AS epoch, NULL AS digest FROM assignments
+         WHERE edge IN (${jsonListParam(this.db)})
+         UNION ALL
+         SELECT edge, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, epoch, digest FROM spec_written
+         WHERE edge IN (${jsonListParam(this.db)})
+       ) x ORDER BY edge, workload`,
+      list,
+      list,
     );
-    const rows = new Map<string, AssignmentRow[]>();
-    for (const r of joined) {
-      let list = rows.get(r.spec_edge);
-      if (!list) {
-        list = [];
-        rows.set(r.spec_edge, list);
-        const mine = list;
-        out.set(r.spec_edge, {
-          labels: r.edge_labels ?? undefined,
-          keys: [],
-          withManifests: () => mine.map(fromRow),
-          ...(r.written_epoch != null && r.written_digest != null
-            ? { written: { epoch: r.written_epoch, digest: r.written_digest } }
-            : {}),
-        });
-      }
-      if (r.edge !== null) {
-        list.push(r);
-        out.get(r.spec_edge)!.keys.push(keyFromRow(r));
-      }
+    const rows = new Map<string, AssignmentRow[]>(edges.map((e) => [e, []]));
+    const written = new Map<string, SpecWritten>();
+    for (const r of joined)
+      if (r.workload === null) written.set(r.edge, { epoch: r.epoch!, digest: r.digest! });
+      else rows.get(r.edge)?.push(r);
+    for (const [edge, mine] of rows) {
+      const w = written.get(edge);
+      out.set(edge, {
+        keys: mine.map(keyFromRow),
+        withManifests: () => mine.map(fromRow),
+        ...(w ? { written: w } : {}),
+      });
     }
     return out;
   }
@@ -427,6 +411,8 @@ export interface EdgeReads {
   project(edge: string): string | undefined;
   /** The Edge object's labels as stored (JSON): what a spec document carries and its digest covers. */
   labels(edge: string): string | undefined;
+  /** Which of `edges` are enrolled, with their labels as stored (undefined without an Edge object), in one read. */
+  enrolled(edges: readonly string[]): Map<string, string | undefined>;
   allLabels(): Map<string, string>;
 }
 
@@ -452,6 +438,10 @@ export class SqlEdgeReads implements EdgeReads {
   labels(edge: string): string | undefined {
     return one<{ labels: string }>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge)
       ?.labels;
+  }
+
+  enrolled(edges: readonly string[]): Map<string, string | undefined> {
+    return this.edges.enrolledLabels(edges);
   }
 
   allLabels(): Map<string, string> {

@@ -11,7 +11,18 @@
 import { createHash } from 'node:crypto';
 import { inventoryLabels } from '../../core/inventory.js';
 import type { Inventory } from '../../core/resources.js';
-import { type SqlDb, all, alreadyWritten, forgetWritten, json, one, run, runLater } from './sql.js';
+import {
+  type SqlDb,
+  all,
+  alreadyWritten,
+  forgetWritten,
+  json,
+  jsonListParam,
+  one,
+  run,
+  runBeforeCommit,
+  runLater,
+} from './sql.js';
 
 export interface EdgeRuntime {
   name: string;
@@ -56,6 +67,11 @@ export interface EdgeState {
   projectOf(name: string): string | undefined;
   /** The edge is enrolled (it has a runtime row). */
   exists(name: string): boolean;
+  /**
+   * Which of `names` are enrolled, with the Edge object's labels as stored (JSON; undefined without
+   * one), in one read: the spec writer's, once per slice of edges.
+   */
+  enrolledLabels(names: readonly string[]): Map<string, string | undefined>;
   /** Names of every enrolled edge. */
   names(): string[];
   /** Liveness of every edge of a project (`*`: all projects), by name. */
@@ -162,6 +178,17 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     exists(name) {
       return one<{ name: string }>(db, 'SELECT name FROM edge_runtime WHERE name = ?', name) !== undefined;
     },
+    enrolledLabels(names) {
+      if (!names.length) return new Map();
+      return new Map(
+        all<{ name: string; labels: string | null }>(
+          db,
+          `SELECT r.name, o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
+           WHERE r.name IN (${jsonListParam(db)})`,
+          JSON.stringify(names),
+        ).map((r) => [r.name, r.labels ?? undefined]),
+      );
+    },
     names() {
       return all<{ name: string }>(db, 'SELECT name FROM edge_runtime').map((r) => r.name);
     },
@@ -233,7 +260,8 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     connected(name, c) {
       // What this process projected for the edge: another replica may have written since.
       forgetWritten(db, name);
-      run(
+      // In the connection history's transaction (hub/edges/history.ts): with its next statement.
+      runBeforeCommit(
         db,
         'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?',
         c.at,
@@ -242,7 +270,7 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         c.remoteAddress,
         name,
       );
-      run(
+      runBeforeCommit(
         db,
         'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)',
         name,
@@ -251,8 +279,14 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
       );
     },
     disconnected(name, at, reason) {
-      run(db, 'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?', at, name);
-      run(
+      // In the connection history's transaction (hub/edges/history.ts): with its next statement.
+      runBeforeCommit(
+        db,
+        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?',
+        at,
+        name,
+      );
+      runBeforeCommit(
         db,
         'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
         at,

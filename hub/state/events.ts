@@ -4,7 +4,7 @@
  * live stream; retention bounds them (hub/edges/history.ts). `EventLog` is the seam for a second
  * implementation (issue #22); `sqlEventLog` is today's.
  */
-import { type SqlDb, all, one, run } from './sql.js';
+import { type SqlDb, all, one, run, runBeforeCommit } from './sql.js';
 
 export interface EventRecord {
   id: number;
@@ -43,9 +43,12 @@ export interface EventLog {
   prune(before: number, keep: number): number;
 }
 
-/** Appends one event; the SQLite implementation's function, for callers holding the database. */
+/**
+ * Appends one event; the SQLite implementation's function, for callers holding the database. In a
+ * transaction on PostgreSQL it goes with the transaction's next statement (sql.ts runBeforeCommit).
+ */
 export function recordEvent(db: SqlDb, e: NewEvent): void {
-  run(
+  runBeforeCommit(
     db,
     'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)',
     e.at ?? Date.now(),

@@ -90,14 +90,26 @@ export function runLater(db: SqlDb, sql: string, ...params: Param[]): void {
   else cachedStatement(db, sql).run(...params);
 }
 
+/**
+ * A write whose result nobody reads, inside a transaction on PostgreSQL: it goes with the
+ * transaction's next statement or its COMMIT (runLater's way; a refusal fails the transaction whole
+ * and a lost connection rolls it back, so it is never sent twice, which makes it fit writes that are
+ * not idempotent: a history row, an event). Outside a transaction, and on SQLite, it runs at once.
+ */
+export function runBeforeCommit(db: SqlDb, sql: string, ...params: Param[]): void {
+  if (isPostgres(db) && db.inTransaction) db.defer(sql, ...params);
+  else run(db, sql, ...params);
+}
+
 const written = new WeakMap<SyncPostgres, Map<string, Map<string, string>>>();
 
 /**
- * On PostgreSQL: whether this process already wrote `value` (or what it returns: computed only there) under (`edge`, `key`) since the edge
- * last connected here (a projection row, an inventory digest); records it when not. Every report
- * of an edge projects the same rows again, mostly unchanged (no data deliveries, no upgrade, the
- * same workloads), and each write skipped is a statement the database does not run. Forgotten when
- * the edge connects or is removed (`forgetWritten`: another replica may have written since).
+ * On PostgreSQL: whether this process already wrote `value` (or what it returns, computed only
+ * there) under (`edge`, `key`) since the edge last connected here (a projection row, an inventory
+ * digest); records it when not. Every report of an edge projects the same rows again, mostly
+ * unchanged (no data deliveries, no upgrade, the same workloads), and each write skipped is a
+ * statement the database does not run. Forgotten when the edge connects or is removed
+ * (`forgetWritten`: another replica may have written since).
  * Always false on SQLite, where a statement costs no round trip and the projection's write can be
  * rolled back with the sync transaction it runs in (a value kept for a write undone would skip the
  * next one); on PostgreSQL the deferred write goes whatever that transaction does.
