@@ -8,6 +8,9 @@ import {
   setReportData,
   setSpecAgentUpgrade,
   setSpecData,
+  putSpecAgentUpgrade,
+  putSpecData,
+  specDataNames,
   type AgentUpgradeOrder,
   deleteSpecWorkload,
   initReport,
@@ -22,6 +25,7 @@ import {
   type SpecDoc,
   type SpecWorkload,
 } from './mailbox.js';
+import type { MapBackend } from './doc-backend.js';
 
 const pod = (name: string, v: string) =>
   [
@@ -223,6 +227,21 @@ describe('DataObject orders and deliveries (spec.data, report.data)', () => {
     expect(readSpec(fresh).data).toEqual(readSpec(doc).data);
     doc = A.change(doc, (d) => void expect(setSpecData(d, 'model', undefined)).toBe(true));
     expect(Object.keys(readSpec(doc).data ?? {})).toEqual(['config']);
+  });
+
+  it('written through the backend (the hub, no JS view) it reads the same, and writing what it holds makes no change', () => {
+    let doc = A.change(A.init<SpecDoc>(), (d) => initSpec(d, 'e1'));
+    doc = A.change(doc, (d) => void setSpecData(d, 'model', order));
+    const b = A.getBackend(doc) as unknown as MapBackend;
+    expect(specDataNames(b)).toEqual(['model']);
+    expect(putSpecData(b, 'model', { ...order })).toBe(false);
+    expect(putSpecAgentUpgrade(b, undefined)).toBe(false);
+    expect(b.pendingOps()).toBe(0);
+    expect(putSpecData(b, 'config', { ...order, path: 'config' })).toBe(true);
+    expect(putSpecData(b, 'model', undefined)).toBe(true);
+    A.getBackend(doc).commit('backend', 0);
+    const view = A.load<SpecDoc>(A.save(doc));
+    expect(readSpec(view).data).toEqual({ config: { ...order, path: 'config' } });
   });
 
   it('the report carries each delivery; values that do not fit (peer input) or bad names read as none', () => {

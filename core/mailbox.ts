@@ -11,10 +11,11 @@
  * This module is the only place that knows the document layout; everything else goes through
  * the plain views and writer functions below.
  */
-import { Counter, getBackend, ImmutableString, type Doc } from '@automerge/automerge/slim';
+import { Counter, ImmutableString } from '@automerge/automerge/slim';
 import { z } from 'zod';
 import { HEARTBEAT_INTERVAL_MS } from './durations.js';
 import { DeliveryOrder, DeliveryProgress } from './delivery.js';
+import { backendOf, entryNames, mapId, type MapBackend, putIfChanged, putJson, putJsonEntry } from './doc-backend.js';
 import { isValidName } from './ids.js';
 import { SignedRelease } from './release.js';
 import { AgentReleaseState, Inventory, type Manifest } from './resources.js';
@@ -371,31 +372,6 @@ export function initReport(d: ReportDoc, edge: string): void {
   d.intentSeq = 0;
 }
 
-/**
- * The few calls of an Automerge document's backend (`A.getBackend(doc)`) the spec writer uses. A
- * scalar string written with datatype 'str' is what an ImmutableString is; integers are 'int', as
- * Automerge's own proxies write them.
- */
-export interface MapBackend {
-  getWithType(obj: string, prop: string): [string, unknown] | null | undefined;
-  keys(obj: string): string[];
-  put(obj: string, prop: string, value: string | number, datatype: 'str' | 'int'): void;
-  putObject(obj: string, prop: string, value: Record<string, never>): string;
-  delete(obj: string, prop: string): void;
-  pendingOps(): number;
-}
-
-function mapId(b: MapBackend, obj: string, prop: string): string | undefined {
-  const v = b.getWithType(obj, prop);
-  return v && v[0] === 'map' ? (v[1] as string) : undefined;
-}
-
-function putIfChanged(b: MapBackend, obj: string, prop: string, value: string | number, datatype: 'str' | 'int'): void {
-  const cur = b.getWithType(obj, prop);
-  if (!cur || cur[1] !== value || (datatype === 'str' ? cur[0] !== 'str' : cur[0] !== 'int' && cur[0] !== 'uint'))
-    b.put(obj, prop, value, datatype);
-}
-
 function specMaps(b: MapBackend): { labels: string; workloads: string } {
   const settings = mapId(b, '_root', 'settings');
   const labels = settings && mapId(b, settings, 'labels');
@@ -407,42 +383,37 @@ function specMaps(b: MapBackend): { labels: string; workloads: string } {
 
 /** The one writer of the spec's agent upgrade order (undefined removes it); true when it changed. */
 export function setSpecAgentUpgrade(d: SpecDoc, order: AgentUpgradeOrder | undefined): boolean {
-  const next = order === undefined ? undefined : JSON.stringify(order);
-  if (opt(d.agentUpgrade) === next) return false;
-  if (next === undefined) delete d.agentUpgrade;
-  else d.agentUpgrade = new ImmutableString(next);
-  return true;
+  return putSpecAgentUpgrade(backendOf(d), order);
+}
+
+/** setSpecAgentUpgrade on a document's backend (sync/store.ts `changeBackend`: no JS view). */
+export function putSpecAgentUpgrade(b: MapBackend, order: AgentUpgradeOrder | undefined): boolean {
+  return putJson(b, '_root', 'agentUpgrade', order);
 }
 
 /** The one writer of the spec's order for DataObject `name` (undefined removes it); true when it changed. */
 export function setSpecData(d: SpecDoc, name: string, order: DeliveryOrder | undefined): boolean {
-  return setJsonEntry(d, name, order);
+  return putSpecData(backendOf(d), name, order);
+}
+
+/** setSpecData on a document's backend (sync/store.ts `changeBackend`: no JS view). */
+export function putSpecData(b: MapBackend, name: string, order: DeliveryOrder | undefined): boolean {
+  return putJsonEntry(b, 'data', name, order);
+}
+
+/** The names of the DataObjects the spec holds an order for, read through the document's backend. */
+export function specDataNames(b: MapBackend): string[] {
+  return entryNames(b, 'data');
 }
 
 /** The one writer of the report's delivery of DataObject `name` (undefined removes it); true when it changed. */
 export function setReportData(d: ReportDoc, name: string, p: DeliveryProgress | undefined): boolean {
-  return setJsonEntry(d, name, p);
-}
-
-function setJsonEntry(d: { data?: { [name: string]: Str } }, name: string, value: object | undefined): boolean {
-  const next = value === undefined ? undefined : JSON.stringify(value);
-  if (opt(d.data?.[name]) === next) return false;
-  if (next === undefined) {
-    delete d.data![name];
-    return true;
-  }
-  if (!d.data) d.data = {};
-  d.data[name] = new ImmutableString(next);
-  return true;
+  return putJsonEntry(backendOf(d), 'data', name, p);
 }
 
 /** The one writer of the report's agent upgrade progress (undefined removes it); true when it changed. */
 export function setReportAgentUpgrade(d: ReportDoc, p: AgentUpgradeProgress | undefined): boolean {
-  const next = p === undefined ? undefined : JSON.stringify(p);
-  if (opt(d.agentUpgrade) === next) return false;
-  if (next === undefined) delete d.agentUpgrade;
-  else d.agentUpgrade = new ImmutableString(next);
-  return true;
+  return putJson(backendOf(d), '_root', 'agentUpgrade', p);
 }
 
 function putLabels(b: MapBackend, labelsId: string, labels: Record<string, string>): void {
@@ -478,9 +449,6 @@ export function writeSpecTo(b: MapBackend, labels: Record<string, string>, workl
   for (const name of b.keys(ids.workloads)) if (!keep.has(name)) b.delete(ids.workloads, name);
   for (const w of workloads) putWorkload(b, ids.workloads, w);
 }
-
-/** The backend of the document an `A.change` callback is changing. */
-const backendOf = (d: SpecDoc): MapBackend => getBackend(d as unknown as Doc<SpecDoc>) as MapBackend;
 
 /** Inside `A.change`: the edge's labels, exactly these (writeSpecTo's code). */
 export function setSpecLabels(d: SpecDoc, labels: Record<string, string>): void {

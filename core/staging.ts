@@ -7,6 +7,7 @@
  */
 import { ImmutableString } from '@automerge/automerge/slim';
 import { z } from 'zod';
+import { backendOf, type MapBackend, putJson } from './doc-backend.js';
 
 const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 const size = z
@@ -92,13 +93,7 @@ function read<T>(v: ImmutableString | undefined, schema: z.ZodType<T>): T | unde
 }
 
 function write(d: StagingField, value: unknown): boolean {
-  const next = value === undefined ? undefined : JSON.stringify(value);
-  const v = d.imageStaging;
-  const cur = v === undefined ? undefined : v instanceof ImmutableString ? v.val : String(v);
-  if (cur === next) return false;
-  if (next === undefined) delete d.imageStaging;
-  else d.imageStaging = new ImmutableString(next);
-  return true;
+  return putJson(backendOf(d), '_root', 'imageStaging', value);
 }
 
 /** The spec's staging order (written by the hub only, hub/images/staging.ts). */
@@ -108,7 +103,12 @@ export function readSpecStaging(doc: StagingField): StagingOrder | undefined {
 
 /** The one writer of the spec's staging order (undefined or no group removes it); true when it changed. */
 export function setSpecStaging(d: StagingField, order: StagingOrder | undefined): boolean {
-  return write(d, order?.groups.length ? order : undefined);
+  return putSpecStaging(backendOf(d), order);
+}
+
+/** setSpecStaging on a document's backend (sync/store.ts `changeBackend`: no JS view). */
+export function putSpecStaging(b: MapBackend, order: StagingOrder | undefined): boolean {
+  return putJson(b, '_root', 'imageStaging', order?.groups.length ? order : undefined);
 }
 
 /** The report's staging state (peer input, checked: a value that does not fit reads as none). */

@@ -26,7 +26,7 @@ import { OutpostError } from '../../core/errors.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { inventoryLabels } from '../../core/inventory.js';
 import { createLogger } from '../../core/logger.js';
-import { readSpecData, setSpecData, type SpecDoc } from '../../core/mailbox.js';
+import { putSpecData, specDataNames } from '../../core/mailbox.js';
 import type { DataObject, Edge } from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
@@ -138,11 +138,6 @@ export class DataDeliveries {
     return edgesReached(edges, o.spec);
   }
 
-  private specOrder(edge: string, name: string): DeliveryOrder | undefined {
-    const doc = this.store.get<SpecDoc>(mailboxDocId(edgeName(edge), 'spec'));
-    return doc ? readSpecData(doc)[name] : undefined;
-  }
-
   /**
    * The status the API shows: from the projection of the edges' reports (every replica's), writing
    * nothing.
@@ -199,7 +194,7 @@ export class DataDeliveries {
         if (epoch === undefined) continue; // enrolled, but its mailbox is made at the first sync
         const memo = `${e}\0${name}`;
         if (this.written.get(memo) === `${epoch}\0${orderJson}`) continue;
-        if (this.store.change<SpecDoc>(id, (d) => setSpecData(d, name, order), `data ${name} ${order.version}`))
+        if (this.store.changeBackend(id, (b) => putSpecData(b, name, order), `data ${name} ${order.version}`))
           ordered++;
         // After the change: a spec written past its size starts a new epoch (compaction).
         this.written.set(memo, `${this.store.epoch(id)}\0${orderJson}`);
@@ -256,12 +251,14 @@ export class DataDeliveries {
       );
       for (const o of objects) if (edgesReached(one, o.spec).length) want.set(o.metadata.name, deliveryOrder(o));
     }
-    const names = new Set([...want.keys(), ...Object.keys(readSpecData(this.store.get<SpecDoc>(id) ?? {}))]);
-    if (!names.size) return;
-    this.store.change<SpecDoc>(
+    // Through the document's backend: at every handshake on a hub replica, and building the JS
+    // view of each spec to compare was a fifth of a reconnect storm's CPU (docs/benchmarks.md).
+    const names: string[] = [];
+    this.store.changeBackend(
       id,
-      (d) => {
-        for (const n of names) setSpecData(d, n, want.get(n));
+      (b) => {
+        names.push(...new Set([...want.keys(), ...specDataNames(b)]));
+        for (const n of names) putSpecData(b, n, want.get(n));
       },
       'data orders',
     );
@@ -278,8 +275,8 @@ export class DataDeliveries {
       this.written.delete(`${e}\0${name}`);
       if (this.holds && !this.holds(e)) continue;
       const id = mailboxDocId(edgeName(e), 'spec');
-      if (!this.store.has(id) || !this.specOrder(e, name)) continue;
-      this.store.change<SpecDoc>(id, (d) => setSpecData(d, name, undefined), `data ${name} withdrawn`);
+      if (this.store.has(id))
+        this.store.changeBackend(id, (b) => putSpecData(b, name, undefined), `data ${name} withdrawn`);
     }
   }
 }

@@ -19,10 +19,9 @@ import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { parseImageRef } from '../../core/images.js';
 import { createLogger } from '../../core/logger.js';
 import { STAGING_COPY_MS } from '../../core/durations.js';
-import type { SpecDoc } from '../../core/mailbox.js';
 import {
   STAGED_STATES,
-  setSpecStaging,
+  putSpecStaging,
   type StagedImage,
   type StagingGroup,
   type StagingImage,
@@ -161,7 +160,8 @@ export class HubStaging {
   private write(edge: string, groups: StagingGroup[]): void {
     const id = mailboxDocId(edgeName(edge), 'spec');
     if (!this.store.has(id)) return;
-    if (this.store.change<SpecDoc>(id, (d) => setSpecStaging(d, { groups }), 'image staging'))
+    // Through the document's backend (no JS view): this runs at every handshake on a hub replica.
+    if (this.store.changeBackend(id, (b) => putSpecStaging(b, { groups }), 'image staging'))
       log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
     if (groups.length) this.written.set(edge, JSON.stringify(groups));
     else this.written.delete(edge);

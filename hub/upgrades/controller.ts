@@ -31,7 +31,7 @@ import {
   FAILED_UPGRADE_STATES,
   readReportAgentUpgrade,
   readSpecAgentUpgrade,
-  setSpecAgentUpgrade,
+  putSpecAgentUpgrade,
   type AgentUpgradeOrder,
   type AgentUpgradeProgress,
   type ReportDoc,
@@ -373,9 +373,10 @@ export class AgentUpgradeController {
   private writeDoc(edge: string, order: AgentUpgradeOrder | undefined): void {
     const id = mailboxDocId(edgeName(edge), 'spec');
     if (!this.store.has(id)) return;
-    this.store.change<SpecDoc>(
+    // Through the document's backend (no JS view): this runs at every handshake on a hub replica.
+    this.store.changeBackend(
       id,
-      (d) => setSpecAgentUpgrade(d, order),
+      (b) => putSpecAgentUpgrade(b, order),
       order ? `agent upgrade ${order.upgrade}` : 'agent upgrade withdrawn',
     );
     if (order) this.written.set(edge, JSON.stringify(order));
