@@ -93,6 +93,47 @@ describe('SyncPostgres (real PostgreSQL)', () => {
     }
   });
 
+  it('sends BEGIN with the first statement of a transaction: refusals before it are logged, those inside fail it whole', () => {
+    db.run('CREATE TABLE tx (n integer PRIMARY KEY)');
+    db.run('INSERT INTO tx (n) VALUES (1)');
+    // Deferred writes only: BEGIN, the writes and COMMIT are one round trip.
+    let trips = db.roundTrips;
+    db.transaction(() => {
+      db.defer('INSERT INTO tx (n) VALUES (?)', 2);
+      db.defer('INSERT INTO tx (n) VALUES (?)', 3);
+    });
+    expect(db.roundTrips - trips).toBe(1);
+    // A refused write deferred before the transaction is not the transaction's: it commits.
+    db.defer('INSERT INTO tx (n) VALUES (?)', 1);
+    trips = db.roundTrips;
+    db.transaction(() => {
+      expect(db.one<{ c: number }>('SELECT count(*)::int AS c FROM tx')?.c).toBe(3);
+      db.defer('INSERT INTO tx (n) VALUES (?)', 4);
+    });
+    expect(db.roundTrips - trips).toBe(2);
+    // One refused inside fails the whole transaction, its statements and deferred writes alike;
+    // a write deferred before it still goes.
+    db.defer('INSERT INTO tx (n) VALUES (?)', 5);
+    expect(() =>
+      db.transaction(() => {
+        db.run('INSERT INTO tx (n) VALUES (?)', 6);
+        db.defer('INSERT INTO tx (n) VALUES (?)', 2);
+      }),
+    ).toThrow(DatabaseError);
+    // A transaction that throws before any statement sends nothing of its own and keeps what was
+    // deferred before it.
+    db.defer('INSERT INTO tx (n) VALUES (?)', 7);
+    trips = db.roundTrips;
+    expect(() =>
+      db.transaction(() => {
+        db.defer('INSERT INTO tx (n) VALUES (?)', 8);
+        throw new Error('changed my mind');
+      }),
+    ).toThrow('changed my mind');
+    expect(db.roundTrips).toBe(trips);
+    expect(db.all<{ n: number }>('SELECT n FROM tx ORDER BY n').map((r) => r.n)).toEqual([1, 2, 3, 4, 5, 7]);
+  });
+
   it("names PostgreSQL's refusal with its SQLSTATE, and the connection goes on", () => {
     try {
       db.run('INSERT INTO objects (name, n) VALUES (?, ?)', 'a', 9);

@@ -11,7 +11,7 @@
  * | edge_leases | edge, replica, expires_at, taken_at |
  */
 import type { Migration } from '../../sync/sqlite.js';
-import { all, jsonListParam, migrateTables, one, run, type SqlDb } from './sql.js';
+import { all, jsonListParam, migrateTables, one, runLater, type SqlDb } from './sql.js';
 
 export const LEASE_MIGRATIONS: Migration[] = [
   {
@@ -47,9 +47,14 @@ export class EdgeLeases {
     migrateTables(db, 'hub-leases', LEASE_MIGRATIONS);
   }
 
-  /** Takes the edge's lease for this replica, from whoever held it: the newest connection wins. */
+  /**
+   * Takes the edge's lease for this replica, from whoever held it: the newest connection wins. With
+   * the next round trip (within PG_GATHER_MS): nobody reads its result, and a round trip of its own
+   * was one of a handshake's dozen on PostgreSQL (docs/benchmarks.md, issue #22). Another replica
+   * learns of it at its next renewal, seconds later, either way.
+   */
   take(edge: string, now = Date.now()): void {
-    run(
+    runLater(
       this.db,
       `INSERT INTO edge_leases (edge, replica, expires_at, taken_at) VALUES (?, ?, ?, ?)
        ON CONFLICT(edge) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at, taken_at = excluded.taken_at`,
@@ -79,9 +84,9 @@ export class EdgeLeases {
     return edges.filter((e) => !mine.has(e));
   }
 
-  /** The connection ended: the lease goes, if it is still ours. */
+  /** The connection ended: the lease goes, if it is still ours (with the next round trip, as `take`). */
   release(edge: string): void {
-    run(this.db, 'DELETE FROM edge_leases WHERE edge = ? AND replica = ?', edge, this.replica);
+    runLater(this.db, 'DELETE FROM edge_leases WHERE edge = ? AND replica = ?', edge, this.replica);
   }
 
   /** The replica serving `edge` now (a live lease), if any. */

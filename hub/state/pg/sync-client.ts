@@ -125,7 +125,8 @@ interface Answer {
   rowCount?: number;
   error?: string;
   code?: string;
-  beforeError?: { error: string; code?: string; sql: string };
+  /** Refused deferred writes, each with its place among the request's `before`. */
+  beforeErrors?: { error: string; code?: string; sql: string; index: number }[];
 }
 
 /** The replica session's settings (worker.ts; hub/replicas/ uses it). */
@@ -166,10 +167,12 @@ export class SyncPostgres {
   private readonly waitMs: number;
   private depth = 0;
   private closed = false;
-  /** The id of the last statement sent (answers carry it). */
+  /** The id of the last statement sent (answers carry it): also how many round trips were made. */
   private seq = 0;
   /** Writes that go with the next round trip, before its statement (runLater). */
   private deferred: Deferred[] = [];
+  /** The open transaction's BEGIN, while it waits among the deferred writes or rides with them. */
+  private begin: Deferred | undefined;
   private flushing: NodeJS.Immediate | NodeJS.Timeout | undefined;
 
   constructor(
@@ -251,14 +254,21 @@ export class SyncPostgres {
         `the database at ${redactUrl(this.url)} did not answer within ${this.waitMs / 1000}s`,
       );
     }
-    if (msg.beforeError) {
-      const e = msg.beforeError;
-      // The database went away before they ran: they go with the next round trip.
-      if (connectionLost(e.code)) this.requeue(before);
-      else if (this.depth > 0)
-        // Inside a transaction, which PostgreSQL has aborted: the transaction fails whole.
-        throw new DatabaseError(`${e.error} (in a deferred write: ${e.sql.slice(0, 80)})`, e.code);
-      else log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
+    if (msg.beforeErrors) {
+      // A deferred BEGIN among them: refusals before it were outside the transaction.
+      const beginAt = this.begin ? before.indexOf(this.begin) : -1;
+      let requeued = false;
+      for (const e of msg.beforeErrors) {
+        const inside = this.depth > 0 && e.index >= beginAt;
+        // The database went away before they ran: they go with the next round trip.
+        if (connectionLost(e.code)) {
+          if (!requeued) this.requeue(before);
+          requeued = true;
+        } else if (inside)
+          // Inside a transaction, which PostgreSQL has aborted: the transaction fails whole.
+          throw new DatabaseError(`${e.error} (in a deferred write: ${e.sql.slice(0, 80)})`, e.code);
+        else log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
+      }
     }
     if (msg.error !== undefined) {
       if (connectionLost(msg.code))
@@ -289,7 +299,8 @@ export class SyncPostgres {
    */
   defer(sql: string, ...params: Param[]): void {
     this.deferred.push({ sql: numberPlaceholders(sql), params });
-    if (this.deferred.length > MAX_DEFERRED_WRITES) {
+    // Inside a transaction nothing is dropped (its BEGIN and writes go whole or not at all).
+    if (this.deferred.length > MAX_DEFERRED_WRITES && this.depth === 0) {
       const dropped = this.deferred.splice(0, this.deferred.length - MAX_DEFERRED_WRITES);
       log.error({ dropped: dropped.length }, 'too many writes waiting for the database: the oldest were dropped');
     }
@@ -329,31 +340,49 @@ export class SyncPostgres {
     this.call({ sql });
   }
 
+  /** Round trips to the database so far (each request with the writes it carries). */
+  get roundTrips(): number {
+    return this.seq;
+  }
+
   /** Whether a transaction is open (its writes may still be rolled back). */
   get inTransaction(): boolean {
     return this.depth > 0;
   }
 
-  /** Runs `fn` in one transaction, joining an open one; a throw rolls the whole of it back. */
+  /**
+   * Runs `fn` in one transaction, joining an open one; a throw rolls the whole of it back. BEGIN
+   * goes with the transaction's first statement (or its COMMIT), after the writes deferred before
+   * it: a transaction of reads and deferred writes, such as an edge's connection history, was a
+   * round trip more than it needed (docs/benchmarks.md, issue #22).
+   */
   transaction<T>(fn: () => T): T {
     if (this.depth > 0) return fn();
-    this.run('BEGIN');
+    const begin: Deferred = { sql: 'BEGIN', params: [] };
+    this.deferred.push(begin);
+    this.begin = begin;
     this.depth++;
     try {
       const out = fn();
       // COMMIT carries the writes deferred inside: a refusal of one fails the transaction (depth > 0).
       this.run('COMMIT');
       this.depth--;
+      this.begin = undefined;
       return out;
     } catch (err) {
       this.depth = 0;
-      // Writes deferred inside it go with it.
-      this.deferred = [];
-      try {
-        this.run('ROLLBACK');
-      } catch {
-        /* the connection is gone: the server rolled back already */
-      }
+      // Writes deferred inside it go with it; those deferred before it stay.
+      const at = this.deferred.indexOf(begin);
+      const sent = at < 0;
+      this.deferred = sent ? [] : this.deferred.slice(0, at);
+      this.begin = undefined;
+      if (sent)
+        try {
+          this.run('ROLLBACK');
+        } catch {
+          /* the connection is gone: the server rolled back already */
+        }
+      if (this.deferred.length) this.scheduleFlush(PG_GATHER_MS);
       throw err;
     }
   }

@@ -84,10 +84,10 @@ function failure(err: unknown, sql?: string): { error: string; code?: string; sq
 port.on('message', (req: Request) => {
   const answer = (msg: object) => answerWith({ ...msg, id: req.id });
   // Closing ends the connection after the last deferred writes, if any, went.
-  const close = async (beforeError?: object) => {
+  const close = async (beforeErrors?: object[]) => {
     await client?.end().catch(() => undefined);
     client = undefined;
-    answer({ closed: true, beforeError });
+    answer({ closed: true, beforeErrors });
   };
   void (async () => {
     if (req.close && !req.before?.length) return close();
@@ -98,14 +98,15 @@ port.on('message', (req: Request) => {
       // Which errors mean the database is gone is decided once, by the main thread
       // (sync-client.ts connectionLost); a broken connection is dropped by its own events.
       const f = failure(err);
-      answer({ ...f, ...(req.before?.length ? { beforeError: { ...f, sql: req.before[0]!.sql } } : {}) });
+      answer({ ...f, ...(req.before?.length ? { beforeErrors: [{ ...f, index: 0, sql: req.before[0]!.sql }] } : {}) });
       return;
     }
-    // The first refusal among the deferred writes is answered as `beforeError`.
-    const before = (req.before ?? []).map((d) =>
+    // Every refusal among the deferred writes is answered, with its place (`beforeErrors`): the
+    // main thread tells those before a deferred BEGIN (logged) from those inside the transaction.
+    const before = (req.before ?? []).map((d, index) =>
       c.query({ text: d.sql, values: d.params }).then(
         () => undefined,
-        (err: unknown) => failure(err, d.sql),
+        (err: unknown) => ({ ...failure(err, d.sql), index }),
       ),
     );
     // Without parameters: the simple protocol, which takes several statements (migrations).
@@ -116,9 +117,10 @@ port.on('message', (req: Request) => {
             (r) => ({ rows: r.rows, rowCount: r.rowCount ?? 0 }),
             (err: unknown) => failure(err),
           );
-    const beforeError = (await Promise.all(before)).find((f) => f !== undefined);
-    if (req.close) return close(beforeError);
-    answer({ ...((await main) ?? { rowCount: 0 }), beforeError });
+    const failed = (await Promise.all(before)).filter((f) => f !== undefined);
+    const beforeErrors = failed.length ? failed : undefined;
+    if (req.close) return close(beforeErrors);
+    answer({ ...((await main) ?? { rowCount: 0 }), beforeErrors });
   })();
 });
 
