@@ -53,7 +53,7 @@ import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from '.
 import { createHubMetrics } from './metrics.js';
 import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
-import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
+import { postgresHubState, prefetchHandshake, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases } from './state/leases.js';
 import { renewMembership, startReplicas, type Replicas } from './replicas/index.js';
@@ -489,6 +489,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // every time: another replica may have served the edge since this one last did.
     beforeWelcome: (edge, fresh) => {
       if (!fresh && !peers) return;
+      // On PostgreSQL: this handshake's reads (those below and the connection history's) in two round trips.
+      prefetchHandshake(db, edge);
       sched.writeSpec(edge);
       deliveries?.writeEdge(edge);
       upgrades?.writeEdge(edge);

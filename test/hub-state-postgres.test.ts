@@ -14,7 +14,8 @@ import { hubSchemas } from '../hub/db.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
 import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
-import { postgresHubState } from '../hub/state/index.js';
+import { postgresHubState, prefetchHandshake } from '../hub/state/index.js';
+import { SqlAssignmentStore } from '../hub/state/assignments.js';
 import { sqlEdgeState } from '../hub/state/edges.js';
 import {
   blobIndexSuite,
@@ -158,6 +159,45 @@ describe('hub state on PostgreSQL', () => {
       await check.close();
     }
   }, 60_000);
+});
+
+describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)', () => {
+  it("answers an edge handshake's reads from two round trips, until a write to their table", () => {
+    const db = freshDb();
+    const state = postgresHubState(db);
+    state.edges.enroll({ name: 'e1', project: 'shop', approved: true, at: 1 });
+    state.events.record({ project: 'shop', kind: 'Edge', name: 'e1', reason: 'Connected', message: 'first', at: 2 });
+    const trips = db.roundTrips;
+    prefetchHandshake(db, 'e1');
+    expect(db.roundTrips - trips).toBe(2);
+    // What the handshake's writers and its connection history read: no round trip of their own.
+    expect(state.edges.get('e1')?.project).toBe('shop');
+    expect(new SqlAssignmentStore(db).specInputs(['e1']).get('e1')?.keys).toEqual([]);
+    expect(state.agentUpgrades.order('e1')).toBeUndefined();
+    expect(state.imageStaging.ordersOf('e1')).toEqual([]);
+    expect(state.objects.list('DataObject', 'shop')).toEqual([]);
+    expect(state.events.last('shop', 'Edge', 'e1')?.message).toBe('first');
+    expect(db.roundTrips - trips).toBe(2);
+    // A write to a table forgets what was read ahead from it, and only that.
+    state.events.record({ project: 'shop', kind: 'Edge', name: 'e1', reason: 'Connected', message: 'second', at: 3 });
+    const after = db.roundTrips;
+    expect(state.edges.projectOf('e1')).toBe('shop');
+    expect(db.roundTrips).toBe(after);
+    expect(state.events.last('shop', 'Edge', 'e1')?.message).toBe('second');
+    // Read again: the round trip it saved before.
+    expect(db.roundTrips).toBe(after + 1);
+  });
+
+  it('forgets everything read ahead at the end of the turn', async () => {
+    const db = freshDb();
+    const state = postgresHubState(db);
+    state.edges.enroll({ name: 'e2', project: 'shop', approved: true, at: 1 });
+    prefetchHandshake(db, 'e2');
+    await new Promise((r) => setImmediate(r));
+    const trips = db.roundTrips;
+    expect(state.edges.projectOf('e2')).toBe('shop');
+    expect(db.roundTrips).toBe(trips + 1);
+  });
 });
 
 describe('deferred writes on PostgreSQL (hub/state/sql.ts runLater)', () => {

@@ -9,7 +9,7 @@
  */
 import { AgentUpgradeOrder, AgentUpgradeProgress } from '../../core/mailbox.js';
 import type { z } from 'zod';
-import { type SqlDb, all, alreadyWritten, forgetWritten, run, runLater } from './sql.js';
+import { type SqlDb, all, allOf, alreadyWritten, forgetWritten, read, run, runLater } from './sql.js';
 
 export interface AgentUpgradeRollouts {
   /** Every edge's order, by edge. */
@@ -49,16 +49,17 @@ function parsed<T>(rows: Row[], schema: z.ZodType<T>): Map<string, T> {
   return out;
 }
 
+/** The read of one edge's order, given ahead at its handshake (hub/state/index.ts `handshakeReads`). */
+export const upgradeOrderRead = (edge: string) =>
+  read('SELECT edge, body FROM agent_upgrade_orders WHERE edge = ?', edge);
+
 export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
   return {
     orders() {
       return parsed(all<Row>(db, 'SELECT edge, body FROM agent_upgrade_orders'), AgentUpgradeOrder);
     },
     order(edge) {
-      return parsed(
-        all<Row>(db, 'SELECT edge, body FROM agent_upgrade_orders WHERE edge = ?', edge),
-        AgentUpgradeOrder,
-      ).get(edge);
+      return parsed(allOf<Row>(db, upgradeOrderRead(edge)), AgentUpgradeOrder).get(edge);
     },
     setOrder(edge, order) {
       if (!order) return run(db, 'DELETE FROM agent_upgrade_orders WHERE edge = ?', edge) > 0;

@@ -17,7 +17,19 @@
  */
 import type { Manifest } from '../../core/resources.js';
 import { sqlEdgeState, type EdgeState } from './edges.js';
-import { all, jsonListParam, one, run, runLater, transaction, type Param, type SqlDb } from './sql.js';
+import {
+  all,
+  allOf,
+  jsonListParam,
+  one,
+  read,
+  run,
+  runLater,
+  transaction,
+  type Param,
+  type Read,
+  type SqlDb,
+} from './sql.js';
 
 /** One workload on one edge, as the scheduler decided it. */
 export interface Assignment {
@@ -143,6 +155,26 @@ const fromRow = (r: AssignmentRow): Assignment => ({
 
 const KEY_COLUMNS = 'edge, workload, project, placement, revision, content_key, generation, error';
 
+/**
+ * The one read of what the specs of `edges` are written from: the assignments, then each spec's
+ * digest as a row of its own (workload null). Given ahead at an edge's handshake (hub/state/index.ts
+ * `handshakeReads`).
+ */
+export function specInputsRead(db: SqlDb, edges: readonly string[]): Read {
+  const list = JSON.stringify(edges);
+  return read(
+    `SELECT * FROM (
+       SELECT ${KEY_COLUMNS}, manifests, NULL AS epoch, NULL AS digest FROM assignments
+       WHERE edge IN (${jsonListParam(db)})
+       UNION ALL
+       SELECT edge, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, epoch, digest FROM spec_written
+       WHERE edge IN (${jsonListParam(db)})
+     ) x ORDER BY edge, workload`,
+    list,
+    list,
+  );
+}
+
 export class SqlAssignmentStore implements AssignmentStore {
   constructor(private readonly db: SqlDb) {}
 
@@ -161,19 +193,9 @@ export class SqlAssignmentStore implements AssignmentStore {
   specInputs(edges: readonly string[]): Map<string, SpecAssignments> {
     const out = new Map<string, SpecAssignments>();
     if (!edges.length) return out;
-    const list = JSON.stringify(edges);
-    // One read: the assignments, then each spec's digest as a row of its own (workload null).
-    const joined = all<AssignmentRow & { epoch: string | null; digest: string | null }>(
+    const joined = allOf<AssignmentRow & { epoch: string | null; digest: string | null }>(
       this.db,
-      `SELECT * FROM (
-         SELECT ${KEY_COLUMNS}, manifests, NULL AS epoch, NULL AS digest FROM assignments
-         WHERE edge IN (${jsonListParam(this.db)})
-         UNION ALL
-         SELECT edge, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, epoch, digest FROM spec_written
-         WHERE edge IN (${jsonListParam(this.db)})
-       ) x ORDER BY edge, workload`,
-      list,
-      list,
+      specInputsRead(this.db, edges),
     );
     const rows = new Map<string, AssignmentRow[]>(edges.map((e) => [e, []]));
     const written = new Map<string, SpecWritten>();

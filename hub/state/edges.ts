@@ -14,11 +14,14 @@ import type { Inventory } from '../../core/resources.js';
 import {
   type SqlDb,
   all,
+  allOf,
   alreadyWritten,
   forgetWritten,
   json,
   jsonListParam,
   one,
+  oneOf,
+  read,
   run,
   runBeforeCommit,
   runLater,
@@ -166,14 +169,26 @@ export function edgeLiveness(db: SqlDb, project: string): Map<string, EdgeLivene
   return out;
 }
 
+/** Reads of edge_runtime other code gives ahead (hub/state/index.ts `handshakeReads`). */
+export const edgeReads = {
+  runtime: (name: string) => read('SELECT * FROM edge_runtime WHERE name = ?', name),
+  project: (name: string) => read('SELECT project FROM edge_runtime WHERE name = ?', name),
+  enrolledLabels: (db: SqlDb, names: readonly string[]) =>
+    read(
+      `SELECT r.name, o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
+       WHERE r.name IN (${jsonListParam(db)})`,
+      JSON.stringify(names),
+    ),
+};
+
 export function sqlEdgeState(db: SqlDb): EdgeState {
   return {
     get(name) {
-      const r = one<RuntimeRow>(db, 'SELECT * FROM edge_runtime WHERE name = ?', name);
+      const r = oneOf<RuntimeRow>(db, edgeReads.runtime(name));
       return r && toRuntime(r);
     },
     projectOf(name) {
-      return one<{ project: string }>(db, 'SELECT project FROM edge_runtime WHERE name = ?', name)?.project;
+      return oneOf<{ project: string }>(db, edgeReads.project(name))?.project;
     },
     exists(name) {
       return one<{ name: string }>(db, 'SELECT name FROM edge_runtime WHERE name = ?', name) !== undefined;
@@ -181,12 +196,10 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     enrolledLabels(names) {
       if (!names.length) return new Map();
       return new Map(
-        all<{ name: string; labels: string | null }>(
-          db,
-          `SELECT r.name, o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
-           WHERE r.name IN (${jsonListParam(db)})`,
-          JSON.stringify(names),
-        ).map((r) => [r.name, r.labels ?? undefined]),
+        allOf<{ name: string; labels: string | null }>(db, edgeReads.enrolledLabels(db, names)).map((r) => [
+          r.name,
+          r.labels ?? undefined,
+        ]),
       );
     },
     names() {

@@ -4,7 +4,7 @@
  * live stream; retention bounds them (hub/edges/history.ts). `EventLog` is the seam for a second
  * implementation (issue #22); `sqlEventLog` is today's.
  */
-import { type SqlDb, all, one, run, runBeforeCommit } from './sql.js';
+import { type SqlDb, all, one, oneOf, read, run, runBeforeCommit } from './sql.js';
 
 export interface EventRecord {
   id: number;
@@ -60,6 +60,15 @@ export function recordEvent(db: SqlDb, e: NewEvent): void {
   );
 }
 
+/** The read of an object's last event, given ahead at an edge's handshake (hub/state/index.ts `handshakeReads`). */
+export const lastEventRead = (project: string, kind: string, name: string) =>
+  read(
+    'SELECT * FROM events WHERE project = ? AND kind = ? AND name = ? ORDER BY id DESC LIMIT 1',
+    project,
+    kind,
+    name,
+  );
+
 export function sqlEventLog(db: SqlDb): EventLog {
   return {
     record: (e) => recordEvent(db, e),
@@ -67,13 +76,7 @@ export function sqlEventLog(db: SqlDb): EventLog {
       run(db, 'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?', e.at, e.reason, e.message, id);
     },
     last(project, kind, name) {
-      return one<EventRecord>(
-        db,
-        'SELECT * FROM events WHERE project = ? AND kind = ? AND name = ? ORDER BY id DESC LIMIT 1',
-        project,
-        kind,
-        name,
-      );
+      return oneOf<EventRecord>(db, lastEventRead(project, kind, name));
     },
     list(project, f) {
       // Four optional filters: 16 statement texts at most, each cached once.

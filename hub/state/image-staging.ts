@@ -9,7 +9,7 @@
  */
 import { StagingGroup, StagingReport } from '../../core/staging.js';
 import type { z } from 'zod';
-import { type SqlDb, all, alreadyWritten, forgetWritten, run, runLater } from './sql.js';
+import { type SqlDb, all, allOf, alreadyWritten, forgetWritten, read, run, runLater } from './sql.js';
 
 export interface ImageStagingState {
   /**
@@ -47,6 +47,10 @@ interface OrderRow {
   placement: string;
   body: string;
 }
+
+/** The read of one edge's staging orders, given ahead at its handshake (hub/state/index.ts `handshakeReads`). */
+export const stagingOrdersRead = (edge: string) =>
+  read('SELECT edge, placement, body FROM staging_orders WHERE edge = ? ORDER BY placement', edge);
 
 export function sqlImageStagingState(db: SqlDb): ImageStagingState {
   return {
@@ -90,11 +94,7 @@ export function sqlImageStagingState(db: SqlDb): ImageStagingState {
       return out;
     },
     ordersOf(edge) {
-      return all<OrderRow>(
-        db,
-        'SELECT edge, placement, body FROM staging_orders WHERE edge = ? ORDER BY placement',
-        edge,
-      ).flatMap((r) => parsed(r.body, StagingGroup) ?? []);
+      return allOf<OrderRow>(db, stagingOrdersRead(edge)).flatMap((r) => parsed(r.body, StagingGroup) ?? []);
     },
     placement(key) {
       return all<OrderRow & { report: string | null }>(

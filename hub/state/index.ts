@@ -27,14 +27,40 @@
  * on SQLite or PostgreSQL (hub/state/sql.ts `SqlDb`), each tested by one shared suite on both.
  */
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
-import { sqlEdgeState, type EdgeState } from './edges.js';
+import { specInputsRead } from './assignments.js';
+import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
 import type { SyncPostgres } from './pg/sync-client.js';
-import { sqlEventLog, type EventLog } from './events.js';
-import { sqlObjectState, type ObjectState } from './objects.js';
+import { lastEventRead, sqlEventLog, type EventLog } from './events.js';
+import { objectListRead, sqlObjectState, type ObjectState } from './objects.js';
+import { isPostgres, prefetch, type SqlDb } from './sql.js';
 import { sqlStatusState, type StatusState } from './status.js';
 import { sqlDataProgressState, type DataProgressState } from './data-progress.js';
-import { sqlAgentUpgradeRollouts, type AgentUpgradeRollouts } from './agent-upgrades.js';
-import { sqlImageStagingState, type ImageStagingState } from './image-staging.js';
+import { sqlAgentUpgradeRollouts, upgradeOrderRead, type AgentUpgradeRollouts } from './agent-upgrades.js';
+import { sqlImageStagingState, stagingOrdersRead, type ImageStagingState } from './image-staging.js';
+
+/**
+ * On PostgreSQL, the reads an edge's handshake on a hub replica makes, given ahead in two round
+ * trips (the second needs the edge's project from the first) instead of one each: the spec check
+ * (hub/scheduler/spec-writer.ts), the data, upgrade and staging orders (`writeEdge` of
+ * hub/data/delivery.ts, hub/upgrades/controller.ts, hub/images/staging.ts) and the connection
+ * history (hub/edges/history.ts `recordConnect`). A handshake that reads something else, or the
+ * same with other parameters, simply runs that read. Nothing on SQLite. test/hub-postgres.test.ts
+ * counts a handshake's round trips.
+ */
+export function prefetchHandshake(db: SqlDb, edge: string): void {
+  if (!isPostgres(db)) return;
+  prefetch(db, [
+    edgeReads.enrolledLabels(db, [edge]),
+    specInputsRead(db, [edge]),
+    edgeReads.runtime(edge),
+    edgeReads.project(edge),
+    upgradeOrderRead(edge),
+    stagingOrdersRead(edge),
+  ]);
+  const project = sqlEdgeState(db).projectOf(edge);
+  if (project !== undefined)
+    prefetch(db, [objectListRead('DataObject', project), lastEventRead(project, 'Edge', edge)]);
+}
 
 export interface HubState {
   objects: ObjectState;

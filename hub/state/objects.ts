@@ -5,7 +5,7 @@
  * `ObjectState` is the seam for a second implementation (issue #22); `sqlObjectState` is today's.
  */
 import type { Kind } from '../../core/resources.js';
-import { all, containsParam, json, NO_LIMIT, one, run, type SqlDb } from './sql.js';
+import { all, allOf, containsParam, json, NO_LIMIT, one, read, run, type Read, type SqlDb } from './sql.js';
 
 export interface StoredObject {
   kind: Kind;
@@ -123,6 +123,24 @@ function nextResourceVersion(db: SqlDb): number {
   return r.value;
 }
 
+/** The read of a kind's objects in a project (`*`: all), given ahead at an edge's handshake (hub/state/index.ts `handshakeReads`). */
+export function objectListRead(kind: string, project: string, opts: { after?: string; limit?: number } = {}): Read {
+  return project === '*'
+    ? read(
+        "SELECT * FROM objects WHERE kind = ? AND (project || '/' || name) > ? ORDER BY project, name LIMIT ?",
+        kind,
+        opts.after ?? '',
+        opts.limit ?? NO_LIMIT,
+      )
+    : read(
+        'SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?',
+        kind,
+        project,
+        opts.after ?? '',
+        opts.limit ?? NO_LIMIT,
+      );
+}
+
 export function sqlObjectState(db: SqlDb): ObjectState {
   return {
     get(kind, project, name) {
@@ -136,24 +154,7 @@ export function sqlObjectState(db: SqlDb): ObjectState {
       return r && toStored(r);
     },
     list(kind, project, opts = {}) {
-      return (
-        project === '*'
-          ? all<ObjectRow>(
-              db,
-              "SELECT * FROM objects WHERE kind = ? AND (project || '/' || name) > ? ORDER BY project, name LIMIT ?",
-              kind,
-              opts.after ?? '',
-              opts.limit ?? NO_LIMIT,
-            )
-          : all<ObjectRow>(
-              db,
-              'SELECT * FROM objects WHERE kind = ? AND project = ? AND name > ? ORDER BY name LIMIT ?',
-              kind,
-              project,
-              opts.after ?? '',
-              opts.limit ?? NO_LIMIT,
-            )
-      ).map(toStored);
+      return allOf<ObjectRow>(db, objectListRead(kind, project, opts)).map(toStored);
     },
     count(kind, project) {
       const r =

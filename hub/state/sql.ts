@@ -73,6 +73,32 @@ export function all<Row>(db: SqlDb, sql: string, ...params: Param[]): Row[] {
   return cachedStatement(db, sql).all(...params) as Row[];
 }
 
+/** A read a state module makes, as a value: run with `allOf`/`oneOf`, or given ahead to `prefetch`. */
+export interface Read {
+  sql: string;
+  params: Param[];
+}
+
+export const read = (sql: string, ...params: Param[]): Read => ({ sql, params });
+
+export function allOf<Row>(db: SqlDb, r: Read): Row[] {
+  return all<Row>(db, r.sql, ...r.params);
+}
+
+export function oneOf<Row>(db: SqlDb, r: Read): Row | undefined {
+  return one<Row>(db, r.sql, ...r.params);
+}
+
+/**
+ * On PostgreSQL: runs reads that several state modules are about to make, in one round trip, and
+ * answers them from their rows when they are made in this turn of the event loop before any
+ * write (SyncPostgres `prefetch`). A read not given ahead, or given with other parameters, simply
+ * runs: the list only saves round trips. Nothing on SQLite.
+ */
+export function prefetch(db: SqlDb, reads: Read[]): void {
+  if (isPostgres(db)) db.prefetch(reads);
+}
+
 /** Runs a write; returns how many rows it changed. */
 export function run(db: SqlDb, sql: string, ...params: Param[]): number {
   if (isPostgres(db)) return db.run(sql, ...params);

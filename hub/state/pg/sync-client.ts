@@ -125,6 +125,8 @@ interface Answer {
   rowCount?: number;
   error?: string;
   code?: string;
+  /** The rows of each read given ahead (`prefetch`), or why it failed. */
+  results?: { rows?: Record<string, unknown>[]; error?: string; code?: string }[];
   /** Refused deferred writes, each with its place among the request's `before`. */
   beforeErrors?: { error: string; code?: string; sql: string; index: number }[];
 }
@@ -154,6 +156,14 @@ export type ReplicaSessionEvent =
  */
 export const MAX_DEFERRED_WRITES = 20_000;
 
+const prefetchKey = (sql: string, params: readonly Param[]): string => `${sql}\0${JSON.stringify(params)}`;
+
+/** Rows as the hub reads them (bytea as Buffer). */
+function asRows<Row>(rows: Record<string, unknown>[] | undefined): Row[] {
+  for (const row of rows ?? []) for (const k in row) row[k] = asBuffer(row[k]);
+  return (rows ?? []) as Row[];
+}
+
 interface Deferred {
   sql: string;
   params: Param[];
@@ -171,6 +181,8 @@ export class SyncPostgres {
   private seq = 0;
   /** Writes that go with the next round trip, before its statement (runLater). */
   private deferred: Deferred[] = [];
+  /** Rows of reads made ahead (`prefetch`), by statement and parameters; forgotten at the next write. */
+  private readonly prefetched = new Map<string, Record<string, unknown>[]>();
   /** The open transaction's BEGIN, while it waits among the deferred writes or rides with them. */
   private begin: Deferred | undefined;
   private flushing: NodeJS.Immediate | NodeJS.Timeout | undefined;
@@ -210,12 +222,7 @@ export class SyncPostgres {
     this.events.postMessage({ session: o });
   }
 
-  private call(req: { sql?: string; params?: Param[]; close?: boolean }): {
-    rows?: Record<string, unknown>[];
-    rowCount?: number;
-    error?: string;
-    code?: string;
-  } {
+  private call(req: { sql?: string; params?: Param[]; close?: boolean; reads?: Deferred[] }): Answer {
     if (this.closed) throw new DatabaseUnavailable('the database client is closed');
     // Deferred writes go first, in the same message: one round trip for all of them.
     const before = this.deferred;
@@ -280,9 +287,36 @@ export class SyncPostgres {
 
   /** Every row of one statement (`?` placeholders). */
   all<Row>(sql: string, ...params: Param[]): Row[] {
-    const rows = this.call({ sql: numberPlaceholders(sql), params }).rows ?? [];
-    for (const row of rows) for (const k in row) row[k] = asBuffer(row[k]);
-    return rows as Row[];
+    const text = numberPlaceholders(sql);
+    if (this.prefetched.size) {
+      const hit = this.prefetched.get(prefetchKey(text, params));
+      // A copy: the caller may change the rows it is given, and a later read is given them again.
+      if (hit) return hit.map((r) => ({ ...r })) as Row[];
+    }
+    // A write with RETURNING: what was read ahead of what it writes may be out of date.
+    this.forgetPrefetched(text);
+    return asRows<Row>(this.call({ sql: text, params }).rows);
+  }
+
+  /**
+   * Runs `reads` now, all in one round trip, and answers the same statements (same text, same
+   * parameters) from their rows for the rest of this turn of the event loop, until the next write.
+   * For a sequence of reads made by different state modules that does not depend on their
+   * results: an edge's handshake on a hub replica (hub/state/index.ts `handshakeReads`), a dozen
+   * round trips each before. As fresh as the reads themselves would be (PostgreSQL's read
+   * committed isolation gives each statement what is committed when it runs, and this turn runs
+   * nothing in between but them). Not inside a transaction, where a read may be meant to lock.
+   */
+  prefetch(reads: { sql: string; params: Param[] }[]): void {
+    if (!reads.length || this.depth > 0) return;
+    const numbered = reads.map((r) => ({ sql: numberPlaceholders(r.sql), params: r.params }));
+    const { results = [] } = this.call({ reads: numbered });
+    if (!this.prefetched.size) setImmediate(() => this.prefetched.clear());
+    numbered.forEach((r, i) => {
+      const rows = results[i]?.rows;
+      // A read that failed is run again when asked, and fails there with its own error.
+      if (rows) this.prefetched.set(prefetchKey(r.sql, r.params), asRows(rows));
+    });
   }
 
   /** The first row, or undefined. */
@@ -298,6 +332,7 @@ export class SyncPostgres {
    * transaction it was in), and writes the database was away for go with the next round trip.
    */
   defer(sql: string, ...params: Param[]): void {
+    this.forgetPrefetched(sql);
     this.deferred.push({ sql: numberPlaceholders(sql), params });
     // Inside a transaction nothing is dropped (its BEGIN and writes go whole or not at all).
     if (this.deferred.length > MAX_DEFERRED_WRITES && this.depth === 0) {
@@ -305,6 +340,20 @@ export class SyncPostgres {
       log.error({ dropped: dropped.length }, 'too many writes waiting for the database: the oldest were dropped');
     }
     this.scheduleFlush(PG_GATHER_MS);
+  }
+
+  /**
+   * A write is coming: forgets the rows read ahead from the table it writes (all of them when the
+   * statement does not say plainly which table that is).
+   */
+  private forgetPrefetched(sql: string): void {
+    // Ending a transaction writes nothing its statements did not write (and forget) already; a
+    // SELECT (a read, pg_notify) writes no table.
+    if (!this.prefetched.size || /^\s*(?:begin|commit|rollback)\s*$|^\s*select\b/i.test(sql)) return;
+    const table = /^\s*(?:insert\s+into|update|delete\s+from)\s+([a-z_][a-z0-9_]*)[\s(]/i.exec(sql)?.[1];
+    if (!table) return this.prefetched.clear();
+    const word = new RegExp(`\\b${table}\\b`, 'i');
+    for (const k of [...this.prefetched.keys()]) if (word.test(k)) this.prefetched.delete(k);
   }
 
   /** Sends the deferred writes on their own after `delayMs` (0: at the end of this turn), unless a statement takes them first. */
@@ -332,11 +381,13 @@ export class SyncPostgres {
 
   /** Runs a write; how many rows it changed. */
   run(sql: string, ...params: Param[]): number {
+    this.forgetPrefetched(sql);
     return this.call({ sql: numberPlaceholders(sql), params }).rowCount ?? 0;
   }
 
   /** Runs SQL without parameters, several statements at once (schema migrations). */
   exec(sql: string): void {
+    this.forgetPrefetched(sql);
     this.call({ sql });
   }
 

@@ -34,6 +34,8 @@ interface Request {
   sql?: string;
   params?: unknown[];
   close?: boolean;
+  /** Reads given ahead (sync-client.ts `prefetch`), all in this round trip, each answered in `results`. */
+  reads?: { sql: string; params: unknown[] }[];
   /** Deferred writes (sync-client.ts `defer`), run in order before `sql`. */
   before?: { sql: string; params: unknown[] }[];
 }
@@ -109,6 +111,12 @@ port.on('message', (req: Request) => {
         (err: unknown) => ({ ...failure(err, d.sql), index }),
       ),
     );
+    const reads = req.reads?.map((r) =>
+      c.query({ text: r.sql, values: r.params }).then(
+        (res) => ({ rows: res.rows }),
+        (err: unknown) => failure(err),
+      ),
+    );
     // Without parameters: the simple protocol, which takes several statements (migrations).
     const main =
       req.sql === undefined
@@ -120,6 +128,7 @@ port.on('message', (req: Request) => {
     const failed = (await Promise.all(before)).filter((f) => f !== undefined);
     const beforeErrors = failed.length ? failed : undefined;
     if (req.close) return close(beforeErrors);
+    if (reads) return answer({ results: await Promise.all(reads), beforeErrors });
     answer({ ...((await main) ?? { rowCount: 0 }), beforeErrors });
   })();
 });
