@@ -36,6 +36,36 @@ describe('ReplicaStore', () => {
     r.close();
   });
 
+  it('note: a fact about a document answered while it is unchanged, across reopen, without loading it', async () => {
+    const f = file();
+    const s = await ReplicaStore.open(f);
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 1, items: {} }) });
+    expect(s.noted(ID, 'k')).toBeUndefined();
+    s.note(ID, 'k', 'one');
+    s.note(ID, 'other', 'x');
+    expect(s.noted(ID, 'k')).toBe('one');
+    s.close();
+    const r = await ReplicaStore.open(f);
+    expect(r.noted(ID, 'k')).toBe('one');
+    expect(r.isLoaded(ID)).toBe(false);
+    // Any change of the document: the notes are no longer about it.
+    r.changeBackend(ID, (b) => b.put('_root', 'n', 2, 'int'));
+    expect(r.noted(ID, 'k')).toBeUndefined();
+    expect(r.noted(ID, 'other')).toBeUndefined();
+    r.note(ID, 'k', 'two');
+    r.note(ID, 'other', 'y');
+    expect(r.noted(ID, 'k')).toBe('two');
+    // A change that says which part it writes keeps the notes about the others.
+    r.changeBackend(ID, (b) => b.put('_root', 'n', 3, 'int'), 'n only', 'other');
+    expect(r.noted(ID, 'k')).toBe('two');
+    expect(r.noted(ID, 'other')).toBeUndefined();
+    r.delete(ID);
+    expect(r.noted(ID, 'k')).toBeUndefined();
+    r.note(ID, 'k', 'none'); // no document: nothing noted
+    expect(r.db.prepare('SELECT count(*) AS n FROM doc_notes').get()).toEqual({ n: 0 });
+    r.close();
+  });
+
   it('a no-op change writes nothing', async () => {
     const s = await ReplicaStore.open(file());
     s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 1, items: {} }) });

@@ -60,6 +60,18 @@ const MIGRATIONS = [
     // first connect of an edge does once (it adopts the edge's report epoch).
     sql: 'CREATE INDEX sync_states_by_doc ON sync_states (doc_id);',
   },
+  {
+    version: 3,
+    // Facts about a document at given heads (`note`): what a writer of one part of it wrote there,
+    // so that checking it again needs no load (the hub's orders at every handshake on a replica).
+    sql: `CREATE TABLE doc_notes (
+      doc_id TEXT NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+      key TEXT NOT NULL,
+      heads TEXT NOT NULL,
+      value TEXT NOT NULL,
+      PRIMARY KEY (doc_id, key)
+    );`,
+  },
 ];
 
 /** Fold chunks into a snapshot past this many, or once they outweigh the snapshot. */
@@ -198,6 +210,16 @@ export class ReplicaStore {
         'INSERT INTO sync_states (peer, doc_id, epoch, state) VALUES (?, ?, ?, ?) ON CONFLICT(peer, doc_id) DO UPDATE SET epoch = excluded.epoch, state = excluded.state',
       ),
       dropSync: db.prepare('DELETE FROM sync_states WHERE doc_id = ?'),
+      putNote: db.prepare(
+        'INSERT INTO doc_notes (doc_id, key, heads, value) SELECT id, ?, heads, ? FROM docs WHERE id = ? ON CONFLICT(doc_id, key) DO UPDATE SET heads = excluded.heads, value = excluded.value',
+      ),
+      getNote: db.prepare(
+        'SELECT n.value FROM doc_notes n JOIN docs d ON d.id = n.doc_id AND d.heads = n.heads WHERE n.doc_id = ? AND n.key = ?',
+      ),
+      dropNotes: db.prepare('DELETE FROM doc_notes WHERE doc_id = ?'),
+      keepNotes: db.prepare(
+        'UPDATE doc_notes SET heads = (SELECT heads FROM docs WHERE id = ?) WHERE doc_id = ? AND key <> ?',
+      ),
     };
   }
 
@@ -371,7 +393,16 @@ export class ReplicaStore {
    * is brought up to date only when something `get`s the document. Returns false when fn changed
    * nothing. Same transaction, projections and announcements as `change`.
    */
-  changeBackend(id: DocId, fn: (backend: ReturnType<typeof A.getBackend>) => void, message?: string): boolean {
+  changeBackend(
+    id: DocId,
+    fn: (backend: ReturnType<typeof A.getBackend>) => void,
+    message?: string,
+    /**
+     * The part of the document this change writes, as `note` keys it: notes about the other parts
+     * stay true and are kept (moved to the new heads). Without it every note is dropped.
+     */
+    part?: string,
+  ): boolean {
     const doc = this.handle(id);
     if (!doc) throw new Error(`document ${id} does not exist`);
     const backend = A.getBackend(doc);
@@ -385,6 +416,8 @@ export class ReplicaStore {
     if (backend.pendingOps() === 0) return false;
     backend.commit(message, Math.floor(Date.now() / 1000));
     this.persist(id, doc, heads, 'local', undefined, A.getLastLocalChange(doc), true);
+    // After the change is stored: a failure in between leaves the notes at the old heads (unused).
+    if (part !== undefined) this.stmt.keepNotes.run(id, id, part);
     this.announce(id, 'local');
     return true;
   }
@@ -477,9 +510,27 @@ export class ReplicaStore {
     return { changed };
   }
 
+  /**
+   * Remembers `value` under `key` for the document as it is now (its heads): `noted` answers it
+   * until the document changes, without loading it. For a writer of one part of a document that
+   * checks often whether the part holds what it should: the hub's data, upgrade and staging orders,
+   * checked at every handshake on a hub replica, where loading each edge's spec to compare was a
+   * fifth of a reconnect storm's CPU (docs/benchmarks.md). The heads say everything of a
+   * document's contents, so a note is never wrong; at other heads it is simply not there.
+   */
+  note(id: DocId, key: string, value: string): void {
+    this.stmt.putNote.run(key, value, id);
+  }
+
+  /** What `note` remembered under `key`, if the document has not changed since. */
+  noted(id: DocId, key: string): string | undefined {
+    return (this.stmt.getNote.get(id, key) as { value: string } | undefined)?.value;
+  }
+
   /** Deletes a document and its sync states. */
   delete(id: DocId): void {
     this.transaction(() => {
+      this.stmt.dropNotes.run(id);
       this.stmt.dropSync.run(id);
       this.stmt.dropChunks.run(id);
       this.stmt.deleteDoc.run(id);

@@ -39,6 +39,9 @@ import type { SqlDb } from '../state/sql.js';
 
 const log = createLogger('hub:data');
 
+/** The key under which the spec documents note the orders `writeEdge` wrote (sync/store.ts `note`). */
+const NOTE = 'data-orders';
+
 /** How often orders are written again without an object change: edges join and change labels. */
 export const DELIVERY_TICK_MS = 5_000;
 
@@ -194,7 +197,7 @@ export class DataDeliveries {
         if (epoch === undefined) continue; // enrolled, but its mailbox is made at the first sync
         const memo = `${e}\0${name}`;
         if (this.written.get(memo) === `${epoch}\0${orderJson}`) continue;
-        if (this.store.changeBackend(id, (b) => putSpecData(b, name, order), `data ${name} ${order.version}`))
+        if (this.store.changeBackend(id, (b) => putSpecData(b, name, order), `data ${name} ${order.version}`, NOTE))
           ordered++;
         // After the change: a spec written past its size starts a new epoch (compaction).
         this.written.set(memo, `${this.store.epoch(id)}\0${orderJson}`);
@@ -251,8 +254,11 @@ export class DataDeliveries {
       );
       for (const o of objects) if (edgesReached(one, o.spec).length) want.set(o.metadata.name, deliveryOrder(o));
     }
-    // Through the document's backend: at every handshake on a hub replica, and building the JS
-    // view of each spec to compare was a fifth of a reconnect storm's CPU (docs/benchmarks.md).
+    // At every handshake on a hub replica: when the document is as this wrote it last, with the
+    // same orders, it is not even loaded (ReplicaStore `note`); else written through its backend,
+    // without building a JS view.
+    const wanted = JSON.stringify([...want].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    if (this.store.noted(id, NOTE) === wanted) return;
     const names: string[] = [];
     this.store.changeBackend(
       id,
@@ -261,7 +267,9 @@ export class DataDeliveries {
         for (const n of names) putSpecData(b, n, want.get(n));
       },
       'data orders',
+      NOTE,
     );
+    this.store.note(id, NOTE, wanted);
     const epoch = this.store.epoch(id);
     for (const n of names) {
       const order = want.get(n);
@@ -276,7 +284,7 @@ export class DataDeliveries {
       if (this.holds && !this.holds(e)) continue;
       const id = mailboxDocId(edgeName(e), 'spec');
       if (this.store.has(id))
-        this.store.changeBackend(id, (b) => putSpecData(b, name, undefined), `data ${name} withdrawn`);
+        this.store.changeBackend(id, (b) => putSpecData(b, name, undefined), `data ${name} withdrawn`, NOTE);
     }
   }
 }

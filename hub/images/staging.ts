@@ -160,9 +160,14 @@ export class HubStaging {
   private write(edge: string, groups: StagingGroup[]): void {
     const id = mailboxDocId(edgeName(edge), 'spec');
     if (!this.store.has(id)) return;
-    // Through the document's backend (no JS view): this runs at every handshake on a hub replica.
-    if (this.store.changeBackend(id, (b) => putSpecStaging(b, { groups }), 'image staging'))
-      log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
+    // This runs at every handshake on a hub replica: a document unchanged since it was written
+    // with these orders is not loaded (ReplicaStore `note`); else written through its backend.
+    const json = JSON.stringify(groups);
+    if (this.store.noted(id, 'image-staging') !== json) {
+      if (this.store.changeBackend(id, (b) => putSpecStaging(b, { groups }), 'image staging', 'image-staging'))
+        log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
+      this.store.note(id, 'image-staging', json);
+    }
     if (groups.length) this.written.set(edge, JSON.stringify(groups));
     else this.written.delete(edge);
   }

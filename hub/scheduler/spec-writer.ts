@@ -201,8 +201,12 @@ export class SpecWriter {
     });
     // Through the document's backend (core/mailbox.ts writeSpecTo): the hub never reads its spec
     // documents back, so no JS view is built for them on every write.
-    this.store.changeBackend(id, (b) =>
-      writeSpecTo(b, JSON.parse(labels ?? '{}') as Record<string, string>, workloads),
+    // Its labels and workloads only: what other writers noted of their parts stays (sync/store.ts `note`).
+    this.store.changeBackend(
+      id,
+      (b) => writeSpecTo(b, JSON.parse(labels ?? '{}') as Record<string, string>, workloads),
+      undefined,
+      'workloads',
     );
     // Recorded after the change (in the same transaction when a slice batches): a crash in between
     // only costs one more no-op pass, never a digest that claims content the document lacks.
