@@ -162,14 +162,19 @@ describe('hub state on PostgreSQL', () => {
 });
 
 describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)', () => {
-  it("answers an edge handshake's reads from two round trips, until a write to their table", () => {
+  it("answers an edge handshake's reads from one round trip, until a write to their table", async () => {
     const db = freshDb();
     const state = postgresHubState(db);
     state.edges.enroll({ name: 'e1', project: 'shop', approved: true, at: 1 });
     state.events.record({ project: 'shop', kind: 'Edge', name: 'e1', reason: 'Connected', message: 'first', at: 2 });
-    const trips = db.roundTrips;
+    let trips = db.roundTrips;
     prefetchHandshake(db, 'e1');
+    // The edges' projects (once), then the reads; then, its project known, one round trip.
     expect(db.roundTrips - trips).toBe(2);
+    await new Promise((r) => setImmediate(r));
+    trips = db.roundTrips;
+    prefetchHandshake(db, 'e1');
+    expect(db.roundTrips - trips).toBe(1);
     // What the handshake's writers and its connection history read: no round trip of their own.
     expect(state.edges.get('e1')?.project).toBe('shop');
     expect(new SqlAssignmentStore(db).specInputs(['e1']).get('e1')?.keys).toEqual([]);
@@ -177,7 +182,7 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)
     expect(state.imageStaging.ordersOf('e1')).toEqual([]);
     expect(state.objects.list('DataObject', 'shop')).toEqual([]);
     expect(state.events.last('shop', 'Edge', 'e1')?.message).toBe('first');
-    expect(db.roundTrips - trips).toBe(2);
+    expect(db.roundTrips - trips).toBe(1);
     // A write to a table forgets what was read ahead from it, and only that.
     state.events.record({ project: 'shop', kind: 'Edge', name: 'e1', reason: 'Connected', message: 'second', at: 3 });
     const after = db.roundTrips;

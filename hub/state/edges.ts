@@ -68,6 +68,8 @@ export interface EdgeState {
   get(name: string): EdgeRuntime | undefined;
   /** The project of an enrolled edge (edge names are unique across projects). */
   projectOf(name: string): string | undefined;
+  /** Every enrolled edge's project, by edge. */
+  projectsByEdge(): Map<string, string>;
   /** The edge is enrolled (it has a runtime row). */
   exists(name: string): boolean;
   /**
@@ -218,6 +220,14 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         'SELECT name FROM edge_runtime WHERE connected_since IS NOT NULL AND last_seen < ?',
         cutoff,
       ).map((r) => r.name);
+    },
+    projectsByEdge() {
+      return new Map(
+        all<{ name: string; project: string }>(db, 'SELECT name, project FROM edge_runtime').map((r) => [
+          r.name,
+          r.project,
+        ]),
+      );
     },
     lastSeenAll() {
       return all<{ name: string; project: string; last_seen: number }>(

@@ -39,16 +39,31 @@ import { sqlAgentUpgradeRollouts, upgradeOrderRead, type AgentUpgradeRollouts } 
 import { sqlImageStagingState, stagingOrdersRead, type ImageStagingState } from './image-staging.js';
 
 /**
- * On PostgreSQL, the reads an edge's handshake on a hub replica makes, given ahead in two round
- * trips (the second needs the edge's project from the first) instead of one each: the spec check
+ * Per database, the project of each edge as last read: a hint that lets `prefetchHandshake` give
+ * the reads that need the project in its one round trip (a stale hint only makes them miss; each
+ * read still runs with the project its owner reads). Filled from one read of every edge at the
+ * first handshake, so a restarted replica's storm has it too.
+ */
+const projectHints = new WeakMap<SyncPostgres, Map<string, string>>();
+
+/**
+ * On PostgreSQL, the reads an edge's handshake on a hub replica makes, given ahead in one round
+ * trip (two when the edge's project was not known) instead of one each: the spec check
  * (hub/scheduler/spec-writer.ts), the data, upgrade and staging orders (`writeEdge` of
  * hub/data/delivery.ts, hub/upgrades/controller.ts, hub/images/staging.ts) and the connection
  * history (hub/edges/history.ts `recordConnect`). A handshake that reads something else, or the
- * same with other parameters, simply runs that read. Nothing on SQLite. test/hub-postgres.test.ts
- * counts a handshake's round trips.
+ * same with other parameters, simply runs that read. Nothing on SQLite. test/hub-state-postgres.test.ts
+ * counts the round trips.
  */
 export function prefetchHandshake(db: SqlDb, edge: string): void {
   if (!isPostgres(db)) return;
+  let hints = projectHints.get(db);
+  if (!hints) {
+    hints = sqlEdgeState(db).projectsByEdge();
+    projectHints.set(db, hints);
+  }
+  const hint = hints.get(edge);
+  const ofProject = (project: string) => [objectListRead('DataObject', project), lastEventRead(project, 'Edge', edge)];
   prefetch(db, [
     edgeReads.enrolledLabels(db, [edge]),
     specInputsRead(db, [edge]),
@@ -56,10 +71,14 @@ export function prefetchHandshake(db: SqlDb, edge: string): void {
     edgeReads.project(edge),
     upgradeOrderRead(edge),
     stagingOrdersRead(edge),
+    ...(hint === undefined ? [] : ofProject(hint)),
   ]);
   const project = sqlEdgeState(db).projectOf(edge);
-  if (project !== undefined)
-    prefetch(db, [objectListRead('DataObject', project), lastEventRead(project, 'Edge', edge)]);
+  if (project === undefined) hints.delete(edge);
+  else if (project !== hint) {
+    hints.set(edge, project);
+    prefetch(db, ofProject(project));
+  }
 }
 
 export interface HubState {
