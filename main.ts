@@ -228,7 +228,7 @@ export function buildProgram(): Command {
           'outpost hub migrate needs the target: --database postgres://USER:PASSWORD@HOST:PORT/DB (or OUTPOST_DATABASE)',
         );
       const { openPostgres } = await import('./hub/state/pg/open.js');
-      const { redactUrl } = await import('./hub/state/pg/sync-client.js');
+      const { redactUrl } = await import('./hub/state/pg/statements.js');
       const { migrateSqliteHub, sqliteHubFile } = await import('./hub/state/pg/from-sqlite.js');
       const { loadIdentityKey } = await import('./hub/identity/key.js');
       const { identityAdvice, shareHubIdentity } = await import('./hub/identity/index.js');

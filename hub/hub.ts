@@ -58,7 +58,7 @@ import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases } from './state/leases.js';
 import { renewMembership, startReplicas, type Replicas } from './replicas/index.js';
 import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
-import { redactUrl } from './state/pg/sync-client.js';
+import { redactUrl } from './state/pg/statements.js';
 import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { shareHubIdentity } from './identity/index.js';

@@ -13,7 +13,7 @@ import { absolute, applyStep, describeStep, installSource, type InstallStep } fr
 import { environment, execLine, renderUnit, unitPath, type UnitEntry } from '../core/systemd.js';
 import { buildInfo } from '../core/version.js';
 import { postgresUrlProblem } from './state/pg/open.js';
-import { redactUrl } from './state/pg/sync-client.js';
+import { redactUrl } from './state/pg/statements.js';
 
 export const HUB_UNIT = 'outpost-hub.service';
 

@@ -11,13 +11,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  DatabaseError,
-  DatabaseUnavailable,
-  numberPlaceholders,
-  redactUrl,
-  SyncPostgres,
-} from '../hub/state/pg/sync-client.js';
+import { DatabaseError, DatabaseUnavailable, numberPlaceholders, redactUrl } from '../hub/state/pg/statements.js';
+import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { toOutpostError } from '../core/errors.js';
 import { TestPostgres } from './fixtures/postgres.js';
 

@@ -4,7 +4,8 @@
  * message that names the problem and the fix; the password never appears in it.
  */
 import { createLogger } from '../../../core/logger.js';
-import { DatabaseError, DatabaseUnavailable, redactUrl, SyncPostgres } from './sync-client.js';
+import { DatabaseError, DatabaseUnavailable, redactUrl } from './statements.js';
+import { SyncPostgres } from './sync-client.js';
 import { migratePostgres } from './schema.js';
 
 const log = createLogger('hub:db');

@@ -24,81 +24,26 @@ import {
   type WorkerOptions,
 } from 'node:worker_threads';
 import { PG_GATHER_MS } from '../../../core/durations.js';
-import { OutpostError } from '../../../core/errors.js';
 import { createLogger } from '../../../core/logger.js';
 import { packagedAsset } from '../../../sync/native.js';
+import {
+  asRows,
+  connectionLost,
+  DatabaseError,
+  DatabaseUnavailable,
+  numberPlaceholders,
+  type Param,
+  prefetchKey,
+  redactUrl,
+} from './statements.js';
 
 const log = createLogger('hub:db');
-
-/**
- * The database cannot be reached, or did not answer in time: an OutpostError `unavailable`, so
- * the one mapping (core/errors.ts) answers an API call with 503 while the database is down.
- */
-export class DatabaseUnavailable extends OutpostError {
-  constructor(message: string) {
-    super('unavailable', message);
-    this.name = 'DatabaseUnavailable';
-  }
-}
-
-/** PostgreSQL refused a statement (its SQLSTATE in `code`). */
-export class DatabaseError extends Error {
-  constructor(
-    message: string,
-    readonly code: string | undefined,
-  ) {
-    super(message);
-    this.name = 'DatabaseError';
-  }
-}
 
 export interface SyncPostgresOptions {
   /** How long connecting may take. */
   connectTimeoutMs?: number;
   /** How long one statement may take, on the server and in the wait here. */
   statementTimeoutMs?: number;
-}
-
-type Param = string | number | bigint | boolean | null | Buffer;
-
-/**
- * Whether an error code means the database is not there rather than that a statement was wrong:
- * no SQLSTATE at all (a socket error such as ECONNREFUSED, ECONNRESET, ENOTFOUND), class 08
- * (connection exception) or 57P (operator intervention: the server shuts down).
- */
-export function connectionLost(code: string | undefined): boolean {
-  return !code || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P)/.test(code);
-}
-
-/** `?` placeholders numbered `$1`, `$2`... for PostgreSQL; a `?` inside '...' or "..." stays. */
-export function numberPlaceholders(sql: string): string {
-  let out = '';
-  let n = 0;
-  let quote: string | undefined;
-  for (const ch of sql) {
-    if (quote) {
-      if (ch === quote) quote = undefined;
-      out += ch;
-    } else if (ch === "'" || ch === '"') {
-      quote = ch;
-      out += ch;
-    } else out += ch === '?' ? `$${++n}` : ch;
-  }
-  return out;
-}
-
-/** `postgres://user:secret@host/db` with the password masked, for messages and logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
-}
-
-/**
- * A BYTEA value as a Buffer, as better-sqlite3 gives a BLOB: the worker's Buffer arrives as a plain
- * Uint8Array (a message between threads keeps only the bytes), which its callers, typed for Buffer,
- * would compare and print differently.
- */
-function asBuffer(v: unknown): unknown {
-  return v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v;
 }
 
 /** The worker thread: worker.ts from source, else the bundled side/pg-worker.cjs (in the executable or beside the bundle). */
@@ -155,14 +100,6 @@ export type ReplicaSessionEvent =
  * next change it stands for.
  */
 export const MAX_DEFERRED_WRITES = 20_000;
-
-const prefetchKey = (sql: string, params: readonly Param[]): string => `${sql}\0${JSON.stringify(params)}`;
-
-/** Rows as the hub reads them (bytea as Buffer). */
-function asRows<Row>(rows: Record<string, unknown>[] | undefined): Row[] {
-  for (const row of rows ?? []) for (const k in row) row[k] = asBuffer(row[k]);
-  return (rows ?? []) as Row[];
-}
 
 interface Deferred {
   sql: string;
