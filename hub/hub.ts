@@ -53,7 +53,13 @@ import { limitConnections, MAX_CONNECTIONS_PER_ADDRESS, serverTimeouts } from '.
 import { createHubMetrics } from './metrics.js';
 import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
-import { postgresHubState, prefetchHandshake, sqliteHubState, type HubState } from './state/index.js';
+import {
+  postgresHubState,
+  prefetchDisconnect,
+  prefetchHandshake,
+  sqliteHubState,
+  type HubState,
+} from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases } from './state/leases.js';
 import { renewMembership, startReplicas, type Replicas } from './replicas/index.js';
@@ -497,6 +503,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       imageStaging.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
+      // On PostgreSQL: what recording it reads, in one round trip.
+      prefetchDisconnect(db, conn.edge);
       edges.disconnected(conn.edge, code, reason);
       // A newer connection of the edge to this same process holds the lease now: keep it.
       if (!sync?.connection(conn.edge)) leases?.release(conn.edge);

@@ -14,7 +14,7 @@ import { hubSchemas } from '../hub/db.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
 import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
-import { postgresHubState, prefetchHandshake } from '../hub/state/index.js';
+import { postgresHubState, prefetchDisconnect, prefetchHandshake } from '../hub/state/index.js';
 import { SqlAssignmentStore } from '../hub/state/assignments.js';
 import { sqlEdgeState } from '../hub/state/edges.js';
 import {
@@ -191,6 +191,20 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)
     expect(state.events.last('shop', 'Edge', 'e1')?.message).toBe('second');
     // Read again: the round trip it saved before.
     expect(db.roundTrips).toBe(after + 1);
+  });
+
+  it("reads a disconnection's project and last event ahead in one round trip", async () => {
+    const db = freshDb();
+    const state = postgresHubState(db);
+    state.edges.enroll({ name: 'e3', project: 'shop', approved: true, at: 1 });
+    state.events.record({ project: 'shop', kind: 'Edge', name: 'e3', reason: 'Connected', message: 'up', at: 2 });
+    prefetchHandshake(db, 'e3'); // learns the edge's project
+    await new Promise((r) => setImmediate(r));
+    const trips = db.roundTrips;
+    prefetchDisconnect(db, 'e3');
+    expect(state.edges.projectOf('e3')).toBe('shop');
+    expect(state.events.last('shop', 'Edge', 'e3')?.message).toBe('up');
+    expect(db.roundTrips - trips).toBe(1);
   });
 
   it('forgets everything read ahead at the end of the turn', async () => {

@@ -65,8 +65,10 @@ export function recordConnect(state: HubState, conn: ConnectionFacts, now = Date
 /** Records a disconnection (one transaction). */
 export function recordDisconnect(state: HubState, edge: string, code: number, reason: string, now = Date.now()): void {
   state.transaction(() => {
-    state.edges.disconnected(edge, now, `${code} ${reason}`.trim());
+    // Read before the write to the runtime row, which would forget it if it was read ahead
+    // (hub/state/index.ts `prefetchDisconnect`).
     const project = state.edges.projectOf(edge);
+    state.edges.disconnected(edge, now, `${code} ${reason}`.trim());
     if (project === undefined) return;
     const why = `${code}${reason ? `: ${reason}` : ''}`;
     const last = state.events.last(project, 'Edge', edge);
