@@ -16,7 +16,7 @@ import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import { postgresHubState, prefetchDisconnect, prefetchHandshake } from '../hub/state/index.js';
 import { SqlAssignmentStore } from '../hub/state/assignments.js';
-import { sqlEdgeState } from '../hub/state/edges.js';
+import { edgeReads, sqlEdgeState } from '../hub/state/edges.js';
 import {
   blobIndexSuite,
   catalogStateSuite,
@@ -205,6 +205,32 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)
     expect(state.edges.projectOf('e3')).toBe('shop');
     expect(state.events.last('shop', 'Edge', 'e3')?.message).toBe('up');
     expect(db.roundTrips - trips).toBe(1);
+  });
+
+  it("finds one edge's rows by index among thousands (a list parameter is no scan of the table)", () => {
+    const db = freshDb();
+    db.exec(
+      "INSERT INTO edge_runtime (name, project, approved, enrolled_at) SELECT 'e' || g, 'shop', 1, 1 FROM generate_series(1, 5000) g; ANALYZE",
+    );
+    type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] };
+    const [
+      {
+        'QUERY PLAN': [{ Plan }],
+      },
+    ] = db.all<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) ${edgeReads.enrolledLabels(db, ['e42']).sql}`,
+      JSON.stringify(['e42']),
+    );
+    const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+    const onRuntime = nodes(Plan).filter((n) => n['Relation Name'] === 'edge_runtime');
+    expect(onRuntime.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    expect(nodes(Plan).map((n) => n['Index Name'])).toContain('edge_runtime_pkey');
+    expect(sqlEdgeState(db).enrolledLabels(['e42', 'e4242', 'nope'])).toEqual(
+      new Map([
+        ['e42', undefined],
+        ['e4242', undefined],
+      ]),
+    );
   });
 
   it('forgets everything read ahead at the end of the turn', async () => {

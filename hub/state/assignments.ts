@@ -20,7 +20,7 @@ import { sqlEdgeState, type EdgeState } from './edges.js';
 import {
   all,
   allOf,
-  jsonListParam,
+  inJsonList,
   one,
   read,
   run,
@@ -165,10 +165,10 @@ export function specInputsRead(db: SqlDb, edges: readonly string[]): Read {
   return read(
     `SELECT * FROM (
        SELECT ${KEY_COLUMNS}, manifests, NULL AS epoch, NULL AS digest FROM assignments
-       WHERE edge IN (${jsonListParam(db)})
+       WHERE ${inJsonList(db, 'edge')}
        UNION ALL
        SELECT edge, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, epoch, digest FROM spec_written
-       WHERE edge IN (${jsonListParam(db)})
+       WHERE ${inJsonList(db, 'edge')}
      ) x ORDER BY edge, workload`,
     list,
     list,
@@ -251,7 +251,7 @@ export class SqlAssignmentStore implements AssignmentStore {
     const out = new Map<string, { project: string; placement: string }[]>();
     for (const r of all<{ edge: string; project: string; placement: string }>(
       this.db,
-      `SELECT DISTINCT edge, project, placement FROM assignments WHERE edge IN (${jsonListParam(this.db)})`,
+      `SELECT DISTINCT edge, project, placement FROM assignments WHERE ${inJsonList(this.db, 'edge')}`,
       JSON.stringify(edges),
     ))
       (out.get(r.edge) ?? out.set(r.edge, []).get(r.edge)!).push({ project: r.project, placement: r.placement });
@@ -261,7 +261,7 @@ export class SqlAssignmentStore implements AssignmentStore {
   heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string> {
     const rows = all<{ edge: string; workload: string; placement: string }>(
       this.db,
-      `SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ? AND workload IN (${jsonListParam(this.db)})`,
+      `SELECT edge, workload, placement FROM assignments WHERE project = ? AND placement <> ? AND ${inJsonList(this.db, 'workload')}`,
       project,
       placement,
       JSON.stringify(workloads),
@@ -289,7 +289,7 @@ export class SqlAssignmentStore implements AssignmentStore {
     if (!edges.length) return out;
     for (const r of all<{ edge: string; workload: string; observed_generation: number }>(
       this.db,
-      `SELECT edge, workload, observed_generation FROM workload_status WHERE edge IN (${jsonListParam(this.db)})`,
+      `SELECT edge, workload, observed_generation FROM workload_status WHERE ${inJsonList(this.db, 'edge')}`,
       JSON.stringify(edges),
     ))
       out.set(`${r.edge}/${r.workload}`, r.observed_generation);

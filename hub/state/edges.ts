@@ -18,7 +18,7 @@ import {
   alreadyWritten,
   forgetWritten,
   json,
-  jsonListParam,
+  inJsonList,
   one,
   oneOf,
   read,
@@ -178,7 +178,7 @@ export const edgeReads = {
   enrolledLabels: (db: SqlDb, names: readonly string[]) =>
     read(
       `SELECT r.name, o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
-       WHERE r.name IN (${jsonListParam(db)})`,
+       WHERE ${inJsonList(db, 'r.name')}`,
       JSON.stringify(names),
     ),
 };

@@ -11,7 +11,7 @@
  * | edge_leases | edge, replica, expires_at, taken_at |
  */
 import type { Migration } from '../../sync/sqlite.js';
-import { all, jsonListParam, migrateTables, one, runLater, type SqlDb } from './sql.js';
+import { all, inJsonList, migrateTables, one, runLater, type SqlDb } from './sql.js';
 
 export const LEASE_MIGRATIONS: Migration[] = [
   {
@@ -75,7 +75,7 @@ export class EdgeLeases {
     const mine = new Set(
       all<{ edge: string }>(
         this.db,
-        `UPDATE edge_leases SET expires_at = ? WHERE replica = ? AND edge IN (${jsonListParam(this.db)}) RETURNING edge`,
+        `UPDATE edge_leases SET expires_at = ? WHERE replica = ? AND ${inJsonList(this.db, 'edge')} RETURNING edge`,
         now + LEASE_TTL_MS,
         this.replica,
         JSON.stringify(edges),

@@ -25,7 +25,19 @@ export function containsParam(db: SqlDb, column: string): string {
   return isPostgres(db) ? `strpos(${column}, ?) > 0` : `instr(${column}, ?) > 0`;
 }
 
-/** A subquery of the strings of a JSON array given as the next parameter (`IN (...)` a list). */
+/**
+ * `column` is one of the strings of a JSON array given as the next parameter. On PostgreSQL as
+ * `= ANY(ARRAY(...))`, which the planner answers from the column's index: `IN (SELECT
+ * json_array_elements_text(...))` made it hash the whole table (it guesses 100 rows from the
+ * function), a scan of every edge for each handshake's read of one (docs/benchmarks.md, issue #22).
+ */
+export function inJsonList(db: SqlDb, column: string): string {
+  return isPostgres(db)
+    ? `${column} = ANY(ARRAY(SELECT json_array_elements_text(CAST(? AS json))))`
+    : `${column} IN (SELECT value FROM json_each(?))`;
+}
+
+/** A subquery of the strings of a JSON array given as the next parameter (`NOT IN (...)` a list; for `IN`, `inJsonList`). */
 export function jsonListParam(db: SqlDb): string {
   return isPostgres(db) ? 'SELECT json_array_elements_text(CAST(? AS json))' : 'SELECT value FROM json_each(?)';
 }
