@@ -471,13 +471,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
   const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
-  // On PostgreSQL the credentials of one turn's upgrades are read in one round trip.
-  const verifyCredential = auth.edgeCredentialVerifier(db);
   sync = new SyncServer({
     store,
     hubVersion: version,
-    authenticate: async (token) => {
-      const id = await verifyCredential(token);
+    authenticate: (token) => {
+      const id = auth.verifyEdgeCredential(db, token);
       return id ? { edge: edgeName(id.edge) } : null;
     },
     decommissioned: (token) => {

@@ -6,7 +6,6 @@
 export { parseToken, type ParsedToken, type TokenKind } from '../../sync/pinned-ca.js';
 export {
   decommissionedAt,
-  edgeCredentialVerifier,
   edgeSealKey,
   issueEdgeCredential,
   revokeEdgeCredential,
