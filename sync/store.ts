@@ -522,6 +522,25 @@ export class ReplicaStore {
     this.stmt.putNote.run(key, value, id);
   }
 
+  /**
+   * Writes one part of a document so that it holds what `value` stands for (its JSON, say), unless
+   * the document was noted holding it (`noted`), in which case it is not even loaded: `fn` writes
+   * the part through the backend (`changeBackend` with `part`, keeping the notes of the other
+   * parts), and the value is noted afterwards. Returns whether the document changed.
+   */
+  changePart(
+    id: DocId,
+    part: string,
+    value: string,
+    fn: (backend: ReturnType<typeof A.getBackend>) => void,
+    message?: string,
+  ): boolean {
+    if (this.noted(id, part) === value) return false;
+    const changed = this.changeBackend(id, fn, message, part);
+    this.note(id, part, value);
+    return changed;
+  }
+
   /** What `note` remembered under `key`, if the document has not changed since. */
   noted(id: DocId, key: string): string | undefined {
     return (this.stmt.getNote.get(id, key) as { value: string } | undefined)?.value;

@@ -254,22 +254,19 @@ export class DataDeliveries {
       );
       for (const o of objects) if (edgesReached(one, o.spec).length) want.set(o.metadata.name, deliveryOrder(o));
     }
-    // At every handshake on a hub replica: when the document is as this wrote it last, with the
-    // same orders, it is not even loaded (ReplicaStore `note`); else written through its backend,
-    // without building a JS view.
+    // At every handshake on a hub replica: a document that holds these orders is not loaded.
     const wanted = JSON.stringify([...want].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-    if (this.store.noted(id, NOTE) === wanted) return;
     const names: string[] = [];
-    this.store.changeBackend(
+    this.store.changePart(
       id,
+      NOTE,
+      wanted,
       (b) => {
         names.push(...new Set([...want.keys(), ...specDataNames(b)]));
         for (const n of names) putSpecData(b, n, want.get(n));
       },
       'data orders',
-      NOTE,
     );
-    this.store.note(id, NOTE, wanted);
     const epoch = this.store.epoch(id);
     for (const n of names) {
       const order = want.get(n);

@@ -160,15 +160,11 @@ export class HubStaging {
   private write(edge: string, groups: StagingGroup[]): void {
     const id = mailboxDocId(edgeName(edge), 'spec');
     if (!this.store.has(id)) return;
-    // This runs at every handshake on a hub replica: a document unchanged since it was written
-    // with these orders is not loaded (ReplicaStore `note`); else written through its backend.
+    // This runs at every handshake on a hub replica: a document that holds the orders is not loaded.
     const json = JSON.stringify(groups);
-    if (this.store.noted(id, 'image-staging') !== json) {
-      if (this.store.changeBackend(id, (b) => putSpecStaging(b, { groups }), 'image staging', 'image-staging'))
-        log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
-      this.store.note(id, 'image-staging', json);
-    }
-    if (groups.length) this.written.set(edge, JSON.stringify(groups));
+    if (this.store.changePart(id, 'image-staging', json, (b) => putSpecStaging(b, { groups }), 'image staging'))
+      log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
+    if (groups.length) this.written.set(edge, json);
     else this.written.delete(edge);
   }
 }

@@ -373,18 +373,14 @@ export class AgentUpgradeController {
   private writeDoc(edge: string, order: AgentUpgradeOrder | undefined): void {
     const id = mailboxDocId(edgeName(edge), 'spec');
     if (!this.store.has(id)) return;
-    // This runs at every handshake on a hub replica: a document unchanged since it was written
-    // with this order is not loaded (ReplicaStore `note`); else written through its backend.
-    const json = JSON.stringify(order ?? null);
-    if (this.store.noted(id, 'agent-upgrade') !== json) {
-      this.store.changeBackend(
-        id,
-        (b) => putSpecAgentUpgrade(b, order),
-        order ? `agent upgrade ${order.upgrade}` : 'agent upgrade withdrawn',
-        'agent-upgrade',
-      );
-      this.store.note(id, 'agent-upgrade', json);
-    }
+    // This runs at every handshake on a hub replica: a document that holds the order is not loaded.
+    this.store.changePart(
+      id,
+      'agent-upgrade',
+      JSON.stringify(order ?? null),
+      (b) => putSpecAgentUpgrade(b, order),
+      order ? `agent upgrade ${order.upgrade}` : 'agent upgrade withdrawn',
+    );
     if (order) this.written.set(edge, JSON.stringify(order));
     else this.written.delete(edge);
   }
