@@ -13,7 +13,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import { REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
+import { PG_GATHER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
 import { createLogger, throttle } from '../core/logger.js';
@@ -56,7 +56,7 @@ import { SqlAssignmentStore } from './state/assignments.js';
 import {
   postgresHubState,
   prefetchDisconnect,
-  prefetchHandshake,
+  prefetchHandshakes,
   sqliteHubState,
   type HubState,
 } from './state/index.js';
@@ -471,11 +471,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
   const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
+  // On PostgreSQL the credentials of the upgrades of PG_GATHER_MS are read in one round trip.
+  const verifyCredential = auth.edgeCredentialVerifier(db);
   sync = new SyncServer({
     store,
     hubVersion: version,
-    authenticate: (token) => {
-      const id = auth.verifyEdgeCredential(db, token);
+    authenticate: async (token) => {
+      const id = await verifyCredential(token);
       return id ? { edge: edgeName(id.edge) } : null;
     },
     decommissioned: (token) => {
@@ -484,9 +486,18 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         ? undefined
         : `this edge was decommissioned on ${new Date(at).toISOString()}: it is no longer part of the fleet; run outpost edge uninstall on it, or enroll it again with a new join token`;
     },
-    onConnect: (conn) => {
-      edges.connected(conn);
-      leases?.take(conn.edge);
+    onConnect: (conns) => {
+      edges.connected(conns);
+      for (const conn of conns) leases?.take(conn.edge);
+    },
+    // On PostgreSQL: what the handshakes of PG_GATHER_MS read (below and the connection
+    // history), in one round trip for all of them, and their connections recorded in one more.
+    gatherHellosMs: pg ? PG_GATHER_MS : 0,
+    beforeWelcomes: (batch) => {
+      prefetchHandshakes(
+        db,
+        batch.filter((b) => b.fresh || peers).map((b) => b.edge),
+      );
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
     // written from the assignments before the edge is answered, in this replica's new epoch, with
@@ -495,8 +506,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // every time: another replica may have served the edge since this one last did.
     beforeWelcome: (edge, fresh) => {
       if (!fresh && !peers) return;
-      // On PostgreSQL: this handshake's reads (those below and the connection history's) in two round trips.
-      prefetchHandshake(db, edge);
       sched.writeSpec(edge);
       deliveries?.writeEdge(edge);
       upgrades?.writeEdge(edge);

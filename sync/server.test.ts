@@ -231,6 +231,52 @@ describe('sync endpoint refuses hostile input', () => {
   });
 });
 
+describe('hellos of one turn answered together', () => {
+  it('one read-ahead and one record for all of them; a frame before the welcome is refused', async () => {
+    const before: { edge: string; fresh: boolean }[][] = [];
+    const connected: string[][] = [];
+    const batched = await listenSyncServer({
+      store: hubStore,
+      hubVersion: 'test',
+      authenticate: (t) => (t.startsWith('tok-') ? { edge: edgeName(t.slice(4)) } : null),
+      beforeWelcomes: (edges) => before.push(edges),
+      onConnect: (conns) => connected.push(conns.map((c) => c.edge)),
+    });
+    const names = ['batch-1', 'batch-2', 'batch-3'];
+    const sockets = names.map((n) => new WebSocket(batched.url, { headers: { authorization: `Bearer tok-${n}` } }));
+    try {
+      await Promise.all(sockets.map((ws) => new Promise((r) => ws.once('open', r))));
+      const welcomes = sockets.map((ws) => new Promise<string>((r) => ws.once('message', (d) => r(d.toString()))));
+      // Sent in one turn of this (the hub's) event loop: the hub reads them in one turn too.
+      for (const ws of sockets) ws.send(hello());
+      for (const w of await Promise.all(welcomes)) expect(JSON.parse(w).type).toBe('welcome');
+      expect(before).toEqual([names.map((edge) => ({ edge, fresh: true }))]);
+      expect(connected).toEqual([names]);
+      // The edge waits for the welcome before anything else; a peer that does not is refused.
+      const early = await new Promise<{ code: number; message: string }>((resolve) => {
+        const ws = new WebSocket(batched.url, { headers: { authorization: 'Bearer tok-batch-4' } });
+        let message = '';
+        ws.on('open', () => {
+          ws.send(hello());
+          ws.send(encodeControl({ type: 'heartbeat', at: Date.now() }));
+        });
+        ws.on('message', (d) => {
+          const m = JSON.parse(d.toString()) as { type: string; message: string };
+          if (m.type === 'error') message = m.message;
+        });
+        ws.on('close', (code) => resolve({ code, message }));
+        ws.on('error', () => undefined);
+      });
+      expect(early.code).toBe(4400);
+      expect(early.message).toMatch(/before the welcome/);
+      expect(connected.flat()).not.toContain('batch-4');
+    } finally {
+      for (const ws of sockets) ws.terminate();
+      await batched.close();
+    }
+  });
+});
+
 describe('admission control', () => {
   it('beyond the handshake limit upgrades wait in line; beyond the line they get 503 with Retry-After', async () => {
     const busy = await listenSyncServer({

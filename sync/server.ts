@@ -86,7 +86,20 @@ export interface SyncServerOptions {
    */
   decommissioned?(token: string): string | undefined;
   heartbeatSeconds?(edge: EdgeName): number;
-  onConnect?(conn: EdgeConnection): void;
+  /**
+   * The hellos received together (`gatherHellosMs`) are answered together: called first with
+   * their edges (`fresh` as for `beforeWelcome`), so the hub can read what their handshakes need
+   * at once (one round trip on PostgreSQL for a whole reconnect wave, instead of one per edge).
+   */
+  beforeWelcomes?(edges: { edge: EdgeName; fresh: boolean }[]): void;
+  /**
+   * Hellos received within this many milliseconds of the first are answered together (default 0:
+   * those of one turn of the event loop). The hub on PostgreSQL gathers for PG_GATHER_MS: its
+   * batch costs two round trips, however many edges it holds.
+   */
+  gatherHellosMs?: number;
+  /** The connections welcomed together (see `beforeWelcomes`), after their welcomes were sent. */
+  onConnect?(conns: EdgeConnection[]): void;
   /**
    * Called before the handshake answers, with the edge's mailbox in place; `fresh` when it was
    * just made here (a new edge, or one coming from another hub replica whose spec this hub never
@@ -130,6 +143,15 @@ export function answerAndDestroy(
   });
 }
 
+/** A hello waiting for its turn's batch (SyncServer `answerHellos`). */
+interface QueuedHello {
+  ws: WebSocket;
+  edge: EdgeName;
+  hello: HelloMessage;
+  remoteAddress: string;
+  welcomed(conn: EdgeConnection): void;
+}
+
 export class SyncServer {
   private readonly wss: WebSocketServer;
   private readonly conns = new Map<EdgeName, EdgeConnection>();
@@ -150,6 +172,8 @@ export class SyncServer {
    * per frame: under a fan-out's Ready reports that commit was the hub's largest single cost.
    */
   private inbox: { conn: EdgeConnection; frame: SyncFrame; bytes: number }[] = [];
+  /** Hellos received in this turn of the event loop, answered together (`answerHellos`). */
+  private hellos: QueuedHello[] = [];
   private inboxScheduled = false;
   private pendingHandshakes = 0;
   /** Set by close(): the owner records the stop for all edges at once, not one disconnect at a time. */
@@ -428,6 +452,7 @@ export class SyncServer {
     const edge = identity.edge;
     const remoteAddress = req.socket.remoteAddress ?? '';
     let conn: EdgeConnection | undefined;
+    let helloSent = false;
     this.alive.set(ws, true);
     ws.on('pong', () => this.alive.set(ws, true));
     const handshakeTimer = setTimeout(
@@ -465,12 +490,23 @@ export class SyncServer {
       this.alive.set(ws, true);
       try {
         if (!conn) {
+          if (helloSent)
+            throw new ProtocolError('bad_frame', 'a frame before the welcome: wait for the hub to answer the hello');
           if (isBinary) throw new ProtocolError('bad_frame', 'expected a hello text frame first');
           const msg = decodeControl(buf.toString('utf8'));
           if (msg.type !== 'hello') throw new ProtocolError('bad_frame', `expected hello, got ${msg.type}`);
           clearTimeout(handshakeTimer);
-          conn = this.welcome(ws, edge, msg, remoteAddress);
-          handshakeDone();
+          helloSent = true;
+          this.queueHello({
+            ws,
+            edge,
+            hello: msg,
+            remoteAddress,
+            welcomed: (c) => {
+              conn = c;
+              handshakeDone();
+            },
+          });
           return;
         }
         if (isBinary) {
@@ -577,8 +613,48 @@ export class SyncServer {
     );
     session.start(quiet);
     log.info({ edge, remoteAddress, agentVersion: hello.agentVersion }, 'edge connected');
-    this.opts.onConnect?.(conn);
     return conn;
+  }
+
+  private queueHello(h: QueuedHello): void {
+    this.hellos.push(h);
+    if (this.hellos.length > 1) return;
+    const gather = this.opts.gatherHellosMs ?? 0;
+    if (gather > 0) setTimeout(() => this.answerHellos(), gather);
+    else setImmediate(() => this.answerHellos());
+  }
+
+  /**
+   * Answers the hellos received since the last turn, together: `beforeWelcomes` with all of
+   * them, each welcome, then `onConnect` with the connections made.
+   */
+  private answerHellos(): void {
+    const batch = this.hellos.filter((h) => h.ws.readyState === h.ws.OPEN);
+    this.hellos = [];
+    if (!batch.length || this.closing) return;
+    const store = this.opts.store;
+    try {
+      this.opts.beforeWelcomes?.(batch.map((h) => ({ edge: h.edge, fresh: !store.has(mailboxDocId(h.edge, 'spec')) })));
+    } catch (err) {
+      // Only reads ahead: each handshake still reads what it needs itself.
+      log.warn({ err, edges: batch.length }, 'reading ahead for a batch of handshakes failed');
+    }
+    const conns: EdgeConnection[] = [];
+    for (const h of batch) {
+      try {
+        const conn = this.welcome(h.ws, h.edge, h.hello, h.remoteAddress);
+        h.welcomed(conn);
+        conns.push(conn);
+      } catch (err) {
+        this.frameFailed(h.ws, h.edge, err);
+      }
+    }
+    if (!conns.length) return;
+    try {
+      this.opts.onConnect?.(conns);
+    } catch (err) {
+      log.error({ err, edges: conns.length }, 'internal error recording new connections');
+    }
   }
 
   private frameFailed(ws: WebSocket, edge: EdgeName, err: unknown): void {

@@ -12,9 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJoinToken } from '../hub/auth/join-tokens.js';
 import { hubSchemas } from '../hub/db.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
+import { recordConnects } from '../hub/edges/history.js';
 import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
-import { postgresHubState, prefetchDisconnect, prefetchHandshake } from '../hub/state/index.js';
+import { postgresHubState, prefetchDisconnect, prefetchHandshakes } from '../hub/state/index.js';
 import { SqlAssignmentStore } from '../hub/state/assignments.js';
 import { edgeReads, sqlEdgeState } from '../hub/state/edges.js';
 import {
@@ -161,19 +162,19 @@ describe('hub state on PostgreSQL', () => {
   }, 60_000);
 });
 
-describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)', () => {
+describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes)', () => {
   it("answers an edge handshake's reads from one round trip, until a write to their table", async () => {
     const db = freshDb();
     const state = postgresHubState(db);
     state.edges.enroll({ name: 'e1', project: 'shop', approved: true, at: 1 });
     state.events.record({ project: 'shop', kind: 'Edge', name: 'e1', reason: 'Connected', message: 'first', at: 2 });
     let trips = db.roundTrips;
-    prefetchHandshake(db, 'e1');
+    prefetchHandshakes(db, ['e1']);
     // The edges' projects (once), then the reads; then, its project known, one round trip.
     expect(db.roundTrips - trips).toBe(2);
     await new Promise((r) => setImmediate(r));
     trips = db.roundTrips;
-    prefetchHandshake(db, 'e1');
+    prefetchHandshakes(db, ['e1']);
     expect(db.roundTrips - trips).toBe(1);
     // What the handshake's writers and its connection history read: no round trip of their own.
     expect(state.edges.get('e1')?.project).toBe('shop');
@@ -193,12 +194,48 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)
     expect(db.roundTrips).toBe(after + 1);
   });
 
+  it('reads and records the handshakes of a whole batch of edges in two round trips', async () => {
+    const db = freshDb();
+    const state = postgresHubState(db);
+    const edges = ['b1', 'b2', 'b3', 'b4', 'b5'];
+    for (const [i, name] of edges.entries()) {
+      state.edges.enroll({ name, project: 'shop', approved: true, at: 1 });
+      state.events.record({
+        project: 'shop',
+        kind: 'Edge',
+        name,
+        reason: 'Disconnected',
+        message: 'gone',
+        at: Date.now() - 1000 + i,
+      });
+    }
+    prefetchHandshakes(db, edges); // learns the edges' projects
+    await new Promise((r) => setImmediate(r));
+    const trips = db.roundTrips;
+    prefetchHandshakes(db, edges);
+    for (const name of edges) {
+      expect(new SqlAssignmentStore(db).specInputs([name]).get(name)?.keys).toEqual([]);
+      expect(state.agentUpgrades.order(name)).toBeUndefined();
+      expect(state.imageStaging.ordersOf(name)).toEqual([]);
+    }
+    recordConnects(
+      state,
+      edges.map((edge) => ({ edge, remoteAddress: '10.0.0.9', agentVersion: 't' })),
+    );
+    // One round trip reads for all, one records all (BEGIN, the writes and COMMIT pipelined).
+    expect(db.roundTrips - trips).toBe(2);
+    for (const name of edges) {
+      expect(state.events.last('shop', 'Edge', name)?.reason).toBe('Reconnected');
+      expect(state.edges.get(name)?.connectedSince).toBeGreaterThan(0);
+    }
+  });
+
   it("reads a disconnection's project and last event ahead in one round trip", async () => {
     const db = freshDb();
     const state = postgresHubState(db);
     state.edges.enroll({ name: 'e3', project: 'shop', approved: true, at: 1 });
     state.events.record({ project: 'shop', kind: 'Edge', name: 'e3', reason: 'Connected', message: 'up', at: 2 });
-    prefetchHandshake(db, 'e3'); // learns the edge's project
+    prefetchHandshakes(db, ['e3']); // learns the edge's project
     await new Promise((r) => setImmediate(r));
     const trips = db.roundTrips;
     prefetchDisconnect(db, 'e3');
@@ -237,7 +274,7 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshake)
     const db = freshDb();
     const state = postgresHubState(db);
     state.edges.enroll({ name: 'e2', project: 'shop', approved: true, at: 1 });
-    prefetchHandshake(db, 'e2');
+    prefetchHandshakes(db, ['e2']);
     await new Promise((r) => setImmediate(r));
     const trips = db.roundTrips;
     expect(state.edges.projectOf('e2')).toBe('shop');

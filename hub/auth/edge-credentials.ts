@@ -3,10 +3,11 @@
  * sync connection (docs/protocol.md). One per edge: issuing a new one (re-enrollment) replaces the
  * old one, and revoking it (decommission) makes the hub refuse the edge at the upgrade.
  */
+import { PG_GATHER_MS } from '../../core/durations.js';
 import type { EdgeName } from '../../core/ids.js';
 import { edgeName } from '../../core/ids.js';
 import { formatToken, parseToken } from '../../sync/pinned-ca.js';
-import { one, run, type SqlDb } from '../state/sql.js';
+import { isPostgres, one, oneOf, prefetch, read, run, type Read, type SqlDb } from '../state/sql.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
 
 /**
@@ -32,18 +33,59 @@ export function issueEdgeCredential(db: SqlDb, edge: string, sealKey?: string, n
   return token;
 }
 
+/** The read `verifyEdgeCredential` makes for a token (undefined: malformed, nothing to read). */
+function credentialRead(token: string): Read | undefined {
+  const t = parseToken(token);
+  return t && t.kind === 'edge' ? read('SELECT edge, secret_hash FROM edge_credentials WHERE id = ?', t.id) : undefined;
+}
+
 /** The edge a credential belongs to; null for a replaced, revoked, unknown or malformed one. */
 export function verifyEdgeCredential(db: SqlDb, token: string): { edge: EdgeName } | null {
   migrateAuth(db);
   const t = parseToken(token);
-  if (!t || t.kind !== 'edge') return null;
-  const row = one<{ edge: string; secret_hash: Buffer }>(
-    db,
-    'SELECT edge, secret_hash FROM edge_credentials WHERE id = ?',
-    t.id,
-  );
+  const r = credentialRead(token);
+  if (!t || !r) return null;
+  const row = oneOf<{ edge: string; secret_hash: Buffer }>(db, r);
   if (!row || !secretMatches(t.secret, row.secret_hash) || row.edge !== t.edge) return null;
   return { edge: row.edge as EdgeName };
+}
+
+/**
+ * `verifyEdgeCredential` for the sync upgrades: on PostgreSQL the credentials presented within
+ * `gatherMs` of the first are read together, in one round trip (sql.ts `prefetch`); a reconnect
+ * storm was one round trip per upgrade, each blocking the event loop. On SQLite each is verified
+ * at once.
+ */
+export function edgeCredentialVerifier(
+  db: SqlDb,
+  gatherMs = PG_GATHER_MS,
+): (token: string) => Promise<{ edge: EdgeName } | null> {
+  if (!isPostgres(db)) return (token) => Promise.resolve(verifyEdgeCredential(db, token));
+  let waiting: { token: string; done: (err: unknown, id?: { edge: EdgeName } | null) => void }[] = [];
+  const verifyAll = () => {
+    const batch = waiting;
+    waiting = [];
+    try {
+      prefetch(
+        db,
+        batch.flatMap((w) => credentialRead(w.token) ?? []),
+      );
+    } catch (err) {
+      for (const w of batch) w.done(err);
+      return;
+    }
+    for (const w of batch)
+      try {
+        w.done(undefined, verifyEdgeCredential(db, w.token));
+      } catch (err) {
+        w.done(err);
+      }
+  };
+  return (token) =>
+    new Promise((resolve, reject) => {
+      if (!waiting.length) setTimeout(verifyAll, gatherMs);
+      waiting.push({ token, done: (err, id) => (err === undefined ? resolve(id ?? null) : reject(err as Error)) });
+    });
 }
 
 /** The public key Secrets for this edge are sealed to; undefined when it has none. */

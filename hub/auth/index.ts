@@ -6,6 +6,7 @@
 export { parseToken, type ParsedToken, type TokenKind } from '../../sync/pinned-ca.js';
 export {
   decommissionedAt,
+  edgeCredentialVerifier,
   edgeSealKey,
   issueEdgeCredential,
   revokeEdgeCredential,

@@ -34,31 +34,44 @@ const iso = (t: number) => new Date(t).toISOString();
 
 /** Records a connection: the runtime row, a connections row and an event (one transaction). */
 export function recordConnect(state: HubState, conn: ConnectionFacts, now = Date.now()): void {
+  recordConnects(state, [conn], now);
+}
+
+/**
+ * Records connections made together (one turn's handshakes, sync/server.ts `answerHellos`) in one
+ * transaction. Every read comes before every write: on PostgreSQL the reads were given ahead
+ * (hub/state/index.ts `prefetchHandshakes`) and a write to a table forgets what was read of it.
+ */
+export function recordConnects(state: HubState, conns: ConnectionFacts[], now = Date.now()): void {
   state.transaction(() => {
-    const project = state.edges.projectOf(conn.edge);
-    state.edges.connected(conn.edge, { at: now, agentVersion: conn.agentVersion, remoteAddress: conn.remoteAddress });
-    if (project === undefined) return;
-    const last = state.events.last(project, 'Edge', conn.edge);
-    if (last && last.reason === 'Disconnected' && now - last.at < RECONNECT_COALESCE_MS) {
-      const f = flaps.get(last.id) ?? { count: 0, since: last.at };
-      f.count++;
-      if (flaps.size > 10_000) flaps.clear();
-      flaps.set(last.id, f);
-      state.events.update(last.id, {
-        at: now,
-        reason: 'Reconnected',
-        message: `edge ${conn.edge} reconnected from ${conn.remoteAddress} (${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)})`,
-      });
-      return;
-    }
-    state.events.record({
-      project,
-      kind: 'Edge',
-      name: conn.edge,
-      reason: 'Connected',
-      message: `edge ${conn.edge} connected from ${conn.remoteAddress}`,
-      at: now,
+    const facts = conns.map((conn) => {
+      const project = state.edges.projectOf(conn.edge);
+      return { conn, project, last: project === undefined ? undefined : state.events.last(project, 'Edge', conn.edge) };
     });
+    for (const { conn, project, last } of facts) {
+      state.edges.connected(conn.edge, { at: now, agentVersion: conn.agentVersion, remoteAddress: conn.remoteAddress });
+      if (project === undefined) continue;
+      if (last && last.reason === 'Disconnected' && now - last.at < RECONNECT_COALESCE_MS) {
+        const f = flaps.get(last.id) ?? { count: 0, since: last.at };
+        f.count++;
+        if (flaps.size > 10_000) flaps.clear();
+        flaps.set(last.id, f);
+        state.events.update(last.id, {
+          at: now,
+          reason: 'Reconnected',
+          message: `edge ${conn.edge} reconnected from ${conn.remoteAddress} (${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)})`,
+        });
+        continue;
+      }
+      state.events.record({
+        project,
+        kind: 'Edge',
+        name: conn.edge,
+        reason: 'Connected',
+        message: `edge ${conn.edge} connected from ${conn.remoteAddress}`,
+        at: now,
+      });
+    }
   });
 }
 

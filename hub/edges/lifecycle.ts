@@ -17,7 +17,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { enrollLabels, type JoinGrant } from '../auth/join-tokens.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubState } from '../state/index.js';
-import { pruneHistory, recordConnect, recordDisconnect, recordHubStop, type ConnectionFacts } from './history.js';
+import { pruneHistory, recordConnects, recordDisconnect, recordHubStop, type ConnectionFacts } from './history.js';
 
 const log = createLogger('hub:edges');
 
@@ -221,18 +221,29 @@ export class EdgeLifecycle {
     return { cleared: intents.length, upTo };
   }
 
-  /** The sync server accepted a connection (one transaction: a reconnect storm is thousands). */
   /**
-   * Called from the sync server's socket events: a failure to record (the hub's database away) is
-   * logged, not thrown into the event loop; the next connection of the edge records anew.
+   * The sync server accepted connections (those of one turn's handshakes: one transaction, a
+   * reconnect storm is thousands). Called from the sync server's socket events: a failure to
+   * record (the hub's database away) is logged, not thrown into the event loop; the next
+   * connection of the edge records anew. A batch refused for another reason is recorded edge by
+   * edge, so one edge's failure costs only its own record.
    */
-  connected(conn: ConnectionFacts): void {
+  connected(conns: ConnectionFacts[]): void {
     try {
-      recordConnect(this.deps.state, conn);
+      recordConnects(this.deps.state, conns);
     } catch (err) {
-      log.warn({ err, edge: conn.edge }, 'could not record the connection');
+      const unavailable = err instanceof OutpostError && err.code === 'unavailable';
+      if (unavailable || conns.length === 1)
+        log.warn({ err, edges: conns.map((c) => c.edge) }, 'could not record the connections');
+      else
+        for (const conn of conns)
+          try {
+            recordConnects(this.deps.state, [conn]);
+          } catch (e) {
+            log.warn({ err: e, edge: conn.edge }, 'could not record the connection');
+          }
     }
-    this.deps.scheduler.markStatus(conn.edge, 'connectivity');
+    for (const conn of conns) this.deps.scheduler.markStatus(conn.edge, 'connectivity');
   }
 
   disconnected(edge: string, code: number, reason: string): void {

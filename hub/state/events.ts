@@ -73,7 +73,15 @@ export function sqlEventLog(db: SqlDb): EventLog {
   return {
     record: (e) => recordEvent(db, e),
     update(id, e) {
-      run(db, 'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?', e.at, e.reason, e.message, id);
+      // In the connection history's transaction (hub/edges/history.ts): with its next statement.
+      runBeforeCommit(
+        db,
+        'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?',
+        e.at,
+        e.reason,
+        e.message,
+        id,
+      );
     },
     last(project, kind, name) {
       return oneOf<EventRecord>(db, lastEventRead(project, kind, name));

@@ -47,34 +47,48 @@ import { sqlImageStagingState, stagingOrdersRead, type ImageStagingState } from 
 const projectHints = new WeakMap<SyncPostgres, Map<string, string>>();
 
 /**
- * On PostgreSQL, the reads an edge's handshake on a hub replica makes, given ahead in one round
- * trip (two when the edge's project was not known) instead of one each: the spec check
+ * On PostgreSQL, the reads the handshakes of edges answered together (one turn's hellos,
+ * sync/server.ts `answerHellos`) make on a hub replica, given ahead in one round trip (two when
+ * some edge's project was not known) instead of one each: the spec check
  * (hub/scheduler/spec-writer.ts), the data, upgrade and staging orders (`writeEdge` of
  * hub/data/delivery.ts, hub/upgrades/controller.ts, hub/images/staging.ts) and the connection
- * history (hub/edges/history.ts `recordConnect`). A handshake that reads something else, or the
+ * history (hub/edges/history.ts `recordConnects`). A handshake that reads something else, or the
  * same with other parameters, simply runs that read. Nothing on SQLite. test/hub-state-postgres.test.ts
  * counts the round trips.
  */
-export function prefetchHandshake(db: SqlDb, edge: string): void {
-  if (!isPostgres(db)) return;
+export function prefetchHandshakes(db: SqlDb, edges: string[]): void {
+  if (!isPostgres(db) || !edges.length) return;
   const hints = projectHintsOf(db);
-  const hint = hints.get(edge);
-  const ofProject = (project: string) => [objectListRead('DataObject', project), lastEventRead(project, 'Edge', edge)];
-  prefetch(db, [
-    edgeReads.enrolledLabels(db, [edge]),
-    specInputsRead(db, [edge]),
-    edgeReads.runtime(edge),
-    edgeReads.project(edge),
-    upgradeOrderRead(edge),
-    stagingOrdersRead(edge),
-    ...(hint === undefined ? [] : ofProject(hint)),
-  ]);
-  const project = sqlEdgeState(db).projectOf(edge);
-  if (project === undefined) hints.delete(edge);
-  else if (project !== hint) {
-    hints.set(edge, project);
-    prefetch(db, ofProject(project));
+  const ofProject = (edge: string, project: string) => [
+    objectListRead('DataObject', project),
+    lastEventRead(project, 'Edge', edge),
+  ];
+  prefetch(
+    db,
+    edges.flatMap((edge) => {
+      const hint = hints.get(edge);
+      return [
+        edgeReads.enrolledLabels(db, [edge]),
+        specInputsRead(db, [edge]),
+        edgeReads.runtime(edge),
+        edgeReads.project(edge),
+        upgradeOrderRead(edge),
+        stagingOrdersRead(edge),
+        ...(hint === undefined ? [] : ofProject(edge, hint)),
+      ];
+    }),
+  );
+  const missed: ReturnType<typeof ofProject> = [];
+  for (const edge of edges) {
+    const project = sqlEdgeState(db).projectOf(edge);
+    const hint = hints.get(edge);
+    if (project === undefined) hints.delete(edge);
+    else if (project !== hint) {
+      hints.set(edge, project);
+      missed.push(...ofProject(edge, project));
+    }
   }
+  if (missed.length) prefetch(db, missed);
 }
 
 /**

@@ -246,7 +246,13 @@ export class SyncPostgres {
    */
   prefetch(reads: { sql: string; params: Param[] }[]): void {
     if (!reads.length || this.depth > 0) return;
-    const numbered = reads.map((r) => ({ sql: numberPlaceholders(r.sql), params: r.params }));
+    // The same read asked twice (edges of one project read the project's list) runs once.
+    const byKey = new Map<string, { sql: string; params: Param[] }>();
+    for (const r of reads) {
+      const sql = numberPlaceholders(r.sql);
+      byKey.set(prefetchKey(sql, r.params), { sql, params: r.params });
+    }
+    const numbered = [...byKey.values()];
     const { results = [] } = this.call({ reads: numbered });
     if (!this.prefetched.size) setImmediate(() => this.prefetched.clear());
     numbered.forEach((r, i) => {
