@@ -198,22 +198,27 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     const db = freshDb();
     const state = postgresHubState(db);
     const edges = ['b1', 'b2', 'b3', 'b4', 'b5'];
+    const projectOf = (name: string) => (name < 'b4' ? 'shop' : 'farm');
     for (const [i, name] of edges.entries()) {
-      state.edges.enroll({ name, project: 'shop', approved: true, at: 1 });
+      state.edges.enroll({ name, project: projectOf(name), approved: true, at: 1 });
+      // b5 left long ago: its connection is a new event; the others' update their last one.
+      const at = name === 'b5' ? 1 : Date.now() - 1000 + i;
       state.events.record({
-        project: 'shop',
+        project: projectOf(name),
         kind: 'Edge',
         name,
         reason: 'Disconnected',
         message: 'gone',
-        at: Date.now() - 1000 + i,
+        at,
       });
     }
     prefetchHandshakes(db, edges); // learns the edges' projects
     await new Promise((r) => setImmediate(r));
     const trips = db.roundTrips;
+    // The reads of every edge, each kind as one statement for all (sql.ts keyed), split by edge.
     prefetchHandshakes(db, edges);
     for (const name of edges) {
+      expect(state.edges.get(name)?.project).toBe(projectOf(name));
       expect(new SqlAssignmentStore(db).specInputs([name]).get(name)?.keys).toEqual([]);
       expect(state.agentUpgrades.order(name)).toBeUndefined();
       expect(state.imageStaging.ordersOf(name)).toEqual([]);
@@ -225,9 +230,12 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     // One round trip reads for all, one records all (BEGIN, the writes and COMMIT pipelined).
     expect(db.roundTrips - trips).toBe(2);
     for (const name of edges) {
-      expect(state.events.last('shop', 'Edge', name)?.reason).toBe('Reconnected');
+      const last = state.events.last(projectOf(name), 'Edge', name);
+      expect(last?.reason).toBe(name === 'b5' ? 'Connected' : 'Reconnected');
+      expect(last?.message).toContain(`edge ${name} `);
       expect(state.edges.get(name)?.connectedSince).toBeGreaterThan(0);
     }
+    expect(state.events.list('shop', { limit: 100 }).length + state.events.list('farm', { limit: 100 }).length).toBe(6);
   });
 
   it("reads a disconnection's project and last event ahead in one round trip", async () => {

@@ -7,7 +7,18 @@ import { PG_GATHER_MS } from '../../core/durations.js';
 import type { EdgeName } from '../../core/ids.js';
 import { edgeName } from '../../core/ids.js';
 import { formatToken, parseToken } from '../../sync/pinned-ca.js';
-import { isPostgres, one, oneOf, prefetch, read, run, type Read, type SqlDb } from '../state/sql.js';
+import {
+  isPostgres,
+  keyed,
+  one,
+  oneOf,
+  pgInJsonList,
+  prefetch,
+  read,
+  run,
+  type Read,
+  type SqlDb,
+} from '../state/sql.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
 
 /**
@@ -36,7 +47,10 @@ export function issueEdgeCredential(db: SqlDb, edge: string, sealKey?: string, n
 /** The read `verifyEdgeCredential` makes for a token (undefined: malformed, nothing to read). */
 function credentialRead(token: string): Read | undefined {
   const t = parseToken(token);
-  return t && t.kind === 'edge' ? read('SELECT edge, secret_hash FROM edge_credentials WHERE id = ?', t.id) : undefined;
+  if (!t || t.kind !== 'edge') return undefined;
+  return keyed(read('SELECT edge, secret_hash FROM edge_credentials WHERE id = ?', t.id), 'id', t.id, (ids) =>
+    read(`SELECT id, edge, secret_hash FROM edge_credentials WHERE ${pgInJsonList('id')}`, JSON.stringify(ids)),
+  );
 }
 
 /** The edge a credential belongs to; null for a replaced, revoked, unknown or malformed one. */

@@ -9,7 +9,18 @@
  */
 import { AgentUpgradeOrder, AgentUpgradeProgress } from '../../core/mailbox.js';
 import type { z } from 'zod';
-import { type SqlDb, all, allOf, alreadyWritten, forgetWritten, read, run, runLater } from './sql.js';
+import {
+  type SqlDb,
+  all,
+  allOf,
+  alreadyWritten,
+  forgetWritten,
+  keyed,
+  pgInJsonList,
+  read,
+  run,
+  runLater,
+} from './sql.js';
 
 export interface AgentUpgradeRollouts {
   /** Every edge's order, by edge. */
@@ -51,7 +62,9 @@ function parsed<T>(rows: Row[], schema: z.ZodType<T>): Map<string, T> {
 
 /** The read of one edge's order, given ahead at its handshake (hub/state/index.ts `handshakeReads`). */
 export const upgradeOrderRead = (edge: string) =>
-  read('SELECT edge, body FROM agent_upgrade_orders WHERE edge = ?', edge);
+  keyed(read('SELECT edge, body FROM agent_upgrade_orders WHERE edge = ?', edge), 'edge', edge, (edges) =>
+    read(`SELECT edge, body FROM agent_upgrade_orders WHERE ${pgInJsonList('edge')}`, JSON.stringify(edges)),
+  );
 
 export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
   return {

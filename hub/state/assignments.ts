@@ -21,7 +21,9 @@ import {
   all,
   allOf,
   inJsonList,
+  keyed,
   one,
+  pgInJsonList,
   read,
   run,
   runLater,
@@ -161,18 +163,21 @@ const KEY_COLUMNS = 'edge, workload, project, placement, revision, content_key, 
  * `handshakeReads`).
  */
 export function specInputsRead(db: SqlDb, edges: readonly string[]): Read {
-  const list = JSON.stringify(edges);
-  return read(
-    `SELECT * FROM (
-       SELECT ${KEY_COLUMNS}, manifests, NULL AS epoch, NULL AS digest FROM assignments
-       WHERE ${inJsonList(db, 'edge')}
-       UNION ALL
-       SELECT edge, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, epoch, digest FROM spec_written
-       WHERE ${inJsonList(db, 'edge')}
-     ) x ORDER BY edge, workload`,
-    list,
-    list,
-  );
+  const inputs = (list: readonly string[], where: string) =>
+    read(
+      `SELECT * FROM (
+         SELECT ${KEY_COLUMNS}, manifests, NULL AS epoch, NULL AS digest FROM assignments
+         WHERE ${where}
+         UNION ALL
+         SELECT edge, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, epoch, digest FROM spec_written
+         WHERE ${where}
+       ) x ORDER BY edge, workload`,
+      JSON.stringify(list),
+      JSON.stringify(list),
+    );
+  const one = inputs(edges, inJsonList(db, 'edge'));
+  // One edge's (a handshake's): read with the other handshakes' at once.
+  return edges.length === 1 ? keyed(one, 'edge', edges[0]!, (all) => inputs(all, pgInJsonList('edge'))) : one;
 }
 
 export class SqlAssignmentStore implements AssignmentStore {

@@ -19,8 +19,10 @@ import {
   forgetWritten,
   json,
   inJsonList,
+  keyed,
   one,
   oneOf,
+  pgInJsonList,
   read,
   run,
   runBeforeCommit,
@@ -173,14 +175,25 @@ export function edgeLiveness(db: SqlDb, project: string): Map<string, EdgeLivene
 
 /** Reads of edge_runtime other code gives ahead (hub/state/index.ts `handshakeReads`). */
 export const edgeReads = {
-  runtime: (name: string) => read('SELECT * FROM edge_runtime WHERE name = ?', name),
-  project: (name: string) => read('SELECT project FROM edge_runtime WHERE name = ?', name),
-  enrolledLabels: (db: SqlDb, names: readonly string[]) =>
-    read(
-      `SELECT r.name, o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
-       WHERE ${inJsonList(db, 'r.name')}`,
-      JSON.stringify(names),
+  runtime: (name: string) =>
+    keyed(read('SELECT * FROM edge_runtime WHERE name = ?', name), 'name', name, (names) =>
+      read(`SELECT * FROM edge_runtime WHERE ${pgInJsonList('name')}`, JSON.stringify(names)),
     ),
+  project: (name: string) =>
+    keyed(read('SELECT project FROM edge_runtime WHERE name = ?', name), 'name', name, (names) =>
+      read(`SELECT name, project FROM edge_runtime WHERE ${pgInJsonList('name')}`, JSON.stringify(names)),
+    ),
+  enrolledLabels: (db: SqlDb, names: readonly string[]) => {
+    const labels = (list: readonly string[], where: string) =>
+      read(
+        `SELECT r.name, o.labels FROM edge_runtime r LEFT JOIN objects o ON o.kind = 'Edge' AND o.name = r.name
+         WHERE ${where}`,
+        JSON.stringify(list),
+      );
+    const one = labels(names, inJsonList(db, 'r.name'));
+    // One edge's (a handshake's): read with the other handshakes' at once.
+    return names.length === 1 ? keyed(one, 'name', names[0]!, (all) => labels(all, pgInJsonList('r.name'))) : one;
+  },
 };
 
 export function sqlEdgeState(db: SqlDb): EdgeState {

@@ -4,7 +4,7 @@
  * live stream; retention bounds them (hub/edges/history.ts). `EventLog` is the seam for a second
  * implementation (issue #22); `sqlEventLog` is today's.
  */
-import { type SqlDb, all, one, oneOf, read, run, runBeforeCommit } from './sql.js';
+import { type SqlDb, all, keyed, one, oneOf, read, run, runBeforeCommit } from './sql.js';
 
 export interface EventRecord {
   id: number;
@@ -62,11 +62,26 @@ export function recordEvent(db: SqlDb, e: NewEvent): void {
 
 /** The read of an object's last event, given ahead at an edge's handshake (hub/state/index.ts `handshakeReads`). */
 export const lastEventRead = (project: string, kind: string, name: string) =>
-  read(
-    'SELECT * FROM events WHERE project = ? AND kind = ? AND name = ? ORDER BY id DESC LIMIT 1',
+  keyed(
+    read(
+      'SELECT * FROM events WHERE project = ? AND kind = ? AND name = ? ORDER BY id DESC LIMIT 1',
+      project,
+      kind,
+      name,
+    ),
+    'name',
+    name,
+    // Each name's newest from the index (events_by_object), as the single read does.
+    (names) =>
+      read(
+        `SELECT e.* FROM json_array_elements_text(CAST(? AS json)) n(name) CROSS JOIN LATERAL
+           (SELECT * FROM events WHERE project = ? AND kind = ? AND name = n.name ORDER BY id DESC LIMIT 1) e`,
+        JSON.stringify(names),
+        project,
+        kind,
+      ),
     project,
     kind,
-    name,
   );
 
 export function sqlEventLog(db: SqlDb): EventLog {

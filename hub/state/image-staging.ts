@@ -9,7 +9,18 @@
  */
 import { StagingGroup, StagingReport } from '../../core/staging.js';
 import type { z } from 'zod';
-import { type SqlDb, all, allOf, alreadyWritten, forgetWritten, read, run, runLater } from './sql.js';
+import {
+  type SqlDb,
+  all,
+  allOf,
+  alreadyWritten,
+  forgetWritten,
+  keyed,
+  pgInJsonList,
+  read,
+  run,
+  runLater,
+} from './sql.js';
 
 export interface ImageStagingState {
   /**
@@ -50,7 +61,16 @@ interface OrderRow {
 
 /** The read of one edge's staging orders, given ahead at its handshake (hub/state/index.ts `handshakeReads`). */
 export const stagingOrdersRead = (edge: string) =>
-  read('SELECT edge, placement, body FROM staging_orders WHERE edge = ? ORDER BY placement', edge);
+  keyed(
+    read('SELECT edge, placement, body FROM staging_orders WHERE edge = ? ORDER BY placement', edge),
+    'edge',
+    edge,
+    (edges) =>
+      read(
+        `SELECT edge, placement, body FROM staging_orders WHERE ${pgInJsonList('edge')} ORDER BY edge, placement`,
+        JSON.stringify(edges),
+      ),
+  );
 
 export function sqlImageStagingState(db: SqlDb): ImageStagingState {
   return {

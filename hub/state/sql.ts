@@ -32,10 +32,12 @@ export function containsParam(db: SqlDb, column: string): string {
  * function), a scan of every edge for each handshake's read of one (docs/benchmarks.md, issue #22).
  */
 export function inJsonList(db: SqlDb, column: string): string {
-  return isPostgres(db)
-    ? `${column} = ANY(ARRAY(SELECT json_array_elements_text(CAST(? AS json))))`
-    : `${column} IN (SELECT value FROM json_each(?))`;
+  return isPostgres(db) ? pgInJsonList(column) : `${column} IN (SELECT value FROM json_each(?))`;
 }
+
+/** `inJsonList` on PostgreSQL (for the reads of many keys only PostgreSQL runs, `keyed`). */
+export const pgInJsonList = (column: string) =>
+  `${column} = ANY(ARRAY(SELECT json_array_elements_text(CAST(? AS json))))`;
 
 /** A subquery of the strings of a JSON array given as the next parameter (`NOT IN (...)` a list; for `IN`, `inJsonList`). */
 export function jsonListParam(db: SqlDb): string {
@@ -89,6 +91,28 @@ export function all<Row>(db: SqlDb, sql: string, ...params: Param[]): Row[] {
 export interface Read {
   sql: string;
   params: Param[];
+  /**
+   * The same read for many keys at once (`keyed`): `prefetch` runs it once for the reads of one
+   * group (a statement for a batch of edges instead of one each) and answers each read with the
+   * rows whose `column` holds its `key`, in the order the read of all gives them. Its rows may
+   * carry more columns than the single read's.
+   */
+  many?: { group: string; key: string; column: string; read(keys: string[]): Read };
+}
+
+/**
+ * `single`, a read of one key, which `prefetch` may answer from `many(keys)` read once for every
+ * key of its group (the reads of the same statement with the same `groupParams`). `many` runs on
+ * PostgreSQL only (`pgInJsonList`).
+ */
+export function keyed(
+  single: Read,
+  column: string,
+  key: string,
+  many: (keys: string[]) => Read,
+  ...groupParams: Param[]
+): Read {
+  return { ...single, many: { group: `${single.sql}\u0000${JSON.stringify(groupParams)}`, key, column, read: many } };
 }
 
 export const read = (sql: string, ...params: Param[]): Read => ({ sql, params });

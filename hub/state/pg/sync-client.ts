@@ -25,6 +25,7 @@ import {
 } from 'node:worker_threads';
 import { PG_GATHER_MS } from '../../../core/durations.js';
 import { createLogger } from '../../../core/logger.js';
+import type { Read } from '../sql.js';
 import { packagedAsset } from '../../../sync/native.js';
 import {
   asRows,
@@ -244,21 +245,48 @@ export class SyncPostgres {
    * committed isolation gives each statement what is committed when it runs, and this turn runs
    * nothing in between but them). Not inside a transaction, where a read may be meant to lock.
    */
-  prefetch(reads: { sql: string; params: Param[] }[]): void {
+  prefetch(reads: Read[]): void {
     if (!reads.length || this.depth > 0) return;
-    // The same read asked twice (edges of one project read the project's list) runs once.
-    const byKey = new Map<string, { sql: string; params: Param[] }>();
+    // The same read asked twice (edges of one project read the project's list) runs once; the
+    // reads of one group of keyed reads (sql.ts `keyed`) run as one read of all their keys.
+    const singles = new Map<string, { sql: string; params: Param[] }>();
+    const groups = new Map<string, { many: NonNullable<Read['many']>; members: Map<string, string> }>();
     for (const r of reads) {
       const sql = numberPlaceholders(r.sql);
-      byKey.set(prefetchKey(sql, r.params), { sql, params: r.params });
+      const key = prefetchKey(sql, r.params);
+      if (!r.many) {
+        singles.set(key, { sql, params: r.params });
+        continue;
+      }
+      const g =
+        groups.get(r.many.group) ?? groups.set(r.many.group, { many: r.many, members: new Map() }).get(r.many.group)!;
+      g.members.set(key, r.many.key);
+      if (g.members.size === 1) singles.set(key, { sql, params: r.params });
+      else singles.delete(g.members.keys().next().value!);
     }
-    const numbered = [...byKey.values()];
+    const batched = [...groups.values()]
+      .filter((g) => g.members.size > 1)
+      .map((g) => {
+        const all = g.many.read([...new Set(g.members.values())]);
+        return { sql: numberPlaceholders(all.sql), params: all.params, column: g.many.column, members: g.members };
+      });
+    const numbered = [...singles.values(), ...batched.map(({ sql, params }) => ({ sql, params }))];
     const { results = [] } = this.call({ reads: numbered });
     if (!this.prefetched.size) setImmediate(() => this.prefetched.clear());
-    numbered.forEach((r, i) => {
+    // A read that failed is run again when asked, and fails there with its own error.
+    [...singles.keys()].forEach((key, i) => {
       const rows = results[i]?.rows;
-      // A read that failed is run again when asked, and fails there with its own error.
-      if (rows) this.prefetched.set(prefetchKey(r.sql, r.params), asRows(rows));
+      if (rows) this.prefetched.set(key, asRows(rows));
+    });
+    batched.forEach((b, i) => {
+      const rows = results[singles.size + i]?.rows;
+      if (!rows) return;
+      const byKey = new Map<string, Record<string, unknown>[]>();
+      for (const row of asRows<Record<string, unknown>>(rows)) {
+        const k = String(row[b.column]);
+        (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(row);
+      }
+      for (const [cacheKey, key] of b.members) this.prefetched.set(cacheKey, byKey.get(key) ?? []);
     });
   }
 

@@ -103,6 +103,11 @@ port.on('message', (req: Request) => {
       answer({ ...f, ...(req.before?.length ? { beforeErrors: [{ ...f, index: 0, sql: req.before[0]!.sql }] } : {}) });
       return;
     }
+    // node-postgres writes each protocol message of a statement to the socket as it goes (five
+    // system calls a statement); corked, a request's statements leave in one write.
+    const socket = (c as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection
+      ?.stream;
+    socket?.cork?.();
     // Every refusal among the deferred writes is answered, with its place (`beforeErrors`): the
     // main thread tells those before a deferred BEGIN (logged) from those inside the transaction.
     const before = (req.before ?? []).map((d, index) =>
@@ -125,6 +130,7 @@ port.on('message', (req: Request) => {
             (r) => ({ rows: r.rows, rowCount: r.rowCount ?? 0 }),
             (err: unknown) => failure(err),
           );
+    socket?.uncork?.();
     const failed = (await Promise.all(before)).filter((f) => f !== undefined);
     const beforeErrors = failed.length ? failed : undefined;
     if (req.close) return close(beforeErrors);
