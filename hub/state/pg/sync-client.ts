@@ -121,6 +121,12 @@ export class SyncPostgres {
   private deferred: Deferred[] = [];
   /** Rows of reads made ahead (`prefetch`), by statement and parameters; forgotten at the next write. */
   private readonly prefetched = new Map<string, Record<string, unknown>[]>();
+  /**
+   * Per table written since the reads were given, the keys of `prefetched` that name it: found
+   * once per table and kept up to date as rows are added (a batch of handshakes reads thousands
+   * of rows ahead and writes hundreds of times; a scan of every key at every write was quadratic).
+   */
+  private readonly prefetchedByTable = new Map<string, { word: RegExp; keys: Set<string> }>();
   /** The open transaction's BEGIN, while it waits among the deferred writes or rides with them. */
   private begin: Deferred | undefined;
   private flushing: NodeJS.Immediate | NodeJS.Timeout | undefined;
@@ -272,11 +278,11 @@ export class SyncPostgres {
       });
     const numbered = [...singles.values(), ...batched.map(({ sql, params }) => ({ sql, params }))];
     const { results = [] } = this.call({ reads: numbered });
-    if (!this.prefetched.size) setImmediate(() => this.prefetched.clear());
+    if (!this.prefetched.size) setImmediate(() => this.forgetAllPrefetched());
     // A read that failed is run again when asked, and fails there with its own error.
     [...singles.keys()].forEach((key, i) => {
       const rows = results[i]?.rows;
-      if (rows) this.prefetched.set(key, asRows(rows));
+      if (rows) this.rememberPrefetched(key, asRows(rows));
     });
     batched.forEach((b, i) => {
       const rows = results[singles.size + i]?.rows;
@@ -286,7 +292,7 @@ export class SyncPostgres {
         const k = String(row[b.column]);
         (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(row);
       }
-      for (const [cacheKey, key] of b.members) this.prefetched.set(cacheKey, byKey.get(key) ?? []);
+      for (const [cacheKey, key] of b.members) this.rememberPrefetched(cacheKey, byKey.get(key) ?? []);
     });
   }
 
@@ -322,9 +328,25 @@ export class SyncPostgres {
     // SELECT (a read, pg_notify) writes no table.
     if (!this.prefetched.size || /^\s*(?:begin|commit|rollback)\s*$|^\s*select\b/i.test(sql)) return;
     const table = /^\s*(?:insert\s+into|update|delete\s+from)\s+([a-z_][a-z0-9_]*)[\s(]/i.exec(sql)?.[1];
-    if (!table) return this.prefetched.clear();
-    const word = new RegExp(`\\b${table}\\b`, 'i');
-    for (const k of [...this.prefetched.keys()]) if (word.test(k)) this.prefetched.delete(k);
+    if (!table) return this.forgetAllPrefetched();
+    let t = this.prefetchedByTable.get(table);
+    if (!t) {
+      const word = new RegExp(`\\b${table}\\b`, 'i');
+      t = { word, keys: new Set([...this.prefetched.keys()].filter((k) => word.test(k))) };
+      this.prefetchedByTable.set(table, t);
+    }
+    for (const k of t.keys) this.prefetched.delete(k);
+    t.keys.clear();
+  }
+
+  private rememberPrefetched(key: string, rows: Record<string, unknown>[]): void {
+    this.prefetched.set(key, rows);
+    for (const t of this.prefetchedByTable.values()) if (t.word.test(key)) t.keys.add(key);
+  }
+
+  private forgetAllPrefetched(): void {
+    this.prefetched.clear();
+    this.prefetchedByTable.clear();
   }
 
   /** Sends the deferred writes on their own after `delayMs` (0: at the end of this turn), unless a statement takes them first. */
