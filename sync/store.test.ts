@@ -66,6 +66,35 @@ describe('ReplicaStore', () => {
     r.close();
   });
 
+  it('what it keeps of a read (meta, noted) never outlives a write, even one rolled back', async () => {
+    const s = await ReplicaStore.open(file());
+    s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 1, items: {} }) });
+    s.note(ID, 'k', 'one');
+    const heads = s.meta(ID)!.heads;
+    expect(s.noted(ID, 'k')).toBe('one'); // read, and kept
+    expect(() =>
+      s.transaction(() => {
+        s.changeBackend(ID, (b) => b.put('_root', 'n', 2, 'int'), 'n', 'other');
+        s.note(ID, 'k', 'two');
+        expect(s.noted(ID, 'k')).toBe('two');
+        expect(s.meta(ID)!.heads).not.toEqual(heads);
+        throw new Error('abort');
+      }),
+    ).toThrow('abort');
+    expect(s.meta(ID)!.heads).toEqual(heads);
+    expect(s.noted(ID, 'k')).toBe('one');
+    s.changeBackend(ID, (b) => b.put('_root', 'n', 3, 'int'));
+    expect(s.meta(ID)!.heads).not.toEqual(heads);
+    expect(s.noted(ID, 'k')).toBeUndefined();
+    // All the notes read at once, a large one read again when asked.
+    s.note(ID, 'big', 'x'.repeat(5000));
+    s.note(ID, 'small', 's');
+    expect(s.noted(ID, 'small')).toBe('s');
+    expect(s.noted(ID, 'big')).toHaveLength(5000);
+    expect(s.noted(ID, 'none')).toBeUndefined();
+    s.close();
+  });
+
   it('a no-op change writes nothing', async () => {
     const s = await ReplicaStore.open(file());
     s.create<Doc>(ID, { init: (d) => Object.assign(d, { n: 1, items: {} }) });

@@ -76,6 +76,11 @@ const MIGRATIONS = [
 
 /** Fold chunks into a snapshot past this many, or once they outweigh the snapshot. */
 const COMPACT_CHUNK_COUNT = 64;
+
+/** Documents whose metadata and notes `ReplicaStore` keeps in memory (three per edge on a hub). */
+const MAX_REMEMBERED_READS = 100_000;
+/** Notes longer than this are not kept in memory (`noted` reads them again). */
+const LARGE_NOTE = 1024;
 /**
  * Resident cost of a loaded document: ~6 KiB, ~20 bytes per byte of its snapshot and ~1 byte per
  * byte of incremental chunks (a change's chunk repeats what a snapshot stores once, compressed
@@ -180,6 +185,20 @@ export class ReplicaStore {
     { peer: string; id: DocId; epoch: string | undefined; state: SyncHandle }
   >();
   private syncFlushTimer: NodeJS.Timeout | undefined;
+  /**
+   * What `meta` and `noted` last read of a document, while it is unchanged: a handshake on a hub
+   * replica asks several of them per edge, a query each. Forgotten at every write of the document
+   * (`forgetReads`); filled only outside a transaction (a write rolled back must leave no read of
+   * it behind), and emptied when it holds MAX_REMEMBERED_READS documents.
+   */
+  private readonly reads = new Map<
+    DocId,
+    {
+      meta?: { epoch: string; heads: A.Heads; size: number } | null;
+      /** Every note at the document's heads; null for a large value, read again when asked. */
+      notes?: Map<string, string | null>;
+    }
+  >();
   /** Set inside `batch`: documents changed and notifications held until the commit. */
   private batched: { touched: Set<DocId>; after: [DocId, 'local' | 'remote', string | undefined][] } | undefined;
 
@@ -212,6 +231,9 @@ export class ReplicaStore {
       dropSync: db.prepare('DELETE FROM sync_states WHERE doc_id = ?'),
       putNote: db.prepare(
         'INSERT INTO doc_notes (doc_id, key, heads, value) SELECT id, ?, heads, ? FROM docs WHERE id = ? ON CONFLICT(doc_id, key) DO UPDATE SET heads = excluded.heads, value = excluded.value',
+      ),
+      getNotes: db.prepare(
+        'SELECT n.key, n.value FROM doc_notes n JOIN docs d ON d.id = n.doc_id AND d.heads = n.heads WHERE n.doc_id = ?',
       ),
       getNote: db.prepare(
         'SELECT n.value FROM doc_notes n JOIN docs d ON d.id = n.doc_id AND d.heads = n.heads WHERE n.doc_id = ? AND n.key = ?',
@@ -270,13 +292,35 @@ export class ReplicaStore {
   }
 
   has(id: DocId): boolean {
-    return this.cache.has(id) || this.stmt.docMeta.get(id) !== undefined;
+    return this.cache.has(id) || this.meta(id) !== undefined;
   }
 
   /** Epoch, heads and stored size without loading the document. */
   meta(id: DocId): { epoch: string; heads: A.Heads; size: number } | undefined {
-    const r = this.stmt.docMeta.get(id) as { epoch: string; heads: string; size: number } | undefined;
-    return r && { epoch: r.epoch, heads: JSON.parse(r.heads) as A.Heads, size: r.size };
+    let m = this.reads.get(id)?.meta;
+    if (m === undefined) {
+      const r = this.stmt.docMeta.get(id) as { epoch: string; heads: string; size: number } | undefined;
+      m = r ? { epoch: r.epoch, heads: JSON.parse(r.heads) as A.Heads, size: r.size } : null;
+      const kept = this.keptReads(id);
+      if (kept) kept.meta = m;
+    }
+    return m ? { ...m, heads: [...m.heads] } : undefined;
+  }
+
+  /** The entry of `reads` to fill for the document, unless in a transaction (or too many). */
+  private keptReads(id: DocId): NonNullable<ReturnType<typeof this.reads.get>> | undefined {
+    if (this.db.inTransaction) return undefined;
+    let r = this.reads.get(id);
+    if (!r) {
+      if (this.reads.size >= MAX_REMEMBERED_READS) this.reads.clear();
+      this.reads.set(id, (r = {}));
+    }
+    return r;
+  }
+
+  /** The document is written: what was read of it is not to be answered again. */
+  private forgetReads(id: DocId): void {
+    this.reads.delete(id);
   }
 
   /** Bytes stored for the document (snapshot and chunks), without a query when it is loaded. */
@@ -358,6 +402,7 @@ export class ReplicaStore {
       doc = A.change(doc, { message: 'create' }, opts.init as unknown as A.ChangeFn<Record<string, unknown>>);
     const bytes = A.save(doc);
     this.batched?.touched.add(id);
+    this.forgetReads(id);
     this.transaction(() => {
       this.stmt.insertDoc.run(id, epoch, bytes, JSON.stringify(A.getHeads(doc)), Date.now());
       if (opts.init) this.opts.onChange?.({ id, doc, origin: 'local', db: this.db });
@@ -519,6 +564,8 @@ export class ReplicaStore {
    * document's contents, so a note is never wrong; at other heads it is simply not there.
    */
   note(id: DocId, key: string, value: string): void {
+    const kept = this.reads.get(id);
+    if (kept) kept.notes = undefined;
     this.stmt.putNote.run(key, value, id);
   }
 
@@ -543,11 +590,23 @@ export class ReplicaStore {
 
   /** What `note` remembered under `key`, if the document has not changed since. */
   noted(id: DocId, key: string): string | undefined {
+    let notes = this.reads.get(id)?.notes;
+    if (!notes) {
+      const kept = this.keptReads(id);
+      if (!kept) return (this.stmt.getNote.get(id, key) as { value: string } | undefined)?.value;
+      // All of the document's notes in one read (a handshake asks for three); large values (an
+      // order's JSON past LARGE_NOTE characters) are left to be read again when asked.
+      const rows = this.stmt.getNotes.all(id) as { key: string; value: string }[];
+      notes = kept.notes = new Map(rows.map((r) => [r.key, r.value.length <= LARGE_NOTE ? r.value : null]));
+    }
+    const value = notes.get(key);
+    if (value !== null) return value;
     return (this.stmt.getNote.get(id, key) as { value: string } | undefined)?.value;
   }
 
   /** Deletes a document and its sync states. */
   delete(id: DocId): void {
+    this.forgetReads(id);
     this.transaction(() => {
       this.stmt.dropNotes.run(id);
       this.stmt.dropSync.run(id);
@@ -589,6 +648,7 @@ export class ReplicaStore {
     const now = Date.now();
     const heads = JSON.stringify(A.getHeads(doc));
     this.batched?.touched.add(id);
+    this.forgetReads(id);
     let snap = 0;
     let chunkBytes = 0;
     const run = () => {
