@@ -1,6 +1,8 @@
 /**
  * @module The hub's end of the sync connection: authentication in the HTTP upgrade, the versioned
- * handshake, one SyncSession per edge, keepalive, and refusal of hostile input.
+ * handshake (the hellos received together answered in one go), one SyncSession per edge,
+ * keepalive, and refusal of hostile input. Admission of upgrades (slots, the line, reconnect
+ * tokens): sync/admission.ts.
  *
  * Every inbound frame is handled inside a guard: a decode failure, a foreign document id or a
  * write to a document the edge does not own sends a typed error, closes that one connection with
@@ -14,16 +16,15 @@ import {
   FRAMES_PER_SECOND,
   HANDSHAKE_TIMEOUT_MS,
   HEARTBEAT_INTERVAL_MS,
-  RECONNECT_BURST,
-  RECONNECT_REFILL_MS,
   REFUSAL_LOG_INTERVAL_MS,
   UPGRADE_DEADLINE_MS,
   WS_PING_INTERVAL_MS,
 } from '../core/durations.js';
 import { OutpostError } from '../core/errors.js';
-import { bearerToken, rawErrorResponse } from '../core/http.js';
+import { bearerToken } from '../core/http.js';
 import { mailboxDocId, parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
 import { createLogger, throttle } from '../core/logger.js';
+import { answerAndDestroy, HandshakeAdmission } from './admission.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
 import {
   CLOSE_CODES,
@@ -124,25 +125,6 @@ export interface SyncServerOptions {
   onUpgraded?(socket: Duplex): void;
 }
 
-/**
- * Answers a refused upgrade with the error's status and body (core/http.ts) and destroys the
- * socket once the answer is written (or after a second): a client that reads its 401 and never
- * closes must not keep the socket, nor anything counted against it, open.
- */
-export function answerAndDestroy(
-  socket: Duplex,
-  err: OutpostError,
-  headers: Record<string, string | number> = {},
-): void {
-  if (socket.destroyed) return;
-  const kill = setTimeout(() => socket.destroy(), 1_000);
-  kill.unref();
-  socket.end(rawErrorResponse(err, headers), () => {
-    clearTimeout(kill);
-    socket.destroy();
-  });
-}
-
 /** A hello waiting for its turn's batch (SyncServer `answerHellos`). */
 interface QueuedHello {
   ws: WebSocket;
@@ -175,25 +157,19 @@ export class SyncServer {
   /** Hellos received in this turn of the event loop, answered together (`answerHellos`). */
   private hellos: QueuedHello[] = [];
   private inboxScheduled = false;
-  private pendingHandshakes = 0;
   /** Set by close(): the owner records the stop for all edges at once, not one disconnect at a time. */
   private closing = false;
-  /** The time the last refused upgrade was told to come back at (Retry-After pacing). */
-  private nextSlotAt = 0;
-  /** Handshakes completed in the current and the previous second (for Retry-After). */
-  private rate = { second: 0, current: 0, previous: 0 };
-  /** The most handshakes completed in one whole second since the server started. */
-  private peakRate = 0;
-  /** Upgrades waiting for a handshake slot, oldest first. */
-  private readonly queued = new Map<() => void, Duplex>();
-  /** Per edge: reconnect tokens left and when they were counted (reconnectWaitMs). */
-  private readonly reconnects = new Map<EdgeName, { tokens: number; at: number }>();
+  private readonly admission: HandshakeAdmission;
   /** Refused upgrades are logged at most once per REFUSAL_LOG_INTERVAL_MS, with a count of the others. */
   private readonly refusedLog = throttle(REFUSAL_LOG_INTERVAL_MS);
   readonly path: string;
 
   constructor(private readonly opts: SyncServerOptions) {
     this.path = opts.path ?? '/api/v1/sync';
+    this.admission = new HandshakeAdmission({
+      maxPending: opts.maxPendingHandshakes ?? 256,
+      maxQueued: opts.maxQueuedUpgrades ?? 4096,
+    });
     // permessage-deflate stays off: it fragments memory under many connections (ws#1202).
     this.wss = new WebSocketServer({
       noServer: true,
@@ -277,7 +253,7 @@ export class SyncServer {
     // Every state before the WebSocket exists has a deadline (authenticating, waiting in line);
     // after it, the hello must come within HANDSHAKE_TIMEOUT_MS (onSocket).
     const deadline = setTimeout(() => {
-      this.dropQueued(socket);
+      this.admission.dropQueued(socket);
       answerAndDestroy(
         socket,
         new OutpostError('unavailable', 'the hub took too long to admit this edge: come back in 5 s'),
@@ -323,7 +299,7 @@ export class SyncServer {
       answerAndDestroy(socket, new OutpostError(gone ? 'decommissioned' : 'unauthorized', gone ?? why));
       return;
     }
-    const wait = this.reconnectWaitMs(identity.edge);
+    const wait = this.admission.reconnectWaitMs(identity.edge);
     if (wait > 0) {
       clearTimeout(deadline);
       const retry = Math.ceil(wait / 1000);
@@ -335,117 +311,15 @@ export class SyncServer {
       answerAndDestroy(socket, new OutpostError('too_many_requests', why), { 'Retry-After': retry });
       return;
     }
-    this.admit(req, socket, head, identity, deadline, false);
-  }
-
-  /**
-   * Per edge, reconnects are a token bucket (RECONNECT_BURST, one more every RECONNECT_REFILL_MS):
-   * a reconnect loop wrote ~440 rows a second into the hub's events and connections. Returns how
-   * long the edge must wait, 0 when it may connect now (and takes the token).
-   */
-  private reconnectWaitMs(edge: EdgeName): number {
-    const now = Date.now();
-    const b = this.reconnects.get(edge) ?? { tokens: RECONNECT_BURST, at: now };
-    b.tokens = Math.min(RECONNECT_BURST, b.tokens + (now - b.at) / RECONNECT_REFILL_MS);
-    b.at = now;
-    if (this.reconnects.size >= 100_000 && !this.reconnects.has(edge)) this.reconnects.clear();
-    this.reconnects.set(edge, b);
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return 0;
-    }
-    return Math.ceil((1 - b.tokens) * RECONNECT_REFILL_MS);
-  }
-
-  private dropQueued(socket: Duplex): void {
-    for (const [resume, s] of this.queued) if (s === socket) this.queued.delete(resume);
-  }
-
-  /** A handshake slot, a place in line, or 503 with Retry-After when the line is full. */
-  private admit(
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    identity: EdgeIdentity,
-    deadline: NodeJS.Timeout,
-    fromQueue: boolean,
-  ): void {
-    const max = this.opts.maxPendingHandshakes ?? 256;
-    // Newcomers line up behind the queue; a queued upgrade handed a free slot goes straight in.
-    if (this.pendingHandshakes >= max || (!fromQueue && this.queued.size > 0)) {
-      const maxQueued = this.opts.maxQueuedUpgrades ?? 4096;
-      if (this.queued.size >= maxQueued) {
-        // Each refused edge is given its own future slot: after the line ahead has drained, one
-        // per 1/rate seconds at the rate handshakes complete now. Refused edges then come back
-        // paced as the hub can take them, not all together once the line is empty (with a flat
-        // Retry-After the hub sat idle between waves while 10,000 edges waited).
-        const now = Date.now();
-        const rate = this.handshakeRate();
-        this.nextSlotAt = Math.max(this.nextSlotAt, now + (this.queued.size / rate) * 1000) + 1000 / rate;
-        const retry = Math.min(60, Math.max(1, Math.round((this.nextSlotAt - now) / 1000)));
-        clearTimeout(deadline);
-        answerAndDestroy(
-          socket,
-          new OutpostError('unavailable', `the hub is busy admitting other edges: come back in ${retry} s`),
-          {
-            'Retry-After': retry,
-          },
-        );
-        return;
+    this.admission.admit(socket, deadline, (done) => {
+      try {
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, identity, req, done));
+      } catch (err) {
+        done();
+        socket.destroy();
+        log.error({ err }, 'upgrading a sync connection failed');
       }
-      const resume = () => {
-        this.queued.delete(resume);
-        if (!socket.destroyed) this.admit(req, socket, head, identity, deadline, true);
-      };
-      this.queued.set(resume, socket);
-      socket.once('close', () => this.queued.delete(resume));
-      return;
-    }
-    clearTimeout(deadline);
-    this.pendingHandshakes++;
-    let counted = true;
-    const done = () => {
-      if (counted) {
-        this.pendingHandshakes--;
-        this.countHandshake();
-        // Hand the slot to the oldest waiting upgrade.
-        const next = this.queued.keys().next().value as (() => void) | undefined;
-        next?.();
-      }
-      counted = false;
-    };
-    socket.once('close', done);
-    try {
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, identity, req, done));
-    } catch (err) {
-      done();
-      socket.destroy();
-      log.error({ err }, 'upgrading a sync connection failed');
-    }
-  }
-
-  private countHandshake(): void {
-    const sec = Math.floor(Date.now() / 1000);
-    if (sec !== this.rate.second) {
-      this.peakRate = Math.max(this.peakRate, this.rate.current);
-      this.rate = { second: sec, current: 0, previous: sec === this.rate.second + 1 ? this.rate.current : 0 };
-    }
-    this.rate.current++;
-  }
-
-  /**
-   * Handshakes per second the hub can take: the best whole second so far, the last one, or the
-   * current one extrapolated (at least 50, so an idle moment does not inflate Retry-After). Right
-   * after a restart no second is complete yet: counting the current second's handshakes as a
-   * whole second's made the first refused edges of a 10,000-edge storm come back 10-26 s later
-   * while the hub, at ~1,500 handshakes a second, had drained its line after 6 s and sat idle
-   * (docs/benchmarks.md, fourth round). An edge told to come back too early only gets another
-   * 503 with a better estimate.
-   */
-  private handshakeRate(): number {
-    const now = Date.now();
-    const elapsed = this.rate.second === Math.floor(now / 1000) ? Math.max(0.25, (now % 1000) / 1000) : 1;
-    return Math.max(50, this.peakRate, this.rate.previous, this.rate.current / elapsed);
+    });
   }
 
   private onSocket(ws: WebSocket, identity: EdgeIdentity, req: IncomingMessage, handshakeDone: () => void): void {
