@@ -471,6 +471,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   server.on('upgrade', (req, socket, head) => tunnel.handleUpgrade(req, socket, head));
 
   const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
+  // Whether a handshake writes the edge's spec and orders first (`beforeWelcome` below).
+  const writesAtHandshake = (fresh: boolean) => fresh || !!peers;
   // On PostgreSQL the credentials of the upgrades of PG_GATHER_MS are read in one round trip.
   const verifyCredential = auth.edgeCredentialVerifier(db);
   sync = new SyncServer({
@@ -496,7 +498,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     beforeWelcomes: (batch) => {
       prefetchHandshakes(
         db,
-        batch.filter((b) => b.fresh || peers).map((b) => b.edge),
+        batch.filter((b) => writesAtHandshake(b.fresh)).map((b) => b.edge),
       );
     },
     // An edge this process never served (a replica taking it over, docs/operations.md): its spec is
@@ -505,7 +507,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     // and remove its files). With replicas,
     // every time: another replica may have served the edge since this one last did.
     beforeWelcome: (edge, fresh) => {
-      if (!fresh && !peers) return;
+      if (!writesAtHandshake(fresh)) return;
       sched.writeSpec(edge);
       deliveries?.writeEdge(edge);
       upgrades?.writeEdge(edge);

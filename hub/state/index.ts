@@ -79,8 +79,9 @@ export function prefetchHandshakes(db: SqlDb, edges: string[]): void {
     }),
   );
   const missed: ReturnType<typeof ofProject> = [];
+  const state = sqlEdgeState(db);
   for (const edge of edges) {
-    const project = sqlEdgeState(db).projectOf(edge);
+    const project = state.projectOf(edge);
     const hint = hints.get(edge);
     if (project === undefined) hints.delete(edge);
     else if (project !== hint) {

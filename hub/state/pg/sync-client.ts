@@ -254,29 +254,30 @@ export class SyncPostgres {
   prefetch(reads: Read[]): void {
     if (!reads.length || this.depth > 0) return;
     // The same read asked twice (edges of one project read the project's list) runs once; the
-    // reads of one group of keyed reads (sql.ts `keyed`) run as one read of all their keys.
+    // reads of one group of keyed reads (sql.ts `keyed`) run as one read of all their keys, and a
+    // group of one as itself.
     const singles = new Map<string, { sql: string; params: Param[] }>();
-    const groups = new Map<string, { many: NonNullable<Read['many']>; members: Map<string, string> }>();
+    const groups = new Map<string, { many: NonNullable<Read['many']>; members: Map<string, Read> }>();
     for (const r of reads) {
-      const sql = numberPlaceholders(r.sql);
-      const key = prefetchKey(sql, r.params);
-      if (!r.many) {
-        singles.set(key, { sql, params: r.params });
-        continue;
-      }
-      const g =
-        groups.get(r.many.group) ?? groups.set(r.many.group, { many: r.many, members: new Map() }).get(r.many.group)!;
-      g.members.set(key, r.many.key);
-      if (g.members.size === 1) singles.set(key, { sql, params: r.params });
-      else singles.delete(g.members.keys().next().value!);
+      const key = prefetchKey(numberPlaceholders(r.sql), r.params);
+      if (!r.many) singles.set(key, r);
+      else
+        (
+          groups.get(r.many.group) ?? groups.set(r.many.group, { many: r.many, members: new Map() }).get(r.many.group)!
+        ).members.set(key, r);
     }
-    const batched = [...groups.values()]
-      .filter((g) => g.members.size > 1)
-      .map((g) => {
-        const all = g.many.read([...new Set(g.members.values())]);
-        return { sql: numberPlaceholders(all.sql), params: all.params, column: g.many.column, members: g.members };
-      });
-    const numbered = [...singles.values(), ...batched.map(({ sql, params }) => ({ sql, params }))];
+    const batched: { sql: string; params: Param[]; column: string; members: Map<string, Read> }[] = [];
+    for (const g of groups.values()) {
+      if (g.members.size === 1) for (const [key, r] of g.members) singles.set(key, r);
+      else {
+        const all = g.many.read([...new Set([...g.members.values()].map((r) => r.many!.key))]);
+        batched.push({ sql: all.sql, params: all.params, column: g.many.column, members: g.members });
+      }
+    }
+    const numbered = [...singles.values(), ...batched].map((r) => ({
+      sql: numberPlaceholders(r.sql),
+      params: r.params,
+    }));
     const { results = [] } = this.call({ reads: numbered });
     if (!this.prefetched.size) setImmediate(() => this.forgetAllPrefetched());
     // A read that failed is run again when asked, and fails there with its own error.
@@ -292,7 +293,7 @@ export class SyncPostgres {
         const k = String(row[b.column]);
         (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(row);
       }
-      for (const [cacheKey, key] of b.members) this.rememberPrefetched(cacheKey, byKey.get(key) ?? []);
+      for (const [cacheKey, r] of b.members) this.rememberPrefetched(cacheKey, byKey.get(r.many!.key) ?? []);
     });
   }
 
