@@ -26,6 +26,7 @@ import {
 import { PG_GATHER_MS } from '../../../core/durations.js';
 import { createLogger } from '../../../core/logger.js';
 import type { Read } from '../sql.js';
+import { mergeWrites, type MergedWrite, type Write } from './merge-writes.js';
 import { packagedAsset } from '../../../sync/native.js';
 import {
   asRows,
@@ -102,10 +103,7 @@ export type ReplicaSessionEvent =
  */
 export const MAX_DEFERRED_WRITES = 20_000;
 
-interface Deferred {
-  sql: string;
-  params: Param[];
-}
+type Deferred = Write;
 
 export class SyncPostgres {
   private readonly worker: Worker;
@@ -171,9 +169,12 @@ export class SyncPostgres {
     // Deferred writes go first, in the same message: one round trip for all of them.
     const before = this.deferred;
     if (before.length) this.deferred = [];
+    // Writes of one table that may go as one statement do (merge-writes.ts); `from` maps back.
+    const sent: MergedWrite[] | undefined = before.length > 1 ? mergeWrites(before) : undefined;
     const id = ++this.seq;
     Atomics.store(this.done, 0, 0);
-    this.port.postMessage(before.length ? { ...req, id, before } : { ...req, id });
+    const wire = sent ? sent.map((w) => ({ sql: w.sql, params: w.params })) : before;
+    this.port.postMessage(before.length ? { ...req, id, before: wire } : { ...req, id });
     // Only an answer carrying this id is this statement's. One to a statement given up on earlier
     // (it came after its deadline) is dropped: read as this one's, it would shift every later
     // statement's answer by one. The flag only says some answer was posted: the worker sets it,
@@ -210,7 +211,9 @@ export class SyncPostgres {
       const beginAt = this.begin ? before.indexOf(this.begin) : -1;
       let requeued = false;
       for (const e of msg.beforeErrors) {
-        const inside = this.depth > 0 && e.index >= beginAt;
+        // The writes the refused statement stood for (several when merged).
+        const from = sent?.[e.index]?.from ?? [e.index];
+        const inside = this.depth > 0 && from[0]! >= beginAt;
         // The database went away before they ran: they go with the next round trip.
         if (connectionLost(e.code)) {
           if (!requeued) this.requeue(before);
@@ -218,6 +221,10 @@ export class SyncPostgres {
         } else if (inside)
           // Inside a transaction, which PostgreSQL has aborted: the transaction fails whole.
           throw new DatabaseError(`${e.error} (in a deferred write: ${e.sql.slice(0, 80)})`, e.code);
+        else if (from.length > 1 && !requeued)
+          // A merged statement refused for one of its rows: each goes alone with the next round
+          // trip (idempotent writes: none of them ran), and only the bad one is refused then.
+          this.requeue(from.map((i) => ({ ...before[i]!, single: true })));
         else log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
       }
     }
