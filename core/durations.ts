@@ -121,6 +121,16 @@ export const REPLICA_RETRY_MS = 1_000;
  * is older for it.
  */
 export const PG_GATHER_MS = 10;
+
+/**
+ * On PostgreSQL, how long the hub gathers the edges' credential checks at the upgrade and their
+ * hellos (hub/auth/edge-credentials.ts, sync/server.ts `gatherHellosMs`) to read and record them
+ * in one round trip each. Longer than PG_GATHER_MS: a reconnect storm's batches grow with it, and
+ * each batch costs both threads of the database client and the database a request, whatever its
+ * size (docs/benchmarks.md, issue #22: 25 ms against 10 gave 6 % less hub CPU per edge and 28 %
+ * less of PostgreSQL's). The price: a lone edge's handshake waits up to twice this long.
+ */
+export const PG_HANDSHAKE_GATHER_MS = 25;
 /**
  * How often each hub replica copies the image staging orders of the edges it serves from the table
  * into their documents (hub/images/staging.ts): the planning replica records them, the others poll.

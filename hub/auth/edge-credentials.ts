@@ -3,7 +3,7 @@
  * sync connection (docs/protocol.md). One per edge: issuing a new one (re-enrollment) replaces the
  * old one, and revoking it (decommission) makes the hub refuse the edge at the upgrade.
  */
-import { PG_GATHER_MS } from '../../core/durations.js';
+import { PG_HANDSHAKE_GATHER_MS } from '../../core/durations.js';
 import type { EdgeName } from '../../core/ids.js';
 import { edgeName } from '../../core/ids.js';
 import { formatToken, parseToken } from '../../sync/pinned-ca.js';
@@ -72,7 +72,7 @@ export function verifyEdgeCredential(db: SqlDb, token: string): { edge: EdgeName
  */
 export function edgeCredentialVerifier(
   db: SqlDb,
-  gatherMs = PG_GATHER_MS,
+  gatherMs = PG_HANDSHAKE_GATHER_MS,
 ): (token: string) => Promise<{ edge: EdgeName } | null> {
   if (!isPostgres(db)) return (token) => Promise.resolve(verifyEdgeCredential(db, token));
   let waiting: { token: string; done: (err: unknown, id?: { edge: EdgeName } | null) => void }[] = [];
