@@ -40,6 +40,33 @@ export function systemCpuMs(pid: number): number | undefined {
   }
 }
 
+/**
+ * User + system CPU time of each thread of a process so far, in milliseconds, summed by thread
+ * name (/proc/PID/task/TID/comm: `MainThread`, `WorkerThread` for a worker_threads worker such as
+ * the hub's PostgreSQL client, `V8Worker` for V8's helpers, `libuv-worker`...). Threads that
+ * ended are not counted.
+ */
+export function threadCpuMs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids)
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ms = ((Number(rest[11]) + Number(rest[12])) * 1000) / ticksPerSecond();
+      out.set(name, (out.get(name) ?? 0) + ms);
+    } catch {
+      /* the thread ended meanwhile */
+    }
+  return out;
+}
+
 /** User + system CPU time consumed so far, in milliseconds. */
 export function cpuMs(pid: number): number | undefined {
   try {

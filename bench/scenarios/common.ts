@@ -11,7 +11,7 @@ import { Fleet } from '../lib/fleet.js';
 import { HubCluster } from '../lib/hub-cluster.js';
 import type { HubProcess } from '../lib/hub-process.js';
 import type { RunResult, Target } from '../lib/results.js';
-import { CpuMeter, systemCpuMs, until } from '../lib/sys.js';
+import { CpuMeter, systemCpuMs, threadCpuMs, until } from '../lib/sys.js';
 
 export interface ScenarioContext {
   edges: number;
@@ -196,6 +196,7 @@ export class PhaseMeter {
   private readonly meter: CpuMeter;
   private readonly hubPids: number[];
   private readonly hubSystem0: number[];
+  private readonly hubThreads0: Map<string, number>[];
   private readonly pg0: number | undefined;
   constructor(
     private readonly s: Setup,
@@ -203,8 +204,18 @@ export class PhaseMeter {
   ) {
     this.hubPids = s.cluster.alive().map((h) => h.pid);
     this.hubSystem0 = this.hubPids.map((p) => systemCpuMs(p) ?? 0);
+    this.hubThreads0 = this.hubPids.map((p) => threadCpuMs(p));
     this.pg0 = s.cluster.postgresCpuMs();
     this.meter = new CpuMeter([...this.hubPids, ...s.fleet.pids]);
+  }
+
+  private threadDeltas(): Record<string, number> {
+    const sum = new Map<string, number>();
+    this.hubPids.forEach((p, i) => {
+      for (const [name, ms] of threadCpuMs(p))
+        sum.set(name, (sum.get(name) ?? 0) + Math.max(0, ms - (this.hubThreads0[i]!.get(name) ?? 0)));
+    });
+    return Object.fromEntries([...sum].filter(([, ms]) => ms > 0).map(([n, ms]) => [n, Math.round(ms)]));
   }
 
   finish(out: ScenarioOutput): {
@@ -238,6 +249,9 @@ export class PhaseMeter {
           0,
         ),
       ),
+      // Of hubCpuMs, each kind of thread's part (summed over the replicas): the main thread, the
+      // PostgreSQL client's worker (WorkerThread), V8's helpers (V8Worker: GC, compiling)...
+      hubThreadCpuMs: this.threadDeltas(),
       ...(this.s.cluster.replicas
         ? { replicaCpuMs: perReplicaCpuMs.map(Math.round), postgresCpuMs: Math.round(postgresCpuMs ?? 0) }
         : {}),
