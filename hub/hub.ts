@@ -55,7 +55,7 @@ import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { SqlAssignmentStore } from './state/assignments.js';
 import {
   postgresHubState,
-  prefetchDisconnect,
+  prefetchDisconnects,
   prefetchHandshakes,
   sqliteHubState,
   type HubState,
@@ -360,6 +360,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     credentials: hubAuth,
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
+    // On PostgreSQL: what recording a turn's disconnections reads, in one round trip.
+    readAheadDisconnects: (list) => prefetchDisconnects(db, list),
   });
   const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
   sink?.start();
@@ -514,9 +516,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       imageStaging.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
-      // On PostgreSQL: what recording it reads, in one round trip.
-      prefetchDisconnect(db, conn.edge);
-      edges.disconnected(conn.edge, code, reason);
+      // Recorded at the end of this turn with the others that ended in it.
+      edges.disconnected({ edge: conn.edge, code, reason });
       // A newer connection of the edge to this same process holds the lease now: keep it.
       if (!sync?.connection(conn.edge)) leases?.release(conn.edge);
       tunnel.onDisconnect(conn);

@@ -12,10 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJoinToken } from '../hub/auth/join-tokens.js';
 import { hubSchemas } from '../hub/db.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
-import { recordConnects } from '../hub/edges/history.js';
+import { recordConnects, recordDisconnects } from '../hub/edges/history.js';
 import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
-import { postgresHubState, prefetchDisconnect, prefetchHandshakes } from '../hub/state/index.js';
+import { postgresHubState, prefetchDisconnects, prefetchHandshakes } from '../hub/state/index.js';
 import { SqlAssignmentStore } from '../hub/state/assignments.js';
 import { edgeReads, sqlEdgeState } from '../hub/state/edges.js';
 import {
@@ -238,18 +238,43 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     expect(state.events.list('shop', { limit: 100 }).length + state.events.list('farm', { limit: 100 }).length).toBe(6);
   });
 
-  it("reads a disconnection's project and last event ahead in one round trip", async () => {
+  it("reads and records a turn's disconnections in two round trips, an edge closed twice in order", async () => {
     const db = freshDb();
     const state = postgresHubState(db);
-    state.edges.enroll({ name: 'e3', project: 'shop', approved: true, at: 1 });
-    state.events.record({ project: 'shop', kind: 'Edge', name: 'e3', reason: 'Connected', message: 'up', at: 2 });
-    prefetchHandshakes(db, ['e3']); // learns the edge's project
+    const edges = ['d1', 'd2', 'd3', 'd4'];
+    const projectOf = (name: string) => (name === 'd4' ? 'farm' : 'shop');
+    for (const name of edges) {
+      state.edges.enroll({ name, project: projectOf(name), approved: true, at: 1 });
+      state.edges.connected(name, { at: 2, agentVersion: 't', remoteAddress: '10.0.0.9' });
+      state.events.record({ project: projectOf(name), kind: 'Edge', name, reason: 'Connected', message: 'up', at: 2 });
+    }
+    prefetchHandshakes(db, edges); // learns the edges' projects
     await new Promise((r) => setImmediate(r));
     const trips = db.roundTrips;
-    prefetchDisconnect(db, 'e3');
-    expect(state.edges.projectOf('e3')).toBe('shop');
-    expect(state.events.last('shop', 'Edge', 'e3')?.message).toBe('up');
-    expect(db.roundTrips - trips).toBe(1);
+    prefetchDisconnects(db, edges);
+    recordDisconnects(
+      state,
+      edges.map((edge) => ({ edge, code: 1006, reason: '' })),
+    );
+    // One round trip reads for all, one records all.
+    expect(db.roundTrips - trips).toBe(2);
+    for (const name of edges) {
+      expect(state.events.last(projectOf(name), 'Edge', name)?.message).toBe(`edge ${name} disconnected (1006)`);
+      expect(state.edges.get(name)?.connectedSince).toBeUndefined();
+    }
+    // d1 reconnects (its last event becomes Reconnected), then two of its connections close in one
+    // turn: the first turns that event into Disconnected, the second, recorded after it, adds one.
+    recordConnects(state, [{ edge: 'd1', remoteAddress: '10.0.0.9', agentVersion: 't' }]);
+    recordDisconnects(state, [
+      { edge: 'd1', code: 1000, reason: 'first' },
+      { edge: 'd2', code: 1000, reason: '' },
+      { edge: 'd1', code: 1001, reason: 'second' },
+    ]);
+    // Newest first.
+    expect(state.events.list('shop', { name: 'd1', limit: 2 }).map((e) => e.message)).toEqual([
+      'edge d1 disconnected (1001: second)',
+      expect.stringMatching(/^edge d1 disconnected \(1000: first\) after 1 reconnect since /),
+    ]);
   });
 
   it("finds one edge's rows by index among thousands (a list parameter is no scan of the table)", () => {

@@ -43,65 +43,109 @@ export function recordConnect(state: HubState, conn: ConnectionFacts, now = Date
  * (hub/state/index.ts `prefetchHandshakes`) and a write to a table forgets what was read of it.
  */
 export function recordConnects(state: HubState, conns: ConnectionFacts[], now = Date.now()): void {
-  state.transaction(() => {
-    const facts = conns.map((conn) => {
-      const project = state.edges.projectOf(conn.edge);
-      return { conn, project, last: project === undefined ? undefined : state.events.last(project, 'Edge', conn.edge) };
-    });
-    for (const { conn, project, last } of facts) {
-      state.edges.connected(conn.edge, { at: now, agentVersion: conn.agentVersion, remoteAddress: conn.remoteAddress });
-      if (project === undefined) continue;
-      if (last && last.reason === 'Disconnected' && now - last.at < RECONNECT_COALESCE_MS) {
-        const f = flaps.get(last.id) ?? { count: 0, since: last.at };
-        f.count++;
-        if (flaps.size > 10_000) flaps.clear();
-        flaps.set(last.id, f);
-        state.events.update(last.id, {
-          at: now,
-          reason: 'Reconnected',
-          message: `edge ${conn.edge} reconnected from ${conn.remoteAddress} (${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)})`,
-        });
-        continue;
-      }
-      state.events.record({
-        project,
-        kind: 'Edge',
-        name: conn.edge,
-        reason: 'Connected',
-        message: `edge ${conn.edge} connected from ${conn.remoteAddress}`,
-        at: now,
-      });
-    }
-  });
+  state.transaction(() => inRuns(conns, (run) => connectRun(state, run, now)));
 }
 
-/** Records a disconnection (one transaction). */
-export function recordDisconnect(state: HubState, edge: string, code: number, reason: string, now = Date.now()): void {
-  state.transaction(() => {
-    // Read before the write to the runtime row, which would forget it if it was read ahead
-    // (hub/state/index.ts `prefetchDisconnect`).
-    const project = state.edges.projectOf(edge);
-    state.edges.disconnected(edge, now, `${code} ${reason}`.trim());
-    if (project === undefined) return;
-    const why = `${code}${reason ? `: ${reason}` : ''}`;
-    const last = state.events.last(project, 'Edge', edge);
-    const f = last && flaps.get(last.id);
-    if (last && f && last.reason === 'Reconnected' && now - last.at < RECONNECT_COALESCE_MS) {
+/**
+ * Calls `record` for runs of `list` in which no edge comes twice, in order: an edge that comes
+ * again (two of its connections in one batch) is read and recorded after its first was written.
+ */
+function inRuns<T extends { edge: string }>(list: T[], record: (run: T[]) => void): void {
+  for (let start = 0; start < list.length;) {
+    const seen = new Set<string>();
+    let end = start;
+    while (end < list.length && !seen.has(list[end]!.edge)) seen.add(list[end++]!.edge);
+    record(list.slice(start, end));
+    start = end;
+  }
+}
+
+/** An edge's project and last event (read before any write: hub/state/index.ts reads them ahead). */
+function historyOf(state: HubState, edge: string) {
+  const project = state.edges.projectOf(edge);
+  return { project, last: project === undefined ? undefined : state.events.last(project, 'Edge', edge) };
+}
+
+function connectRun(state: HubState, conns: ConnectionFacts[], now: number): void {
+  const facts = conns.map((conn) => ({ conn, ...historyOf(state, conn.edge) }));
+  for (const { conn, project, last } of facts) {
+    state.edges.connected(conn.edge, { at: now, agentVersion: conn.agentVersion, remoteAddress: conn.remoteAddress });
+    if (project === undefined) continue;
+    if (last && last.reason === 'Disconnected' && now - last.at < RECONNECT_COALESCE_MS) {
+      const f = flaps.get(last.id) ?? { count: 0, since: last.at };
+      f.count++;
+      if (flaps.size > 10_000) flaps.clear();
+      flaps.set(last.id, f);
       state.events.update(last.id, {
         at: now,
-        reason: 'Disconnected',
-        message: `edge ${edge} disconnected (${why}) after ${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)}`,
+        reason: 'Reconnected',
+        message: `edge ${conn.edge} reconnected from ${conn.remoteAddress} (${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)})`,
       });
-      return;
+      continue;
     }
     state.events.record({
       project,
       kind: 'Edge',
-      name: edge,
-      reason: 'Disconnected',
-      message: `edge ${edge} disconnected (${why})`,
+      name: conn.edge,
+      reason: 'Connected',
+      message: `edge ${conn.edge} connected from ${conn.remoteAddress}`,
       at: now,
     });
+  }
+}
+
+export interface DisconnectionFacts {
+  edge: string;
+  code: number;
+  reason: string;
+}
+
+/** Records a disconnection (one transaction). */
+export function recordDisconnect(state: HubState, edge: string, code: number, reason: string, now = Date.now()): void {
+  recordDisconnects(state, [{ edge, code, reason }], now);
+}
+
+/**
+ * Records disconnections that came together (one turn's closed sockets: a replica or a link going
+ * down closes thousands) in one transaction, reads before writes as `recordConnects`. An edge that
+ * comes twice (two of its connections closed in that turn) is recorded in order, its second
+ * disconnection after the first was written.
+ */
+export function recordDisconnects(state: HubState, list: DisconnectionFacts[], now = Date.now()): void {
+  state.transaction(() =>
+    inRuns(list, (run) => {
+      const facts = run.map((d) => ({ d, ...historyOf(state, d.edge) }));
+      for (const { d, project, last } of facts) recordOne(state, d, project, last, now);
+    }),
+  );
+}
+
+function recordOne(
+  state: HubState,
+  { edge, code, reason }: DisconnectionFacts,
+  project: string | undefined,
+  last: ReturnType<HubState['events']['last']>,
+  now: number,
+): void {
+  state.edges.disconnected(edge, now, `${code} ${reason}`.trim());
+  if (project === undefined) return;
+  const why = `${code}${reason ? `: ${reason}` : ''}`;
+  const f = last && flaps.get(last.id);
+  if (last && f && last.reason === 'Reconnected' && now - last.at < RECONNECT_COALESCE_MS) {
+    state.events.update(last.id, {
+      at: now,
+      reason: 'Disconnected',
+      message: `edge ${edge} disconnected (${why}) after ${f.count} reconnect${f.count === 1 ? '' : 's'} since ${iso(f.since)}`,
+    });
+    return;
+  }
+  state.events.record({
+    project,
+    kind: 'Edge',
+    name: edge,
+    reason: 'Disconnected',
+    message: `edge ${edge} disconnected (${why})`,
+    at: now,
   });
 }
 

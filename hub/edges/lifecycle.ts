@@ -17,7 +17,14 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { enrollLabels, type JoinGrant } from '../auth/join-tokens.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubState } from '../state/index.js';
-import { pruneHistory, recordConnects, recordDisconnect, recordHubStop, type ConnectionFacts } from './history.js';
+import {
+  pruneHistory,
+  recordConnects,
+  recordDisconnects,
+  recordHubStop,
+  type ConnectionFacts,
+  type DisconnectionFacts,
+} from './history.js';
 
 const log = createLogger('hub:edges');
 
@@ -55,10 +62,14 @@ export interface EdgeLifecycleDeps {
   /** Closes an edge's live connection (decommission). */
   disconnect(edge: string, message: string): void;
   requireApproval: boolean;
+  /** Reads ahead what recording these edges' disconnections reads (hub/state/index.ts `prefetchDisconnects`). */
+  readAheadDisconnects?(edges: string[]): void;
 }
 
 export class EdgeLifecycle {
   private readonly seen = new Map<string, number>();
+  /** Connections ended in this turn, recorded together at its end (`flushDisconnections`). */
+  private ended: DisconnectionFacts[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly deps: EdgeLifecycleDeps) {}
@@ -223,36 +234,59 @@ export class EdgeLifecycle {
 
   /**
    * The sync server accepted connections (those of one turn's handshakes: one transaction, a
-   * reconnect storm is thousands). Called from the sync server's socket events: a failure to
-   * record (the hub's database away) is logged, not thrown into the event loop; the next
-   * connection of the edge records anew. A batch refused for another reason is recorded edge by
-   * edge, so one edge's failure costs only its own record.
+   * reconnect storm is thousands). Called from the sync server's socket events (`recordBatch`).
    */
   connected(conns: ConnectionFacts[]): void {
-    try {
-      recordConnects(this.deps.state, conns);
-    } catch (err) {
-      const unavailable = err instanceof OutpostError && err.code === 'unavailable';
-      if (unavailable || conns.length === 1)
-        log.warn({ err, edges: conns.map((c) => c.edge) }, 'could not record the connections');
-      else
-        for (const conn of conns)
-          try {
-            recordConnects(this.deps.state, [conn]);
-          } catch (e) {
-            log.warn({ err: e, edge: conn.edge }, 'could not record the connection');
-          }
-    }
-    for (const conn of conns) this.deps.scheduler.markStatus(conn.edge, 'connectivity');
+    // An edge's earlier connection that ended is recorded before its new one.
+    this.flushDisconnections();
+    this.recordBatch(conns, (list) => recordConnects(this.deps.state, list), 'connection');
   }
 
-  disconnected(edge: string, code: number, reason: string): void {
+  /**
+   * A connection ended: recorded at the end of this turn with the others that ended in it (a
+   * replica or a link going down ends thousands at once: one transaction and, on PostgreSQL, one
+   * read ahead for all of them, instead of a round trip each blocking the hub).
+   */
+  disconnected(d: DisconnectionFacts): void {
+    if (!this.ended.length) setImmediate(() => this.flushDisconnections());
+    this.ended.push(d);
+  }
+
+  /** Records the connections that ended and were not recorded yet. */
+  flushDisconnections(): void {
+    const list = this.ended;
+    if (!list.length) return;
+    this.ended = [];
     try {
-      recordDisconnect(this.deps.state, edge, code, reason);
+      this.deps.readAheadDisconnects?.(list.map((d) => d.edge));
     } catch (err) {
-      log.warn({ err, edge }, 'could not record the disconnection');
+      // Only a read ahead: the record reads what it needs itself (and says why it cannot).
+      log.debug({ err }, 'could not read ahead for the disconnections');
     }
-    this.deps.scheduler.markStatus(edge, 'connectivity');
+    this.recordBatch(list, (l) => recordDisconnects(this.deps.state, l), 'disconnection');
+  }
+
+  /**
+   * Records a batch in one transaction; a failure to record (the hub's database away) is logged,
+   * not thrown into the event loop (the next connection of the edge records anew). A batch refused
+   * for another reason is recorded edge by edge, so one edge's failure costs only its own record.
+   */
+  private recordBatch<T extends { edge: string }>(list: T[], record: (list: T[]) => void, what: string): void {
+    try {
+      record(list);
+    } catch (err) {
+      const unavailable = err instanceof OutpostError && err.code === 'unavailable';
+      if (unavailable || list.length === 1)
+        log.warn({ err, edges: list.map((x) => x.edge) }, `could not record the ${what}s`);
+      else
+        for (const x of list)
+          try {
+            record([x]);
+          } catch (e) {
+            log.warn({ err: e, edge: x.edge }, `could not record the ${what}`);
+          }
+    }
+    for (const x of list) this.deps.scheduler.markStatus(x.edge, 'connectivity');
   }
 
   /** Remembered now, recorded with the next batch (HEARTBEAT_FLUSH_MS). */
@@ -317,6 +351,7 @@ export class EdgeLifecycle {
   stop(): number {
     for (const t of this.timers.splice(0)) clearInterval(t);
     this.flushHeartbeats();
+    this.flushDisconnections();
     const n = recordHubStop(this.deps.state);
     if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
     return n;

@@ -93,14 +93,20 @@ export function prefetchHandshakes(db: SqlDb, edges: string[]): void {
 }
 
 /**
- * On PostgreSQL, what recording an edge's disconnection reads (hub/edges/history.ts
- * `recordDisconnect`: its project and its last event), given ahead in one round trip when its
- * project is known. Nothing on SQLite.
+ * On PostgreSQL, what recording edges' disconnections reads (hub/edges/history.ts
+ * `recordDisconnects`: each one's project and last event), given ahead in one round trip for all
+ * of them whose project is known. Nothing on SQLite.
  */
-export function prefetchDisconnect(db: SqlDb, edge: string): void {
+export function prefetchDisconnects(db: SqlDb, edges: readonly string[]): void {
   if (!isPostgres(db)) return;
-  const hint = projectHintsOf(db).get(edge);
-  if (hint !== undefined) prefetch(db, [edgeReads.project(edge), lastEventRead(hint, 'Edge', edge)]);
+  const hints = projectHintsOf(db);
+  prefetch(
+    db,
+    edges.flatMap((edge) => {
+      const hint = hints.get(edge);
+      return hint === undefined ? [] : [edgeReads.project(edge), lastEventRead(hint, 'Edge', edge)];
+    }),
+  );
 }
 
 function projectHintsOf(db: SyncPostgres): Map<string, string> {
