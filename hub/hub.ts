@@ -13,7 +13,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import { PG_HANDSHAKE_GATHER_MS, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
+import { PG_HANDSHAKE_GATHER, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName, type EdgeName } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
 import { createLogger, throttle } from '../core/logger.js';
@@ -475,7 +475,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
   // Whether a handshake writes the edge's spec and orders first (`beforeWelcome` below).
   const writesAtHandshake = (fresh: boolean) => fresh || !!peers;
-  // On PostgreSQL the credentials of the upgrades of PG_HANDSHAKE_GATHER_MS are read in one round trip.
+  // On PostgreSQL the credentials of the upgrades that come together are read in one round trip (PG_HANDSHAKE_GATHER).
   const verifyCredential = auth.edgeCredentialVerifier(db);
   sync = new SyncServer({
     store,
@@ -494,9 +494,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       edges.connected(conns);
       for (const conn of conns) leases?.take(conn.edge);
     },
-    // On PostgreSQL: what the handshakes of PG_HANDSHAKE_GATHER_MS read (below and the connection
+    // On PostgreSQL: what the handshakes that come together read (below and the connection
     // history), in one round trip for all of them, and their connections recorded in one more.
-    gatherHellosMs: pg ? PG_HANDSHAKE_GATHER_MS : 0,
+    gatherHellos: pg ? PG_HANDSHAKE_GATHER : undefined,
     beforeWelcomes: (batch) => {
       prefetchHandshakes(
         db,

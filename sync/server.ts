@@ -20,6 +20,7 @@ import {
   UPGRADE_DEADLINE_MS,
   WS_PING_INTERVAL_MS,
 } from '../core/durations.js';
+import { Gatherer, type GatherWindow } from '../core/gather.js';
 import { OutpostError } from '../core/errors.js';
 import { bearerToken } from '../core/http.js';
 import { mailboxDocId, parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
@@ -88,17 +89,17 @@ export interface SyncServerOptions {
   decommissioned?(token: string): string | undefined;
   heartbeatSeconds?(edge: EdgeName): number;
   /**
-   * The hellos received together (`gatherHellosMs`) are answered together: called first with
+   * The hellos received together (`gatherHellos`) are answered together: called first with
    * their edges (`fresh` as for `beforeWelcome`), so the hub can read what their handshakes need
    * at once (one round trip on PostgreSQL for a whole reconnect wave, instead of one per edge).
    */
   beforeWelcomes?(edges: { edge: EdgeName; fresh: boolean }[]): void;
   /**
-   * Hellos received within this many milliseconds of the first are answered together (default 0:
-   * those of one turn of the event loop). The hub on PostgreSQL gathers for PG_GATHER_MS: its
-   * batch costs two round trips, however many edges it holds.
+   * How long hellos gather to be answered together (core/gather.ts; default none: those of one
+   * turn of the event loop). The hub on PostgreSQL gathers PG_HANDSHAKE_GATHER: its batch costs
+   * two round trips, however many edges it holds.
    */
-  gatherHellosMs?: number;
+  gatherHellos?: GatherWindow;
   /** The connections welcomed together (see `beforeWelcomes`), after their welcomes were sent. */
   onConnect?(conns: EdgeConnection[]): void;
   /**
@@ -154,8 +155,8 @@ export class SyncServer {
    * per frame: under a fan-out's Ready reports that commit was the hub's largest single cost.
    */
   private inbox: { conn: EdgeConnection; frame: SyncFrame; bytes: number }[] = [];
-  /** Hellos received in this turn of the event loop, answered together (`answerHellos`). */
-  private hellos: QueuedHello[] = [];
+  /** Hellos received and not answered yet, answered together (`answerHellos`). */
+  private readonly hellos: Gatherer<QueuedHello>;
   private inboxScheduled = false;
   /** Set by close(): the owner records the stop for all edges at once, not one disconnect at a time. */
   private closing = false;
@@ -166,6 +167,7 @@ export class SyncServer {
 
   constructor(private readonly opts: SyncServerOptions) {
     this.path = opts.path ?? '/api/v1/sync';
+    this.hellos = new Gatherer((batch) => this.answerHellos(batch), opts.gatherHellos);
     this.admission = new HandshakeAdmission({
       maxPending: opts.maxPendingHandshakes ?? 256,
       maxQueued: opts.maxQueuedUpgrades ?? 4096,
@@ -491,20 +493,15 @@ export class SyncServer {
   }
 
   private queueHello(h: QueuedHello): void {
-    this.hellos.push(h);
-    if (this.hellos.length > 1) return;
-    const gather = this.opts.gatherHellosMs ?? 0;
-    if (gather > 0) setTimeout(() => this.answerHellos(), gather);
-    else setImmediate(() => this.answerHellos());
+    this.hellos.add(h);
   }
 
   /**
-   * Answers the hellos received since the last turn, together: `beforeWelcomes` with all of
-   * them, each welcome, then `onConnect` with the connections made.
+   * Answers hellos received together: `beforeWelcomes` with all of them, each welcome, then
+   * `onConnect` with the connections made.
    */
-  private answerHellos(): void {
-    const batch = this.hellos.filter((h) => h.ws.readyState === h.ws.OPEN);
-    this.hellos = [];
+  private answerHellos(received: QueuedHello[]): void {
+    const batch = received.filter((h) => h.ws.readyState === h.ws.OPEN);
     if (!batch.length || this.closing) return;
     const store = this.opts.store;
     try {

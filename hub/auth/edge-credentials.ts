@@ -3,7 +3,8 @@
  * sync connection (docs/protocol.md). One per edge: issuing a new one (re-enrollment) replaces the
  * old one, and revoking it (decommission) makes the hub refuse the edge at the upgrade.
  */
-import { PG_HANDSHAKE_GATHER_MS } from '../../core/durations.js';
+import { PG_HANDSHAKE_GATHER } from '../../core/durations.js';
+import { Gatherer, type GatherWindow } from '../../core/gather.js';
 import type { EdgeName } from '../../core/ids.js';
 import { edgeName } from '../../core/ids.js';
 import { formatToken, parseToken } from '../../sync/pinned-ca.js';
@@ -65,20 +66,18 @@ export function verifyEdgeCredential(db: SqlDb, token: string): { edge: EdgeName
 }
 
 /**
- * `verifyEdgeCredential` for the sync upgrades: on PostgreSQL the credentials presented within
- * `gatherMs` of the first are read together, in one round trip (sql.ts `prefetch`); a reconnect
- * storm was one round trip per upgrade, each blocking the event loop. On SQLite each is verified
- * at once.
+ * `verifyEdgeCredential` for the sync upgrades: on PostgreSQL the credentials presented together
+ * (core/gather.ts, PG_HANDSHAKE_GATHER) are read in one round trip (sql.ts `prefetch`); a
+ * reconnect storm was one round trip per upgrade, each blocking the event loop. On SQLite each is
+ * verified at once.
  */
 export function edgeCredentialVerifier(
   db: SqlDb,
-  gatherMs = PG_HANDSHAKE_GATHER_MS,
+  gather: GatherWindow = PG_HANDSHAKE_GATHER,
 ): (token: string) => Promise<{ edge: EdgeName } | null> {
   if (!isPostgres(db)) return (token) => Promise.resolve(verifyEdgeCredential(db, token));
-  let waiting: { token: string; done: (err: unknown, id?: { edge: EdgeName } | null) => void }[] = [];
-  const verifyAll = () => {
-    const batch = waiting;
-    waiting = [];
+  type Waiting = { token: string; done: (err: unknown, id?: { edge: EdgeName } | null) => void };
+  const verifyAll = (batch: Waiting[]) => {
     try {
       prefetch(
         db,
@@ -95,10 +94,10 @@ export function edgeCredentialVerifier(
         w.done(err);
       }
   };
+  const waiting = new Gatherer<Waiting>(verifyAll, gather);
   return (token) =>
     new Promise((resolve, reject) => {
-      if (!waiting.length) setTimeout(verifyAll, gatherMs);
-      waiting.push({ token, done: (err, id) => (err === undefined ? resolve(id ?? null) : reject(err as Error)) });
+      waiting.add({ token, done: (err, id) => (err === undefined ? resolve(id ?? null) : reject(err as Error)) });
     });
 }
 

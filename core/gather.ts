@@ -1,0 +1,50 @@
+/**
+ * @module Batches of work that arrive over time, taken together for one costly step each (a round
+ * trip to the hub's PostgreSQL: the credential checks of a reconnect storm's upgrades, its hellos).
+ * How long a batch gathers adapts to the arrivals: a lone arrival waits `minMs` (an edge that
+ * connects alone is not held up), and while they keep coming (the batch before had more than one,
+ * taken within the last second) a batch gathers `maxMs`, so a storm's batches grow with the window.
+ * Each batch costs the same few round trips whatever its size; a hub replica that sees a third of
+ * the storm needs a window three times as long for batches as large (docs/benchmarks.md, issue #22).
+ * With both at 0 a batch is what arrived in one turn of the event loop.
+ */
+
+export interface GatherWindow {
+  minMs: number;
+  maxMs: number;
+}
+
+/** Batches taken this soon after a busy one gather for `maxMs`. */
+const BUSY_FOR_MS = 1_000;
+
+export class Gatherer<T> {
+  private items: T[] = [];
+  private lastSize = 0;
+  private lastAt = 0;
+
+  constructor(
+    private readonly take: (batch: T[]) => void,
+    private readonly window: GatherWindow = { minMs: 0, maxMs: 0 },
+  ) {}
+
+  add(item: T): void {
+    this.items.push(item);
+    if (this.items.length > 1) return;
+    const ms = this.nextWindowMs;
+    if (ms > 0) setTimeout(this.flush, ms);
+    else setImmediate(this.flush);
+  }
+
+  /** How long the next batch would gather (for tests and logs). */
+  get nextWindowMs(): number {
+    return this.lastSize > 1 && Date.now() - this.lastAt < BUSY_FOR_MS ? this.window.maxMs : this.window.minMs;
+  }
+
+  private readonly flush = (): void => {
+    const batch = this.items;
+    this.items = [];
+    this.lastSize = batch.length;
+    this.lastAt = Date.now();
+    this.take(batch);
+  };
+}
