@@ -126,12 +126,14 @@ export const PG_GATHER_MS = 10;
  * On PostgreSQL, how long the hub gathers the edges' credential checks at the upgrade and their
  * hellos (hub/auth/edge-credentials.ts, sync/server.ts `gatherHellos`) to read and record them in
  * one round trip each (core/gather.ts): PG_GATHER_MS for a lone edge, up to 75 ms while a storm
- * arrives. Each batch costs both threads of the database client and the database a request,
- * whatever its size; measured on 1,000 edges (docs/benchmarks.md, issue #22): one replica, 25 ms
- * against 10 gave 6 % less hub CPU per edge; three replicas (each sees a third of the storm), 75
- * against 25 gave 22 % less. The price: a handshake in a storm waits up to 2 x 75 ms more.
+ * arrives, and no longer once 64 wait. Each batch costs both threads of the database client and the
+ * database a request, whatever its size; measured on 1,000 edges (docs/benchmarks.md, issue #22):
+ * one replica, 25 ms against 10 gave 6 % less hub CPU per edge; three replicas (each sees a third
+ * of the storm) gained from the longer window in some pairs and not in others. Without the bound of
+ * 64, a storm of 10,000 on one replica took a third longer (its handshakes held their admission
+ * slots through the windows). The price: a handshake in a storm waits up to 2 x 75 ms more.
  */
-export const PG_HANDSHAKE_GATHER = { minMs: PG_GATHER_MS, maxMs: 75 };
+export const PG_HANDSHAKE_GATHER = { minMs: PG_GATHER_MS, maxMs: 75, maxItems: 64 };
 /**
  * How often each hub replica copies the image staging orders of the edges it serves from the table
  * into their documents (hub/images/staging.ts): the planning replica records them, the others poll.

@@ -36,6 +36,20 @@ describe('Gatherer', () => {
     expect(g.nextWindowMs).toBe(10);
   });
 
+  it('takes a batch that reached maxItems at the end of the turn, without waiting for its window', () => {
+    const batches: number[][] = [];
+    const g = new Gatherer<number>((b) => batches.push(b), { minMs: 10, maxMs: 75, maxItems: 3 });
+    for (const n of [1, 2, 3, 4]) g.add(n);
+    expect(batches).toEqual([]);
+    vi.advanceTimersByTime(0);
+    expect(batches).toEqual([[1, 2, 3, 4]]);
+    g.add(5);
+    vi.advanceTimersByTime(74);
+    expect(batches).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    expect(batches).toEqual([[1, 2, 3, 4], [5]]);
+  });
+
   it('takes what arrived in one turn of the event loop when both windows are 0', () => {
     const batches: string[][] = [];
     const g = new Gatherer<string>((b) => batches.push(b));

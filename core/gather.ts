@@ -12,6 +12,12 @@
 export interface GatherWindow {
   minMs: number;
   maxMs: number;
+  /**
+   * A batch this large is taken at once: past it a larger batch saves next to nothing, and what
+   * waits may hold a scarce slot (a handshake holds one of the sync server's admission slots while
+   * it gathers: in a storm of 10,000, a 75 ms window without this bound slowed it by a third).
+   */
+  maxItems?: number;
 }
 
 /** Batches taken this soon after a busy one gather for `maxMs`. */
@@ -19,6 +25,9 @@ const BUSY_FOR_MS = 1_000;
 
 export class Gatherer<T> {
   private items: T[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** Taken at the end of this turn of the event loop (full, or no window). */
+  private soon: NodeJS.Immediate | undefined;
   private lastSize = 0;
   private lastAt = 0;
 
@@ -29,10 +38,15 @@ export class Gatherer<T> {
 
   add(item: T): void {
     this.items.push(item);
-    if (this.items.length > 1) return;
-    const ms = this.nextWindowMs;
-    if (ms > 0) setTimeout(this.flush, ms);
-    else setImmediate(this.flush);
+    if (this.items.length === 1) {
+      const ms = this.nextWindowMs;
+      if (ms > 0) this.timer = setTimeout(this.flush, ms);
+      else this.soon = setImmediate(this.flush);
+    }
+    if (this.window.maxItems && this.items.length >= this.window.maxItems && !this.soon) {
+      clearTimeout(this.timer);
+      this.soon = setImmediate(this.flush);
+    }
   }
 
   /** How long the next batch would gather (for tests and logs). */
@@ -41,6 +55,9 @@ export class Gatherer<T> {
   }
 
   private readonly flush = (): void => {
+    clearTimeout(this.timer);
+    clearImmediate(this.soon);
+    this.timer = this.soon = undefined;
     const batch = this.items;
     this.items = [];
     this.lastSize = batch.length;
