@@ -117,6 +117,16 @@ describe('merged deferred writes on PostgreSQL', () => {
     merged.all('SELECT 1');
     merged.all('SELECT 1');
     expect(merged.all("SELECT name FROM ev WHERE project = 'q' ORDER BY id")).toEqual([{ name: 'x' }, { name: 'z' }]);
+    // Two merged statements refused in one request: their writes go again once each, in order.
+    merged.defer(EV, 40, 'r', 'x', null, null, null);
+    merged.defer(EV, 'not a number', 'r', 'y', null, null, null);
+    merged.defer(SEEN, 'not a number either', 1, 'a');
+    merged.defer(SEEN, 41, 41, 'b');
+    merged.defer(EV, 42, 'r', 'z', null, null, null);
+    merged.all('SELECT 1');
+    merged.all('SELECT 1');
+    expect(merged.all("SELECT name FROM ev WHERE project = 'r' ORDER BY id")).toEqual([{ name: 'x' }, { name: 'z' }]);
+    expect(merged.one('SELECT last_seen FROM rt WHERE name = ?', 'b')).toEqual({ last_seen: 41 });
   });
 
   it("may move writes of one table past others': a hub's schema links no table to another", async () => {

@@ -209,24 +209,24 @@ export class SyncPostgres {
     if (msg.beforeErrors) {
       // A deferred BEGIN among them: refusals before it were outside the transaction.
       const beginAt = this.begin ? before.indexOf(this.begin) : -1;
-      let requeued = false;
+      // The database went away before they ran: they all go with the next round trip.
+      const lost = msg.beforeErrors.some((e) => connectionLost(e.code));
+      if (lost) this.requeue(before);
+      const again: number[] = [];
       for (const e of msg.beforeErrors) {
+        if (connectionLost(e.code)) continue;
         // The writes the refused statement stood for (several when merged).
         const from = sent?.[e.index]?.from ?? [e.index];
-        const inside = this.depth > 0 && from[0]! >= beginAt;
-        // The database went away before they ran: they go with the next round trip.
-        if (connectionLost(e.code)) {
-          if (!requeued) this.requeue(before);
-          requeued = true;
-        } else if (inside)
+        if (this.depth > 0 && from[0]! >= beginAt)
           // Inside a transaction, which PostgreSQL has aborted: the transaction fails whole.
           throw new DatabaseError(`${e.error} (in a deferred write: ${e.sql.slice(0, 80)})`, e.code);
-        else if (from.length > 1 && !requeued)
-          // A merged statement refused for one of its rows: each goes alone with the next round
-          // trip (idempotent writes: none of them ran), and only the bad one is refused then.
-          this.requeue(from.map((i) => ({ ...before[i]!, single: true })));
+        // A merged statement refused for one of its rows: each write goes alone with the next
+        // round trip (idempotent writes, none of which ran), and only the bad one is refused then.
+        if (from.length > 1 && !lost) again.push(...from);
         else log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
       }
+      // In their first order, once.
+      if (again.length) this.requeue(again.sort((a, b) => a - b).map((i) => ({ ...before[i]!, single: true })));
     }
     if (msg.error !== undefined) {
       if (connectionLost(msg.code))
