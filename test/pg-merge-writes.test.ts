@@ -59,6 +59,9 @@ function writes(): { sql: string; params: Param[] }[] {
   w.push({ sql: 'INSERT INTO tally (n) SELECT count(*) FROM ev', params: [] });
   w.push({ sql: EV, params: [10, null, 'late', null, null, null] });
   w.push({ sql: EV, params: [11, 'p2', "it's", null, true, -1] });
+  // A lone surrogate (a hostile edge's agent version) is written as U+FFFD, merged or not.
+  w.push({ sql: EV, params: [12, 'p2', 'bad\ud800', null, null, null] });
+  w.push({ sql: EV, params: [13, 'p2', 'good', null, null, null] });
   w.push({ sql: NOTE, params: ['hello', 'a'] });
   w.push({ sql: NOTE, params: ['there', 'b'] });
   w.push({ sql: RELEASE, params: ['b', 'r1'] });

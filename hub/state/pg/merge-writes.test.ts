@@ -116,10 +116,17 @@ describe('mergeWrites', () => {
     ).toEqual([[0, 1]]);
   });
 
-  it('leaves alone a write marked single, or with a value without a JSON form, and bounds a group', () => {
-    expect(shape([event('a'), { ...event('b'), single: true }, event('c')])).toEqual([[0, 2], [1]]);
+  it('leaves in its place a write marked single, or with a value without a JSON form, and bounds a group', () => {
+    // The writes of its text around it stay on their side of it.
+    expect(shape([event('a'), event('b'), { ...event('c'), single: true }, event('d'), event('e')])).toEqual([
+      [0, 1],
+      [2],
+      [3, 4],
+    ]);
     const nan = { sql: RUNTIME, params: [Number.NaN, 1, 'b'] };
-    expect(shape([runtime('a'), nan, runtime('c')])).toEqual([[0, 2], [1]]);
+    expect(shape([runtime('a'), nan, runtime('c')])).toEqual([[0], [1], [2]]);
+    const surrogate = { sql: RUNTIME, params: [1, 2, 'b\ud800'] };
+    expect(shape([runtime('a'), surrogate, runtime('c')])).toEqual([[0], [1], [2]]);
     const many = Array.from({ length: MAX_MERGED_ROWS + 1 }, (_, i) => event(`e${i}`));
     expect(shape(many).map((f) => f.length)).toEqual([MAX_MERGED_ROWS, 1]);
   });

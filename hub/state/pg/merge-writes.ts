@@ -217,7 +217,10 @@ function mentions(sql: string, table: string): boolean {
 
 /** A JSON value PostgreSQL converts to the column's type as it converts the parameter; undefined: none. */
 function jsonValue(v: Param): unknown {
-  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  // A lone surrogate (an edge's hello may carry one) goes as U+FFFD in a parameter, but PostgreSQL
+  // refuses its JSON escape: such a write is left alone.
+  if (typeof v === 'string') return /\p{Surrogate}/u.test(v) ? undefined : v;
+  if (v === null || typeof v === 'boolean') return v;
   if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
   if (typeof v === 'bigint') return v.toString();
   if (Buffer.isBuffer(v)) return `\\x${Buffer.from(v).toString('hex')}`;
@@ -266,6 +269,9 @@ export function mergeWrites(writes: readonly Write[]): MergedWrite[] {
     const shape = w.single ? undefined : kind.shape;
     const row = shape && rowOf(shape, w.params);
     if (!shape || !row || w.params.length !== shape.columns.length) {
+      // Left in its place: a later write of the same text may not move past it either.
+      const g = open.get(w.sql);
+      if (g) close(g);
       out.push(index);
       continue;
     }
