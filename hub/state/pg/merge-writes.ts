@@ -19,6 +19,9 @@
  * - Two rows of a merged UPDATE, or of an INSERT ... ON CONFLICT DO UPDATE, never name the same
  *   row (the same values of the WHERE's, or the conflict target's, parameters): PostgreSQL would
  *   apply only one of an UPDATE's, and refuse the INSERT. Such a write starts a group of its own.
+ * - A write of the text that cannot join (marked `single`, or a value without a JSON form PostgreSQL
+ *   reads as it reads the parameter: NaN, a string with a lone surrogate) stays in its place and
+ *   ends the group: later writes of its text stay after it.
  * - The hub's PostgreSQL schema has no foreign key and no trigger (test/pg-merge-writes.test.ts
  *   checks): a write does nothing but to its own table, so moving it past writes of other tables
  *   changes nothing. A table linked to another would need its writes left in place here.
