@@ -56,10 +56,7 @@ export function threadCpuMs(pid: number): Map<string, number> {
   }
   for (const tid of tids)
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ms = ((Number(rest[11]) + Number(rest[12])) * 1000) / ticksPerSecond();
+      const { name, cpuMs: ms } = readStat(`/proc/${pid}/task/${tid}/stat`);
       out.set(name, (out.get(name) ?? 0) + ms);
     } catch {
       /* the thread ended meanwhile */
@@ -67,15 +64,20 @@ export function threadCpuMs(pid: number): Map<string, number> {
   return out;
 }
 
+/** The command name and user + system CPU milliseconds of a /proc stat file (the name may contain spaces). */
+function readStat(file: string): { name: string; cpuMs: number } {
+  const stat = fs.readFileSync(file, 'utf8');
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+    cpuMs: ((Number(rest[11]) + Number(rest[12])) * 1000) / ticksPerSecond(),
+  };
+}
+
 /** User + system CPU time consumed so far, in milliseconds. */
 export function cpuMs(pid: number): number | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const utime = Number(rest[11]);
-    const stime = Number(rest[12]);
-    return ((utime + stime) * 1000) / ticksPerSecond();
+    return readStat(`/proc/${pid}/stat`).cpuMs;
   } catch {
     return undefined;
   }

@@ -236,7 +236,6 @@ interface Group {
   rows: Record<string, unknown>[];
   from: number[];
   keys: Set<string>;
-  open: boolean;
 }
 
 /** The row of a write as its shape's JSON object, or undefined when a value has no JSON form. */
@@ -259,7 +258,6 @@ export function mergeWrites(writes: readonly Write[]): MergedWrite[] {
   const out: (number | Group)[] = [];
   const open = new Map<string, Group>();
   const close = (g: Group) => {
-    g.open = false;
     open.delete(g.sql);
   };
   for (const [index, w] of writes.entries()) {
@@ -285,7 +283,7 @@ export function mergeWrites(writes: readonly Write[]): MergedWrite[] {
       g = undefined;
     }
     if (!g) {
-      g = { sql: w.sql, shape, rows: [], from: [], keys: new Set(), open: true };
+      g = { sql: w.sql, shape, rows: [], from: [], keys: new Set() };
       open.set(w.sql, g);
       out.push(g);
     }
