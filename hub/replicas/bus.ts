@@ -32,6 +32,12 @@ export const BusMessage = z.discriminatedUnion('t', [
   z.object({ t: z.literal('status'), edges: z.array(Name), cause: z.enum(['report', 'connectivity']) }),
   /** From the leader: these edges' assignments changed; whoever serves one writes its spec. */
   z.object({ t: z.literal('specs'), edges: z.array(Name) }),
+  /**
+   * From a replica that just took over the planning: the last `specs` of the one before may never
+   * have gone out (killed between its commit and its message); each replica writes the specs of
+   * its edges that do not hold what the tables say.
+   */
+  z.object({ t: z.literal('leader') }),
 ]);
 export type BusMessage = z.infer<typeof BusMessage>;
 

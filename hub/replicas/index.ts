@@ -10,6 +10,8 @@
  *   assignments in the tables and names the edges it touched on the bus; each replica writes the
  *   documents of the edges connected to it (hub/scheduler/spec-writer.ts), and an edge that
  *   connects is written before its handshake is answered.
+ *   A new leader tells the others so, and each writes the specs of its edges that do not hold what
+ *   the tables say: the old leader may have died between recording a pass and naming its edges.
  * - **Everyone hears everything** for the API's change stream: objects written and statuses
  *   reported on another replica.
  *
@@ -144,6 +146,7 @@ export class Replicas implements SchedulerPeers {
         e.leader ? 'this hub replica now plans the fleet (leader)' : 'this hub replica no longer plans the fleet',
       );
       this.hooks.onLeader(e.leader);
+      if (e.leader) this.send({ t: 'leader' });
     } else if ('down' in e) {
       this.lostSession = true;
       log.warn({ error: e.error }, 'lost the replica session to the database; connecting again');
@@ -202,6 +205,9 @@ export function startReplicas(w: ReplicaWiring): Replicas {
           break;
         case 'specs':
           scheduler.specsChanged(m.edges);
+          break;
+        case 'leader':
+          scheduler.rewriteStaleSpecs();
           break;
       }
     },

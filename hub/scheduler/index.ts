@@ -166,6 +166,15 @@ export class Scheduler {
     this.specs.enqueue(edges);
   }
 
+  /**
+   * Writes the spec documents (of the edges this process serves) that do not hold what their
+   * assignments and labels say: another replica took over the planning, and the last edges its
+   * predecessor named may not have been heard of.
+   */
+  rewriteStaleSpecs(): void {
+    this.specs.enqueue(this.specs.stale());
+  }
+
   /** Re-plans every placement of a project (its images were resolved). */
   markProject(project: string): void {
     for (const p of this.objects.list<Placement>('Placement', project)) this.markPlacement(project, p.metadata.name);
@@ -270,7 +279,7 @@ export class Scheduler {
     if (this.leading)
       for (const p of this.objects.list<Placement>('Placement', '*'))
         this.queue.addPlacement(`${p.metadata.project}/${p.metadata.name}`);
-    this.specs.enqueue(this.specs.stale());
+    this.rewriteStaleSpecs();
   }
 
   rollout(project: string, placement: string): RolloutStatus | undefined {
