@@ -274,7 +274,13 @@ describe('three hub replicas on one PostgreSQL', () => {
     await waitFor(
       async () => {
         const views = await Promise.all(EDGES.map((e) => localWeb(e)));
-        return views.every((v) => v && v.generation > gen1 && v.ready);
+        if (views.every((v) => v && v.generation > gen1 && v.ready)) return true;
+        // Named in the timeout: which edge runs what, and the rollout as the leader recorded it.
+        const leading = leaderOf();
+        const rollout = leading && (await placementOn(leading).catch(() => undefined))?.status?.rollout?.reason;
+        throw new Error(
+          `${EDGES.map((e, i) => `${e} ${views[i] ? `gen ${views[i].generation}${views[i].ready ? ' ready' : ''}` : '-'}`).join(', ')}; rollout: ${rollout}`,
+        );
       },
       { timeout: 120_000, what: 'every edge Ready on the new version' },
     );
