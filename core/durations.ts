@@ -48,10 +48,12 @@ export const RECONNECT_JITTER = 0.5;
  * With several hub URLs (hub replicas): after a connection that was served ends, the agent dials
  * only that URL for this long before it tries the others. Its replica holds its documents: back
  * there after a restart it syncs nothing, where another replica writes its spec again and takes its
- * whole report (~3 KB an edge). 5 s covers a replica's restart (~1-2.5 s, docs/benchmarks.md) and
- * delays a real fail-over by that much (goal: 30 s).
+ * whole report (~3 KB an edge) at ~4 ms of its CPU. 10 s covers a replica's restart under load
+ * (stopping 3,300 connections ~1 s, starting 1-4 s: with 5 s a restart of three replicas serving
+ * 10,000 edges moved 39% of them, docs/benchmarks.md) and delays a real fail-over by that much
+ * (goal: 30 s).
  */
-export const HOME_REDIAL_MS = 5_000;
+export const HOME_REDIAL_MS = 10_000;
 /** The edge reconciler runs on every change and also on this period, to repair drift nobody told it about. */
 export const RECONCILE_PERIOD_MS = 5_000;
 /**

@@ -540,6 +540,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
   });
   sync.attach(server);
+  const servedEdges = () => sync?.connections().map((c) => c.edge) ?? [];
   // Several hub processes on one PostgreSQL: one plans, each writes its edges' specs (hub/replicas/).
   if (pg && leases)
     peers = startReplicas({
@@ -547,6 +548,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       id: leases.replica,
       scheduler: sched,
       connected: (edge) => !!sync?.connection(edge as EdgeName),
+      connections: servedEdges,
       changes,
       objectWritten: (kind) => {
         if (kind === 'AgentUpgrade') upgrades?.mark();
@@ -564,7 +566,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       ? renewMembership({
           leases,
           registry: replicas,
-          connections: () => sync?.connections().map((c) => c.edge) ?? [],
+          connections: servedEdges,
           replaced: (edge) =>
             sync?.disconnect(
               edge as EdgeName,

@@ -38,6 +38,8 @@ export const LEADER_LOCK = 0x6f75747072; // "outpr"
 export interface ReplicaHooks {
   /** Whether this process serves the edge now (its connection is here). */
   holds(edge: string): boolean;
+  /** The edges this process serves now. */
+  served(): Iterable<string>;
   /** A message another replica sent. */
   onMessage(m: BusMessage): void;
   /** This process became the leader (true) or stopped being it (false). */
@@ -75,6 +77,10 @@ export class Replicas implements SchedulerPeers {
 
   holds(edge: string): boolean {
     return this.hooks.holds(edge);
+  }
+
+  served(): Iterable<string> {
+    return this.hooks.served();
   }
 
   start(): void {
@@ -166,6 +172,8 @@ export interface ReplicaWiring {
   scheduler: Scheduler;
   /** Whether an edge's connection is on this process. */
   connected(edge: string): boolean;
+  /** The edges connected to this process. */
+  connections(): string[];
   changes: ChangeFeed;
   /** Another replica wrote an object of this kind (controllers that tick may go at once). */
   objectWritten(kind: string): void;
@@ -179,6 +187,7 @@ export function startReplicas(w: ReplicaWiring): Replicas {
   const { scheduler, changes } = w;
   const replicas = new Replicas(w.pg, w.id, {
     holds: w.connected,
+    served: w.connections,
     onLeader: () => scheduler.leadershipChanged(),
     onResync: () => scheduler.markAll(),
     onMessage: (m) => {

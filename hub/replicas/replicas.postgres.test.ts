@@ -29,6 +29,7 @@ function replica(id: string): Heard {
   const leaderEvents: boolean[] = [];
   const r = new Replicas(pg, id, {
     holds: () => true,
+    served: () => [],
     onMessage: (m) => messages.push(m.t),
     onLeader: (leading) => leaderEvents.push(leading),
     onResync: () => {},

@@ -58,6 +58,8 @@ export interface SchedulerPeers {
   readonly leading: boolean;
   /** Whether this process serves the edge now (only its spec documents are written here). */
   holds(edge: string): boolean;
+  /** The edges this process serves now. */
+  served(): Iterable<string>;
   /** Queues a mark for the leader, or (from the leader) spec writes for the edges' holders. */
   send(m: PeerMark): void;
 }
@@ -138,6 +140,7 @@ export class Scheduler {
   usePeers(peers: SchedulerPeers): void {
     this.peers = peers;
     this.specs.holds = (edge) => peers.holds(edge);
+    this.specs.served = () => peers.served();
   }
 
   /** Whether this process plans (always, on a SQLite hub). */

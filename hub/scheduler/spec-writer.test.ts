@@ -92,6 +92,29 @@ describe('SpecWriter', () => {
     expect(writer.stale()).toEqual(['e1']);
   });
 
+  it('on a hub replica, finds those among the edges it serves only, and none while it serves none', () => {
+    put('e1', 'web', 1);
+    put('e2', 'web', 1);
+    writer.write('e1');
+    writer.write('e2');
+    let served: string[] = [];
+    writer.holds = (e) => served.includes(e);
+    writer.served = () => served;
+    put('e1', 'web', 7);
+    put('e2', 'web', 7);
+    expect(writer.stale()).toEqual([]);
+    served = ['e2'];
+    expect(writer.stale()).toEqual(['e2']);
+    served = ['e1', 'e2', 'not-enrolled'];
+    expect(writer.stale()).toEqual(['e1', 'e2']);
+    // A document in another epoch than the one last written is stale too.
+    writer.enqueue(['e1']);
+    expect(writer.stale()).toEqual(['e2']);
+    store.delete(id('e1'));
+    store.create(id('e1'));
+    expect(writer.stale()).toEqual(['e1', 'e2']);
+  });
+
   it('drains a queue and says when it is done', async () => {
     put('e1', 'web', 1);
     put('e2', 'web', 1);
