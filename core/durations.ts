@@ -54,6 +54,14 @@ export const RECONNECT_JITTER = 0.5;
  * (goal: 30 s).
  */
 export const HOME_REDIAL_MS = 10_000;
+/**
+ * While the replica that served an edge answers busy (503 or 429 with Retry-After), the edge keeps
+ * dialling it as asked, up to this long after its connection ended (a restart of three replicas
+ * serving 10,000 edges still moved 5-8% of them after HOME_REDIAL_MS, each refused by its busy
+ * home); the dial it was told to make gets this much more before the edge moves on.
+ */
+export const HOME_BUSY_MAX_MS = 30_000;
+export const HOME_BUSY_GRACE_MS = 1_000;
 /** The edge reconciler runs on every change and also on this period, to repair drift nobody told it about. */
 export const RECONCILE_PERIOD_MS = 5_000;
 /**

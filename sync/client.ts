@@ -12,6 +12,8 @@ import WebSocket from 'ws';
 import {
   backoffDelay,
   HANDSHAKE_TIMEOUT_MS,
+  HOME_BUSY_GRACE_MS,
+  HOME_BUSY_MAX_MS,
   HOME_REDIAL_MS,
   RECONNECT_REFUSED_MS,
   WS_PING_INTERVAL_MS,
@@ -343,6 +345,8 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
 
   /** When the last connection that was served ended; undefined once served again (or never served). */
   private homeLostAt: number | undefined;
+  /** Until when the next dials go to that URL only (HOME_REDIAL_MS, longer while it answers busy). */
+  private homeUntil = 0;
 
   /**
    * Several hub URLs: the next attempt goes to the next one (a replica down, or unreachable from
@@ -350,11 +354,22 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
    * or closed it): that URL only, whose replica holds this edge's documents and syncs nothing if
    * they are as they were; another replica would write its spec again and take the whole report (a
    * restart of every replica at once moved every edge, docs/benchmarks.md). Then it moves on.
+   * While that replica answers busy (503 or 429 with Retry-After: it is up, and holds the
+   * documents) the edge waits for it as it asks, up to HOME_BUSY_MAX_MS after the connection ended:
+   * in a storm the others are as busy, and taking the edge over costs them more.
    */
   private scheduleRedial(served = false): void {
     const several = typeof this.opts.url !== 'string' && this.opts.url.length > 1;
-    if (served && several) this.homeLostAt = Date.now();
-    const homeLeftMs = this.homeLostAt === undefined ? 0 : this.homeLostAt + HOME_REDIAL_MS - Date.now();
+    const now = Date.now();
+    if (served && several) {
+      this.homeLostAt = now;
+      this.homeUntil = now + HOME_REDIAL_MS;
+    } else if (this.homeLostAt !== undefined && this.retryAfterMs !== undefined)
+      this.homeUntil = Math.max(
+        this.homeUntil,
+        Math.min(this.homeLostAt + HOME_BUSY_MAX_MS, now + this.retryAfterMs + HOME_BUSY_GRACE_MS),
+      );
+    const homeLeftMs = this.homeLostAt === undefined ? 0 : this.homeUntil - now;
     if (several && homeLeftMs <= 0) {
       if (this.homeLostAt !== undefined) {
         // Its replica stayed down: on to the others at once, not after the backoff built up meanwhile.
