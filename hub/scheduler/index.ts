@@ -36,7 +36,7 @@ import {
   skipDelayMs,
   type RolloutStatus,
 } from './rollout.js';
-import { SpecWriter } from './spec-writer.js';
+import { SpecWriter, type ServedEdges } from './spec-writer.js';
 import { TargetCache, type ImagePinning, type Target } from './targets.js';
 
 export type { RolloutStatus } from './rollout.js';
@@ -53,13 +53,9 @@ export type PeerMark =
  * The other hub processes on one PostgreSQL (hub/replicas/): only the leader plans; every process
  * writes the spec documents of the edges it serves. Absent on a SQLite hub, which does both.
  */
-export interface SchedulerPeers {
+export interface SchedulerPeers extends ServedEdges {
   /** Whether this process plans now. */
   readonly leading: boolean;
-  /** Whether this process serves the edge now (only its spec documents are written here). */
-  holds(edge: string): boolean;
-  /** The edges this process serves now. */
-  served(): Iterable<string>;
   /** Queues a mark for the leader, or (from the leader) spec writes for the edges' holders. */
   send(m: PeerMark): void;
 }
@@ -139,8 +135,7 @@ export class Scheduler {
    */
   usePeers(peers: SchedulerPeers): void {
     this.peers = peers;
-    this.specs.holds = (edge) => peers.holds(edge);
-    this.specs.served = () => peers.served();
+    this.specs.serving = peers;
   }
 
   /** Whether this process plans (always, on a SQLite hub). */

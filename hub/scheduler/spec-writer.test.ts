@@ -98,8 +98,7 @@ describe('SpecWriter', () => {
     writer.write('e1');
     writer.write('e2');
     let served: string[] = [];
-    writer.holds = (e) => served.includes(e);
-    writer.served = () => served;
+    writer.serving = { holds: (e) => served.includes(e), served: () => served };
     put('e1', 'web', 7);
     put('e2', 'web', 7);
     expect(writer.stale()).toEqual([]);

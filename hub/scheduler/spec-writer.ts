@@ -37,6 +37,14 @@ export function specDigest(labels: string | undefined, keys: readonly Assignment
     .digest('base64url');
 }
 
+/** The edges a hub replica serves now (hub/replicas/). */
+export interface ServedEdges {
+  /** Whether this process serves the edge now (only its spec documents are written here). */
+  holds(edge: string): boolean;
+  /** The edges this process serves now. */
+  served(): Iterable<string>;
+}
+
 /** Seals an edge's Secret values to that edge's own key (hub/secrets.ts). */
 export type SealForEdge = (edge: string, manifests: Manifest[]) => Manifest[];
 
@@ -46,12 +54,11 @@ export class SpecWriter {
   /** How many edges the last slice that ran out of time wrote: the next read fetches about that many. */
   private perSlice = 64;
   /**
-   * Hub replicas on PostgreSQL (hub/replicas/): whether this process serves the edge. Only the
-   * documents of those are written here; the replica that serves an edge writes its own.
+   * Hub replicas on PostgreSQL (hub/replicas/): the edges this process serves. Only the documents
+   * of those are written here (and looked at by `stale`); the replica that serves an edge writes
+   * its own. Undefined on a single hub.
    */
-  holds: ((edge: string) => boolean) | undefined;
-  /** With hub replicas: the edges this process serves now (`stale` looks at those only). */
-  served: (() => Iterable<string>) | undefined;
+  serving: ServedEdges | undefined;
 
   constructor(
     private readonly assignments: AssignmentStore,
@@ -68,7 +75,7 @@ export class SpecWriter {
 
   /** Queues edges and starts writing (the first slice at once). */
   enqueue(edges: Iterable<string>): void {
-    for (const e of edges) if (!this.holds || this.holds(e)) this.queue.add(e);
+    for (const e of edges) if (!this.serving || this.serving.holds(e)) this.queue.add(e);
     this.drain();
   }
 
@@ -80,8 +87,8 @@ export class SpecWriter {
   stale(): string[] {
     // A hub replica: only the edges it serves, read in two statements (at its start it serves
     // none, and another replica taking over the planning does not cost every replica four scans).
-    if (this.served) {
-      const edges = [...this.served()];
+    if (this.serving) {
+      const edges = [...this.serving.served()];
       if (!edges.length) return [];
       const inputs = this.inputs(edges);
       return edges.filter((e) => {
@@ -95,7 +102,6 @@ export class SpecWriter {
     const epochs = new Map(this.store.list('edge/').map((d) => [d.id as string, d.epoch]));
     const out: string[] = [];
     for (const name of this.edges.names()) {
-      if (this.holds && !this.holds(name)) continue;
       const w = written.get(name);
       if (
         !w ||
@@ -167,7 +173,7 @@ export class SpecWriter {
    * edge another replica serves unless `force`: the edge's handshake with this one is answered).
    */
   write(edge: string, opts: { force?: boolean } = {}): void {
-    if (!opts.force && this.holds && !this.holds(edge)) return;
+    if (!opts.force && this.serving && !this.serving.holds(edge)) return;
     this.writeFrom(edge, this.inputs([edge]).get(edge));
   }
 
