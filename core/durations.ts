@@ -1,5 +1,14 @@
 /** @module Every timing constant of Outpost, each with the reason for its value. */
 
+/**
+ * How often the event-loop lag histogram of `/metrics` (prom-client's `*_eventloop_lag_*`) takes a
+ * sample. prom-client's default, 10 ms, wakes an idle process 100 times a second: about 9 ms of CPU
+ * a second on the 2-core machine of docs/benchmarks.md, the whole idle cost of a hub, and on an
+ * edge a device that never sleeps. The hub samples every 100 ms (its operators watch its lag; a
+ * stall of that order still shows), the agent every second.
+ */
+export const HUB_LAG_SAMPLE_MS = 100;
+export const EDGE_LAG_SAMPLE_MS = 1_000;
 /** How often an edge tells the hub it is alive. Ephemeral: never written into a document. */
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 /** An edge is Offline after missing this many heartbeats; 3 tolerates one lost packet and a GC pause. */

@@ -10,7 +10,11 @@ import client from 'prom-client';
 
 const MISNAMED = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
-export function collectProcessMetrics(registry: client.Registry, prefix: string): void {
-  client.collectDefaultMetrics({ register: registry, prefix });
+/**
+ * prom-client's process metrics in `registry`, names prefixed with `prefix`; the event-loop lag
+ * histogram takes a sample every `lagSampleMs` (core/durations.ts says why not prom-client's 10 ms).
+ */
+export function collectProcessMetrics(registry: client.Registry, prefix: string, lagSampleMs: number): void {
+  client.collectDefaultMetrics({ register: registry, prefix, eventLoopMonitoringPrecision: lagSampleMs });
   for (const name of MISNAMED) registry.removeSingleMetric(`${prefix}${name}`);
 }

@@ -14,7 +14,7 @@ import { edgeName, mailboxDocId, type DocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import type { AgentReleaseState } from '../core/resources.js';
 import { materializeReport, readReport, setInventory, type ReportDoc } from '../core/mailbox.js';
-import { RECONCILE_PERIOD_MS } from '../core/durations.js';
+import { EDGE_LAG_SAMPLE_MS, RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { buildInfo } from '../core/version.js';
 import { collectProcessMetrics } from '../core/metrics.js';
@@ -178,7 +178,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   let transfersRef: EdgeTransfers | undefined;
   let egressRef: EdgeEgress | undefined;
   const registry = new client.Registry();
-  collectProcessMetrics(registry, 'outpost_edge_');
+  collectProcessMetrics(registry, 'outpost_edge_', EDGE_LAG_SAMPLE_MS);
   new client.Gauge({
     name: 'outpost_edge_connected',
     help: '1 when the sync connection to the hub is up',

@@ -13,6 +13,7 @@
  * through its tunnel (docs/operations.md has a scrape config).
  */
 import client from 'prom-client';
+import { HUB_LAG_SAMPLE_MS } from '../core/durations.js';
 import { collectProcessMetrics } from '../core/metrics.js';
 import type { Placement } from '../core/resources.js';
 import type { RolloutPhase } from '../core/rollout.js';
@@ -46,7 +47,7 @@ export function createHubMetrics(o: {
 }): HubMetrics {
   const { state, store, objects, scheduler } = o;
   const registry = new client.Registry();
-  collectProcessMetrics(registry, 'outpost_hub_');
+  collectProcessMetrics(registry, 'outpost_hub_', HUB_LAG_SAMPLE_MS);
   const refused = new client.Counter({
     name: 'outpost_hub_sync_refusals_total',
     help: 'Sync connections refused, by code',
