@@ -11,10 +11,32 @@
  * listens. The results count the edges each replica served before and after, and how many came
  * back to another replica than before (a moved edge gets its spec written there in that
  * replica's epoch: a full spec and report, where an edge back on its own replica syncs nothing).
+ * Then a rolling restart: each replica alone, measured apart (`rolling`).
  */
 import { kb, sec } from '../lib/results.js';
 import { percentile, sleep, until } from '../lib/sys.js';
-import { connectAll, PhaseMeter, placeOnAll, remaining, setupFleet, teardown, type Scenario } from './common.js';
+import {
+  connectAll,
+  PhaseMeter,
+  placeOnAll,
+  remaining,
+  setupFleet,
+  teardown,
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioOutput,
+  type Setup,
+} from './common.js';
+
+/** Waits until every edge has acknowledged the hubs' heads: nothing in flight before a restart. */
+async function quiet(ctx: ScenarioContext, s: Setup): Promise<void> {
+  await s.fleet.all('mark', { requireNewConnection: false });
+  await until(async () => (await s.fleet.syncStatus()).synced === ctx.edges, {
+    timeoutMs: remaining(ctx),
+    intervalMs: 250,
+    what: 'the fleet to be quiet before the restart',
+  });
+}
 
 export const reconnect: Scenario = async (ctx, out) => {
   const s = await setupFleet(ctx, out);
@@ -23,13 +45,7 @@ export const reconnect: Scenario = async (ctx, out) => {
     ctx.log(`all ${ctx.edges} edges in sync after ${sec(c.ms)}; placing a workload so mailboxes are not empty`);
     await placeOnAll(ctx, s);
     await sleep(2_000);
-    // Nothing in flight before the restart: every edge has acknowledged the hub's heads.
-    await s.fleet.all('mark', { requireNewConnection: false });
-    await until(async () => (await s.fleet.syncStatus()).synced === ctx.edges, {
-      timeoutMs: remaining(ctx),
-      intervalMs: 250,
-      what: 'the fleet to be quiet before the restart',
-    });
+    await quiet(ctx, s);
 
     const servedBefore = s.cluster.replicas ? await s.fleet.servedBy() : undefined;
     await s.fleet.all('mark', { requireNewConnection: true });
@@ -88,7 +104,73 @@ export const reconnect: Scenario = async (ctx, out) => {
       value: `${kb(wireP99)} all TCP payload, ${kb(percentile(st.session!, 99))} sync frames`,
       met: wireP99 <= 2048,
     });
+    if (s.cluster.replicas > 1) await rolling(ctx, s, out);
   } finally {
     await teardown(s);
   }
 };
+
+/**
+ * Issue #22, hub replicas: a rolling restart, as replicas are upgraded: each replica alone is
+ * stopped and started again while the others serve, and its edges come back to it. Each step is
+ * measured alone (every replica's CPU and PostgreSQL's, from the restarted replica listening until
+ * its edges are in sync) and the steps are summed: the same handshakes as the storm on all of them,
+ * without R replicas, PostgreSQL and the simulator oversubscribing this machine's cores at once (as
+ * the fan-out's one replica's edges at a time: bench/scenarios/fanout.ts).
+ */
+async function rolling(ctx: ScenarioContext, s: Setup, out: ScenarioOutput): Promise<void> {
+  let hubMs = 0;
+  let pgMs = 0;
+  let edges = 0;
+  let moved = 0;
+  const backMs: number[] = [];
+  for (let r = 0; r < s.cluster.hubs.length; r++) {
+    await sleep(1_000);
+    await quiet(ctx, s);
+    const before = await s.fleet.servedBy();
+    const names = [...before].filter(([, url]) => s.cluster.indexOf(url) === r).map(([n]) => n);
+    if (!names.length) continue;
+    await s.fleet.each('mark', names, { requireNewConnection: true });
+    const hub = s.cluster.hubs[r]!;
+    await hub.stop('SIGTERM');
+    await hub.start();
+    const meter = new PhaseMeter(s, `rolling${r + 1}`);
+    let last = '';
+    await until(
+      async () => {
+        const st = await s.fleet.syncStatus(false, names);
+        last = `${st.connected} connected, ${st.synced} in sync`;
+        return st.synced === names.length;
+      },
+      {
+        timeoutMs: remaining(ctx),
+        intervalMs: 250,
+        what: () => `replica ${r + 1}'s ${names.length} edges back in sync after its restart (${last})`,
+      },
+    );
+    const f = meter.finish(out);
+    const st = await s.fleet.syncStatus(true, names);
+    backMs.push(Math.max(...st.syncedAt!) - hub.readyAt);
+    const after = await s.fleet.servedBy();
+    moved += names.filter((n) => s.cluster.indexOf(after.get(n) ?? '') !== r).length;
+    hubMs += f.hubCpuMs;
+    pgMs += f.postgresCpuMs ?? 0;
+    edges += names.length;
+    ctx.log(
+      `replica ${r + 1} restarted alone: its ${names.length} edges back in sync in ${sec(backMs.at(-1)!)}, hub CPU ${sec(f.hubCpuMs)} (all replicas), PostgreSQL ${sec(f.postgresCpuMs ?? 0)}`,
+    );
+  }
+  if (!edges) return;
+  out.metrics.rollingRestart = {
+    edges,
+    edgesOnAnotherReplica: moved,
+    backInSyncAfterReplicaUpMs: backMs,
+    hubCpuPerEdgeMs: +(hubMs / edges).toFixed(3),
+    postgresCpuPerEdgeMs: +(pgMs / edges).toFixed(3),
+  };
+  out.targets.push({
+    what: 'hub CPU per edge, replicas restarted one at a time',
+    target: '(issue #22: within 1.5x of the SQLite hub)',
+    value: `${(hubMs / edges).toFixed(2)} ms (${sec(hubMs)} for ${edges}; PostgreSQL ${(pgMs / edges).toFixed(2)} ms; ${moved} edges moved)`,
+  });
+}
