@@ -1,8 +1,8 @@
 /**
- * @module Admission of the hub's sync upgrades (sync/server.ts): a bounded number of handshakes at
- * once, a FIFO line behind them, 503 with a paced Retry-After beyond the line, and a reconnect
- * token bucket per edge. After a hub restart thousands of edges return at once; admitting them all
- * made every handshake slow enough to time out and be retried, which fed the storm
+ * @module Admission of the hub's sync upgrades (sync/http-upgrade.ts): a bounded number of
+ * handshakes at once, a FIFO line behind them, 503 with a paced Retry-After beyond the line, and a
+ * reconnect token bucket per edge. After a hub restart thousands of edges return at once; admitting
+ * them all made every handshake slow enough to time out and be retried, which fed the storm
  * (docs/benchmarks.md).
  */
 import type { Duplex } from 'node:stream';

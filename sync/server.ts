@@ -1,8 +1,10 @@
 /**
- * @module The hub's end of the sync connection: authentication in the HTTP upgrade, the versioned
- * handshake (the hellos received together answered in one go), one SyncSession per edge,
- * keepalive, and refusal of hostile input. Admission of upgrades (slots, the line, reconnect
- * tokens): sync/admission.ts.
+ * @module The hub's end of the sync connection: the versioned handshake (the hellos received
+ * together answered in one go), one SyncSession per edge, keepalive, refusal of hostile input and
+ * shutdown. Its parts: the HTTP upgrade (authentication, the reconnect limit) in
+ * sync/http-upgrade.ts, admission of upgrades (slots, the line) in sync/admission.ts, each
+ * connection's frames in sync/edge-connection.ts, and the transaction of one turn's sync frames in
+ * sync/inbox.ts.
  *
  * Every inbound frame is handled inside a guard: a decode failure, a foreign document id or a
  * write to a document the edge does not own sends a typed error, closes that one connection with
@@ -10,27 +12,17 @@
  */
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket, type RawData } from 'ws';
-import {
-  FRAME_BURST,
-  FRAMES_PER_SECOND,
-  HANDSHAKE_TIMEOUT_MS,
-  HEARTBEAT_INTERVAL_MS,
-  REFUSAL_LOG_INTERVAL_MS,
-  UPGRADE_DEADLINE_MS,
-  WS_PING_INTERVAL_MS,
-} from '../core/durations.js';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { HEARTBEAT_INTERVAL_MS, WS_PING_INTERVAL_MS } from '../core/durations.js';
 import { Gatherer, type GatherWindow } from '../core/gather.js';
-import { OutpostError } from '../core/errors.js';
-import { bearerToken } from '../core/http.js';
 import { mailboxDocId, parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
-import { createLogger, throttle } from '../core/logger.js';
-import { answerAndDestroy, HandshakeAdmission } from './admission.js';
+import { createLogger } from '../core/logger.js';
+import { serveEdgeSocket, type ConnectionHost, type EdgeConnection, type QueuedHello } from './edge-connection.js';
+import { UpgradeGate, type EdgeIdentity } from './http-upgrade.js';
+import { SyncInbox } from './inbox.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
 import {
   CLOSE_CODES,
-  decodeBinary,
-  decodeControl,
   encodeControl,
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
@@ -38,28 +30,15 @@ import {
   type ErrorCode,
   type HeartbeatMessage,
   type HelloMessage,
-  type SyncFrame,
 } from './messages.js';
 import { SyncSession } from './session.js';
 import type { ReplicaStore } from './store.js';
 import { sameHeads } from './wasm-sync.js';
 
+export type { EdgeConnection } from './edge-connection.js';
+export type { EdgeIdentity } from './http-upgrade.js';
+
 const log = createLogger('sync:server');
-
-export interface EdgeIdentity {
-  edge: EdgeName;
-}
-
-export interface EdgeConnection {
-  readonly edge: EdgeName;
-  readonly session: SyncSession;
-  readonly socket: WebSocket;
-  readonly connectedAt: number;
-  readonly remoteAddress: string;
-  readonly agentVersion: string;
-  /** Sends a tunnel payload (frame type 0x02) to this edge. */
-  sendTunnel(payload: Buffer): boolean;
-}
 
 export interface SyncServerOptions {
   store: ReplicaStore;
@@ -126,15 +105,6 @@ export interface SyncServerOptions {
   onUpgraded?(socket: Duplex): void;
 }
 
-/** A hello waiting for its turn's batch (SyncServer `answerHellos`). */
-interface QueuedHello {
-  ws: WebSocket;
-  edge: EdgeName;
-  hello: HelloMessage;
-  remoteAddress: string;
-  welcomed(conn: EdgeConnection): void;
-}
-
 export class SyncServer {
   private readonly wss: WebSocketServer;
   private readonly conns = new Map<EdgeName, EdgeConnection>();
@@ -148,36 +118,44 @@ export class SyncServer {
   private readonly sentTo = new WeakSet<WebSocket>();
   /** Edges whose copy of a hub-written document is ahead of ours: restart its epoch at their next hello. */
   private readonly aheadOfUs = new Map<EdgeName, Set<DocId>>();
-  /**
-   * Sync frames received since the last drain, of every connection, in arrival order: applied
-   * together in one transaction (a savepoint each) once the socket reads of this turn of the
-   * event loop are done, and answered after it committed. One commit per burst instead of one
-   * per frame: under a fan-out's Ready reports that commit was the hub's largest single cost.
-   */
-  private inbox: { conn: EdgeConnection; frame: SyncFrame; bytes: number }[] = [];
+  /** Sync frames of this turn of the event loop, applied in one transaction (sync/inbox.ts). */
+  private readonly inbox: SyncInbox;
   /** Hellos received and not answered yet, answered together (`answerHellos`). */
   private readonly hellos: Gatherer<QueuedHello>;
-  private inboxScheduled = false;
   /** Set by close(): the owner records the stop for all edges at once, not one disconnect at a time. */
   private closing = false;
-  private readonly admission: HandshakeAdmission;
-  /** Refused upgrades are logged at most once per REFUSAL_LOG_INTERVAL_MS, with a count of the others. */
-  private readonly refusedLog = throttle(REFUSAL_LOG_INTERVAL_MS);
+  /** Upgrade requests, up to their WebSocket (sync/http-upgrade.ts). */
+  private readonly upgrades: UpgradeGate;
+  /** What each connection uses of this server (sync/edge-connection.ts). */
+  private readonly host: ConnectionHost;
   readonly path: string;
 
   constructor(private readonly opts: SyncServerOptions) {
     this.path = opts.path ?? '/api/v1/sync';
     this.hellos = new Gatherer((batch) => this.answerHellos(batch), opts.gatherHellos);
-    this.admission = new HandshakeAdmission({
-      maxPending: opts.maxPendingHandshakes ?? 256,
-      maxQueued: opts.maxQueuedUpgrades ?? 4096,
-    });
+    const refuse = (ws: WebSocket, edge: EdgeName, code: ErrorCode, message: string) =>
+      this.refuse(ws, edge, code, message);
+    const frameFailed = (ws: WebSocket, edge: EdgeName, err: unknown) => this.frameFailed(ws, edge, err);
+    this.inbox = new SyncInbox(opts.store, this.conns, frameFailed, refuse);
+    this.host = {
+      opts,
+      conns: this.conns,
+      alive: this.alive,
+      hellos: this.hellos,
+      inbox: this.inbox,
+      closing: () => this.closing,
+      refuse,
+      frameFailed,
+    };
     // permessage-deflate stays off: it fragments memory under many connections (ws#1202).
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: opts.maxFrameBytes ?? MAX_FRAME_BYTES,
       perMessageDeflate: false,
     });
+    this.upgrades = new UpgradeGate(opts, this.wss, (ws, identity, req, handshakeDone) =>
+      serveEdgeSocket(this.host, ws, identity, req, handshakeDone),
+    );
     this.pingTimer = setInterval(() => this.keepalive(), opts.pingIntervalMs ?? WS_PING_INTERVAL_MS);
     this.pingTimer.unref();
   }
@@ -187,7 +165,7 @@ export class SyncServer {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname !== this.path) return;
-      void this.handleUpgrade(req, socket, head);
+      void this.upgrades.handleUpgrade(req, socket, head);
     });
   }
 
@@ -215,19 +193,6 @@ export class SyncServer {
     c.session.resetDoc(id);
   }
 
-  /** The edge compacted a document it writes: drop our replica and resync the new epoch. */
-  private adoptEdgeEpoch(conn: EdgeConnection, id: string, epoch: string): void {
-    const p = parseMailboxDocId(id);
-    if (!p || p.edge !== conn.edge || p.role !== 'report')
-      throw new ProtocolError('forbidden_document', `edge ${conn.edge} may not move ${id} to a new epoch`);
-    adoptEpochs(
-      this.opts.store,
-      [{ id: id as DocId, weWrite: false, epoch: this.opts.store.epoch(id as DocId) ?? '' }],
-      [{ id, epoch }],
-    );
-    conn.session.resetDoc(id as DocId);
-  }
-
   /** Closes an edge's connection with a typed error (e.g. decommissioned). */
   disconnect(edge: EdgeName, code: ErrorCode, message: string): void {
     const c = this.conns.get(edge);
@@ -248,174 +213,6 @@ export class SyncServer {
     });
     for (const c of this.conns.values()) c.socket.terminate();
     await new Promise<void>((r) => this.wss.close(() => r()));
-  }
-
-  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    socket.on('error', () => socket.destroy());
-    // Every state before the WebSocket exists has a deadline (authenticating, waiting in line);
-    // after it, the hello must come within HANDSHAKE_TIMEOUT_MS (onSocket).
-    const deadline = setTimeout(() => {
-      this.admission.dropQueued(socket);
-      answerAndDestroy(
-        socket,
-        new OutpostError('unavailable', 'the hub took too long to admit this edge: come back in 5 s'),
-        {
-          'Retry-After': 5,
-        },
-      );
-    }, UPGRADE_DEADLINE_MS);
-    deadline.unref();
-    socket.once('close', () => clearTimeout(deadline));
-    // The credential is checked before the upgrade takes a handshake slot or a place in line:
-    // unauthenticated clients cannot crowd out edges.
-    const token = bearerToken(req.headers.authorization);
-    let identity: EdgeIdentity | null = null;
-    try {
-      identity = token ? await this.opts.authenticate(token, req) : null;
-    } catch (err) {
-      // The credential could not be checked (the hub's database is away): not a refusal of the
-      // credential, which would tell the edge to enroll again. It comes back later.
-      log.error({ err }, 'authenticating an edge failed');
-      clearTimeout(deadline);
-      answerAndDestroy(
-        socket,
-        new OutpostError('unavailable', 'the hub cannot check edge credentials now: come back in 5 s'),
-        { 'Retry-After': 5 },
-      );
-      return;
-    }
-    if (socket.destroyed) return;
-    if (!identity) {
-      clearTimeout(deadline);
-      const why = token
-        ? 'the edge credential is not valid (revoked, decommissioned or unknown): enroll the edge again with a new join token'
-        : 'missing bearer credential';
-      this.refusedLog((suppressed) =>
-        log.warn(
-          { remote: req.socket.remoteAddress, ...(suppressed ? { suppressed } : {}) },
-          `refused sync upgrade: ${why}${suppressed ? ` (and ${suppressed} more refusals since the last line)` : ''}`,
-        ),
-      );
-      const gone = token ? this.opts.decommissioned?.(token) : undefined;
-      this.opts.onRefused?.(null, 'unauthorized', gone ?? why);
-      answerAndDestroy(socket, new OutpostError(gone ? 'decommissioned' : 'unauthorized', gone ?? why));
-      return;
-    }
-    const wait = this.admission.reconnectWaitMs(identity.edge);
-    if (wait > 0) {
-      clearTimeout(deadline);
-      const retry = Math.ceil(wait / 1000);
-      const why = `edge ${identity.edge} reconnects too often: come back in ${retry} s`;
-      this.refusedLog((suppressed) =>
-        log.warn({ edge: identity.edge, ...(suppressed ? { suppressed } : {}) }, `refused sync upgrade: ${why}`),
-      );
-      this.opts.onRefused?.(identity.edge, 'too_many_reconnects', why);
-      answerAndDestroy(socket, new OutpostError('too_many_requests', why), { 'Retry-After': retry });
-      return;
-    }
-    this.admission.admit(socket, deadline, (done) => {
-      try {
-        this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws, identity, req, done));
-      } catch (err) {
-        done();
-        socket.destroy();
-        log.error({ err }, 'upgrading a sync connection failed');
-      }
-    });
-  }
-
-  private onSocket(ws: WebSocket, identity: EdgeIdentity, req: IncomingMessage, handshakeDone: () => void): void {
-    const edge = identity.edge;
-    const remoteAddress = req.socket.remoteAddress ?? '';
-    let conn: EdgeConnection | undefined;
-    let helloSent = false;
-    this.alive.set(ws, true);
-    ws.on('pong', () => this.alive.set(ws, true));
-    const handshakeTimer = setTimeout(
-      () => this.refuse(ws, edge, 'bad_frame', 'no hello within the handshake timeout'),
-      HANDSHAKE_TIMEOUT_MS,
-    );
-    this.opts.onUpgraded?.(req.socket);
-    // Frames are a token bucket per connection; an empty bucket pauses reading this socket.
-    const bucket = { tokens: FRAME_BURST, at: performance.now(), paused: false };
-    const take = () => {
-      const now = performance.now();
-      bucket.tokens = Math.min(FRAME_BURST, bucket.tokens + ((now - bucket.at) * FRAMES_PER_SECOND) / 1000);
-      bucket.at = now;
-      bucket.tokens -= 1;
-      if (bucket.tokens >= 0 || bucket.paused) return;
-      bucket.paused = true;
-      ws.pause();
-      this.opts.onThrottled?.(edge);
-      setTimeout(
-        () => {
-          bucket.paused = false;
-          if (ws.readyState === ws.OPEN) ws.resume();
-        },
-        Math.ceil((-bucket.tokens * 1000) / FRAMES_PER_SECOND),
-      ).unref();
-    };
-
-    ws.on('message', (data: RawData, isBinary: boolean) => {
-      take();
-      const buf = Array.isArray(data)
-        ? Buffer.concat(data)
-        : Buffer.isBuffer(data)
-          ? data
-          : Buffer.from(data as ArrayBuffer);
-      this.alive.set(ws, true);
-      try {
-        if (!conn) {
-          if (helloSent)
-            throw new ProtocolError('bad_frame', 'a frame before the welcome: wait for the hub to answer the hello');
-          if (isBinary) throw new ProtocolError('bad_frame', 'expected a hello text frame first');
-          const msg = decodeControl(buf.toString('utf8'));
-          if (msg.type !== 'hello') throw new ProtocolError('bad_frame', `expected hello, got ${msg.type}`);
-          clearTimeout(handshakeTimer);
-          helloSent = true;
-          this.queueHello({
-            ws,
-            edge,
-            hello: msg,
-            remoteAddress,
-            welcomed: (c) => {
-              conn = c;
-              handshakeDone();
-            },
-          });
-          return;
-        }
-        if (isBinary) {
-          const f = decodeBinary(buf);
-          if (f.kind === 'sync') this.enqueue(conn, f.frame, buf.length);
-          else this.opts.onTunnel?.(conn, f.payload);
-          return;
-        }
-        const msg = decodeControl(buf.toString('utf8'));
-        if (msg.type === 'heartbeat') this.opts.onHeartbeat?.(edge, msg);
-        else if (msg.type === 'epoch') this.adoptEdgeEpoch(conn, msg.id, msg.epoch);
-        else if (msg.type === 'error') log.warn({ edge, code: msg.code }, `edge reported: ${msg.message}`);
-        else throw new ProtocolError('bad_frame', `unexpected ${msg.type} message after the handshake`);
-      } catch (err) {
-        this.frameFailed(ws, edge, err);
-      }
-    });
-
-    ws.on('close', (code, reasonBuf) => {
-      clearTimeout(handshakeTimer);
-      handshakeDone();
-      if (!conn) return;
-      conn.session.close();
-      if (this.conns.get(edge) === conn) this.conns.delete(edge);
-      const reason = reasonBuf.toString();
-      if (this.closing) return;
-      log.info(
-        { edge, code, reason, bytesIn: conn.session.stats.bytesIn, bytesOut: conn.session.stats.bytesOut },
-        'edge disconnected',
-      );
-      this.opts.onDisconnect?.(conn, code, reason);
-    });
-    ws.on('error', (err) => log.warn({ err, edge }, 'edge socket error'));
   }
 
   private welcome(ws: WebSocket, edge: EdgeName, hello: HelloMessage, remoteAddress: string): EdgeConnection {
@@ -492,10 +289,6 @@ export class SyncServer {
     return conn;
   }
 
-  private queueHello(h: QueuedHello): void {
-    this.hellos.add(h);
-  }
-
   /**
    * Answers hellos received together: `beforeWelcomes` with all of them, each welcome, then
    * `onConnect` with the connections made.
@@ -537,56 +330,6 @@ export class SyncServer {
       log.error({ err, edge }, 'internal error handling a frame');
       this.refuse(ws, edge, 'internal', 'internal error on the hub; the edge will reconnect');
     }
-  }
-
-  private enqueue(conn: EdgeConnection, frame: SyncFrame, bytes: number): void {
-    this.inbox.push({ conn, frame, bytes });
-    if (this.inboxScheduled) return;
-    this.inboxScheduled = true;
-    setImmediate(() => this.drainInbox());
-  }
-
-  /** Applies the frames received since the last drain in one transaction, then answers them. */
-  private drainInbox(): void {
-    this.inboxScheduled = false;
-    const items = this.inbox;
-    this.inbox = [];
-    // One answer per connection and document, however many of its frames the burst held.
-    const answer = new Map<EdgeConnection, Set<DocId>>();
-    const failed = new Set<EdgeConnection>();
-    try {
-      this.opts.store.batch(() => {
-        for (const it of items) {
-          // A connection refused earlier in this burst, or gone since: its later frames are moot.
-          if (failed.has(it.conn) || this.conns.get(it.conn.edge) !== it.conn) continue;
-          try {
-            const id = it.conn.session.receive(it.frame, it.bytes, { deferFlush: true });
-            if (id) (answer.get(it.conn) ?? answer.set(it.conn, new Set()).get(it.conn)!).add(id);
-          } catch (err) {
-            failed.add(it.conn);
-            this.frameFailed(it.conn.socket, it.conn.edge, err);
-          }
-        }
-      });
-    } catch (err) {
-      // The commit failed (a full disk): nothing of this burst is kept. What each session learnt
-      // from its frames is forgotten, and its edge reconnects and sends them again.
-      log.error({ err, frames: items.length }, 'could not keep a burst of sync frames; those edges reconnect');
-      for (const it of items) {
-        it.conn.session.forget(it.frame.docId as DocId);
-        if (!failed.has(it.conn)) {
-          failed.add(it.conn);
-          this.refuse(
-            it.conn.socket,
-            it.conn.edge,
-            'internal',
-            'the hub could not store what the edge sent; it will reconnect',
-          );
-        }
-      }
-      return;
-    }
-    for (const [conn, ids] of answer) if (!failed.has(conn)) for (const id of ids) conn.session.flush(id);
   }
 
   private refuse(ws: WebSocket, edge: EdgeName, code: ErrorCode, message: string): void {

@@ -92,7 +92,7 @@ export class SyncSession {
   }
 
   /**
-   * Applies one sync frame. `deferFlush`: the caller answers later (sync/server.ts receives a
+   * Applies one sync frame. `deferFlush`: the caller answers later (sync/inbox.ts receives a
    * burst of frames in one transaction and answers once it has committed); the document to flush
    * is returned, or undefined when there is nothing to answer (a stale frame).
    */

@@ -1,8 +1,8 @@
 /**
  * @module Who is calling the hub's API: the principal of the API token in an `Authorization:
  * Bearer` header, checked in one place for the REST API, its SSE stream, the tunnel and the blob
- * routes. (Edges authenticate at the sync upgrade with their credential instead: sync/server.ts,
- * with the same header parser, core/http.ts.)
+ * routes. (Edges authenticate at the sync upgrade with their credential instead:
+ * sync/http-upgrade.ts, with the same header parser, core/http.ts.)
  */
 import { OutpostError } from '../../core/errors.js';
 import { bearerToken } from '../../core/http.js';

@@ -5,7 +5,7 @@
  *
  * One edge on a flapping link, or a hostile one in a reconnect loop, once wrote ~440 rows a second
  * here. Three bounds keep that in check: the sync server rate-limits reconnects per edge
- * (RECONNECT_BURST, sync/server.ts); repeated reconnects within RECONNECT_COALESCE_MS update one
+ * (RECONNECT_BURST, sync/admission.ts); repeated reconnects within RECONNECT_COALESCE_MS update one
  * event instead of adding two each; `pruneHistory` deletes rows past their age and count
  * (docs/operations.md, "Retention").
  */
