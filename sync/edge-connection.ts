@@ -54,7 +54,9 @@ export interface EdgeConnectionOptions {
   onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
   onHeartbeat?(edge: EdgeName, hb: HeartbeatMessage): void;
   onTunnel?(conn: EdgeConnection, payload: Buffer): void;
+  /** A connection sent frames past FRAMES_PER_SECOND: the hub stopped reading it for a while. */
   onThrottled?(edge: EdgeName): void;
+  /** The upgrade of an authenticated edge succeeded: its socket is long-lived (hub/http-limits.ts exempts it). */
   onUpgraded?(socket: Duplex): void;
 }
 

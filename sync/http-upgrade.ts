@@ -22,10 +22,26 @@ export interface EdgeIdentity {
 
 /** The SyncServerOptions an upgrade uses (sync/server.ts documents them). */
 export interface UpgradeOptions {
+  /**
+   * Handshakes in progress beyond which new upgrades get 503 with Retry-After. After a hub
+   * restart thousands of edges return at once; admitting them all makes every handshake slow
+   * enough to time out and be retried, which feeds the storm (measured in docs/benchmarks.md).
+   */
   maxPendingHandshakes?: number;
+  /**
+   * Upgrades beyond `maxPendingHandshakes` wait in a FIFO queue of this length for a free slot
+   * (the hub never idles while edges wait, and no edge redials into the back of the line); only
+   * beyond the queue do they get 503, with a Retry-After that grows with the queue.
+   */
   maxQueuedUpgrades?: number;
+  /** Resolves the bearer credential of an upgrade request; null refuses it with 401. */
   authenticate(token: string, req: IncomingMessage): EdgeIdentity | null | Promise<EdgeIdentity | null>;
+  /**
+   * For a credential `authenticate` refused: the message when it is a decommissioned edge's own
+   * (then the 401 carries code `decommissioned`, which the edge takes as final), else undefined.
+   */
   decommissioned?(token: string): string | undefined;
+  /** An upgrade refused (metrics, events). */
   onRefused?(edge: EdgeName | null, code: 'unauthorized' | 'too_many_reconnects', message: string): void;
 }
 

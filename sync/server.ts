@@ -17,8 +17,14 @@ import { HEARTBEAT_INTERVAL_MS, WS_PING_INTERVAL_MS } from '../core/durations.js
 import { Gatherer, type GatherWindow } from '../core/gather.js';
 import { mailboxDocId, parseMailboxDocId, type DocId, type EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
-import { serveEdgeSocket, type ConnectionHost, type EdgeConnection, type QueuedHello } from './edge-connection.js';
-import { UpgradeGate, type EdgeIdentity } from './http-upgrade.js';
+import {
+  serveEdgeSocket,
+  type ConnectionHost,
+  type EdgeConnection,
+  type EdgeConnectionOptions,
+  type QueuedHello,
+} from './edge-connection.js';
+import { UpgradeGate, type EdgeIdentity, type UpgradeOptions } from './http-upgrade.js';
 import { SyncInbox } from './inbox.js';
 import { adoptEpochs, ensureMailbox, type MailboxDoc } from './mailbox.js';
 import {
@@ -28,7 +34,6 @@ import {
   PROTOCOL_VERSION,
   ProtocolError,
   type ErrorCode,
-  type HeartbeatMessage,
   type HelloMessage,
 } from './messages.js';
 import { SyncSession } from './session.js';
@@ -40,32 +45,13 @@ export type { EdgeIdentity } from './http-upgrade.js';
 
 const log = createLogger('sync:server');
 
-export interface SyncServerOptions {
-  store: ReplicaStore;
+/** The hub's sync server: what its upgrades (sync/http-upgrade.ts) and connections (sync/edge-connection.ts) take, and the handshake's hooks. */
+export interface SyncServerOptions extends UpgradeOptions, EdgeConnectionOptions {
   hubVersion: string;
   path?: string;
   maxFrameBytes?: number;
   /** Keepalive round period (default WS_PING_INTERVAL_MS; tests shorten it). */
   pingIntervalMs?: number;
-  /**
-   * Handshakes in progress beyond which new upgrades get 503 with Retry-After. After a hub
-   * restart thousands of edges return at once; admitting them all makes every handshake slow
-   * enough to time out and be retried, which feeds the storm (measured in docs/benchmarks.md).
-   */
-  maxPendingHandshakes?: number;
-  /**
-   * Upgrades beyond `maxPendingHandshakes` wait in a FIFO queue of this length for a free slot
-   * (the hub never idles while edges wait, and no edge redials into the back of the line); only
-   * beyond the queue do they get 503, with a Retry-After that grows with the queue.
-   */
-  maxQueuedUpgrades?: number;
-  /** Resolves the bearer credential of an upgrade request; null refuses it with 401. */
-  authenticate(token: string, req: IncomingMessage): EdgeIdentity | null | Promise<EdgeIdentity | null>;
-  /**
-   * For a credential `authenticate` refused: the message when it is a decommissioned edge's own
-   * (then the 401 carries code `decommissioned`, which the edge takes as final), else undefined.
-   */
-  decommissioned?(token: string): string | undefined;
   heartbeatSeconds?(edge: EdgeName): number;
   /**
    * The hellos received together (`gatherHellos`) are answered together: called first with
@@ -88,21 +74,14 @@ export interface SyncServerOptions {
    * empty one, nor, from a replica that served it before, an old one.
    */
   beforeWelcome?(edge: EdgeName, fresh: boolean): void;
-  onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
-  onHeartbeat?(edge: EdgeName, hb: HeartbeatMessage): void;
-  onTunnel?(conn: EdgeConnection, payload: Buffer): void;
   /**
    * Starts a new epoch of a document the hub writes, from its current state. Called at the next
    * handshake of an edge whose copy turned out to be ahead of ours (it sent changes we never
    * made: the hub was restored from a backup); the edge then adopts the new epoch.
    */
   restartEpoch?(id: DocId): void;
-  /** Refusals are reported here too (metrics, events). */
+  /** Refusals are reported here too (metrics, events): those of the upgrade and of the handshake. */
   onRefused?(edge: EdgeName | null, code: ErrorCode | 'unauthorized' | 'too_many_reconnects', message: string): void;
-  /** A connection sent frames past FRAMES_PER_SECOND: the hub stopped reading it for a while. */
-  onThrottled?(edge: EdgeName): void;
-  /** The upgrade of an authenticated edge succeeded: its socket is long-lived (hub/http-limits.ts exempts it). */
-  onUpgraded?(socket: Duplex): void;
 }
 
 export class SyncServer {
