@@ -55,6 +55,10 @@ export class SyncSession {
   private readonly docs = new Map<DocId, SessionDoc>();
   /** The epoch each document's sync state belongs to; a document in another epoch waits for resetDoc. */
   private readonly epochs = new Map<DocId, string>();
+  /** Documents received with `deferFlush` and not answered since. */
+  private readonly unanswered = new Set<DocId>();
+  /** Answers generated within a burst (`receive` with `deferFlush`), sent at the next flush. */
+  private held: Buffer[] = [];
   private closed = false;
 
   constructor(
@@ -94,7 +98,12 @@ export class SyncSession {
   /**
    * Applies one sync frame. `deferFlush`: the caller answers later (sync/inbox.ts receives a
    * burst of frames in one transaction and answers once it has committed); the document to flush
-   * is returned, or undefined when there is nothing to answer (a stale frame).
+   * is returned, or undefined when there is nothing to answer (a stale frame). A second frame of
+   * the same document in one burst first has the answer to the frames before it generated (and
+   * held until the flush): Automerge expects an answer after every message it receives. Without
+   * it, a burst ending with the peer's changes and then its frame saying "I have these heads"
+   * (sent when it read our previous answer) left both sides silent: we took its heads as told,
+   * and it waited for our answer to its changes (sync/session.test.ts).
    */
   receive(frame: SyncFrame, frameBytes: number, opts: { deferFlush?: boolean } = {}): DocId | undefined {
     const id = frame.docId as DocId;
@@ -106,6 +115,10 @@ export class SyncSession {
     if (frame.epoch !== this.store.epoch(id)) {
       this.stats.staleFrames++;
       return undefined;
+    }
+    if (opts.deferFlush && this.unanswered.has(id)) {
+      const answer = this.answer(id);
+      if (answer) this.held.push(answer);
     }
     const state = this.states.get(id) ?? this.store.loadSyncState(this.peer, id);
     this.states.set(id, state);
@@ -120,7 +133,8 @@ export class SyncSession {
         `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`,
       );
     }
-    if (!opts.deferFlush) this.flush(id);
+    if (opts.deferFlush) this.unanswered.add(id);
+    else this.flush(id);
     return id;
   }
 
@@ -128,6 +142,9 @@ export class SyncSession {
   forget(id: DocId): void {
     if (!this.docs.has(id)) return;
     this.states.delete(id);
+    this.unanswered.delete(id);
+    // Answers to frames that were not kept.
+    this.held = [];
   }
 
   /** A local change happened: tell the peer. */
@@ -164,14 +181,28 @@ export class SyncSession {
   /** Sends the peer what it lacks of `id`, if anything (after every receive and local change). */
   flush(id: DocId): void {
     if (this.closed) return;
+    if (this.held.length) {
+      const held = this.held;
+      this.held = [];
+      for (const frame of held) this.sendFrame(frame);
+    }
+    const frame = this.answer(id);
+    if (frame) this.sendFrame(frame);
+  }
+
+  /** The next sync frame of `id` for the peer, if it lacks anything (updates the sync state). */
+  private answer(id: DocId): Buffer | undefined {
+    this.unanswered.delete(id);
     const doc = this.store.handle(id);
     const state = this.states.get(id);
-    if (!doc || !state) return;
+    if (!doc || !state) return undefined;
     // The document moved to a new epoch that the peer has not been told about yet.
-    if (this.epochs.get(id) !== this.store.epoch(id)) return;
+    if (this.epochs.get(id) !== this.store.epoch(id)) return undefined;
     const msg = wasmSync.generate(doc, state);
-    if (!msg) return;
-    const frame = encodeSyncFrame(id, this.store.epoch(id)!, msg);
+    return msg ? encodeSyncFrame(id, this.store.epoch(id)!, msg) : undefined;
+  }
+
+  private sendFrame(frame: Buffer): void {
     this.stats.bytesOut += frame.length;
     this.stats.messagesOut++;
     this.send(frame);
