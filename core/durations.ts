@@ -180,7 +180,7 @@ export const FORWARD_SIGNATURE_MAX_AGE_MS = 60_000;
 export const REPLICA_ROW_KEPT_MS = 24 * 3_600_000;
 /**
  * A blob upload whose temporary file nobody wrote to for this long is abandoned and removed at
- * start (longer than any request body may take: REQUEST_BODY_TIMEOUT_MS in hub/hub.ts is 5
- * minutes). Hub replicas may share the blob directory: a younger file is another one's upload.
+ * start (longer than any request body may take: REQUEST_BODY_TIMEOUT_MS in hub/http-server.ts is
+ * 5 minutes). Hub replicas may share the blob directory: a younger file is another one's upload.
  */
 export const ABANDONED_UPLOAD_MS = 15 * 60_000;

@@ -38,7 +38,7 @@ export function serverTimeouts(): http.ServerOptions & { handshakeTimeout: numbe
   return {
     headersTimeout: HEADERS_TIMEOUT_MS,
     // Off server-wide: it would cut a long blob upload. Bodies have their own deadlines
-    // (REQUEST_BODY_TIMEOUT_MS in hub/hub.ts, an idle timeout on blob routes).
+    // (REQUEST_BODY_TIMEOUT_MS in hub/http-server.ts, an idle timeout on blob routes).
     requestTimeout: 0,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     connectionsCheckingInterval: CONNECTIONS_CHECK_MS,

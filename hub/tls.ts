@@ -343,3 +343,26 @@ export function loadUserTls(certFile: string, keyFile: string, caFile?: string):
   }
   return { caPem, certPem, keyPem, caFingerprint: caFingerprint(caPem) };
 }
+
+/**
+ * The TLS the hub serves with: none with `--insecure-http`, the user's chain with `--tls-cert` and
+ * `--tls-key`, else its own CA's certificate, naming the `--host` names and the address it listens
+ * on unless that is every interface.
+ */
+export async function hubTls(o: {
+  dataDir: string;
+  insecureHttp?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  hosts?: string[];
+  listenHost: string;
+}): Promise<HubTls | undefined> {
+  if (o.insecureHttp) return undefined;
+  const host = o.listenHost;
+  return o.tlsCert && o.tlsKey
+    ? loadUserTls(o.tlsCert, o.tlsKey, o.tlsCa)
+    : await ensureHubTls(o.dataDir, {
+        hosts: [...(o.hosts ?? []), ...(host !== '0.0.0.0' && host !== '::' ? [host] : [])],
+      });
+}

@@ -41,6 +41,7 @@ export {
   type ApiPrincipal,
   type VerifyApiToken,
 } from './principal.js';
+export { createHubAuth } from './hub-auth.js';
 export { migrateAuth } from './schema.js';
 export {
   createApiToken,

@@ -225,7 +225,7 @@ export class DataDeliveries {
 
   /**
    * Writes one edge's data orders: those of every DataObject that selects it, and no other. Called
-   * before the edge's handshake is answered (hub/hub.ts `beforeWelcome`), whether or not this
+   * before the edge's handshake is answered (hub/sync-endpoint.ts `beforeWelcome`), whether or not this
    * process served it before: its spec must hold its orders from the first message.
    */
   writeEdge(edge: string): void {

@@ -125,7 +125,7 @@ export class HubStaging {
 
   /**
    * Writes one edge's staging orders into its spec document as recorded. Called before the edge's
-   * handshake is answered (hub/hub.ts `beforeWelcome`).
+   * handshake is answered (hub/sync-endpoint.ts `beforeWelcome`).
    */
   writeEdge(edge: string): void {
     this.write(edge, this.state.ordersOf(edge));

@@ -26,6 +26,7 @@
  * test/architecture.test.ts fails when a table is written anywhere else. Every module above runs
  * on SQLite or PostgreSQL (hub/state/sql.ts `SqlDb`), each tested by one shared suite on both.
  */
+import { errorMessage } from '../../core/errors.js';
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
 import { specInputsRead } from './assignments.js';
 import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
@@ -162,4 +163,16 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
   };
+}
+
+/** Why the hub's tables cannot be reached now (for /readyz); undefined when they can. */
+export function databaseUnready(db: SqlDb): string | undefined {
+  // SQLite is a file of this process: ready while the process runs. PostgreSQL may be away.
+  if (!isPostgres(db)) return undefined;
+  try {
+    db.one('SELECT 1');
+    return undefined;
+  } catch (err) {
+    return errorMessage(err);
+  }
 }

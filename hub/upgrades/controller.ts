@@ -360,7 +360,7 @@ export class AgentUpgradeController {
 
   /**
    * Writes one edge's upgrade order into its spec document as recorded. Called before the edge's
-   * handshake is answered (hub/hub.ts `beforeWelcome`): an edge that moves to this replica finds
+   * handshake is answered (hub/sync-endpoint.ts `beforeWelcome`): an edge that moves to this replica finds
    * its order (or its withdrawal) in the first spec it gets.
    */
   writeEdge(edge: string): void {

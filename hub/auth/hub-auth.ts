@@ -1,0 +1,37 @@
+/**
+ * @module `HubAuth` (hub/api/context.ts) over the auth tables of one database: what the API, the
+ * tunnel, the blob and image routes and an edge's lifecycle call to check and issue tokens and
+ * edge credentials. Tokens it makes carry the pin of the hub's CA (null without TLS).
+ */
+import { parseToken } from '../../sync/pinned-ca.js';
+import type { HubAuth } from '../api/context.js';
+import type { SqlDb } from '../state/sql.js';
+import { issueEdgeCredential, revokeEdgeCredential } from './edge-credentials.js';
+import { consumeJoinToken, createJoinToken, joinTokenExpiry, listJoinTokens, revokeJoinToken } from './join-tokens.js';
+import type { ApiPrincipal } from './principal.js';
+import { createApiToken, listApiTokens, revokeApiToken, rotateAdminToken, verifyApiToken } from './tokens.js';
+
+/** `dataDir` holds admin.token, which `rotateAdminToken` writes again. */
+export function createHubAuth(db: SqlDb, dataDir: string, caFingerprint: string | null): HubAuth {
+  return {
+    verifyApiToken: (t) => {
+      const p = verifyApiToken(db, t);
+      return p ? ({ tokenId: p.id, role: p.role, project: p.project } satisfies ApiPrincipal) : null;
+    },
+    createApiToken: (o) => {
+      const token = createApiToken(db, { ...o, caFingerprint });
+      return { token, id: parseToken(token)?.id ?? '' };
+    },
+    createJoinToken: (o) => {
+      const now = Date.now();
+      const token = createJoinToken(db, { ...o, caFingerprint }, now);
+      return { token, id: parseToken(token)?.id ?? '', expiresAt: joinTokenExpiry(o.ttlMs, now) };
+    },
+    listTokens: () => ({ api: listApiTokens(db), join: listJoinTokens(db) }),
+    revokeToken: (kind, id) => (kind === 'api' ? revokeApiToken(db, id) : revokeJoinToken(db, id)),
+    rotateAdminToken: () => rotateAdminToken(db, dataDir, caFingerprint),
+    consumeJoinToken: (t) => consumeJoinToken(db, t),
+    issueEdgeCredential: (e, sealKey) => issueEdgeCredential(db, e, sealKey),
+    decommissionEdgeCredential: (e) => void revokeEdgeCredential(db, e, { decommissioned: true }),
+  };
+}
