@@ -8,8 +8,7 @@
  * The hooks are made before the parts they reach (those need the store the hooks go into): each
  * part is read through a getter, undefined until it is wired.
  */
-import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
-import { compactIfLarge } from '../sync/compaction.js';
+import { compactSpec } from '../sync/compaction.js';
 import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore, ReplicaStoreOptions } from '../sync/store.js';
 import type { ChangeFeed } from './api/stream.js';
@@ -54,11 +53,7 @@ export function documentHooks(t: DocumentHookTargets): Pick<ReplicaStoreOptions,
     },
     afterChange: (id, origin) => {
       // The hub writes spec documents; one that grew past the threshold restarts as a new epoch.
-      if (
-        origin === 'local' &&
-        id.endsWith('/spec') &&
-        compactIfLarge<SpecDoc>(t.store(), id, (doc) => materializeSpec(readSpec(doc)))
-      ) {
+      if (origin === 'local' && id.endsWith('/spec') && compactSpec(t.store(), id)) {
         t.sync()?.announceEpoch(id);
         return;
       }

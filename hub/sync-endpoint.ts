@@ -11,8 +11,7 @@ import type { Socket } from 'node:net';
 import { PG_HANDSHAKE_GATHER, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';
 import { edgeName } from '../core/ids.js';
 import { createLogger, throttle } from '../core/logger.js';
-import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
-import { compactIfLarge } from '../sync/compaction.js';
+import { compactSpec } from '../sync/compaction.js';
 import { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
 import * as auth from './auth/index.js';
@@ -125,7 +124,7 @@ export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
       );
     },
     onUpgraded: (socket) => w.connLimit.exempt(socket as Socket),
-    restartEpoch: (id) => void compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), -1),
+    restartEpoch: (id) => void compactSpec(store, id, -1),
   });
   return sync;
 }

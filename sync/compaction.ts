@@ -11,6 +11,7 @@
  */
 import * as A from '@automerge/automerge/slim';
 import type { DocId } from '../core/ids.js';
+import { materializeSpec, readSpec, type SpecDoc } from '../core/mailbox.js';
 import { createLogger } from '../core/logger.js';
 import { newEpoch, type ReplicaStore } from './store.js';
 
@@ -38,4 +39,12 @@ export function compactIfLarge<T>(
   store.reset<T>(id, epoch, init);
   log.info({ doc: id, before: size, after: store.meta(id)?.size, epoch }, 'compacted a document into a new epoch');
   return epoch;
+}
+
+/**
+ * The hub's compaction of an edge's spec: past `threshold` (-1: whatever its size, to start a new
+ * epoch from the current state), a fresh spec holding what the old one says.
+ */
+export function compactSpec(store: ReplicaStore, id: DocId, threshold = COMPACT_THRESHOLD_BYTES): string | undefined {
+  return compactIfLarge<SpecDoc>(store, id, (doc) => materializeSpec(readSpec(doc)), threshold);
 }
