@@ -10,7 +10,7 @@ import { ReplicaStore, type ReplicaStoreOptions } from '../sync/store.js';
 
 /**
  * The hub's document cache: 384 MiB holds the 20,000 mailboxes of 10,000 edges with one or two
- * workloads each (~17 KiB a document, sync/store.ts). A fleet-wide change touches every mailbox
+ * workloads each (~17 KiB a document, sync/doc-cache.ts). A fleet-wide change touches every mailbox
  * once; when they do not all fit, each is loaded again from SQLite (docs/benchmarks.md).
  */
 export const HUB_DOC_CACHE_BYTES = 384 * 1024 * 1024;

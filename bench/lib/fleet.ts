@@ -120,7 +120,7 @@ export class Fleet {
   constructor(private readonly opts: FleetOptions) {
     this.names = edgeNames(opts.edges);
     const perWorker = Math.ceil(opts.edges / opts.workers);
-    // Estimated resident cost the store budgets per loaded document (sync/store.ts): keep every
+    // Estimated resident cost the store budgets per loaded document (sync/doc-cache.ts): keep every
     // edge's two documents loaded, as a real agent keeps its own.
     const budget = Math.max(256 * 1024 ** 2, perWorker * 2 * 110 * 1024);
     for (let i = 0; i < opts.workers; i++) {
