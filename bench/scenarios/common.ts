@@ -100,6 +100,28 @@ export function replicaEdges(names: string[], replicas: number, r: number): stri
   return names.filter((_, i) => i % replicas === r);
 }
 
+/**
+ * Waits until every edge of `names` (the whole fleet when undefined) is in sync with its hub;
+ * `what` says which edges and after what, for the message when it times out.
+ */
+export async function untilInSync(
+  ctx: ScenarioContext,
+  s: Setup,
+  names: string[] | undefined,
+  what: string,
+): Promise<void> {
+  const want = names?.length ?? s.fleet.names.length;
+  let last = '';
+  await until(
+    async () => {
+      const st = await s.fleet.syncStatus(false, names);
+      last = `${st.connected} connected, ${st.synced} in sync`;
+      return st.synced === want;
+    },
+    { timeoutMs: remaining(ctx), intervalMs: 250, what: () => `${what} (last: ${last})` },
+  );
+}
+
 /** Connects every edge (ramped by the workers) and waits until each is in sync with the hub. */
 export async function connectAll(
   ctx: ScenarioContext,
@@ -109,19 +131,7 @@ export async function connectAll(
   await s.fleet.all('mark', { requireNewConnection: true });
   const t0 = Date.now();
   await s.fleet.each('connect', s.fleet.names, { window });
-  let last = '';
-  await until(
-    async () => {
-      const st = await s.fleet.syncStatus();
-      last = `${st.connected} connected, ${st.synced} in sync`;
-      return st.synced === s.fleet.names.length;
-    },
-    {
-      timeoutMs: remaining(ctx),
-      intervalMs: 250,
-      what: () => `all ${s.fleet.names.length} edges to connect and sync (last: ${last})`,
-    },
-  );
+  await untilInSync(ctx, s, undefined, `all ${s.fleet.names.length} edges to connect and sync`);
   const st = await s.fleet.syncStatus(true);
   return { ms: Math.max(...st.syncedAt!) - t0, syncedAt: st.syncedAt! };
 }

@@ -24,6 +24,7 @@ import {
   remaining,
   setupFleet,
   teardown,
+  untilInSync,
   waitReady,
   type Scenario,
 } from './common.js';
@@ -81,19 +82,7 @@ export const failover: Scenario = async (ctx, out) => {
     victim.child!.kill('SIGKILL');
     await exited;
     const meter = new PhaseMeter(s, 'failover');
-    let last = '';
-    await until(
-      async () => {
-        const st = await s.fleet.syncStatus(false, moved);
-        last = `${st.connected} connected, ${st.synced} in sync`;
-        return st.synced === moved.length;
-      },
-      {
-        timeoutMs: remaining(ctx),
-        intervalMs: 250,
-        what: () => `the ${moved.length} edges of the killed replica back in sync (${last})`,
-      },
-    );
+    await untilInSync(ctx, s, moved, `the ${moved.length} edges of the killed replica back in sync`);
     const { hubCpuMs, postgresCpuMs } = meter.finish(out);
     const st = await s.fleet.syncStatus(true, moved);
     const back = st.syncedAt!.map((t) => t - tKill);

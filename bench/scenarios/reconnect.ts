@@ -26,6 +26,7 @@ import {
   type ScenarioContext,
   type ScenarioOutput,
   type Setup,
+  untilInSync,
 } from './common.js';
 
 /** Waits until every edge has acknowledged the hubs' heads: nothing in flight before a restart. */
@@ -55,15 +56,7 @@ export const reconnect: Scenario = async (ctx, out) => {
     await Promise.all(s.cluster.hubs.map((h) => h.start()));
     const tUp = Math.max(...s.cluster.hubs.map((h) => h.readyAt));
     const meter = new PhaseMeter(s, 'reconnect');
-    let last = '';
-    await until(
-      async () => {
-        const st = await s.fleet.syncStatus();
-        last = `${st.connected} connected, ${st.synced} in sync`;
-        return st.synced === ctx.edges;
-      },
-      { timeoutMs: remaining(ctx), intervalMs: 250, what: () => `all edges back in sync after the restart (${last})` },
-    );
+    await untilInSync(ctx, s, undefined, 'all edges back in sync after the restart');
     meter.finish(out);
     if (servedBefore) {
       const after = await s.fleet.servedBy();
@@ -135,19 +128,7 @@ async function rolling(ctx: ScenarioContext, s: Setup, out: ScenarioOutput): Pro
     await hub.stop('SIGTERM');
     await hub.start();
     const meter = new PhaseMeter(s, `rolling${r + 1}`);
-    let last = '';
-    await until(
-      async () => {
-        const st = await s.fleet.syncStatus(false, names);
-        last = `${st.connected} connected, ${st.synced} in sync`;
-        return st.synced === names.length;
-      },
-      {
-        timeoutMs: remaining(ctx),
-        intervalMs: 250,
-        what: () => `replica ${r + 1}'s ${names.length} edges back in sync after its restart (${last})`,
-      },
-    );
+    await untilInSync(ctx, s, names, `replica ${r + 1}'s ${names.length} edges back in sync after its restart`);
     const f = meter.finish(out);
     const st = await s.fleet.syncStatus(true, names);
     backMs.push(Math.max(...st.syncedAt!) - hub.readyAt);
