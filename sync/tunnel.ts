@@ -4,10 +4,10 @@
  * streams: the hub's ids are 1..0x7fffffff, the edge's 0x80000000..0xffffffff (so the two never
  * collide); the edge opens streams only for blob transfers (sync/transfer.ts).
  *
- * Payload of a 0x02 frame: `[u8 kind][u32 BE stream id][body]`, kinds:
- * OPEN (JSON header, hub -> edge), DATA (bytes), WINDOW (u32 BE credit), END (no more data from
- * the sender), RESET (JSON `{code, message}`, aborts both directions), META (JSON, out-of-band
- * about the stream: response head, exit status; ordered with DATA).
+ * This module is the mux: the stream table, frames routed to their streams, and the socket's
+ * share. Its parts: the frame codec (sync/tunnel-frames.ts), one stream with its credit
+ * (sync/tunnel-stream.ts), the error codes (sync/tunnel-error.ts) and what a stream is for
+ * (sync/tunnel-request.ts); their names importers use are exported from here too.
  *
  * Why flow control lives here and not in ws: a 50 MB download must never stall mailbox sync on
  * the same socket. So (1) each direction of each stream has a credit window: a sender never has
@@ -23,225 +23,37 @@
  * const s = mux.open({ type: 'logs', workload: 'web' });
  * s.pipe(res);
  */
-import { Duplex } from 'node:stream';
-import { z } from 'zod';
 import { createLogger } from '../core/logger.js';
-import { OutpostError, type ConvertsToOutpostError, type ErrorCode } from '../core/errors.js';
+import { TunnelError, type TunnelErrorCode } from './tunnel-error.js';
+import {
+  TUNNEL_DATA,
+  TUNNEL_END,
+  TUNNEL_META,
+  TUNNEL_OPEN,
+  TUNNEL_RESET,
+  TUNNEL_WINDOW,
+  frame,
+  json,
+  parseJson,
+} from './tunnel-frames.js';
+import { INITIAL_WINDOW, TunnelStream, type StreamLimits, type StreamMux } from './tunnel-stream.js';
+
+export { TunnelError, type TunnelErrorCode } from './tunnel-error.js';
+export { MAX_DATA_BYTES } from './tunnel-frames.js';
+export { INITIAL_WINDOW, TunnelStream, type StreamLimits } from './tunnel-stream.js';
+export { EXEC_STDERR, EXEC_STDOUT, TunnelRequest } from './tunnel-request.js';
 
 const log = createLogger('sync:tunnel');
 
-export const TUNNEL_OPEN = 1;
-export const TUNNEL_DATA = 2;
-export const TUNNEL_WINDOW = 3;
-export const TUNNEL_END = 4;
-export const TUNNEL_RESET = 5;
-export const TUNNEL_META = 6;
-
-/** Credit per direction of a stream: large enough to fill a WAN pipe per stream, small enough that 256 streams stay under 64 MiB. */
-export const INITIAL_WINDOW = 256 * 1024;
-/** Largest DATA body; well under MAX_FRAME_BYTES, and small so sync frames interleave finely. */
-export const MAX_DATA_BYTES = 32 * 1024;
 /** Tunnel bytes may fill the socket buffer up to here; above it the mux waits so sync frames go first. */
 export const SOCKET_HIGH_WATER = 512 * 1024;
 /** How often a mux blocked on the socket buffer looks again (ws has no drain event for bufferedAmount). */
 const BLOCKED_POLL_MS = 5;
-/** Bound on a JSON header or META body. */
-const MAX_JSON_BYTES = 64 * 1024;
-
-export type TunnelErrorCode =
-  | 'refused'
-  | 'not_found'
-  | 'forbidden'
-  | 'unavailable'
-  | 'deadline'
-  | 'budget'
-  | 'disconnected'
-  | 'protocol'
-  | 'aborted'
-  | 'internal';
-
-/** What each tunnel code means to the hub's HTTP client (core/errors.ts ERROR_CODES). */
-const CLIENT_CODES: Partial<Record<TunnelErrorCode, ErrorCode>> = {
-  not_found: 'not_found',
-  forbidden: 'forbidden',
-  refused: 'bad_request',
-  unavailable: 'bad_gateway',
-  disconnected: 'edge_disconnected',
-  deadline: 'deadline',
-  budget: 'too_large',
-};
-
-/** A stream that ended abnormally, with a code both ends understand. */
-export class TunnelError extends Error implements ConvertsToOutpostError {
-  constructor(
-    readonly code: TunnelErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'TunnelError';
-  }
-
-  /** The error a client of the tunnel is told (protocol, aborted and internal: bad_gateway). */
-  toOutpostError(): OutpostError {
-    return new OutpostError(CLIENT_CODES[this.code] ?? 'bad_gateway', this.message, { cause: this });
-  }
-}
 
 export interface TunnelTransport {
   /** Sends one 0x02 payload; false when the connection is gone. */
   send(payload: Buffer): boolean;
   bufferedAmount(): number;
-}
-
-export interface StreamLimits {
-  /** The stream is reset with `deadline` after this long. */
-  deadlineMs?: number;
-  /** The stream is reset with `budget` once this many bytes moved (both directions together). */
-  maxBytes?: number;
-}
-
-type Outgoing =
-  | { kind: 'data'; buf: Buffer; cb?: (err?: Error | null) => void }
-  | { kind: 'meta'; json: unknown }
-  | { kind: 'end'; cb?: (err?: Error | null) => void };
-
-function frame(kind: number, id: number, body?: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(5 + (body?.length ?? 0));
-  out[0] = kind;
-  out.writeUInt32BE(id, 1);
-  if (body) body.copy(out, 5);
-  return out;
-}
-
-function json(v: unknown): Buffer {
-  return Buffer.from(JSON.stringify(v), 'utf8');
-}
-
-export interface TunnelStreamEvents {
-  meta: (m: Record<string, unknown>) => void;
-}
-
-/** One multiplexed stream: a Duplex whose writes go to the peer and whose reads come from it. */
-export class TunnelStream extends Duplex {
-  /** Bytes we may still send before the peer grants more. */
-  sendWindow = INITIAL_WINDOW;
-  readonly queue: Outgoing[] = [];
-  bytesIn = 0;
-  bytesOut = 0;
-  localEnded = false;
-  remoteEnded = false;
-  reset = false;
-  /** Credit given back to the peer so far. */
-  granted = 0;
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    readonly id: number,
-    private readonly mux: TunnelMux,
-    readonly header: Record<string, unknown>,
-    private readonly limits: StreamLimits = {},
-  ) {
-    super({ readableHighWaterMark: INITIAL_WINDOW, writableHighWaterMark: 64 * 1024, allowHalfOpen: true });
-    if (limits.deadlineMs) {
-      this.timer = setTimeout(
-        () =>
-          this.destroy(
-            new TunnelError('deadline', `the stream passed its deadline of ${Math.round(limits.deadlineMs! / 1000)}s`),
-          ),
-        limits.deadlineMs,
-      );
-      this.timer.unref();
-    }
-  }
-
-  /** Sends an out-of-band JSON message, ordered with the data written before it. */
-  sendMeta(m: Record<string, unknown>): void {
-    if (this.reset || this.localEnded) return;
-    this.queue.push({ kind: 'meta', json: m });
-    this.mux.schedule();
-  }
-
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    if (this.reset) return cb(new TunnelError('aborted', 'the stream was reset'));
-    this.count(chunk.length, 'out');
-    if (this.destroyed) return cb();
-    for (let off = 0; off < chunk.length; off += MAX_DATA_BYTES) {
-      const last = off + MAX_DATA_BYTES >= chunk.length;
-      this.queue.push({ kind: 'data', buf: chunk.subarray(off, off + MAX_DATA_BYTES), ...(last ? { cb } : {}) });
-    }
-    if (chunk.length === 0) return cb();
-    this.mux.schedule();
-  }
-
-  override _final(cb: (err?: Error | null) => void): void {
-    if (this.reset) return cb();
-    this.queue.push({ kind: 'end', cb });
-    this.mux.schedule();
-  }
-
-  /**
-   * Credit goes back as our consumer takes bytes out of the read buffer. Checked after every
-   * `read()` (pipe, flowing mode and async iteration all go through it), not in `_read`, which
-   * Node calls before it takes the data out and then not again until the next push.
-   */
-  override read(size?: number): any {
-    const chunk: unknown = super.read(size);
-    const consumed = this.bytesIn - this.readableLength - this.granted;
-    if (consumed >= INITIAL_WINDOW / 4 || (consumed > 0 && this.readableLength === 0)) {
-      this.granted += consumed;
-      this.mux.sendNow(frame(TUNNEL_WINDOW, this.id, u32(consumed)));
-    }
-    return chunk;
-  }
-
-  override _read(): void {
-    // Data arrives when the peer sends it; credit is granted in read().
-  }
-
-  override _destroy(err: Error | null, cb: (err: Error | null) => void): void {
-    clearTimeout(this.timer);
-    if (!this.reset && !(this.localEnded && this.remoteEnded)) {
-      this.reset = true;
-      const e =
-        err instanceof TunnelError
-          ? err
-          : new TunnelError('aborted', err?.message ?? 'closed by the other side of the tunnel');
-      this.mux.sendNow(frame(TUNNEL_RESET, this.id, json({ code: e.code, message: e.message })));
-    }
-    for (const o of this.queue.splice(0))
-      if (o.kind !== 'meta') o.cb?.(err ?? new TunnelError('aborted', 'the stream was closed'));
-    this.mux.forget(this);
-    cb(err);
-  }
-
-  /** @internal */
-  count(n: number, dir: 'in' | 'out'): void {
-    if (dir === 'in') this.bytesIn += n;
-    else this.bytesOut += n;
-    if (this.limits.maxBytes && this.bytesIn + this.bytesOut > this.limits.maxBytes) {
-      this.destroy(new TunnelError('budget', `the stream passed its budget of ${this.limits.maxBytes} bytes`));
-    }
-  }
-
-  /** @internal the peer reset the stream */
-  remoteReset(code: TunnelErrorCode, message: string): void {
-    this.reset = true;
-    this.destroy(new TunnelError(code, message));
-  }
-
-  /** @internal */
-  onEnded(): void {
-    if (this.localEnded && this.remoteEnded) {
-      clearTimeout(this.timer);
-      this.mux.forget(this);
-    }
-  }
-}
-
-function u32(n: number): Buffer {
-  const b = Buffer.allocUnsafe(4);
-  b.writeUInt32BE(n, 0);
-  return b;
 }
 
 /** Ids of streams the edge opens start here; the hub's stay below. */
@@ -256,8 +68,8 @@ export interface TunnelMuxOptions extends TunnelTransport {
   maxStreams?: number;
 }
 
-/** Both ends of the tunnel: stream table, frame codec, flow control and fair scheduling. */
-export class TunnelMux {
+/** Both ends of the tunnel: stream table, frames routed to streams, flow control and fair scheduling. */
+export class TunnelMux implements StreamMux {
   private readonly streams = new Map<number, TunnelStream>();
   private nextId: number;
   private readonly firstId: number;
@@ -478,72 +290,3 @@ export class TunnelMux {
     return true;
   }
 }
-
-function parseJson(body: Buffer): Record<string, unknown> {
-  if (body.length > MAX_JSON_BYTES)
-    throw new TunnelError('protocol', `tunnel JSON of ${body.length} bytes exceeds ${MAX_JSON_BYTES}`);
-  let v: unknown;
-  try {
-    v = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new TunnelError('protocol', 'tunnel frame body is not JSON');
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v))
-    throw new TunnelError('protocol', 'tunnel frame body is not a JSON object');
-  return v as Record<string, unknown>;
-}
-
-/** What a stream is for: the OPEN header, validated by the edge (peer input is untrusted). */
-export const TunnelRequest = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('http'),
-    /** `kube`: the edge's cluster API; otherwise a declared port of a workload. */
-    target: z.union([
-      z.literal('kube'),
-      z.object({ workload: z.string().max(63), port: z.number().int().min(1).max(65535) }),
-    ]),
-    method: z.string().regex(/^[A-Z]{1,16}$/),
-    /** Path and query on the target, starting with `/`. */
-    path: z.string().startsWith('/').max(8192),
-    headers: z.record(z.string().max(256), z.union([z.string().max(16384), z.array(z.string().max(16384)).max(64)])),
-    /** An HTTP upgrade (WebSocket, SPDY): after the 101 the stream carries raw bytes both ways. */
-    upgrade: z.boolean().optional(),
-  }),
-  z.object({
-    type: z.literal('logs'),
-    workload: z.string().max(63),
-    container: z.string().max(253).optional(),
-    follow: z.boolean().optional(),
-    tail: z.number().int().min(0).optional(),
-    /** `--since 5m`: lines of the last N seconds on the edge's clock (up to ten years). */
-    sinceSeconds: z.number().int().min(1).max(315_360_000).optional(),
-    /** `--since 2026-01-01T00:00:00Z`: lines written at or after this time (epoch ms). */
-    sinceMs: z.number().int().min(0).max(8_640_000_000_000_000).optional(),
-    /** Prefix each line with its RFC 3339 time. */
-    timestamps: z.boolean().optional(),
-  }),
-  z.object({
-    type: z.literal('exec'),
-    workload: z.string().max(63),
-    container: z.string().max(253).optional(),
-    command: z.array(z.string().max(65536)).min(1).max(1024),
-    interactive: z.boolean().optional(),
-    tty: z.boolean().optional(),
-    /** The client's terminal size, for a tty (`stty size` in the session). */
-    size: z.object({ cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) }).optional(),
-  }),
-  z.object({ type: z.literal('action'), workload: z.string().max(63), action: z.enum(['restart', 'stop', 'start']) }),
-  /** The edge agent's own Prometheus page (`GET /api/v1/edges/NAME/metrics` on the hub). */
-  z.object({ type: z.literal('metrics') }),
-]);
-export type TunnelRequest = z.infer<typeof TunnelRequest>;
-
-/** The edge's answer before any data: `{status, headers}` for http, `{ok}` for logs, `{exitCode,...}` for exec. */
-export type TunnelHead =
-  | { status: number; headers: Record<string, string | string[]> }
-  | { ok: true; message?: string }
-  | { exitCode: number; stdout?: string; stderr?: string };
-
-/** Interactive exec: DATA from the edge starts with a channel byte (stdout, stderr); DATA to the edge is stdin. */
-export const EXEC_STDOUT = 1;
-export const EXEC_STDERR = 2;

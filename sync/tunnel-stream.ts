@@ -1,0 +1,157 @@
+/**
+ * @module One tunnel stream (sync/tunnel.ts): a Node Duplex whose writes go to the peer and whose
+ * reads come from it, with its half of flow control. Writes are cut into DATA pieces and queued
+ * for the mux, which sends them only within the credit the peer granted (`sendWindow`); credit
+ * goes back to the peer (WINDOW) as our consumer reads. Its buffers are bounded: `write()` returns
+ * false past the writable high-water mark, and the read side holds at most one window. Also the
+ * stream's limits (deadline, byte budget) and its end: both sides ended, or a reset either way.
+ */
+import { Duplex } from 'node:stream';
+import { TunnelError, type TunnelErrorCode } from './tunnel-error.js';
+import { MAX_DATA_BYTES, TUNNEL_RESET, TUNNEL_WINDOW, frame, json, u32 } from './tunnel-frames.js';
+
+/** Credit per direction of a stream: large enough to fill a WAN pipe per stream, small enough that 256 streams stay under 64 MiB. */
+export const INITIAL_WINDOW = 256 * 1024;
+
+export interface StreamLimits {
+  /** The stream is reset with `deadline` after this long. */
+  deadlineMs?: number;
+  /** The stream is reset with `budget` once this many bytes moved (both directions together). */
+  maxBytes?: number;
+}
+
+type Outgoing =
+  | { kind: 'data'; buf: Buffer; cb?: (err?: Error | null) => void }
+  | { kind: 'meta'; json: unknown }
+  | { kind: 'end'; cb?: (err?: Error | null) => void };
+
+/** What a stream asks of the mux that carries it (`TunnelMux`, sync/tunnel.ts). */
+export interface StreamMux {
+  /** Sends a control frame (WINDOW, RESET) at once, ahead of queued data. */
+  sendNow(payload: Buffer): void;
+  /** Asks the mux to send from the streams' queues soon. */
+  schedule(): void;
+  /** Drops a stream that is over from the mux's table. */
+  forget(s: TunnelStream): void;
+}
+
+export interface TunnelStreamEvents {
+  meta: (m: Record<string, unknown>) => void;
+}
+
+/** One multiplexed stream: a Duplex whose writes go to the peer and whose reads come from it. */
+export class TunnelStream extends Duplex {
+  /** Bytes we may still send before the peer grants more. */
+  sendWindow = INITIAL_WINDOW;
+  readonly queue: Outgoing[] = [];
+  bytesIn = 0;
+  bytesOut = 0;
+  localEnded = false;
+  remoteEnded = false;
+  reset = false;
+  /** Credit given back to the peer so far. */
+  granted = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly id: number,
+    private readonly mux: StreamMux,
+    readonly header: Record<string, unknown>,
+    private readonly limits: StreamLimits = {},
+  ) {
+    super({ readableHighWaterMark: INITIAL_WINDOW, writableHighWaterMark: 64 * 1024, allowHalfOpen: true });
+    if (limits.deadlineMs) {
+      this.timer = setTimeout(
+        () =>
+          this.destroy(
+            new TunnelError('deadline', `the stream passed its deadline of ${Math.round(limits.deadlineMs! / 1000)}s`),
+          ),
+        limits.deadlineMs,
+      );
+      this.timer.unref();
+    }
+  }
+
+  /** Sends an out-of-band JSON message, ordered with the data written before it. */
+  sendMeta(m: Record<string, unknown>): void {
+    if (this.reset || this.localEnded) return;
+    this.queue.push({ kind: 'meta', json: m });
+    this.mux.schedule();
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (this.reset) return cb(new TunnelError('aborted', 'the stream was reset'));
+    this.count(chunk.length, 'out');
+    if (this.destroyed) return cb();
+    for (let off = 0; off < chunk.length; off += MAX_DATA_BYTES) {
+      const last = off + MAX_DATA_BYTES >= chunk.length;
+      this.queue.push({ kind: 'data', buf: chunk.subarray(off, off + MAX_DATA_BYTES), ...(last ? { cb } : {}) });
+    }
+    if (chunk.length === 0) return cb();
+    this.mux.schedule();
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    if (this.reset) return cb();
+    this.queue.push({ kind: 'end', cb });
+    this.mux.schedule();
+  }
+
+  /**
+   * Credit goes back as our consumer takes bytes out of the read buffer. Checked after every
+   * `read()` (pipe, flowing mode and async iteration all go through it), not in `_read`, which
+   * Node calls before it takes the data out and then not again until the next push.
+   */
+  override read(size?: number): any {
+    const chunk: unknown = super.read(size);
+    const consumed = this.bytesIn - this.readableLength - this.granted;
+    if (consumed >= INITIAL_WINDOW / 4 || (consumed > 0 && this.readableLength === 0)) {
+      this.granted += consumed;
+      this.mux.sendNow(frame(TUNNEL_WINDOW, this.id, u32(consumed)));
+    }
+    return chunk;
+  }
+
+  override _read(): void {
+    // Data arrives when the peer sends it; credit is granted in read().
+  }
+
+  override _destroy(err: Error | null, cb: (err: Error | null) => void): void {
+    clearTimeout(this.timer);
+    if (!this.reset && !(this.localEnded && this.remoteEnded)) {
+      this.reset = true;
+      const e =
+        err instanceof TunnelError
+          ? err
+          : new TunnelError('aborted', err?.message ?? 'closed by the other side of the tunnel');
+      this.mux.sendNow(frame(TUNNEL_RESET, this.id, json({ code: e.code, message: e.message })));
+    }
+    for (const o of this.queue.splice(0))
+      if (o.kind !== 'meta') o.cb?.(err ?? new TunnelError('aborted', 'the stream was closed'));
+    this.mux.forget(this);
+    cb(err);
+  }
+
+  /** @internal */
+  count(n: number, dir: 'in' | 'out'): void {
+    if (dir === 'in') this.bytesIn += n;
+    else this.bytesOut += n;
+    if (this.limits.maxBytes && this.bytesIn + this.bytesOut > this.limits.maxBytes) {
+      this.destroy(new TunnelError('budget', `the stream passed its budget of ${this.limits.maxBytes} bytes`));
+    }
+  }
+
+  /** @internal the peer reset the stream */
+  remoteReset(code: TunnelErrorCode, message: string): void {
+    this.reset = true;
+    this.destroy(new TunnelError(code, message));
+  }
+
+  /** @internal */
+  onEnded(): void {
+    if (this.localEnded && this.remoteEnded) {
+      clearTimeout(this.timer);
+      this.mux.forget(this);
+    }
+  }
+}
