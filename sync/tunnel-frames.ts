@@ -1,7 +1,7 @@
 /**
  * @module The tunnel's frame codec (docs/tunnel.md, "Wire format"): the payload of a 0x02 frame
  * is `[u8 kind][u32 BE stream id][body]`, kinds:
- * OPEN (JSON header, hub -> edge), DATA (bytes), WINDOW (u32 BE credit), END (no more data from
+ * OPEN (JSON header; the hub opens requests, the edge blob transfers), DATA (bytes), WINDOW (u32 BE credit), END (no more data from
  * the sender), RESET (JSON `{code, message}`, aborts both directions), META (JSON, out-of-band
  * about the stream: response head, exit status; ordered with DATA).
  *
