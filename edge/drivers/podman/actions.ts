@@ -1,0 +1,48 @@
+/**
+ * @module Stop, start and restart on request (the remote actions): `podman pod stop` with the
+ * workload's grace period and `podman pod start` on all of the workload's pods, and the `stopped`
+ * flag of the state file, which makes status report Paused until a start or an apply.
+ */
+import { DriverError } from '../driver.js';
+import { podIds, type PodmanContext } from './pods.js';
+import type { PodmanWorkloadState } from './state.js';
+
+async function podAction(
+  ctx: PodmanContext,
+  name: string,
+  action: 'stop' | 'start',
+  graceSeconds: number,
+): Promise<void> {
+  const ids = await podIds(ctx, name);
+  if (ids.length === 0) throw new DriverError(`workload ${name} has no pods on this edge; apply it first`);
+  const args = action === 'stop' ? ['pod', 'stop', '-t', String(graceSeconds), ...ids] : ['pod', 'start', ...ids];
+  await ctx.podman.ok(args, `${action === 'stop' ? 'stopping' : 'starting'} the pods of ${name}`);
+}
+
+async function setStopped(
+  ctx: PodmanContext,
+  name: string,
+  stopped: boolean,
+): Promise<PodmanWorkloadState | undefined> {
+  const state = await ctx.store.read(name);
+  if (state && Boolean(state.stopped) !== stopped) await ctx.store.write({ ...state, stopped });
+  return state;
+}
+
+export async function stopOnRequest(ctx: PodmanContext, name: string): Promise<void> {
+  const state = await setStopped(ctx, name, true);
+  await podAction(ctx, name, 'stop', state?.graceSeconds ?? 10);
+}
+
+export async function startOnRequest(ctx: PodmanContext, name: string): Promise<void> {
+  await podAction(ctx, name, 'start', 0);
+  await setStopped(ctx, name, false);
+}
+
+/** `podman pod restart` has no stop timeout flag; stop + start honours the workload's grace period. */
+export async function restartOnRequest(ctx: PodmanContext, name: string): Promise<void> {
+  const state = await ctx.store.read(name);
+  await podAction(ctx, name, 'stop', state?.graceSeconds ?? 10);
+  await podAction(ctx, name, 'start', 0);
+  await setStopped(ctx, name, false);
+}

@@ -1,0 +1,147 @@
+/**
+ * @module Applying a unit (docs/drivers.md, "Updates"): nothing when its version already runs,
+ * else the replace by new pods: images present (pull.ts), volume files written (volumes.ts), the
+ * new pods played beside the old ones (play.ts), and only then the old pods removed. Whatever
+ * fails, the old pods keep serving; the state file records the outcome (state.ts) and a failed
+ * version is tried again after FAILED_RETRY_MS.
+ */
+import { FAILED_RETRY_MS } from '../../../core/durations.js';
+import { createLogger } from '../../../core/logger.js';
+import type { WorkloadUnit } from '../driver.js';
+import { LABEL_HASH, planUnit, UnsupportedUnitError, type PodmanPlan } from './plan.js';
+import { play } from './play.js';
+import { removePods, scanOne, type PodmanContext } from './pods.js';
+import { ensureImages, removePullAccess, writePullAccess } from './pull.js';
+import type { PodmanWorkloadState } from './state.js';
+import { pruneVolumes, writeVolumes } from './volumes.js';
+
+const log = createLogger('edge:driver:podman');
+
+/**
+ * A new version is made next to the running one: images first (pulled if missing), then the new
+ * pods created stopped, started, and only then the old pods removed. Whatever fails on the way,
+ * the old pods keep serving and the workload reports Failed with the reason (docs/drivers.md).
+ */
+export async function applyUnit(ctx: PodmanContext, unit: WorkloadUnit): Promise<void> {
+  const { store } = ctx;
+  const state = await store.read(unit.name);
+  const seen = await scanOne(ctx, unit.name, state);
+  const current = seen.pods.filter((p) => p.labels[LABEL_HASH] === unit.hash);
+  const expected = (state?.templates ?? []).reduce((n, t) => n + t.replicas, 0);
+  if (
+    current.length > 0 &&
+    current.length === seen.pods.length &&
+    (!state || (state.hash === unit.hash && !state.error)) &&
+    current.length >= expected
+  ) {
+    if (!state || state.generation !== unit.generation) await adoptState(ctx, unit, state);
+    return;
+  }
+  if (state?.hash === unit.hash && state.error && Date.now() - state.attemptedAt < FAILED_RETRY_MS) return;
+
+  let plan: PodmanPlan;
+  try {
+    plan = planUnit(unit, ctx.owner, store.volumeRoot(unit.name, unit.hash));
+  } catch (err) {
+    if (!(err instanceof UnsupportedUnitError)) throw err;
+    await store.write({
+      ...emptyState(unit),
+      ...(state ? pick(state) : {}),
+      name: unit.name,
+      generation: unit.generation,
+      hash: unit.hash,
+      error: err.message,
+      attemptedAt: Date.now(),
+    });
+    log.warn({ workload: unit.name, err: err.message }, 'workload cannot run on podman');
+    return;
+  }
+  if (plan.ignored.length)
+    log.info({ workload: unit.name, ignored: plan.ignored }, 'kinds the podman driver does not create');
+
+  const old = seen.pods.filter((p) => p.labels[LABEL_HASH] !== unit.hash);
+  const oldHash = old[0]?.labels[LABEL_HASH];
+  // Pods of this very version are what is left of an earlier try: they are replaced, never a fallback.
+  if (current.length) await removePods(ctx, unit.name, state?.graceSeconds ?? plan.graceSeconds, current);
+  await writeVolumes(store, unit, plan);
+  // Registry credentials exist on disk (0600) only while images are pulled and played.
+  const access = await writePullAccess(store, unit.name, plan);
+  let error: string | undefined;
+  try {
+    error =
+      (await ensureImages(ctx.podman, unit.name, plan, access)) ??
+      (await play(ctx, unit, plan, old, state?.graceSeconds ?? plan.graceSeconds, access));
+  } finally {
+    await removePullAccess(store, unit.name);
+  }
+  if (!error && old.length) {
+    await removePods(ctx, unit.name, state?.graceSeconds ?? plan.graceSeconds, old).catch((err) =>
+      log.warn({ workload: unit.name, err }, 'removing the previous version after an update'),
+    );
+  }
+  const keepOld = error !== undefined && old.length > 0 && state !== undefined;
+  await store.write({
+    name: unit.name,
+    generation: unit.generation,
+    hash: unit.hash,
+    ...(error ? { error } : {}),
+    attemptedAt: Date.now(),
+    // After a failed update the pods that run are the previous version's: keep what status needs of it.
+    ...(keepOld
+      ? { templates: state.templates, ports: state.ports, graceSeconds: state.graceSeconds, probes: state.probes }
+      : { templates: plan.templates, ports: plan.ports, graceSeconds: plan.graceSeconds, probes: plan.probes }),
+    claims: [...new Set([...(state?.claims ?? []), ...plan.claims])],
+  });
+  const keep = error ? oldHash && store.volumeRoot(unit.name, oldHash) : store.volumeRoot(unit.name, unit.hash);
+  await pruneVolumes(store, unit.name, keep || undefined);
+}
+
+/** Same hash already running: refresh the state file (new generation, or a lost file) without touching pods. */
+async function adoptState(
+  ctx: PodmanContext,
+  unit: WorkloadUnit,
+  state: PodmanWorkloadState | undefined,
+): Promise<void> {
+  let plan: Partial<PodmanPlan> = {};
+  try {
+    plan = planUnit(unit, ctx.owner, ctx.store.volumeRoot(unit.name, unit.hash));
+  } catch {
+    // It runs, so it planned once; keep what the state file had.
+  }
+  await ctx.store.write({
+    ...emptyState(unit),
+    ...(state ? pick(state) : {}),
+    ...(plan.templates
+      ? {
+          templates: plan.templates,
+          ports: plan.ports!,
+          graceSeconds: plan.graceSeconds!,
+          probes: plan.probes!,
+          claims: plan.claims!,
+        }
+      : {}),
+    name: unit.name,
+    generation: unit.generation,
+    hash: unit.hash,
+    attemptedAt: state?.attemptedAt ?? Date.now(),
+    ...(state?.stopped ? { stopped: true } : {}),
+  });
+}
+
+function emptyState(unit: WorkloadUnit): PodmanWorkloadState {
+  return {
+    name: unit.name,
+    generation: unit.generation,
+    hash: unit.hash,
+    attemptedAt: Date.now(),
+    templates: [],
+    ports: [],
+    graceSeconds: 10,
+    probes: {},
+    claims: [],
+  };
+}
+
+function pick(s: PodmanWorkloadState): Partial<PodmanWorkloadState> {
+  return { templates: s.templates, ports: s.ports, graceSeconds: s.graceSeconds, probes: s.probes, claims: s.claims };
+}
