@@ -5,6 +5,7 @@
  */
 import { DriverError } from '../driver.js';
 import { podIds, type PodmanContext } from './pods.js';
+import { DEFAULT_GRACE_SECONDS } from './plan.js';
 import type { PodmanWorkloadState } from './state.js';
 
 async function podAction(
@@ -31,7 +32,7 @@ async function setStopped(
 
 export async function stopOnRequest(ctx: PodmanContext, name: string): Promise<void> {
   const state = await setStopped(ctx, name, true);
-  await podAction(ctx, name, 'stop', state?.graceSeconds ?? 10);
+  await podAction(ctx, name, 'stop', state?.graceSeconds ?? DEFAULT_GRACE_SECONDS);
 }
 
 export async function startOnRequest(ctx: PodmanContext, name: string): Promise<void> {
@@ -42,7 +43,7 @@ export async function startOnRequest(ctx: PodmanContext, name: string): Promise<
 /** `podman pod restart` has no stop timeout flag; stop + start honours the workload's grace period. */
 export async function restartOnRequest(ctx: PodmanContext, name: string): Promise<void> {
   const state = await ctx.store.read(name);
-  await podAction(ctx, name, 'stop', state?.graceSeconds ?? 10);
+  await podAction(ctx, name, 'stop', state?.graceSeconds ?? DEFAULT_GRACE_SECONDS);
   await podAction(ctx, name, 'start', 0);
   await setStopped(ctx, name, false);
 }

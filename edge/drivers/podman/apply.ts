@@ -8,7 +8,7 @@
 import { FAILED_RETRY_MS } from '../../../core/durations.js';
 import { createLogger } from '../../../core/logger.js';
 import type { WorkloadUnit } from '../driver.js';
-import { LABEL_HASH, planUnit, UnsupportedUnitError, type PodmanPlan } from './plan.js';
+import { DEFAULT_GRACE_SECONDS, LABEL_HASH, planUnit, UnsupportedUnitError, type PodmanPlan } from './plan.js';
 import { play } from './play.js';
 import { removePods, scanOne, type PodmanContext } from './pods.js';
 import { ensureImages, removePullAccess, writePullAccess } from './pull.js';
@@ -136,7 +136,7 @@ function emptyState(unit: WorkloadUnit): PodmanWorkloadState {
     attemptedAt: Date.now(),
     templates: [],
     ports: [],
-    graceSeconds: 10,
+    graceSeconds: DEFAULT_GRACE_SECONDS,
     probes: {},
     claims: [],
   };

@@ -48,6 +48,7 @@ import { applyUnit } from './apply.js';
 import { createPodman, podmanError, type Podman } from './cli.js';
 import { execIn, execInteractiveIn } from './exec.js';
 import { podmanLogLines } from './logs.js';
+import { DEFAULT_GRACE_SECONDS } from './plan.js';
 import { removePods, scanOne, targetContainer, type PodmanContext } from './pods.js';
 import { ReadinessProber } from './probes.js';
 import { scan } from './scan.js';
@@ -121,7 +122,7 @@ class PodmanDriver implements Driver, PodmanContext {
   remove(name: string): Promise<void> {
     return this.serial(name, async () => {
       const state = await this.store.read(name);
-      await removePods(this, name, state?.graceSeconds ?? 10);
+      await removePods(this, name, state?.graceSeconds ?? DEFAULT_GRACE_SECONDS);
       await removeSecrets(this, name);
       for (const claim of state?.claims ?? []) {
         const r = await this.podman.run(['volume', 'rm', '-f', claim]);
