@@ -16,7 +16,7 @@ export default defineConfig({
       'hub/state/**/*.test.ts',
       'hub/identity/*.test.ts',
       'hub/edges/**/*.test.ts',
-      'hub/scheduler/{queue,targets,rollout,assign,spec-writer}.test.ts',
+      'hub/scheduler/{queue,targets,rollout,assign,spec-writer,status-marks,gate-waits}.test.ts',
       'hub/replicas/bus.test.ts',
       'hub/auth/{edge-credentials,roles,tokens}.test.ts',
       'hub/tunnel/{proxy-session,forward}.test.ts',

@@ -5,17 +5,18 @@
  * (targets.ts, cached), observes what each edge was written and reports and asks the rollout
  * planner which edges may get new content now (rollout.ts), records the result as assignments
  * (assign.ts, hub/state/assignments.ts), then writes the `spec` document of every edge whose
- * assignments changed, and only those (spec-writer.ts). Work is queued and paced (queue.ts).
+ * assignments changed, and only those (spec-writer.ts). Work is queued and paced (queue.ts); an
+ * edge's status change queues the placements it may move (status-marks.ts); per-edge gates hold a
+ * placement's new version back (gates.ts, gate-waits.ts). With hub replicas on PostgreSQL only the
+ * leader plans (peers.ts).
  * This file wires the parts and keeps the per-placement rollout state.
  */
-import { PG_GATHER_MS } from '../../core/durations.js';
 import type { Placement, Registry, Workload } from '../../core/resources.js';
 import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgeLiveness } from '../state/edges.js';
 import { recordEvent } from '../state/events.js';
 import { withRegistryAccess } from '../images/registries.js';
-import { createLogger } from '../../core/logger.js';
 import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 import {
@@ -27,40 +28,17 @@ import {
 } from '../state/assignments.js';
 import { writeAssignments } from './assign.js';
 import { WorkQueue, type Work } from './queue.js';
-import { waitingFor, type EdgeGate, type GateContext } from './gates.js';
-import {
-  failedEdges,
-  observeAssignments,
-  observeEdges,
-  planPlacement,
-  skipDelayMs,
-  type RolloutStatus,
-} from './rollout.js';
-import { SpecWriter, type ServedEdges } from './spec-writer.js';
-import { TargetCache, type ImagePinning, type Target } from './targets.js';
+import type { EdgeGate } from './gates.js';
+import { GateWaits } from './gate-waits.js';
+import { failedEdges, observeEdges, planPlacement, skipDelayMs, type RolloutStatus } from './rollout.js';
+import type { SchedulerPeers } from './peers.js';
+import { SpecWriter } from './spec-writer.js';
+import { StatusMarks } from './status-marks.js';
+import { TargetCache, type ImagePinning } from './targets.js';
 
 export type { RolloutStatus } from './rollout.js';
 export type { EdgeGate, GateContext } from './gates.js';
-
-/** What a replica that does not plan sends the leader, and the leader sends the replicas. */
-export type PeerMark =
-  | { t: 'placements'; keys: string[] }
-  | { t: 'edges'; edges: string[] }
-  | { t: 'status'; edges: string[]; cause: 'report' | 'connectivity' }
-  | { t: 'specs'; edges: string[] };
-
-/**
- * The other hub processes on one PostgreSQL (hub/replicas/): only the leader plans; every process
- * writes the spec documents of the edges it serves. Absent on a SQLite hub, which does both.
- */
-export interface SchedulerPeers extends ServedEdges {
-  /** Whether this process plans now. */
-  readonly leading: boolean;
-  /** Queues a mark for the leader, or (from the leader) spec writes for the edges' holders. */
-  send(m: PeerMark): void;
-}
-
-const log = createLogger('hub:scheduler');
+export type { PeerMark, SchedulerPeers } from './peers.js';
 
 /** Rounds of hand-over (a workload released by one placement, taken by another) within one pass. */
 const HANDOVER_ROUNDS = 4;
@@ -82,15 +60,10 @@ export class Scheduler {
   private readonly released = new Map<string, Set<string>>();
   /** Per placement: a re-plan due when an offline edge passes `skipOfflineAfter` (no event marks that moment). */
   private readonly skipTimers = new Map<string, NodeJS.Timeout>();
-  /** Preconditions per edge (gates.ts), registered by the modules that own them. */
-  private readonly gates: EdgeGate[] = [];
-  /** Edge -> placements (`project/name`) whose new version waits for a gate on it: its reports re-plan them. */
-  private readonly waitingOn = new Map<string, Set<string>>();
-  /** The other way round: placement -> the edges it waits on. */
-  private readonly waitsOf = new Map<string, string[]>();
+  /** The gates (gates.ts), and which placements wait on which edge. */
+  private readonly waits: GateWaits;
   /** Edges whose status changed this turn, planned together (planStatus). */
-  private statusPending = new Map<string, 'report' | 'connectivity'>();
-  private statusFlush: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  private readonly statusMarks: StatusMarks;
   /** Hub replicas on PostgreSQL (usePeers); undefined on a SQLite hub. */
   private peers: SchedulerPeers | undefined;
 
@@ -112,8 +85,15 @@ export class Scheduler {
     );
     this.queue = new WorkQueue(
       (w) => this.pass(w),
-      () => this.specs.busy || this.statusFlush !== undefined,
+      () => this.specs.busy || this.statusMarks.busy,
     );
+    this.waits = new GateWaits(this.assignments);
+    this.statusMarks = new StatusMarks(this.assignments, this.queue, {
+      leading: () => this.leading,
+      rolloutStatus: this.rolloutStatus,
+      heldBack: this.heldBack,
+      waits: this.waits,
+    });
     this.targets = new TargetCache(
       (project) => objects.list('Edge', project),
       (e, m) => secrets.cannotReceive(e, m),
@@ -136,6 +116,7 @@ export class Scheduler {
   usePeers(peers: SchedulerPeers): void {
     this.peers = peers;
     this.specs.serving = peers;
+    this.statusMarks.gather = true;
   }
 
   /** Whether this process plans (always, on a SQLite hub). */
@@ -180,7 +161,7 @@ export class Scheduler {
 
   /** A precondition edges must meet before a placement's new version is written to them (gates.ts). */
   addGate(gate: EdgeGate): void {
-    this.gates.push(gate);
+    this.waits.add(gate);
   }
 
   /** How long the last pass took (status passes are paced by it). */
@@ -217,54 +198,7 @@ export class Scheduler {
 
   /** markStatus's planning, on the leader (also for the statuses other replicas send it). */
   planStatus(name: string, cause: 'report' | 'connectivity'): void {
-    if (!this.leading) return;
-    // Gathered for one read of their placements at the end of this turn, or with hub replicas on
-    // PostgreSQL (where a read is a round trip, and the other replicas' statuses come in messages
-    // gathered as long) after PG_GATHER_MS: reports arrive in bursts. A report outweighs a connect
-    // or disconnect.
-    if (this.statusPending.get(name) !== 'report') this.statusPending.set(name, cause);
-    this.statusFlush ??= this.peers
-      ? setTimeout(() => this.flushStatus(), PG_GATHER_MS)
-      : setImmediate(() => this.flushStatus());
-  }
-
-  private flushStatus(): void {
-    this.statusFlush = undefined;
-    const pending = this.statusPending;
-    this.statusPending = new Map();
-    try {
-      if (!this.leading || !pending.size) return;
-      const on = this.assignments.placementsOnEdges([...pending.keys()]);
-      for (const [name, cause] of pending) {
-        const keys: string[] = [];
-        let advances = false;
-        for (const r of on.get(name) ?? []) {
-          const key = `${r.project}/${r.placement}`;
-          // An edge coming or going changes a rollout only while something is still to be written
-          // or awaited: a Complete rollout stays Complete (unless it skipped an offline edge: that
-          // one coming back is to be written), and skipping it is what keeps a reconnect storm of
-          // 10,000 edges from re-planning the whole fleet every few hundred milliseconds.
-          const st = this.rolloutStatus.get(key);
-          if (cause === 'connectivity' && st?.phase === 'Complete' && !st.counts.skipped) continue;
-          keys.push(key);
-          if (this.heldBack.has(key)) advances = true;
-        }
-        // Placements with nothing on this edge yet, whose new version waits for something there.
-        for (const key of this.waitingOn.get(name) ?? []) {
-          keys.push(key);
-          advances = true;
-        }
-        const delay = this.queue.statusDelay(advances);
-        for (const k of keys) this.queue.addPlacement(k, delay);
-      }
-    } catch (err) {
-      log.warn(
-        { err, edges: pending.size },
-        'could not read which placements the reporting edges hold; their next report plans them',
-      );
-    } finally {
-      this.queue.wakeIdle();
-    }
+    this.statusMarks.add(name, cause);
   }
 
   markWorkload(project: string, name: string): void {
@@ -380,7 +314,7 @@ export class Scheduler {
       this.targets.forget(project, name);
       clearTimeout(this.skipTimers.get(key));
       this.skipTimers.delete(key);
-      this.setWaiting(key, []);
+      this.waits.setWaiting(key, []);
       for (const a of before) this.release(project, a.workload, name);
       return new Set(before.map((a) => a.edge));
     }
@@ -402,15 +336,7 @@ export class Scheduler {
       runtimes,
       now,
     });
-    if (this.gates.length) {
-      const unwritten = edges.filter((e) => e.writtenKey !== e.targetKey).map((e) => e.edge);
-      const waits = waitingFor(this.gates, placement, unwritten, this.gateContext(selection.targets));
-      for (const e of edges) {
-        const why = waits.get(e.edge);
-        if (why?.length) e.waitingFor = why;
-      }
-      this.setWaiting(key, [...waits.keys()]);
-    }
+    this.waits.ask(key, placement, edges, selection.targets);
     const plan = planPlacement(
       placement,
       edges,
@@ -453,42 +379,6 @@ export class Scheduler {
     });
     for (const w of released) this.release(project, w, name);
     return changed;
-  }
-
-  /** Records which edges placement `key` waits on (replacing what it waited on before). */
-  private setWaiting(key: string, edges: string[]): void {
-    for (const edge of this.waitsOf.get(key) ?? []) {
-      const keys = this.waitingOn.get(edge);
-      keys?.delete(key);
-      if (keys && !keys.size) this.waitingOn.delete(edge);
-    }
-    if (edges.length) this.waitsOf.set(key, edges);
-    else this.waitsOf.delete(key);
-    for (const e of edges) (this.waitingOn.get(e) ?? this.waitingOn.set(e, new Set()).get(e)!).add(key);
-  }
-
-  /** What gates may ask, memoized for one pass of one placement. */
-  private gateContext(targets: ReadonlyMap<string, Target[]>): GateContext {
-    const byPlacement = new Map<
-      string,
-      { keys: Map<string, AssignmentKey[]>; status: ReturnType<AssignmentStore['statusForPlacement']> }
-    >();
-    return {
-      targetsOn: (edge) => targets.get(edge) ?? [],
-      readyOn: (project, placement, edge) => {
-        const k = `${project}/${placement}`;
-        let p = byPlacement.get(k);
-        if (!p) {
-          const keys = new Map<string, AssignmentKey[]>();
-          for (const a of this.assignments.keysForPlacement(project, placement))
-            (keys.get(a.edge) ?? keys.set(a.edge, []).get(a.edge)!).push(a);
-          p = { keys, status: this.assignments.statusForPlacement(project, placement) };
-          byPlacement.set(k, p);
-        }
-        const on = p.keys.get(edge);
-        return !!on?.length && observeAssignments(on, p.status) === 'ready';
-      },
-    };
   }
 
   private armSkipTimer(project: string, name: string, delayMs: number | undefined): void {
