@@ -55,7 +55,7 @@ export class SyncSession {
   private readonly docs = new Map<DocId, SessionDoc>();
   /** The epoch each document's sync state belongs to; a document in another epoch waits for resetDoc. */
   private readonly epochs = new Map<DocId, string>();
-  /** Documents received with `deferFlush` and not answered since. */
+  /** Documents changed by a frame received with `deferFlush` and not answered since. */
   private readonly unanswered = new Set<DocId>();
   /** Answers generated within a burst (`receive` with `deferFlush`), sent at the next flush. */
   private held: Buffer[] = [];
@@ -98,12 +98,13 @@ export class SyncSession {
   /**
    * Applies one sync frame. `deferFlush`: the caller answers later (sync/inbox.ts receives a
    * burst of frames in one transaction and answers once it has committed); the document to flush
-   * is returned, or undefined when there is nothing to answer (a stale frame). A second frame of
-   * the same document in one burst first has the answer to the frames before it generated (and
-   * held until the flush): Automerge expects an answer after every message it receives. Without
-   * it, a burst ending with the peer's changes and then its frame saying "I have these heads"
-   * (sent when it read our previous answer) left both sides silent: we took its heads as told,
-   * and it waited for our answer to its changes (sync/session.test.ts).
+   * is returned, or undefined when there is nothing to answer (a stale frame). A frame of a
+   * document that an earlier frame of the same burst changed first has the answer to the frames
+   * before it generated (and held until the flush): Automerge answers every message, and a
+   * later frame can take away what we owed for earlier changes. Without it, a burst ending with
+   * the peer's changes and then its frame saying "I have these heads" (sent when it read our
+   * previous answer) left both sides silent: we took its heads as told, and it waited for our
+   * answer to its changes (sync/session.test.ts).
    */
   receive(frame: SyncFrame, frameBytes: number, opts: { deferFlush?: boolean } = {}): DocId | undefined {
     const id = frame.docId as DocId;
@@ -122,8 +123,9 @@ export class SyncSession {
     }
     const state = this.states.get(id) ?? this.store.loadSyncState(this.peer, id);
     this.states.set(id, state);
+    let changed: boolean;
     try {
-      this.store.receive(this.peer, id, state, frame.message, { mayAddChanges: !doc.weWrite });
+      ({ changed } = this.store.receive(this.peer, id, state, frame.message, { mayAddChanges: !doc.weWrite }));
     } catch (err) {
       // The state saw a message the replica refused or could not keep: never persist it.
       this.states.delete(id);
@@ -133,8 +135,10 @@ export class SyncSession {
         `cannot apply sync message for ${id}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`,
       );
     }
-    if (opts.deferFlush) this.unanswered.add(id);
-    else this.flush(id);
+    // Only a frame that brought changes leaves us an answer a later frame could take away (our
+    // new heads); after acknowledgements alone the flush at the end of the burst says it all.
+    if (!opts.deferFlush) this.flush(id);
+    else if (changed) this.unanswered.add(id);
     return id;
   }
 
