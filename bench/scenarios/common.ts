@@ -122,6 +122,12 @@ export async function untilInSync(
   );
 }
 
+/** Waits until every edge has acknowledged its hub's heads: nothing in flight before `what` (a restart, a kill). */
+export async function untilQuiet(ctx: ScenarioContext, s: Setup, what: string): Promise<void> {
+  await s.fleet.all('mark', { requireNewConnection: false });
+  await untilInSync(ctx, s, undefined, `the fleet to be quiet before ${what}`);
+}
+
 /** Connects every edge (ramped by the workers) and waits until each is in sync with the hub. */
 export async function connectAll(
   ctx: ScenarioContext,

@@ -25,6 +25,7 @@ import {
   setupFleet,
   teardown,
   untilInSync,
+  untilQuiet,
   waitReady,
   type Scenario,
 } from './common.js';
@@ -55,12 +56,7 @@ export const failover: Scenario = async (ctx, out) => {
     ctx.log(`all ${ctx.edges} edges in sync after ${sec(c.ms)}; placing a workload`);
     out.metrics.initialPlacementToReadyMs = await placeOnAll(ctx, s, NAME);
     await sleep(2_000);
-    await s.fleet.all('mark', { requireNewConnection: false });
-    await until(async () => (await s.fleet.syncStatus()).synced === ctx.edges, {
-      timeoutMs: remaining(ctx),
-      intervalMs: 250,
-      what: 'the fleet to be quiet before the kill',
-    });
+    await untilQuiet(ctx, s, 'the kill');
 
     const before = await s.fleet.servedBy();
     out.metrics.edgesPerReplicaBefore = s.cluster.countPerHub(before);

@@ -14,12 +14,11 @@
  * Then a rolling restart: each replica alone, measured apart (`rolling`).
  */
 import { kb, sec } from '../lib/results.js';
-import { percentile, sleep, until } from '../lib/sys.js';
+import { percentile, sleep } from '../lib/sys.js';
 import {
   connectAll,
   PhaseMeter,
   placeOnAll,
-  remaining,
   setupFleet,
   teardown,
   type Scenario,
@@ -27,17 +26,8 @@ import {
   type ScenarioOutput,
   type Setup,
   untilInSync,
+  untilQuiet,
 } from './common.js';
-
-/** Waits until every edge has acknowledged the hubs' heads: nothing in flight before a restart. */
-async function quiet(ctx: ScenarioContext, s: Setup): Promise<void> {
-  await s.fleet.all('mark', { requireNewConnection: false });
-  await until(async () => (await s.fleet.syncStatus()).synced === ctx.edges, {
-    timeoutMs: remaining(ctx),
-    intervalMs: 250,
-    what: 'the fleet to be quiet before the restart',
-  });
-}
 
 export const reconnect: Scenario = async (ctx, out) => {
   const s = await setupFleet(ctx, out);
@@ -46,7 +36,7 @@ export const reconnect: Scenario = async (ctx, out) => {
     ctx.log(`all ${ctx.edges} edges in sync after ${sec(c.ms)}; placing a workload so mailboxes are not empty`);
     await placeOnAll(ctx, s);
     await sleep(2_000);
-    await quiet(ctx, s);
+    await untilQuiet(ctx, s, 'the restart');
 
     const servedBefore = s.cluster.replicas ? await s.fleet.servedBy() : undefined;
     await s.fleet.all('mark', { requireNewConnection: true });
@@ -119,7 +109,7 @@ async function rolling(ctx: ScenarioContext, s: Setup, out: ScenarioOutput): Pro
   const backMs: number[] = [];
   for (let r = 0; r < s.cluster.hubs.length; r++) {
     await sleep(1_000);
-    await quiet(ctx, s);
+    await untilQuiet(ctx, s, 'the restart');
     const before = await s.fleet.servedBy();
     const names = [...before].filter(([, url]) => s.cluster.indexOf(url) === r).map(([n]) => n);
     if (!names.length) continue;
