@@ -96,17 +96,23 @@ function reportReady(e: SimEdge): void {
   const spec = store.get<SpecDoc>(mailboxDocId(e.name, 'spec'));
   if (!spec) return;
   const s = readSpec(spec);
-  const changed = store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
-    for (const name of Object.keys(d.workloads)) if (!s.workloads[name]) deleteReportWorkload(d, name);
+  const changed = store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d, was) => {
+    for (const name of Object.keys(was.workloads)) if (!s.workloads[name]) deleteReportWorkload(d, name, was);
     for (const w of Object.values(s.workloads)) {
-      if (w.error) deleteReportWorkload(d, w.name);
+      if (w.error) deleteReportWorkload(d, w.name, was);
       else
-        putReportWorkload(d, w.name, {
-          observedGeneration: w.generation,
-          phase: 'Ready',
-          restarts: 0,
-          objects: { [`Pod/${w.name}`]: { ready: true } },
-        });
+        putReportWorkload(
+          d,
+          w.name,
+          {
+            observedGeneration: w.generation,
+            phase: 'Ready',
+            restarts: 0,
+            objects: { [`Pod/${w.name}`]: { ready: true } },
+          },
+          Date.now(),
+          was.workloads[w.name],
+        );
     }
   });
   if (changed) e.readyAt = Date.now();
@@ -118,16 +124,22 @@ function statusChange(e: SimEdge, round: number): boolean {
   const workloads = spec ? Object.values(readSpec(spec).workloads) : [];
   const w = workloads.length ? workloads[round % workloads.length] : { name: 'local', generation: 0 };
   const ready = round % 2 === 1;
-  return store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d) => {
-    const cur = d.workloads[w.name];
+  return store.change<ReportDoc>(mailboxDocId(e.name, 'report'), (d, was) => {
+    const cur = was.workloads[w.name];
     const restarts = (cur?.restarts ? Number(cur.restarts.value) : 0) + (ready ? 0 : 1);
-    putReportWorkload(d, w.name, {
-      observedGeneration: w.generation,
-      phase: ready ? 'Ready' : 'Degraded',
-      restarts,
-      objects: { [`Pod/${w.name}`]: { ready, ...(ready ? {} : { message: `back-off restarting (${restarts})` }) } },
-      ...(ready ? {} : { message: 'container exited with code 1' }),
-    });
+    putReportWorkload(
+      d,
+      w.name,
+      {
+        observedGeneration: w.generation,
+        phase: ready ? 'Ready' : 'Degraded',
+        restarts,
+        objects: { [`Pod/${w.name}`]: { ready, ...(ready ? {} : { message: `back-off restarting (${restarts})` }) } },
+        ...(ready ? {} : { message: 'container exited with code 1' }),
+      },
+      Date.now(),
+      cur,
+    );
   });
 }
 

@@ -13,8 +13,11 @@ import {
   specDataNames,
   type AgentUpgradeOrder,
   deleteSpecWorkload,
+  deleteReportWorkload,
   initReport,
   initSpec,
+  type ObservedWorkload,
+  putReportWorkload,
   readReport,
   setInventory,
   type ReportDoc,
@@ -256,5 +259,78 @@ describe('DataObject orders and deliveries (spec.data, report.data)', () => {
       d.data!['../x'] = new A.ImmutableString(JSON.stringify(p));
     });
     expect(readReport(bad).data).toEqual({ model: p });
+  });
+});
+
+describe('putReportWorkload (a workload status, compared with the plain view)', () => {
+  beforeAll(() => initAutomerge());
+
+  const steps: ObservedWorkload[] = [
+    { observedGeneration: 1, phase: 'Pending', restarts: 0, objects: {}, message: 'not started yet' },
+    { observedGeneration: 1, phase: 'Pending', restarts: 0, objects: {}, message: 'not started yet' },
+    { observedGeneration: 1, phase: 'Ready', restarts: 0, objects: { 'Pod/a': { ready: true } } },
+    { observedGeneration: 2, phase: 'Ready', restarts: 0, objects: { 'Pod/a': { ready: true } } },
+    {
+      observedGeneration: 2,
+      phase: 'Degraded',
+      restarts: 3,
+      objects: { 'Pod/a': { ready: false, message: 'back-off' } },
+    },
+    {
+      observedGeneration: 2,
+      phase: 'Degraded',
+      restarts: 3,
+      objects: { 'Pod/a': { ready: false, message: 'back-off' } },
+    },
+    { observedGeneration: 2, phase: 'Ready', restarts: 3, objects: { 'Pod/b': { ready: true } } },
+  ];
+
+  it('writes the same document and says the same "changed" whether it reads the plain view or the proxies', () => {
+    let viaView = A.change(A.init<ReportDoc>(), (d) => initReport(d, 'e1'));
+    let viaProxy = A.clone(viaView);
+    steps.forEach((o, i) => {
+      let changedView = false;
+      let changedProxy = false;
+      const was = viaView;
+      viaView = A.change(viaView, (d) => {
+        changedView = putReportWorkload(d, 'w', o, 1000 + i, was.workloads.w);
+      });
+      viaProxy = A.change(viaProxy, (d) => {
+        changedProxy = putReportWorkload(d, 'w', o, 1000 + i);
+      });
+      expect(changedView).toBe(changedProxy);
+      expect(readReport(viaView)).toEqual(readReport(viaProxy));
+    });
+    // Only the transitions made history: the repeated steps wrote nothing.
+    expect(A.getHistory(viaView)).toHaveLength(A.getHistory(viaProxy).length);
+    expect(A.getHistory(viaView)).toHaveLength(steps.length - 2 + 1);
+    expect(readReport(viaView).workloads.w).toMatchObject({ phase: 'Ready', restarts: 3, since: 1006 });
+    expect(Object.keys(readReport(viaView).workloads.w.objects)).toEqual(['Pod/b']);
+  });
+
+  it('compares without reading the proxies when given the plain view: a pass with nothing new calls no backend read', () => {
+    const o = steps[2];
+    const doc = A.change(
+      A.change(A.init<ReportDoc>(), (d) => initReport(d, 'e1')),
+      (d) => void putReportWorkload(d, 'w', o),
+    );
+    let reads = 0;
+    A.change(doc, (d) => {
+      const b = A.getBackend(d as unknown as A.Doc<unknown>) as unknown as MapBackend;
+      const getWithType = b.getWithType.bind(b);
+      b.getWithType = (obj, prop) => {
+        reads++;
+        return getWithType(obj, prop);
+      };
+      try {
+        expect(putReportWorkload(d, 'w', o, 5, doc.workloads.w)).toBe(false);
+        expect(deleteReportWorkload(d, 'gone', doc)).toBe(false);
+        expect(reads).toBe(0);
+        expect(putReportWorkload(d, 'w', o, 5)).toBe(false);
+        expect(reads).toBeGreaterThan(5);
+      } finally {
+        b.getWithType = getWithType;
+      }
+    });
   });
 });

@@ -194,12 +194,13 @@ export class Reconciler {
         ? new Map((await this.driver.list().catch(() => observed)).map((o) => [o.name, o]))
         : actual;
     const now = Date.now();
-    this.store.change<ReportDoc>(reportId, (d) => {
-      pruneClearedIntents(d, spec.intentsCleared);
-      for (const name of Object.keys(d.workloads)) if (!spec.workloads[name]) deleteReportWorkload(d, name);
+    // Compared with the report as it was (`was`, a plain object), written through `d`.
+    this.store.change<ReportDoc>(reportId, (d, was) => {
+      pruneClearedIntents(d, spec.intentsCleared, was);
+      for (const name of Object.keys(was.workloads)) if (!spec.workloads[name]) deleteReportWorkload(d, name, was);
       for (const w of Object.values(spec.workloads)) {
         if (w.error) {
-          deleteReportWorkload(d, w.name);
+          deleteReportWorkload(d, w.name, was);
           continue;
         }
         const o = after.get(w.name);
@@ -228,7 +229,7 @@ export class Reconciler {
           status.message = degraded;
         }
         if (status.message === undefined) delete status.message;
-        putReportWorkload(d, w.name, status, now);
+        putReportWorkload(d, w.name, status, now, was.workloads[w.name]);
       }
     });
   }

@@ -191,12 +191,17 @@ export class ReplicaStore {
     return this.create<T>(id, { epoch, init });
   }
 
-  /** A local change, persisted with projections in one transaction. Returns false when fn changed nothing. */
-  change<T>(id: DocId, fn: (d: T) => void, message?: string): boolean {
-    const before = this.get<Record<string, unknown>>(id);
+  /**
+   * A local change, persisted with projections in one transaction. Returns false when fn changed
+   * nothing. `fn` gets the change's proxy and the document's plain view as it was before it: what
+   * a writer only compares is read there for free, where each read of the proxy is a call into
+   * Automerge (core/mailbox/report.ts `putReportWorkload`).
+   */
+  change<T>(id: DocId, fn: (d: T, was: Readonly<T>) => void, message?: string): boolean {
+    const before = this.get<T>(id);
     if (!before) throw new Error(`document ${id} does not exist`);
     const heads = A.getHeads(before);
-    const after = A.change(before, message ? { message } : {}, fn as unknown as A.ChangeFn<Record<string, unknown>>);
+    const after = A.change<T>(before, message ? { message } : {}, (d) => fn(d as T, before as Readonly<T>));
     if (wasmSync.sameHeads(heads, A.getHeads(after))) return false;
     // One A.change makes exactly one change: its bytes are at hand (saveSince would re-encode them,
     // five times the cost).

@@ -200,13 +200,24 @@ export interface ObservedWorkload {
 /**
  * Records a workload's status as a transition only: nothing is written when nothing a user would
  * see changed, so a steady workload adds no history. Restarts are a Counter (cheap increments).
+ *
+ * `was`: the workload as the document held it before this change, read from the document's plain
+ * view (ReplicaStore.change gives it as the callback's second argument) instead of through the
+ * change's proxies, where every field read is a call into Automerge's wasm: an edge's reconciler
+ * compares every workload on every pass, and those reads were most of its report writes
+ * (docs/benchmarks.md, issue #17). Without it the proxies are read. Nothing earlier in the same
+ * change may have written this workload.
  */
-export function putReportWorkload(d: ReportDoc, name: string, o: ObservedWorkload, now = Date.now()): boolean {
-  const cur = d.workloads[name];
-  if (!cur) {
+export function putReportWorkload(
+  d: ReportDoc,
+  name: string,
+  o: ObservedWorkload,
+  now = Date.now(),
+  was: ReportWorkloadDoc | undefined = d.workloads[name],
+): boolean {
+  if (!was) {
     const objects: Record<string, ReportObjectDoc> = {};
-    for (const [k, v] of Object.entries(o.objects))
-      objects[k] = v.message ? { ready: v.ready, message: new ImmutableString(v.message) } : { ready: v.ready };
+    for (const [k, v] of Object.entries(o.objects)) objects[k] = reportObject(v);
     const w: ReportWorkloadDoc = {
       observedGeneration: o.observedGeneration,
       phase: new ImmutableString(o.phase),
@@ -218,44 +229,35 @@ export function putReportWorkload(d: ReportDoc, name: string, o: ObservedWorkloa
     d.workloads[name] = w;
     return true;
   }
-  let changed = false;
-  if (cur.observedGeneration !== o.observedGeneration) {
-    cur.observedGeneration = o.observedGeneration;
-    changed = true;
+  // Written through the proxy of the workload, looked up only once something differs.
+  let target: ReportWorkloadDoc | undefined;
+  const cur = () => (target ??= d.workloads[name]);
+  if (was.observedGeneration !== o.observedGeneration) cur().observedGeneration = o.observedGeneration;
+  if (s(was.phase) !== o.phase) {
+    cur().phase = new ImmutableString(o.phase);
+    cur().since = now;
   }
-  if (s(cur.phase) !== o.phase) {
-    cur.phase = new ImmutableString(o.phase);
-    cur.since = now;
-    changed = true;
+  if (opt(was.message) !== o.message) {
+    if (o.message === undefined) delete cur().message;
+    else cur().message = new ImmutableString(o.message);
   }
-  if (opt(cur.message) !== o.message) {
-    if (o.message === undefined) delete cur.message;
-    else cur.message = new ImmutableString(o.message);
-    changed = true;
-  }
-  const restarts = Number(cur.restarts?.value ?? 0);
-  if (o.restarts > restarts) {
-    cur.restarts.increment(o.restarts - restarts);
-    changed = true;
-  }
-  for (const k of Object.keys(cur.objects)) {
-    if (!(k in o.objects)) {
-      delete cur.objects[k];
-      changed = true;
-    }
-  }
+  const restarts = Number(was.restarts?.value ?? 0);
+  if (o.restarts > restarts) cur().restarts.increment(o.restarts - restarts);
+  for (const k of Object.keys(was.objects)) if (!(k in o.objects)) delete cur().objects[k];
   for (const [k, v] of Object.entries(o.objects)) {
-    const c = cur.objects[k];
-    if (!c || c.ready !== v.ready || opt(c.message) !== v.message) {
-      cur.objects[k] = v.message ? { ready: v.ready, message: new ImmutableString(v.message) } : { ready: v.ready };
-      changed = true;
-    }
+    const c = was.objects[k];
+    if (!c || c.ready !== v.ready || opt(c.message) !== v.message) cur().objects[k] = reportObject(v);
   }
-  return changed;
+  return target !== undefined;
 }
 
-export function deleteReportWorkload(d: ReportDoc, name: string): boolean {
-  if (!(name in d.workloads)) return false;
+function reportObject(v: ObjectStatus): ReportObjectDoc {
+  return v.message ? { ready: v.ready, message: new ImmutableString(v.message) } : { ready: v.ready };
+}
+
+/** Removes a workload's status; `was` as for putReportWorkload. True when it was there. */
+export function deleteReportWorkload(d: ReportDoc, name: string, was: Readonly<ReportDoc> = d): boolean {
+  if (!(name in was.workloads)) return false;
   delete d.workloads[name];
   return true;
 }
@@ -277,10 +279,14 @@ export function addIntent(d: ReportDoc, i: Omit<Intent, 'seq'>): number {
   return seq;
 }
 
-/** The edge forgets intents the hub has cleared (it is the only writer of its report). */
-export function pruneClearedIntents(d: ReportDoc, cleared: Record<string, number>): boolean {
+/** The edge forgets intents the hub has cleared (it is the only writer of its report); `was` as for putReportWorkload. */
+export function pruneClearedIntents(
+  d: ReportDoc,
+  cleared: Record<string, number>,
+  was: Readonly<ReportDoc> = d,
+): boolean {
   let changed = false;
-  for (const [k, i] of Object.entries(d.intents)) {
+  for (const [k, i] of Object.entries(was.intents)) {
     const upTo = cleared[s(i.workload)];
     if (upTo !== undefined && i.seq <= upTo) {
       delete d.intents[k];
