@@ -2,7 +2,8 @@
  * @module footprint: the real edge agent (`outpost edge`, i.e. startEdgeAgent with the process
  * driver) running 20 workloads of one `sleep` process each, placed by a real hub; its VmRSS once
  * READY 20/20 (the workload processes are counted apart), split into RssAnon and RssFile, and the
- * same once connected with no workloads (idle). The binary is measured twice: as it runs (with the
+ * same once connected with no workloads (idle), and the agent's own CPU time over 30 quiet seconds
+ * with the 20 running (`idleCpuMsPerMinute`). The binary is measured twice: as it runs (with the
  * V8 and malloc settings the agent gives itself, edge/process-settings.ts) and with
  * OUTPOST_EDGE_TUNING=off (Node's defaults), so both sides of that change are in every run. Also the
  * size of dist/outpost and the start time of `--version` for the binary and for `node --import tsx main.ts`.
@@ -18,10 +19,12 @@ import { TUNING_ENV } from '../../edge/process-settings.js';
 import { HubApi, placement, workload } from '../lib/api.js';
 import { HubProcess, ROOT } from '../lib/hub-process.js';
 import { mb, msf } from '../lib/results.js';
-import { median, percentile, rssBytes, sleep, until } from '../lib/sys.js';
+import { cpuMs, median, percentile, rssBytes, sleep, until } from '../lib/sys.js';
 import { remaining, type Scenario, type ScenarioContext } from './common.js';
 
 const WORKLOADS = 20;
+/** The quiet window over which the agent's CPU is read once its workloads run. */
+const IDLE_CPU_WINDOW_MS = 30_000;
 /** Issue #17's targets for the binary agent with 20 workloads. */
 const AGENT_RSS_LIMIT = 100 * 1024 ** 2;
 const AGENT_ANON_LIMIT = 45 * 1024 ** 2;
@@ -161,6 +164,13 @@ async function measureAgent(
     // Settle (the reconciler's periodic pass, GC), then sample.
     await sleep(5_000);
     const ready = await sampleMem(child.pid!, 20, 250);
+    // What the running agent costs a site's CPU with nothing to do but keep its workloads: its own
+    // CPU time (the workloads' processes apart) over a quiet window, reconciler passes included.
+    const cpu0 = cpuMs(child.pid!);
+    await sleep(IDLE_CPU_WINDOW_MS);
+    const cpu1 = cpuMs(child.pid!);
+    const idleCpuMsPerMinute =
+      cpu0 === undefined || cpu1 === undefined ? undefined : Math.round(((cpu1 - cpu0) * 60_000) / IDLE_CPU_WINDOW_MS);
     const groups = new Set(processesUnder(dataDir).map((p) => p.pgid));
     const workloadRss = groupMembers(groups).reduce((a, p) => a + (rssBytes(p) ?? 0), 0);
     return {
@@ -175,6 +185,7 @@ async function measureAgent(
       workloadProcessesRssBytes: workloadRss,
       workloadGroups: groups.size,
       readyMs,
+      idleCpuMsPerMinute,
     };
   } finally {
     const exited = new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
@@ -257,6 +268,11 @@ export const footprint: Scenario = async (ctx, out) => {
           target: '<= 100 MB',
           value: describe(bin),
           met: (bin.agentRssBytes as number) <= AGENT_RSS_LIMIT,
+        });
+        out.targets.push({
+          what: `edge agent CPU, ${WORKLOADS} workloads running, nothing to do (binary)`,
+          target: 'report',
+          value: `${bin.idleCpuMsPerMinute ?? '?'} ms per minute`,
         });
         out.targets.push({
           what: `edge agent RssAnon, ${WORKLOADS} workloads (binary)`,
