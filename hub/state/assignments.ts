@@ -3,8 +3,9 @@
  * edge's spec holds, per workload), `spec_written` (a digest of what each spec document was last
  * written with) and `rollouts` (per placement: phase, reason, the failures an operator accepted).
  *
- * Callers use the `AssignmentStore` interface; `SqlAssignmentStore` is its implementation on
- * the hub's SQLite file (a second one, e.g. on PostgreSQL, implements the same methods).
+ * Callers use the `AssignmentStore` interface (assignment-types.ts, with the types of these tables);
+ * `SqlAssignmentStore` is its implementation on either database (hub/state/sql.ts `SqlDb`). What
+ * the scheduler reads about edges, from tables it does not own, is scheduler-edge-reads.ts.
  *
  * Desired state: the Workload and Placement objects are the authority; an assignment is derived
  * from them (customized for its edge) and the spec document is derived from the assignments.
@@ -16,7 +17,15 @@
  * have to be written again from it (a new epoch, a crash between the commit and the write).
  */
 import type { Manifest } from '../../core/resources.js';
-import { sqlEdgeState, type EdgeState } from './edges.js';
+import type {
+  AssignedStatus,
+  Assignment,
+  AssignmentKey,
+  AssignmentStore,
+  RolloutRecord,
+  SpecAssignments,
+  SpecWritten,
+} from './assignment-types.js';
 import {
   all,
   allOf,
@@ -33,97 +42,17 @@ import {
   type SqlDb,
 } from './sql.js';
 
-/** One workload on one edge, as the scheduler decided it. */
-export interface Assignment {
-  edge: string;
-  workload: string;
-  project: string;
-  placement: string;
-  revision: number;
-  /** `manifestHash` of the manifests (or `error:...`): stands for them in every comparison. */
-  contentKey: string;
-  generation: number;
-  manifests: Manifest[];
-  error?: string;
-}
-
-/** An assignment without its manifests: what planning and digests need (parsing manifests is the dear part). */
-export type AssignmentKey = Omit<Assignment, 'manifests'>;
-
-/** What the edge last reported for an assigned workload (from the status projection). */
-export interface AssignedStatus {
-  edge: string;
-  workload: string;
-  observedGeneration: number;
-  phase: string;
-}
-
-export interface SpecWritten {
-  epoch: string;
-  digest: string;
-}
-
-export interface RolloutRecord {
-  phase: string;
-  reason: string;
-  /** The planner's counts and maxUnavailable (JSON), for hub replicas that do not plan. */
-  progress?: string;
-  /** Edge -> the content key whose failure the operator accepted (`outpost rollout resume`). */
-  acknowledged: Record<string, string>;
-}
-
-/** What an edge's spec document is written from, of this table (AssignmentStore.specInputs). */
-export interface SpecAssignments {
-  keys: AssignmentKey[];
-  withManifests(): Assignment[];
-  /** The spec document's epoch and digest when it was last written. */
-  written?: SpecWritten;
-}
-
-export interface AssignmentStore {
-  /** Runs fn in one transaction (joins an open one). */
-  transaction<T>(fn: () => T): T;
-
-  forEdge(edge: string): Assignment[];
-  /**
-   * The assignments of `edges` and the digest each one's spec was last written with, in one read
-   * for all of them (the spec writer's, once per slice of edges): every edge named has an entry,
-   * its keys ordered by workload, its manifests parsed only when asked for (the writer compares keys
-   * first and skips an unchanged edge unparsed).
-   */
-  specInputs(edges: readonly string[]): Map<string, SpecAssignments>;
-  forPlacement(project: string, placement: string): Assignment[];
-  forWorkload(project: string, workload: string): Assignment[];
-  /** A placement's assignments without manifests, ordered by edge and workload. */
-  keysForPlacement(project: string, placement: string): AssignmentKey[];
-  /** Every assignment without manifests, grouped by edge (ordered by workload). */
-  keysByEdge(): Map<string, AssignmentKey[]>;
-  /** The placements holding something on each of these edges, in one read. */
-  placementsOnEdges(edges: string[]): Map<string, { project: string; placement: string }[]>;
-  /** `edge/workload` -> placement, for these workloads held by placements other than `placement`. */
-  heldElsewhere(project: string, placement: string, workloads: string[]): Map<string, string>;
-  /** `edge/workload` -> what the edge reported, for a placement's assignments. */
-  statusForPlacement(project: string, placement: string): Map<string, AssignedStatus>;
-  /** The generations these edges last reported, by `edge/workload` (absent: never), in one read. */
-  observedGenerations(edges: string[]): Map<string, number>;
-
-  put(a: Assignment): void;
-  /** Removes one assignment (only if `placement` holds it, when given). */
-  remove(edge: string, workload: string, placement?: string): void;
-  removePlacement(project: string, placement: string): void;
-  /** A decommissioned edge: its assignments and spec digest go. */
-  forgetEdge(edge: string): void;
-
-  allSpecWritten(): Map<string, SpecWritten>;
-  recordSpecWritten(edge: string, written: SpecWritten): void;
-
-  rolloutRecord(project: string, placement: string): RolloutRecord | undefined;
-  /** Records the planner's phase and reason, keeping the acknowledged failures. */
-  saveRollout(project: string, placement: string, phase: string, reason: string, progress?: string): void;
-  /** `outpost rollout resume`: replaces the acknowledged failures. */
-  acknowledge(project: string, placement: string, failures: Record<string, string>): void;
-  removeRollout(project: string, placement: string): void;
-}
+// Importers of the scheduler's tables find their types and the scheduler's edge reads here too.
+export type {
+  AssignedStatus,
+  Assignment,
+  AssignmentKey,
+  AssignmentStore,
+  RolloutRecord,
+  SpecAssignments,
+  SpecWritten,
+} from './assignment-types.js';
+export { SqlEdgeReads, type EdgeReads } from './scheduler-edge-reads.js';
 
 interface AssignmentRow {
   edge: string;
@@ -423,59 +352,4 @@ export function assignmentsForPlacement(db: SqlDb, project: string, placement: s
 
 export function assignmentsForWorkload(db: SqlDb, project: string, workload: string): Assignment[] {
   return new SqlAssignmentStore(db).forWorkload(project, workload);
-}
-
-/**
- * What the scheduler reads about edges from tables it does not own: enrollment from the edges
- * state module, and the Edge object's labels as stored (their JSON is what a spec digest covers;
- * hub/objects.ts owns the objects table and writes it).
- */
-export interface EdgeReads {
-  /** The edge is enrolled (it has a runtime row). */
-  exists(edge: string): boolean;
-  /** Enrolled edges. */
-  names(): string[];
-  project(edge: string): string | undefined;
-  /** The Edge object's labels as stored (JSON): what a spec document carries and its digest covers. */
-  labels(edge: string): string | undefined;
-  /** Which of `edges` are enrolled, with their labels as stored (undefined without an Edge object), in one read. */
-  enrolled(edges: readonly string[]): Map<string, string | undefined>;
-  allLabels(): Map<string, string>;
-}
-
-export class SqlEdgeReads implements EdgeReads {
-  private readonly edges: EdgeState;
-
-  constructor(private readonly db: SqlDb) {
-    this.edges = sqlEdgeState(db);
-  }
-
-  exists(edge: string): boolean {
-    return this.edges.exists(edge);
-  }
-
-  names(): string[] {
-    return this.edges.names();
-  }
-
-  project(edge: string): string | undefined {
-    return this.edges.projectOf(edge);
-  }
-
-  labels(edge: string): string | undefined {
-    return one<{ labels: string }>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge)
-      ?.labels;
-  }
-
-  enrolled(edges: readonly string[]): Map<string, string | undefined> {
-    return this.edges.enrolledLabels(edges);
-  }
-
-  allLabels(): Map<string, string> {
-    const rows = all<{
-      name: string;
-      labels: string;
-    }>(this.db, "SELECT name, labels FROM objects WHERE kind = 'Edge'");
-    return new Map(rows.map((r) => [r.name, r.labels]));
-  }
 }

@@ -6,6 +6,7 @@
  * | module | tables |
  * |---|---|
  * | objects.ts | objects, workload_revisions, counters |
+ * | assignments.ts | assignments, spec_written, rollouts (the scheduler's; their types in assignment-types.ts) |
  * | edges.ts | edge_runtime, connections |
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
