@@ -17,7 +17,8 @@ import {
   serverTimeouts,
   type ConnectionLimiter,
 } from './http-limits.js';
-import { handleImageRequest, type ImageCache } from './images/cache.js';
+import type { ImageCache } from './images/cache.js';
+import { handleImageRequest } from './images/routes.js';
 import type { HubTls } from './tls.js';
 import type { TunnelGateway } from './tunnel/gateway.js';
 
