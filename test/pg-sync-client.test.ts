@@ -161,7 +161,7 @@ describe('SyncPostgres (real PostgreSQL)', () => {
   it('gives each statement its own answer when the wait is woken without one (a late notify)', async () => {
     // A thread that wakes the client's wait every millisecond with nothing to read, as the late
     // Atomics.notify of the previous answer does.
-    const flag = (db as unknown as { done: Int32Array }).done.buffer as SharedArrayBuffer;
+    const flag = (db as unknown as { worker: { done: Int32Array } }).worker.done.buffer as SharedArrayBuffer;
     const stop = new Int32Array(new SharedArrayBuffer(4));
     const waker = new Worker(
       `const { workerData } = require('node:worker_threads');

@@ -164,10 +164,10 @@ export const sideAssetKey = (name: string): string => `side/${name}.cjs`;
  * Worker threads' entry files (relative to the entry's folder), each bundled apart into
  * `side/<name>.cjs` when the entry uses the module that starts it: a worker runs a file or source
  * text of its own, never modules of the bundle. Whoever starts one finds it beside the bundle or as
- * the executable's asset (hub/state/pg/sync-client.ts: the `pg` client of the hub's PostgreSQL).
+ * the executable's asset (hub/state/pg/worker-channel.ts: the `pg` client of the hub's PostgreSQL).
  */
 export const WORKER_BUNDLES: Readonly<Record<string, { entry: string; startedBy: string }>> = {
-  'pg-worker': { entry: 'hub/state/pg/worker.ts', startedBy: 'hub/state/pg/sync-client.ts' },
+  'pg-worker': { entry: 'hub/state/pg/worker.ts', startedBy: 'hub/state/pg/worker-channel.ts' },
 };
 
 const SIDE_LOADER = 'outpost-side-loader';

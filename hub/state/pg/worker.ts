@@ -1,7 +1,7 @@
 /**
- * The worker thread of SyncPostgres (sync-client.ts): owns one `pg` connection and runs the
- * statements the main thread posts, one at a time, waking the main thread through the shared flag
- * after each answer. Loaded by Node directly (type stripping): erasable TypeScript only, and no
+ * The worker thread of SyncPostgres (sync-client.ts; started by worker-channel.ts): owns one `pg`
+ * connection and runs the statements the main thread posts, one at a time, waking the main thread
+ * through the shared flag after each answer. Loaded by Node directly (type stripping): erasable TypeScript only, and no
  * imports but `pg` and Node's own modules.
  *
  * On request (a `session` message on the events port) it also keeps a second connection, the
@@ -22,7 +22,7 @@ interface Init {
   statementTimeoutMs: number;
 }
 
-/** What the main thread asks of the replica session (sync-client.ts ReplicaSessionOptions). */
+/** What the main thread asks of the replica session (worker-channel.ts ReplicaSessionOptions). */
 interface SessionRequest {
   session?: { channel: string; leaderKey: number; pingMs: number; retryMs: number; name: string };
   stop?: boolean;
