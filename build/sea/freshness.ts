@@ -8,7 +8,7 @@ import path from 'node:path';
 import { OPTIONAL_ASSETS } from './assets.js';
 
 /** Folders and files whose change makes a new executable (tests excluded: they are not bundled). */
-const INPUT_DIRS = ['core', 'sync', 'hub', 'edge', 'cli', 'build', path.join('ui', 'dist')];
+const INPUT_DIRS = ['main', 'core', 'sync', 'hub', 'edge', 'cli', 'build', path.join('ui', 'dist')];
 const INPUT_FILES = ['main.ts', 'package.json', 'package-lock.json', ...OPTIONAL_ASSETS.map((a) => a.file)];
 
 function newestIn(dir: string): number {

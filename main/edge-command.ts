@@ -1,0 +1,138 @@
+/**
+ * @module `outpost edge` (the edge agent) and its verbs `install` and `uninstall`: their flags and
+ * the edge code each one runs, loaded on demand so `outpost --version` and the CLI start without
+ * it. main.ts adds the command, then the edge's other verbs (edge/cli.ts `outpost edge local`,
+ * cli/ `approve`, `label`, ...) to it.
+ */
+import { isSea } from 'node:sea';
+import { Command, Option } from 'commander';
+import { DRIVER_NAMES } from '../core/driver-kinds.js';
+import { createLogger } from '../core/logger.js';
+import { applyEdgeProcessSettings } from '../edge/process-settings.js';
+import { byteSizeOption, labelsOption } from './flags.js';
+import { untilSignal } from './signals.js';
+
+const log = createLogger('main');
+
+/** Adds `outpost edge` (the edge agent) and its verbs `install` and `uninstall` to `program`; returns it. */
+export function registerEdgeCommand(program: Command): Command {
+  const edge = program
+    .command('edge')
+    .description('run the edge agent (enrolls once with --hub and --join-token), or manage edges')
+    .option('--data <dir>', 'data directory (credential, replica, runtime state)', '/var/lib/outpost-edge')
+    .option(
+      '--hub <url>',
+      'hub URL, e.g. https://hub.example.com:7443, or the replicas, comma-separated (first start; again to change the list)',
+    )
+    .addOption(
+      new Option(
+        '--join-token <token>',
+        'join token from `outpost token create` (first start only; visible in ps: prefer --join-token-file or OUTPOST_JOIN_TOKEN)',
+      ).env('OUTPOST_JOIN_TOKEN'),
+    )
+    .option('--join-token-file <file>', 'read the join token from this file (first start only)')
+    .option('--name <name>', 'edge name (default: the hostname)')
+    .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
+    .addOption(new Option('--driver <driver>', 'runtime driver').choices(DRIVER_NAMES))
+    .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
+    .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
+    .action(
+      async (o: {
+        blobBudget?: number;
+        data: string;
+        hub?: string;
+        joinToken?: string;
+        joinTokenFile?: string;
+        name?: string;
+        labels?: Record<string, string>;
+        driver?: string;
+        kubeconfig?: string;
+      }) => {
+        // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
+        // settings (edge/process-settings.ts); does not return then.
+        const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
+        const [{ startEdgeAgent }, { resolveJoinToken }, { launch, restartSelf }] = await Promise.all([
+          import('../edge/agent.js'),
+          import('../edge/enroll.js'),
+          import('../edge/upgrade/switch.js'),
+        ]);
+        log.info({ tuning }, 'edge process settings');
+        // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
+        // trial and commits or rolls back, or becomes the committed binary (does not return then).
+        await launch(o.data, log);
+        let switchTo: () => void = () => undefined;
+        const switchRequested = new Promise<true>((r) => (switchTo = () => r(true)));
+        const agent = await startEdgeAgent({
+          dataDir: o.data,
+          hub: o.hub,
+          joinToken: resolveJoinToken(o),
+          name: o.name,
+          labels: o.labels,
+          driver: o.driver,
+          kubeconfig: o.kubeconfig,
+          ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
+          restartForSwitch: () => switchTo(),
+        });
+        process.stderr.write(
+          `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,
+        );
+        const restart = await Promise.race([untilSignal(() => agent.close()).then(() => false), switchRequested]);
+        if (restart) {
+          log.info('a release is staged: closing the agent and starting again to switch to it');
+          await agent.close();
+          restartSelf(isSea());
+        }
+      },
+    );
+  edge
+    .command('install')
+    .description(
+      'enroll this host with --hub and --join-token and install the systemd service outpost-edge; --dry-run shows what it would write',
+    )
+    .option('--dry-run', 'print every step and file, change nothing, contact nobody')
+    .option('--unit-dir <dir>', 'where to write outpost-edge.service', '/etc/systemd/system')
+    .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
+    .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
+      // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig belong to `outpost edge`.
+      const g = cmd.optsWithGlobals() as {
+        data: string;
+        hub?: string;
+        joinToken?: string;
+        joinTokenFile?: string;
+        name?: string;
+        labels?: Record<string, string>;
+        driver?: string;
+        kubeconfig?: string;
+      };
+      const [{ installEdge }, { isPackaged }, { resolveJoinToken }] = await Promise.all([
+        import('../edge/install.js'),
+        import('../sync/native.js'),
+        import('../edge/enroll.js'),
+      ]);
+      process.stdout.write(
+        await installEdge({
+          ...g,
+          joinToken: resolveJoinToken(g),
+          dataDir: g.data,
+          unitDir: o.unitDir,
+          bin: o.bin,
+          dryRun: o.dryRun,
+          packaged: isPackaged(),
+          execPath: process.execPath,
+        }),
+      );
+    });
+  edge
+    .command('uninstall')
+    .description(
+      'undo outpost edge install on this host: stop the service, remove every workload, the unit and the data directory (--yes to do it)',
+    )
+    .option('--yes', 'do it (without: say what would be done)')
+    .option('--unit-dir <dir>', 'where outpost-edge.service is', '/etc/systemd/system')
+    .action(async (o: { yes?: boolean; unitDir: string }, cmd: Command) => {
+      const g = cmd.optsWithGlobals() as { data: string };
+      const { uninstallEdge } = await import('../edge/uninstall.js');
+      process.stdout.write(await uninstallEdge({ dataDir: g.data, unitDir: o.unitDir, yes: o.yes }));
+    });
+  return edge;
+}

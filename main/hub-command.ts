@@ -1,0 +1,260 @@
+/**
+ * @module `outpost hub` and its verbs `migrate`, `identity-key`, `backup` and `install`: their flags,
+ * checked here (a bad combination is a UsageError, exit code 2), and the hub code each one runs,
+ * loaded on demand so `outpost --version` and the CLI start without it. main.ts adds the command.
+ */
+import { Command, Option } from 'commander';
+import { UsageError } from '../cli/index.js';
+import { byteSizeOption } from './flags.js';
+import { untilSignal } from './signals.js';
+
+/** Adds `outpost hub` (the hub process) and its verbs to `program`. */
+export function registerHubCommand(program: Command): void {
+  const hub = program
+    .command('hub')
+    .description('run the hub (control plane): REST API, sync endpoint for edges, metrics')
+    .option('--data <dir>', 'data directory (SQLite, TLS files, admin token)', '/var/lib/outpost-hub')
+    .addOption(
+      new Option(
+        '--database <url>',
+        "keep the hub's tables in this PostgreSQL database (postgres://USER:PASSWORD@HOST:PORT/DB) instead of SQLite in --data; the edges' documents stay in --data",
+      ).env('OUTPOST_DATABASE'),
+    )
+    .addOption(
+      new Option(
+        '--identity-key <file>',
+        'with --database: the key file (outpost hub identity-key > FILE) every replica is given; the hub identity (CA, secrets key, release key) is then kept sealed in the database and shared',
+      ).env('OUTPOST_IDENTITY_KEY_FILE'),
+    )
+    .option('--listen <host:port>', 'address to listen on', '0.0.0.0:7443')
+    .addOption(
+      new Option(
+        '--advertise-url <url>',
+        'with --database: the URL the other hub replicas reach this one at, for the tunnel requests they forward (default: the hub URL when --listen names one address, else https://HOSTNAME:PORT)',
+      ).env('OUTPOST_ADVERTISE_URL'),
+    )
+    .option('--insecure-http', 'serve plain HTTP (local development only)')
+    .option('--tls-cert <file>', 'serve this certificate chain instead of the hub-made one')
+    .option('--tls-key <file>', 'key of --tls-cert')
+    .option('--tls-ca <file>', 'root CA of --tls-cert (pinned by tokens)')
+    .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
+    .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
+    .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
+    .addOption(
+      new Option(
+        '--blob-dir <dir>',
+        'where blob files live (default DATA/blobs); hub replicas share one (a shared filesystem), since their index is in the database',
+      ).env('OUTPOST_BLOB_DIR'),
+    )
+    .option(
+      '--data-sink-s3-bucket <bucket>',
+      "forward the files edges export to this S3 bucket, with the hub's AWS credentials",
+    )
+    .option('--data-sink-s3-endpoint <url>', 'an S3-compatible endpoint instead of AWS (MinIO, Ceph...)')
+    .option('--data-sink-s3-region <region>', 'the bucket region', 'us-east-1')
+    .option('--data-sink-s3-prefix <prefix>', 'prepended to every object key, e.g. outpost/')
+    .option(
+      '--scanner <scanner>',
+      'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
+    )
+    .option(
+      '--max-connections-per-address <n>',
+      "connections one source address may hold, edges' sync connections not counted",
+      (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-connections-per-address: a positive integer');
+        return n;
+      },
+      1024,
+    )
+    .action(
+      async (o: {
+        maxConnectionsPerAddress: number;
+        blobQuota?: number;
+        blobDir?: string;
+        dataSinkS3Bucket?: string;
+        dataSinkS3Endpoint?: string;
+        dataSinkS3Region: string;
+        dataSinkS3Prefix?: string;
+        scanner?: string;
+        data: string;
+        listen: string;
+        insecureHttp?: boolean;
+        tlsCert?: string;
+        tlsKey?: string;
+        tlsCa?: string;
+        host?: string[];
+        requireApproval?: boolean;
+        database?: string;
+        identityKey?: string;
+        advertiseUrl?: string;
+      }) => {
+        if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+        if (o.advertiseUrl !== undefined && !o.database)
+          throw new UsageError(
+            '--advertise-url needs --database: only hub replicas sharing a PostgreSQL forward requests to each other',
+          );
+        // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
+        const { startHub } = await import('../hub/hub.js');
+        const { parseScanner } = await import('../hub/scan/clamd.js');
+        const { parseAdvertiseUrl } = await import('../hub/state/replicas.js');
+        let advertiseUrl: string | undefined;
+        try {
+          advertiseUrl = o.advertiseUrl === undefined ? undefined : parseAdvertiseUrl(o.advertiseUrl);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
+        let scanner;
+        try {
+          scanner = o.scanner === undefined ? undefined : parseScanner(o.scanner);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
+        if (!o.dataSinkS3Bucket && (o.dataSinkS3Endpoint || o.dataSinkS3Prefix))
+          throw new UsageError('--data-sink-s3-endpoint and --data-sink-s3-prefix need --data-sink-s3-bucket');
+        const h = await startHub({
+          ...(scanner ? { scanner } : {}),
+          ...(o.dataSinkS3Bucket
+            ? {
+                dataSinkS3: {
+                  bucket: o.dataSinkS3Bucket,
+                  region: o.dataSinkS3Region,
+                  ...(o.dataSinkS3Endpoint ? { endpoint: o.dataSinkS3Endpoint } : {}),
+                  ...(o.dataSinkS3Prefix ? { prefix: o.dataSinkS3Prefix } : {}),
+                },
+              }
+            : {}),
+          dataDir: o.data,
+          listen: o.listen,
+          insecureHttp: o.insecureHttp,
+          tlsCert: o.tlsCert,
+          tlsKey: o.tlsKey,
+          tlsCa: o.tlsCa,
+          hosts: o.host,
+          requireApproval: o.requireApproval,
+          maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+          ...(o.database ? { database: o.database } : {}),
+          ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
+          ...(advertiseUrl ? { advertiseUrl } : {}),
+          ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
+          ...(o.blobDir ? { blobDir: o.blobDir } : {}),
+        });
+        process.stderr.write(`outpost hub listening on ${h.url}\n`);
+        // Under systemd stderr goes to the journal, which keeps it and is readable by more users than
+        // the data directory: print the token itself only to a person at a terminal.
+        if (h.adminTokenCreated)
+          process.stderr.write(
+            process.stderr.isTTY
+              ? `admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n`
+              : `admin token created in ${o.data}/admin.token (mode 0600)\n`,
+          );
+        await untilSignal(() => h.close());
+      },
+    );
+  hub
+    .command('migrate')
+    .description(
+      "move a stopped SQLite hub's tables (objects, edges, tokens, credentials, ...) into an empty PostgreSQL database; then run outpost hub --data DIR --database URL",
+    )
+    .action(async (_o: unknown, cmd: Command) => {
+      // --data, --database and --identity-key belong to `outpost hub`; commander parses them wherever they appear.
+      const { data, database, identityKey, tlsCert } = cmd.optsWithGlobals() as {
+        data: string;
+        database?: string;
+        identityKey?: string;
+        tlsCert?: string;
+      };
+      if (!database)
+        throw new Error(
+          'outpost hub migrate needs the target: --database postgres://USER:PASSWORD@HOST:PORT/DB (or OUTPOST_DATABASE)',
+        );
+      const { openPostgres } = await import('../hub/state/pg/open.js');
+      const { redactUrl } = await import('../hub/state/pg/statements.js');
+      const { migrateSqliteHub, sqliteHubFile } = await import('../hub/state/pg/from-sqlite.js');
+      const { loadIdentityKey } = await import('../hub/identity/key.js');
+      const { identityAdvice, shareHubIdentity } = await import('../hub/identity/index.js');
+      sqliteHubFile(data); // before touching the database
+      const key = identityKey ? loadIdentityKey(identityKey) : undefined;
+      const pg = await openPostgres(database);
+      try {
+        const r = migrateSqliteHub(data, pg);
+        for (const t of r.tables) if (t.rows > 0) process.stdout.write(`${t.table}: ${t.rows} rows\n`);
+        // The old hub's CA, secrets key and release key, so its edges trust every replica.
+        const id = key ? await shareHubIdentity(pg, { dataDir: data, key, ownCa: !tlsCert, make: false }) : undefined;
+        process.stdout.write(
+          `moved ${r.rows} rows of ${data}/hub.db into ${redactUrl(database)}; start the hub with: outpost hub --data ${data} --database URL (or OUTPOST_DATABASE)${key ? ' --identity-key FILE' : ''}; edges reconnect with their credentials\n${identityAdvice(data, id)}\n`,
+        );
+      } finally {
+        await pg.close();
+      }
+    });
+
+  hub
+    .command('identity-key')
+    .description(
+      'print a new identity key (32 random bytes, base64url) for --identity-key: save it to a file (mode 0600) and give the same file to every hub replica',
+    )
+    .action(async () => {
+      const { newIdentityKey } = await import('../hub/identity/key.js');
+      process.stdout.write(newIdentityKey());
+    });
+
+  hub
+    .command('backup')
+    .description('take a consistent online backup of a hub data directory (the hub may be running)')
+    .requiredOption('--to <file>', 'the backup file to create')
+    .action(async (o: { to: string }, cmd: Command) => {
+      // --data belongs to `outpost hub`; commander parses it wherever it appears.
+      const { data } = cmd.optsWithGlobals() as { data: string };
+      const { backupHub } = await import('../hub/backup.js');
+      const r = await backupHub(data, o.to);
+      process.stdout.write(
+        `backup written to ${o.to} (${r.bytes} bytes, mode 0600) in ${(r.ms / 1000).toFixed(2)} s; restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`,
+      );
+    });
+
+  hub
+    .command('install')
+    .description(
+      'install this executable as the systemd service outpost-hub (copy, data directory, unit); --dry-run shows what it would write',
+    )
+    .option('--dry-run', 'print every step and file, change nothing')
+    .option('--unit-dir <dir>', 'where to write outpost-hub.service', '/etc/systemd/system')
+    .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
+    .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
+      // --data, --listen and the TLS flags belong to `outpost hub`; commander gives them to it.
+      const g = cmd.optsWithGlobals() as {
+        data: string;
+        listen: string;
+        insecureHttp?: boolean;
+        tlsCert?: string;
+        tlsKey?: string;
+        tlsCa?: string;
+        host?: string[];
+        requireApproval?: boolean;
+        database?: string;
+        identityKey?: string;
+        advertiseUrl?: string;
+        blobDir?: string;
+      };
+      if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+      if ((g.identityKey || g.advertiseUrl) && !g.database)
+        throw new UsageError('--identity-key and --advertise-url are for hub replicas: give --database too');
+      const [{ installHub }, { isPackaged }] = await Promise.all([
+        import('../hub/install.js'),
+        import('../sync/native.js'),
+      ]);
+      process.stdout.write(
+        installHub({
+          ...g,
+          dataDir: g.data,
+          hosts: g.host,
+          unitDir: o.unitDir,
+          bin: o.bin,
+          dryRun: o.dryRun,
+          packaged: isPackaged(),
+          execPath: process.execPath,
+        }),
+      );
+    });
+}
