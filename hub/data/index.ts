@@ -1,6 +1,6 @@
 /**
  * @module The hub's end of the files edges' workloads export (docs/data.md): the `data-file`
- * stream an edge opens once a file's blob is on the hub (edge/data/egress.ts). Peer input is
+ * stream an edge opens once a file's blob is on the hub (edge/data/egress-record.ts). Peer input is
  * untrusted: the header is checked against one schema, and the blob must already be in the
  * edge's own project, so an edge can name only bytes it (or its project) holds.
  */
