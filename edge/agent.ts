@@ -1,54 +1,44 @@
 /**
- * @module The edge agent's composition root: enroll once, then open the local replica, start the
- * runtime driver and the reconciler (they work from the replica, hub or no hub), dial the hub
- * for as long as we run, and serve the local operator API on DATA/agent.sock.
+ * @module The edge agent's composition root: enroll once (enroll.ts), then open the local replica
+ * (replica.ts), start the runtime driver and the reconciler (they work from the replica, hub or no
+ * hub), dial the hub for as long as we run, and serve the local operator API on DATA/agent.sock
+ * with the agent's metrics (metrics.ts). It wires the parts; what each does lives in its module.
  *
  * @example
  * const agent = await startEdgeAgent({ dataDir: '/var/lib/outpost-edge', hub: 'https://hub:7443', joinToken: T });
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type http from 'node:http';
-import client from 'prom-client';
 import { edgeName, mailboxDocId, type DocId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
-import type { AgentReleaseState } from '../core/resources.js';
 import { materializeReport, readReport, setInventory, type ReportDoc } from '../core/mailbox.js';
-import { EDGE_LAG_SAMPLE_MS, RECONCILE_PERIOD_MS } from '../core/durations.js';
+import { RECONCILE_PERIOD_MS } from '../core/durations.js';
 import { compactIfLarge } from '../sync/compaction.js';
 import { buildInfo } from '../core/version.js';
-import { collectProcessMetrics } from '../core/metrics.js';
 import { SyncClient } from '../sync/client.js';
 import { ensureMailbox } from '../sync/mailbox.js';
-import { isCorruptDatabase, quickCheck } from '../sync/sqlite.js';
-import { ReplicaStore, type ReplicaStoreOptions } from '../sync/store.js';
-import {
-  defaultEdgeName,
-  driverName,
-  hubUrls,
-  parseHubList,
-  readEdgeConfig,
-  writeEdgeConfig,
-  type EdgeConfig,
-} from './config.js';
+import type { ReplicaStore } from '../sync/store.js';
+import { hubUrls, type EdgeConfig } from './config.js';
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
-import { readDecommissioned, writeDecommissioned, type Decommissioned } from './decommission.js';
-import { enroll } from './enroll.js';
+import { readDecommissioned, stopAll, writeDecommissioned, type Decommissioned } from './decommission.js';
+import { enrollOnce } from './enroll.js';
 import { EdgeBlobStore } from './blobs/store.js';
 import { EdgeTransfers } from './blobs/transfers.js';
 import { EdgeDeliveries } from './data/delivery.js';
 import { EdgeEgress } from './data/egress.js';
 import { HeldStopped } from './held-stopped.js';
-import { collectInventory } from './inventory.js';
+import { agentReleaseOf, collectInventory } from './inventory.js';
 import { listenLocal, localApp } from './local-api.js';
+import { edgeMetricsRegistry } from './metrics.js';
 import { Reconciler } from './reconciler.js';
+import { openReplica } from './replica.js';
 import { createTunnelAgent } from './tunnel/index.js';
 import { upgradeRoute } from './upgrade/local-route.js';
 import { UpgradeOrders } from './upgrade/orders.js';
 import { createPodman } from './drivers/podman/cli.js';
 import { EdgeImageStaging } from './images/staging.js';
-import { markHealthy, readUpgradeState, TRIAL_ENV, type UpgradeState } from './upgrade/switch.js';
+import { markHealthy, readUpgradeState, TRIAL_ENV } from './upgrade/switch.js';
 
 const log = createLogger('edge');
 
@@ -90,39 +80,11 @@ export function socketPathFor(dataDir: string): string {
 
 export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const { version } = buildInfo();
-  let config = readEdgeConfig(o.dataDir);
-  const requestedDriver = driverName(o.driver ?? config?.driver ?? 'process');
-  if (!config) {
-    if (!o.hub || !o.joinToken)
-      throw new Error(
-        `${o.dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`,
-      );
-    const name = o.name ?? defaultEdgeName();
-    config = await enroll({
-      dataDir: o.dataDir,
-      hub: o.hub,
-      joinToken: o.joinToken,
-      name,
-      labels: o.labels,
-      driver: requestedDriver,
-      inventory: collectInventory(requestedDriver, version, { kubeconfig: o.kubeconfig }),
-      kubeconfig: o.kubeconfig,
-    });
-  } else if (o.joinToken && o.name && o.name !== config.name) {
-    throw new Error(
-      `${o.dataDir} already belongs to edge ${config.name}: use another --data directory to enroll ${o.name}`,
-    );
-  } else if (o.hub) {
-    // An enrolled edge given --hub again: the hub's URLs changed (a replica added, a new address).
-    // The credential and the pinned CA stay; only where to dial changes.
-    const hubs = parseHubList(o.hub);
-    if (hubUrls(config).join(',') !== hubs.join(',')) {
-      config = { ...config, hub: hubs[0]!, ...(hubs.length > 1 ? { hubs } : { hubs: undefined }) };
-      writeEdgeConfig(o.dataDir, config);
-      log.info({ hubs }, 'hub URLs updated from --hub');
-    }
-  }
+  const config = await enrollOnce(o, version);
   const edge = edgeName(config.name);
+  const reportId = mailboxDocId(edge, 'report');
+  // `outpost edge local upgrade` and the hub's upgrade orders both end with this.
+  const restartForSwitch = () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))();
 
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
@@ -148,7 +110,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   };
   const store = await openReplica(path.join(o.dataDir, 'edge.db'), storeOptions);
   ensureMailbox(store, edge, 'edge');
-  store.change<ReportDoc>(mailboxDocId(edge, 'report'), (d) => {
+  store.change<ReportDoc>(reportId, (d) => {
     setInventory(
       d,
       collectInventory(config.driver, version, {
@@ -177,51 +139,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
 
   let transfersRef: EdgeTransfers | undefined;
   let egressRef: EdgeEgress | undefined;
-  const registry = new client.Registry();
-  collectProcessMetrics(registry, 'outpost_edge_', EDGE_LAG_SAMPLE_MS);
-  new client.Gauge({
-    name: 'outpost_edge_connected',
-    help: '1 when the sync connection to the hub is up',
-    registers: [registry],
-    collect() {
-      this.set(sync?.state === 'connected' ? 1 : 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_edge_sync_bytes_out',
-    help: 'Sync bytes sent on closed connections',
-    registers: [registry],
-    collect() {
-      this.set(sync?.totals.bytesOut ?? 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_edge_reconcile_passes',
-    help: 'Reconciler passes since start',
-    registers: [registry],
-    collect() {
-      this.set(reconciler?.passes ?? 0);
-    },
-  });
-
-  new client.Gauge({
-    name: 'outpost_edge_egress_scans',
-    help: 'Completed scans of the export directories since start (docs/data.md)',
-    registers: [registry],
-    collect() {
-      this.set(egressRef?.scans ?? 0);
-    },
-  });
-  new client.Gauge({
-    name: 'outpost_edge_transfer_bytes',
-    help: 'Blob bytes moved over the hub connection since start, by direction (down: from the hub, up: to it)',
-    labelNames: ['direction'],
-    registers: [registry],
-    collect() {
-      this.set({ direction: 'down' }, transfersRef?.moved.down ?? 0);
-      this.set({ direction: 'up' }, transfersRef?.moved.up ?? 0);
-    },
-  });
+  const registry = edgeMetricsRegistry(() => ({ sync, reconciler, egress: egressRef, transfers: transfersRef }));
 
   // One URL, or the hub's replicas in order: the client moves to the next when one fails.
   const wsUrls = hubUrls(config).map((u) => `${u.replace(/^http/, 'ws')}/api/v1/sync`);
@@ -269,7 +187,6 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     () => s.state === 'connected',
   ));
   s.on('state', (state) => state === 'connected' && transfers.kick());
-  const reportIdForOrders = mailboxDocId(edge, 'report');
   orders = new UpgradeOrders({
     dataDir: o.dataDir,
     edge,
@@ -282,9 +199,9 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     // The hub should see Switching before the agent goes away; a few seconds at most.
     reportSent: async () => {
       const until = Date.now() + 3_000;
-      while (Date.now() < until && !s.inSync(reportIdForOrders)) await new Promise((r) => setTimeout(r, 100));
+      while (Date.now() < until && !s.inSync(reportId)) await new Promise((r) => setTimeout(r, 100));
     },
-    restart: () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(),
+    restart: restartForSwitch,
   });
   // Image pre-staging (issue #19): the images of a new version, over this connection, before the switch.
   const imageStaging = (staging = new EdgeImageStaging({
@@ -345,7 +262,6 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
 
   // The edge writes its report; once the hub holds all of it, a report past the threshold
   // restarts as a new epoch (sync/compaction.ts), so a mailbox stays small however long it lives.
-  const reportId = mailboxDocId(edge, 'report');
   const compactTimer = setInterval(() => {
     if (!s.inSync(reportId)) return;
     if (compactIfLarge<ReportDoc>(store, reportId, (doc) => materializeReport(readReport(doc), doc.intentSeq ?? 0)))
@@ -378,7 +294,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
                 files: blobs.files,
                 releaseKey: config.releaseKey,
                 version,
-                restart: () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(),
+                restart: restartForSwitch,
               },
               body,
             ),
@@ -416,54 +332,4 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       store.close();
     },
   };
-}
-
-/** What the report says about the last release switch (edge/upgrade/switch.ts). */
-function agentReleaseOf(u: UpgradeState | undefined): AgentReleaseState | undefined {
-  if (!u) return undefined;
-  return {
-    version: u.version,
-    state: u.state,
-    previousVersion: u.previousVersion,
-    at: u.at,
-    ...(u.reason ? { reason: u.reason.slice(0, 1024) } : {}),
-  };
-}
-
-/** Stops every workload (keeping them, for `outpost edge uninstall` to remove). */
-async function stopAll(driver: Driver): Promise<void> {
-  for (const w of await driver.list().catch(() => []))
-    if (w.phase !== 'Paused' && w.phase !== 'Pending')
-      await driver
-        .stopWorkload(w.name)
-        .catch((err: unknown) => log.warn({ err, workload: w.name }, 'stopping a workload of a decommissioned edge'));
-}
-
-/**
- * Opens the edge's replica; a damaged one is moved aside (kept for a post-mortem) and the agent
- * starts from an empty one: the spec comes back from the hub at the next sync, and the report is
- * written again from what the driver observes, while the workloads go on running. Staying down
- * instead left them unsupervised. Local intents made on site live in the replica and are lost.
- */
-export async function openReplica(file: string, options: ReplicaStoreOptions): Promise<ReplicaStore> {
-  try {
-    const store = await ReplicaStore.open(file, options);
-    try {
-      quickCheck(store.db);
-    } catch (err) {
-      store.close();
-      throw err;
-    }
-    return store;
-  } catch (err) {
-    if (!isCorruptDatabase(err)) throw err;
-    const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-    for (const suffix of ['', '-wal', '-shm'])
-      if (fs.existsSync(file + suffix)) fs.renameSync(file + suffix, aside + suffix);
-    log.warn(
-      { err, movedTo: aside },
-      `the edge replica ${file} is damaged: moved it to ${aside} and rebuilding from the hub (spec) and the driver (status); local intents made on site are lost`,
-    );
-    return ReplicaStore.open(file, options);
-  }
 }

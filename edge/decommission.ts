@@ -7,6 +7,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { createLogger } from '../core/logger.js';
+import type { Driver } from './drivers/driver.js';
+
+const log = createLogger('edge');
 
 export const DECOMMISSIONED_FILE = 'decommissioned.json';
 
@@ -33,4 +37,13 @@ export function writeDecommissioned(dataDir: string, message: string, now = new 
   fs.writeFileSync(`${file}.tmp`, JSON.stringify(d, null, 2), { mode: 0o600 });
   fs.renameSync(`${file}.tmp`, file);
   return d;
+}
+
+/** Stops every workload (keeping them, for `outpost edge uninstall` to remove). */
+export async function stopAll(driver: Driver): Promise<void> {
+  for (const w of await driver.list().catch(() => []))
+    if (w.phase !== 'Paused' && w.phase !== 'Pending')
+      await driver
+        .stopWorkload(w.name)
+        .catch((err: unknown) => log.warn({ err, workload: w.name }, 'stopping a workload of a decommissioned edge'));
 }

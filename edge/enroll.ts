@@ -1,6 +1,8 @@
 /**
  * @module Enrollment: trade a join token (which pins the hub's CA, k3s style) for this edge's own
- * credential, once. The CA is fetched and checked against the pin before anything is sent.
+ * credential, once. The CA is fetched and checked against the pin before anything is sent. At
+ * every later start the agent takes the enrolled configuration from DATA/edge.json instead
+ * (`enrollOnce`).
  */
 import fs from 'node:fs';
 import { isValidName } from '../core/ids.js';
@@ -10,8 +12,17 @@ import type { Inventory } from '../core/resources.js';
 import { requestJson } from '../sync/http-json.js';
 
 import { fetchPinnedCa, parseToken } from '../sync/pinned-ca.js';
-import { parseHubList, writeEdgeConfig, type EdgeConfig } from './config.js';
+import {
+  defaultEdgeName,
+  driverName,
+  hubUrls,
+  parseHubList,
+  readEdgeConfig,
+  writeEdgeConfig,
+  type EdgeConfig,
+} from './config.js';
 import type { DriverName } from './drivers/driver.js';
+import { collectInventory } from './inventory.js';
 
 const log = createLogger('edge:enroll');
 
@@ -45,6 +56,59 @@ export function resolveJoinToken(o: { joinToken?: string; joinTokenFile?: string
   }
   if (!text) throw new Error(`--join-token-file ${o.joinTokenFile} is empty: write the join token into it`);
   return text;
+}
+
+/** What `outpost edge` was given (edge/agent.ts `EdgeAgentOptions`). */
+export interface EnrollOnceOptions {
+  dataDir: string;
+  hub?: string;
+  joinToken?: string;
+  name?: string;
+  labels?: Record<string, string>;
+  driver?: string;
+  kubeconfig?: string;
+}
+
+/**
+ * This edge's configuration at start: enrolls with `--hub` and `--join-token` when the data
+ * directory holds no edge yet, else takes DATA/edge.json (refusing a join token for another name,
+ * and taking the hub's URLs from `--hub` when they changed). `agentVersion` goes into the inventory
+ * sent with the enrollment.
+ */
+export async function enrollOnce(o: EnrollOnceOptions, agentVersion: string): Promise<EdgeConfig> {
+  let config = readEdgeConfig(o.dataDir);
+  const requestedDriver = driverName(o.driver ?? config?.driver ?? 'process');
+  if (!config) {
+    if (!o.hub || !o.joinToken)
+      throw new Error(
+        `${o.dataDir} holds no enrolled edge: pass --hub URL and --join-token T (create one on the hub with \`outpost token create\`)`,
+      );
+    const name = o.name ?? defaultEdgeName();
+    config = await enroll({
+      dataDir: o.dataDir,
+      hub: o.hub,
+      joinToken: o.joinToken,
+      name,
+      labels: o.labels,
+      driver: requestedDriver,
+      inventory: collectInventory(requestedDriver, agentVersion, { kubeconfig: o.kubeconfig }),
+      kubeconfig: o.kubeconfig,
+    });
+  } else if (o.joinToken && o.name && o.name !== config.name) {
+    throw new Error(
+      `${o.dataDir} already belongs to edge ${config.name}: use another --data directory to enroll ${o.name}`,
+    );
+  } else if (o.hub) {
+    // An enrolled edge given --hub again: the hub's URLs changed (a replica added, a new address).
+    // The credential and the pinned CA stay; only where to dial changes.
+    const hubs = parseHubList(o.hub);
+    if (hubUrls(config).join(',') !== hubs.join(',')) {
+      config = { ...config, hub: hubs[0]!, ...(hubs.length > 1 ? { hubs } : { hubs: undefined }) };
+      writeEdgeConfig(o.dataDir, config);
+      log.info({ hubs }, 'hub URLs updated from --hub');
+    }
+  }
+  return config;
 }
 
 export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {

@@ -8,6 +8,7 @@ import os from 'node:os';
 import { readHardware } from './hardware.js';
 import type { AgentReleaseState, Inventory } from '../core/resources.js';
 import { detectRuntimes } from './runtimes.js';
+import type { UpgradeState } from './upgrade/switch.js';
 
 export function collectInventory(
   driver: string,
@@ -25,5 +26,17 @@ export function collectInventory(
     agentVersion,
     ...(o.agentRelease ? { agentRelease: o.agentRelease } : {}),
     ...readHardware(),
+  };
+}
+
+/** What the report says about the last release switch (edge/upgrade/switch.ts). */
+export function agentReleaseOf(u: UpgradeState | undefined): AgentReleaseState | undefined {
+  if (!u) return undefined;
+  return {
+    version: u.version,
+    state: u.state,
+    previousVersion: u.previousVersion,
+    at: u.at,
+    ...(u.reason ? { reason: u.reason.slice(0, 1024) } : {}),
   };
 }
