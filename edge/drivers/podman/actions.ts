@@ -1,11 +1,14 @@
 /**
  * @module Stop, start and restart on request (the remote actions): `podman pod stop` with the
- * workload's grace period and `podman pod start` on all of the workload's pods, and the `stopped`
- * flag of the state file, which makes status report Paused until a start or an apply.
+ * workload's grace period and `podman pod start` on all of the workload's pods, then a watch that
+ * the start took (start-watch.ts: podman 4.3 can leave a container exited right after a start),
+ * and the `stopped` flag of the state file, which makes status report Paused until a start or an
+ * apply of a new version.
  */
 import { DriverError } from '../driver.js';
 import { podIds, type PodmanContext } from './pods.js';
 import { DEFAULT_GRACE_SECONDS } from './plan.js';
+import { watchStart } from './start-watch.js';
 import type { PodmanWorkloadState } from './state.js';
 
 async function podAction(
@@ -35,9 +38,14 @@ export async function stopOnRequest(ctx: PodmanContext, name: string): Promise<v
   await podAction(ctx, name, 'stop', state?.graceSeconds ?? DEFAULT_GRACE_SECONDS);
 }
 
+/**
+ * Not stopped any more before the watch: a container the watch cannot get running is then drift in
+ * status (status.ts `leftDown`), which the reconciler applies again, not a Paused workload.
+ */
 export async function startOnRequest(ctx: PodmanContext, name: string): Promise<void> {
   await podAction(ctx, name, 'start', 0);
   await setStopped(ctx, name, false);
+  await watchStart(ctx, name);
 }
 
 /** `podman pod restart` has no stop timeout flag; stop + start honours the workload's grace period. */
@@ -46,4 +54,5 @@ export async function restartOnRequest(ctx: PodmanContext, name: string): Promis
   await podAction(ctx, name, 'stop', state?.graceSeconds ?? DEFAULT_GRACE_SECONDS);
   await podAction(ctx, name, 'start', 0);
   await setStopped(ctx, name, false);
+  await watchStart(ctx, name);
 }

@@ -1,9 +1,10 @@
 /**
- * @module Applying a unit (docs/drivers.md, "Updates"): nothing when its version already runs,
- * else the replace by new pods: images present (pull.ts), volume files written (volumes.ts), the
- * new pods played beside the old ones (play.ts), and only then the old pods removed. Whatever
- * fails, the old pods keep serving; the state file records the outcome (state.ts) and a failed
- * version is tried again after FAILED_RETRY_MS.
+ * @module Applying a unit (docs/drivers.md, "Updates"): nothing when its version already runs
+ * (but containers podman left down are started: start-watch.ts), else the replace by new pods:
+ * images present (pull.ts), volume files written (volumes.ts), the new pods played beside the old
+ * ones (play.ts), and only then the old pods removed. Whatever fails, the old pods keep serving;
+ * the state file records the outcome (state.ts) and a failed version is tried again after
+ * FAILED_RETRY_MS.
  */
 import { FAILED_RETRY_MS } from '../../../core/durations.js';
 import { createLogger } from '../../../core/logger.js';
@@ -12,6 +13,7 @@ import { DEFAULT_GRACE_SECONDS, LABEL_HASH, planUnit, UnsupportedUnitError, type
 import { play } from './play.js';
 import { removePods, scanOne, type PodmanContext } from './pods.js';
 import { ensureImages, removePullAccess, writePullAccess } from './pull.js';
+import { startLeftDown } from './start-watch.js';
 import type { PodmanWorkloadState } from './state.js';
 import { pruneVolumes, writeVolumes } from './volumes.js';
 
@@ -35,6 +37,8 @@ export async function applyUnit(ctx: PodmanContext, unit: WorkloadUnit): Promise
     current.length >= expected
   ) {
     if (!state || state.generation !== unit.generation) await adoptState(ctx, unit, state);
+    // The version runs, but podman may have left a container of it down (status reports that as drift).
+    if (!state?.stopped) await startLeftDown(ctx, unit.name, seen);
     return;
   }
   if (state?.hash === unit.hash && state.error && Date.now() - state.attemptedAt < FAILED_RETRY_MS) return;

@@ -28,8 +28,9 @@ interface Inspect {
   Id: string;
   Name: string;
   Pod: string;
+  Created?: string;
   RestartCount: number;
-  State: { Status: string; ExitCode: number; Error: string; StartedAt: string };
+  State: { Status: string; ExitCode: number; Error: string; StartedAt: string; FinishedAt?: string };
   HostConfig?: { RestartPolicy?: { Name?: string } };
   Config?: { Labels?: Record<string, string> | null };
   NetworkSettings?: { IPAddress?: string; Networks?: Record<string, { IPAddress?: string }> | null };
@@ -108,7 +109,9 @@ async function scanOnce(
       exitCode: c.State.ExitCode,
       error: c.State.Error,
       restarts: c.RestartCount,
+      createdAt: Date.parse(c.Created ?? '') || 0,
       startedAt: Date.parse(c.State.StartedAt) || 0,
+      finishedAt: Date.parse(c.State.FinishedAt ?? '') || 0,
       restartPolicy: c.HostConfig?.RestartPolicy?.Name ?? '',
       labels,
       workload: workloadName,

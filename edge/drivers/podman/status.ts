@@ -3,7 +3,7 @@
  * the observation the reconciler reports. Pure, so the phase rules are unit-tested without podman.
  */
 import type { ObjectStatus } from '../../../core/mailbox.js';
-import type { ReportedPhase } from '../../../core/status.js';
+import { STATE_RANK, type ReportedPhase } from '../../../core/status.js';
 import type { WorkloadObservation } from '../driver.js';
 import type { PodmanWorkloadState } from './state.js';
 
@@ -12,6 +12,17 @@ import type { PodmanWorkloadState } from './state.js';
  * crashing container at once (no back-off), so a crash loop is "running" most of the time.
  */
 export const CRASH_WINDOW_MS = 10_000;
+
+/**
+ * A container its restart policy wants running that has stayed down this long was left down:
+ * podman restarts such a container 0.17-0.47 s after its exit (measured at load average 5), so 2 s
+ * leaves room for a slower machine. What leaves one down: `podman stop` or `podman kill` on site,
+ * a reboot (without systemd nothing runs podman-restart.service), or podman 4.3's stop/restart
+ * races (its PRs 17077 and 18267: the cleanup process of a stopped run acts after the next start).
+ * Status reports it as drift, so the reconciler applies the unit again and the apply starts it
+ * (apply.ts, start-watch.ts).
+ */
+export const LEFT_DOWN_MS = 2_000;
 
 export interface ContainerView {
   id: string;
@@ -24,7 +35,10 @@ export interface ContainerView {
   exitCode: number;
   error: string;
   restarts: number;
+  /** Epoch ms; 0 or less when podman has no time (never created, started or exited). */
+  createdAt: number;
   startedAt: number;
+  finishedAt: number;
   restartPolicy: string;
   labels: Record<string, string>;
   /** Readiness probe result; undefined when the container has no probe. */
@@ -35,6 +49,24 @@ export interface PodView {
   name: string;
   status: string;
   labels: Record<string, string>;
+}
+
+/** Podman's states of a container that is not running and not on its way (paused, stopping, removing). */
+const DOWN_STATES = new Set(['exited', 'stopped', 'created', 'configured']);
+
+/**
+ * Down although its restart policy wants it running: any down state under `always`, exited
+ * non-zero under `on-failure`. Momentarily true in a crash loop, between an exit and podman's
+ * restart; `leftDown` is the lasting case.
+ */
+export function wantsRunning(c: ContainerView): boolean {
+  if (!DOWN_STATES.has(c.state)) return false;
+  return c.restartPolicy === 'always' || (c.restartPolicy === 'on-failure' && c.exitCode !== 0);
+}
+
+/** Down for LEFT_DOWN_MS and not restarted by podman in that time: nobody will start it but us. */
+export function leftDown(c: ContainerView, now: number): boolean {
+  return wantsRunning(c) && now - Math.max(c.createdAt, c.startedAt, c.finishedAt) >= LEFT_DOWN_MS;
 }
 
 function containerStatus(c: ContainerView, now: number): ObjectStatus & { crashing: boolean } {
@@ -56,15 +88,16 @@ function containerStatus(c: ContainerView, now: number): ObjectStatus & { crashi
   }
   if (c.state === 'exited' && c.exitCode === 0 && c.restartPolicy !== 'always')
     return { ready: true, crashing: false, message: 'completed' };
+  const left = leftDown(c, now) ? '; podman did not start it again, the next apply does' : '';
   if (c.state === 'exited' || c.state === 'stopped') {
     const why = c.error || `exit code ${c.exitCode}`;
     return {
       ready: false,
       crashing: c.restarts > 0 || c.exitCode !== 0,
-      message: `${c.state} (${why}), ${c.restarts} restarts`,
+      message: `${c.state} (${why}), ${c.restarts} restarts${left}`,
     };
   }
-  return { ready: false, crashing: false, message: c.state };
+  return { ready: false, crashing: false, message: `${c.state}${left}` };
 }
 
 export function observe(
@@ -96,9 +129,12 @@ export function observe(
   let allReady = true;
   let crashing = false;
   const podReady = new Map<string, boolean>();
+  // Drift (driver.ts `modified`): what the reconciler puts back by applying again.
+  const modified: string[] = [];
   for (const c of [...containers].sort((a, b) => `${a.pod}/${a.container}`.localeCompare(`${b.pod}/${b.container}`))) {
     const s = containerStatus(c, now);
     objects[`Pod/${c.pod}/${c.container}`] = s.message ? { ready: s.ready, message: s.message } : { ready: s.ready };
+    if (leftDown(c, now)) modified.push(`Pod/${c.pod}/${c.container}`);
     podReady.set(c.pod, (podReady.get(c.pod) ?? true) && s.ready);
     allReady &&= s.ready;
     crashing ||= s.crashing;
@@ -133,5 +169,6 @@ export function observe(
     const notReady = Object.entries(objects).filter(([k, o]) => !o.ready && k.split('/').length === 3);
     message = notReady.map(([k, o]) => `${k.slice(4)}: ${o.message ?? 'not ready'}`).join('; ') || undefined;
   }
-  return message ? { ...base, phase, message } : { ...base, phase };
+  if (modified.length && STATE_RANK[phase] < STATE_RANK.Modified) phase = 'Modified';
+  return { ...base, phase, ...(message ? { message } : {}), ...(modified.length ? { modified } : {}) };
 }
