@@ -119,7 +119,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: a start that does not take', () => 
     await waitFor(async () => (await observe(driver, 'race'))?.phase === 'Ready', { what: 'race Ready again' });
   });
 
-  it('reports a container podman left down as drift, and an apply of the same unit starts it', async () => {
+  it('reports a container podman left down as drift, which an apply starts; one stopped on request stays stopped', async () => {
     const u = twoSleepers('drift');
     await driver.apply(u);
     await waitFor(async () => (await observe(driver, 'drift'))?.phase === 'Ready', { what: 'drift Ready' });
@@ -158,6 +158,21 @@ describe.skipIf(SKIP_PODMAN)('podman driver: a start that does not take', () => 
     expect(paused.modified).toBeUndefined();
     await driver.apply(u);
     expect(Object.values(await containers('drift'))).toEqual(['exited', 'exited']);
+    expect((await observe(driver, 'drift'))?.message).toContain('runs again on a start');
+    // A new version replaces the stopped pods by running ones (the reconciler applies it after a start).
+    const v2 = unit('drift', 2, [
+      pod(`drift-${env.suffix}`, {
+        containers: [{ name: 'a', image: TEST_IMAGE, command: ['sleep', '601'] }],
+      }),
+    ]);
+    await driver.apply(v2);
+    await waitFor(
+      async () => {
+        const w = await observe(driver, 'drift');
+        return w?.phase === 'Ready' && w.hash === v2.hash;
+      },
+      { what: 'drift v2 Ready' },
+    );
   });
 
   it('fails a restart whose container stays down after a second start, and reports it as drift, not Paused', async () => {

@@ -80,6 +80,10 @@ describe('podman status: containers left down', () => {
     const paused = observe('web', { ...state, stopped: true }, pods, down, NOW);
     expect(paused.phase).toBe('Paused');
     expect(paused.modified).toBeUndefined();
+    // What starts it: the reconciler applies nothing to a workload held stopped or paused on site.
+    expect(paused.message).toBe(
+      'stopped on request; runs again on a start (`outpost edge action EDGE start web`, or `outpost edge local resume web` after a pause on site), not on an apply',
+    );
     const failed = observe('web', { ...state, error: 'podman kube play failed: x' }, pods, down, NOW);
     expect(failed.phase).toBe('Failed');
     expect(failed.modified).toBeUndefined();
