@@ -121,6 +121,17 @@ export interface Driver {
   close(): Promise<void>;
 }
 
+/**
+ * The status message of a workload stopped on request, every driver's: what runs it again, as the
+ * operator does it. Not an apply: the reconciler applies nothing to a workload held stopped (a
+ * remote `stop`) or paused on site, a new revision included; the start it does on `start` or
+ * `resume` applies a newer revision if there is one. Which of the two stopped it a driver cannot
+ * tell, so both are named.
+ */
+export function stoppedOnRequest(name: string): string {
+  return `stopped on request; runs again on a start (\`outpost edge action EDGE start ${name}\`, or \`outpost edge local resume ${name}\` after a pause on site), not on an apply`;
+}
+
 export class DriverError extends Error {
   constructor(message: string, opts?: { cause?: unknown }) {
     super(message, opts);

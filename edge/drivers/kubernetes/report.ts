@@ -4,7 +4,7 @@
  * record's stop flag or apply error over everything, and the hash and generation the live labels
  * carry.
  */
-import type { WorkloadObservation } from '../driver.js';
+import { stoppedOnRequest, type WorkloadObservation } from '../driver.js';
 import { driftOf } from './drift.js';
 import { LABEL_GENERATION, LABEL_HASH, defaultNamespace, identity, objectKey, prepare, type KObj } from './objects.js';
 import { objectPhase, restartsOf, worstPhase, type ObjectPhase } from './observe.js';
@@ -62,7 +62,7 @@ export function observeWorkload(
   }
   let { phase, message } = worstPhase(phases);
   if (rec?.error) [phase, message] = ['Failed', rec.error];
-  else if (rec?.stopped) [phase, message] = ['Paused', 'stopped on request'];
+  else if (rec?.stopped) [phase, message] = ['Paused', stoppedOnRequest(name)];
   else if (hashes.size > 1)
     [phase, message] = ['Progressing', 'objects carry different unit hashes; an apply was interrupted'];
   const objectsOut = Object.fromEntries(

@@ -4,7 +4,7 @@
  */
 import type { ObjectStatus } from '../../../core/mailbox.js';
 import { STATE_RANK, type ReportedPhase } from '../../../core/status.js';
-import type { WorkloadObservation } from '../driver.js';
+import { stoppedOnRequest, type WorkloadObservation } from '../driver.js';
 import type { PodmanWorkloadState } from './state.js';
 
 /**
@@ -100,16 +100,6 @@ function containerStatus(c: ContainerView, now: number): ObjectStatus & { crashi
   return { ready: false, crashing: false, message: `${c.state}${left}` };
 }
 
-/**
- * What runs a stopped workload again, as the operator does it. Not an apply: the reconciler applies
- * nothing to a workload held stopped (a remote `stop`) or paused on site, a new revision included;
- * the start it does on `start` or `resume` applies a newer revision if there is one. Which of the
- * two stopped it the driver cannot tell, so both are named.
- */
-function pausedMessage(name: string): string {
-  return `stopped on request; runs again on a start (\`outpost edge action EDGE start ${name}\`, or \`outpost edge local resume ${name}\` after a pause on site), not on an apply`;
-}
-
 export function observe(
   name: string,
   state: PodmanWorkloadState | undefined,
@@ -133,7 +123,7 @@ export function observe(
   }
   if (state?.stopped) {
     for (const p of pods) objects[`Pod/${p.name}`] = { ready: false, message: 'stopped on request' };
-    return { ...base, phase: 'Paused', message: pausedMessage(name) };
+    return { ...base, phase: 'Paused', message: stoppedOnRequest(name) };
   }
 
   let allReady = true;

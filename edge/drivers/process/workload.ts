@@ -9,7 +9,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Logger } from '../../../core/logger.js';
 import type { ObjectStatus } from '../../../core/mailbox.js';
-import type { WorkloadObservation, WorkloadUnit } from '../driver.js';
+import { stoppedOnRequest, type WorkloadObservation, type WorkloadUnit } from '../driver.js';
 import { materializeVolume } from './config.js';
 import { planWorkload, type WorkloadPlan } from './plan.js';
 import { bootId, findWrappers, isAlive, terminateGroup } from './proc.js';
@@ -267,7 +267,7 @@ export class ManagedWorkload {
       return {
         ...base,
         phase: 'Pending',
-        message: 'stopped on request; startWorkload or apply starts it again',
+        message: stoppedOnRequest(this.name),
         restarts,
         objects,
       };
