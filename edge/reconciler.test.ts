@@ -86,4 +86,35 @@ describe('reconciler', () => {
       { what: 'generation 2 Ready after a retry' },
     );
   });
+
+  it('starts a workload the driver keeps stopped when nothing holds it stopped any more, and keeps a held one stopped', async () => {
+    const held = HeldStopped.inMemory();
+    const r = new Reconciler(store, edge, driver, held, 200);
+    setSpec(1, pod(['/bin/sh', '-c', 'exec sleep 600']));
+    const ready = async () => {
+      await r.trigger();
+      return reported()?.phase === 'Ready';
+    };
+    await waitFor(ready, { what: 'generation 1 Ready' });
+
+    // Held by a remote stop: stopped, and it stays so pass after pass.
+    await held.add('app');
+    await r.trigger();
+    await r.trigger();
+    expect(reported()?.phase).toBe('Paused');
+    expect((await driver.list()).find((o) => o.name === 'app')).toMatchObject({ stopped: true });
+
+    // Stopped in the driver with nothing holding it (a pause lost with a rebuilt replica, or a
+    // hold lifted while the agent was down): a reconciler that did not stop it starts it.
+    await held.delete('app');
+    const fresh = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
+    await waitFor(
+      async () => {
+        await fresh.trigger();
+        return reported()?.phase === 'Ready';
+      },
+      { what: 'the stopped workload started again' },
+    );
+    expect((await driver.list()).find((o) => o.name === 'app')?.stopped).toBeFalsy();
+  });
 });

@@ -163,7 +163,14 @@ export class Reconciler {
           });
           this.stoppedByUs.delete(w.name);
           result.applied.push(w.name);
-        } else if (this.stoppedByUs.has(w.name)) {
+        } else if (this.stoppedByUs.has(w.name) || cur.stopped) {
+          // Stopped and held by nothing any more. Not by this run of the reconciler either: a
+          // pause lost with a rebuilt replica, or a hold lifted before the first pass after a restart.
+          if (!this.stoppedByUs.has(w.name))
+            log.warn(
+              { workload: w.name },
+              'the workload is stopped but nothing holds it stopped any more: starting it',
+            );
           await this.driver.startWorkload(w.name);
           this.stoppedByUs.delete(w.name);
           result.applied.push(w.name);

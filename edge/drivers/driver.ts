@@ -55,6 +55,12 @@ export interface WorkloadObservation {
    * again, and the driver puts them back. Only drivers that can tell (kubernetes) report it.
    */
   modified?: string[];
+  /**
+   * Stopped on request (`stopWorkload`), until `startWorkload` or an apply of another version; the
+   * driver keeps it across agent restarts, phase Paused. The reconciler starts such a workload
+   * when nothing holds it stopped any more (no remote stop, no pause on site).
+   */
+  stopped?: boolean;
 }
 
 export interface LogOptions {

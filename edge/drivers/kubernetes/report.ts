@@ -80,5 +80,6 @@ export function observeWorkload(
     restarts: restartsOf(wpods),
     objects: objectsOut,
     ...(modified.length ? { modified } : {}),
+    ...(rec?.stopped ? { stopped: true } : {}),
   };
 }

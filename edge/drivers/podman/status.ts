@@ -123,7 +123,7 @@ export function observe(
   }
   if (state?.stopped) {
     for (const p of pods) objects[`Pod/${p.name}`] = { ready: false, message: 'stopped on request' };
-    return { ...base, phase: 'Paused', message: stoppedOnRequest(name) };
+    return { ...base, phase: 'Paused', message: stoppedOnRequest(name), stopped: true };
   }
 
   let allReady = true;

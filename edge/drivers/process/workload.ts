@@ -264,13 +264,7 @@ export class ManagedWorkload {
     }
     const message = problems.join('; ') || undefined;
     if (this.state.stopped)
-      return {
-        ...base,
-        phase: 'Pending',
-        message: stoppedOnRequest(this.name),
-        restarts,
-        objects,
-      };
+      return { ...base, phase: 'Paused', message: stoppedOnRequest(this.name), restarts, objects, stopped: true };
     if (failed) return { ...base, phase: 'Failed', message, restarts, objects };
     if (degraded) return { ...base, phase: 'Degraded', message, restarts, objects };
     if (allReady) return { ...base, phase: 'Ready', restarts, objects };
