@@ -1,6 +1,7 @@
 /**
  * @module Applying a unit (docs/drivers.md, "Updates"): nothing when its version already runs
- * (but containers podman left down are started: start-watch.ts), else the replace by new pods:
+ * (but containers podman left down are started: start-watch.ts, and pods removed on site are
+ * played again beside the ones that run: `recreateMissing`), else the replace by new pods:
  * images present (pull.ts), volume files written (volumes.ts), the new pods played beside the old
  * ones (play.ts), and only then the old pods removed. Whatever fails, the old pods keep serving;
  * the state file records the outcome (state.ts) and a failed version is tried again after
@@ -8,14 +9,15 @@
  */
 import { FAILED_RETRY_MS } from '../../../core/durations.js';
 import { createLogger } from '../../../core/logger.js';
-import type { WorkloadUnit } from '../driver.js';
+import { DriverError, type WorkloadUnit } from '../driver.js';
 import { DEFAULT_GRACE_SECONDS, LABEL_HASH, planUnit, UnsupportedUnitError, type PodmanPlan } from './plan.js';
 import { play } from './play.js';
 import { removePods, scanOne, type PodmanContext } from './pods.js';
 import { ensureImages, removePullAccess, writePullAccess } from './pull.js';
 import { startLeftDown } from './start-watch.js';
 import type { PodmanWorkloadState } from './state.js';
-import { pruneVolumes, writeVolumes } from './volumes.js';
+import { missingPods } from './status.js';
+import { pruneVolumes, restoreVolumes, writeVolumes } from './volumes.js';
 
 const log = createLogger('edge:driver:podman');
 
@@ -29,14 +31,15 @@ export async function applyUnit(ctx: PodmanContext, unit: WorkloadUnit): Promise
   const state = await store.read(unit.name);
   const seen = await scanOne(ctx, unit.name, state);
   const current = seen.pods.filter((p) => p.labels[LABEL_HASH] === unit.hash);
-  const expected = (state?.templates ?? []).reduce((n, t) => n + t.replicas, 0);
-  if (
-    current.length > 0 &&
-    current.length === seen.pods.length &&
-    (!state || (state.hash === unit.hash && !state.error)) &&
-    current.length >= expected
-  ) {
-    if (!state || state.generation !== unit.generation) await adoptState(ctx, unit, state);
+  // Only the unit's version exists, and it was applied without error (or it runs and the state file was lost).
+  const runs =
+    current.length === seen.pods.length && (state ? state.hash === unit.hash && !state.error : current.length > 0);
+  // With none of its pods left, the replace below makes them all, as a first apply does.
+  if (runs && current.length > 0) {
+    const missing = state ? missingPods(state, current) : [];
+    if (state && missing.length) await recreateMissing(ctx, unit, state, missing);
+    // After a recreate too: the state's pod templates become the plan's, should they differ.
+    if (!state || state.generation !== unit.generation || missing.length) await adoptState(ctx, unit, state);
     // The version runs, but podman may have left a container of it down (status reports that as drift).
     if (!state?.stopped) await startLeftDown(ctx, unit.name, seen);
     return;
@@ -98,6 +101,45 @@ export async function applyUnit(ctx: PodmanContext, unit: WorkloadUnit): Promise
   });
   const keep = error ? oldHash && store.volumeRoot(unit.name, oldHash) : store.volumeRoot(unit.name, unit.hash);
   await pruneVolumes(store, unit.name, keep || undefined);
+}
+
+/**
+ * Plays the pods of the running version that are missing (`podman pod rm` on site: status reports
+ * them as drift, so the reconciler applies the unit again), next to the ones that run, which are
+ * not touched: not stopped, not replaced, their volume files not rewritten. Under a stop on request
+ * they are made and left stopped, as the others are. A failure leaves the running pods as they
+ * are and throws: the reconciler shows the message and, the pods still missing, tries again on
+ * its next pass.
+ */
+async function recreateMissing(
+  ctx: PodmanContext,
+  unit: WorkloadUnit,
+  state: PodmanWorkloadState,
+  missing: string[],
+): Promise<void> {
+  const plan = planUnit(unit, ctx.owner, ctx.store.volumeRoot(unit.name, unit.hash));
+  const names = new Set(missing);
+  const pods = plan.pods.filter((p) => names.has(p.name));
+  // The plan declares none of them (one made by an Outpost that planned otherwise): adoptState takes its templates.
+  if (pods.length === 0) return;
+  log.warn(
+    { workload: unit.name, pods: pods.map((p) => p.name) },
+    'pods of the running version are missing; playing them again',
+  );
+  await restoreVolumes(ctx.store, unit, plan);
+  const access = await writePullAccess(ctx.store, unit.name, plan);
+  let error: string | undefined;
+  try {
+    error =
+      (await ensureImages(ctx.podman, unit.name, plan, access)) ??
+      (await play(ctx, unit, plan, [], state.graceSeconds, access, { only: pods, created: state.stopped }));
+  } finally {
+    await removePullAccess(ctx.store, unit.name);
+  }
+  if (error)
+    throw new DriverError(
+      `recreating the missing pods ${pods.map((p) => p.name).join(', ')} of ${unit.name} (the others keep running): ${error}`,
+    );
 }
 
 /** Same hash already running: refresh the state file (new generation, or a lost file) without touching pods. */

@@ -155,12 +155,15 @@ class PodmanDriver implements Driver, PodmanContext {
             return { ...c, probe: await this.prober.check(c.id, c.startedAt, probe, c.ip) };
           }),
       );
+      // An operation in progress (this.locks) may be what makes a pod missing or a container down.
       out.push(
         observe(
           name,
           state,
           seen.pods.filter((p) => p.workload === name),
           containers,
+          Date.now(),
+          this.locks.has(name),
         ),
       );
     }

@@ -53,6 +53,9 @@ describe('planUnit', () => {
     expect(plan.ports).toEqual([8080, 9090]);
     expect(plan.probes['web/a'].httpGet?.port).toBe(8080);
     expect(plan.ignored).toEqual(['Service/svc']);
+    // What an apply plays to recreate the pod alone (apply.ts recreateMissing).
+    expect(plan.pods.map((p) => [p.name, p.podmanName])).toEqual([['web', 'web-own1-h1']]);
+    expect(docs(plan.pods[0].yaml)).toEqual([pod]);
   });
 
   it('labels the pod template of a Deployment and turns config volumes into hostPath files', () => {
@@ -102,6 +105,18 @@ describe('planUnit', () => {
       { dir: 'd/v', files: [{ path: 'k', content: Buffer.from([0, 1, 2]), mode: 0o400 }] },
     ]);
     expect(plan.templates).toEqual([{ kind: 'Deployment', name: 'd', replicas: 2 }]);
+    // Each of its pods on its own, as podman names and makes a Deployment's pods: a Pod from the template.
+    expect(plan.pods.map((p) => [p.name, p.podmanName])).toEqual([
+      ['d-pod-0', 'd-own1-h1-pod-0'],
+      ['d-pod-1', 'd-own1-h1-pod-1'],
+    ]);
+    const [one] = docs(plan.pods[1].yaml);
+    expect(one).toEqual({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { ...dep.spec.template.metadata, name: 'd-own1-h1-pod-1' },
+      spec: dep.spec.template.spec,
+    });
   });
 
   it('rejects kinds podman cannot run and volumes of objects the workload lacks', () => {

@@ -40,6 +40,14 @@ export function podName(name: string, owner: string, hash: string): string {
   return `${name}-${owner.slice(0, 8)}-${hash.replace(/[^a-z0-9]/g, '').slice(0, 8)}`;
 }
 
+/**
+ * The pods a Pod or Deployment template makes, by the names status shows them under (scan.ts
+ * `displayName`): the template's name for a Pod, `NAME-pod-0..` for a Deployment's `replicas`.
+ */
+export function templatePodNames(t: { kind: string; name: string; replicas: number }): string[] {
+  return t.kind === 'Deployment' ? Array.from({ length: t.replicas }, (_, i) => `${t.name}-pod-${i}`) : [t.name];
+}
+
 /** The podman volume name of a PersistentVolumeClaim: `CLAIM-OWNER`, kept across versions. */
 export function claimVolumeName(claim: string, owner: string): string {
   return `${claim}-${owner.slice(0, 8)}`;
@@ -93,9 +101,23 @@ export interface PullAccess {
   insecure: Set<string>;
 }
 
+/** One pod of the plan, on its own: what an apply plays to recreate a pod removed on site (apply.ts). */
+export interface PlannedPod {
+  /** As status shows it (`templatePodNames`). */
+  name: string;
+  /** Podman's name for it: `NAME-OWNER-VERSION`, `NAME-OWNER-VERSION-pod-N` for a Deployment's. */
+  podmanName: string;
+  /** A Pod document that makes this pod as `yaml` makes it (a Deployment's pod as a Pod of its name). */
+  yaml: string;
+}
+
 export interface PodmanPlan {
   /** The multi-document YAML for `podman kube play`, without the PersistentVolumeClaims. */
   yaml: string;
+  /** Each pod `yaml` makes, as its own document. */
+  pods: PlannedPod[];
+  /** The ConfigMap documents of `yaml`: a pod's env lookups need them beside its document. */
+  configMapDocs: string[];
   /**
    * The claims as YAML documents by podman volume name: podman refuses to play a claim whose
    * volume exists ("volume already exists"), so the driver adds only those not made yet.
@@ -311,6 +333,8 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
   const played = manifests.filter((m) => PLAYED_KINDS.has(m.kind) && m.kind !== 'PersistentVolumeClaim');
   return {
     yaml: played.map((m) => stringify(m)).join('---\n'),
+    pods: templates.flatMap((t) => plannedPods(t, manifests[t.index])),
+    configMapDocs: played.filter((m) => m.kind === 'ConfigMap').map((m) => stringify(m)),
     claimDocs: manifests
       .filter((m) => m.kind === 'PersistentVolumeClaim')
       .map((m) => ({ volume: m.metadata.name as string, yaml: stringify(m) })),
@@ -328,6 +352,27 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
     claims: claims.map((c) => claimVolumeName(c, owner)),
     ignored,
   };
+}
+
+/**
+ * The pods a planned Pod or Deployment manifest makes, each as its own Pod document. Podman 4.3
+ * plays a Deployment's pod N as a pod named `NAME-pod-N` from the template, with the Deployment's
+ * annotations where a Pod's own would be (podman's playKubeDeployment); the document says the same
+ * with the template's and the Deployment's annotations together.
+ */
+function plannedPods(t: { kind: string; name: string; replicas: number }, m: Obj): PlannedPod[] {
+  if (t.kind === 'Pod') return [{ name: t.name, podmanName: m.metadata.name, yaml: stringify(m) }];
+  const template: Obj = m.spec.template;
+  const annotations = { ...(template.metadata.annotations ?? {}), ...(m.metadata.annotations ?? {}) };
+  return templatePodNames(t).map((name, i) => {
+    const podmanName = `${m.metadata.name}-pod-${i}`;
+    const metadata = {
+      ...template.metadata,
+      name: podmanName,
+      ...(Object.keys(annotations).length ? { annotations } : {}),
+    };
+    return { name, podmanName, yaml: stringify({ apiVersion: 'v1', kind: 'Pod', metadata, spec: template.spec }) };
+  });
 }
 
 /** The pull access of the named pull Secrets of the workload; a name it does not hold is skipped, as Kubernetes does. */

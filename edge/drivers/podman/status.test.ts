@@ -1,4 +1,4 @@
-/** The phase rules of status.ts on made-up podman views: containers left down as drift. */
+/** The phase rules of status.ts on made-up podman views: containers left down and pods missing as drift. */
 import { describe, expect, it } from 'vitest';
 import type { PodmanWorkloadState } from './state.js';
 import { LEFT_DOWN_MS, observe, type ContainerView, type PodView } from './status.js';
@@ -87,5 +87,60 @@ describe('podman status: containers left down', () => {
     const failed = observe('web', { ...state, error: 'podman kube play failed: x' }, pods, down, NOW);
     expect(failed.phase).toBe('Failed');
     expect(failed.modified).toBeUndefined();
+  });
+});
+
+describe('podman status: pods missing', () => {
+  const two: PodmanWorkloadState = {
+    ...state,
+    templates: [
+      { kind: 'Pod', name: 'web', replicas: 1 },
+      { kind: 'Deployment', name: 'd', replicas: 2 },
+    ],
+  };
+  const view = (name: string, hash = 'h1'): PodView => ({
+    name,
+    status: 'Running',
+    labels: { 'outpost.dev/hash': hash },
+  });
+  const running = (pod: string) => container('c', { pod, id: `id-${pod}` });
+
+  it('reports a declared pod that is gone as drift, phase Modified, with the message of what puts it back', () => {
+    const o = observe('web', two, [view('web'), view('d-pod-0')], [running('web'), running('d-pod-0')], NOW);
+    expect(o.modified).toEqual(['Pod/d-pod-1']);
+    expect(o.phase).toBe('Modified');
+    expect(o.objects['Pod/d-pod-1']).toEqual({
+      ready: false,
+      message: 'missing (removed outside Outpost?); the next apply recreates it',
+    });
+    expect(o.objects['Deployment/d']).toEqual({ ready: false, message: '1/2 pods ready' });
+    expect(o.message).toBe('1 pod(s) missing (removed outside Outpost?): d-pod-1; the next apply recreates them');
+  });
+
+  it('says so when no pod is left, and keeps Degraded when what runs crash-loops', () => {
+    const none = observe('web', two, [], [], NOW);
+    expect(none.modified).toEqual(['Pod/web', 'Pod/d-pod-0', 'Pod/d-pod-1']);
+    expect(none.phase).toBe('Modified');
+    expect(none.message).toBe('no pods exist (removed outside Outpost?); the next apply recreates them');
+    const looping = container('c', { restarts: 3, startedAt: NOW - 1_000 });
+    const crashing = observe('web', two, [view('web')], [looping], NOW);
+    expect(crashing.phase).toBe('Degraded');
+    expect(crashing.modified).toEqual(['Pod/d-pod-0', 'Pod/d-pod-1']);
+  });
+
+  it("does not count another version's pod of the same name (one left behind by an update)", () => {
+    const o = observe('web', state, [view('web', 'h0')], [running('web')], NOW);
+    expect(o.modified).toEqual(['Pod/web']);
+  });
+
+  it('reports no drift while an operation on the workload is in progress, nor when stopped or failed', () => {
+    const busy = observe('web', two, [view('web')], [running('web'), exited('b', 60_000)], NOW, true);
+    expect(busy.modified).toBeUndefined();
+    expect(busy.phase).toBe('Progressing');
+    expect(busy.message).toBe('2 pod(s) missing while an operation on the workload is in progress');
+    const paused = observe('web', { ...two, stopped: true }, [view('web')], [], NOW);
+    expect([paused.phase, paused.modified]).toEqual(['Paused', undefined]);
+    const failed = observe('web', { ...two, error: 'podman kube play failed: x' }, [], [], NOW);
+    expect([failed.phase, failed.modified]).toEqual(['Failed', undefined]);
   });
 });

@@ -5,6 +5,7 @@
 import type { ObjectStatus } from '../../../core/mailbox.js';
 import { STATE_RANK, type ReportedPhase } from '../../../core/status.js';
 import { stoppedOnRequest, type WorkloadObservation } from '../driver.js';
+import { templatePodNames } from './plan.js';
 import type { PodmanWorkloadState } from './state.js';
 
 /**
@@ -69,6 +70,15 @@ export function leftDown(c: ContainerView, now: number): boolean {
   return wantsRunning(c) && now - Math.max(c.createdAt, c.startedAt, c.finishedAt) >= LEFT_DOWN_MS;
 }
 
+/**
+ * The pods the state's templates declare that no pod of its version (hash) stands for: removed on
+ * site (`podman pod rm`), or not made yet by an operation in progress. By the names status shows.
+ */
+export function missingPods(state: PodmanWorkloadState, pods: PodView[]): string[] {
+  const have = new Set(pods.filter((p) => p.labels['outpost.dev/hash'] === state.hash).map((p) => p.name));
+  return state.templates.flatMap(templatePodNames).filter((n) => !have.has(n));
+}
+
 function containerStatus(c: ContainerView, now: number): ObjectStatus & { crashing: boolean } {
   if (c.state === 'running') {
     if (c.restarts > 0 && now - c.startedAt < CRASH_WINDOW_MS) {
@@ -100,12 +110,19 @@ function containerStatus(c: ContainerView, now: number): ObjectStatus & { crashi
   return { ready: false, crashing: false, message: `${c.state}${left}` };
 }
 
+/**
+ * `busy`: an operation on the workload (an apply, a removal, a stop, start or restart) is in
+ * progress in this driver. What is missing or down then may be its own doing (an apply's new pods
+ * not made yet, the old ones removed before the state file names the new version), so nothing is
+ * drift; the reconciler looks again on its next pass.
+ */
 export function observe(
   name: string,
   state: PodmanWorkloadState | undefined,
   pods: PodView[],
   containers: ContainerView[],
   now = Date.now(),
+  busy = false,
 ): WorkloadObservation {
   const labels = pods[0]?.labels ?? containers[0]?.labels ?? {};
   const generation = state?.generation ?? Number(labels['outpost.dev/generation'] ?? 0);
@@ -134,7 +151,7 @@ export function observe(
   for (const c of [...containers].sort((a, b) => `${a.pod}/${a.container}`.localeCompare(`${b.pod}/${b.container}`))) {
     const s = containerStatus(c, now);
     objects[`Pod/${c.pod}/${c.container}`] = s.message ? { ready: s.ready, message: s.message } : { ready: s.ready };
-    if (leftDown(c, now)) modified.push(`Pod/${c.pod}/${c.container}`);
+    if (leftDown(c, now) && !busy) modified.push(`Pod/${c.pod}/${c.container}`);
     podReady.set(c.pod, (podReady.get(c.pod) ?? true) && s.ready);
     allReady &&= s.ready;
     crashing ||= s.crashing;
@@ -145,23 +162,38 @@ export function observe(
       ...(podReady.get(p.name) ? {} : { message: p.status }),
     };
 
-  let missing = 0;
   for (const t of state?.templates ?? []) {
-    const have = pods.filter((p) => (t.kind === 'Pod' ? p.name === t.name : p.name.startsWith(`${t.name}-pod-`)));
-    const ready = have.filter((p) => podReady.get(p.name)).length;
-    missing += Math.max(0, t.replicas - have.length);
-    if (t.kind === 'Deployment')
-      objects[`Deployment/${t.name}`] = { ready: ready >= t.replicas, message: `${ready}/${t.replicas} pods ready` };
+    if (t.kind !== 'Deployment') continue;
+    const ready = pods.filter((p) => p.name.startsWith(`${t.name}-pod-`) && podReady.get(p.name)).length;
+    objects[`Deployment/${t.name}`] = { ready: ready >= t.replicas, message: `${ready}/${t.replicas} pods ready` };
   }
+  // Drift too, as Kubernetes would see a deleted pod: the apply it triggers plays the missing pods
+  // beside the ones that run (apply.ts).
+  const missing = state ? missingPods(state, pods) : [];
+  if (!busy)
+    for (const p of missing) {
+      objects[`Pod/${p}`] = {
+        ready: false,
+        message: 'missing (removed outside Outpost?); the next apply recreates it',
+      };
+      modified.push(`Pod/${p}`);
+    }
 
   let phase: ReportedPhase;
   let message: string | undefined;
-  if (pods.length === 0) {
+  if (missing.length && busy) {
+    phase = 'Progressing';
+    message = `${missing.length} pod(s) missing while an operation on the workload is in progress`;
+  } else if (missing.length) {
+    phase = crashing ? 'Degraded' : 'Modified';
+    message =
+      pods.length === 0
+        ? 'no pods exist (removed outside Outpost?); the next apply recreates them'
+        : `${missing.length} pod(s) missing (removed outside Outpost?): ${missing.join(', ')}; the next apply recreates them`;
+  } else if (pods.length === 0) {
+    // A state file that names no pod template (one rebuilt by an Outpost that could not plan the unit).
     phase = 'Degraded';
-    message = 'no pods exist (removed outside Outpost?); applying the workload again recreates them';
-  } else if (missing > 0) {
-    phase = 'Degraded';
-    message = `${missing} pod(s) missing; applying the workload again recreates them`;
+    message = 'no pods exist (removed outside Outpost?)';
   } else if (allReady) {
     phase = 'Ready';
   } else {

@@ -3,6 +3,7 @@
  * instead of podman (plan.ts says why): one directory per unit hash under
  * DATADIR/podman/volumes/WORKLOAD, written before the new version is played (so a replace never
  * edits the files the running version mounts) and pruned after the apply to the one version that runs.
+ * Pods of the running version played again (apply.ts `recreateMissing`) mount the same directory.
  */
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -20,6 +21,25 @@ export async function writeVolumes(store: StateStore, unit: WorkloadUnit, plan: 
       const file = join(dir, f.path);
       await mkdir(dirname(file), { recursive: true, mode: 0o755 });
       await writeFile(file, f.content, { mode: f.mode });
+    }
+  }
+}
+
+/**
+ * Writes the files of the unit's version that are not there, leaving alone those that are: pods of
+ * this version run and mount them, and a rewrite would empty the directory under them for a moment.
+ */
+export async function restoreVolumes(store: StateStore, unit: WorkloadUnit, plan: PodmanPlan): Promise<void> {
+  const root = store.volumeRoot(unit.name, unit.hash);
+  for (const v of plan.volumes) {
+    const dir = join(root, v.dir);
+    await mkdir(dir, { recursive: true, mode: 0o755 });
+    for (const f of v.files) {
+      const file = join(dir, f.path);
+      await mkdir(dirname(file), { recursive: true, mode: 0o755 });
+      await writeFile(file, f.content, { mode: f.mode, flag: 'wx' }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
     }
   }
 }

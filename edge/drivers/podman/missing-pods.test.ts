@@ -1,0 +1,275 @@
+/**
+ * Pods removed on site (`podman pod rm -f`, outside the driver) against real podman: status reports
+ * them as drift, an apply of the same unit plays them again beside the pods that run (which are
+ * not touched), and the edge's reconciler does that apply on its next pass. Before, a removed pod
+ * was only Degraded ("applying the workload again recreates them"), which nothing applied.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { edgeName, mailboxDocId } from '../../../core/ids.js';
+import {
+  initReport,
+  initSpec,
+  putSpecWorkload,
+  readReport,
+  type ReportDoc,
+  type SpecDoc,
+} from '../../../core/mailbox.js';
+import type { Manifest } from '../../../core/resources.js';
+import { ReplicaStore } from '../../../sync/store.js';
+import { waitFor } from '../../../test/helpers.js';
+import { HeldStopped } from '../../held-stopped.js';
+import { Reconciler } from '../../reconciler.js';
+import type { Driver, WorkloadObservation } from '../driver.js';
+import { createPodmanDriver } from './index.js';
+import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+
+const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
+  (await d.list()).find((w) => w.name === name);
+
+const MISSING = 'missing (removed outside Outpost?); the next apply recreates it';
+
+describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
+  let env: PodmanTestEnv;
+  let driver: Driver;
+
+  beforeEach(async () => {
+    env = await podmanTestEnv();
+    driver = createPodmanDriver({ dataDir: env.dir });
+    await driver.start();
+  });
+
+  afterEach(async () => {
+    try {
+      for (const w of await driver.list().catch(() => [])) await driver.remove(w.name).catch(() => undefined);
+      await driver.close();
+    } finally {
+      await env.cleanup();
+    }
+  });
+
+  const sleeper = (name: string) =>
+    pod(name, { containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }] });
+
+  /** The workload's pods as podman names them, with their state (`podman pod ps` Status). */
+  const pods = async (workload: string): Promise<Record<string, string>> => {
+    const out = await env.podman.ok(
+      [
+        'pod',
+        'ps',
+        '--filter',
+        `label=outpost.dev/owner=${await env.owner()}`,
+        '--filter',
+        `label=outpost.dev/workload=${workload}`,
+        '--format',
+        '{{.Name}} {{.Status}}',
+      ],
+      'pod ps',
+    );
+    return Object.fromEntries(
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ') as [string, string]),
+    );
+  };
+  /** Podman's name of the pod whose name begins with `prefix` (the manifest name: plan.ts `podName`). */
+  const podmanName = async (workload: string, prefix: string, replica = ''): Promise<string> => {
+    const names = Object.keys(await pods(workload)).filter(
+      (n) => n.startsWith(`${prefix}-`) && (replica ? n.endsWith(`-pod-${replica}`) : !/-pod-\d+$/.test(n)),
+    );
+    expect(names, `one pod ${prefix}${replica ? ` replica ${replica}` : ''}`).toHaveLength(1);
+    return names[0];
+  };
+  /** Ids, start times and states of a pod's containers: what a restart or a replace changes. */
+  const identity = async (podName: string): Promise<string> => {
+    const ids = (await env.podman.ok(['ps', '-a', '-q', '--filter', `pod=${podName}`], 'ps'))
+      .split('\n')
+      .filter(Boolean);
+    expect(ids.length, `containers of ${podName}`).toBeGreaterThan(0);
+    return env.podman.ok(
+      ['inspect', '--format', '{{.Id}} {{.Name}} {{.State.Status}} {{.State.StartedAt}} {{.RestartCount}}', ...ids],
+      'inspect',
+    );
+  };
+  const drift = (workload: string) =>
+    waitFor(
+      async () => {
+        const w = await observe(driver, workload);
+        return w?.modified?.length ? w : undefined;
+      },
+      { what: `${workload} reported as drift` },
+    );
+  const ready = (workload: string, what: string) =>
+    waitFor(
+      async () => {
+        const w = await observe(driver, workload);
+        return w?.phase === 'Ready' && !w.modified ? w : undefined;
+      },
+      { what },
+    );
+
+  it('reports a removed pod as drift, and an apply of the same unit plays it again beside the one that runs', async () => {
+    const a = `a-${env.suffix}`;
+    const b = `b-${env.suffix}`;
+    const u = unit('gone', 1, [sleeper(a), sleeper(b)]);
+    await driver.apply(u);
+    await ready('gone', 'gone Ready');
+    const podA = await podmanName('gone', a);
+    const before = await identity(podA);
+
+    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', await podmanName('gone', b)], 'podman pod rm');
+    const o = await drift('gone');
+    expect(o.modified).toEqual([`Pod/${b}`]);
+    expect(o.phase).toBe('Modified');
+    expect(o.objects[`Pod/${b}`]).toEqual({ ready: false, message: MISSING });
+    expect(o.objects[`Pod/${a}`]).toEqual({ ready: true });
+    expect(o.message).toBe(`1 pod(s) missing (removed outside Outpost?): ${b}; the next apply recreates them`);
+
+    // What the reconciler does on drift: apply the same unit again.
+    await driver.apply(u);
+    expect(Object.values(await pods('gone'))).toEqual(['Running', 'Running']);
+    expect(await identity(podA), 'the pod that ran is not touched').toBe(before);
+    await ready('gone', 'gone Ready after the apply');
+  });
+
+  it("plays a Deployment's removed pod again as podman made it, with its env and files, beside the other", async () => {
+    const app = `app-${env.suffix}`;
+    const manifests = [
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'cfg' },
+        data: { GREETING: 'hello', 'app.conf': 'v=1\n' },
+      },
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, stringData: { PASSWORD: 'pw' } },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: app },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { app: 'app' } },
+          template: {
+            metadata: { labels: { app: 'app' } },
+            spec: {
+              terminationGracePeriodSeconds: 1,
+              containers: [
+                {
+                  name: 'main',
+                  image: TEST_IMAGE,
+                  command: ['sleep', '600'],
+                  envFrom: [{ configMapRef: { name: 'cfg' } }],
+                  env: [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'PASSWORD' } } }],
+                  volumeMounts: [{ name: 'conf', mountPath: '/etc/app' }],
+                },
+              ],
+              volumes: [{ name: 'conf', configMap: { name: 'cfg', items: [{ key: 'app.conf', path: 'app.conf' }] } }],
+            },
+          },
+        },
+      },
+    ] as Manifest[];
+    const u = unit('dep', 1, manifests);
+    await driver.apply(u);
+    await ready('dep', 'dep Ready');
+    const pod0 = await podmanName('dep', app, '0');
+    const pod1 = await podmanName('dep', app, '1');
+    const before = await identity(pod0);
+    const looks = async (p: string): Promise<string> =>
+      [
+        await env.podman.ok(['pod', 'inspect', '--format', '{{json .Labels}}', p], 'pod inspect'),
+        await env.podman.ok(
+          ['exec', `${p}-main`, 'sh', '-c', 'hostname; echo "$GREETING $PASSWORD"; cat /etc/app/app.conf'],
+          'exec',
+        ),
+      ].join('');
+    const asPlayed = await looks(pod1);
+
+    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', pod1], 'podman pod rm');
+    const o = await drift('dep');
+    expect(o.modified).toEqual([`Pod/${app}-pod-1`]);
+    expect(o.phase).toBe('Modified');
+    expect(o.objects[`Deployment/${app}`]).toEqual({ ready: false, message: '1/2 pods ready' });
+
+    await driver.apply(u);
+    expect(await pods('dep')).toEqual({ [pod0]: 'Running', [pod1]: 'Running' });
+    expect(await identity(pod0), 'the pod that ran is not touched').toBe(before);
+    // The same labels (owner, workload, hash, template), hostname, env from ConfigMap and Secret, and files.
+    expect(await looks(pod1)).toBe(asPlayed);
+    expect(asPlayed).toContain(`${app}\nhello pw\nv=1`);
+    await ready('dep', 'dep Ready after the apply');
+  });
+
+  it('reports every pod gone as drift, and none while the workload is stopped on request', async () => {
+    const a = `a-${env.suffix}`;
+    const b = `b-${env.suffix}`;
+    const u = unit('all', 1, [sleeper(a), sleeper(b)]);
+    await driver.apply(u);
+    await ready('all', 'all Ready');
+
+    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', ...Object.keys(await pods('all'))], 'podman pod rm');
+    const o = await drift('all');
+    expect(o.modified).toEqual([`Pod/${a}`, `Pod/${b}`]);
+    expect(o.phase).toBe('Modified');
+    expect(o.message).toBe('no pods exist (removed outside Outpost?); the next apply recreates them');
+    await driver.apply(u);
+    await ready('all', 'all Ready after the apply');
+
+    // Stopped on request: a removed pod is not drift (the reconciler applies nothing to a stopped
+    // workload); an apply makes it again, stopped like the other, and a start runs both.
+    await driver.stopWorkload('all');
+    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', await podmanName('all', b)], 'podman pod rm');
+    const paused = (await observe(driver, 'all'))!;
+    expect(paused.phase).toBe('Paused');
+    expect(paused.modified).toBeUndefined();
+    await driver.apply(u);
+    expect(Object.keys(await pods('all'))).toHaveLength(2);
+    expect(Object.values(await pods('all'))).not.toContain('Running');
+    expect((await observe(driver, 'all'))?.phase).toBe('Paused');
+    await driver.startWorkload('all');
+    expect(Object.values(await pods('all'))).toEqual(['Running', 'Running']);
+    await ready('all', 'all Ready after the start');
+  });
+
+  it("the edge's reconciler applies the workload again on its next pass and the pod runs again", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'outpost-podman-recon-'));
+    const edge = edgeName('e1');
+    const store = await ReplicaStore.open(join(dir, 'edge.db'));
+    try {
+      store.create<SpecDoc>(mailboxDocId(edge, 'spec'), { init: (d) => initSpec(d, edge) });
+      store.create<ReportDoc>(mailboxDocId(edge, 'report'), { init: (d) => initReport(d, edge) });
+      const web = `web-${env.suffix}`;
+      store.change<SpecDoc>(mailboxDocId(edge, 'spec'), (d) => {
+        putSpecWorkload(d, { name: 'recon', generation: 1, revision: 1, manifests: [sleeper(web)] });
+      });
+      const reported = () => readReport(store.get<ReportDoc>(mailboxDocId(edge, 'report'))!).workloads.recon;
+      const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
+      await waitFor(
+        async () => {
+          await r.trigger();
+          return reported()?.phase === 'Ready';
+        },
+        { what: 'recon Ready' },
+      );
+
+      await env.podman.ok(['pod', 'rm', '-f', '-t', '0', await podmanName('recon', web)], 'podman pod rm');
+      await drift('recon');
+      await r.trigger();
+      expect(r.lastResult.applied).toEqual(['recon']);
+      expect(Object.values(await pods('recon'))).toEqual(['Running']);
+      await waitFor(
+        async () => {
+          await r.trigger();
+          return reported()?.phase === 'Ready';
+        },
+        { what: 'recon reported Ready again' },
+      );
+    } finally {
+      store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
