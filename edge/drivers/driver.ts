@@ -52,7 +52,8 @@ export interface WorkloadObservation {
   /**
    * Drift: applied objects or fields someone else changed or deleted (`Deployment/web:
    * spec.replicas`), with phase Modified unless something worse. The reconciler applies the unit
-   * again, and the driver puts them back. Only drivers that can tell (kubernetes) report it.
+   * again, and the driver puts them back (kubernetes: changed or deleted objects; podman: pods
+   * removed and containers left down on site; process: none).
    */
   modified?: string[];
   /**
