@@ -9,6 +9,12 @@
  */
 export const HUB_LAG_SAMPLE_MS = 100;
 export const EDGE_LAG_SAMPLE_MS = 1_000;
+
+/**
+ * How often the edge agent looks whether a burst has left garbage to give back (edge/memory-reclaim.ts):
+ * a read of V8's heap statistics, and a full collection only after the heap grew and settled.
+ */
+export const RECLAIM_CHECK_MS = 2_000;
 /** How often an edge tells the hub it is alive. Ephemeral: never written into a document. */
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 /** An edge is Offline after missing this many heartbeats; 3 tolerates one lost packet and a GC pause. */

@@ -51,11 +51,13 @@ export function registerEdgeCommand(program: Command): Command {
         // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
         // settings (edge/process-settings.ts); does not return then.
         const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
-        const [{ startEdgeAgent }, { resolveJoinToken }, { launch, restartSelf }] = await Promise.all([
-          import('../edge/agent.js'),
-          import('../edge/enroll.js'),
-          import('../edge/upgrade/switch.js'),
-        ]);
+        const [{ startEdgeAgent }, { resolveJoinToken }, { launch, restartSelf }, { startMemoryReclaim }] =
+          await Promise.all([
+            import('../edge/agent.js'),
+            import('../edge/enroll.js'),
+            import('../edge/upgrade/switch.js'),
+            import('../edge/memory-reclaim.js'),
+          ]);
         log.info({ tuning }, 'edge process settings');
         // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
         // trial and commits or rolls back, or becomes the committed binary (does not return then).
@@ -73,10 +75,13 @@ export function registerEdgeCommand(program: Command): Command {
           ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
           restartForSwitch: () => switchTo(),
         });
+        // The garbage of bursts given back (edge/memory-reclaim.ts); Node's defaults with tuning off.
+        const reclaim = tuning === 'off' ? undefined : startMemoryReclaim();
         process.stderr.write(
           `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,
         );
         const restart = await Promise.race([untilSignal(() => agent.close()).then(() => false), switchRequested]);
+        reclaim?.stop();
         if (restart) {
           log.info('a release is staged: closing the agent and starting again to switch to it');
           await agent.close();
