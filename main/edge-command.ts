@@ -14,6 +14,18 @@ import { untilSignal } from './signals.js';
 
 const log = createLogger('main');
 
+/** The flags of `outpost edge` that its verbs read too (`install` enrolls with them). */
+interface EdgeFlags {
+  data: string;
+  hub?: string;
+  joinToken?: string;
+  joinTokenFile?: string;
+  name?: string;
+  labels?: Record<string, string>;
+  driver?: string;
+  kubeconfig?: string;
+}
+
 /** Adds `outpost edge` (the edge agent) and its verbs `install` and `uninstall` to `program`; returns it. */
 export function registerEdgeCommand(program: Command): Command {
   const edge = program
@@ -36,59 +48,47 @@ export function registerEdgeCommand(program: Command): Command {
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(DRIVER_NAMES))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
     .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
-    .action(
-      async (o: {
-        blobBudget?: number;
-        data: string;
-        hub?: string;
-        joinToken?: string;
-        joinTokenFile?: string;
-        name?: string;
-        labels?: Record<string, string>;
-        driver?: string;
-        kubeconfig?: string;
-      }) => {
-        // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
-        // settings (edge/process-settings.ts); does not return then.
-        const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
-        const [{ startEdgeAgent }, { resolveJoinToken }, { launch, restartSelf }, { startMemoryReclaim }] =
-          await Promise.all([
-            import('../edge/agent.js'),
-            import('../edge/enroll.js'),
-            import('../edge/upgrade/switch.js'),
-            import('../edge/memory-reclaim.js'),
-          ]);
-        log.info({ tuning }, 'edge process settings');
-        // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
-        // trial and commits or rolls back, or becomes the committed binary (does not return then).
-        await launch(o.data, log);
-        let switchTo: () => void = () => undefined;
-        const switchRequested = new Promise<true>((r) => (switchTo = () => r(true)));
-        const agent = await startEdgeAgent({
-          dataDir: o.data,
-          hub: o.hub,
-          joinToken: resolveJoinToken(o),
-          name: o.name,
-          labels: o.labels,
-          driver: o.driver,
-          kubeconfig: o.kubeconfig,
-          ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
-          restartForSwitch: () => switchTo(),
-        });
-        // The garbage of bursts given back (edge/memory-reclaim.ts); Node's defaults with tuning off.
-        const reclaim = tuning === 'off' ? undefined : startMemoryReclaim();
-        process.stderr.write(
-          `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,
-        );
-        const restart = await Promise.race([untilSignal(() => agent.close()).then(() => false), switchRequested]);
-        reclaim?.stop();
-        if (restart) {
-          log.info('a release is staged: closing the agent and starting again to switch to it');
-          await agent.close();
-          restartSelf(isSea());
-        }
-      },
-    );
+    .action(async (o: EdgeFlags & { blobBudget?: number }) => {
+      // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
+      // settings (edge/process-settings.ts); does not return then.
+      const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
+      const [{ startEdgeAgent }, { resolveJoinToken }, { launch, restartSelf }, { startMemoryReclaim }] =
+        await Promise.all([
+          import('../edge/agent.js'),
+          import('../edge/enroll.js'),
+          import('../edge/upgrade/switch.js'),
+          import('../edge/memory-reclaim.js'),
+        ]);
+      log.info({ tuning }, 'edge process settings');
+      // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
+      // trial and commits or rolls back, or becomes the committed binary (does not return then).
+      await launch(o.data, log);
+      let switchTo: () => void = () => undefined;
+      const switchRequested = new Promise<true>((r) => (switchTo = () => r(true)));
+      const agent = await startEdgeAgent({
+        dataDir: o.data,
+        hub: o.hub,
+        joinToken: resolveJoinToken(o),
+        name: o.name,
+        labels: o.labels,
+        driver: o.driver,
+        kubeconfig: o.kubeconfig,
+        ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
+        restartForSwitch: () => switchTo(),
+      });
+      // The garbage of bursts given back (edge/memory-reclaim.ts); Node's defaults with tuning off.
+      const reclaim = tuning === 'off' ? undefined : startMemoryReclaim();
+      process.stderr.write(
+        `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,
+      );
+      const restart = await Promise.race([untilSignal(() => agent.close()).then(() => false), switchRequested]);
+      reclaim?.stop();
+      if (restart) {
+        log.info('a release is staged: closing the agent and starting again to switch to it');
+        await agent.close();
+        restartSelf(isSea());
+      }
+    });
   edge
     .command('install')
     .description(
@@ -99,16 +99,7 @@ export function registerEdgeCommand(program: Command): Command {
     .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
     .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
       // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig belong to `outpost edge`.
-      const g = cmd.optsWithGlobals() as {
-        data: string;
-        hub?: string;
-        joinToken?: string;
-        joinTokenFile?: string;
-        name?: string;
-        labels?: Record<string, string>;
-        driver?: string;
-        kubeconfig?: string;
-      };
+      const g = cmd.optsWithGlobals() as EdgeFlags;
       const [{ installEdge }, { isPackaged }, { resolveJoinToken }] = await Promise.all([
         import('../edge/install.js'),
         import('../sync/native.js'),

@@ -8,6 +8,21 @@ import { UsageError } from '../cli/index.js';
 import { byteSizeOption } from './flags.js';
 import { untilSignal } from './signals.js';
 
+/** The flags of `outpost hub` that its verbs read too (`install` writes them into the unit). */
+interface HubFlags {
+  data: string;
+  listen: string;
+  insecureHttp?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  host?: string[];
+  requireApproval?: boolean;
+  database?: string;
+  identityKey?: string;
+  advertiseUrl?: string;
+}
+
 /** Adds `outpost hub` (the hub process) and its verbs to `program`. */
 export function registerHubCommand(program: Command): void {
   const hub = program
@@ -68,27 +83,18 @@ export function registerHubCommand(program: Command): void {
       1024,
     )
     .action(
-      async (o: {
-        maxConnectionsPerAddress: number;
-        blobQuota?: number;
-        blobDir?: string;
-        dataSinkS3Bucket?: string;
-        dataSinkS3Endpoint?: string;
-        dataSinkS3Region: string;
-        dataSinkS3Prefix?: string;
-        scanner?: string;
-        data: string;
-        listen: string;
-        insecureHttp?: boolean;
-        tlsCert?: string;
-        tlsKey?: string;
-        tlsCa?: string;
-        host?: string[];
-        requireApproval?: boolean;
-        database?: string;
-        identityKey?: string;
-        advertiseUrl?: string;
-      }) => {
+      async (
+        o: {
+          maxConnectionsPerAddress: number;
+          blobQuota?: number;
+          blobDir?: string;
+          dataSinkS3Bucket?: string;
+          dataSinkS3Endpoint?: string;
+          dataSinkS3Region: string;
+          dataSinkS3Prefix?: string;
+          scanner?: string;
+        } & HubFlags,
+      ) => {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
         if (o.advertiseUrl !== undefined && !o.database)
           throw new UsageError(
@@ -223,20 +229,7 @@ export function registerHubCommand(program: Command): void {
     .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
     .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
       // --data, --listen and the TLS flags belong to `outpost hub`; commander gives them to it.
-      const g = cmd.optsWithGlobals() as {
-        data: string;
-        listen: string;
-        insecureHttp?: boolean;
-        tlsCert?: string;
-        tlsKey?: string;
-        tlsCa?: string;
-        host?: string[];
-        requireApproval?: boolean;
-        database?: string;
-        identityKey?: string;
-        advertiseUrl?: string;
-        blobDir?: string;
-      };
+      const g = cmd.optsWithGlobals() as HubFlags & { blobDir?: string };
       if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
       if ((g.identityKey || g.advertiseUrl) && !g.database)
         throw new UsageError('--identity-key and --advertise-url are for hub replicas: give --database too');

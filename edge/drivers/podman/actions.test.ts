@@ -9,11 +9,10 @@
  */
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
-import { createPodmanDriver } from './index.js';
-import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+import { eachPodmanDriver, pod, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 import { LEFT_DOWN_MS } from './status.js';
 
 const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
@@ -25,39 +24,34 @@ describe.skipIf(SKIP_PODMAN)('podman driver: a start that does not take', () => 
   /** Holds the container the wrapper kills after the next `pod start` (gone once it did), or after every start. */
   let armFile: string;
 
-  beforeEach(async () => {
-    env = await podmanTestEnv();
-    armFile = join(env.dir, 'kill-after-pod-start');
-    const wrapper = join(env.dir, 'podman-wrapper');
-    await writeFile(
-      wrapper,
-      [
-        '#!/bin/sh',
-        'podman "$@"',
-        'rc=$?',
-        // ARM holds "ID" (once, after the next `pod start`) or "ID sticky" (after every start).
-        `if [ -s '${armFile}' ] && { [ "$1 $2" = 'pod start' ] || [ "$1" = start ]; }; then`,
-        `  set -- $(cat '${armFile}')`,
-        `  [ "$2" = sticky ] || rm -f '${armFile}'`,
-        '  podman kill "$1" >/dev/null',
-        'fi',
-        'exit $rc',
-        '',
-      ].join('\n'),
-    );
-    await chmod(wrapper, 0o755);
-    driver = createPodmanDriver({ dataDir: env.dir, podmanBin: wrapper });
-    await driver.start();
-  });
-
-  afterEach(async () => {
-    try {
-      for (const w of await driver.list().catch(() => [])) await driver.remove(w.name).catch(() => undefined);
-      await driver.close();
-    } finally {
-      await env.cleanup();
-    }
-  });
+  eachPodmanDriver(
+    (e, d) => {
+      env = e;
+      driver = d;
+    },
+    async (env) => {
+      armFile = join(env.dir, 'kill-after-pod-start');
+      const wrapper = join(env.dir, 'podman-wrapper');
+      await writeFile(
+        wrapper,
+        [
+          '#!/bin/sh',
+          'podman "$@"',
+          'rc=$?',
+          // ARM holds "ID" (once, after the next `pod start`) or "ID sticky" (after every start).
+          `if [ -s '${armFile}' ] && { [ "$1 $2" = 'pod start' ] || [ "$1" = start ]; }; then`,
+          `  set -- $(cat '${armFile}')`,
+          `  [ "$2" = sticky ] || rm -f '${armFile}'`,
+          '  podman kill "$1" >/dev/null',
+          'fi',
+          'exit $rc',
+          '',
+        ].join('\n'),
+      );
+      await chmod(wrapper, 0o755);
+      return { dataDir: env.dir, podmanBin: wrapper };
+    },
+  );
 
   const twoSleepers = (name: string) =>
     unit(name, 1, [

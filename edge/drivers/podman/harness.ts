@@ -7,9 +7,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
-import type { WorkloadUnit } from '../driver.js';
+import type { Driver, WorkloadUnit } from '../driver.js';
 import { createPodman, type Podman } from './cli.js';
+import { createPodmanDriver, type PodmanDriverOptions } from './index.js';
 
 export const TEST_IMAGE = process.env.OUTPOST_TEST_IMAGE ?? 'localhost/outpost-busybox:latest';
 
@@ -136,4 +138,31 @@ export async function podmanTestEnv(): Promise<PodmanTestEnv> {
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * For a describe block: before each test a fresh environment and a started driver, handed to
+ * `ready` (`options` gives the driver's options, after preparing what it needs in the environment);
+ * after each, the driver's workloads removed, the driver closed and the environment cleaned up.
+ */
+export function eachPodmanDriver(
+  ready: (env: PodmanTestEnv, driver: Driver) => void,
+  options: (env: PodmanTestEnv) => Promise<PodmanDriverOptions> | PodmanDriverOptions = (env) => ({ dataDir: env.dir }),
+): void {
+  let env: PodmanTestEnv;
+  let driver: Driver;
+  beforeEach(async () => {
+    env = await podmanTestEnv();
+    driver = createPodmanDriver(await options(env));
+    await driver.start();
+    ready(env, driver);
+  });
+  afterEach(async () => {
+    try {
+      for (const w of await driver.list().catch(() => [])) await driver.remove(w.name).catch(() => undefined);
+      await driver.close();
+    } finally {
+      await env.cleanup();
+    }
+  });
 }

@@ -2,11 +2,10 @@
  * `logs --since` and `--timestamps` on real podman: the driver passes them to `podman logs`, whose
  * times the container runtime recorded as each line came.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, LogOptions } from '../driver.js';
-import { createPodmanDriver } from './index.js';
-import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+import { eachPodmanDriver, pod, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 
 const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) (.*)$/;
 
@@ -14,19 +13,9 @@ describe.skipIf(SKIP_PODMAN)('podman driver logs --since / --timestamps', () => 
   let env: PodmanTestEnv;
   let driver: Driver;
 
-  beforeEach(async () => {
-    env = await podmanTestEnv();
-    driver = createPodmanDriver({ dataDir: env.dir });
-    await driver.start();
-  });
-
-  afterEach(async () => {
-    try {
-      for (const w of await driver.list().catch(() => [])) await driver.remove(w.name).catch(() => undefined);
-      await driver.close();
-    } finally {
-      await env.cleanup();
-    }
+  eachPodmanDriver((e, d) => {
+    env = e;
+    driver = d;
   });
 
   const read = async (opts: Omit<LogOptions, 'signal'>): Promise<string[]> => {

@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { edgeName, mailboxDocId } from '../../../core/ids.js';
 import {
   initReport,
@@ -23,8 +23,7 @@ import { waitFor } from '../../../test/helpers.js';
 import { HeldStopped } from '../../held-stopped.js';
 import { Reconciler } from '../../reconciler.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
-import { createPodmanDriver } from './index.js';
-import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+import { eachPodmanDriver, pod, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 
 const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
   (await d.list()).find((w) => w.name === name);
@@ -35,19 +34,9 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
   let env: PodmanTestEnv;
   let driver: Driver;
 
-  beforeEach(async () => {
-    env = await podmanTestEnv();
-    driver = createPodmanDriver({ dataDir: env.dir });
-    await driver.start();
-  });
-
-  afterEach(async () => {
-    try {
-      for (const w of await driver.list().catch(() => [])) await driver.remove(w.name).catch(() => undefined);
-      await driver.close();
-    } finally {
-      await env.cleanup();
-    }
+  eachPodmanDriver((e, d) => {
+    env = e;
+    driver = d;
   });
 
   const sleeper = (name: string) =>

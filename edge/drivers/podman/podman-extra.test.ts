@@ -2,13 +2,13 @@
  * Podman-specific behaviour on real pods: Deployments with ConfigMaps and Secrets (the podman 4.3
  * workarounds of plan.ts), missing images, readiness probes, owner isolation.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
 import { freePort } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createPodmanDriver } from './index.js';
-import { pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+import { eachPodmanDriver, pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 
 const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
   (await d.list()).find((w) => w.name === name);
@@ -68,19 +68,9 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
   let env: PodmanTestEnv;
   let driver: Driver;
 
-  beforeEach(async () => {
-    env = await podmanTestEnv();
-    driver = createPodmanDriver({ dataDir: env.dir });
-    await driver.start();
-  });
-
-  afterEach(async () => {
-    try {
-      for (const w of await driver.list().catch(() => [])) await driver.remove(w.name).catch(() => undefined);
-      await driver.close();
-    } finally {
-      await env.cleanup();
-    }
+  eachPodmanDriver((e, d) => {
+    env = e;
+    driver = d;
   });
 
   it('runs a Deployment with ConfigMap and Secret env and volumes, and updates them on a new version', async () => {
