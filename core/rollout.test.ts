@@ -184,7 +184,7 @@ describe('planRollout', () => {
     const p = plan([written('e1', 'ready'), held], { maxUnavailable: 1 });
     expect(p.update).toEqual(['e2']);
     expect(p.phase).toBe('Paused');
-    expect(p.reason).toMatch(/held locally on e2 \(paused on site/);
+    expect(p.reason).toMatch(/held on e2 \(paused on site or stopped by a remote action/);
     expect(p.counts).toMatchObject({ total: 2, ready: 1, held: 1, pending: 0 });
     // A held edge does not use the budget: e3 is written next to it.
     const q = plan([held, old('e3')], { maxUnavailable: 1 });

@@ -32,9 +32,9 @@
  *
  * Three kinds of edges the rollout cannot move are set apart, shown by name in `reason` and
  * counted in `counts`, and never hold the budget:
- * - held     (`observed.state` 'paused'): paused on site by a local intent. Its target is written
+ * - held     (`observed.state` 'paused'): paused on site, or stopped by a remote action. Its target is written
  *            (free: it runs nothing new until resumed); while it holds, the phase is at best
- *            Paused ("held locally on e1"), never Complete.
+ *            Paused ("held on e1"), never Complete.
  * - skipped  (`offlineForMs` > `skipOfflineAfter`): offline too long. Not written; the phase can
  *            be Complete without it, and the reason names it. When it returns it is pending again.
  * - blocked  (`blocked`: workloads another placement holds on this edge): the edge's own part
@@ -255,7 +255,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   const apart: string[] = [];
   if (by.held.length)
     apart.push(
-      `held locally on ${listNames(by.held.map((e) => e.edge))} (paused on site: \`outpost edge clear EDGE WORKLOAD\` or \`outpost edge local resume\` there)`,
+      `held on ${listNames(by.held.map((e) => e.edge))} (paused on site or stopped by a remote action: \`outpost edge local resume\` there, \`outpost edge clear EDGE WORKLOAD\` or \`outpost edge action EDGE start WORKLOAD\`; the edge's status says which)`,
     );
   if (by.skipped.length)
     apart.push(

@@ -175,8 +175,7 @@ describe('stateFromReport', () => {
       { generation: 2, online: true, reported: { phase: 'Paused', observedGeneration: 1 } },
       {
         state: 'Paused',
-        reason:
-          'paused on site by a local intent (held locally): generation 2 waits, generation 1 is held, until it is resumed on site or `outpost edge clear` clears the intent',
+        reason: 'paused on site by a local intent (held on the edge): generation 2 waits, generation 1 is held',
       },
     ],
     [

@@ -138,13 +138,14 @@ export function stateFromReport(f: ReportFacts): DerivedState {
     return { state: 'Stale', reason: `${since}, last known ${r.phase}${older}` };
   }
   if (!r) return { state: 'Pending', reason: 'waiting for the edge to report' };
-  // Paused on site holds whatever generation the edge had: a newer one waits, it is not "applying".
+  // A workload held on the edge (paused on site, or stopped by a remote action: the edge's message
+  // says which and what runs it again) keeps whatever generation it had: a newer one waits.
   if (r.phase === 'Paused')
     return {
       state: 'Paused',
       reason:
         r.observedGeneration < f.generation
-          ? `${r.message || DEFAULT_REASON.Paused} (held locally): generation ${f.generation} waits, generation ${r.observedGeneration} is held, until it is resumed on site or \`outpost edge clear\` clears the intent`
+          ? `${r.message || DEFAULT_REASON.Paused} (held on the edge): generation ${f.generation} waits, generation ${r.observedGeneration} is held`
           : (r.message ?? DEFAULT_REASON.Paused),
     };
   if (r.observedGeneration < f.generation) {

@@ -100,6 +100,18 @@ export class Reconciler {
     return this.running;
   }
 
+  /**
+   * Why a held workload does not run, with what runs it again (the hub shows it as the reason of
+   * its Paused state): a pause on site, or a remote `stop`. Undefined when nothing holds it.
+   */
+  private heldBecause(name: string, pausedOnSite: boolean | undefined): string | undefined {
+    if (pausedOnSite)
+      return `paused on site: \`outpost edge local resume ${name}\` there, or \`outpost edge clear ${this.edge} ${name}\`, runs it again`;
+    if (this.heldStopped.has(name))
+      return `stopped by a remote action: \`outpost edge action ${this.edge} start ${name}\` runs it again`;
+    return undefined;
+  }
+
   private async pass(): Promise<void> {
     this.passes++;
     const specId = mailboxDocId(this.edge, 'spec');
@@ -221,7 +233,7 @@ export class Reconciler {
               phase: st?.paused || this.heldStopped.has(w.name) ? 'Paused' : o.phase,
               restarts: o.restarts,
               objects: o.objects,
-              message: problems.get(w.name) ?? o.message,
+              message: problems.get(w.name) ?? this.heldBecause(w.name, st?.paused) ?? o.message,
             }
           : {
               observedGeneration: 0,

@@ -197,7 +197,7 @@ describe('local orders on site', () => {
     expect(JSON.parse((await local('status', '-o', 'json')).stdout).workloads[0].local).toBeNull();
   });
 
-  it('a local pause plus a hub change while apart: the hub shows the edge Paused (held locally), the rollout counts it held, and the fleet can find it', async () => {
+  it('a local pause plus a hub change while apart: the hub shows the edge Paused (held on the edge, paused on site), the rollout counts it held, and the fleet can find it', async () => {
     const cliEnv = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_CONFIG: path.join(dir, 'cli.json') };
     proxy.sever();
     expect((await local('pause', 'app')).code).toBe(0);
@@ -210,13 +210,15 @@ describe('local orders on site', () => {
         const r = (await api('GET', '/api/v1/projects/default/placements/p')).status;
         return r.rollout?.phase === 'Paused' && r.rollout.counts?.held === 1 ? r : null;
       },
-      { timeout: 40_000, what: 'rollout Paused, site-b held locally' },
+      { timeout: 40_000, what: 'rollout Paused, site-b held' },
     );
-    expect(rollout.rollout.reason).toMatch(/held locally on site-b \(paused on site/);
+    expect(rollout.rollout.reason).toMatch(/held on site-b \(paused on site or stopped by a remote action/);
     expect(rollout.heldLocally).toEqual([{ edge: 'site-b', workload: 'app' }]);
     const w = (await api('GET', '/api/v1/projects/default/edges/site-b')).status.workloads[0];
     expect(w.state).toBe('Paused');
-    expect(w.reason).toMatch(/\(held locally\): generation \d+ waits/);
+    expect(w.reason).toMatch(
+      /^paused on site: `outpost edge local resume \S+` there, or `outpost edge clear site-b \S+`, runs it again \(held on the edge\): generation \d+ waits/,
+    );
     const listed = await api('GET', '/api/v1/projects/default/edges?local=true');
     expect(listed.items.map((e: any) => e.metadata.name)).toEqual(['site-b']);
     expect(listed.matched).toBe(1);

@@ -179,6 +179,11 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     expect(stop.stderr).toBe('');
     expect(stop.code).toBe(0);
     await waitFor(async () => (await workloadPhase('ticker')) === 'Paused', { timeout: 20_000, what: 'ticker Paused' });
+    // The reason names the cause and what runs it again.
+    const held = await api('GET', '/api/v1/projects/default/edges/site-a');
+    expect(held.json.status.workloads.find((w: any) => w.name === 'ticker').reason).toContain(
+      'stopped by a remote action: `outpost edge action site-a start ticker` runs it again',
+    );
     expect((await cli(['edge', 'action', 'site-a', 'start', 'ticker'], cliEnv())).code).toBe(0);
     await waitFor(async () => ['Ready', 'Running'].includes((await workloadPhase('ticker')) ?? ''), {
       timeout: 20_000,
