@@ -16,9 +16,15 @@ async function podAction(
   name: string,
   action: 'stop' | 'start',
   graceSeconds: number,
+  known = false,
 ): Promise<void> {
   const ids = await podIds(ctx, name);
-  if (ids.length === 0) throw new DriverError(`workload ${name} has no pods on this edge; apply it first`);
+  if (ids.length === 0)
+    throw new DriverError(
+      known
+        ? `workload ${name} has no pods on this edge (removed outside Outpost?); the next apply recreates them`
+        : `workload ${name} has no pods on this edge; apply it first`,
+    );
   const args = action === 'stop' ? ['pod', 'stop', '-t', String(graceSeconds), ...ids] : ['pod', 'start', ...ids];
   await ctx.podman.ok(args, `${action === 'stop' ? 'stopping' : 'starting'} the pods of ${name}`);
 }
@@ -39,12 +45,13 @@ export async function stopOnRequest(ctx: PodmanContext, name: string): Promise<v
 }
 
 /**
- * Not stopped any more before the watch: a container the watch cannot get running is then drift in
- * status (status.ts `leftDown`), which the reconciler applies again, not a Paused workload.
+ * Not stopped any more before anything starts: a pod removed while the workload was stopped, or a
+ * container the watch cannot get running, is then drift in status (status.ts), which the reconciler
+ * applies again, not a Paused workload that no start can run.
  */
 export async function startOnRequest(ctx: PodmanContext, name: string): Promise<void> {
-  await podAction(ctx, name, 'start', 0);
-  await setStopped(ctx, name, false);
+  const state = await setStopped(ctx, name, false);
+  await podAction(ctx, name, 'start', 0, state !== undefined);
   await watchStart(ctx, name);
 }
 

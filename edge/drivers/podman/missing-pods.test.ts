@@ -221,6 +221,17 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
     await driver.startWorkload('all');
     expect(Object.values(await pods('all'))).toEqual(['Running', 'Running']);
     await ready('all', 'all Ready after the start');
+
+    // Stopped, then every pod removed: a start cannot run what is gone, but it is then drift, which
+    // the next apply recreates (it was a Paused workload no start could run).
+    await driver.stopWorkload('all');
+    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', ...Object.keys(await pods('all'))], 'podman pod rm');
+    await expect(driver.startWorkload('all')).rejects.toThrow(
+      'workload all has no pods on this edge (removed outside Outpost?); the next apply recreates them',
+    );
+    expect((await drift('all')).modified).toEqual([`Pod/${a}`, `Pod/${b}`]);
+    await driver.apply(u);
+    await ready('all', 'all Ready after the apply that followed the start');
   });
 
   it("the edge's reconciler applies the workload again on its next pass and the pod runs again", async () => {
