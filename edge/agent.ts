@@ -285,6 +285,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
         decommissioned: () => decommissioned,
         registry,
         transfers,
+        egress,
         upgrade: {
           state: () => readUpgradeState(o.dataDir),
           request: (body) =>

@@ -9,6 +9,7 @@ import os from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { EgressState } from './data/egress.js';
 
 interface Out {
   out: (s: string) => void;
@@ -149,6 +150,14 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
         for (const [name, d] of data)
           io.out(
             `${name}  ${d.version}  ${d.path}  ${d.state}${d.percent !== undefined ? ` ${d.percent}%` : ''}${d.reason ? `: ${d.reason}` : ''}\n`,
+          );
+      }
+      const exports = (s.exports ?? []) as EgressState[];
+      if (exports.length) {
+        io.out('\nEXPORTS (files to the hub)  QUEUED  QUEUED BYTES  UPLOADED\n');
+        for (const e of exports)
+          io.out(
+            `${e.workload}  ${e.queuedFiles}  ${e.queuedBytes}  ${e.doneFiles}${e.degraded ? `  Degraded: ${e.degraded}` : ''}\n`,
           );
       }
     });

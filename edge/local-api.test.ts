@@ -86,6 +86,7 @@ describe('the local API', () => {
       driver: 'process',
       workloads: [],
       data: {},
+      exports: [],
     });
   });
 

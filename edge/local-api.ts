@@ -27,6 +27,7 @@ import type { Driver } from './drivers/driver.js';
 import type { Reconciler } from './reconciler.js';
 import { blobRoute } from './blobs/local-routes.js';
 import type { EdgeTransfers } from './blobs/transfers.js';
+import type { EgressState } from './data/egress.js';
 
 export interface LocalApiDeps {
   edge: EdgeName;
@@ -42,6 +43,8 @@ export interface LocalApiDeps {
   decommissioned?(): { at: string; message: string } | undefined;
   registry: Registry;
   transfers?: EdgeTransfers;
+  /** The export directories' upload state per workload (edge/data/egress.ts). */
+  egress?: { states(): EgressState[] };
   /** The agent's release switch: the state (edge/upgrade/switch.ts) and `POST /upgrade`. */
   upgrade?: {
     state(): unknown;
@@ -115,6 +118,9 @@ export function localApp(d: LocalApiDeps): http.RequestListener {
       })),
       // DataObjects the hub delivers here (edge/data/delivery.ts), as reported.
       data: r.data ?? {},
+      // Files of the export directories on their way to the hub, per workload: what waits here
+      // while the hub is out of reach.
+      exports: d.egress?.states() ?? [],
     });
   }
 

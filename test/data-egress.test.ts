@@ -14,7 +14,7 @@ import { EGRESS_ANNOTATION } from '../core/data.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { LinkProxy } from './fixtures/link-proxy.js';
 import { tempDir, waitFor } from './helpers.js';
-import { edgeLocalMetric } from './fixtures/edge-local.js';
+import { edgeLocal, edgeLocalMetric } from './fixtures/edge-local.js';
 import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
 const FILES = 100;
@@ -128,6 +128,20 @@ describe('workload files uploaded to the hub (real processes)', () => {
 
     await waitFor(async () => (await listed()).length >= 60, { timeout: 90_000, what: '60 files on the hub' });
     await hub.proc.kill('SIGKILL');
+    // The hub down: what waits is shown on site.
+    const waiting = await waitFor(
+      async () => {
+        const e = (await edgeLocal(edgeDir, '/status')).exports?.find(
+          (x: { workload: string }) => x.workload === 'camera',
+        );
+        return e?.queuedFiles > 0 ? e : null;
+      },
+      { timeout: 30_000, what: 'the upload queue in the local status' },
+    );
+    expect(waiting.queuedBytes).toBe(waiting.queuedFiles * FILE_SIZE);
+    expect((await cli(['edge', 'local', 'status', '--data', edgeDir])).stdout).toMatch(
+      /EXPORTS \(files to the hub\)[^\n]*\ncamera  \d+  \d+  \d+/,
+    );
     hub = await startHubProc(hubDir, hubPort, ['--insecure-http']);
     expect((await listed()).length).toBeLessThan(FILES);
 

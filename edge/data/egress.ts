@@ -42,7 +42,7 @@ const log = createLogger('edge:data');
 /** How often export directories are scanned. */
 export const EGRESS_SCAN_MS = 2_000;
 
-/** A workload's upload state as the local API and the report show it. */
+/** A workload's upload state as the local API shows it (`outpost edge local status`). */
 export interface EgressState {
   workload: string;
   queuedFiles: number;
@@ -190,7 +190,7 @@ export class EdgeEgress {
     return { [EGRESS_QUEUE_METRICS.files]: r.n, [EGRESS_QUEUE_METRICS.bytes]: r.b };
   }
 
-  /** The ledger's rows (tests, the local API). */
+  /** The ledger's rows, of one workload or all. */
   ledger(workload?: string): EgressFileRow[] {
     return this.exported.rows(workload);
   }
