@@ -22,7 +22,7 @@ import { hubUrls, type EdgeConfig } from './config.js';
 import type { Driver } from './drivers/driver.js';
 import { createDriver } from './drivers/index.js';
 import { readDecommissioned, stopAll, writeDecommissioned, type Decommissioned } from './decommission.js';
-import { enrollOnce } from './enroll.js';
+import { enrollOnce, type EnrollOnceOptions } from './enroll.js';
 import { EdgeBlobStore } from './blobs/store.js';
 import { EdgeTransfers } from './blobs/transfers.js';
 import { EdgeDeliveries } from './data/delivery.js';
@@ -42,14 +42,7 @@ import { markHealthy, readUpgradeState, TRIAL_ENV } from './upgrade/switch.js';
 
 const log = createLogger('edge');
 
-export interface EdgeAgentOptions {
-  dataDir: string;
-  hub?: string;
-  joinToken?: string;
-  name?: string;
-  labels?: Record<string, string>;
-  driver?: string;
-  kubeconfig?: string;
+export interface EdgeAgentOptions extends EnrollOnceOptions {
   /** Tests and benchmarks: a faster heartbeat. */
   heartbeatMs?: number;
   /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */

@@ -12,17 +12,8 @@ import type { PodmanPlan } from './plan.js';
 import type { StateStore } from './state.js';
 
 export async function writeVolumes(store: StateStore, unit: WorkloadUnit, plan: PodmanPlan): Promise<void> {
-  const root = store.volumeRoot(unit.name, unit.hash);
-  await rm(root, { recursive: true, force: true });
-  for (const v of plan.volumes) {
-    const dir = join(root, v.dir);
-    await mkdir(dir, { recursive: true, mode: 0o755 });
-    for (const f of v.files) {
-      const file = join(dir, f.path);
-      await mkdir(dirname(file), { recursive: true, mode: 0o755 });
-      await writeFile(file, f.content, { mode: f.mode });
-    }
-  }
+  await rm(store.volumeRoot(unit.name, unit.hash), { recursive: true, force: true });
+  await writeFiles(store, unit, plan, 'w');
 }
 
 /**
@@ -30,6 +21,11 @@ export async function writeVolumes(store: StateStore, unit: WorkloadUnit, plan: 
  * this version run and mount them, and a rewrite would empty the directory under them for a moment.
  */
 export async function restoreVolumes(store: StateStore, unit: WorkloadUnit, plan: PodmanPlan): Promise<void> {
+  await writeFiles(store, unit, plan, 'wx');
+}
+
+/** The plan's volume files under the version's root; with `wx` a file already there is kept. */
+async function writeFiles(store: StateStore, unit: WorkloadUnit, plan: PodmanPlan, flag: 'w' | 'wx'): Promise<void> {
   const root = store.volumeRoot(unit.name, unit.hash);
   for (const v of plan.volumes) {
     const dir = join(root, v.dir);
@@ -37,7 +33,7 @@ export async function restoreVolumes(store: StateStore, unit: WorkloadUnit, plan
     for (const f of v.files) {
       const file = join(dir, f.path);
       await mkdir(dirname(file), { recursive: true, mode: 0o755 });
-      await writeFile(file, f.content, { mode: f.mode, flag: 'wx' }).catch((err: NodeJS.ErrnoException) => {
+      await writeFile(file, f.content, { mode: f.mode, flag }).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'EEXIST') throw err;
       });
     }
