@@ -21,14 +21,19 @@ export class LogTimes {
 
   constructor(private readonly logFile: string) {}
 
-  /** Records the file's size now, if it grew (or after a rotation emptied it). */
-  async mark(now = Date.now()): Promise<void> {
+  /**
+   * Records the file's size now, if it grew (or after a rotation emptied it); `known`: the size
+   * just read by the caller (rotateIfNeeded), saving a `stat`.
+   */
+  async mark(now = Date.now(), known?: number): Promise<void> {
     let size: number;
-    try {
-      size = (await stat(this.logFile)).size;
-    } catch {
-      return;
-    }
+    if (known !== undefined) size = known;
+    else
+      try {
+        size = (await stat(this.logFile)).size;
+      } catch {
+        return;
+      }
     if (size < this.last) {
       // Rotated: the index moved with the copy; the new file's first entry is written at once.
       this.last = -1;

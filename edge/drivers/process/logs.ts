@@ -15,19 +15,22 @@ export interface RotateOptions {
   keep: number;
 }
 
-/** Rotates `file` when it is larger than maxBytes; returns true if it did. */
-export async function rotateIfNeeded(file: string, opts: RotateOptions): Promise<boolean> {
+/**
+ * Rotates `file` when it is larger than maxBytes. Returns the file's size after (0 when it was
+ * rotated), undefined when there is no file: one `stat` serves the rotation and the time index.
+ */
+export async function rotateIfNeeded(file: string, opts: RotateOptions): Promise<number | undefined> {
   let size: number;
   try {
     size = (await stat(file)).size;
   } catch {
-    return false;
+    return undefined;
   }
-  if (size <= opts.maxBytes) return false;
+  if (size <= opts.maxBytes) return size;
   if (opts.keep <= 0) {
     await truncate(file, 0);
     await rm(timesPath(file), { force: true });
-    return true;
+    return 0;
   }
   await rm(`${file}.${opts.keep}`, { force: true });
   await rm(timesPath(`${file}.${opts.keep}`), { force: true });
@@ -39,7 +42,7 @@ export async function rotateIfNeeded(file: string, opts: RotateOptions): Promise
   // The copy's offsets are the file's, so its index moves with it.
   await renameIfThere(timesPath(file), timesPath(`${file}.1`));
   await truncate(file, 0);
-  return true;
+  return 0;
 }
 
 async function renameIfThere(from: string, to: string): Promise<void> {

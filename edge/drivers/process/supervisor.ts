@@ -17,6 +17,9 @@ import { ProbeLoop } from './probes.js';
 import { isAlive, signalGroup, spawnDetached, terminateGroup, type ProcIdentity, type Wrapper } from './proc.js';
 import type { ProcessRecord } from './state.js';
 
+/** How often a supervised process's log is looked at (rotation, the time index). */
+const LOG_CHECK_MS = 1_000;
+
 export interface BackoffOptions {
   baseMs: number;
   maxMs: number;
@@ -59,6 +62,8 @@ export class ProcessSupervisor {
   private childExit: { code: number | null } | undefined;
   private queue: Promise<void> = Promise.resolve();
   private queued = false;
+  /** When the log was last looked at (LOG_CHECK_MS). */
+  private logCheckedAt = 0;
   private detached = false;
   private startError: string | undefined;
   private timesIndex: LogTimes | undefined;
@@ -224,9 +229,15 @@ export class ProcessSupervisor {
     } else if (r.status === 'backoff' && Date.now() >= (r.nextStartAt ?? 0)) {
       await this.spawn();
     }
+    // The log's housekeeping at most once a second (the time index records one entry a second at
+    // most): with a tick every 500 ms it was two `stat`s a tick per process, half of an idle agent's
+    // CPU with 20 workloads (docs/benchmarks.md, issue #17).
+    const now = Date.now();
+    if (now - this.logCheckedAt < LOG_CHECK_MS) return;
+    this.logCheckedAt = now;
     try {
-      await rotateIfNeeded(this.deps.logPath, this.deps.rotate);
-      await this.times.mark();
+      const size = await rotateIfNeeded(this.deps.logPath, this.deps.rotate);
+      if (size !== undefined) await this.times.mark(now, size);
     } catch (err) {
       this.deps.log.warn({ err, file: this.deps.logPath }, 'log rotation or time index failed');
     }
