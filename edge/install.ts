@@ -15,19 +15,12 @@ import { buildInfo } from '../core/version.js';
 import { parseToken } from '../sync/pinned-ca.js';
 import { configPath, defaultEdgeName, driverName, parseHubList, readEdgeConfig, type EdgeConfig } from './config.js';
 import type { DriverName } from './drivers/driver.js';
-import { enroll } from './enroll.js';
+import { enroll, type EnrollOnceOptions } from './enroll.js';
 import { collectInventory } from './inventory.js';
 
 export const EDGE_UNIT = 'outpost-edge.service';
 
-export interface EdgeInstallOptions {
-  dataDir: string;
-  hub?: string;
-  joinToken?: string;
-  name?: string;
-  labels?: Record<string, string>;
-  driver?: string;
-  kubeconfig?: string;
+export interface EdgeInstallOptions extends EnrollOnceOptions {
   unitDir: string;
   bin: string;
   dryRun?: boolean;

@@ -12,21 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { edgeName, mailboxDocId } from '../../../core/ids.js';
-import {
-  initReport,
-  initSpec,
-  putSpecWorkload,
-  readReport,
-  type ReportDoc,
-  type SpecDoc,
-} from '../../../core/mailbox.js';
 import type { Manifest } from '../../../core/resources.js';
-import { ReplicaStore } from '../../../sync/store.js';
-import { HeldStopped } from '../../held-stopped.js';
-import { Reconciler } from '../../reconciler.js';
 import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
+import { edgeMailbox } from '../../../test/fixtures/edge-mailbox.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation, WorkloadUnit } from '../driver.js';
 import { createKubernetesDriver } from './index.js';
@@ -191,41 +180,21 @@ describe('kubernetes driver drift correction (real API server)', () => {
   });
 
   it('the reconciler applies a Modified workload again on its next pass', async () => {
-    const edge = edgeName('e1');
-    const store = await ReplicaStore.open(join(dir, 'edge.db'));
+    const m = await edgeMailbox(dir, driver, { name: 'recon', manifests: [manifests[0]] as Manifest[] });
     try {
-      store.create<SpecDoc>(mailboxDocId(edge, 'spec'), { init: (d) => initSpec(d, edge) });
-      store.create<ReportDoc>(mailboxDocId(edge, 'report'), { init: (d) => initReport(d, edge) });
-      store.change<SpecDoc>(mailboxDocId(edge, 'spec'), (d) => {
-        putSpecWorkload(d, { name: 'recon', generation: 1, revision: 1, manifests: [manifests[0]] as Manifest[] });
-      });
-      const reported = () => readReport(store.get<ReportDoc>(mailboxDocId(edge, 'report'))!).workloads.recon;
-      const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
-      await waitFor(
-        async () => {
-          await r.trigger();
-          return reported()?.phase === 'Ready';
-        },
-        { what: 'recon Ready' },
-      );
+      await m.untilReady('recon Ready');
       await kubectl('-n', 'outpost-recon', 'scale', 'deployment/drift', '--replicas=2');
       await waitFor(async () => (await driver.list()).find((w) => w.name === 'recon')?.modified, {
         what: 'the driver to see the drift',
       });
-      await r.trigger();
+      await m.reconciler.trigger();
       expect(
         (await kubectl('-n', 'outpost-recon', 'get', 'deployment/drift', '-o', 'jsonpath={.spec.replicas}')).trim(),
       ).toBe('1');
-      await waitFor(
-        async () => {
-          await r.trigger();
-          return reported()?.phase === 'Ready';
-        },
-        { what: 'recon Ready again' },
-      );
+      await m.untilReady('recon Ready again');
       await driver.remove('recon');
     } finally {
-      store.close();
+      m.store.close();
     }
   });
 });

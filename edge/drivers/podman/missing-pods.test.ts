@@ -8,20 +8,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { edgeName, mailboxDocId } from '../../../core/ids.js';
-import {
-  initReport,
-  initSpec,
-  putSpecWorkload,
-  readReport,
-  type ReportDoc,
-  type SpecDoc,
-} from '../../../core/mailbox.js';
 import type { Manifest } from '../../../core/resources.js';
-import { ReplicaStore } from '../../../sync/store.js';
+import { edgeMailbox } from '../../../test/fixtures/edge-mailbox.js';
 import { waitFor } from '../../../test/helpers.js';
-import { HeldStopped } from '../../held-stopped.js';
-import { Reconciler } from '../../reconciler.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { eachPodmanDriver, pod, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 
@@ -236,39 +225,19 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
 
   it("the edge's reconciler applies the workload again on its next pass and the pod runs again", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'outpost-podman-recon-'));
-    const edge = edgeName('e1');
-    const store = await ReplicaStore.open(join(dir, 'edge.db'));
+    const web = `web-${env.suffix}`;
+    const m = await edgeMailbox(dir, driver, { name: 'recon', manifests: [sleeper(web)] });
     try {
-      store.create<SpecDoc>(mailboxDocId(edge, 'spec'), { init: (d) => initSpec(d, edge) });
-      store.create<ReportDoc>(mailboxDocId(edge, 'report'), { init: (d) => initReport(d, edge) });
-      const web = `web-${env.suffix}`;
-      store.change<SpecDoc>(mailboxDocId(edge, 'spec'), (d) => {
-        putSpecWorkload(d, { name: 'recon', generation: 1, revision: 1, manifests: [sleeper(web)] });
-      });
-      const reported = () => readReport(store.get<ReportDoc>(mailboxDocId(edge, 'report'))!).workloads.recon;
-      const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200);
-      await waitFor(
-        async () => {
-          await r.trigger();
-          return reported()?.phase === 'Ready';
-        },
-        { what: 'recon Ready' },
-      );
+      await m.untilReady('recon Ready');
 
       await env.podman.ok(['pod', 'rm', '-f', '-t', '0', await podmanName('recon', web)], 'podman pod rm');
       await drift('recon');
-      await r.trigger();
-      expect(r.lastResult.applied).toEqual(['recon']);
+      await m.reconciler.trigger();
+      expect(m.reconciler.lastResult.applied).toEqual(['recon']);
       expect(Object.values(await pods('recon'))).toEqual(['Running']);
-      await waitFor(
-        async () => {
-          await r.trigger();
-          return reported()?.phase === 'Ready';
-        },
-        { what: 'recon reported Ready again' },
-      );
+      await m.untilReady('recon reported Ready again');
     } finally {
-      store.close();
+      m.store.close();
       await rm(dir, { recursive: true, force: true });
     }
   });
