@@ -8,6 +8,7 @@ export default defineConfig({
       'sync/**/*.test.ts',
       'hub/**/*.test.ts',
       'cli/**/*.test.ts',
+      'main/**/*.test.ts',
       'edge/**/*.test.ts',
       'build/**/*.test.ts',
       'test/**/*.test.ts',

@@ -9,19 +9,11 @@ import { parseToken } from '../sync/pinned-ca.js';
 import { configPath, readConfig, writeConfig } from './config.js';
 import { parseLabels } from '../core/selector.js';
 import { openSession, parsePositiveDuration, type CliDeps } from './context.js';
-import { CliError, UsageError } from './errors.js';
+import { CliError, optionParser, UsageError } from './errors.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
 import { formatLabels } from './views.js';
 
 const ROLES = ['viewer', 'operator', 'admin'] as const;
-
-function parseLabelsFlag(s: string): Record<string, string> {
-  try {
-    return parseLabels(s);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
 
 function parseTtl(s: string): string {
   parsePositiveDuration(s);
@@ -50,7 +42,11 @@ export function registerTokenCommands(program: Command, deps: CliDeps): void {
   token
     .command('create')
     .description('create a join token (default) or, with --api, an API token; prints only the token on stdout')
-    .option('--labels <k=v,...>', 'labels every edge joining with this token gets (join tokens)', parseLabelsFlag)
+    .option(
+      '--labels <k=v,...>',
+      'labels every edge joining with this token gets (join tokens)',
+      optionParser(parseLabels),
+    )
     .option(
       '--ttl <duration>',
       'how long the token is valid, e.g. 1h, 7d (default: API tokens never expire; join tokens expire after 24h)',

@@ -65,6 +65,21 @@ export function asUsage<T>(parse: () => T): T {
 }
 
 /**
+ * A flag's value parser (commander's argParser) from a function that throws a plain Error naming
+ * what is wrong: commander prints the flag, the value and that message, and exits 2.
+ */
+export function optionParser<T>(parse: (value: string) => T): (value: string) => T {
+  return (value) => {
+    try {
+      return parse(value);
+    } catch (err) {
+      if (err instanceof InvalidArgumentError) throw err;
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  };
+}
+
+/**
  * The line main.ts prints for an error. A CliError's message is complete (it already says what
  * the cause was and what to do); other errors get their cause appended.
  */

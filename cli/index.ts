@@ -31,6 +31,7 @@ export {
   EXIT_USAGE,
   exitCodeOf,
   formatError,
+  optionParser,
   shouldPrintError,
   UsageError,
 } from './errors.js';
