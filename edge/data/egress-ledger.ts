@@ -103,15 +103,6 @@ export class EgressLedger {
     ).get() as { n: number; b: number };
   }
 
-  /** The rows of one workload, or of all, by path. */
-  rows(workload?: string): EgressFileRow[] {
-    return (
-      workload === undefined
-        ? cachedStatement(this.db, 'SELECT * FROM egress_files ORDER BY workload, path').all()
-        : cachedStatement(this.db, 'SELECT * FROM egress_files WHERE workload = ? ORDER BY path').all(workload)
-    ) as EgressFileRow[];
-  }
-
   /** The rows of one export target. */
   ofTarget(workload: string, target: string): EgressFileRow[] {
     return cachedStatement(this.db, 'SELECT * FROM egress_files WHERE workload = ? AND target = ?').all(

@@ -67,7 +67,7 @@ export interface EdgeEgressOptions {
 }
 
 export class EdgeEgress {
-  /** The ledger of exported files (egress-ledger.ts); `ledger()` lists its rows. */
+  /** The ledger of exported files (egress-ledger.ts). */
   private readonly exported: EgressLedger;
   private readonly recorder: EgressRecorder;
   private readonly scanDeps: EgressScanDeps;
@@ -188,11 +188,6 @@ export class EdgeEgress {
   queueMetrics(): Record<string, number> {
     const r = this.exported.queueTotals();
     return { [EGRESS_QUEUE_METRICS.files]: r.n, [EGRESS_QUEUE_METRICS.bytes]: r.b };
-  }
-
-  /** The ledger's rows, of one workload or all. */
-  ledger(workload?: string): EgressFileRow[] {
-    return this.exported.rows(workload);
   }
 
   /** One scan of every export directory; then records what the hub now holds. */
