@@ -85,6 +85,13 @@ export const RECONCILE_PERIOD_MS = 5_000;
  * installed) without any change from the hub. Pulls can take seconds each, so not more often.
  */
 export const FAILED_RETRY_MS = 30_000;
+/**
+ * An apply that settles nothing (it threw, or the drift it put back is there again at the next
+ * pass: something on site keeps changing the objects) is tried again after RECONCILE_PERIOD_MS,
+ * then twice as long each time, up to this: a fight with a script or an operator on site, or a
+ * runtime that refuses, does not restart a workload every 5 s for ever (edge/apply-pacing.ts).
+ */
+export const UNSETTLED_APPLY_MAX_MS = 5 * 60_000;
 /** Status transitions of one workload are coalesced over this window so a crash loop cannot flood history. */
 export const STATUS_COALESCE_MS = 1_000;
 /** Hub-side debounce of summary recomputation after a burst of report changes. */

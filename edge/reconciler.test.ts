@@ -6,7 +6,7 @@
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { edgeName, mailboxDocId } from '../core/ids.js';
 import { initReport, initSpec, putSpecWorkload, readReport, type ReportDoc, type SpecDoc } from '../core/mailbox.js';
 import type { Manifest } from '../core/resources.js';
@@ -15,6 +15,7 @@ import { waitFor } from '../test/helpers.js';
 import type { Driver } from './drivers/driver.js';
 import { createProcessDriver } from './drivers/process/index.js';
 import { killAll } from '../test/fixtures/process-workloads.js';
+import { ApplyPacing } from './apply-pacing.js';
 import { HeldStopped } from './held-stopped.js';
 import { Reconciler } from './reconciler.js';
 
@@ -116,5 +117,32 @@ describe('reconciler', () => {
       { what: 'the stopped workload started again' },
     );
     expect((await driver.list()).find((o) => o.name === 'app')?.stopped).toBeFalsy();
+  });
+
+  it('applies a workload whose apply keeps failing less and less often, and says when it tries next', async () => {
+    // The process driver refuses a workload name it cannot use as a directory, every time.
+    const r = new Reconciler(store, edge, driver, HeldStopped.inMemory(), 200, undefined, new ApplyPacing(200, 800));
+    store.change<SpecDoc>(mailboxDocId(edge, 'spec'), (d) => {
+      putSpecWorkload(d, { name: 'Bad_Name', generation: 1, revision: 1, manifests: pod(['/bin/true']) });
+    });
+    const apply = vi.spyOn(driver, 'apply');
+    const report = () => readReport(store.get<ReportDoc>(mailboxDocId(edge, 'report'))!).workloads.Bad_Name;
+    await r.trigger();
+    expect(report()?.message).toMatch(/^applying failed: invalid workload name "Bad_Name"/);
+    // Passes one after another for 2 s: unpaced, every one of them applied (one a pass before).
+    const until = Date.now() + 2_000;
+    let passes = 1;
+    while (Date.now() < until) {
+      await r.trigger();
+      passes++;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    // Applied at 0, at the next pass, then 200, 400 and 800 ms apart: 5 or 6 in 2 s (7 at most on a slow run).
+    expect(passes).toBeGreaterThan(20);
+    expect(apply.mock.calls.length).toBeGreaterThanOrEqual(4);
+    expect(apply.mock.calls.length).toBeLessThanOrEqual(7);
+    expect(report()?.message).toMatch(
+      /^applying failed: invalid workload name "Bad_Name".* \(attempt \d; the next in \d+ ms, twice as long each time up to 800 ms\)$/,
+    );
   });
 });

@@ -28,6 +28,7 @@ import {
 import type { Manifest } from '../core/resources.js';
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver, WorkloadObservation } from './drivers/driver.js';
+import { ApplyPacing } from './apply-pacing.js';
 import { HeldStopped } from './held-stopped.js';
 
 const log = createLogger('edge:reconciler');
@@ -68,6 +69,8 @@ export class Reconciler {
     private readonly failedRetryMs = FAILED_RETRY_MS,
     /** The edge's private key (edge.json) that opens the Secret values the hub sealed to it. */
     private readonly sealKey?: string,
+    /** Tests: pace unsettled applies on a shorter period than the reconcile period. */
+    private readonly pacing = new ApplyPacing(),
   ) {}
 
   start(): void {
@@ -152,6 +155,7 @@ export class Reconciler {
       const hash = manifestHash(manifests);
       wantHash.set(w.name, hash);
       const cur = actual.get(w.name);
+      let applying = false;
       try {
         if (st?.paused || this.heldStopped.has(w.name)) {
           if (cur && !this.stoppedByUs.has(w.name)) {
@@ -164,8 +168,16 @@ export class Reconciler {
         // A Failed workload is applied again now and then: its cause may have been fixed on site.
         const retry = cur?.phase === 'Failed' && Date.now() - (this.appliedAt.get(w.name) ?? 0) >= this.failedRetryMs;
         // Drift (objects someone changed or deleted on site) is put back by applying again.
-        if (!cur || cur.hash !== hash || retry || cur.modified?.length) {
+        const drift = cur && cur.hash === hash && cur.modified?.length ? cur.modified : undefined;
+        if (!cur || cur.hash !== hash || retry || drift) {
+          // Applies that settle nothing (they throw, the drift comes back) are paced (apply-pacing.ts).
+          const held = retry ? undefined : this.pacing.holdBack(w.name, hash, Date.now());
+          if (held !== undefined) {
+            problems.set(w.name, held);
+            continue;
+          }
           this.appliedAt.set(w.name, Date.now());
+          applying = true;
           // Opened only here, for the driver: the replica keeps what the hub sealed (core/secrets.ts).
           await this.driver.apply({
             name: w.name,
@@ -175,6 +187,11 @@ export class Reconciler {
           });
           this.stoppedByUs.delete(w.name);
           result.applied.push(w.name);
+          if (drift) {
+            this.pacing.unsettled(w.name, hash, Date.now(), { drift });
+            const why = this.pacing.why(w.name);
+            if (why) problems.set(w.name, why);
+          }
         } else if (this.stoppedByUs.has(w.name) || cur.stopped) {
           // Stopped and held by nothing any more. Not by this run of the reconciler either: a
           // pause lost with a rebuilt replica, or a hold lifted before the first pass after a restart.
@@ -186,9 +203,13 @@ export class Reconciler {
           await this.driver.startWorkload(w.name);
           this.stoppedByUs.delete(w.name);
           result.applied.push(w.name);
+        } else {
+          this.pacing.settled(w.name);
         }
       } catch (err) {
-        problems.set(w.name, `applying failed: ${err instanceof Error ? err.message : String(err)}`);
+        const message = err instanceof Error ? err.message : String(err);
+        if (applying) this.pacing.unsettled(w.name, hash, Date.now(), { error: message });
+        problems.set(w.name, (applying && this.pacing.why(w.name)) || `applying failed: ${message}`);
         log.error({ err, workload: w.name }, 'applying a workload failed');
       }
     }
@@ -198,6 +219,7 @@ export class Reconciler {
         await this.driver.remove(o.name);
         this.stoppedByUs.delete(o.name);
         this.appliedAt.delete(o.name);
+        this.pacing.settled(o.name);
         result.removed.push(o.name);
       } catch (err) {
         log.error({ err, workload: o.name }, 'removing a workload failed');

@@ -18,6 +18,7 @@ import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double
 import { edgeMailbox } from '../../../test/fixtures/edge-mailbox.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation, WorkloadUnit } from '../driver.js';
+import { ApplyPacing } from '../../apply-pacing.js';
 import { createKubernetesDriver } from './index.js';
 
 const run = promisify(execFile);
@@ -193,6 +194,45 @@ describe('kubernetes driver drift correction (real API server)', () => {
       ).toBe('1');
       await m.untilReady('recon Ready again');
       await driver.remove('recon');
+    } finally {
+      m.store.close();
+    }
+  });
+
+  it('puts back drift that keeps coming back less and less often, and says so in the status', async () => {
+    // A minute, then two: long enough that the third round below is held back on any machine.
+    const m = await edgeMailbox(
+      await mkdtemp(join(dir, 'fight-')),
+      driver,
+      { name: 'fight', manifests: [manifests[0]] as Manifest[] },
+      new ApplyPacing(60_000, 120_000),
+    );
+    const replicas = async () =>
+      (await kubectl('-n', 'outpost-fight', 'get', 'deployment/drift', '-o', 'jsonpath={.spec.replicas}')).trim();
+    // Something on site scales the deployment; the reconciler's next pass sees it.
+    const scaledOnSite = async () => {
+      await kubectl('-n', 'outpost-fight', 'scale', 'deployment/drift', '--replicas=2');
+      await waitFor(async () => (await driver.list()).find((w) => w.name === 'fight')?.modified, {
+        what: 'the driver to see the drift',
+      });
+      await m.reconciler.trigger();
+    };
+    try {
+      await m.untilReady('fight Ready');
+      await scaledOnSite();
+      expect(await replicas()).toBe('1');
+      expect(m.reported()?.message ?? '').not.toMatch(/keeps changing/);
+      await scaledOnSite();
+      expect(await replicas()).toBe('1');
+      const why =
+        'changed on site again after it was put back: Deployment/drift: spec.replicas; something on site keeps changing it (attempt 2; the next in 60 s, twice as long each time up to 2 min)';
+      expect(m.reported()?.message).toBe(why);
+      // The third time within the minute it is left as it is, and the status says why.
+      await scaledOnSite();
+      await m.reconciler.trigger();
+      expect(await replicas()).toBe('2');
+      expect(m.reported()).toMatchObject({ phase: 'Modified', message: why });
+      await driver.remove('fight');
     } finally {
       m.store.close();
     }
