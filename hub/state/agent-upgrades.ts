@@ -9,18 +9,7 @@
  */
 import { AgentUpgradeOrder, AgentUpgradeProgress } from '../../core/mailbox.js';
 import type { z } from 'zod';
-import {
-  type SqlDb,
-  all,
-  allOf,
-  alreadyWritten,
-  forgetWritten,
-  keyed,
-  pgInJsonList,
-  read,
-  run,
-  runLater,
-} from './sql.js';
+import { type SqlDb, all, allOf, forgetWritten, keyed, pgInJsonList, projectEdgeBody, read, run } from './sql.js';
 
 export interface AgentUpgradeRollouts {
   /** Every edge's order, by edge. */
@@ -96,18 +85,7 @@ export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
       return parsed(all<Row>(db, 'SELECT edge, body FROM agent_upgrade_progress'), AgentUpgradeProgress);
     },
     projectProgress(edge, progress) {
-      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL,
-      // and skipped there when written so before (most reports carry no upgrade).
-      if (alreadyWritten(db, edge, 'upgrade', () => JSON.stringify(progress ?? null))) return;
-      if (!progress) runLater(db, 'DELETE FROM agent_upgrade_progress WHERE edge = ?', edge);
-      else
-        runLater(
-          db,
-          `INSERT INTO agent_upgrade_progress (edge, body) VALUES (?, ?)
-           ON CONFLICT(edge) DO UPDATE SET body = excluded.body`,
-          edge,
-          JSON.stringify(progress),
-        );
+      projectEdgeBody(db, 'agent_upgrade_progress', 'upgrade', edge, progress);
     },
     forgetEdge(edge) {
       forgetWritten(db, edge, 'upgrade');

@@ -9,18 +9,7 @@
  */
 import { StagingGroup, StagingReport } from '../../core/staging.js';
 import type { z } from 'zod';
-import {
-  type SqlDb,
-  all,
-  allOf,
-  alreadyWritten,
-  forgetWritten,
-  keyed,
-  pgInJsonList,
-  read,
-  run,
-  runLater,
-} from './sql.js';
+import { type SqlDb, all, allOf, forgetWritten, keyed, pgInJsonList, projectEdgeBody, read, run } from './sql.js';
 
 export interface ImageStagingState {
   /**
@@ -135,18 +124,7 @@ export function sqlImageStagingState(db: SqlDb): ImageStagingState {
       );
     },
     projectReport(edge, report) {
-      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL,
-      // and skipped there when written so before (most reports carry no staging).
-      if (alreadyWritten(db, edge, 'staging', () => JSON.stringify(report ?? null))) return;
-      if (!report) runLater(db, 'DELETE FROM staging_reports WHERE edge = ?', edge);
-      else
-        runLater(
-          db,
-          `INSERT INTO staging_reports (edge, body) VALUES (?, ?)
-           ON CONFLICT(edge) DO UPDATE SET body = excluded.body`,
-          edge,
-          JSON.stringify(report),
-        );
+      projectEdgeBody(db, 'staging_reports', 'staging', edge, report);
     },
     forgetEdge(edge) {
       forgetWritten(db, edge, 'staging');

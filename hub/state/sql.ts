@@ -190,6 +190,24 @@ export function alreadyWritten(db: SqlDb, edge: string, key: string, value: stri
 }
 
 /**
+ * Projects the part of an edge's report that its owning module keeps as one JSON body per edge in
+ * `table` (columns edge, body): upserted, or deleted when the report has none. Deferred (runLater),
+ * as the workload status: with the next round trip on PostgreSQL, and skipped there when written
+ * so before under `key` (most reports carry none).
+ */
+export function projectEdgeBody(db: SqlDb, table: string, key: string, edge: string, body: unknown): void {
+  if (alreadyWritten(db, edge, key, () => JSON.stringify(body ?? null))) return;
+  if (!body) runLater(db, `DELETE FROM ${table} WHERE edge = ?`, edge);
+  else
+    runLater(
+      db,
+      `INSERT INTO ${table} (edge, body) VALUES (?, ?) ON CONFLICT(edge) DO UPDATE SET body = excluded.body`,
+      edge,
+      JSON.stringify(body),
+    );
+}
+
+/**
  * Forgets what alreadyWritten recorded for an edge (it connected: another replica may have written
  * since; or it was removed), or only its keys that start with `prefix`.
  */
