@@ -71,6 +71,9 @@ export class HubProcess {
       '--import',
       'tsx',
       ...(this.opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', this.opts.cpuProfDir] : []),
+      // BENCH_HUB_V8_FLAGS: V8 flags Node refuses in NODE_OPTIONS (e.g. --always-sparkplug), on the
+      // hub's command line.
+      ...(process.env.BENCH_HUB_V8_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
     ];
     const args = [
       ...execArgv,
