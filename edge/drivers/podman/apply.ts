@@ -31,11 +31,22 @@ export async function applyUnit(ctx: PodmanContext, unit: WorkloadUnit): Promise
   const state = await store.read(unit.name);
   const seen = await scanOne(ctx, unit.name, state);
   const current = seen.pods.filter((p) => p.labels[LABEL_HASH] === unit.hash);
-  // Only the unit's version exists, and it was applied without error (or it runs and the state file was lost).
-  const runs =
-    current.length === seen.pods.length && (state ? state.hash === unit.hash && !state.error : current.length > 0);
+  // The unit's version was applied without error and runs (status.ts reports pods of another
+  // version beside it as left over: they are removed, the running ones not touched); or it runs
+  // alone and the state file was lost.
+  const leftOver = state ? seen.pods.filter((p) => p.labels[LABEL_HASH] !== unit.hash) : [];
+  const runs = state
+    ? state.hash === unit.hash && !state.error
+    : current.length > 0 && current.length === seen.pods.length;
   // With none of its pods left, the replace below makes them all, as a first apply does.
   if (runs && current.length > 0) {
+    if (leftOver.length) {
+      log.warn(
+        { workload: unit.name, pods: leftOver.map((p) => p.podmanName) },
+        'pods of another version left beside the running one; removing them',
+      );
+      await removePods(ctx, unit.name, state!.graceSeconds, leftOver);
+    }
     const missing = state ? missingPods(state, current) : [];
     if (state && missing.length) await recreateMissing(ctx, unit, state, missing);
     // After a recreate too: the state's pod templates become the plan's, should they differ.

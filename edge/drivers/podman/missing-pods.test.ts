@@ -4,7 +4,7 @@
  * not touched), and the edge's reconciler does that apply on its next pass. Before, a removed pod
  * was only Degraded ("applying the workload again recreates them"), which nothing applied.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -240,5 +240,58 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
       m.store.close();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('reports a pod of another version beside the running one as left over, and an apply removes it alone', async () => {
+    const a = `lo-${env.suffix}`;
+    const u = unit('leftover', 1, [sleeper(a)]);
+    await driver.apply(u);
+    await ready('leftover', 'leftover Ready');
+    const running = await podmanName('leftover', a);
+    const before = await identity(running);
+
+    // A pod of an older version with Outpost's labels, as an update interrupted after its new pods
+    // ran would leave it (played here by hand).
+    const owner = await env.owner();
+    const stale = `${a}-${owner.slice(0, 8)}-deadbeef`;
+    const file = join(env.dir, `${stale}.yaml`);
+    const labels = {
+      'outpost.dev/owner': owner,
+      'outpost.dev/workload': 'leftover',
+      'outpost.dev/hash': 'deadbeef00000000',
+      'outpost.dev/generation': '0',
+      'outpost.dev/template': a,
+    };
+    await writeFile(
+      file,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: stale, labels },
+        spec: {
+          terminationGracePeriodSeconds: 0,
+          containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '600'] }],
+        },
+      }),
+    );
+    await env.podman.ok(['kube', 'play', file], 'playing a left-over pod');
+
+    const o = await drift('leftover');
+    expect(o.modified).toEqual([`Pod/${a}@deadbeef`]);
+    expect(o.phase).toBe('Modified');
+    expect(o.objects[`Pod/${a}@deadbeef`]).toEqual({
+      ready: false,
+      message: `left over from version deadbeef00000000 beside the running ${u.hash} (an update interrupted?); the next apply removes it`,
+    });
+    // The running pod's status is its own, not the left-over one's of the same name.
+    expect(o.objects[`Pod/${a}`]).toEqual({ ready: true });
+    expect(o.objects[`Pod/${a}/c`]).toEqual({ ready: true });
+    expect(o.message).toBe(`1 pod(s) of another version left over: ${a}; the next apply removes them`);
+
+    // What the reconciler does on drift: apply the same unit again.
+    await driver.apply(u);
+    expect(Object.keys(await pods('leftover'))).toEqual([running]);
+    expect(await identity(running), 'the pod that ran is not touched').toBe(before);
+    await ready('leftover', 'leftover Ready after the apply');
   });
 });

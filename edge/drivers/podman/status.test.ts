@@ -128,9 +128,12 @@ describe('podman status: pods missing', () => {
     expect(crashing.modified).toEqual(['Pod/d-pod-0', 'Pod/d-pod-1']);
   });
 
-  it("does not count another version's pod of the same name (one left behind by an update)", () => {
+  it("does not count another version's pod of the same name (one left behind by an update), and reports it as left over", () => {
     const o = observe('web', state, [view('web', 'h0')], [running('web')], NOW);
-    expect(o.modified).toEqual(['Pod/web']);
+    expect(o.modified).toEqual(['Pod/web', 'Pod/web@h0']);
+    expect(o.objects['Pod/web@h0']?.message).toMatch(/^left over from version h0 beside the running /);
+    // While an operation runs, a pod of another version is its doing (an update's new or old pods).
+    expect(observe('web', state, [view('web', 'h0')], [running('web')], NOW, true).modified).toBeUndefined();
   });
 
   it('reports no drift while an operation on the workload is in progress, nor when stopped or failed', () => {

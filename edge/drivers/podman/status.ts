@@ -5,7 +5,7 @@
 import type { ObjectStatus } from '../../../core/mailbox.js';
 import { STATE_RANK, type ReportedPhase } from '../../../core/status.js';
 import { stoppedOnRequest, type WorkloadObservation } from '../driver.js';
-import { templatePodNames } from './plan.js';
+import { LABEL_HASH, templatePodNames } from './plan.js';
 import type { PodmanWorkloadState } from './state.js';
 
 /**
@@ -75,7 +75,7 @@ export function leftDown(c: ContainerView, now: number): boolean {
  * site (`podman pod rm`), or not made yet by an operation in progress. By the names status shows.
  */
 export function missingPods(state: PodmanWorkloadState, pods: PodView[]): string[] {
-  const have = new Set(pods.filter((p) => p.labels['outpost.dev/hash'] === state.hash).map((p) => p.name));
+  const have = new Set(pods.filter((p) => p.labels[LABEL_HASH] === state.hash).map((p) => p.name));
   return state.templates.flatMap(templatePodNames).filter((n) => !have.has(n));
 }
 
@@ -119,11 +119,20 @@ function containerStatus(c: ContainerView, now: number): ObjectStatus & { crashi
 export function observe(
   name: string,
   state: PodmanWorkloadState | undefined,
-  pods: PodView[],
-  containers: ContainerView[],
+  allPods: PodView[],
+  allContainers: ContainerView[],
   now = Date.now(),
   busy = false,
 ): WorkloadObservation {
+  // Pods of another version beside the one that runs, with no operation in progress: left over
+  // (an update interrupted after its new pods ran, a pod played by hand with Outpost's labels).
+  // Drift the next apply removes; kept apart so that they do not stand for the running pods of the
+  // same name. After a failed update the previous version's pods are what runs: not left over.
+  const leftOver = state && !state.error && !busy ? allPods.filter((p) => p.labels[LABEL_HASH] !== state.hash) : [];
+  const pods = leftOver.length ? allPods.filter((p) => !leftOver.includes(p)) : allPods;
+  const containers = leftOver.length
+    ? allContainers.filter((c) => c.labels[LABEL_HASH] === state!.hash)
+    : allContainers;
   const labels = pods[0]?.labels ?? containers[0]?.labels ?? {};
   const generation = state?.generation ?? Number(labels['outpost.dev/generation'] ?? 0);
   const hash = state?.hash ?? labels['outpost.dev/hash'] ?? '';
@@ -179,6 +188,15 @@ export function observe(
       modified.push(`Pod/${p}`);
     }
 
+  for (const p of leftOver) {
+    const key = `Pod/${p.name}@${(p.labels[LABEL_HASH] ?? '').slice(0, 8)}`;
+    objects[key] = {
+      ready: false,
+      message: `left over from version ${p.labels[LABEL_HASH] ?? '(none)'} beside the running ${state!.hash} (an update interrupted?); the next apply removes it`,
+    };
+    modified.push(key);
+  }
+
   let phase: ReportedPhase;
   let message: string | undefined;
   if (missing.length && busy) {
@@ -201,6 +219,8 @@ export function observe(
     const notReady = Object.entries(objects).filter(([k, o]) => !o.ready && k.split('/').length === 3);
     message = notReady.map(([k, o]) => `${k.slice(4)}: ${o.message ?? 'not ready'}`).join('; ') || undefined;
   }
+  if (leftOver.length && !message)
+    message = `${leftOver.length} pod(s) of another version left over: ${leftOver.map((p) => p.name).join(', ')}; the next apply removes them`;
   if (modified.length && STATE_RANK[phase] < STATE_RANK.Modified) phase = 'Modified';
   return { ...base, phase, ...(message ? { message } : {}), ...(modified.length ? { modified } : {}) };
 }
