@@ -86,10 +86,10 @@ export const RECONCILE_PERIOD_MS = 5_000;
  */
 export const FAILED_RETRY_MS = 30_000;
 /**
- * An apply that settles nothing (it threw, or the drift it put back is there again at the next
- * pass: something on site keeps changing the objects) is tried again after RECONCILE_PERIOD_MS,
- * then twice as long each time, up to this: a fight with a script or an operator on site, or a
- * runtime that refuses, does not restart a workload every 5 s for ever (edge/apply-pacing.ts).
+ * An apply that settles nothing (it threw, or the drift it put back comes back: something on site
+ * keeps changing the objects) is tried again less and less often, the waits doubling from the
+ * reconcile period up to this: a fight with a script or an operator on site, or a runtime that
+ * refuses, does not restart a workload every 5 s for ever (edge/apply-pacing.ts).
  */
 export const UNSETTLED_APPLY_MAX_MS = 5 * 60_000;
 /** Status transitions of one workload are coalesced over this window so a crash loop cannot flood history. */

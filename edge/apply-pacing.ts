@@ -1,10 +1,11 @@
 /**
  * @module When the reconciler may apply a workload's content again after applies that settled
  * nothing: the apply threw, or the drift it put back (objects changed or removed on site) was
- * there again at the next pass. The first such attempt is not held back (it is the next pass, as
- * before); each further one on the same content waits twice as long as the one before, from the
- * reconcile period up to UNSETTLED_APPLY_MAX_MS (core/durations.ts). A pass that finds the workload
- * as desired, or new content from the hub, starts over.
+ * there again later. Each further attempt on the same content waits twice as long as the one
+ * before, up to UNSETTLED_APPLY_MAX_MS (core/durations.ts): after a failed apply the next pass
+ * tries again, then 5 s, 10 s, 20 s...; after drift was put back the next look at it waits a
+ * reconcile period (a pass sooner could see the put-back before the runtime shows it), then 10 s,
+ * 20 s... A pass that finds the workload as desired, or new content from the hub, starts over.
  */
 import { RECONCILE_PERIOD_MS, UNSETTLED_APPLY_MAX_MS } from '../core/durations.js';
 
@@ -13,13 +14,20 @@ interface Attempts {
   /** Consecutive applies of this content that settled nothing. */
   count: number;
   nextAt: number;
-  /** Why the last one settled nothing, and when the next may run (for the workload's status). */
-  why: string | undefined;
+  /** Why the workload waits, and how long (its status message while held back). */
+  waiting: string;
+  /** What its status says right after the attempt: the error, or drift that came back; none for a first put-back. */
+  shown: string | undefined;
 }
 
-/** The wait before the next apply after `count` applies of one content that settled nothing: 0, base, 2 base, 4 base... up to max. */
+/** The wait after `count` failed applies of one content: 0, base, 2 base, 4 base... up to max. */
 export function unsettledDelay(count: number, baseMs = RECONCILE_PERIOD_MS, maxMs = UNSETTLED_APPLY_MAX_MS): number {
   return count <= 1 ? 0 : Math.min(maxMs, baseMs * 2 ** (count - 2));
+}
+
+function duration(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
 }
 
 export class ApplyPacing {
@@ -37,36 +45,37 @@ export class ApplyPacing {
   holdBack(name: string, hash: string, now: number): string | undefined {
     const a = this.attempts.get(name);
     if (!a || a.hash !== hash || now >= a.nextAt) return undefined;
-    return a.why;
+    return a.waiting;
   }
 
-  /** What the status says of `name` after its last unsettled attempt (none after the first). */
+  /** What the status says of `name` right after its last unsettled attempt. */
   why(name: string): string | undefined {
-    return this.attempts.get(name)?.why;
+    return this.attempts.get(name)?.shown;
   }
 
   /**
-   * Records an apply of `name` at `hash` that was needed although the content was applied before
-   * (`error` when it threw; `drift` when it put back objects changed on site): one more attempt
-   * that settled nothing if the one before was of the same content.
+   * Records an apply of `name` at `hash` that settled nothing yet: it threw (`error`), or it put
+   * back `drift`. One more attempt in a row if the one before was of the same content.
    */
   unsettled(name: string, hash: string, now: number, cause: { error?: string; drift?: string[] }): void {
     const prev = this.attempts.get(name);
     const count = prev && prev.hash === hash ? prev.count + 1 : 1;
-    const delay = unsettledDelay(count, this.baseMs, this.maxMs);
+    // A put-back is looked at again a period later at the soonest: the runtime may not show it yet.
+    const delay = unsettledDelay(cause.error ? count : count + 1, this.baseMs, this.maxMs);
+    const drift = (cause.drift ?? []).join(', ');
     const what = cause.error
       ? `applying failed: ${cause.error}`
-      : `changed on site again after it was put back: ${(cause.drift ?? []).join(', ')}; something on site keeps changing it`;
-    const next = delay >= 1000 ? `${Math.round(delay / 1000)} s` : `${delay} ms`;
-    const max = this.maxMs >= 60_000 ? `${Math.round(this.maxMs / 60_000)} min` : `${this.maxMs} ms`;
+      : count === 1
+        ? `changed on site: ${drift}; put back`
+        : `changed on site again after it was put back: ${drift}; something on site keeps changing it`;
+    const next = duration(delay);
+    const paced = `${what} (attempt ${count}; the next in ${next}, twice as long each time up to ${duration(this.maxMs)})`;
     this.attempts.set(name, {
       hash,
       count,
       nextAt: now + delay,
-      why:
-        count === 1
-          ? cause.error && what
-          : `${what} (attempt ${count}; the next in ${next}, twice as long each time up to ${max})`,
+      waiting: count === 1 ? `${what}; looking again in ${next}` : paced,
+      shown: count === 1 ? (cause.error ? what : undefined) : paced,
     });
   }
 
