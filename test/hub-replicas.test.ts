@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { edgeLocal } from './fixtures/edge-local.js';
-import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { connectedTo, hubList } from './fixtures/replicas.js';
 import { tempDir, waitFor } from './helpers.js';
@@ -33,38 +33,14 @@ const edges = new Map<string, Proc>();
 const edgeDir = (e: string) => path.join(dir, e);
 
 /** A process workload that is Ready 3 s after it starts (an exec probe after initialDelaySeconds). */
-function workload(version: string, name = 'web') {
-  return {
-    apiVersion: 'outpost.dev/v1alpha1',
-    kind: 'Workload',
-    metadata: { name },
-    spec: {
-      manifests: [
-        {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name },
-          spec: {
-            terminationGracePeriodSeconds: 1,
-            containers: [
-              {
-                name: 'main',
-                image: 'localhost/outpost-busybox:latest',
-                command: [
-                  'sh',
-                  '-c',
-                  `echo $$$$ > ${pids}/${name}.$$$$.pid && echo started $$VERSION && exec sleep 3600`,
-                ],
-                env: [{ name: 'VERSION', value: version }],
-                readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 3, periodSeconds: 1 },
-              },
-            ],
-          },
-        },
-      ],
-    },
-  };
-}
+const workload = (version: string, name = 'web') =>
+  hostPod(name, 'sleep 3600', {
+    pidDir: pids,
+    pidPerCopy: true,
+    env: [{ name: 'VERSION', value: version }],
+    setup: 'echo started $$VERSION',
+    readinessProbe: { exec: { command: ['true'] }, initialDelaySeconds: 3, periodSeconds: 1 },
+  });
 
 const placement = {
   apiVersion: 'outpost.dev/v1alpha1',

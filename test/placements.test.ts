@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -18,30 +18,8 @@ let hub: HubProc;
 const edges: Record<string, Proc> = {};
 
 /** A workload running `sleep` on the host; each copy leaves `<pids>/<name>.<pid>.pid` for cleanup. */
-const sleeper = (name: string, version = 'v1') => ({
-  kind: 'Workload',
-  metadata: { name },
-  spec: {
-    manifests: [
-      {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          containers: [
-            {
-              name: 'main',
-              image: 'localhost/outpost-busybox:latest',
-              command: ['sh', '-c', `echo $$$$ > ${pids}/${name}.$$$$.pid && exec sleep 3600`],
-              env: [{ name: 'VERSION', value: version }],
-            },
-          ],
-        },
-      },
-    ],
-  },
-});
+const sleeper = (name: string, version = 'v1') =>
+  hostPod(name, 'sleep 3600', { pidDir: pids, pidPerCopy: true, env: [{ name: 'VERSION', value: version }] });
 
 const placement = (name: string, spec: Record<string, unknown>) => ({ kind: 'Placement', metadata: { name }, spec });
 
