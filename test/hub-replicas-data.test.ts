@@ -14,11 +14,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { edgeLocal, edgeLocalMetric } from './fixtures/edge-local.js';
-import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
-import { connectedTo, hubList } from './fixtures/replicas.js';
+import { connectedTo, startReplicaEdges, startReplicas } from './fixtures/replicas.js';
 import { tempDir, waitFor } from './helpers.js';
-import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { cli, type HubProc, type Proc } from './procs.js';
 
 const server = new TestPostgres();
 const EDGES = ['d-e1', 'd-e2', 'd-e3'];
@@ -43,36 +43,8 @@ beforeAll(async () => {
   // One blob directory for the replicas (--blob-dir, a shared filesystem in production: docs/operations.md,
   // "HA and scale-out"): an edge downloads the DataObject's bytes from the replica that serves it.
   const blobs = path.join(dir, 'blobs');
-  hubs = await Promise.all(
-    [1, 2, 3].map(async (i) =>
-      startHubProc(path.join(dir, `hub-${i}`), await freePort(), [
-        '--insecure-http',
-        '--database',
-        url,
-        '--blob-dir',
-        blobs,
-      ]),
-    ),
-  );
-  const join = (await hubApi(hubs[0], 'POST', '/api/v1/tokens/join', { labels: { fleet: 'd' }, uses: 3 })).json
-    .token as string;
-  await Promise.all(
-    EDGES.map(async (e, i) => {
-      edges.set(
-        e,
-        await startEdgeProc(edgeDir(e), [
-          '--hub',
-          hubList(hubs, i),
-          '--join-token',
-          join,
-          '--name',
-          e,
-          '--driver',
-          'process',
-        ]),
-      );
-    }),
-  );
+  hubs = await startReplicas(dir, 3, url, ['--blob-dir', blobs]);
+  await startReplicaEdges(hubs, EDGES, { fleet: 'd' }, edgeDir, edges);
   for (const [i, e] of EDGES.entries()) await connectedTo(edgeDir(e), hubs[i]!, `${e} connected to replica ${i + 1}`);
 }, 120_000);
 

@@ -20,9 +20,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { edgeLocal } from './fixtures/edge-local.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
-import { connectedTo, hubList } from './fixtures/replicas.js';
+import { connectedTo, startReplicaEdges, startReplicas } from './fixtures/replicas.js';
 import { tempDir, waitFor } from './helpers.js';
-import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { cli, type HubProc, type Proc } from './procs.js';
 
 const server = new TestPostgres();
 const EDGES = ['r-e1', 'r-e2', 'r-e3', 'r-e4', 'r-e5', 'r-e6'];
@@ -83,36 +83,8 @@ beforeAll(async () => {
   // One hub identity for the three (docs/operations.md, "HA and scale-out").
   const keyFile = path.join(dir, 'identity.key');
   fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
-  hubs = await Promise.all(
-    [1, 2, 3].map(async (i) =>
-      startHubProc(path.join(dir, `hub-${i}`), await freePort(), [
-        '--insecure-http',
-        '--database',
-        url,
-        '--identity-key',
-        keyFile,
-      ]),
-    ),
-  );
-  const join = (await hubApi(hubs[0], 'POST', '/api/v1/tokens/join', { labels: { fleet: 'r' }, uses: 6 })).json
-    .token as string;
-  await Promise.all(
-    EDGES.map(async (e, i) => {
-      edges.set(
-        e,
-        await startEdgeProc(edgeDir(e), [
-          '--hub',
-          hubList(hubs, i),
-          '--join-token',
-          join,
-          '--name',
-          e,
-          '--driver',
-          'process',
-        ]),
-      );
-    }),
-  );
+  hubs = await startReplicas(dir, 3, url, ['--identity-key', keyFile]);
+  await startReplicaEdges(hubs, EDGES, { fleet: 'r' }, edgeDir, edges);
   // Two edges on each replica.
   for (const [i, e] of EDGES.entries())
     await connectedTo(edgeDir(e), hubs[i % 3]!, `${e} connected to replica ${(i % 3) + 1}`);
