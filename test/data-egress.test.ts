@@ -12,10 +12,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EGRESS_ANNOTATION } from '../core/data.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
-import { LinkProxy } from './fixtures/link-proxy.js';
+import { startOverLink, type LinkProxy } from './fixtures/link-proxy.js';
 import { tempDir, waitFor } from './helpers.js';
 import { edgeLocal, edgeLocalMetric } from './fixtures/edge-local.js';
-import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { cli, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
 const FILES = 100;
 const FILE_SIZE = 2 * 1024 * 1024;
@@ -54,21 +54,13 @@ beforeAll(async () => {
   edgeDir = path.join(dir, 'edge');
   pids = path.join(dir, 'pids');
   fs.mkdirSync(pids);
-  hubPort = await freePort();
-  hub = await startHubProc(hubDir, hubPort, ['--insecure-http']);
-  link = new LinkProxy(hubPort, RATE);
-  await link.start();
-  const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', { labels: { site: 'a' } });
-  edge = await startEdgeProc(edgeDir, [
-    '--hub',
-    `http://127.0.0.1:${link.port}`,
-    '--join-token',
-    join.json.token,
-    '--name',
-    'e1',
-    '--driver',
-    'process',
-  ]);
+  ({ hubPort, hub, link, edge } = await startOverLink({
+    hubDir,
+    edgeDir,
+    rate: RATE,
+    name: 'e1',
+    labels: { site: 'a' },
+  }));
 }, 60_000);
 
 afterAll(async () => {

@@ -13,10 +13,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../cli/client.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
-import { LinkProxy } from './fixtures/link-proxy.js';
+import { startOverLink, type LinkProxy } from './fixtures/link-proxy.js';
 import { tempDir, waitFor } from './helpers.js';
 import { edgeLocal } from './fixtures/edge-local.js';
-import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
 const SIZE = 200 * 1024 * 1024;
 /** 25 MB/s: a 200 MB transfer takes ~8 s of link time, long enough to kill both sides in its middle. */
@@ -71,21 +71,13 @@ beforeAll(async () => {
   edgeDir = path.join(dir, 'edge');
   www = path.join(dir, 'www');
   fs.mkdirSync(www);
-  hubPort = await freePort();
-  await restartHub();
-  link = new LinkProxy(hubPort, RATE);
-  await link.start();
-  const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', { labels: { site: 'a' } });
-  edge = await startEdgeProc(edgeDir, [
-    '--hub',
-    `http://127.0.0.1:${link.port}`,
-    '--join-token',
-    join.json.token,
-    '--name',
-    'e1',
-    '--driver',
-    'process',
-  ]);
+  ({ hubPort, hub, link, edge } = await startOverLink({
+    hubDir,
+    edgeDir,
+    rate: RATE,
+    name: 'e1',
+    labels: { site: 'a' },
+  }));
   await waitFor(async () => (await local('GET', '/status')).connection === 'connected', { what: 'edge connected' });
 }, 60_000);
 
