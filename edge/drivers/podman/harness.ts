@@ -57,6 +57,63 @@ export function pod(name: string, spec: Record<string, unknown>): Manifest {
   } as Manifest;
 }
 
+/**
+ * A Deployment `name` of two replicas with a ConfigMap `cfg` and a Secret `creds` (`data` and
+ * `stringData`), each given to its container both as env and as files: GREETING=hello-VERSION and
+ * PASSWORD=pw-VERSION in the env, /etc/app/app.conf (`version=VERSION`), /run/creds/token
+ * (`tok-VERSION`) and /run/creds/PASSWORD; and a containerPort 8080, which podman must not publish.
+ */
+export function configuredDeployment(name: string, version: string): Manifest[] {
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'cfg' },
+      data: { GREETING: `hello-${version}`, 'app.conf': `version=${version}\n` },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'creds' },
+      data: { PASSWORD: Buffer.from(`pw-${version}`).toString('base64') },
+      stringData: { token: `tok-${version}` },
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'app' } },
+        template: {
+          metadata: { labels: { app: 'app' } },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'main',
+                image: TEST_IMAGE,
+                command: ['sleep', '600'],
+                envFrom: [{ configMapRef: { name: 'cfg' } }],
+                env: [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'PASSWORD' } } }],
+                ports: [{ containerPort: 8080 }],
+                volumeMounts: [
+                  { name: 'conf', mountPath: '/etc/app' },
+                  { name: 'secret', mountPath: '/run/creds' },
+                ],
+              },
+            ],
+            volumes: [
+              { name: 'conf', configMap: { name: 'cfg', items: [{ key: 'app.conf', path: 'app.conf' }] } },
+              { name: 'secret', secret: { secretName: 'creds' } },
+            ],
+          },
+        },
+      },
+    } as Manifest,
+  ];
+}
+
 export interface PodmanTestEnv {
   dir: string;
   suffix: string;

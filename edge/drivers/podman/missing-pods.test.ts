@@ -8,11 +8,18 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Manifest } from '../../../core/resources.js';
 import { edgeMailbox } from '../../../test/fixtures/edge-mailbox.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
-import { eachPodmanDriver, pod, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+import {
+  configuredDeployment,
+  eachPodmanDriver,
+  pod,
+  SKIP_PODMAN,
+  TEST_IMAGE,
+  unit,
+  type PodmanTestEnv,
+} from './harness.js';
 
 const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
   (await d.list()).find((w) => w.name === name);
@@ -115,42 +122,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
 
   it("plays a Deployment's removed pod again as podman made it, with its env and files, beside the other", async () => {
     const app = `app-${env.suffix}`;
-    const manifests = [
-      {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: { name: 'cfg' },
-        data: { GREETING: 'hello', 'app.conf': 'v=1\n' },
-      },
-      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, stringData: { PASSWORD: 'pw' } },
-      {
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: app },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: { app: 'app' } },
-          template: {
-            metadata: { labels: { app: 'app' } },
-            spec: {
-              terminationGracePeriodSeconds: 1,
-              containers: [
-                {
-                  name: 'main',
-                  image: TEST_IMAGE,
-                  command: ['sleep', '600'],
-                  envFrom: [{ configMapRef: { name: 'cfg' } }],
-                  env: [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'PASSWORD' } } }],
-                  volumeMounts: [{ name: 'conf', mountPath: '/etc/app' }],
-                },
-              ],
-              volumes: [{ name: 'conf', configMap: { name: 'cfg', items: [{ key: 'app.conf', path: 'app.conf' }] } }],
-            },
-          },
-        },
-      },
-    ] as Manifest[];
-    const u = unit('dep', 1, manifests);
+    const u = unit('dep', 1, configuredDeployment(app, 'v1'));
     await driver.apply(u);
     await ready('dep', 'dep Ready');
     const pod0 = await podmanName('dep', app, '0');
@@ -177,7 +149,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
     expect(await identity(pod0), 'the pod that ran is not touched').toBe(before);
     // The same labels (owner, workload, hash, template), hostname, env from ConfigMap and Secret, and files.
     expect(await looks(pod1)).toBe(asPlayed);
-    expect(asPlayed).toContain(`${app}\nhello pw\nv=1`);
+    expect(asPlayed).toContain(`${app}\nhello-v1 pw-v1\nversion=v1`);
     await ready('dep', 'dep Ready after the apply');
   });
 

@@ -8,61 +8,19 @@ import { freePort } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createPodmanDriver } from './index.js';
-import { eachPodmanDriver, pod, podmanTestEnv, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
+import {
+  configuredDeployment,
+  eachPodmanDriver,
+  pod,
+  podmanTestEnv,
+  SKIP_PODMAN,
+  TEST_IMAGE,
+  unit,
+  type PodmanTestEnv,
+} from './harness.js';
 
 const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
   (await d.list()).find((w) => w.name === name);
-
-function app(suffix: string, version: string): Manifest[] {
-  return [
-    {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'cfg' },
-      data: { GREETING: `hello-${version}`, 'app.conf': `version=${version}\n` },
-    },
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'creds' },
-      data: { PASSWORD: Buffer.from(`pw-${version}`).toString('base64') },
-      stringData: { token: `tok-${version}` },
-    },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: `app-${suffix}` },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'app' } },
-        template: {
-          metadata: { labels: { app: 'app' } },
-          spec: {
-            terminationGracePeriodSeconds: 1,
-            containers: [
-              {
-                name: 'main',
-                image: TEST_IMAGE,
-                command: ['sleep', '600'],
-                envFrom: [{ configMapRef: { name: 'cfg' } }],
-                env: [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'PASSWORD' } } }],
-                ports: [{ containerPort: 8080 }],
-                volumeMounts: [
-                  { name: 'conf', mountPath: '/etc/app' },
-                  { name: 'secret', mountPath: '/run/creds' },
-                ],
-              },
-            ],
-            volumes: [
-              { name: 'conf', configMap: { name: 'cfg', items: [{ key: 'app.conf', path: 'app.conf' }] } },
-              { name: 'secret', secret: { secretName: 'creds' } },
-            ],
-          },
-        },
-      },
-    } as Manifest,
-  ];
-}
 
 describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
   let env: PodmanTestEnv;
@@ -74,7 +32,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
   });
 
   it('runs a Deployment with ConfigMap and Secret env and volumes, and updates them on a new version', async () => {
-    await driver.apply(unit('app', 1, app(env.suffix, 'v1')));
+    await driver.apply(unit('app', 1, configuredDeployment(`app-${env.suffix}`, 'v1')));
     const o = await waitFor(
       async () => ((await observe(driver, 'app'))?.phase === 'Ready' ? observe(driver, 'app') : undefined),
       { what: 'app Ready' },
@@ -96,7 +54,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
     // Mounted config is read-only, as in Kubernetes.
     expect((await driver.exec('app', ['sh', '-c', 'echo x > /etc/app/app.conf'], {})).exitCode).not.toBe(0);
 
-    await driver.apply(unit('app', 2, app(env.suffix, 'v2')));
+    await driver.apply(unit('app', 2, configuredDeployment(`app-${env.suffix}`, 'v2')));
     await waitFor(
       async () => {
         const w = await observe(driver, 'app');
