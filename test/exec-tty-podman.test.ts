@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_IMAGE, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
-import { createPodman } from '../edge/drivers/podman/cli.js';
 import { hubApi } from './fixtures/host-workloads.js';
+import { podWorkload, removeEdgePods, startPodmanEdge } from './fixtures/podman-edge.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { freePort, MAIN, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { freePort, MAIN, startHubProc, type HubProc, type Proc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
@@ -21,36 +21,10 @@ beforeAll(async () => {
   if (SKIP_PODMAN) return;
   dir = tempDir();
   hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
-  const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
-  edge = await startEdgeProc(path.join(dir, 'edge'), [
-    '--hub',
-    hub.url,
-    '--join-token',
-    join.json.token,
-    '--name',
-    'tty-1',
-    '--driver',
-    'podman',
-  ]);
+  edge = await startPodmanEdge(hub, path.join(dir, 'edge'), 'tty-1');
   const r = await hubApi(hub, 'POST', '/api/v1/apply', {
     objects: [
-      {
-        kind: 'Workload',
-        metadata: { name: 'shell' },
-        spec: {
-          manifests: [
-            {
-              apiVersion: 'v1',
-              kind: 'Pod',
-              metadata: { name: 'shell' },
-              spec: {
-                terminationGracePeriodSeconds: 0,
-                containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '600'] }],
-              },
-            },
-          ],
-        },
-      },
+      podWorkload('shell', TEST_IMAGE, ['sleep', '600']),
       { kind: 'Placement', metadata: { name: 'p' }, spec: { edges: ['tty-1'], workloads: ['shell'] } },
     ],
   });
@@ -65,12 +39,7 @@ afterAll(async () => {
   if (SKIP_PODMAN) return;
   await edge?.kill('SIGTERM');
   await hub?.proc.kill('SIGTERM');
-  const owner = fs.readFileSync(path.join(dir, 'edge', 'runtime', 'podman', 'podman', 'owner'), 'utf8').trim();
-  const podman = createPodman();
-  const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${owner}`])).stdout
-    .split('\n')
-    .filter(Boolean);
-  if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
+  await removeEdgePods(path.join(dir, 'edge'));
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 

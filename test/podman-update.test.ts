@@ -6,33 +6,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPodman } from '../edge/drivers/podman/cli.js';
 import { SKIP_PODMAN, TEST_IMAGE } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
+import { podWorkload, removeEdgePods, startPodmanEdge } from './fixtures/podman-edge.js';
 import { tempDir, waitFor } from './helpers.js';
-import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { cli, freePort, startHubProc, type HubProc, type Proc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
 let edge: Proc | undefined;
 
-const site = (image: string, version: string) => ({
-  kind: 'Workload',
-  metadata: { name: 'site' },
-  spec: {
-    manifests: [
-      {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'site' },
-        spec: {
-          terminationGracePeriodSeconds: 0,
-          containers: [{ name: 'main', image, command: ['sh', '-c', `echo ${version} > /tmp/v; exec sleep 600`] }],
-        },
-      },
-    ],
-  },
-});
+const site = (image: string, version: string) =>
+  podWorkload('site', image, ['sh', '-c', `echo ${version} > /tmp/v; exec sleep 600`]);
 const edgeWorkload = async (): Promise<any> =>
   (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/pod-1')).json.status?.workloads?.find(
     (w: any) => w.name === 'site',
@@ -50,17 +35,7 @@ beforeAll(async () => {
   if (SKIP_PODMAN) return;
   dir = tempDir();
   hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
-  const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
-  edge = await startEdgeProc(path.join(dir, 'edge'), [
-    '--hub',
-    hub.url,
-    '--join-token',
-    join.json.token,
-    '--name',
-    'pod-1',
-    '--driver',
-    'podman',
-  ]);
+  edge = await startPodmanEdge(hub, path.join(dir, 'edge'), 'pod-1');
   await hubApi(hub, 'POST', '/api/v1/apply', {
     objects: [
       site(TEST_IMAGE, 'v1'),
@@ -74,12 +49,7 @@ afterAll(async () => {
   if (SKIP_PODMAN) return;
   await edge?.kill('SIGTERM');
   await hub?.proc.kill('SIGTERM');
-  const owner = fs.readFileSync(path.join(dir, 'edge', 'runtime', 'podman', 'podman', 'owner'), 'utf8').trim();
-  const podman = createPodman();
-  const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${owner}`])).stdout
-    .split('\n')
-    .filter(Boolean);
-  if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
+  await removeEdgePods(path.join(dir, 'edge'));
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
