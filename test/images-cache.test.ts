@@ -13,8 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPodman } from '../edge/drivers/podman/cli.js';
 import { buildUniqueImage, dropImageName, SKIP_PODMAN, TEST_IMAGE } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
-import { tempDir, waitFor } from './helpers.js';
-import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { removeEdgePods, runThroughHubCache, startPodmanEdge } from './fixtures/podman-edge.js';
+import { tempDir } from './helpers.js';
+import { cli, freePort, startHubProc, type HubProc, type Proc } from './procs.js';
 
 const run = promisify(execFile);
 
@@ -56,14 +57,7 @@ afterAll(async () => {
   await edge?.kill('SIGTERM');
   await hub?.proc.kill('SIGTERM');
   const podman = createPodman();
-  const ownerFile = path.join(dir, 'edge', 'runtime', 'podman', 'podman', 'owner');
-  if (fs.existsSync(ownerFile)) {
-    const owner = fs.readFileSync(ownerFile, 'utf8').trim();
-    const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${owner}`])).stdout
-      .split('\n')
-      .filter(Boolean);
-    if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
-  }
+  await removeEdgePods(path.join(dir, 'edge'));
   // Only the names this test pulled: the layers are the shared test image's.
   for (const ref of pulled) await dropImageName(podman, ref);
   if (edgeImageId) await podman.run(['rmi', '-f', edgeImageId]);
@@ -129,54 +123,16 @@ describe.skipIf(SKIP_PODMAN)("the hub's image cache", () => {
     expect(pushedEdge.code, pushedEdge.stderr).toBe(0);
     const edgeRef = `${host}/default/team/app@${pushedEdge.stdout.trim().split('@')[1]}`;
     expect((await podman.run(['image', 'exists', edgeRef])).code).not.toBe(0);
-    const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
-    edge = await startEdgeProc(path.join(dir, 'edge'), [
-      '--hub',
-      hub.url,
-      '--join-token',
-      join.json.token,
-      '--name',
-      'cache-1',
-      '--driver',
-      'podman',
-    ]);
-    const applied = await hubApi(hub, 'POST', '/api/v1/apply', {
-      objects: [
-        {
-          kind: 'Registry',
-          metadata: { name: 'hub-cache' },
-          spec: { url: `http://${host}`, credentials: { username: 'outpost', password: viewer } },
-        },
-        {
-          kind: 'Workload',
-          metadata: { name: 'cached' },
-          spec: {
-            manifests: [
-              {
-                apiVersion: 'v1',
-                kind: 'Pod',
-                metadata: { name: 'cached' },
-                spec: {
-                  terminationGracePeriodSeconds: 0,
-                  containers: [
-                    { name: 'main', image: `${host}/default/team/app:edge`, command: ['sh', '-c', 'exec sleep 600'] },
-                  ],
-                },
-              },
-            ],
-          },
-        },
-        { kind: 'Placement', metadata: { name: 'p' }, spec: { edges: ['cache-1'], workloads: ['cached'] } },
-      ],
+    edge = await startPodmanEdge(hub, path.join(dir, 'edge'), 'cache-1');
+    await runThroughHubCache(hub, {
+      host,
+      viewer,
+      edge: 'cache-1',
+      workload: 'cached',
+      image: `${host}/default/team/app:edge`,
+      placement: 'p',
+      what: 'the workload from the hub cache Ready',
     });
-    expect(applied.status, JSON.stringify(applied.json)).toBeLessThan(300);
-    await waitFor(
-      async () =>
-        (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/cache-1')).json.status?.workloads?.find(
-          (w: any) => w.name === 'cached',
-        )?.state === 'Ready',
-      { timeout: 90_000, what: 'the workload from the hub cache Ready' },
-    );
     expect((await podman.run(['image', 'exists', edgeRef])).code).toBe(0);
     expect(edge.out + edge.err).not.toContain(viewer);
   }, 240_000);

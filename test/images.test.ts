@@ -15,9 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPodman } from '../edge/drivers/podman/cli.js';
 import { buildUniqueImage, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
+import { podWorkload, removeEdgePods, runThroughHubCache, startPodmanEdge } from './fixtures/podman-edge.js';
 import { startTestRegistry, type TestRegistry } from './fixtures/registry.js';
 import { tempDir, waitFor } from './helpers.js';
-import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { cli, freePort, startHubProc, type HubProc, type Proc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
@@ -39,23 +40,7 @@ async function intoRegistry(repoTag: string): Promise<string> {
   return digest;
 }
 
-const workload = () => ({
-  kind: 'Workload',
-  metadata: { name: 'private-app' },
-  spec: {
-    manifests: [
-      {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'private-app' },
-        spec: {
-          terminationGracePeriodSeconds: 0,
-          containers: [{ name: 'main', image, command: ['sh', '-c', 'echo from-private > /tmp/v; exec sleep 600'] }],
-        },
-      },
-    ],
-  },
-});
+const workload = () => podWorkload('private-app', image, ['sh', '-c', 'echo from-private > /tmp/v; exec sleep 600']);
 const registryObject = () => ({
   kind: 'Registry',
   metadata: { name: 'private' },
@@ -84,17 +69,7 @@ beforeAll(async () => {
   const digest = await intoRegistry(`outpost-test/private-app:${tag}`);
   pinned = `${registry.host}/outpost-test/private-app@${digest}`;
   hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
-  const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
-  edge = await startEdgeProc(path.join(dir, 'edge'), [
-    '--hub',
-    hub.url,
-    '--join-token',
-    join.json.token,
-    '--name',
-    'img-1',
-    '--driver',
-    'podman',
-  ]);
+  edge = await startPodmanEdge(hub, path.join(dir, 'edge'), 'img-1');
 }, 120_000);
 
 afterAll(async () => {
@@ -102,14 +77,7 @@ afterAll(async () => {
   await edge?.kill('SIGTERM');
   await hub?.proc.kill('SIGTERM');
   const podman = createPodman();
-  const ownerFile = path.join(dir, 'edge', 'runtime', 'podman', 'podman', 'owner');
-  if (fs.existsSync(ownerFile)) {
-    const owner = fs.readFileSync(ownerFile, 'utf8').trim();
-    const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=outpost.dev/owner=${owner}`])).stdout
-      .split('\n')
-      .filter(Boolean);
-    if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
-  }
+  await removeEdgePods(path.join(dir, 'edge'));
   // Only this test's name for the image: its layers are the shared test image's.
   for (const id of madeIds) await podman.run(['rmi', '-f', id]);
   await registry?.stop();
@@ -213,42 +181,16 @@ describe.skipIf(SKIP_PODMAN)('a workload whose image is in a private registry', 
     const hubHost = new URL(hub.url).host;
     const viaHub = `${hubHost}/default/private/outpost-test/private-app:${tag}`;
     const viewer = (await cli(['token', 'create', '--api', '--role', 'viewer'], asCli(hub.token))).stdout.trim();
-    const apply = await hubApi(hub, 'POST', '/api/v1/apply', {
-      objects: [
-        // The edge's registry is the hub (a viewer token is enough to pull); the hub's is `private`.
-        {
-          kind: 'Registry',
-          metadata: { name: 'hub-cache' },
-          spec: { url: `http://${hubHost}`, credentials: { username: 'outpost', password: viewer } },
-        },
-        {
-          kind: 'Workload',
-          metadata: { name: 'cached-app' },
-          spec: {
-            manifests: [
-              {
-                apiVersion: 'v1',
-                kind: 'Pod',
-                metadata: { name: 'cached-app' },
-                spec: {
-                  terminationGracePeriodSeconds: 0,
-                  containers: [{ name: 'main', image: viaHub, command: ['sh', '-c', 'exec sleep 600'] }],
-                },
-              },
-            ],
-          },
-        },
-        { kind: 'Placement', metadata: { name: 'pc' }, spec: { edges: ['img-1'], workloads: ['cached-app'] } },
-      ],
+    // The edge's registry is the hub (a viewer token is enough to pull); the hub's is `private`.
+    await runThroughHubCache(hub, {
+      host: hubHost,
+      viewer,
+      edge: 'img-1',
+      workload: 'cached-app',
+      image: viaHub,
+      placement: 'pc',
+      what: 'Ready through the hub cache',
     });
-    expect(apply.status, JSON.stringify(apply.json)).toBeLessThan(300);
-    await waitFor(
-      async () =>
-        (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/img-1')).json.status?.workloads?.find(
-          (w: any) => w.name === 'cached-app',
-        )?.state === 'Ready',
-      { timeout: 90_000, what: 'Ready through the hub cache' },
-    );
     // The tag was resolved once, to the digest the registry had, and is now in the cache.
     const images = (await hubApi(hub, 'GET', '/api/v1/projects/default/images')).json.items;
     expect(images).toContainEqual(
