@@ -13,8 +13,9 @@ import { createPodman } from '../edge/drivers/podman/cli.js';
 import { dropImageName, SKIP_PODMAN, TEST_IMAGE } from '../edge/drivers/podman/harness.js';
 import { LABEL_OWNER, LABEL_WORKLOAD } from '../edge/drivers/podman/plan.js';
 import { hubApi } from './fixtures/host-workloads.js';
+import { podWorkload, removeEdgePods, startPodmanEdge } from './fixtures/podman-edge.js';
 import { tempDir, waitFor } from './helpers.js';
-import { cli, freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { cli, freePort, startHubProc, type HubProc, type Proc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
@@ -40,23 +41,7 @@ async function runningImages(): Promise<string[]> {
   ]);
   return [...new Set(r.stdout.split('\n').filter((l) => l && !l.includes('pause')))].sort();
 }
-const workload = (command: string) => ({
-  kind: 'Workload',
-  metadata: { name: 'app' },
-  spec: {
-    manifests: [
-      {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'app' },
-        spec: {
-          terminationGracePeriodSeconds: 0,
-          containers: [{ name: 'main', image: `${host}/default/team/app:v1`, command: ['sh', '-c', command] }],
-        },
-      },
-    ],
-  },
-});
+const workload = (command: string) => podWorkload('app', `${host}/default/team/app:v1`, ['sh', '-c', command]);
 const appState = async (): Promise<any> =>
   (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/dig-1')).json.status?.workloads?.find(
     (w: any) => w.name === 'app',
@@ -84,12 +69,7 @@ afterAll(async () => {
   await edge?.kill('SIGTERM');
   await hub?.proc.kill('SIGTERM');
   const podman = createPodman();
-  if (fs.existsSync(path.join(dir, 'edge', 'runtime', 'podman', 'podman', 'owner'))) {
-    const ids = (await podman.run(['pod', 'ps', '-q', '--filter', `label=${LABEL_OWNER}=${ownerOf()}`])).stdout
-      .split('\n')
-      .filter(Boolean);
-    if (ids.length) await podman.run(['pod', 'rm', '-f', '-t', '0', ...ids]);
-  }
+  await removeEdgePods(path.join(dir, 'edge'));
   for (const ref of pulled) await dropImageName(podman, ref);
   // Image b is this test's own: gone with every name it got (the edge pulled it by digest too).
   if (builtId) await podman.run(['rmi', '-f', builtId]);
@@ -105,17 +85,7 @@ describe.skipIf(SKIP_PODMAN)('images pinned to digests per revision', () => {
     };
     const digestA = await push('a.tar');
     const viewer = (await cli(['token', 'create', '--api', '--role', 'viewer'], asCli())).stdout.trim();
-    const join = await hubApi(hub, 'POST', '/api/v1/tokens/join', {});
-    edge = await startEdgeProc(path.join(dir, 'edge'), [
-      '--hub',
-      hub.url,
-      '--join-token',
-      join.json.token,
-      '--name',
-      'dig-1',
-      '--driver',
-      'podman',
-    ]);
+    edge = await startPodmanEdge(hub, path.join(dir, 'edge'), 'dig-1');
     const applied = await hubApi(hub, 'POST', '/api/v1/apply', {
       objects: [
         {
