@@ -11,16 +11,13 @@
  * - Test 3: an edge offline during staging is staged when it returns and only then switched; a
  *   staging over the placement's budget is reported with the reason and the edges keep their version.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { containersConf, createPodman, type Podman } from '../edge/drivers/podman/cli.js';
-import { buildUniqueImage, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
-import { LABEL_WORKLOAD } from '../edge/drivers/podman/plan.js';
+import { SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
-import { startTestRegistry, type TestRegistry } from './fixtures/registry.js';
+import { PrestageSites } from './fixtures/prestage.js';
+import { registryObject } from './fixtures/registry.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -30,41 +27,14 @@ type EdgeN = (typeof EDGES)[number];
 let dir: string;
 let hub: HubProc;
 let port: number;
-let registry: TestRegistry;
+let sites: PrestageSites<EdgeN>;
 const edges = new Map<EdgeN, Proc>();
 /** Every process each edge ran (edge 2 runs twice): their logs count the bytes moved. */
 const edgeRuns = new Map<EdgeN, Proc[]>();
-/** Image on the registry by tag -> its digest. */
-const digests = new Map<string, string>();
-const madeIds: string[] = [];
 let join: string;
 
-const storage = (e: EdgeN) => ({
-  graph: path.join(dir, `${e}-storage`, 'graph'),
-  // podman refuses a runroot longer than 50 characters: a short one of its own under /run.
-  run: `/run/outpost-${path.basename(dir).slice(-6)}-${e}`,
-  conf: path.join(dir, `${e}-storage.conf`),
-});
-const execP = promisify(execFile);
-/** podman on one edge's own image storage (the edge's CONTAINERS_STORAGE_CONF). */
-const podmanOf = (e: EdgeN) => ({
-  async run(args: string[]): Promise<{ code: number; stdout: string }> {
-    const conf = containersConf();
-    try {
-      const r = await execP('podman', args, {
-        env: { ...process.env, CONTAINERS_STORAGE_CONF: storage(e).conf, ...(conf ? { CONTAINERS_CONF: conf } : {}) },
-      });
-      return { code: 0, stdout: r.stdout };
-    } catch (err) {
-      return { code: 1, stdout: String((err as { stdout?: string }).stdout ?? '') };
-    }
-  },
-});
-const imageOf = (tag: string) => `${registry.host}/outpost-test/prestage:${tag}`;
-const pinnedOf = (tag: string) => `${registry.host}/outpost-test/prestage@${digests.get(tag)}`;
-
 async function startEdge(e: EdgeN): Promise<void> {
-  const conf = storage(e).conf;
+  const conf = sites.storage(e).conf;
   const p = await startEdgeProc(
     path.join(dir, e),
     ['--hub', hub.url, '--join-token', join, '--name', e, '--driver', 'podman'],
@@ -75,30 +45,6 @@ async function startEdge(e: EdgeN): Promise<void> {
   edgeRuns.set(e, [...(edgeRuns.get(e) ?? []), p]);
 }
 
-const workload = (tag: string) => ({
-  kind: 'Workload',
-  metadata: { name: 'app' },
-  spec: {
-    manifests: [
-      {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'app' },
-        spec: {
-          terminationGracePeriodSeconds: 0,
-          containers: [
-            { name: 'main', image: imageOf(tag), command: ['sh', '-c', `echo ${tag} > /tmp/v; exec sleep 600`] },
-          ],
-        },
-      },
-    ],
-  },
-});
-const placement = (rollout: Record<string, unknown>) => ({
-  kind: 'Placement',
-  metadata: { name: 'p' },
-  spec: { edges: [...EDGES], workloads: ['app'], rollout: { prestage: true, ...rollout } },
-});
 const apply = async (...objects: unknown[]) => {
   const r = await hubApi(hub, 'POST', '/api/v1/apply', { objects });
   expect(r.status, JSON.stringify(r.json)).toBeLessThan(300);
@@ -107,14 +53,9 @@ const edgeStatus = async (e: EdgeN): Promise<any> =>
   (await hubApi(hub, 'GET', `/api/v1/projects/default/edges/${e}`)).json.status;
 const rollout = async (): Promise<any> =>
   (await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status?.rollout;
-/** The image references edge `e`'s running app containers were created from. */
-async function running(e: EdgeN): Promise<string[]> {
-  const r = await podmanOf(e).run(['ps', '--filter', `label=${LABEL_WORKLOAD}=app`, '--format', '{{.Image}}']);
-  return [...new Set(r.stdout.split('\n').filter((l) => l && !l.includes('pause')))];
-}
 const appReady = async (e: EdgeN, tag: string) =>
   (await edgeStatus(e))?.workloads?.find((w: any) => w.name === 'app')?.state === 'Ready' &&
-  (await running(e)).join() === pinnedOf(tag);
+  (await sites.running(e)).join() === sites.pinnedOf(tag);
 /** The staged-state of `image` as edge `e` reports it. */
 const staged = async (e: EdgeN, image: string): Promise<any> =>
   (await edgeStatus(e))?.imageStaging?.images?.find((i: any) => i.image === image);
@@ -134,21 +75,9 @@ function movedByBlob(e: EdgeN): Map<string, number[]> {
 beforeAll(async () => {
   if (SKIP_PODMAN) return;
   dir = tempDir();
-  registry = await startTestRegistry(path.join(dir, 'registry'));
-  const podman: Podman = createPodman();
+  sites = new PrestageSites(dir, 'prestage', EDGES);
   // Images no host has: the edges' storages start empty anyway, and the pushes are checkable.
-  for (const tag of ['v1', 'v2', 'v3', 'v4']) {
-    const u = await buildUniqueImage(podman, dir, `localhost/outpost-prestage-src:${tag}-${Date.now().toString(36)}`);
-    madeIds.push(u.id);
-    digests.set(tag, await registry.push(u.ref, `outpost-test/prestage:${tag}`));
-    await podman.ok(['rmi', '-f', u.id], 'podman rmi');
-  }
-  for (const e of EDGES) {
-    const s = storage(e);
-    fs.mkdirSync(s.graph, { recursive: true });
-    fs.mkdirSync(s.run, { recursive: true });
-    fs.writeFileSync(s.conf, `[storage]\ndriver = "overlay"\ngraphroot = "${s.graph}"\nrunroot = "${s.run}"\n`);
-  }
+  await sites.start(['v1', 'v2', 'v3', 'v4']);
   port = await freePort();
   hub = await startHubProc(path.join(dir, 'hub'), port, ['--insecure-http']);
   join = (await hubApi(hub, 'POST', '/api/v1/tokens/join', { uses: 2 })).json.token;
@@ -159,51 +88,31 @@ afterAll(async () => {
   if (SKIP_PODMAN) return;
   for (const p of edges.values()) await p.kill('SIGTERM');
   await hub?.proc.kill('SIGTERM');
-  for (const e of EDGES) {
-    const p = podmanOf(e);
-    await p.run(['pod', 'rm', '-af', '-t', '0']);
-    await p.run(['rm', '-af', '-t', '0']);
-    await p.run(['rmi', '-af']);
-    fs.rmSync(storage(e).run, { recursive: true, force: true });
-  }
-  for (const id of madeIds) await createPodman().run(['rmi', '-f', id]);
-  await registry?.stop();
+  await sites?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
 describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () => {
   it('stages the first version into empty edges over their connection, then switches them', async () => {
-    await apply(
-      {
-        kind: 'Registry',
-        metadata: { name: 'private' },
-        spec: {
-          url: `https://${registry.host}`,
-          credentials: { username: registry.username, password: registry.password },
-          caBundle: registry.caPem,
-        },
-      },
-      workload('v1'),
-      placement({}),
-    );
+    await apply(registryObject(sites.registry), sites.workload('v1'), sites.placement({}));
     for (const e of EDGES) await waitFor(() => appReady(e, 'v1'), { timeout: 120_000, what: `${e} Ready on v1` });
     for (const e of EDGES) {
       const s = await edgeStatus(e);
       expect(s.imageStaging.summary).toMatch(/^images staged 1\/1, [\d.]+ MB$/);
-      expect(await staged(e, pinnedOf('v1'))).toMatchObject({ state: 'Present' });
+      expect(await staged(e, sites.pinnedOf('v1'))).toMatchObject({ state: 'Present' });
     }
   }, 240_000);
 
   it('test 2: staged while paused; registry gone and hub killed before the switch; both switch and reach Ready', async () => {
-    await apply(placement({ paused: true }));
-    await apply(workload('v2'));
+    await apply(sites.placement({ paused: true }));
+    await apply(sites.workload('v2'));
     for (const e of EDGES)
-      await waitFor(async () => (await staged(e, pinnedOf('v2')))?.state === 'Present', {
+      await waitFor(async () => (await staged(e, sites.pinnedOf('v2')))?.state === 'Present', {
         timeout: 120_000,
         what: `${e} to report v2 staged`,
       });
     // Staged, not switched: both still run v1; the placement counts the staged edges.
-    for (const e of EDGES) expect(await running(e)).toEqual([pinnedOf('v1')]);
+    for (const e of EDGES) expect(await sites.running(e)).toEqual([sites.pinnedOf('v1')]);
     await waitFor(
       async () =>
         (await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status?.imageStaging?.summary ===
@@ -214,10 +123,10 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
     expect(r.phase).toBe('Paused');
 
     // No registry from here on, and the hub dies before the switch.
-    await registry.stopServer();
+    await sites.registry.stopServer();
     await hub.proc.kill('SIGKILL');
     hub = await startHubProc(path.join(dir, 'hub'), port, ['--insecure-http']);
-    await apply(placement({ paused: false }));
+    await apply(sites.placement({ paused: false }));
     for (const e of EDGES)
       await waitFor(() => appReady(e, 'v2'), { timeout: 120_000, what: `${e} Ready on v2 without a registry` });
     await waitFor(async () => (await rollout())?.phase === 'Complete', {
@@ -234,7 +143,7 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
     }[];
     const needed = new Map<string, number>();
     for (const tag of ['v1', 'v2']) {
-      const ref = `Image/private/outpost-test/prestage:${digests.get(tag)!.replace(':', '-')}`;
+      const ref = `Image/private/outpost-test/prestage:${sites.digests.get(tag)!.replace(':', '-')}`;
       const mine = blobs.filter((b) => b.references.includes(ref));
       expect(mine.length, `${tag}: blobs held by ${ref}`).toBeGreaterThanOrEqual(3);
       for (const b of mine) needed.set(b.digest, b.size);
@@ -247,12 +156,12 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
 
   it('test 4: garbage collection removes the staged image once no revision on the edge references it', async () => {
     for (const e of EDGES)
-      await waitFor(async () => (await podmanOf(e).run(['image', 'exists', pinnedOf('v1')])).code !== 0, {
+      await waitFor(async () => (await sites.podman(e, ['image', 'exists', sites.pinnedOf('v1')])).code !== 0, {
         timeout: 60_000,
         what: `${e} to remove the v1 image`,
       });
     for (const e of EDGES) {
-      expect((await podmanOf(e).run(['image', 'exists', pinnedOf('v2')])).code).toBe(0);
+      expect((await sites.podman(e, ['image', 'exists', sites.pinnedOf('v2')])).code).toBe(0);
       expect(edges.get(e)!.out).toContain('"staged image removed: no workload on this edge uses it"');
     }
   }, 120_000);
@@ -261,10 +170,10 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
     await edges.get('pre-2')!.kill('SIGTERM');
     await waitFor(async () => !(await edgeStatus('pre-2')).connectedSince, { timeout: 60_000, what: 'pre-2 offline' });
     // The registry is back for the hub to resolve v3 (the edges never reach it).
-    await registry.startServer();
-    await apply(workload('v3'));
+    await sites.registry.startServer();
+    await apply(sites.workload('v3'));
     await waitFor(() => appReady('pre-1', 'v3'), { timeout: 120_000, what: 'pre-1 Ready on v3' });
-    await registry.stopServer();
+    await sites.registry.stopServer();
     // pre-2 waits for its images, named in the rollout, and still runs v2.
     const r = await waitFor(
       async () => {
@@ -278,21 +187,21 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
     await waitFor(() => appReady('pre-2', 'v3'), { timeout: 120_000, what: 'pre-2 staged and switched to v3' });
     // Its log: the image staged before the workload was applied.
     const log = edges.get('pre-2')!.out.split('\n');
-    const stagedAt = log.findIndex((l) => l.includes('"image staged"') && l.includes(pinnedOf('v3')));
+    const stagedAt = log.findIndex((l) => l.includes('"image staged"') && l.includes(sites.pinnedOf('v3')));
     const appliedAt = log.findIndex((l) => l.includes('"reconciled"') && /"applied":\[[^\]]*"app"/.test(l));
     expect(stagedAt).toBeGreaterThanOrEqual(0);
     expect(appliedAt).toBeGreaterThan(stagedAt);
   }, 360_000);
 
   it('test 3: a staging over the budget is reported with the reason and the edges keep their version', async () => {
-    await registry.startServer();
-    await apply(placement({ prestageBudget: '100' }), workload('v4'));
+    await sites.registry.startServer();
+    await apply(sites.placement({ prestageBudget: '100' }), sites.workload('v4'));
     for (const e of EDGES)
-      await waitFor(async () => (await staged(e, pinnedOf('v4')))?.state === 'OverBudget', {
+      await waitFor(async () => (await staged(e, sites.pinnedOf('v4')))?.state === 'OverBudget', {
         timeout: 60_000,
         what: `${e} to report v4 over budget`,
       });
-    const s = await staged('pre-1', pinnedOf('v4'));
+    const s = await staged('pre-1', sites.pinnedOf('v4'));
     expect(s.reason).toMatch(
       /needs \d+ bytes over this edge's link, more than placement default\/p's prestageBudget \(100\)/,
     );
@@ -308,7 +217,7 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
       summary: 'images staged on 0/2 edges',
     });
     for (const e of EDGES) {
-      expect(await running(e)).toEqual([pinnedOf('v3')]);
+      expect(await sites.running(e)).toEqual([sites.pinnedOf('v3')]);
       expect((await edgeStatus(e)).workloads.find((w: any) => w.name === 'app').state).toBe('Ready');
     }
   }, 240_000);

@@ -16,7 +16,7 @@ import { createPodman } from '../edge/drivers/podman/cli.js';
 import { buildUniqueImage, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
 import { podWorkload, removeEdgePods, runThroughHubCache, startPodmanEdge } from './fixtures/podman-edge.js';
-import { startTestRegistry, type TestRegistry } from './fixtures/registry.js';
+import { registryObject, startTestRegistry, type TestRegistry } from './fixtures/registry.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -41,15 +41,6 @@ async function intoRegistry(repoTag: string): Promise<string> {
 }
 
 const workload = () => podWorkload('private-app', image, ['sh', '-c', 'echo from-private > /tmp/v; exec sleep 600']);
-const registryObject = () => ({
-  kind: 'Registry',
-  metadata: { name: 'private' },
-  spec: {
-    url: `https://${registry.host}`,
-    credentials: { username: registry.username, password: registry.password },
-    caBundle: registry.caPem,
-  },
-});
 const edgeWorkload = async (): Promise<any> =>
   (await hubApi(hub, 'GET', '/api/v1/projects/default/edges/img-1')).json.status?.workloads?.find(
     (w: any) => w.name === 'private-app',
@@ -109,7 +100,7 @@ describe.skipIf(SKIP_PODMAN)('a workload whose image is in a private registry', 
     expect(failed.reason).toMatch(/unknown authority|unauthorized|authentication required/i);
 
     // The Registry: the hub adds its credentials to what this edge receives, and the pull succeeds.
-    const reg = await hubApi(hub, 'POST', '/api/v1/apply', { objects: [registryObject()] });
+    const reg = await hubApi(hub, 'POST', '/api/v1/apply', { objects: [registryObject(registry)] });
     expect(reg.status).toBeLessThan(300);
     await waitFor(async () => (await edgeWorkload())?.state === 'Ready', {
       timeout: 90_000,
