@@ -11,10 +11,11 @@ import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildPackage } from '../cli/cmd-package.js';
-import { startEdgeAgent, type EdgeAgent } from '../edge/agent.js';
+import type { EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
-import { tempDir, waitFor } from './helpers.js';
-import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './ui/browser.js';
+import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
+import { tempDir } from './helpers.js';
+import { buildUi, collectErrors, launch, screenshot, screenshotsTo, signIn } from './ui/browser.js';
 
 let dir: string;
 let hub: Hub | undefined;
@@ -24,19 +25,7 @@ let errors: string[] = [];
 const agents: EdgeAgent[] = [];
 let archive: string;
 
-async function api<T = any>(method: string, p: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${hub!.url}${p}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${hub!.adminToken}`,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as T;
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = <T = any>(method: string, p: string, body?: unknown) => adminApi<T>(hub!, method, p, body);
 
 beforeAll(async () => {
   dir = tempDir('outpost-catalog-ui-');
@@ -82,38 +71,15 @@ spec:
 `,
   );
   archive = (await buildPackage(pkg, path.join(dir, 'hello-1.0.0.tgz'))).file;
-  const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', {
-    project: 'default',
-    labels: { region: 'eu' },
-    uses: 2,
-  });
-  for (const name of ['shop-1', 'shop-2'])
-    agents.push(
-      await startEdgeAgent({
-        dataDir: path.join(dir, name),
-        hub: hub.url,
-        joinToken: join.token,
-        name,
-        driver: 'process',
-        heartbeatMs: 1_000,
-      }),
-    );
+  await startProcessAgents(hub, dir, ['shop-1', 'shop-2'], { region: 'eu' }, agents);
   page = await browser.newPage();
   errors = collectErrors(page);
-  await page.goto(hub.url + '/');
-  await page.getByLabel('API token').fill(hub.adminToken);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
+  await signIn(page, hub.url, hub.adminToken);
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close().catch(() => undefined);
-  for (const agent of agents) {
-    await agent.sync.stop().catch(() => undefined);
-    await agent.reconciler.stop().catch(() => undefined);
-    for (const w of await agent.driver.list().catch(() => [])) await agent.driver.remove(w.name).catch(() => undefined);
-    await agent.close().catch(() => undefined);
-  }
+  await stopAgents(agents);
   await hub?.close().catch(() => undefined);
   delete process.env.OUTPOST_UI_DIR;
   if (dir) fs.rmSync(dir, { recursive: true, force: true });

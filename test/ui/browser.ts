@@ -1,6 +1,6 @@
 /**
  * @module Helpers for the browser tests: build the UI into a temp directory, launch Debian's
- * Chromium through playwright-core (never a downloaded browser), collect page errors.
+ * Chromium through playwright-core (never a downloaded browser), collect page errors, sign in.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -71,6 +71,14 @@ export function collectErrors(page: Page): string[] {
       errors.push(`console: ${m.text()}`);
   });
   return errors;
+}
+
+/** Signs `page` in to the web UI at `hubUrl` with the API token `token`; resolves on the Fleet overview. */
+export async function signIn(page: Page, hubUrl: string, token: string): Promise<void> {
+  await page.goto(hubUrl + '/');
+  await page.getByLabel('API token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

@@ -10,11 +10,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEdgeAgent, type EdgeAgent } from '../../edge/agent.js';
+import type { EdgeAgent } from '../../edge/agent.js';
 import { startHub, type Hub } from '../../hub/hub.js';
+import { adminApi, startProcessAgents, stopAgents } from '../fixtures/in-process-fleet.js';
 import { tempDir, waitFor } from '../helpers.js';
 import { freePort } from '../ports.js';
-import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
+import { buildUi, collectErrors, launch, screenshot, screenshotsTo, signIn } from './browser.js';
 
 let dir: string;
 let hub: Hub | undefined;
@@ -24,19 +25,7 @@ let errors: string[] = [];
 const agents: EdgeAgent[] = [];
 let port = 0;
 
-async function api<T = any>(method: string, p: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${hub!.url}${p}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${hub!.adminToken}`,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as T;
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = <T = any>(method: string, p: string, body?: unknown) => adminApi<T>(hub!, method, p, body);
 
 const pod = (name: string, command: string[], containerPort?: number) => ({
   apiVersion: 'v1',
@@ -102,22 +91,7 @@ beforeAll(async () => {
       placement('extra-eu', ['extra']),
     ],
   });
-  const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', {
-    project: 'default',
-    labels: { region: 'eu' },
-    uses: 2,
-  });
-  for (const name of ['shop-1', 'shop-2'])
-    agents.push(
-      await startEdgeAgent({
-        dataDir: path.join(dir, name),
-        hub: hub.url,
-        joinToken: join.token,
-        name,
-        driver: 'process',
-        heartbeatMs: 1_000,
-      }),
-    );
+  await startProcessAgents(hub, dir, ['shop-1', 'shop-2'], { region: 'eu' }, agents);
   await waitFor(
     async () => {
       const [t, f] = await Promise.all(
@@ -129,20 +103,12 @@ beforeAll(async () => {
   );
   page = await browser.newPage();
   errors = collectErrors(page);
-  await page.goto(hub.url + '/');
-  await page.getByLabel('API token').fill(hub.adminToken);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
+  await signIn(page, hub.url, hub.adminToken);
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close().catch(() => undefined);
-  for (const agent of agents) {
-    await agent.sync.stop().catch(() => undefined);
-    await agent.reconciler.stop().catch(() => undefined);
-    for (const w of await agent.driver.list().catch(() => [])) await agent.driver.remove(w.name).catch(() => undefined);
-    await agent.close().catch(() => undefined);
-  }
+  await stopAgents(agents);
   await hub?.close().catch(() => undefined);
   delete process.env.OUTPOST_UI_DIR;
   if (dir) fs.rmSync(dir, { recursive: true, force: true });

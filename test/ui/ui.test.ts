@@ -13,9 +13,10 @@ import http from 'node:http';
 import path from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEdgeAgent, type EdgeAgent } from '../../edge/agent.js';
+import type { EdgeAgent } from '../../edge/agent.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import { startHub, type Hub } from '../../hub/hub.js';
+import { adminApi, startProcessAgent, stopAgents } from '../fixtures/in-process-fleet.js';
 import { tempDir, waitFor } from '../helpers.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
 
@@ -27,19 +28,7 @@ let page: Page;
 let errors: string[] = [];
 const agents: EdgeAgent[] = [];
 
-async function api<T = any>(method: string, p: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${hub!.url}${p}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${hub!.adminToken}`,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as T;
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = <T = any>(method: string, p: string, body?: unknown) => adminApi<T>(hub!, method, p, body);
 
 const workload = (greeting: string) => ({
   apiVersion: 'outpost.dev/v1alpha1',
@@ -68,14 +57,7 @@ const workload = (greeting: string) => ({
 });
 
 async function startEdge(name: string, joinToken: string): Promise<EdgeAgent> {
-  const a = await startEdgeAgent({
-    dataDir: path.join(dir, name),
-    hub: hub!.url,
-    joinToken,
-    name,
-    driver: 'process',
-    heartbeatMs: 1_000,
-  });
+  const a = await startProcessAgent(hub!, dir, name, joinToken);
   agents.push(a);
   return a;
 }
@@ -162,12 +144,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close().catch(() => undefined);
   // Workloads outlive their agent by design: stop reconciling, then remove them on each edge.
-  for (const a of agents) {
-    await a.sync.stop().catch(() => undefined);
-    await a.reconciler.stop().catch(() => undefined);
-    for (const w of await a.driver.list().catch(() => [])) await a.driver.remove(w.name).catch(() => undefined);
-    await a.close().catch(() => undefined);
-  }
+  await stopAgents(agents);
   if (!hubClosed) await hub?.close().catch(() => undefined);
   delete process.env.OUTPOST_UI_DIR;
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
