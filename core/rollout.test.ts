@@ -185,6 +185,21 @@ describe('planRollout', () => {
     expect(p.update).toEqual(['e2']);
     expect(p.phase).toBe('Paused');
     expect(p.reason).toMatch(/held on e2 \(paused on site or stopped by a remote action/);
+    // With the reasons the edges gave: each named with its own, the first three.
+    const because = (edge: string, why: string) => ({
+      ...held,
+      edge,
+      observed: { ...held.observed, held: why },
+    });
+    const r = plan([
+      because('e2', 'stopped by a remote action: `outpost edge action e2 start w` runs it again'),
+      because('e3', 'paused on site: `outpost edge local resume w` there, or `outpost edge clear e3 w`, runs it again'),
+      because('e4', 'x'),
+      because('e5', 'y'),
+    ]);
+    expect(r.reason).toContain(
+      "held on e2 (stopped by a remote action: `outpost edge action e2 start w` runs it again), e3 (paused on site: `outpost edge local resume w` there, or `outpost edge clear e3 w`, runs it again), e4 (x) and 1 more edge (each one's status says why)",
+    );
     expect(p.counts).toMatchObject({ total: 2, ready: 1, held: 1, pending: 0 });
     // A held edge does not use the budget: e3 is written next to it.
     const q = plan([held, old('e3')], { maxUnavailable: 1 });

@@ -57,7 +57,8 @@ export interface RolloutEdge {
   edge: string;
   targetKey: string;
   writtenKey?: string;
-  observed?: { key: string; state: ObservedRolloutState };
+  /** `held`: for a held edge, why, as the edge says it (the reason of its held workload), when it did. */
+  observed?: { key: string; state: ObservedRolloutState; held?: string };
   /** Default true. */
   online?: boolean;
   /** How long the edge has been offline (or, never connected, enrolled): for `skipOfflineAfter`. */
@@ -170,6 +171,19 @@ function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
 }
 
+/**
+ * Where the rollout is held and why: each edge with the reason it gave (a pause on site, a remote
+ * stop, and what runs the workload again), the first three; without reasons (an older agent) the
+ * names and every way a workload is held.
+ */
+function heldOn(edges: RolloutEdge[]): string {
+  if (!edges.some((e) => e.observed?.held))
+    return `held on ${listNames(edges.map((e) => e.edge))} (paused on site or stopped by a remote action: \`outpost edge local resume\` there, \`outpost edge clear EDGE WORKLOAD\` or \`outpost edge action EDGE start WORKLOAD\`; the edge's status says which)`;
+  const shown = edges.slice(0, 3).map((e) => `${e.edge} (${e.observed?.held ?? 'its status says why'})`);
+  const more = edges.length - shown.length;
+  return `held on ${shown.join(', ')}${more ? ` and ${plural(more, 'more edge')} (each one's status says why)` : ''}`;
+}
+
 type Class = 'done' | 'free' | 'failed' | 'inflight' | 'pending' | 'held' | 'skipped' | 'waiting';
 
 function classify(e: RolloutEdge, skipAfterMs: number | undefined): Class {
@@ -253,10 +267,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   const fix = input.advice?.fix ?? 'fix the workload';
   // Everything the rollout does not wait for, each named (appended to every reason but "paused by user").
   const apart: string[] = [];
-  if (by.held.length)
-    apart.push(
-      `held on ${listNames(by.held.map((e) => e.edge))} (paused on site or stopped by a remote action: \`outpost edge local resume\` there, \`outpost edge clear EDGE WORKLOAD\` or \`outpost edge action EDGE start WORKLOAD\`; the edge's status says which)`,
-    );
+  if (by.held.length) apart.push(heldOn(by.held));
   if (by.skipped.length)
     apart.push(
       `skipped ${plural(by.skipped.length, 'edge')} offline longer than ${rollout.skipOfflineAfter}: ${listNames(by.skipped.map((e) => e.edge))}`,

@@ -212,7 +212,10 @@ describe('local orders on site', () => {
       },
       { timeout: 40_000, what: 'rollout Paused, site-b held' },
     );
-    expect(rollout.rollout.reason).toMatch(/held on site-b \(paused on site or stopped by a remote action/);
+    // The rollout names why, as the edge says it.
+    expect(rollout.rollout.reason).toMatch(
+      /held on site-b \(paused on site: `outpost edge local resume \S+` there, or `outpost edge clear site-b \S+`, runs it again\)/,
+    );
     expect(rollout.heldLocally).toEqual([{ edge: 'site-b', workload: 'app' }]);
     const w = (await api('GET', '/api/v1/projects/default/edges/site-b')).status.workloads[0];
     expect(w.state).toBe('Paused');

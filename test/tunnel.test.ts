@@ -184,6 +184,17 @@ describe('tunnel (real hub, edge and CLI processes)', () => {
     expect(held.json.status.workloads.find((w: any) => w.name === 'ticker').reason).toContain(
       'stopped by a remote action: `outpost edge action site-a start ticker` runs it again',
     );
+    // The placement's rollout names it too, with the edge's own words.
+    const rollout = await waitFor(
+      async () => {
+        const r = (await api('GET', '/api/v1/projects/default/placements/all')).json.status.rollout;
+        return r?.phase === 'Paused' ? r : undefined;
+      },
+      { timeout: 20_000, what: 'the rollout held on site-a' },
+    );
+    expect(rollout.reason).toContain(
+      'held on site-a (stopped by a remote action: `outpost edge action site-a start ticker` runs it again)',
+    );
     expect((await cli(['edge', 'action', 'site-a', 'start', 'ticker'], cliEnv())).code).toBe(0);
     await waitFor(async () => ['Ready', 'Running'].includes((await workloadPhase('ticker')) ?? ''), {
       timeout: 20_000,

@@ -80,8 +80,14 @@ export function observeEdges(o: Observation): RolloutEdge[] {
     }
     const writtenKey = cur.length ? writtenKeyOf(cur) : undefined;
     let observed: RolloutEdge['observed'];
-    if (writtenKey && cur.length === ts.length)
-      observed = { key: writtenKey, state: observeAssignments(cur, o.status) };
+    if (writtenKey && cur.length === ts.length) {
+      const state = observeAssignments(cur, o.status);
+      const held =
+        state === 'paused'
+          ? cur.map((a) => o.status.get(`${a.edge}/${a.workload}`)).find((s) => s?.phase === 'Paused' && s.held)?.held
+          : undefined;
+      observed = { key: writtenKey, state, ...(held ? { held } : {}) };
+    }
     // Every workload of this edge held by another placement: nothing of this one to write or await.
     const nothingHere = blocked.length > 0 && !ts.length;
     if (nothingHere) observed = { key: targetKey, state: 'ready' };

@@ -29,6 +29,8 @@ export interface AssignedStatus {
   workload: string;
   observedGeneration: number;
   phase: string;
+  /** For a Paused workload: the edge's reason it is held (a pause on site or a remote stop). */
+  held?: string;
 }
 
 export interface SpecWritten {

@@ -204,16 +204,30 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   statusForPlacement(project: string, placement: string): Map<string, AssignedStatus> {
-    const rows = all<{ edge: string; workload: string; observed_generation: number; phase: string }>(
+    // The message only of Paused rows: the rollout names why an edge is held; the rest it does not read.
+    const rows = all<{
+      edge: string;
+      workload: string;
+      observed_generation: number;
+      phase: string;
+      held: string | null;
+    }>(
       this.db,
-      'SELECT s.edge, s.workload, s.observed_generation, s.phase FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?',
+      `SELECT s.edge, s.workload, s.observed_generation, s.phase, CASE WHEN s.phase = 'Paused' THEN s.message END AS held
+       FROM workload_status s JOIN assignments a ON a.edge = s.edge AND a.workload = s.workload WHERE a.project = ? AND a.placement = ?`,
       project,
       placement,
     );
     return new Map(
       rows.map((r) => [
         `${r.edge}/${r.workload}`,
-        { edge: r.edge, workload: r.workload, observedGeneration: r.observed_generation, phase: r.phase },
+        {
+          edge: r.edge,
+          workload: r.workload,
+          observedGeneration: r.observed_generation,
+          phase: r.phase,
+          ...(r.held ? { held: r.held } : {}),
+        },
       ]),
     );
   }
