@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads, startJoinedEdge } from './fixtures/host-workloads.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 
@@ -40,17 +40,7 @@ const rolloutIs = (name: string, phase: string) =>
   );
 
 async function startEdge(name: string, labels: Record<string, string>): Promise<void> {
-  const join = await api('POST', '/api/v1/tokens/join', { labels });
-  edges[name] = await startEdgeProc(path.join(dir, name), [
-    '--hub',
-    hub.url,
-    '--join-token',
-    join.json.token,
-    '--name',
-    name,
-    '--driver',
-    'process',
-  ]);
+  edges[name] = await startJoinedEdge(hub, path.join(dir, name), name, { driver: 'process', labels });
 }
 
 beforeAll(async () => {
