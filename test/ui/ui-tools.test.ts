@@ -168,6 +168,29 @@ describe('operator tools in the web UI', () => {
     expect((await answered).status()).toBe(200);
   });
 
+  it('a rollout held on an edge (a remote stop) names why and offers Pause, not a Resume that accepts failures', async () => {
+    expect(
+      (
+        await fetch(`${hub!.url}/api/v1/edges/shop-1/actions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${hub!.adminToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ action: 'stop', workload: 'extra' }),
+        })
+      ).status,
+    ).toBe(200);
+    await waitFor(
+      async () => (await api('GET', '/api/v1/projects/default/placements/extra-eu')).status.rollout?.counts?.held === 1,
+      { timeout: 30_000, what: 'extra-eu held on shop-1' },
+    );
+    await page.goto(hub!.url + '/placements/extra-eu');
+    await page
+      .getByText('held on shop-1 (stopped by a remote action: `outpost edge action shop-1 start extra` runs it again)')
+      .waitFor();
+    await page.getByText('1 held on the edge (paused on site or stopped)').waitFor();
+    expect(await page.getByRole('button', { name: 'Pause rollout' }).count()).toBe(1);
+    expect(await page.getByRole('button', { name: /Resume rollout/ }).count()).toBe(0);
+  });
+
   it('deletes a placement from its page, after asking', async () => {
     await page.goto(hub!.url + '/placements/extra-eu');
     await page.getByRole('button', { name: 'Delete' }).click();

@@ -60,7 +60,7 @@ function RolloutProgress(props: { rollout: RolloutView }) {
             <li>
               <span class="dot seg-pending" aria-hidden="true" /> {c.pending} waiting
             </li>
-            {held > 0 && <li>{held} held on site</li>}
+            {held > 0 && <li>{held} held on the edge (paused on site or stopped)</li>}
             {skipped > 0 && <li>{skipped} skipped (offline)</li>}
             {blocked > 0 && <li>{blocked} blocked by another placement</li>}
             {(c.waiting ?? 0) > 0 && <li>{c.waiting} waiting for a dependency on the edge</li>}
@@ -181,9 +181,12 @@ export function PlacementDetail(props: { name: string }) {
   const [editing, setEditing] = useState(false);
   const x = pl.data;
   // Paused by the user, or by the planner when failures reached the threshold (or every edge
-  // failed): all resume, the latter two by accepting the failures.
+  // failed): all resume, the latter two by accepting the failures. A rollout Paused only because an
+  // edge holds its workload (a pause on site, a remote stop) has no failures to accept: resuming
+  // would change nothing, so it offers what a running one does.
   const phase = x?.status.rollout?.phase;
-  const paused = x?.spec.rollout.paused || phase === 'Paused' || phase === 'Failed';
+  const failed = x?.status.rollout?.counts?.failed ?? 0;
+  const paused = x?.spec.rollout.paused || ((phase === 'Paused' || phase === 'Failed') && failed > 0);
   return (
     <>
       <p class="crumbs">
