@@ -10,13 +10,11 @@
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { observe } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
-import type { Driver, WorkloadObservation } from '../driver.js';
+import type { Driver } from '../driver.js';
 import { eachPodmanDriver, pod, SKIP_PODMAN, TEST_IMAGE, unit, type PodmanTestEnv } from './harness.js';
 import { LEFT_DOWN_MS } from './status.js';
-
-const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
-  (await d.list()).find((w) => w.name === name);
 
 describe.skipIf(SKIP_PODMAN)('podman driver: a start that does not take', () => {
   let env: PodmanTestEnv;

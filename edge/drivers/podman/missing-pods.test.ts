@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { edgeMailbox } from '../../../test/fixtures/edge-mailbox.js';
+import { observe } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
-import type { Driver, WorkloadObservation } from '../driver.js';
+import type { Driver } from '../driver.js';
 import {
   configuredDeployment,
   eachPodmanDriver,
@@ -20,9 +21,6 @@ import {
   unit,
   type PodmanTestEnv,
 } from './harness.js';
-
-const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
-  (await d.list()).find((w) => w.name === name);
 
 const MISSING = 'missing (removed outside Outpost?); the next apply recreates it';
 

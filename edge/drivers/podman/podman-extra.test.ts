@@ -5,8 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
 import { freePort } from '../../../test/fixtures/driver-suite.js';
+import { observe } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
-import type { Driver, WorkloadObservation } from '../driver.js';
+import type { Driver } from '../driver.js';
 import { createPodmanDriver } from './index.js';
 import {
   configuredDeployment,
@@ -18,9 +19,6 @@ import {
   unit,
   type PodmanTestEnv,
 } from './harness.js';
-
-const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
-  (await d.list()).find((w) => w.name === name);
 
 describe.skipIf(SKIP_PODMAN)('podman driver specifics', () => {
   let env: PodmanTestEnv;

@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { observe } from '../../../test/fixtures/driver-suite.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadObservation } from '../driver.js';
 import { createProcessDriver } from './index.js';
@@ -22,8 +23,6 @@ describe('process driver update and crash safety', () => {
     await d.start();
     return d;
   };
-  const observe = async (d: Driver, name: string): Promise<WorkloadObservation | undefined> =>
-    (await d.list()).find((w) => w.name === name);
   const stateFile = (name: string): string => join(dataDir, 'workloads', name, 'state.json');
   const recorded = async (name: string): Promise<{ pid: number; startTime: number }> =>
     (
