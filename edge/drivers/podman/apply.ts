@@ -31,21 +31,19 @@ export async function applyUnit(ctx: PodmanContext, unit: WorkloadUnit): Promise
   const state = await store.read(unit.name);
   const seen = await scanOne(ctx, unit.name, state);
   const current = seen.pods.filter((p) => p.labels[LABEL_HASH] === unit.hash);
+  const old = seen.pods.filter((p) => p.labels[LABEL_HASH] !== unit.hash);
   // The unit's version was applied without error and runs (status.ts reports pods of another
   // version beside it as left over: they are removed, the running ones not touched); or it runs
   // alone and the state file was lost.
-  const leftOver = state ? seen.pods.filter((p) => p.labels[LABEL_HASH] !== unit.hash) : [];
-  const runs = state
-    ? state.hash === unit.hash && !state.error
-    : current.length > 0 && current.length === seen.pods.length;
+  const runs = state ? state.hash === unit.hash && !state.error : current.length > 0 && old.length === 0;
   // With none of its pods left, the replace below makes them all, as a first apply does.
   if (runs && current.length > 0) {
-    if (leftOver.length) {
+    if (old.length) {
       log.warn(
-        { workload: unit.name, pods: leftOver.map((p) => p.podmanName) },
+        { workload: unit.name, pods: old.map((p) => p.podmanName) },
         'pods of another version left beside the running one; removing them',
       );
-      await removePods(ctx, unit.name, state!.graceSeconds, leftOver);
+      await removePods(ctx, unit.name, state!.graceSeconds, old);
     }
     const missing = state ? missingPods(state, current) : [];
     if (state && missing.length) await recreateMissing(ctx, unit, state, missing);
@@ -77,7 +75,6 @@ export async function applyUnit(ctx: PodmanContext, unit: WorkloadUnit): Promise
   if (plan.ignored.length)
     log.info({ workload: unit.name, ignored: plan.ignored }, 'kinds the podman driver does not create');
 
-  const old = seen.pods.filter((p) => p.labels[LABEL_HASH] !== unit.hash);
   const oldHash = old[0]?.labels[LABEL_HASH];
   // Pods of this very version are what is left of an earlier try: they are replaced, never a fallback.
   if (current.length) await removePods(ctx, unit.name, state?.graceSeconds ?? plan.graceSeconds, current);
