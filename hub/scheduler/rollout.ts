@@ -82,10 +82,9 @@ export function observeEdges(o: Observation): RolloutEdge[] {
     let observed: RolloutEdge['observed'];
     if (writtenKey && cur.length === ts.length) {
       const state = observeAssignments(cur, o.status);
+      // Only Paused rows carry `held` (the status read).
       const held =
-        state === 'paused'
-          ? cur.map((a) => o.status.get(`${a.edge}/${a.workload}`)).find((s) => s?.phase === 'Paused' && s.held)?.held
-          : undefined;
+        state === 'paused' ? cur.map((a) => o.status.get(`${a.edge}/${a.workload}`)?.held).find(Boolean) : undefined;
       observed = { key: writtenKey, state, ...(held ? { held } : {}) };
     }
     // Every workload of this edge held by another placement: nothing of this one to write or await.
