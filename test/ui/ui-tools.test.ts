@@ -169,6 +169,11 @@ describe('operator tools in the web UI', () => {
   });
 
   it('a rollout held on an edge (a remote stop) names why and offers Pause, not a Resume that accepts failures', async () => {
+    // A remote stop needs the workload running on the edge: beforeAll waited for the others only.
+    await waitFor(
+      async () => (await api('GET', '/api/v1/projects/default/placements/extra-eu')).status.summary.ready === 2,
+      { timeout: 60_000, what: 'extra Ready on both edges' },
+    );
     expect(
       (
         await fetch(`${hub!.url}/api/v1/edges/shop-1/actions`, {
@@ -183,8 +188,12 @@ describe('operator tools in the web UI', () => {
       { timeout: 30_000, what: 'extra-eu held on shop-1' },
     );
     await page.goto(hub!.url + '/placements/extra-eu');
+    // The rollout's reason (the placement's events may say it too).
     await page
-      .getByText('held on shop-1 (stopped by a remote action: `outpost edge action shop-1 start extra` runs it again)')
+      .locator('.rollout .reason')
+      .filter({
+        hasText: 'held on shop-1 (stopped by a remote action: `outpost edge action shop-1 start extra` runs it again)',
+      })
       .waitFor();
     await page.getByText('1 held on the edge (paused on site or stopped)').waitFor();
     expect(await page.getByRole('button', { name: 'Pause rollout' }).count()).toBe(1);
