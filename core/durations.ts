@@ -1,4 +1,5 @@
 /** @module Every timing constant of Outpost, each with the reason for its value. */
+import type { GatherWindow } from './gather.js';
 
 /**
  * How often the event-loop lag histogram of `/metrics` (prom-client's `*_eventloop_lag_*`) takes a
@@ -145,19 +146,35 @@ export const IMAGE_GC_RETRY_MS = 10_000;
 export const REPLICA_PING_MS = 2_000;
 export const REPLICA_RETRY_MS = 1_000;
 /**
- * How long a hub on PostgreSQL gathers before it sends: writes whose result nobody reads (status
- * rows, digests: hub/state/pg/sync-client.ts `defer`), and the replicas' messages
- * (hub/replicas/). Each send is a round trip, and each message wakes every replica: gathered over
- * a few milliseconds, a fan-out's reports go in tens of sends instead of hundreds (issue #22's
- * CPU per edge). Reads and transactions carry the writes waiting anyway, so nothing a replica reads
- * is older for it.
+ * How long a hub on PostgreSQL gathers before it sends (core/gather.ts `GatherPace`): writes whose
+ * result nobody reads (status rows, digests: hub/state/pg/sync-client.ts `defer`), the replicas'
+ * messages (hub/replicas/) and, on the leader, the edges whose status changed
+ * (hub/scheduler/status-marks.ts). Each send is a round trip, and each message wakes every
+ * replica: gathered over a few milliseconds, a fan-out's reports go in tens of sends instead of
+ * hundreds (issue #22's CPU per edge). A lone write or message waits `minMs`; while they keep
+ * coming, `maxMs`: a replica that serves a third of a fan-out sees its reports arrive a third as
+ * fast, and at 10 ms its sends were three times as many as one hub's for the same fleet
+ * (docs/benchmarks.md, issue #22, eighth session). Reads and transactions carry the writes waiting
+ * anyway, so nothing a replica reads is older for it.
  */
-export const PG_GATHER_MS = 10;
+export const PG_GATHER: GatherWindow = { minMs: 10, maxMs: 40 };
+
+/**
+ * Longest stretch of spec document writes before the hub's spec writer
+ * (hub/scheduler/spec-writer.ts) yields to sockets and the API: one placement change to 10,000
+ * edges is seconds of writes, and a hub that blocked for all of it answered no handshake,
+ * heartbeat or API call meanwhile (edges gave up waiting for their welcome and redialled, which fed
+ * a storm). On PostgreSQL each slice starts with two round trips (its edges' labels and
+ * assignments), milliseconds each on a loaded machine: at 20 ms three replicas sharing two cores
+ * wrote 16 edges a slice and made twice the round trips of 50 ms slices (docs/benchmarks.md,
+ * issue #22, eighth session).
+ */
+export const SPEC_SLICE_MS = { sqlite: 20, postgres: 50 };
 
 /**
  * On PostgreSQL, how long the hub gathers the edges' credential checks at the upgrade and their
  * hellos (hub/auth/edge-credentials.ts, sync/server.ts `gatherHellos`) to read and record them in
- * one round trip each (core/gather.ts): PG_GATHER_MS for a lone edge, up to 75 ms while a storm
+ * one round trip each (core/gather.ts): PG_GATHER's minimum for a lone edge, up to 75 ms while a storm
  * arrives, and no longer once 64 wait. Each batch costs both threads of the database client and the
  * database a request, whatever its size; measured on 1,000 edges (docs/benchmarks.md, issue #22):
  * one replica, 25 ms against 10 gave 6 % less hub CPU per edge; three replicas (each sees a third
@@ -165,7 +182,7 @@ export const PG_GATHER_MS = 10;
  * 64, a storm of 10,000 on one replica took a third longer (its handshakes held their admission
  * slots through the windows). The price: a handshake in a storm waits up to 2 x 75 ms more.
  */
-export const PG_HANDSHAKE_GATHER = { minMs: PG_GATHER_MS, maxMs: 75, maxItems: 64 };
+export const PG_HANDSHAKE_GATHER: GatherWindow = { minMs: PG_GATHER.minMs, maxMs: 75, maxItems: 64 };
 /**
  * How often each hub replica copies the image staging orders of the edges it serves from the table
  * into their documents (hub/images/staging.ts): the planning replica records them, the others poll.

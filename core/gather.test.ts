@@ -3,7 +3,7 @@
  * batches the long one, and a quiet second brings the short window back.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Gatherer } from './gather.js';
+import { GatherPace, Gatherer } from './gather.js';
 
 beforeEach(() => void vi.useFakeTimers());
 afterEach(() => void vi.useRealTimers());
@@ -59,5 +59,24 @@ describe('Gatherer', () => {
     vi.runAllTicks();
     vi.advanceTimersByTime(0);
     expect(batches).toEqual([['a', 'b']]);
+  });
+});
+
+describe('GatherPace', () => {
+  it('gives minMs until a batch of more than one is taken, then maxMs for a second', () => {
+    const pace = new GatherPace({ minMs: 10, maxMs: 40 });
+    expect(pace.nextMs).toBe(10);
+    pace.taken(1);
+    expect(pace.nextMs).toBe(10);
+    pace.taken(3);
+    expect(pace.nextMs).toBe(40);
+    vi.advanceTimersByTime(999);
+    expect(pace.nextMs).toBe(40);
+    vi.advanceTimersByTime(1);
+    expect(pace.nextMs).toBe(10);
+    // A lone batch after a busy one: short again at once.
+    pace.taken(5);
+    pace.taken(1);
+    expect(pace.nextMs).toBe(10);
   });
 });

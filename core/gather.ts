@@ -23,18 +23,43 @@ export interface GatherWindow {
 /** Batches taken this soon after a busy one gather for `maxMs`. */
 const BUSY_FOR_MS = 1_000;
 
+/**
+ * How long the next batch gathers, the one rule of this module: `minMs` for a lone arrival (it is
+ * not held up), `maxMs` while arrivals keep coming (the batch before had more than one and was
+ * taken within the last second). For batches taken by code of their own (the hub's deferred
+ * PostgreSQL writes, the replicas' messages, the leader's status marks), and by Gatherer.
+ */
+export class GatherPace {
+  private lastSize = 0;
+  private lastAt = 0;
+
+  constructor(private readonly window: GatherWindow) {}
+
+  /** How long the next batch gathers. */
+  get nextMs(): number {
+    return this.lastSize > 1 && Date.now() - this.lastAt < BUSY_FOR_MS ? this.window.maxMs : this.window.minMs;
+  }
+
+  /** A batch of `size` was taken now. */
+  taken(size: number): void {
+    this.lastSize = size;
+    this.lastAt = Date.now();
+  }
+}
+
 export class Gatherer<T> {
   private items: T[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** Taken at the end of this turn of the event loop (full, or no window). */
   private soon: NodeJS.Immediate | undefined;
-  private lastSize = 0;
-  private lastAt = 0;
+  private readonly pace: GatherPace;
 
   constructor(
     private readonly take: (batch: T[]) => void,
     private readonly window: GatherWindow = { minMs: 0, maxMs: 0 },
-  ) {}
+  ) {
+    this.pace = new GatherPace(window);
+  }
 
   add(item: T): void {
     this.items.push(item);
@@ -51,7 +76,7 @@ export class Gatherer<T> {
 
   /** How long the next batch would gather (for tests and logs). */
   get nextWindowMs(): number {
-    return this.lastSize > 1 && Date.now() - this.lastAt < BUSY_FOR_MS ? this.window.maxMs : this.window.minMs;
+    return this.pace.nextMs;
   }
 
   private readonly flush = (): void => {
@@ -60,8 +85,7 @@ export class Gatherer<T> {
     this.timer = this.soon = undefined;
     const batch = this.items;
     this.items = [];
-    this.lastSize = batch.length;
-    this.lastAt = Date.now();
+    this.pace.taken(batch.length);
     this.take(batch);
   };
 }

@@ -15,12 +15,13 @@
  * - **Everyone hears everything** for the API's change stream: objects written and statuses
  *   reported on another replica.
  *
- * Sends are gathered for PG_GATHER_MS and go with the client's next round trip (sent again
+ * Sends are gathered (PG_GATHER: 10 ms, 40 while they keep coming) and go with the client's next round trip (sent again
  * by it when the database was away);
  * a session that comes back after a loss may have missed messages, so the replica reads the
  * tables again (`onResync`).
  */
-import { PG_GATHER_MS, REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
+import { PG_GATHER, REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
+import { GatherPace } from '../../core/gather.js';
 import { LEASE_RENEW_MS, type EdgeLeases } from '../state/leases.js';
 import type { HubReplicas } from '../state/replicas.js';
 import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
@@ -62,6 +63,7 @@ export class Replicas implements SchedulerPeers {
   };
   private readonly singles: BusMessage[] = [];
   private flushing: NodeJS.Timeout | undefined;
+  private readonly pace = new GatherPace(PG_GATHER);
   private closed = false;
 
   constructor(
@@ -96,7 +98,7 @@ export class Replicas implements SchedulerPeers {
     );
   }
 
-  /** Queues a message for the other replicas (sent within PG_GATHER_MS, with what else was queued by then). */
+  /** Queues a message for the other replicas (sent within PG_GATHER, with what else was queued by then). */
   send(m: BusMessage): void {
     if (this.closed) return;
     switch (m.t) {
@@ -113,7 +115,7 @@ export class Replicas implements SchedulerPeers {
       default:
         this.singles.push(m);
     }
-    this.flushing ??= setTimeout(() => this.flush(), PG_GATHER_MS);
+    this.flushing ??= setTimeout(() => this.flush(), this.pace.nextMs);
   }
 
   /** Stops sending (the hub closes); its session ends with the database client. */
@@ -131,8 +133,9 @@ export class Replicas implements SchedulerPeers {
     if (specs.size) out.push({ t: 'specs', edges: [...specs] });
     if (report.size) out.push({ t: 'status', cause: 'report', edges: [...report] });
     if (connectivity.size) out.push({ t: 'status', cause: 'connectivity', edges: [...connectivity] });
+    this.pace.taken(this.singles.length + Object.values(this.lists).reduce((n, s) => n + s.size, 0));
     // Deferred (SyncPostgres.defer): the notifications go with the next statement, or within
-    // PG_GATHER_MS, instead of a transaction of their own (three round trips a turn); the client
+    // PG_GATHER, instead of a transaction of their own (three round trips a turn); the client
     // sends them again when the database was away.
     for (const m of out) publish(this.pg, this.id, m);
     this.singles.length = 0;

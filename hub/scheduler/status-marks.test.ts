@@ -1,5 +1,6 @@
 /** Status marks on fake timers and the hub's tables in memory: which placements a status change queues, and when. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PG_GATHER } from '../../core/durations.js';
 import { memoryHubState } from '../../test/fixtures/hub-state.js';
 import { SqlAssignmentStore } from '../state/assignments.js';
 import { GateWaits } from './gate-waits.js';
@@ -93,5 +94,33 @@ describe('StatusMarks', () => {
     leading = false;
     await vi.advanceTimersByTimeAsync(MAX_STATUS_DELAY_MS);
     expect(passes).toEqual([]);
+  });
+
+  it('with hub replicas, gathers a lone edge PG_GATHER.minMs and edges that keep coming PG_GATHER.maxMs', async () => {
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance', 'Date'],
+    });
+    for (const e of ['e1', 'e2', 'e3']) assign(e, 'a');
+    marks.gather = true;
+    marks.add('e1', 'report');
+    await vi.advanceTimersByTimeAsync(PG_GATHER.minMs - 1);
+    expect(marks.busy).toBe(true);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(marks.busy).toBe(false);
+    // The batch before was one edge: this one gathers the short window too.
+    marks.add('e1', 'report');
+    marks.add('e2', 'report');
+    await vi.advanceTimersByTimeAsync(PG_GATHER.minMs);
+    expect(marks.busy).toBe(false);
+    // Two came together: the next gathers the long window, as long as a second passes.
+    marks.add('e3', 'report');
+    await vi.advanceTimersByTimeAsync(PG_GATHER.maxMs - 1);
+    expect(marks.busy).toBe(true);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(marks.busy).toBe(false);
+    await vi.advanceTimersByTimeAsync(1_000);
+    marks.add('e1', 'report');
+    await vi.advanceTimersByTimeAsync(PG_GATHER.minMs);
+    expect(marks.busy).toBe(false);
   });
 });

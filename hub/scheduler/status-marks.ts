@@ -1,11 +1,12 @@
 /**
  * @module Status marks, on the leader: an edge's status changed (a report, a connect or a
  * disconnect), which may move the rollouts of the placements on it. The edges marked within one
- * turn (with hub replicas on PostgreSQL, within PG_GATHER_MS) are gathered for one read of their
+ * turn (with hub replicas on PostgreSQL, within PG_GATHER: 10 ms, 40 while they keep coming) are gathered for one read of their
  * placements, and those whose rollout it may move are queued for a pass, paced
  * (WorkQueue.statusDelay): a thousand reports arriving together cost one pass.
  */
-import { PG_GATHER_MS } from '../../core/durations.js';
+import { PG_GATHER } from '../../core/durations.js';
+import { GatherPace } from '../../core/gather.js';
 import { createLogger } from '../../core/logger.js';
 import type { AssignmentStore } from '../state/assignments.js';
 import type { GateWaits } from './gate-waits.js';
@@ -30,8 +31,9 @@ export class StatusMarks {
   /** Edges whose status changed this turn, planned together. */
   private pending = new Map<string, 'report' | 'connectivity'>();
   private flushDue: NodeJS.Immediate | NodeJS.Timeout | undefined;
-  /** Hub replicas on PostgreSQL share the work (Scheduler.usePeers): statuses are gathered PG_GATHER_MS. */
+  /** Hub replicas on PostgreSQL share the work (Scheduler.usePeers): statuses are gathered PG_GATHER. */
   gather = false;
+  private readonly pace = new GatherPace(PG_GATHER);
 
   constructor(
     private readonly assignments: AssignmentStore,
@@ -49,16 +51,17 @@ export class StatusMarks {
     if (!this.plan.leading()) return;
     // Gathered for one read of their placements at the end of this turn, or with hub replicas on
     // PostgreSQL (where a read is a round trip, and the other replicas' statuses come in messages
-    // gathered as long) after PG_GATHER_MS: reports arrive in bursts. A report outweighs a connect
+    // gathered as long) after PG_GATHER: reports arrive in bursts. A report outweighs a connect
     // or disconnect.
     if (this.pending.get(name) !== 'report') this.pending.set(name, cause);
-    this.flushDue ??= this.gather ? setTimeout(() => this.flush(), PG_GATHER_MS) : setImmediate(() => this.flush());
+    this.flushDue ??= this.gather ? setTimeout(() => this.flush(), this.pace.nextMs) : setImmediate(() => this.flush());
   }
 
   private flush(): void {
     this.flushDue = undefined;
     const pending = this.pending;
     this.pending = new Map();
+    this.pace.taken(pending.size);
     try {
       if (!this.plan.leading() || !pending.size) return;
       const on = this.assignments.placementsOnEdges([...pending.keys()]);

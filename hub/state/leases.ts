@@ -49,7 +49,7 @@ export class EdgeLeases {
 
   /**
    * Takes the edge's lease for this replica, from whoever held it: the newest connection wins. With
-   * the next round trip (within PG_GATHER_MS): nobody reads its result, and a round trip of its own
+   * the next round trip (within PG_GATHER): nobody reads its result, and a round trip of its own
    * was one of a handshake's dozen on PostgreSQL (docs/benchmarks.md, issue #22). Another replica
    * learns of it at its next renewal, seconds later, either way.
    */

@@ -11,7 +11,8 @@
  * `DatabaseUnavailable`, instead of a hub that hangs. Placeholders are written `?` as for SQLite
  * and numbered here (`$1`...), outside quoted strings.
  */
-import { PG_GATHER_MS } from '../../../core/durations.js';
+import { PG_GATHER } from '../../../core/durations.js';
+import { GatherPace } from '../../../core/gather.js';
 import { createLogger } from '../../../core/logger.js';
 import type { Read } from '../sql.js';
 import { mergeWrites, type MergedWrite, type Write } from './merge-writes.js';
@@ -59,6 +60,8 @@ export class SyncPostgres {
   private closed = false;
   /** Writes that go with the next round trip, before its statement (runLater). */
   private deferred: Deferred[] = [];
+  /** How long deferred writes wait for a round trip to carry them before going on their own. */
+  private readonly pace = new GatherPace(PG_GATHER);
   /** Rows of reads made ahead (`prefetch`); forgotten at the next write. */
   private readonly prefetched = new PrefetchCache();
   /** The open transaction's BEGIN, while it waits among the deferred writes or rides with them. */
@@ -88,7 +91,10 @@ export class SyncPostgres {
     if (this.closed) throw new DatabaseUnavailable('the database client is closed');
     // Deferred writes go first, in the same message: one round trip for all of them.
     const before = this.deferred;
-    if (before.length) this.deferred = [];
+    if (before.length) {
+      this.deferred = [];
+      this.pace.taken(before.length);
+    }
     // Writes of one table that may go as one statement do (merge-writes.ts); `from` maps back.
     const sent: MergedWrite[] | undefined = before.length > 1 ? mergeWrites(before) : undefined;
     const wire = sent ? sent.map((w) => ({ sql: w.sql, params: w.params })) : before;
@@ -161,7 +167,7 @@ export class SyncPostgres {
   /**
    * Runs a write with the next round trip instead of one of its own (sql.ts `runLater`): inside a
    * transaction before its next statement or its COMMIT; outside, before the next statement or
-   * after PG_GATHER_MS, whichever comes first. For idempotent writes of current
+   * after PG_GATHER (10 ms, 40 while writes keep coming), whichever comes first. For idempotent writes of current
    * state whose result nobody reads (a status row, a digest): a refusal is logged (or fails the
    * transaction it was in), and writes the database was away for go with the next round trip.
    */
@@ -173,7 +179,7 @@ export class SyncPostgres {
       const dropped = this.deferred.splice(0, this.deferred.length - MAX_DEFERRED_WRITES);
       log.error({ dropped: dropped.length }, 'too many writes waiting for the database: the oldest were dropped');
     }
-    this.scheduleFlush(PG_GATHER_MS);
+    this.scheduleFlush(this.pace.nextMs);
   }
 
   /** Sends the deferred writes on their own after `delayMs` (0: at the end of this turn), unless a statement takes them first. */
@@ -253,7 +259,7 @@ export class SyncPostgres {
         } catch {
           /* the connection is gone: the server rolled back already */
         }
-      if (this.deferred.length) this.scheduleFlush(PG_GATHER_MS);
+      if (this.deferred.length) this.scheduleFlush(this.pace.nextMs);
       throw err;
     }
   }
