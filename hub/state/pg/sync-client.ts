@@ -167,9 +167,10 @@ export class SyncPostgres {
   /**
    * Runs a write with the next round trip instead of one of its own (sql.ts `runLater`): inside a
    * transaction before its next statement or its COMMIT; outside, before the next statement or
-   * after PG_GATHER (10 ms, 40 while writes keep coming), whichever comes first. For idempotent writes of current
-   * state whose result nobody reads (a status row, a digest): a refusal is logged (or fails the
-   * transaction it was in), and writes the database was away for go with the next round trip.
+   * after PG_GATHER (10 ms, 40 while writes keep coming), whichever comes first. For idempotent
+   * writes of current state whose result nobody reads (a status row, a digest): a refusal is
+   * logged (or fails the transaction it was in), and writes the database was away for go with the
+   * next round trip.
    */
   defer(sql: string, ...params: Param[]): void {
     this.prefetched.forget(sql);
