@@ -160,18 +160,6 @@ export const REPLICA_RETRY_MS = 1_000;
 export const PG_GATHER: GatherWindow = { minMs: 10, maxMs: 40 };
 
 /**
- * Longest stretch of spec document writes before the hub's spec writer
- * (hub/scheduler/spec-writer.ts) yields to sockets and the API: one placement change to 10,000
- * edges is seconds of writes, and a hub that blocked for all of it answered no handshake,
- * heartbeat or API call meanwhile (edges gave up waiting for their welcome and redialled, which fed
- * a storm). On PostgreSQL each slice starts with two round trips (its edges' labels and
- * assignments), milliseconds each on a loaded machine: at 20 ms three replicas sharing two cores
- * wrote 16 edges a slice and made twice the round trips of 50 ms slices (docs/benchmarks.md,
- * issue #22, eighth session).
- */
-export const SPEC_SLICE_MS = { sqlite: 20, postgres: 50 };
-
-/**
  * On PostgreSQL, how long the hub gathers the edges' credential checks at the upgrade and their
  * hellos (hub/auth/edge-credentials.ts, sync/server.ts `gatherHellos`) to read and record them in
  * one round trip each (core/gather.ts): PG_GATHER's minimum for a lone edge, up to 75 ms while a storm

@@ -11,7 +11,6 @@
  * leader plans (peers.ts).
  * This file wires the parts and keeps the per-placement rollout state.
  */
-import { SPEC_SLICE_MS } from '../../core/durations.js';
 import type { Placement, Registry, Workload } from '../../core/resources.js';
 import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
@@ -117,7 +116,6 @@ export class Scheduler {
   usePeers(peers: SchedulerPeers): void {
     this.peers = peers;
     this.specs.serving = peers;
-    this.specs.sliceMs = SPEC_SLICE_MS.postgres;
     this.statusMarks.gather = true;
   }
 

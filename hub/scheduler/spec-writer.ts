@@ -4,7 +4,6 @@
  * (`spec_written`), in slices that leave the event loop to sockets and the API.
  */
 import { createHash } from 'node:crypto';
-import { SPEC_SLICE_MS } from '../../core/durations.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { writeSpecTo } from '../../core/mailbox.js';
@@ -14,6 +13,9 @@ import type { ReplicaStore } from '../../sync/store.js';
 import type { AssignmentKey, AssignmentStore, EdgeReads, SpecAssignments } from '../state/assignments.js';
 
 const log = createLogger('hub:scheduler');
+
+/** Longest stretch of spec writes before the writer yields to sockets and the API. */
+export const SPEC_SLICE_MS = 20;
 
 /** Bounds of how many edges' inputs one read fetches (sized from how many the last slice wrote). */
 const READ_MIN = 16;
@@ -57,8 +59,6 @@ export class SpecWriter {
    * its own. Undefined on a single hub.
    */
   serving: ServedEdges | undefined;
-  /** Longest stretch of writes before yielding (SPEC_SLICE_MS: longer on PostgreSQL, Scheduler.usePeers). */
-  sliceMs = SPEC_SLICE_MS.sqlite;
 
   constructor(
     private readonly assignments: AssignmentStore,
@@ -114,7 +114,7 @@ export class SpecWriter {
   }
 
   /**
-   * Writes queued spec documents in slices of `sliceMs`, yielding to the event loop between
+   * Writes queued spec documents in slices of SPEC_SLICE_MS, yielding to the event loop between
    * them: one placement change to 10,000 edges is ~30 s of writes, and a hub that blocked for all
    * of it answered no handshake, heartbeat or API call meanwhile (edges gave up waiting for their
    * welcome and redialled, which fed a storm).
@@ -140,7 +140,7 @@ export class SpecWriter {
               this.queue.delete(e);
               slice.push(e);
               this.writeFrom(e, inputs.get(e));
-              if (performance.now() - t0 > this.sliceMs) {
+              if (performance.now() - t0 > SPEC_SLICE_MS) {
                 outOfTime = true;
                 break;
               }
