@@ -12,7 +12,7 @@ import * as A from '@automerge/automerge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSqlite } from '../sync/native.js';
 import { tempDir, waitFor } from './helpers.js';
-import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, freePort, Proc, startHubProc, type HubProc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
