@@ -30,4 +30,12 @@ describe('value flags of hub and edge', () => {
     );
     expect(r.status).toBe(2);
   });
+
+  it('hub --max-connections-per-address that is not a positive integer', () => {
+    const r = outpost(['hub', '--max-connections-per-address', '0']);
+    expect(r.stderr).toMatch(
+      /option '--max-connections-per-address <n>' argument '0' is invalid\. "0" is not a positive integer/,
+    );
+    expect(r.status).toBe(2);
+  });
 });

@@ -9,3 +9,9 @@ import { optionParser } from '../cli/index.js';
 export const labelsOption = optionParser(parseLabels);
 
 export const byteSizeOption = optionParser(parseByteSize);
+
+export const positiveIntegerOption = optionParser((value) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`"${value}" is not a positive integer (e.g. 4096)`);
+  return n;
+});

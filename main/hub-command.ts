@@ -5,7 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { UsageError } from '../cli/index.js';
-import { byteSizeOption } from './flags.js';
+import { byteSizeOption, positiveIntegerOption } from './flags.js';
 import { untilSignal } from './signals.js';
 
 /** The flags of `outpost hub` that its verbs read too (`install` writes them into the unit). */
@@ -75,11 +75,7 @@ export function registerHubCommand(program: Command): void {
     .option(
       '--max-connections-per-address <n>',
       "connections one source address may hold, edges' sync connections not counted",
-      (v) => {
-        const n = Number(v);
-        if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-connections-per-address: a positive integer');
-        return n;
-      },
+      positiveIntegerOption,
       1024,
     )
     .action(

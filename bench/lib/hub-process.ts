@@ -24,6 +24,9 @@ export interface HubProcessOptions {
 /** How long a hub may take to print its URL; tsx compiles the sources on a cold cache. */
 const START_TIMEOUT_MS = 60_000;
 
+/** The hub's cap per source address in the bench: above any fleet it runs (the files limit bounds it anyway). */
+const BENCH_CONNECTIONS_PER_ADDRESS = 100_000;
+
 export class HubProcess {
   child: ChildProcess | undefined;
   url = '';
@@ -85,6 +88,11 @@ export class HubProcess {
       '--listen',
       `127.0.0.1:${this.port}`,
       ...(this.opts.database ? ['--database', this.opts.database] : []),
+      // Every simulated edge dials from 127.0.0.1, as no real fleet does: at the default cap (1,024
+      // connections of one address not yet upgraded) a storm of thousands was partly refused, and
+      // a refused edge of a replica moves to another (docs/benchmarks.md, issue #22, eighth session).
+      '--max-connections-per-address',
+      String(BENCH_CONNECTIONS_PER_ADDRESS),
     ];
     this.startedAt = Date.now();
     const child = spawn(process.execPath, args, {
