@@ -15,7 +15,7 @@
  * - **Everyone hears everything** for the API's change stream: objects written and statuses
  *   reported on another replica.
  *
- * Sends are gathered (PG_GATHER: 10 ms, 40 while they keep coming) and go with the client's next
+ * Sends are gathered (PG_GATHER, longer while they keep coming) and go with the client's next
  * round trip (sent again by it when the database was away); a session that comes back after a
  * loss may have missed messages, so the replica reads the tables again (`onResync`).
  */

@@ -1,9 +1,9 @@
 /**
  * @module Status marks, on the leader: an edge's status changed (a report, a connect or a
  * disconnect), which may move the rollouts of the placements on it. The edges marked within one
- * turn (with hub replicas on PostgreSQL, within PG_GATHER: 10 ms, 40 while they keep coming) are gathered for one read of their
- * placements, and those whose rollout it may move are queued for a pass, paced
- * (WorkQueue.statusDelay): a thousand reports arriving together cost one pass.
+ * turn (with hub replicas on PostgreSQL, within PG_GATHER, longer while they keep coming) are
+ * gathered for one read of their placements, and those whose rollout it may move are queued for a
+ * pass, paced (WorkQueue.statusDelay): a thousand reports arriving together cost one pass.
  */
 import { PG_GATHER } from '../../core/durations.js';
 import { GatherPace } from '../../core/gather.js';

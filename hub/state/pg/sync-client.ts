@@ -167,7 +167,7 @@ export class SyncPostgres {
   /**
    * Runs a write with the next round trip instead of one of its own (sql.ts `runLater`): inside a
    * transaction before its next statement or its COMMIT; outside, before the next statement or
-   * after PG_GATHER (10 ms, 40 while writes keep coming), whichever comes first. For idempotent
+   * after PG_GATHER (longer while writes keep coming), whichever comes first. For idempotent
    * writes of current state whose result nobody reads (a status row, a digest): a refusal is
    * logged (or fails the transaction it was in), and writes the database was away for go with the
    * next round trip.
