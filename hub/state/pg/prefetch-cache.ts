@@ -6,22 +6,29 @@
  */
 import type { Read } from '../sql.js';
 import type { Write } from './merge-writes.js';
-import { asRows, numberPlaceholders, type Param, prefetchKey } from './statements.js';
+import { asRows, numberPlaceholders, type Param } from './statements.js';
+
+/** The parameters of a read, as a key among the reads of one statement. */
+const paramsKey = (params: readonly Param[]): string => JSON.stringify(params);
 
 export class PrefetchCache {
-  /** Rows of reads made ahead, by statement and parameters; forgotten at the next write. */
-  private readonly prefetched = new Map<string, Record<string, unknown>[]>();
   /**
-   * Per table written since the reads were given, the keys of `prefetched` that name it: found
-   * once per table and kept up to date as rows are added (a batch of handshakes reads thousands
-   * of rows ahead and writes hundreds of times; a scan of every key at every write was quadratic).
+   * Rows of reads made ahead, by statement (numbered placeholders) and then parameters; forgotten
+   * at the next write to a table the statement reads.
    */
-  private readonly prefetchedByTable = new Map<string, { word: RegExp; keys: Set<string> }>();
+  private readonly prefetched = new Map<string, Map<string, Record<string, unknown>[]>>();
+  /**
+   * Per table written since the reads were given, the statements of `prefetched` that name it:
+   * found once per table and kept up to date as statements are added (a batch of handshakes reads
+   * thousands of rows ahead and writes hundreds of times; a scan of every statement at every write
+   * was quadratic).
+   */
+  private readonly prefetchedByTable = new Map<string, { word: RegExp; texts: Set<string> }>();
 
   /** The rows read ahead for this statement (numbered placeholders) and parameters, if any. */
   rows<Row>(text: string, params: Param[]): Row[] | undefined {
     if (!this.prefetched.size) return undefined;
-    const hit = this.prefetched.get(prefetchKey(text, params));
+    const hit = this.prefetched.get(text)?.get(paramsKey(params));
     // A copy: the caller may change the rows it is given, and a later read is given them again.
     return hit ? (hit.map((r) => ({ ...r })) as Row[]) : undefined;
   }
@@ -34,44 +41,44 @@ export class PrefetchCache {
     // The same read asked twice (edges of one project read the project's list) runs once; the
     // reads of one group of keyed reads (sql.ts `keyed`) run as one read of all their keys, and a
     // group of one as itself.
-    const singles = new Map<string, { sql: string; params: Param[] }>();
-    const groups = new Map<string, { many: NonNullable<Read['many']>; members: Map<string, Read> }>();
+    type Keyed = { text: string; params: Param[]; pk: string };
+    const singles = new Map<string, Keyed>();
+    const groups = new Map<string, { many: NonNullable<Read['many']>; members: Map<string, Keyed & { read: Read }> }>();
     for (const r of reads) {
-      const key = prefetchKey(numberPlaceholders(r.sql), r.params);
-      if (!r.many) singles.set(key, r);
+      const k = { text: numberPlaceholders(r.sql), params: r.params, pk: paramsKey(r.params) };
+      const key = `${k.text}\0${k.pk}`;
+      if (!r.many) singles.set(key, k);
       else
         (
           groups.get(r.many.group) ?? groups.set(r.many.group, { many: r.many, members: new Map() }).get(r.many.group)!
-        ).members.set(key, r);
+        ).members.set(key, { ...k, read: r });
     }
-    const batched: { sql: string; params: Param[]; column: string; members: Map<string, Read> }[] = [];
+    const batched: { text: string; params: Param[]; column: string; members: (Keyed & { read: Read })[] }[] = [];
     for (const g of groups.values()) {
-      if (g.members.size === 1) for (const [key, r] of g.members) singles.set(key, r);
+      if (g.members.size === 1) for (const [key, m] of g.members) singles.set(key, m);
       else {
-        const all = g.many.read([...new Set([...g.members.values()].map((r) => r.many!.key))]);
-        batched.push({ sql: all.sql, params: all.params, column: g.many.column, members: g.members });
+        const members = [...g.members.values()];
+        const all = g.many.read([...new Set(members.map((m) => m.read.many!.key))]);
+        batched.push({ text: numberPlaceholders(all.sql), params: all.params, column: g.many.column, members });
       }
     }
-    const numbered = [...singles.values(), ...batched].map((r) => ({
-      sql: numberPlaceholders(r.sql),
-      params: r.params,
-    }));
-    const results = send(numbered);
+    const one = [...singles.values()];
+    const results = send([...one, ...batched].map((r) => ({ sql: r.text, params: r.params })));
     if (!this.prefetched.size) setImmediate(() => this.clear());
     // A read that failed is run again when asked, and fails there with its own error.
-    [...singles.keys()].forEach((key, i) => {
+    one.forEach((k, i) => {
       const rows = results[i]?.rows;
-      if (rows) this.remember(key, asRows(rows));
+      if (rows) this.remember(k, asRows(rows));
     });
     batched.forEach((b, i) => {
-      const rows = results[singles.size + i]?.rows;
+      const rows = results[one.length + i]?.rows;
       if (!rows) return;
       const byKey = new Map<string, Record<string, unknown>[]>();
       for (const row of asRows<Record<string, unknown>>(rows)) {
         const k = String(row[b.column]);
         (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(row);
       }
-      for (const [cacheKey, r] of b.members) this.remember(cacheKey, byKey.get(r.many!.key) ?? []);
+      for (const m of b.members) this.remember(m, byKey.get(m.read.many!.key) ?? []);
     });
   }
 
@@ -88,16 +95,20 @@ export class PrefetchCache {
     let t = this.prefetchedByTable.get(table);
     if (!t) {
       const word = new RegExp(`\\b${table}\\b`, 'i');
-      t = { word, keys: new Set([...this.prefetched.keys()].filter((k) => word.test(k))) };
+      t = { word, texts: new Set([...this.prefetched.keys()].filter((text) => word.test(text))) };
       this.prefetchedByTable.set(table, t);
     }
-    for (const k of t.keys) this.prefetched.delete(k);
-    t.keys.clear();
+    for (const text of t.texts) this.prefetched.delete(text);
+    t.texts.clear();
   }
 
-  private remember(key: string, rows: Record<string, unknown>[]): void {
-    this.prefetched.set(key, rows);
-    for (const t of this.prefetchedByTable.values()) if (t.word.test(key)) t.keys.add(key);
+  private remember(k: { text: string; pk: string }, rows: Record<string, unknown>[]): void {
+    let byParams = this.prefetched.get(k.text);
+    if (!byParams) {
+      this.prefetched.set(k.text, (byParams = new Map()));
+      for (const t of this.prefetchedByTable.values()) if (t.word.test(k.text)) t.texts.add(k.text);
+    }
+    byParams.set(k.pk, rows);
   }
 
   /** Forgets every row read ahead. */

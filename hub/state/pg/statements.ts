@@ -38,9 +38,16 @@ export function connectionLost(code: string | undefined): boolean {
   return !code || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P)/.test(code);
 }
 
-/** `?` placeholders numbered `$1`, `$2`... for PostgreSQL; a `?` inside '...' or "..." stays. */
+/**
+ * `?` placeholders numbered `$1`, `$2`... for PostgreSQL; a `?` inside '...' or "..." stays. Each
+ * text is numbered once and the same string returned after: the hub's statements are a few
+ * hundred constant texts, run thousands of times a second in a fan-out, and the maps keyed by the
+ * numbered text (merge-writes.ts, prefetch-cache.ts) find a string they were given before at once.
+ */
 export function numberPlaceholders(sql: string): string {
-  let out = '';
+  let out = numbered.get(sql);
+  if (out !== undefined) return out;
+  out = '';
   let n = 0;
   let quote: string | undefined;
   for (const ch of sql) {
@@ -52,8 +59,14 @@ export function numberPlaceholders(sql: string): string {
       out += ch;
     } else out += ch === '?' ? `$${++n}` : ch;
   }
+  // Bounded, for texts made at run time.
+  if (numbered.size >= MAX_NUMBERED) numbered.clear();
+  numbered.set(sql, out);
   return out;
 }
+
+const numbered = new Map<string, string>();
+const MAX_NUMBERED = 2_000;
 
 /** `postgres://user:secret@host/db` with the password masked, for messages and logs. */
 export function redactUrl(url: string): string {
@@ -68,8 +81,6 @@ export function redactUrl(url: string): string {
 export function asBuffer(v: unknown): unknown {
   return v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v;
 }
-
-export const prefetchKey = (sql: string, params: readonly Param[]): string => `${sql}\0${JSON.stringify(params)}`;
 
 /** Rows as the hub reads them (bytea as Buffer). */
 export function asRows<Row>(rows: Record<string, unknown>[] | undefined): Row[] {

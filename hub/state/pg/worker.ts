@@ -44,6 +44,14 @@ const { url, flag, port, events, connectTimeoutMs, statementTimeoutMs } = worker
 // BIGINT (int8: timestamps in milliseconds, COUNT(*)) as a JS number, as better-sqlite3 gives it:
 // the hub's integers are all below 2^53.
 pg.types.setTypeParser(20, (v: string) => Number(v));
+// BYTEA as bytes of their own: the default parser's Buffer is a slice of Node's shared 64 KB pool,
+// and posting it to the main thread copied the whole pool with each value (the view is cloned with
+// its ArrayBuffer). The main thread makes it a Buffer again (statements.ts asBuffer).
+const byteA = pg.types.getTypeParser(17, 'text') as (v: string) => Uint8Array;
+pg.types.setTypeParser(17, (v: string) => {
+  const b = byteA(v);
+  return b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
+});
 const done = new Int32Array(flag);
 let client: pg.Client | undefined;
 
