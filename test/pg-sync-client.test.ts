@@ -50,7 +50,7 @@ describe('SyncPostgres (real PostgreSQL)', () => {
     expect(db.one('SELECT * FROM objects WHERE name = ?', 'none')).toBeUndefined();
   });
 
-  it('gives a BYTEA value as a Buffer of its own bytes (not a view of the worker\'s shared pool, which each answer copied whole)', () => {
+  it("gives a BYTEA value as a Buffer of its own bytes (not a view of the worker's shared pool, which each answer copied whole)", () => {
     const row = db.one<{ b: Buffer }>("SELECT '\\x0102ff'::bytea AS b, ?::bytea AS c", Buffer.from([7, 8]))!;
     expect(Buffer.isBuffer(row.b)).toBe(true);
     expect([...row.b]).toEqual([1, 2, 255]);
