@@ -2,24 +2,38 @@
  * @module Readiness, liveness and startup probes for host processes (exec, httpGet and tcpSocket
  * against 127.0.0.1: the processes share the host network). Semantics follow Kubernetes: a probe
  * result flips only after `successThreshold` successes or `failureThreshold` failures in a row.
+ * On the host network another program may hold the probed port: a tcpSocket or httpGet probe that
+ * reached a listener none of the workload's processes holds fails, naming the holder
+ * (port-owner.ts).
  */
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import type { ProbeSpec } from './plan.js';
+import { heldElsewhereReason, portHeldElsewhere } from './port-owner.js';
 
 export interface ProbeTarget {
   env: Record<string, string>;
   cwd: string;
+  /** The workload's processes now (its process group): a port probe passes only on their listener. */
+  members?: () => number[];
 }
 
-/** One probe attempt; resolves true on success, false on failure or timeout. Never rejects. */
-export function runProbe(spec: ProbeSpec, target: ProbeTarget): Promise<boolean> {
+/** A probe attempt's outcome, and why it failed when that is worth saying. */
+export interface ProbeResult {
+  ok: boolean;
+  reason?: string;
+}
+
+/** One probe attempt; never rejects (a failure or a timeout is `ok: false`). */
+export async function runProbe(spec: ProbeSpec, target: ProbeTarget): Promise<ProbeResult> {
   const a = spec.action;
-  if ('exec' in a) return execProbe(a.exec, target, spec.timeoutMs);
-  if ('http' in a) return httpProbe(a.http, spec.timeoutMs);
-  return tcpProbe(a.tcp.port, spec.timeoutMs);
+  if ('exec' in a) return { ok: await execProbe(a.exec, target, spec.timeoutMs) };
+  const port = 'http' in a ? a.http.port : a.tcp.port;
+  const ok = 'http' in a ? await httpProbe(a.http, spec.timeoutMs) : await tcpProbe(port, spec.timeoutMs);
+  const holder = ok && target.members ? portHeldElsewhere(port, target.members()) : undefined;
+  return holder ? { ok: false, reason: heldElsewhereReason(port, holder) } : { ok };
 }
 
 function execProbe(argv: string[], target: ProbeTarget, timeoutMs: number): Promise<boolean> {
@@ -104,6 +118,8 @@ export class ProbeLoop {
   private successes = 0;
   private failures = 0;
   private state: boolean | undefined;
+  /** Why the last attempt failed, when it said (cleared by a success). */
+  reason: string | undefined;
 
   constructor(
     private readonly spec: ProbeSpec,
@@ -127,8 +143,9 @@ export class ProbeLoop {
   }
 
   private async tick(): Promise<void> {
-    const ok = await runProbe(this.spec, this.target);
+    const { ok, reason } = await runProbe(this.spec, this.target);
     if (this.stopped) return;
+    this.reason = reason;
     if (ok) {
       this.successes++;
       this.failures = 0;

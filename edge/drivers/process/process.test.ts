@@ -418,6 +418,48 @@ describe('process driver specifics', () => {
     await rm(flag);
   });
 
+  it("fails a port probe that reaches another program's listener, and names it (the workload never listened)", async () => {
+    const d = await make();
+    const port = await freePort();
+    // Another program on the host holds the port (an earlier server not gone yet, as an operator's
+    // trial left one): the probe connects, but not to the workload.
+    const squatter = spawn(
+      process.execPath,
+      ['-e', `require('net').createServer().listen(${port}, '127.0.0.1', () => console.log('up'))`],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    children.push(squatter);
+    await waitFor(() => new Promise<boolean>((r) => squatter.stdout!.once('data', () => r(true))), {
+      what: 'the squatter to listen',
+    });
+    await d.apply(
+      unit('squatted', [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'squatted' },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'app',
+                command: ['sleep', '1000'],
+                readinessProbe: { tcpSocket: { port }, periodSeconds: 0.2, failureThreshold: 1 },
+              },
+            ],
+          },
+        },
+      ]),
+    );
+    const held = `port ${port} is held by pid ${squatter.pid} (node), not by this workload: stop that process or change the port`;
+    const o = await phase(d, 'squatted', (w) => (w.message ?? '').includes(held), 'to name the port holder');
+    expect(o.phase).toBe('Progressing');
+    expect(o.message).toBe(`Pod/squatted: waiting for the readiness probe: ${held}`);
+    // Probed five times more: never Ready.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await d.list()).find((w) => w.name === 'squatted')!.phase).toBe('Progressing');
+  });
+
   it('is Progressing until first ready, and Degraded when a ready process loses readiness', async () => {
     const d = await make();
     const flag = join(dataDir, 'ready');

@@ -14,7 +14,15 @@ import { rotateIfNeeded, type RotateOptions } from './logs.js';
 import { LogTimes } from './log-times.js';
 import type { ProcessPlan, ProbeSpec } from './plan.js';
 import { ProbeLoop } from './probes.js';
-import { isAlive, signalGroup, spawnDetached, terminateGroup, type ProcIdentity, type Wrapper } from './proc.js';
+import {
+  groupMembers,
+  isAlive,
+  signalGroup,
+  spawnDetached,
+  terminateGroup,
+  type ProcIdentity,
+  type Wrapper,
+} from './proc.js';
 import type { ProcessRecord } from './state.js';
 
 /** How often a supervised process's log is looked at (rotation, the time index). */
@@ -55,6 +63,9 @@ export function newRecord(): ProcessRecord {
 export class ProcessSupervisor {
   private timer: NodeJS.Timeout | undefined;
   private probes: ProbeLoop[] = [];
+  /** The running readiness and startup probes (their last failure's reason goes in the status). */
+  private readinessProbe: ProbeLoop | undefined;
+  private startupProbe: ProbeLoop | undefined;
   private readinessOk = false;
   /** The readiness probe passed at least once in this run: losing it later is a degradation, not a start-up. */
   private wasReady = false;
@@ -155,12 +166,13 @@ export class ProcessSupervisor {
     switch (r.status) {
       case 'running': {
         const notReady = this.plan.readiness !== undefined && !this.readinessOk;
+        const because = (p: ProbeLoop | undefined) => (p?.reason ? `: ${p.reason}` : '');
         const probeWait = !this.startupOk
-          ? 'waiting for the startup probe'
+          ? `waiting for the startup probe${because(this.startupProbe)}`
           : notReady
             ? this.wasReady
-              ? 'readiness probe failing'
-              : 'waiting for the readiness probe'
+              ? `readiness probe failing${because(this.readinessProbe)}`
+              : `waiting for the readiness probe${because(this.readinessProbe)}`
             : undefined;
         const recovering =
           r.consecutiveFailures > 0 ? `running again after ${exit ?? 'a failure'} (${r.restarts} restarts)` : undefined;
@@ -340,15 +352,16 @@ export class ProcessSupervisor {
     this.readinessOk = false;
     this.wasReady = false;
     this.startupOk = this.plan.startup === undefined;
-    const target = { env: this.plan.env, cwd: this.plan.workingDir };
-    const loop = (spec: ProbeSpec, onChange: (ok: boolean) => void): void => {
+    const target = { env: this.plan.env, cwd: this.plan.workingDir, members: () => groupMembers(this.identity) };
+    const loop = (spec: ProbeSpec, onChange: (ok: boolean) => void): ProbeLoop => {
       const p = new ProbeLoop(spec, target, onChange);
       this.probes.push(p);
       p.start();
+      return p;
     };
     const afterStartup = (): void => {
       if (this.plan.readiness) {
-        loop(this.plan.readiness, (ok) => {
+        this.readinessProbe = loop(this.plan.readiness, (ok) => {
           this.readinessOk = ok;
           this.wasReady ||= ok;
         });
@@ -356,7 +369,7 @@ export class ProcessSupervisor {
       if (this.plan.liveness) loop(this.plan.liveness, (ok) => !ok && this.killForProbe('liveness'));
     };
     if (this.plan.startup) {
-      loop(this.plan.startup, (ok) => {
+      this.startupProbe = loop(this.plan.startup, (ok) => {
         if (ok && !this.startupOk) {
           this.startupOk = true;
           afterStartup();
@@ -386,6 +399,7 @@ export class ProcessSupervisor {
   private stopProbes(): void {
     for (const p of this.probes) p.stop();
     this.probes = [];
+    this.readinessProbe = this.startupProbe = undefined;
     this.readinessOk = false;
   }
 }

@@ -1,0 +1,113 @@
+/**
+ * @module Who listens on a TCP port of the host, from /proc (Linux, as the rest of the driver). A
+ * process workload's tcpSocket and httpGet probes dial 127.0.0.1:PORT on the host network, where
+ * another program may hold the port: an earlier server not gone yet, an unrelated service. Such a
+ * probe passed although the workload's own process never listened (it failed to bind and exited),
+ * and the workload read Ready. `portHeldElsewhere` tells the probe whose listener it reached.
+ */
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { basename } from 'node:path';
+
+/** TCP state LISTEN in /proc/net/tcp{,6}. */
+const LISTEN = '0A';
+
+/** Another process that holds the port: its pid and command when they could be read. */
+export interface PortHolder {
+  pid?: number;
+  command?: string;
+}
+
+/** The inodes of the sockets listening on TCP `port`, any address, IPv4 and IPv6. */
+export function listeningInodes(port: number): Set<string> {
+  const out = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...":
+    // the local address is HEX_IP:HEX_PORT.
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || f[3] !== LISTEN) continue;
+      if (parseInt(f[1]!.slice(f[1]!.lastIndexOf(':') + 1), 16) === port && f[9] !== '0') out.add(f[9]!);
+    }
+  }
+  return out;
+}
+
+/** The socket inodes among a process's open files; undefined when they cannot be read (another user's process). */
+function socketsOf(pid: number): Set<string> | undefined {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch (err) {
+    // Gone meanwhile: it holds nothing. Not readable: unknown.
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? new Set() : undefined;
+  }
+  const out = new Set<string>();
+  for (const fd of fds) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) out.add(m[1]!);
+    } catch {
+      // Closed meanwhile.
+    }
+  }
+  return out;
+}
+
+/**
+ * A process's command as an operator knows it: its argv[0] without the directory (its comm can be
+ * a thread's name: Node's main thread renames it "MainThread").
+ */
+function commandOf(pid: number): string | undefined {
+  try {
+    const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+    if (argv0) return basename(argv0);
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() || undefined;
+  } catch {
+    return undefined; // gone meanwhile
+  }
+}
+
+/** The first process found holding one of `inodes`, with its command. */
+function holderOf(inodes: Set<string>): PortHolder {
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return {};
+  }
+  for (const p of pids) {
+    const held = socketsOf(Number(p));
+    if (!held || ![...inodes].some((i) => held.has(i))) continue;
+    return { pid: Number(p), command: commandOf(Number(p)) };
+  }
+  return {};
+}
+
+/**
+ * Whether TCP `port` is listened on by a process other than `members` (the workload's processes):
+ * the holder when none of them listens there and something else does; undefined when one of them
+ * does, or when it cannot be told (no /proc, no listener any more, a member whose files this agent
+ * may not read).
+ */
+export function portHeldElsewhere(port: number, members: number[]): PortHolder | undefined {
+  const listening = listeningInodes(port);
+  if (!listening.size) return undefined;
+  for (const pid of members) {
+    const held = socketsOf(pid);
+    if (!held) return undefined;
+    for (const i of listening) if (held.has(i)) return undefined;
+  }
+  return holderOf(listening);
+}
+
+/** What a probe that reached another process's listener says about it. */
+export function heldElsewhereReason(port: number, h: PortHolder): string {
+  const who = h.pid ? `pid ${h.pid}${h.command ? ` (${h.command})` : ''}` : 'another process';
+  return `port ${port} is held by ${who}, not by this workload: stop that process or change the port`;
+}
