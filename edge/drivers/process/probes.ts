@@ -164,3 +164,77 @@ export class ProbeLoop {
     this.schedule(this.spec.periodMs);
   }
 }
+
+/** What a process's probes say of it now. */
+export interface ProbesView {
+  ready: boolean;
+  /** It passed its readiness probe in this run and fails it now (a degradation, not a start-up). */
+  lostReadiness: boolean;
+  /** What it waits for, and why the probe fails when that was said. */
+  waiting?: string;
+}
+
+/**
+ * The probes of one run of a process, as Kubernetes runs them: the startup probe first, then the
+ * readiness and liveness probes; a startup or liveness failure goes to `onFail`.
+ */
+export class ProcessProbes {
+  private readonly loops: ProbeLoop[] = [];
+  private readiness: ProbeLoop | undefined;
+  private startup: ProbeLoop | undefined;
+  private readinessOk = false;
+  private wasReady = false;
+  private startupOk: boolean;
+
+  constructor(
+    private readonly specs: { readiness?: ProbeSpec; liveness?: ProbeSpec; startup?: ProbeSpec },
+    private readonly target: ProbeTarget,
+    private readonly onFail: (which: 'liveness' | 'startup') => void,
+  ) {
+    this.startupOk = specs.startup === undefined;
+  }
+
+  start(): void {
+    const startup = this.specs.startup;
+    if (!startup) return this.afterStartup();
+    this.startup = this.loop(startup, (ok) => {
+      if (ok && !this.startupOk) {
+        this.startupOk = true;
+        this.afterStartup();
+      } else if (!ok) this.onFail('startup');
+    });
+  }
+
+  stop(): void {
+    for (const p of this.loops) p.stop();
+    this.loops.length = 0;
+    this.readinessOk = false;
+  }
+
+  get view(): ProbesView {
+    const because = (p: ProbeLoop | undefined) => (p?.reason ? `: ${p.reason}` : '');
+    const notReady = this.specs.readiness !== undefined && !this.readinessOk;
+    const waiting = !this.startupOk
+      ? `waiting for the startup probe${because(this.startup)}`
+      : notReady
+        ? `${this.wasReady ? 'readiness probe failing' : 'waiting for the readiness probe'}${because(this.readiness)}`
+        : undefined;
+    return { ready: waiting === undefined, lostReadiness: notReady && this.wasReady, waiting };
+  }
+
+  private afterStartup(): void {
+    if (this.specs.readiness)
+      this.readiness = this.loop(this.specs.readiness, (ok) => {
+        this.readinessOk = ok;
+        this.wasReady ||= ok;
+      });
+    if (this.specs.liveness) this.loop(this.specs.liveness, (ok) => !ok && this.onFail('liveness'));
+  }
+
+  private loop(spec: ProbeSpec, onChange: (ok: boolean) => void): ProbeLoop {
+    const p = new ProbeLoop(spec, this.target, onChange);
+    this.loops.push(p);
+    p.start();
+    return p;
+  }
+}

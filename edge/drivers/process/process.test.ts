@@ -76,6 +76,19 @@ describe('process driver specifics', () => {
       },
       { what: `${name} ${what}` },
     );
+  /** Another program listening on `port` of 127.0.0.1 (killed after the test). */
+  const squat = async (port: number): Promise<ChildProcess> => {
+    const c = spawn(
+      process.execPath,
+      ['-e', `require('net').createServer().listen(${port}, '127.0.0.1', () => console.log('up'))`],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    children.push(c);
+    await waitFor(() => new Promise<boolean>((r) => c.stdout!.once('data', () => r(true))), {
+      what: `a listener on port ${port}`,
+    });
+    return c;
+  };
   const statePids = async (name: string): Promise<Record<string, { pid: number; startTime: number }>> =>
     (
       JSON.parse(await readFile(join(dataDir, 'workloads', name, 'state.json'), 'utf8')) as {
@@ -423,15 +436,7 @@ describe('process driver specifics', () => {
     const port = await freePort();
     // Another program on the host holds the port (an earlier server not gone yet, as an operator's
     // trial left one): the probe connects, but not to the workload.
-    const squatter = spawn(
-      process.execPath,
-      ['-e', `require('net').createServer().listen(${port}, '127.0.0.1', () => console.log('up'))`],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
-    children.push(squatter);
-    await waitFor(() => new Promise<boolean>((r) => squatter.stdout!.once('data', () => r(true))), {
-      what: 'the squatter to listen',
-    });
+    const squatter = await squat(port);
     await d.apply(
       unit('squatted', [
         {
@@ -458,6 +463,35 @@ describe('process driver specifics', () => {
     // Probed five times more: never Ready.
     await new Promise((r) => setTimeout(r, 1_000));
     expect((await d.list()).find((w) => w.name === 'squatted')!.phase).toBe('Progressing');
+  });
+
+  it('says which program holds a port a process declares when it exits failing (it could not bind)', async () => {
+    const d = await make();
+    const port = await freePort();
+    const squatter = await squat(port);
+    await d.apply(
+      unit('unbound', [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'unbound' },
+          spec: {
+            containers: [
+              { name: 'web', command: ['/bin/sh', '-c', 'sleep 0.2; exit 1'], ports: [{ containerPort: port }] },
+            ],
+          },
+        },
+      ]),
+    );
+    const o = await phase(
+      d,
+      'unbound',
+      (w) => w.phase === 'Degraded' && /back-off/.test(w.message ?? ''),
+      'to back off',
+    );
+    expect(o.message).toContain(
+      `Pod/unbound: exited with code 1 (port ${port} is held by pid ${squatter.pid} (node), not by this workload: stop that process or change the port); restarting in`,
+    );
   });
 
   it('is Progressing until first ready, and Degraded when a ready process loses readiness', async () => {

@@ -12,8 +12,9 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { Logger } from '../../../core/logger.js';
 import { rotateIfNeeded, type RotateOptions } from './logs.js';
 import { LogTimes } from './log-times.js';
-import type { ProcessPlan, ProbeSpec } from './plan.js';
-import { ProbeLoop } from './probes.js';
+import type { ProcessPlan } from './plan.js';
+import { heldElsewhereReason, portHeldElsewhere } from './port-owner.js';
+import { ProcessProbes } from './probes.js';
 import {
   groupMembers,
   isAlive,
@@ -62,14 +63,8 @@ export function newRecord(): ProcessRecord {
 
 export class ProcessSupervisor {
   private timer: NodeJS.Timeout | undefined;
-  private probes: ProbeLoop[] = [];
-  /** The running readiness and startup probes (their last failure's reason goes in the status). */
-  private readinessProbe: ProbeLoop | undefined;
-  private startupProbe: ProbeLoop | undefined;
-  private readinessOk = false;
-  /** The readiness probe passed at least once in this run: losing it later is a degradation, not a start-up. */
-  private wasReady = false;
-  private startupOk = false;
+  /** The probes of the current run (kept after they stop: what they said stays in the status). */
+  private probes: ProcessProbes | undefined;
   private childExit: { code: number | null } | undefined;
   private queue: Promise<void> = Promise.resolve();
   private queued = false;
@@ -165,22 +160,18 @@ export class ProcessSupervisor {
     const base = { ready: false, degraded: false, failed: false, succeeded: false, stopped: false };
     switch (r.status) {
       case 'running': {
-        const notReady = this.plan.readiness !== undefined && !this.readinessOk;
-        const because = (p: ProbeLoop | undefined) => (p?.reason ? `: ${p.reason}` : '');
-        const probeWait = !this.startupOk
-          ? `waiting for the startup probe${because(this.startupProbe)}`
-          : notReady
-            ? this.wasReady
-              ? `readiness probe failing${because(this.readinessProbe)}`
-              : `waiting for the readiness probe${because(this.readinessProbe)}`
-            : undefined;
+        const probes = this.probes?.view ?? {
+          ready: false,
+          lostReadiness: false,
+          waiting: 'waiting for the startup probe',
+        };
         const recovering =
           r.consecutiveFailures > 0 ? `running again after ${exit ?? 'a failure'} (${r.restarts} restarts)` : undefined;
         return {
           ...base,
-          ready: probeWait === undefined,
-          degraded: recovering !== undefined || (notReady && this.wasReady),
-          message: [recovering, probeWait].filter(Boolean).join('; ') || undefined,
+          ready: probes.ready,
+          degraded: recovering !== undefined || probes.lostReadiness,
+          message: [recovering, probes.waiting].filter(Boolean).join('; ') || undefined,
         };
       }
       case 'backoff': {
@@ -306,16 +297,16 @@ export class ProcessSupervisor {
   private async handleExit(reason?: string, killed?: string): Promise<void> {
     const r = this.record;
     this.stopProbes();
+    // A port it declares that another program holds is the likely reason it exited (it could not
+    // bind): said with the exit. Looked at before its group is killed, whose members are its own.
+    const taken = r.pid > 0 ? this.portTakenElsewhere() : undefined;
     // The wrapper is gone; anything it left in its group (a daemonized child) goes too, or a
     // restarted process would find its port taken.
     if (r.pid > 0) signalGroup(this.identity, 'SIGKILL');
     const code = await this.exitCode();
     const now = Date.now();
-    r.lastExit = {
-      code,
-      at: now,
-      reason: killed ?? (code !== null ? `exited with code ${code}` : (reason ?? 'exited (exit code unknown)')),
-    };
+    const exited = code !== null ? `exited with code ${code}${code !== 0 && taken ? ` (${taken})` : ''}` : undefined;
+    r.lastExit = { code, at: now, reason: killed ?? exited ?? reason ?? 'exited (exit code unknown)' };
     const restart = this.plan.restartPolicy === 'Always' || (this.plan.restartPolicy === 'OnFailure' && code !== 0);
     if (!restart) {
       r.status = code === 0 ? 'succeeded' : 'failed';
@@ -336,6 +327,17 @@ export class ProcessSupervisor {
     this.deps.onChange();
   }
 
+  /** The first port the process declares that a program outside its group listens on, said as the probes say it. */
+  private portTakenElsewhere(): string | undefined {
+    if (!this.plan.ports.length) return undefined;
+    const members = groupMembers(this.identity);
+    for (const port of this.plan.ports) {
+      const holder = portHeldElsewhere(port, members);
+      if (holder) return heldElsewhereReason(port, holder);
+    }
+    return undefined;
+  }
+
   private async exitCode(): Promise<number | null> {
     try {
       const text = await readFile(this.deps.exitFile, 'utf8');
@@ -349,37 +351,9 @@ export class ProcessSupervisor {
 
   private startProbes(): void {
     this.stopProbes();
-    this.readinessOk = false;
-    this.wasReady = false;
-    this.startupOk = this.plan.startup === undefined;
     const target = { env: this.plan.env, cwd: this.plan.workingDir, members: () => groupMembers(this.identity) };
-    const loop = (spec: ProbeSpec, onChange: (ok: boolean) => void): ProbeLoop => {
-      const p = new ProbeLoop(spec, target, onChange);
-      this.probes.push(p);
-      p.start();
-      return p;
-    };
-    const afterStartup = (): void => {
-      if (this.plan.readiness) {
-        this.readinessProbe = loop(this.plan.readiness, (ok) => {
-          this.readinessOk = ok;
-          this.wasReady ||= ok;
-        });
-      }
-      if (this.plan.liveness) loop(this.plan.liveness, (ok) => !ok && this.killForProbe('liveness'));
-    };
-    if (this.plan.startup) {
-      this.startupProbe = loop(this.plan.startup, (ok) => {
-        if (ok && !this.startupOk) {
-          this.startupOk = true;
-          afterStartup();
-        } else if (!ok) {
-          this.killForProbe('startup');
-        }
-      });
-    } else {
-      afterStartup();
-    }
+    this.probes = new ProcessProbes(this.plan, target, (which) => this.killForProbe(which));
+    this.probes.start();
   }
 
   private killForProbe(which: 'liveness' | 'startup'): void {
@@ -397,10 +371,7 @@ export class ProcessSupervisor {
   }
 
   private stopProbes(): void {
-    for (const p of this.probes) p.stop();
-    this.probes = [];
-    this.readinessProbe = this.startupProbe = undefined;
-    this.readinessOk = false;
+    this.probes?.stop();
   }
 }
 
