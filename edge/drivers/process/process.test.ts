@@ -438,23 +438,14 @@ describe('process driver specifics', () => {
     // trial left one): the probe connects, but not to the workload.
     const squatter = await squat(port);
     await d.apply(
-      unit('squatted', [
+      shWorkload(
+        'squatted',
+        'exec sleep 1000',
+        {},
         {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name: 'squatted' },
-          spec: {
-            terminationGracePeriodSeconds: 1,
-            containers: [
-              {
-                name: 'app',
-                command: ['sleep', '1000'],
-                readinessProbe: { tcpSocket: { port }, periodSeconds: 0.2, failureThreshold: 1 },
-              },
-            ],
-          },
+          readinessProbe: { tcpSocket: { port }, periodSeconds: 0.2, failureThreshold: 1 },
         },
-      ]),
+      ),
     );
     const held = `port ${port} is held by pid ${squatter.pid} (node), not by this workload: stop that process or change the port`;
     const o = await phase(d, 'squatted', (w) => (w.message ?? '').includes(held), 'to name the port holder');
@@ -469,20 +460,7 @@ describe('process driver specifics', () => {
     const d = await make();
     const port = await freePort();
     const squatter = await squat(port);
-    await d.apply(
-      unit('unbound', [
-        {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name: 'unbound' },
-          spec: {
-            containers: [
-              { name: 'web', command: ['/bin/sh', '-c', 'sleep 0.2; exit 1'], ports: [{ containerPort: port }] },
-            ],
-          },
-        },
-      ]),
-    );
+    await d.apply(shWorkload('unbound', 'sleep 0.2; exit 1', {}, { ports: [{ containerPort: port }] }));
     const o = await phase(
       d,
       'unbound',
