@@ -3,7 +3,7 @@
  * process workload's tcpSocket and httpGet probes dial 127.0.0.1:PORT on the host network, where
  * another program may hold the port: an earlier server not gone yet, an unrelated service. Such a
  * probe passed although the workload's own process never listened (it failed to bind and exited),
- * and the workload read Ready. `portHeldElsewhere` tells the probe whose listener it reached.
+ * and the workload read Ready. `WorkloadPorts` tells the probe whose listener it reached.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -18,7 +18,7 @@ export interface PortHolder {
 }
 
 /** The inodes of the sockets listening on TCP `port`, any address, IPv4 and IPv6. */
-export function listeningInodes(port: number): Set<string> {
+function listeningInodes(port: number): Set<string> {
   const out = new Set<string>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
@@ -90,20 +90,35 @@ function holderOf(inodes: Set<string>): PortHolder {
 }
 
 /**
- * Whether TCP `port` is listened on by a process other than `members` (the workload's processes):
- * the holder when none of them listens there and something else does; undefined when one of them
- * does, or when it cannot be told (no /proc, no listener any more, a member whose files this agent
- * may not read).
+ * Whose listeners a workload's ports have. The workload's processes (`members`, a scan of /proc)
+ * and their files are read only for a listener not yet found to be theirs: a probe that passes
+ * every period reads /proc/net/tcp{,6} and nothing else once its listener is known.
  */
-export function portHeldElsewhere(port: number, members: number[]): PortHolder | undefined {
-  const listening = listeningInodes(port);
-  if (!listening.size) return undefined;
-  for (const pid of members) {
-    const held = socketsOf(pid);
-    if (!held) return undefined;
-    for (const i of listening) if (held.has(i)) return undefined;
+export class WorkloadPorts {
+  /** Inodes of listeners found to be the workload's. */
+  private readonly own = new Set<string>();
+
+  constructor(private readonly members: () => number[]) {}
+
+  /**
+   * The holder when TCP `port` is listened on and none of the listeners is the workload's;
+   * undefined when one is, or when it cannot be told (no /proc, no listener any more, a member
+   * whose files this agent may not read).
+   */
+  heldElsewhere(port: number): PortHolder | undefined {
+    const listening = listeningInodes(port);
+    if (!listening.size || [...listening].some((i) => this.own.has(i))) return undefined;
+    for (const pid of this.members()) {
+      const held = socketsOf(pid);
+      if (!held) return undefined;
+      for (const i of listening)
+        if (held.has(i)) {
+          this.own.add(i);
+          return undefined;
+        }
+    }
+    return holderOf(listening);
   }
-  return holderOf(listening);
 }
 
 /** What a probe that reached another process's listener says about it. */

@@ -11,13 +11,13 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import type { ProbeSpec } from './plan.js';
-import { heldElsewhereReason, portHeldElsewhere } from './port-owner.js';
+import { heldElsewhereReason, type WorkloadPorts } from './port-owner.js';
 
 export interface ProbeTarget {
   env: Record<string, string>;
   cwd: string;
-  /** The workload's processes now (its process group): a port probe passes only on their listener. */
-  members?: () => number[];
+  /** The workload's ports: a port probe passes only on a listener of its own processes. */
+  ports?: WorkloadPorts;
 }
 
 /** A probe attempt's outcome, and why it failed when that is worth saying. */
@@ -32,7 +32,7 @@ export async function runProbe(spec: ProbeSpec, target: ProbeTarget): Promise<Pr
   if ('exec' in a) return { ok: await execProbe(a.exec, target, spec.timeoutMs) };
   const port = 'http' in a ? a.http.port : a.tcp.port;
   const ok = 'http' in a ? await httpProbe(a.http, spec.timeoutMs) : await tcpProbe(port, spec.timeoutMs);
-  const holder = ok && target.members ? portHeldElsewhere(port, target.members()) : undefined;
+  const holder = ok ? target.ports?.heldElsewhere(port) : undefined;
   return holder ? { ok: false, reason: heldElsewhereReason(port, holder) } : { ok };
 }
 

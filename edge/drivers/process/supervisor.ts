@@ -13,7 +13,7 @@ import type { Logger } from '../../../core/logger.js';
 import { rotateIfNeeded, type RotateOptions } from './logs.js';
 import { LogTimes } from './log-times.js';
 import type { ProcessPlan } from './plan.js';
-import { heldElsewhereReason, portHeldElsewhere } from './port-owner.js';
+import { heldElsewhereReason, WorkloadPorts } from './port-owner.js';
 import { ProcessProbes } from './probes.js';
 import {
   groupMembers,
@@ -329,10 +329,9 @@ export class ProcessSupervisor {
 
   /** The first port the process declares that a program outside its group listens on, said as the probes say it. */
   private portTakenElsewhere(): string | undefined {
-    if (!this.plan.ports.length) return undefined;
-    const members = groupMembers(this.identity);
+    const ports = new WorkloadPorts(() => groupMembers(this.identity));
     for (const port of this.plan.ports) {
-      const holder = portHeldElsewhere(port, members);
+      const holder = ports.heldElsewhere(port);
       if (holder) return heldElsewhereReason(port, holder);
     }
     return undefined;
@@ -351,7 +350,11 @@ export class ProcessSupervisor {
 
   private startProbes(): void {
     this.stopProbes();
-    const target = { env: this.plan.env, cwd: this.plan.workingDir, members: () => groupMembers(this.identity) };
+    const target = {
+      env: this.plan.env,
+      cwd: this.plan.workingDir,
+      ports: new WorkloadPorts(() => groupMembers(this.identity)),
+    };
     this.probes = new ProcessProbes(this.plan, target, (which) => this.killForProbe(which));
     this.probes.start();
   }
