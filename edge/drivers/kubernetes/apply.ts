@@ -3,8 +3,10 @@
  * with the unit's hash and none drifted, drift.ts), then the writes in order (shared namespaces,
  * each object by server-side apply, a CRD waited for until Established, the owned objects that left
  * the unit pruned) and the record in the data dir (state.ts). An error the API server gives for the
- * unit (4xx, an unknown kind) is recorded as the workload's failure, not thrown; anything else
- * (an unreachable server) throws a DriverError.
+ * unit (4xx, an unknown kind) is recorded as the workload's failure, not thrown. Any other apply
+ * that did not finish (a 5xx answer, an unreachable server) is recorded as the failure too, so
+ * the objects written before it never read as a Ready workload, and throws a DriverError: the
+ * reconciler tries again at its pace for applies that settle nothing (edge/apply-pacing.ts).
  */
 import { createLogger } from '../../../core/logger.js';
 import { DriverError, type WorkloadUnit } from '../driver.js';
@@ -23,11 +25,27 @@ import type { WorkloadRecord } from './state.js';
 
 const log = createLogger('edge:driver:kubernetes');
 
+/** The message of the server's answer (a Kubernetes Status), if it gave one. */
+function serverMessage(err: unknown): string | undefined {
+  const e = err as { body?: unknown };
+  const body = typeof e.body === 'string' ? safeJson(e.body) : e.body;
+  return (body as { message?: string } | undefined)?.message;
+}
+
+/**
+ * An answer of the API server that says the write may succeed if tried again (5xx: overloaded,
+ * etcd leader change, a webhook down), as `HTTP N: message`; undefined for anything else.
+ */
+function serverFault(err: unknown): string | undefined {
+  const code = (err as { code?: number }).code;
+  if (typeof code !== 'number' || code < 500 || code > 599) return undefined;
+  return `HTTP ${code}: ${serverMessage(err) ?? 'the API server gave no message'}`;
+}
+
 /** An error the API server gave for this unit (4xx), as opposed to the server being unreachable. */
 function rejection(err: unknown): string | undefined {
-  const e = err as { code?: number; body?: unknown; message?: string };
-  const body = typeof e.body === 'string' ? safeJson(e.body) : e.body;
-  const msg = (body as { message?: string } | undefined)?.message;
+  const e = err as { code?: number; message?: string };
+  const msg = serverMessage(err);
   if (typeof e.code === 'number' && e.code >= 400 && e.code < 500) {
     if (/Failed to fetch resource metadata/.test(e.message ?? ''))
       return 'the API server does not serve this apiVersion/kind; install its CRD or fix the manifest';
@@ -89,14 +107,32 @@ export async function applyUnit(ctx: KubernetesContext, unit: WorkloadUnit, forc
     );
   } catch (err) {
     const why = rejection(err);
-    if (why === undefined)
-      throw err instanceof DriverError ? err : new DriverError(`applying workload ${unit.name} failed`, { cause: err });
+    if (why === undefined) {
+      // Not finished: what was written before the failing object carries the new hash, and must
+      // not read as the unit applied. Recorded as the failure, then thrown to be tried again.
+      const failure = unfinished(err, unit.name);
+      await ctx.state.write({ ...record, error: failure.message, extraKinds: prev?.extraKinds ?? [] });
+      throw failure;
+    }
     record.error = why;
     log.warn({ workload: unit.name, err: why }, 'workload rejected by the API server');
   }
   // Kinds that failed discovery are not remembered: listing them on every pass would fail too.
   record.extraKinds = record.error ? (prev?.extraKinds ?? []) : extraKinds;
   await ctx.state.write(record);
+}
+
+/** The DriverError of an apply that did not finish, naming the server's answer when it gave one. */
+function unfinished(err: unknown, workload: string): DriverError {
+  const at = (err as { object?: string }).object;
+  const fault = serverFault(err);
+  if (fault !== undefined)
+    return new DriverError(`${at ? `${at}: ` : ''}${fault}; the apply of ${workload} is tried again`, { cause: err });
+  if (err instanceof DriverError) return err;
+  return new DriverError(
+    `applying workload ${workload} failed${at ? ` at ${at}` : ''}: ${(err as Error).message ?? String(err)}`,
+    { cause: err },
+  );
 }
 
 async function applyOne(ctx: KubernetesContext, o: KObj, live: KObj | undefined): Promise<void> {
@@ -116,6 +152,8 @@ async function applyOne(ctx: KubernetesContext, o: KObj, live: KObj | undefined)
         code: 422,
         body: { message: `${o.kind}/${o.metadata.name}: ${why}` },
       });
+    // Which object the apply stopped at, for the message (the error may be a library's own).
+    if (err !== null && typeof err === 'object') Object.assign(err, { object: `${o.kind}/${o.metadata.name}` });
     throw err;
   }
 }
