@@ -16,6 +16,8 @@ export default defineConfig({
     ],
     // Builds (once per machine, cached) the real kube-apiserver the kubernetes driver tests start.
     globalSetup: ['test/kube/global-setup.ts', 'test/leak-check.ts'],
+    // Lists skipped tests at the end; in CI a skipped test fails the run (test/skips-reporter.ts).
+    reporters: ['default', './test/skips-reporter.ts'],
     // Integration tests spawn real processes and sockets; the machines are shared and noisy.
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -25,6 +25,11 @@
 # - postgresql: the server and psql for the hub's PostgreSQL backend (issue #22); test/fixtures/postgres.ts
 #   starts its own throwaway cluster (initdb + pg_ctl as nobody, a loopback port, a temp dir). The
 #   system service the package sets up plays no part.
+# - systemd: for systemd-analyze; the install tests (edge/install.test.ts, hub/install.test.ts,
+#   test/e2e/install.test.ts) verify the units `outpost edge|hub install` writes with
+#   `systemd-analyze verify`. systemd need not run as init for that.
+# - kubectl and the other Kubernetes components are not Debian's (kubernetes-client is 1.20): the
+#   tests build them at the version test/kube/go.mod pins (test/kube/build.sh, vitest's globalSetup).
 # - faketime: libfaketime moves an edge agent's clock in test/hardening-clock.test.ts (edges whose
 #   clock is hours behind or a year ahead of the hub's certificates).
 # - /etc/outpost/containers.conf (override the path with OUTPOST_CONTAINERS_CONF): podman settings
@@ -40,7 +45,7 @@ start_ms=$(date +%s%3N)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 conf="${OUTPOST_CONTAINERS_CONF:-/etc/outpost/containers.conf}"
 image="${OUTPOST_TEST_IMAGE:-localhost/outpost-busybox:latest}"
-packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus faketime clamav-daemon docker-registry skopeo apache2-utils postgresql)
+packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus systemd faketime clamav-daemon docker-registry skopeo apache2-utils postgresql)
 verify=0
 changed=0
 [ "${1:-}" = "--verify" ] && verify=1

@@ -6,8 +6,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseUnit, splitExecLine } from '../core/systemd.js';
 import { hubUnit, installHub } from './install.js';
 
-const hasSystemdAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
-
 let dir: string;
 let fakeExe: string;
 beforeEach(() => {
@@ -125,7 +123,7 @@ describe('outpost hub install', () => {
     ).toThrow(/cannot write .*outpost-hub.service/);
   });
 
-  it.skipIf(!hasSystemdAnalyze)('systemd-analyze verify accepts the written unit', () => {
+  it('systemd-analyze verify accepts the written unit', () => {
     const p = paths();
     installHub({ ...p, listen: '0.0.0.0:7443', packaged: true, execPath: fakeExe });
     const r = spawnSync('systemd-analyze', ['verify', path.join(p.unitDir, 'outpost-hub.service')], {

@@ -144,6 +144,27 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     return true;
   }
 
+  /**
+   * Milliseconds until the hub answers a WebSocket ping sent now (undefined when not connected).
+   * Frames on one connection arrive in order, so once it resolves every frame the hub sent before
+   * it answered is here: a barrier for readings of the connection's counters, and a latency probe.
+   */
+  roundTrip(): Promise<number | undefined> {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return Promise.resolve(undefined);
+    const t0 = Date.now();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        ws.off('pong', done);
+        ws.off('close', done);
+        resolve(ws.readyState === WebSocket.OPEN ? Date.now() - t0 : undefined);
+      };
+      ws.on('pong', done);
+      ws.on('close', done);
+      ws.ping();
+    });
+  }
+
   /** Bytes buffered in the socket but not yet written (for tunnel flow control). */
   bufferedAmount(): number {
     return this.ws?.bufferedAmount ?? 0;

@@ -32,16 +32,20 @@ const workload = (name: string) => ({
   spec: { manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v' } }] },
 });
 
-/** A small filesystem of its own (tmpfs), when this process may mount one (root, as in CI). */
-function smallDisk(dir: string, size: string): boolean {
+/**
+ * A small filesystem of its own (tmpfs). Mounting one needs root, as the tests run in CI: without
+ * it the test cannot show a full disk, so it fails saying why instead of passing having tested nothing.
+ */
+function smallDisk(dir: string, size: string): void {
   fs.mkdirSync(dir, { recursive: true });
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
-  } catch {
-    return false;
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'pipe' });
+  } catch (err) {
+    throw new Error(
+      `cannot mount a ${size} tmpfs at ${dir} to fill it (${String((err as { stderr?: Buffer }).stderr ?? err).trim()}): run the tests as root, as CI does`,
+    );
   }
   mounts.push(dir);
-  return true;
 }
 
 describe('clearer failures', () => {
@@ -49,10 +53,7 @@ describe('clearer failures', () => {
     const dir = tempDir();
     dirs.push(dir);
     const disk = path.join(dir, 'disk');
-    if (!smallDisk(disk, '16m')) {
-      console.warn('skipped: cannot mount a tmpfs here (needs root)');
-      return;
-    }
+    smallDisk(disk, '16m');
     const hub = await startHubProc(path.join(disk, 'hub'), await freePort(), ['--insecure-http']);
     procs.push(hub.proc);
     expect((await hubApi(hub, 'POST', '/api/v1/apply', { objects: [workload('before')] })).status).toBe(200);
@@ -91,10 +92,7 @@ describe('clearer failures', () => {
     const dir = tempDir();
     dirs.push(dir);
     const disk = path.join(dir, 'disk');
-    if (!smallDisk(disk, '24m')) {
-      console.warn('skipped: cannot mount a tmpfs here (needs root)');
-      return;
-    }
+    smallDisk(disk, '24m');
     const pids = path.join(disk, 'pids');
     fs.mkdirSync(pids);
     pidDirs.push(pids);

@@ -82,8 +82,8 @@ function closed(ws: WebSocket): Promise<number> {
   return new Promise((r) => (ws.readyState === ws.CLOSED ? r(-1) : ws.once('close', (code) => r(code))));
 }
 
-/** A TLS socket that never sends a FIN: it reads what it gets and holds the connection. */
-function holdingSocket(): Promise<tls.TLSSocket> {
+/** A TLS socket that never sends a FIN: it keeps what it gets (`received`) and holds the connection. */
+function holdingSocket(): Promise<tls.TLSSocket & { received: string }> {
   return new Promise((resolve, reject) => {
     const raw = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
     const s = tls.connect({
@@ -92,9 +92,12 @@ function holdingSocket(): Promise<tls.TLSSocket> {
       servername: 'localhost',
       allowHalfOpen: true,
     } as tls.ConnectionOptions);
-    s.on('secureConnect', () => resolve(s));
+    const held = Object.assign(s, { received: '' });
+    s.on('secureConnect', () => resolve(held));
     s.on('error', reject);
-    s.on('data', () => undefined);
+    s.on('data', (d: Buffer) => {
+      held.received += d.toString('latin1');
+    });
   });
 }
 
@@ -141,6 +144,9 @@ describe('hostile peers on the sync endpoint and the hub socket', () => {
     await waitFor(() => hostile.every((s) => s.destroyed || s.readableEnded), {
       what: 'the hub to answer and close every refused upgrade',
     });
+    // Answered, not only closed: each forged credential got the 401 an edge can act on.
+    const answers = hostile.map((s) => s.received.split('\r\n')[0]);
+    expect(answers.filter((a) => /^HTTP\/1\.1 401 /.test(a))).toHaveLength(300);
     console.log(
       `item 2: valid edge welcomed ${welcomedMs} ms after 300 hostile upgrades; ${hostile.filter((s) => s.destroyed || s.readableEnded).length}/300 closed by the hub; hub RSS ${before} -> ${rssMb(hub.proc.child.pid!)} MB`,
     );

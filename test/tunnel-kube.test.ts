@@ -12,7 +12,7 @@ import { startEdgeAgent, type EdgeAgent } from '../edge/agent.js';
 import { HubClient } from '../cli/client.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
-import { startKubeApiServer, type KubeApiServer } from './kube/harness.js';
+import { kubectlBinary, startKubeApiServer, type KubeApiServer } from './kube/harness.js';
 import { cli } from './procs.js';
 
 const run = promisify(execFile);
@@ -36,7 +36,7 @@ async function kubeconfig(token: string, file: string): Promise<string> {
 
 async function kubectl(kc: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run('kubectl', ['--kubeconfig', kc, ...args], { timeout: 30_000 });
+    const r = await run(kubectlBinary(), ['--kubeconfig', kc, ...args], { timeout: 30_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };

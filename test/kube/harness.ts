@@ -57,28 +57,54 @@ export interface KubeApiServerOptions {
   users?: { name: string; groups: string[] }[];
 }
 
-let binary: string | undefined;
+/** The Kubernetes components test/kube/build.sh builds from the modules go.mod pins. */
+export type KubeComponent = 'kube-apiserver' | 'kubectl' | 'kube-controller-manager' | 'kube-scheduler' | 'kubelet';
+
+/** Where a test run finds a component already built: vitest's globalSetup puts them there. */
+const ENV_OF: Record<KubeComponent, string> = {
+  'kube-apiserver': 'OUTPOST_KUBE_APISERVER',
+  kubectl: 'OUTPOST_KUBECTL',
+  'kube-controller-manager': 'OUTPOST_KUBE_CONTROLLER_MANAGER',
+  'kube-scheduler': 'OUTPOST_KUBE_SCHEDULER',
+  kubelet: 'OUTPOST_KUBELET',
+};
+
+const built = new Map<KubeComponent, string>();
 
 /**
- * Path of the kube-apiserver binary: `OUTPOST_KUBE_APISERVER` if set, else what test/kube/build.sh
- * prints (it builds once per machine and version, then answers from its cache).
+ * Path of a Kubernetes component's binary at the version test/kube/go.mod pins: its environment
+ * variable (`OUTPOST_KUBECTL`...) if set, else what test/kube/build.sh prints (it builds once per
+ * machine and version, then answers from its cache). Never a binary found on PATH: the tests run
+ * the version they pin, on every machine.
  */
-export function kubeApiServerBinary(): string {
-  if (binary) return binary;
-  if (process.env.OUTPOST_KUBE_APISERVER) return (binary = process.env.OUTPOST_KUBE_APISERVER);
+export function kubeBinary(component: KubeComponent): string {
+  const known = built.get(component) ?? process.env[ENV_OF[component]];
+  if (known) return known;
   try {
-    const out = execFileSync('bash', [join(HERE, 'build.sh')], {
+    const out = execFileSync('bash', [join(HERE, 'build.sh'), component], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    binary = out.trim().split('\n').pop()!;
+    const bin = out.trim().split('\n').pop()!;
+    built.set(component, bin);
+    process.env[ENV_OF[component]] = bin;
+    return bin;
   } catch (err) {
     throw new Error(
-      'building kube-apiserver with test/kube/build.sh failed (output above); it needs Go >= 1.24 and the Go module proxy',
+      `building ${component} with test/kube/build.sh failed (output above); it needs Go >= 1.24 and the Go module proxy`,
       { cause: err },
     );
   }
-  return binary;
+}
+
+/** Path of the kube-apiserver binary (kubeBinary). */
+export function kubeApiServerBinary(): string {
+  return kubeBinary('kube-apiserver');
+}
+
+/** Path of kubectl at the pinned version (kubeBinary): what the tests run as kubectl. */
+export function kubectlBinary(): string {
+  return kubeBinary('kubectl');
 }
 
 /** The Kubernetes version pinned in test/kube/go.mod. */

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../../core/resources.js';
-import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
+import { kubectlBinary, startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
 import { edgeMailbox } from '../../../test/fixtures/edge-mailbox.js';
 import { waitFor } from '../../../test/helpers.js';
@@ -75,7 +75,7 @@ const observe = async (): Promise<WorkloadObservation | undefined> =>
 
 async function kubectl(...args: string[]): Promise<string> {
   const ns = args[0].startsWith('-n') ? [] : ['-n', 'outpost-drift'];
-  const r = await run('kubectl', ['--kubeconfig', kube.kubeconfig, ...ns, ...args], {
+  const r = await run(kubectlBinary(), ['--kubeconfig', kube.kubeconfig, ...ns, ...args], {
     timeout: 30_000,
     // `kubectl edit` runs the editor through a shell: this one changes the env value in place.
     env: { ...process.env, KUBE_EDITOR: `sed -i -e 's/value: hello/value: changed/'` },

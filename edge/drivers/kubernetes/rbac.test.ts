@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
+import { kubectlBinary, startKubeApiServer, type KubeApiServer } from '../../../test/kube/harness.js';
 import { startNodeDouble, type NodeDouble } from '../../../test/kube/node-double.js';
 import { waitFor } from '../../../test/helpers.js';
 import type { Driver, WorkloadUnit } from '../driver.js';
@@ -71,13 +71,13 @@ beforeAll(async () => {
   kube = await startKubeApiServer({ users: [{ name: 'edge-agent', groups: ['outpost-edge'] }] });
   node = await startNodeDouble(kube);
   const admin = ['--kubeconfig', kube.kubeconfig];
-  await run('kubectl', [
+  await run(kubectlBinary(), [
     ...admin,
     'apply',
     '-f',
     join(import.meta.dirname, '../../../examples/kubernetes-driver-rbac.yaml'),
   ]);
-  await run('kubectl', [
+  await run(kubectlBinary(), [
     ...admin,
     'create',
     'clusterrolebinding',
@@ -98,7 +98,7 @@ afterAll(async () => {
 
 describe('kubernetes driver with the ClusterRole of examples/kubernetes-driver-rbac.yaml', () => {
   it('the agent user has no other rights', async () => {
-    const r = await run('kubectl', [
+    const r = await run(kubectlBinary(), [
       '--kubeconfig',
       kube.kubeconfigFor('edge-agent'),
       'auth',

@@ -96,10 +96,14 @@ describe('process driver update and crash safety', () => {
     st.processes = {};
     await writeFile(stateFile('dup'), JSON.stringify(st));
 
+    // Every spawn writes a new intent nonce before it starts the process (supervisor.ts): the
+    // nonce left unchanged once the new driver has adopted (start() awaits it) and reports Ready
+    // means no second copy was started, whenever it would have written its pid.
+    const intent = join(dataDir, 'workloads', 'dup', 'run', 'main.intent');
+    const nonce = await readFile(intent, 'utf8');
     const d2 = await make();
     await waitFor(async () => (await observe(d2, 'dup'))?.phase === 'Ready', { what: 'dup Ready after adoption' });
-    // Give a wrongly started second copy the time to write its pid.
-    await new Promise((r) => setTimeout(r, 500));
+    expect(await readFile(intent, 'utf8')).toBe(nonce);
     expect(await livePids(pids)).toEqual(firstCommand);
     expect((await recorded('dup')).pid).toBe(first.pid);
     expect((await observe(d2, 'dup'))?.restarts).toBe(0);
