@@ -25,7 +25,7 @@ import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
 import { readPackageArchive } from './archive.js';
 import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
-import { scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
+import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
 import {
   allPackages,
   getDeployment,
@@ -273,18 +273,29 @@ export class Catalog {
         this.verdict(r, await scanFile(s, this.o.blobs.files.path(r.digest)));
         this.lastError = undefined;
       } catch (err) {
+        if (err instanceof ScanLimitError) {
+          // This package is over the scanner's settings; the others may not be. Retried with the
+          // rest (the operator may have raised the settings by then).
+          this.noVerdict(r, err.message);
+          this.retryLater();
+          continue;
+        }
         const message = `${(err as Error).message}; retried every ${this.retryMs / 1000}s`;
         this.noVerdict(r, message);
         if (this.lastError !== message)
           log.warn({ scanner: s.kind === 'clamd' ? s.label : s.kind, err: (err as Error).message }, 'no scan verdict');
         this.lastError = message;
         // The scanner is down for the others too: try again later, all of them.
-        clearTimeout(this.timer);
-        this.timer = setTimeout(() => this.kick(), this.retryMs);
-        this.timer.unref();
+        this.retryLater();
         return;
       }
     }
+  }
+
+  private retryLater(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.kick(), this.retryMs);
+    this.timer.unref();
   }
 
   private verdict(r: PackageRecord, v: ScanVerdict): void {

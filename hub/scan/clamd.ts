@@ -4,7 +4,12 @@
  * each prefixed by its length (4 bytes, big-endian), then a zero length; the answer is
  * `stream: OK\0` or `stream: SIGNATURE FOUND\0`. `zVERSION\0` answers
  * `ClamAV 1.4.6/27480/Mon Nov 24 ...`: the engine and the signature database version, recorded
- * with each verdict.
+ * with each verdict. A file over clamd's size settings is a permanent error of that file
+ * (ScanLimitError), not a scanner that is down.
+ *
+ * Not scanned by path (`SCAN FILE`), which would spare StreamMaxLength: clamd runs as its own
+ * user, which cannot read the hub's blob directory (0700), and MaxFileSize/MaxScanSize bound a
+ * scan by path all the same, so the operator raises the settings either way.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -27,7 +32,37 @@ export function parseScanner(s: string): ScannerSpec {
 
 export type Verdict = { clean: true } | { clean: false; signature: string };
 
-/** Chunks sent to clamd; its StreamMaxLength (default 100 MB) bounds the whole stream. */
+/** clamd's settings that bound what it scans, with Debian's values (/etc/clamav/clamd.conf). */
+export const CLAMD_LIMIT_SETTINGS = 'StreamMaxLength, MaxScanSize and MaxFileSize';
+
+/**
+ * clamd refused the file for its size, not for what is in it: no retry can help until its
+ * settings change, so this is a permanent error for the file (it names the settings and the size
+ * they need), never "scanner down, try later".
+ */
+export class ScanLimitError extends Error {
+  constructor(
+    readonly bytes: number,
+    answer: string,
+  ) {
+    const mib = Math.ceil(bytes / 1024 ** 2);
+    super(
+      `clamd refused to scan the ${mib} MiB file for its size (it answered "${answer.slice(0, 120)}"): raise ${CLAMD_LIMIT_SETTINGS} in clamd.conf to at least ${mib + 1}M (Debian ships StreamMaxLength 25M, MaxFileSize 25M, MaxScanSize 100M) and restart clamd; docs/operations.md, "A malware scanner for agent releases"`,
+    );
+    this.name = 'ScanLimitError';
+  }
+}
+
+/**
+ * An answer that is about the file's size: INSTREAM over StreamMaxLength, or, with clamd's
+ * `AlertExceedsMax yes`, a file over MaxFileSize/MaxScanSize reported as a Heuristics.Limits
+ * "signature" (without that setting clamd skips such a file and answers OK: docs/operations.md).
+ */
+function limitAnswer(answer: string): boolean {
+  return /size limit exceeded/i.test(answer) || /Heuristics\.Limits\.Exceeded/.test(answer);
+}
+
+/** Chunks sent to clamd; its StreamMaxLength (built in 100M, Debian's clamd.conf 25M) bounds the whole stream. */
 const CHUNK_BYTES = 64 * 1024;
 /** A scan of a large archive takes seconds; one that has said nothing for this long is given up (and retried). */
 export const CLAMD_TIMEOUT_MS = 120_000;
@@ -92,9 +127,9 @@ export class ClamdClient {
   async scan(file: string): Promise<Verdict> {
     const a = await this.request('INSTREAM', file);
     if (/^stream: OK$/.test(a)) return { clean: true };
+    if (limitAnswer(a)) throw new ScanLimitError(fs.statSync(file).size, a);
     const found = /^stream: (.+) FOUND$/.exec(a);
     if (found) return { clean: false, signature: found[1] };
-    // "INSTREAM size limit exceeded. ERROR" and the like: no verdict.
     throw new Error(`clamd gave no verdict: ${a.slice(0, 200)}`);
   }
 }

@@ -13,7 +13,7 @@ import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { signRelease, type SignedRelease } from '../../core/release.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
+import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
 import type { ReleaseKey } from './release-key.js';
 
 const log = createLogger('hub:releases');
@@ -45,8 +45,9 @@ export class AgentReleases {
     try {
       scan = await scanFile(this.scanner, this.blobs.files.path(b.digest));
     } catch (err) {
+      // Over the scanner's size settings: no retry helps until they change (413, not 503).
       throw new OutpostError(
-        'unavailable',
+        err instanceof ScanLimitError ? 'too_large' : 'unavailable',
         `agent binary ${digest} was not scanned, so it is not signed: ${(err as Error).message}`,
       );
     }
