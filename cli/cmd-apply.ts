@@ -9,6 +9,7 @@ import { KIND_INFO } from './kinds.js';
 import { line, toYaml } from './output.js';
 import { checkObjects, checkRequestSize, readSources, type SourcedObject } from './sources.js';
 import type { Kind } from '../core/resources.js';
+import { effectiveRolloutText } from '../core/rollout.js';
 
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -118,6 +119,7 @@ export function registerApplyCommands(program: Command, deps: CliDeps): void {
           s.out.out,
           `${r.kind.toLowerCase()}/${r.name} ${r.action}${where}${dry ? ' (server dry run)' : ''}${impact}`,
         );
+        if (r.rollout) line(s.out.out, `  rollout: ${effectiveRolloutText(r.rollout)}`);
       }
     });
 
@@ -160,6 +162,7 @@ export function registerApplyCommands(program: Command, deps: CliDeps): void {
             s.out.out,
             `# ${ref} ${r.action === 'created' ? 'would be created' : 'changes'}: ${impactText(r.edges)}`,
           );
+        if (r.rollout) line(s.out.out, `# ${ref} rollout: ${effectiveRolloutText(r.rollout)}`);
       }
       if (same > 0) line(s.out.err, `${plural(same, 'object')} unchanged.`);
     });

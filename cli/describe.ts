@@ -5,6 +5,7 @@
  */
 import { formatAge } from '../core/durations.js';
 import type { Summary } from '../core/status.js';
+import { DEFAULT_MAX_UNAVAILABLE } from '../core/rollout.js';
 import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
 import { formatTable, paint } from './output.js';
@@ -274,7 +275,7 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
       ['Customization', `${spec.customization?.length ?? 0} rule${spec.customization?.length === 1 ? '' : 's'}`],
       [
         'Rollout',
-        `maxUnavailable ${spec.rollout?.maxUnavailable ?? '100%'}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.skipOfflineAfter ? `, skipOfflineAfter ${spec.rollout.skipOfflineAfter}` : ''}${spec.rollout?.prestage ? `, prestage${spec.rollout.prestageBudget ? ` (budget ${spec.rollout.prestageBudget})` : ''}` : ''}${spec.rollout?.paused ? ', paused' : ''}`,
+        `maxUnavailable ${spec.rollout?.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}${spec.rollout?.skipOfflineAfter ? `, skipOfflineAfter ${spec.rollout.skipOfflineAfter}` : ''}${spec.rollout?.prestage ? `, prestage${spec.rollout.prestageBudget ? ` (budget ${spec.rollout.prestageBudget})` : ''}` : ''}${spec.rollout?.paused ? ', paused' : ''}`,
       ],
     ]),
   );

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { DIGEST_PATTERN, parseByteSize } from './blobs.js';
 import { NAME_PATTERN } from './ids.js';
+import { DEFAULT_MAX_UNAVAILABLE } from './rollout.js';
 import { unknownFieldsMessage } from './suggest.js';
 
 /**
@@ -240,8 +241,8 @@ const intOrPercent = z.union([
 ]);
 
 export const Rollout = strict({
-  /** How many selected edges may be not-ready-on-the-new-generation at once. */
-  maxUnavailable: intOrPercent.default('100%'),
+  /** How many selected edges may be not-ready-on-the-new-generation at once (default 25%, at least 1). */
+  maxUnavailable: intOrPercent.default(DEFAULT_MAX_UNAVAILABLE),
   /** Pause the rollout when this many edges fail on the new generation. */
   failureThreshold: z.number().int().min(1).default(1),
   paused: z.boolean().default(false),
@@ -295,7 +296,7 @@ export const PlacementSpec = strict({
   workloads: z.array(name).default([]),
   package: PackageRef.optional(),
   customization: z.array(CustomizationRule).default([]),
-  rollout: Rollout.default({ maxUnavailable: '100%', failureThreshold: 1, paused: false }),
+  rollout: Rollout.default({ maxUnavailable: DEFAULT_MAX_UNAVAILABLE, failureThreshold: 1, paused: false }),
   statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
 })
   .refine(selectsEdges, SELECTS_EDGES)

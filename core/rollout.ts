@@ -140,6 +140,25 @@ export interface RolloutCounts {
   waiting: number;
 }
 
+/** The rollout an object's apply results in, as `apply` and `diff` show it (core/api/types.ts ApplyResult). */
+export interface EffectiveRollout {
+  /** As given, or the default. */
+  maxUnavailable: number | string;
+  /** Whether `maxUnavailable` is the default (the object names none). */
+  defaulted: boolean;
+  /** Edges ordered at once: maxUnavailable of the edges the object selects now. */
+  batch: number;
+  edges: number;
+  failureThreshold: number;
+}
+
+/** `1 edge at a time of 4 (maxUnavailable 25%, the default); pauses after 1 failure`. */
+export function effectiveRolloutText(r: EffectiveRollout): string {
+  const given = `maxUnavailable ${r.maxUnavailable}${r.defaulted ? ', the default' : ''}`;
+  const when = r.batch >= r.edges && r.edges > 1 ? 'all at once' : 'at a time';
+  return `${plural(r.batch, 'edge')} ${when} of ${r.edges} (${given}); pauses after ${plural(r.failureThreshold, 'failure')}`;
+}
+
 export interface RolloutPlan {
   /** Edges to write their target content to now, sorted. */
   update: string[];
@@ -152,10 +171,18 @@ export interface RolloutPlan {
   failures: Record<string, string>;
 }
 
+/**
+ * A Placement's `rollout.maxUnavailable` when it names none: a quarter of its edges at a time, as a
+ * Kubernetes Deployment's default, so the failure threshold can stop a bad version before it
+ * reaches every site (100% would order them all at once). At least one edge: see below.
+ */
+export const DEFAULT_MAX_UNAVAILABLE = '25%';
+
 /** `maxUnavailable` as an edge count: "N%" of `total` rounded down; at least 1 so a rollout can always start. */
 export function resolveMaxUnavailable(value: number | string | undefined, total: number): number {
   let n: number;
-  if (value === undefined) n = total;
+  if (value === undefined) value = DEFAULT_MAX_UNAVAILABLE;
+  if (typeof value === 'number') n = value;
   else if (typeof value === 'number') n = value;
   else {
     const m = /^(\d{1,3})%$/.exec(value.trim());

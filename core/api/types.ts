@@ -6,6 +6,7 @@
 import type { BlobDigest } from '../blobs.js';
 import type { ErrorCode } from '../errors.js';
 import type { PackageManifest, Parameter } from '../package.js';
+import type { EffectiveRollout } from '../rollout.js';
 
 /** API token roles, weakest first (hub/auth/roles.ts says what each may do). */
 export const ROLES = ['viewer', 'operator', 'admin'] as const;
@@ -51,6 +52,8 @@ export interface ApplyResult {
   action: ApplyAction;
   resourceVersion?: string;
   edges?: EdgeImpact;
+  /** A Placement's rollout as it will run: how many edges at a time, and whether that is the default. */
+  rollout?: EffectiveRollout;
   /** On a dry run: the object as it would be stored. */
   object?: Record<string, unknown>;
 }

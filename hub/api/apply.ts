@@ -17,6 +17,7 @@ import {
   type Resource,
   type Workload,
 } from '../../core/resources.js';
+import { resolveMaxUnavailable, type EffectiveRollout } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
 import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
@@ -92,6 +93,29 @@ class ProjectView {
     );
     return selectEdges(this.edges, p.spec);
   }
+}
+
+/**
+ * A Placement's rollout as it will run on the edges it selects now. `given`: the object as sent,
+ * before defaults, to tell a maxUnavailable the operator chose from the default.
+ */
+function effectiveRollout(v: Resource, given: unknown, edges: number | undefined): EffectiveRollout | undefined {
+  if (v.kind !== 'Placement') return undefined;
+  const r = v.spec.rollout;
+  const asGiven = (given as { spec?: { rollout?: { maxUnavailable?: unknown } } } | null)?.spec?.rollout;
+  const total = edges ?? 0;
+  return {
+    maxUnavailable: r.maxUnavailable,
+    defaulted: asGiven?.maxUnavailable === undefined,
+    batch: total === 0 ? 0 : resolveMaxUnavailable(r.maxUnavailable, total),
+    edges: total,
+    failureThreshold: r.failureThreshold,
+  };
+}
+
+function rolloutOf(v: Resource, given: unknown, edges: number | undefined): { rollout?: EffectiveRollout } {
+  const rollout = effectiveRollout(v, given, edges);
+  return rollout ? { rollout } : {};
 }
 
 function impactOf(deps: HubDeps, view: ProjectView, v: Resource, action: ApplyAction): EdgeImpact | undefined {
@@ -244,6 +268,8 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     // Validate every object and check every permission before changing anything.
     const errors: { index: number; path: string; message: string }[] = [];
     const valid: Resource[] = [];
+    /** Each valid object as sent (before defaults), by position in `valid`. */
+    const given: unknown[] = [];
     let tooLarge = false;
     raw.forEach((o, index) => {
       const obj = o as { metadata?: Record<string, unknown> } | null;
@@ -256,6 +282,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
         if (v.kind === 'Edge' && !objects.get('Edge', v.metadata.project, v.metadata.name))
           throw new OutpostError('invalid', `Edge ${v.metadata.name} is not enrolled: edges join with a join token`);
         valid.push(v);
+        given.push(o);
       } catch (err) {
         if (err instanceof OutpostError && err.code === 'too_large') tooLarge = true;
         if (err instanceof OutpostError && Array.isArray(err.details))
@@ -303,6 +330,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
         name: v.metadata.name,
         action: impacts[i].action!,
         ...(impacts[i].edges ? { edges: impacts[i].edges } : {}),
+        ...rolloutOf(v, given[i], impacts[i].edges?.total),
         // As the hub would store it (defaults filled in), for `outpost diff`.
         object: {
           apiVersion: v.apiVersion,
@@ -335,6 +363,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           action: r.action,
           resourceVersion: r.object.metadata.resourceVersion,
           ...(edges && r.action !== 'unchanged' ? { edges } : {}),
+          ...(r.action !== 'unchanged' ? rolloutOf(v, given[i], edges?.total) : {}),
         };
       });
       // Placement rules see the whole request applied (a placement may come before its workload).
