@@ -39,7 +39,7 @@ const plan = (
 
 describe('resolveMaxUnavailable', () => {
   const cases: [number | string | undefined, number, number][] = [
-    [undefined, 10, 10],
+    [undefined, 10, 2], // the default, 25%
     ['100%', 10, 10],
     ['25%', 10, 2],
     ['25%', 3, 1], // 0.75 rounds down to 0, raised to 1
@@ -62,21 +62,27 @@ describe('resolveMaxUnavailable', () => {
 });
 
 describe('planRollout', () => {
-  it('updates everything at once with the defaults', () => {
+  it('updates a quarter of the edges at a time with the defaults, at least one', () => {
     const p = plan([old('e2'), old('e1'), old('e3')]);
-    expect(p.update).toEqual(['e1', 'e2', 'e3']);
+    expect(p.update).toEqual(['e1']);
     expect(p.phase).toBe('Progressing');
     expect(p.counts).toEqual({
       total: 3,
-      updated: 3,
+      updated: 1,
       ready: 0,
       failed: 0,
-      pending: 0,
+      pending: 2,
       held: 0,
       skipped: 0,
       blocked: 0,
       waiting: 0,
     });
+    expect(p.maxUnavailable).toBe(1);
+  });
+
+  it('updates everything at once with maxUnavailable 100%', () => {
+    const p = plan([old('e2'), old('e1'), old('e3')], { maxUnavailable: '100%' });
+    expect(p.update).toEqual(['e1', 'e2', 'e3']);
     expect(p.reason).toBe('3 of 3 edges updated, 0 ready; waiting for e1, e2, e3; at most 3 unavailable at once');
   });
 
