@@ -18,6 +18,7 @@ import { BlobError, BlobFiles } from '../../sync/blob-files.js';
 import { isPostgres, type SqlDb } from '../state/sql.js';
 import {
   blockingReferences,
+  clearBlobReservations,
   collectableBlobs,
   deleteBlob,
   digestKnown,
@@ -61,6 +62,9 @@ export class HubBlobs {
     this.files = new BlobFiles(o.dir);
     this.quotaBytes = o.quotaBytes ?? DEFAULT_BLOB_QUOTA_BYTES;
     this.quota = new BlobQuota(o.db, this.quotaBytes);
+    // A SQLite hub is the only one on its file: what its previous run reserved (killed mid-upload)
+    // holds nothing now. Replicas on PostgreSQL leave each other's to expire.
+    if (!isPostgres(o.db)) clearBlobReservations(o.db);
     this.graceMs = o.graceMs ?? DEFAULT_BLOB_GRACE_MS;
   }
 

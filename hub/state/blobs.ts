@@ -214,6 +214,11 @@ export function renewBlobReservations(db: SqlDb, ids: string[], ttlMs: number, n
   );
 }
 
+/** Every reservation goes: the uploads of a previous run of the only hub on this database. */
+export function clearBlobReservations(db: SqlDb): void {
+  run(db, 'DELETE FROM blob_reservations');
+}
+
 /** An upload failed: its reservation goes. */
 export function releaseBlobReservation(db: SqlDb, id: string): void {
   run(db, 'DELETE FROM blob_reservations WHERE id = ?', id);
