@@ -202,3 +202,10 @@ export const REPLICA_ROW_KEPT_MS = 24 * 3_600_000;
  * 5 minutes). Hub replicas may share the blob directory: a younger file is another one's upload.
  */
 export const ABANDONED_UPLOAD_MS = 15 * 60_000;
+/**
+ * Bytes an upload in progress holds against its project's blob quota are a row with an expiry
+ * (hub/state/blobs.ts `blob_reservations`), renewed by the hub serving the upload: the rows of a
+ * hub that died free their bytes within the TTL. Three renewals may be missed.
+ */
+export const BLOB_RESERVATION_RENEW_MS = 20_000;
+export const BLOB_RESERVATION_TTL_MS = 3 * BLOB_RESERVATION_RENEW_MS;

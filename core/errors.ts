@@ -94,12 +94,13 @@ export function isDiskFull(err: unknown): boolean {
 
 /**
  * The one answer to a write that failed for want of disk space (507 Insufficient Storage), naming
- * the file whose disk is full and the fix, on the hub's API and on an edge's local API.
+ * the file (or directory) whose disk is full and the fix, on the hub's API, its blob uploads and
+ * an edge's local API; `alsoFix`: what else frees room there (the blob uploads: remove blobs).
  */
-export function diskFullError(file: string, err: unknown): OutpostError {
+export function diskFullError(file: string, err: unknown, alsoFix?: string): OutpostError {
   return new OutpostError(
     'disk_full',
-    `the disk holding ${file} is full, so nothing could be written: free space on it (reads still work; writes succeed again once there is room)`,
+    `the disk holding ${file} is full, so nothing could be written: free space on it${alsoFix ? `, or ${alsoFix}` : ''} (reads still work; writes succeed again once there is room)`,
     { cause: err },
   );
 }

@@ -36,6 +36,8 @@ export interface HubServerOptions {
   /** Default MAX_CONNECTIONS_PER_ADDRESS. */
   maxConnectionsPerAddress: number | undefined;
   blobs: HubBlobs;
+  /** A blob request with no byte moving this long is cut (default BLOB_IDLE_TIMEOUT_MS). */
+  blobIdleTimeoutMs: number | undefined;
   auth: HubAuth;
   images: ImageCache;
   tunnel: TunnelGateway;
@@ -48,7 +50,7 @@ export function createHubServer(o: HubServerOptions): { server: http.Server; con
   const { tls, blobs, auth, images, tunnel } = o;
   const listener: http.RequestListener = (req, res) => {
     if (isBlobRoute(req)) {
-      handleBlobRequest({ blobs, auth }, req, res);
+      handleBlobRequest({ blobs, auth, idleTimeoutMs: o.blobIdleTimeoutMs }, req, res);
       return;
     }
     // The image cache's OCI pull API (/v2/...) and its tag route stream blobs like the blob routes.

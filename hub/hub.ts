@@ -289,6 +289,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     tls,
     maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
     blobs,
+    blobIdleTimeoutMs: opts.blobIdleTimeoutMs,
     auth: hubAuth,
     images,
     tunnel,

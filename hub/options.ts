@@ -28,6 +28,8 @@ export interface HubOptions {
   blobDir?: string;
   /** Bytes of blobs one project may hold (default DEFAULT_BLOB_QUOTA_BYTES). */
   blobQuotaBytes?: number;
+  /** A blob upload or download with no byte moving this long is cut (default BLOB_IDLE_TIMEOUT_MS). */
+  blobIdleTimeoutMs?: number;
   /** How long a blob nothing refers to is kept (default DEFAULT_BLOB_GRACE_MS). */
   blobGraceMs?: number;
   /** The catalog's malware scanner (`--scanner`); undefined: none configured, packages stay Pending. */

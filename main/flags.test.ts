@@ -31,6 +31,15 @@ describe('value flags of hub and edge', () => {
     expect(r.status).toBe(2);
   });
 
+  it('hub --blob-idle-timeout that is not a duration, or zero', () => {
+    const r = outpost(['hub', '--blob-idle-timeout', 'soon']);
+    expect(r.stderr).toMatch(
+      /option '--blob-idle-timeout <duration>' argument 'soon' is invalid\. invalid duration "soon": use a number with a unit, e\.g\. 90s/,
+    );
+    expect(r.status).toBe(2);
+    expect(outpost(['hub', '--blob-idle-timeout', '0s']).stderr).toMatch(/"0s" is not a positive duration/);
+  });
+
   it('hub --max-connections-per-address that is not a positive integer', () => {
     const r = outpost(['hub', '--max-connections-per-address', '0']);
     expect(r.stderr).toMatch(

@@ -5,7 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { UsageError } from '../cli/index.js';
-import { byteSizeOption, positiveIntegerOption } from './flags.js';
+import { byteSizeOption, durationOption, positiveIntegerOption } from './flags.js';
 import { untilSignal } from './signals.js';
 
 /** The flags of `outpost hub` that its verbs read too (`install` writes them into the unit). */
@@ -55,6 +55,11 @@ export function registerHubCommand(program: Command): void {
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
     .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
+    .option(
+      '--blob-idle-timeout <duration>',
+      'cut a blob upload or download when no byte moved for this long, e.g. 10m for a link that stalls (default 2m)',
+      durationOption,
+    )
     .addOption(
       new Option(
         '--blob-dir <dir>',
@@ -83,6 +88,7 @@ export function registerHubCommand(program: Command): void {
         o: {
           maxConnectionsPerAddress: number;
           blobQuota?: number;
+          blobIdleTimeout?: number;
           blobDir?: string;
           dataSinkS3Bucket?: string;
           dataSinkS3Endpoint?: string;
@@ -139,6 +145,7 @@ export function registerHubCommand(program: Command): void {
           ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
           ...(advertiseUrl ? { advertiseUrl } : {}),
           ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
+          ...(o.blobIdleTimeout !== undefined ? { blobIdleTimeoutMs: o.blobIdleTimeout } : {}),
           ...(o.blobDir ? { blobDir: o.blobDir } : {}),
         });
         process.stderr.write(`outpost hub listening on ${h.url}\n`);

@@ -130,19 +130,31 @@ export class BlobFiles {
   /**
    * Streams `body` into the store, hashing as it goes (never the whole body in memory). Fails
    * with `too_large` past `maxBytes` and `digest_mismatch` when `expected` is given and differs;
-   * nothing is left behind on failure.
+   * nothing is left behind on failure. With `grow`, the blob may also only grow as far as it
+   * allows: asked when the bytes pass what it granted last (0 at first) with the size they reached,
+   * it answers the bytes granted now, less than that size to refuse (`too_large`); so a caller
+   * holding room for the blob (the hub's quota) is asked once per step, not per chunk.
    */
   async ingest(
     body: Readable,
-    o: { maxBytes: number; expected?: BlobDigest },
+    o: { maxBytes: number; expected?: BlobDigest; grow?: (bytes: number) => number },
   ): Promise<{ digest: BlobDigest; size: number }> {
     const tmp = path.join(this.root, 'tmp', randomUUID());
     const h = createHash('sha256');
     let size = 0;
+    let granted = o.grow ? 0 : o.maxBytes;
     const meter = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         size += chunk.length;
         if (size > o.maxBytes) return cb(new BlobError('too_large', `the blob exceeds ${o.maxBytes} bytes`));
+        if (size > granted) {
+          try {
+            granted = o.grow!(size);
+          } catch (err) {
+            return cb(err as Error);
+          }
+          if (size > granted) return cb(new BlobError('too_large', `the blob may not grow past ${granted} bytes`));
+        }
         h.update(chunk);
         cb(null, chunk);
       },

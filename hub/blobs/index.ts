@@ -1,30 +1,34 @@
 /**
  * @module The hub's blob store (docs/bytes.md): files under `DATA/blobs` (sync/blob-files.ts),
- * indexed per project in the hub's database (hub/state/blobs.ts), a byte quota per project, and
- * garbage collection by reference: a blob nothing refers to is removed after a grace period.
+ * indexed per project in the hub's database (hub/state/blobs.ts), a byte quota per project held
+ * under concurrent uploads (quota.ts), and garbage collection by reference: a blob nothing refers
+ * to is removed after a grace period.
  *
  * @example
  * const blobs = new HubBlobs({ db, dir: path.join(dataDir, 'blobs') });
  * const info = await blobs.upload(req, { project: 'default', uploadedBy: 'token:abc' });
  */
+import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { DEFAULT_MEDIA_TYPE, type BlobDigest, type BlobInfo } from '../../core/blobs.js';
-import { OutpostError } from '../../core/errors.js';
-import { createLogger } from '../../core/logger.js';
+import { diskFullError, isDiskFull, OutpostError } from '../../core/errors.js';
+import { formatBytes } from '../../core/limits.js';
+import { createLogger, throttle } from '../../core/logger.js';
 import { BlobError, BlobFiles } from '../../sync/blob-files.js';
-import type { SqlDb } from '../state/sql.js';
+import { isPostgres, type SqlDb } from '../state/sql.js';
 import {
   blockingReferences,
+  clearBlobReservations,
   collectableBlobs,
   deleteBlob,
   digestKnown,
   getBlob,
   listBlobs,
   migrateBlobs,
-  projectBytes,
   putBlob,
   setReferences,
 } from '../state/blobs.js';
+import { BlobQuota, type BlobReservation } from './quota.js';
 
 const log = createLogger('hub:blobs');
 
@@ -46,14 +50,21 @@ export class HubBlobs {
   readonly files: BlobFiles;
   readonly quotaBytes: number;
   readonly graceMs: number;
+  readonly quota: BlobQuota;
   private readonly db: SqlDb;
   private timer: NodeJS.Timeout | undefined;
+  /** Every upload fails while the disk is full: one log line a minute says so. */
+  private readonly diskFullLog = throttle(60_000);
 
   constructor(o: HubBlobsOptions) {
     this.db = o.db;
     migrateBlobs(o.db);
     this.files = new BlobFiles(o.dir);
     this.quotaBytes = o.quotaBytes ?? DEFAULT_BLOB_QUOTA_BYTES;
+    this.quota = new BlobQuota(o.db, this.quotaBytes);
+    // A SQLite hub is the only one on its file: what its previous run reserved (killed mid-upload)
+    // holds nothing now. Replicas on PostgreSQL leave each other's to expire.
+    if (!isPostgres(o.db)) clearBlobReservations(o.db);
     this.graceMs = o.graceMs ?? DEFAULT_BLOB_GRACE_MS;
   }
 
@@ -67,53 +78,128 @@ export class HubBlobs {
 
   stop(): void {
     clearInterval(this.timer);
+    this.quota.stop();
   }
 
-  /** Room left in a project's quota. */
+  /** Room left in a project's quota (uploads in progress hold theirs). */
   room(project: string): number {
-    return Math.max(0, this.quotaBytes - projectBytes(this.db, project));
+    return this.quota.room(project);
   }
 
-  quotaError(project: string, size?: number): OutpostError {
-    const used = projectBytes(this.db, project);
-    return new OutpostError(
-      'too_large',
-      `project ${project} holds ${used} bytes of blobs${size === undefined ? '' : `; ${size} more`} would pass its quota of ${this.quotaBytes} bytes: remove blobs with \`outpost blob rm\` or raise the hub's --blob-quota`,
-    );
+  quotaError(project: string, size?: number, except?: string): OutpostError {
+    return this.quota.error(project, size, except);
   }
 
-  /** Streams an upload into the store; never holds the body in memory. */
+  /**
+   * Streams an upload into the store; never holds the body in memory. Its bytes are reserved
+   * against the project's quota before they are written: `size` (a declared length) at once,
+   * else in steps as they come, and the upload is cut (413) when the reservation cannot grow.
+   */
   async upload(
     body: Readable,
     o: { project: string; uploadedBy: string; mediaType?: string; expected?: BlobDigest; size?: number },
   ): Promise<BlobInfo> {
-    const room = this.room(o.project);
-    if (o.size !== undefined && o.size > room) throw this.quotaError(o.project, o.size);
-    let r;
+    const held = this.quota.reserve(o.project);
     try {
-      r = await this.files.ingest(body, { maxBytes: room, ...(o.expected ? { expected: o.expected } : {}) });
+      let r;
+      try {
+        if (o.size !== undefined && !held.take(o.size)) throw this.quotaError(o.project, o.size, held.id);
+        r = await this.files.ingest(body, {
+          maxBytes: o.size ?? this.quotaBytes,
+          ...(o.expected ? { expected: o.expected } : {}),
+          ...(o.size === undefined ? { grow: (n: number) => held.grow(n) } : {}),
+        });
+      } catch (err) {
+        if (err instanceof BlobError && err.code === 'too_large') throw this.quotaError(o.project, o.size, held.id);
+        if (err instanceof BlobError) throw new OutpostError('invalid', err.message);
+        if (isDiskFull(err)) throw this.diskFull(this.files.root, err);
+        throw err;
+      }
+      return this.index(held, {
+        project: o.project,
+        digest: r.digest,
+        size: r.size,
+        mediaType: o.mediaType ?? DEFAULT_MEDIA_TYPE,
+        uploadedBy: o.uploadedBy,
+      });
+    } finally {
+      held.end();
+    }
+  }
+
+  /**
+   * Indexes a blob whose bytes `held` reserved, taking the reservation's place in one
+   * transaction. A reservation that expired meanwhile (this hub stalled past its renewals) is
+   * taken again first, so the quota still holds.
+   */
+  private index(
+    held: BlobReservation,
+    b: { project: string; digest: BlobDigest; size: number; mediaType: string; uploadedBy: string },
+  ): BlobInfo {
+    if (held.lost && !held.take(b.size)) throw this.quotaError(b.project, b.size, held.id);
+    let info;
+    try {
+      info = putBlob(this.db, { ...b, reservation: held.id });
     } catch (err) {
-      if (err instanceof BlobError && err.code === 'too_large') throw this.quotaError(o.project);
-      if (err instanceof BlobError) throw new OutpostError('invalid', err.message);
+      if (isDiskFull(err)) throw this.diskFull(isPostgres(this.db) ? "the hub's database" : this.db.name, err);
       throw err;
     }
-    const info = putBlob(this.db, {
-      project: o.project,
-      digest: r.digest,
-      size: r.size,
-      mediaType: o.mediaType ?? DEFAULT_MEDIA_TYPE,
-      uploadedBy: o.uploadedBy,
-    });
-    log.info({ project: o.project, digest: r.digest, size: r.size, by: o.uploadedBy }, 'blob stored');
+    held.indexed = true;
+    log.info({ project: b.project, digest: b.digest, size: b.size, by: b.uploadedBy }, 'blob stored');
     return info;
   }
 
-  /** A blob an edge sent (sync/transfer.ts) is now complete in the files: index it and hold it for that edge. */
-  recordEdgeUpload(project: string, edge: string, digest: BlobDigest, size: number, mediaType: string): BlobInfo {
-    const info = putBlob(this.db, { project, digest, size, mediaType, uploadedBy: `edge:${edge}` });
+  /**
+   * The answer to an upload that found the disk full (507, not a bare 500): names the directory,
+   * what is free there, and the fixes; logged once a minute while it lasts.
+   */
+  private diskFull(where: string, err: unknown): OutpostError {
+    let free = '';
+    try {
+      const s = fs.statfsSync(where);
+      free = ` (${formatBytes(s.bavail * s.bsize)} free of ${formatBytes(s.blocks * s.bsize)})`;
+    } catch {
+      // the database's name, or the statfs failed: the message goes without the figures
+    }
+    const e = diskFullError(
+      `${where}${free}`,
+      err,
+      where === this.files.root
+        ? "remove blobs nothing needs with `outpost blob rm`, or move the hub's --blob-dir to a larger disk"
+        : undefined,
+    );
+    this.diskFullLog((suppressed) => log.error({ err, suppressed }, e.message));
+    return e;
+  }
+
+  /**
+   * Reserves the bytes of a blob an edge is about to send (hub/blobs/transfers.ts); undefined
+   * when the project has no room for them. The caller ends it when the transfer is over.
+   */
+  reserveEdgeUpload(project: string, size: number): BlobReservation | undefined {
+    const held = this.quota.reserve(project);
+    if (held.take(size)) return held;
+    held.end();
+    return undefined;
+  }
+
+  /**
+   * A blob an edge sent (sync/transfer.ts) is now complete in the files: index it (in place of its
+   * reservation) and hold it for that edge.
+   */
+  recordEdgeUpload(
+    project: string,
+    edge: string,
+    digest: BlobDigest,
+    size: number,
+    mediaType: string,
+    reservation?: BlobReservation,
+  ): BlobInfo {
+    const b = { project, digest, size, mediaType, uploadedBy: `edge:${edge}` };
+    const info = reservation ? this.index(reservation, b) : putBlob(this.db, b);
     const held = listBlobs(this.db, project)
-      .filter((b) => b.references.includes(`Edge/${edge}`))
-      .map((b) => b.digest);
+      .filter((x) => x.references.includes(`Edge/${edge}`))
+      .map((x) => x.digest);
     setReferences(this.db, project, 'Edge', edge, [...new Set([...held, digest])]);
     return getBlob(this.db, project, digest) ?? info;
   }

@@ -28,13 +28,16 @@ const BLOB_PATH = /^\/api\/v1\/projects\/([^/]+)\/blobs(?:\/([^/]+))?\/?$/;
 
 /**
  * An upload may take long on a slow link; instead of the server's whole-request timeout (which
- * would cut a large upload), a blob request fails when no byte moved for this long.
+ * would cut a large upload), a blob request fails when no byte moved for this long
+ * (`outpost hub --blob-idle-timeout`).
  */
 export const BLOB_IDLE_TIMEOUT_MS = 2 * 60_000;
 
 export interface BlobRoutesOptions {
   blobs: HubBlobs;
   auth: Pick<HubAuth, 'verifyApiToken'>;
+  /** Default BLOB_IDLE_TIMEOUT_MS. */
+  idleTimeoutMs?: number;
 }
 
 export function isBlobRoute(req: IncomingMessage): boolean {
@@ -46,9 +49,7 @@ export function handleBlobRequest(o: BlobRoutesOptions, req: IncomingMessage, re
   const url = new URL(req.url ?? '/', 'http://x');
   const m = BLOB_PATH.exec(url.pathname);
   if (!m) return false;
-  req.socket.setTimeout(BLOB_IDLE_TIMEOUT_MS, () =>
-    req.socket.destroy(new Error(`no bytes for ${BLOB_IDLE_TIMEOUT_MS / 1000}s`)),
-  );
+  cutWhenIdle(req, res, o.idleTimeoutMs ?? BLOB_IDLE_TIMEOUT_MS);
   serve(o, req, res, decodeURIComponent(m[1]), m[2] === undefined ? undefined : decodeURIComponent(m[2])).catch(
     (err: unknown) => {
       if (!(err instanceof OutpostError)) log.error({ err, path: req.url }, 'blob request failed');
@@ -57,6 +58,20 @@ export function handleBlobRequest(o: BlobRoutesOptions, req: IncomingMessage, re
     },
   );
   return true;
+}
+
+/**
+ * Cuts the connection when no byte moved for `ms` while this request is served. The socket is
+ * held here: once the response is done node detaches it (`req.socket` is null then), and a
+ * keep-alive socket lives on under the server's own timeout, which fires this same event: the
+ * listener goes with the request. Reading `req.socket` there killed the hub (issue #41), 5 s after
+ * a refused upload.
+ */
+function cutWhenIdle(req: IncomingMessage, res: ServerResponse, ms: number): void {
+  const socket = req.socket;
+  const idle = () => socket.destroy(new Error(`no bytes for ${ms / 1000}s`));
+  socket.setTimeout(ms, idle);
+  res.once('close', () => socket.off('timeout', idle));
 }
 
 /**

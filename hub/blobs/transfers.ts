@@ -11,6 +11,7 @@ import { isTransferHeader, serveTransfer } from '../../sync/transfer.js';
 import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
 import type { EdgeState } from '../state/edges.js';
 import type { HubBlobs } from './index.js';
+import type { BlobReservation } from './quota.js';
 
 const log = createLogger('hub:transfers');
 
@@ -45,6 +46,8 @@ export class HubTransfers {
       return;
     }
     const blobs = this.blobs;
+    // The bytes of a blob the edge sends are held against the quota from its start to its index row.
+    let held: BlobReservation | undefined;
     const started = Date.now();
     const beforeOut = s.bytesOut;
     const beforeIn = s.bytesIn;
@@ -57,12 +60,12 @@ export class HubTransfers {
       },
       writable(digest: BlobDigest, size: number) {
         if (blobs.get(project, digest)) return 'have';
-        if (size - blobs.files.partialSize(digest) > blobs.room(project))
-          throw new TunnelError('budget', blobs.quotaError(project, size).message);
+        held = blobs.reserveEdgeUpload(project, size);
+        if (!held) throw new TunnelError('budget', blobs.quotaError(project, size).message);
         return 'send';
       },
       received(digest: BlobDigest, size: number, mediaType: string) {
-        blobs.recordEdgeUpload(project, edge, digest, size, mediaType);
+        blobs.recordEdgeUpload(project, edge, digest, size, mediaType, held);
       },
     })
       .then(
@@ -84,6 +87,7 @@ export class HubTransfers {
           ),
       )
       .finally(() => {
+        held?.end();
         this.active--;
         this.bytes?.inc({ direction: 'to_edge' }, s.bytesOut - beforeOut);
         this.bytes?.inc({ direction: 'from_edge' }, s.bytesIn - beforeIn);

@@ -3,10 +3,16 @@
  * is indexed per project (the same bytes uploaded in two projects are two rows and one file);
  * references name what needs it (`AgentUpgrade/NAME`, `Edge/NAME` for what an edge uploaded).
  * A blob with no reference becomes collectable `unreferenced_since` plus the grace period.
+ *
+ * `blob_reservations`: bytes of uploads in progress, held against their project's quota until the
+ * blob is indexed (the row goes in the same transaction) or the upload fails. A row is checked
+ * and written in one transaction, serialized per project across hub replicas, so concurrent
+ * uploads never hold more than the quota together; it expires unless renewed, so the rows of a
+ * hub that died free their bytes.
  */
 import type { BlobDigest, BlobInfo } from '../../core/blobs.js';
 import type { Migration } from '../../sync/sqlite.js';
-import { all, migrateTables, one, run, transaction, type SqlDb } from './sql.js';
+import { all, inJsonList, isPostgres, migrateTables, one, run, transaction, type SqlDb } from './sql.js';
 
 export const BLOB_MIGRATIONS: Migration[] = [
   {
@@ -32,6 +38,18 @@ export const BLOB_MIGRATIONS: Migration[] = [
         PRIMARY KEY (project, digest, kind, name)
       );
       CREATE INDEX blob_refs_by_owner ON blob_refs (project, kind, name);
+    `,
+  },
+  {
+    version: 2,
+    sql: `
+      CREATE TABLE blob_reservations (
+        id TEXT PRIMARY KEY,
+        project TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX blob_reservations_by_project ON blob_reservations (project);
     `,
   },
 ];
@@ -71,13 +89,18 @@ function toInfo(db: SqlDb, r: Row): BlobInfo {
   };
 }
 
-/** Records a blob in a project (or refreshes nothing if it is already there); returns it. */
+/**
+ * Records a blob in a project (or refreshes nothing if it is already there); returns it. With
+ * `reservation`, the upload's reservation goes in the same transaction: its bytes are counted
+ * once, as the reservation or as the blob, never neither.
+ */
 export function putBlob(
   db: SqlDb,
-  b: { project: string; digest: BlobDigest; size: number; mediaType: string; uploadedBy: string },
+  b: { project: string; digest: BlobDigest; size: number; mediaType: string; uploadedBy: string; reservation?: string },
   now = Date.now(),
 ): BlobInfo {
   return transaction(db, () => {
+    if (b.reservation !== undefined) run(db, 'DELETE FROM blob_reservations WHERE id = ?', b.reservation);
     run(
       db,
       `INSERT INTO blobs (project, digest, size, media_type, uploaded_by, created_at, unreferenced_since)
@@ -115,6 +138,90 @@ export function projectBytes(db: SqlDb, project: string): number {
     'SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) n FROM blobs WHERE project = ?',
     project,
   )!.n;
+}
+
+/** Bytes of uploads in progress a project holds (live reservations), but those of `except`. */
+export function reservedBytes(db: SqlDb, project: string, now = Date.now(), except = ''): number {
+  return one<{ n: number }>(
+    db,
+    'SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) n FROM blob_reservations WHERE project = ? AND expires_at > ? AND id <> ?',
+    project,
+    now,
+    except,
+  )!.n;
+}
+
+/**
+ * Two-key advisory locks live apart from the one-key ones (the leader's, the migrations'): this
+ * class and a hash of the project name.
+ */
+const QUOTA_LOCK_CLASS = 0x626c6f62; // "blob"
+
+/**
+ * Grows (or takes) the reservation `id` of an upload in `project` to at least `atLeast` bytes and
+ * at most `upTo`, as the room under `quota` allows, and renews its expiry; answers the bytes
+ * granted, null (nothing changed) when the blobs and the other live reservations of the project
+ * leave less than `atLeast`; with what they hold.
+ * Checked and written in one transaction that holds the project's quota lock: SQLite's write
+ * lock (an immediate transaction), on PostgreSQL a transaction advisory lock of the project, so
+ * two hub replicas reserving at once are serialized.
+ */
+export function reserveBlobBytes(
+  db: SqlDb,
+  r: { id: string; project: string; atLeast: number; upTo: number; quota: number; ttlMs: number },
+  now = Date.now(),
+): { granted: number | null; stored: number; reserved: number } {
+  return transaction(
+    db,
+    () => {
+      if (isPostgres(db)) one(db, `SELECT pg_advisory_xact_lock(${QUOTA_LOCK_CLASS}, hashtext(?)) locked`, r.project);
+      run(db, 'DELETE FROM blob_reservations WHERE project = ? AND expires_at <= ?', r.project, now);
+      const stored = projectBytes(db, r.project);
+      const reserved = reservedBytes(db, r.project, now, r.id);
+      const room = r.quota - stored - reserved;
+      if (room < r.atLeast) return { granted: null, stored, reserved };
+      const granted = Math.min(r.upTo, room);
+      run(
+        db,
+        `INSERT INTO blob_reservations (id, project, bytes, expires_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET bytes = excluded.bytes, expires_at = excluded.expires_at`,
+        r.id,
+        r.project,
+        granted,
+        now + r.ttlMs,
+      );
+      return { granted, stored, reserved };
+    },
+    { immediate: true },
+  );
+}
+
+/**
+ * Extends the reservations `ids` (uploads this hub is still serving) by `ttlMs`; returns those it
+ * extended. One that had expired is not brought back (its bytes may have been granted to another
+ * upload since): its upload must reserve again.
+ */
+export function renewBlobReservations(db: SqlDb, ids: string[], ttlMs: number, now = Date.now()): Set<string> {
+  if (ids.length === 0) return new Set();
+  return new Set(
+    all<{ id: string }>(
+      db,
+      `UPDATE blob_reservations SET expires_at = ? WHERE expires_at > ? AND ${inJsonList(db, 'id')} RETURNING id`,
+      now + ttlMs,
+      now,
+      JSON.stringify(ids),
+    ).map((r) => r.id),
+  );
+}
+
+/** Every reservation goes: the uploads of a previous run of the only hub on this database. */
+export function clearBlobReservations(db: SqlDb): void {
+  run(db, 'DELETE FROM blob_reservations');
+}
+
+/** An upload failed: its reservation goes. */
+export function releaseBlobReservation(db: SqlDb, id: string): void {
+  run(db, 'DELETE FROM blob_reservations WHERE id = ?', id);
 }
 
 /** Removes a blob's row and its references; true when no project holds the digest any more (delete the file). */
