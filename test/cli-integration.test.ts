@@ -121,7 +121,10 @@ describe('the CLI against a real hub', () => {
     fs.writeFileSync(path.join(d, 'b-placement.yaml'), PLACEMENT);
     const r = await cli(['apply', '-f', d]);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toBe('workload/web created\nplacement/eu created\n');
+    expect(r.stdout).toBe(
+      'workload/web created\nplacement/eu created\n' +
+        '  rollout: 1 edge at a time of 1 (maxUnavailable 25%, the default); pauses after 1 failure\n',
+    );
     expect((await cli(['apply', '-f', d])).stdout).toBe('workload/web unchanged\nplacement/eu unchanged\n');
     const w = await cli(['rollout', 'status', 'placement', 'eu', '--watch', '--timeout', '30s']);
     expect(w.stderr).toBe('');

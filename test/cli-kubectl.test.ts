@@ -34,8 +34,10 @@ ${cause ? `  annotations: { outpost.dev/change-cause: "${cause}" }\n` : ''}spec:
       metadata: { name: ${name} }
       spec: { containers: [{ name: main, image: "${image}" }] }
 `;
+// Every edge at once: the edges here are enrolled but never connect, so none would become Ready
+// for a rollout of one at a time to move on.
 const placement = (name: string, workloads: string[], selector = 'site: shop') =>
-  `kind: Placement\nmetadata: { name: ${name} }\nspec:\n  edgeSelector: { matchLabels: { ${selector} } }\n  workloads: [${workloads.join(', ')}]\n`;
+  `kind: Placement\nmetadata: { name: ${name} }\nspec:\n  edgeSelector: { matchLabels: { ${selector} } }\n  workloads: [${workloads.join(', ')}]\n  rollout: { maxUnavailable: "100%" }\n`;
 
 beforeAll(async () => {
   dir = tempDir('outpost-cli-kubectl-');
@@ -128,7 +130,8 @@ describe('kubectl habits', () => {
     expect(d.stderr).toBe('');
     expect(d.stdout).toBe(
       'workload/web configured (server dry run): reaches 1 edge (+1 added, -2 removed, 0 changed)\n' +
-        'placement/shops configured (server dry run): reaches 1 edge (+1 added, -2 removed, 0 changed)\n',
+        'placement/shops configured (server dry run): reaches 1 edge (+1 added, -2 removed, 0 changed)\n' +
+        '  rollout: 1 edge at a time of 1 (maxUnavailable 100%); pauses after 1 failure\n',
     );
     expect(
       (await cli(['get', 'wl', 'web', '-o', 'jsonpath={.spec.manifests[0].spec.containers[0].image}'])).stdout,

@@ -155,7 +155,10 @@ spec:
     );
     const r = await cli(['apply', '-f', f]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('workload/web created\nplacement/shops created\n');
+    expect(r.stdout).toBe(
+      'workload/web created\nplacement/shops created\n' +
+        '  rollout: 1 edge at a time of 3 (maxUnavailable 25%, the default); pauses after 1 failure\n',
+    );
     expect(r.stderr).toBe(
       'warning: workload web (placement shops): the process driver cannot run Ingress; edges e-proc-1, e-proc-2 would report it as failed: place it on edges with a driver that runs it (kubernetes runs every kind)\n',
     );

@@ -2,8 +2,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { hubDatabase } from './fixtures/backend.js';
+import { runCli } from './fixtures/cli.js';
 import { ROOT, waitFor } from './helpers.js';
 
 export const MAIN = path.join(ROOT, 'main.ts');
@@ -97,11 +99,30 @@ export async function startEdgeProc(
   return proc;
 }
 
-/** Runs the CLI to completion. */
+/**
+ * Commands that need a process of their own: a hub or an edge agent (servers), what acts on this
+ * host as the edge's own CLI (`edge local`, `install`, `uninstall`), and the program's own flags.
+ */
+export function needsProcess(args: string[]): boolean {
+  const [a, b] = args;
+  if (a === undefined || a.startsWith('-') || a === 'hub') return true;
+  return a === 'edge' && (b === undefined || b.startsWith('-') || ['local', 'install', 'uninstall'].includes(b));
+}
+
+/**
+ * Runs the CLI to completion: in this process (test/fixtures/cli.ts runCli, the same commands
+ * main.ts wires, with this process's environment and `env`), or, for what needsProcess names, as
+ * a spawned `outpost`. A spawned CLI cost 1.2-1.7 s per call, and most suites make dozens.
+ */
 export async function cli(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  if (!needsProcess(args)) {
+    const merged = { ...process.env, ...env };
+    const r = await runCli(args, { env: merged, homedir: merged.HOME ?? os.homedir() });
+    return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+  }
   const p = new Proc(args, env);
   const code = await new Promise<number>((r) => p.child.on('exit', (c) => r(c ?? 1)));
   return { code, stdout: p.out, stderr: p.err };

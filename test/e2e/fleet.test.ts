@@ -160,7 +160,10 @@ describe('a fleet through the packaged executable', () => {
   it('apply -f: the placement runs the workload on the two selected edges, READY 2/2', async () => {
     const f = path.join(dir, 'pidder.yaml');
     fs.writeFileSync(f, workloadYaml());
-    expect(await ok(['apply', '-f', f], env)).toBe('workload/pidder created\nplacement/web created\n');
+    expect(await ok(['apply', '-f', f], env)).toBe(
+      'workload/pidder created\nplacement/web created\n' +
+        '  rollout: 1 edge at a time of 2 (maxUnavailable 25%, the default); pauses after 1 failure\n',
+    );
     const p = await readyOn(['e1', 'e2']);
     expect(p.status.summary.worst).toBe('Ready');
     expect(await waitFor(() => pidOn('e1') && pidOn('e2'), { what: 'pids of e1 and e2' })).toBeTruthy();

@@ -54,7 +54,10 @@ describe("the README's two edges by hand", () => {
     edges.push(await startEdge(path.join(dir, 'e2'), [...common, '--name', 'e2', '--labels', 'site=lyon']));
 
     const applied = await ok(['apply', '-f', path.join(ROOT, 'examples', 'hello.yaml')], env);
-    expect(applied).toBe('workload/hello created\nplacement/hello-eu created\n');
+    expect(applied).toBe(
+      'workload/hello created\nplacement/hello-eu created\n' +
+        '  rollout: 1 edge at a time of 2 (maxUnavailable 25%, the default); pauses after 1 failure\n',
+    );
     await waitFor(async () => /hello-eu\s+2\/2\s+Ready\s+Complete/.test(await ok(['get', 'placements'], env)), {
       timeout: 60_000,
       interval: 500,
