@@ -30,6 +30,7 @@ const STATE_COLORS: Record<string, number> = {
   Modified: 33,
   Stale: 33,
   Offline: 33,
+  Blocked: 33,
   Degraded: 31,
   Failed: 31,
   Error: 31,
