@@ -8,7 +8,7 @@ import type { Summary } from '../core/status.js';
 import { DEFAULT_MAX_UNAVAILABLE } from '../core/rollout.js';
 import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
-import { formatTable, paint } from './output.js';
+import { cell, formatTable, paint } from './output.js';
 import { formatDeliveryEdges, formatUpgradeEdges } from './tables.js';
 import {
   age,
@@ -45,11 +45,15 @@ const indent = (text: string, n = 2): string =>
     .map((l) => (l ? ' '.repeat(n) + l : l))
     .join('\n');
 
-/** `Key:` padded so the values line up within a block. */
-function fields(pairs: [string, string | undefined][]): string {
-  const shown = pairs.filter((p): p is [string, string] => p[1] !== undefined);
+/**
+ * `Key:` padded so the values line up within a block; each value shown through `cell` (control
+ * characters escaped), then painted when the pair asks for it (`paint` colours by state).
+ */
+type Field = [key: string, value: string | undefined, paint?: 'paint'];
+function fields(pairs: Field[], color = false): string {
+  const shown = pairs.filter((p): p is [string, string, 'paint' | undefined] => p[1] !== undefined);
   const w = Math.max(...shown.map(([k]) => k.length)) + 2;
-  return shown.map(([k, v]) => `${(k + ':').padEnd(w)}${v}`).join('\n') + '\n';
+  return shown.map(([k, v, p]) => `${(k + ':').padEnd(w)}${p ? paint(cell(v), color) : cell(v)}`).join('\n') + '\n';
 }
 
 function when(t: string | number | undefined, now: number): string | undefined {
@@ -76,12 +80,10 @@ function metadataBlock(o: ApiObject, now: number, extra: [string, string | undef
 }
 
 function summaryBlock(s: Summary | undefined, color: boolean, lead: [string, string][] = []): string {
-  let out = fields([
-    ...lead,
-    ['Ready', ready(s)],
-    ['Worst', s?.worst ? paint(s.worst, color) : '-'],
-    ['States', formatStates(s)],
-  ]);
+  let out = fields(
+    [...lead, ['Ready', ready(s)], ['Worst', s?.worst ?? '-', 'paint'], ['States', formatStates(s)]],
+    color,
+  );
   const broken = s?.broken ?? [];
   if (broken.length > 0) {
     out += 'Broken:\n';
@@ -132,30 +134,33 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
   out +=
     'Status:\n' +
     indent(
-      fields([
-        ['State', paint(edgeState(o, now), !!opts.color)],
+      fields(
         [
-          'Schedulable',
-          unschedulable ? `no (drained: run \`outpost edge uncordon ${o.metadata.name}\` to take work again)` : 'yes',
+          ['State', edgeState(o, now), 'paint'],
+          [
+            'Schedulable',
+            unschedulable ? `no (drained: run \`outpost edge uncordon ${o.metadata.name}\` to take work again)` : 'yes',
+          ],
+          ['Last seen', seen === undefined ? 'never' : `${formatAge(seen)} ago${s.lastSeen ? ` (${s.lastSeen})` : ''}`],
+          ['Connected since', s.connectedSince],
+          ['Agent version', s.agentVersion ?? s.inventory?.agentVersion],
+          ['Agent release', agentRelease(s.inventory?.agentRelease)],
+          ['Workloads ready', ready(s.summary)],
+          // Pre-staging (docs/drivers.md): `images staged 3/3, 412 MB`, with why when one is stuck.
+          [
+            'Images',
+            s.imageStaging
+              ? [
+                  s.imageStaging.summary,
+                  ...s.imageStaging.images
+                    .filter((i) => i.reason && i.state !== 'Skipped')
+                    .map((i) => `${i.state}: ${i.reason}`),
+                ].join('; ')
+              : undefined,
+          ],
         ],
-        ['Last seen', seen === undefined ? 'never' : `${formatAge(seen)} ago${s.lastSeen ? ` (${s.lastSeen})` : ''}`],
-        ['Connected since', s.connectedSince],
-        ['Agent version', s.agentVersion ?? s.inventory?.agentVersion],
-        ['Agent release', agentRelease(s.inventory?.agentRelease)],
-        ['Workloads ready', ready(s.summary)],
-        // Pre-staging (docs/drivers.md): `images staged 3/3, 412 MB`, with why when one is stuck.
-        [
-          'Images',
-          s.imageStaging
-            ? [
-                s.imageStaging.summary,
-                ...s.imageStaging.images
-                  .filter((i) => i.reason && i.state !== 'Skipped')
-                  .map((i) => `${i.state}: ${i.reason}`),
-              ].join('; ')
-            : undefined,
-        ],
-      ]),
+        !!opts.color,
+      ),
     );
   if (s.phase === 'Pending') out += `  (approve it with \`outpost edge approve ${o.metadata.name}\`)\n`;
   const inv = s.inventory;
@@ -202,7 +207,7 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
   if (derived.length)
     out += section(
       'Inventory labels (selectable by placements)',
-      derived.map(([k, v]) => `${k}=${v}`).join('\n') + '\n',
+      derived.map(([k, v]) => cell(`${k}=${v}`)).join('\n') + '\n',
     );
   const wls = s.workloads ?? [];
   out += 'Workloads:\n';
@@ -243,7 +248,7 @@ function localIntentsBlock(edge: string, s: EdgeStatus, now: number): string {
   const lines = entries.map(([wl, st]) => {
     const ov = Object.keys(st.overrides ?? {});
     const parts = [st.paused ? 'paused' : '', ov.length ? `overrides ${ov.join(', ')}` : ''].filter(Boolean);
-    return `    ${wl}: ${parts.join('; ') || 'no effect'} (clear: \`outpost edge clear ${edge} ${wl}\`)`;
+    return cell(`    ${wl}: ${parts.join('; ') || 'no effect'} (clear: \`outpost edge clear ${edge} ${wl}\`)`);
   });
   return out + '  In effect:\n' + lines.join('\n') + '\n';
 }
@@ -285,15 +290,18 @@ export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
   out += section(
     'Rollout',
     r
-      ? fields([
-          ['Phase', paint(r.phase ?? '-', !!opts.color)],
-          ['Reason', r.reason || '-'],
-          ['Progress', rolloutCounts(r) + (r.counts?.pending !== undefined ? `, ${r.counts.pending} pending` : '')],
-          ...(s.imageStaging ? [['Images', s.imageStaging.summary] as [string, string]] : []),
-          ...(s.heldLocally?.length
-            ? [['Held on site', s.heldLocally.map((h) => `${h.edge} (${h.workload})`).join(', ')] as [string, string]]
-            : []),
-        ])
+      ? fields(
+          [
+            ['Phase', r.phase ?? '-', 'paint'],
+            ['Reason', r.reason || '-'],
+            ['Progress', rolloutCounts(r) + (r.counts?.pending !== undefined ? `, ${r.counts.pending} pending` : '')],
+            ...(s.imageStaging ? [['Images', s.imageStaging.summary] as [string, string]] : []),
+            ...(s.heldLocally?.length
+              ? [['Held on site', s.heldLocally.map((h) => `${h.edge} (${h.workload})`).join(', ')] as [string, string]]
+              : []),
+          ],
+          !!opts.color,
+        )
       : 'not planned yet\n',
   );
   out += eventsBlock(opts.events, now);
@@ -307,7 +315,7 @@ export function describeWorkload(o: ApiObject, opts: DescribeOptions): string {
     (o.spec as { manifests?: { kind?: string; metadata?: { name?: string } }[] } | undefined)?.manifests ?? []
   ).map((m) => `${m.kind ?? '?'}/${m.metadata?.name ?? '?'}`);
   let out = metadataBlock(o, now, [['Revision', s.revision === undefined ? '-' : String(s.revision)]]);
-  out += 'Manifests:\n' + (manifests.length ? manifests.map((m) => `  ${m}\n`).join('') : `  ${NONE}\n`);
+  out += 'Manifests:\n' + (manifests.length ? manifests.map((m) => `  ${cell(m)}\n`).join('') : `  ${NONE}\n`);
   out += 'Status:\n' + indent(summaryBlock(s.summary, !!opts.color));
   out += eventsBlock(opts.events, now);
   return out;
@@ -338,14 +346,17 @@ export function describeAgentUpgrade(o: ApiObject, opts: DescribeOptions): strin
   );
   out += section(
     'Rollout',
-    fields([
-      ['Phase', paint(s.phase ?? '-', !!opts.color)],
-      ['Reason', s.reason || '-'],
+    fields(
       [
-        'Progress',
-        `${s.running ?? 0} of ${s.counts?.total ?? 0} running ${version}, ${s.rolledBack ?? 0} rolled back or refused, ${s.counts?.pending ?? 0} waiting`,
+        ['Phase', s.phase ?? '-', 'paint'],
+        ['Reason', s.reason || '-'],
+        [
+          'Progress',
+          `${s.running ?? 0} of ${s.counts?.total ?? 0} running ${version}, ${s.rolledBack ?? 0} rolled back or refused, ${s.counts?.pending ?? 0} waiting`,
+        ],
       ],
-    ]),
+      !!opts.color,
+    ),
   );
   out += section('Edges', s.edges?.length ? formatUpgradeEdges(s, version) : `${NONE}\n`);
   out += eventsBlock(opts.events, now);

@@ -54,6 +54,43 @@ describe('formatTable', () => {
   });
 });
 
+describe('text an edge sent', () => {
+  /** Control characters left raw in CLI output: only the line feeds ending lines, and colour codes we add, are allowed. */
+  const rawControls = (s: string) =>
+    [...s.replace(/\u001b\[\d+m/g, '').replace(/\n/g, '')].filter((c) => /[\u0000-\u001f\u007f-\u009f\u202e]/.test(c));
+
+  it('a table cell shows control characters escaped, aligned on what is shown', () => {
+    const t = formatTable(
+      ['PATH', 'SIZE'],
+      [
+        ['clips/a\u001b[2J\nb\t.mp4', '1 B'],
+        ['x', '2 B'],
+      ],
+    );
+    const shown = 'clips/a\\x1b[2J\\nb\\t.mp4';
+    expect(t).toBe(`${'PATH'.padEnd(shown.length)}   SIZE\n${shown}   1 B\n${'x'.padEnd(shown.length)}   2 B\n`);
+    expect(rawControls(t)).toEqual([]);
+  });
+
+  it('describe shows a value from an edge escaped and still colours the state', () => {
+    const o = edge('shop-12', {
+      phase: 'Online',
+      lastSeenAgo: 1_000,
+      inventory: { hostname: 'pos\u001b]0;pwned\u0007', cpuModel: 'fake\nWorkloads ready: 9/9', driver: 'process' },
+      summary: summary(1, 1),
+      workloads: [{ name: 'web', placement: 'eu', state: 'Failed', reason: 'exit\u001b[2J', restarts: 0 }],
+      localIntents: { web: { paused: false, overrides: { 'a\u001b[2Jb': 1 }, intents: [] } },
+    });
+    const text = describeEdge(o, { now: NOW, color: true });
+    expect(text).toContain('pos\\x1b]0;pwned\\x07');
+    expect(text).toMatch(/CPU model:\s+fake\\nWorkloads ready: 9\/9/);
+    expect(text).toContain('exit\\x1b[2J');
+    expect(text).toContain('overrides a\\x1b[2Jb');
+    expect(text).toContain('\u001b[32mOnline\u001b[0m');
+    expect(rawControls(text)).toEqual([]);
+  });
+});
+
 describe('get tables', () => {
   const edges = [
     edge('e1', {

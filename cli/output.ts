@@ -3,6 +3,7 @@
  * (kubectl style), and colour for states only when writing to a terminal that accepts it.
  */
 import { stringify } from 'yaml';
+import { visibleText } from '../core/text.js';
 
 export interface Writer {
   write(s: string): unknown;
@@ -30,6 +31,7 @@ const STATE_COLORS: Record<string, number> = {
   Modified: 33,
   Stale: 33,
   Offline: 33,
+  Blocked: 33,
   Degraded: 31,
   Failed: 31,
   Error: 31,
@@ -43,15 +45,23 @@ export function paint(cell: string, color: boolean): string {
 }
 
 /**
+ * A value as a table cell or describe line shows it: control characters written as escapes
+ * (core/text.ts), so a name an edge sent cannot move the cursor, clear the screen or start a row.
+ * Colour (`paint`) is added after, to the escaped text.
+ */
+export const cell = (s: string): string => visibleText(s);
+
+/**
  * Aligned columns separated by three spaces (as kubectl does), headers in capitals, no trailing
- * blanks. `colorColumns` names the columns whose cells may be painted; padding is computed on the
- * plain text so colour never breaks alignment.
+ * blanks. Every cell is shown through `cell`. `colorColumns` names the columns whose cells may be
+ * painted; padding is computed on the plain text so colour never breaks alignment.
  */
 export function formatTable(
   headers: string[],
-  rows: string[][],
+  rawRows: string[][],
   opts: { color?: boolean; colorColumns?: string[] } = {},
 ): string {
+  const rows = rawRows.map((r) => r.map((c) => cell(c ?? '')));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const painted = new Set((opts.colorColumns ?? []).map((c) => headers.indexOf(c)));
   const render = (cells: string[], isHeader: boolean): string =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deliveryOrder, isDelivered } from './delivery.js';
+import { byClaim, deliveryOrder, isDelivered, overlappingPaths, pathHolders, pathsOverlap } from './delivery.js';
 import { DataObject, formatIssues, isObjectPath } from './resources.js';
 
 const digest = `sha256:${'c'.repeat(64)}`;
@@ -49,5 +49,67 @@ describe('DataObject', () => {
     expect(isDelivered(o, { ...p, state: 'Waiting' })).toBe(false);
     expect(isDelivered(o, { ...p, version: 'v1' })).toBe(false);
     expect(isDelivered(o, undefined)).toBe(false);
+  });
+});
+
+describe('one path per edge', () => {
+  it('overlaps the same path and a path with a directory of it, not siblings or look-alike names', () => {
+    expect(pathsOverlap('models/m.bin', 'models/m.bin')).toBe(true);
+    expect(pathsOverlap('models', 'models/m.bin')).toBe(true);
+    expect(pathsOverlap('models/m.bin/x', 'models/m.bin')).toBe(true);
+    expect(pathsOverlap('models/a', 'models/b')).toBe(false);
+    expect(pathsOverlap('models', 'models-old/m.bin')).toBe(false);
+    expect(pathsOverlap('mod', 'models')).toBe(false);
+  });
+
+  it('finds every overlapping pair without comparing every pair', () => {
+    const o = overlappingPaths([
+      { name: 'a', path: 'models/m.bin' },
+      { name: 'b', path: 'models/m.bin' },
+      { name: 'c', path: 'models' },
+      { name: 'd', path: 'other/x' },
+      { name: 'e', path: 'models/n.bin' },
+    ]);
+    expect(Object.fromEntries([...o].map(([k, v]) => [k, [...v].sort()]))).toEqual({
+      a: ['b', 'c'],
+      b: ['a', 'c'],
+      c: ['a', 'b', 'e'],
+      e: ['c'],
+    });
+  });
+
+  it('keeps the first claim of each path in the order given, blocking those that overlap a kept one', () => {
+    // c (a directory of a's and e's paths) blocked by a; e kept, since c is not.
+    const blocked = pathHolders([
+      { name: 'a', path: 'models/m.bin' },
+      { name: 'c', path: 'models' },
+      { name: 'b', path: 'models/m.bin' },
+      { name: 'e', path: 'models/n.bin' },
+      { name: 'f', path: 'models/m.bin/x' },
+    ]);
+    expect(Object.fromEntries([...blocked].map(([k, v]) => [k, v.name]))).toEqual({ c: 'a', b: 'a', f: 'a' });
+    // The directory first: it holds, the files inside it wait.
+    expect([
+      ...pathHolders([
+        { name: 'c', path: 'models' },
+        { name: 'a', path: 'models/m.bin' },
+      ]).keys(),
+    ]).toEqual(['a']);
+  });
+
+  it('ranks the claim the edge holds or fetches first, a failed one next, then by name', () => {
+    const at = 1;
+    const reports: Record<string, { state: 'Delivered' | 'Failed' | 'Downloading' } | undefined> = {
+      z: { state: 'Delivered' },
+      y: { state: 'Failed' },
+      b: undefined,
+      a: undefined,
+      x: { state: 'Downloading' },
+    };
+    const ranked = byClaim(
+      Object.keys(reports).map((name) => ({ name })),
+      (c) => (reports[c.name] ? { ...reports[c.name]!, version: 'v', digest: 'd', path: 'p', at } : undefined),
+    );
+    expect(ranked.map((c) => c.name)).toEqual(['x', 'z', 'y', 'a', 'b']);
   });
 });

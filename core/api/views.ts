@@ -231,7 +231,10 @@ export function upgradeStateText(
 /** One selected edge of a DataObject (hub/data/delivery.ts). */
 export interface DataObjectEdgeView {
   edge: string;
-  /** A delivery state (core/delivery.ts), or `Ordered` before the edge reported on this version. */
+  /**
+   * A delivery state (core/delivery.ts), `Pending` before the edge reported on this version, or
+   * `Blocked` where another DataObject holds the path on this edge (reason names it; hub/data/paths.ts).
+   */
   state: string;
   /** The version the edge's file holds now, if any. */
   version?: string;
@@ -244,7 +247,7 @@ export interface DataObjectEdgeView {
 
 /** `status` of a DataObject. */
 export interface DataObjectStatusView {
-  /** `delivered 3/4` (`expired` once past expiresAt). */
+  /** `delivered 3/4` (`expired` once past expiresAt), then `, 1 blocked` when another object holds the path on some. */
   summary: string;
   delivered: number;
   selected: number;

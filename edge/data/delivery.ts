@@ -20,9 +20,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BlobDigest } from '../../core/blobs.js';
 import {
+  byClaim,
   isDelivered,
   OBJECTS_DIR_ENV,
   OBJECTS_MOUNT_ANNOTATION,
+  pathHolders,
   type DeliveryOrder,
   type DeliveryProgress,
 } from '../../core/delivery.js';
@@ -103,16 +105,34 @@ export class EdgeDeliveries implements WorkloadDecorator {
     const report = this.d.store.get<ReportDoc>(this.reportId);
     const orders = spec ? readSpecData(spec) : {};
     const reports = report ? readReportData(report) : {};
-    const paths = new Set(Object.values(orders).map((o) => o.path));
-    // Orders that left the spec take their files with them.
+    // Two orders for one path (or a path and a directory of it): the hub never writes both, but a
+    // spec changed in two steps may show both for a moment. The one this edge holds or fetches
+    // keeps the path, by the hub's own rule (core/delivery.ts); the other waits, touching nothing,
+    // until the hub's next write settles it.
+    const blocked = pathHolders(
+      byClaim(
+        Object.entries(orders).map(([name, o]) => ({ name, path: o.path })),
+        (c) => reports[c.name],
+      ),
+    );
+    const kept = Object.entries(orders).filter(([name]) => !blocked.has(name));
+    const keptPaths = new Set(kept.map(([, o]) => o.path));
+    // Orders that left the spec take their files with them; a file at the path of an order kept
+    // stays (it is that order's, or serves until that order's bytes replace it).
     for (const [name, p] of Object.entries(reports)) {
       if (orders[name]) continue;
-      if (!paths.has(p.path)) this.removeFile(p.path);
+      if (!keptPaths.has(p.path)) this.removeFile(p.path);
       this.report(name, undefined);
       log.info({ object: name, path: p.path }, 'data object withdrawn by the hub: file removed');
     }
     let next = Date.now() + RECHECK_MS;
-    for (const [name, o] of Object.entries(orders)) {
+    for (const [name, holder] of blocked)
+      // No report: one would rank it above a holder that has not reported yet, at the hub too.
+      log.warn(
+        { object: name, path: orders[name]!.path, holder: holder.name },
+        'data object order waits: another order holds its path on this edge',
+      );
+    for (const [name, o] of kept) {
       if (this.stopped) return;
       const at = await this.deliver(name, o, reports[name]);
       if (at !== undefined) next = Math.min(next, at);
@@ -218,9 +238,23 @@ export class EdgeDeliveries implements WorkloadDecorator {
     if (!waiting) await this.d.blobs.remove(digest);
   }
 
+  /** Removes an object's file, and the directories it leaves empty (another object may need one as its file). */
   private removeFile(p: string): void {
     if (!isObjectPath(p)) return;
-    fs.rmSync(this.file(p), { force: true });
+    try {
+      fs.rmSync(this.file(p), { force: true });
+    } catch (err) {
+      // A directory (or a path under a file) is no object's file: nothing of this object to remove.
+      log.warn({ path: p, err: (err as Error).message }, 'data object file not removed');
+      return;
+    }
+    for (let dir = path.posix.dirname(p); dir !== '.'; dir = path.posix.dirname(dir)) {
+      try {
+        fs.rmdirSync(this.file(dir));
+      } catch {
+        return; // not empty (or gone): the directories above it are not empty either
+      }
+    }
   }
 
   private report(name: string, p: Omit<DeliveryProgress, 'at'> | undefined): void {

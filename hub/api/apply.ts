@@ -12,6 +12,7 @@ import { OutpostError } from '../../core/errors.js';
 import { ExpansionError, parseManifests } from '../../core/manifest.js';
 import {
   INVENTORY_LABEL_PREFIX,
+  type DataObject,
   type Edge,
   type Placement,
   type Resource,
@@ -21,6 +22,7 @@ import { resolveMaxUnavailable, type EffectiveRollout } from '../../core/rollout
 import { selectEdges } from '../../core/selector.js';
 import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
+import { checkDataPaths } from '../data/paths.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assignments.js';
 import { validateResource, type ApplyAction } from '../objects.js';
@@ -208,30 +210,38 @@ function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: R
 class DryRunDone extends Error {}
 
 /**
- * hub/controllers/placements.ts over the placements of a request already written (inside its
- * transaction): the warnings, or its refusal with details by object index, as validation reports
- * them (the CLI names file and document).
+ * The rules that need a request written whole (inside its transaction): placements
+ * (hub/controllers/placements.ts) and the paths of DataObjects (hub/data/paths.ts). Returns the
+ * warnings, or throws the refusal with details by object index, as validation reports them (the
+ * CLI names file and document).
  */
-function placementRules(deps: HubDeps, valid: Resource[]): string[] {
+function crossObjectRules(deps: HubDeps, valid: Resource[]): string[] {
   const { db, objects } = deps;
-  const placements = valid
-    .filter((v) => v.kind === 'Placement')
-    .map((v) => objects.get<Placement>('Placement', v.metadata.project, v.metadata.name)!);
-  try {
-    return checkPlacements(db, objects, placements);
-  } catch (err) {
+  const written = <T extends Resource>(kind: T['kind']): T[] =>
+    valid.filter((v) => v.kind === kind).map((v) => objects.get<T>(kind, v.metadata.project, v.metadata.name)!);
+  const byIndex = (kind: Resource['kind'], err: unknown, nameOf: (d: Record<string, string>) => string): never => {
     if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
-    const details = (err.details as { project: string; placement: string; path: string; message: string }[]).map(
-      (d) => ({
-        index: valid.findIndex(
-          (v) => v.kind === 'Placement' && v.metadata.project === d.project && v.metadata.name === d.placement,
-        ),
-        path: d.path,
-        message: d.message,
-      }),
-    );
+    const details = (err.details as Record<string, string>[]).map((d) => ({
+      index: valid.findIndex(
+        (v) => v.kind === kind && v.metadata.project === d.project && v.metadata.name === nameOf(d),
+      ),
+      path: d.path!,
+      message: d.message!,
+    }));
     throw new OutpostError(err.code, err.message, { details });
+  };
+  let warnings: string[];
+  try {
+    warnings = checkPlacements(db, objects, written<Placement>('Placement'));
+  } catch (err) {
+    return byIndex('Placement', err, (d) => d.placement!);
   }
+  try {
+    checkDataPaths(db, objects, written<DataObject>('DataObject'));
+  } catch (err) {
+    return byIndex('DataObject', err, (d) => d.name!);
+  }
+  return warnings;
 }
 
 export function applyRoutes(deps: HubDeps): Hono<Env> {
@@ -314,11 +324,11 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           edges: impactOf(deps, views.get(v.metadata.project)!, v, 'configured'),
         }));
     if (dryRun) {
-      // The placement rules need the request applied: apply it in a transaction always rolled back.
+      // The rules across objects need the request applied: apply it in a transaction always rolled back.
       try {
         transaction(db, () => {
           for (const v of valid) objects.apply(v, { actor: actor(c) });
-          warnings.push(...placementRules(deps, valid));
+          warnings.push(...crossObjectRules(deps, valid));
           throw new DryRunDone();
         });
       } catch (err) {
@@ -366,8 +376,8 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
           ...(r.action !== 'unchanged' ? rolloutOf(v, given[i], edges?.total) : {}),
         };
       });
-      // Placement rules see the whole request applied (a placement may come before its workload).
-      warnings.push(...placementRules(deps, valid));
+      // These rules see the whole request applied (a placement may come before its workload).
+      warnings.push(...crossObjectRules(deps, valid));
       return out;
     });
     return c.json({ results, ...(warnings.length ? { warnings } : {}) } satisfies ApplyResponse);

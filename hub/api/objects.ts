@@ -15,6 +15,7 @@ import {
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
+import { checkDataPaths } from '../data/paths.js';
 import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgePhase } from '../edges/phase.js';
@@ -259,6 +260,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
       throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
     const { r, warnings } = transaction(db, () => {
       const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
+      if (r.object.kind === 'DataObject') checkDataPaths(db, objects, [r.object]);
       return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
     });
     for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });

@@ -14,7 +14,9 @@
  * An edge offline when the object is published gets its order like any other and receives the
  * file when it returns. A new version replaces the order whole; the edge keeps the previous file
  * until the new one is complete. An edge the object no longer selects (a label changed, the
- * object deleted) loses the order, and the edge removes the file.
+ * object deleted) loses the order, and the edge removes the file. Two objects never deliver one
+ * path (or a path and a directory of it) to one edge: refused at apply, and when an edge's labels
+ * make two meet later, one keeps the path and the other is `Blocked` there (hub/data/paths.ts).
  *
  * At apply (inside the object's write transaction) the blob is checked against the project's
  * store and gets the reference `DataObject/NAME`, so garbage collection keeps it.
@@ -33,6 +35,7 @@ import type { HubBlobs } from '../blobs/index.js';
 import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { DataProgressState } from '../state/data-progress.js';
+import { blockedPaths, blockedReason } from './paths.js';
 import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
 import { recordEvent } from '../state/events.js';
 import type { SqlDb } from '../state/sql.js';
@@ -50,6 +53,8 @@ export class DataDeliveries {
   private pending = false;
   /** Per `project/name`, the edges the last pass selected: one that drops out loses the order. */
   private readonly lastSelected = new Map<string, Set<string>>();
+  /** Per `project/name`, the edges (and holders) the last event said it was blocked on. */
+  private readonly lastBlocked = new Map<string, string>();
   /**
    * Per `edge NUL name`, the order this process last wrote, with the spec's epoch: a pass skips the
    * edges that hold it already without loading their documents (a fleet of 10,000 edges is
@@ -110,6 +115,7 @@ export class DataDeliveries {
       const key = `${c.project}/${c.name}`;
       const edges = new Set([...this.selected(before), ...(this.lastSelected.get(key) ?? [])]);
       this.lastSelected.delete(key);
+      this.lastBlocked.delete(key);
       setImmediate(() => this.clearOrders(c.name, [...edges]));
     }
     this.mark();
@@ -143,16 +149,34 @@ export class DataDeliveries {
 
   /**
    * The status the API shows: from the projection of the edges' reports (every replica's), writing
-   * nothing.
+   * nothing. An edge where another object holds the path (hub/data/paths.ts) is `Blocked`, naming it.
    */
   status(o: DataObject, now = Date.now()): DataObjectStatusView {
     const order = deliveryOrder(o);
-    const live = edgeLiveness(this.db, o.metadata.project);
+    const project = o.metadata.project;
+    const live = edgeLiveness(this.db, project);
     const reported: Map<string, DeliveryProgress> = this.reports.byObject(o.metadata.name);
-    const edges: DataObjectEdgeView[] = this.selected(o).map((e) => {
+    const fleets = new Map<string, ReturnType<typeof schedulableEdges>>();
+    const blocked =
+      blockedPaths(
+        this.objects.list<DataObject>('DataObject', project),
+        (x) => this.selected(x, fleets),
+        (n) => (n === o.metadata.name ? reported : this.reports.byObject(n)),
+        o.metadata.name,
+      ).get(o.metadata.name) ?? new Map<string, DataObject>();
+    const edges: DataObjectEdgeView[] = this.selected(o, fleets).map((e) => {
       const p = reported.get(e);
       const current = p && p.version === order.version && p.digest === order.digest ? p : undefined;
       const holds = p?.state === 'Delivered' ? p.version : p?.previous;
+      const holder = blocked.get(e);
+      if (holder)
+        return {
+          edge: e,
+          state: 'Blocked',
+          ...(holds ? { version: holds } : {}),
+          reason: blockedReason(o, holder),
+          online: isOnline(live.get(e), now),
+        };
       return {
         edge: e,
         state: current?.state ?? 'Pending',
@@ -166,31 +190,68 @@ export class DataDeliveries {
     const delivered = edges.filter((e) => e.state === 'Delivered').length;
     const expired = order.expiresAt !== undefined && order.expiresAt <= now;
     return {
-      summary: expired
-        ? `expired (${edges.filter((e) => e.state === 'Expired').length}/${edges.length} removed)`
-        : `delivered ${delivered}/${edges.length}`,
+      summary:
+        (expired
+          ? `expired (${edges.filter((e) => e.state === 'Expired').length}/${edges.length} removed)`
+          : `delivered ${delivered}/${edges.length}`) + (blocked.size ? `, ${blocked.size} blocked` : ''),
       delivered,
       selected: edges.length,
       edges,
     };
   }
 
-  /** One pass: every DataObject's order into the spec of every edge it selects; edges it no longer selects lose it. */
+  /**
+   * One pass: every DataObject's order into the spec of every edge it reaches; edges it no longer
+   * reaches, or where another object holds its path (hub/data/paths.ts), lose it.
+   */
   tick(): void {
-    const seen = new Set<string>();
     // Each project's edges read once per pass, whatever the number of its DataObjects.
     const fleets = new Map<string, ReturnType<typeof schedulableEdges>>();
-    for (const o of this.objects.list<DataObject>('DataObject', '*')) {
-      const { project, name } = o.metadata;
-      const key = `${project}/${name}`;
-      seen.add(key);
-      const order = deliveryOrder(o);
-      const selected = this.selected(o, fleets);
-      const orderJson = JSON.stringify(order);
+    const byProject = new Map<string, DataObject[]>();
+    for (const o of this.objects.list<DataObject>('DataObject', '*'))
+      (byProject.get(o.metadata.project) ?? byProject.set(o.metadata.project, []).get(o.metadata.project)!).push(o);
+    const plans: { o: DataObject; key: string; reach: string[] }[] = [];
+    for (const [project, list] of byProject) {
+      const selected = new Map(list.map((o) => [o.metadata.name, this.selected(o, fleets)]));
+      const blocked = blockedPaths(
+        list,
+        (o) => selected.get(o.metadata.name)!,
+        (n) => this.reports.byObject(n),
+      );
+      for (const o of list) {
+        const b = blocked.get(o.metadata.name);
+        const all = selected.get(o.metadata.name)!;
+        plans.push({
+          o,
+          key: `${project}/${o.metadata.name}`,
+          reach: b ? all.filter((e) => !b.has(e)) : all,
+        });
+        this.noteBlocked(o, b);
+      }
+    }
+    // Orders withdrawn before any is written: an edge whose path passes from one object to another
+    // loses the first order before it gets the second.
+    const seen = new Set(plans.map((p) => p.key));
+    for (const { o, key, reach } of plans) {
       const before = this.lastSelected.get(key);
-      this.lastSelected.set(key, new Set(selected));
+      const now = new Set(reach);
+      this.lastSelected.set(key, now);
+      const dropped = [...(before ?? [])].filter((e) => !now.has(e));
+      if (dropped.length) this.clearOrders(o.metadata.name, dropped);
+    }
+    // Objects gone: deleted through another replica (this one's delete cleared them at once).
+    for (const [key, edges] of [...this.lastSelected]) {
+      if (seen.has(key)) continue;
+      this.lastSelected.delete(key);
+      this.lastBlocked.delete(key);
+      this.clearOrders(key.slice(key.indexOf('/') + 1), [...edges]);
+    }
+    for (const { o, reach } of plans) {
+      const { project, name } = o.metadata;
+      const order = deliveryOrder(o);
+      const orderJson = JSON.stringify(order);
       let ordered = 0;
-      for (const e of selected) {
+      for (const e of reach) {
         if (this.holds && !this.holds(e)) continue;
         const id = mailboxDocId(edgeName(e), 'spec');
         const epoch = this.store.epoch(id);
@@ -212,15 +273,31 @@ export class DataDeliveries {
           message: `${order.version} ordered to ${ordered} edge(s)`,
         });
       }
-      const dropped = [...(before ?? [])].filter((e) => !this.lastSelected.get(key)!.has(e));
-      if (dropped.length) this.clearOrders(name, dropped);
     }
-    // Objects gone: deleted through another replica (this one's delete cleared them at once).
-    for (const [key, edges] of [...this.lastSelected]) {
-      if (seen.has(key)) continue;
-      this.lastSelected.delete(key);
-      this.clearOrders(key.slice(key.indexOf('/') + 1), [...edges]);
-    }
+  }
+
+  /** An event when an object becomes blocked on edges this process serves (once per change of them). */
+  private noteBlocked(o: DataObject, blocked: Map<string, DataObject> | undefined): void {
+    const { project, name } = o.metadata;
+    const key = `${project}/${name}`;
+    const here = [...(blocked ?? [])]
+      .filter(([e]) => !this.holds || this.holds(e))
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    const text = here.map(([e, h]) => `${e}:${h.metadata.name}`).join(',');
+    if ((this.lastBlocked.get(key) ?? '') === text) return;
+    if (text) this.lastBlocked.set(key, text);
+    else this.lastBlocked.delete(key);
+    if (!here.length) return;
+    const holders = [...new Set(here.map(([, h]) => h.metadata.name))];
+    const edges = here.map(([e]) => e);
+    log.warn({ project, object: name, edges, holders }, 'data object blocked: another object holds its path');
+    recordEvent(this.db, {
+      project,
+      kind: 'DataObject',
+      name,
+      reason: 'Blocked',
+      message: `not delivered to ${edges.length <= 5 ? edges.join(', ') : `${edges.slice(0, 5).join(', ')} and ${edges.length - 5} more`}: ${blockedReason(o, here[0]![1])}`,
+    });
   }
 
   /**
@@ -252,7 +329,14 @@ export class DataDeliveries {
           ],
         ]),
       );
-      for (const o of objects) if (edgesReached(one, o.spec).length) want.set(o.metadata.name, deliveryOrder(o));
+      const here = objects.filter((o) => edgesReached(one, o.spec).length);
+      // Where two of them overlap, the one the hub's passes order here (hub/data/paths.ts).
+      const blocked = blockedPaths(
+        here,
+        () => [edge],
+        (n) => this.reports.byObject(n),
+      );
+      for (const o of here) if (!blocked.has(o.metadata.name)) want.set(o.metadata.name, deliveryOrder(o));
     }
     // At every handshake on a hub replica: a document that holds these orders is not loaded.
     const wanted = JSON.stringify([...want].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

@@ -15,6 +15,7 @@ import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../../edge/agent.js';
 import type { BlobDigest } from '../../core/blobs.js';
+import { EGRESS_ANNOTATION } from '../../core/data.js';
 import { startHub, type Hub } from '../../hub/hub.js';
 import { adminApi, startProcessAgent, stopAgents } from '../fixtures/in-process-fleet.js';
 import { tempDir, waitFor } from '../helpers.js';
@@ -424,6 +425,41 @@ describe('web UI in Chromium', () => {
       expect((await r.innerText()).replace(/\s+/g, ' ')).toMatch(/Delivered v1 .* Online/);
     }
     await screenshot(page, 'data-object');
+  });
+
+  it('shows a file name an edge exported with its control characters escaped, never obeyed', async () => {
+    const name = 'a\u001b[2J\nb\u202e.txt';
+    const w = workload('v1');
+    const pod = w.spec.manifests[0];
+    Object.assign(pod.metadata, {
+      name: 'namer',
+      annotations: { [EGRESS_ANNOTATION]: JSON.stringify([{ target: 'out' }]) },
+    });
+    pod.spec.containers[0]!.command = [
+      '/bin/busybox',
+      'sh',
+      '-c',
+      'printf x > "$OUTPOST_EXPORT_DIR/$F" && exec /bin/busybox sleep 3600',
+    ];
+    pod.spec.containers[0]!.env = [{ name: 'F', value: name }];
+    await api('POST', '/api/v1/apply', {
+      objects: [
+        { ...w, metadata: { name: 'namer', project: 'default' } },
+        { kind: 'Placement', metadata: { name: 'namer' }, spec: { edges: ['shop-berlin'], workloads: ['namer'] } },
+      ],
+    });
+    await waitFor(
+      async () =>
+        (await api('GET', '/api/v1/projects/default/edges/shop-berlin/data-files')).items.some(
+          (f: { path: string }) => f.path === `out/${name}`,
+        ),
+      { timeout: 30_000, what: 'the file on the hub' },
+    );
+    await page.goto(hub!.url + '/edges/shop-berlin');
+    await page.getByRole('heading', { name: 'Exported files' }).waitFor();
+    const cell = page.getByRole('rowheader', { name: /^out\/a/ });
+    await cell.waitFor();
+    expect(await cell.textContent()).toBe('out/a\\x1b[2J\\nb\\u202e.txt');
   });
 
   it('shows a clear banner when the hub connection is lost', async () => {

@@ -27,6 +27,7 @@ const TONE: Record<string, string> = {
   Delivered: 'ok',
   Waiting: 'info',
   Expired: 'muted',
+  Blocked: 'warn',
 };
 
 export function toneOf(s: string): string {
