@@ -5,7 +5,7 @@
  */
 import { formatAge } from '../core/durations.js';
 import type { Summary } from '../core/status.js';
-import { DEFAULT_MAX_UNAVAILABLE } from '../core/rollout.js';
+import { DEFAULT_MAX_UNAVAILABLE } from '../core/resources.js';
 import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
 import { cell, formatTable, paint } from './output.js';

@@ -5,7 +5,6 @@
 import { z } from 'zod';
 import { DIGEST_PATTERN, parseByteSize } from './blobs.js';
 import { NAME_PATTERN } from './ids.js';
-import { DEFAULT_MAX_UNAVAILABLE } from './rollout.js';
 import { unknownFieldsMessage } from './suggest.js';
 
 /**
@@ -234,6 +233,13 @@ export const CustomizationRule = strict({
   set: z.array(SetOperation).optional(),
 });
 export type CustomizationRule = z.infer<typeof CustomizationRule>;
+
+/**
+ * A Placement's `rollout.maxUnavailable` when it names none: a quarter of its edges at a time, as a
+ * Kubernetes Deployment's default, so the failure threshold can stop a bad version before it
+ * reaches every site (100% would order them all at once). At least one edge (core/rollout.ts resolveMaxUnavailable).
+ */
+export const DEFAULT_MAX_UNAVAILABLE = '25%';
 
 const intOrPercent = z.union([
   z.number().int().min(0),

@@ -49,7 +49,8 @@
  * for (const e of plan.update) writeSpec(e, target[e]);
  */
 import { createHash } from 'node:crypto';
-import type { Rollout } from './resources.js';
+import type { EffectiveRollout } from './api/types.js';
+import { DEFAULT_MAX_UNAVAILABLE, type Rollout } from './resources.js';
 
 export type ObservedRolloutState = 'ready' | 'progressing' | 'failed' | 'paused';
 
@@ -96,12 +97,11 @@ export function contentSetKey(items: readonly { workload: string; key: string }[
     .map((t) => `${t.workload}=${t.key}`)
     .sort()
     .join('\n');
-  let key = keyMemo.get(joined);
-  if (key === undefined) {
-    if (keyMemo.size > 10_000) keyMemo.clear();
-    key = createHash('sha256').update(joined).digest('hex').slice(0, 16);
-    keyMemo.set(joined, key);
-  }
+  const known = keyMemo.get(joined);
+  if (known !== undefined) return known;
+  if (keyMemo.size > 10_000) keyMemo.clear();
+  const key = createHash('sha256').update(joined).digest('hex').slice(0, 16);
+  keyMemo.set(joined, key);
   return key;
 }
 
@@ -140,18 +140,6 @@ export interface RolloutCounts {
   waiting: number;
 }
 
-/** The rollout an object's apply results in, as `apply` and `diff` show it (core/api/types.ts ApplyResult). */
-export interface EffectiveRollout {
-  /** As given, or the default. */
-  maxUnavailable: number | string;
-  /** Whether `maxUnavailable` is the default (the object names none). */
-  defaulted: boolean;
-  /** Edges ordered at once: maxUnavailable of the edges the object selects now. */
-  batch: number;
-  edges: number;
-  failureThreshold: number;
-}
-
 /** `1 edge at a time of 4 (maxUnavailable 25%, the default); pauses after 1 failure`. */
 export function effectiveRolloutText(r: EffectiveRollout): string {
   const given = `maxUnavailable ${r.maxUnavailable}${r.defaulted ? ', the default' : ''}`;
@@ -170,13 +158,6 @@ export interface RolloutPlan {
   /** Edge -> key it failed on; what `resume` stores as `acknowledgedFailures`. */
   failures: Record<string, string>;
 }
-
-/**
- * A Placement's `rollout.maxUnavailable` when it names none: a quarter of its edges at a time, as a
- * Kubernetes Deployment's default, so the failure threshold can stop a bad version before it
- * reaches every site (100% would order them all at once). At least one edge: see below.
- */
-export const DEFAULT_MAX_UNAVAILABLE = '25%';
 
 /** `maxUnavailable` as an edge count: "N%" of `total` rounded down; at least 1 so a rollout can always start. */
 export function resolveMaxUnavailable(value: number | string | undefined, total: number): number {

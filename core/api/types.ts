@@ -6,7 +6,6 @@
 import type { BlobDigest } from '../blobs.js';
 import type { ErrorCode } from '../errors.js';
 import type { PackageManifest, Parameter } from '../package.js';
-import type { EffectiveRollout } from '../rollout.js';
 
 /** API token roles, weakest first (hub/auth/roles.ts says what each may do). */
 export const ROLES = ['viewer', 'operator', 'admin'] as const;
@@ -42,6 +41,18 @@ export interface EdgeImpact {
   removed: number;
   /** Edges that keep it and whose manifests would change. */
   changed: number;
+}
+
+/** The rollout an object's apply results in, as `apply` and `diff` show it (ApplyResult). */
+export interface EffectiveRollout {
+  /** As given, or the default. */
+  maxUnavailable: number | string;
+  /** Whether `maxUnavailable` is the default (the object names none). */
+  defaulted: boolean;
+  /** Edges ordered at once: maxUnavailable of the edges the object selects now. */
+  batch: number;
+  edges: number;
+  failureThreshold: number;
 }
 
 /** One object of an apply. */

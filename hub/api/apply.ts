@@ -5,7 +5,7 @@
  * warnings: a manifest kind a driver cannot run, for the edges that would get it.
  */
 import { Hono } from 'hono';
-import type { ApplyResponse, ApplyResult, EdgeImpact } from '../../core/api/types.js';
+import type { ApplyResponse, ApplyResult, EdgeImpact, EffectiveRollout } from '../../core/api/types.js';
 import { kindsNotRunBy } from '../../core/driver-kinds.js';
 import { MAX_OBJECT_BYTES, rawDocuments, tooBigMessage } from '../../core/limits.js';
 import { OutpostError } from '../../core/errors.js';
@@ -18,7 +18,7 @@ import {
   type Resource,
   type Workload,
 } from '../../core/resources.js';
-import { resolveMaxUnavailable, type EffectiveRollout } from '../../core/rollout.js';
+import { resolveMaxUnavailable } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
 import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
