@@ -99,6 +99,13 @@ export const AgentUpgradeOrder = z.object({
   upgrade: z.string().min(1).max(63),
   release: SignedRelease,
   deadlineMs: z.number().int().min(1000).max(3_600_000),
+  /**
+   * The AgentUpgrade's `allowDowngrade`: the edge may switch to a release older than what it runs.
+   * Not part of the signed release (a release is signed when it is the newest): it is the hub's
+   * word, as the rest of the order, written only by the hub into a document the edge takes only
+   * from it (docs/security.md, "Agent releases").
+   */
+  allowDowngrade: z.boolean().optional(),
 });
 export type AgentUpgradeOrder = z.infer<typeof AgentUpgradeOrder>;
 

@@ -25,7 +25,7 @@ import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { parseDuration } from '../../core/durations.js';
-import { verifyRelease } from '../../core/release.js';
+import { releaseScopeRefusal, verifyRelease } from '../../core/release.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import {
   FAILED_UPGRADE_STATES,
@@ -78,6 +78,12 @@ export interface AgentUpgradeStatus {
 }
 
 const keyOf = (upgrade: string, digest: string) => `${upgrade}@${digest}`;
+
+/** Whether an order given for the same upgrade and digest differs from the object's order now. */
+const orderChanged = (a: AgentUpgradeOrder, b: AgentUpgradeOrder) =>
+  a.deadlineMs !== b.deadlineMs ||
+  !!a.allowDowngrade !== !!b.allowDowngrade ||
+  a.release.signature !== b.release.signature;
 
 /** What the planner knows of every edge: its recorded order and its reported progress. */
 interface Known {
@@ -157,8 +163,9 @@ export class AgentUpgradeController {
 
   private check(u: AgentUpgrade): void {
     const { release } = u.spec;
+    let verified;
     try {
-      verifyRelease(this.releaseKeyPem, release);
+      verified = verifyRelease(this.releaseKeyPem, release);
     } catch {
       throw new OutpostError(
         'invalid',
@@ -166,6 +173,12 @@ export class AgentUpgradeController {
         { details: [{ path: 'spec.release.signature', message: 'does not verify with the hub release key' }] },
       );
     }
+    // The edges check it too (edge/upgrade/release.ts): saying so here spares the rollout.
+    const outside = releaseScopeRefusal(verified, u.metadata.project, 'this AgentUpgrade');
+    if (outside)
+      throw new OutpostError('invalid', `spec.release.scope: ${outside}`, {
+        details: [{ path: 'spec.release.scope', message: `not project ${u.metadata.project} or "*"` }],
+      });
     const blob = this.blobs.get(u.metadata.project, release.digest as BlobDigest);
     if (!blob)
       throw new OutpostError(
@@ -197,11 +210,12 @@ export class AgentUpgradeController {
   }
 
   private order(u: AgentUpgrade): AgentUpgradeOrder {
-    const { version, digest, size, signature } = u.spec.release;
+    const { scope, version, digest, size, signature } = u.spec.release;
     return {
       upgrade: u.metadata.name,
-      release: { version, digest, size, signature } as AgentUpgradeOrder['release'],
+      release: { scope, version, digest, size, signature } as AgentUpgradeOrder['release'],
       deadlineMs: parseDuration(u.spec.rollout.deadline),
+      ...(u.spec.allowDowngrade ? { allowDowngrade: true } : {}),
     };
   }
 
@@ -330,6 +344,11 @@ export class AgentUpgradeController {
       const { plan, rows } = this.plan(u, claimsByProject.get(project)!, known);
       const order = this.order(u);
       const byEdge = new Map(rows.map((r) => [r.re.edge, r]));
+      // An order already given changes in place when the object changes without a new digest
+      // (allowDowngrade set after a refusal, another deadline): the planner sees no new target.
+      for (const r of rows)
+        if (r.written && r.re.writtenKey === r.re.targetKey && orderChanged(r.written, order))
+          this.rollouts.setOrder(r.re.edge, order);
       for (const e of plan.update) {
         const r = byEdge.get(e);
         if (!r?.synced) continue; // enrolled but never connected: its mailbox is made at the first sync
@@ -340,7 +359,7 @@ export class AgentUpgradeController {
             kind: 'AgentUpgrade',
             name: u.metadata.name,
             reason: 'Ordered',
-            message: `edge ${e} ordered to switch to ${u.spec.release.version}${r?.online === false ? ' (offline: when it returns)' : ''}`,
+            message: `edge ${e} ordered to switch to ${u.spec.release.version}${u.spec.allowDowngrade ? ' (allowDowngrade: even if it runs a newer version)' : ''}${r?.online === false ? ' (offline: when it returns)' : ''}`,
           });
         }
       }
