@@ -49,20 +49,25 @@ async function push(project: string, version: string, extra: string[] = []) {
   return parse(r.stdout) as { kind: string; metadata: { name: string }; spec: Record<string, unknown> };
 }
 
-/** Waits for edge q1 to be in `state` in AgentUpgrade `name`'s status; returns its row. */
-function edgeState(name: string, state: string): Promise<EdgeUpgrade> {
-  return waitFor(
-    async () => {
-      const u = await adminApi<{ status: { edges: EdgeUpgrade[] } }>(
-        hub,
-        'GET',
-        `/api/v1/projects/q/agentupgrades/${name}`,
-      );
-      const e = u.status.edges.find((x) => x.edge === 'q1');
-      return e?.state === state ? e : null;
-    },
-    { timeout: 30_000, what: `q1 ${state} in AgentUpgrade ${name}` },
-  );
+/** Waits for edge q1 to be in `state` in AgentUpgrade `name`'s status; returns its row (on timeout, says the last). */
+async function edgeState(name: string, state: string): Promise<EdgeUpgrade> {
+  let last: EdgeUpgrade | undefined;
+  try {
+    return await waitFor(
+      async () => {
+        const u = await adminApi<{ status: { edges: EdgeUpgrade[] } }>(
+          hub,
+          'GET',
+          `/api/v1/projects/q/agentupgrades/${name}`,
+        );
+        last = u.status.edges.find((x) => x.edge === 'q1');
+        return last?.state === state ? last : null;
+      },
+      { timeout: 30_000, what: `q1 ${state} in AgentUpgrade ${name}` },
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; q1 was ${JSON.stringify(last)}`, { cause: err });
+  }
 }
 
 beforeAll(async () => {
@@ -121,8 +126,6 @@ describe('who signs agent releases', () => {
 describe('a release is signed for a project', () => {
   it('the hub refuses a release of project p in an AgentUpgrade of project q', async () => {
     const up = await push('p', '9.9.7');
-    const release = up.spec.release as SignedRelease;
-    expect(release.scope).toBe('p');
     // The same bytes in q's blob store: only the scope stands in the way.
     expect((await runCli(['blob', 'push', binary, '--project', 'q'], { env: star() })).code).toBe(0);
     const res = await fetch(`${hub.url}/api/v1/apply`, {
@@ -136,6 +139,7 @@ describe('a release is signed for a project', () => {
     expect(JSON.stringify(await res.json())).toMatch(
       /spec\.release\.scope: release 9\.9\.7 is signed for project p, and this AgentUpgrade is in project q: refused/,
     );
+    expect((up.spec.release as SignedRelease).scope).toBe('p');
   });
 
   it('an edge of project q refuses an order of a release signed for p, and says why in its report', async () => {
@@ -167,7 +171,6 @@ describe('downgrades', () => {
     const older = '0.0.1';
     expect(semver.lt(older, running)).toBe(true);
     const up = await push('q', older);
-    expect((up.spec.release as SignedRelease).scope).toBe('q');
     const object = { ...up, metadata: { name: 'down' }, spec: { ...up.spec, edgeSelector: undefined, edges: ['q1'] } };
     await adminApi(hub, 'POST', '/api/v1/apply', {
       objects: [{ ...object, metadata: { ...object.metadata, project: 'q' } }],
