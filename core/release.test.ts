@@ -1,4 +1,5 @@
 import { sign } from 'node:crypto';
+import type { BlobDigest } from './blobs.js';
 import { describe, expect, it } from 'vitest';
 import {
   downgradeRefusal,
@@ -9,7 +10,7 @@ import {
   verifyRelease,
 } from './release.js';
 
-const digest = `sha256:${'a'.repeat(64)}` as const;
+const digest = `sha256:${'a'.repeat(64)}` as BlobDigest;
 const key = newReleaseKeyPair();
 
 describe('verifyRelease', () => {
