@@ -194,5 +194,9 @@ describe('downgrades', () => {
     );
     expect(readUpgradeState(edgeDir())).toMatchObject({ state: 'trial', version: older });
     await waitFor(() => restarts.length === 1, { timeout: 10_000, what: 'the restart into the older binary' });
+    const d = await runCli(['describe', 'agentupgrade', 'down', '--project', 'q'], { env: star() });
+    expect(d.stdout).toMatch(/Signed for:\s+project q\n/);
+    expect(d.stdout).toMatch(/Downgrade:\s+allowed \(allowDowngrade\)\n/);
+    expect(d.stdout).toMatch(/q1\s+Switching.*a downgrade from/);
   });
 });

@@ -139,17 +139,20 @@ export class UpgradeOrders {
 
   /** Refused before anything is fetched: not recorded as failed, so a changed order is looked at again. */
   private refuse(order: AgentUpgradeOrder, reason: string): void {
-    log.error({ upgrade: order.upgrade, version: order.release.version, reason }, 'agent upgrade: Refused');
-    this.report({
+    const changed = this.report({
       upgrade: order.upgrade,
       digest: order.release.digest,
       version: order.release.version,
       state: 'Refused',
       reason: reason.slice(0, 1024),
     });
+    // Looked at again at every spec change: logged once, when it is news.
+    if (changed)
+      log.error({ upgrade: order.upgrade, version: order.release.version, reason }, 'agent upgrade: Refused');
   }
 
-  private report(p: Omit<AgentUpgradeProgress, 'at'>): void {
+  /** Writes the progress into the report; false when it says what the report says already. */
+  private report(p: Omit<AgentUpgradeProgress, 'at'>): boolean {
     const report = this.d.store.get<ReportDoc>(this.reportId);
     const cur = report ? readReportAgentUpgrade(report) : undefined;
     // The same state again (a restart, a re-read spec) is no change: history grows only on transitions.
@@ -161,8 +164,9 @@ export class UpgradeOrders {
       cur.percent === p.percent &&
       cur.reason === p.reason
     )
-      return;
+      return false;
     this.d.store.change<ReportDoc>(this.reportId, (d) => setReportAgentUpgrade(d, { ...p, at: Date.now() }));
+    return true;
   }
 
   private async carryOut(order: AgentUpgradeOrder, key: string, note: string | undefined): Promise<void> {
