@@ -198,5 +198,8 @@ describe('downgrades', () => {
     expect(d.stdout).toMatch(/Signed for:\s+project q\n/);
     expect(d.stdout).toMatch(/Downgrade:\s+allowed \(allowDowngrade\)\n/);
     expect(d.stdout).toMatch(/q1\s+Switching.*a downgrade from/);
+    expect(d.stdout).toMatch(
+      /Ordered\s+edge q1 ordered again \(the order changed\) to switch to 0\.0\.1 \(allowDowngrade/,
+    );
   });
 });

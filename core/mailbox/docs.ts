@@ -135,7 +135,7 @@ export const AgentUpgradeProgress = z.object({
   state: z.enum(AGENT_UPGRADE_STATES),
   /** Downloading: tenths done, as a percentage (0, 10, ... 90). */
   percent: z.number().int().min(0).max(100).optional(),
-  /** RolledBack, NoSpace, Refused: why, in words. */
+  /** RolledBack, NoSpace, Refused: why, in words; on the way to an allowed downgrade: that it is one. */
   reason: z.string().max(1024).optional(),
   /** Milliseconds since epoch of this state. */
   at: z.number(),
