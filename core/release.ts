@@ -99,7 +99,9 @@ export function verifyRelease(publicKeyPem: string, r: unknown): SignedRelease {
   return release;
 }
 
-export const scopeWords = (scope: string) => (scope === ALL_PROJECTS_SCOPE ? 'every project' : `project ${scope}`);
+function scopeWords(scope: string): string {
+  return scope === ALL_PROJECTS_SCOPE ? 'every project' : `project ${scope}`;
+}
 
 /** Why `holder` (an edge, an AgentUpgrade) of `project` may not use the verified release `r`; undefined when it may. */
 export function releaseScopeRefusal(r: SignedRelease, project: string, holder = 'this edge'): string | undefined {
