@@ -8,7 +8,7 @@
  * | write  | create/update/delete workloads and placements; edge labels, drain;      |        |    ✓     |   ✓   |
  * |        | pause/resume rollouts; exec and port-forward through the tunnel         |        |          |       |
  * | admin  | create/list/revoke API and join tokens; approve and decommission edges  |        |          |   ✓   |
- * | (`*`)  | admin for every project only: rotate admin.token, sign agent releases    |        |          |   ✓   |
+ * | (`*`)  | admin for every project only: rotate admin.token, sign agent releases   |        |          |   ✓   |
  *
  * Scope: a token acts only inside its project; project `*` (admin tokens made by the hub at first
  * start) covers every project and the hub-wide actions, which callers check against project `*`.
