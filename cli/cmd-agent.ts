@@ -1,8 +1,9 @@
 /**
  * @module `outpost agent push FILE`: uploads an edge agent binary to the hub's blob store and has
- * the hub sign the release `{version, digest, size}` with its release key (docs/operations.md).
- * Prints an AgentUpgrade ready for `outpost apply -f` with the signed release inside, which edges
- * verify against the key they pinned at enrollment.
+ * the hub sign the release `{scope, version, digest, size}` with its release key (an admin token
+ * for every project only; docs/operations.md). The scope is the project of the run, or `*` with
+ * `--all-projects`. Prints an AgentUpgrade ready for `outpost apply -f` with the signed release
+ * inside, which edges verify against the key they pinned at enrollment and their project.
  */
 import { execFileSync } from 'node:child_process';
 import type { Command } from 'commander';
@@ -42,7 +43,9 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
   const agent = program.command('agent').description('edge agent releases: push a binary for edges to upgrade to');
   agent
     .command('push')
-    .description('upload an agent binary and have the hub sign its release (admin); prints the signed release')
+    .description(
+      "upload an agent binary and have the hub sign its release for this project's edges (an admin token for every project); prints the signed release",
+    )
     .argument('<file>', 'the outpost executable, e.g. dist/outpost')
     // Not --version: that is the program's own flag, which commander answers first.
     .option('--release-version <version>', 'the version it reports (default: run FILE --version)')
@@ -51,11 +54,15 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
       '-l, --selector <selector>',
       'edgeSelector of the AgentUpgrade printed, e.g. region=eu (default: every edge)',
     )
+    .option(
+      '--all-projects',
+      "sign it for the edges of every project (scope *), not only this project's (push the binary to another project with `outpost blob push` to use it there)",
+    )
     .option('-o, --output <format>', 'yaml or json', 'yaml')
     .action(
       async (
         file: string,
-        o: { releaseVersion?: string; output: string; name?: string; selector?: string },
+        o: { releaseVersion?: string; output: string; name?: string; selector?: string; allProjects?: boolean },
         cmd: Command,
       ) => {
         const version = o.releaseVersion ?? versionOf(file);
@@ -70,7 +77,7 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
         // The hub scans the binary before it signs (docs/api.md): the verdict is not part of the release.
         const { scan: _scan, ...release } = await s.client.post<SignedRelease & { scan?: unknown }>(
           `/api/v1/projects/${s.project}/agent-releases`,
-          { digest: blob.digest, version },
+          { digest: blob.digest, version, scope: o.allProjects ? '*' : s.project },
         );
         const upgrade = {
           apiVersion: API_VERSION,

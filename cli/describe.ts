@@ -324,9 +324,10 @@ export function describeWorkload(o: ApiObject, opts: DescribeOptions): string {
 export function describeAgentUpgrade(o: ApiObject, opts: DescribeOptions): string {
   const { now } = opts;
   const spec = (o.spec ?? {}) as {
-    release?: { version?: string; digest?: string; size?: number };
+    release?: { scope?: string; version?: string; digest?: string; size?: number };
     edgeSelector?: LabelSelector;
     edges?: string[];
+    allowDowngrade?: boolean;
     rollout?: { maxUnavailable?: number | string; failureThreshold?: number; deadline?: string; paused?: boolean };
   };
   const s = statusOf<AgentUpgradeStatusView>(o);
@@ -336,8 +337,20 @@ export function describeAgentUpgrade(o: ApiObject, opts: DescribeOptions): strin
     'Spec',
     fields([
       ['Release', `${version} ${spec.release?.digest ?? ''} (${formatBytes(spec.release?.size)})`],
+      [
+        'Signed for',
+        spec.release?.scope === '*'
+          ? 'every project'
+          : spec.release?.scope
+            ? `project ${spec.release.scope}`
+            : 'no project (signed before releases had a scope: edges refuse it)',
+      ],
       ['Edge selector', formatSelector(spec.edgeSelector)],
       ['Edges', spec.edges?.length ? spec.edges.join(', ') : NONE],
+      [
+        'Downgrade',
+        spec.allowDowngrade ? 'allowed (allowDowngrade)' : 'refused (an edge on a newer version refuses it)',
+      ],
       [
         'Rollout',
         `maxUnavailable ${spec.rollout?.maxUnavailable ?? 1}, failureThreshold ${spec.rollout?.failureThreshold ?? 1}, deadline ${spec.rollout?.deadline ?? '2m'}${spec.rollout?.paused ? ', paused' : ''}`,

@@ -357,9 +357,17 @@ export type Registry = z.infer<typeof Registry>;
 // AgentUpgrade (docs/operations.md, "Upgrading edges from the hub")
 
 const duration = z.string().regex(/^\d+(\.\d+)?(ms|s|m|h)$/, 'must be a duration like 90s, 2m or 1h');
+const SCOPE_PATTERN = new RegExp(`^\\*$|${NAME_PATTERN.source}`);
 
 /** The signed release as `outpost agent push` prints it (core/release.ts checks the signature). */
 export const AgentUpgradeRelease = strict({
+  /** The project whose edges may run it, or `*` (signed: docs/security.md, "Agent releases"). */
+  scope: z
+    .string({
+      error:
+        'is required: the project the release was signed for, or "*"; a release without one was signed by a hub from before releases were bound to a project: push the binary again with `outpost agent push`',
+    })
+    .regex(SCOPE_PATTERN, 'must be a project name or "*" (every project), as `outpost agent push` prints it'),
   version: z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,99}$/, 'must be the version the binary reports, e.g. 0.2.0'),
   digest: z.string().regex(DIGEST_PATTERN, 'must be sha256: and 64 hex digits, as `outpost agent push` prints it'),
   size: z.number().int().min(1),
@@ -381,6 +389,11 @@ export const AgentUpgradeSpec = strict({
   release: AgentUpgradeRelease,
   edgeSelector: LabelSelector.optional(),
   edges: z.array(name).optional(),
+  /**
+   * Edges refuse a release older (semver) than the version they run or committed unless this says
+   * so: going back is a decision, never the effect of an old release applied again.
+   */
+  allowDowngrade: z.boolean().optional(),
   rollout: AgentUpgradeRollout.default({ maxUnavailable: 1, failureThreshold: 1, deadline: '2m', paused: false }),
 }).refine(selectsEdges, SELECTS_EDGES);
 export type AgentUpgradeSpec = z.infer<typeof AgentUpgradeSpec>;

@@ -187,6 +187,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     blobs,
     transfers,
     releaseKey: config.releaseKey,
+    project: config.project,
     version,
     onTrial: !!process.env[TRIAL_ENV],
     // The hub should see Switching before the agent goes away; a few seconds at most.
@@ -287,6 +288,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
                 dataDir: o.dataDir,
                 files: blobs.files,
                 releaseKey: config.releaseKey,
+                project: config.project,
                 version,
                 restart: restartForSwitch,
               },

@@ -210,7 +210,8 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
       'switch this edge to a signed release (the YAML `outpost agent push` printed) whose binary is in its blob store (`outpost edge local blob pull DIGEST`): checked, staged, then the agent restarts into it and rolls back unless it connects and reconciles within --deadline',
     )
     .option('--deadline <seconds>', 'seconds the new binary has to connect to the hub and reconcile', '120')
-    .action(async (file: string, opts: { deadline: string }, cmd: Command) => {
+    .option('--allow-downgrade', 'switch even to a release older than the version this edge runs or committed')
+    .action(async (file: string, opts: { deadline: string; allowDowngrade?: boolean }, cmd: Command) => {
       // The AgentUpgrade `outpost agent push` prints (spec.release), or a bare `release:` document.
       const doc = parseYaml(fs.readFileSync(file, 'utf8')) as {
         release?: unknown;
@@ -221,6 +222,7 @@ export function registerEdgeLocalCommands(edge: Command, io: Out = { out: (s) =>
         await call(sock(cmd), 'POST', '/upgrade', {
           release: doc?.spec?.release ?? doc?.release ?? doc,
           deadlineSeconds,
+          ...(opts.allowDowngrade ? { allowDowngrade: true } : {}),
         }),
       ) as {
         version: string;

@@ -7,6 +7,7 @@
  * made here) before it is signed: a Quarantined binary is never signed, and with clamd down nothing
  * is (fail-closed).
  */
+import { sign } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,7 +69,7 @@ describe('agent releases', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     release = (parse(r.stdout) as { spec: { release: SignedRelease } }).spec.release;
-    expect(release).toMatchObject({ version: '9.9.9', size: fs.statSync(binary).size });
+    expect(release).toMatchObject({ scope: 'default', version: '9.9.9', size: fs.statSync(binary).size });
     expect(verifyRelease(hubKey(), release).digest).toBe(release.digest);
     const ls = JSON.parse((await cli(['blob', 'ls', '-o', 'json'])).stdout) as { digest: string; mediaType: string }[];
     expect(ls.find((b) => b.digest === release.digest)?.mediaType).toBe('application/vnd.outpost.agent');
@@ -122,8 +123,9 @@ describe('agent releases', () => {
         agentVersion: 't',
       },
     });
-    const pinned = readEdgeConfig(edgeDir)!.releaseKey;
-    expect(pinned).toBe(hubKey());
+    const config = readEdgeConfig(edgeDir)!;
+    expect(config.releaseKey).toBe(hubKey());
+    const pinned = { releaseKey: config.releaseKey, project: config.project };
 
     const files = new BlobFiles(path.join(edgeDir, 'blobs'));
     fs.copyFileSync(binary, files.path(release.digest as BlobDigest));
@@ -144,7 +146,27 @@ describe('agent releases', () => {
     );
     expect(fs.existsSync(agentDir) ? fs.readdirSync(agentDir) : []).toEqual([]);
     // No key pinned (an edge enrolled with an older hub): refused with the fix.
-    await expect(stageRelease(files, undefined, release, agentDir)).rejects.toThrow(/enroll it again/);
+    await expect(stageRelease(files, { ...pinned, releaseKey: undefined }, release, agentDir)).rejects.toThrow(
+      /enroll it again/,
+    );
+    // Signed for project default: an edge of another project refuses it.
+    await expect(stageRelease(files, { ...pinned, project: 'other' }, release, agentDir)).rejects.toThrow(
+      /release 9\.9\.9 is signed for project default, and this edge is in project other: refused/,
+    );
+    // Signed over the payload before releases had a scope, with the hub's own key: it says nothing
+    // of where it may run, so it is refused, not taken as valid everywhere.
+    const { scope: _scope, ...unscoped } = release;
+    const hubPrivate = fs.readFileSync(path.join(dir, 'hub', 'release', 'release-key.pem'), 'utf8');
+    const oldPayload = JSON.stringify({
+      kind: 'outpost-agent',
+      version: '9.9.9',
+      digest: release.digest,
+      size: release.size,
+    });
+    const oldForm = { ...unscoped, signature: sign(null, Buffer.from(oldPayload), hubPrivate).toString('base64') };
+    await expect(stageRelease(files, pinned, oldForm, agentDir)).rejects.toThrow(
+      /release 9\.9\.9 \(sha256:[0-9a-f]{64}\) has no scope: .* refused; have an admin for every project push the binary again/,
+    );
 
     // The real bytes: staged as an executable beside the running agent.
     fs.copyFileSync(binary, files.path(release.digest as BlobDigest));

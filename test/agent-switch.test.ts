@@ -208,6 +208,29 @@ describe('switching to a staged release', () => {
     await waitFor(() => starts() === before + 2, { timeout: 30_000, what: 'the committed 9.9.1 at the next start' });
     await waitFor(connected, { timeout: 60_000, what: 'connected' });
   }, 180_000);
+
+  it('a release older than the one committed is refused; --allow-downgrade switches to it', async () => {
+    // 9.9.1 is committed (and runs again after the rollback of 9.9.2); its binary reports the
+    // version of these sources, so the committed release is what makes 9.9.0 a downgrade here.
+    const older = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-exits-at-start'), '9.9.0');
+    const refused = await edgeCli(['upgrade', older, '--deadline', '60']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /release 9\.9\.0 is older than 9\.9\.1, the release committed on this edge: refused as a downgrade; to go back on purpose pass --allow-downgrade/,
+    );
+    expect(state()).toMatchObject({ state: 'rolled-back', version: '9.9.2', previousBinaryVersion: '9.9.1' });
+
+    const allowed = await edgeCli(['upgrade', older, '--deadline', '60', '--allow-downgrade']);
+    expect(allowed.stderr).toBe('');
+    expect(allowed.stdout).toMatch(/9\.9\.0: staged as .*outpost-9\.9\.0; switching/);
+    // This double exits at start: rolled back to 9.9.1, which is still the floor.
+    await waitFor(() => state()?.version === '9.9.0' && state()?.state === 'rolled-back', {
+      timeout: 60_000,
+      what: 'the switch to 9.9.0 tried and rolled back',
+    });
+    expect(state()).toMatchObject({ previousBinaryVersion: '9.9.1' });
+    await waitFor(connected, { timeout: 60_000, what: 'connected on 9.9.1 again' });
+  }, 180_000);
 });
 
 async function restartEdgeWith(env: Record<string, string>): Promise<Proc> {

@@ -99,6 +99,13 @@ export const AgentUpgradeOrder = z.object({
   upgrade: z.string().min(1).max(63),
   release: SignedRelease,
   deadlineMs: z.number().int().min(1000).max(3_600_000),
+  /**
+   * The AgentUpgrade's `allowDowngrade`: the edge may switch to a release older than what it runs.
+   * Not part of the signed release (a release is signed when it is the newest): it is the hub's
+   * word, as the rest of the order, written only by the hub into a document the edge takes only
+   * from it (docs/security.md, "Agent releases").
+   */
+  allowDowngrade: z.boolean().optional(),
 });
 export type AgentUpgradeOrder = z.infer<typeof AgentUpgradeOrder>;
 
@@ -128,7 +135,7 @@ export const AgentUpgradeProgress = z.object({
   state: z.enum(AGENT_UPGRADE_STATES),
   /** Downloading: tenths done, as a percentage (0, 10, ... 90). */
   percent: z.number().int().min(0).max(100).optional(),
-  /** RolledBack, NoSpace, Refused: why, in words. */
+  /** RolledBack, NoSpace, Refused: why, in words; on the way to an allowed downgrade: that it is one. */
   reason: z.string().max(1024).optional(),
   /** Milliseconds since epoch of this state. */
   at: z.number(),

@@ -9,6 +9,11 @@
  *
  * An order is carried out once per binary: after a rollback the edge reports RolledBack for it and
  * runs the old binary on; a new order (another digest) starts over.
+ *
+ * Before anything is downloaded the release must verify with the pinned key, be signed for this
+ * edge's project (or every project), and not be older than what the edge runs or committed unless
+ * the order says `allowDowngrade` (core/release.ts): else Refused with the reason, checked again at
+ * every spec change, so an order the AgentUpgrade then allows goes ahead without a restart.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,9 +32,10 @@ import {
 import type { ReplicaStore } from '../../sync/store.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
-import { ReleaseRefused, stageRelease } from './release.js';
+import { downgradeRefusal, newerInstalled } from '../../core/release.js';
+import { ReleaseRefused, stageRelease, verifyReleaseFor } from './release.js';
 import { snapshotReplica } from './snapshot.js';
-import { agentDir, readUpgradeState, requestSwitch } from './switch.js';
+import { agentDir, installedVersions, readUpgradeState, requestSwitch } from './switch.js';
 
 const log = createLogger('edge:upgrade');
 
@@ -40,6 +46,8 @@ export interface UpgradeOrdersDeps {
   blobs: EdgeBlobStore;
   transfers: EdgeTransfers;
   releaseKey: string | undefined;
+  /** The edge's project: releases signed for another are refused. */
+  project: string;
   /** The version this agent runs. */
   version: string;
   /** This agent is the new binary on trial (not committed yet): it reports Switching, not Running. */
@@ -72,6 +80,12 @@ export class UpgradeOrders {
     if (!order) return;
     const key = orderKey(order);
     const base = { upgrade: order.upgrade, digest: order.release.digest, version: order.release.version };
+    try {
+      verifyReleaseFor(this.d, order.release);
+    } catch (err) {
+      this.refuse(order, (err as Error).message);
+      return;
+    }
     if (order.release.version === this.d.version) {
       this.report({ ...base, state: this.d.onTrial ? 'Switching' : 'Running' });
       return;
@@ -90,9 +104,24 @@ export class UpgradeOrders {
       });
       return;
     }
+    const installed = installedVersions(this.d.dataDir, this.d.version);
+    const downgrade = downgradeRefusal(
+      order.release.version,
+      installed,
+      order.allowDowngrade === true,
+      `set spec.allowDowngrade: true in AgentUpgrade ${order.upgrade}`,
+    );
+    if (downgrade) {
+      this.refuse(order, downgrade);
+      return;
+    }
     if (this.failed.has(key)) return;
+    const newer = newerInstalled(order.release.version, installed);
+    // Allowed (else refused above): each report on the way says it is a downgrade and why it goes ahead.
+    const note =
+      newer && `a downgrade from ${newer.version} (${newer.what}), allowed by the AgentUpgrade's allowDowngrade: true`;
     this.busy = true;
-    this.carryOut(order, key)
+    this.carryOut(order, key, note)
       .catch((err: unknown) => {
         this.failed.add(key);
         const e = err as Error;
@@ -108,7 +137,22 @@ export class UpgradeOrders {
       });
   }
 
-  private report(p: Omit<AgentUpgradeProgress, 'at'>): void {
+  /** Refused before anything is fetched: not recorded as failed, so a changed order is looked at again. */
+  private refuse(order: AgentUpgradeOrder, reason: string): void {
+    const changed = this.report({
+      upgrade: order.upgrade,
+      digest: order.release.digest,
+      version: order.release.version,
+      state: 'Refused',
+      reason: reason.slice(0, 1024),
+    });
+    // Looked at again at every spec change: logged once, when it is news.
+    if (changed)
+      log.error({ upgrade: order.upgrade, version: order.release.version, reason }, 'agent upgrade: Refused');
+  }
+
+  /** Writes the progress into the report; false when it says what the report says already. */
+  private report(p: Omit<AgentUpgradeProgress, 'at'>): boolean {
     const report = this.d.store.get<ReportDoc>(this.reportId);
     const cur = report ? readReportAgentUpgrade(report) : undefined;
     // The same state again (a restart, a re-read spec) is no change: history grows only on transitions.
@@ -120,14 +164,20 @@ export class UpgradeOrders {
       cur.percent === p.percent &&
       cur.reason === p.reason
     )
-      return;
+      return false;
     this.d.store.change<ReportDoc>(this.reportId, (d) => setReportAgentUpgrade(d, { ...p, at: Date.now() }));
+    return true;
   }
 
-  private async carryOut(order: AgentUpgradeOrder, key: string): Promise<void> {
+  private async carryOut(order: AgentUpgradeOrder, key: string, note: string | undefined): Promise<void> {
     const { release } = order;
     const digest = release.digest as BlobDigest;
-    const base = { upgrade: order.upgrade, digest: release.digest, version: release.version };
+    const base = {
+      upgrade: order.upgrade,
+      digest: release.digest,
+      version: release.version,
+      ...(note ? { reason: note } : {}),
+    };
     log.info({ upgrade: order.upgrade, version: release.version, digest }, 'agent upgrade ordered by the hub');
     this.report({ ...base, state: 'Pending' });
     if (!this.d.blobs.files.has(digest)) {
@@ -146,7 +196,7 @@ export class UpgradeOrders {
     } else this.checkDisk(release.size, release.version);
     let staged;
     try {
-      staged = await stageRelease(this.d.blobs.files, this.d.releaseKey, release, agentDir(this.d.dataDir));
+      staged = await stageRelease(this.d.blobs.files, this.d, release, agentDir(this.d.dataDir));
     } catch (err) {
       if (err instanceof ReleaseRefused) throw Object.assign(new Error(err.message), { name: 'ReleaseRefused' });
       throw err;

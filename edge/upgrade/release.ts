@@ -1,14 +1,15 @@
 /**
  * @module Before anything is replaced: a release is checked against the release key this edge
- * pinned at enrollment (core/release.ts), the blob's bytes are hashed again and compared with the
- * signed digest and size, and only then is the binary copied beside the running one
- * (`DATA/agent/outpost-VERSION`, mode 0755, by rename). A release that fails any check leaves no
- * file behind and changes nothing.
+ * pinned at enrollment (core/release.ts), its scope against the edge's project, the blob's bytes
+ * are hashed again and compared with the signed digest and size, and only then is the binary
+ * copied beside the running one (`DATA/agent/outpost-VERSION`, mode 0755, by rename). A release
+ * that fails any check leaves no file behind and changes nothing. Whether it may replace a newer
+ * version is the order's question (edge/upgrade/orders.ts, local-route.ts: downgradeRefusal).
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { verifyRelease, type SignedRelease } from '../../core/release.js';
+import { releaseScopeRefusal, verifyRelease, type SignedRelease } from '../../core/release.js';
 import { sha256File, type BlobFiles } from '../../sync/blob-files.js';
 
 export class ReleaseRefused extends Error {
@@ -18,22 +19,32 @@ export class ReleaseRefused extends Error {
   }
 }
 
-/** Checks signature, digest and size; returns the verified release. Throws ReleaseRefused with the reason. */
-export async function checkRelease(
-  files: BlobFiles,
-  releaseKey: string | undefined,
-  release: unknown,
-): Promise<SignedRelease> {
-  if (!releaseKey)
+/** What an edge trusts a release by: the key it pinned at enrollment and the project it is in. */
+export interface ReleaseTrust {
+  releaseKey: string | undefined;
+  project: string;
+}
+
+/** Checks signature and scope, not the bytes; returns the verified release. Throws ReleaseRefused with the reason. */
+export function verifyReleaseFor(trust: ReleaseTrust, release: unknown): SignedRelease {
+  if (!trust.releaseKey)
     throw new ReleaseRefused(
       'this edge pinned no release key at enrollment (it enrolled with an older hub): it cannot verify releases; enroll it again to upgrade it from the hub',
     );
   let r: SignedRelease;
   try {
-    r = verifyRelease(releaseKey, release);
+    r = verifyRelease(trust.releaseKey, release);
   } catch (err) {
     throw new ReleaseRefused((err as Error).message);
   }
+  const outside = releaseScopeRefusal(r, trust.project);
+  if (outside) throw new ReleaseRefused(outside);
+  return r;
+}
+
+/** Checks signature, scope, digest and size; returns the verified release. Throws ReleaseRefused with the reason. */
+export async function checkRelease(files: BlobFiles, trust: ReleaseTrust, release: unknown): Promise<SignedRelease> {
+  const r = verifyReleaseFor(trust, release);
   const file = files.path(r.digest);
   let size: number;
   try {
@@ -54,11 +65,11 @@ export async function checkRelease(
 /** Verifies, then installs the binary under `dir`; returns its path. */
 export async function stageRelease(
   files: BlobFiles,
-  releaseKey: string | undefined,
+  trust: ReleaseTrust,
   release: unknown,
   dir: string,
 ): Promise<{ release: SignedRelease; binary: string }> {
-  const r = await checkRelease(files, releaseKey, release);
+  const r = await checkRelease(files, trust, release);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const binary = path.join(dir, `outpost-${r.version}`);
   const tmp = `${binary}.tmp`;

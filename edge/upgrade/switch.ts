@@ -19,6 +19,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { InstalledVersion } from '../../core/release.js';
 import { restoreIfMigrated } from './snapshot.js';
 
 /** Set in the environment of a binary the launcher started: it runs the agent, it does not launch again. */
@@ -51,6 +52,8 @@ export interface UpgradeState {
    * unit names, older than what was committed).
    */
   previousBinary?: string;
+  /** The version of `previousBinary`: what a rollback returns to, and the floor a downgrade is measured from. */
+  previousBinaryVersion?: string;
 }
 
 export const agentDir = (dataDir: string): string => path.join(dataDir, 'agent');
@@ -86,7 +89,9 @@ export function requestSwitch(
   deadlineMs = DEFAULT_SWITCH_DEADLINE_MS,
   extra: { order?: string; snapshot?: string } = {},
 ): UpgradeState {
-  const previousBinary = committedBinary(readUpgradeState(dataDir));
+  const before = readUpgradeState(dataDir);
+  const previousBinary = committedBinary(before);
+  const previousBinaryVersion = committedVersion(before);
   const s: UpgradeState = {
     state: 'trial',
     version: staged.version,
@@ -98,6 +103,7 @@ export function requestSwitch(
     ...(extra.order ? { order: extra.order } : {}),
     ...(extra.snapshot ? { snapshot: extra.snapshot } : {}),
     ...(previousBinary ? { previousBinary } : {}),
+    ...(previousBinary && previousBinaryVersion ? { previousBinaryVersion } : {}),
   };
   fs.rmSync(healthyFile(dataDir), { force: true });
   writeUpgradeState(dataDir, s);
@@ -112,6 +118,31 @@ export function committedBinary(s: UpgradeState | undefined): string | undefined
   if (s?.state === 'committed') return s.binary;
   if (s?.state === 'rolled-back') return s.previousBinary;
   return undefined;
+}
+
+/**
+ * The version of the release committed on this edge, if any: the committed one, or during a trial
+ * and after a rollback the one committed before (a state written before `previousBinaryVersion`
+ * existed does not know it: undefined).
+ */
+export function committedVersion(s: UpgradeState | undefined): string | undefined {
+  if (s?.state === 'committed') return s.version;
+  if (s?.state === 'rolled-back' || s?.state === 'trial') return s.previousBinaryVersion;
+  return undefined;
+}
+
+/**
+ * The versions a release must not be older than unless a downgrade is allowed (core/release.ts
+ * downgradeRefusal): the one this agent runs and the release committed on this edge. Both count:
+ * a committed binary may report another version than its release says, and a binary installed by
+ * hand runs with nothing committed.
+ */
+export function installedVersions(dataDir: string, running: string): InstalledVersion[] {
+  const committed = committedVersion(readUpgradeState(dataDir));
+  return [
+    { version: running, what: 'the version this agent runs' },
+    ...(committed ? [{ version: committed, what: 'the release committed on this edge' }] : []),
+  ];
 }
 
 /** In a binary on trial: tells the launcher this agent is healthy (replica open, connected, reconciled). */

@@ -85,7 +85,12 @@ export interface HubDeps {
   releases?: {
     publicKeyPem: string;
     /** Scans the binary (fail-closed) and signs its release. */
-    sign(project: string, digest: string, version: string): Promise<SignedRelease & { scan: ScanVerdict }>;
+    sign(
+      project: string,
+      digest: string,
+      version: string,
+      scope: string,
+    ): Promise<SignedRelease & { scan: ScanVerdict }>;
   };
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
   upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatusView };

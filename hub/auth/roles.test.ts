@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OutpostError } from '../../core/errors.js';
-import { authorize, can, canGrant, type Action, type Role } from './roles.js';
+import { authorize, authorizeAllProjects, can, canGrant, type Action, type Role } from './roles.js';
 
 // The matrix from the module header, spelled out: [role, action, allowed in its own project].
 const MATRIX: [Role, Action, boolean][] = [
@@ -73,5 +73,32 @@ describe('authorize', () => {
       expect((err as OutpostError).status).toBe(404);
       expect((err as OutpostError).message).toBe(message);
     }
+  });
+});
+
+describe('authorizeAllProjects', () => {
+  const attempt = (role: Role, tokenProject: string, project: string): OutpostError | undefined => {
+    try {
+      authorizeAllProjects({ role, project: tokenProject }, project, 'sign agent releases', 'why');
+    } catch (e) {
+      return e as OutpostError;
+    }
+    return undefined;
+  };
+
+  it('lets only an admin for every project through, in any project', () => {
+    expect(attempt('admin', '*', 'shop')).toBeUndefined();
+    expect(attempt('admin', '*', '*')).toBeUndefined();
+  });
+
+  it('refuses a project admin in its own project with 403 naming who may; 404 in another', () => {
+    const own = attempt('admin', 'shop', 'shop')!;
+    expect(own.status).toBe(403);
+    expect(own.message).toBe(
+      "an admin token of project shop may not sign agent releases: only an admin token for every project (*), like the hub's first admin.token, may (why); ask its holder",
+    );
+    expect(attempt('admin', 'shop', 'factory')!.status).toBe(404);
+    expect(attempt('operator', '*', 'shop')!.status).toBe(403);
+    expect(attempt('viewer', 'shop', 'shop')!.message).toMatch(/^a viewer token of project shop may not/);
   });
 });

@@ -8,6 +8,7 @@
  * | write  | create/update/delete workloads and placements; edge labels, drain;      |        |    ✓     |   ✓   |
  * |        | pause/resume rollouts; exec and port-forward through the tunnel         |        |          |       |
  * | admin  | create/list/revoke API and join tokens; approve and decommission edges  |        |          |   ✓   |
+ * | (`*`)  | admin for every project only: rotate admin.token, sign agent releases   |        |          |   ✓   |
  *
  * Scope: a token acts only inside its project; project `*` (admin tokens made by the hub at first
  * start) covers every project and the hub-wide actions, which callers check against project `*`.
@@ -72,6 +73,27 @@ export function authorize(
   throw new OutpostError(
     'forbidden',
     `${principal.role === 'viewer' ? 'a' : 'an'} ${principal.role} token may not ${words.doing ?? DOING[action]} in project ${project}: ask an admin for ${action === 'admin' ? 'an admin token' : 'an operator or admin token'}`,
+  );
+}
+
+/**
+ * Throws unless `principal` is an admin for every project (`*`): for acts in `project` whose effect
+ * reaches past that project's objects, such as signing an agent release (the release key is the
+ * one key every edge of every project trusts, and the agent runs on the host, outside what a
+ * project's workloads may do). 404 when `project` is outside the token's scope, as `authorize`;
+ * 403 naming who may otherwise. `why` says what makes the act fleet-wide.
+ *
+ * @example
+ * authorizeAllProjects({ role: 'admin', project: 'shop' }, 'shop', 'sign agent releases', 'a release decides what code runs as the edge agent');
+ * // throws forbidden: an admin token of project shop may not sign agent releases: only an admin token for every project (*), ...
+ */
+export function authorizeAllProjects(principal: Principal, project: string, doing: string, why: string): void {
+  if (principal.project !== ALL_PROJECTS && principal.project !== project)
+    throw new OutpostError('not_found', `project ${project} not found`);
+  if (principal.project === ALL_PROJECTS && principal.role === 'admin') return;
+  throw new OutpostError(
+    'forbidden',
+    `${principal.role === 'viewer' ? 'a' : 'an'} ${principal.role} token of project ${principal.project} may not ${doing}: only an admin token for every project (*), like the hub's first admin.token, may (${why}); ask its holder`,
   );
 }
 

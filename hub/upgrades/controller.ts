@@ -17,16 +17,15 @@
  * toward `maxUnavailable` while it is away) and upgrades when it returns and syncs. An edge
  * selected by two AgentUpgrades follows the first by name; the other shows it as claimed.
  *
- * At apply (inside the object's write transaction) the release is checked against the hub's own
- * release key and the project's blob store, and the binary's blob gets the reference
- * `AgentUpgrade/NAME`, so garbage collection keeps it while the object exists.
+ * At apply (inside the object's write transaction) the object is checked (hub/upgrades/check.ts),
+ * and the binary's blob gets the reference `AgentUpgrade/NAME`, so garbage collection keeps it
+ * while the object exists.
  */
 import { edgeName, mailboxDocId } from '../../core/ids.js';
-import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { parseDuration } from '../../core/durations.js';
-import { verifyRelease } from '../../core/release.js';
 import type { BlobDigest } from '../../core/blobs.js';
+import { checkAgentUpgrade } from './check.js';
 import {
   FAILED_UPGRADE_STATES,
   readReportAgentUpgrade,
@@ -78,6 +77,12 @@ export interface AgentUpgradeStatus {
 }
 
 const keyOf = (upgrade: string, digest: string) => `${upgrade}@${digest}`;
+
+/** Whether an order given for the same upgrade and digest differs from the object's order now. */
+const orderChanged = (a: AgentUpgradeOrder, b: AgentUpgradeOrder) =>
+  a.deadlineMs !== b.deadlineMs ||
+  !!a.allowDowngrade !== !!b.allowDowngrade ||
+  a.release.signature !== b.release.signature;
 
 /** What the planner knows of every edge: its recorded order and its reported progress. */
 interface Known {
@@ -143,7 +148,7 @@ export class AgentUpgradeController {
   onObjectChange(c: ObjectChange): void {
     if (c.kind !== 'AgentUpgrade') return;
     const after = c.after as AgentUpgrade | undefined;
-    if (after) this.check(after);
+    if (after) checkAgentUpgrade(after, this.releaseKeyPem, this.blobs);
     this.blobs.setReferences(c.project, 'AgentUpgrade', c.name, after ? [after.spec.release.digest as BlobDigest] : []);
     const before = c.before as AgentUpgrade | undefined;
     if (before) {
@@ -153,31 +158,6 @@ export class AgentUpgradeController {
       if (drop.length) setImmediate(() => this.clearOrders(c.name, drop));
     }
     this.mark();
-  }
-
-  private check(u: AgentUpgrade): void {
-    const { release } = u.spec;
-    try {
-      verifyRelease(this.releaseKeyPem, release);
-    } catch {
-      throw new OutpostError(
-        'invalid',
-        `spec.release: the signature of ${release.version} (${release.digest}) does not verify with this hub's release key: use the release \`outpost agent push\` printed on this hub`,
-        { details: [{ path: 'spec.release.signature', message: 'does not verify with the hub release key' }] },
-      );
-    }
-    const blob = this.blobs.get(u.metadata.project, release.digest as BlobDigest);
-    if (!blob)
-      throw new OutpostError(
-        'invalid',
-        `spec.release.digest: blob ${release.digest} is not in project ${u.metadata.project}'s blob store: push the binary with \`outpost agent push FILE\` in this project`,
-        { details: [{ path: 'spec.release.digest', message: 'not in the blob store' }] },
-      );
-    const deadline = parseDuration(u.spec.rollout.deadline);
-    if (deadline < 1_000 || deadline > 3_600_000)
-      throw new OutpostError('invalid', 'spec.rollout.deadline: must be from 1s to 1h', {
-        details: [{ path: 'spec.rollout.deadline', message: 'must be from 1s to 1h' }],
-      });
   }
 
   private selected(u: AgentUpgrade): string[] {
@@ -197,11 +177,12 @@ export class AgentUpgradeController {
   }
 
   private order(u: AgentUpgrade): AgentUpgradeOrder {
-    const { version, digest, size, signature } = u.spec.release;
+    const { scope, version, digest, size, signature } = u.spec.release;
     return {
       upgrade: u.metadata.name,
-      release: { version, digest, size, signature } as AgentUpgradeOrder['release'],
+      release: { scope, version, digest, size, signature } as AgentUpgradeOrder['release'],
       deadlineMs: parseDuration(u.spec.rollout.deadline),
+      ...(u.spec.allowDowngrade ? { allowDowngrade: true } : {}),
     };
   }
 
@@ -330,19 +311,25 @@ export class AgentUpgradeController {
       const { plan, rows } = this.plan(u, claimsByProject.get(project)!, known);
       const order = this.order(u);
       const byEdge = new Map(rows.map((r) => [r.re.edge, r]));
+      // An order already given changes in place when the object changes without a new digest
+      // (allowDowngrade set after a refusal, another deadline): the planner sees no new target.
+      const ordered = (e: string, again: boolean, online: boolean | undefined) => {
+        log.info({ project, upgrade: u.metadata.name, edge: e, online, again }, 'agent upgrade ordered');
+        recordEvent(this.db, {
+          project,
+          kind: 'AgentUpgrade',
+          name: u.metadata.name,
+          reason: 'Ordered',
+          message: `edge ${e} ordered ${again ? 'again (the order changed) ' : ''}to switch to ${u.spec.release.version}${u.spec.allowDowngrade ? ' (allowDowngrade: even if it runs a newer version)' : ''}${online === false ? ' (offline: when it returns)' : ''}`,
+        });
+      };
+      for (const r of rows)
+        if (r.written && r.re.writtenKey === r.re.targetKey && orderChanged(r.written, order))
+          if (this.rollouts.setOrder(r.re.edge, order)) ordered(r.re.edge, true, r.online);
       for (const e of plan.update) {
         const r = byEdge.get(e);
         if (!r?.synced) continue; // enrolled but never connected: its mailbox is made at the first sync
-        if (this.rollouts.setOrder(e, order)) {
-          log.info({ project, upgrade: u.metadata.name, edge: e, online: r?.online }, 'agent upgrade ordered');
-          recordEvent(this.db, {
-            project,
-            kind: 'AgentUpgrade',
-            name: u.metadata.name,
-            reason: 'Ordered',
-            message: `edge ${e} ordered to switch to ${u.spec.release.version}${r?.online === false ? ' (offline: when it returns)' : ''}`,
-          });
-        }
+        if (this.rollouts.setOrder(e, order)) ordered(e, false, r.online);
       }
     }
   }

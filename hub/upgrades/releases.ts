@@ -1,7 +1,9 @@
 /**
- * @module Agent releases: an admin pushes a binary as a blob, then asks the hub to sign
- * `{version, digest, size}` with its release key (core/release.ts). The signed release goes into
- * an AgentUpgrade; edges check it against the key they pinned before they replace anything.
+ * @module Agent releases: an admin for every project pushes a binary as a blob, then asks the hub
+ * to sign `{scope, version, digest, size}` with its release key (core/release.ts): the scope is the
+ * project whose edges may run it, or `*` for every project's. The signed release goes into an
+ * AgentUpgrade; edges check it against the key they pinned, and its scope against their project,
+ * before they replace anything.
  *
  * The binary passes the malware scan stage first (hub/scan/clamd.ts, the hub's `--scanner`): only
  * a Clean binary is signed, so a Quarantined or unscanned one can never be deployed (an
@@ -11,7 +13,7 @@
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
-import { signRelease, type SignedRelease } from '../../core/release.js';
+import { ALL_PROJECTS_SCOPE, isReleaseVersion, signRelease, type SignedRelease } from '../../core/release.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
 import type { ReleaseKey } from './release-key.js';
@@ -31,10 +33,24 @@ export class AgentReleases {
   }
 
   /** Scans the binary, then signs its release; the verdict comes with it. */
-  async sign(project: string, digest: string, version: string): Promise<SignedRelease & { scan: ScanVerdict }> {
+  async sign(
+    project: string,
+    digest: string,
+    version: string,
+    scope: string = project,
+  ): Promise<SignedRelease & { scan: ScanVerdict }> {
     if (!isDigest(digest)) throw new OutpostError('invalid', 'digest: use sha256: and 64 hex digits');
-    if (!/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,99}$/.test(version))
-      throw new OutpostError('invalid', `version "${version.slice(0, 100)}": use letters, digits, ".", "+", "_", "-"`);
+    // Edges order releases by version to refuse a downgrade: one they cannot order is not signed.
+    if (version.length > 100 || !isReleaseVersion(version))
+      throw new OutpostError(
+        'invalid',
+        `version "${version.slice(0, 100)}": use a semantic version as the binary reports it, e.g. 0.2.0 or 0.3.0-rc.1`,
+      );
+    if (scope !== project && scope !== ALL_PROJECTS_SCOPE)
+      throw new OutpostError(
+        'invalid',
+        `scope "${scope.slice(0, 100)}": a release pushed in project ${project} is for project ${project} or for every project ("*")`,
+      );
     const b = this.blobs.get(project, digest as BlobDigest);
     if (!b)
       throw new OutpostError(
@@ -61,8 +77,8 @@ export class AgentReleases {
         `agent binary ${digest} (${version}) is Quarantined: the malware scanner found ${scan.signature} in it (${scan.engine}); it is not signed and cannot be deployed`,
       );
     }
-    const r = signRelease(this.key.privateKeyPem, { version, digest: b.digest, size: b.size });
-    log.info({ project, digest, version, scan: scan.engine }, 'agent release scanned Clean and signed');
+    const r = signRelease(this.key.privateKeyPem, { scope, version, digest: b.digest, size: b.size });
+    log.info({ project, scope, digest, version, scan: scan.engine }, 'agent release scanned Clean and signed');
     return { ...r, scan };
   }
 }
