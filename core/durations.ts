@@ -202,3 +202,11 @@ export const REPLICA_ROW_KEPT_MS = 24 * 3_600_000;
  * 5 minutes). Hub replicas may share the blob directory: a younger file is another one's upload.
  */
 export const ABANDONED_UPLOAD_MS = 15 * 60_000;
+/**
+ * How often a hub reads again, in one statement, whether the tokens of its open long-lived requests
+ * (event streams, log follows, exec sessions, proxied WebSockets, downloads: hub/auth/token-streams.ts)
+ * are still valid. A revocation closes them at once (on another replica: the replicas' bus) and an
+ * expiry at its time; this is the net under both, for a revocation whose message a replica did
+ * not get. It is what the event stream's keep-alive check did every 15 s before.
+ */
+export const TOKEN_RECHECK_MS = 15_000;

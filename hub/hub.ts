@@ -167,7 +167,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const metrics = createHubMetrics({ state, store, objects, scheduler: sched, sync: () => sync });
   const { registry } = metrics;
 
-  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint);
+  // A token's open streams end when it is revoked (here, or on another replica: the bus) or expires.
+  const tokenStreams = new auth.TokenStreams({
+    live: (ids) => auth.liveApiTokens(db, ids),
+    broadcast: (tokens) => peers?.send({ t: 'revoked', tokens }),
+  });
+  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint, tokenStreams);
 
   const blobs = new HubBlobs({
     db,
@@ -323,6 +328,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       connected: (edge) => !!sync?.connection(edge as EdgeName),
       connections: servedEdges,
       changes,
+      tokens: tokenStreams,
       objectWritten: (kind) => {
         if (kind === 'AgentUpgrade') upgrades?.mark();
         else if (kind === 'DataObject') deliveries?.mark();
@@ -395,6 +401,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         sink,
         catalog,
         changes,
+        tokenStreams,
         tunnel,
         edges,
         sync,
