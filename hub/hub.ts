@@ -39,6 +39,7 @@ import { ChangeFeed } from './api/stream.js';
 import * as auth from './auth/index.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { Scheduler } from './scheduler/index.js';
+import { recordTablesAtStart } from './database-marker.js';
 import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
 import { createHubServer, listenHub } from './http-server.js';
@@ -101,6 +102,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     );
   const identityKey = opts.identityKeyFile ? loadIdentityKey(opts.identityKeyFile) : undefined;
   const pg = opts.database ? await openPostgres(opts.database) : undefined;
+  // For `outpost hub backup --data`: where this directory's hub keeps its tables (database-marker.ts).
+  recordTablesAtStart(opts.dataDir, opts.database);
   // The replicas' one identity into --data before TLS, secrets and the release key are read there.
   if (pg)
     await shareHubIdentity(pg, {
