@@ -2,10 +2,12 @@
  * A token's open streams end with it (issue #41, item 8; docs/security.md, "Tokens"): on an
  * in-process SQLite hub with an in-process edge agent (process driver) running a ticker, an
  * `outpost logs --follow` of the ticker and an event stream, both with one API token, end as soon
- * as the token is revoked, and a token with a short TTL loses both when it expires. Each run
- * prints how many seconds the streams outlived their token. (Two PostgreSQL replicas:
+ * as the token is revoked, and a token with a short TTL loses both when it expires; a blob
+ * download under way breaks off at the revocation. Each run prints how many seconds the streams
+ * outlived their token. (Two PostgreSQL replicas:
  * test/hub-replica-tokens.test.ts.)
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,6 +84,35 @@ describe("a token's open streams end with it", () => {
     // And a new one is refused (401), as before.
     const again = eventStream(hub.url, 'default', t.token);
     await expect(again.opened).rejects.toThrow(/401/);
+  });
+
+  it('revoked: a blob download under way breaks off', async () => {
+    const bytes = crypto.randomBytes(32 * 1024 * 1024);
+    const up = await fetch(`${hub.url}/api/v1/projects/default/blobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hub.adminToken}`, 'content-type': 'application/octet-stream' },
+      body: bytes,
+    });
+    expect(up.status).toBe(201);
+    const { digest } = (await up.json()) as { digest: string };
+    const t = await viewerToken({ description: 'revoked while downloading' });
+    const res = await fetch(`${hub.url}/api/v1/projects/default/blobs/${digest}`, {
+      headers: { authorization: `Bearer ${t.token}` },
+    });
+    expect(res.status).toBe(200);
+    // Read a little, then stop: the rest waits on the hub (backpressure) when the token is revoked.
+    const reader = res.body!.getReader();
+    let got = (await reader.read()).value?.length ?? 0;
+    await adminApi(hub, 'DELETE', `/api/v1/tokens/${t.id}`);
+    const rest = (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return 'complete';
+        got += value.length;
+      }
+    })();
+    await expect(rest).rejects.toThrow();
+    expect(got).toBeLessThan(bytes.length);
   });
 
   it('expired: a token with a short TTL loses its streams when it expires', async () => {
