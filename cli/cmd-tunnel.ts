@@ -162,7 +162,7 @@ export function registerTunnelCommands(program: Command, deps: CliDeps): void {
         res.on('aborted', () =>
           reject(
             new CliError(
-              `the log stream of ${workload} on edge ${edge} broke off (the edge disconnected or the stream passed its deadline)`,
+              `the log stream of ${workload} on edge ${edge} broke off (the edge disconnected, the stream passed its deadline, or the token was revoked or expired)`,
             ),
           ),
         );

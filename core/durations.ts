@@ -209,3 +209,11 @@ export const ABANDONED_UPLOAD_MS = 15 * 60_000;
  */
 export const BLOB_RESERVATION_RENEW_MS = 20_000;
 export const BLOB_RESERVATION_TTL_MS = 3 * BLOB_RESERVATION_RENEW_MS;
+/**
+ * How often a hub reads again, in one statement, whether the tokens of its open long-lived requests
+ * (event streams, log follows, exec sessions, proxied WebSockets, downloads: hub/auth/token-streams.ts)
+ * are still valid. A revocation closes them at once (on another replica: the replicas' bus) and an
+ * expiry at its time; this is the net under both, for a revocation whose message a replica did
+ * not get. It is what the event stream's keep-alive check did every 15 s before.
+ */
+export const TOKEN_RECHECK_MS = 15_000;

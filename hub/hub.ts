@@ -39,6 +39,7 @@ import { ChangeFeed } from './api/stream.js';
 import * as auth from './auth/index.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { Scheduler } from './scheduler/index.js';
+import { recordTablesAtStart } from './database-marker.js';
 import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
 import { createHubServer, listenHub } from './http-server.js';
@@ -101,6 +102,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     );
   const identityKey = opts.identityKeyFile ? loadIdentityKey(opts.identityKeyFile) : undefined;
   const pg = opts.database ? await openPostgres(opts.database) : undefined;
+  // For `outpost hub backup --data`: where this directory's hub keeps its tables (database-marker.ts).
+  recordTablesAtStart(opts.dataDir, opts.database);
   // The replicas' one identity into --data before TLS, secrets and the release key are read there.
   if (pg)
     await shareHubIdentity(pg, {
@@ -167,7 +170,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const metrics = createHubMetrics({ state, store, objects, scheduler: sched, sync: () => sync });
   const { registry } = metrics;
 
-  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint);
+  // A token's open streams end when it is revoked (here, or on another replica: the bus) or expires.
+  const tokenStreams = new auth.TokenStreams({
+    live: (ids) => auth.liveApiTokens(db, ids),
+    broadcast: (tokens) => peers?.send({ t: 'revoked', tokens }),
+  });
+  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint, tokenStreams);
 
   const blobs = new HubBlobs({
     db,
@@ -324,6 +332,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       connected: (edge) => !!sync?.connection(edge as EdgeName),
       connections: servedEdges,
       changes,
+      tokens: tokenStreams,
       objectWritten: (kind) => {
         if (kind === 'AgentUpgrade') upgrades?.mark();
         else if (kind === 'DataObject') deliveries?.mark();
@@ -396,6 +405,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         sink,
         catalog,
         changes,
+        tokenStreams,
         tunnel,
         edges,
         sync,

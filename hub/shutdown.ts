@@ -9,6 +9,7 @@ import { createLogger } from '../core/logger.js';
 import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
 import type { ChangeFeed } from './api/stream.js';
+import type { TokenStreams } from './auth/token-streams.js';
 import type { HubBlobs } from './blobs/index.js';
 import type { Catalog } from './catalog/index.js';
 import type { DataDeliveries } from './data/delivery.js';
@@ -38,6 +39,7 @@ export interface RunningHub {
   sink: S3Sink | undefined;
   catalog: Catalog;
   changes: ChangeFeed | undefined;
+  tokenStreams: TokenStreams;
   tunnel: TunnelGateway;
   edges: EdgeLifecycle;
   sync: SyncServer;
@@ -63,6 +65,7 @@ export async function closeHub(h: RunningHub): Promise<void> {
   await h.sink?.stop();
   await h.catalog.stop();
   h.changes?.close();
+  h.tokenStreams.close();
   h.tunnel.close();
   h.edges.stop();
   await h.sync.close();

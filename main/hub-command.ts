@@ -1,5 +1,5 @@
 /**
- * @module `outpost hub` and its verbs `migrate`, `identity-key`, `backup` and `install`: their flags,
+ * @module `outpost hub` and its verbs `migrate`, `identity-key`, `backup`, `restore` and `install`: their flags,
  * checked here (a bad combination is a UsageError, exit code 2), and the hub code each one runs,
  * loaded on demand so `outpost --version` and the CLI start without it. main.ts adds the command.
  */
@@ -182,11 +182,14 @@ export function registerHubCommand(program: Command): void {
       const { migrateSqliteHub, sqliteHubFile } = await import('../hub/state/pg/from-sqlite.js');
       const { loadIdentityKey } = await import('../hub/identity/key.js');
       const { identityAdvice, shareHubIdentity } = await import('../hub/identity/index.js');
+      const { writeDatabaseMarker } = await import('../hub/database-marker.js');
       sqliteHubFile(data); // before touching the database
       const key = identityKey ? loadIdentityKey(identityKey) : undefined;
       const pg = await openPostgres(database);
       try {
         const r = migrateSqliteHub(data, pg);
+        // From now on the directory's hub.db is not the hub's state: `hub backup` must know.
+        writeDatabaseMarker(data, database);
         for (const t of r.tables) if (t.rows > 0) process.stdout.write(`${t.table}: ${t.rows} rows\n`);
         // The old hub's CA, secrets key and release key, so its edges trust every replica.
         const id = key ? await shareHubIdentity(pg, { dataDir: data, key, ownCa: !tlsCert, make: false }) : undefined;
@@ -210,15 +213,40 @@ export function registerHubCommand(program: Command): void {
 
   hub
     .command('backup')
-    .description('take a consistent online backup of a hub data directory (the hub may be running)')
+    .description(
+      'take a consistent online backup of a hub (it may be running): its data directory, and with --database (needed for a hub on PostgreSQL) a pg_dump of its tables',
+    )
     .requiredOption('--to <file>', 'the backup file to create')
     .action(async (o: { to: string }, cmd: Command) => {
-      // --data belongs to `outpost hub`; commander parses it wherever it appears.
-      const { data } = cmd.optsWithGlobals() as { data: string };
+      // --data and --database belong to `outpost hub`; commander parses them wherever they appear.
+      const { data, database } = cmd.optsWithGlobals() as { data: string; database?: string };
       const { backupHub } = await import('../hub/backup.js');
-      const r = await backupHub(data, o.to);
+      const { redactUrl } = await import('../hub/state/pg/statements.js');
+      const r = await backupHub(data, o.to, database ? { database } : {});
+      const took = `in ${(r.ms / 1000).toFixed(2)} s`;
       process.stdout.write(
-        `backup written to ${o.to} (${r.bytes} bytes, mode 0600) in ${(r.ms / 1000).toFixed(2)} s; restore: put it as hub.db in a data directory with the tls/ folder and start outpost hub --data DIR\n`,
+        r.tables === 'postgres'
+          ? `backup written to ${o.to} (${r.bytes} bytes, mode 0600) ${took}: the hub's tables in ${redactUrl(database!)} (pg_dump of schema ${r.schema}) and ${data}/hub.db (the edges' documents); restore: outpost hub restore --data DIR --database URL --from ${o.to}, into an empty database\n`
+          : `backup written to ${o.to} (${r.bytes} bytes, mode 0600) ${took}; restore: outpost hub restore --data DIR --from ${o.to}, with the tls/ folder and secrets.key copied into DIR\n`,
+      );
+    });
+
+  hub
+    .command('restore')
+    .description(
+      "put a backup of outpost hub backup into a data directory without a hub.db (the hub stopped); a PostgreSQL hub's backup also needs --database, an empty database",
+    )
+    .requiredOption('--from <file>', 'the backup file')
+    .action(async (o: { from: string }, cmd: Command) => {
+      const { data, database } = cmd.optsWithGlobals() as { data: string; database?: string };
+      const { restoreHub } = await import('../hub/restore.js');
+      const { redactUrl } = await import('../hub/state/pg/statements.js');
+      const r = await restoreHub(data, o.from, database ? { database } : {});
+      const start = `copy the hub's tls/ folder and secrets.key (and admin.token, if used) into ${data}, then start it: outpost hub --data ${data}`;
+      process.stdout.write(
+        r.tables === 'postgres'
+          ? `restored the backup of ${r.manifest!.createdAt} in ${(r.ms / 1000).toFixed(2)} s: the hub's tables into ${redactUrl(database!)} (schema ${r.manifest!.schema}), the edges' documents into ${data}/hub.db; ${start} --database URL\n`
+          : `restored ${o.from} as ${data}/hub.db in ${(r.ms / 1000).toFixed(2)} s; ${start}\n`,
       );
     });
 

@@ -73,7 +73,10 @@ export function createApi(deps: HubDeps): Hono {
     );
     await next();
   });
-  api.get('/whoami', (c) => c.json(principal(c) satisfies WhoAmI));
+  api.get('/whoami', (c) => {
+    const { role, project, tokenId } = principal(c);
+    return c.json({ role, project, tokenId } satisfies WhoAmI);
+  });
 
   api.route('/', tokenRoutes(deps));
 

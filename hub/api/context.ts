@@ -33,6 +33,12 @@ export type JoinTokenView = JoinTokenInfo;
 
 export interface HubAuth {
   verifyApiToken(token: string): Principal | null;
+  /**
+   * Holds an open long-lived request (a stream, a tunnel session, a transfer) of `p` until the
+   * returned release is called; `close` ends it first if its token is revoked (on any replica) or
+   * its credential expires (hub/auth/token-streams.ts).
+   */
+  hold(p: Principal, close: (reason: string) => void): () => void;
   createApiToken(opts: { role: Role; project: string; ttlMs?: number; description?: string }): {
     token: string;
     id: string;
@@ -46,9 +52,9 @@ export interface HubAuth {
   };
   /** Every API and join token, without secrets. */
   listTokens(): { api: ApiTokenView[]; join: JoinTokenView[] };
-  /** Revokes an API or join token by id; false when it was already revoked. */
+  /** Revokes an API or join token by id (an API token's open streams end); false when it was already revoked. */
   revokeToken(kind: 'api' | 'join', id: string): boolean;
-  /** New admin token for all projects into DATA/admin.token; the one it held is revoked. */
+  /** New admin token for all projects into DATA/admin.token; the one it held is revoked (its streams end). */
   rotateAdminToken(): { token: string; id: string; revoked: string | null };
   /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
   consumeJoinToken(token: string): { project: string; labels: Record<string, string> };

@@ -11,11 +11,11 @@
  *
  * Authentication: the same bearer token in the `Authorization` header. The UI reads the stream
  * with `fetch` (EventSource cannot set headers), so tokens never appear in URLs or access logs.
- * The token is checked again on every keep-alive, so a revoked token loses its stream.
+ * The stream is held for its token (hub/auth/token-streams.ts): revoked on any replica, or
+ * expired, the token loses it at once, with an `unauthorized` event.
  */
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { bearerToken } from '../../core/http.js';
 import { parseMailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import type { HubState } from '../state/index.js';
@@ -126,9 +126,7 @@ export function streamRoutes(deps: HubDeps): Hono<Env> {
 
   app.get('/projects/:project/stream', (c) => {
     const project = c.req.param('project');
-    authorize(c, 'read', project);
-    // The token is checked again at each keepalive: a revoked token's stream ends.
-    const token = bearerToken(c.req.header('authorization')) ?? '';
+    const p = authorize(c, 'read', project);
     // Tells nginx-style proxies not to buffer the stream.
     c.header('X-Accel-Buffering', 'no');
     return streamSSE(c, async (stream) => {
@@ -155,18 +153,16 @@ export function streamRoutes(deps: HubDeps): Hono<Env> {
         },
         () => finish(),
       );
-      const keepalive = setInterval(() => {
-        if (!deps.auth.verifyApiToken(token)) {
-          void stream
-            .writeSSE({
-              event: 'unauthorized',
-              data: JSON.stringify({ message: 'the token is no longer valid: sign in again' }),
-            })
-            .finally(() => finish());
-          return;
-        }
-        void stream.write(': keepalive\n\n');
-      }, STREAM_KEEPALIVE_MS);
+      // Revoked (on any replica) or expired: the stream ends at once, saying why.
+      const release = deps.auth.hold(p, (reason) => {
+        void stream
+          .writeSSE({
+            event: 'unauthorized',
+            data: JSON.stringify({ message: `the token is no longer valid (${reason}): sign in again` }),
+          })
+          .finally(() => finish());
+      });
+      const keepalive = setInterval(() => void stream.write(': keepalive\n\n'), STREAM_KEEPALIVE_MS);
       stream.onAbort(() => finish());
 
       await stream.writeSSE({
@@ -174,6 +170,7 @@ export function streamRoutes(deps: HubDeps): Hono<Env> {
         data: JSON.stringify({ project, throttleMs: STREAM_THROTTLE_MS, keepaliveMs: STREAM_KEEPALIVE_MS }),
       });
       await done;
+      release();
       clearInterval(keepalive);
       clearTimeout(flushTimer);
       unsubscribe();

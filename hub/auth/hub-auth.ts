@@ -9,15 +9,27 @@ import type { SqlDb } from '../state/sql.js';
 import { issueEdgeCredential, revokeEdgeCredential } from './edge-credentials.js';
 import { consumeJoinToken, createJoinToken, joinTokenExpiry, listJoinTokens, revokeJoinToken } from './join-tokens.js';
 import type { ApiPrincipal } from './principal.js';
+import type { TokenStreams } from './token-streams.js';
 import { createApiToken, listApiTokens, revokeApiToken, rotateAdminToken, verifyApiToken } from './tokens.js';
 
-/** `dataDir` holds admin.token, which `rotateAdminToken` writes again. */
-export function createHubAuth(db: SqlDb, dataDir: string, caFingerprint: string | null): HubAuth {
+/**
+ * `dataDir` holds admin.token, which `rotateAdminToken` writes again; `streams` holds the tokens'
+ * open requests, which a revocation ends.
+ */
+export function createHubAuth(
+  db: SqlDb,
+  dataDir: string,
+  caFingerprint: string | null,
+  streams: TokenStreams,
+): HubAuth {
   return {
     verifyApiToken: (t) => {
       const p = verifyApiToken(db, t);
-      return p ? ({ tokenId: p.id, role: p.role, project: p.project } satisfies ApiPrincipal) : null;
+      return p
+        ? ({ tokenId: p.id, role: p.role, project: p.project, expiresAt: p.expiresAt } satisfies ApiPrincipal)
+        : null;
     },
+    hold: (p, close) => streams.hold(p, close),
     createApiToken: (o) => {
       const token = createApiToken(db, { ...o, caFingerprint });
       return { token, id: parseToken(token)?.id ?? '' };
@@ -28,8 +40,18 @@ export function createHubAuth(db: SqlDb, dataDir: string, caFingerprint: string 
       return { token, id: parseToken(token)?.id ?? '', expiresAt: joinTokenExpiry(o.ttlMs, now) };
     },
     listTokens: () => ({ api: listApiTokens(db), join: listJoinTokens(db) }),
-    revokeToken: (kind, id) => (kind === 'api' ? revokeApiToken(db, id) : revokeJoinToken(db, id)),
-    rotateAdminToken: () => rotateAdminToken(db, dataDir, caFingerprint),
+    revokeToken: (kind, id) => {
+      if (kind === 'join') return revokeJoinToken(db, id);
+      const revoked = revokeApiToken(db, id);
+      // Also when it was revoked already: a stream that outlived it somehow ends now.
+      streams.revoke(id);
+      return revoked;
+    },
+    rotateAdminToken: () => {
+      const r = rotateAdminToken(db, dataDir, caFingerprint);
+      if (r.revoked) streams.revoke(r.revoked);
+      return r;
+    },
     consumeJoinToken: (t) => consumeJoinToken(db, t),
     issueEdgeCredential: (e, sealKey) => issueEdgeCredential(db, e, sealKey),
     decommissionEdgeCredential: (e) => void revokeEdgeCredential(db, e, { decommissioned: true }),

@@ -43,10 +43,13 @@ export {
 } from './principal.js';
 export { createHubAuth } from './hub-auth.js';
 export { migrateAuth } from './schema.js';
+export { TokenStreams, type CloseStream } from './token-streams.js';
 export {
+  apiTokenExpiry,
   createApiToken,
   ensureAdminToken,
   listApiTokens,
+  liveApiTokens,
   revokeApiToken,
   rotateAdminToken,
   verifyApiToken,

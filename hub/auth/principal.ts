@@ -11,6 +11,12 @@ import type { Principal } from './roles.js';
 /** An authenticated API token: its role and project (`*` spans projects), and which token it is. */
 export interface ApiPrincipal extends Principal {
   tokenId: string;
+  /**
+   * When the credential stops being valid (ms since the epoch): the token's expiry, or for a proxy
+   * session the earlier of its own and its token's; null or absent: never. What a long-lived request
+   * of it may last (token-streams.ts).
+   */
+  expiresAt?: number | null;
 }
 
 export type VerifyApiToken = (token: string) => ApiPrincipal | null;

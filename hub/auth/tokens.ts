@@ -86,15 +86,59 @@ export function createApiToken(db: SqlDb, opts: CreateApiTokenOptions, now = Dat
   return token;
 }
 
-/** The principal of a valid token; null for anything expired, revoked, unknown or malformed. */
-export function verifyApiToken(db: SqlDb, token: string, now = Date.now()): (Principal & { id: string }) | null {
+/** The one rule of a token's validity: neither revoked nor expired. */
+function live(row: Pick<Row, 'revoked_at' | 'expires_at'>, now: number): boolean {
+  return row.revoked_at === null && (row.expires_at === null || row.expires_at > now);
+}
+
+/**
+ * The principal of a valid token, with its expiry (null: none); null for anything expired, revoked,
+ * unknown or malformed.
+ */
+export function verifyApiToken(
+  db: SqlDb,
+  token: string,
+  now = Date.now(),
+): (Principal & { id: string; expiresAt: number | null }) | null {
   migrateAuth(db);
   const t = parseToken(token);
   if (!t || t.kind !== 'api') return null;
   const row = one<Row>(db, 'SELECT * FROM api_tokens WHERE id = ?', t.id);
   if (!row || !secretMatches(t.secret, row.secret_hash)) return null;
-  if (row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
-  return { id: row.id, role: row.role, project: row.project };
+  if (!live(row, now)) return null;
+  return { id: row.id, role: row.role, project: row.project, expiresAt: row.expires_at };
+}
+
+/** Rows per statement of liveApiTokens (PostgreSQL takes at most 65,535 parameters). */
+const LIVE_CHUNK = 500;
+
+/**
+ * Which of the token ids `ids` are valid now (neither revoked nor expired; an unknown id is not),
+ * a few statements for any number: what a hub rechecks for the tokens of its open streams.
+ */
+export function liveApiTokens(db: SqlDb, ids: string[], now = Date.now()): Set<string> {
+  migrateAuth(db);
+  const out = new Set<string>();
+  for (let i = 0; i < ids.length; i += LIVE_CHUNK) {
+    const part = ids.slice(i, i + LIVE_CHUNK);
+    const rows = all<Pick<Row, 'id' | 'revoked_at' | 'expires_at'>>(
+      db,
+      `SELECT id, revoked_at, expires_at FROM api_tokens WHERE id IN (${part.map(() => '?').join(', ')})`,
+      ...part,
+    );
+    for (const r of rows) if (live(r, now)) out.add(r.id);
+  }
+  return out;
+}
+
+/** When token `id` expires (null: never); undefined when it is not valid now (revoked, expired, unknown). */
+export function apiTokenExpiry(db: SqlDb, id: string, now = Date.now()): number | null | undefined {
+  const row = one<Pick<Row, 'revoked_at' | 'expires_at'>>(
+    db,
+    'SELECT revoked_at, expires_at FROM api_tokens WHERE id = ?',
+    id,
+  );
+  return row && live(row, now) ? row.expires_at : undefined;
 }
 
 /** Revokes by id; false if there is no such token or it was already revoked. */

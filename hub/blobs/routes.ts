@@ -35,7 +35,7 @@ export const BLOB_IDLE_TIMEOUT_MS = 2 * 60_000;
 
 export interface BlobRoutesOptions {
   blobs: HubBlobs;
-  auth: Pick<HubAuth, 'verifyApiToken'>;
+  auth: Pick<HubAuth, 'verifyApiToken' | 'hold'>;
   /** Default BLOB_IDLE_TIMEOUT_MS. */
   idleTimeoutMs?: number;
 }
@@ -104,6 +104,11 @@ async function serve(
   digestText: string | undefined,
 ): Promise<void> {
   const p = principalFromHeader((t) => o.auth.verifyApiToken(t), req.headers.authorization);
+  // An upload or download of gigabytes ends with its token (revoked or expired), as streams do.
+  res.once(
+    'close',
+    o.auth.hold(p, () => res.destroy()),
+  );
   if (!isValidName(project)) throw new OutpostError('bad_request', `invalid project "${project}"`);
   const method = req.method ?? 'GET';
   if (digestText === undefined) {

@@ -32,7 +32,7 @@ const API = /^\/api\/v1\/projects\/([^/]+)\/images\/?$/;
 export interface ImageRoutesOptions {
   cache: ImageCache;
   blobs: HubBlobs;
-  auth: Pick<HubAuth, 'verifyApiToken'>;
+  auth: Pick<HubAuth, 'verifyApiToken' | 'hold'>;
 }
 
 /** OCI error codes by our error codes (distribution spec, "Error Codes"). */
@@ -81,6 +81,11 @@ export function handleImageRequest(o: ImageRoutesOptions, req: IncomingMessage, 
   if (!api && !v2) return false;
   const run = async (): Promise<void> => {
     const p = principalOf((t) => o.auth.verifyApiToken(t), tokenOf(req.headers.authorization), MISSING);
+    // A pull of a large layer ends with its token (revoked or expired), as streams do.
+    res.once(
+      'close',
+      o.auth.hold(p, () => res.destroy()),
+    );
     if (api) return serveApi(o, req, res, p, decodeURIComponent(api[1]));
     return serveV2(o, req, res, p, v2!);
   };

@@ -38,6 +38,8 @@ export const BusMessage = z.discriminatedUnion('t', [
    * its edges that do not hold what the tables say.
    */
   z.object({ t: z.literal('leader') }),
+  /** API tokens revoked on the sender: every replica ends their open streams now (hub/auth/token-streams.ts). */
+  z.object({ t: z.literal('revoked'), tokens: z.array(z.string().regex(/^[0-9a-f]{16}$/)).max(1_000) }),
 ]);
 export type BusMessage = z.infer<typeof BusMessage>;
 

@@ -13,7 +13,8 @@
  *   A new leader tells the others so, and each writes the specs of its edges that do not hold what
  *   the tables say: the old leader may have died between recording a pass and naming its edges.
  * - **Everyone hears everything** for the API's change stream: objects written and statuses
- *   reported on another replica.
+ *   reported on another replica; and API tokens revoked on another replica, whose open streams
+ *   here end at once.
  *
  * Sends are gathered (PG_GATHER, longer while they keep coming) and go with the client's next
  * round trip (sent again by it when the database was away); a session that comes back after a
@@ -26,6 +27,7 @@ import type { HubReplicas } from '../state/replicas.js';
 import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import type { ChangeFeed } from '../api/stream.js';
+import type { TokenStreams } from '../auth/token-streams.js';
 import type { Scheduler, SchedulerPeers } from '../scheduler/index.js';
 import type { ReplicaSessionEvent, SyncPostgres } from '../state/pg/sync-client.js';
 import { CHANNEL, parsePayload, publish, type BusMessage } from './bus.js';
@@ -177,6 +179,8 @@ export interface ReplicaWiring {
   /** The edges connected to this process. */
   connections(): string[];
   changes: ChangeFeed;
+  /** The open streams of API tokens: another replica revoked some; after a lost session, read them all again. */
+  tokens: Pick<TokenStreams, 'revoked' | 'recheck'>;
   /** Another replica wrote an object of this kind (controllers that tick may go at once). */
   objectWritten(kind: string): void;
 }
@@ -191,7 +195,10 @@ export function startReplicas(w: ReplicaWiring): Replicas {
     holds: w.connected,
     served: w.connections,
     onLeader: () => scheduler.leadershipChanged(),
-    onResync: () => scheduler.markAll(),
+    onResync: () => {
+      scheduler.markAll();
+      w.tokens.recheck();
+    },
     onMessage: (m) => {
       switch (m.t) {
         case 'object':
@@ -219,6 +226,9 @@ export function startReplicas(w: ReplicaWiring): Replicas {
           break;
         case 'leader':
           scheduler.rewriteStaleSpecs();
+          break;
+        case 'revoked':
+          w.tokens.revoked(m.tokens);
           break;
       }
     },

@@ -63,7 +63,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
 export interface GatewayOptions {
   db: SqlDb;
   edges: Pick<EdgeState, 'get'>;
-  auth: Pick<HubAuth, 'verifyApiToken'>;
+  auth: Pick<HubAuth, 'verifyApiToken' | 'hold'>;
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
@@ -84,6 +84,7 @@ export interface GatewayOptions {
 /** A request admitted here for an edge another replica serves. */
 interface Forwarding {
   forward: ForwardTarget;
+  principal: Principal;
 }
 
 interface EdgeTunnel {
@@ -219,6 +220,9 @@ export class TunnelGateway {
       sendError(res, err, m[3] === 'kube');
       return true;
     }
+    // Held for its token: revoked or expired, the request ends at once, whatever it streams.
+    const release = this.opts.auth.hold(ctx.principal, (reason) => this.cut(ctx, reason, () => res.destroy()));
+    res.once('close', release);
     if ('forward' in ctx) {
       this.opts.forward!.http(req, res, ctx.forward, (err) => sendError(res, err, route === 'kube'));
       return true;
@@ -256,6 +260,8 @@ export class TunnelGateway {
       socket.end(rawErrorResponse(err));
       return true;
     }
+    const release = this.opts.auth.hold(ctx.principal, (reason) => this.cut(ctx, reason, () => socket.destroy()));
+    socket.once('close', release);
     if ('forward' in ctx) {
       this.opts.forward!.upgrade(req, socket, head, ctx.forward);
       return true;
@@ -267,6 +273,17 @@ export class TunnelGateway {
       socket.destroy();
     });
     return true;
+  }
+
+  /**
+   * Ends an admitted request whose token was revoked or expired: its connection is cut (the
+   * client sees the stream break off, not a clean end it could take for the whole answer), and
+   * with it the tunnel stream to the edge, or the forwarded request to the replica serving it.
+   */
+  private cut(ctx: RouteContext | Forwarding, reason: string, destroy: () => void): void {
+    const edge = 'forward' in ctx ? ctx.forward.edge : ctx.edge;
+    log.info({ user: ctx.principal.tokenId, edge }, `tunnel request ended: ${reason}`);
+    destroy();
   }
 
   /**
@@ -324,6 +341,7 @@ export class TunnelGateway {
       );
       return {
         forward: { edge, to, counted: (result) => this.forwarded?.inc({ result }) },
+        principal: p,
       };
     }
     if (!conn && forwardedBy)

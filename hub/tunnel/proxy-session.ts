@@ -22,6 +22,7 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import type { Migration } from '../../sync/sqlite.js';
 import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from '../auth/schema.js';
+import { apiTokenExpiry } from '../auth/tokens.js';
 import { migrateTables, one, run, type SqlDb } from '../state/sql.js';
 
 export const PROXY_COOKIE = 'outpost_proxy';
@@ -164,20 +165,19 @@ export class ProxySessions {
       const parts = split(value);
       const row = parts ? this.row(parts.id) : undefined;
       if (!parts || !row || !row.cookie_hash || !secretMatches(parts.secret, row.cookie_hash)) continue;
-      if (!sameTarget(row, target) || row.expires_at <= now || !this.tokenLive(row.token_id, now)) continue;
-      return { tokenId: row.token_id, role: row.role, project: row.project };
+      if (!sameTarget(row, target) || row.expires_at <= now) continue;
+      // A session dies with its token: revoking the token (or its expiry) ends its browser sessions too.
+      const tokenExpiry = apiTokenExpiry(this.db, row.token_id, now);
+      if (tokenExpiry === undefined) continue;
+      return {
+        tokenId: row.token_id,
+        role: row.role,
+        project: row.project,
+        // What the session's requests may last: until the session or its token ends, whichever is first.
+        expiresAt: tokenExpiry === null ? row.expires_at : Math.min(row.expires_at, tokenExpiry),
+      };
     }
     return null;
-  }
-
-  /** A session dies with its token: revoking the token (or its expiry) ends its browser sessions too. */
-  private tokenLive(tokenId: string, now: number): boolean {
-    const t = one<{ expires_at: number | null; revoked_at: number | null }>(
-      this.db,
-      'SELECT expires_at, revoked_at FROM api_tokens WHERE id = ?',
-      tokenId,
-    );
-    return !!t && t.revoked_at === null && (t.expires_at === null || t.expires_at > now);
   }
 
   private row(id: string): Row | undefined {

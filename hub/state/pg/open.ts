@@ -48,15 +48,23 @@ export async function openPostgres(url: string): Promise<SyncPostgres> {
     return pg;
   } catch (err) {
     await pg.close();
-    const where = `the hub database at ${shown}`;
-    // The cause's message follows this one (core/errors.ts errorMessage): what the server said.
-    if (err instanceof DatabaseUnavailable)
-      throw new Error(
-        `cannot reach ${where}: check that PostgreSQL runs there and accepts connections from this host, and that --database (or OUTPOST_DATABASE) names it`,
-        { cause: err },
-      );
-    if (err instanceof DatabaseError && err.code && REFUSALS[err.code])
-      throw new Error(`cannot use ${where}: ${REFUSALS[err.code]}`, { cause: err });
-    throw new Error(`cannot prepare ${where}`, { cause: err });
+    throw postgresFailure(url, err, 'prepare');
   }
+}
+
+/**
+ * The error to show for `err`, met using the database at `url`: unreachable, refused (with the
+ * fix), or else what `doing` failed; the password never in it.
+ */
+export function postgresFailure(url: string, err: unknown, doing: string): Error {
+  const where = `the hub database at ${redactUrl(url)}`;
+  // The cause's message follows this one (core/errors.ts errorMessage): what the server said.
+  if (err instanceof DatabaseUnavailable)
+    return new Error(
+      `cannot reach ${where}: check that PostgreSQL runs there and accepts connections from this host, and that --database (or OUTPOST_DATABASE) names it`,
+      { cause: err },
+    );
+  if (err instanceof DatabaseError && err.code && REFUSALS[err.code])
+    return new Error(`cannot use ${where}: ${REFUSALS[err.code]}`, { cause: err });
+  return new Error(`cannot ${doing} ${where}`, { cause: err });
 }
