@@ -62,6 +62,7 @@ import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/statements.js';
 import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
+import { ensureReplicaAdminToken, shareRotatedAdminToken } from './identity/admin-token.js';
 import { shareHubIdentity } from './identity/index.js';
 import { loadIdentityKey } from './identity/key.js';
 import { openHubStore } from './store.js';
@@ -77,7 +78,11 @@ export type { HubOptions };
 export interface Hub {
   url: string;
   port: number;
-  adminToken: string;
+  /**
+   * DATA/admin.token. Throws on a replica without --identity-key whose database's admin token
+   * another replica made (it has none: hub/identity/admin-token.ts).
+   */
+  readonly adminToken: string;
   adminTokenCreated: boolean;
   caPem?: string;
   caFingerprint?: string;
@@ -163,7 +168,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     imageStaging: () => imageStagingRef,
   });
 
-  const admin = auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
+  // Replicas on one database share one admin token (identity/admin-token.ts); a SQLite hub makes its own.
+  const admin = pg
+    ? ensureReplicaAdminToken(pg, opts.dataDir, tls?.caFingerprint ?? null, identityKey)
+    : auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
   const fingerprint = tls?.caFingerprint ?? null;
 
   // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
@@ -175,7 +183,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     live: (ids) => auth.liveApiTokens(db, ids),
     broadcast: (tokens) => peers?.send({ t: 'revoked', tokens }),
   });
-  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint, tokenStreams);
+  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint, tokenStreams, (t) => {
+    if (pg && identityKey) shareRotatedAdminToken(pg, identityKey, t);
+  });
 
   const blobs = new HubBlobs({
     db,
@@ -382,7 +392,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   return {
     url,
     port: actualPort,
-    adminToken: admin.token,
+    get adminToken(): string {
+      if (admin.token === undefined)
+        throw new Error(
+          `this replica has no admin token: the database's was made by another replica; copy its admin.token into ${opts.dataDir}`,
+        );
+      return admin.token;
+    },
     adminTokenCreated: admin.created,
     caPem: tls?.caPem,
     caFingerprint: tls?.caFingerprint,

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
+import { newIdentityKey } from '../hub/identity/key.js';
 import { hostPod, killHostWorkloads } from './fixtures/host-workloads.js';
 import { adminApi, startProcessAgent, stopAgents } from './fixtures/in-process-fleet.js';
 import { TestPostgres } from './fixtures/postgres.js';
@@ -30,8 +31,11 @@ beforeAll(async () => {
   fs.mkdirSync(www);
   await server.start();
   const database = server.createDatabase('hub');
+  // One identity, as docs/operations.md sets replicas up: the admin token is shared too.
+  const identityKeyFile = path.join(dir, 'identity.key');
+  fs.writeFileSync(identityKeyFile, newIdentityKey(), { mode: 0o600 });
   const replica = (name: string) =>
-    startHub({ dataDir: path.join(dir, name), listen: '127.0.0.1:0', insecureHttp: true, database });
+    startHub({ dataDir: path.join(dir, name), listen: '127.0.0.1:0', insecureHttp: true, database, identityKeyFile });
   a = await replica('hub-a');
   b = await replica('hub-b');
   const join = await adminApi<{ token: string }>(b, 'POST', '/api/v1/tokens/join', { labels: { site: 'b' } });

@@ -72,6 +72,8 @@ beforeAll(async () => {
     ['--insecure-http', '--database', url, '--max-connections-per-address', String(CAP)],
     logs,
   );
+  // One admin token per database: A made it, and it works on B (B has no admin.token of its own).
+  b = { ...b, token: a.token };
   running.push(b.proc);
   bId = server.sql(`SELECT id FROM hub_replicas WHERE url = '${b.url}'`, 'hub');
   expect(bId).toMatch(new RegExp(`:${b.proc.child.pid}:`));

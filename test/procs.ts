@@ -76,7 +76,9 @@ export async function startHubProc(
       (proc.alive ? null : Promise.reject(new Error(`hub exited: ${proc.err}`))),
     { timeout: 30_000, what: 'hub to listen' },
   );
-  const token = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
+  // A replica without --identity-key on a database whose admin token another made has none ('').
+  const tokenFile = path.join(dataDir, 'admin.token');
+  const token = fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, 'utf8').trim() : '';
   const caFile = path.join(dataDir, 'tls', 'ca.pem');
   return { proc, url, token, ...(fs.existsSync(caFile) ? { ca: fs.readFileSync(caFile, 'utf8') } : {}) };
 }

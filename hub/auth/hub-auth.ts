@@ -21,6 +21,8 @@ export function createHubAuth(
   dataDir: string,
   caFingerprint: string | null,
   streams: TokenStreams,
+  /** After `token rotate-admin`: hub replicas sharing an identity share the new token too. */
+  onAdminRotated: (token: string) => void = () => {},
 ): HubAuth {
   return {
     verifyApiToken: (t) => {
@@ -50,6 +52,7 @@ export function createHubAuth(
     rotateAdminToken: () => {
       const r = rotateAdminToken(db, dataDir, caFingerprint);
       if (r.revoked) streams.revoke(r.revoked);
+      onAdminRotated(r.token);
       return r;
     },
     consumeJoinToken: (t) => consumeJoinToken(db, t),

@@ -161,6 +161,29 @@ export function listApiTokens(db: SqlDb): ApiTokenInfo[] {
   }));
 }
 
+/** How the admin tokens of DATA/admin.token are described (`token list`), and found again. */
+const FIRST_START_ADMIN = 'created at first start (admin.token)';
+const ROTATED_ADMIN = 'admin.token, rotated at ';
+
+/**
+ * Whether the database holds a live admin token a hub made for its admin.token (at a first start
+ * or by `token rotate-admin`): hub replicas on one database make that token once.
+ */
+export function hasFirstStartAdminToken(db: SqlDb, now = Date.now()): boolean {
+  migrateAuth(db);
+  return (
+    one<{ n: number }>(
+      db,
+      `SELECT COUNT(*) n FROM api_tokens WHERE role = 'admin' AND project = ? AND revoked_at IS NULL
+         AND (expires_at IS NULL OR expires_at > ?) AND (description = ? OR description LIKE ?)`,
+      ALL_PROJECTS,
+      now,
+      FIRST_START_ADMIN,
+      `${ROTATED_ADMIN}%`,
+    )!.n > 0
+  );
+}
+
 /**
  * On first start, creates an admin token for all projects and writes it to DATA/admin.token
  * (mode 0600). Once the file exists only rotateAdminToken rewrites it (`outpost token
@@ -189,7 +212,7 @@ export function ensureAdminToken(
   const token = transaction(db, () => {
     const t = createApiToken(
       db,
-      { role: 'admin', project: ALL_PROJECTS, description: 'created at first start (admin.token)', caFingerprint },
+      { role: 'admin', project: ALL_PROJECTS, description: FIRST_START_ADMIN, caFingerprint },
       now,
     );
     try {
@@ -229,7 +252,7 @@ export function rotateAdminToken(
       {
         role: 'admin',
         project: ALL_PROJECTS,
-        description: `admin.token, rotated at ${new Date(now).toISOString()}`,
+        description: `${ROTATED_ADMIN}${new Date(now).toISOString()}`,
         caFingerprint,
       },
       now,

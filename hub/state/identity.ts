@@ -1,8 +1,9 @@
 /**
  * @module The hub's identity, shared by the hub processes on one PostgreSQL (issue #22;
  * docs/operations.md, "HA and scale-out"): one row per part (the CA, the secrets key, the release
- * key), each sealed with the identity key every replica is given (hub/identity/). The rows are
- * written once, by the first replica that starts with the key, and never changed: a part is put
+ * key, and the first admin token: hub/identity/admin-token.ts), each sealed with the identity key
+ * every replica is given (hub/identity/). The rows are written once, by the first replica that
+ * starts with the key, and never changed (but the admin token, which `token rotate-admin` replaces): a part is put
  * with `ON CONFLICT DO NOTHING`, so replicas starting at once on an empty database all read back
  * the one identity the first of them wrote.
  *
@@ -64,6 +65,22 @@ export class IdentityStore {
         );
       return this.all();
     });
+  }
+
+  /**
+   * Replaces a part: only the shared admin token (hub/identity/admin-token.ts), which `token
+   * rotate-admin` changes; the CA and the keys are written once and never changed.
+   */
+  replace(row: Omit<IdentityRow, 'createdAt'>, now = Date.now()): void {
+    run(
+      this.db,
+      `INSERT INTO hub_identity (part, sealed, public, created_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT(part) DO UPDATE SET sealed = excluded.sealed, public = excluded.public, created_at = excluded.created_at`,
+      row.part,
+      row.sealed,
+      row.public,
+      now,
+    );
   }
 
   /** Every part, by name. */
