@@ -127,23 +127,12 @@ describe('the data directory lock', () => {
     lock.release();
   }, 60_000);
 
-  it('a recorded pid that names another program now is not signalled; the refusal says nobody recorded itself', async () => {
+  it('a record naming a process that does not hold the lock (a reused pid, a wrong record) gets no signal; the refusal says nobody recorded itself', async () => {
     const dir = tempDir('outpost-lock-');
     const file = path.join(dir, 'agent.lock');
     const other = spawn('sleep', ['600'], { stdio: 'ignore' });
     started.push(other.pid!);
-    // The record of a trial agent whose pid was reused since (same pid, another start time) ...
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        pid: other.pid,
-        start: '1',
-        what: 'outpost edge',
-        since: 'x',
-        launcher: { pid: 1, start: '1' },
-      }),
-    );
-    // ... and the lock held by a process that wrote no record.
+    // The lock held by a process that writes no record.
     const flock = spawn('flock', ['-o', '-x', file, 'sleep', '600'], { stdio: 'ignore' });
     started.push(flock.pid!);
     const sleeping = await waitFor(
@@ -151,9 +140,16 @@ describe('the data directory lock', () => {
       { what: 'flock holding the file' },
     );
     started.push(Number(sleeping));
-    const err = await refused(new AgentLock(dir, { what: 'test', waitMs: 3_000 }));
-    expect(err.holder).toBeUndefined();
-    expect(err.message).toContain(`another process (none recorded its pid; see fuser -v ${file})`);
-    expect(isRunning({ pid: other.pid! })).toBe(true);
+    const real = processRef(other.pid!);
+    // Records of a trial agent whose launcher is gone: its pid reused since (another start time),
+    // and a record naming a live process that does not hold the lock.
+    for (const start of ['1', real.start!]) {
+      const record = { pid: other.pid, start, what: 'outpost edge', since: 'x', launcher: { pid: 1, start: '1' } };
+      fs.writeFileSync(file, JSON.stringify(record));
+      const err = await refused(new AgentLock(dir, { what: 'test', waitMs: 3_000 }));
+      expect(err.holder).toBeUndefined();
+      expect(err.message).toContain(`another process (none recorded its pid; see fuser -v ${file})`);
+      expect(isRunning(real)).toBe(true);
+    }
   }, 30_000);
 });

@@ -26,8 +26,9 @@
  * lock held by a trial agent whose launcher is gone: nobody can commit that trial any more, so it
  * ends it too, takes the lock and rolls back (switch.ts). Either way at most one agent runs.
  *
- * A pid names a process only with its start time (`/proc/PID/stat`): a recorded pid that was
- * reused by another program is never signalled.
+ * A pid names a process only with its start time (`/proc/PID/stat`), and a process is ended only
+ * if the kernel lists the lock among its descriptors' (`/proc/PID/fdinfo`): a recorded pid that was
+ * reused by another program, or a record that is wrong, never gets a signal.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -212,18 +213,22 @@ export class AgentLock {
     for (;;) {
       if (tryFlock(fd, this.file)) return;
       const holder = readLockHolder(this.dataDir);
-      // Our own record (this pid wrote it before an exec dropped the lock) names nobody else.
-      const running = holder !== undefined && isRunning(holder) && !sameProcess(holder, this.me);
-      if (!running && !ending) {
-        unknownSince ??= Date.now();
-        if (Date.now() - unknownSince < 2_000) {
-          await sleep(POLL_MS);
-          continue;
+      // The record is a file's word: it counts only for a running process (not this one, whose
+      // record an exec left behind) that the kernel does not deny holds the lock.
+      const holds =
+        holder && isRunning(holder) && !sameProcess(holder, this.me) ? holdsLock(holder.pid, this.file) : false;
+      if (!ending) {
+        if (holds === false || !holder) {
+          unknownSince ??= Date.now();
+          if (Date.now() - unknownSince < 2_000) {
+            await sleep(POLL_MS);
+            continue;
+          }
+          throw this.busy(undefined);
         }
-        throw this.busy(undefined);
-      }
-      if (running && !ending) {
         if (!this.abandoned(holder)) throw this.busy(holder);
+        // Signalled only when the kernel lists the lock among its descriptors.
+        if (holds !== true) throw this.busy(holder, 'its descriptors cannot be read to end it');
         this.o.log?.info(
           { pid: holder.pid, launcher: holder.launcher },
           'ending the agent left on trial by a switch that will not complete (its launcher is gone or is this process)',
@@ -257,6 +262,30 @@ export class AgentLock {
       h,
     );
   }
+}
+
+/**
+ * Whether process `pid` holds a flock lock through a descriptor of `file`: its /proc fdinfo lists
+ * the locks of that descriptor's open file description. Undefined when its descriptors cannot be read.
+ */
+export function holdsLock(pid: number, file: string): boolean | undefined {
+  let target: string;
+  let fds: string[];
+  try {
+    target = fs.realpathSync(file);
+    fds = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return undefined;
+  }
+  for (const fd of fds) {
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) !== target) continue;
+      if (/^lock:.*\bFLOCK\b/m.test(fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'))) return true;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return false;
 }
 
 function signal(ref: ProcessRef, sig: NodeJS.Signals): void {
