@@ -48,7 +48,7 @@ export interface ProcessRef {
 
 /** What the holder writes into the lock file. */
 export interface LockHolder extends ProcessRef {
-  /** What holds it: `outpost edge`, `outpost edge (release on trial)`, `outpost edge uninstall`. */
+  /** What holds it: `outpost edge`, `outpost edge (a release on trial)`, `outpost edge uninstall`. */
   what: string;
   since: string;
   /** Set by a release on trial: the launcher that started it and commits or rolls it back. */

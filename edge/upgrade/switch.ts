@@ -12,6 +12,9 @@
  *   child is killed, the file says `rolled-back` with the reason and the old binary runs on.
  *   A start finding `trial` already counted (the launcher was killed, the host rebooted mid-switch)
  *   rolls back too: the start counter, checked before the new binary runs.
+ * - `committed`: every start of `outpost edge` replaces itself with the committed binary.
+ * - `rolled-back`: the old binary runs (the release committed before, if any: `previousBinary`, else
+ *   the binary started); the reason stays for `outpost edge local status`.
  *
  * The data directory's lock (edge/agent-lock.ts) is handed over, not shared: the launcher holds it
  * until it starts the new binary, the new agent takes it (recording its launcher), and the launcher
@@ -20,9 +23,6 @@
  * was killed mid-trial and started again takes it back the same way at its start: the orphan is
  * ended, then the start counter rolls the switch back. Everything here after the lock is taken
  * back runs with no other agent on the directory (the snapshot restore, `rolled-back`).
- * - `committed`: every start of `outpost edge` replaces itself with the committed binary.
- * - `rolled-back`: the old binary runs (the release committed before, if any: `previousBinary`, else
- *   the binary started); the reason stays for `outpost edge local status`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
