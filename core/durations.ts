@@ -217,3 +217,12 @@ export const BLOB_RESERVATION_TTL_MS = 3 * BLOB_RESERVATION_RENEW_MS;
  * not get. It is what the event stream's keep-alive check did every 15 s before.
  */
 export const TOKEN_RECHECK_MS = 15_000;
+/**
+ * An edge agent left on trial by a switch that will not complete (edge/agent-lock.ts) is sent
+ * SIGTERM, and SIGKILL if it still holds the data directory's lock this much later: its graceful
+ * close takes a second or two; 10 s leaves room on a busy device and stays well inside the unit's
+ * TimeoutStopSec (30 s), so a stop of the service waiting for it does not time out first.
+ */
+export const AGENT_LOCK_GRACE_MS = 10_000;
+/** How long `outpost edge` waits for such an agent to let the lock go (after SIGKILL too) before it gives up. */
+export const AGENT_LOCK_WAIT_MS = 30_000;

@@ -4,6 +4,7 @@
  * when there is one), make sure no agent still runs on the data directory, remove every workload
  * with the edge's own driver (processes killed, pods and volumes removed), remove the unit file,
  * reload systemd, delete the data directory. Without --yes it only says what it would do.
+ * "No agent still runs" is the data directory's lock (edge/agent-lock.ts), held to the end.
  * A step that fails stops the uninstall with the data directory still there, so it can be run again.
  */
 import { execFileSync } from 'node:child_process';
@@ -11,6 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { absolute } from '../core/install.js';
+import { AgentLock, AgentLockBusy, agentLockPath, describeHolder } from './agent-lock.js';
 import { configPath, readEdgeConfig } from './config.js';
 import { readDecommissioned } from './decommission.js';
 import { createDriver } from './drivers/index.js';
@@ -84,6 +86,20 @@ export async function uninstallEdge(o: EdgeUninstallOptions): Promise<string> {
     out += `systemctl ${args.join(' ')}\n`;
   };
   if (hasUnit && systemctl) run(['disable', '--now', EDGE_UNIT]);
+  // Held until this process exits (the directory goes with it): no agent starts on it while its
+  // workloads are removed. An agent that still runs holds it: refused with its pid.
+  const lock = new AgentLock(dataDir, { what: 'outpost edge uninstall' });
+  try {
+    await lock.acquire();
+  } catch (err) {
+    if (!(err instanceof AgentLockBusy)) throw err;
+    const who = err.holder ? `: ${describeHolder(err.holder)}` : ` (${agentLockPath(dataDir)} is locked)`;
+    const kill = err.holder ? ` (kill ${err.holder.pid})` : '';
+    throw new Error(
+      `an edge agent still runs on ${dataDir}${who}, not under systemd?: stop it first${kill}, then run outpost edge uninstall again; nothing was removed`,
+    );
+  }
+  // An agent of a release that predates the lock does not take it, but answers on its socket.
   if (await agentRunning(path.join(dataDir, 'agent.sock')))
     throw new Error(
       `an edge agent still runs on ${dataDir} (not under systemd?): stop it first, then run outpost edge uninstall again; nothing was removed`,

@@ -52,17 +52,33 @@ export function registerEdgeCommand(program: Command): Command {
       // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
       // settings (edge/process-settings.ts); does not return then.
       const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
-      const [{ startEdgeAgent }, { resolveJoinToken }, { launch, restartSelf }, { startMemoryReclaim }] =
-        await Promise.all([
-          import('../edge/agent.js'),
-          import('../edge/enroll.js'),
-          import('../edge/upgrade/switch.js'),
-          import('../edge/memory-reclaim.js'),
-        ]);
+      const [
+        { startEdgeAgent },
+        { resolveJoinToken },
+        { launch, restartSelf, trialLauncher },
+        { startMemoryReclaim },
+        { AgentLock },
+      ] = await Promise.all([
+        import('../edge/agent.js'),
+        import('../edge/enroll.js'),
+        import('../edge/upgrade/switch.js'),
+        import('../edge/memory-reclaim.js'),
+        import('../edge/agent-lock.js'),
+      ]);
       log.info({ tuning }, 'edge process settings');
+      // One agent per data directory (edge/agent-lock.ts), before anything of it is read: a second
+      // `outpost edge` on it is refused naming the holder's pid; held until this process exits or
+      // execs (the switch hands it to the release on trial and takes it back).
+      const launcher = trialLauncher();
+      const lock = new AgentLock(o.data, {
+        what: launcher ? 'outpost edge (a release on trial)' : 'outpost edge',
+        ...(launcher ? { launcher } : {}),
+        log,
+      });
+      await lock.acquire();
       // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
       // trial and commits or rolls back, or becomes the committed binary (does not return then).
-      await launch(o.data, log);
+      await launch(o.data, log, lock);
       let switchTo: () => void = () => undefined;
       const switchRequested = new Promise<true>((r) => (switchTo = () => r(true)));
       const agent = await startEdgeAgent({

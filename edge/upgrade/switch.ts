@@ -15,10 +15,19 @@
  * - `committed`: every start of `outpost edge` replaces itself with the committed binary.
  * - `rolled-back`: the old binary runs (the release committed before, if any: `previousBinary`, else
  *   the binary started); the reason stays for `outpost edge local status`.
+ *
+ * The data directory's lock (edge/agent-lock.ts) is handed over, not shared: the launcher holds it
+ * until it starts the new binary, the new agent takes it (recording its launcher), and the launcher
+ * takes it back when the trial ends, ending first a trial agent that still holds it (a release that
+ * is a wrapper script leaves its real binary running when the script is stopped). A launcher that
+ * was killed mid-trial and started again takes it back the same way at its start: the orphan is
+ * ended, then the start counter rolls the switch back. Everything here after the lock is taken
+ * back runs with no other agent on the directory (the snapshot restore, `rolled-back`).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { processRef, type AgentLock, type ProcessRef } from '../agent-lock.js';
 import type { InstalledVersion } from '../../core/release.js';
 import { restoreIfMigrated } from './snapshot.js';
 
@@ -26,6 +35,12 @@ import { restoreIfMigrated } from './snapshot.js';
 export const LAUNCHED_ENV = 'OUTPOST_UPGRADE_LAUNCHED';
 /** Set for a binary on trial: the path of the marker it writes once healthy. */
 export const TRIAL_ENV = 'OUTPOST_UPGRADE_TRIAL';
+/**
+ * Set for a binary on trial: its launcher as `PID:START` (edge/agent-lock.ts ProcessRef). The trial
+ * agent records it with the data directory's lock, so a launcher restarted after this one died
+ * knows the agent holding the lock is an orphaned trial, and ends it.
+ */
+export const LAUNCHER_ENV = 'OUTPOST_UPGRADE_LAUNCHER';
 /** Default time the new binary has to connect and reconcile. */
 export const DEFAULT_SWITCH_DEADLINE_MS = 120_000;
 
@@ -157,18 +172,31 @@ export interface LaunchLog {
 }
 
 /**
- * Call in `outpost edge` before the agent starts. Returns when this process should run the agent
- * itself (no switch pending, launched by a launcher, or rolled back with no release committed
- * before); replaces the process with the committed binary (`committedBinary`) otherwise and does
- * not return.
+ * In a binary on trial: the launcher that started it, from the environment (then removed from it,
+ * so the workloads this agent starts do not inherit it). Undefined outside a trial.
  */
-export async function launch(dataDir: string, log: LaunchLog): Promise<UpgradeState | undefined> {
+export function trialLauncher(env: NodeJS.ProcessEnv = process.env): ProcessRef | undefined {
+  const v = env[LAUNCHER_ENV];
+  delete env[LAUNCHER_ENV];
+  const m = v ? /^(\d+):(\d*)$/.exec(v) : null;
+  if (!m) return undefined;
+  return m[2] ? { pid: Number(m[1]), start: m[2] } : { pid: Number(m[1]) };
+}
+
+/**
+ * Call in `outpost edge` before the agent starts, with the data directory's lock held. Returns
+ * when this process should run the agent itself (no switch pending, launched by a launcher, or
+ * rolled back with no release committed before), with the lock held; replaces the process with the
+ * committed binary (`committedBinary`) otherwise and does not return (the exec drops the lock; the
+ * committed binary takes it at its start).
+ */
+export async function launch(dataDir: string, log: LaunchLog, lock: AgentLock): Promise<UpgradeState | undefined> {
   if (process.env[LAUNCHED_ENV] !== undefined) {
     delete process.env[LAUNCHED_ENV];
     return readUpgradeState(dataDir);
   }
   let s = readUpgradeState(dataDir);
-  if (s?.state === 'trial') s = await trial(dataDir, s, log);
+  if (s?.state === 'trial') s = await trial(dataDir, s, log, lock);
   if (s?.state === 'committed' && !fs.existsSync(s.binary))
     s = rollBack(dataDir, s, `the committed binary ${s.binary} is gone`, log);
   const binary = committedBinary(s);
@@ -214,10 +242,11 @@ function rollBack(dataDir: string, s: UpgradeState, reason: string, log: LaunchL
   return r;
 }
 
-async function trial(dataDir: string, s: UpgradeState, log: LaunchLog): Promise<UpgradeState> {
+async function trial(dataDir: string, s: UpgradeState, log: LaunchLog, lock: AgentLock): Promise<UpgradeState> {
   if (s.starts > 0) {
     // The launcher died mid-trial; its child may live on (KillMode=process keeps it, and so does
-    // a plain kill -9): end it, or two agents would share this data directory.
+    // a plain kill -9). A trial agent holding the lock was ended when this start took it; the
+    // child itself (a wrapper script, a release that predates the lock) is ended here.
     endOrphanedTrial(dataDir, s, log);
     return rollBack(
       dataDir,
@@ -231,8 +260,13 @@ async function trial(dataDir: string, s: UpgradeState, log: LaunchLog): Promise<
   const healthy = healthyFile(dataDir);
   fs.rmSync(healthy, { force: true });
   log.info({ version: s.version, binary: s.binary, deadlineMs: s.deadlineMs }, 'switching: starting the new binary');
+  const me = processRef();
+  // The new agent takes the lock at its start (a process started after this line and before it
+  // could take it first: then the new agent refuses, exits, and this launcher cannot take the lock
+  // back and exits too; one agent either way).
+  lock.release();
   const child = spawn(s.binary, process.argv.slice(2), {
-    env: { ...process.env, [LAUNCHED_ENV]: '1', [TRIAL_ENV]: healthy },
+    env: { ...process.env, [LAUNCHED_ENV]: '1', [TRIAL_ENV]: healthy, [LAUNCHER_ENV]: `${me.pid}:${me.start ?? ''}` },
     stdio: 'inherit',
   });
   if (child.pid) writeUpgradeState(dataDir, { ...s, starts: s.starts + 1, trialPid: child.pid });
@@ -262,12 +296,17 @@ async function trial(dataDir: string, s: UpgradeState, log: LaunchLog): Promise<
     await exited;
     process.off('SIGTERM', forward);
     process.off('SIGINT', forward);
+    // Back before the committed binary replaces this process: no agent of the trial lingers.
+    await lock.acquire();
     return readUpgradeState(dataDir)!;
   }
   child.kill('SIGKILL');
   await exited;
   process.off('SIGTERM', forward);
   process.off('SIGINT', forward);
+  // Before the snapshot is restored and the old binary runs: the real agent of a wrapper script
+  // outlives the script; taking the lock back ends it.
+  await lock.acquire();
   return rollBack(dataDir, s, `release ${s.version}: ${failure}`, log);
 }
 
