@@ -1,6 +1,7 @@
 /**
  * @module Pure functions that turn a workload unit into the Kubernetes objects the driver applies:
- * ownership labels, namespace defaulting, apply order, and the identity of an object.
+ * ownership labels, namespace defaulting, apply order, the identity of an object, and no
+ * outpost.dev annotations (the edge's own, ../outpost-annotations.ts).
  *
  * Namespaces: a namespaced object without `metadata.namespace` goes into `outpost-<workload>`,
  * a namespace the workload owns (labelled like its objects, deleted by `remove`). A namespace a
@@ -10,6 +11,7 @@
  */
 import type { Manifest } from '../../../core/resources.js';
 import type { WorkloadUnit } from '../driver.js';
+import { withoutOutpostAnnotations } from '../outpost-annotations.js';
 
 export const LABEL_WORKLOAD = 'outpost.dev/workload';
 export const LABEL_HASH = 'outpost.dev/hash';
@@ -114,7 +116,9 @@ export function prepare(unit: WorkloadUnit): PreparedUnit {
   const shared = new Set<string>();
   let usesOwn = false;
   const objects = unit.manifests.map((m: Manifest) => {
-    const o = structuredClone(m) as KObj;
+    // The edge consumed its outpost.dev annotations (../outpost-annotations.ts); the cluster gets the
+    // rest, and drift compares against this, so their absence on the live objects is no drift.
+    const o = structuredClone(withoutOutpostAnnotations(m)) as KObj;
     o.metadata.labels = { ...(o.metadata.labels ?? {}), ...labels };
     if (isNamespaced(o.kind)) {
       if (!o.metadata.namespace) {

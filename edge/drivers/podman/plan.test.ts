@@ -1,5 +1,8 @@
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { EGRESS_ANNOTATION } from '../../../core/data.js';
+import { OBJECTS_MOUNT_ANNOTATION } from '../../../core/delivery.js';
+import { DOCKER_CONFIG_KEY, DOCKER_CONFIG_TYPE, registryTlsAnnotations } from '../../../core/images.js';
 import type { Manifest } from '../../../core/resources.js';
 import { planUnit, UnsupportedUnitError } from './plan.js';
 
@@ -117,6 +120,59 @@ describe('planUnit', () => {
       metadata: { ...dep.spec.template.metadata, name: 'd-own1-h1-pod-1' },
       spec: dep.spec.template.spec,
     });
+  });
+
+  it("hands podman no outpost.dev annotation, after reading a pull Secret's registry settings", () => {
+    // docs/data.md's egress declaration: podman 4.3 refuses an annotation value past 63 characters.
+    const egress = '[{"source": "/export", "target": "clips", "mode": "move", "maxBytes": "2GiB"}]';
+    const plan = planUnit(
+      unitOf([
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          type: DOCKER_CONFIG_TYPE,
+          metadata: {
+            name: 'pull',
+            annotations: registryTlsAnnotations([
+              { host: 'reg.example:5000', caBundle: 'PEM' },
+              { host: 'plain.example:5000', insecure: true },
+            ]),
+          },
+          stringData: { [DOCKER_CONFIG_KEY]: JSON.stringify({ auths: { 'reg.example:5000': { auth: 'dTpw' } } }) },
+        },
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'camera', annotations: { [EGRESS_ANNOTATION]: egress, team: 'vision' } },
+          spec: { imagePullSecrets: [{ name: 'pull' }], containers: [{ name: 'main', image: 'reg.example:5000/c:1' }] },
+        },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'reader', annotations: { [OBJECTS_MOUNT_ANNOTATION]: '/objects' } },
+          spec: {
+            replicas: 1,
+            template: {
+              metadata: { annotations: { [OBJECTS_MOUNT_ANNOTATION]: '/objects', 'outpost.dev/x': 'y' } },
+              spec: { containers: [{ name: 'main', image: 'i' }] },
+            },
+          },
+        },
+      ]),
+      'own1',
+      '/data/vol',
+    );
+    expect(plan.pull?.ca.get('reg.example:5000')).toBe('PEM');
+    expect([...(plan.pull?.insecure ?? [])]).toEqual(['plain.example:5000']);
+    const [camera, reader] = docs(plan.yaml);
+    expect(camera.metadata.annotations).toEqual({ team: 'vision' });
+    expect(camera.metadata.labels['outpost.dev/workload']).toBe('web');
+    expect(reader.metadata.annotations).toBeUndefined();
+    expect(reader.spec.template.metadata.annotations).toBeUndefined();
+    expect(reader.spec.template.metadata.labels['outpost.dev/template']).toBe('reader');
+    const played = [plan.yaml, ...plan.pods.map((p) => p.yaml)].join('\n');
+    expect(played).not.toMatch(/outpost\.dev\/(egress|objects|x|registry)/);
+    expect(plan.pods.map((p) => docs(p.yaml)[0].metadata.annotations)).toEqual([{ team: 'vision' }, undefined]);
   });
 
   it('rejects kinds podman cannot run and volumes of objects the workload lacks', () => {

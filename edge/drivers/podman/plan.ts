@@ -17,11 +17,15 @@
  * - ConfigMap and Secret volumes become global named volumes that are filled once and never
  *   updated or removed (and a secret volume without `optional` crashes podman 4.3). The plan
  *   writes their files itself and mounts them as read-only hostPath directories per unit hash.
+ * - Annotation values past 63 characters are refused ("value length exceeds Kubernetes max 63").
+ *   The outpost.dev annotations (the egress declaration of docs/data.md is longer) are the edge's
+ *   own and never reach podman (../outpost-annotations.ts); a pull Secret's are read first.
  */
 import { stringify } from 'yaml';
 import { podTemplates } from '../../../core/manifest.js';
 import { DOCKER_CONFIG_KEY, DOCKER_CONFIG_TYPE, registryTlsOf } from '../../../core/images.js';
 import type { WorkloadUnit } from '../driver.js';
+import { withoutOutpostAnnotations } from '../outpost-annotations.js';
 
 export const LABEL_OWNER = 'outpost.dev/owner';
 export const LABEL_WORKLOAD = 'outpost.dev/workload';
@@ -330,12 +334,14 @@ export function planUnit(unit: WorkloadUnit, owner: string, volumeRoot: string):
   }
 
   const pull = pullAccess(manifests, pullSecrets, secrets);
-  const played = manifests.filter((m) => PLAYED_KINDS.has(m.kind) && m.kind !== 'PersistentVolumeClaim');
+  // What podman is handed, from here on: the pull settings above were the last of them read.
+  const handed = manifests.map(withoutOutpostAnnotations);
+  const played = handed.filter((m) => PLAYED_KINDS.has(m.kind) && m.kind !== 'PersistentVolumeClaim');
   return {
     yaml: played.map((m) => stringify(m)).join('---\n'),
-    pods: templates.flatMap((t) => plannedPods(t, manifests[t.index])),
+    pods: templates.flatMap((t) => plannedPods(t, handed[t.index])),
     configMapDocs: played.filter((m) => m.kind === 'ConfigMap').map((m) => stringify(m)),
-    claimDocs: manifests
+    claimDocs: handed
       .filter((m) => m.kind === 'PersistentVolumeClaim')
       .map((m) => ({ volume: m.metadata.name as string, yaml: stringify(m) })),
     images: [...images],

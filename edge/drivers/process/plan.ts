@@ -1,11 +1,13 @@
 /**
  * @module Turns a workload unit's manifests into the host processes to run. Pure: no files, no
  * processes. Anything the process driver cannot honour becomes `error`, a message naming the field
- * and the fix; the driver then reports the workload Failed and runs nothing of it.
+ * and the fix; the driver then reports the workload Failed and runs nothing of it. A data mount it
+ * cannot make but the workload can do without becomes a notice (data-mounts.ts).
  */
 import { join } from 'node:path';
 import type { WorkloadUnit } from '../driver.js';
 import { collectConfig, planVolume, resolveEnv, volumeEnvName, expandVars, type VolumePlan } from './config.js';
+import { dataMountNotices } from './data-mounts.js';
 import type { K8sContainer, K8sObject, K8sPodSpec, K8sProbe } from './k8s-types.js';
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
@@ -53,6 +55,8 @@ export interface WorkloadPlan {
   volumes: VolumePlan[];
   /** Why the unit cannot run here; when set, nothing runs. */
   error?: string;
+  /** What the driver does not honour yet runs without (data-mounts.ts): said in the status message. */
+  notices: string[];
 }
 
 export const DEFAULT_GRACE_MS = 10_000;
@@ -66,7 +70,7 @@ export interface PlanContext {
 }
 
 export function planWorkload(unit: WorkloadUnit, ctx: PlanContext): WorkloadPlan {
-  const plan: WorkloadPlan = { objects: [], processes: [], volumes: [] };
+  const plan: WorkloadPlan = { objects: [], processes: [], volumes: [], notices: dataMountNotices(unit.manifests) };
   const fail = (error: string): WorkloadPlan => ({ ...plan, processes: [], error });
   const objects = unit.manifests as unknown as K8sObject[];
   const src = collectConfig(objects);

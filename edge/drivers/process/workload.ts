@@ -262,12 +262,13 @@ export class ManagedWorkload {
       if ((!objReady || procs.some((x) => x.obs.degraded)) && notes.length)
         problems.push(`${o.key}: ${notes.join('; ')}`);
     }
-    const message = problems.join('; ') || undefined;
+    // Problems first: they are why the workload is not Ready; the notices hold whatever its phase.
+    const message = [...problems, ...this.plan.notices].join('; ') || undefined;
     if (this.state.stopped)
       return { ...base, phase: 'Paused', message: stoppedOnRequest(this.name), restarts, objects, stopped: true };
     if (failed) return { ...base, phase: 'Failed', message, restarts, objects };
     if (degraded) return { ...base, phase: 'Degraded', message, restarts, objects };
-    if (allReady) return { ...base, phase: 'Ready', restarts, objects };
+    if (allReady) return { ...base, phase: 'Ready', ...(message ? { message } : {}), restarts, objects };
     return { ...base, phase: this.supervisors.size === 0 ? 'Pending' : 'Progressing', message, restarts, objects };
   }
 
