@@ -28,12 +28,28 @@ export const MAX_RENDERED_WORKLOAD_BYTES = 2 * 1024 * 1024;
  */
 export const MAX_YAML_EXPANDED_BYTES = MAX_REQUEST_BYTES;
 
+/**
+ * What one archive (a package's .tgz) may expand to, counted as it is decompressed: the tar stream,
+ * headers and padding included. Gzip makes 2 GiB of zeros 2 MB, so the compressed size bounds
+ * nothing. A package is templates plus the small files its workloads ship; large data travels as
+ * blobs or in images (docs/bytes.md). Expanding 1 GiB costs the hub about a second of one core and
+ * no memory: the reader streams (core/archive.ts) and stops at the first byte over.
+ */
+export const MAX_ARCHIVE_EXPANDED_BYTES = 1024 * 1024 * 1024;
+/**
+ * One entry (file) of an archive, as its tar header declares it (tar hands an entry exactly the
+ * bytes its header declares): refused at the header, reading stops there, so a huge entry costs
+ * nothing to find out. A package's data files are small; what is larger travels as a blob.
+ */
+export const MAX_ARCHIVE_ENTRY_BYTES = 256 * 1024 * 1024;
+
 /** One heartbeat message from an edge: a timestamp and a few gauges. */
 export const MAX_HEARTBEAT_BYTES = 16 * 1024;
 /** Metric keys in one heartbeat (an edge sends a handful; 20,000 once made a healthy edge 7x slower). */
 export const MAX_HEARTBEAT_METRICS = 64;
 
 export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024 * 1024) return `${(n / 1024 / 1024 / 1024).toFixed(1)} GiB`;
   if (n >= 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
   if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${n} bytes`;

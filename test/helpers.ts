@@ -18,6 +18,25 @@ export function rssMb(pid: number): number {
 }
 
 /**
+ * Measures a process's resident memory around `fn`, in MB: before it, its peak while `fn` ran
+ * (VmHWM, reset to the current RSS first through /proc/PID/clear_refs, Linux 4.0+) and after it.
+ * The peak is what an attack cost at its worst, which two samples around it can miss.
+ */
+export async function rssAround<T>(
+  pid: number,
+  fn: () => Promise<T>,
+): Promise<{ result: T; beforeMb: number; peakMb: number; afterMb: number }> {
+  const status = (field: string) =>
+    Math.round(
+      Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024,
+    );
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  const beforeMb = status('VmRSS');
+  const result = await fn();
+  return { result, beforeMb, peakMb: status('VmHWM'), afterMb: status('VmRSS') };
+}
+
+/**
  * The one poll-until helper of the tests: polls `fn` until it returns a truthy value or the
  * deadline passes (default 30 s; then throws naming `what` and the last value or error).
  */

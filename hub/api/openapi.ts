@@ -210,8 +210,14 @@ export function openApiDocument(version: string): unknown {
         responses: { 200: { description: '{items}' } },
       },
       post: {
-        summary: 'Publish a package {digest} whose .tgz was uploaded as a blob (409 when the version exists)',
-        responses: { 201: { description: 'the version, Pending its scan' }, 409: errorResponse, 422: errorResponse },
+        summary:
+          'Publish a package {digest} whose .tgz was uploaded as a blob (409 when the version exists; 413 past the archive limits)',
+        responses: {
+          201: { description: 'the version, Pending its scan' },
+          409: errorResponse,
+          413: errorResponse,
+          422: errorResponse,
+        },
       },
     },
     '/api/v1/projects/{project}/packages/{name}': {

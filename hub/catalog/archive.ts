@@ -1,11 +1,12 @@
 /**
  * @module Reads a pushed package archive (a .tgz made by `outpost package build`): its
- * `package.yaml`, readme and icon. Only small files at the archive's root are read; the rest
- * (data files, anything a workload ships) stays in the blob, scanned with it.
+ * `package.yaml`, readme and icon, through the bounded reader (core/archive.ts). Only those few
+ * small files at the archive's root are held; the rest (data files, anything a workload ships)
+ * stays in the blob, scanned with it.
  */
 import path from 'node:path';
-import * as tar from 'tar';
 import YAML from 'yaml';
+import { ArchiveFormatError, readArchive, type ArchiveEntry } from '../../core/archive.js';
 import {
   MAX_ICON_BYTES,
   MAX_README_BYTES,
@@ -24,30 +25,49 @@ export interface PackageContents {
 
 const ICON_TYPES: Record<string, string> = { '.png': 'image/png', '.svg': 'image/svg+xml' };
 
-/** Reads and validates an archive; throws a PackageError naming what is wrong and the fix. */
-export async function readPackageArchive(file: string): Promise<PackageContents> {
-  const files = new Map<string, Buffer>();
+/** An entry's name when it is a file at the archive's root (`./README.md` is `README.md`). */
+function rootFile(e: ArchiveEntry): string | undefined {
+  const p = path.posix.normalize(e.path).replace(/^\.\//, '');
+  return e.type === 'File' && !p.includes('/') ? p : undefined;
+}
+
+/**
+ * The root files named `names`, each kept when at most MAX_README_BYTES (a larger one is only
+ * noted in `tooBig`): one bounded pass over the archive (core/archive.ts).
+ */
+async function readRootFiles(
+  file: string,
+  names: Set<string>,
+): Promise<{ files: Map<string, Buffer>; tooBig: Set<string> }> {
   const tooBig = new Set<string>();
   try {
-    await tar.t({
-      file,
-      onReadEntry: (entry) => {
-        const p = path.posix.normalize(entry.path).replace(/^\.\//, '');
-        if (entry.type !== 'File' || p.includes('/')) return;
-        if (entry.size > MAX_README_BYTES) {
-          tooBig.add(p);
-          return;
-        }
-        const parts: Buffer[] = [];
-        entry.on('data', (c: Buffer) => parts.push(c));
-        entry.on('end', () => files.set(p, Buffer.concat(parts)));
-      },
+    const { files } = await readArchive(file, (e) => {
+      const p = rootFile(e);
+      if (p === undefined || !names.has(p)) return undefined;
+      if (e.size > MAX_README_BYTES) return void tooBig.add(p);
+      tooBig.delete(p);
+      return p;
     });
+    for (const p of tooBig) files.delete(p);
+    return { files, tooBig };
   } catch (err) {
-    throw new PackageError(
-      `the archive is not a gzip-compressed tar (${(err as Error).message}): make it with outpost package build DIR`,
-    );
+    if (err instanceof ArchiveFormatError)
+      throw new PackageError(
+        `the archive is not a gzip-compressed tar (${err.message}): make it with outpost package build DIR`,
+      );
+    throw err;
   }
+}
+
+/**
+ * Reads and validates an archive; throws a PackageError naming what is wrong and the fix, or an
+ * ArchiveLimitError (413) past the archive limits. Only the files it needs are held: package.yaml
+ * and README.md in a first pass, and, when package.yaml names another readme or an icon, those in
+ * a second (each pass bounded by bytes; a root of many files is never held).
+ */
+export async function readPackageArchive(file: string): Promise<PackageContents> {
+  const first = new Set([PACKAGE_FILE, 'README.md']);
+  const { files, tooBig } = await readRootFiles(file, first);
   const text = files.get(PACKAGE_FILE);
   if (!text)
     throw new PackageError(
@@ -62,6 +82,14 @@ export async function readPackageArchive(file: string): Promise<PackageContents>
     throw new PackageError(`${PACKAGE_FILE}: not valid YAML: ${(err as Error).message}`);
   }
   const manifest = parsePackage(doc);
+  const more = new Set(
+    [manifest.spec.readme, manifest.spec.icon].filter((f): f is string => f !== undefined && !first.has(f)),
+  );
+  if (more.size > 0) {
+    const second = await readRootFiles(file, more);
+    for (const [k, v] of second.files) files.set(k, v);
+    for (const k of second.tooBig) tooBig.add(k);
+  }
   const out: PackageContents = { manifest };
   const readmeName = manifest.spec.readme ?? (files.has('README.md') ? 'README.md' : undefined);
   if (readmeName !== undefined) {

@@ -130,6 +130,7 @@ export class Catalog {
         `blob ${digest} not found in project ${project}: upload the archive first (outpost package push FILE does both)`,
       );
     let contents;
+    // Past the archive limits readPackageArchive throws an ArchiveLimitError: 413 by its own mapping.
     try {
       contents = await readPackageArchive(this.o.blobs.files.path(digest));
     } catch (err) {
