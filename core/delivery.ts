@@ -12,7 +12,7 @@ import { isObjectPath, type DataObject } from './resources.js';
 export const OBJECTS_DIR_ENV = 'OUTPOST_DATA_OBJECTS_DIR';
 /**
  * A manifest annotation asking for the objects directory inside the workload's containers, read
- * only, at the path it gives (podman, kubernetes). Process workloads always get OUTPOST_DATA_OBJECTS_DIR.
+ * only, at the path it gives (podman, kubernetes). Process workloads with the annotation get OUTPOST_DATA_OBJECTS_DIR (the host directory) instead.
  */
 export const OBJECTS_MOUNT_ANNOTATION = 'data.outpost.dev/objects';
 
