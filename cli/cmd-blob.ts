@@ -103,13 +103,15 @@ export function registerBlobCommands(program: Command, deps: CliDeps): void {
       if (items.length === 0) return line(s.out.err, `no blobs in project ${s.project}`);
       s.out.out.write(
         formatTable(
-          ['DIGEST', 'SIZE', 'MEDIA TYPE', 'UPLOADED BY', 'AGE', 'REFERENCES'],
+          ['DIGEST', 'SIZE', 'MEDIA TYPE', 'UPLOADED BY', 'AGE', 'SCAN', 'REFERENCES'],
           items.map((b) => [
             b.digest,
             formatSize(b.size),
             b.mediaType,
             b.uploadedBy,
             age(deps.now() - Date.parse(b.createdAt)),
+            // Agent binaries are scanned before their release is signed (docs/operations.md).
+            b.scan ? `${b.scan.state}${b.scan.signature ? `(${b.scan.signature})` : ''}` : '-',
             b.references.length > 0 ? b.references.join(',') : '<none>',
           ]),
         ),

@@ -34,6 +34,16 @@ export interface BlobInfo {
   createdAt: string;
   /** What refers to it (`AgentUpgrade/name`, `Edge/name`); none: it is collected after the grace period. */
   references: string[];
+  /** The malware scanner's last verdict, for a blob the hub scans before use (agent binaries). */
+  scan?: BlobScan;
+}
+
+/** A verdict of the hub's malware scanner (hub/scan/clamd.ts) on a blob. */
+export interface BlobScan {
+  state: 'Clean' | 'Quarantined';
+  signature?: string;
+  engine: string;
+  scannedAt: string;
 }
 
 export const DEFAULT_MEDIA_TYPE = 'application/octet-stream';

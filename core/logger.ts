@@ -10,6 +10,8 @@ export type Logger = pino.Logger;
 
 const captures = new Set<string[]>();
 const toStdout = !process.env.VITEST || !!process.env.OUTPOST_TEST_LOG;
+/** A one-shot command prints its own messages on stdout: its log lines go to stderr (cliLogging). */
+let toStderr = false;
 
 let root: pino.Logger | undefined;
 
@@ -23,11 +25,21 @@ function rootLogger(): pino.Logger {
     {
       write(line: string) {
         for (const c of captures) c.push(line);
-        if (toStdout) process.stdout.write(line);
+        if (toStdout) (toStderr ? process.stderr : process.stdout).write(line);
       },
     },
   );
   return root;
+}
+
+/**
+ * For a one-shot command (`outpost hub migrate`, `backup`, `restore`) whose messages are its
+ * output: only warnings and errors are logged (unless OUTPOST_LOG_LEVEL says otherwise), on
+ * stderr, so no JSON line falls among what it prints for the operator.
+ */
+export function cliLogging(): void {
+  toStderr = true;
+  if (!process.env.OUTPOST_LOG_LEVEL) rootLogger().level = 'warn';
 }
 
 export function createLogger(ns: string, bindings: Record<string, unknown> = {}): Logger {

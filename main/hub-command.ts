@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { UsageError } from '../cli/index.js';
 import { byteSizeOption, durationOption, positiveIntegerOption } from './flags.js';
 import { untilSignal } from './signals.js';
+import { cliLogging } from '../core/logger.js';
 
 /** The flags of `outpost hub` that its verbs read too (`install` writes them into the unit). */
 interface HubFlags {
@@ -166,6 +167,8 @@ export function registerHubCommand(program: Command): void {
       "move a stopped SQLite hub's tables (objects, edges, tokens, credentials, ...) into an empty PostgreSQL database; then run outpost hub --data DIR --database URL",
     )
     .action(async (_o: unknown, cmd: Command) => {
+      // Its messages are its output: log lines only for warnings, on stderr.
+      cliLogging();
       // --data, --database and --identity-key belong to `outpost hub`; commander parses them wherever they appear.
       const { data, database, identityKey, tlsCert } = cmd.optsWithGlobals() as {
         data: string;
@@ -218,6 +221,8 @@ export function registerHubCommand(program: Command): void {
     )
     .requiredOption('--to <file>', 'the backup file to create')
     .action(async (o: { to: string }, cmd: Command) => {
+      // Its messages are its output: log lines only for warnings, on stderr.
+      cliLogging();
       // --data and --database belong to `outpost hub`; commander parses them wherever they appear.
       const { data, database } = cmd.optsWithGlobals() as { data: string; database?: string };
       const { backupHub } = await import('../hub/backup.js');
@@ -238,6 +243,8 @@ export function registerHubCommand(program: Command): void {
     )
     .requiredOption('--from <file>', 'the backup file')
     .action(async (o: { from: string }, cmd: Command) => {
+      // Its messages are its output: log lines only for warnings, on stderr.
+      cliLogging();
       const { data, database } = cmd.optsWithGlobals() as { data: string; database?: string };
       const { restoreHub } = await import('../hub/restore.js');
       const { redactUrl } = await import('../hub/state/pg/statements.js');

@@ -71,8 +71,18 @@ describe('agent releases', () => {
     release = (parse(r.stdout) as { spec: { release: SignedRelease } }).spec.release;
     expect(release).toMatchObject({ scope: 'default', version: '9.9.9', size: fs.statSync(binary).size });
     expect(verifyRelease(hubKey(), release).digest).toBe(release.digest);
-    const ls = JSON.parse((await cli(['blob', 'ls', '-o', 'json'])).stdout) as { digest: string; mediaType: string }[];
+    const ls = JSON.parse((await cli(['blob', 'ls', '-o', 'json'])).stdout) as {
+      digest: string;
+      mediaType: string;
+      scan?: { state: string; engine: string };
+    }[];
     expect(ls.find((b) => b.digest === release.digest)?.mediaType).toBe('application/vnd.outpost.agent');
+    // The verdict the release was signed on stays with the blob (issue #42, item 10).
+    expect(ls.find((b) => b.digest === release.digest)?.scan).toMatchObject({
+      state: 'Clean',
+      engine: expect.stringMatching(/^ClamAV \d/),
+    });
+    expect((await cli(['blob', 'ls'])).stdout).toMatch(/\sSCAN\s[^\n]*\n[^\n]*\sClean\s/);
   });
 
   it('signs only a binary the malware scanner found Clean, and says which engine did', async () => {

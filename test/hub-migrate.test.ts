@@ -108,6 +108,8 @@ describe('outpost hub migrate', () => {
     fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
     const moved = await cli(['hub', 'migrate', '--data', hubDir, '--database', url, '--identity-key', keyFile]);
     expect(moved.code, moved.stderr).toBe(0);
+    // Its messages only: no JSON log line among them (issue #42, item 10).
+    expect(moved.stdout.split('\n').filter((l) => l.startsWith('{'))).toEqual([]);
     expect(moved.stdout).toMatch(/^the hub identity is in the database \(release-key, secrets-key\)/m);
     expect(server.sql('SELECT part FROM hub_identity ORDER BY part', 'hub')).toBe('release-key\nsecrets-key');
     expect(moved.stdout).toMatch(/^edge_credentials: 1 rows$/m);

@@ -244,6 +244,21 @@ function crossObjectRules(deps: HubDeps, valid: Resource[]): string[] {
   return warnings;
 }
 
+/**
+ * Applies object `index` of the request: an error it raises with details (a package placement's
+ * catalog check, hub/catalog/render.ts) names that object's index, so the CLI names its file,
+ * document and line as for the other checks.
+ */
+function applyAt<T>(index: number, apply: () => T): T {
+  try {
+    return apply();
+  } catch (err) {
+    if (!(err instanceof OutpostError) || !Array.isArray(err.details)) throw err;
+    const details = (err.details as Record<string, unknown>[]).map((d) => ({ index, ...d }));
+    throw new OutpostError(err.code, err.message, { cause: err, details });
+  }
+}
+
 export function applyRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
   const { objects, db } = deps;
@@ -327,7 +342,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
       // The rules across objects need the request applied: apply it in a transaction always rolled back.
       try {
         transaction(db, () => {
-          for (const v of valid) objects.apply(v, { actor: actor(c) });
+          valid.forEach((v, i) => applyAt(i, () => objects.apply(v, { actor: actor(c) })));
           warnings.push(...crossObjectRules(deps, valid));
           throw new DryRunDone();
         });
@@ -364,7 +379,7 @@ export function applyRoutes(deps: HubDeps): Hono<Env> {
     }
     const results = transaction(db, () => {
       const out = valid.map((v, i): ApplyResult => {
-        const r = objects.apply(v, { actor: actor(c) });
+        const r = applyAt(i, () => objects.apply(v, { actor: actor(c) }));
         const edges = impacts[i].edges;
         return {
           kind: v.kind,

@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
-import { DEFAULT_MEDIA_TYPE, type BlobDigest, type BlobInfo } from '../../core/blobs.js';
+import { DEFAULT_MEDIA_TYPE, type BlobDigest, type BlobInfo, type BlobScan } from '../../core/blobs.js';
 import { diskFullError, isDiskFull, OutpostError } from '../../core/errors.js';
 import { formatBytes } from '../../core/limits.js';
 import { createLogger, throttle } from '../../core/logger.js';
@@ -26,6 +26,7 @@ import {
   listBlobs,
   migrateBlobs,
   putBlob,
+  recordBlobScan,
   setReferences,
 } from '../state/blobs.js';
 import { BlobQuota, type BlobReservation } from './quota.js';
@@ -214,6 +215,11 @@ export class HubBlobs {
   }
 
   /** Makes an object refer to exactly these blobs (called in the object's write transaction). */
+  /** Keeps the malware scanner's verdict on a blob, shown with it (`blob ls`, the UI's Blobs page). */
+  recordScan(project: string, digest: BlobDigest, scan: BlobScan): void {
+    recordBlobScan(this.db, project, digest, scan);
+  }
+
   setReferences(project: string, kind: string, name: string, digests: BlobDigest[]): void {
     setReferences(this.db, project, kind, name, digests);
   }

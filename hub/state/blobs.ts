@@ -10,7 +10,7 @@
  * uploads never hold more than the quota together; it expires unless renewed, so the rows of a
  * hub that died free their bytes.
  */
-import type { BlobDigest, BlobInfo } from '../../core/blobs.js';
+import type { BlobDigest, BlobInfo, BlobScan } from '../../core/blobs.js';
 import type { Migration } from '../../sync/sqlite.js';
 import { all, inJsonList, isPostgres, migrateTables, one, run, transaction, type SqlDb } from './sql.js';
 
@@ -52,6 +52,11 @@ export const BLOB_MIGRATIONS: Migration[] = [
       CREATE INDEX blob_reservations_by_project ON blob_reservations (project);
     `,
   },
+  {
+    // The malware scanner's verdict on a blob scanned before use (an agent release: hub/upgrades/releases.ts).
+    version: 3,
+    sql: `ALTER TABLE blobs ADD COLUMN scan TEXT;`,
+  },
 ];
 
 export function migrateBlobs(db: SqlDb): void {
@@ -66,6 +71,7 @@ interface Row {
   uploaded_by: string;
   created_at: number;
   unreferenced_since: number | null;
+  scan: string | null;
 }
 
 function refsOf(db: SqlDb, project: string, digest: string): string[] {
@@ -86,7 +92,13 @@ function toInfo(db: SqlDb, r: Row): BlobInfo {
     uploadedBy: r.uploaded_by,
     createdAt: new Date(r.created_at).toISOString(),
     references: refsOf(db, r.project, r.digest),
+    ...(r.scan ? { scan: JSON.parse(r.scan) as BlobScan } : {}),
   };
+}
+
+/** Records the malware scanner's verdict on a blob of a project (the last one stands). */
+export function recordBlobScan(db: SqlDb, project: string, digest: BlobDigest, scan: BlobScan): void {
+  run(db, 'UPDATE blobs SET scan = ? WHERE project = ? AND digest = ?', JSON.stringify(scan), project, digest);
 }
 
 /**

@@ -67,6 +67,12 @@ export class AgentReleases {
         `agent binary ${digest} was not scanned, so it is not signed: ${(err as Error).message}`,
       );
     }
+    this.blobs.recordScan(project, b.digest, {
+      state: scan.state,
+      ...(scan.signature ? { signature: scan.signature } : {}),
+      engine: scan.engine,
+      scannedAt: new Date().toISOString(),
+    });
     if (scan.state === 'Quarantined') {
       log.warn(
         { project, digest, version, signature: scan.signature, engine: scan.engine },

@@ -371,13 +371,27 @@ describe('web UI in Chromium', () => {
     });
     expect(res.status).toBe(201);
     const blob = (await res.json()) as { digest: BlobDigest };
-    hub!.blobs.setReferences('default', 'AgentUpgrade', 'next', [blob.digest]);
+    // Many long references: the column wraps them instead of widening the table past the page.
+    const names = Array.from({ length: 8 }, (_, i) => `agent-upgrade-of-a-long-name-${i}`);
+    for (const n of names) hub!.blobs.setReferences('default', 'AgentUpgrade', n, [blob.digest]);
+    // An agent binary's verdict, as `agent push` records it (hub/upgrades/releases.ts).
+    hub!.blobs.recordScan('default', blob.digest, {
+      state: 'Clean',
+      engine: 'ClamAV 1.4.6/27480',
+      scannedAt: new Date().toISOString(),
+    });
     await page.goto(hub!.url + '/blobs');
     await page.getByRole('heading', { name: 'Blobs', exact: true }).waitFor();
     const row = page.getByRole('row', { name: new RegExp(blob.digest.slice(0, 19)) });
     await hasText(row, '3.0 MiB');
     await hasText(row, 'application/x-test');
-    await hasText(row, 'AgentUpgrade/next');
+    await hasText(row, 'AgentUpgrade/agent-upgrade-of-a-long-name-7');
+    await hasText(row, 'Clean · ClamAV 1.4.6/27480');
+    const overflow = await page
+      .locator('.table-wrap')
+      .first()
+      .evaluate((el) => el.scrollWidth - el.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, 'blobs');
   });
 

@@ -8,11 +8,17 @@ import { ErrorBox } from '../components/error-box.js';
 import { ago, bytes } from '../format.js';
 import { useGet } from '../hooks.js';
 import { useApp } from '../store.js';
-import type { BlobInfo } from '../../../core/blobs.js';
+import { AGENT_MEDIA_TYPE, type BlobInfo } from '../../../core/blobs.js';
 import type { List } from '../types.js';
 
 /** One item of `GET .../blobs` (core/blobs.ts). */
 export type BlobView = BlobInfo;
+
+/** The malware scanner's verdict: agent binaries are scanned before their release is signed. */
+function scanText(b: BlobView): string {
+  if (b.scan) return `${b.scan.state}${b.scan.signature ? ` (${b.scan.signature})` : ''} · ${b.scan.engine}`;
+  return b.mediaType === AGENT_MEDIA_TYPE ? 'not scanned yet' : '—';
+}
 
 export function Blobs() {
   const session = useApp().session!;
@@ -39,6 +45,7 @@ export function Blobs() {
               <th scope="col">Media type</th>
               <th scope="col">Uploaded by</th>
               <th scope="col">Age</th>
+              <th scope="col">Scan</th>
               <th scope="col">Referred to by</th>
             </tr>
           </thead>
@@ -52,14 +59,15 @@ export function Blobs() {
                 <td>{b.mediaType}</td>
                 <td>{b.uploadedBy}</td>
                 <td>{ago(b.createdAt)}</td>
-                <td>
+                <td>{scanText(b)}</td>
+                <td class="wrap-anywhere">
                   {b.references.length > 0 ? b.references.join(', ') : 'nothing (collected after the grace period)'}
                 </td>
               </tr>
             ))}
             {items.length === 0 && !list.loading && (
               <tr>
-                <td colSpan={6} class="muted">
+                <td colSpan={7} class="muted">
                   No blobs in this project.
                 </td>
               </tr>
