@@ -113,12 +113,14 @@ describe('one hub identity for the replicas on one PostgreSQL', () => {
     ]);
     procs.push(a.proc, b.proc);
     expect(a.url).toMatch(/^https:/);
-    expect(server.sql('SELECT part FROM hub_identity ORDER BY part', 'hub')).toBe('ca\nrelease-key\nsecrets-key');
+    expect(server.sql('SELECT part FROM hub_identity ORDER BY part', 'hub')).toBe(
+      'admin-token\nca\nrelease-key\nsecrets-key',
+    );
     const fingerprint = server.sql("SELECT public FROM hub_identity WHERE part = 'ca'", 'hub');
     expect(await presentedCa(a)).toBe(fingerprint);
     expect(await presentedCa(b)).toBe(fingerprint);
     expect(a.ca).toBe(b.ca);
-    for (const f of ['secrets.key', 'release/release-key.pem', 'release/release.pub.pem', 'tls/ca-key.pem'])
+    for (const f of ['secrets.key', 'release/release-key.pem', 'release/release.pub.pem', 'tls/ca-key.pem', 'admin.token'])
       expect(fs.readFileSync(path.join(dir, 'b', f), 'utf8'), f).toBe(fs.readFileSync(path.join(dir, 'a', f), 'utf8'));
     // Each its own server certificate, both from the one CA.
     const leaf = (d: string) => splitPem(fs.readFileSync(path.join(dir, d, 'tls', 'server.pem'), 'utf8'))[0];

@@ -55,6 +55,8 @@ describe('blobs on a directory the replicas share', () => {
       '--blob-dir',
       blobDir,
     ]);
+    // One admin token per database: A made it, and it works on B (B has no admin.token of its own).
+    b = { ...b, token: a.token };
     expect(fs.existsSync(young)).toBe(true);
     expect(fs.existsSync(old)).toBe(false);
     fs.rmSync(young);

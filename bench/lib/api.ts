@@ -89,6 +89,9 @@ export function placement(
       ...(select.labels ? { edgeSelector: { matchLabels: select.labels } } : {}),
       ...(select.edges ? { edges: select.edges } : {}),
       workloads,
+      // Every edge at once: the fan-out measured is one change to the whole fleet (a placement's
+      // default is 25% at a time, core/resources.ts DEFAULT_MAX_UNAVAILABLE).
+      rollout: { maxUnavailable: '100%' },
       // A customization that changes every edge's manifests: the "one Placement change" of fan-out.
       customization: [
         ...(round === undefined

@@ -97,7 +97,7 @@ export const prestage: Scenario = async (ctx, out) => {
         {
           kind: 'Placement',
           metadata: { name: 'bench-prestage' },
-          spec: { edgeSelector: {}, workloads: ['bench-app'], rollout: { prestage: true } },
+          spec: { edgeSelector: {}, workloads: ['bench-app'], rollout: { prestage: true, maxUnavailable: '100%' } },
         },
       ],
     });

@@ -48,7 +48,15 @@ export function ensureReplicaAdminToken(
   key: IdentityKey | undefined,
 ): ReplicaAdminToken {
   const file = path.join(dataDir, 'admin.token');
-  if (fs.existsSync(file)) return ensureAdminToken(db, dataDir, caFingerprint);
+  if (fs.existsSync(file)) {
+    const held = ensureAdminToken(db, dataDir, caFingerprint);
+    // A hub migrated from SQLite (or started before this part existed): its token becomes the shared one.
+    if (key && verifyApiToken(db, held.token))
+      new IdentityStore(db).putMissing([
+        { part: ADMIN_TOKEN_PART, sealed: key.seal(ADMIN_TOKEN_PART, held.token), public: parseToken(held.token)!.id },
+      ]);
+    return held;
+  }
   if (!key) {
     if (hasFirstStartAdminToken(db)) {
       log.warn(

@@ -62,7 +62,8 @@ it('markAll rewrites a spec document that missed its last write, and only that o
   const p = {
     kind: 'Placement',
     metadata: { name: 'app' },
-    spec: { workloads: ['app'], edgeSelector: { matchLabels: { tier: 'x' } } },
+    // Both at once: these edges never connect, so none would become Ready for a wave to move on.
+    spec: { workloads: ['app'], edgeSelector: { matchLabels: { tier: 'x' } }, rollout: { maxUnavailable: '100%' } },
   };
   expect((await api('POST', '/api/v1/apply', { objects: [w, p] })).status).toBeLessThan(300);
   await hub.scheduler.idle();
