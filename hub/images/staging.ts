@@ -129,8 +129,11 @@ export class HubStaging {
       for (const i of r.group.images) {
         const size = stagingImageSize(i);
         const got = reported.get(i.image);
-        totalBytes += size;
-        bytes += got?.state === 'Present' ? size : Math.min(got?.done ?? 0, size);
+        // Skipped: the edge's driver pulls at update time (or runs no images); nothing moves now.
+        if (got?.state !== 'Skipped') {
+          totalBytes += size;
+          bytes += got?.state === 'Present' ? size : Math.min(got?.done ?? 0, size);
+        }
         if (!got || !STAGED_STATES.includes(got.state)) all = false;
         if (!problem && (got?.state === 'OverBudget' || got?.state === 'Failed'))
           problem = { edge: r.edge, state: got.state, reason: got.reason ?? got.state };
@@ -153,7 +156,7 @@ export class HubStaging {
       overBudget: stopped.OverBudget,
       failed: stopped.Failed,
       problems,
-      summary: `images staged on ${staged}/${rows.length} edges, ${formatMB(bytes)} of ${formatMB(totalBytes)}${notes.length ? `, ${notes.join(', ')}` : ''}`,
+      summary: `images staged on ${staged}/${rows.length} edges${totalBytes ? `, ${formatMB(bytes)} of ${formatMB(totalBytes)}` : ''}${notes.length ? `, ${notes.join(', ')}` : ''}`,
     };
   }
 

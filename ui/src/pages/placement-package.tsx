@@ -53,6 +53,9 @@ export function PrestageSection(props: { placement: PlacementObj }) {
   const s = props.placement.status.imageStaging;
   if (!rollout.prestage && !s) return null;
   const pct = s && s.totalBytes > 0 ? Math.round((s.bytes / s.totalBytes) * 100) : 0;
+  // The bar counts edges ready to switch (bytes moved are in the text): an edge whose driver pulls
+  // at update time (Skipped) is ready with no byte moved.
+  const edgePct = s && s.edges > 0 ? Math.round((s.staged / s.edges) * 100) : 0;
   return (
     <section aria-labelledby="prestage-h">
       <h2 id="prestage-h">Image pre-staging</h2>
@@ -71,10 +74,11 @@ export function PrestageSection(props: { placement: PlacementObj }) {
             aria-valuenow={s.staged}
             aria-valuetext={s.summary}
           >
-            <div class="bar-fill" style={{ width: `${pct}%` }} />
+            <div class="bar-fill" style={{ width: `${edgePct}%` }} />
           </div>
           <p data-testid="staging-summary">
-            {s.summary} <span class="muted">({pct}% of the bytes)</span>
+            {s.summary}
+            {s.totalBytes > 0 && <span class="muted"> ({pct}% of the bytes)</span>}
           </p>
           {s.problems.length > 0 && (
             <ul class="problems" aria-label="edges whose staging stopped">
