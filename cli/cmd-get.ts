@@ -19,7 +19,7 @@ import {
 } from './get-output.js';
 import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
-import { formatObjectTable } from './tables.js';
+import { dataObjectHints, formatObjectTable } from './tables.js';
 import { getPackages } from './cmd-package.js';
 import { age, type ApiObject, type EventView } from './views.js';
 
@@ -262,5 +262,7 @@ Examples:
         return;
       }
       s.out.out.write(render(info, objects, opts, s, name !== undefined, true));
+      if (info.kind === 'DataObject' && (opts.output.kind === 'table' || opts.output.kind === 'wide'))
+        for (const h of dataObjectHints(objects, opts)) line(s.out.err, `hint: ${h}`);
     });
 }

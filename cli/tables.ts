@@ -128,6 +128,20 @@ function dataObjectRow(o: ApiObject, opts: TableOptions): string[] {
   ];
 }
 
+/**
+ * What `get dataobjects` adds under its table: an expired object stays, holding its path on its
+ * edges, until it is deleted; nothing deletes it by itself.
+ */
+export function dataObjectHints(objects: ApiObject[], opts: { allProjects?: boolean }): string[] {
+  return objects
+    .filter((o) => statusOf<DataObjectStatusView>(o).expired)
+    .map((o) => {
+      const at = (o.spec as { expiresAt?: string } | undefined)?.expiresAt;
+      const project = opts.allProjects && o.metadata.project ? ` --project ${o.metadata.project}` : '';
+      return `dataobject/${o.metadata.name} expired${at ? ` at ${at}` : ''}: the edges removed its file, and it keeps its path until deleted: outpost delete dataobject ${o.metadata.name}${project}`;
+    });
+}
+
 /** `describe dataobject`'s per-edge table: the delivery in words and the version each edge's file holds. */
 export function formatDeliveryEdges(s: DataObjectStatusView): string {
   const rows = (s.edges ?? []).map((e) => [

@@ -212,6 +212,12 @@ export const HUB_MIGRATIONS = [
       );
     `,
   },
+  {
+    version: 10,
+    // The version (a hash of the images) of the placement an edge last had an OverBudget event
+    // for (hub/images/staging.ts noteOverBudget): one event per edge, placement and version.
+    sql: 'ALTER TABLE staging_orders ADD COLUMN over_budget TEXT;',
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

@@ -232,7 +232,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
-  const imageStaging = (imageStagingRef = new HubStaging(store, blobs, state.imageStaging));
+  const imageStaging = (imageStagingRef = new HubStaging(store, blobs, state));
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
   if (pg) imageStaging.holds = (edge) => !!sync?.connection(edge as EdgeName);
   imageStaging.start();

@@ -111,8 +111,9 @@ describe.skipIf(SKIP_PODMAN)('image pre-staging across two hub replicas on one P
     for (const h of hubs)
       await waitFor(
         async () =>
-          (await hubApi(h, 'GET', '/api/v1/projects/default/placements/p')).json.status?.imageStaging?.summary ===
-          'images staged on 2/2 edges',
+          /^images staged on 2\/2 edges, [\d.]+ MB of [\d.]+ MB$/.test(
+            (await hubApi(h, 'GET', '/api/v1/projects/default/placements/p')).json.status?.imageStaging?.summary,
+          ),
         { timeout: 30_000, what: `the placement to count 2/2 edges staged through ${h.url}` },
       );
     await apply(sites.placement({ paused: false }));

@@ -115,8 +115,9 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
     for (const e of EDGES) expect(await sites.running(e)).toEqual([sites.pinnedOf('v1')]);
     await waitFor(
       async () =>
-        (await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status?.imageStaging?.summary ===
-        'images staged on 2/2 edges',
+        /^images staged on 2\/2 edges, [\d.]+ MB of [\d.]+ MB$/.test(
+          (await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status?.imageStaging?.summary,
+        ),
       { timeout: 30_000, what: 'the placement to count 2/2 edges staged' },
     );
     const r = await rollout();
@@ -214,8 +215,13 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
     );
     expect(r.reason).toMatch(/waiting on pre-1 for images staged 0\/1, [\d.]+ MB \(over budget: needs \d+ bytes/);
     expect((await hubApi(hub, 'GET', '/api/v1/projects/default/placements/p')).json.status.imageStaging).toMatchObject({
-      summary: 'images staged on 0/2 edges',
+      summary: expect.stringMatching(/^images staged on 0\/2 edges, 0\.0 MB of [\d.]+ MB, 2 over budget$/),
+      overBudget: 2,
     });
+    // One OverBudget event per edge (issue 42), however many reports and passes that took.
+    const events = (await hubApi(hub, 'GET', '/api/v1/projects/default/events?kind=Placement&name=p&reason=OverBudget'))
+      .json.items;
+    expect(events.map((e: any) => e.message.split(' ')[1]).sort()).toEqual(['pre-1', 'pre-2']);
     for (const e of EDGES) {
       expect(await sites.running(e)).toEqual([sites.pinnedOf('v3')]);
       expect((await edgeStatus(e)).workloads.find((w: any) => w.name === 'app').state).toBe('Ready');

@@ -6,6 +6,7 @@
 import type { BlobDigest } from '../blobs.js';
 import type { ErrorCode } from '../errors.js';
 import type { PackageManifest, Parameter } from '../package.js';
+import type { PackagePlacementView } from './views.js';
 
 /** API token roles, weakest first (hub/auth/roles.ts says what each may do). */
 export const ROLES = ['viewer', 'operator', 'admin'] as const;
@@ -107,11 +108,13 @@ export interface PackageVersion {
   scan: PackageScan;
 }
 
-/** `GET /projects/P/packages/NAME`: each version with what a deploy form needs. */
+/** `GET /projects/P/packages/NAME`: each version with what a deploy form needs, and where it runs. */
 export interface PackageVersionView extends PackageVersion {
   parameters: Parameter[];
   profiles: PackageManifest['spec']['profiles'];
   dependsOn: PackageManifest['spec']['dependsOn'];
+  /** The placements that deploy this version, with the edges it runs on through each (list of versions only). */
+  placements?: PackagePlacementView[];
 }
 
 /** `GET /projects/P/packages`: a package, its newest version and how many there are. */

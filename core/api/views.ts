@@ -68,9 +68,18 @@ export interface EdgeStatusView {
 
 /** How many of the edges a prestaged rollout stages to have every image of the new version. */
 export interface PlacementStagingView {
+  /** `images staged on 3/5 edges, 412 MB of 690 MB` (and `, 1 over budget` when some are). */
   summary: string;
   staged: number;
   edges: number;
+  /** Bytes of the new version's images on those edges so far, and in all (each edge counted). */
+  bytes: number;
+  totalBytes: number;
+  /** Edges whose staging stopped: over the placement's prestageBudget, or failed. */
+  overBudget: number;
+  failed: number;
+  /** The first of those edges (hub/images/staging.ts says how many), each with the edge's reason. */
+  problems: { edge: string; state: 'OverBudget' | 'Failed'; reason: string }[];
 }
 
 /** `images staged 3/3, 412 MB` and each image's state (Present, Staging, OverBudget, Failed, Skipped). */
@@ -101,10 +110,37 @@ export interface RolloutView {
   paused: boolean;
 }
 
+/**
+ * The version a package placement resolved (docs/catalog.md, "Deploying"): `package` at
+ * `versionRange` (with `profile`) resolved to `version`, once per rollout.
+ */
+export interface PackageDeploymentView {
+  package: string;
+  versionRange: string;
+  version: string;
+  profile?: string;
+  /** The version the placement had before its last resolution moved it. */
+  previousVersion?: string;
+  resolvedAt: string;
+}
+
+/** One placement a package version runs through, and the edges it runs on there. */
+export interface PackagePlacementView {
+  placement: string;
+  versionRange: string;
+  profile?: string;
+  /** The edges whose assignment holds this version, by name (the first few: hub/catalog/runs.ts). */
+  edges: string[];
+  /** How many edges hold it in all (0: resolved, written to no edge yet). */
+  edgeCount: number;
+}
+
 /** `status` of a Placement object. */
 export interface PlacementStatusView {
   selectedEdges: number;
   summary: Summary;
+  /** A package placement: what it resolved (docs/catalog.md). */
+  package?: PackageDeploymentView;
   /** While a `prestage` rollout stages images: `images staged on 3/5 edges` (docs/drivers.md). */
   imageStaging?: PlacementStagingView;
   /** Edges where a workload of the placement is paused on site by a local intent. */
@@ -247,10 +283,19 @@ export interface DataObjectEdgeView {
 
 /** `status` of a DataObject. */
 export interface DataObjectStatusView {
-  /** `delivered 3/4` (`expired` once past expiresAt), then `, 1 blocked` when another object holds the path on some. */
+  /**
+   * `delivered 3/4`; before activateAt `downloaded 3/4, activates at 2026-12-01T02:00:00Z`;
+   * `expired (...)` once past expiresAt; then `, 1 blocked` when another object holds the path on some.
+   */
   summary: string;
   delivered: number;
+  /** Edges holding this version's bytes: Delivered, or downloaded and Waiting for activateAt. */
+  downloaded: number;
   selected: number;
+  /** activateAt (ISO 8601) while it is ahead on the hub's clock. */
+  activatesAt?: string;
+  /** Past expiresAt on the hub's clock: the edges remove the file; the object is left to delete. */
+  expired?: boolean;
   edges: DataObjectEdgeView[];
 }
 

@@ -23,7 +23,9 @@ import type { HubBlobs } from '../blobs/index.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
+import { SqlAssignmentStore } from '../state/assignments.js';
 import { readPackageArchive } from './archive.js';
+import { packageRuns } from './runs.js';
 import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
 import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
 import {
@@ -87,12 +89,15 @@ export class Catalog {
   /** Placements whose next admission resolves the version range again (rollout restart). */
   private readonly reresolve = new Set<string>();
   private readonly ctx: RenderContext;
+  /** The scheduler's assignments, read (never written) for where each version runs. */
+  private readonly assignments: SqlAssignmentStore;
 
   constructor(private readonly o: CatalogOptions) {
     this.db = o.db;
     migrateCatalog(o.db);
     this.retryMs = o.retryMs ?? SCAN_RETRY_MS;
     this.ctx = { db: o.db, objects: o.objects, box: o.box };
+    this.assignments = new SqlAssignmentStore(o.db);
     o.objects.setPlacementAdmission((p, cur, actor) => {
       const key = `${p.metadata.project}/${p.metadata.name}`;
       const reresolve = this.reresolve.has(key);
@@ -191,11 +196,13 @@ export class Catalog {
     });
   }
 
-  versions(project: string, name: string): ReturnType<typeof view>[] {
+  /** Every version, newest first, each with the placements and edges it runs on. */
+  versions(project: string, name: string): PackageVersionView[] {
     const rs = packageVersions(this.db, project, name);
     if (rs.length === 0) throw new OutpostError('not_found', `package ${name} not found in project ${project}`);
     const order = sortVersions(rs.map((r) => r.version));
-    return order.map((v) => view(rs.find((r) => r.version === v)!));
+    const runs = packageRuns(this.db, this.o.objects, this.assignments, project, name);
+    return order.map((v) => ({ ...view(rs.find((r) => r.version === v)!), placements: runs.get(v) ?? [] }));
   }
 
   /** One version with its readme, icon and workload templates. */

@@ -23,9 +23,16 @@ import {
 import { HUB_SEALED_PREFIX } from '../../core/secrets.js';
 import type { Manifest, Placement, Workload } from '../../core/resources.js';
 import type { SqlDb } from '../state/sql.js';
-import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
-import { deleteDeployment, getDeployment, packageVersions, putDeployment } from './state.js';
+import { KEPT_REVISIONS, type ObjectStore } from '../objects.js';
+import {
+  deleteDeployment,
+  forgetRevisionVersions,
+  getDeployment,
+  packageVersions,
+  putDeployment,
+  putRevisionVersion,
+} from './state.js';
 
 /** Marks a workload generated for a package placement; the value is the placement's name. */
 export const GENERATED_FOR_ANNOTATION = 'outpost.dev/generated-for-placement';
@@ -68,7 +75,10 @@ export function forgetPackagePlacement(
   keep: string[] = [],
 ): void {
   for (const w of generatedWorkloads(ctx, project, placement))
-    if (!keep.includes(w.metadata.name)) ctx.objects.delete('Workload', project, w.metadata.name, 'the catalog');
+    if (!keep.includes(w.metadata.name)) {
+      ctx.objects.delete('Workload', project, w.metadata.name, 'the catalog');
+      forgetRevisionVersions(ctx.db, project, w.metadata.name);
+    }
   if (keep.length === 0) deleteDeployment(ctx.db, project, placement);
 }
 
@@ -207,6 +217,7 @@ export function admitPackagePlacement(
       },
       { cause, ...(opts.actor ? { actor: opts.actor } : {}) },
     );
+    putRevisionVersion(ctx.db, project, wname, ctx.objects.currentRevision(project, wname), version, KEPT_REVISIONS);
   }
   forgetPackagePlacement(ctx, project, name, names);
   if (!recorded || recorded.version !== version || recorded.inputHash !== inputHash || recorded.package !== ref.name)

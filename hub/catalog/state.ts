@@ -1,13 +1,15 @@
 /**
  * @module The catalog's tables (the only SQL about them): `packages`, one row per published
- * version with its description, readme, icon, archive digest and scan verdict; and
- * `package_deployments`, the version a package placement resolved to (once per rollout).
+ * version with its description, readme, icon, archive digest and scan verdict;
+ * `package_deployments`, the version a package placement resolved to (once per rollout); and
+ * `package_revisions`, the version each revision of a generated workload renders.
  */
 import type { BlobDigest } from '../../core/blobs.js';
 import type { PackageManifest } from '../../core/package.js';
 import type { Migration } from '../../sync/sqlite.js';
 import { all, migrateTables, one, run, type SqlDb } from '../state/sql.js';
 import { SCAN_STATES, type PackageVersion, type ScanState } from '../../core/api/types.js';
+import type { PackageDeploymentView } from '../../core/api/views.js';
 
 export const CATALOG_MIGRATIONS: Migration[] = [
   {
@@ -45,6 +47,21 @@ export const CATALOG_MIGRATIONS: Migration[] = [
         previous_version TEXT,
         resolved_at INTEGER NOT NULL,
         PRIMARY KEY (project, placement)
+      );
+    `,
+  },
+  {
+    version: 2,
+    // The package version each revision of a generated workload renders: an edge runs the version
+    // of the revision its assignment holds (hub/catalog/runs.ts), which during a rollout is not
+    // always the placement's resolved one.
+    sql: `
+      CREATE TABLE package_revisions (
+        project TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        PRIMARY KEY (project, workload, revision)
       );
     `,
   },
@@ -197,27 +214,43 @@ export function recordScanError(
   );
 }
 
-export interface Deployment {
-  package: string;
-  versionRange: string;
-  version: string;
-  profile?: string;
+/** `status.package` of a package placement (core/api/views.ts), with the hash of its request. */
+export interface Deployment extends PackageDeploymentView {
   inputHash: string;
-  previousVersion?: string;
-  resolvedAt: string;
+}
+
+interface DeploymentRow {
+  placement: string;
+  package: string;
+  version_range: string;
+  version: string;
+  profile: string | null;
+  input_hash: string;
+  previous_version: string | null;
+  resolved_at: number;
 }
 
 export function getDeployment(db: SqlDb, project: string, placement: string): Deployment | undefined {
-  const r = one<{
-    package: string;
-    version_range: string;
-    version: string;
-    profile: string | null;
-    input_hash: string;
-    previous_version: string | null;
-    resolved_at: number;
-  }>(db, 'SELECT * FROM package_deployments WHERE project = ? AND placement = ?', project, placement);
-  if (!r) return undefined;
+  const r = one<DeploymentRow>(
+    db,
+    'SELECT * FROM package_deployments WHERE project = ? AND placement = ?',
+    project,
+    placement,
+  );
+  return r ? toDeployment(r) : undefined;
+}
+
+/** Every placement of the project that deploys package `name`, by placement. */
+export function deploymentsOf(db: SqlDb, project: string, name: string): (Deployment & { placement: string })[] {
+  return all<DeploymentRow>(
+    db,
+    'SELECT * FROM package_deployments WHERE project = ? AND package = ? ORDER BY placement',
+    project,
+    name,
+  ).map((r) => ({ placement: r.placement, ...toDeployment(r) }));
+}
+
+function toDeployment(r: DeploymentRow): Deployment {
   return {
     package: r.package,
     versionRange: r.version_range,
@@ -257,4 +290,56 @@ export function putDeployment(
 
 export function deleteDeployment(db: SqlDb, project: string, placement: string): void {
   run(db, 'DELETE FROM package_deployments WHERE project = ? AND placement = ?', project, placement);
+}
+
+/**
+ * Records that revision `revision` of generated workload `workload` renders package version
+ * `version`, and forgets the revisions the object store no longer keeps (`keep` back).
+ */
+export function putRevisionVersion(
+  db: SqlDb,
+  project: string,
+  workload: string,
+  revision: number,
+  version: string,
+  keep: number,
+): void {
+  run(
+    db,
+    `INSERT INTO package_revisions (project, workload, revision, version) VALUES (?, ?, ?, ?)
+     ON CONFLICT (project, workload, revision) DO UPDATE SET version = excluded.version`,
+    project,
+    workload,
+    revision,
+    version,
+  );
+  run(
+    db,
+    'DELETE FROM package_revisions WHERE project = ? AND workload = ? AND revision <= ?',
+    project,
+    workload,
+    revision - keep,
+  );
+}
+
+/** `revision -> version` of each generated workload named. */
+export function revisionVersions(db: SqlDb, project: string, workloads: string[]): Map<string, Map<number, string>> {
+  const out = new Map<string, Map<number, string>>();
+  for (const w of workloads)
+    out.set(
+      w,
+      new Map(
+        all<{ revision: number; version: string }>(
+          db,
+          'SELECT revision, version FROM package_revisions WHERE project = ? AND workload = ?',
+          project,
+          w,
+        ).map((r) => [Number(r.revision), r.version]),
+      ),
+    );
+  return out;
+}
+
+export function forgetRevisionVersions(db: SqlDb, project: string, workload: string): void {
+  run(db, 'DELETE FROM package_revisions WHERE project = ? AND workload = ?', project, workload);
 }

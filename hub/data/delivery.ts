@@ -48,6 +48,11 @@ const NOTE = 'data-orders';
 /** How often orders are written again without an object change: edges join and change labels. */
 export const DELIVERY_TICK_MS = 5_000;
 
+/** `2026-12-01T02:00:00Z`: ISO 8601 without the milliseconds when there are none. */
+function isoSeconds(ms: number): string {
+  return new Date(ms).toISOString().replace('.000Z', 'Z');
+}
+
 export class DataDeliveries {
   private timer: NodeJS.Timeout | undefined;
   private pending = false;
@@ -188,14 +193,24 @@ export class DataDeliveries {
       };
     });
     const delivered = edges.filter((e) => e.state === 'Delivered').length;
+    // Before activateAt an edge that has the bytes reports Waiting: nothing is delivered yet, and
+    // `delivered 0/3` would read as stuck; say how many are ready to switch, and when they will.
+    const downloaded = delivered + edges.filter((e) => e.state === 'Waiting').length;
     const expired = order.expiresAt !== undefined && order.expiresAt <= now;
+    const activates = !expired && order.activateAt !== undefined && order.activateAt > now;
+    const activatesAt = activates ? isoSeconds(order.activateAt!) : undefined;
     return {
       summary:
         (expired
           ? `expired (${edges.filter((e) => e.state === 'Expired').length}/${edges.length} removed)`
-          : `delivered ${delivered}/${edges.length}`) + (blocked.size ? `, ${blocked.size} blocked` : ''),
+          : activates
+            ? `downloaded ${downloaded}/${edges.length}, activates at ${activatesAt}`
+            : `delivered ${delivered}/${edges.length}`) + (blocked.size ? `, ${blocked.size} blocked` : ''),
       delivered,
+      downloaded,
       selected: edges.length,
+      ...(activatesAt ? { activatesAt } : {}),
+      ...(expired ? { expired: true } : {}),
       edges,
     };
   }

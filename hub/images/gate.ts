@@ -5,7 +5,8 @@
  * - with `rollout.prestage: true`, until the edge reports every pinned image of it present
  *   (staging.ts orders them; the edge fetches and loads them, edge/images/staging.ts).
  * The rollout names what each edge waits for (`images staged 1/3, 412 MB`, or why staging
- * stopped: over the budget, failed) and counts it as waiting; the edge keeps what it runs.
+ * stopped: over the budget, failed) and counts it as waiting; the edge keeps what it runs. An edge
+ * over the budget also gets the placement an `OverBudget` event, once per version (staging.ts).
  */
 import { parseByteSize } from '../../core/blobs.js';
 import { imagesOf } from '../../core/images.js';
@@ -40,13 +41,16 @@ export function imagesGate(staging: HubStaging): EdgeGate {
       let staged = 0;
       let bytes = 0;
       const problems: string[] = [];
+      let overBudget: string | undefined;
       for (const i of images) {
         const r = reported.get(i.image);
         if (r && STAGED_STATES.includes(r.state)) staged++;
         bytes += r?.state === 'Present' ? stagingImageSize(i) : (r?.done ?? 0);
+        if (r?.state === 'OverBudget') overBudget ??= r.reason ?? 'over the placement prestageBudget';
         if (r && (r.state === 'OverBudget' || r.state === 'Failed') && r.reason)
           problems.push(`${r.state === 'OverBudget' ? 'over budget' : 'failed'}: ${r.reason}`);
       }
+      if (overBudget) staging.noteOverBudget(project, name, edge, images, overBudget);
       if (staged < images.length)
         out.set(edge, [
           `images staged ${staged}/${images.length}, ${formatMB(bytes)}${problems.length ? ` (${[...new Set(problems)].join('; ')})` : ''}`,

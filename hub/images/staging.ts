@@ -13,6 +13,7 @@
  * documents (`holds`; at once on the planning replica, within STAGING_COPY_MS on the others), and
  * an edge that connects gets them before its handshake is answered (`writeEdge`).
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { edgeName, mailboxDocId } from '../../core/ids.js';
@@ -21,7 +22,9 @@ import { createLogger } from '../../core/logger.js';
 import { STAGING_COPY_MS } from '../../core/durations.js';
 import {
   STAGED_STATES,
+  formatMB,
   putSpecStaging,
+  stagingImageSize,
   type StagedImage,
   type StagingGroup,
   type StagingImage,
@@ -29,13 +32,15 @@ import {
 import type { PlacementStagingView } from '../../core/api/views.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
-import type { ImageStagingState } from '../state/image-staging.js';
+import type { HubState } from '../state/index.js';
 import { manifestBlobs } from './cache.js';
 
 const log = createLogger('hub:images');
 
 /** A manifest is small JSON (as the cache's limit). */
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+/** A placement's status names this many edges whose staging stopped (the counts say how many in all). */
+export const STAGING_PROBLEMS_SHOWN = 10;
 
 export class HubStaging {
   /** `project image` -> its description (content-addressed: never changes), or null when not in the cache. */
@@ -53,7 +58,8 @@ export class HubStaging {
   constructor(
     private readonly store: ReplicaStore,
     private readonly blobs: Pick<HubBlobs, 'get' | 'files'>,
-    private readonly state: ImageStagingState,
+    /** Its tables, and the events and transactions an over-budget event is recorded with. */
+    private readonly state: Pick<HubState, 'imageStaging' | 'events' | 'transaction'>,
   ) {}
 
   /** Copies the recorded orders every STAGING_COPY_MS (another replica may have recorded them). */
@@ -101,18 +107,85 @@ export class HubStaging {
 
   /** What the edge reports of the images it staged, by image (the projection of its reports). */
   reported(edge: string): Map<string, StagedImage> {
-    return new Map((this.state.reported(edge)?.images ?? []).map((i) => [i.image, i]));
+    return new Map((this.state.imageStaging.reported(edge)?.images ?? []).map((i) => [i.image, i]));
   }
 
-  /** `images staged on 3/5 edges` while placement `project/name` stages images to edges not switched yet. */
+  /**
+   * `images staged on 3/5 edges, 412 MB of 690 MB` while placement `project/name` stages images to
+   * edges not switched yet, with the edges whose staging stopped (over budget, failed) and why.
+   */
   progress(project: string, name: string): PlacementStagingView | undefined {
-    const rows = this.state.placement(`${project}/${name}`);
+    const rows = this.state.imageStaging.placement(`${project}/${name}`);
     if (!rows.length) return undefined;
-    const staged = rows.filter((r) => {
-      const done = new Map((r.report?.images ?? []).map((i) => [i.image, i.state]));
-      return r.group.images.every((i) => STAGED_STATES.includes(done.get(i.image)!));
-    }).length;
-    return { staged, edges: rows.length, summary: `images staged on ${staged}/${rows.length} edges` };
+    let staged = 0;
+    let bytes = 0;
+    let totalBytes = 0;
+    const stopped = { OverBudget: 0, Failed: 0 };
+    const problems: PlacementStagingView['problems'] = [];
+    for (const r of rows) {
+      const reported = new Map((r.report?.images ?? []).map((i) => [i.image, i]));
+      let all = true;
+      let problem: PlacementStagingView['problems'][number] | undefined;
+      for (const i of r.group.images) {
+        const size = stagingImageSize(i);
+        const got = reported.get(i.image);
+        // Skipped: the edge's driver pulls at update time (or runs no images); nothing moves now.
+        if (got?.state !== 'Skipped') {
+          totalBytes += size;
+          bytes += got?.state === 'Present' ? size : Math.min(got?.done ?? 0, size);
+        }
+        if (!got || !STAGED_STATES.includes(got.state)) all = false;
+        if (!problem && (got?.state === 'OverBudget' || got?.state === 'Failed'))
+          problem = { edge: r.edge, state: got.state, reason: got.reason ?? got.state };
+      }
+      if (all) staged++;
+      if (problem) {
+        stopped[problem.state]++;
+        if (problems.length < STAGING_PROBLEMS_SHOWN) problems.push(problem);
+      }
+    }
+    const notes = [
+      ...(stopped.OverBudget ? [`${stopped.OverBudget} over budget`] : []),
+      ...(stopped.Failed ? [`${stopped.Failed} failed`] : []),
+    ];
+    return {
+      staged,
+      edges: rows.length,
+      bytes,
+      totalBytes,
+      overBudget: stopped.OverBudget,
+      failed: stopped.Failed,
+      problems,
+      summary: `images staged on ${staged}/${rows.length} edges${totalBytes ? `, ${formatMB(bytes)} of ${formatMB(totalBytes)}` : ''}${notes.length ? `, ${notes.join(', ')}` : ''}`,
+    };
+  }
+
+  /**
+   * An `OverBudget` event of the placement when `edge` reports its images over the placement's
+   * prestageBudget: once per edge, placement and version (the set of images staged), however
+   * often the edge reports it or the planner passes; a new version over budget is told again.
+   */
+  noteOverBudget(project: string, name: string, edge: string, images: StagingImage[], reason: string): void {
+    const version = createHash('sha256')
+      .update(
+        images
+          .map((i) => i.image)
+          .sort()
+          .join('\n'),
+      )
+      .digest('hex')
+      .slice(0, 32);
+    this.state.transaction(() => {
+      if (!this.state.imageStaging.noteOverBudget(edge, `${project}/${name}`, version)) return;
+      this.state.events.record({
+        project,
+        kind: 'Placement',
+        name,
+        reason: 'OverBudget',
+        message: `edge ${edge} does not stage the new version's images: ${reason}`,
+      });
+      log.warn({ project, placement: name, edge }, 'image staging over the placement budget');
+    });
   }
 
   /**
@@ -120,7 +193,7 @@ export class HubStaging {
    * more): recorded, then written into the documents of the edges this process serves.
    */
   setPlacement(key: string, groups: Map<string, StagingGroup>): void {
-    if (this.state.setPlacement(key, groups).length) this.copySoon();
+    if (this.state.imageStaging.setPlacement(key, groups).length) this.copySoon();
   }
 
   /**
@@ -128,7 +201,7 @@ export class HubStaging {
    * handshake is answered (hub/sync-endpoint.ts `beforeWelcome`).
    */
   writeEdge(edge: string): void {
-    this.write(edge, this.state.ordersOf(edge));
+    this.write(edge, this.state.imageStaging.ordersOf(edge));
   }
 
   /** Copies the recorded orders into the documents of the edges this process serves, after the current pass. */
@@ -146,7 +219,7 @@ export class HubStaging {
   }
 
   private copy(): void {
-    const orders = this.state.orders();
+    const orders = this.state.imageStaging.orders();
     for (const [edge, groups] of orders)
       if ((!this.holds || this.holds(edge)) && this.written.get(edge) !== JSON.stringify(groups))
         this.write(edge, groups);

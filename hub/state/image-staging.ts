@@ -2,7 +2,8 @@
  * @module Image pre-staging in tables (the only SQL about them; docs/drivers.md, "Pre-staging"):
  * `staging_orders`, what each placement asks each edge to stage (written by the images gate in
  * the planning replica's pass, hub/images/gate.ts; the replica serving the edge copies the union
- * into its spec document, hub/images/staging.ts), and `staging_reports`, what each edge last
+ * into its spec document, hub/images/staging.ts; `over_budget` remembers the version an
+ * OverBudget event was recorded for), and `staging_reports`, what each edge last
  * reported of the images it staged, projected at report time (hub/controllers/status.ts
  * projectReport). With hub replicas the documents of an edge are on the replica that serves it;
  * these tables are what the planner and every replica's API read.
@@ -27,6 +28,11 @@ export interface ImageStagingState {
   reported(edge: string): StagingReport | undefined;
   /** Replaces what an edge reported (undefined: nothing). */
   projectReport(edge: string, report: StagingReport | undefined): void;
+  /**
+   * Marks that placement `key`'s order to `edge` was reported over its budget for `version`; true
+   * when it was not marked so yet (the caller records the one event). An order that goes forgets it.
+   */
+  noteOverBudget(edge: string, key: string, version: string): boolean;
   /** Forgets an edge (decommission). */
   forgetEdge(edge: string): void;
 }
@@ -125,6 +131,19 @@ export function sqlImageStagingState(db: SqlDb): ImageStagingState {
     },
     projectReport(edge, report) {
       projectEdgeBody(db, 'staging_reports', 'staging', edge, report);
+    },
+    noteOverBudget(edge, key, version) {
+      return (
+        run(
+          db,
+          `UPDATE staging_orders SET over_budget = ?
+           WHERE edge = ? AND placement = ? AND (over_budget IS NULL OR over_budget <> ?)`,
+          version,
+          edge,
+          key,
+          version,
+        ) === 1
+      );
     },
     forgetEdge(edge) {
       forgetWritten(db, edge, 'staging');

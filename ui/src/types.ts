@@ -60,8 +60,16 @@ export type PlacementObj = Obj<
     edgeSelector?: LabelSelector;
     edges?: string[];
     workloads: string[];
+    /** A package of the catalog (docs/catalog.md); status.package says what it resolved. */
+    package?: { name: string; version: string; profile?: string; values: Record<string, unknown> };
     customization: unknown[];
-    rollout: { maxUnavailable: number | string; failureThreshold: number; paused: boolean };
+    rollout: {
+      maxUnavailable: number | string;
+      failureThreshold: number;
+      paused: boolean;
+      prestage?: boolean;
+      prestageBudget?: string;
+    };
     statusSummary?: { maxBroken: number };
   },
   PlacementStatus

@@ -1,29 +1,26 @@
 /**
- * The catalog (docs/catalog.md): packages with their versions and scan verdicts, a version's
- * readme, a form generated from its parameters (types, enums, required, secrets masked) with a
- * profile's values prefilled, "deploy to" a label selector with the live count of matching edges
- * (a Placement with `spec.package`, applied through /api/v1/apply), and upload of a package
+ * The catalog (docs/catalog.md): packages with their versions and scan verdicts, what each version
+ * depends on and where it runs (the placements deploying it and their edges), a version's readme
+ * rendered as Markdown (sanitised), the deploy form (deploy-form.tsx), and upload of a package
  * archive (a blob, then published).
  */
-import { useEffect, useState } from 'preact/hooks';
-import { enc, errorFrom, query } from '../api.js';
+import { useState } from 'preact/hooks';
+import { enc, errorFrom } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
 import { Link } from '../components/link.js';
+import { Markdown } from '../components/markdown.js';
 import { ago } from '../format.js';
 import { useAction, useGet } from '../hooks.js';
+import { useRoute } from '../router.js';
 import { api, can, useApp } from '../store.js';
 import type { List } from '../types.js';
-import type { PackageScan, PackageSummary, PackageVersion, PackageVersionView } from '../../../core/api/types.js';
-import type { Parameter } from '../../../core/package.js';
-import { parseSelectorString } from '../../../core/selector.js';
+import type { PackageSummary, PackageVersionView } from '../../../core/api/types.js';
+import type { PackagePlacementView } from '../../../core/api/views.js';
+import { DeployForm, scanText } from './deploy-form.js';
 
 interface VersionDetail {
   readme?: string;
   icon?: string;
-}
-
-function scanText(s: PackageScan): string {
-  return s.state === 'Quarantined' ? `Quarantined (${s.signature ?? '?'})` : s.state;
 }
 
 /** Uploads the archive as a blob, then publishes it. */
@@ -41,7 +38,9 @@ async function upload(project: string, file: File, token: string): Promise<Packa
 export function Catalog() {
   const session = useApp().session!;
   const list = useGet<List<PackageSummary>>(`/api/v1/projects/${enc(session.project)}/packages`, { live: true });
-  const [selected, setSelected] = useState<string>();
+  // `/catalog?package=web` opens that package (the placement page links so).
+  const route = useRoute();
+  const [selected, setSelected] = useState<string | undefined>(route.query.get('package') ?? undefined);
   const items = list.data?.items ?? [];
   const name = selected ?? items[0]?.name;
   const up = useAction();
@@ -121,12 +120,45 @@ export function Catalog() {
           </tbody>
         </table>
       </div>
-      {name && <PackageView key={name} name={name} />}
+      {name && <PackageView key={name} name={name} onSelect={setSelected} />}
     </>
   );
 }
 
-function PackageView(props: { name: string }) {
+/** `web@1.2.0 on 3 edges: e1, e2, e3`, with links to the placement and the edges. */
+function Runs(props: { runs: PackagePlacementView[] }) {
+  if (!props.runs.length) return <span class="muted">not deployed</span>;
+  return (
+    <ul class="runs">
+      {props.runs.map((r) => (
+        <li key={r.placement}>
+          <Link href={`/placements/${enc(r.placement)}`}>{r.placement}</Link>{' '}
+          <span class="muted">
+            ({r.versionRange}
+            {r.profile ? `, profile ${r.profile}` : ''})
+          </span>
+          {': '}
+          {r.edgeCount === 0 ? (
+            <span class="muted">no edge yet</span>
+          ) : (
+            <>
+              {r.edgeCount} edge{r.edgeCount === 1 ? '' : 's'}:{' '}
+              {r.edges.map((e, i) => (
+                <span key={e}>
+                  {i > 0 && ', '}
+                  <Link href={`/edges/${enc(e)}`}>{e}</Link>
+                </span>
+              ))}
+              {r.edgeCount > r.edges.length && ` and ${r.edgeCount - r.edges.length} more`}
+            </>
+          )}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function PackageView(props: { name: string; onSelect(name: string): void }) {
   const session = useApp().session!;
   const versions = useGet<List<PackageVersionView>>(
     `/api/v1/projects/${enc(session.project)}/packages/${enc(props.name)}`,
@@ -144,223 +176,59 @@ function PackageView(props: { name: string }) {
     <section aria-label={`package ${props.name}`}>
       <h2>{props.name}</h2>
       <ErrorBox error={versions.error} />
-      <table class="table">
-        <thead>
-          <tr>
-            <th scope="col">Version</th>
-            <th scope="col">Scan</th>
-            <th scope="col">Signature database</th>
-            <th scope="col">Published</th>
-          </tr>
-        </thead>
-        <tbody>
-          {vs.map((x) => (
-            <tr key={x.version} aria-selected={x.version === v?.version}>
-              <th scope="row">
-                <button type="button" class="linkish" onClick={() => setChosen(x.version)}>
-                  {x.version}
-                </button>
-              </th>
-              <td>{scanText(x.scan)}</td>
-              <td>{x.scan.engine ?? x.scan.error ?? ''}</td>
-              <td>{ago(x.publishedAt)}</td>
+      <div class="table-wrap">
+        <table class="table" aria-label={`versions of ${props.name}`}>
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">Scan</th>
+              <th scope="col">Signature database</th>
+              <th scope="col">Depends on</th>
+              <th scope="col">Runs on</th>
+              <th scope="col">Published</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {vs.map((x) => (
+              <tr key={x.version} aria-selected={x.version === v?.version} data-version={x.version}>
+                <th scope="row">
+                  <button type="button" class="linkish" onClick={() => setChosen(x.version)}>
+                    {x.version}
+                  </button>
+                </th>
+                <td>{scanText(x.scan)}</td>
+                <td>{x.scan.engine ?? x.scan.error ?? ''}</td>
+                <td>
+                  {x.dependsOn.length === 0 ? (
+                    <span class="muted">nothing</span>
+                  ) : (
+                    x.dependsOn.map((d, i) => (
+                      <span key={d.name}>
+                        {i > 0 && ', '}
+                        <button type="button" class="linkish" onClick={() => props.onSelect(d.name)}>
+                          {d.name}
+                        </button>{' '}
+                        <code>{d.version}</code>
+                      </span>
+                    ))
+                  )}
+                </td>
+                <td>
+                  <Runs runs={x.placements ?? []} />
+                </td>
+                <td>{ago(x.publishedAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {detail.data?.readme && (
         <details open>
           <summary>Readme</summary>
-          <pre class="readme">{detail.data.readme}</pre>
+          <Markdown text={detail.data.readme} label={`readme of ${props.name} ${v?.version ?? ''}`.trim()} />
         </details>
       )}
       {v && can(session, 'write') && <DeployForm key={`${v.name}@${v.version}`} version={v} />}
     </section>
-  );
-}
-
-type Values = Record<string, string | number | boolean>;
-
-function initialValues(v: PackageVersionView, profile: string): Values {
-  const out: Values = {};
-  for (const p of v.parameters) if (p.default !== undefined) out[p.name] = p.default;
-  Object.assign(out, v.profiles[profile] ?? {});
-  return out;
-}
-
-function DeployForm(props: { version: PackageVersionView }) {
-  const v = props.version;
-  const session = useApp().session!;
-  const profiles = Object.keys(v.profiles);
-  const [profile, setProfile] = useState(profiles[0] ?? '');
-  const [values, setValues] = useState<Values>(() => initialValues(v, profiles[0] ?? ''));
-  const [range, setRange] = useState(v.version);
-  const [placement, setPlacement] = useState(v.name);
-  const [selector, setSelector] = useState('');
-  const [matched, setMatched] = useState<number | string>();
-  const [done, setDone] = useState<string>();
-  const deploy = useAction();
-
-  // The live count of edges the selector matches (the hub filters: usable at 10,000 edges).
-  useEffect(() => {
-    const ctl = new AbortController();
-    const t = setTimeout(() => {
-      try {
-        parseSelectorString(selector);
-      } catch (err) {
-        setMatched((err as Error).message);
-        return;
-      }
-      api
-        .get<{ matched?: number; total: number }>(
-          `/api/v1/projects/${enc(session.project)}/edges${query({ labelSelector: selector.trim(), limit: 1 })}`,
-          ctl.signal,
-        )
-        .then((r) => setMatched(r.matched ?? r.total))
-        .catch(() => undefined);
-    }, 250);
-    return () => {
-      clearTimeout(t);
-      ctl.abort();
-    };
-  }, [selector, session.project]);
-
-  const set = (p: Parameter, raw: string | boolean) =>
-    setValues((cur) => {
-      const next = { ...cur };
-      if (raw === '') delete next[p.name];
-      else next[p.name] = p.type === 'boolean' ? !!raw : p.type === 'string' ? String(raw) : Number(raw);
-      return next;
-    });
-
-  return (
-    <form
-      class="deploy"
-      aria-label="Deploy"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void deploy.run(async () => {
-          const spec: Record<string, unknown> = {
-            edgeSelector: parseSelectorString(selector),
-            package: { name: v.name, version: range, ...(profile ? { profile } : {}), values },
-          };
-          await api.post(`/api/v1/apply${query({ project: session.project })}`, {
-            objects: [{ apiVersion: 'outpost.dev/v1alpha1', kind: 'Placement', metadata: { name: placement }, spec }],
-          });
-          setDone(placement);
-        });
-      }}
-    >
-      <h3>
-        Deploy {v.name} {v.version}
-      </h3>
-      {v.scan.state !== 'Clean' && (
-        <p class="warning" role="alert">
-          This version is {scanText(v.scan)}: the hub refuses to deploy it.
-        </p>
-      )}
-      <div class="field">
-        <label for="d-placement">Placement name</label>
-        <input id="d-placement" value={placement} onInput={(e) => setPlacement(e.currentTarget.value)} required />
-      </div>
-      <div class="field">
-        <label for="d-range">Version or range</label>
-        <input id="d-range" value={range} onInput={(e) => setRange(e.currentTarget.value)} required />
-      </div>
-      {profiles.length > 0 && (
-        <div class="field">
-          <label for="d-profile">Profile</label>
-          <select
-            id="d-profile"
-            value={profile}
-            onChange={(e) => {
-              setProfile(e.currentTarget.value);
-              setValues(initialValues(v, e.currentTarget.value));
-            }}
-          >
-            <option value="">(none)</option>
-            {profiles.map((p) => (
-              <option key={p} value={p}>
-                {p}
-              </option>
-            ))}
-          </select>
-        </div>
-      )}
-      <fieldset>
-        <legend>Parameters</legend>
-        {v.parameters.map((p) => {
-          const id = `d-param-${p.name}`;
-          const cur = values[p.name];
-          return (
-            <div class="field" key={p.name}>
-              <label for={id}>
-                {p.name}
-                {p.required ? ' *' : ''}{' '}
-                <span class="muted">
-                  ({p.secret ? 'secret ' : ''}
-                  {p.type})
-                </span>
-              </label>
-              {p.enum ? (
-                <select
-                  id={id}
-                  required={p.required}
-                  value={cur === undefined ? '' : String(cur)}
-                  onChange={(e) => set(p, e.currentTarget.value)}
-                >
-                  <option value="">(unset)</option>
-                  {p.enum.map((o) => (
-                    <option key={String(o)} value={String(o)}>
-                      {String(o)}
-                    </option>
-                  ))}
-                </select>
-              ) : p.type === 'boolean' ? (
-                <input
-                  id={id}
-                  type="checkbox"
-                  checked={cur === true}
-                  onChange={(e) => set(p, e.currentTarget.checked)}
-                />
-              ) : (
-                <input
-                  id={id}
-                  type={p.secret ? 'password' : p.type === 'string' ? 'text' : 'number'}
-                  autoComplete={p.secret ? 'new-password' : 'off'}
-                  step={p.type === 'integer' ? 1 : 'any'}
-                  min={p.minimum}
-                  max={p.maximum}
-                  required={p.required}
-                  value={cur === undefined ? '' : String(cur)}
-                  onInput={(e) => set(p, e.currentTarget.value)}
-                />
-              )}
-              {p.description && <small class="muted">{p.description}</small>}
-            </div>
-          );
-        })}
-      </fieldset>
-      <div class="field">
-        <label for="d-selector">
-          Deploy to (a label selector, e.g. region=eu,tier!=small or zone in (a,b); empty: every edge)
-        </label>
-        <input id="d-selector" value={selector} onInput={(e) => setSelector(e.currentTarget.value)} />
-        <span role="status" class="muted" data-testid="matching-edges">
-          {typeof matched === 'number'
-            ? `${matched} matching edge${matched === 1 ? '' : 's'}`
-            : (matched ?? 'counting…')}
-        </span>
-      </div>
-      <button type="submit" class="btn primary" disabled={deploy.busy || v.scan.state !== 'Clean'}>
-        Deploy
-      </button>
-      <ErrorBox error={deploy.error} />
-      {done && (
-        <p class="notice" role="status">
-          Placement <Link href={`/placements/${enc(done)}`}>{done}</Link> applied.
-        </p>
-      )}
-    </form>
   );
 }

@@ -1,4 +1,7 @@
-/** One placement: selector and matched edges, customization, rollout progress (live), the broken list, pause/resume, edit. */
+/**
+ * One placement: selector and matched edges, the package it deploys (resolved), customization,
+ * rollout progress (live) and image pre-staging, the broken list, pause/resume, edit.
+ */
 import { useState } from 'preact/hooks';
 import { enc, query } from '../api.js';
 import { Badge } from '../components/badge.js';
@@ -18,6 +21,7 @@ import type { EdgeObj, List, PlacementObj, RolloutView } from '../types.js';
 import { editable, toYaml } from '../yaml.js';
 import { BrokenList } from './broken.js';
 import { Events } from './overview.js';
+import { PackageFacts, PrestageSection, prestageText } from './placement-package.js';
 
 function RolloutProgress(props: { rollout: RolloutView }) {
   const r = props.rollout;
@@ -249,6 +253,7 @@ export function PlacementDetail(props: { name: string }) {
               <h2 id="sum-h">Status</h2>
               <ReadyBar summary={x.status.summary} label={`placement ${props.name}`} />
               <dl class="facts">
+                <PackageFacts placement={x} />
                 <dt>Workloads</dt>
                 <dd>
                   {x.spec.workloads.map((w, i) => (
@@ -267,7 +272,7 @@ export function PlacementDetail(props: { name: string }) {
                 <dt>Rollout settings</dt>
                 <dd>
                   maxUnavailable {String(x.spec.rollout.maxUnavailable)}, failureThreshold{' '}
-                  {x.spec.rollout.failureThreshold}
+                  {x.spec.rollout.failureThreshold}, {prestageText(x.spec.rollout)}
                 </dd>
               </dl>
             </section>
@@ -280,6 +285,7 @@ export function PlacementDetail(props: { name: string }) {
               )}
             </section>
           </div>
+          <PrestageSection placement={x} />
           <BrokenList summary={x.status.summary} title="Broken" />
           <section aria-labelledby="cust-h">
             <h2 id="cust-h">Customization</h2>
