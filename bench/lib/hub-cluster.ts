@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { newIdentityKey } from '../../hub/identity/key.js';
 import { LEADER_LOCK } from '../../hub/replicas/index.js';
 import { TestPostgres } from '../../test/fixtures/postgres.js';
 import { HubProcess } from './hub-process.js';
@@ -52,7 +53,10 @@ export class HubCluster {
       process.once('exit', this.stopPgAtExit);
       await this.pg.start();
       this.databaseUrl = this.pg.createDatabase('hub');
-      for (const h of this.hubs) h.setDatabase(this.databaseUrl);
+      // One identity for the replicas (the shared admin token among it), as docs/operations.md sets them up.
+      const keyFile = path.join(this.opts.runDir, 'identity.key');
+      fs.writeFileSync(keyFile, newIdentityKey(), { mode: 0o600 });
+      for (const h of this.hubs) h.setDatabase(this.databaseUrl, keyFile);
     }
     await Promise.all(this.hubs.map((h) => h.start()));
   }

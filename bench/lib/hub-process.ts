@@ -19,6 +19,8 @@ export interface HubProcessOptions {
   logLevel?: string;
   /** `--database URL`: the hub's tables in this PostgreSQL database (a hub replica), not SQLite in --data. */
   database?: string;
+  /** `--identity-key FILE`: the replicas' one identity (and admin token), as operators run them. */
+  identityKeyFile?: string;
 }
 
 /** How long a hub may take to print its URL; tsx compiles the sources on a cold cache. */
@@ -49,9 +51,10 @@ export class HubProcess {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Sets the PostgreSQL database of a replica (known once the harness's server runs), before start. */
-  setDatabase(url: string): void {
+  /** Sets the PostgreSQL database of a replica (known once the harness's server runs) and the replicas' identity key, before start. */
+  setDatabase(url: string, identityKeyFile: string): void {
     this.opts.database = url;
+    this.opts.identityKeyFile = identityKeyFile;
   }
 
   get pid(): number {
@@ -88,6 +91,7 @@ export class HubProcess {
       '--listen',
       `127.0.0.1:${this.port}`,
       ...(this.opts.database ? ['--database', this.opts.database] : []),
+      ...(this.opts.identityKeyFile ? ['--identity-key', this.opts.identityKeyFile] : []),
       // Every simulated edge dials from 127.0.0.1, as no real fleet does: at the default cap (1,024
       // connections of one address not yet upgraded) a storm of thousands was partly refused, and
       // a refused edge of a replica moves to another (docs/benchmarks.md, issue #22, eighth session).
