@@ -29,7 +29,6 @@ import { parseDuration } from '../../core/durations.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import { checkAgentUpgrade } from './check.js';
 import {
-  FAILED_UPGRADE_STATES,
   readReportAgentUpgrade,
   readSpecAgentUpgrade,
   putSpecAgentUpgrade,
@@ -39,17 +38,18 @@ import {
   type SpecDoc,
 } from '../../core/mailbox.js';
 import type { AgentUpgrade, Edge } from '../../core/resources.js';
-import { planRollout, type RolloutEdge } from '../../core/rollout.js';
 import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
-import { edgesReached, isOnline, schedulableEdges, type EdgeLiveness } from '../edges/phase.js';
-import type { AgentUpgradeOutcome, AgentUpgradeRollouts } from '../state/agent-upgrades.js';
+import { edgesReached, schedulableEdges } from '../edges/phase.js';
+import type { AgentUpgradeRollouts } from '../state/agent-upgrades.js';
 import { edgeAgentVersions, edgeLiveness } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { byPrecedence, computeClaims, outcomeOf, reportedOutcome, type Claims } from './claims.js';
+import { computeClaims } from './claims.js';
 import { deleteEffects } from './delete-effects.js';
+import { recordOutcomes, supersede } from './history.js';
+import { planUpgrade, type ProjectView } from './plan.js';
 import { upgradeStatus, type AgentUpgradeStatus, type PlannedEdge } from './status.js';
 
 export type { AgentUpgradeEdgeStatus, AgentUpgradeStatus } from './status.js';
@@ -58,8 +58,6 @@ const log = createLogger('hub:upgrades');
 
 /** How often rollouts are planned again: edges' reports and connections change without an object change. */
 export const UPGRADE_TICK_MS = 2_000;
-
-const keyOf = (upgrade: string, digest: string) => `${upgrade}@${digest}`;
 
 /** Whether an order given for the same upgrade and digest differs from the object's order now. */
 const orderChanged = (a: AgentUpgradeOrder, b: AgentUpgradeOrder) =>
@@ -71,16 +69,6 @@ const orderChanged = (a: AgentUpgradeOrder, b: AgentUpgradeOrder) =>
 interface Known {
   orders: Map<string, AgentUpgradeOrder>;
   progress: Map<string, AgentUpgradeProgress>;
-}
-
-/** One project's AgentUpgrades and everything their claims are computed from. */
-interface ProjectView {
-  upgrades: AgentUpgrade[];
-  selected: Map<string, string[]>;
-  live: Map<string, EdgeLiveness>;
-  versions: Map<string, string>;
-  outcomes: Map<string, Map<string, AgentUpgradeOutcome>>;
-  claims: Claims;
 }
 
 export class AgentUpgradeController {
@@ -194,70 +182,13 @@ export class AgentUpgradeController {
     };
   }
 
-  /**
-   * The rollout of `u` over the edges it holds, and those it finished on as they ended (a finished
-   * part counts as done or failed, and is never ordered again).
-   */
   private plan(u: AgentUpgrade, v: ProjectView, known: Known) {
-    const name = u.metadata.name;
-    const target = keyOf(name, u.spec.release.digest);
-    const now = Date.now();
-    const finished = v.claims.finished.get(name) ?? new Map<string, AgentUpgradeOutcome>();
-    const selected = v.selected.get(name) ?? [];
-    const online = (e: string) => isOnline(v.live.get(e), now);
-    const rows = selected
-      .filter((e) => v.claims.holder.get(e) === name || finished.has(e))
-      .map((e) => {
-        const outcome = finished.get(e);
-        const written = outcome ? undefined : (known.orders.get(e) ?? this.specOrder(e));
-        const progress = this.progressOf(e, known);
-        const onTarget = progress && keyOf(progress.upgrade, progress.digest) === target ? progress : undefined;
-        const observed = outcome
-          ? outcome.state === 'Superseded'
-            ? undefined
-            : { key: target, state: outcome.state === 'Running' ? ('ready' as const) : ('failed' as const) }
-          : progress && {
-              key: keyOf(progress.upgrade, progress.digest),
-              state:
-                progress.state === 'Running'
-                  ? ('ready' as const)
-                  : FAILED_UPGRADE_STATES.includes(progress.state)
-                    ? ('failed' as const)
-                    : ('progressing' as const),
-            };
-        const re: RolloutEdge = {
-          edge: e,
-          targetKey: target,
-          online: online(e),
-          // A finished part is written as far as the planner is concerned: it is never ordered again.
-          ...(outcome
-            ? { writtenKey: target }
-            : written
-              ? { writtenKey: keyOf(written.upgrade, written.release.digest) }
-              : {}),
-          ...(observed ? { observed } : {}),
-        };
-        return { re, written, outcome, onTarget, online: re.online!, synced: v.live.get(e)?.lastSeen !== undefined };
-      });
-    const planned = rows.filter((r) => r.outcome?.state !== 'Superseded');
-    const plan = planRollout({
-      placement: name,
-      rollout: u.spec.rollout,
-      edges: planned.map((r) => r.re),
-      advice: {
-        // There is no resume for an upgrade: its failed edges hold the budget until fixed.
-        resume: u.spec.rollout.paused
-          ? `set spec.rollout.paused: false in AgentUpgrade ${name}`
-          : `raise spec.rollout.failureThreshold of AgentUpgrade ${name} (and maxUnavailable: failed edges count toward it)`,
-        fix: 'apply a fixed release (a new digest starts over)',
-      },
-    });
-    const claimed = selected
-      .filter((e) => !finished.has(e) && !v.claims.newer.get(name)?.has(e) && v.claims.holder.get(e) !== name)
-      .map((e) => ({ edge: e, holder: v.claims.holder.get(e)!, online: online(e) }))
-      .filter((c) => c.holder);
-    const newer = [...(v.claims.newer.get(name) ?? [])].map(([edge, runs]) => ({ edge, runs, online: online(edge) }));
-    return { plan, rows, claimed, newer, target };
+    return planUpgrade(
+      u,
+      v,
+      (e) => known.orders.get(e) ?? this.specOrder(e),
+      (e) => this.progressOf(e, known),
+    );
   }
 
   /** The orders and the progress the planner reads: the tables, shared by every replica. */
@@ -337,22 +268,9 @@ export class AgentUpgradeController {
     const known = this.known();
     for (const [project, upgrades] of byProject) {
       const v = this.view(project, known, upgrades);
-      this.recordOutcomes(project, v, known);
+      recordOutcomes(this.rollouts, project, v, (e) => this.progressOf(e, known));
       for (const u of v.claims.ordered) this.planOne(u, v, known);
     }
-  }
-
-  /** Each edge's final report on an upgrade's release (Running, RolledBack) becomes its history there. */
-  private recordOutcomes(project: string, v: ProjectView, known: Known): void {
-    const now = Date.now();
-    for (const u of v.upgrades)
-      for (const e of v.selected.get(u.metadata.name) ?? []) {
-        const o = reportedOutcome(u, this.progressOf(e, known), now);
-        const rec = v.outcomes.get(u.metadata.name)?.get(e);
-        if (!o || (rec && rec.digest === o.digest && rec.state === o.state && rec.reason === o.reason)) continue;
-        const by = rec?.digest === o.digest ? rec.by : undefined;
-        this.rollouts.recordOutcome(project, u.metadata.name, e, { ...o, ...(by ? { by } : {}) });
-      }
   }
 
   private planOne(u: AgentUpgrade, v: ProjectView, known: Known): void {
@@ -380,37 +298,7 @@ export class AgentUpgradeController {
       if (!r?.synced || r.outcome) continue; // enrolled but never connected: its mailbox is made at the first sync
       if (this.rollouts.setOrder(e, order)) {
         ordered(e, false, r.online);
-        this.supersede(u, e, v, known);
-      }
-    }
-  }
-
-  /**
-   * `u` has just ordered `edge`: every other upgrade selecting it records that. One that finished
-   * there notes who came after; one that comes after `u` in precedence (applied before it) and had
-   * not finished there is Superseded: deleting `u` later does not hand the edge back to it.
-   */
-  private supersede(u: AgentUpgrade, edge: string, v: ProjectView, known: Known): void {
-    const project = u.metadata.project;
-    const by = u.metadata.name;
-    const now = Date.now();
-    const p = this.progressOf(edge, known);
-    for (const w of v.upgrades) {
-      const name = w.metadata.name;
-      if (name === by || !v.selected.get(name)?.includes(edge)) continue;
-      const o = outcomeOf(w, v.outcomes.get(name)?.get(edge), p, now);
-      if (o) {
-        if (o.by !== by) this.rollouts.recordOutcome(project, name, edge, { ...o, by });
-      } else if (byPrecedence(u, w) < 0) {
-        const last = p && p.upgrade === name && p.digest === w.spec.release.digest ? p.state : undefined;
-        this.rollouts.recordOutcome(project, name, edge, {
-          digest: w.spec.release.digest,
-          version: w.spec.release.version,
-          state: 'Superseded',
-          by,
-          ...(last ? { last } : {}),
-          at: now,
-        });
+        supersede(this.rollouts, u, e, v, this.progressOf(e, known));
       }
     }
   }
