@@ -92,7 +92,7 @@ export interface ClaimInput {
   /** Edge -> its latest reported upgrade progress. */
   progress: Map<string, AgentUpgradeProgress>;
   /** Edge -> the version its agent runs, as it last reported. */
-  versions: Map<string, string | undefined>;
+  versions: Map<string, string>;
   now: number;
 }
 
