@@ -3,7 +3,8 @@
  * the hub sign the release `{scope, version, digest, size}` with its release key (an admin token
  * for every project only; docs/operations.md). The scope is the project of the run, or `*` with
  * `--all-projects`. Prints an AgentUpgrade ready for `outpost apply -f` with the signed release
- * inside, which edges verify against the key they pinned at enrollment and their project.
+ * inside, which edges verify against the key they pinned at enrollment and their project. The
+ * version signed is the one the binary reports: an edge measures releases by it.
  */
 import { execFileSync } from 'node:child_process';
 import type { Command } from 'commander';

@@ -6,7 +6,9 @@
  *   closed itself and re-executed itself. At start `outpost edge` (the launcher, `launch()` below)
  *   counts the start in the file *before* the new binary runs, then runs it as its child with
  *   OUTPOST_UPGRADE_TRIAL set and watches it: the new agent writes `healthy` once it has opened its
- *   replica, connected to the hub and finished a reconcile pass. Healthy within the deadline: the
+ *   replica, connected to the hub and finished a reconcile pass. A new binary that reports another
+ *   version than its release writes why (`trial-refused`) and exits before the agent starts: the
+ *   launcher rolls back with that reason. Healthy within the deadline: the
  *   launcher writes `committed`, stops the child and replaces itself with the new binary
  *   (process.execve: same pid for systemd). The child exits first or the deadline passes: the
  *   child is killed, the file says `rolled-back` with the reason and the old binary runs on.
@@ -15,6 +17,9 @@
  * - `committed`: every start of `outpost edge` replaces itself with the committed binary.
  * - `rolled-back`: the old binary runs (the release committed before, if any: `previousBinary`, else
  *   the binary started); the reason stays for `outpost edge local status`.
+ *
+ * The file keeps the digest of the release switched to and of the one committed before
+ * (`digest`, `previousDigest`): what the edge compares an order with (edge/upgrade/orders.ts).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

@@ -69,6 +69,8 @@ const orderChanged = (a: AgentUpgradeOrder, b: AgentUpgradeOrder) =>
 interface Known {
   orders: Map<string, AgentUpgradeOrder>;
   progress: Map<string, AgentUpgradeProgress>;
+  /** Edges without a progress row, looked up in their report document once per pass (`progress`). */
+  unprojected: Map<string, AgentUpgradeProgress | undefined>;
 }
 
 export class AgentUpgradeController {
@@ -169,7 +171,10 @@ export class AgentUpgradeController {
   }
 
   private progressOf(edge: string, known: Known): AgentUpgradeProgress | undefined {
-    return known.progress.get(edge) ?? this.progress(edge);
+    const p = known.progress.get(edge);
+    if (p || this.holds) return p;
+    if (!known.unprojected.has(edge)) known.unprojected.set(edge, this.progress(edge));
+    return known.unprojected.get(edge);
   }
 
   private order(u: AgentUpgrade): AgentUpgradeOrder {
@@ -193,7 +198,7 @@ export class AgentUpgradeController {
 
   /** The orders and the progress the planner reads: the tables, shared by every replica. */
   private known(): Known {
-    return { orders: this.rollouts.orders(), progress: this.rollouts.progress() };
+    return { orders: this.rollouts.orders(), progress: this.rollouts.progress(), unprojected: new Map() };
   }
 
   /**
