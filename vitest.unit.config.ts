@@ -18,6 +18,7 @@ export default defineConfig({
       'hub/edges/**/*.test.ts',
       'hub/scheduler/{queue,targets,rollout,assign,spec-writer,status-marks,gate-waits}.test.ts',
       'hub/replicas/bus.test.ts',
+      'hub/upgrades/claims.test.ts',
       'hub/auth/{edge-credentials,roles,tokens}.test.ts',
       'hub/tunnel/{proxy-session,forward}.test.ts',
       'hub/catalog/state.test.ts',

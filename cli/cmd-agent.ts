@@ -3,7 +3,8 @@
  * the hub sign the release `{scope, version, digest, size}` with its release key (an admin token
  * for every project only; docs/operations.md). The scope is the project of the run, or `*` with
  * `--all-projects`. Prints an AgentUpgrade ready for `outpost apply -f` with the signed release
- * inside, which edges verify against the key they pinned at enrollment and their project.
+ * inside, which edges verify against the key they pinned at enrollment and their project. The
+ * version signed is the one the binary reports: an edge measures releases by it.
  */
 import { execFileSync } from 'node:child_process';
 import type { Command } from 'commander';
@@ -16,22 +17,43 @@ import { openSession, type CliDeps } from './context.js';
 import { CliError } from './errors.js';
 import { toJson, toYaml } from './output.js';
 
+/** What running `FILE --version` told: the version it reports, or why it could not tell (`unknown`). */
+type Probe = { version: string } | { unknown: string };
+
 /** The version a binary reports (`outpost 0.2.0 (commit ...)`), asked by running it with --version. */
-function versionOf(file: string): string {
+function probeVersion(file: string): Probe {
   let out: string;
   try {
     out = execFileSync(file, ['--version'], { timeout: 30_000, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
   } catch (err) {
-    throw new CliError(
-      `cannot run ${file} --version to learn its version (${(err as Error).message}): pass --release-version V`,
-    );
+    // Built for another platform (ENOEXEC), missing a library, not executable, or it failed.
+    return { unknown: `cannot run ${file} --version here (${(err as Error).message.split('\n')[0]})` };
   }
   const m = /^outpost (\S+)/.exec(out.trim());
-  if (!m)
+  if (!m) return { unknown: `${file} --version printed "${out.trim().slice(0, 80)}", not "outpost VERSION ..."` };
+  return { version: m[1] };
+}
+
+/**
+ * The version to sign: what FILE reports, or `--release-version V` if it reports that too. A binary
+ * that reports another version is refused: an edge would switch to it, commit, report the binary's
+ * version and never match the release. One this host cannot run is signed as V, with a warning.
+ */
+function releaseVersion(file: string, given: string | undefined, warn: (msg: string) => void): string {
+  const probe = probeVersion(file);
+  if (!given) {
+    if ('unknown' in probe) throw new CliError(`${probe.unknown}: pass --release-version V, the version it reports`);
+    return probe.version;
+  }
+  if ('version' in probe && probe.version !== given)
     throw new CliError(
-      `${file} --version printed "${out.trim().slice(0, 80)}", not "outpost VERSION ...": pass --release-version V`,
+      `${file} --version reports ${probe.version}, not ${given}: an edge would run it and report ${probe.version}, never ${given}; drop --release-version to sign it as ${probe.version}, or push the binary that reports ${given}`,
     );
-  return m[1];
+  if ('unknown' in probe)
+    warn(
+      `warning: ${probe.unknown}: its version is not checked here, it is signed as ${given}; an edge that switches to it rolls it back if it reports another version`,
+    );
+  return given;
 }
 
 /** The default object name for a release: `agent-` and the version in the letters a name allows. */
@@ -48,7 +70,10 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
     )
     .argument('<file>', 'the outpost executable, e.g. dist/outpost')
     // Not --version: that is the program's own flag, which commander answers first.
-    .option('--release-version <version>', 'the version it reports (default: run FILE --version)')
+    .option(
+      '--release-version <version>',
+      'the version it reports (default: run FILE --version); refused when FILE reports another, unchecked with a warning when FILE cannot run here',
+    )
     .option('--name <name>', 'name of the AgentUpgrade printed (default agent-VERSION)')
     .option(
       '-l, --selector <selector>',
@@ -65,7 +90,7 @@ export function registerAgentCommands(program: Command, deps: CliDeps): void {
         o: { releaseVersion?: string; output: string; name?: string; selector?: string; allProjects?: boolean },
         cmd: Command,
       ) => {
-        const version = o.releaseVersion ?? versionOf(file);
+        const version = releaseVersion(file, o.releaseVersion, (msg) => deps.stderr.write(`${msg}\n`));
         let edgeSelector;
         try {
           edgeSelector = o.selector ? parseSelectorString(o.selector) : {};

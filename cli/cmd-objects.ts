@@ -100,10 +100,13 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         for (const t of order.flatMap((k) => targets.filter((x) => x.kind === k))) {
           const info = KIND_INFO[t.kind];
           try {
-            await s.client.delete(objectPath(t.project ?? s.project, info.path, t.name), {
-              subject: { kind: info.singular, name: t.name },
-            });
+            const r = await s.client.delete<{ changes?: string[] }>(
+              objectPath(t.project ?? s.project, info.path, t.name),
+              { subject: { kind: info.singular, name: t.name } },
+            );
             line(s.out.out, `${info.singular}/${t.name} deleted`);
+            // An AgentUpgrade's answer says what changes on its edges (who keeps or takes which).
+            for (const c of Array.isArray(r?.changes) ? r.changes : []) line(s.out.out, `  ${String(c)}`);
           } catch (err) {
             if (err instanceof HubError && err.status === 404 && (opts.ignoreNotFound || opts.filename)) {
               if (!opts.ignoreNotFound) {

@@ -8,6 +8,7 @@ import type { Migration, SqliteDatabase } from '../sync/sqlite.js';
 import { migrate } from '../sync/sqlite.js';
 import { buildInfo } from '../core/version.js';
 import { AUTH_MIGRATIONS } from './auth/schema.js';
+import { AGENT_UPGRADE_MIGRATIONS } from './state/agent-upgrades.js';
 import { CATALOG_MIGRATIONS } from './catalog/state.js';
 import { IMAGE_MIGRATIONS } from './images/cache.js';
 import { IMAGE_PIN_MIGRATIONS } from './images/pins.js';
@@ -242,5 +243,6 @@ export function hubSchemas(): { component: string; migrations: Migration[] }[] {
     { component: 'hub-leases', migrations: LEASE_MIGRATIONS },
     { component: 'hub-identity', migrations: IDENTITY_MIGRATIONS },
     { component: 'hub-replicas', migrations: REPLICA_MIGRATIONS },
+    { component: 'agent-upgrades', migrations: AGENT_UPGRADE_MIGRATIONS },
   ];
 }

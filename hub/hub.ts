@@ -93,6 +93,8 @@ export interface Hub {
   objects: ObjectStore;
   sync: SyncServer;
   blobs: HubBlobs;
+  /** AgentUpgrade rollouts (hub/upgrades/controller.ts): `tick()` plans a pass now. */
+  upgrades: AgentUpgradeController;
   close(): Promise<void>;
 }
 
@@ -408,6 +410,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     sync,
     blobs,
+    upgrades,
     async close() {
       await closeHub({
         replicas,

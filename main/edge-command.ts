@@ -8,6 +8,7 @@ import { isSea } from 'node:sea';
 import { Command, Option } from 'commander';
 import { DRIVER_NAMES } from '../core/driver-kinds.js';
 import { createLogger } from '../core/logger.js';
+import { buildInfo } from '../core/version.js';
 import { applyEdgeProcessSettings } from '../edge/process-settings.js';
 import { byteSizeOption, labelsOption } from './flags.js';
 import { untilSignal } from './signals.js';
@@ -78,7 +79,7 @@ export function registerEdgeCommand(program: Command): Command {
       await lock.acquire();
       // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
       // trial and commits or rolls back, or becomes the committed binary (does not return then).
-      await launch(o.data, log, lock);
+      await launch(o.data, log, lock, buildInfo().version);
       let switchTo: () => void = () => undefined;
       const switchRequested = new Promise<true>((r) => (switchTo = () => r(true)));
       const agent = await startEdgeAgent({

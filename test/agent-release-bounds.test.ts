@@ -7,8 +7,9 @@
  * - a release is signed for a project (or `*`): the hub refuses it in an AgentUpgrade of another
  *   project, and the edge refuses it too when an order reaches it anyway (an order row written
  *   behind the hub's check, as a changed database row would be);
- * - an edge refuses a release older than what it runs unless the AgentUpgrade says
- *   `allowDowngrade: true`, and with it goes ahead, saying it is a downgrade.
+ * - the hub does not order a release older than what an edge runs, and an edge refuses one that
+ *   reaches it, unless the AgentUpgrade says `allowDowngrade: true`; with it the edge goes ahead,
+ *   saying it is a downgrade.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -39,9 +40,16 @@ interface EdgeUpgrade {
   reason?: string;
 }
 
+/** A stand-in executable that reports `version` as outpost does (`agent push` checks it). */
+function binaryOf(version: string): string {
+  const f = path.join(dir, `outpost-${version}`);
+  if (!fs.existsSync(f)) fs.writeFileSync(f, `#!/bin/sh\necho "outpost ${version} (commit test)"\n`, { mode: 0o755 });
+  return f;
+}
+
 /** `outpost agent push` as the `*` admin in `project`; the printed AgentUpgrade. */
 async function push(project: string, version: string, extra: string[] = []) {
-  const r = await runCli(['agent', 'push', binary, '--release-version', version, '--project', project, ...extra], {
+  const r = await runCli(['agent', 'push', binaryOf(version), '--project', project, ...extra], {
     env: star(),
   });
   expect(r.stderr).toBe('');
@@ -127,7 +135,7 @@ describe('a release is signed for a project', () => {
   it('the hub refuses a release of project p in an AgentUpgrade of project q', async () => {
     const up = await push('p', '9.9.7');
     // The same bytes in q's blob store: only the scope stands in the way.
-    expect((await runCli(['blob', 'push', binary, '--project', 'q'], { env: star() })).code).toBe(0);
+    expect((await runCli(['blob', 'push', binaryOf('9.9.7'), '--project', 'q'], { env: star() })).code).toBe(0);
     const res = await fetch(`${hub.url}/api/v1/apply`, {
       method: 'POST',
       headers: { authorization: `Bearer ${hub.adminToken}`, 'content-type': 'application/json' },
@@ -166,7 +174,7 @@ describe('a release is signed for a project', () => {
 });
 
 describe('downgrades', () => {
-  it('an older release is refused unless the AgentUpgrade says allowDowngrade: true; with it the edge goes ahead', async () => {
+  it('the hub does not order a release older than an edge runs, and the edge refuses one that reaches it, unless the AgentUpgrade says allowDowngrade: true; with it the edge goes ahead', async () => {
     const running = buildInfo().version;
     const older = '0.0.1';
     expect(semver.lt(older, running)).toBe(true);
@@ -175,7 +183,31 @@ describe('downgrades', () => {
     await adminApi(hub, 'POST', '/api/v1/apply', {
       objects: [{ ...object, metadata: { ...object.metadata, project: 'q' } }],
     });
-    const refused = await edgeState('down', 'Refused');
+    // The planner knows the version q1 runs: it orders nothing and says why.
+    const newer = await edgeState('down', 'Newer');
+    expect(newer.reason).toBe(
+      `runs ${running}, newer than ${older}: not ordered (no downgrade without spec.allowDowngrade: true)`,
+    );
+    const u = await adminApi<{ status: { phase: string; reason: string } }>(
+      hub,
+      'GET',
+      '/api/v1/projects/q/agentupgrades/down',
+    );
+    expect(u.status.phase).toBe('Complete');
+    expect(u.status.reason).toMatch(/^nothing left to order; not ordered: q1 \(runs 0\.1\.0\), newer than 0\.0\.1/);
+    expect(hub.state.agentUpgrades.order('q1')).toBeUndefined();
+
+    // An order that reaches the edge anyway (behind the planner, as a changed database row would):
+    // the edge refuses it on its own.
+    const release = up.spec.release as SignedRelease;
+    hub.state.agentUpgrades.setOrder('q1', { upgrade: 'down', release, deadlineMs: 120_000 });
+    const refused = await waitFor(
+      () => {
+        const p = hub.state.agentUpgrades.progress().get('q1');
+        return p?.upgrade === 'down' && p.state === 'Refused' ? p : null;
+      },
+      { timeout: 30_000, what: "q1's refusal" },
+    );
     expect(refused.reason).toBe(
       `release ${older} is older than ${running}, the version this agent runs: refused as a downgrade; to go back on purpose set spec.allowDowngrade: true in AgentUpgrade down`,
     );

@@ -181,17 +181,21 @@ describe('agent releases', () => {
     // The real bytes: staged as an executable beside the running agent.
     fs.copyFileSync(binary, files.path(release.digest as BlobDigest));
     const staged = await stageRelease(files, pinned, release, agentDir);
-    expect(staged.binary).toBe(path.join(agentDir, 'outpost-9.9.9'));
+    // Named by version and digest: a rebuilt binary of the same version never replaces it.
+    expect(staged.binary).toBe(path.join(agentDir, `outpost-9.9.9-${release.digest.slice(7, 19)}`));
     expect(fs.statSync(staged.binary).mode & 0o755).toBe(0o755);
     expect(fs.readFileSync(staged.binary).equals(fs.readFileSync(binary))).toBe(true);
   });
 
   it('signs nothing while the scanner is down (fail-closed), and again once it is back', async () => {
     await clamd.stop();
-    const down = await cli(['agent', 'push', binary, '--release-version', '9.9.11']);
+    // Other bytes than the release above: a binary the scanner has not seen.
+    const next = path.join(dir, 'outpost-9.9.11');
+    fs.writeFileSync(next, '#!/bin/sh\necho "outpost 9.9.11 (commit test)"\n', { mode: 0o755 });
+    const down = await cli(['agent', 'push', next]);
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/was not scanned, so it is not signed: clamd at .* is unreachable/);
     await clamd.start();
-    expect((await cli(['agent', 'push', binary, '--release-version', '9.9.11'])).code).toBe(0);
+    expect((await cli(['agent', 'push', next])).code).toBe(0);
   });
 });

@@ -2,14 +2,18 @@
  * The switch to a staged agent release with its health gate and rollback, with real processes: a
  * hub, an edge agent (process driver) and a workload on the host. Releases are pushed with
  * `outpost agent push`, brought to the edge over its connection (`edge local blob pull`) and
- * switched to with `edge local upgrade`. The good release is the real agent (a script running
- * main.ts); the bad ones are test doubles in test/fakes (one exits at start, one hangs). The edge
- * process keeps its pid throughout (process.execve) and the workload is adopted, never restarted.
+ * switched to with `edge local upgrade`. The good release is the real agent (this build bundled as
+ * 9.9.1, build/sea/bundle.ts, behind a script that notes each start); the bad ones are test
+ * doubles in test/fakes (one exits at start, one hangs: neither reports a version, so `agent push`
+ * signs them as --release-version with a warning) and the good binary signed as a version it does
+ * not report. The edge process keeps its pid throughout (process.execve) and the workload is
+ * adopted, never restarted.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
+import { bundle } from '../build/sea/bundle.js';
 import { readUpgradeState, type UpgradeState } from '../edge/upgrade/switch.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
@@ -21,6 +25,7 @@ let pids: string;
 let hub: HubProc;
 let edge: Proc;
 let cliEnv: Record<string, string>;
+let bundleDir: string;
 const releases: Record<string, string> = {};
 
 const edgeCli = (args: string[]) => cli(['edge', '--data', edgeDir, 'local', ...args]);
@@ -35,24 +40,40 @@ const alive = (pid: number) => {
     return false;
   }
 };
+/** Starts of the good binary as an agent so far (its script notes each). */
+const goodStarts = () => {
+  try {
+    return fs.readFileSync(path.join(dir, 'good-starts'), 'utf8').split('\n').length - 1;
+  } catch {
+    return 0;
+  }
+};
 const connected = async () => {
   const r = await edgeCli(['status', '-o', 'json']);
   return r.code === 0 && (JSON.parse(r.stdout) as { connection: string }).connection === 'connected';
 };
 
-/** Pushes `file` as release `version`, brings its blob to the edge, writes the release YAML. */
-async function pushRelease(file: string, version: string): Promise<string> {
+/**
+ * Pushes `file` as release `version`, brings its blob to the edge, writes the release YAML. A
+ * test double cannot say its version: `agent push` warns and signs the version given.
+ */
+async function pushRelease(file: string, version: string, opts: { double?: boolean } = {}): Promise<string> {
   const r = await cli(['agent', 'push', file, '--release-version', version], cliEnv);
-  expect(r.stderr).toBe('');
+  if (opts.double) expect(r.stderr).toMatch(/^warning: .*its version is not checked here, it is signed as/);
+  else expect(r.stderr).toBe('');
   const digest = (parse(r.stdout) as { spec: { release: { digest: string } } }).spec.release.digest;
   const out = path.join(dir, `release-${version}.yaml`);
   fs.writeFileSync(out, r.stdout);
+  await pullToEdge(digest, version);
+  return out;
+}
+
+async function pullToEdge(digest: string, version: string): Promise<void> {
   expect((await edgeCli(['blob', 'pull', digest])).code).toBe(0);
   await waitFor(() => fs.existsSync(path.join(edgeDir, 'blobs', 'sha256', digest.slice(7))), {
     timeout: 30_000,
     what: `blob of ${version} on the edge`,
   });
-  return out;
 }
 
 beforeAll(async () => {
@@ -77,16 +98,23 @@ beforeAll(async () => {
   });
   await waitFor(() => fs.existsSync(path.join(pids, 'steady.pid')), { timeout: 30_000, what: 'workload started' });
 
-  // The good release: the real agent, from a script that notes each start.
+  // The good release: the real agent as 9.9.1, from a script that notes each start of an agent.
+  // The bundle finds better-sqlite3 and the Automerge wasm in node_modules above it.
+  const cache = path.join(ROOT, 'node_modules', '.cache');
+  fs.mkdirSync(cache, { recursive: true });
+  bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-switch-test-'));
+  await bundle(MAIN, path.join(bundleDir, 'outpost.cjs'), { version: '9.9.1', commit: 'switchtest' });
   const good = path.join(dir, 'outpost-good');
   fs.writeFileSync(
     good,
-    `#!/bin/sh\necho start >> ${dir}/good-starts\nexec ${process.execPath} --import tsx ${MAIN} "$@"\n`,
+    `#!/bin/sh\n[ "$1" = edge ] && echo start >> ${dir}/good-starts\nexec ${process.execPath} ${path.join(bundleDir, 'outpost.cjs')} "$@"\n`,
     { mode: 0o755 },
   );
   releases.good = await pushRelease(good, '9.9.1');
-  releases.exits = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-exits-at-start'), '9.9.2');
-  releases.hangs = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-hangs'), '9.9.3');
+  releases.exits = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-exits-at-start'), '9.9.2', {
+    double: true,
+  });
+  releases.hangs = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-hangs'), '9.9.3', { double: true });
 }, 120_000);
 
 afterAll(async () => {
@@ -96,6 +124,7 @@ afterAll(async () => {
   const hang = path.join(dir, 'hang.pid');
   if (fs.existsSync(hang)) killHostWorkloads(dir);
   fs.rmSync(dir, { recursive: true, force: true });
+  if (bundleDir) fs.rmSync(bundleDir, { recursive: true, force: true });
 });
 
 describe('switching to a staged release', () => {
@@ -103,7 +132,7 @@ describe('switching to a staged release', () => {
     const workload = workloadPid();
     const r = await edgeCli(['upgrade', releases.exits!, '--deadline', '60']);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(/9\.9\.2: staged as .*outpost-9\.9\.2; switching/);
+    expect(r.stdout).toMatch(/9\.9\.2: staged as .*outpost-9\.9\.2-[0-9a-f]{12}; switching/);
     await waitFor(() => state()?.state === 'rolled-back', { timeout: 60_000, what: 'rollback' });
     expect(state()!.reason).toMatch(/release 9\.9\.2: it exited \(code 3\) before it connected and reconciled/);
     expect(edge.err).toMatch(/broken release double/);
@@ -157,8 +186,34 @@ describe('switching to a staged release', () => {
     await waitFor(connected, { timeout: 30_000, what: 'old agent connected' });
   }, 120_000);
 
+  it('a release whose binary reports another version is refused by that binary on trial and rolled back, saying so', async () => {
+    // The good binary (it reports 9.9.1) signed as 9.9.4 through the API: `agent push` would refuse.
+    const digest = (parse(fs.readFileSync(releases.good!, 'utf8')) as { spec: { release: { digest: string } } }).spec
+      .release.digest;
+    const signed = await hubApi(hub, 'POST', '/api/v1/projects/default/agent-releases', { digest, version: '9.9.4' });
+    expect(signed.status).toBe(201);
+    const { scan: _scan, ...release } = signed.json as Record<string, unknown>;
+    const file = path.join(dir, 'release-9.9.4.yaml');
+    fs.writeFileSync(file, stringify({ release }));
+    const r = await edgeCli(['upgrade', file, '--deadline', '60']);
+    expect(r.stderr).toBe('');
+    await waitFor(() => state()?.version === '9.9.4' && state()?.state === 'rolled-back', {
+      timeout: 60_000,
+      what: 'rollback of the mislabelled release',
+    });
+    expect(state()!.reason).toBe(
+      'release 9.9.4: its binary reports version 9.9.1, not 9.9.4: the release was signed with a version its binary does not report; push the binary again without --release-version (it is signed as the version it reports)',
+    );
+    await waitFor(connected, { timeout: 30_000, what: 'old agent connected again' });
+    await waitFor(
+      async () => /Agent release: +9\.9\.4 RolledBack .*its binary reports version 9\.9\.1/.test(await describeEdge()),
+      { timeout: 30_000, what: 'RolledBack on the hub' },
+    );
+  }, 120_000);
+
   it('the real agent as the new binary passes the health gate and is committed; the workload is adopted', async () => {
     const workload = workloadPid();
+    const before = goodStarts();
     const pid = edge.child.pid;
     expect((await edgeCli(['upgrade', releases.good!, '--deadline', '60'])).code).toBe(0);
     await waitFor(() => state()?.version === '9.9.1' && state()?.state === 'committed', {
@@ -166,7 +221,7 @@ describe('switching to a staged release', () => {
       what: 'commit',
     });
     // Started once on trial, then once more as the committed binary in the launcher's pid.
-    await waitFor(() => fs.readFileSync(path.join(dir, 'good-starts'), 'utf8').split('\n').length - 1 === 2, {
+    await waitFor(() => goodStarts() === before + 2, {
       timeout: 30_000,
       what: 'the committed binary running',
     });
@@ -184,7 +239,7 @@ describe('switching to a staged release', () => {
     // Every later start runs the committed binary.
     await edge.kill('SIGTERM');
     edge = await startEdgeProc(edgeDir);
-    await waitFor(() => fs.readFileSync(path.join(dir, 'good-starts'), 'utf8').split('\n').length - 1 === 3, {
+    await waitFor(() => goodStarts() === before + 3, {
       timeout: 30_000,
       what: 'the committed binary started again',
     });
@@ -192,14 +247,14 @@ describe('switching to a staged release', () => {
   }, 180_000);
 
   it('a rollback after a committed release returns to that release, on this start and the next', async () => {
-    const starts = () => fs.readFileSync(path.join(dir, 'good-starts'), 'utf8').split('\n').length - 1;
+    const starts = goodStarts;
     const before = starts();
     expect((await edgeCli(['upgrade', releases.exits!, '--deadline', '60'])).code).toBe(0);
     await waitFor(() => state()?.version === '9.9.2' && state()?.state === 'rolled-back', {
       timeout: 60_000,
       what: 'rollback',
     });
-    expect(state()!.previousBinary).toMatch(/outpost-9\.9\.1$/);
+    expect(state()!.previousBinary).toMatch(/outpost-9\.9\.1-[0-9a-f]{12}$/);
     // The launcher returns to the release committed before (9.9.1), not to the binary it was started as.
     await waitFor(() => starts() === before + 1, { timeout: 30_000, what: 'the committed 9.9.1 running again' });
     await waitFor(connected, { timeout: 60_000, what: 'connected after the rollback' });
@@ -210,19 +265,20 @@ describe('switching to a staged release', () => {
   }, 180_000);
 
   it('a release older than the one committed is refused; --allow-downgrade switches to it', async () => {
-    // 9.9.1 is committed (and runs again after the rollback of 9.9.2); its binary reports the
-    // version of these sources, so the committed release is what makes 9.9.0 a downgrade here.
-    const older = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-exits-at-start'), '9.9.0');
+    // 9.9.1 is committed and runs again after the rollback of 9.9.2.
+    const older = await pushRelease(path.join(ROOT, 'test', 'fakes', 'agent-exits-at-start'), '9.9.0', {
+      double: true,
+    });
     const refused = await edgeCli(['upgrade', older, '--deadline', '60']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
-      /release 9\.9\.0 is older than 9\.9\.1, the release committed on this edge: refused as a downgrade; to go back on purpose pass --allow-downgrade/,
+      /release 9\.9\.0 is older than 9\.9\.1, the version this agent runs: refused as a downgrade; to go back on purpose pass --allow-downgrade/,
     );
     expect(state()).toMatchObject({ state: 'rolled-back', version: '9.9.2', previousBinaryVersion: '9.9.1' });
 
     const allowed = await edgeCli(['upgrade', older, '--deadline', '60', '--allow-downgrade']);
     expect(allowed.stderr).toBe('');
-    expect(allowed.stdout).toMatch(/9\.9\.0: staged as .*outpost-9\.9\.0; switching/);
+    expect(allowed.stdout).toMatch(/9\.9\.0: staged as .*outpost-9\.9\.0-[0-9a-f]{12}; switching/);
     // This double exits at start: rolled back to 9.9.1, which is still the floor.
     await waitFor(() => state()?.version === '9.9.0' && state()?.state === 'rolled-back', {
       timeout: 60_000,

@@ -40,7 +40,7 @@ export async function upgradeRoute(d: UpgradeRouteDeps, body: unknown): Promise<
     const staged = await stageRelease(d.files, d, release, agentDir(d.dataDir));
     const s = requestSwitch(
       d.dataDir,
-      { version: staged.release.version, binary: staged.binary },
+      { version: staged.release.version, binary: staged.binary, digest: staged.release.digest },
       d.version,
       deadline * 1000,
     );

@@ -7,8 +7,12 @@
  * reported in the report document: Pending, Downloading n% (every tenth), Staged, Switching,
  * Running, RolledBack (reason), NoSpace (need/free), Refused (reason). Workloads run on throughout.
  *
- * An order is carried out once per binary: after a rollback the edge reports RolledBack for it and
- * runs the old binary on; a new order (another digest) starts over.
+ * An order is done when the agent runs the release's binary: the digest of the release it runs
+ * (committed, or on trial) equals the order's, whatever the version strings say, so a rebuilt
+ * binary with an unchanged version is installed like any other release. An order is carried out
+ * once per binary: after a rollback the edge reports RolledBack for it and runs the old binary
+ * on; a new order (another digest) starts over. A binary that reports another version than its
+ * release is refused on trial (edge/upgrade/switch.ts) and rolled back with that reason.
  *
  * Before anything is downloaded the release must verify with the pinned key, be signed for this
  * edge's project (or every project), and not be older than what the edge runs or committed unless
@@ -35,7 +39,7 @@ import type { EdgeTransfers } from '../blobs/transfers.js';
 import { downgradeRefusal, newerInstalled } from '../../core/release.js';
 import { ReleaseRefused, stageRelease, verifyReleaseFor } from './release.js';
 import { snapshotReplica } from './snapshot.js';
-import { agentDir, installedVersions, readUpgradeState, requestSwitch } from './switch.js';
+import { agentDir, installedVersions, readUpgradeState, requestSwitch, runningDigest } from './switch.js';
 
 const log = createLogger('edge:upgrade');
 
@@ -86,22 +90,30 @@ export class UpgradeOrders {
       this.refuse(order, (err as Error).message);
       return;
     }
-    if (order.release.version === this.d.version) {
+    const sw = readUpgradeState(this.d.dataDir);
+    // Done when this agent runs the release's bytes, whichever order brought them: the digest, not
+    // the version string (a rebuilt binary with an unchanged version is another release).
+    if (runningDigest(sw, this.d.onTrial) === order.release.digest) {
+      if (this.d.version !== order.release.version) {
+        // Committed by an agent from before the trial checked it (switch.ts refuseWrongVersion):
+        // switching again would loop; the rollout counts it failed and says why.
+        this.report({
+          ...base,
+          state: 'Refused',
+          reason: `the binary of release ${order.release.version} runs here and reports version ${this.d.version}: the release was signed with a version its binary does not report; push the binary again without --release-version`,
+        });
+        return;
+      }
       this.report({ ...base, state: this.d.onTrial ? 'Switching' : 'Running' });
       return;
     }
-    const sw = readUpgradeState(this.d.dataDir);
     if (sw?.order === key && sw.state === 'rolled-back') {
       this.report({ ...base, state: 'RolledBack', reason: sw.reason ?? 'rolled back' });
       return;
     }
-    if (sw?.order === key && sw.state === 'committed') {
-      // The committed binary runs and says another version: switching again would loop.
-      this.report({
-        ...base,
-        state: 'Refused',
-        reason: `the committed binary reports version ${this.d.version}, not ${order.release.version}: the release's version is wrong`,
-      });
+    if (sw?.order === key && sw.state === 'trial') {
+      // Staged and recorded; the next start of `outpost edge` switches: nothing to do again.
+      this.report({ ...base, state: 'Switching' });
       return;
     }
     const installed = installedVersions(this.d.dataDir, this.d.version);
@@ -206,7 +218,7 @@ export class UpgradeOrders {
     await snapshotReplica(this.d.store.db, snapshot);
     requestSwitch(
       this.d.dataDir,
-      { version: release.version, binary: staged.binary },
+      { version: release.version, binary: staged.binary, digest: release.digest },
       this.d.version,
       order.deadlineMs,
       {

@@ -2,7 +2,9 @@
  * @module Before anything is replaced: a release is checked against the release key this edge
  * pinned at enrollment (core/release.ts), its scope against the edge's project, the blob's bytes
  * are hashed again and compared with the signed digest and size, and only then is the binary
- * copied beside the running one (`DATA/agent/outpost-VERSION`, mode 0755, by rename). A release
+ * copied beside the running one (`DATA/agent/outpost-VERSION-DIGEST12`, mode 0755, by rename: named
+ * by its bytes too, so a rebuilt release of the same version never replaces the file a committed
+ * release runs from, or a rollback returns to). A release
  * that fails any check leaves no file behind and changes nothing. Whether it may replace a newer
  * version is the order's question (edge/upgrade/orders.ts, local-route.ts: downgradeRefusal).
  */
@@ -71,7 +73,7 @@ export async function stageRelease(
 ): Promise<{ release: SignedRelease; binary: string }> {
   const r = await checkRelease(files, trust, release);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const binary = path.join(dir, `outpost-${r.version}`);
+  const binary = path.join(dir, `outpost-${r.version}-${r.digest.slice('sha256:'.length, 'sha256:'.length + 12)}`);
   const tmp = `${binary}.tmp`;
   await fsp.copyFile(files.path(r.digest), tmp);
   await fsp.chmod(tmp, 0o755);

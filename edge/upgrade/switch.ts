@@ -6,7 +6,9 @@
  *   closed itself and re-executed itself. At start `outpost edge` (the launcher, `launch()` below)
  *   counts the start in the file *before* the new binary runs, then runs it as its child with
  *   OUTPOST_UPGRADE_TRIAL set and watches it: the new agent writes `healthy` once it has opened its
- *   replica, connected to the hub and finished a reconcile pass. Healthy within the deadline: the
+ *   replica, connected to the hub and finished a reconcile pass. A new binary that reports another
+ *   version than its release writes why (`trial-refused`) and exits before the agent starts: the
+ *   launcher rolls back with that reason. Healthy within the deadline: the
  *   launcher writes `committed`, stops the child and replaces itself with the new binary
  *   (process.execve: same pid for systemd). The child exits first or the deadline passes: the
  *   child is killed, the file says `rolled-back` with the reason and the old binary runs on.
@@ -23,6 +25,9 @@
  * was killed mid-trial and started again takes it back the same way at its start: the orphan is
  * ended, then the start counter rolls the switch back. Everything here after the lock is taken
  * back runs with no other agent on the directory (the snapshot restore, `rolled-back`).
+ *
+ * The file keeps the digest of the release switched to and of the one committed before
+ * (`digest`, `previousDigest`): what the edge compares an order with (edge/upgrade/orders.ts).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -69,11 +74,20 @@ export interface UpgradeState {
   previousBinary?: string;
   /** The version of `previousBinary`: what a rollback returns to, and the floor a downgrade is measured from. */
   previousBinaryVersion?: string;
+  /**
+   * The digest of the release's binary (the signed one): what the edge compares an order with to
+   * know whether it runs that release already (a version string says nothing of the bytes).
+   */
+  digest?: string;
+  /** The digest of `previousBinary`. */
+  previousDigest?: string;
 }
 
 export const agentDir = (dataDir: string): string => path.join(dataDir, 'agent');
 const stateFile = (dataDir: string): string => path.join(agentDir(dataDir), 'upgrade.json');
 const healthyFile = (dataDir: string): string => path.join(agentDir(dataDir), 'healthy');
+/** Where a binary on trial says why it refuses to run, before it exits (`launch`). */
+const trialRefusedFile = (dataDir: string): string => path.join(agentDir(dataDir), 'trial-refused');
 
 export function readUpgradeState(dataDir: string): UpgradeState | undefined {
   try {
@@ -99,7 +113,7 @@ function writeUpgradeState(dataDir: string, s: UpgradeState): void {
 /** Records a staged binary as on trial; the next start of `outpost edge` switches to it. */
 export function requestSwitch(
   dataDir: string,
-  staged: { version: string; binary: string },
+  staged: { version: string; binary: string; digest: string },
   previousVersion: string,
   deadlineMs = DEFAULT_SWITCH_DEADLINE_MS,
   extra: { order?: string; snapshot?: string } = {},
@@ -107,6 +121,8 @@ export function requestSwitch(
   const before = readUpgradeState(dataDir);
   const previousBinary = committedBinary(before);
   const previousBinaryVersion = committedVersion(before);
+  const previousDigest = committedDigest(before);
+  fs.rmSync(trialRefusedFile(dataDir), { force: true });
   const s: UpgradeState = {
     state: 'trial',
     version: staged.version,
@@ -119,6 +135,8 @@ export function requestSwitch(
     ...(extra.snapshot ? { snapshot: extra.snapshot } : {}),
     ...(previousBinary ? { previousBinary } : {}),
     ...(previousBinary && previousBinaryVersion ? { previousBinaryVersion } : {}),
+    digest: staged.digest,
+    ...(previousBinary && previousDigest ? { previousDigest } : {}),
   };
   fs.rmSync(healthyFile(dataDir), { force: true });
   writeUpgradeState(dataDir, s);
@@ -144,6 +162,28 @@ export function committedVersion(s: UpgradeState | undefined): string | undefine
   if (s?.state === 'committed') return s.version;
   if (s?.state === 'rolled-back' || s?.state === 'trial') return s.previousBinaryVersion;
   return undefined;
+}
+
+/**
+ * The digest of the release binary committed on this edge, if known: the committed one, or during
+ * a trial and after a rollback the one committed before. A state written before digests were kept
+ * has the committed one in its order key (`UPGRADE@DIGEST`); one from a local upgrade does not.
+ */
+export function committedDigest(s: UpgradeState | undefined): string | undefined {
+  if (s?.state === 'committed') return s.digest ?? /@(sha256:[0-9a-f]{64})$/.exec(s.order ?? '')?.[1];
+  if (s?.state === 'rolled-back' || s?.state === 'trial') return s.previousDigest;
+  return undefined;
+}
+
+/**
+ * The digest of the binary this agent runs, when it knows it: on trial, the release being tried;
+ * else the release committed (or committed before a rollback). Undefined: the binary the service
+ * unit names, installed by hand (an order of the same version then switches it once, to bytes
+ * it knows).
+ */
+export function runningDigest(s: UpgradeState | undefined, onTrial: boolean): string | undefined {
+  if (onTrial && s?.state === 'trial') return s.digest;
+  return committedDigest(s);
 }
 
 /**
@@ -190,10 +230,17 @@ export function trialLauncher(env: NodeJS.ProcessEnv = process.env): ProcessRef 
  * committed binary (`committedBinary`) otherwise and does not return (the exec drops the lock; the
  * committed binary takes it at its start).
  */
-export async function launch(dataDir: string, log: LaunchLog, lock: AgentLock): Promise<UpgradeState | undefined> {
+export async function launch(
+  dataDir: string,
+  log: LaunchLog,
+  lock: AgentLock,
+  version: string,
+): Promise<UpgradeState | undefined> {
   if (process.env[LAUNCHED_ENV] !== undefined) {
     delete process.env[LAUNCHED_ENV];
-    return readUpgradeState(dataDir);
+    const s = readUpgradeState(dataDir);
+    if (process.env[TRIAL_ENV] && s?.state === 'trial') refuseWrongVersion(dataDir, s, version);
+    return s;
   }
   let s = readUpgradeState(dataDir);
   if (s?.state === 'trial') s = await trial(dataDir, s, log, lock);
@@ -215,6 +262,18 @@ export async function launch(dataDir: string, log: LaunchLog, lock: AgentLock): 
     });
   }
   return s;
+}
+
+/**
+ * In the binary on trial, before the agent starts: a release whose binary reports another version
+ * than the one it was signed as (`agent push --release-version` given a wrong one) would commit and
+ * then never match its order. It says why for the launcher, which rolls back with that reason.
+ */
+function refuseWrongVersion(dataDir: string, s: UpgradeState, version: string): void {
+  if (version === s.version) return;
+  const reason = `its binary reports version ${version}, not ${s.version}: the release was signed with a version its binary does not report; push the binary again without --release-version (it is signed as the version it reports)`;
+  fs.writeFileSync(trialRefusedFile(dataDir), reason);
+  throw new Error(`release ${s.version}: ${reason}`);
 }
 
 function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
@@ -289,6 +348,9 @@ async function trial(dataDir: string, s: UpgradeState, log: LaunchLog, lock: Age
   while (!done && !fs.existsSync(healthy) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   if (!done && !fs.existsSync(healthy))
     failure = `it did not connect to the hub and reconcile within ${Math.round(s.deadlineMs / 1000)} s`;
+  // The new binary refused to run and said why (refuseWrongVersion): that is the reason, not its exit.
+  const refused = readTrialRefused(dataDir);
+  if (refused) failure = refused;
   if (failure === undefined && fs.existsSync(healthy)) {
     writeUpgradeState(dataDir, { ...s, starts: s.starts + 1, state: 'committed', at: new Date().toISOString() });
     log.info({ version: s.version }, 'the new binary is healthy: committed');
@@ -308,6 +370,16 @@ async function trial(dataDir: string, s: UpgradeState, log: LaunchLog, lock: Age
   // outlives the script; taking the lock back ends it.
   await lock.acquire();
   return rollBack(dataDir, s, `release ${s.version}: ${failure}`, log);
+}
+
+function readTrialRefused(dataDir: string): string | undefined {
+  try {
+    const why = fs.readFileSync(trialRefusedFile(dataDir), 'utf8').trim().slice(0, 900);
+    fs.rmSync(trialRefusedFile(dataDir), { force: true });
+    return why || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Kills the trial child of a launcher that died, if that pid still is it (its environment names the trial). */

@@ -98,8 +98,12 @@ export interface HubDeps {
       scope: string,
     ): Promise<SignedRelease & { scan: ScanVerdict }>;
   };
-  /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge. */
-  upgrades?: { status(u: AgentUpgrade): AgentUpgradeStatusView };
+  /** AgentUpgrade rollouts (hub/upgrades/controller.ts): their status per edge, what a delete changes. */
+  upgrades?: {
+    status(u: AgentUpgrade): AgentUpgradeStatusView;
+    /** What deleting it changes on its edges, in words (the delete's answer). */
+    deleteChanges(u: AgentUpgrade): string[];
+  };
   /** The upload queues edges last reported (hub/data/index.ts). */
   uploads?: { queue(edge: string): EgressQueue | undefined };
   /** DataObject deliveries (hub/data/delivery.ts): their status per edge. */

@@ -5,6 +5,7 @@ import { mergePatch } from '../../core/customize.js';
 import { OutpostError } from '../../core/errors.js';
 import {
   KINDS,
+  type AgentUpgrade,
   type Edge,
   type Kind,
   type LabelSelector,
@@ -308,8 +309,12 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
         'bad_request',
         `edges leave by decommission: outpost edge decommission ${c.req.param('name')}`,
       );
+    // Said before it happens, from the same state: which edges keep their version, which another
+    // AgentUpgrade takes (hub/upgrades/delete-effects.ts). Nothing awaits between the two.
+    const upgrade = kind === 'AgentUpgrade' ? objects.get<AgentUpgrade>(kind, project, c.req.param('name')) : undefined;
+    const changes = upgrade && deps.upgrades ? deps.upgrades.deleteChanges(upgrade) : undefined;
     const o = objects.delete(kind, project, c.req.param('name'), actor(c));
-    return c.json({ deleted: { kind, project, name: o.metadata.name } });
+    return c.json({ deleted: { kind, project, name: o.metadata.name }, ...(changes ? { changes } : {}) });
   });
 
   app.get('/projects/:project/workloads/:name/revisions', (c) => {

@@ -63,8 +63,35 @@ export function openApiDocument(version: string): unknown {
         ? {}
         : {
             delete: {
-              summary: `Delete a ${kind}`,
-              responses: { 200: { description: 'deleted' }, default: errorResponse },
+              summary:
+                kind === 'AgentUpgrade'
+                  ? 'Delete an AgentUpgrade; the answer says what changes on its edges'
+                  : `Delete a ${kind}`,
+              responses: {
+                200: {
+                  description: 'deleted',
+                  ...json({
+                    type: 'object',
+                    properties: {
+                      deleted: {
+                        type: 'object',
+                        properties: { kind: { type: 'string' }, project: { type: 'string' }, name: { type: 'string' } },
+                      },
+                      ...(kind === 'AgentUpgrade'
+                        ? {
+                            changes: {
+                              type: 'array',
+                              items: { type: 'string' },
+                              description:
+                                'what the delete changes on its edges, in words: which keep their version, which another AgentUpgrade takes',
+                            },
+                          }
+                        : {}),
+                    },
+                  }),
+                },
+                default: errorResponse,
+              },
             },
           }),
     };

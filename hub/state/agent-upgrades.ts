@@ -6,10 +6,66 @@
  * its upgrade, projected at report time (hub/controllers/status.ts projectReport). With hub
  * replicas the documents of an edge are on the replica that serves it; these tables are what the
  * planner and every replica's API read, so `maxUnavailable` counts the whole fleet.
+ *
+ * `agent_upgrade_outcomes` is each AgentUpgrade's history per edge: how its part there ended (the
+ * edge ran its release, or rolled it back, or a later AgentUpgrade ordered the edge first). The
+ * progress table holds only an edge's latest report; this one keeps what an upgrade did after
+ * the edge moved on, and an upgrade with an outcome on an edge never orders it again
+ * (hub/upgrades/claims.ts). Its own schema component, so it migrates apart from hub/db.ts.
  */
+import { z } from 'zod';
 import { AgentUpgradeOrder, AgentUpgradeProgress } from '../../core/mailbox.js';
-import type { z } from 'zod';
-import { type SqlDb, all, allOf, forgetWritten, keyed, pgInJsonList, projectEdgeBody, read, run } from './sql.js';
+import type { Migration } from '../../sync/sqlite.js';
+import {
+  type SqlDb,
+  all,
+  allOf,
+  forgetWritten,
+  keyed,
+  migrateTables,
+  pgInJsonList,
+  projectEdgeBody,
+  read,
+  run,
+} from './sql.js';
+
+export const AGENT_UPGRADE_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE agent_upgrade_outcomes (
+        project TEXT NOT NULL,
+        upgrade TEXT NOT NULL,
+        edge TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (project, upgrade, edge)
+      );
+      CREATE INDEX agent_upgrade_outcomes_by_edge ON agent_upgrade_outcomes (edge);
+    `,
+  },
+];
+
+/** How an AgentUpgrade's part on one edge ended (written by the planner, hub/upgrades/controller.ts). */
+export const AgentUpgradeOutcome = z.object({
+  /** The release it was about: an outcome of another digest than the object's now is stale. */
+  digest: z.string(),
+  version: z.string(),
+  /**
+   * `Running`: the edge ran the release; `RolledBack`: it tried and rolled back (it never tries
+   * the same binary again); `Superseded`: a later AgentUpgrade ordered the edge before this one
+   * got there or finished there.
+   */
+  state: z.enum(['Running', 'RolledBack', 'Superseded']),
+  /** Why it rolled back, as the edge said. */
+  reason: z.string().optional(),
+  /** Superseded: the state the edge last reported for this upgrade, if any. */
+  last: z.string().optional(),
+  /** The AgentUpgrade that ordered the edge after this one (undefined: none yet). */
+  by: z.string().optional(),
+  /** When the hub recorded it (milliseconds since epoch, the hub's clock). */
+  at: z.number(),
+});
+export type AgentUpgradeOutcome = z.infer<typeof AgentUpgradeOutcome>;
 
 export interface AgentUpgradeRollouts {
   /** Every edge's order, by edge. */
@@ -26,6 +82,12 @@ export interface AgentUpgradeRollouts {
   projectProgress(edge: string, progress: AgentUpgradeProgress | undefined): void;
   /** Forgets an edge (decommission). */
   forgetEdge(edge: string): void;
+  /** A project's outcomes: upgrade -> edge -> outcome. */
+  outcomes(project: string): Map<string, Map<string, AgentUpgradeOutcome>>;
+  /** Records (replaces) how an upgrade's part on an edge ended; true when it changed. */
+  recordOutcome(project: string, upgrade: string, edge: string, outcome: AgentUpgradeOutcome): boolean;
+  /** Forgets an upgrade's outcomes (the object is gone, or its release changed: a new one starts over). */
+  forgetUpgrade(project: string, upgrade: string): void;
 }
 
 interface Row {
@@ -55,7 +117,14 @@ export const upgradeOrderRead = (edge: string) =>
     read(`SELECT edge, body FROM agent_upgrade_orders WHERE ${pgInJsonList('edge')}`, JSON.stringify(edges)),
   );
 
+interface OutcomeRow {
+  upgrade: string;
+  edge: string;
+  body: string;
+}
+
 export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
+  migrateTables(db, 'agent-upgrades', AGENT_UPGRADE_MIGRATIONS);
   return {
     orders() {
       return parsed(all<Row>(db, 'SELECT edge, body FROM agent_upgrade_orders'), AgentUpgradeOrder);
@@ -91,6 +160,39 @@ export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
       forgetWritten(db, edge, 'upgrade');
       run(db, 'DELETE FROM agent_upgrade_orders WHERE edge = ?', edge);
       run(db, 'DELETE FROM agent_upgrade_progress WHERE edge = ?', edge);
+      run(db, 'DELETE FROM agent_upgrade_outcomes WHERE edge = ?', edge);
+    },
+    outcomes(project) {
+      const out = new Map<string, Map<string, AgentUpgradeOutcome>>();
+      const rows = all<OutcomeRow>(
+        db,
+        'SELECT upgrade, edge, body FROM agent_upgrade_outcomes WHERE project = ?',
+        project,
+      );
+      for (const r of rows) {
+        const o = parsed([{ edge: r.edge, body: r.body }], AgentUpgradeOutcome).get(r.edge);
+        if (!o) continue;
+        if (!out.has(r.upgrade)) out.set(r.upgrade, new Map());
+        out.get(r.upgrade)!.set(r.edge, o);
+      }
+      return out;
+    },
+    recordOutcome(project, upgrade, edge, outcome) {
+      return (
+        run(
+          db,
+          `INSERT INTO agent_upgrade_outcomes (project, upgrade, edge, body) VALUES (?, ?, ?, ?)
+           ON CONFLICT(project, upgrade, edge) DO UPDATE SET body = excluded.body
+           WHERE agent_upgrade_outcomes.body != excluded.body`,
+          project,
+          upgrade,
+          edge,
+          JSON.stringify(outcome),
+        ) > 0
+      );
+    },
+    forgetUpgrade(project, upgrade) {
+      run(db, 'DELETE FROM agent_upgrade_outcomes WHERE project = ? AND upgrade = ?', project, upgrade);
     },
   };
 }

@@ -173,6 +173,21 @@ export function edgeLiveness(db: SqlDb, project: string): Map<string, EdgeLivene
   return out;
 }
 
+/**
+ * The agent version each edge of a project reported at its last handshake, by name (absent: never
+ * connected): what the AgentUpgrade planner measures a downgrade from, in one read.
+ */
+export function edgeAgentVersions(db: SqlDb, project: string): Map<string, string> {
+  const rows = all<{ name: string; agent_version: string | null }>(
+    db,
+    'SELECT name, agent_version FROM edge_runtime WHERE project = ?',
+    project,
+  );
+  const out = new Map<string, string>();
+  for (const r of rows) if (r.agent_version) out.set(r.name, r.agent_version);
+  return out;
+}
+
 /** Reads of edge_runtime other code gives ahead (hub/state/index.ts `handshakeReads`). */
 export const edgeReads = {
   runtime: (name: string) =>

@@ -11,7 +11,7 @@
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
  * | data-progress.ts | data_progress (the DataObject deliveries edges report) |
- * | agent-upgrades.ts | agent_upgrade_orders, agent_upgrade_progress (AgentUpgrade rollouts) |
+ * | agent-upgrades.ts | agent_upgrade_orders, agent_upgrade_progress, agent_upgrade_outcomes (AgentUpgrade rollouts and their history) |
  * | image-staging.ts | staging_orders, staging_reports (image pre-staging) |
  * | blobs.ts | blobs, blob_refs |
  * | data-files.ts | data_files |

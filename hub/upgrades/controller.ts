@@ -15,7 +15,9 @@
  *
  * An edge offline when the upgrade is applied gets its order written like any other (it counts
  * toward `maxUnavailable` while it is away) and upgrades when it returns and syncs. An edge
- * selected by two AgentUpgrades follows the first by name; the other shows it as claimed.
+ * selected by several AgentUpgrades is held by the newest that has not finished there and would
+ * not downgrade it (hub/upgrades/claims.ts); the planner records how each upgrade's part on each
+ * edge ended (`agent_upgrade_outcomes`): history, shown in its status, never ordered again.
  *
  * At apply (inside the object's write transaction) the object is checked (hub/upgrades/check.ts),
  * and the binary's blob gets the reference `AgentUpgrade/NAME`, so garbage collection keeps it
@@ -27,7 +29,6 @@ import { parseDuration } from '../../core/durations.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import { checkAgentUpgrade } from './check.js';
 import {
-  FAILED_UPGRADE_STATES,
   readReportAgentUpgrade,
   readSpecAgentUpgrade,
   putSpecAgentUpgrade,
@@ -37,46 +38,26 @@ import {
   type SpecDoc,
 } from '../../core/mailbox.js';
 import type { AgentUpgrade, Edge } from '../../core/resources.js';
-import { planRollout, type RolloutCounts, type RolloutEdge, type RolloutPhase } from '../../core/rollout.js';
 import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
-import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
+import { edgesReached, schedulableEdges } from '../edges/phase.js';
 import type { AgentUpgradeRollouts } from '../state/agent-upgrades.js';
-import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
+import { edgeAgentVersions, edgeLiveness } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
+import { computeClaims } from './claims.js';
+import { deleteEffects } from './delete-effects.js';
+import { recordOutcomes, supersede } from './history.js';
+import { planUpgrade, type ProjectView } from './plan.js';
+import { upgradeStatus, type AgentUpgradeStatus, type PlannedEdge } from './status.js';
+
+export type { AgentUpgradeEdgeStatus, AgentUpgradeStatus } from './status.js';
 
 const log = createLogger('hub:upgrades');
 
 /** How often rollouts are planned again: edges' reports and connections change without an object change. */
 export const UPGRADE_TICK_MS = 2_000;
-
-/** One selected edge as `describe agentupgrade` shows it. */
-export interface AgentUpgradeEdgeStatus {
-  edge: string;
-  /** `Waiting`: the rollout has not ordered it yet; `Claimed`: another AgentUpgrade holds it. */
-  state: AgentUpgradeProgress['state'] | 'Waiting' | 'Claimed';
-  percent?: number;
-  reason?: string;
-  /** The version the edge's agent runs now, as it last reported. */
-  agentVersion?: string;
-  online: boolean;
-}
-
-export interface AgentUpgradeStatus {
-  phase: RolloutPhase;
-  reason: string;
-  counts: RolloutCounts;
-  /** Edges running the release. */
-  running: number;
-  /** Edges that rolled back or could not take it (no space, refused). */
-  rolledBack: number;
-  maxUnavailable: number;
-  edges: AgentUpgradeEdgeStatus[];
-}
-
-const keyOf = (upgrade: string, digest: string) => `${upgrade}@${digest}`;
 
 /** Whether an order given for the same upgrade and digest differs from the object's order now. */
 const orderChanged = (a: AgentUpgradeOrder, b: AgentUpgradeOrder) =>
@@ -88,6 +69,8 @@ const orderChanged = (a: AgentUpgradeOrder, b: AgentUpgradeOrder) =>
 interface Known {
   orders: Map<string, AgentUpgradeOrder>;
   progress: Map<string, AgentUpgradeProgress>;
+  /** Edges without a progress row, looked up in their report document once per pass (`progress`). */
+  unprojected: Map<string, AgentUpgradeProgress | undefined>;
 }
 
 export class AgentUpgradeController {
@@ -142,8 +125,8 @@ export class AgentUpgradeController {
 
   /**
    * Called inside the object write transaction: checks a new or changed AgentUpgrade (throwing
-   * refuses the write) and keeps its blob reference; on delete, drops the reference and the
-   * orders it wrote.
+   * refuses the write) and keeps its blob reference; on delete, drops the reference, its history
+   * and the orders it wrote. A new release (digest) starts over: its history goes.
    */
   onObjectChange(c: ObjectChange): void {
     if (c.kind !== 'AgentUpgrade') return;
@@ -151,6 +134,8 @@ export class AgentUpgradeController {
     if (after) checkAgentUpgrade(after, this.releaseKeyPem, this.blobs);
     this.blobs.setReferences(c.project, 'AgentUpgrade', c.name, after ? [after.spec.release.digest as BlobDigest] : []);
     const before = c.before as AgentUpgrade | undefined;
+    if (before && before.spec.release.digest !== after?.spec.release.digest)
+      this.rollouts.forgetUpgrade(c.project, c.name);
     if (before) {
       // Edges this upgrade no longer selects (or all, when it is gone) lose its order, after commit.
       const keep = new Set(after ? this.selected(after) : []);
@@ -160,20 +145,36 @@ export class AgentUpgradeController {
     this.mark();
   }
 
-  private selected(u: AgentUpgrade): string[] {
-    const edges = schedulableEdges(
-      this.objects.list<Edge>('Edge', u.metadata.project),
-      edgeLiveness(this.db, u.metadata.project),
-    );
-    return edgesReached(edges, u.spec);
+  private selected(u: AgentUpgrade, live = edgeLiveness(this.db, u.metadata.project)): string[] {
+    return edgesReached(schedulableEdges(this.objects.list<Edge>('Edge', u.metadata.project), live), u.spec);
   }
 
-  /** Edge -> the AgentUpgrade that holds it in this project (first by name). */
-  private claims(project: string): Map<string, string> {
-    const out = new Map<string, string>();
-    for (const u of this.objects.list<AgentUpgrade>('AgentUpgrade', project))
-      for (const e of this.selected(u)) if (!out.has(e)) out.set(e, u.metadata.name);
-    return out;
+  /** A project's upgrades (all of them, or `upgrades`) and who holds which edge (hub/upgrades/claims.ts). */
+  private view(project: string, known: Known, upgrades?: AgentUpgrade[]): ProjectView {
+    upgrades ??= this.objects.list<AgentUpgrade>('AgentUpgrade', project);
+    const live = edgeLiveness(this.db, project);
+    const edges = schedulableEdges(this.objects.list<Edge>('Edge', project), live);
+    const selected = new Map(upgrades.map((u) => [u.metadata.name, edgesReached(edges, u.spec)] as const));
+    const versions = edgeAgentVersions(this.db, project);
+    const outcomes = this.rollouts.outcomes(project);
+    const progress = new Map([...selected.values()].flat().map((e) => [e, this.progressOf(e, known)] as const));
+    for (const [e, p] of progress) if (!p) progress.delete(e);
+    const claims = computeClaims({
+      upgrades,
+      selected,
+      outcomes,
+      progress: progress as Map<string, AgentUpgradeProgress>,
+      versions,
+      now: Date.now(),
+    });
+    return { upgrades, selected, live, versions, outcomes, claims };
+  }
+
+  private progressOf(edge: string, known: Known): AgentUpgradeProgress | undefined {
+    const p = known.progress.get(edge);
+    if (p || this.holds) return p;
+    if (!known.unprojected.has(edge)) known.unprojected.set(edge, this.progress(edge));
+    return known.unprojected.get(edge);
   }
 
   private order(u: AgentUpgrade): AgentUpgradeOrder {
@@ -186,54 +187,18 @@ export class AgentUpgradeController {
     };
   }
 
-  private plan(u: AgentUpgrade, claims: Map<string, string>, known: Known = this.known()) {
-    const name = u.metadata.name;
-    const project = u.metadata.project;
-    const target = keyOf(name, u.spec.release.digest);
-    const live = edgeLiveness(this.db, project);
-    const now = Date.now();
-    const mine = this.selected(u).filter((e) => claims.get(e) === name);
-    const claimed = this.selected(u).filter((e) => claims.get(e) !== name);
-    const rows = mine.map((e) => {
-      const written = known.orders.get(e) ?? this.specOrder(e);
-      const progress = known.progress.get(e) ?? this.progress(e);
-      const online = isOnline(live.get(e), now);
-      const re: RolloutEdge = {
-        edge: e,
-        targetKey: target,
-        online,
-        ...(written ? { writtenKey: keyOf(written.upgrade, written.release.digest) } : {}),
-        ...(progress
-          ? {
-              observed: {
-                key: keyOf(progress.upgrade, progress.digest),
-                state:
-                  progress.state === 'Running'
-                    ? ('ready' as const)
-                    : FAILED_UPGRADE_STATES.includes(progress.state)
-                      ? ('failed' as const)
-                      : ('progressing' as const),
-              },
-            }
-          : {}),
-      };
-      return { re, written, progress, online, synced: live.get(e)?.lastSeen !== undefined };
-    });
-    const plan = planRollout({
-      placement: name,
-      rollout: u.spec.rollout,
-      edges: rows.map((r) => r.re),
-      advice: {
-        resume: `raise spec.rollout.failureThreshold of AgentUpgrade ${name}`,
-        fix: 'apply a fixed release (a new digest starts over)',
-      },
-    });
-    return { plan, rows, claimed, target };
+  private plan(u: AgentUpgrade, v: ProjectView, known: Known) {
+    return planUpgrade(
+      u,
+      v,
+      (e) => known.orders.get(e) ?? this.specOrder(e),
+      (e) => this.progressOf(e, known),
+    );
   }
 
   /** The orders and the progress the planner reads: the tables, shared by every replica. */
   private known(): Known {
-    return { orders: this.rollouts.orders(), progress: this.rollouts.progress() };
+    return { orders: this.rollouts.orders(), progress: this.rollouts.progress(), unprojected: new Map() };
   }
 
   /**
@@ -255,41 +220,41 @@ export class AgentUpgradeController {
 
   /** The status the API shows: computed from the same inputs the rollout uses, writing nothing. */
   status(u: AgentUpgrade): AgentUpgradeStatus {
-    const { plan, rows, claimed, target } = this.plan(u, this.claims(u.metadata.project));
+    const known = this.known();
+    const v = this.view(u.metadata.project, known);
+    const { plan, rows, claimed, newer, target } = this.plan(u, v, known);
     const updating = new Set(plan.update);
-    const runtimes = new Map(rows.map((r) => [r.re.edge, this.agentVersion(r.re.edge)] as const));
-    const edges: AgentUpgradeEdgeStatus[] = rows.map((r) => {
-      const onTarget = r.progress && keyOf(r.progress.upgrade, r.progress.digest) === target ? r.progress : undefined;
-      const ordered = r.re.writtenKey === target || updating.has(r.re.edge);
-      const agentVersion = runtimes.get(r.re.edge);
-      return {
-        edge: r.re.edge,
-        state: onTarget ? onTarget.state : ordered ? 'Pending' : 'Waiting',
-        ...(onTarget?.percent !== undefined ? { percent: onTarget.percent } : {}),
-        ...(onTarget?.reason ? { reason: onTarget.reason } : {}),
-        ...(agentVersion ? { agentVersion } : {}),
-        online: r.online,
-      };
+    const planned: PlannedEdge[] = rows.map((r) => ({
+      edge: r.re.edge,
+      online: r.online,
+      ...(r.onTarget ? { onTarget: r.onTarget } : {}),
+      ordered: r.re.writtenKey === target || updating.has(r.re.edge),
+      ...(r.outcome ? { outcome: r.outcome } : {}),
+    }));
+    return upgradeStatus({
+      version: u.spec.release.version,
+      paused: u.spec.rollout.paused,
+      plan,
+      planned,
+      claimed,
+      newer,
+      versions: v.versions,
     });
-    for (const e of claimed) {
-      const other = this.claims(u.metadata.project).get(e);
-      edges.push({ edge: e, state: 'Claimed', reason: `AgentUpgrade ${other} holds this edge`, online: false });
-    }
-    edges.sort((a, b) => (a.edge < b.edge ? -1 : 1));
-    return {
-      phase: plan.phase,
-      reason: plan.reason,
-      counts: plan.counts,
-      running: edges.filter((e) => e.state === 'Running').length,
-      rolledBack: edges.filter((e) => (FAILED_UPGRADE_STATES as readonly string[]).includes(e.state)).length,
-      maxUnavailable: plan.maxUnavailable,
-      edges,
-    };
   }
 
-  private agentVersion(edge: string): string | undefined {
-    const rt = sqlEdgeState(this.db).get(edge);
-    return rt?.inventory?.agentVersion ?? rt?.agentVersion;
+  /**
+   * What deleting `u` changes on its edges, in words (the API's answer to the delete, computed before
+   * it): which edges keep what they run, which another AgentUpgrade takes and what it orders there.
+   */
+  deleteChanges(u: AgentUpgrade): string[] {
+    const known = this.known();
+    const before = this.view(u.metadata.project, known);
+    const after = this.view(
+      u.metadata.project,
+      known,
+      before.upgrades.filter((x) => x.metadata.name !== u.metadata.name),
+    );
+    return deleteEffects({ upgrade: u, before, after, orders: known.orders, progress: known.progress });
   }
 
   /**
@@ -302,34 +267,43 @@ export class AgentUpgradeController {
   }
 
   private planAll(): void {
-    const all = this.objects.list<AgentUpgrade>('AgentUpgrade', '*');
-    const claimsByProject = new Map<string, Map<string, string>>();
+    const byProject = new Map<string, AgentUpgrade[]>();
+    for (const u of this.objects.list<AgentUpgrade>('AgentUpgrade', '*'))
+      byProject.set(u.metadata.project, [...(byProject.get(u.metadata.project) ?? []), u]);
     const known = this.known();
-    for (const u of all) {
-      const project = u.metadata.project;
-      if (!claimsByProject.has(project)) claimsByProject.set(project, this.claims(project));
-      const { plan, rows } = this.plan(u, claimsByProject.get(project)!, known);
-      const order = this.order(u);
-      const byEdge = new Map(rows.map((r) => [r.re.edge, r]));
-      // An order already given changes in place when the object changes without a new digest
-      // (allowDowngrade set after a refusal, another deadline): the planner sees no new target.
-      const ordered = (e: string, again: boolean, online: boolean | undefined) => {
-        log.info({ project, upgrade: u.metadata.name, edge: e, online, again }, 'agent upgrade ordered');
-        recordEvent(this.db, {
-          project,
-          kind: 'AgentUpgrade',
-          name: u.metadata.name,
-          reason: 'Ordered',
-          message: `edge ${e} ordered ${again ? 'again (the order changed) ' : ''}to switch to ${u.spec.release.version}${u.spec.allowDowngrade ? ' (allowDowngrade: even if it runs a newer version)' : ''}${online === false ? ' (offline: when it returns)' : ''}`,
-        });
-      };
-      for (const r of rows)
-        if (r.written && r.re.writtenKey === r.re.targetKey && orderChanged(r.written, order))
-          if (this.rollouts.setOrder(r.re.edge, order)) ordered(r.re.edge, true, r.online);
-      for (const e of plan.update) {
-        const r = byEdge.get(e);
-        if (!r?.synced) continue; // enrolled but never connected: its mailbox is made at the first sync
-        if (this.rollouts.setOrder(e, order)) ordered(e, false, r.online);
+    for (const [project, upgrades] of byProject) {
+      const v = this.view(project, known, upgrades);
+      recordOutcomes(this.rollouts, project, v, (e) => this.progressOf(e, known));
+      for (const u of v.claims.ordered) this.planOne(u, v, known);
+    }
+  }
+
+  private planOne(u: AgentUpgrade, v: ProjectView, known: Known): void {
+    const project = u.metadata.project;
+    const { plan, rows } = this.plan(u, v, known);
+    const order = this.order(u);
+    const byEdge = new Map(rows.map((r) => [r.re.edge, r]));
+    const ordered = (e: string, again: boolean, online: boolean | undefined) => {
+      log.info({ project, upgrade: u.metadata.name, edge: e, online, again }, 'agent upgrade ordered');
+      recordEvent(this.db, {
+        project,
+        kind: 'AgentUpgrade',
+        name: u.metadata.name,
+        reason: 'Ordered',
+        message: `edge ${e} ordered ${again ? 'again (the order changed) ' : ''}to switch to ${u.spec.release.version}${u.spec.allowDowngrade ? ' (allowDowngrade: even if it runs a newer version)' : ''}${online === false ? ' (offline: when it returns)' : ''}`,
+      });
+    };
+    // An order already given changes in place when the object changes without a new digest
+    // (allowDowngrade set after a refusal, another deadline): the planner sees no new target.
+    for (const r of rows)
+      if (!r.outcome && r.written && r.re.writtenKey === r.re.targetKey && orderChanged(r.written, order))
+        if (this.rollouts.setOrder(r.re.edge, order)) ordered(r.re.edge, true, r.online);
+    for (const e of plan.update) {
+      const r = byEdge.get(e);
+      if (!r?.synced || r.outcome) continue; // enrolled but never connected: its mailbox is made at the first sync
+      if (this.rollouts.setOrder(e, order)) {
+        ordered(e, false, r.online);
+        supersede(this.rollouts, u, e, v, this.progressOf(e, known));
       }
     }
   }
