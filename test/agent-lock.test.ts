@@ -12,12 +12,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { isRunning, processRef, readLockHolder } from '../edge/agent-lock.js';
+import { bundle } from '../build/sea/bundle.js';
 import { readUpgradeState } from '../edge/upgrade/switch.js';
 import { hubApi } from './fixtures/host-workloads.js';
-import { tempDir, waitFor } from './helpers.js';
+import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, CuttableProxy, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 let dir: string;
+let bundleDir: string | undefined;
 let edgeDir: string;
 let hub: HubProc;
 let proxy: CuttableProxy;
@@ -78,8 +80,16 @@ const connected = async () => (await status())?.connection === 'connected';
  * it): stopping the script leaves the agent running. Brings it to the edge; returns its YAML file.
  */
 async function pushWrapperRelease(version: string): Promise<string> {
-  const wrapper = path.join(dir, 'outpost-wrapper');
-  fs.writeFileSync(wrapper, `#!/bin/sh\n${process.execPath} --import tsx ${MAIN} "$@"\n`, { mode: 0o755 });
+  // The real agent built as `version` (build/sea/bundle.ts): a release's binary must report the
+  // version it is signed as (agent push refuses another, and an agent on trial checks itself).
+  // The bundle finds better-sqlite3 and the Automerge wasm in node_modules above it.
+  const cache = path.join(ROOT, 'node_modules', '.cache');
+  fs.mkdirSync(cache, { recursive: true });
+  bundleDir ??= fs.mkdtempSync(path.join(cache, 'outpost-lock-test-'));
+  const agent = path.join(bundleDir, `outpost-${version}.cjs`);
+  await bundle(MAIN, agent, { version, commit: 'locktest' });
+  const wrapper = path.join(dir, `outpost-wrapper-${version}`);
+  fs.writeFileSync(wrapper, `#!/bin/sh\n${process.execPath} ${agent} "$@"\n`, { mode: 0o755 });
   const pushed = await cli(['agent', 'push', wrapper, '--release-version', version], cliEnv);
   expect(pushed.stderr).toBe('');
   const digest = (parse(pushed.stdout) as { spec: { release: { digest: string } } }).spec.release.digest;
@@ -108,6 +118,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  if (bundleDir) fs.rmSync(bundleDir, { recursive: true, force: true });
   await edge?.kill();
   // A trial agent or wrapper left behind (by a failed assertion, or the old code): end every
   // process started on the directory.
