@@ -24,7 +24,8 @@ function dependsOn(v: Pick<PackageVersionView, 'dependsOn'>): string {
 /** The values a parameter accepts beyond its type: `a|b`, `1..10`, `/^[a-z]+$/`. */
 function allowed(p: Parameter): string {
   const parts: string[] = [];
-  if (p.enum) parts.push(p.enum.map(String).join('|'));
+  // The choices of a secret parameter would tell its value.
+  if (p.enum) parts.push(p.secret ? REDACTED : p.enum.map(String).join('|'));
   if (p.minimum !== undefined || p.maximum !== undefined) parts.push(`${p.minimum ?? ''}..${p.maximum ?? ''}`);
   if (p.pattern !== undefined) parts.push(`/${p.pattern}/`);
   return parts.join(' ') || '-';
