@@ -78,8 +78,11 @@ describe('bad usage exits 2 before talking to the hub', () => {
     [['get', 'pods'], /unknown kind "pods"/],
     [['get', 'edges', '-o', 'xml'], /unknown output format "xml": use one of table, wide, yaml, json/],
     [['get', 'edges', '-l', 'a in ()'], /needs at least one value/],
-    [['get', 'edge', 'e1', '-l', 'a=b'], /leave it out when naming one/],
-    [['get', 'edge/e1', 'e2'], /give the name once/],
+    [['get', 'edge', 'e1', '-l', 'a=b'], /-l selects among many objects; leave it out when naming them/],
+    [
+      ['get', 'edge/e1', 'e2'],
+      /"e2" has no kind: once one object is given as KIND\/NAME, give each so \(outpost get edge\/e1 edge\/e2\)/,
+    ],
     [['describe', 'edge'], /describe needs a name/],
     [['delete', 'edge', 'e1'], /decommissioned .*outpost edge decommission e1/],
     [['apply'], /required option '-f, --filename <path>' not specified/],

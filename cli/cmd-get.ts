@@ -1,7 +1,9 @@
 /**
- * @module `outpost get`: list objects or show one, in kubectl's output formats (table, wide, yaml,
- * json, name, jsonpath, custom-columns), with `--show-labels`, `--no-headers`, `-w` (watch: print
- * what changes until interrupted or `--timeout`), and `get events` with filters.
+ * @module `outpost get`: list objects or show some by name (`get placements eu us`, `get
+ * placement/eu workload/web`: each found one printed, then an error for each missing one, exit 1,
+ * as kubectl), in kubectl's output formats (table, wide, yaml, json, name, jsonpath,
+ * custom-columns), with `--show-labels`, `--no-headers`, `-w` (watch: print what changes until
+ * interrupted or `--timeout`), `get events` with filters, and the catalog's packages.
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { API_VERSION } from '../core/resources.js';
@@ -11,22 +13,32 @@ import { objectPath, openSession, parsePositiveDuration, type CliDeps, type Sess
 import { asUsage, CliError, UsageError } from './errors.js';
 import {
   GET_FORMATS,
+  parseBoolFlag,
   parseGetOutput,
   renderCustomColumns,
   renderJsonPathOutput,
   withoutHeaders,
   type GetOutput,
 } from './get-output.js';
-import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
+import { KIND_HELP, parseKindArg, parseKindOrPackageArg, type KindInfo, type PackageKindInfo } from './kinds.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
 import { dataObjectHints, formatObjectTable } from './tables.js';
-import { getPackages } from './cmd-package.js';
+import {
+  fetchPackage,
+  fetchPackages,
+  formatPackageTable,
+  listPackages,
+  packageSummary,
+  type PackageObject,
+} from './cmd-package.js';
 import { age, type ApiObject, type EventView } from './views.js';
 
 /** How often `-w` asks the hub. */
 const WATCH_INTERVAL_MS = 1_000;
 const EVENT_KINDS = new Set(['event', 'events', 'ev']);
-const PACKAGE_KINDS = new Set(['package', 'packages', 'pkg']);
+
+/** What `get` shows: an object kind, or the catalog's packages. */
+type GetKind = KindInfo | PackageKindInfo;
 
 function parseSelectorFlag(s: string): string {
   try {
@@ -58,6 +70,8 @@ interface GetOpts {
   showSecrets?: boolean;
   /** Edges only: those holding intents made on site (`?local=true`). */
   local?: boolean;
+  /** `-o jsonpath`: a field no object has prints nothing (true, kubectl's default) or is an error. */
+  allowMissingTemplateKeys: boolean;
 }
 
 /** What a watch compares: the object without the fields that move on every heartbeat. */
@@ -66,7 +80,7 @@ function fingerprint(o: ApiObject): string {
 }
 
 /** Renders objects in the chosen format; `first` says whether a table gets its header. */
-function render(info: KindInfo, objects: ApiObject[], o: GetOpts, s: Session, single: boolean, first: boolean): string {
+function render(info: GetKind, objects: ApiObject[], o: GetOpts, s: Session, single: boolean, first: boolean): string {
   const out = o.output;
   switch (out.kind) {
     case 'json':
@@ -79,12 +93,17 @@ function render(info: KindInfo, objects: ApiObject[], o: GetOpts, s: Session, si
       return objects.map((x) => `${info.singular}/${x.metadata.name}\n`).join('');
     case 'jsonpath': {
       const value = single ? objects[0] : { apiVersion: API_VERSION, kind: 'List', items: objects };
-      const text = renderJsonPathOutput(out.template, value);
+      const text = renderJsonPathOutput(out, value, { allowMissingKeys: o.allowMissingTemplateKeys });
       return text.endsWith('\n') || text === '' ? text : `${text}\n`;
     }
     case 'custom-columns':
       return renderCustomColumns(out.columns, objects, { noHeaders: !o.headers || !first });
     default:
+      if (info.kind === 'Package')
+        return withoutHeaders(
+          formatPackageTable((objects as PackageObject[]).map(packageSummary)),
+          !o.headers || !first,
+        );
       return withoutHeaders(
         formatObjectTable(info, objects, {
           now: s.deps.now(),
@@ -98,15 +117,18 @@ function render(info: KindInfo, objects: ApiObject[], o: GetOpts, s: Session, si
   }
 }
 
+/** One object by name; a 404 is a HubError naming it (`placement/eu`). */
+async function fetchOne(s: Session, info: GetKind, name: string, o: GetOpts): Promise<ApiObject> {
+  if (info.kind === 'Package') return fetchPackage(s, name);
+  return s.client.get<ApiObject>(objectPath(s.project, info.path, name), {
+    subject: { kind: info.singular, name },
+    ...(o.showSecrets ? { query: { secrets: 'reveal' } } : {}),
+  });
+}
+
 async function fetchObjects(s: Session, info: KindInfo, name: string | undefined, o: GetOpts): Promise<ApiObject[]> {
   const project = o.allProjects ? '*' : s.project;
-  if (name !== undefined)
-    return [
-      await s.client.get<ApiObject>(objectPath(project, info.path, name), {
-        subject: { kind: info.singular, name },
-        ...(o.showSecrets ? { query: { secrets: 'reveal' } } : {}),
-      }),
-    ];
+  if (name !== undefined) return [await fetchOne(s, info, name, o)];
   return s.client
     .list<ApiObject>(
       objectPath(project, info.path),
@@ -184,12 +206,120 @@ async function getEvents(s: Session, o: GetOpts): Promise<void> {
   s.out.out.write(withoutHeaders(formatTable(['LAST SEEN', 'OBJECT', 'REASON', 'MESSAGE'], rows), !o.headers));
 }
 
+/** Objects named on one command line, grouped by kind in the order given. */
+interface Named {
+  info: GetKind;
+  names: string[];
+}
+
+/**
+ * `KIND [NAME...]`, or `KIND/NAME...` of one or more kinds (kubectl: once one argument is
+ * KIND/NAME, every one is).
+ */
+function parseTargets(kindArg: string, nameArgs: string[]): Named[] {
+  const first = parseKindOrPackageArg(kindArg);
+  if (first.name === undefined) return [{ info: first.info, names: nameArgs }];
+  const groups: Named[] = [];
+  for (const arg of [kindArg, ...nameArgs]) {
+    if (!arg.includes('/'))
+      throw new UsageError(
+        `"${arg}" has no kind: once one object is given as KIND/NAME, give each so (outpost get ${kindArg} ${first.info.singular}/${arg}), or give the kind once: outpost get ${first.info.path} ${first.name} ${arg}`,
+      );
+    const { info, name } = parseKindOrPackageArg(arg);
+    const g = groups.find((x) => x.info.kind === info.kind) ?? groups[groups.push({ info, names: [] }) - 1];
+    g.names.push(name!);
+  }
+  return groups;
+}
+
+/**
+ * The objects named, as kubectl shows them: each one found (a table per kind, a blank line between,
+ * names as KIND/NAME when there are several kinds; one List in yaml, json and jsonpath unless one
+ * object was named), then each one missing as an error, and exit code 1.
+ */
+async function getNamed(s: Session, groups: Named[], o: GetOpts): Promise<void> {
+  const found: { info: GetKind; objects: ApiObject[] }[] = [];
+  const missing: string[] = [];
+  for (const g of groups) {
+    const objects: ApiObject[] = [];
+    for (const name of g.names) {
+      try {
+        objects.push(await fetchOne(s, g.info, name, o));
+      } catch (err) {
+        if (!(err instanceof HubError && err.status === 404)) throw err;
+        missing.push(err.message);
+      }
+    }
+    if (objects.length > 0) found.push({ info: g.info, objects });
+  }
+  const all = found.flatMap((f) => f.objects);
+  const single = groups.length === 1 && groups[0].names.length === 1;
+  if (all.length > 0) {
+    const out = o.output.kind;
+    if (out === 'table' || out === 'wide') {
+      const kindNames = found.length > 1;
+      s.out.out.write(
+        found
+          .map(({ info, objects }) =>
+            render(
+              info,
+              kindNames
+                ? objects.map((x) => ({
+                    ...x,
+                    metadata: { ...x.metadata, name: `${info.singular}/${x.metadata.name}` },
+                  }))
+                : objects,
+              o,
+              s,
+              false,
+              true,
+            ),
+          )
+          .join('\n'),
+      );
+      for (const f of found.filter((x) => x.info.kind === 'DataObject'))
+        for (const h of dataObjectHints(f.objects, o)) line(s.out.err, `hint: ${h}`);
+    } else if (out === 'name')
+      s.out.out.write(found.map(({ info, objects }) => render(info, objects, o, s, false, true)).join(''));
+    else s.out.out.write(render(found[0].info, all, o, s, single, true));
+  }
+  if (missing.length === 0) return;
+  for (const m of missing) line(s.out.err, `error: ${m}`);
+  // Each missing object has been named above; the exit code says the command failed.
+  throw new CliError('');
+}
+
+/** `get KIND`: every object of the kind (the catalog for packages). */
+async function getList(s: Session, info: GetKind, o: GetOpts): Promise<void> {
+  const table = o.output.kind === 'table' || o.output.kind === 'wide';
+  if (info.kind === 'Package') {
+    // The table needs only the catalog; the objects carry every version, one request each.
+    if (!table) return void s.out.out.write(render(info, await fetchPackages(s), o, s, false, true));
+    const items = await listPackages(s);
+    if (items.length === 0) return line(s.out.err, `No packages found in project ${s.project}.`);
+    return void s.out.out.write(withoutHeaders(formatPackageTable(items), !o.headers));
+  }
+  const objects = await fetchObjects(s, info, undefined, o);
+  if (objects.length === 0 && table) {
+    line(
+      s.out.err,
+      `No ${info.path} found${o.allProjects ? '' : ` in project ${s.project}`}${o.selector ? ` matching ${o.selector}` : ''}${o.local ? ' holding intents made on site' : ''}.`,
+    );
+    return;
+  }
+  s.out.out.write(render(info, objects, o, s, false, true));
+  if (info.kind === 'DataObject' && table) for (const h of dataObjectHints(objects, o)) line(s.out.err, `hint: ${h}`);
+}
+
 export function registerGetCommand(program: Command, deps: CliDeps): void {
   program
     .command('get')
-    .description(`list objects or show one (kinds: ${KIND_HELP}; and events)`)
+    .description(`list objects or show some by name (kinds: ${KIND_HELP}, package|packages|pkg; and events)`)
     .argument('<kind>', 'edges, workloads, placements, packages or events (or KIND/NAME)')
-    .argument('[name]', 'one object')
+    .argument(
+      '[names...]',
+      'objects by name (or more KIND/NAME): each found one is shown, then each missing one is an error (exit code 1)',
+    )
     .option('-o, --output <format>', `output format: ${GET_FORMATS.join(', ')}`, parseGetOutput, {
       kind: 'table',
     } as GetOutput)
@@ -203,6 +333,12 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
     .option(
       '--show-secrets',
       'show Secret values in clear in -o yaml/json (operator or admin tokens; they show as <redacted> otherwise)',
+    )
+    .option(
+      '--allow-missing-template-keys [bool]',
+      '-o jsonpath: with =false, a field no object has is an error (by default it prints nothing, as kubectl)',
+      parseBoolFlag('--allow-missing-template-keys'),
+      true,
     )
     .option('--show-labels', 'add a LABELS column (edges always have one)')
     .option('--no-headers', 'print tables without their header line')
@@ -218,51 +354,47 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
 Examples:
   outpost get edges -l region=eu -o wide
   outpost get placement eu -o yaml
+  outpost get placements eu us
+  outpost get placement/eu workload/web
   outpost get wl --all-projects
   outpost get edges -o name
   outpost get edges -o jsonpath='{range .items[*]}{.metadata.name}{"\\t"}{.status.phase}{"\\n"}{end}'
   outpost get edges -o custom-columns=NAME:.metadata.name,DRIVER:.status.inventory.driver
   outpost get placements -w
+  outpost get placement eu -o jsonpath='{.spec.rollout.paused}' --allow-missing-template-keys=false
   outpost get events --for edge/shop-12 --since 1h
   outpost get workload db -o yaml --show-secrets`,
     )
-    .action(async (kindArg: string, nameArg: string | undefined, opts: GetOpts, cmd: Command) => {
+    .action(async (kindArg: string, nameArgs: string[], opts: GetOpts, cmd: Command) => {
       if (EVENT_KINDS.has(kindArg.toLowerCase())) {
-        if (nameArg !== undefined) throw new UsageError('events have no names: use --for KIND/NAME to filter');
+        if (nameArgs.length > 0) throw new UsageError('events have no names: use --for KIND/NAME to filter');
         if (opts.watch) throw new UsageError('-w does not apply to events yet: run `outpost get events` again');
         return getEvents(await openSession(cmd, deps), opts);
       }
-      if (PACKAGE_KINDS.has(kindArg.toLowerCase())) {
-        const o = opts.output.kind;
-        if (o !== 'table' && o !== 'yaml' && o !== 'json')
-          throw new UsageError('packages print as table, yaml or json');
-        return getPackages(await openSession(cmd, deps), nameArg, o);
-      }
       if (opts.for || opts.reason || opts.since !== undefined || opts.limit !== undefined)
         throw new UsageError('--for, --reason, --since and --limit filter events: outpost get events --for edge/NAME');
-      const { info, name: slashName } = asUsage(() => parseKindArg(kindArg));
-      if (slashName !== undefined && nameArg !== undefined)
-        throw new UsageError(`give the name once: outpost get ${info.singular} ${slashName}`);
-      const name = slashName ?? nameArg;
-      if (name !== undefined && opts.selector !== undefined)
-        throw new UsageError('-l selects among many objects; leave it out when naming one');
-      if (opts.local && (info.kind !== 'Edge' || name !== undefined))
+      const groups = asUsage(() => parseTargets(kindArg, nameArgs));
+      const { info } = groups[0];
+      const names = groups.flatMap((g) => g.names);
+      if (names.length > 0 && opts.selector !== undefined)
+        throw new UsageError('-l selects among many objects; leave it out when naming them');
+      if (opts.local && (info.kind !== 'Edge' || names.length > 0))
         throw new UsageError('--local lists edges holding intents made on site: outpost get edges --local');
-      if (name !== undefined && opts.allProjects)
-        throw new UsageError('--all-projects lists objects; leave it out when naming one (use --project P)');
+      if (names.length > 0 && opts.allProjects)
+        throw new UsageError('--all-projects lists objects; leave it out when naming them (use --project P)');
       if (opts.timeout !== undefined && !opts.watch) throw new UsageError('--timeout goes with -w (watch)');
-      const s = await openSession(cmd, deps);
-      if (opts.watch) return watch(s, info, name, opts);
-      const objects = await fetchObjects(s, info, name, opts);
-      if (objects.length === 0 && (opts.output.kind === 'table' || opts.output.kind === 'wide')) {
-        line(
-          s.out.err,
-          `No ${info.path} found${opts.allProjects ? '' : ` in project ${s.project}`}${opts.selector ? ` matching ${opts.selector}` : ''}${opts.local ? ' holding intents made on site' : ''}.`,
+      if (opts.watch && names.length > 1)
+        throw new UsageError(
+          `-w watches one kind or one object: outpost get ${info.path} -w, or outpost get ${info.singular} ${names[0]} -w`,
         );
-        return;
+      if (info.kind === 'Package') {
+        if (opts.watch) throw new UsageError('-w does not apply to packages: run `outpost get packages` again');
+        if (opts.selector !== undefined) throw new UsageError('packages have no labels to select by: leave out -l');
+        if (opts.allProjects) throw new UsageError('packages are listed per project: leave out -A (use --project P)');
       }
-      s.out.out.write(render(info, objects, opts, s, name !== undefined, true));
-      if (info.kind === 'DataObject' && (opts.output.kind === 'table' || opts.output.kind === 'wide'))
-        for (const h of dataObjectHints(objects, opts)) line(s.out.err, `hint: ${h}`);
+      const s = await openSession(cmd, deps);
+      if (opts.watch) return watch(s, info as KindInfo, names[0], opts);
+      if (names.length > 0) return getNamed(s, groups, opts);
+      return getList(s, info, opts);
     });
 }

@@ -5,9 +5,11 @@ import { HubError } from './client.js';
 import { collect, registerApplyCommands } from './cmd-apply.js';
 import { registerGetCommand } from './cmd-get.js';
 import { objectPath, openSession, type CliDeps } from './context.js';
+import { fetchPackage, type PackageObject } from './cmd-package.js';
 import { describeObject } from './describe.js';
+import { describePackage } from './describe-package.js';
 import { asUsage, CliError, UsageError } from './errors.js';
-import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
+import { KIND_HELP, parseKindArg, parseKindOrPackageArg } from './kinds.js';
 import { KIND_INFO } from './kinds.js';
 import { line } from './output.js';
 import { readSources } from './sources.js';
@@ -17,8 +19,13 @@ import type { ApiObject, EventView } from './views.js';
 const DESCRIBE_EVENTS = 10;
 
 /** `placement eu` or `placement/eu`: exactly one name, or a usage error. */
-function kindAndName(kindArg: string, nameArg: string | undefined, verb: string): { info: KindInfo; name: string } {
-  const { info, name } = asUsage(() => parseKindArg(kindArg));
+function kindAndName<K extends { singular: string }>(
+  kindArg: string,
+  nameArg: string | undefined,
+  verb: string,
+  parse: (s: string) => { info: K; name?: string },
+): { info: K; name: string } {
+  const { info, name } = asUsage(() => parse(kindArg));
   if (name !== undefined && nameArg !== undefined)
     throw new UsageError(
       `give the name once: \`outpost ${verb} ${info.singular} ${name}\` or \`outpost ${verb} ${info.singular}/${name}\``,
@@ -34,16 +41,24 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
 
   program
     .command('describe')
-    .description('show one object in detail: metadata, spec, status, broken edges, local intents, events')
-    .argument('<kind>', `${KIND_HELP} (or KIND/NAME)`)
+    .description(
+      'show one object in detail: metadata, spec, status, broken edges, local intents, events (or a package: its versions and where each runs)',
+    )
+    .argument('<kind>', `${KIND_HELP}, package|packages|pkg (or KIND/NAME)`)
     .argument('[name]', 'the object')
-    .addHelpText('after', '\nExamples:\n  outpost describe edge shop-12\n  outpost describe placement/eu')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  outpost describe edge shop-12\n  outpost describe placement/eu\n  outpost describe package web',
+    )
     .action(async (kindArg: string, nameArg: string | undefined, _opts: unknown, cmd: Command) => {
-      const { info, name } = kindAndName(kindArg, nameArg, 'describe');
+      const { info, name } = kindAndName(kindArg, nameArg, 'describe', parseKindOrPackageArg);
       const s = await openSession(cmd, deps);
-      const o = await s.client.get<ApiObject>(objectPath(s.project, info.path, name), {
-        subject: { kind: info.singular, name },
-      });
+      const o =
+        info.kind === 'Package'
+          ? await fetchPackage(s, name)
+          : await s.client.get<ApiObject>(objectPath(s.project, info.path, name), {
+              subject: { kind: info.singular, name },
+            });
       let events: EventView[] | string;
       try {
         const r = await s.client.get<{ items?: EventView[] }>(
@@ -55,7 +70,8 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         // The object itself was read; a missing event log should not hide it.
         events = (err as Error).message;
       }
-      s.out.out.write(describeObject(o, { now: deps.now(), color: s.out.color, events }));
+      const opts = { now: deps.now(), color: s.out.color, events };
+      s.out.out.write(o.kind === 'Package' ? describePackage(o as PackageObject, opts) : describeObject(o, opts));
     });
 
   program
@@ -82,7 +98,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         } else {
           if (kindArg === undefined)
             throw new UsageError('delete needs KIND NAME or -f FILE: outpost delete placement eu');
-          const { info, name } = kindAndName(kindArg, nameArg, 'delete');
+          const { info, name } = kindAndName(kindArg, nameArg, 'delete', parseKindArg);
           targets = [{ kind: info.kind, name }];
         }
         const edges = targets.filter((t) => t.kind === 'Edge');

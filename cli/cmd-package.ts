@@ -1,6 +1,6 @@
 /**
- * @module `outpost package build DIR | push FILE | versions NAME` and `outpost get packages`: the
- * catalog (docs/catalog.md). `build` checks `DIR/package.yaml` (core/package.ts) and packs the
+ * @module `outpost package build DIR | push FILE | versions NAME`, and packages as `outpost get
+ * packages` shows them: the catalog (docs/catalog.md). `build` checks `DIR/package.yaml` (core/package.ts) and packs the
  * directory into `NAME-VERSION.tgz`; `push` uploads it as a blob and publishes it.
  */
 import fs from 'node:fs';
@@ -10,12 +10,14 @@ import * as tar from 'tar';
 import YAML from 'yaml';
 import type { PackageScan, PackageSummary, PackageVersion, PackageVersionView } from '../core/api/types.js';
 import { PACKAGE_FILE, PACKAGE_MEDIA_TYPE, PackageError, parsePackage } from '../core/package.js';
+import { API_VERSION } from '../core/resources.js';
 import { pushBlob } from './cmd-blob.js';
 import { openSession, type CliDeps, type Session } from './context.js';
 import { CliError, UsageError } from './errors.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
+import type { ApiObject } from './views.js';
 
-function scanText(s: PackageScan): string {
+export function scanText(s: PackageScan): string {
   return s.state === 'Quarantined' ? `Quarantined(${s.signature ?? '?'})` : s.state;
 }
 
@@ -50,28 +52,85 @@ export async function buildPackage(
   return { file: target, name: pkg.metadata.name, version: pkg.spec.version };
 }
 
-/** `outpost get packages [NAME]`: the catalog, or one package's versions. */
-export async function getPackages(s: Session, name: string | undefined, output: string): Promise<void> {
-  if (name !== undefined) return printVersions(s, name, output);
-  const r = await s.client.get<{ items: PackageSummary[] }>(
-    `/api/v1/projects/${encodeURIComponent(s.project)}/packages`,
-  );
-  const items = r?.items ?? [];
-  if (output === 'json') return void s.out.out.write(toJson(items));
-  if (output === 'yaml') return void s.out.out.write(toYaml(items));
-  if (items.length === 0) return line(s.out.err, `No packages found in project ${s.project}.`);
-  s.out.out.write(
-    formatTable(
-      ['NAME', 'LATEST', 'VERSIONS', 'SCAN', 'DESCRIPTION'],
-      items.map((p) => [p.name, p.latest, String(p.versions), scanText(p.scan), p.description ?? '']),
-    ),
+/**
+ * A package as `get packages -o yaml|json|jsonpath` prints it: an object like the other kinds, the
+ * same listed or named (kubectl's habit), its versions newest first, each with its scan verdict,
+ * parameters, profiles, dependsOn and the placements that deploy it. The readme and icon are not
+ * in it: `GET /api/v1/projects/P/packages/NAME/VERSION` has them.
+ */
+export interface PackageObject extends ApiObject {
+  apiVersion: typeof API_VERSION;
+  kind: 'Package';
+  metadata: { name: string; project: string };
+  status: { latest: string; versions: Omit<PackageVersionView, 'project' | 'name'>[] };
+}
+
+/** Builds a package object from its versions as the hub lists them (newest first). */
+export function packageObject(project: string, name: string, versions: PackageVersionView[]): PackageObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'Package',
+    metadata: { name, project },
+    status: {
+      latest: versions[0]?.version ?? '',
+      versions: versions.map(({ project: _p, name: _n, ...v }) => v),
+    },
+  };
+}
+
+const packagesPath = (s: Session, name?: string) =>
+  `/api/v1/projects/${encodeURIComponent(s.project)}/packages${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+
+/** One package with its versions; a 404 names it as `package/NAME`. */
+export async function fetchPackage(s: Session, name: string): Promise<PackageObject> {
+  const r = await s.client.get<{ items?: PackageVersionView[] }>(packagesPath(s, name), {
+    subject: { kind: 'package', name },
+  });
+  return packageObject(s.project, name, r?.items ?? []);
+}
+
+/** The catalog of the session's project: each package's newest version, scan state and count. */
+export async function listPackages(s: Session): Promise<PackageSummary[]> {
+  return (await s.client.get<{ items?: PackageSummary[] }>(packagesPath(s)))?.items ?? [];
+}
+
+/** How many packages' versions are read at once for the objects of the whole catalog. */
+const PACKAGE_READS_AT_ONCE = 8;
+
+/** Every package of the catalog as an object (one request for the list, then one per package). */
+export async function fetchPackages(s: Session): Promise<PackageObject[]> {
+  const names = (await listPackages(s)).map((p) => p.name);
+  const out: PackageObject[] = [];
+  for (let i = 0; i < names.length; i += PACKAGE_READS_AT_ONCE)
+    out.push(...(await Promise.all(names.slice(i, i + PACKAGE_READS_AT_ONCE).map((n) => fetchPackage(s, n)))));
+  return out;
+}
+
+/** The row a package object has in the catalog table: its newest version speaks for it. */
+export function packageSummary(o: PackageObject): PackageSummary {
+  const newest = o.status.versions[0];
+  return {
+    name: o.metadata.name,
+    project: o.metadata.project,
+    latest: o.status.latest,
+    versions: o.status.versions.length,
+    ...(newest?.description ? { description: newest.description } : {}),
+    scan: newest?.scan ?? { state: 'Pending' },
+  };
+}
+
+/** `outpost get packages`: NAME, LATEST, VERSIONS, SCAN, DESCRIPTION. */
+export function formatPackageTable(items: PackageSummary[]): string {
+  return formatTable(
+    ['NAME', 'LATEST', 'VERSIONS', 'SCAN', 'DESCRIPTION'],
+    items.map((p) => [p.name, p.latest, String(p.versions), scanText(p.scan), p.description ?? '']),
   );
 }
 
 async function printVersions(s: Session, name: string, output: string): Promise<void> {
-  const r = await s.client.get<{ items: PackageVersionView[] }>(
-    `/api/v1/projects/${encodeURIComponent(s.project)}/packages/${encodeURIComponent(name)}`,
-  );
+  const r = await s.client.get<{ items: PackageVersionView[] }>(packagesPath(s, name), {
+    subject: { kind: 'package', name },
+  });
   const items = r?.items ?? [];
   if (output === 'json') return void s.out.out.write(toJson(items));
   if (output === 'yaml') return void s.out.out.write(toYaml(items));

@@ -39,7 +39,7 @@ export interface DescribeOptions {
   events?: EventView[] | string;
 }
 
-const indent = (text: string, n = 2): string =>
+export const indent = (text: string, n = 2): string =>
   text
     .split('\n')
     .map((l) => (l ? ' '.repeat(n) + l : l))
@@ -50,7 +50,7 @@ const indent = (text: string, n = 2): string =>
  * characters escaped), then painted when the pair asks for it (`paint` colours by state).
  */
 type Field = [key: string, value: string | undefined, paint?: 'paint'];
-function fields(pairs: Field[], color = false): string {
+export function fields(pairs: Field[], color = false): string {
   const shown = pairs.filter((p): p is [string, string, 'paint' | undefined] => p[1] !== undefined);
   const w = Math.max(...shown.map(([k]) => k.length)) + 2;
   return shown.map(([k, v, p]) => `${(k + ':').padEnd(w)}${p ? paint(cell(v), color) : cell(v)}`).join('\n') + '\n';
@@ -97,7 +97,7 @@ function summaryBlock(s: Summary | undefined, color: boolean, lead: [string, str
   return out;
 }
 
-function eventsBlock(events: EventView[] | string | undefined, now: number): string {
+export function eventsBlock(events: EventView[] | string | undefined, now: number): string {
   if (events === undefined) return '';
   if (typeof events === 'string') return `Events:\n  <cannot read events: ${events}>\n`;
   if (events.length === 0) return `Events:\n  ${NONE}\n`;
@@ -113,7 +113,7 @@ function agentRelease(r: NonNullable<EdgeStatus['inventory']>['agentRelease']): 
   return `${r.version} ${word} (from ${r.previousVersion} at ${r.at})${r.reason ? `: ${r.reason}` : ''}`;
 }
 
-function section(title: string, body: string): string {
+export function section(title: string, body: string): string {
   return `${title}:\n${indent(body)}`;
 }
 

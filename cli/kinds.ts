@@ -2,7 +2,8 @@
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
  * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
  * `registries`, `reg`; `dataobject`, `dataobjects`, `do`), and
- * `KIND/NAME` (`placement/eu`) as kubectl accepts it.
+ * `KIND/NAME` (`placement/eu`) as kubectl accepts it. `get` and `describe` take packages
+ * (`package`, `packages`, `pkg`) too, which are published to the catalog rather than applied.
  */
 import { InvalidArgumentError } from 'commander';
 import type { Kind } from '../core/resources.js';
@@ -48,6 +49,15 @@ const ALIASES: Record<string, Kind> = {
 export const KIND_HELP =
   'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do';
 
+/** Packages are no object kind (they are published, not applied), but `get` and `describe` name them as one. */
+export interface PackageKindInfo {
+  kind: 'Package';
+  singular: 'package';
+  path: 'packages';
+}
+export const PACKAGE_KIND: PackageKindInfo = { kind: 'Package', singular: 'package', path: 'packages' };
+const PACKAGE_ALIASES = new Set(['package', 'packages', 'pkg']);
+
 /** Resolves a kind as typed; throws commander's InvalidArgumentError (exit code 2) for anything else. */
 export function parseKind(s: string): KindInfo {
   const k = ALIASES[s.trim().toLowerCase()];
@@ -62,6 +72,17 @@ export function parseKindArg(s: string): { info: KindInfo; name?: string } {
   const name = s.slice(slash + 1);
   if (name === '') throw new InvalidArgumentError(`"${s}" has no name after "/": write KIND/NAME, e.g. placement/eu`);
   return { info: parseKind(s.slice(0, slash)), name };
+}
+
+/** `parseKindArg` for `get` and `describe`, which take packages too: `package/web`, `pkg`. */
+export function parseKindOrPackageArg(s: string): { info: KindInfo | PackageKindInfo; name?: string } {
+  const slash = s.indexOf('/');
+  if (PACKAGE_ALIASES.has((slash < 0 ? s : s.slice(0, slash)).trim().toLowerCase())) {
+    const name = slash < 0 ? undefined : s.slice(slash + 1);
+    if (name === '') throw new InvalidArgumentError(`"${s}" has no name after "/": write KIND/NAME, e.g. package/web`);
+    return { info: PACKAGE_KIND, ...(name === undefined ? {} : { name }) };
+  }
+  return parseKindArg(s);
 }
 
 /** The kind a command only accepts one of (`rollout pause placement NAME`), with its aliases. */
