@@ -64,6 +64,7 @@ import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureReplicaAdminToken, shareRotatedAdminToken } from './identity/admin-token.js';
 import { shareHubIdentity } from './identity/index.js';
+import { OrderEngine } from './orders/engine.js';
 import { loadIdentityKey } from './identity/key.js';
 import { openHubStore } from './store.js';
 import { createSyncEndpoint } from './sync-endpoint.js';
@@ -214,9 +215,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades.leading = () => sched.leading;
   }
   upgrades.start();
-  deliveries = new DataDeliveries(db, objects, store, blobs, state.dataProgress);
-  // With replicas, each writes the data orders of the edges it serves (the others': their replica).
-  if (pg) deliveries.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
+  const orders = new OrderEngine(store);
+  // With replicas, each writes the orders of the edges it serves (the others': their replica).
+  if (pg) orders.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  deliveries = new DataDeliveries(db, objects, orders, blobs, state.dataProgress);
   deliveries.start();
   const edges = new EdgeLifecycle({
     state,
@@ -234,9 +237,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
-  const imageStaging = (imageStagingRef = new HubStaging(store, blobs, state));
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
-  if (pg) imageStaging.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  const imageStaging = (imageStagingRef = new HubStaging(orders, blobs, state));
   imageStaging.start();
   const app = createApi({
     imageStaging,
@@ -325,9 +327,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     leases,
     edges,
     scheduler: sched,
-    deliveries,
+    orders,
     upgrades,
-    imageStaging,
     tunnel,
     dataFiles,
     metrics,

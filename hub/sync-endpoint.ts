@@ -16,11 +16,10 @@ import { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
 import * as auth from './auth/index.js';
 import type { HubDataFiles } from './data/index.js';
-import type { DataDeliveries } from './data/delivery.js';
 import type { EdgeLifecycle } from './edges/lifecycle.js';
 import type { ConnectionLimiter } from './http-limits.js';
-import type { HubStaging } from './images/staging.js';
 import type { HubMetrics } from './metrics.js';
+import type { OrderEngine } from './orders/engine.js';
 import type { Scheduler } from './scheduler/index.js';
 import { prefetchHandshakes } from './state/index.js';
 import type { EdgeLeases } from './state/leases.js';
@@ -44,9 +43,9 @@ export interface SyncEndpointWiring {
   leases: EdgeLeases | undefined;
   edges: EdgeLifecycle;
   scheduler: Scheduler;
-  deliveries: DataDeliveries;
+  /** Orders to edges (hub/orders/engine.ts): every kind's part is written at the handshake. */
+  orders: OrderEngine;
   upgrades: AgentUpgradeController;
-  imageStaging: HubStaging;
   tunnel: TunnelGateway;
   dataFiles: HubDataFiles;
   metrics: HubMetrics;
@@ -56,7 +55,7 @@ export interface SyncEndpointWiring {
 
 /** The sync server with the hub's hooks, not attached to the HTTP server yet. */
 export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
-  const { store, db, edges, leases, tunnel, metrics, imageStaging } = w;
+  const { store, db, edges, leases, tunnel, metrics } = w;
   const sched = w.scheduler;
   const { refused, heartbeats, throttled } = metrics;
   const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
@@ -98,9 +97,8 @@ export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
     beforeWelcome: (edge, fresh) => {
       if (!writesAtHandshake(fresh)) return;
       sched.writeSpec(edge);
-      w.deliveries.writeEdge(edge);
+      w.orders.writeEdge(edge);
       w.upgrades.writeEdge(edge);
-      imageStaging.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
       // Recorded at the end of this turn with the others that ended in it.
