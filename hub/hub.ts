@@ -208,17 +208,22 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler.addGate(dependsOnGate(db, objects));
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
-  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem, state.agentUpgrades);
-  if (pg) {
-    // With replicas, the leader plans the rollouts; each writes the orders of the edges it serves.
-    upgrades.holds = (edge) => !!sync?.connection(edge as EdgeName);
-    upgrades.leading = () => sched.leading;
-  }
-  upgrades.start();
   // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
   const orders = new OrderEngine(store);
   // With replicas, each writes the orders of the edges it serves (the others': their replica).
   if (pg) orders.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  upgrades = new AgentUpgradeController(
+    db,
+    objects,
+    store,
+    orders,
+    blobs,
+    releaseKey.publicKeyPem,
+    state.agentUpgrades,
+  );
+  // With replicas, the leader plans the rollouts.
+  if (pg) upgrades.leading = () => sched.leading;
+  upgrades.start();
   deliveries = new DataDeliveries(db, objects, orders, blobs, state.dataProgress);
   deliveries.start();
   const edges = new EdgeLifecycle({
@@ -328,7 +333,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     edges,
     scheduler: sched,
     orders,
-    upgrades,
     tunnel,
     dataFiles,
     metrics,

@@ -25,7 +25,6 @@ import { prefetchHandshakes } from './state/index.js';
 import type { EdgeLeases } from './state/leases.js';
 import type { SqlDb } from './state/sql.js';
 import type { TunnelGateway } from './tunnel/gateway.js';
-import type { AgentUpgradeController } from './upgrades/controller.js';
 
 const log = createLogger('hub');
 
@@ -45,7 +44,6 @@ export interface SyncEndpointWiring {
   scheduler: Scheduler;
   /** Orders to edges (hub/orders/engine.ts): every kind's part is written at the handshake. */
   orders: OrderEngine;
-  upgrades: AgentUpgradeController;
   tunnel: TunnelGateway;
   dataFiles: HubDataFiles;
   metrics: HubMetrics;
@@ -98,7 +96,6 @@ export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
       if (!writesAtHandshake(fresh)) return;
       sched.writeSpec(edge);
       w.orders.writeEdge(edge);
-      w.upgrades.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
       // Recorded at the end of this turn with the others that ended in it.
