@@ -127,6 +127,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let scheduler: Scheduler | undefined;
   let upgrades: AgentUpgradeController | undefined;
   let deliveries: DataDeliveries | undefined;
+  let ordersRef: OrderEngine | undefined;
   let changes: ChangeFeed | undefined;
   let state: HubState | undefined;
   const store = await openHubStore(opts.dataDir, {
@@ -136,8 +137,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       state: () => state,
       sync: () => sync,
       scheduler: () => scheduler,
-      upgrades: () => upgrades,
-      deliveries: () => deliveries,
+      orders: () => ordersRef,
       changes: () => changes,
     }),
   });
@@ -209,7 +209,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
-  const orders = new OrderEngine(store);
+  const orders = (ordersRef = new OrderEngine(store));
   // With replicas, each writes the orders of the edges it serves (the others': their replica).
   if (pg) orders.holds = (edge) => !!sync?.connection(edge as EdgeName);
   upgrades = new AgentUpgradeController(
@@ -232,6 +232,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     store,
     scheduler: sched,
     assignments: new SqlAssignmentStore(db),
+    orders,
     credentials: hubAuth,
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,

@@ -71,6 +71,13 @@ export class DataDeliveries {
       kind: DATA_ORDERS,
       all: () => this.parts,
       of: (edge) => this.ordersOf(edge),
+      forgetEdge: (edge) => this.reports.forgetEdge(edge),
+      // Every replica shows the deliveries (status); a report of some wakes the passes.
+      project: (edge, report) => {
+        this.reports.project(edge, report.data ?? {});
+        return Object.keys(report.data ?? {}).length > 0;
+      },
+      wake: () => this.mark(),
     });
   }
 

@@ -62,6 +62,12 @@ export class HubStaging {
         return groups.length ? groups : undefined;
       },
       written: (edges) => log.info({ edges: edges.length }, 'image staging ordered'),
+      forgetEdge: (edge) => this.state.imageStaging.forgetEdge(edge),
+      // The images gate waits on what is staged, whichever replica plans (the scheduler's status marks wake it).
+      project: (edge, report) => {
+        this.state.imageStaging.projectReport(edge, report.imageStaging);
+        return false;
+      },
     });
   }
 

@@ -11,6 +11,8 @@
  * - `writeEdge(edge)`: before an edge's handshake is answered, every kind's part is written into its
  *   spec: an edge that moves to this replica never sees a spec without its orders, which it would
  *   take for withdrawn orders.
+ * - `project(edge, report)`: what an edge reports of each kind goes into the hub's tables (every
+ *   replica shares them), and the kinds it says something to are woken after the commit.
  * - `forgetEdge(edge)`: at decommission, every kind forgets the edge.
  * - `reads(edges)`: on PostgreSQL, what the handshakes of those edges read, given ahead in one
  *   round trip (hub/state/index.ts `prefetchHandshakes`).
@@ -20,6 +22,7 @@
 import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { partText, type OrderKind } from '../../core/orders/kind.js';
+import type { EdgeReportState } from '../../core/mailbox.js';
 import type { ReplicaStore } from '../../sync/store.js';
 
 const log = createLogger('hub:orders');
@@ -38,6 +41,13 @@ export interface OrderSource<Part> {
   withdrawAtHandshake?(): boolean;
   /** The edge is decommissioned: forget what the source keeps of it. */
   forgetEdge?(edge: string): void;
+  /**
+   * Projects what an edge's report says of this kind into the hub's tables (inside the report's
+   * transaction, every replica); true when it said something the kind acts on (`wake` follows).
+   */
+  project?(edge: string, report: EdgeReportState): boolean;
+  /** After the commit of reports that said something of this kind: plan again soon. */
+  wake?(): void;
   /** Called with the edges whose part this process just wrote (logs, events). */
   written?(edges: string[]): void;
 }
@@ -46,6 +56,8 @@ export class OrderEngine {
   private readonly sources = new Map<string, OrderSource<unknown>>();
   /** Per kind, per edge: the part's text this process last wrote into the edge's document. */
   private readonly last = new Map<string, Map<string, string>>();
+  /** Kinds a report projected since the last `wake` said something to. */
+  private readonly woken = new Set<string>();
   /** Hub replicas on PostgreSQL: whether this process serves the edge (only those documents are written here). */
   holds: ((edge: string) => boolean) | undefined;
 
@@ -104,6 +116,21 @@ export class OrderEngine {
   withdraw(name: string, edges: Iterable<string>): void {
     const source = this.sourceOf(name);
     for (const edge of edges) if (this.serves(edge)) this.write(source, edge, undefined);
+  }
+
+  /**
+   * What an edge's report says of every kind, projected (hub/change-hooks.ts, inside the report's
+   * transaction); the kinds it said something to act on are woken by `wake` after the commit.
+   */
+  project(edge: string, report: EdgeReportState): void {
+    for (const [name, source] of this.sources) if (source.project?.(edge, report)) this.woken.add(name);
+  }
+
+  /** Wakes the kinds the reports projected since the last call said something to (after their commit). */
+  wake(): void {
+    const names = [...this.woken];
+    this.woken.clear();
+    for (const name of names) this.sources.get(name)?.wake?.();
   }
 
   /** An edge decommissioned: every kind forgets it. */

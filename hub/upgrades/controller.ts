@@ -99,6 +99,13 @@ export class AgentUpgradeController {
       of: (edge) => this.rollouts.order(edge),
       // A SQLite hub's documents may hold an order from before the table (specOrder): kept.
       withdrawAtHandshake: () => this.replicated,
+      forgetEdge: (edge) => this.rollouts.forgetEdge(edge),
+      // The rollout planner counts the edge's progress, whichever replica plans.
+      project: (edge, report) => {
+        this.rollouts.projectProgress(edge, report.agentUpgrade);
+        return report.agentUpgrade !== undefined;
+      },
+      wake: () => this.mark(),
     });
   }
 
