@@ -96,6 +96,10 @@ export interface Hub {
   blobs: HubBlobs;
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): `tick()` plans a pass now. */
   upgrades: AgentUpgradeController;
+  /** Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents. */
+  orders: OrderEngine;
+  /** Image pre-staging (hub/images/staging.ts). */
+  imageStaging: HubStaging;
   close(): Promise<void>;
 }
 
@@ -417,6 +421,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     blobs,
     upgrades,
+    orders,
+    imageStaging,
     async close() {
       await closeHub({
         replicas,
