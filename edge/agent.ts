@@ -38,6 +38,8 @@ import { upgradeRoute } from './upgrade/local-route.js';
 import { UpgradeOrders } from './upgrade/orders.js';
 import { createPodman } from './drivers/podman/cli.js';
 import { EdgeImageStaging } from './images/staging.js';
+import { SpecFollowers } from './orders/followers.js';
+import { AGENT_UPGRADE_ORDER, DATA_ORDERS, IMAGE_STAGING_ORDER } from '../core/orders/kinds.js';
 import { markHealthy, readUpgradeState, TRIAL_ENV } from './upgrade/switch.js';
 
 const log = createLogger('edge');
@@ -81,24 +83,15 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
 
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
-  let orders: UpgradeOrders | undefined;
   let staging: EdgeImageStaging | undefined;
-  let deliveries: EdgeDeliveries | undefined;
+  // One follower per kind of order in the spec (edge/orders/followers.ts), registered below.
+  const followers = new SpecFollowers();
   const specId = mailboxDocId(edge, 'spec');
   const storeOptions = {
     afterChange: (id: DocId, origin: 'local' | 'remote') => {
       sync?.notify(id);
-      // A new spec (or a hub clearing intents) is desired state: act on it now.
-      if (origin === 'remote' && id === specId) {
-        void reconciler?.trigger();
-        // An agent upgrade order or DataObjects may have come with it (edge/upgrade/, edge/data/).
-        setImmediate(() => {
-          orders?.check();
-          deliveries?.check();
-        });
-        // And an image staging order (edge/images/staging.ts).
-        setImmediate(() => staging?.check());
-      }
+      // A new spec (or a hub clearing intents) is desired state: every follower acts on it now.
+      if (origin === 'remote' && id === specId) followers.checkAll();
     },
   };
   const store = await openReplica(path.join(o.dataDir, 'edge.db'), storeOptions);
@@ -128,6 +121,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     undefined,
     config.sealKey,
   );
+  const rec = reconciler;
+  followers.add({ kind: 'workloads', check: () => void rec.trigger() });
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   let transfersRef: EdgeTransfers | undefined;
@@ -180,7 +175,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     () => s.state === 'connected',
   ));
   s.on('state', (state) => state === 'connected' && transfers.kick());
-  orders = new UpgradeOrders({
+  const orders = new UpgradeOrders({
     dataDir: o.dataDir,
     edge,
     store,
@@ -197,6 +192,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     },
     restart: restartForSwitch,
   });
+  followers.add({ kind: AGENT_UPGRADE_ORDER.name, check: () => orders.check() });
   // Image pre-staging (issue #19): the images of a new version, over this connection, before the switch.
   const imageStaging = (staging = new EdgeImageStaging({
     edge,
@@ -207,6 +203,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     transfers,
     ...(config.driver === 'podman' ? { podman: createPodman() } : {}),
   }));
+  followers.add({ kind: IMAGE_STAGING_ORDER.name, check: () => imageStaging.check() });
+  // Staging fetches over the connection: what waited for it goes on once it is up.
   s.on('state', (state) => state === 'connected' && imageStaging.check());
   const egress = new EdgeEgress({
     db: store.db,
@@ -220,9 +218,9 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   });
   egressRef = egress;
   reconciler.decorators.push(egress);
-  deliveries = new EdgeDeliveries({ dataDir: o.dataDir, edge, driver: config.driver, store, blobs, transfers });
-  reconciler.decorators.push(deliveries);
-  const dataIn = deliveries;
+  const dataIn = new EdgeDeliveries({ dataDir: o.dataDir, edge, driver: config.driver, store, blobs, transfers });
+  reconciler.decorators.push(dataIn);
+  followers.add({ kind: DATA_ORDERS.name, check: () => dataIn.check() });
   s.on('state', (state) => state === 'connected' && egress.record());
   if (process.env[TRIAL_ENV]) {
     // On trial after a switch (edge/upgrade/switch.ts): healthy once connected and a reconcile
@@ -249,9 +247,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     reconciler.start();
     egress.start();
     s.start();
-    orders.check();
-    imageStaging.check();
-    dataIn.check();
+    followers.checkAll();
   }
 
   // The edge writes its report; once the hub holds all of it, a report past the threshold

@@ -1,8 +1,8 @@
 /**
  * @module What a change sets going on the hub. A document change (an edge's report arriving, a
  * spec the hub wrote) is projected into the status tables inside its transaction; after the commit
- * it is announced to the edge's connection and the change stream, and marks what the scheduler,
- * the upgrade and delivery controllers must look at again. An object change (apply, delete) marks
+ * it is announced to the edge's connection and the change stream, and marks what the scheduler and
+ * the kinds of orders to edges (hub/orders/engine.ts) must look at again. An object change (apply, delete) marks
  * the placements, edges and controllers it concerns and is told to the other hub replicas.
  *
  * The hooks are made before the parts they reach (those need the store the hooks go into): each
@@ -13,10 +13,11 @@ import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore, ReplicaStoreOptions } from '../sync/store.js';
 import type { ChangeFeed } from './api/stream.js';
 import { projectReport } from './controllers/status.js';
-import type { DataDeliveries } from './data/delivery.js';
 import type { HubStaging } from './images/staging.js';
 import type { ObjectStore } from './objects.js';
 import type { Replicas } from './replicas/index.js';
+import type { DataDeliveries } from './data/delivery.js';
+import type { OrderEngine } from './orders/engine.js';
 import type { Scheduler } from './scheduler/index.js';
 import type { HubState } from './state/index.js';
 import type { AgentUpgradeController } from './upgrades/controller.js';
@@ -27,16 +28,14 @@ export interface DocumentHookTargets {
   state(): HubState | undefined;
   sync(): SyncServer | undefined;
   scheduler(): Scheduler | undefined;
-  upgrades(): AgentUpgradeController | undefined;
-  deliveries(): DataDeliveries | undefined;
+  /** The orders to edges (hub/orders/engine.ts): what a report says of each kind. */
+  orders(): OrderEngine | undefined;
   changes(): ChangeFeed | undefined;
 }
 
 /** The replica store's `onChange` and `afterChange` hooks (hub/store.ts). */
 export function documentHooks(t: DocumentHookTargets): Pick<ReplicaStoreOptions, 'onChange' | 'afterChange'> {
   const reportChanged = new Set<string>();
-  /** A report since the last afterChange said something of an upgrade or a delivery. */
-  let ordersReported = false;
   const inventoryChanged = new Set<string>();
   return {
     // `c.doc` only for remote changes: reading it builds the JS view of a document written through
@@ -46,8 +45,11 @@ export function documentHooks(t: DocumentHookTargets): Pick<ReplicaStoreOptions,
       if (c.origin === 'remote') {
         const state = t.state();
         const r = state && projectReport(state, c.id, c.doc);
-        if (r) reportChanged.add(r.edge);
-        if (r?.carriesOrders) ordersReported = true;
+        if (r) {
+          reportChanged.add(r.edge);
+          // What it says of the orders of each kind: the kinds it concerns are woken below.
+          t.orders()?.project(r.edge, r.report);
+        }
         if (r?.inventoryChanged) inventoryChanged.add(r.edge);
       }
     },
@@ -59,11 +61,9 @@ export function documentHooks(t: DocumentHookTargets): Pick<ReplicaStoreOptions,
       }
       t.sync()?.notify(id);
       t.changes()?.notifyDoc(id);
-      if (ordersReported) {
-        ordersReported = false;
-        t.upgrades()?.mark();
-        t.deliveries()?.mark();
-      }
+      // The kinds whose orders the reports said something of plan again (their periodic passes
+      // catch the rest): a fan-out's thousands of workload reports wake none.
+      t.orders()?.wake();
       for (const e of reportChanged) t.scheduler()?.markStatus(e);
       reportChanged.clear();
       // New inventory labels may make placements select the edge, or stop selecting it.

@@ -64,6 +64,7 @@ import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureReplicaAdminToken, shareRotatedAdminToken } from './identity/admin-token.js';
 import { shareHubIdentity } from './identity/index.js';
+import { OrderEngine } from './orders/engine.js';
 import { loadIdentityKey } from './identity/key.js';
 import { openHubStore } from './store.js';
 import { createSyncEndpoint } from './sync-endpoint.js';
@@ -95,6 +96,10 @@ export interface Hub {
   blobs: HubBlobs;
   /** AgentUpgrade rollouts (hub/upgrades/controller.ts): `tick()` plans a pass now. */
   upgrades: AgentUpgradeController;
+  /** Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents. */
+  orders: OrderEngine;
+  /** Image pre-staging (hub/images/staging.ts). */
+  imageStaging: HubStaging;
   close(): Promise<void>;
 }
 
@@ -126,6 +131,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let scheduler: Scheduler | undefined;
   let upgrades: AgentUpgradeController | undefined;
   let deliveries: DataDeliveries | undefined;
+  let ordersRef: OrderEngine | undefined;
   let changes: ChangeFeed | undefined;
   let state: HubState | undefined;
   const store = await openHubStore(opts.dataDir, {
@@ -135,8 +141,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       state: () => state,
       sync: () => sync,
       scheduler: () => scheduler,
-      upgrades: () => upgrades,
-      deliveries: () => deliveries,
+      orders: () => ordersRef,
       changes: () => changes,
     }),
   });
@@ -207,16 +212,23 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler.addGate(dependsOnGate(db, objects));
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
-  upgrades = new AgentUpgradeController(db, objects, store, blobs, releaseKey.publicKeyPem, state.agentUpgrades);
-  if (pg) {
-    // With replicas, the leader plans the rollouts; each writes the orders of the edges it serves.
-    upgrades.holds = (edge) => !!sync?.connection(edge as EdgeName);
-    upgrades.leading = () => sched.leading;
-  }
+  // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
+  const orders = (ordersRef = new OrderEngine(store));
+  // With replicas, each writes the orders of the edges it serves (the others': their replica).
+  if (pg) orders.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  upgrades = new AgentUpgradeController(
+    db,
+    objects,
+    store,
+    orders,
+    blobs,
+    releaseKey.publicKeyPem,
+    state.agentUpgrades,
+  );
+  // With replicas, the leader plans the rollouts.
+  if (pg) upgrades.leading = () => sched.leading;
   upgrades.start();
-  deliveries = new DataDeliveries(db, objects, store, blobs, state.dataProgress);
-  // With replicas, each writes the data orders of the edges it serves (the others': their replica).
-  if (pg) deliveries.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  deliveries = new DataDeliveries(db, objects, orders, blobs, state.dataProgress);
   deliveries.start();
   const edges = new EdgeLifecycle({
     state,
@@ -224,6 +236,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     store,
     scheduler: sched,
     assignments: new SqlAssignmentStore(db),
+    orders,
     credentials: hubAuth,
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
@@ -234,9 +247,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
-  const imageStaging = (imageStagingRef = new HubStaging(store, blobs, state));
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
-  if (pg) imageStaging.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  const imageStaging = (imageStagingRef = new HubStaging(orders, blobs, state));
   imageStaging.start();
   const app = createApi({
     imageStaging,
@@ -325,9 +337,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     leases,
     edges,
     scheduler: sched,
-    deliveries,
-    upgrades,
-    imageStaging,
+    orders,
     tunnel,
     dataFiles,
     metrics,
@@ -411,6 +421,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     blobs,
     upgrades,
+    orders,
+    imageStaging,
     async close() {
       await closeHub({
         replicas,

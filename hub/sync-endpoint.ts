@@ -16,17 +16,15 @@ import { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
 import * as auth from './auth/index.js';
 import type { HubDataFiles } from './data/index.js';
-import type { DataDeliveries } from './data/delivery.js';
 import type { EdgeLifecycle } from './edges/lifecycle.js';
 import type { ConnectionLimiter } from './http-limits.js';
-import type { HubStaging } from './images/staging.js';
 import type { HubMetrics } from './metrics.js';
+import type { OrderEngine } from './orders/engine.js';
 import type { Scheduler } from './scheduler/index.js';
 import { prefetchHandshakes } from './state/index.js';
 import type { EdgeLeases } from './state/leases.js';
 import type { SqlDb } from './state/sql.js';
 import type { TunnelGateway } from './tunnel/gateway.js';
-import type { AgentUpgradeController } from './upgrades/controller.js';
 
 const log = createLogger('hub');
 
@@ -44,9 +42,8 @@ export interface SyncEndpointWiring {
   leases: EdgeLeases | undefined;
   edges: EdgeLifecycle;
   scheduler: Scheduler;
-  deliveries: DataDeliveries;
-  upgrades: AgentUpgradeController;
-  imageStaging: HubStaging;
+  /** Orders to edges (hub/orders/engine.ts): every kind's part is written at the handshake. */
+  orders: OrderEngine;
   tunnel: TunnelGateway;
   dataFiles: HubDataFiles;
   metrics: HubMetrics;
@@ -56,7 +53,7 @@ export interface SyncEndpointWiring {
 
 /** The sync server with the hub's hooks, not attached to the HTTP server yet. */
 export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
-  const { store, db, edges, leases, tunnel, metrics, imageStaging } = w;
+  const { store, db, edges, leases, tunnel, metrics } = w;
   const sched = w.scheduler;
   const { refused, heartbeats, throttled } = metrics;
   const throttledLog = throttle(REFUSAL_LOG_INTERVAL_MS);
@@ -98,9 +95,7 @@ export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
     beforeWelcome: (edge, fresh) => {
       if (!writesAtHandshake(fresh)) return;
       sched.writeSpec(edge);
-      w.deliveries.writeEdge(edge);
-      w.upgrades.writeEdge(edge);
-      imageStaging.writeEdge(edge);
+      w.orders.writeEdge(edge);
     },
     onDisconnect: (conn, code, reason) => {
       // Recorded at the end of this turn with the others that ended in it.

@@ -5,7 +5,15 @@
  */
 import { inventoryLabels } from '../../core/inventory.js';
 import { mailboxDocId, parseMailboxDocId, type DocId } from '../../core/ids.js';
-import { localState, readReport, readSpec, type LocalState, type ReportDoc, type SpecDoc } from '../../core/mailbox.js';
+import {
+  localState,
+  readReport,
+  readSpec,
+  type LocalState,
+  type EdgeReportState,
+  type ReportDoc,
+  type SpecDoc,
+} from '../../core/mailbox.js';
 import type { Placement } from '../../core/resources.js';
 import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
 import { stagingSummary } from '../../core/staging.js';
@@ -30,7 +38,7 @@ export function projectReport(
   state: HubState,
   id: DocId,
   doc: AnyDoc,
-): { edge: string; inventoryChanged: boolean; carriesOrders: boolean } | undefined {
+): { edge: string; inventoryChanged: boolean; report: EdgeReportState } | undefined {
   const p = parseMailboxDocId(id);
   if (!p || p.role !== 'report') return undefined;
   const report = readReport(doc as unknown as ReportDoc);
@@ -46,17 +54,10 @@ export function projectReport(
       objects: w.objects,
     })),
   );
-  // The deliveries of DataObjects: every replica shows them (hub/data/delivery.ts status).
-  state.dataProgress.project(p.edge, report.data ?? {});
-  // The upgrade of its agent: the rollout planner counts it, whichever replica plans.
-  state.agentUpgrades.projectProgress(p.edge, report.agentUpgrade);
-  // The images it staged: the images gate waits on them, whichever replica plans.
-  state.imageStaging.projectReport(p.edge, report.imageStaging);
+  // What it says of the orders of each kind (data, upgrades, staging) is projected by the order
+  // engine (hub/orders/engine.ts `project`), in this same transaction (hub/change-hooks.ts).
   const inventoryChanged = report.inventory ? state.edges.storeInventory(p.edge, report.inventory) : false;
-  // The controllers of upgrades and deliveries act on reports that say something of theirs (their
-  // periodic passes catch the rest): a fan-out's thousands of workload reports wake neither.
-  const carriesOrders = report.agentUpgrade !== undefined || Object.keys(report.data ?? {}).length > 0;
-  return { edge: p.edge, inventoryChanged, carriesOrders };
+  return { edge: p.edge, inventoryChanged, report };
 }
 
 /**

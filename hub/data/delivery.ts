@@ -1,15 +1,16 @@
 /**
  * @module Data to the sites, the hub's side (docs/data.md, "Data to the sites"): for each
- * DataObject it selects edges and writes the object's order into each selected edge's spec
- * document (core/mailbox.ts `setSpecData`, the one writer). The edges download the blob over
+ * DataObject it selects edges, and the order engine (hub/orders/engine.ts, kind `data-orders` of
+ * core/orders/kinds.ts) writes each edge's orders into its spec document. The edges download the blob over
  * their own connection and report (edge/data/delivery.ts); the status (`delivered x/y`, per edge)
  * is read from the projection of their reports (hub/state/data-progress.ts), which every hub
  * replica shares.
  *
- * Hub replicas (docs/architecture.md, "Hub replicas"): each writes the documents of the edges it
- * serves only (`holds`), and an edge that connects gets its orders before its handshake is
- * answered (`writeEdge`): an edge moving to another replica never sees a spec without them, which
- * it would take for withdrawn orders (it would remove the files, then download them again).
+ * Hub replicas (docs/architecture.md, "Hub replicas"): every replica plans the same orders from
+ * the shared tables; the engine writes the documents of the edges this one serves, and an edge
+ * that connects gets its orders before its handshake is answered (`ordersOf`): an edge moving to
+ * another replica never sees a spec without them, which it would take for withdrawn orders (it
+ * would remove the files, then download them again).
  *
  * An edge offline when the object is published gets its order like any other and receives the
  * file when it returns. A new version replaces the order whole; the edge keeps the previous file
@@ -25,12 +26,10 @@ import type { BlobDigest } from '../../core/blobs.js';
 import type { DataObjectEdgeView, DataObjectStatusView } from '../../core/api/views.js';
 import { deliveryOrder, type DeliveryOrder, type DeliveryProgress } from '../../core/delivery.js';
 import { OutpostError } from '../../core/errors.js';
-import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { inventoryLabels } from '../../core/inventory.js';
 import { createLogger } from '../../core/logger.js';
-import { putSpecData, specDataNames } from '../../core/mailbox.js';
+import { DATA_ORDERS } from '../../core/orders/kinds.js';
 import type { DataObject, Edge } from '../../core/resources.js';
-import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
@@ -39,11 +38,9 @@ import { blockedPaths, blockedReason } from './paths.js';
 import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
 import { recordEvent } from '../state/events.js';
 import type { SqlDb } from '../state/sql.js';
+import type { OrderEngine } from '../orders/engine.js';
 
 const log = createLogger('hub:data');
-
-/** The key under which the spec documents note the orders `writeEdge` wrote (sync/store.ts `note`). */
-const NOTE = 'data-orders';
 
 /** How often orders are written again without an object change: edges join and change labels. */
 export const DELIVERY_TICK_MS = 5_000;
@@ -56,31 +53,33 @@ function isoSeconds(ms: number): string {
 export class DataDeliveries {
   private timer: NodeJS.Timeout | undefined;
   private pending = false;
-  /** Per `project/name`, the edges the last pass selected: one that drops out loses the order. */
-  private readonly lastSelected = new Map<string, Set<string>>();
   /** Per `project/name`, the edges (and holders) the last event said it was blocked on. */
   private readonly lastBlocked = new Map<string, string>();
-  /**
-   * Per `edge NUL name`, the order this process last wrote, with the spec's epoch: a pass skips the
-   * edges that hold it already without loading their documents (a fleet of 10,000 edges is
-   * passed every DELIVERY_TICK_MS). Empty after a restart: the first pass loads each spec once.
-   */
-  private readonly written = new Map<string, string>();
-  /**
-   * Hub replicas on PostgreSQL: whether this process serves the edge. Only the documents of those
-   * are written here; the replica that serves an edge writes its own (as the scheduler's SpecWriter).
-   */
-  holds: ((edge: string) => boolean) | undefined;
+  /** Every edge's orders as the last pass planned them (the engine copies them, hub/orders/engine.ts). */
+  private parts = new Map<string, Map<string, DeliveryOrder>>();
 
   constructor(
     private readonly db: SqlDb,
     private readonly objects: ObjectStore,
-    private readonly store: ReplicaStore,
+    private readonly engine: OrderEngine,
     private readonly blobs: HubBlobs,
     /** What the edges reported, projected at report time (hub/controllers/status.ts). */
     private readonly reports: DataProgressState,
     private readonly tickMs = DELIVERY_TICK_MS,
-  ) {}
+  ) {
+    engine.register<Map<string, DeliveryOrder>>({
+      kind: DATA_ORDERS,
+      all: () => this.parts,
+      of: (edge) => this.ordersOf(edge),
+      forgetEdge: (edge) => this.reports.forgetEdge(edge),
+      // Every replica shows the deliveries (status); a report of some wakes the passes.
+      project: (edge, report) => {
+        this.reports.project(edge, report.data ?? {});
+        return Object.keys(report.data ?? {}).length > 0;
+      },
+      wake: () => this.mark(),
+    });
+  }
 
   start(): void {
     this.timer = setInterval(() => this.mark(), this.tickMs);
@@ -115,14 +114,8 @@ export class DataDeliveries {
     const after = c.after as DataObject | undefined;
     if (after) this.check(after);
     this.blobs.setReferences(c.project, 'DataObject', c.name, after ? [after.spec.digest as BlobDigest] : []);
-    const before = c.before as DataObject | undefined;
-    if (before && !after) {
-      const key = `${c.project}/${c.name}`;
-      const edges = new Set([...this.selected(before), ...(this.lastSelected.get(key) ?? [])]);
-      this.lastSelected.delete(key);
-      this.lastBlocked.delete(key);
-      setImmediate(() => this.clearOrders(c.name, [...edges]));
-    }
+    // A deleted object's orders go with the next pass, which no longer plans them.
+    if (c.before && !after) this.lastBlocked.delete(`${c.project}/${c.name}`);
     this.mark();
   }
 
@@ -216,16 +209,28 @@ export class DataDeliveries {
   }
 
   /**
-   * One pass: every DataObject's order into the spec of every edge it reaches; edges it no longer
-   * reaches, or where another object holds its path (hub/data/paths.ts), lose it.
+   * One pass: what every edge must hold (each DataObject's order on the edges it reaches, but where
+   * another object holds its path, hub/data/paths.ts), copied into the spec documents by the order
+   * engine (hub/orders/engine.ts): an edge whose path passes from one object to another gets both
+   * changes in one write.
    */
   tick(): void {
+    const parts = this.plan();
+    const before = this.parts;
+    this.parts = parts;
+    this.engine.copy(DATA_ORDERS.name);
+    this.noteOrdered(before, parts);
+  }
+
+  /** Every edge's orders now, by edge and object name. */
+  private plan(): Map<string, Map<string, DeliveryOrder>> {
     // Each project's edges read once per pass, whatever the number of its DataObjects.
     const fleets = new Map<string, ReturnType<typeof schedulableEdges>>();
     const byProject = new Map<string, DataObject[]>();
     for (const o of this.objects.list<DataObject>('DataObject', '*'))
       (byProject.get(o.metadata.project) ?? byProject.set(o.metadata.project, []).get(o.metadata.project)!).push(o);
-    const plans: { o: DataObject; key: string; reach: string[] }[] = [];
+    const parts = new Map<string, Map<string, DeliveryOrder>>();
+    const seen = new Set<string>();
     for (const [project, list] of byProject) {
       const selected = new Map(list.map((o) => [o.metadata.name, this.selected(o, fleets)]));
       const blocked = blockedPaths(
@@ -234,60 +239,46 @@ export class DataDeliveries {
         (n) => this.reports.byObject(n),
       );
       for (const o of list) {
+        seen.add(`${project}/${o.metadata.name}`);
         const b = blocked.get(o.metadata.name);
-        const all = selected.get(o.metadata.name)!;
-        plans.push({
-          o,
-          key: `${project}/${o.metadata.name}`,
-          reach: b ? all.filter((e) => !b.has(e)) : all,
-        });
         this.noteBlocked(o, b);
+        const order = deliveryOrder(o);
+        for (const e of selected.get(o.metadata.name)!) {
+          if (b?.has(e)) continue;
+          (parts.get(e) ?? parts.set(e, new Map()).get(e)!).set(o.metadata.name, order);
+        }
       }
     }
-    // Orders withdrawn before any is written: an edge whose path passes from one object to another
-    // loses the first order before it gets the second.
-    const seen = new Set(plans.map((p) => p.key));
-    for (const { o, key, reach } of plans) {
-      const before = this.lastSelected.get(key);
-      const now = new Set(reach);
-      this.lastSelected.set(key, now);
-      const dropped = [...(before ?? [])].filter((e) => !now.has(e));
-      if (dropped.length) this.clearOrders(o.metadata.name, dropped);
-    }
-    // Objects gone: deleted through another replica (this one's delete cleared them at once).
-    for (const [key, edges] of [...this.lastSelected]) {
-      if (seen.has(key)) continue;
-      this.lastSelected.delete(key);
-      this.lastBlocked.delete(key);
-      this.clearOrders(key.slice(key.indexOf('/') + 1), [...edges]);
-    }
-    for (const { o, reach } of plans) {
-      const { project, name } = o.metadata;
-      const order = deliveryOrder(o);
-      const orderJson = JSON.stringify(order);
-      let ordered = 0;
-      for (const e of reach) {
-        if (this.holds && !this.holds(e)) continue;
-        const id = mailboxDocId(edgeName(e), 'spec');
-        const epoch = this.store.epoch(id);
-        if (epoch === undefined) continue; // enrolled, but its mailbox is made at the first sync
-        const memo = `${e}\0${name}`;
-        if (this.written.get(memo) === `${epoch}\0${orderJson}`) continue;
-        if (this.store.changeBackend(id, (b) => putSpecData(b, name, order), `data ${name} ${order.version}`, NOTE))
-          ordered++;
-        // After the change: a spec written past its size starts a new epoch (compaction).
-        this.written.set(memo, `${this.store.epoch(id)}\0${orderJson}`);
+    for (const key of [...this.lastBlocked.keys()]) if (!seen.has(key)) this.lastBlocked.delete(key);
+    return parts;
+  }
+
+  /** An `Ordered` event per object whose order reached edges this process serves that lacked it. */
+  private noteOrdered(
+    before: Map<string, Map<string, DeliveryOrder>>,
+    after: Map<string, Map<string, DeliveryOrder>>,
+  ): void {
+    const count = new Map<string, { order: DeliveryOrder; edges: number }>();
+    for (const [edge, orders] of after) {
+      if (this.engine.holds && !this.engine.holds(edge)) continue;
+      for (const [name, order] of orders) {
+        const was = before.get(edge)?.get(name);
+        if (was && JSON.stringify(was) === JSON.stringify(order)) continue;
+        const c = count.get(name) ?? count.set(name, { order, edges: 0 }).get(name)!;
+        c.edges++;
       }
-      if (ordered) {
-        log.info({ project, object: name, version: order.version, edges: ordered }, 'data object ordered');
-        recordEvent(this.db, {
-          project,
-          kind: 'DataObject',
-          name,
-          reason: 'Ordered',
-          message: `${order.version} ordered to ${ordered} edge(s)`,
-        });
-      }
+    }
+    for (const [name, { order, edges }] of count) {
+      const o = this.objects.list<DataObject>('DataObject', '*').find((x) => x.metadata.name === name);
+      if (!o) continue;
+      log.info({ project: o.metadata.project, object: name, version: order.version, edges }, 'data object ordered');
+      recordEvent(this.db, {
+        project: o.metadata.project,
+        kind: 'DataObject',
+        name,
+        reason: 'Ordered',
+        message: `${order.version} ordered to ${edges} edge(s)`,
+      });
     }
   }
 
@@ -296,7 +287,7 @@ export class DataDeliveries {
     const { project, name } = o.metadata;
     const key = `${project}/${name}`;
     const here = [...(blocked ?? [])]
-      .filter(([e]) => !this.holds || this.holds(e))
+      .filter(([e]) => !this.engine.holds || this.engine.holds(e))
       .sort(([a], [b]) => (a < b ? -1 : 1));
     const text = here.map(([e, h]) => `${e}:${h.metadata.name}`).join(',');
     if ((this.lastBlocked.get(key) ?? '') === text) return;
@@ -316,13 +307,11 @@ export class DataDeliveries {
   }
 
   /**
-   * Writes one edge's data orders: those of every DataObject that selects it, and no other. Called
-   * before the edge's handshake is answered (hub/sync-endpoint.ts `beforeWelcome`), whether or not this
-   * process served it before: its spec must hold its orders from the first message.
+   * One edge's orders: those of every DataObject that selects it, and no other (its handshake:
+   * hub/orders/engine.ts `writeEdge`, whether or not this process served it before: its spec must
+   * hold its orders from the first message). Undefined: none.
    */
-  writeEdge(edge: string): void {
-    const id = mailboxDocId(edgeName(edge), 'spec');
-    if (!this.store.has(id)) return; // not enrolled: no mailbox
+  ordersOf(edge: string): Map<string, DeliveryOrder> | undefined {
     const want = new Map<string, DeliveryOrder>();
     const rt = sqlEdgeState(this.db).get(edge);
     // The Edge object is read only when its project has DataObjects (on PostgreSQL each read is a
@@ -353,34 +342,6 @@ export class DataDeliveries {
       );
       for (const o of here) if (!blocked.has(o.metadata.name)) want.set(o.metadata.name, deliveryOrder(o));
     }
-    // At every handshake on a hub replica: a document that holds these orders is not loaded.
-    const wanted = JSON.stringify([...want].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-    const names: string[] = [];
-    this.store.changePart(
-      id,
-      NOTE,
-      wanted,
-      (b) => {
-        names.push(...new Set([...want.keys(), ...specDataNames(b)]));
-        for (const n of names) putSpecData(b, n, want.get(n));
-      },
-      'data orders',
-    );
-    const epoch = this.store.epoch(id);
-    for (const n of names) {
-      const order = want.get(n);
-      if (order) this.written.set(`${edge}\0${n}`, `${epoch}\0${JSON.stringify(order)}`);
-      else this.written.delete(`${edge}\0${n}`);
-    }
-  }
-
-  private clearOrders(name: string, edges: string[]): void {
-    for (const e of edges) {
-      this.written.delete(`${e}\0${name}`);
-      if (this.holds && !this.holds(e)) continue;
-      const id = mailboxDocId(edgeName(e), 'spec');
-      if (this.store.has(id))
-        this.store.changeBackend(id, (b) => putSpecData(b, name, undefined), `data ${name} withdrawn`, NOTE);
-    }
+    return want.size ? want : undefined;
   }
 }

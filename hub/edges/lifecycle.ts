@@ -53,6 +53,8 @@ export interface EdgeLifecycleDeps {
   scheduler: { markEdge(name: string): void; markStatus(name: string, cause?: 'report' | 'connectivity'): void };
   /** The scheduler's tables (hub/state/assignments.ts): a decommissioned edge's go with it. */
   assignments: { forgetEdge(edge: string): void };
+  /** The orders to edges (hub/orders/engine.ts): every kind forgets a decommissioned edge. */
+  orders: { forgetEdge(edge: string): void };
   credentials: {
     /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
     consumeJoinToken(token: string): JoinGrant;
@@ -193,9 +195,7 @@ export class EdgeLifecycle {
       store.delete(mailboxDocId(edgeName(name), 'report'));
       this.deps.assignments.forgetEdge(name);
       state.status.forgetEdge(name);
-      state.dataProgress.forgetEdge(name);
-      state.agentUpgrades.forgetEdge(name);
-      state.imageStaging.forgetEdge(name);
+      this.deps.orders.forgetEdge(name);
       state.edges.remove(name);
       objects.forget('Edge', project, name);
       state.events.record({

@@ -10,28 +10,28 @@
  *
  * Hub replicas (docs/architecture.md, "Hub replicas"): the gate runs in the planning replica's
  * pass, which records the orders; each replica copies the orders of the edges it serves into their
- * documents (`holds`; at once on the planning replica, within STAGING_COPY_MS on the others), and
- * an edge that connects gets them before its handshake is answered (`writeEdge`).
+ * documents through the order engine (hub/orders/engine.ts, kind `image-staging`; at once on the
+ * planning replica, within STAGING_COPY_MS on the others), and an edge that connects gets them
+ * before its handshake is answered (the engine's `writeEdge`).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
-import { edgeName, mailboxDocId } from '../../core/ids.js';
 import { parseImageRef } from '../../core/images.js';
 import { createLogger } from '../../core/logger.js';
 import { STAGING_COPY_MS } from '../../core/durations.js';
+import { IMAGE_STAGING_ORDER } from '../../core/orders/kinds.js';
 import {
   STAGED_STATES,
   formatMB,
-  putSpecStaging,
   stagingImageSize,
   type StagedImage,
   type StagingGroup,
   type StagingImage,
 } from '../../core/staging.js';
 import type { PlacementStagingView } from '../../core/api/views.js';
-import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
+import type { OrderEngine } from '../orders/engine.js';
 import type { HubState } from '../state/index.js';
 import { manifestBlobs } from './cache.js';
 
@@ -45,22 +45,31 @@ export const STAGING_PROBLEMS_SHOWN = 10;
 export class HubStaging {
   /** `project image` -> its description (content-addressed: never changes), or null when not in the cache. */
   private readonly described = new Map<string, StagingImage>();
-  /**
-   * Per edge, the orders (JSON) this process last wrote into its spec document: a pass copies only
-   * what changed, without loading every document. Empty after a restart: each is loaded once.
-   */
-  private readonly written = new Map<string, string>();
   private copying = false;
   private timer: NodeJS.Timeout | undefined;
-  /** Hub replicas on PostgreSQL: whether this process serves the edge (only those documents are written here). */
-  holds: ((edge: string) => boolean) | undefined;
 
   constructor(
-    private readonly store: ReplicaStore,
+    private readonly engine: OrderEngine,
     private readonly blobs: Pick<HubBlobs, 'get' | 'files'>,
     /** Its tables, and the events and transactions an over-budget event is recorded with. */
     private readonly state: Pick<HubState, 'imageStaging' | 'events' | 'transaction'>,
-  ) {}
+  ) {
+    engine.register<StagingGroup[]>({
+      kind: IMAGE_STAGING_ORDER,
+      all: () => this.state.imageStaging.orders(),
+      of: (edge) => {
+        const groups = this.state.imageStaging.ordersOf(edge);
+        return groups.length ? groups : undefined;
+      },
+      written: (edges) => log.info({ edges: edges.length }, 'image staging ordered'),
+      forgetEdge: (edge) => this.state.imageStaging.forgetEdge(edge),
+      // The images gate waits on what is staged, whichever replica plans (the scheduler's status marks wake it).
+      project: (edge, report) => {
+        this.state.imageStaging.projectReport(edge, report.imageStaging);
+        return false;
+      },
+    });
+  }
 
   /** Copies the recorded orders every STAGING_COPY_MS (another replica may have recorded them). */
   start(): void {
@@ -196,14 +205,6 @@ export class HubStaging {
     if (this.state.imageStaging.setPlacement(key, groups).length) this.copySoon();
   }
 
-  /**
-   * Writes one edge's staging orders into its spec document as recorded. Called before the edge's
-   * handshake is answered (hub/sync-endpoint.ts `beforeWelcome`).
-   */
-  writeEdge(edge: string): void {
-    this.write(edge, this.state.imageStaging.ordersOf(edge));
-  }
-
   /** Copies the recorded orders into the documents of the edges this process serves, after the current pass. */
   private copySoon(): void {
     if (this.copying) return;
@@ -219,25 +220,6 @@ export class HubStaging {
   }
 
   private copy(): void {
-    const orders = this.state.imageStaging.orders();
-    for (const [edge, groups] of orders)
-      if ((!this.holds || this.holds(edge)) && this.written.get(edge) !== JSON.stringify(groups))
-        this.write(edge, groups);
-    for (const edge of [...this.written.keys()])
-      if (!orders.has(edge)) {
-        if (!this.holds || this.holds(edge)) this.write(edge, []);
-        else this.written.delete(edge); // the replica serving it withdraws them; writeEdge if it comes back
-      }
-  }
-
-  private write(edge: string, groups: StagingGroup[]): void {
-    const id = mailboxDocId(edgeName(edge), 'spec');
-    if (!this.store.has(id)) return;
-    // This runs at every handshake on a hub replica: a document that holds the orders is not loaded.
-    const json = JSON.stringify(groups);
-    if (this.store.changePart(id, 'image-staging', json, (b) => putSpecStaging(b, { groups }), 'image staging'))
-      log.info({ edge, images: groups.reduce((n, g) => n + g.images.length, 0) }, 'image staging ordered');
-    if (groups.length) this.written.set(edge, json);
-    else this.written.delete(edge);
+    this.engine.copy(IMAGE_STAGING_ORDER.name);
   }
 }

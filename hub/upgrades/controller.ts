@@ -46,6 +46,8 @@ import { edgesReached, schedulableEdges } from '../edges/phase.js';
 import type { AgentUpgradeRollouts } from '../state/agent-upgrades.js';
 import { edgeAgentVersions, edgeLiveness } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
+import type { OrderEngine } from '../orders/engine.js';
+import { AGENT_UPGRADE_ORDER } from '../../core/orders/kinds.js';
 import { computeClaims } from './claims.js';
 import { deleteEffects } from './delete-effects.js';
 import { recordOutcomes, supersede } from './history.js';
@@ -76,27 +78,41 @@ interface Known {
 export class AgentUpgradeController {
   private timer: NodeJS.Timeout | undefined;
   private pending: Promise<void> | undefined;
-  /**
-   * Per edge, the order (JSON) this process last wrote into its spec document: a pass copies only
-   * what changed, without loading every document. Empty after a restart: each is loaded once.
-   */
-  private readonly written = new Map<string, string>();
-  /**
-   * Hub replicas on PostgreSQL: whether this process serves the edge (only those documents are
-   * written here), and whether it plans. A SQLite hub serves every edge and plans.
-   */
-  holds: ((edge: string) => boolean) | undefined;
+  /** Hub replicas on PostgreSQL: whether this process plans. A SQLite hub plans. */
   leading: () => boolean = () => true;
 
   constructor(
     private readonly db: SqlDb,
     private readonly objects: ObjectStore,
+    /** Read for orders and reports from before the tables existed (a SQLite hub only). */
     private readonly store: ReplicaStore,
+    /** Copies the recorded orders into the spec documents (hub/orders/engine.ts, kind `agent-upgrade`). */
+    private readonly engine: OrderEngine,
     private readonly blobs: HubBlobs,
     private readonly releaseKeyPem: string,
     private readonly rollouts: AgentUpgradeRollouts,
     private readonly tickMs = UPGRADE_TICK_MS,
-  ) {}
+  ) {
+    engine.register<AgentUpgradeOrder>({
+      kind: AGENT_UPGRADE_ORDER,
+      all: () => this.rollouts.orders(),
+      of: (edge) => this.rollouts.order(edge),
+      // A SQLite hub's documents may hold an order from before the table (specOrder): kept.
+      withdrawAtHandshake: () => this.replicated,
+      forgetEdge: (edge) => this.rollouts.forgetEdge(edge),
+      // The rollout planner counts the edge's progress, whichever replica plans.
+      project: (edge, report) => {
+        this.rollouts.projectProgress(edge, report.agentUpgrade);
+        return report.agentUpgrade !== undefined;
+      },
+      wake: () => this.mark(),
+    });
+  }
+
+  /** With replicas the tables are the whole record (hub/orders/engine.ts `holds` is set then). */
+  private get replicated(): boolean {
+    return !!this.engine.holds;
+  }
 
   start(): void {
     this.timer = setInterval(() => this.mark(), this.tickMs);
@@ -172,7 +188,7 @@ export class AgentUpgradeController {
 
   private progressOf(edge: string, known: Known): AgentUpgradeProgress | undefined {
     const p = known.progress.get(edge);
-    if (p || this.holds) return p;
+    if (p || this.replicated) return p;
     if (!known.unprojected.has(edge)) known.unprojected.set(edge, this.progress(edge));
     return known.unprojected.get(edge);
   }
@@ -206,14 +222,14 @@ export class AgentUpgradeController {
    * (a SQLite hub upgraded mid-rollout). With replicas, the tables are the record: undefined.
    */
   private specOrder(edge: string): AgentUpgradeOrder | undefined {
-    if (this.holds) return undefined;
+    if (this.replicated) return undefined;
     const doc = this.store.get<SpecDoc>(mailboxDocId(edgeName(edge), 'spec'));
     return doc ? readSpecAgentUpgrade(doc) : undefined;
   }
 
   /** As specOrder: a report not projected since the table existed (a SQLite hub only). */
   private progress(edge: string): AgentUpgradeProgress | undefined {
-    if (this.holds) return undefined;
+    if (this.replicated) return undefined;
     const doc = this.store.get<ReportDoc>(mailboxDocId(edgeName(edge), 'report'));
     return doc ? readReportAgentUpgrade(doc) : undefined;
   }
@@ -263,7 +279,7 @@ export class AgentUpgradeController {
    */
   tick(): void {
     if (this.leading()) this.planAll();
-    this.writeHeld(this.rollouts.orders());
+    this.engine.copy(AGENT_UPGRADE_ORDER.name);
   }
 
   private planAll(): void {
@@ -308,53 +324,18 @@ export class AgentUpgradeController {
     }
   }
 
-  /** Copies the recorded orders into the documents of the edges this process serves (what changed). */
-  private writeHeld(orders: Map<string, AgentUpgradeOrder>): void {
-    for (const [e, order] of orders)
-      if ((!this.holds || this.holds(e)) && this.written.get(e) !== JSON.stringify(order)) this.writeDoc(e, order);
-    for (const e of [...this.written.keys()])
-      if (!orders.has(e)) {
-        if (!this.holds || this.holds(e)) this.writeDoc(e, undefined);
-        else this.written.delete(e); // the replica serving it withdraws it; writeEdge if it comes back
-      }
-  }
-
   /**
-   * Writes one edge's upgrade order into its spec document as recorded. Called before the edge's
-   * handshake is answered (hub/sync-endpoint.ts `beforeWelcome`): an edge that moves to this replica finds
-   * its order (or its withdrawal) in the first spec it gets.
+   * Withdraws this upgrade's orders from edges it no longer selects: from the table, and from the
+   * documents that hold it (one a previous run of this process wrote is not in the engine's memory).
    */
-  writeEdge(edge: string): void {
-    const order = this.rollouts.order(edge);
-    // A SQLite hub's documents may hold an order from before the table (specOrder): kept.
-    if (!order && !this.holds) return;
-    this.writeDoc(edge, order);
-  }
-
-  private writeDoc(edge: string, order: AgentUpgradeOrder | undefined): void {
-    const id = mailboxDocId(edgeName(edge), 'spec');
-    if (!this.store.has(id)) return;
-    // This runs at every handshake on a hub replica: a document that holds the order is not loaded.
-    this.store.changePart(
-      id,
-      'agent-upgrade',
-      JSON.stringify(order ?? null),
-      (b) => putSpecAgentUpgrade(b, order),
-      order ? `agent upgrade ${order.upgrade}` : 'agent upgrade withdrawn',
-    );
-    if (order) this.written.set(edge, JSON.stringify(order));
-    else this.written.delete(edge);
-  }
-
   private clearOrders(upgrade: string, edges: string[]): void {
     this.rollouts.withdraw(upgrade, edges);
-    for (const e of edges) {
-      if (this.holds && !this.holds(e)) continue;
+    const holding = edges.filter((e) => {
+      if (this.engine.holds && !this.engine.holds(e)) return false;
       const id = mailboxDocId(edgeName(e), 'spec');
-      if (!this.store.has(id)) continue;
-      const doc = this.store.get<SpecDoc>(id);
-      if ((doc && readSpecAgentUpgrade(doc))?.upgrade !== upgrade) continue;
-      this.writeDoc(e, undefined);
-    }
+      const doc = this.store.has(id) ? this.store.get<SpecDoc>(id) : undefined;
+      return (doc && readSpecAgentUpgrade(doc))?.upgrade === upgrade;
+    });
+    this.engine.withdraw(AGENT_UPGRADE_ORDER.name, holding);
   }
 }
