@@ -120,7 +120,13 @@ describe('one hub identity for the replicas on one PostgreSQL', () => {
     expect(await presentedCa(a)).toBe(fingerprint);
     expect(await presentedCa(b)).toBe(fingerprint);
     expect(a.ca).toBe(b.ca);
-    for (const f of ['secrets.key', 'release/release-key.pem', 'release/release.pub.pem', 'tls/ca-key.pem', 'admin.token'])
+    for (const f of [
+      'secrets.key',
+      'release/release-key.pem',
+      'release/release.pub.pem',
+      'tls/ca-key.pem',
+      'admin.token',
+    ])
       expect(fs.readFileSync(path.join(dir, 'b', f), 'utf8'), f).toBe(fs.readFileSync(path.join(dir, 'a', f), 'utf8'));
     // Each its own server certificate, both from the one CA.
     const leaf = (d: string) => splitPem(fs.readFileSync(path.join(dir, d, 'tls', 'server.pem'), 'utf8'))[0];
