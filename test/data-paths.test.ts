@@ -10,10 +10,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
-import { startHub, type Hub } from '../hub/hub.js';
+import type { Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
-import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
-import { tempDir, waitFor } from './helpers.js';
+import { adminApi, startInProcessHub, startProcessAgents, stopInProcess } from './fixtures/in-process-fleet.js';
+import { waitFor } from './helpers.js';
 
 let dir: string;
 let hub: Hub;
@@ -39,10 +39,7 @@ const status = async (name: string): Promise<{ summary: string; edges: EdgeView[
   (await adminApi(hub, 'GET', `/api/v1/projects/default/dataobjects/${name}`)).status;
 
 beforeAll(async () => {
-  dir = tempDir('outpost-data-paths-');
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true });
-  env = { OUTPOST_CONFIG: path.join(dir, 'cli.json') };
-  expect((await cli(['login', '--hub', hub.url, '--token', hub.adminToken])).code).toBe(0);
+  ({ dir, hub, env } = await startInProcessHub('outpost-data-paths-'));
   await startProcessAgents(hub, dir, ['e1', 'e2'], { region: 'eu' }, agents);
   await startProcessAgents(hub, dir, ['e3'], { region: 'us' }, agents);
   await waitFor(
@@ -53,9 +50,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await stopAgents(agents);
-  await hub?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await stopInProcess({ agents, hub, dir });
 });
 
 describe('one path per edge', () => {

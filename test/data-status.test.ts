@@ -11,10 +11,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataObjectStatusView } from '../core/api/views.js';
 import type { EdgeAgent } from '../edge/agent.js';
-import { startHub, type Hub } from '../hub/hub.js';
+import type { Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
-import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
-import { tempDir, waitFor } from './helpers.js';
+import { adminApi, startInProcessHub, startProcessAgents, stopInProcess } from './fixtures/in-process-fleet.js';
+import { waitFor } from './helpers.js';
 
 const EDGES = ['d1', 'd2', 'd3'];
 
@@ -35,10 +35,7 @@ function payload(name: string, text: string): string {
 }
 
 beforeAll(async () => {
-  dir = tempDir('outpost-data-status-');
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true });
-  env = { OUTPOST_CONFIG: path.join(dir, 'cli.json') };
-  expect((await cli(['login', '--hub', hub.url, '--token', hub.adminToken])).code).toBe(0);
+  ({ dir, hub, env } = await startInProcessHub('outpost-data-status-'));
   await startProcessAgents(hub, dir, EDGES, { region: 'eu' }, agents);
   await waitFor(
     async () =>
@@ -48,9 +45,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await stopAgents(agents);
-  await hub?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await stopInProcess({ agents, hub, dir });
 });
 
 describe('DataObject status', () => {

@@ -10,11 +10,17 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EGRESS_ANNOTATION } from '../core/data.js';
 import type { EdgeAgent } from '../edge/agent.js';
-import { startHub, type Hub } from '../hub/hub.js';
+import type { Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
 import { hostPod, killHostWorkloads } from './fixtures/host-workloads.js';
-import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
-import { tempDir, waitFor } from './helpers.js';
+import {
+  adminApi,
+  startInProcessHub,
+  startProcessAgents,
+  stopAgents,
+  stopInProcess,
+} from './fixtures/in-process-fleet.js';
+import { waitFor } from './helpers.js';
 
 const NAME = 'a\u001b[2J\nb.txt';
 
@@ -26,20 +32,16 @@ const agents: EdgeAgent[] = [];
 const cli = (args: string[]) => runCli(args, { env });
 
 beforeAll(async () => {
-  dir = tempDir('outpost-edge-text-');
+  ({ dir, hub, env } = await startInProcessHub('outpost-edge-text-'));
   pids = path.join(dir, 'pids');
   fs.mkdirSync(pids);
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true });
-  env = { OUTPOST_CONFIG: path.join(dir, 'cli.json') };
-  expect((await cli(['login', '--hub', hub.url, '--token', hub.adminToken])).code).toBe(0);
   await startProcessAgents(hub, dir, ['e1'], { site: 'a' }, agents);
 }, 60_000);
 
 afterAll(async () => {
   await stopAgents(agents);
   killHostWorkloads(pids);
-  await hub?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await stopInProcess({ hub, dir });
 });
 
 describe('text from the edges in the terminal', () => {

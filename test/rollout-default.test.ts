@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
-import { startHub, type Hub } from '../hub/hub.js';
+import type { Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
-import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
-import { tempDir, waitFor } from './helpers.js';
+import { adminApi, startInProcessHub, startProcessAgents, stopInProcess } from './fixtures/in-process-fleet.js';
+import { waitFor } from './helpers.js';
 
 let dir: string;
 let hub: Hub;
@@ -44,17 +44,12 @@ spec:
 }
 
 beforeAll(async () => {
-  dir = tempDir('outpost-rollout-default-');
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', insecureHttp: true });
-  env = { OUTPOST_CONFIG: path.join(dir, 'cli', 'config.json') };
-  expect((await cli(['login', '--hub', hub.url, '--token', hub.adminToken])).code).toBe(0);
+  ({ dir, hub, env } = await startInProcessHub('outpost-rollout-default-'));
   await startProcessAgents(hub, dir, EDGES, { fleet: 'safe' }, agents);
 }, 120_000);
 
 afterAll(async () => {
-  await stopAgents(agents);
-  await hub?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await stopInProcess({ agents, hub, dir });
 });
 
 describe('the default rollout of a Placement', () => {
