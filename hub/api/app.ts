@@ -15,6 +15,7 @@ import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
 import { releaseRoutes } from './releases.js';
+import { replicaRoutes } from './replicas.js';
 import { dataRoutes } from '../data/routes.js';
 import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
@@ -73,12 +74,13 @@ export function createApi(deps: HubDeps): Hono {
     );
     await next();
   });
-  api.get('/whoami', (c) => c.json(principal(c) satisfies WhoAmI));
+  api.get('/whoami', (c) => c.json({ ...principal(c), replica: deps.replicas.self() } satisfies WhoAmI));
 
   api.route('/', tokenRoutes(deps));
 
   // Before objectRoutes: its /projects/:project/:kind would take /stream and /edges-online.
   api.route('/', fleetRoutes(deps));
+  api.route('/', replicaRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
   api.route('/', dataRoutes(deps));

@@ -40,6 +40,9 @@ export interface EdgeRuntime {
   agentVersion?: string;
   remoteAddress?: string;
   inventory?: Inventory;
+  /** The hub replica of its current (or last) connection, and that connection's id. */
+  replica?: string;
+  connection?: string;
 }
 
 /** What scheduling and the online/offline view need, without parsing inventories: one light scan. */
@@ -54,6 +57,19 @@ export interface ConnectionRecord {
   disconnectedAt?: number;
   reason?: string;
   remoteAddress?: string;
+  /** The hub replica that served it (absent on rows recorded before hubs named themselves). */
+  replica?: string;
+}
+
+/** A connection as the hub records it: which replica serves it, under which id. */
+export interface ConnectionStart {
+  at: number;
+  agentVersion: string;
+  remoteAddress: string;
+  /** The hub process serving it (hub/state/replicas.ts newReplicaId). */
+  replica: string;
+  /** Unique among all connections: names it when it ends. */
+  connection: string;
 }
 
 /** A connection of an approved edge of a project, with what its edge's runtime says now. */
@@ -101,11 +117,25 @@ export interface EdgeState {
   touch(seen: Iterable<readonly [string, number]>): void;
 
   /** A connection opened: the runtime facts and a new history row. */
-  connected(name: string, c: { at: number; agentVersion: string; remoteAddress: string }): void;
-  /** The edge's open connection closed with `reason`. */
-  disconnected(name: string, at: number, reason: string): void;
-  /** The hub stops: every open connection ends; returns how many edges were connected. */
-  allDisconnected(at: number, reason: string): number;
+  connected(name: string, c: ConnectionStart): void;
+  /**
+   * Connection `connection` of the edge closed with `reason`: its history row ends, and the runtime
+   * facts say disconnected if they still describe that connection (not a newer one, on this
+   * replica or another).
+   */
+  disconnected(name: string, at: number, reason: string, connection: string): void;
+  /** Ends every open history row of the edge at `at` (before a new one starts: rows never overlap). */
+  endOpen(name: string, at: number, reason: string): void;
+  /**
+   * A hub replica stopped, or died: its open connections end, in the history and the runtime facts
+   * (`null`: those recorded before hubs named themselves). At `at`, or without it at each edge's
+   * last heartbeat. Returns how many edges were connected through it.
+   */
+  replicaGone(replica: string | null, at: number | undefined, reason: string): number;
+  /** The replicas that have open connections in the history (`null`: rows without a replica). */
+  openReplicas(): (string | null)[];
+  /** How many edges each replica serves now (connected through it), of a project (`*`: all). */
+  servedCounts(project: string): Map<string, number>;
   /** The latest `limit` connections of an edge, newest first. */
   connections(name: string, limit: number): ConnectionRecord[];
   /** Connections of a project's approved edges that overlap [from, to]. */
@@ -125,6 +155,8 @@ interface RuntimeRow {
   agent_version: string | null;
   remote_address: string | null;
   inventory: string | null;
+  replica: string | null;
+  connection: string | null;
 }
 
 interface LivenessRow {
@@ -152,6 +184,8 @@ function toRuntime(r: RuntimeRow): EdgeRuntime {
     agentVersion: r.agent_version ?? undefined,
     remoteAddress: r.remote_address ?? undefined,
     inventory,
+    replica: r.replica ?? undefined,
+    connection: r.connection ?? undefined,
   };
 }
 
@@ -299,29 +333,46 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
       runBeforeCommit(
         db,
-        'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?',
+        'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ?, replica = ?, connection = ? WHERE name = ?',
         c.at,
         c.at,
         c.agentVersion,
         c.remoteAddress,
+        c.replica,
+        c.connection,
         name,
       );
       runBeforeCommit(
         db,
-        'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)',
+        'INSERT INTO connections (edge, connected_at, remote_address, replica, connection) VALUES (?, ?, ?, ?, ?)',
         name,
         c.at,
         c.remoteAddress,
+        c.replica,
+        c.connection,
       );
     },
-    disconnected(name, at, reason) {
+    disconnected(name, at, reason, connection) {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
+      // Both name the connection: a newer one of the edge (an older one's close can come seconds
+      // after, from another replica) keeps its row open and the edge connected.
       runBeforeCommit(
         db,
-        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?',
+        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ? AND connection = ?',
         at,
         name,
+        connection,
       );
+      runBeforeCommit(
+        db,
+        'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND connection = ? AND disconnected_at IS NULL',
+        at,
+        reason,
+        name,
+        connection,
+      );
+    },
+    endOpen(name, at, reason) {
       runBeforeCommit(
         db,
         'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
@@ -330,14 +381,44 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         name,
       );
     },
-    allDisconnected(at, reason) {
+    replicaGone(replica, at, reason) {
+      const which = replica === null ? 'replica IS NULL' : 'replica = ?';
+      const who = replica === null ? [] : [replica];
+      // Without a time: each edge's last heartbeat, not before its connection began.
+      const end =
+        at === undefined
+          ? `COALESCE((SELECT CASE WHEN r.last_seen > connections.connected_at THEN r.last_seen END
+               FROM edge_runtime r WHERE r.name = connections.edge), connected_at)`
+          : '?';
       const n = run(
         db,
-        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE connected_since IS NOT NULL',
-        at,
+        `UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ${at === undefined ? 'COALESCE(last_seen, connected_since)' : '?'}
+         WHERE ${which} AND connected_since IS NOT NULL`,
+        ...(at === undefined ? [] : [at]),
+        ...who,
       );
-      run(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE disconnected_at IS NULL', at, reason);
+      run(
+        db,
+        `UPDATE connections SET disconnected_at = ${end}, reason = ? WHERE ${which} AND disconnected_at IS NULL`,
+        ...(at === undefined ? [] : [at]),
+        reason,
+        ...who,
+      );
       return n;
+    },
+    openReplicas() {
+      return all<{ replica: string | null }>(
+        db,
+        'SELECT DISTINCT replica FROM connections WHERE disconnected_at IS NULL',
+      ).map((r) => r.replica);
+    },
+    servedCounts(project) {
+      const rows = all<{ replica: string; n: number }>(
+        db,
+        `SELECT replica, COUNT(*) AS n FROM edge_runtime WHERE connected_since IS NOT NULL AND replica IS NOT NULL${project === '*' ? '' : ' AND project = ?'} GROUP BY replica`,
+        ...(project === '*' ? [] : [project]),
+      );
+      return new Map(rows.map((r) => [r.replica, Number(r.n)]));
     },
     connections(name, limit) {
       return all<{
@@ -345,9 +426,10 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         disconnected_at: number | null;
         reason: string | null;
         remote_address: string | null;
+        replica: string | null;
       }>(
         db,
-        'SELECT connected_at, disconnected_at, reason, remote_address FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?',
+        'SELECT connected_at, disconnected_at, reason, remote_address, replica FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?',
         name,
         limit,
       ).map((r) => ({
@@ -355,6 +437,7 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         ...(r.disconnected_at !== null ? { disconnectedAt: r.disconnected_at } : {}),
         ...(r.reason ? { reason: r.reason } : {}),
         ...(r.remote_address ? { remoteAddress: r.remote_address } : {}),
+        ...(r.replica ? { replica: r.replica } : {}),
       }));
     },
     connectionSpans(project, from, to) {
