@@ -21,6 +21,7 @@ import { KIND_HELP, parseKindArg, type KindInfo } from './kinds.js';
 import { formatTable, line, toJson, toYaml } from './output.js';
 import { formatObjectTable } from './tables.js';
 import { getPackages } from './cmd-package.js';
+import { getReplicas, REPLICA_KINDS } from './cmd-replicas.js';
 import { age, type ApiObject, type EventView } from './views.js';
 
 /** How often `-w` asks the hub. */
@@ -187,8 +188,8 @@ async function getEvents(s: Session, o: GetOpts): Promise<void> {
 export function registerGetCommand(program: Command, deps: CliDeps): void {
   program
     .command('get')
-    .description(`list objects or show one (kinds: ${KIND_HELP}; and events)`)
-    .argument('<kind>', 'edges, workloads, placements, packages or events (or KIND/NAME)')
+    .description(`list objects or show one (kinds: ${KIND_HELP}; and events, packages, replicas)`)
+    .argument('<kind>', 'edges, workloads, placements, packages, events or replicas (or KIND/NAME)')
     .argument('[name]', 'one object')
     .option('-o, --output <format>', `output format: ${GET_FORMATS.join(', ')}`, parseGetOutput, {
       kind: 'table',
@@ -224,6 +225,7 @@ Examples:
   outpost get edges -o custom-columns=NAME:.metadata.name,DRIVER:.status.inventory.driver
   outpost get placements -w
   outpost get events --for edge/shop-12 --since 1h
+  outpost get replicas
   outpost get workload db -o yaml --show-secrets`,
     )
     .action(async (kindArg: string, nameArg: string | undefined, opts: GetOpts, cmd: Command) => {
@@ -231,6 +233,11 @@ Examples:
         if (nameArg !== undefined) throw new UsageError('events have no names: use --for KIND/NAME to filter');
         if (opts.watch) throw new UsageError('-w does not apply to events yet: run `outpost get events` again');
         return getEvents(await openSession(cmd, deps), opts);
+      }
+      if (REPLICA_KINDS.has(kindArg.toLowerCase())) {
+        if (opts.watch || opts.selector || opts.allProjects || opts.local)
+          throw new UsageError('replicas are the hub\'s own: -w, -l, -A and --local do not apply');
+        return getReplicas(await openSession(cmd, deps), nameArg, opts.output.kind, opts.headers);
       }
       if (PACKAGE_KINDS.has(kindArg.toLowerCase())) {
         const o = opts.output.kind;
