@@ -155,7 +155,8 @@ export function hubUrls(conn: HubConnection): string[] {
     } catch (err) {
       throw new CliError(`invalid hub URL "${h}": use https://HOST:PORT`, { cause: err });
     }
-    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new CliError(`invalid hub URL "${h}": use https://HOST:PORT`);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:')
+      throw new CliError(`invalid hub URL "${h}": use https://HOST:PORT`);
     return h.replace(/\/+$/, '');
   });
 }

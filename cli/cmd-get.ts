@@ -236,7 +236,7 @@ Examples:
       }
       if (REPLICA_KINDS.has(kindArg.toLowerCase())) {
         if (opts.watch || opts.selector || opts.allProjects || opts.local)
-          throw new UsageError('replicas are the hub\'s own: -w, -l, -A and --local do not apply');
+          throw new UsageError("replicas are the hub's own: -w, -l, -A and --local do not apply");
         return getReplicas(await openSession(cmd, deps), nameArg, opts.output.kind, opts.headers);
       }
       if (PACKAGE_KINDS.has(kindArg.toLowerCase())) {

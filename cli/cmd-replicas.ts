@@ -30,12 +30,7 @@ export function formatReplicas(items: Partial<ReplicaView>[], now: number, wide 
 }
 
 /** `outpost get replicas [ID|URL]`: all of them, or the one with that id or URL. */
-export async function getReplicas(
-  s: Session,
-  name: string | undefined,
-  output: string,
-  headers = true,
-): Promise<void> {
+export async function getReplicas(s: Session, name: string | undefined, output: string, headers = true): Promise<void> {
   if (!['table', 'wide', 'json', 'yaml'].includes(output))
     throw new UsageError('replicas print as table, wide, yaml or json');
   const r = await s.client.get<{ items?: Partial<ReplicaView>[] }>('/api/v1/replicas');

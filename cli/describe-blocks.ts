@@ -82,4 +82,3 @@ export function eventsBlock(events: EventView[] | string | undefined, now: numbe
 export function section(title: string, body: string): string {
   return `${title}:\n${indent(body)}`;
 }
-

@@ -6,15 +6,7 @@
  */
 import { formatAge } from '../core/durations.js';
 import { describeConnections } from './connections.js';
-import {
-  eventsBlock,
-  fields,
-  indent,
-  metadataBlock,
-  section,
-  when,
-  type DescribeOptions,
-} from './describe-blocks.js';
+import { eventsBlock, fields, indent, metadataBlock, section, when, type DescribeOptions } from './describe-blocks.js';
 import { formatTable, paint } from './output.js';
 import {
   edgeState,
@@ -178,4 +170,3 @@ function localIntentsBlock(edge: string, s: EdgeStatus, now: number): string {
   });
   return out + '  In effect:\n' + lines.join('\n') + '\n';
 }
-

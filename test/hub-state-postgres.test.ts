@@ -272,7 +272,9 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     }
     // d1 reconnects (its last event becomes Reconnected), then two of its connections close in one
     // turn: the first turns that event into Disconnected, the second, recorded after it, adds one.
-    recordConnects(state, [{ edge: 'd1', remoteAddress: '10.0.0.9', agentVersion: 't', replica: 'r1', connection: 'd1b' }]);
+    recordConnects(state, [
+      { edge: 'd1', remoteAddress: '10.0.0.9', agentVersion: 't', replica: 'r1', connection: 'd1b' },
+    ]);
     recordDisconnects(state, [
       { edge: 'd1', connection: 'd1b', code: 1000, reason: 'first' },
       { edge: 'd2', connection: 'd2', code: 1000, reason: '' },
@@ -430,7 +432,13 @@ describe('report projections on PostgreSQL: what a process wrote is not written 
       expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });
 
       // The other replica serves the edge for a while and writes what it reported there.
-      other.edges.connected('x', { at: 2, agentVersion: '1', remoteAddress: '10.0.0.2', replica: 'b', connection: 'x2' });
+      other.edges.connected('x', {
+        at: 2,
+        agentVersion: '1',
+        remoteAddress: '10.0.0.2',
+        replica: 'b',
+        connection: 'x2',
+      });
       other.status.project('x', [row('web', 'Failed', 2), row('db', 'Ready')]);
       other.dataProgress.project('x', {
         blob: { version: '1', digest: 'sha256:ab', path: 'blob', state: 'Delivered', at: 2 },
@@ -445,7 +453,13 @@ describe('report projections on PostgreSQL: what a process wrote is not written 
       expect(blobs()).toBe(1);
 
       // The edge comes back here: its next report is written whole.
-      here.edges.connected('x', { at: 3, agentVersion: '1', remoteAddress: '10.0.0.1', replica: 'a', connection: 'x3' });
+      here.edges.connected('x', {
+        at: 3,
+        agentVersion: '1',
+        remoteAddress: '10.0.0.1',
+        replica: 'a',
+        connection: 'x3',
+      });
       here.status.project('x', [row('web', 'Ready'), row('db', 'Ready')]);
       here.dataProgress.project('x', {});
       expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });

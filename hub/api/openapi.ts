@@ -261,7 +261,7 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/replicas': {
       get: {
         summary:
-          'The hub replicas: URL, alive, last heartbeat, edges served (in the token\'s projects), which one plans',
+          "The hub replicas: URL, alive, last heartbeat, edges served (in the token's projects), which one plans",
         responses: {
           200: {
             description: 'replicas',

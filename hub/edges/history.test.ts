@@ -25,7 +25,13 @@ describe('connection history', () => {
   it('reconnects within a minute update one event; a later one adds a new event', () => {
     const state = hubState();
     let n = 0;
-    const conn = () => ({ edge: 'e1', remoteAddress: '10.0.0.1', agentVersion: 't', replica: 'r1', connection: `c${++n}` });
+    const conn = () => ({
+      edge: 'e1',
+      remoteAddress: '10.0.0.1',
+      agentVersion: 't',
+      replica: 'r1',
+      connection: `c${++n}`,
+    });
     const gone = () => ({ edge: 'e1', connection: `c${n}`, code: 1006, reason: '' });
     let t = 1_000_000;
     recordConnect(state, conn(), t);

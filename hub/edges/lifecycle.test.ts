@@ -46,7 +46,9 @@ describe('EdgeLifecycle disconnections', () => {
   it("records an edge's ended connection before its new one of the same turn", async () => {
     const { state, lifecycle } = lifecycleOnMemory();
     lifecycle.disconnected({ edge: 'e1', connection: 'seed-e1', code: 1006, reason: 'link lost' });
-    lifecycle.connected([{ edge: 'e1', remoteAddress: '10.0.0.7', agentVersion: 't', replica: 'r1', connection: 'n1' }]);
+    lifecycle.connected([
+      { edge: 'e1', remoteAddress: '10.0.0.7', agentVersion: 't', replica: 'r1', connection: 'n1' },
+    ]);
     await turn();
     expect(state.edges.get('e1')?.connectedSince).toBeDefined();
     expect(state.events.last('default', 'Edge', 'e1')?.reason).toBe('Reconnected');

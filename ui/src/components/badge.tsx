@@ -27,6 +27,9 @@ const TONE: Record<string, string> = {
   Delivered: 'ok',
   Waiting: 'info',
   Expired: 'muted',
+  // Hub replicas (ui/src/pages/replicas.tsx).
+  Alive: 'ok',
+  Down: 'bad',
 };
 
 export function toneOf(s: string): string {
