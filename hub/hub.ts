@@ -362,7 +362,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     leaseLost: (list, awayMs) => {
       log.warn(
         { edges: list.length, awayMs },
-        'this hub replica could not renew its leases for longer than they last: closing its edge connections (they come back)',
+        'this hub replica could not renew its leases for longer than they last, and its connections were ended in the tables meanwhile: closing them (the edges come back)',
       );
       for (const edge of list)
         sync?.disconnect(

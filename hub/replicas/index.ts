@@ -22,8 +22,8 @@
  * - **Connections a dead replica left open end** (issue #42): the leader ends them at the time the
  *   dead one's lease expired (`renewMembership`), so no edge looks connected through a replica that
  *   is gone and its connection history never overlaps. A replica that could not renew for longer
- *   than its lease (its database was away) may have been taken for dead: it closes its edges'
- *   connections, and they come back recorded anew.
+ *   than its lease (its database was away) may have been taken for dead: it closes the connections
+ *   the tables no longer say it serves, and those edges come back recorded anew.
  */
 import { PG_GATHER, REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
 import { GatherPace } from '../../core/gather.js';
@@ -247,7 +247,7 @@ export interface Membership {
   connections(): string[];
   /** Closes this process's connection of an edge another replica took since. */
   replaced(edge: string): void;
-  /** Closes this process's connections: it could not renew for `awayMs`, past its lease. */
+  /** Closes these connections of this process: after `awayMs` without renewing, the tables no longer have them. */
   leaseLost(edges: string[], awayMs: number): void;
   /** Whether this replica plans (the leader ends the connections of dead replicas). */
   leading(): boolean;
@@ -273,8 +273,13 @@ export function renewMembership(m: Membership): NodeJS.Timeout {
     try {
       const url = m.advertiseUrl();
       if (url && !m.registry.renew(now)) m.registry.register(url, now);
-      // Away past the lease: the leader may have ended this replica's connections in the tables.
-      if (m.leases && now - renewedAt > LEASE_TTL_MS) m.leaseLost(m.connections(), now - renewedAt);
+      // Away past the lease: the leader may have ended this replica's connections in the tables
+      // (it does when this replica's session was gone too); those it did are closed, to come back.
+      if (m.leases && now - renewedAt > LEASE_TTL_MS) {
+        const recorded = new Set(m.state.edges.connectedVia(m.registry.self));
+        const lost = m.connections().filter((e) => !recorded.has(e));
+        if (lost.length) m.leaseLost(lost, now - renewedAt);
+      }
       renewedAt = now;
     } catch (err) {
       log.warn({ err }, "could not renew this replica's row in hub_replicas (retried)");

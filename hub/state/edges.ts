@@ -136,6 +136,8 @@ export interface EdgeState {
   openReplicas(): (string | null)[];
   /** How many edges each replica serves now (connected through it), of a project (`*`: all). */
   servedCounts(project: string): Map<string, number>;
+  /** The edges the runtime facts say are connected through `replica` now. */
+  connectedVia(replica: string): string[];
   /** The latest `limit` connections of an edge, newest first. */
   connections(name: string, limit: number): ConnectionRecord[];
   /** Connections of a project's approved edges that overlap [from, to]. */
@@ -419,6 +421,13 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         ...(project === '*' ? [] : [project]),
       );
       return new Map(rows.map((r) => [r.replica, Number(r.n)]));
+    },
+    connectedVia(replica) {
+      return all<{ name: string }>(
+        db,
+        'SELECT name FROM edge_runtime WHERE replica = ? AND connected_since IS NOT NULL',
+        replica,
+      ).map((r) => r.name);
     },
     connections(name, limit) {
       return all<{

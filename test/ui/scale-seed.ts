@@ -155,7 +155,13 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
         runtime.touch([[e.name, now]]);
       } else {
         const gone = now - HOUR - ((i * 7919) % (5 * HOUR));
-        runtime.connected(e.name, { at: gone - 12 * HOUR, agentVersion, remoteAddress, replica, connection: `c-${e.name}` });
+        runtime.connected(e.name, {
+          at: gone - 12 * HOUR,
+          agentVersion,
+          remoteAddress,
+          replica,
+          connection: `c-${e.name}`,
+        });
         runtime.disconnected(e.name, gone, 'connection lost (1006)', `c-${e.name}`);
         runtime.touch([[e.name, gone]]);
       }
