@@ -360,16 +360,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         'lease lost: a newer connection of this edge is served by another hub replica',
       ),
     leaseLost: (list, awayMs) => {
-      log.warn(
-        { edges: list.length, awayMs },
-        'this hub replica could not renew its leases for longer than they last, and its connections were ended in the tables meanwhile: closing them (the edges come back)',
-      );
-      for (const edge of list)
-        sync?.disconnect(
-          edge as EdgeName,
-          'replaced',
-          `lease lost: this hub replica could not reach its database for ${Math.round(awayMs / 1000)} s`,
-        );
+      const why = `lease lost: this hub replica could not reach its database for ${Math.round(awayMs / 1000)} s`;
+      for (const edge of list) sync?.disconnect(edge as EdgeName, 'replaced', why);
     },
     leading: () => sched.leading,
     advertiseUrl: () => advertiseUrl,

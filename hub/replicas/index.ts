@@ -278,7 +278,13 @@ export function renewMembership(m: Membership): NodeJS.Timeout {
       if (m.leases && now - renewedAt > LEASE_TTL_MS) {
         const recorded = new Set(m.state.edges.connectedVia(m.registry.self));
         const lost = m.connections().filter((e) => !recorded.has(e));
-        if (lost.length) m.leaseLost(lost, now - renewedAt);
+        if (lost.length) {
+          log.warn(
+            { edges: lost.length, awayMs: now - renewedAt },
+            'this hub replica could not renew past its lease, and its connections were ended in the tables meanwhile: closing them (the edges come back)',
+          );
+          m.leaseLost(lost, now - renewedAt);
+        }
       }
       renewedAt = now;
     } catch (err) {

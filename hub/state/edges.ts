@@ -1,6 +1,6 @@
 /**
- * @module An edge's runtime facts and connection history (tables `edge_runtime` and `connections`):
- * the only SQL about them. Runtime facts change without an operator (enrollment, approval, the
+ * @module An edge's runtime facts and connection history (tables `edge_runtime` and, through
+ * connections.ts, `connections`): the only SQL about them. Runtime facts change without an operator (enrollment, approval, the
  * last heartbeat, connections, the reported inventory) and are not part of the Edge object's
  * resourceVersion; heartbeats land here and never in a document. What an edge's life means
  * (events, coalescing, when it counts as offline) lives in hub/edges/; this module only stores.
@@ -28,6 +28,9 @@ import {
   runBeforeCommit,
   runLater,
 } from './sql.js';
+import { connectionRows, type ConnectionRecord, type ConnectionStart } from './connections.js';
+
+export type { ConnectionRecord, ConnectionStart };
 
 export interface EdgeRuntime {
   name: string;
@@ -50,27 +53,6 @@ export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'la
   /** The labels derived from its inventory (docs/inventory.md). */
   inventoryLabels?: Record<string, string>;
 };
-
-/** One row of an edge's connection history. */
-export interface ConnectionRecord {
-  connectedAt: number;
-  disconnectedAt?: number;
-  reason?: string;
-  remoteAddress?: string;
-  /** The hub replica that served it (absent on rows recorded before hubs named themselves). */
-  replica?: string;
-}
-
-/** A connection as the hub records it: which replica serves it, under which id. */
-export interface ConnectionStart {
-  at: number;
-  agentVersion: string;
-  remoteAddress: string;
-  /** The hub process serving it (hub/state/replicas.ts newReplicaId). */
-  replica: string;
-  /** Unique among all connections: names it when it ends. */
-  connection: string;
-}
 
 /** A connection of an approved edge of a project, with what its edge's runtime says now. */
 export interface ConnectionSpan {
@@ -233,6 +215,7 @@ export const edgeReads = {
 };
 
 export function sqlEdgeState(db: SqlDb): EdgeState {
+  const rows = connectionRows(db);
   return {
     get(name) {
       const r = oneOf<RuntimeRow>(db, edgeReads.runtime(name));
@@ -344,15 +327,7 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         c.connection,
         name,
       );
-      runBeforeCommit(
-        db,
-        'INSERT INTO connections (edge, connected_at, remote_address, replica, connection) VALUES (?, ?, ?, ?, ?)',
-        name,
-        c.at,
-        c.remoteAddress,
-        c.replica,
-        c.connection,
-      );
+      rows.open(name, c);
     },
     disconnected(name, at, reason, connection) {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
@@ -365,55 +340,31 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         name,
         connection,
       );
-      runBeforeCommit(
-        db,
-        'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND connection = ? AND disconnected_at IS NULL',
-        at,
-        reason,
-        name,
-        connection,
-      );
+      rows.close(name, at, reason, connection);
     },
-    endOpen(name, at, reason) {
-      runBeforeCommit(
-        db,
-        'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
-        at,
-        reason,
-        name,
-      );
-    },
+    endOpen: (name, at, reason) => rows.endOpen(name, at, reason),
     replicaGone(replica, at, reason) {
       const which = replica === null ? 'replica IS NULL' : 'replica = ?';
       const who = replica === null ? [] : [replica];
-      // Without a time: each edge's last heartbeat, not before its connection began.
-      const end =
-        at === undefined
-          ? `COALESCE((SELECT CASE WHEN r.last_seen > connections.connected_at THEN r.last_seen END
-               FROM edge_runtime r WHERE r.name = connections.edge), connected_at)`
-          : '?';
-      const n = run(
+      if (at === undefined)
+        // Each edge's row ends at its last heartbeat, read first (the row's edge may be gone).
+        for (const r of all<{ edge: string; last_seen: number | null }>(
+          db,
+          `SELECT c.edge, r.last_seen FROM connections c LEFT JOIN edge_runtime r ON r.name = c.edge
+           WHERE c.${which} AND c.disconnected_at IS NULL`,
+          ...who,
+        ))
+          rows.endEdgeOf(r.edge, replica, r.last_seen === null ? null : Number(r.last_seen), reason);
+      else rows.endReplica(replica, at, reason);
+      return run(
         db,
         `UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ${at === undefined ? 'COALESCE(last_seen, connected_since)' : '?'}
          WHERE ${which} AND connected_since IS NOT NULL`,
         ...(at === undefined ? [] : [at]),
         ...who,
       );
-      run(
-        db,
-        `UPDATE connections SET disconnected_at = ${end}, reason = ? WHERE ${which} AND disconnected_at IS NULL`,
-        ...(at === undefined ? [] : [at]),
-        reason,
-        ...who,
-      );
-      return n;
     },
-    openReplicas() {
-      return all<{ replica: string | null }>(
-        db,
-        'SELECT DISTINCT replica FROM connections WHERE disconnected_at IS NULL',
-      ).map((r) => r.replica);
-    },
+    openReplicas: () => rows.openReplicas(),
     servedCounts(project) {
       const rows = all<{ replica: string; n: number }>(
         db,
@@ -429,26 +380,7 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         replica,
       ).map((r) => r.name);
     },
-    connections(name, limit) {
-      return all<{
-        connected_at: number;
-        disconnected_at: number | null;
-        reason: string | null;
-        remote_address: string | null;
-        replica: string | null;
-      }>(
-        db,
-        'SELECT connected_at, disconnected_at, reason, remote_address, replica FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?',
-        name,
-        limit,
-      ).map((r) => ({
-        connectedAt: r.connected_at,
-        ...(r.disconnected_at !== null ? { disconnectedAt: r.disconnected_at } : {}),
-        ...(r.reason ? { reason: r.reason } : {}),
-        ...(r.remote_address ? { remoteAddress: r.remote_address } : {}),
-        ...(r.replica ? { replica: r.replica } : {}),
-      }));
-    },
+    connections: (name, limit) => rows.list(name, limit),
     connectionSpans(project, from, to) {
       return all<{
         edge: string;
@@ -472,17 +404,6 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         edgeLastSeen: r.last_seen ?? undefined,
       }));
     },
-    pruneConnections(before, perEdge) {
-      return (
-        run(db, 'DELETE FROM connections WHERE disconnected_at IS NOT NULL AND disconnected_at < ?', before) +
-        run(
-          db,
-          `DELETE FROM connections WHERE id IN (
-             SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY edge ORDER BY id DESC) AS n FROM connections) ranked
-             WHERE n > ?)`,
-          perEdge,
-        )
-      );
-    },
+    pruneConnections: (before, perEdge) => rows.prune(before, perEdge),
   };
 }
