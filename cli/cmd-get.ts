@@ -31,6 +31,7 @@ import {
   packageSummary,
   type PackageObject,
 } from './cmd-package.js';
+import { getReplicas, REPLICA_KINDS } from './cmd-replicas.js';
 import { age, type ApiObject, type EventView } from './views.js';
 
 /** How often `-w` asks the hub. */
@@ -314,8 +315,8 @@ async function getList(s: Session, info: GetKind, o: GetOpts): Promise<void> {
 export function registerGetCommand(program: Command, deps: CliDeps): void {
   program
     .command('get')
-    .description(`list objects or show some by name (kinds: ${KIND_HELP}, package|packages|pkg; and events)`)
-    .argument('<kind>', 'edges, workloads, placements, packages or events (or KIND/NAME)')
+    .description(`list objects or show some by name (kinds: ${KIND_HELP}, package|packages|pkg; and events, replicas)`)
+    .argument('<kind>', 'edges, workloads, placements, packages, events or replicas (or KIND/NAME)')
     .argument(
       '[names...]',
       'objects by name (or more KIND/NAME): each found one is shown, then each missing one is an error (exit code 1)',
@@ -363,6 +364,7 @@ Examples:
   outpost get placements -w
   outpost get placement eu -o jsonpath='{.spec.rollout.paused}' --allow-missing-template-keys=false
   outpost get events --for edge/shop-12 --since 1h
+  outpost get replicas
   outpost get workload db -o yaml --show-secrets`,
     )
     .action(async (kindArg: string, nameArgs: string[], opts: GetOpts, cmd: Command) => {
@@ -370,6 +372,12 @@ Examples:
         if (nameArgs.length > 0) throw new UsageError('events have no names: use --for KIND/NAME to filter');
         if (opts.watch) throw new UsageError('-w does not apply to events yet: run `outpost get events` again');
         return getEvents(await openSession(cmd, deps), opts);
+      }
+      if (REPLICA_KINDS.has(kindArg.toLowerCase())) {
+        if (opts.watch || opts.selector || opts.allProjects || opts.local)
+          throw new UsageError("replicas are the hub's own: -w, -l, -A and --local do not apply");
+        if (nameArgs.length > 1) throw new UsageError('name one replica, or none for all of them');
+        return getReplicas(await openSession(cmd, deps), nameArgs[0], opts.output.kind, opts.headers);
       }
       if (opts.for || opts.reason || opts.since !== undefined || opts.limit !== undefined)
         throw new UsageError('--for, --reason, --since and --limit filter events: outpost get events --for edge/NAME');

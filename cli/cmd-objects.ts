@@ -1,5 +1,6 @@
 /** @module `outpost apply`, `get`, `describe`, `delete`: the object verbs. */
 import type { Command } from 'commander';
+import type { ConnectionView } from '../core/api/views.js';
 import { KINDS, type Kind } from '../core/resources.js';
 import { HubError } from './client.js';
 import { collect, registerApplyCommands } from './cmd-apply.js';
@@ -17,6 +18,8 @@ import type { ApiObject, EventView } from './views.js';
 
 /** How many events `describe` shows; `outpost get events --for KIND/NAME` shows more. */
 const DESCRIBE_EVENTS = 10;
+/** `describe edge` shows this many of its latest connections. */
+const DESCRIBE_CONNECTIONS = 5;
 
 /** `placement eu` or `placement/eu`: exactly one name, or a usage error. */
 function kindAndName<K extends { singular: string }>(
@@ -70,7 +73,18 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         // The object itself was read; a missing event log should not hide it.
         events = (err as Error).message;
       }
-      const opts = { now: deps.now(), color: s.out.color, events };
+      let connections: Partial<ConnectionView>[] | string | undefined;
+      if (info.kind === 'Edge')
+        try {
+          const r = await s.client.get<{ items?: Partial<ConnectionView>[] }>(
+            `${objectPath(s.project, info.path, name)}/connections`,
+            { query: { limit: DESCRIBE_CONNECTIONS } },
+          );
+          connections = r?.items ?? [];
+        } catch (err) {
+          connections = (err as Error).message;
+        }
+      const opts = { now: deps.now(), color: s.out.color, events, connections };
       s.out.out.write(o.kind === 'Package' ? describePackage(o as PackageObject, opts) : describeObject(o, opts));
     });
 

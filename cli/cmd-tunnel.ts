@@ -111,8 +111,16 @@ async function readAll(res: http.IncomingMessage): Promise<string> {
   return text;
 }
 
+/**
+ * The connection of this run. Streams and WebSockets go to one URL: with several (the hub's
+ * replicas), the first that answers, tried in order (cli/failover.ts), first in the list returned.
+ */
 async function connection(deps: CliDeps): Promise<HubConnection> {
-  return (await resolveConnection({ env: deps.env, homedir: deps.homedir })).conn;
+  const { conn } = await resolveConnection({ env: deps.env, homedir: deps.homedir });
+  if (!conn.hubs || conn.hubs.length < 2) return conn;
+  const client = new HubClient(conn, { onFailover: (note) => line(deps.stderr, note) });
+  await client.get('/healthz');
+  return { ...conn, hub: client.hub, hubs: [client.hub, ...client.hubs.filter((h) => h !== client.hub)] };
 }
 
 const edgePath = (edge: string, route: string): string => `/api/v1/edges/${encodeURIComponent(edge)}/${route}`;

@@ -10,7 +10,7 @@ import { parseDuration } from '../core/durations.js';
 import { isValidName } from '../core/ids.js';
 import { HubClient } from './client.js';
 import { resolveConnection } from './config.js';
-import type { Output, Writer } from './output.js';
+import { line, type Output, type Writer } from './output.js';
 
 export interface CliDeps {
   stdout: Writer;
@@ -80,7 +80,8 @@ export interface Session {
 /** Connects lazily: resolving may fetch the pinned CA or ask the hub who the token belongs to. */
 export async function openSession(cmd: Command, deps: CliDeps): Promise<Session> {
   const { conn, project: stored, projectKnown } = await resolveConnection({ env: deps.env, homedir: deps.homedir });
-  const client = new HubClient(conn);
+  // With several hub URLs: which one answered when the first tried did not, on stderr.
+  const client = new HubClient(conn, { onFailover: (note) => line(deps.stderr, note) });
   const flag = (cmd.optsWithGlobals() as { project?: string }).project;
   let project = flag ?? (deps.env.OUTPOST_PROJECT ? parseProject(deps.env.OUTPOST_PROJECT) : undefined) ?? stored;
   if (project === undefined && !projectKnown) {

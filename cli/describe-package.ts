@@ -8,7 +8,7 @@ import type { PackageVersionView } from '../core/api/types.js';
 import type { PackagePlacementView } from '../core/api/views.js';
 import type { Parameter } from '../core/package.js';
 import { scanText, type PackageObject } from './cmd-package.js';
-import { eventsBlock, fields, section, type DescribeOptions } from './describe.js';
+import { eventsBlock, fields, section, type DescribeOptions } from './describe-blocks.js';
 import { formatTable } from './output.js';
 import { age, NONE } from './views.js';
 

@@ -1,257 +1,36 @@
 /**
- * @module `outpost describe`: a human-readable, multi-section view of one object. For edges it
- * shows what happened on site too (local intents with time and origin), so a person at the hub
- * sees why an edge does not run exactly what the hub asked for.
+ * @module `outpost describe`: a human-readable, multi-section view of one object. Edges have a
+ * module of their own (cli/describe-edge.ts).
  */
-import { formatAge } from '../core/durations.js';
-import type { Summary } from '../core/status.js';
 import { DEFAULT_MAX_UNAVAILABLE } from '../core/resources.js';
 import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
-import { cell, formatTable, paint } from './output.js';
+import { describeEdge } from './describe-edge.js';
+import {
+  eventsBlock,
+  fields,
+  indent,
+  metadataBlock,
+  section,
+  summaryBlock,
+  type DescribeOptions,
+} from './describe-blocks.js';
+import { cell } from './output.js';
 import { formatDeliveryEdges, formatUpgradeEdges } from './tables.js';
 import {
-  age,
-  ageMs,
-  edgeState,
   formatBytes,
-  formatLabels,
-  formatStates,
-  lastSeenMs,
   NONE,
-  ready,
   rolloutCounts,
   statusOf,
   type AgentUpgradeStatusView,
   type DataObjectStatusView,
   type ApiObject,
-  type EdgeStatus,
-  type EventView,
-  type IntentView,
   type PlacementStatus,
   type WorkloadStatus,
 } from './views.js';
 
-export interface DescribeOptions {
-  now: number;
-  color?: boolean;
-  /** Latest events, newest first, as the hub returns them; a string says why they could not be read. */
-  events?: EventView[] | string;
-}
-
-export const indent = (text: string, n = 2): string =>
-  text
-    .split('\n')
-    .map((l) => (l ? ' '.repeat(n) + l : l))
-    .join('\n');
-
-/**
- * `Key:` padded so the values line up within a block; each value shown through `cell` (control
- * characters escaped), then painted when the pair asks for it (`paint` colours by state).
- */
-type Field = [key: string, value: string | undefined, paint?: 'paint'];
-export function fields(pairs: Field[], color = false): string {
-  const shown = pairs.filter((p): p is [string, string, 'paint' | undefined] => p[1] !== undefined);
-  const w = Math.max(...shown.map(([k]) => k.length)) + 2;
-  return shown.map(([k, v, p]) => `${(k + ':').padEnd(w)}${p ? paint(cell(v), color) : cell(v)}`).join('\n') + '\n';
-}
-
-function when(t: string | number | undefined, now: number): string | undefined {
-  const ms = ageMs(t, now);
-  if (ms === undefined) return undefined;
-  const iso = typeof t === 'number' ? new Date(t).toISOString() : String(t);
-  return `${iso} (${formatAge(ms)} ago)`;
-}
-
-function metadataBlock(o: ApiObject, now: number, extra: [string, string | undefined][] = []): string {
-  const m = o.metadata;
-  const annotations = Object.entries(m.annotations ?? {});
-  return fields([
-    ['Name', m.name],
-    ['Kind', o.kind],
-    ['Project', m.project ?? '-'],
-    ['Labels', formatLabels(m.labels)],
-    ['Annotations', annotations.length ? annotations.map(([k, v]) => `${k}=${v}`).join(', ') : NONE],
-    ['Created', when(m.creationTimestamp, now) ?? '-'],
-    ['Generation', m.generation === undefined ? undefined : String(m.generation)],
-    ['Resource version', m.resourceVersion],
-    ...extra,
-  ]);
-}
-
-function summaryBlock(s: Summary | undefined, color: boolean, lead: [string, string][] = []): string {
-  let out = fields(
-    [...lead, ['Ready', ready(s)], ['Worst', s?.worst ?? '-', 'paint'], ['States', formatStates(s)]],
-    color,
-  );
-  const broken = s?.broken ?? [];
-  if (broken.length > 0) {
-    out += 'Broken:\n';
-    out += indent(
-      formatTable(
-        ['EDGE', 'WORKLOAD', 'OBJECT', 'REASON'],
-        broken.map((b) => [b.edge, b.workload, b.object ?? '-', b.reason]),
-      ),
-    );
-  }
-  return out;
-}
-
-export function eventsBlock(events: EventView[] | string | undefined, now: number): string {
-  if (events === undefined) return '';
-  if (typeof events === 'string') return `Events:\n  <cannot read events: ${events}>\n`;
-  if (events.length === 0) return `Events:\n  ${NONE}\n`;
-  // The hub answers newest first; read top to bottom like a log, as kubectl does.
-  const rows = [...events].reverse().map((e) => [age(e.at ?? e.time, now), e.reason, e.message]);
-  return 'Events:\n' + indent(formatTable(['AGE', 'REASON', 'MESSAGE'], rows));
-}
-
-/** The last release switch an edge reported: `9.9.2 RolledBack (from 0.1.0 at ...): reason`. */
-function agentRelease(r: NonNullable<EdgeStatus['inventory']>['agentRelease']): string | undefined {
-  if (!r) return undefined;
-  const word = r.state === 'rolled-back' ? 'RolledBack' : r.state === 'committed' ? 'Committed' : 'Switching';
-  return `${r.version} ${word} (from ${r.previousVersion} at ${r.at})${r.reason ? `: ${r.reason}` : ''}`;
-}
-
-export function section(title: string, body: string): string {
-  return `${title}:\n${indent(body)}`;
-}
-
-function intentDetails(i: IntentView): string {
-  if (i.action === 'override') {
-    const set = Object.entries(i.set ?? {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
-    return set.length ? set.join(', ') : '-';
-  }
-  return '-';
-}
-
-export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
-  const { now } = opts;
-  const s = statusOf<EdgeStatus>(o);
-  const unschedulable = (o.spec as { unschedulable?: boolean } | undefined)?.unschedulable;
-  const seen = lastSeenMs(s, now);
-  let out = metadataBlock(o, now);
-  out +=
-    'Status:\n' +
-    indent(
-      fields(
-        [
-          ['State', edgeState(o, now), 'paint'],
-          [
-            'Schedulable',
-            unschedulable ? `no (drained: run \`outpost edge uncordon ${o.metadata.name}\` to take work again)` : 'yes',
-          ],
-          ['Last seen', seen === undefined ? 'never' : `${formatAge(seen)} ago${s.lastSeen ? ` (${s.lastSeen})` : ''}`],
-          ['Connected since', s.connectedSince],
-          ['Agent version', s.agentVersion ?? s.inventory?.agentVersion],
-          ['Agent release', agentRelease(s.inventory?.agentRelease)],
-          ['Workloads ready', ready(s.summary)],
-          // Pre-staging (docs/drivers.md): `images staged 3/3, 412 MB`, with why when one is stuck.
-          [
-            'Images',
-            s.imageStaging
-              ? [
-                  s.imageStaging.summary,
-                  ...s.imageStaging.images
-                    .filter((i) => i.reason && i.state !== 'Skipped')
-                    .map((i) => `${i.state}: ${i.reason}`),
-                ].join('; ')
-              : undefined,
-          ],
-        ],
-        !!opts.color,
-      ),
-    );
-  if (s.phase === 'Pending') out += `  (approve it with \`outpost edge approve ${o.metadata.name}\`)\n`;
-  const inv = s.inventory;
-  out += inv
-    ? section(
-        'Inventory',
-        fields([
-          ['Hostname', inv.hostname ?? '-'],
-          ['OS/arch', `${inv.os ?? '?'}/${inv.arch ?? '?'}`],
-          ['CPUs', inv.cpus === undefined ? '-' : String(inv.cpus)],
-          ['Memory', formatBytes(inv.memoryBytes)],
-          ['Driver', inv.driver ?? '-'],
-          ['Runtimes', inv.runtimes?.length ? inv.runtimes.join(', ') : '-'],
-          ['CPU model', inv.cpuModel],
-          ['Vendor', inv.vendor],
-          ['Product', inv.product],
-          ['Serial', inv.serial],
-          [
-            'Disks',
-            inv.disks?.length
-              ? inv.disks
-                  .map(
-                    (d) =>
-                      `${d.name} ${formatBytes(d.sizeBytes)}${d.rotational === false ? ' ssd' : d.rotational ? ' hdd' : ''}${d.removable ? ' removable' : ''}${d.model ? ` (${d.model})` : ''}`,
-                  )
-                  .join(', ')
-              : undefined,
-          ],
-          [
-            'NICs',
-            inv.nics?.length
-              ? inv.nics
-                  .map(
-                    (n) =>
-                      `${n.name}${n.mac ? ` ${n.mac}` : ''}${n.speedMbps ? ` ${n.speedMbps} Mb/s` : ''}${n.virtual ? ' virtual' : ''}`,
-                  )
-                  .join(', ')
-              : undefined,
-          ],
-        ]),
-      )
-    : 'Inventory:\n  <not reported yet>\n';
-  const derived = Object.entries(s.inventoryLabels ?? {});
-  if (derived.length)
-    out += section(
-      'Inventory labels (selectable by placements)',
-      derived.map(([k, v]) => cell(`${k}=${v}`)).join('\n') + '\n',
-    );
-  const wls = s.workloads ?? [];
-  out += 'Workloads:\n';
-  out += wls.length
-    ? indent(
-        formatTable(
-          ['NAME', 'PLACEMENT', 'STATE', 'GENERATION', 'OBSERVED', 'RESTARTS', 'REASON'],
-          wls.map((w) => [
-            w.name,
-            w.placement ?? '-',
-            w.state ?? '-',
-            w.generation === undefined ? '-' : String(w.generation),
-            w.observedGeneration === undefined ? '-' : String(w.observedGeneration),
-            String(w.restarts ?? 0),
-            w.reason ?? '',
-          ]),
-          { color: opts.color, colorColumns: ['STATE'] },
-        ),
-      )
-    : `  ${NONE}\n`;
-  out += localIntentsBlock(o.metadata.name, s, now);
-  out += eventsBlock(opts.events, now);
-  return out;
-}
-
-function localIntentsBlock(edge: string, s: EdgeStatus, now: number): string {
-  const entries = Object.entries(s.localIntents ?? {}).filter(
-    ([, st]) => (st.intents?.length ?? 0) > 0 || st.paused || Object.keys(st.overrides ?? {}).length > 0,
-  );
-  if (entries.length === 0) return `Local intents made on site:\n  ${NONE}\n`;
-  let out = 'Local intents made on site (they win over the hub on what they name until cleared):\n';
-  const rows: string[][] = [];
-  for (const [wl, st] of entries.sort(([a], [b]) => (a < b ? -1 : 1))) {
-    for (const i of st.intents ?? [])
-      rows.push([wl, when(i.at, now) ?? '-', i.origin || '-', i.action, intentDetails(i)]);
-  }
-  out += indent(formatTable(['WORKLOAD', 'TIME', 'ORIGIN', 'ACTION', 'DETAILS'], rows));
-  const lines = entries.map(([wl, st]) => {
-    const ov = Object.keys(st.overrides ?? {});
-    const parts = [st.paused ? 'paused' : '', ov.length ? `overrides ${ov.join(', ')}` : ''].filter(Boolean);
-    return cell(`    ${wl}: ${parts.join('; ') || 'no effect'} (clear: \`outpost edge clear ${edge} ${wl}\`)`);
-  });
-  return out + '  In effect:\n' + lines.join('\n') + '\n';
-}
+export type { DescribeOptions };
+export { describeEdge };
 
 export function describePlacement(o: ApiObject, opts: DescribeOptions): string {
   const { now } = opts;

@@ -50,7 +50,7 @@ export interface EdgeAgentOptions extends EnrollOnceOptions {
   /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
   blobBudgetBytes?: number;
   /** Called after `outpost edge local upgrade` staged a release: close the agent and start `outpost edge` again. */
-  restartForSwitch?: () => void;
+  restartForSwitch?: (version: string) => void;
 }
 
 export interface EdgeAgent {
@@ -66,7 +66,8 @@ export interface EdgeAgent {
   /** DataObjects the hub delivers (edge/data/delivery.ts). */
   deliveries: EdgeDeliveries;
   socketPath: string;
-  close(): Promise<void>;
+  /** Stops; `why` goes to the hub as the close reason of its connection (its history shows it). */
+  close(why?: string): Promise<void>;
 }
 
 export function socketPathFor(dataDir: string): string {
@@ -79,7 +80,8 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const edge = edgeName(config.name);
   const reportId = mailboxDocId(edge, 'report');
   // `outpost edge local upgrade` and the hub's upgrade orders both end with this.
-  const restartForSwitch = () => (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))();
+  const restartForSwitch = (version: string) =>
+    (o.restartForSwitch ?? (() => log.error('this agent cannot restart itself')))(version);
 
   let sync: SyncClient | undefined;
   let reconciler: Reconciler | undefined;
@@ -162,7 +164,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       'the hub decommissioned this edge: no more syncing; workloads stopped; run outpost edge uninstall',
     );
     void (async () => {
-      await s.stop();
+      await s.stop('the hub decommissioned this edge');
       await r0.stop();
       await stopAll(driver);
     })();
@@ -311,13 +313,13 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     egress,
     deliveries: dataIn,
     socketPath,
-    async close() {
+    async close(why?: string) {
       clearInterval(compactTimer);
       transfers.stop();
       staging?.stop();
       await egress.stop();
       await dataIn.stop();
-      await s.stop();
+      await s.stop(why);
       await r.stop();
       await new Promise<void>((res) => (local ? local.close(() => res()) : res()));
       await driver.close();

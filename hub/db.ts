@@ -219,6 +219,19 @@ export const HUB_MIGRATIONS = [
     // for (hub/images/staging.ts noteOverBudget): one event per edge, placement and version.
     sql: 'ALTER TABLE staging_orders ADD COLUMN over_budget TEXT;',
   },
+  {
+    version: 11,
+    // Which hub replica serves each connection (issue #42): history names it, a replica that stops
+    // ends only its own connections, and the open ones a dead replica left are found by index.
+    // `connection` names one connection, so a late close of an older one leaves a newer alone.
+    sql: `
+      ALTER TABLE connections ADD COLUMN replica TEXT;
+      ALTER TABLE connections ADD COLUMN connection TEXT;
+      ALTER TABLE edge_runtime ADD COLUMN replica TEXT;
+      ALTER TABLE edge_runtime ADD COLUMN connection TEXT;
+      CREATE INDEX connections_open ON connections (replica) WHERE disconnected_at IS NULL;
+    `,
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

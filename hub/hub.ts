@@ -57,7 +57,8 @@ import {
 } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases } from './state/leases.js';
-import { renewMembership, startReplicas, type Replicas } from './replicas/index.js';
+import { ReplicaDirectory } from './replicas/directory.js';
+import { endEarlierRuns, renewMembership, startReplicas, type Replicas } from './replicas/index.js';
 import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/statements.js';
 import type { SqlDb } from './state/sql.js';
@@ -100,7 +101,10 @@ export interface Hub {
   orders: OrderEngine;
   /** Image pre-staging (hub/images/staging.ts). */
   imageStaging: HubStaging;
-  close(): Promise<void>;
+  /** This hub process among the replicas (a SQLite hub is the only one). */
+  replicaId: string;
+  /** Stops; `why` (e.g. the signal) goes into its edges' connection history. */
+  close(why?: string): Promise<void>;
 }
 
 export async function startHub(opts: HubOptions): Promise<Hub> {
@@ -150,10 +154,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
   const replicaId = newReplicaId();
   const leases = pg ? new EdgeLeases(pg, replicaId) : undefined;
-  // The replicas' URLs, for tunnel requests one forwards to the replica serving the edge.
-  const replicas = pg ? new HubReplicas(pg, replicaId) : undefined;
+  // The replicas' URLs, for tunnel requests one forwards to the replica serving the edge, and for
+  // `outpost get replicas`: a SQLite hub has one row, its own.
+  const replicas = new HubReplicas(db, replicaId);
   if (!pg) migrateHub(store.db);
   state = pg ? postgresHubState(pg) : sqliteHubState(store.db);
+  // Before any edge connects: what a run of this SQLite hub that was killed left open ends.
+  if (!pg) endEarlierRuns(state, replicas);
+  let advertiseUrl = '';
+  const directory = new ReplicaDirectory(replicas, state.edges, () => advertiseUrl);
   changes = new ChangeFeed(state);
   auth.migrateAuth(db);
   const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
@@ -242,6 +251,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     requireApproval: !!opts.requireApproval,
     // On PostgreSQL: what recording a turn's disconnections reads, in one round trip.
     readAheadDisconnects: (list) => prefetchDisconnects(db, list),
+    replica: replicaId,
+    peer: (id) => directory.peer(id),
   });
   const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
   sink?.start();
@@ -267,6 +278,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     auth: hubAuth,
     secrets,
     version,
+    replicas: directory,
     requireApproval: !!opts.requireApproval,
     unready: () => databaseUnready(db),
     caPem: tls?.caPem,
@@ -282,7 +294,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     auth: hubAuth,
     sync: () => sync,
     registry,
-    ...(replicas && leases
+    ...(pg && leases
       ? {
           forward: new ReplicaForwarder({
             self: replicaId,
@@ -334,6 +346,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     db,
     postgres: !!pg,
     replicated: () => !!peers,
+    replica: replicaId,
     leases,
     edges,
     scheduler: sched,
@@ -364,27 +377,30 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
   edges.start();
   // Several hub processes on one PostgreSQL: one serves each edge (hub/state/leases.ts); leases
-  // and this replica's row in hub_replicas are renewed every few seconds (hub/replicas/).
-  let advertiseUrl = '';
-  const leaseTimer =
-    leases && replicas
-      ? renewMembership({
-          leases,
-          registry: replicas,
-          connections: servedEdges,
-          replaced: (edge) =>
-            sync?.disconnect(
-              edge as EdgeName,
-              'replaced',
-              'a newer connection of this edge is served by another hub replica',
-            ),
-          advertiseUrl: () => advertiseUrl,
-        })
-      : undefined;
+  // and this replica's row in hub_replicas are renewed every few seconds (hub/replicas/). A
+  // SQLite hub renews its own row only (`outpost get replicas`).
+  const leaseTimer = renewMembership({
+    leases,
+    registry: replicas,
+    state,
+    connections: servedEdges,
+    replaced: (edge) =>
+      sync?.disconnect(
+        edge as EdgeName,
+        'replaced',
+        'lease lost: a newer connection of this edge is served by another hub replica',
+      ),
+    leaseLost: (list, awayMs) => {
+      const why = `lease lost: this hub replica could not reach its database for ${Math.round(awayMs / 1000)} s`;
+      for (const edge of list) sync?.disconnect(edge as EdgeName, 'replaced', why);
+    },
+    leading: () => sched.leading,
+    advertiseUrl: () => advertiseUrl,
+  });
 
   const { port: actualPort, urlHost, url } = await listenHub(server, { listen: opts.listen, host, port, tls: !!tls });
   advertiseUrl = opts.advertiseUrl ?? advertiseUrlOf(host, url, tls ? 'https' : 'http', actualPort);
-  replicas?.register(advertiseUrl);
+  replicas.register(advertiseUrl);
   selfHosts = [...new Set([urlHost, host, 'localhost', '127.0.0.1', ...(opts.hosts ?? [])])]
     .filter((h) => h !== '0.0.0.0' && h !== '::')
     .map((h) => `${h}:${actualPort}`);
@@ -396,7 +412,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       database: opts.database ? redactUrl(opts.database) : 'sqlite',
       tls: !!tls,
       version,
-      ...(replicas ? { replica: replicaId, advertiseUrl } : {}),
+      ...(pg ? { replica: replicaId, advertiseUrl } : {}),
     },
     'hub ready',
   );
@@ -423,8 +439,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades,
     orders,
     imageStaging,
-    async close() {
+    replicaId,
+    async close(why?: string) {
       await closeHub({
+        why,
         replicas,
         blobs,
         pins,

@@ -28,7 +28,9 @@ const log = createLogger('hub');
 
 /** What a running hub stops; the optional parts are those of replicas, PostgreSQL or an S3 sink. */
 export interface RunningHub {
-  replicas: HubReplicas | undefined;
+  /** Why it stops (the signal, e.g.): its edges are told, and their connection history says so. */
+  why: string | undefined;
+  replicas: HubReplicas;
   blobs: HubBlobs;
   pins: ImagePins;
   upgrades: AgentUpgradeController | undefined;
@@ -51,7 +53,7 @@ export interface RunningHub {
 
 export async function closeHub(h: RunningHub): Promise<void> {
   try {
-    h.replicas?.remove(); // the other replicas stop forwarding here at once
+    h.replicas.remove(); // the other replicas stop forwarding here at once
   } catch (err) {
     log.warn({ err }, "could not remove this replica's row (it expires)");
   }
@@ -67,8 +69,8 @@ export async function closeHub(h: RunningHub): Promise<void> {
   h.changes?.close();
   h.tokenStreams.close();
   h.tunnel.close();
-  h.edges.stop();
-  await h.sync.close();
+  h.edges.stop(h.why);
+  await h.sync.close(`the hub replica is shutting down${h.why ? ` (${h.why})` : ''}`);
   // Idle keep-alive API connections would hold close() for their timeout: end them now.
   const closed = new Promise<void>((r) => h.server.close(() => r()));
   h.server.closeAllConnections?.();

@@ -38,6 +38,8 @@ export interface SyncEndpointWiring {
   postgres: boolean;
   /** This process has replicas (hub/replicas/): another may have served an edge since. */
   replicated(): boolean;
+  /** This hub process (hub/state/replicas.ts newReplicaId): the connection history names it. */
+  replica: string;
   /** Only with replicas: an edge's connection takes its lease, and gives it back when it ends. */
   leases: EdgeLeases | undefined;
   edges: EdgeLifecycle;
@@ -75,7 +77,15 @@ export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
         : `this edge was decommissioned on ${new Date(at).toISOString()}: it is no longer part of the fleet; run outpost edge uninstall on it, or enroll it again with a new join token`;
     },
     onConnect: (conns) => {
-      edges.connected(conns);
+      edges.connected(
+        conns.map((c) => ({
+          edge: c.edge,
+          remoteAddress: c.remoteAddress,
+          agentVersion: c.agentVersion,
+          replica: w.replica,
+          connection: c.id,
+        })),
+      );
       for (const conn of conns) leases?.take(conn.edge);
     },
     // On PostgreSQL: what the handshakes that come together read (below and the connection
@@ -97,9 +107,9 @@ export function createSyncEndpoint(w: SyncEndpointWiring): SyncServer {
       sched.writeSpec(edge);
       w.orders.writeEdge(edge);
     },
-    onDisconnect: (conn, code, reason) => {
+    onDisconnect: (conn, code, reason, byHub) => {
       // Recorded at the end of this turn with the others that ended in it.
-      edges.disconnected({ edge: conn.edge, code, reason });
+      edges.disconnected({ edge: conn.edge, connection: conn.id, code, reason, byHub });
       // A newer connection of the edge to this same process holds the lease now: keep it.
       if (!sync.connection(conn.edge)) leases?.release(conn.edge);
       tunnel.onDisconnect(conn);

@@ -80,8 +80,8 @@ export function registerEdgeCommand(program: Command): Command {
       // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
       // trial and commits or rolls back, or becomes the committed binary (does not return then).
       await launch(o.data, log, lock, buildInfo().version);
-      let switchTo: () => void = () => undefined;
-      const switchRequested = new Promise<true>((r) => (switchTo = () => r(true)));
+      let switchTo: (version: string) => void = () => undefined;
+      const switchRequested = new Promise<string>((r) => (switchTo = r));
       const agent = await startEdgeAgent({
         dataDir: o.data,
         hub: o.hub,
@@ -91,18 +91,21 @@ export function registerEdgeCommand(program: Command): Command {
         driver: o.driver,
         kubeconfig: o.kubeconfig,
         ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
-        restartForSwitch: () => switchTo(),
+        restartForSwitch: (version) => switchTo(version),
       });
       // The garbage of bursts given back (edge/memory-reclaim.ts); Node's defaults with tuning off.
       const reclaim = tuning === 'off' ? undefined : startMemoryReclaim();
       process.stderr.write(
         `outpost edge ${agent.config.name} running (hub ${agent.config.hub}, driver ${agent.config.driver}, local API ${agent.socketPath})\n`,
       );
-      const restart = await Promise.race([untilSignal(() => agent.close()).then(() => false), switchRequested]);
+      const restart = await Promise.race([
+        untilSignal((sig) => agent.close(`agent stopped by ${sig}: an operator stop or restart`)).then(() => undefined),
+        switchRequested,
+      ]);
       reclaim?.stop();
-      if (restart) {
-        log.info('a release is staged: closing the agent and starting again to switch to it');
-        await agent.close();
+      if (restart !== undefined) {
+        log.info({ version: restart }, 'a release is staged: closing the agent and starting again to switch to it');
+        await agent.close(`agent upgrade: restarting to switch to release ${restart}`);
         restartSelf(isSea());
       }
     });

@@ -158,7 +158,7 @@ export function registerHubCommand(program: Command): void {
               ? `admin token (also in ${o.data}/admin.token, shown once):\n${h.adminToken}\n`
               : `admin token created in ${o.data}/admin.token (mode 0600)\n`,
           );
-        await untilSignal(() => h.close());
+        await untilSignal((sig) => h.close(`${sig}: an operator stop or restart`));
       },
     );
   hub

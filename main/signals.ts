@@ -6,15 +6,15 @@ import { createLogger } from '../core/logger.js';
 
 const log = createLogger('main');
 
-/** Runs until SIGINT/SIGTERM, then closes `thing` gracefully. */
-export function untilSignal(close: () => Promise<void>): Promise<void> {
+/** Runs until SIGINT/SIGTERM, then closes `thing` gracefully, telling it which signal. */
+export function untilSignal(close: (signal: string) => Promise<void>): Promise<void> {
   return new Promise((resolve) => {
     let closing = false;
     const stop = (sig: string) => {
       if (closing) return;
       closing = true;
       log.info({ signal: sig }, 'shutting down');
-      close().then(resolve, (err) => {
+      close(sig).then(resolve, (err) => {
         log.error({ err }, 'error while shutting down');
         resolve();
       });

@@ -99,14 +99,19 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     this.dial();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops for good, telling the hub `why` (close code 1001, going away): an agent upgrade, an
+   * operator's stop or restart. The hub's connection history shows it.
+   */
+  async stop(why = 'edge agent stopping'): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
     const ws = this.ws;
     if (ws && ws.readyState !== WebSocket.CLOSED) {
       await new Promise<void>((resolve) => {
         ws.once('close', () => resolve());
-        ws.close(1000, 'edge stopping');
+        // Close reasons are limited to 123 bytes by the WebSocket protocol.
+        ws.close(1001, Buffer.from(why).subarray(0, 120).toString());
         setTimeout(() => {
           ws.terminate();
           resolve();

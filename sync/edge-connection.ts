@@ -30,6 +30,8 @@ const log = createLogger('sync:server');
 /** An edge's connection once its hello was answered (SyncServer `welcome`). */
 export interface EdgeConnection {
   readonly edge: EdgeName;
+  /** Unique among the connections of every hub process: the hub's connection history names it. */
+  readonly id: string;
   readonly session: SyncSession;
   readonly socket: WebSocket;
   readonly connectedAt: number;
@@ -51,7 +53,11 @@ export interface QueuedHello {
 /** The SyncServerOptions a connection uses (sync/server.ts documents them). */
 export interface EdgeConnectionOptions {
   store: ReplicaStore;
-  onDisconnect?(conn: EdgeConnection, code: number, reason: string): void;
+  /**
+   * A connection ended: with the close code and reason the hub sent when it closed it (`byHub`), or
+   * else those the edge sent (1006 and no reason: nobody closed it, the link was lost).
+   */
+  onDisconnect?(conn: EdgeConnection, code: number, reason: string, byHub: boolean): void;
   onHeartbeat?(edge: EdgeName, hb: HeartbeatMessage): void;
   onTunnel?(conn: EdgeConnection, payload: Buffer): void;
   /** A connection sent frames past FRAMES_PER_SECOND: the hub stopped reading it for a while. */
@@ -67,6 +73,8 @@ export interface ConnectionHost {
   readonly conns: Map<EdgeName, EdgeConnection>;
   /** Per socket: heard from since the last keepalive round (SyncServer `keepalive`). */
   readonly alive: WeakMap<WebSocket, boolean | 'quiet'>;
+  /** Sockets the hub closed itself, with the code and reason it gave (`onDisconnect` says so). */
+  readonly closedByHub: WeakMap<WebSocket, { code: number; reason: string }>;
   /** Hellos to answer together (SyncServer `answerHellos`). */
   readonly hellos: { add(hello: QueuedHello): void };
   /** Sync frames to apply in this turn's transaction (sync/inbox.ts). */
@@ -169,13 +177,21 @@ export function serveEdgeSocket(
     if (!conn) return;
     conn.session.close();
     if (host.conns.get(edge) === conn) host.conns.delete(edge);
-    const reason = reasonBuf.toString();
     if (host.closing()) return;
+    const hub = host.closedByHub.get(ws);
+    const reason = hub?.reason ?? reasonBuf.toString();
     log.info(
-      { edge, code, reason, bytesIn: conn.session.stats.bytesIn, bytesOut: conn.session.stats.bytesOut },
+      {
+        edge,
+        code: hub?.code ?? code,
+        reason,
+        closedBy: hub ? 'hub' : 'edge',
+        bytesIn: conn.session.stats.bytesIn,
+        bytesOut: conn.session.stats.bytesOut,
+      },
       'edge disconnected',
     );
-    host.opts.onDisconnect?.(conn, code, reason);
+    host.opts.onDisconnect?.(conn, hub?.code ?? code, reason, !!hub);
   });
   ws.on('error', (err) => log.warn({ err, edge }, 'edge socket error'));
 }

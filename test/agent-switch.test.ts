@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { bundle } from '../build/sea/bundle.js';
 import { readUpgradeState, type UpgradeState } from '../edge/upgrade/switch.js';
+import { connectionsOf } from './fixtures/connection-history.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
@@ -146,6 +147,10 @@ describe('switching to a staged release', () => {
     });
     expect(workloadPid()).toBe(workload);
     expect(alive(workload)).toBe(true);
+    // The hub's history says why the agent's connection ended: it restarted for the switch.
+    const why = 'closed by the edge (1001: agent upgrade: restarting to switch to release 9.9.2)';
+    expect((await connectionsOf(hub.url, hub.token, 'e1')).map((c) => c.reason)).toContain(why);
+    expect(await describeEdge()).toContain(why);
   }, 120_000);
 
   it('a binary that hangs is killed at the deadline and rolled back', async () => {

@@ -225,7 +225,7 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     }
     recordConnects(
       state,
-      edges.map((edge) => ({ edge, remoteAddress: '10.0.0.9', agentVersion: 't' })),
+      edges.map((edge) => ({ edge, remoteAddress: '10.0.0.9', agentVersion: 't', replica: 'r1', connection: edge })),
     );
     // One round trip reads for all, one records all (BEGIN, the writes and COMMIT pipelined).
     expect(db.roundTrips - trips).toBe(2);
@@ -245,7 +245,13 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     const projectOf = (name: string) => (name === 'd4' ? 'farm' : 'shop');
     for (const name of edges) {
       state.edges.enroll({ name, project: projectOf(name), approved: true, at: 1 });
-      state.edges.connected(name, { at: 2, agentVersion: 't', remoteAddress: '10.0.0.9' });
+      state.edges.connected(name, {
+        at: 2,
+        agentVersion: 't',
+        remoteAddress: '10.0.0.9',
+        replica: 'r1',
+        connection: name,
+      });
       state.events.record({ project: projectOf(name), kind: 'Edge', name, reason: 'Connected', message: 'up', at: 2 });
     }
     prefetchHandshakes(db, edges); // learns the edges' projects
@@ -254,26 +260,30 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     prefetchDisconnects(db, edges);
     recordDisconnects(
       state,
-      edges.map((edge) => ({ edge, code: 1006, reason: '' })),
+      edges.map((edge) => ({ edge, connection: edge, code: 1006, reason: '' })),
     );
     // One round trip reads for all, one records all.
     expect(db.roundTrips - trips).toBe(2);
     for (const name of edges) {
-      expect(state.events.last(projectOf(name), 'Edge', name)?.message).toBe(`edge ${name} disconnected (1006)`);
+      expect(state.events.last(projectOf(name), 'Edge', name)?.message).toBe(
+        `edge ${name} disconnected: connection lost (1006: no close from the edge: a network cut, or its process ended)`,
+      );
       expect(state.edges.get(name)?.connectedSince).toBeUndefined();
     }
     // d1 reconnects (its last event becomes Reconnected), then two of its connections close in one
     // turn: the first turns that event into Disconnected, the second, recorded after it, adds one.
-    recordConnects(state, [{ edge: 'd1', remoteAddress: '10.0.0.9', agentVersion: 't' }]);
+    recordConnects(state, [
+      { edge: 'd1', remoteAddress: '10.0.0.9', agentVersion: 't', replica: 'r1', connection: 'd1b' },
+    ]);
     recordDisconnects(state, [
-      { edge: 'd1', code: 1000, reason: 'first' },
-      { edge: 'd2', code: 1000, reason: '' },
-      { edge: 'd1', code: 1001, reason: 'second' },
+      { edge: 'd1', connection: 'd1b', code: 1000, reason: 'first' },
+      { edge: 'd2', connection: 'd2', code: 1000, reason: '' },
+      { edge: 'd1', connection: 'd1c', code: 1001, reason: 'second' },
     ]);
     // Newest first.
     expect(state.events.list('shop', { name: 'd1', limit: 2 }).map((e) => e.message)).toEqual([
-      'edge d1 disconnected (1001: second)',
-      expect.stringMatching(/^edge d1 disconnected \(1000: first\) after 1 reconnect since /),
+      'edge d1 disconnected: closed by the edge (1001: second)',
+      expect.stringMatching(/^edge d1 disconnected after 1 reconnect since .*: closed by the edge \(1000: first\)$/),
     ]);
   });
 
@@ -379,7 +389,7 @@ describe('edge state on PostgreSQL: the inventory a process stored', () => {
     expect(here.storeInventory('x', INV)).toBe(false);
     other.storeInventory('x', { ...INV, arch: 'amd64' });
     expect(here.get('x')?.inventory?.arch).toBe('amd64');
-    here.connected('x', { at: 2, agentVersion: '1', remoteAddress: '10.0.0.1' });
+    here.connected('x', { at: 2, agentVersion: '1', remoteAddress: '10.0.0.1', replica: 'a', connection: 'x2' });
     expect(here.storeInventory('x', INV)).toBe(true);
     expect(here.get('x')?.inventory).toEqual(INV);
   });
@@ -422,7 +432,13 @@ describe('report projections on PostgreSQL: what a process wrote is not written 
       expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });
 
       // The other replica serves the edge for a while and writes what it reported there.
-      other.edges.connected('x', { at: 2, agentVersion: '1', remoteAddress: '10.0.0.2' });
+      other.edges.connected('x', {
+        at: 2,
+        agentVersion: '1',
+        remoteAddress: '10.0.0.2',
+        replica: 'b',
+        connection: 'x2',
+      });
       other.status.project('x', [row('web', 'Failed', 2), row('db', 'Ready')]);
       other.dataProgress.project('x', {
         blob: { version: '1', digest: 'sha256:ab', path: 'blob', state: 'Delivered', at: 2 },
@@ -437,7 +453,13 @@ describe('report projections on PostgreSQL: what a process wrote is not written 
       expect(blobs()).toBe(1);
 
       // The edge comes back here: its next report is written whole.
-      here.edges.connected('x', { at: 3, agentVersion: '1', remoteAddress: '10.0.0.1' });
+      here.edges.connected('x', {
+        at: 3,
+        agentVersion: '1',
+        remoteAddress: '10.0.0.1',
+        replica: 'a',
+        connection: 'x3',
+      });
       here.status.project('x', [row('web', 'Ready'), row('db', 'Ready')]);
       here.dataProgress.project('x', {});
       expect(phases(other)).toEqual({ web: 'Ready', db: 'Ready' });

@@ -17,6 +17,8 @@ export interface WhoAmI {
   role: Role;
   project: string;
   tokenId: string;
+  /** The hub replica that answered (the UI names it in its header; `outpost get replicas` lists them all). */
+  replica?: { id: string; url: string };
 }
 
 /** Every list route (`GET /api/v1/projects/P/KIND`, events, tokens...). */

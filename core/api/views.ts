@@ -64,6 +64,16 @@ export interface EdgeStatusView {
   localIntents: Record<string, LocalStateView>;
   /** Images pre-staged for a rollout (core/staging.ts), as the edge reports them. */
   imageStaging?: ImageStagingView;
+  /** The hub replica its connection is on, while connected (`GET /api/v1/replicas`). */
+  servedBy?: ServedByView;
+}
+
+/** A hub replica, as an edge's status and connection history name it. */
+export interface ServedByView {
+  /** The replica's id: `HOST:PID:RANDOM`, as in its log and `outpost get replicas`. */
+  replica: string;
+  /** Its advertise URL, while the hub still knows it (a replica's row is kept a day after it stopped). */
+  url?: string;
 }
 
 /** How many of the edges a prestaged rollout stages to have every image of the new version. */
@@ -197,8 +207,33 @@ export interface ConnectionView {
   connectedAt: string;
   disconnectedAt?: string;
   durationMs?: number;
+  /** Why it ended, in words: who closed it and why (hub/edges/history.ts). */
   reason?: string;
   remoteAddress?: string;
+  /** The hub replica that served it (absent for connections recorded before hubs named themselves). */
+  servedBy?: ServedByView;
+}
+
+/** One item of `GET /api/v1/replicas`: a hub process on the hub's database (docs/operations.md, "HA and scale-out"). */
+export interface ReplicaView {
+  /** `HOST:PID:RANDOM`, as in the replica's log and its edges' connection history. */
+  id: string;
+  /** Where other replicas (and operators) reach it: its --advertise-url. */
+  url: string;
+  /**
+   * Renewed its row within the lease time and, on PostgreSQL, its database session is there: a
+   * replica killed or cut off shows false within seconds; its row is kept a day after.
+   */
+  alive: boolean;
+  /** It holds the planning lock: it runs the scheduler (one at a time). */
+  leader: boolean;
+  /** The replica that answered this request. */
+  self: boolean;
+  startedAt: string;
+  /** Its last renewal (every 5 s while it runs). */
+  lastHeartbeat: string;
+  /** Edges whose connection it serves now, of the projects the token may read. */
+  edges: number;
 }
 
 /** One item of `GET /tokens`: an API token (`role`) or a join token (`labels`, `uses`). */

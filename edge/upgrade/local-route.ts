@@ -17,8 +17,8 @@ export interface UpgradeRouteDeps {
   /** The edge's project: releases signed for another are refused. */
   project: string;
   version: string;
-  /** Closes the agent and starts `outpost edge` again, which switches. */
-  restart(): void;
+  /** Closes the agent and starts `outpost edge` again, which switches to release `version`. */
+  restart(version: string): void;
 }
 
 export async function upgradeRoute(d: UpgradeRouteDeps, body: unknown): Promise<{ status: number; body: unknown }> {
@@ -44,7 +44,7 @@ export async function upgradeRoute(d: UpgradeRouteDeps, body: unknown): Promise<
       d.version,
       deadline * 1000,
     );
-    setImmediate(() => d.restart());
+    setImmediate(() => d.restart(staged.release.version));
     return { status: 202, body: s };
   } catch (err) {
     if (err instanceof ReleaseRefused) return { status: 422, body: { error: { message: err.message } } };

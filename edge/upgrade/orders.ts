@@ -58,8 +58,8 @@ export interface UpgradeOrdersDeps {
   onTrial: boolean;
   /** Resolves once the report has reached the hub, or after a short wait: the hub should see Switching. */
   reportSent(): Promise<void>;
-  /** Closes the agent and starts `outpost edge` again, which switches. */
-  restart(): void;
+  /** Closes the agent and starts `outpost edge` again, which switches to release `version`. */
+  restart(version: string): void;
 }
 
 export const orderKey = (o: { upgrade: string; release: { digest: string } }) => `${o.upgrade}@${o.release.digest}`;
@@ -229,7 +229,7 @@ export class UpgradeOrders {
     this.report({ ...base, state: 'Switching' });
     await this.d.reportSent();
     log.info({ version: release.version }, 'agent upgrade: staged and snapshotted; restarting into the new binary');
-    this.d.restart();
+    this.d.restart(release.version);
   }
 
   /** The disk under the data directory must hold `bytes` more; a BlobBudgetError names need and free. */

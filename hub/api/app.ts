@@ -15,6 +15,7 @@ import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
 import { releaseRoutes } from './releases.js';
+import { replicaRoutes } from './replicas.js';
 import { dataRoutes } from '../data/routes.js';
 import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
@@ -75,13 +76,14 @@ export function createApi(deps: HubDeps): Hono {
   });
   api.get('/whoami', (c) => {
     const { role, project, tokenId } = principal(c);
-    return c.json({ role, project, tokenId } satisfies WhoAmI);
+    return c.json({ role, project, tokenId, replica: deps.replicas.self() } satisfies WhoAmI);
   });
 
   api.route('/', tokenRoutes(deps));
 
   // Before objectRoutes: its /projects/:project/:kind would take /stream and /edges-online.
   api.route('/', fleetRoutes(deps));
+  api.route('/', replicaRoutes(deps));
   api.route('/', streamRoutes(deps));
   api.route('/', edgeRoutes(deps));
   api.route('/', dataRoutes(deps));

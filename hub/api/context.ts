@@ -3,7 +3,13 @@
  * the authenticated principal, and the one place where errors become HTTP responses.
  */
 import type { ScanVerdict } from '../scan/clamd.js';
-import type { AgentUpgradeStatusView, DataObjectStatusView, PlacementStagingView } from '../../core/api/views.js';
+import type {
+  AgentUpgradeStatusView,
+  DataObjectStatusView,
+  PlacementStagingView,
+  ReplicaView,
+  ServedByView,
+} from '../../core/api/views.js';
 import type { EgressQueue } from '../../core/data.js';
 import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
@@ -79,6 +85,15 @@ export interface HubDeps {
   /** Redacts, reveals and seals Secret values (hub/secrets.ts). */
   secrets: HubSecrets;
   version: string;
+  /** The hub's replicas (hub/replicas/directory.ts; a SQLite hub is the only one): the API names them. */
+  replicas: {
+    /** The replica answering. */
+    self(): { id: string; url: string };
+    /** Every replica, its edges counted in `project` (`*`: all). */
+    list(project: string): ReplicaView[];
+    /** The replica an edge's connection is on, with its URL. */
+    servedBy(replica: string): ServedByView;
+  };
   requireApproval: boolean;
   /** Why the hub cannot serve now (its database is unreachable); undefined when it can. For /readyz. */
   unready(): string | undefined;

@@ -124,6 +124,7 @@ export function fleetRoutes(deps: HubDeps): Hono<Env> {
         : {}),
       ...(r.reason ? { reason: r.reason } : {}),
       ...(r.remoteAddress ? { remoteAddress: r.remoteAddress } : {}),
+      ...(r.replica ? { servedBy: deps.replicas.servedBy(r.replica) } : {}),
     }));
     return c.json({ items });
   });

@@ -66,7 +66,11 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
       },
     } as Resource;
   }
-  if (o.kind === 'Edge') return { ...o, status: { ...edgeStatus(state, store, o.metadata.name) } } as Resource;
+  if (o.kind === 'Edge')
+    return {
+      ...o,
+      status: { ...edgeStatus(state, store, o.metadata.name, (r) => deps.replicas.servedBy(r)) },
+    } as Resource;
   if (o.kind === 'AgentUpgrade')
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
   if (o.kind === 'DataObject')

@@ -285,7 +285,24 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/release-key': {
       get: { summary: 'The hub release public key (PEM)', responses: { 200: { description: 'PEM' } } },
     },
-    '/api/v1/whoami': { get: { summary: 'The calling token', responses: { 200: { description: 'principal' } } } },
+    '/api/v1/whoami': {
+      get: {
+        summary: 'The calling token, and the hub replica that answered',
+        responses: { 200: { description: 'principal' } },
+      },
+    },
+    '/api/v1/replicas': {
+      get: {
+        summary:
+          "The hub replicas: URL, alive, last heartbeat, edges served (in the token's projects), which one plans",
+        responses: {
+          200: {
+            description: 'replicas',
+            ...json({ type: 'object', properties: { items: { type: 'array', items: ref('Replica') } } }),
+          },
+        },
+      },
+    },
   });
   return {
     openapi: '3.1.0',
@@ -308,6 +325,21 @@ export function openApiDocument(version: string): unknown {
         Registry: schema(Registry),
         // Its status (delivery per edge) is described in docs/api.md.
         DataObject: schema(DataObject),
+        // core/api/views.ts ReplicaView.
+        Replica: {
+          type: 'object',
+          properties: {
+            id: { type: 'string', description: 'HOST:PID:RANDOM, as in its log and connection history' },
+            url: { type: 'string', description: 'its advertise URL' },
+            alive: { type: 'boolean' },
+            leader: { type: 'boolean', description: 'it plans the fleet' },
+            self: { type: 'boolean', description: 'it answered this request' },
+            startedAt: { type: 'string', format: 'date-time' },
+            lastHeartbeat: { type: 'string', format: 'date-time' },
+            edges: { type: 'integer', description: 'edges it serves now' },
+          },
+          required: ['id', 'url', 'alive', 'leader', 'self', 'startedAt', 'lastHeartbeat', 'edges'],
+        },
         Error: {
           type: 'object',
           properties: {

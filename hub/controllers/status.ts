@@ -24,6 +24,7 @@ import type {
   ImageStagingView,
   PlacementStatusView,
   RolloutCountsView,
+  ServedByView,
 } from '../../core/api/views.js';
 import type { AnyDoc, ReplicaStore } from '../../sync/store.js';
 import { edgePhase, isOnline } from '../edges/phase.js';
@@ -141,7 +142,17 @@ export function hasLocalIntents(store: ReplicaStore, name: string): boolean {
   return Object.values(localIntentsOf(store, name)).some((l) => l.paused || Object.keys(l.overrides).length > 0);
 }
 
-export function edgeStatus(state: HubState, store: ReplicaStore, name: string, now = Date.now()): EdgeStatusView {
+/**
+ * An edge's status; `servedBy` names the hub replica of its connection (hub/replicas/directory.ts),
+ * shown while the edge is online.
+ */
+export function edgeStatus(
+  state: HubState,
+  store: ReplicaStore,
+  name: string,
+  servedBy?: (replica: string) => ServedByView,
+  now = Date.now(),
+): EdgeStatusView {
   const rt = state.edges.get(name);
   const rows = state.status.byEdge(name);
   const es = entries(rows, now);
@@ -163,6 +174,7 @@ export function edgeStatus(state: HubState, store: ReplicaStore, name: string, n
     phase: edgePhase(rt, now),
     ...(rt?.lastSeen ? { lastSeen: new Date(rt.lastSeen).toISOString(), lastSeenAgo: now - rt.lastSeen } : {}),
     ...(rt?.connectedSince && isOnline(rt, now) ? { connectedSince: new Date(rt.connectedSince).toISOString() } : {}),
+    ...(rt?.replica && servedBy && isOnline(rt, now) ? { servedBy: servedBy(rt.replica) } : {}),
     ...(rt?.agentVersion ? { agentVersion: rt.agentVersion } : {}),
     ...(rt?.inventory ? { inventory: rt.inventory, inventoryLabels: inventoryLabels(rt.inventory) } : {}),
     summary: summarize(es),

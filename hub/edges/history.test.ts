@@ -24,18 +24,26 @@ const reasons = (state: ReturnType<typeof hubState>) =>
 describe('connection history', () => {
   it('reconnects within a minute update one event; a later one adds a new event', () => {
     const state = hubState();
-    const conn = { edge: 'e1', remoteAddress: '10.0.0.1', agentVersion: 't' };
+    let n = 0;
+    const conn = () => ({
+      edge: 'e1',
+      remoteAddress: '10.0.0.1',
+      agentVersion: 't',
+      replica: 'r1',
+      connection: `c${++n}`,
+    });
+    const gone = () => ({ edge: 'e1', connection: `c${n}`, code: 1006, reason: '' });
     let t = 1_000_000;
-    recordConnect(state, conn, t);
+    recordConnect(state, conn(), t);
     for (let i = 0; i < 50; i++) {
-      recordDisconnect(state, 'e1', 1006, '', (t += 100));
-      recordConnect(state, conn, (t += 100));
+      recordDisconnect(state, gone(), (t += 100));
+      recordConnect(state, conn(), (t += 100));
     }
     const events = state.events.list('default', { limit: 100 }).reverse();
     expect(events.map((e) => e.reason)).toEqual(['Connected', 'Reconnected']);
     expect(events[1].message).toMatch(/50 reconnects since/);
-    recordDisconnect(state, 'e1', 1006, '', (t += RECONNECT_COALESCE_MS + 1));
-    recordConnect(state, conn, (t += RECONNECT_COALESCE_MS + 1));
+    recordDisconnect(state, gone(), (t += RECONNECT_COALESCE_MS + 1));
+    recordConnect(state, conn(), (t += RECONNECT_COALESCE_MS + 1));
     expect(reasons(state)).toEqual(['Connected', 'Reconnected', 'Disconnected', 'Connected']);
   });
 
@@ -52,8 +60,9 @@ describe('connection history', () => {
     });
     state.events.record({ project: 'default', kind: 'Edge', name: 'e1', reason: 'New', message: 'new', at: now - 1 });
     for (let i = 0; i < CONNECTIONS_PER_EDGE + 20; i++) {
-      state.edges.connected('e1', { at: now - 1000 + i, agentVersion: 't', remoteAddress: '10.0.0.1' });
-      state.edges.disconnected('e1', now - 999 + i, '1006');
+      const c = { replica: 'r1', connection: `c${i}` };
+      state.edges.connected('e1', { at: now - 1000 + i, agentVersion: 't', remoteAddress: '10.0.0.1', ...c });
+      state.edges.disconnected('e1', now - 999 + i, '1006', c.connection);
     }
     const n = pruneHistory(state, now);
     expect(n).toEqual({ events: 1, connections: 20 });

@@ -24,6 +24,7 @@ import {
   recordHubStop,
   type ConnectionFacts,
   type DisconnectionFacts,
+  type PeerLookup,
 } from './history.js';
 
 const log = createLogger('hub:edges');
@@ -66,6 +67,10 @@ export interface EdgeLifecycleDeps {
   requireApproval: boolean;
   /** Reads ahead what recording these edges' disconnections reads (hub/state/index.ts `prefetchDisconnects`). */
   readAheadDisconnects?(edges: string[]): void;
+  /** This hub process among the replicas (hub/state/replicas.ts newReplicaId): its connections are its own. */
+  replica: string;
+  /** Whether another replica is alive, for the reason an edge's last connection there ended (hub/replicas/directory.ts). */
+  peer?: PeerLookup;
 }
 
 export class EdgeLifecycle {
@@ -239,7 +244,7 @@ export class EdgeLifecycle {
   connected(conns: ConnectionFacts[]): void {
     // An edge's earlier connection that ended is recorded before its new one.
     this.flushDisconnections();
-    this.recordBatch(conns, (list) => recordConnects(this.deps.state, list), 'connection');
+    this.recordBatch(conns, (list) => recordConnects(this.deps.state, list, Date.now(), this.deps.peer), 'connection');
   }
 
   /**
@@ -344,15 +349,15 @@ export class EdgeLifecycle {
   }
 
   /**
-   * Stops the timers, records the last heartbeats, and ends every open connection in the tables:
-   * one statement each, not one transaction and event per edge (the sync server skips
-   * onDisconnect while closing). Returns how many edges were connected.
+   * Stops the timers, records the last heartbeats, and ends this replica's open connections in the
+   * tables, saying `why` (the signal, e.g.): one statement each, not one transaction and event per
+   * edge (the sync server skips onDisconnect while closing). Returns how many edges were connected.
    */
-  stop(): number {
+  stop(why?: string): number {
     for (const t of this.timers.splice(0)) clearInterval(t);
     this.flushHeartbeats();
     this.flushDisconnections();
-    const n = recordHubStop(this.deps.state);
+    const n = recordHubStop(this.deps.state, this.deps.replica, why);
     if (n > 0) log.info({ edges: n }, 'hub stopping: edges disconnected');
     return n;
   }

@@ -19,11 +19,19 @@
  * Sends are gathered (PG_GATHER, longer while they keep coming) and go with the client's next
  * round trip (sent again by it when the database was away); a session that comes back after a
  * loss may have missed messages, so the replica reads the tables again (`onResync`).
+ *
+ * - **Connections a dead replica left open end** (issue #42): the leader ends them at the time the
+ *   dead one's lease expired (`renewMembership`), so no edge looks connected through a replica that
+ *   is gone and its connection history never overlaps. A replica that could not renew for longer
+ *   than its lease (its database was away) may have been taken for dead: it closes the connections
+ *   the tables no longer say it serves, and those edges come back recorded anew.
  */
 import { PG_GATHER, REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/durations.js';
 import { GatherPace } from '../../core/gather.js';
-import { LEASE_RENEW_MS, type EdgeLeases } from '../state/leases.js';
-import type { HubReplicas } from '../state/replicas.js';
+import { recordReplicaGone, replicaDiedReason } from '../edges/history.js';
+import type { HubState } from '../state/index.js';
+import { LEASE_RENEW_MS, LEASE_TTL_MS, type EdgeLeases } from '../state/leases.js';
+import { LEADER_LOCK, sessionName, type HubReplicas } from '../state/replicas.js';
 import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import type { ChangeFeed } from '../api/stream.js';
@@ -34,8 +42,7 @@ import { CHANNEL, parsePayload, publish, type BusMessage } from './bus.js';
 
 const log = createLogger('hub:replicas');
 
-/** The advisory lock whose holder plans (any constant distinct from the migrations' lock). */
-export const LEADER_LOCK = 0x6f75747072; // "outpr"
+export { LEADER_LOCK };
 
 export interface ReplicaHooks {
   /** Whether this process serves the edge now (its connection is here). */
@@ -93,7 +100,8 @@ export class Replicas implements SchedulerPeers {
         leaderKey: LEADER_LOCK,
         pingMs: REPLICA_PING_MS,
         retryMs: REPLICA_RETRY_MS,
-        name: `outpost-hub ${this.id}`.slice(0, 63),
+        // Who holds the leader's lock, in pg_stat_activity (hub/state/replicas.ts `list`).
+        name: sessionName(this.id),
       },
       (e) => this.onSession(e),
     );
@@ -240,12 +248,19 @@ export function startReplicas(w: ReplicaWiring): Replicas {
 
 /** What renewing this replica's membership needs (hub/hub.ts). */
 export interface Membership {
-  leases: EdgeLeases;
+  /** Only with replicas on PostgreSQL: a SQLite hub serves every edge of its file. */
+  leases: EdgeLeases | undefined;
   registry: HubReplicas;
+  /** The connection history: the leader ends what dead replicas left open there. */
+  state: HubState;
   /** The edges connected to this process. */
   connections(): string[];
   /** Closes this process's connection of an edge another replica took since. */
   replaced(edge: string): void;
+  /** Closes these connections of this process: after `awayMs` without renewing, the tables no longer have them. */
+  leaseLost(edges: string[], awayMs: number): void;
+  /** Whether this replica plans (the leader ends the connections of dead replicas). */
+  leading(): boolean;
   /** The URL the other replicas reach this one at (known once it listens). */
   advertiseUrl(): string;
 }
@@ -253,23 +268,83 @@ export interface Membership {
 /**
  * Every LEASE_RENEW_MS: renews this replica's edge leases in one statement and closes its own,
  * older connection of each edge another replica took since (hub/state/leases.ts); renews its row
- * in hub_replicas, registering again if it expired (the database was away). Failures are logged
- * and tried again at the next tick.
+ * in hub_replicas, registering again if it expired (the database was away); the leader ends the
+ * connections dead replicas left open. Failures are logged and tried again at the next tick.
  */
 export function renewMembership(m: Membership): NodeJS.Timeout {
+  let renewedAt = Date.now();
   const timer = setInterval(() => {
+    const now = Date.now();
     try {
-      for (const edge of m.leases.renew(m.connections())) m.replaced(edge);
+      for (const edge of m.leases?.renew(m.connections(), now) ?? []) m.replaced(edge);
     } catch (err) {
       log.warn({ err }, 'could not renew the edge leases (retried)');
     }
     try {
       const url = m.advertiseUrl();
-      if (url && !m.registry.renew()) m.registry.register(url);
+      if (url && !m.registry.renew(now)) m.registry.register(url, now);
+      // Away past the lease: the leader may have ended this replica's connections in the tables
+      // (it does when this replica's session was gone too); those it did are closed, to come back.
+      if (m.leases && now - renewedAt > LEASE_TTL_MS) {
+        const recorded = new Set(m.state.edges.connectedVia(m.registry.self));
+        const lost = m.connections().filter((e) => !recorded.has(e));
+        if (lost.length) {
+          log.warn(
+            { edges: lost.length, awayMs: now - renewedAt },
+            'this hub replica could not renew past its lease, and its connections were ended in the tables meanwhile: closing them (the edges come back)',
+          );
+          m.leaseLost(lost, now - renewedAt);
+        }
+      }
+      renewedAt = now;
     } catch (err) {
       log.warn({ err }, "could not renew this replica's row in hub_replicas (retried)");
     }
+    if (m.leases && m.leading())
+      try {
+        endDeadReplicas(m.state, m.registry, now);
+      } catch (err) {
+        log.warn({ err }, 'could not end the connections of dead hub replicas (retried)');
+      }
   }, LEASE_RENEW_MS);
   timer.unref();
   return timer;
+}
+
+/**
+ * Ends the connections that replicas which died left open, once their lease expired: those with
+ * no session and an expired row (a replica paused, or slow to renew, keeps its session and its
+ * connections), or no row at all (gone for a day). Rows without a replica are left to the edges'
+ * next connections: a replica of an older version may still be writing them.
+ */
+export function endDeadReplicas(state: HubState, registry: HubReplicas, now = Date.now()): void {
+  const open = state.edges.openReplicas().filter((r): r is string => r !== null && r !== registry.self);
+  if (!open.length) return;
+  const rows = new Map(registry.list(now).map((r) => [r.id, r]));
+  for (const id of open) {
+    const r = rows.get(id);
+    if (r && (r.session || r.expiresAt > now)) continue;
+    const n = recordReplicaGone(state, id, r?.expiresAt, replicaDiedReason(id, r?.url));
+    log.warn({ replica: id, edges: n }, 'a hub replica died: ended the connections it left open');
+  }
+}
+
+/**
+ * A SQLite hub is the only one of its file: the connections its earlier runs left open (a kill, a
+ * crash) end, at the end of their lease (never after now), and their rows go.
+ */
+export function endEarlierRuns(state: HubState, registry: HubReplicas, now = Date.now()): void {
+  const rows = new Map(registry.list(now).map((r) => [r.id, r]));
+  for (const id of state.edges.openReplicas()) {
+    if (id === registry.self) continue;
+    const r = id === null ? undefined : rows.get(id);
+    const n = recordReplicaGone(
+      state,
+      id,
+      r ? Math.min(r.expiresAt, now) : undefined,
+      `the hub${id === null ? '' : ` (${id})`} stopped without recording it: killed, or it crashed`,
+    );
+    if (n) log.info({ replica: id, edges: n }, "ended the connections the hub's last run left open");
+  }
+  for (const id of rows.keys()) if (id !== registry.self) registry.forget(id);
 }

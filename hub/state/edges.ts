@@ -1,6 +1,6 @@
 /**
- * @module An edge's runtime facts and connection history (tables `edge_runtime` and `connections`):
- * the only SQL about them. Runtime facts change without an operator (enrollment, approval, the
+ * @module An edge's runtime facts and connection history (tables `edge_runtime` and, through
+ * connections.ts, `connections`): the only SQL about them. Runtime facts change without an operator (enrollment, approval, the
  * last heartbeat, connections, the reported inventory) and are not part of the Edge object's
  * resourceVersion; heartbeats land here and never in a document. What an edge's life means
  * (events, coalescing, when it counts as offline) lives in hub/edges/; this module only stores.
@@ -28,6 +28,9 @@ import {
   runBeforeCommit,
   runLater,
 } from './sql.js';
+import { connectionRows, type ConnectionRecord, type ConnectionStart } from './connections.js';
+
+export type { ConnectionRecord, ConnectionStart };
 
 export interface EdgeRuntime {
   name: string;
@@ -40,6 +43,9 @@ export interface EdgeRuntime {
   agentVersion?: string;
   remoteAddress?: string;
   inventory?: Inventory;
+  /** The hub replica of its current (or last) connection, and that connection's id. */
+  replica?: string;
+  connection?: string;
 }
 
 /** What scheduling and the online/offline view need, without parsing inventories: one light scan. */
@@ -47,14 +53,6 @@ export type EdgeLiveness = Pick<EdgeRuntime, 'approved' | 'connectedSince' | 'la
   /** The labels derived from its inventory (docs/inventory.md). */
   inventoryLabels?: Record<string, string>;
 };
-
-/** One row of an edge's connection history. */
-export interface ConnectionRecord {
-  connectedAt: number;
-  disconnectedAt?: number;
-  reason?: string;
-  remoteAddress?: string;
-}
 
 /** A connection of an approved edge of a project, with what its edge's runtime says now. */
 export interface ConnectionSpan {
@@ -101,11 +99,27 @@ export interface EdgeState {
   touch(seen: Iterable<readonly [string, number]>): void;
 
   /** A connection opened: the runtime facts and a new history row. */
-  connected(name: string, c: { at: number; agentVersion: string; remoteAddress: string }): void;
-  /** The edge's open connection closed with `reason`. */
-  disconnected(name: string, at: number, reason: string): void;
-  /** The hub stops: every open connection ends; returns how many edges were connected. */
-  allDisconnected(at: number, reason: string): number;
+  connected(name: string, c: ConnectionStart): void;
+  /**
+   * Connection `connection` of the edge closed with `reason`: its history row ends, and the runtime
+   * facts say disconnected if they still describe that connection (not a newer one, on this
+   * replica or another).
+   */
+  disconnected(name: string, at: number, reason: string, connection: string): void;
+  /** Ends every open history row of the edge at `at` (before a new one starts: rows never overlap). */
+  endOpen(name: string, at: number, reason: string): void;
+  /**
+   * A hub replica stopped, or died: its open connections end, in the history and the runtime facts
+   * (`null`: those recorded before hubs named themselves). At `at`, or without it at each edge's
+   * last heartbeat. Returns how many edges were connected through it.
+   */
+  replicaGone(replica: string | null, at: number | undefined, reason: string): number;
+  /** The replicas that have open connections in the history (`null`: rows without a replica). */
+  openReplicas(): (string | null)[];
+  /** How many edges each replica serves now (connected through it), of a project (`*`: all). */
+  servedCounts(project: string): Map<string, number>;
+  /** The edges the runtime facts say are connected through `replica` now. */
+  connectedVia(replica: string): string[];
   /** The latest `limit` connections of an edge, newest first. */
   connections(name: string, limit: number): ConnectionRecord[];
   /** Connections of a project's approved edges that overlap [from, to]. */
@@ -125,6 +139,8 @@ interface RuntimeRow {
   agent_version: string | null;
   remote_address: string | null;
   inventory: string | null;
+  replica: string | null;
+  connection: string | null;
 }
 
 interface LivenessRow {
@@ -152,6 +168,8 @@ function toRuntime(r: RuntimeRow): EdgeRuntime {
     agentVersion: r.agent_version ?? undefined,
     remoteAddress: r.remote_address ?? undefined,
     inventory,
+    replica: r.replica ?? undefined,
+    connection: r.connection ?? undefined,
   };
 }
 
@@ -212,6 +230,7 @@ export const edgeReads = {
 };
 
 export function sqlEdgeState(db: SqlDb): EdgeState {
+  const rows = connectionRows(db);
   return {
     get(name) {
       const r = oneOf<RuntimeRow>(db, edgeReads.runtime(name));
@@ -314,64 +333,69 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
       runBeforeCommit(
         db,
-        'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ? WHERE name = ?',
+        'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ?, replica = ?, connection = ? WHERE name = ?',
         c.at,
         c.at,
         c.agentVersion,
         c.remoteAddress,
+        c.replica,
+        c.connection,
         name,
       );
-      runBeforeCommit(
-        db,
-        'INSERT INTO connections (edge, connected_at, remote_address) VALUES (?, ?, ?)',
-        name,
-        c.at,
-        c.remoteAddress,
-      );
+      rows.open(name, c);
     },
-    disconnected(name, at, reason) {
+    disconnected(name, at, reason, connection) {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
+      // Both name the connection: a newer one of the edge (an older one's close can come seconds
+      // after, from another replica) keeps its row open and the edge connected.
       runBeforeCommit(
         db,
-        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ?',
+        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ? AND connection = ?',
         at,
         name,
+        connection,
       );
-      runBeforeCommit(
+      rows.close(name, at, reason, connection);
+    },
+    endOpen: (name, at, reason) => rows.endOpen(name, at, reason),
+    replicaGone(replica, at, reason) {
+      const which = replica === null ? 'replica IS NULL' : 'replica = ?';
+      const who = replica === null ? [] : [replica];
+      if (at === undefined)
+        // Each edge's row ends at its last heartbeat, read first (the row's edge may be gone).
+        for (const r of all<{ edge: string; last_seen: number | null }>(
+          db,
+          `SELECT c.edge, r.last_seen FROM connections c LEFT JOIN edge_runtime r ON r.name = c.edge
+           WHERE c.${which} AND c.disconnected_at IS NULL`,
+          ...who,
+        ))
+          rows.endEdgeOf(r.edge, replica, r.last_seen === null ? null : Number(r.last_seen), reason);
+      else rows.endReplica(replica, at, reason);
+      return run(
         db,
-        'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
-        at,
-        reason,
-        name,
+        `UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ${at === undefined ? 'COALESCE(last_seen, connected_since)' : '?'}
+         WHERE ${which} AND connected_since IS NOT NULL`,
+        ...(at === undefined ? [] : [at]),
+        ...who,
       );
     },
-    allDisconnected(at, reason) {
-      const n = run(
+    openReplicas: () => rows.openReplicas(),
+    servedCounts(project) {
+      const rows = all<{ replica: string; n: number }>(
         db,
-        'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE connected_since IS NOT NULL',
-        at,
+        `SELECT replica, COUNT(*) AS n FROM edge_runtime WHERE connected_since IS NOT NULL AND replica IS NOT NULL${project === '*' ? '' : ' AND project = ?'} GROUP BY replica`,
+        ...(project === '*' ? [] : [project]),
       );
-      run(db, 'UPDATE connections SET disconnected_at = ?, reason = ? WHERE disconnected_at IS NULL', at, reason);
-      return n;
+      return new Map(rows.map((r) => [r.replica, Number(r.n)]));
     },
-    connections(name, limit) {
-      return all<{
-        connected_at: number;
-        disconnected_at: number | null;
-        reason: string | null;
-        remote_address: string | null;
-      }>(
+    connectedVia(replica) {
+      return all<{ name: string }>(
         db,
-        'SELECT connected_at, disconnected_at, reason, remote_address FROM connections WHERE edge = ? ORDER BY id DESC LIMIT ?',
-        name,
-        limit,
-      ).map((r) => ({
-        connectedAt: r.connected_at,
-        ...(r.disconnected_at !== null ? { disconnectedAt: r.disconnected_at } : {}),
-        ...(r.reason ? { reason: r.reason } : {}),
-        ...(r.remote_address ? { remoteAddress: r.remote_address } : {}),
-      }));
+        'SELECT name FROM edge_runtime WHERE replica = ? AND connected_since IS NOT NULL',
+        replica,
+      ).map((r) => r.name);
     },
+    connections: (name, limit) => rows.list(name, limit),
     connectionSpans(project, from, to) {
       return all<{
         edge: string;
@@ -395,17 +419,6 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
         edgeLastSeen: r.last_seen ?? undefined,
       }));
     },
-    pruneConnections(before, perEdge) {
-      return (
-        run(db, 'DELETE FROM connections WHERE disconnected_at IS NOT NULL AND disconnected_at < ?', before) +
-        run(
-          db,
-          `DELETE FROM connections WHERE id IN (
-             SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY edge ORDER BY id DESC) AS n FROM connections) ranked
-             WHERE n > ?)`,
-          perEdge,
-        )
-      );
-    },
+    pruneConnections: (before, perEdge) => rows.prune(before, perEdge),
   };
 }

@@ -7,7 +7,8 @@
  * |---|---|
  * | objects.ts | objects, workload_revisions, counters |
  * | assignments.ts | assignments, spec_written, rollouts (the scheduler's; their types in assignment-types.ts) |
- * | edges.ts | edge_runtime, connections |
+ * | edges.ts | edge_runtime |
+ * | connections.ts | connections (an edge's connections, the hub replica that served each, why each ended) |
  * | events.ts | events |
  * | status.ts | workload_status (and the joined status reads) |
  * | data-progress.ts | data_progress (the DataObject deliveries edges report) |

@@ -6,9 +6,14 @@
  * that expires like its leases. The forwarding key signs requests one replica forwards to another
  * (hub/tunnel/forward.ts): made once by the first replica, the same for all of them.
  *
+ * The rows are also what `outpost get replicas` shows (issue #42): a SQLite hub has one, its own.
+ * On PostgreSQL, whether a replica is alive and which one plans are read from the database's own
+ * view of the replicas' sessions (`pg_stat_activity`, `pg_locks`): a replica killed -9 loses its
+ * session at once, while its row takes the lease time to expire.
+ *
  * | table | |
  * |---|---|
- * | hub_replicas | id, url, started_at, expires_at |
+ * | hub_replicas | id, url, started_at, expires_at, renewed_at |
  * | hub_forward_key | one row: the key replicas sign forwarded requests with |
  */
 import { randomBytes } from 'node:crypto';
@@ -16,7 +21,7 @@ import os from 'node:os';
 import { REPLICA_ROW_KEPT_MS } from '../../core/durations.js';
 import type { Migration } from '../../sync/sqlite.js';
 import { LEASE_TTL_MS } from './leases.js';
-import { migrateTables, one, run, type SqlDb } from './sql.js';
+import { all, isPostgres, migrateTables, one, run, type SqlDb } from './sql.js';
 
 export const REPLICA_MIGRATIONS: Migration[] = [
   {
@@ -34,7 +39,23 @@ export const REPLICA_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    // When each replica last renewed its row: `outpost get replicas` shows it (issue #42).
+    sql: 'ALTER TABLE hub_replicas ADD COLUMN renewed_at INTEGER;',
+  },
 ];
+
+/** The advisory lock whose holder plans (any constant distinct from the migrations' lock): hub/replicas/. */
+export const LEADER_LOCK = 0x6f75747072; // "outpr"
+
+/**
+ * The application_name of a replica's database session (hub/replicas/ `Replicas.start`), by which
+ * PostgreSQL's views name it: at most 63 bytes, as PostgreSQL keeps (ids are ASCII).
+ */
+export function sessionName(id: string): string {
+  return `outpost-hub ${id}`.slice(0, 63);
+}
 
 /**
  * The id of this hub process among the replicas: the one place it is made (edge_leases.replica
@@ -77,6 +98,17 @@ export interface HubReplica {
   expiresAt: number;
 }
 
+/** A replica as `outpost get replicas` shows it. */
+export interface ReplicaState extends HubReplica {
+  renewedAt: number;
+  /** Its database session is there (on PostgreSQL; on SQLite: it is this hub). */
+  session: boolean;
+  /** Its row has not expired and its session is there. */
+  alive: boolean;
+  /** It holds the planning lock (on SQLite: the one hub). */
+  leader: boolean;
+}
+
 interface Row {
   id: string;
   url: string;
@@ -90,6 +122,22 @@ const toReplica = (r: Row): HubReplica => ({
   startedAt: Number(r.started_at),
   expiresAt: Number(r.expires_at),
 });
+
+/**
+ * Every replica with whether its session is there and whether it holds the planning lock, from
+ * PostgreSQL's views of its own sessions (of this database only: other databases on the server
+ * may have hubs of their own). A bigint advisory key shows as classid (high 32 bits) and objid.
+ */
+const PG_LIST = `
+  SELECT r.id, r.url, r.started_at, r.expires_at, r.renewed_at,
+    EXISTS (SELECT 1 FROM pg_stat_activity a
+            WHERE a.datname = current_database() AND a.application_name = left('outpost-hub ' || r.id, 63)) AS session,
+    EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND l.classid::bigint * 4294967296 + l.objid::bigint = ?
+              AND a.application_name = left('outpost-hub ' || r.id, 63)) AS leader
+  FROM hub_replicas r ORDER BY r.started_at, r.id`;
 
 export class HubReplicas {
   constructor(
@@ -108,18 +156,59 @@ export class HubReplicas {
     run(this.db, 'DELETE FROM hub_replicas WHERE expires_at < ?', now - REPLICA_ROW_KEPT_MS);
     run(
       this.db,
-      `INSERT INTO hub_replicas (id, url, started_at, expires_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET url = excluded.url, expires_at = excluded.expires_at`,
+      `INSERT INTO hub_replicas (id, url, started_at, expires_at, renewed_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET url = excluded.url, expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
       this.self,
       url,
       now,
       now + LEASE_TTL_MS,
+      now,
     );
   }
 
   /** Renewed with the leases (LEASE_RENEW_MS); false when the row was gone (then call register again). */
   renew(now = Date.now()): boolean {
-    return run(this.db, 'UPDATE hub_replicas SET expires_at = ? WHERE id = ?', now + LEASE_TTL_MS, this.self) > 0;
+    return (
+      run(
+        this.db,
+        'UPDATE hub_replicas SET expires_at = ?, renewed_at = ? WHERE id = ?',
+        now + LEASE_TTL_MS,
+        now,
+        this.self,
+      ) > 0
+    );
+  }
+
+  /**
+   * Every replica with a row (those that died within REPLICA_ROW_KEPT_MS too), oldest first: alive
+   * or not, and which one plans. On SQLite this hub is the only one that can be alive, and plans.
+   */
+  list(now = Date.now()): ReplicaState[] {
+    type ListRow = Row & { renewed_at: number | null; session?: boolean; leader?: boolean };
+    const pg = isPostgres(this.db);
+    const rows = pg
+      ? all<ListRow>(this.db, PG_LIST, LEADER_LOCK)
+      : all<ListRow>(
+          this.db,
+          'SELECT id, url, started_at, expires_at, renewed_at FROM hub_replicas ORDER BY started_at, id',
+        );
+    return rows.map((r) => {
+      const expiresAt = Number(r.expires_at);
+      const session = pg ? !!r.session : r.id === this.self;
+      const live = expiresAt > now && session;
+      return {
+        ...toReplica(r),
+        renewedAt: r.renewed_at === null ? expiresAt - LEASE_TTL_MS : Number(r.renewed_at),
+        session,
+        alive: live,
+        leader: live && (pg ? !!r.leader : r.id === this.self),
+      };
+    });
+  }
+
+  /** Forgets another replica's row (a SQLite hub, the only one of its file, forgets the runs before it). */
+  forget(id: string): void {
+    run(this.db, 'DELETE FROM hub_replicas WHERE id = ?', id);
   }
 
   /** This replica stops: the others stop forwarding to it at once. */

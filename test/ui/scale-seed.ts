@@ -121,6 +121,8 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
   // Through the hub's edges state (hub/state/edges.ts), as enrollment, connects, disconnects and
   // heartbeats write it.
   const { edges: runtime, events, status } = hub.state;
+  // Their connections on the hub itself, as its own would be.
+  const replica = hub.replicaId;
   hub.state.transaction(() => {
     edges.forEach((e, i) => {
       const enrolled = now - 48 * HOUR + i;
@@ -139,16 +141,28 @@ export async function seedFleet(hub: Hub, n: number): Promise<Fleet> {
       });
       if (e.phase === 'Pending') {
         // Connected, waiting for an operator to approve it.
-        runtime.connected(e.name, { at: now - HOUR, agentVersion, remoteAddress });
+        runtime.connected(e.name, { at: now - HOUR, agentVersion, remoteAddress, replica, connection: `c-${e.name}` });
         runtime.touch([[e.name, now]]);
       } else if (e.phase === 'Online') {
         // Connected at a spread of times over the last 6 hours, so the chart has a slope.
-        runtime.connected(e.name, { at: now - ((i * 7919) % (6 * HOUR)), agentVersion, remoteAddress });
+        runtime.connected(e.name, {
+          at: now - ((i * 7919) % (6 * HOUR)),
+          agentVersion,
+          remoteAddress,
+          replica,
+          connection: `c-${e.name}`,
+        });
         runtime.touch([[e.name, now]]);
       } else {
         const gone = now - HOUR - ((i * 7919) % (5 * HOUR));
-        runtime.connected(e.name, { at: gone - 12 * HOUR, agentVersion, remoteAddress });
-        runtime.disconnected(e.name, gone, '1006 connection lost');
+        runtime.connected(e.name, {
+          at: gone - 12 * HOUR,
+          agentVersion,
+          remoteAddress,
+          replica,
+          connection: `c-${e.name}`,
+        });
+        runtime.disconnected(e.name, gone, 'connection lost (1006)', `c-${e.name}`);
         runtime.touch([[e.name, gone]]);
       }
       events.record({

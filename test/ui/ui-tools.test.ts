@@ -237,6 +237,7 @@ describe('operator tools in the web UI', () => {
       '/placements',
       '/placements/tools-eu',
       '/tokens',
+      '/replicas',
     ]) {
       await page.goto(hub!.url + p);
       await page.locator('h1').first().waitFor();

@@ -238,6 +238,11 @@ describe('web UI in Chromium', () => {
     await page.locator('dt').getByText('CPU model', { exact: true }).waitFor();
     await page.getByText('inventory.outpost.dev/runtime.process=true', { exact: true }).waitFor();
     await page.getByRole('heading', { name: 'Connection history' }).waitFor();
+    // The hub replica its connection is on (a SQLite hub is its own only one), and in its history.
+    const host = new URL(hub!.url).host;
+    await hasText(page.locator('dt:has-text("Served by") + dd'), host);
+    await page.getByRole('columnheader', { name: 'Hub replica' }).waitFor();
+    await page.getByRole('columnheader', { name: 'Why it ended' }).waitFor();
     // Files its workloads exported (docs/data.md): none here, and the page says how they come.
     await page.getByRole('heading', { name: 'Exported files' }).waitFor();
     await page
@@ -393,6 +398,29 @@ describe('web UI in Chromium', () => {
       .evaluate((el) => el.scrollWidth - el.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, 'blobs');
+  });
+
+  it('names the hub replica the page talks to in the header, and lists the replicas', async () => {
+    await page.goto(hub!.url + '/');
+    await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
+    const host = new URL(hub!.url).host;
+    const chip = page.getByRole('banner').getByRole('link', { name: `Replica ${host}` });
+    await chip.waitFor();
+    expect(await chip.getAttribute('title')).toContain(hub!.replicaId);
+    await chip.click();
+    await page.getByRole('heading', { name: 'Hub replicas' }).waitFor();
+    // A SQLite hub is its one replica: alive, the leader, serving both edges.
+    const row = page.getByRole('row', { name: new RegExp(hub!.replicaId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) });
+    await hasText(row, 'this page talks to it');
+    await hasText(row, 'Alive');
+    await hasText(row, 'Leader');
+    await hasText(row, hub!.url);
+    await waitFor(async () => (await row.locator('td').nth(3).innerText()) === '2', {
+      timeout: 15_000,
+      what: 'the replica serving both edges',
+    });
+    await page.getByText('1 of 1 alive').waitFor();
+    await screenshot(page, 'replicas');
   });
 
   it('lists data objects with delivered x/y and shows each edge delivering', async () => {

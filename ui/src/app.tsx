@@ -10,6 +10,7 @@ import { ApplyPage } from './pages/apply.js';
 import { Overview } from './pages/overview.js';
 import { PlacementDetail } from './pages/placement-detail.js';
 import { Placements } from './pages/placements.js';
+import { Replicas } from './pages/replicas.js';
 import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
 import { Blobs } from './pages/blobs.js';
@@ -31,7 +32,17 @@ const NAV = [
   { href: '/blobs', label: 'Blobs' },
   { href: '/agentupgrades', label: 'Upgrades' },
   { href: '/dataobjects', label: 'Data' },
+  { href: '/replicas', label: 'Replicas' },
 ];
+
+/** `hub-1.internal:7443` of `https://hub-1.internal:7443`: what the header has room for. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}
 
 function useLiveFeed(session: Session | undefined): LiveFeed | undefined {
   const [feed, setFeed] = useState<LiveFeed>();
@@ -128,6 +139,15 @@ function Header(props: { session: Session; path: string }) {
         </ul>
       </nav>
       <div class="top-right">
+        {s.replica && (
+          <Link
+            href="/replicas"
+            class="replica"
+            title={`This page talks to hub replica ${s.replica.id} (${s.replica.url}); see every replica`}
+          >
+            <span class="replica-label">Replica</span> {hostOf(s.replica.url)}
+          </Link>
+        )}
         <ProjectSwitcher session={s} />
         <span class="role" title={`token ${s.scope === '*' ? 'for all projects' : `for project ${s.scope}`}`}>
           {s.role}
@@ -159,6 +179,7 @@ function Routes(props: { path: string }) {
   if (p === '/dataobjects') return <DataObjects />;
   if ((m = match('/dataobjects/:name', p))) return <DataObjectDetail name={m.name} />;
   if (p === '/catalog') return <Catalog />;
+  if (p === '/replicas') return <Replicas />;
   return (
     <section>
       <h1>Not found</h1>

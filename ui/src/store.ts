@@ -14,6 +14,8 @@ export interface Session {
   /** The token's scope: a project, or `*` for all. */
   scope: string;
   project: string;
+  /** The hub replica this page talks to (`GET /api/v1/whoami`), shown in the header. */
+  replica?: { id: string; url: string };
 }
 
 export interface AppState {

@@ -15,6 +15,7 @@ import type {
   LocalStateView,
   OnlineHistoryView,
   PlacementStatusView,
+  ReplicaView,
   RevisionView,
   RolloutView,
   WorkloadStatusView,
@@ -34,6 +35,7 @@ export type HubEvent = EventView;
 export type Fleet = FleetView;
 export type OnlineHistory = OnlineHistoryView;
 export type Connection = ConnectionView;
+export type Replica = ReplicaView;
 
 // The resource shapes as the API sends them: core/resources.ts.
 export type { LabelSelector, Metadata };

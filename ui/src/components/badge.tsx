@@ -28,6 +28,9 @@ const TONE: Record<string, string> = {
   Waiting: 'info',
   Expired: 'muted',
   Blocked: 'warn',
+  // Hub replicas (ui/src/pages/replicas.tsx).
+  Alive: 'ok',
+  Down: 'bad',
 };
 
 export function toneOf(s: string): string {

@@ -173,6 +173,16 @@ export function EdgeDetail(props: { name: string }) {
                 <dd>{e.status.lastSeen ? `${ago(e.status.lastSeen)} (${dateTime(e.status.lastSeen)})` : 'never'}</dd>
                 <dt>Connected since</dt>
                 <dd>{e.status.connectedSince ? dateTime(e.status.connectedSince) : '—'}</dd>
+                <dt>Served by</dt>
+                <dd>
+                  {e.status.servedBy ? (
+                    <Link href="/replicas" title={`hub replica ${e.status.servedBy.replica}`}>
+                      {e.status.servedBy.url ?? e.status.servedBy.replica}
+                    </Link>
+                  ) : (
+                    '—'
+                  )}
+                </dd>
                 <dt>Agent version</dt>
                 <dd>{e.status.agentVersion ?? inv?.agentVersion ?? '—'}</dd>
                 <dt>Labels</dt>
@@ -321,7 +331,8 @@ export function EdgeDetail(props: { name: string }) {
                     <th scope="col">Disconnected</th>
                     <th scope="col">Duration</th>
                     <th scope="col">From</th>
-                    <th scope="col">Reason</th>
+                    <th scope="col">Hub replica</th>
+                    <th scope="col">Why it ended</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -343,12 +354,15 @@ export function EdgeDetail(props: { name: string }) {
                             : '—'}
                       </td>
                       <td>{c.remoteAddress ?? '—'}</td>
+                      <td title={c.servedBy ? `hub replica ${c.servedBy.replica}` : undefined}>
+                        {c.servedBy ? (c.servedBy.url ?? c.servedBy.replica) : '—'}
+                      </td>
                       <td>{c.reason ?? '—'}</td>
                     </tr>
                   ))}
                   {conns.data && conns.data.items.length === 0 && (
                     <tr>
-                      <td colSpan={5} class="empty">
+                      <td colSpan={6} class="empty">
                         Never connected.
                       </td>
                     </tr>

@@ -19,7 +19,7 @@ export async function sessionFor(token: string, preferred?: string) {
           ? 'default'
           : (names[0] ?? 'default');
   }
-  return { token, role: who.role, scope: who.project, project };
+  return { token, role: who.role, scope: who.project, project, ...(who.replica ? { replica: who.replica } : {}) };
 }
 
 export function SignIn(props: { reason?: string }) {

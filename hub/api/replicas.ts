@@ -1,0 +1,19 @@
+/**
+ * @module `GET /api/v1/replicas` (issue #42; docs/api.md): the hub processes serving this hub's
+ * database, each with its URL, whether it is alive, its last renewal, the edges it serves and
+ * whether it plans. Any token may read it: the edges are counted in the token's project. HTTP only:
+ * the list is hub/replicas/directory.ts's.
+ */
+import { Hono } from 'hono';
+import type { ListResponse } from '../../core/api/types.js';
+import type { ReplicaView } from '../../core/api/views.js';
+import { principal, type Env, type HubDeps } from './context.js';
+
+export function replicaRoutes(deps: HubDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  app.get('/replicas', (c) => {
+    const items = deps.replicas.list(principal(c).project);
+    return c.json({ items, total: items.length } satisfies ListResponse<ReplicaView>);
+  });
+  return app;
+}
