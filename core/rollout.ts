@@ -164,7 +164,6 @@ export function resolveMaxUnavailable(value: number | string | undefined, total:
   let n: number;
   if (value === undefined) value = DEFAULT_MAX_UNAVAILABLE;
   if (typeof value === 'number') n = value;
-  else if (typeof value === 'number') n = value;
   else {
     const m = /^(\d{1,3})%$/.exec(value.trim());
     if (!m) throw new Error(`invalid maxUnavailable "${value}": use a number of edges or a percentage like "25%"`);

@@ -35,6 +35,8 @@ const SYSTEM_MARKERS: RegExp[] = [
   /dist\/outpost\b|bench\/run\.ts/,
   // A forked peer (test/fixtures/sync-peer.ts): a sync client or server in a process of its own.
   /\bnew ForkedPeer\(/,
+  // A process the test starts itself (a lock holder, a real binary): it crosses a process boundary.
+  /\bspawn(Sync)?\(/,
 ];
 
 /** The include globs of the fast tier (vitest.unit.config.ts), read from the file so they stay one list. */

@@ -14,8 +14,10 @@
  * - `project(edge, report)`: what an edge reports of each kind goes into the hub's tables (every
  *   replica shares them), and the kinds it says something to are woken after the commit.
  * - `forgetEdge(edge)`: at decommission, every kind forgets the edge.
- * - `reads(edges)`: on PostgreSQL, what the handshakes of those edges read, given ahead in one
- *   round trip (hub/state/index.ts `prefetchHandshakes`).
+ *
+ * Not yet through the engine (issue #43): the workloads (the scheduler's spec writer writes them
+ * with the edge's labels), and the reads a handshake makes ahead on PostgreSQL
+ * (hub/state/index.ts `prefetchHandshakes` lists each kind's read).
  *
  * Hub replicas: `holds` says whether this process serves an edge; a SQLite hub serves every edge.
  */
