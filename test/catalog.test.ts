@@ -310,7 +310,9 @@ describe('catalog (issue 21)', () => {
     const deploy = await cli(['apply', '-f', placementYaml('evil', { name: 'evil', version: '1.0.0' })], env);
     expect(deploy.code).toBe(1);
     // Named like every other refusal of apply: the file, the document and its line (issue #42, item 10).
-    expect(deploy.stderr).toMatch(/evil\.json, document 1 \(line 1\)(?: \(Placement evil\))?: spec\.package: placement evil: /);
+    expect(deploy.stderr).toMatch(
+      /evil\.json, document 1 \(line 1\)(?: \(Placement evil\))?: spec\.package: placement evil: /,
+    );
     expect(deploy.stderr).toMatch(
       new RegExp(
         `placement evil: package evil 1\\.0\\.0 is Quarantined: the malware scanner found ${TEST_SIGNATURE}\\.UNOFFICIAL`,
