@@ -60,7 +60,7 @@ describe('the blob store', () => {
 
     const ls = await cli(['blob', 'ls']);
     expect(ls.stdout).toMatch(
-      new RegExp(`${a.digest}\\s+3\\.0 MiB\\s+application/x-test\\s+token:\\S+\\s+\\d+s\\s+<none>`),
+      new RegExp(`${a.digest}\\s+3\\.0 MiB\\s+application/x-test\\s+token:\\S+\\s+\\d+s\\s+-\\s+<none>`),
     );
     // Pushing the same bytes again keeps one file and one row.
     expect((await cli(['blob', 'push', a.file])).stdout.trim()).toBe(a.digest);

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReplicaView } from '../core/api/views.js';
 import { startEdgeAgent, type EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
+import { newIdentityKey } from '../hub/identity/key.js';
 import { assertNoOverlap, connectionsOf } from './fixtures/connection-history.js';
 import { adminApi, stopAgents } from './fixtures/in-process-fleet.js';
 import { TestPostgres } from './fixtures/postgres.js';
@@ -39,16 +40,22 @@ beforeAll(async () => {
   server.createDatabase('hub');
   proxy = new CuttableProxy(server.port);
   await proxy.listen();
+  // One identity for the two replicas, as docs/operations.md sets them up (one admin token too).
+  const identityKeyFile = path.join(dir, 'identity.key');
+  fs.writeFileSync(identityKeyFile, newIdentityKey(), { mode: 0o600 });
   a = await startHubProc(path.join(dir, 'hub-a'), await freePort(), [
     '--insecure-http',
     '--database',
     `postgres://${server.role}@127.0.0.1:${proxy.port}/hub`,
+    '--identity-key',
+    identityKeyFile,
   ]);
   b = await startHub({
     dataDir: path.join(dir, 'hub-b'),
     listen: '127.0.0.1:0',
     insecureHttp: true,
     database: server.url('hub'),
+    identityKeyFile,
   });
   aId = (await adminApi<{ items: ReplicaView[] }>(b, 'GET', '/api/v1/replicas')).items.find(
     (r) => r.url === a!.url,

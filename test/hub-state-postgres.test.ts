@@ -290,7 +290,7 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
   it("finds one edge's rows by index among thousands (a list parameter is no scan of the table)", () => {
     const db = freshDb();
     db.exec(
-      "INSERT INTO edge_runtime (name, project, approved, enrolled_at) SELECT 'e' || g, 'shop', 1, 1 FROM generate_series(1, 5000) g; ANALYZE",
+      "INSERT INTO edge_runtime (name, project, approved, enrolled_at) SELECT 'e' || g, 'shop', 1, 1 FROM generate_series(1, 5000) g; ANALYZE edge_runtime",
     );
     type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] };
     const [
