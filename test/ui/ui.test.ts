@@ -13,11 +13,16 @@ import http from 'node:http';
 import path from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import type { EdgeAgent } from '../../edge/agent.js';
+import { readUpgradeState } from '../../edge/upgrade/switch.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import { EGRESS_ANNOTATION } from '../../core/data.js';
 import { startHub, type Hub } from '../../hub/hub.js';
+import { runCli } from '../fixtures/cli.js';
 import { adminApi, startProcessAgent, stopAgents } from '../fixtures/in-process-fleet.js';
+import { failingRelease, switchInProcess } from '../fixtures/in-process-switch.js';
+import { writeOciArchive } from '../fixtures/oci-archive.js';
 import { tempDir, waitFor } from '../helpers.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
 
@@ -118,6 +123,8 @@ beforeAll(async () => {
     listen: '127.0.0.1:0',
     insecureHttp: true,
     requireApproval: true,
+    // `agent push` signs only scanned binaries: the suite's stand-in release is not worth a clamd.
+    scanner: { kind: 'none' },
   });
   const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', {
     project: 'default',
@@ -217,8 +224,9 @@ describe('web UI in Chromium', () => {
     await hasCount(page.getByRole('row', { name: /shop-berlin/ }), 1);
   });
 
-  it('shows an edge with inventory, workloads, on-site overrides (time and origin) and connection history', async () => {
-    const berlin = agents[0];
+  it('shows an edge with inventory, workloads, its agent release history, DataObjects, staged images, on-site overrides (time and origin), connection history and the AgentUpgrade events about it', async () => {
+    await onBerlin();
+    const berlin = agents[0]!;
     expect(
       await localIntent(berlin, {
         workload: 'hello',
@@ -249,7 +257,31 @@ describe('web UI in Chromium', () => {
       .getByText(/No exported files yet \(a workload exports with the data\.outpost\.dev\/egress annotation\)/)
       .waitFor();
     await page.getByRole('row', { name: /hello hello-eu Ready/ }).waitFor();
+    // The release it switched to and rolled back: who ordered it, and why, ending with the new
+    // binary's last lines on stderr.
+    await page.getByRole('heading', { name: 'Agent releases' }).waitFor();
+    const release = page.getByRole('row', { name: /9\.9\.7/ });
+    await hasText(release, 'RolledBack');
+    await release.getByRole('link', { name: 'agent-9-9-7' }).waitFor();
+    await hasText(release, 'release 9.9.7: it exited (code 4) before it connected and reconciled');
+    await hasText(release, '9.9.7 trial line 12: cannot start');
+    // The DataObjects it holds and the images it staged.
+    await hasText(page.getByRole('row', { name: /^prices/ }), 'Delivered v1');
+    const image = page.getByRole('row', { name: /default\/team\/app/ });
+    await hasText(image, 'Skipped');
+    await hasText(image, 'the process driver runs no images');
+    // Its events with the AgentUpgrade's about it, each naming its kind.
+    const events = page.getByRole('region', { name: 'Events of this edge and its agent upgrades' });
+    await hasText(events, 'AgentUpgrade agent-9-9-7: edge shop-berlin ordered to switch to 9.9.7');
+    await hasText(events, 'AgentUpgrade agent-9-9-7: edge shop-berlin rolled back 9.9.7: release 9.9.7');
     await screenshot(page, 'edge-detail');
+    // The upgrade's page says RolledBack once, then why.
+    await page.goto(hub!.url + '/agentupgrades/agent-9-9-7');
+    const row = page.getByRole('row', { name: /shop-berlin/ });
+    await hasText(row, 'release 9.9.7: it exited (code 4)');
+    expect((await row.innerText()).replace(/\s+/g, ' ')).toMatch(
+      /^shop-berlin RolledBack release 9\.9\.7: it exited \(code 4\)/,
+    );
     // Fleet-wide: the edges table names what is held on site, and filters on it.
     await page.goto(hub!.url + '/edges');
     await page.getByRole('columnheader', { name: 'Local' }).waitFor();
@@ -261,6 +293,69 @@ describe('web UI in Chromium', () => {
     await hasCount(page.getByRole('row', { name: /shop-paris/ }), 0);
     await screenshot(page, 'edges-held-on-site');
   });
+
+  /**
+   * shop-berlin gets what the edge page shows besides workloads: an AgentUpgrade to a release
+   * that fails its trial (switched to by the real launcher, test/fixtures/in-process-switch.ts), a
+   * DataObject, and a prestaged placement whose image the process driver skips.
+   */
+  async function onBerlin(): Promise<void> {
+    const env = { OUTPOST_HUB: hub!.url, OUTPOST_TOKEN: hub!.adminToken, OUTPOST_CONFIG: path.join(dir, 'cli.json') };
+    const cli = async (args: string[]) => {
+      const r = await runCli(args, { env });
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    const upgrade = parse(await cli(['agent', 'push', failingRelease(dir, '9.9.7')]));
+    upgrade.spec = { ...upgrade.spec, edgeSelector: undefined, edges: ['shop-berlin'] };
+    await api('POST', '/api/v1/apply', { objects: [upgrade] });
+    const options = {
+      dataDir: path.join(dir, 'shop-berlin'),
+      hub: hub!.url,
+      name: 'shop-berlin',
+      driver: 'process' as const,
+      heartbeatMs: 1_000,
+    };
+    await waitFor(() => readUpgradeState(options.dataDir)?.state === 'trial', {
+      timeout: 30_000,
+      what: 'shop-berlin staged 9.9.7 and asks to restart into it',
+    });
+    agents[0] = (await switchInProcess(agents[0]!, options)).agent;
+
+    const prices = path.join(dir, 'prices.csv');
+    fs.writeFileSync(prices, 'apples,3\n');
+    await cli(['data', 'publish', '-f', prices, '--name', 'prices', '--edges', 'shop-berlin']);
+    const host = new URL(hub!.url).host;
+    await cli(['image', 'push', await writeOciArchive(path.join(dir, 'app.tar'), 64 * 1024), 'team/app:v1']);
+    await api('POST', '/api/v1/apply', {
+      objects: [
+        {
+          kind: 'Workload',
+          metadata: { name: 'app' },
+          spec: {
+            manifests: [
+              {
+                apiVersion: 'v1',
+                kind: 'Pod',
+                metadata: { name: 'app' },
+                spec: {
+                  terminationGracePeriodSeconds: 1,
+                  containers: [
+                    { name: 'main', image: `${host}/default/team/app:v1`, command: ['/bin/busybox', 'sleep', '3600'] },
+                  ],
+                },
+              },
+            ],
+          },
+        },
+        {
+          kind: 'Placement',
+          metadata: { name: 'app' },
+          spec: { edges: ['shop-berlin'], workloads: ['app'], rollout: { prestage: true } },
+        },
+      ],
+    });
+  }
 
   it('refuses an invalid edit with the field named, then diffs two revisions and rolls back', async () => {
     await api('PUT', '/api/v1/projects/default/workloads/hello', workload('v2'));
