@@ -13,18 +13,14 @@ import http from 'node:http';
 import path from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import type { EdgeAgent } from '../../edge/agent.js';
-import { readUpgradeState } from '../../edge/upgrade/switch.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import { EGRESS_ANNOTATION } from '../../core/data.js';
 import { startHub, type Hub } from '../../hub/hub.js';
-import { runCli } from '../fixtures/cli.js';
 import { adminApi, startProcessAgent, stopAgents } from '../fixtures/in-process-fleet.js';
-import { failingRelease, switchInProcess } from '../fixtures/in-process-switch.js';
-import { writeOciArchive } from '../fixtures/oci-archive.js';
 import { tempDir, waitFor } from '../helpers.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
+import { seedEdgeExtras } from './edge-extras.js';
 
 let dir: string;
 let hub: Hub | undefined;
@@ -225,7 +221,7 @@ describe('web UI in Chromium', () => {
   });
 
   it('shows an edge with inventory, workloads, its agent release history, DataObjects, staged images, on-site overrides (time and origin), connection history and the AgentUpgrade events about it', async () => {
-    await onBerlin();
+    agents[0] = await seedEdgeExtras(hub!, dir, agents[0]!);
     const berlin = agents[0]!;
     expect(
       await localIntent(berlin, {
@@ -293,69 +289,6 @@ describe('web UI in Chromium', () => {
     await hasCount(page.getByRole('row', { name: /shop-paris/ }), 0);
     await screenshot(page, 'edges-held-on-site');
   });
-
-  /**
-   * shop-berlin gets what the edge page shows besides workloads: an AgentUpgrade to a release
-   * that fails its trial (switched to by the real launcher, test/fixtures/in-process-switch.ts), a
-   * DataObject, and a prestaged placement whose image the process driver skips.
-   */
-  async function onBerlin(): Promise<void> {
-    const env = { OUTPOST_HUB: hub!.url, OUTPOST_TOKEN: hub!.adminToken, OUTPOST_CONFIG: path.join(dir, 'cli.json') };
-    const cli = async (args: string[]) => {
-      const r = await runCli(args, { env });
-      expect(r.code, r.stderr).toBe(0);
-      return r.stdout;
-    };
-    const upgrade = parse(await cli(['agent', 'push', failingRelease(dir, '9.9.7')]));
-    upgrade.spec = { ...upgrade.spec, edgeSelector: undefined, edges: ['shop-berlin'] };
-    await api('POST', '/api/v1/apply', { objects: [upgrade] });
-    const options = {
-      dataDir: path.join(dir, 'shop-berlin'),
-      hub: hub!.url,
-      name: 'shop-berlin',
-      driver: 'process' as const,
-      heartbeatMs: 1_000,
-    };
-    await waitFor(() => readUpgradeState(options.dataDir)?.state === 'trial', {
-      timeout: 30_000,
-      what: 'shop-berlin staged 9.9.7 and asks to restart into it',
-    });
-    agents[0] = (await switchInProcess(agents[0]!, options)).agent;
-
-    const prices = path.join(dir, 'prices.csv');
-    fs.writeFileSync(prices, 'apples,3\n');
-    await cli(['data', 'publish', '-f', prices, '--name', 'prices', '--edges', 'shop-berlin']);
-    const host = new URL(hub!.url).host;
-    await cli(['image', 'push', await writeOciArchive(path.join(dir, 'app.tar'), 64 * 1024), 'team/app:v1']);
-    await api('POST', '/api/v1/apply', {
-      objects: [
-        {
-          kind: 'Workload',
-          metadata: { name: 'app' },
-          spec: {
-            manifests: [
-              {
-                apiVersion: 'v1',
-                kind: 'Pod',
-                metadata: { name: 'app' },
-                spec: {
-                  terminationGracePeriodSeconds: 1,
-                  containers: [
-                    { name: 'main', image: `${host}/default/team/app:v1`, command: ['/bin/busybox', 'sleep', '3600'] },
-                  ],
-                },
-              },
-            ],
-          },
-        },
-        {
-          kind: 'Placement',
-          metadata: { name: 'app' },
-          spec: { edges: ['shop-berlin'], workloads: ['app'], rollout: { prestage: true } },
-        },
-      ],
-    });
-  }
 
   it('refuses an invalid edit with the field named, then diffs two revisions and rolls back', async () => {
     await api('PUT', '/api/v1/projects/default/workloads/hello', workload('v2'));
