@@ -6,6 +6,7 @@
  * interrupted or `--timeout`), `get events` with filters, and the catalog's packages.
  */
 import { InvalidArgumentError, type Command } from 'commander';
+import { eventsQuery } from '../core/api/views.js';
 import { API_VERSION } from '../core/resources.js';
 import { parseSelectorString } from '../core/selector.js';
 import { HubError } from './client.js';
@@ -175,17 +176,15 @@ async function watch(s: Session, info: KindInfo, name: string | undefined, o: Ge
 }
 
 async function getEvents(s: Session, o: GetOpts): Promise<void> {
-  let kind: string | undefined;
-  let name: string | undefined;
+  let of = {};
   if (o.for) {
     const { info, name: n } = asUsage(() => parseKindArg(o.for!));
     if (!n) throw new UsageError(`--for takes KIND/NAME, e.g. --for edge/shop-12 (got "${o.for}")`);
-    kind = info.kind;
-    name = n;
+    of = eventsQuery(info.kind, n);
   }
   const since = o.since === undefined ? undefined : s.deps.now() - o.since;
   const r = await s.client.get<{ items?: EventView[] }>(`/api/v1/projects/${encodeURIComponent(s.project)}/events`, {
-    query: { kind, name, reason: o.reason, since, limit: o.limit ?? 50 },
+    query: { ...of, reason: o.reason, since, limit: o.limit ?? 50 },
   });
   const items = (r?.items ?? []).slice().reverse(); // oldest first, as kubectl prints them
   if (o.output.kind === 'json' || o.output.kind === 'yaml') {
@@ -345,7 +344,10 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
     .option('--no-headers', 'print tables without their header line')
     .option('-w, --watch', 'after the list, print each object again when it changes (and deletions) until interrupted')
     .option('--timeout <duration>', 'with -w: stop watching after this long, e.g. 30s, 5m', parsePositiveDuration)
-    .option('--for <kind/name>', 'events: only those of this object, e.g. edge/shop-12')
+    .option(
+      '--for <kind/name>',
+      "events: only those of this object, e.g. edge/shop-12 (an edge's include the AgentUpgrade events about it)",
+    )
     .option('--reason <reason>', 'events: only this reason, e.g. Enrolled, RolloutPaused')
     .option('--since <duration>', 'events: only those of the last duration, e.g. 1h', parsePositiveDuration)
     .option('--limit <n>', 'events: at most this many, newest (default 50, at most 500)', parseLimit)

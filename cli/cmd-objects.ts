@@ -1,6 +1,6 @@
 /** @module `outpost apply`, `get`, `describe`, `delete`: the object verbs. */
 import type { Command } from 'commander';
-import type { ConnectionView } from '../core/api/views.js';
+import { eventsQuery, type ConnectionView } from '../core/api/views.js';
 import { KINDS, type Kind } from '../core/resources.js';
 import { HubError } from './client.js';
 import { collect, registerApplyCommands } from './cmd-apply.js';
@@ -66,7 +66,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       try {
         const r = await s.client.get<{ items?: EventView[] }>(
           `/api/v1/projects/${encodeURIComponent(s.project)}/events`,
-          { query: { kind: info.kind, name, limit: DESCRIBE_EVENTS } },
+          { query: { ...eventsQuery(info.kind, name), limit: DESCRIBE_EVENTS } },
         );
         events = r?.items ?? [];
       } catch (err) {

@@ -432,7 +432,7 @@ describe('edge administration', () => {
 });
 
 describe('describe', () => {
-  it('edge: reads the object and its latest events', async () => {
+  it('edge: reads the object and its latest events, those of the AgentUpgrades about it included', async () => {
     hub.on('GET /api/v1/projects/default/edges/e1', { body: edgeObj('e1', 'Offline') });
     hub.on('GET /api/v1/projects/default/events', {
       body: { items: [{ at: NOW - 5_000, reason: 'Disconnected', message: 'heartbeats stopped' }] },
@@ -441,11 +441,7 @@ describe('describe', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/State:\s+Offline \(5m\)/);
     expect(r.stdout).toMatch(/Disconnected\s+heartbeats stopped/);
-    expect(hub.find('GET', '/api/v1/projects/default/events')!.query).toEqual({
-      kind: 'Edge',
-      name: 'e1',
-      limit: '10',
-    });
+    expect(hub.find('GET', '/api/v1/projects/default/events')!.query).toEqual({ edge: 'e1', limit: '10' });
   });
 });
 

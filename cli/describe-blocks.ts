@@ -73,13 +73,38 @@ export function summaryBlock(s: Summary | undefined, color: boolean, lead: [stri
   return out;
 }
 
-export function eventsBlock(events: EventView[] | string | undefined, now: number): string {
+/**
+ * The events of the object described (`self`); those of other objects about it (an edge's
+ * AgentUpgrade events) get an OBJECT column naming theirs.
+ */
+export function eventsBlock(
+  events: EventView[] | string | undefined,
+  now: number,
+  self?: { kind: string; name: string },
+): string {
   if (events === undefined) return '';
   if (typeof events === 'string') return `Events:\n  <cannot read events: ${events}>\n`;
   if (events.length === 0) return `Events:\n  ${NONE}\n`;
   // The hub answers newest first; read top to bottom like a log, as kubectl does.
-  const rows = [...events].reverse().map((e) => [age(e.at ?? e.time, now), e.reason, e.message]);
-  return 'Events:\n' + indent(formatTable(['AGE', 'REASON', 'MESSAGE'], rows));
+  const ordered = [...events].reverse();
+  const other = (e: EventView) => !!self && !!e.kind && (e.kind !== self.kind || e.name !== self.name);
+  if (!ordered.some(other))
+    return (
+      'Events:\n' +
+      indent(
+        formatTable(
+          ['AGE', 'REASON', 'MESSAGE'],
+          ordered.map((e) => [age(e.at ?? e.time, now), e.reason, e.message]),
+        ),
+      )
+    );
+  const rows = ordered.map((e) => [
+    age(e.at ?? e.time, now),
+    other(e) ? `${e.kind!.toLowerCase()}/${e.name}` : '-',
+    e.reason,
+    e.message,
+  ]);
+  return 'Events:\n' + indent(formatTable(['AGE', 'OBJECT', 'REASON', 'MESSAGE'], rows));
 }
 
 export function section(title: string, body: string): string {

@@ -1,14 +1,17 @@
 /**
  * @module `outpost describe edge`: its state and the hub replica serving it, its inventory,
- * workloads, what happened on site (local intents with time and origin, so a person at the hub sees
- * why an edge does not run exactly what the hub asked for), its latest connections with why each
- * ended, and its events.
+ * workloads, the agent releases it switched to (committed or rolled back, when, ordered by whom,
+ * why), the DataObjects it holds and the images it staged, what happened on site (local intents
+ * with time and origin, so a person at the hub sees why an edge does not run exactly what the hub
+ * asked for), its latest connections with why each ended, and its events with those of the
+ * AgentUpgrades about it.
  */
 import { formatAge } from '../core/durations.js';
 import { describeConnections } from './connections.js';
 import { eventsBlock, fields, indent, metadataBlock, section, when, type DescribeOptions } from './describe-blocks.js';
 import { cell, formatTable } from './output.js';
 import {
+  age,
   edgeState,
   formatBytes,
   lastSeenMs,
@@ -20,11 +23,57 @@ import {
   type IntentView,
 } from './views.js';
 
+type AgentRelease = NonNullable<NonNullable<EdgeStatus['inventory']>['agentRelease']>;
+
+/** A switch's state in the words the rest of the CLI uses for it. */
+const releaseWord = (state: AgentRelease['state']): string =>
+  state === 'rolled-back' ? 'RolledBack' : state === 'committed' ? 'Committed' : 'Switching';
+
 /** The last release switch an edge reported: `9.9.2 RolledBack (from 0.1.0 at ...): reason`. */
-function agentRelease(r: NonNullable<EdgeStatus['inventory']>['agentRelease']): string | undefined {
+function agentRelease(r: AgentRelease | undefined): string | undefined {
   if (!r) return undefined;
-  const word = r.state === 'rolled-back' ? 'RolledBack' : r.state === 'committed' ? 'Committed' : 'Switching';
-  return `${r.version} ${word} (from ${r.previousVersion} at ${r.at})${r.reason ? `: ${r.reason}` : ''}`;
+  return `${r.version} ${releaseWord(r.state)} (from ${r.previousVersion} at ${r.at})${r.reason ? `: ${r.reason}` : ''}`;
+}
+
+/** The switches that ended on the edge, newest first, each with when, who ordered it and why it rolled back. */
+function releaseHistoryBlock(r: AgentRelease | undefined, now: number): string {
+  const history = r?.history ?? [];
+  if (history.length === 0) return '';
+  const rows = history.map((h) => [
+    when(h.at, now) ?? h.at,
+    h.version,
+    h.previousVersion,
+    releaseWord(h.state),
+    h.upgrade ? `agentupgrade/${h.upgrade}` : 'local upgrade',
+    h.reason ?? '',
+  ]);
+  return (
+    'Agent release history (newest first, times on the edge):\n' +
+    indent(formatTable(['ENDED', 'VERSION', 'FROM', 'RESULT', 'ORDERED BY', 'REASON'], rows))
+  );
+}
+
+/** The DataObjects the edge was ordered to hold: the version its file holds and where the next one is. */
+function dataObjectsBlock(s: EdgeStatus, now: number): string {
+  const held = s.dataObjects ?? [];
+  if (held.length === 0) return '';
+  const rows = held.map((d) => [
+    d.name,
+    d.path,
+    d.holds ?? '-',
+    `${d.state} ${d.version}${d.state === 'Downloading' ? ` ${d.percent ?? 0}%` : ''}`,
+    age(d.since, now),
+    d.reason ?? '',
+  ]);
+  return 'DataObjects:\n' + indent(formatTable(['NAME', 'PATH', 'HOLDS', 'STATE', 'SINCE', 'REASON'], rows));
+}
+
+/** The images the edge staged for a rollout, each with its state (Present, Staging, OverBudget, Failed, Skipped). */
+function stagedImagesBlock(s: EdgeStatus): string {
+  const st = s.imageStaging;
+  if (!st?.images.length) return '';
+  const rows = st.images.map((i) => [i.image, i.state, formatBytes(i.size), formatBytes(i.done), i.reason ?? '']);
+  return `Staged images (${st.summary}):\n` + indent(formatTable(['IMAGE', 'STATE', 'SIZE', 'DONE', 'REASON'], rows));
 }
 
 function intentDetails(i: IntentView): string {
@@ -143,6 +192,9 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
         ),
       )
     : `  ${NONE}\n`;
+  out += releaseHistoryBlock(s.inventory?.agentRelease, now);
+  out += dataObjectsBlock(s, now);
+  out += stagedImagesBlock(s);
   out += localIntentsBlock(o.metadata.name, s, now);
   if (opts.connections !== undefined)
     out +=
@@ -150,7 +202,7 @@ export function describeEdge(o: ApiObject, opts: DescribeOptions): string {
       (typeof opts.connections === 'string'
         ? `  <cannot read the connection history: ${opts.connections}>\n`
         : describeConnections(opts.connections, now));
-  out += eventsBlock(opts.events, now);
+  out += eventsBlock(opts.events, now, { kind: 'Edge', name: o.metadata.name });
   return out;
 }
 

@@ -268,6 +268,101 @@ describe('describe', () => {
     expect(text.indexOf('Connected')).toBeLessThan(text.indexOf('Disconnected'));
   });
 
+  it('edge: the release history with who ordered each switch and why it rolled back, the DataObjects it holds, the images it staged, the AgentUpgrade events about it', () => {
+    const o = edge('shop-12', {
+      phase: 'Online',
+      inventory: {
+        hostname: 'till-1',
+        os: 'linux',
+        arch: 'arm64',
+        cpus: 4,
+        memoryBytes: 1024,
+        runtimes: ['process'],
+        driver: 'process',
+        agentVersion: '1.1.0',
+        agentRelease: {
+          version: '1.2.0',
+          state: 'rolled-back',
+          previousVersion: '1.1.0',
+          at: iso(60_000),
+          reason:
+            'release 1.2.0: it exited (code 3) before it connected and reconciled; its last lines on stderr: boom',
+          history: [
+            {
+              version: '1.2.0',
+              previousVersion: '1.1.0',
+              state: 'rolled-back',
+              startedAt: iso(120_000),
+              at: iso(60_000),
+              upgrade: 'agent-1-2-0',
+              reason:
+                'release 1.2.0: it exited (code 3) before it connected and reconciled; its last lines on stderr: boom',
+            },
+            {
+              version: '1.1.0',
+              previousVersion: '1.0.0',
+              state: 'committed',
+              startedAt: iso(7_300_000),
+              at: iso(7_200_000),
+            },
+          ],
+        },
+      },
+      summary: summary(0, 0),
+      workloads: [],
+      localIntents: {},
+      dataObjects: [
+        { name: 'prices', path: 'prices.csv', state: 'Delivered', version: 'v2', holds: 'v2', since: iso(300_000) },
+        {
+          name: 'model',
+          path: 'models/m.bin',
+          state: 'Downloading',
+          version: 'v4',
+          holds: 'v3',
+          percent: 40,
+          since: iso(10_000),
+        },
+      ],
+      imageStaging: {
+        summary: 'images staged 1/2, 12 MB',
+        images: [
+          { image: 'reg.example/app@sha256:aa', state: 'Present', size: 12_000_000, done: 12_000_000 },
+          { image: 'reg.example/db@sha256:bb', state: 'Failed', size: 3_000_000, done: 0, reason: 'no room' },
+        ],
+      },
+    });
+    const text = describeEdge(o, {
+      now: NOW,
+      events: [
+        {
+          at: NOW - 60_000,
+          kind: 'AgentUpgrade',
+          name: 'agent-1-2-0',
+          edge: 'shop-12',
+          reason: 'RolledBack',
+          message: 'edge shop-12 rolled back 1.2.0: release 1.2.0: it exited (code 3)',
+        },
+        { at: NOW - 3_600_000, kind: 'Edge', name: 'shop-12', reason: 'Connected', message: 'edge connected' },
+      ],
+    });
+    expect(text).toMatch(
+      /Agent release:\s+1\.2\.0 RolledBack \(from 1\.1\.0 at .*\): release 1\.2\.0: it exited \(code 3\)/,
+    );
+    expect(text).toMatch(
+      /Agent release history \(newest first, times on the edge\):\n\s+ENDED\s+VERSION\s+FROM\s+RESULT\s+ORDERED BY\s+REASON\n\s+2025-01-01T11:59:00\.000Z \(1m ago\)\s+1\.2\.0\s+1\.1\.0\s+RolledBack\s+agentupgrade\/agent-1-2-0\s+release 1\.2\.0: it exited \(code 3\) .*its last lines on stderr: boom\n\s+2025-01-01T10:00:00\.000Z \(2h ago\)\s+1\.1\.0\s+1\.0\.0\s+Committed\s+local upgrade\n/,
+    );
+    expect(text).toMatch(
+      /DataObjects:\n\s+NAME\s+PATH\s+HOLDS\s+STATE\s+SINCE\s+REASON\n\s+prices\s+prices\.csv\s+v2\s+Delivered v2\s+5m\n\s+model\s+models\/m\.bin\s+v3\s+Downloading v4 40%\s+10s\n/,
+    );
+    expect(text).toMatch(
+      /Staged images \(images staged 1\/2, 12 MB\):\n\s+IMAGE\s+STATE\s+SIZE\s+DONE\s+REASON\n\s+reg\.example\/app@sha256:aa\s+Present\s+11\.4 MiB\s+11\.4 MiB\n\s+reg\.example\/db@sha256:bb\s+Failed\s+2\.9 MiB\s+0 B\s+no room\n/,
+    );
+    // The edge's own events and the AgentUpgrade's about it, the other object named.
+    expect(text).toMatch(
+      /Events:\n\s+AGE\s+OBJECT\s+REASON\s+MESSAGE\n\s+1h\s+-\s+Connected\s+edge connected\n\s+1m\s+agentupgrade\/agent-1-2-0\s+RolledBack\s+edge shop-12 rolled back 1\.2\.0/,
+    );
+  });
+
   it('edge without intents, inventory or events says so instead of leaving gaps', () => {
     const text = describeEdge(edge('e', { phase: 'Pending', summary: summary(0, 0) }), {
       now: NOW,

@@ -71,6 +71,14 @@ export function deliveryOrder(o: DataObject): DeliveryOrder {
   };
 }
 
+/**
+ * The version the edge's file holds now, as its report says: the reported version once
+ * Delivered; on the way to the next one (Downloading, Waiting), the one before it.
+ */
+export function heldVersion(p: DeliveryProgress | undefined): string | undefined {
+  return p?.state === 'Delivered' ? p.version : p?.previous;
+}
+
 /** The one rule for "this edge holds this order's bytes now". */
 export function isDelivered(
   order: Pick<DeliveryOrder, 'version' | 'digest'>,

@@ -132,9 +132,32 @@ export type Manifest = z.infer<typeof Manifest>;
 export const EDGE_PHASES = ['Pending', 'Online', 'Offline', 'Decommissioned'] as const;
 export type EdgePhase = (typeof EDGE_PHASES)[number];
 
+/** How many ended release switches an edge keeps and reports (edge/upgrade/switch.ts). */
+export const RELEASE_HISTORY_MAX = 10;
+
+/**
+ * One switch to an agent release that ended (edge/upgrade/launcher.ts): committed, or rolled back
+ * with the reason (which ends with the last lines the new binary wrote on stderr, when it wrote
+ * any). Times are ISO 8601 on the edge's clock.
+ */
+export const AgentReleaseSwitch = z.object({
+  version: z.string().max(128),
+  previousVersion: z.string().max(128),
+  state: z.enum(['committed', 'rolled-back']),
+  /** When the switch was asked for. */
+  startedAt: z.string().max(64),
+  /** When it committed or rolled back. */
+  at: z.string().max(64),
+  /** The AgentUpgrade that ordered it; absent for `outpost edge local upgrade`. */
+  upgrade: z.string().max(63).optional(),
+  reason: z.string().max(1024).optional(),
+});
+export type AgentReleaseSwitch = z.infer<typeof AgentReleaseSwitch>;
+
 /**
  * The last switch to an agent release on an edge (edge/upgrade/switch.ts), as the edge reports it:
- * `trial` while the new binary is on trial, `committed`, or `rolled-back` with the reason.
+ * `trial` while the new binary is on trial, `committed`, or `rolled-back` with the reason; and the
+ * switches that ended, newest first (at most RELEASE_HISTORY_MAX, about 12 KB at most).
  */
 export const AgentReleaseState = z.object({
   version: z.string().max(128),
@@ -142,6 +165,7 @@ export const AgentReleaseState = z.object({
   previousVersion: z.string().max(128),
   at: z.string().max(64),
   reason: z.string().max(1024).optional(),
+  history: z.array(AgentReleaseSwitch).max(RELEASE_HISTORY_MAX).optional(),
 });
 export type AgentReleaseState = z.infer<typeof AgentReleaseState>;
 

@@ -13,7 +13,7 @@
  * the description, held by this process's descriptor. Checked in edge/agent-lock.test.ts: the
  * lock outlives the helper, a second description is refused, a kill -9 of the holder frees it.
  *
- * Why not share it with the release on trial (edge/upgrade/switch.ts) by inheritance: Node opens
+ * Why not share it with the release on trial (edge/upgrade/launcher.ts) by inheritance: Node opens
  * every file close-on-exec, so a child gets the descriptor only by being handed it, and a child
  * holding it would pass it, not close-on-exec any more, to every workload it starts (the process
  * driver's workloads outlive the agent: the lock would never be released). And a shared lock
@@ -24,7 +24,7 @@
  * ends; a trial agent still holding it then is its own (the record names it as the launcher) and
  * is ended first. A launcher restarted after it was killed (systemd's `Restart=always`) finds the
  * lock held by a trial agent whose launcher is gone: nobody can commit that trial any more, so it
- * ends it too, takes the lock and rolls back (switch.ts). Either way at most one agent runs.
+ * ends it too, takes the lock and rolls back (edge/upgrade/launcher.ts). Either way at most one agent runs.
  *
  * A pid names a process only with its start time (`/proc/PID/stat`), and a process is ended only
  * if the kernel lists the lock among its descriptors' (`/proc/PID/fdinfo`): a recorded pid that was

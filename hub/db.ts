@@ -232,6 +232,15 @@ export const HUB_MIGRATIONS = [
       CREATE INDEX connections_open ON connections (replica) WHERE disconnected_at IS NULL;
     `,
   },
+  {
+    version: 12,
+    // The edge an event of another object is about (issue #42: an AgentUpgrade ordering it, its
+    // switch running or rolled back), so the edge's events list them (hub/state/events.ts).
+    sql: `
+      ALTER TABLE events ADD COLUMN edge TEXT;
+      CREATE INDEX events_by_edge ON events (project, edge, id) WHERE edge IS NOT NULL;
+    `,
+  },
 ];
 
 export function migrateHub(db: SqliteDatabase): void {

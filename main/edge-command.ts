@@ -56,12 +56,14 @@ export function registerEdgeCommand(program: Command): Command {
       const [
         { startEdgeAgent },
         { resolveJoinToken },
-        { launch, restartSelf, trialLauncher },
+        { launch, restartSelf },
+        { trialLauncher },
         { startMemoryReclaim },
         { AgentLock },
       ] = await Promise.all([
         import('../edge/agent.js'),
         import('../edge/enroll.js'),
+        import('../edge/upgrade/launcher.js'),
         import('../edge/upgrade/switch.js'),
         import('../edge/memory-reclaim.js'),
         import('../edge/agent-lock.js'),
@@ -77,7 +79,7 @@ export function registerEdgeCommand(program: Command): Command {
         log,
       });
       await lock.acquire();
-      // A release switch pending or committed (edge/upgrade/switch.ts): runs the new binary on
+      // A release switch pending or committed (edge/upgrade/launcher.ts): runs the new binary on
       // trial and commits or rolls back, or becomes the committed binary (does not return then).
       await launch(o.data, log, lock, buildInfo().version);
       let switchTo: (version: string) => void = () => undefined;

@@ -135,7 +135,10 @@ describe('switching to a staged release', () => {
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(/9\.9\.2: staged as .*outpost-9\.9\.2-[0-9a-f]{12}; switching/);
     await waitFor(() => state()?.state === 'rolled-back', { timeout: 60_000, what: 'rollback' });
-    expect(state()!.reason).toMatch(/release 9\.9\.2: it exited \(code 3\) before it connected and reconciled/);
+    // Why, and the last of what the new binary said on stderr (passed on to the launcher's too).
+    const reason =
+      'release 9.9.2: it exited (code 3) before it connected and reconciled; its last lines on stderr: agent-exits-at-start: broken release double, exiting';
+    expect(state()!.reason).toBe(reason);
     expect(edge.err).toMatch(/broken release double/);
     expect(edge.alive).toBe(true);
     await waitFor(connected, { timeout: 30_000, what: 'old agent connected again' });
@@ -145,6 +148,12 @@ describe('switching to a staged release', () => {
       timeout: 30_000,
       what: 'RolledBack on the hub',
     });
+    // The edge's release history: the switch, when it ended, that it was a local upgrade, and why.
+    expect(await describeEdge()).toMatch(
+      new RegExp(
+        `Agent release history \\(newest first, times on the edge\\):\\n\\s+ENDED\\s+VERSION\\s+FROM\\s+RESULT\\s+ORDERED BY\\s+REASON\\n\\s+\\S+ \\(\\d+[sm] ago\\)\\s+9\\.9\\.2\\s+\\S+\\s+RolledBack\\s+local upgrade\\s+${literal(reason)}\\n(?!\\s+\\S+ \\()`,
+      ),
+    );
     expect(workloadPid()).toBe(workload);
     expect(alive(workload)).toBe(true);
     // The hub's history says why the agent's connection ended: it restarted for the switch.
@@ -291,8 +300,36 @@ describe('switching to a staged release', () => {
     });
     expect(state()).toMatchObject({ previousBinaryVersion: '9.9.1' });
     await waitFor(connected, { timeout: 60_000, what: 'connected on 9.9.1 again' });
+
+    // Every switch of this suite, newest first, as the edge keeps it and the hub shows it.
+    const history = state()!.history!.map((h) => `${h.version} ${h.state}`);
+    expect(history).toEqual([
+      '9.9.0 rolled-back',
+      '9.9.2 rolled-back',
+      '9.9.1 committed',
+      '9.9.4 rolled-back',
+      '9.9.3 rolled-back',
+      '9.9.3 rolled-back',
+      '9.9.2 rolled-back',
+    ]);
+    await waitFor(
+      async () => {
+        const rows = (await describeEdge()).split('Agent release history')[1]?.split(/\n(?! )/)[0] ?? '';
+        const shown = [...rows.matchAll(/\)\s+(9\.9\.\d)\s+\S+\s+(RolledBack|Committed)\s/g)].map(
+          (m) => `${m[1]} ${m[2]}`,
+        );
+        return (
+          shown.join(',') ===
+          history.map((h) => h.replace('rolled-back', 'RolledBack').replace('committed', 'Committed')).join(',')
+        );
+      },
+      { timeout: 30_000, what: 'the release history on the hub' },
+    );
   }, 180_000);
 });
+
+/** `s` as a regular expression that matches it literally. */
+const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 async function restartEdgeWith(env: Record<string, string>): Promise<Proc> {
   await edge.kill('SIGTERM');

@@ -66,6 +66,28 @@ export interface EdgeStatusView {
   imageStaging?: ImageStagingView;
   /** The hub replica its connection is on, while connected (`GET /api/v1/replicas`). */
   servedBy?: ServedByView;
+  /**
+   * The DataObjects the edge was ordered to hold, as it last reported each (hub/state/data-progress.ts),
+   * in name order. Only in one edge's own GET, not in lists.
+   */
+  dataObjects?: EdgeDataObjectView[];
+}
+
+/** One DataObject on one edge, as the edge's status lists it. */
+export interface EdgeDataObjectView {
+  name: string;
+  /** Where its file is, under the edge's objects directory. */
+  path: string;
+  /** The delivery state of the version the edge last reported on (core/delivery.ts). */
+  state: string;
+  /** That version. */
+  version: string;
+  /** The version its file holds now, if any (core/delivery.ts heldVersion). */
+  holds?: string;
+  percent?: number;
+  reason?: string;
+  /** When the edge reached this state (ISO 8601, the edge's clock). */
+  since: string;
 }
 
 /** A hub replica, as an edge's status and connection history name it. */
@@ -183,8 +205,19 @@ export interface EventView {
   name: string;
   reason: string;
   message: string;
+  /** The edge an event of another object is about (an AgentUpgrade's): it lists with the edge's events (`?edge=`). */
+  edge?: string;
   /** The object no longer exists (a decommissioned edge, a deleted workload): no link. */
   gone?: boolean;
+}
+
+/**
+ * The query of `GET .../events` that lists one object's events: an edge's are its own and those of
+ * other objects about it (`edge=NAME`: an AgentUpgrade ordering it, its switch running or rolled
+ * back); any other object's, its own (`kind`, `name`). The CLI and the UI ask the same.
+ */
+export function eventsQuery(kind: string, name: string): { edge: string } | { kind: string; name: string } {
+  return kind === 'Edge' ? { edge: name } : { kind, name };
 }
 
 /** `GET .../fleet`. */
@@ -294,9 +327,22 @@ export function upgradeStateText(
   e: Pick<AgentUpgradeEdgeView, 'state' | 'percent' | 'reason'>,
   version: string,
 ): string {
-  if (e.state === 'Downloading') return `Downloading ${e.percent ?? 0}%`;
-  if (e.state === 'Running') return `Running ${version}`;
-  return e.reason ? `${e.state}: ${e.reason}` : e.state;
+  const detail = upgradeStateDetail(e, version);
+  if (!detail) return e.state;
+  return e.state === 'Downloading' || e.state === 'Running' ? `${e.state} ${detail}` : `${e.state}: ${detail}`;
+}
+
+/**
+ * What `upgradeStateText` says beside the state, for a page that shows the state on its own (a
+ * badge): `40%`, `0.2.0`, the reason; undefined when there is nothing more to say.
+ */
+export function upgradeStateDetail(
+  e: Pick<AgentUpgradeEdgeView, 'state' | 'percent' | 'reason'>,
+  version: string,
+): string | undefined {
+  if (e.state === 'Downloading') return `${e.percent ?? 0}%`;
+  if (e.state === 'Running') return version;
+  return e.reason || undefined;
 }
 
 /** One selected edge of a DataObject (hub/data/delivery.ts). */
@@ -336,7 +382,16 @@ export interface DataObjectStatusView {
 
 /** One edge's delivery in words: `Delivered v2`, `Downloading 40%`, `Waiting (activates 2026-...)`, `Failed: why`. */
 export function deliveryStateText(e: Pick<DataObjectEdgeView, 'state' | 'version' | 'percent' | 'reason'>): string {
-  if (e.state === 'Downloading') return `Downloading ${e.percent ?? 0}%`;
-  if (e.state === 'Delivered') return `Delivered ${e.version ?? ''}`.trim();
-  return e.reason ? `${e.state}: ${e.reason}` : e.state;
+  const detail = deliveryStateDetail(e);
+  if (!detail) return e.state;
+  return e.state === 'Downloading' || e.state === 'Delivered' ? `${e.state} ${detail}` : `${e.state}: ${detail}`;
+}
+
+/** What `deliveryStateText` says beside the state, for a page that shows the state as a badge; undefined: nothing. */
+export function deliveryStateDetail(
+  e: Pick<DataObjectEdgeView, 'state' | 'version' | 'percent' | 'reason'>,
+): string | undefined {
+  if (e.state === 'Downloading') return `${e.percent ?? 0}%`;
+  if (e.state === 'Delivered') return e.version || undefined;
+  return e.reason || undefined;
 }

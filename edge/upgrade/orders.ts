@@ -12,7 +12,7 @@
  * binary with an unchanged version is installed like any other release. An order is carried out
  * once per binary: after a rollback the edge reports RolledBack for it and runs the old binary
  * on; a new order (another digest) starts over. A binary that reports another version than its
- * release is refused on trial (edge/upgrade/switch.ts) and rolled back with that reason.
+ * release is refused on trial (edge/upgrade/launcher.ts) and rolled back with that reason.
  *
  * Before anything is downloaded the release must verify with the pinned key, be signed for this
  * edge's project (or every project), and not be older than what the edge runs or committed unless
@@ -95,7 +95,7 @@ export class UpgradeOrders {
     // the version string (a rebuilt binary with an unchanged version is another release).
     if (runningDigest(sw, this.d.onTrial) === order.release.digest) {
       if (this.d.version !== order.release.version) {
-        // Committed by an agent from before the trial checked it (switch.ts refuseWrongVersion):
+        // Committed by an agent from before the trial checked it (launcher.ts refuseWrongVersion):
         // switching again would loop; the rollout counts it failed and says why.
         this.report({
           ...base,
@@ -108,7 +108,7 @@ export class UpgradeOrders {
       return;
     }
     if (sw?.order === key && sw.state === 'rolled-back') {
-      this.report({ ...base, state: 'RolledBack', reason: sw.reason ?? 'rolled back' });
+      this.report({ ...base, state: 'RolledBack', reason: (sw.reason ?? 'rolled back').slice(0, 1024) });
       return;
     }
     if (sw?.order === key && sw.state === 'trial') {

@@ -17,7 +17,7 @@ import { matchesSelector, parseSelectorString } from '../../core/selector.js';
 import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { checkDataPaths } from '../data/paths.js';
-import { edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
+import { edgeDetail, edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import { edgePhase } from '../edges/phase.js';
 import type { EdgeState } from '../state/edges.js';
@@ -53,8 +53,11 @@ function stagingOf(deps: HubDeps, project: string, name: string): { imageStaging
   return p ? { imageStaging: p } : {};
 }
 
-/** An object as the API shows it: with its status, and its Secret values redacted unless revealed. */
-export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource {
+/**
+ * An object as the API shows it: with its status, and its Secret values redacted unless revealed;
+ * `detail` for one object's own GET (an edge's then says more than a list's items do).
+ */
+export function withStatus(deps: HubDeps, o: Resource, reveal = false, detail = false): Resource {
   const { state, store, scheduler } = deps;
   if (o.kind === 'Placement') {
     return {
@@ -69,7 +72,10 @@ export function withStatus(deps: HubDeps, o: Resource, reveal = false): Resource
   if (o.kind === 'Edge')
     return {
       ...o,
-      status: { ...edgeStatus(state, store, o.metadata.name, (r) => deps.replicas.servedBy(r)) },
+      status: {
+        ...edgeStatus(state, store, o.metadata.name, (r) => deps.replicas.servedBy(r)),
+        ...(detail ? edgeDetail(state, o.metadata.name) : {}),
+      },
     } as Resource;
   if (o.kind === 'AgentUpgrade')
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
@@ -130,12 +136,16 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     authorize(c, 'read', project);
     const kind = c.req.query('kind');
     const name = c.req.query('name');
+    // `edge=NAME`: the edge's events and those of other objects about it (an AgentUpgrade's).
+    const edge = c.req.query('edge');
+    if (edge && (kind || name))
+      throw new OutpostError('bad_request', 'edge lists the events of an edge: give edge, or kind and name, not both');
     const reason = c.req.query('reason');
     const since = c.req.query('since') === undefined ? undefined : Number(c.req.query('since'));
     if (since !== undefined && !Number.isFinite(since))
       throw new OutpostError('bad_request', 'since: give a time in milliseconds since the epoch');
     const limit = Math.min(Number(c.req.query('limit') ?? 50) || 50, 500);
-    const rows = deps.state.events.list(project, { kind, name, reason, since, limit });
+    const rows = deps.state.events.list(project, { kind, name, edge, reason, since, limit });
     // Events outlive their objects: say which are gone, so the UI does not link to a 404.
     const exists = new Map<string, boolean>();
     const gone = (r: { kind: string; name: string }) => {
@@ -225,7 +235,7 @@ export function objectRoutes(deps: HubDeps): Hono<Env> {
     const reveal = revealSecrets(deps, c, project);
     const o = objects.get(kind, project, c.req.param('name'));
     if (!o) throw new OutpostError('not_found', `${kind} ${c.req.param('name')} not found in project ${project}`);
-    return c.json(withStatus(deps, o, reveal));
+    return c.json(withStatus(deps, o, reveal, true));
   });
 
   const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {

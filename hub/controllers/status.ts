@@ -18,7 +18,9 @@ import type { Placement } from '../../core/resources.js';
 import { stateFromReport, summarize, type StatusEntry } from '../../core/summary.js';
 import { stagingSummary } from '../../core/staging.js';
 import type { Summary } from '../../core/status.js';
+import { heldVersion } from '../../core/delivery.js';
 import type {
+  EdgeDataObjectView,
   EdgeStatusView,
   EdgeWorkloadView,
   ImageStagingView,
@@ -182,6 +184,27 @@ export function edgeStatus(
     localIntents: intents,
     ...imageStagingOf(state, name),
   };
+}
+
+/**
+ * What only one edge's own GET shows: a list would read it once per edge (a round trip each on
+ * PostgreSQL). The DataObjects it was ordered to hold, as it last reported each.
+ */
+export function edgeDetail(state: HubState, name: string): Pick<EdgeStatusView, 'dataObjects'> {
+  const dataObjects: EdgeDataObjectView[] = [...state.dataProgress.byEdge(name)].map(([object, p]) => {
+    const holds = heldVersion(p);
+    return {
+      name: object,
+      path: p.path,
+      state: p.state,
+      version: p.version,
+      ...(holds ? { holds } : {}),
+      ...(p.percent !== undefined ? { percent: p.percent } : {}),
+      ...(p.reason ? { reason: p.reason } : {}),
+      since: new Date(p.at).toISOString(),
+    };
+  });
+  return dataObjects.length ? { dataObjects } : {};
 }
 
 /** What the edge reports of images staged for a rollout (core/staging.ts), if anything: projected. */

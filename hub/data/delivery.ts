@@ -24,7 +24,7 @@
  */
 import type { BlobDigest } from '../../core/blobs.js';
 import type { DataObjectEdgeView, DataObjectStatusView } from '../../core/api/views.js';
-import { deliveryOrder, type DeliveryOrder, type DeliveryProgress } from '../../core/delivery.js';
+import { deliveryOrder, heldVersion, type DeliveryOrder, type DeliveryProgress } from '../../core/delivery.js';
 import { OutpostError } from '../../core/errors.js';
 import { inventoryLabels } from '../../core/inventory.js';
 import { createLogger } from '../../core/logger.js';
@@ -165,7 +165,7 @@ export class DataDeliveries {
     const edges: DataObjectEdgeView[] = this.selected(o, fleets).map((e) => {
       const p = reported.get(e);
       const current = p && p.version === order.version && p.digest === order.digest ? p : undefined;
-      const holds = p?.state === 'Delivered' ? p.version : p?.previous;
+      const holds = heldVersion(p);
       const holder = blocked.get(e);
       if (holder)
         return {

@@ -190,6 +190,7 @@ export class HubStaging {
         project,
         kind: 'Placement',
         name,
+        edge,
         reason: 'OverBudget',
         message: `edge ${edge} does not stage the new version's images: ${reason}`,
       });

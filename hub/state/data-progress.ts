@@ -15,10 +15,13 @@ export interface DataProgressState {
   forgetEdge(edge: string): void;
   /** What each edge reported about DataObject `name`, by edge (edges of other projects included: filter by selection). */
   byObject(name: string): Map<string, DeliveryProgress>;
+  /** What one edge reported about each DataObject it was ordered to hold, by name, in name order. */
+  byEdge(edge: string): Map<string, DeliveryProgress>;
 }
 
 interface Row {
-  edge: string;
+  /** The edge (byObject) or the object's name (byEdge). */
+  key: string;
   progress: string;
 }
 
@@ -53,19 +56,26 @@ export function sqlDataProgressState(db: SqlDb): DataProgressState {
       run(db, 'DELETE FROM data_progress WHERE edge = ?', edge);
     },
     byObject(name) {
-      const out = new Map<string, DeliveryProgress>();
-      for (const r of all<Row>(db, 'SELECT edge, progress FROM data_progress WHERE name = ?', name)) {
-        // Written from a checked report; a row that no longer parses (a damaged or older row) is left out.
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(r.progress);
-        } catch {
-          continue;
-        }
-        const p = DeliveryProgress.safeParse(parsed);
-        if (p.success) out.set(r.edge, p.data);
-      }
-      return out;
+      return parsed(all<Row>(db, 'SELECT edge AS key, progress FROM data_progress WHERE name = ?', name));
+    },
+    byEdge(edge) {
+      return parsed(all<Row>(db, 'SELECT name AS key, progress FROM data_progress WHERE edge = ? ORDER BY name', edge));
     },
   };
+}
+
+/** Rows written from a checked report; a row that no longer parses (a damaged or older row) is left out. */
+function parsed(rows: Row[]): Map<string, DeliveryProgress> {
+  const out = new Map<string, DeliveryProgress>();
+  for (const r of rows) {
+    let v: unknown;
+    try {
+      v = JSON.parse(r.progress);
+    } catch {
+      continue;
+    }
+    const p = DeliveryProgress.safeParse(v);
+    if (p.success) out.set(r.key, p.data);
+  }
+  return out;
 }

@@ -1,8 +1,9 @@
 /**
  * @module The hub's event log (table `events`): the only SQL about it. Events record what happened
  * to an object (created, approved, connected, rolled out...) for `outpost describe`, the UI and its
- * live stream; retention bounds them (hub/edges/history.ts). `EventLog` is the seam for a second
- * implementation (issue #22); `sqlEventLog` is today's.
+ * live stream; retention bounds them (hub/edges/history.ts). An event of one object about an edge
+ * (an AgentUpgrade's, naming the edge it ordered) carries that edge too, and lists with the edge's.
+ * `EventLog` is the seam for a second implementation (issue #22); `sqlEventLog` is today's.
  */
 import { type SqlDb, all, keyed, one, oneOf, read, run, runBeforeCommit } from './sql.js';
 
@@ -14,6 +15,11 @@ export interface EventRecord {
   name: string;
   reason: string;
   message: string;
+  /**
+   * The edge an event of another object is about (an AgentUpgrade ordering it, its switch
+   * running or rolled back; a placement's images over budget there): listed with the edge's own.
+   */
+  edge?: string;
 }
 
 export type NewEvent = Omit<EventRecord, 'id' | 'at'> & { at?: number };
@@ -21,6 +27,8 @@ export type NewEvent = Omit<EventRecord, 'id' | 'at'> & { at?: number };
 export interface EventFilter {
   kind?: string;
   name?: string;
+  /** The events of Edge `edge` and those of other objects about it (EventRecord.edge); not with kind or name. */
+  edge?: string;
   reason?: string;
   /** Only events at or after this time (ms since the epoch). */
   since?: number;
@@ -50,14 +58,21 @@ export interface EventLog {
 export function recordEvent(db: SqlDb, e: NewEvent): void {
   runBeforeCommit(
     db,
-    'INSERT INTO events (at, project, kind, name, reason, message) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO events (at, project, kind, name, reason, message, edge) VALUES (?, ?, ?, ?, ?, ?, ?)',
     e.at ?? Date.now(),
     e.project,
     e.kind,
     e.name,
     e.reason,
     e.message,
+    e.edge ?? null,
   );
+}
+
+/** A row as the API shows it: no `edge` when the event is about none. */
+function eventOf(r: EventRecord & { edge?: string | null }): EventRecord {
+  const { edge, ...rest } = r;
+  return edge ? { ...rest, edge } : rest;
 }
 
 /** The read of an object's last event, given ahead at an edge's handshake (hub/state/index.ts `handshakeReads`). */
@@ -99,21 +114,24 @@ export function sqlEventLog(db: SqlDb): EventLog {
       );
     },
     last(project, kind, name) {
-      return oneOf<EventRecord>(db, lastEventRead(project, kind, name));
+      const r = oneOf<EventRecord>(db, lastEventRead(project, kind, name));
+      return r && eventOf(r);
     },
     list(project, f) {
-      // Four optional filters: 16 statement texts at most, each cached once.
-      const sql = `SELECT id, at, project, kind, name, reason, message FROM events WHERE project = ?${f.kind ? ' AND kind = ?' : ''}${f.name ? ' AND name = ?' : ''}${f.reason ? ' AND reason = ?' : ''}${f.since !== undefined ? ' AND at >= ?' : ''} ORDER BY id DESC LIMIT ?`;
+      // Five optional filters: 32 statement texts at most, each cached once. An edge's events are
+      // its own (events_by_object) and those about it (events_by_edge).
+      const sql = `SELECT id, at, project, kind, name, reason, message, edge FROM events WHERE project = ?${f.edge ? " AND ((kind = 'Edge' AND name = ?) OR edge = ?)" : ''}${f.kind ? ' AND kind = ?' : ''}${f.name ? ' AND name = ?' : ''}${f.reason ? ' AND reason = ?' : ''}${f.since !== undefined ? ' AND at >= ?' : ''} ORDER BY id DESC LIMIT ?`;
       return all<EventRecord>(
         db,
         sql,
         project,
+        ...(f.edge ? [f.edge, f.edge] : []),
         ...(f.kind ? [f.kind] : []),
         ...(f.name ? [f.name] : []),
         ...(f.reason ? [f.reason] : []),
         ...(f.since !== undefined ? [f.since] : []),
         f.limit,
-      );
+      ).map(eventOf);
     },
     lastId() {
       return one<{ m: number | null }>(db, 'SELECT MAX(id) m FROM events')?.m ?? 0;

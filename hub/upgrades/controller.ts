@@ -43,7 +43,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import { edgesReached, schedulableEdges } from '../edges/phase.js';
-import type { AgentUpgradeRollouts } from '../state/agent-upgrades.js';
+import type { AgentUpgradeOutcome, AgentUpgradeRollouts } from '../state/agent-upgrades.js';
 import { edgeAgentVersions, edgeLiveness } from '../state/edges.js';
 import type { HubBlobs } from '../blobs/index.js';
 import type { OrderEngine } from '../orders/engine.js';
@@ -289,9 +289,27 @@ export class AgentUpgradeController {
     const known = this.known();
     for (const [project, upgrades] of byProject) {
       const v = this.view(project, known, upgrades);
-      recordOutcomes(this.rollouts, project, v, (e) => this.progressOf(e, known));
+      for (const r of recordOutcomes(this.rollouts, project, v, (e) => this.progressOf(e, known)))
+        this.outcomeEvent(project, r.upgrade, r.edge, r.outcome);
       for (const u of v.claims.ordered) this.planOne(u, v, known);
     }
+  }
+
+  /** How an edge's switch to the upgrade's release ended, as an event of the upgrade about that edge. */
+  private outcomeEvent(project: string, u: AgentUpgrade, edge: string, o: AgentUpgradeOutcome): void {
+    const version = u.spec.release.version;
+    log.info({ project, upgrade: u.metadata.name, edge, state: o.state }, 'agent upgrade ended on an edge');
+    recordEvent(this.db, {
+      project,
+      kind: 'AgentUpgrade',
+      name: u.metadata.name,
+      edge,
+      reason: o.state,
+      message:
+        o.state === 'Running'
+          ? `edge ${edge} runs ${version}`
+          : `edge ${edge} rolled back ${version}${o.reason ? `: ${o.reason}` : ''}`,
+    });
   }
 
   private planOne(u: AgentUpgrade, v: ProjectView, known: Known): void {
@@ -305,6 +323,7 @@ export class AgentUpgradeController {
         project,
         kind: 'AgentUpgrade',
         name: u.metadata.name,
+        edge: e,
         reason: 'Ordered',
         message: `edge ${e} ordered ${again ? 'again (the order changed) ' : ''}to switch to ${u.spec.release.version}${u.spec.allowDowngrade ? ' (allowDowngrade: even if it runs a newer version)' : ''}${online === false ? ' (offline: when it returns)' : ''}`,
       });

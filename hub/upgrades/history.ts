@@ -17,14 +17,18 @@ export interface History {
   outcomes: Map<string, Map<string, AgentUpgradeOutcome>>;
 }
 
-/** Each edge's final report on an upgrade's release (Running, RolledBack) becomes its history there. */
+/**
+ * Each edge's final report on an upgrade's release (Running, RolledBack) becomes its history
+ * there; returns those recorded in this pass (each the news of an event).
+ */
 export function recordOutcomes(
   rollouts: AgentUpgradeRollouts,
   project: string,
   h: History,
   progressOf: (edge: string) => AgentUpgradeProgress | undefined,
   now = Date.now(),
-): void {
+): { upgrade: AgentUpgrade; edge: string; outcome: AgentUpgradeOutcome }[] {
+  const recorded: { upgrade: AgentUpgrade; edge: string; outcome: AgentUpgradeOutcome }[] = [];
   for (const u of h.upgrades)
     for (const e of h.selected.get(u.metadata.name) ?? []) {
       const o = reportedOutcome(u, progressOf(e), now);
@@ -32,8 +36,10 @@ export function recordOutcomes(
       // Recorded once per ending: the report's own clock says nothing new on the next pass.
       if (!o || (rec && rec.digest === o.digest && rec.state === o.state && rec.reason === o.reason)) continue;
       const by = rec?.digest === o.digest ? rec.by : undefined;
-      rollouts.recordOutcome(project, u.metadata.name, e, { ...o, ...(by ? { by } : {}) });
+      const outcome = { ...o, ...(by ? { by } : {}) };
+      if (rollouts.recordOutcome(project, u.metadata.name, e, outcome)) recorded.push({ upgrade: u, edge: e, outcome });
     }
+  return recorded;
 }
 
 /**

@@ -20,6 +20,7 @@ import { startHub, type Hub } from '../../hub/hub.js';
 import { adminApi, startProcessAgent, stopAgents } from '../fixtures/in-process-fleet.js';
 import { tempDir, waitFor } from '../helpers.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
+import { seedEdgeExtras } from './edge-extras.js';
 
 let dir: string;
 let hub: Hub | undefined;
@@ -118,6 +119,8 @@ beforeAll(async () => {
     listen: '127.0.0.1:0',
     insecureHttp: true,
     requireApproval: true,
+    // `agent push` signs only scanned binaries: the suite's stand-in release is not worth a clamd.
+    scanner: { kind: 'none' },
   });
   const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', {
     project: 'default',
@@ -217,8 +220,9 @@ describe('web UI in Chromium', () => {
     await hasCount(page.getByRole('row', { name: /shop-berlin/ }), 1);
   });
 
-  it('shows an edge with inventory, workloads, on-site overrides (time and origin) and connection history', async () => {
-    const berlin = agents[0];
+  it('shows an edge with inventory, workloads, its agent release history, DataObjects, staged images, on-site overrides (time and origin), connection history and the AgentUpgrade events about it', async () => {
+    agents[0] = await seedEdgeExtras(hub!, dir, agents[0]!);
+    const berlin = agents[0]!;
     expect(
       await localIntent(berlin, {
         workload: 'hello',
@@ -249,7 +253,31 @@ describe('web UI in Chromium', () => {
       .getByText(/No exported files yet \(a workload exports with the data\.outpost\.dev\/egress annotation\)/)
       .waitFor();
     await page.getByRole('row', { name: /hello hello-eu Ready/ }).waitFor();
+    // The release it switched to and rolled back: who ordered it, and why, ending with the new
+    // binary's last lines on stderr.
+    await page.getByRole('heading', { name: 'Agent releases' }).waitFor();
+    const release = page.getByRole('row', { name: /9\.9\.7/ });
+    await hasText(release, 'RolledBack');
+    await release.getByRole('link', { name: 'agent-9-9-7' }).waitFor();
+    await hasText(release, 'release 9.9.7: it exited (code 4) before it connected and reconciled');
+    await hasText(release, '9.9.7 trial line 12: cannot start');
+    // The DataObjects it holds and the images it staged.
+    await hasText(page.getByRole('row', { name: /^prices/ }), 'Delivered v1');
+    const image = page.getByRole('row', { name: /default\/team\/app/ });
+    await hasText(image, 'Skipped');
+    await hasText(image, 'the process driver runs no images');
+    // Its events with the AgentUpgrade's about it, each naming its kind.
+    const events = page.getByRole('region', { name: 'Events of this edge and its agent upgrades' });
+    await hasText(events, 'AgentUpgrade agent-9-9-7: edge shop-berlin ordered to switch to 9.9.7');
+    await hasText(events, 'AgentUpgrade agent-9-9-7: edge shop-berlin rolled back 9.9.7: release 9.9.7');
     await screenshot(page, 'edge-detail');
+    // The upgrade's page says RolledBack once, then why.
+    await page.goto(hub!.url + '/agentupgrades/agent-9-9-7');
+    const row = page.getByRole('row', { name: /shop-berlin/ });
+    await hasText(row, 'release 9.9.7: it exited (code 4)');
+    expect((await row.innerText()).replace(/\s+/g, ' ')).toMatch(
+      /^shop-berlin RolledBack release 9\.9\.7: it exited \(code 4\)/,
+    );
     // Fleet-wide: the edges table names what is held on site, and filters on it.
     await page.goto(hub!.url + '/edges');
     await page.getByRole('columnheader', { name: 'Local' }).waitFor();

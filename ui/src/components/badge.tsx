@@ -28,6 +28,13 @@ const TONE: Record<string, string> = {
   Waiting: 'info',
   Expired: 'muted',
   Blocked: 'warn',
+  // A release switch an edge reports (ui/src/pages/edge-software.tsx); RolledBack as above.
+  Committed: 'ok',
+  // Images an edge staged for a rollout (ui/src/pages/edge-software.tsx).
+  Present: 'ok',
+  Staging: 'info',
+  OverBudget: 'warn',
+  Skipped: 'muted',
   // Hub replicas (ui/src/pages/replicas.tsx).
   Alive: 'ok',
   Down: 'bad',

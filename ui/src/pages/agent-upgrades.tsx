@@ -11,7 +11,7 @@ import { Link } from '../components/link.js';
 import { ago, bytes } from '../format.js';
 import { useGet } from '../hooks.js';
 import { useApp } from '../store.js';
-import { upgradeStateText, type AgentUpgradeStatusView } from '../../../core/api/views.js';
+import { upgradeStateDetail, type AgentUpgradeStatusView } from '../../../core/api/views.js';
 import type { List } from '../types.js';
 
 export interface AgentUpgradeView {
@@ -122,8 +122,7 @@ export function AgentUpgradeDetail(props: { name: string }) {
                       <Link href={`/edges/${encodeURIComponent(e.edge)}`}>{e.edge}</Link>
                     </th>
                     <td>
-                      <Badge value={e.state} />{' '}
-                      {upgradeStateText(e, version) !== e.state && <span>{upgradeStateText(e, version)}</span>}
+                      <Badge value={e.state} /> {upgradeStateDetail(e, version)}
                     </td>
                     <td>{e.agentVersion ?? '-'}</td>
                     <td>{e.online ? 'Online' : 'Offline'}</td>

@@ -10,7 +10,7 @@ import { Link } from '../components/link.js';
 import { ago, bytes, dateTime } from '../format.js';
 import { useGet } from '../hooks.js';
 import { useApp } from '../store.js';
-import { deliveryStateText, type DataObjectStatusView } from '../../../core/api/views.js';
+import { deliveryStateDetail, type DataObjectStatusView } from '../../../core/api/views.js';
 import type { DataObjectSpec } from '../../../core/resources.js';
 import type { List } from '../types.js';
 
@@ -114,10 +114,7 @@ export function DataObjectDetail(props: { name: string }) {
                       <Link href={`/edges/${encodeURIComponent(e.edge)}`}>{e.edge}</Link>
                     </th>
                     <td>
-                      <Badge value={e.state} />{' '}
-                      {e.state !== 'Delivered' && deliveryStateText(e) !== e.state && (
-                        <span>{deliveryStateText(e)}</span>
-                      )}
+                      <Badge value={e.state} /> {e.state !== 'Delivered' && deliveryStateDetail(e)}
                     </td>
                     <td>{e.version ?? '-'}</td>
                     <td>{e.since ? ago(e.since) : '-'}</td>

@@ -1,15 +1,67 @@
 /**
- * The files an edge's workloads exported (docs/data.md), on the edge detail page: what the hub
- * holds, newest version of each path, and how much still waits on the edge as its last heartbeat
- * said (the files themselves are listed once they arrive). A workload whose queue reached its
- * bound shows as Degraded with the reason in the Workloads table.
+ * Data on the edge detail page (docs/data.md): the DataObjects the edge holds (the version its file
+ * holds, and where the next one is, as the edge last reported), and the files its workloads
+ * exported: what the hub holds, newest version of each path, and how much still waits on the edge
+ * as its last heartbeat said (the files themselves are listed once they arrive). A workload whose
+ * queue reached its bound shows as Degraded with the reason in the Workloads table.
  */
 import { enc } from '../api.js';
+import { Badge } from '../components/badge.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Link } from '../components/link.js';
 import { ago, bytes, dateTime } from '../format.js';
 import { useGet } from '../hooks.js';
 import type { DataFile, EgressQueue } from '../../../core/data.js';
-import type { List } from '../types.js';
+import type { EdgeStatus, List } from '../types.js';
+
+export function HeldDataObjects(props: { objects: EdgeStatus['dataObjects'] }) {
+  const objects = props.objects ?? [];
+  return (
+    <section aria-labelledby="held-h">
+      <h2 id="held-h">DataObjects</h2>
+      {objects.length === 0 ? (
+        <p class="muted">No DataObject selects this edge.</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="table compact">
+            <thead>
+              <tr>
+                <th scope="col">DataObject</th>
+                <th scope="col">Path</th>
+                <th scope="col">File holds</th>
+                <th scope="col">State</th>
+                <th scope="col">Since</th>
+              </tr>
+            </thead>
+            <tbody>
+              {objects.map((d) => (
+                <tr key={d.name}>
+                  <th scope="row">
+                    <Link href={`/dataobjects/${enc(d.name)}`}>{d.name}</Link>
+                  </th>
+                  <td>
+                    <code>{d.path}</code>
+                  </td>
+                  <td>{d.holds ?? '—'}</td>
+                  <td>
+                    <Badge value={d.state} /> {d.version}
+                    {d.state === 'Downloading' && ` ${d.percent ?? 0}%`}
+                    {d.reason && <div class="reason">{d.reason}</div>}
+                  </td>
+                  <td>
+                    <time dateTime={d.since} title={dateTime(d.since)}>
+                      {ago(d.since)}
+                    </time>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
 
 /** One item of `GET .../edges/E/data-files` (core/data.ts). */
 export type DataFileView = DataFile;

@@ -1,4 +1,8 @@
-/** One edge: facts and inventory, its workloads with status and generation, local overrides made on site, connection history. */
+/**
+ * One edge: facts and inventory, its workloads with status and generation, the agent releases it
+ * switched to, the DataObjects it holds and the images it staged, local overrides made on site,
+ * connection history, and its events with those of the AgentUpgrades about it.
+ */
 import { enc } from '../api.js';
 import { Badge } from '../components/badge.js';
 import { ConfirmButton } from '../components/confirm.js';
@@ -9,7 +13,8 @@ import { ago, bytes, dateTime, duration, inlineValue } from '../format.js';
 import { useAction, useGet } from '../hooks.js';
 import { api, can, useApp } from '../store.js';
 import type { Connection, EdgeObj, List, LocalStateView } from '../types.js';
-import { ExportedFiles } from './edge-data.js';
+import { ExportedFiles, HeldDataObjects } from './edge-data.js';
+import { AgentReleases, StagedImages } from './edge-software.js';
 import { WorkloadTools } from './edge-tools.js';
 import { Events } from './overview.js';
 
@@ -307,6 +312,10 @@ export function EdgeDetail(props: { name: string }) {
             </div>
           </section>
 
+          <AgentReleases release={inv?.agentRelease} version={e.status.agentVersion ?? inv?.agentVersion} />
+          <HeldDataObjects objects={e.status.dataObjects} />
+          <StagedImages staging={e.status.imageStaging} />
+
           {can(session, 'write') && e.status.phase === 'Online' && (
             <WorkloadTools project={session.project} edge={props.name} workloads={e.status.workloads} />
           )}
@@ -371,7 +380,12 @@ export function EdgeDetail(props: { name: string }) {
               </table>
             </div>
           </section>
-          <Events project={session.project} kind="Edge" name={props.name} title="Events of this edge" />
+          <Events
+            project={session.project}
+            kind="Edge"
+            name={props.name}
+            title="Events of this edge and its agent upgrades"
+          />
         </>
       )}
     </>

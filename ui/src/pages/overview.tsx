@@ -1,5 +1,6 @@
 /** Fleet overview: edge counts, placements with READY x/y, edges online over time, latest events. */
 import { useState } from 'preact/hooks';
+import { eventsQuery } from '../../../core/api/views.js';
 import { enc, query } from '../api.js';
 import { Badge } from '../components/badge.js';
 import { OnlineChart } from '../components/chart.js';
@@ -22,10 +23,25 @@ function Count(props: { label: string; value?: number; href: string; tone: strin
   );
 }
 
+/** Where an event's object is shown, for the kinds that have a page. */
+const OBJECT_PAGES: Record<string, string> = {
+  Edge: '/edges',
+  Workload: '/workloads',
+  Placement: '/placements',
+  AgentUpgrade: '/agentupgrades',
+  DataObject: '/dataobjects',
+};
+
+/**
+ * The latest events of the project, or of one object (`kind` and `name`): an edge's with those of
+ * other objects about it (core/api/views.ts eventsQuery), each naming its kind.
+ */
 export function Events(props: { project: string; kind?: string; name?: string; limit?: number; title?: string }) {
+  const of = props.kind && props.name ? eventsQuery(props.kind, props.name) : {};
   const ev = useGet<List<HubEvent>>(
-    `/api/v1/projects/${enc(props.project)}/events${query({ kind: props.kind, name: props.name, limit: props.limit ?? 12 })}`,
+    `/api/v1/projects/${enc(props.project)}/events${query({ ...of, limit: props.limit ?? 12 })}`,
   );
+  const own = (e: HubEvent) => e.kind === props.kind && e.name === props.name;
   return (
     <section aria-labelledby="events-h">
       <h2 id="events-h">{props.title ?? 'Latest events'}</h2>
@@ -39,16 +55,13 @@ export function Events(props: { project: string; kind?: string; name?: string; l
             </time>
             <span class="event-reason">{e.reason}</span>
             <span class="event-msg">
+              {props.kind && !own(e) && <span class="muted">{e.kind} </span>}
               {e.gone ? (
                 <span title={`this ${e.kind.toLowerCase()} no longer exists`}>
                   {e.name} <span class="muted">({e.kind === 'Edge' ? 'decommissioned' : 'deleted'})</span>
                 </span>
-              ) : e.kind === 'Edge' ? (
-                <Link href={`/edges/${enc(e.name)}`}>{e.name}</Link>
-              ) : e.kind === 'Workload' ? (
-                <Link href={`/workloads/${enc(e.name)}`}>{e.name}</Link>
-              ) : e.kind === 'Placement' ? (
-                <Link href={`/placements/${enc(e.name)}`}>{e.name}</Link>
+              ) : OBJECT_PAGES[e.kind] ? (
+                <Link href={`${OBJECT_PAGES[e.kind]}/${enc(e.name)}`}>{e.name}</Link>
               ) : (
                 e.name
               )}
