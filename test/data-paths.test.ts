@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
 import type { Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
-import { adminApi, startInProcessHub, startProcessAgents, stopInProcess } from './fixtures/in-process-fleet.js';
+import {
+  adminApi,
+  startInProcessHub,
+  startProcessAgents,
+  stopInProcess,
+  untilOnline,
+} from './fixtures/in-process-fleet.js';
 import { waitFor } from './helpers.js';
 
 let dir: string;
@@ -42,11 +48,7 @@ beforeAll(async () => {
   ({ dir, hub, env } = await startInProcessHub('outpost-data-paths-'));
   await startProcessAgents(hub, dir, ['e1', 'e2'], { region: 'eu' }, agents);
   await startProcessAgents(hub, dir, ['e3'], { region: 'us' }, agents);
-  await waitFor(
-    async () =>
-      (await adminApi(hub, 'GET', '/api/v1/projects/default/edges?state=Online')).items?.length === agents.length,
-    { timeout: 30_000, what: 'three edges online' },
-  );
+  await untilOnline(hub, agents.length);
 }, 60_000);
 
 afterAll(async () => {

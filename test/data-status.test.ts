@@ -13,7 +13,13 @@ import type { DataObjectStatusView } from '../core/api/views.js';
 import type { EdgeAgent } from '../edge/agent.js';
 import type { Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
-import { adminApi, startInProcessHub, startProcessAgents, stopInProcess } from './fixtures/in-process-fleet.js';
+import {
+  adminApi,
+  startInProcessHub,
+  startProcessAgents,
+  stopInProcess,
+  untilOnline,
+} from './fixtures/in-process-fleet.js';
 import { waitFor } from './helpers.js';
 
 const EDGES = ['d1', 'd2', 'd3'];
@@ -37,11 +43,7 @@ function payload(name: string, text: string): string {
 beforeAll(async () => {
   ({ dir, hub, env } = await startInProcessHub('outpost-data-status-'));
   await startProcessAgents(hub, dir, EDGES, { region: 'eu' }, agents);
-  await waitFor(
-    async () =>
-      (await adminApi(hub, 'GET', '/api/v1/projects/default/edges?state=Online')).items?.length === agents.length,
-    { timeout: 30_000, what: 'three edges online' },
-  );
+  await untilOnline(hub, agents.length);
 }, 60_000);
 
 afterAll(async () => {

@@ -10,6 +10,7 @@ import { tempDir, waitFor } from '../../test/helpers.js';
 import { startHub, type Hub } from '../hub.js';
 import { EVENTS_POLL_MS, STREAM_KEEPALIVE_MS, STREAM_THROTTLE_MS } from './stream.js';
 import { hubDatabaseOption } from '../../test/fixtures/backend.js';
+import { readSse } from '../../test/fixtures/sse.js';
 
 let dir: string;
 let hub: Hub;
@@ -32,22 +33,7 @@ function listen(p: string, token = hub.adminToken) {
   const done = (async () => {
     const res = await fetch(hub.url + p, { headers: { authorization: `Bearer ${token}` }, signal: ctl.signal });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
-    const reader = res.body!.getReader();
-    const dec = new TextDecoder();
-    let buf = '';
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      buf += dec.decode(value, { stream: true });
-      let i;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const ev = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (ev) events.push({ event: ev, data: data ? JSON.parse(data) : undefined });
-      }
-    }
+    await readSse(res, (e) => events.push(e));
   })()
     .catch(() => undefined)
     .finally(() => (ended = true));

@@ -215,21 +215,37 @@ export class DataDeliveries {
    * changes in one write.
    */
   tick(): void {
-    const parts = this.plan();
-    const before = this.parts;
+    const { parts, ordered } = this.plan(this.parts);
     this.parts = parts;
     this.engine.copy(DATA_ORDERS.name);
-    this.noteOrdered(before, parts);
+    for (const { o, order, edges } of ordered) {
+      const { project, name } = o.metadata;
+      log.info({ project, object: name, version: order.version, edges }, 'data object ordered');
+      recordEvent(this.db, {
+        project,
+        kind: 'DataObject',
+        name,
+        reason: 'Ordered',
+        message: `${order.version} ordered to ${edges} edge(s)`,
+      });
+    }
   }
 
-  /** Every edge's orders now, by edge and object name. */
-  private plan(): Map<string, Map<string, DeliveryOrder>> {
+  /**
+   * Every edge's orders now, by edge and object name; and each object whose order reaches edges
+   * this process serves that did not hold it in `before` (the last pass's), for its `Ordered` event.
+   */
+  private plan(before: Map<string, Map<string, DeliveryOrder>>): {
+    parts: Map<string, Map<string, DeliveryOrder>>;
+    ordered: { o: DataObject; order: DeliveryOrder; edges: number }[];
+  } {
     // Each project's edges read once per pass, whatever the number of its DataObjects.
     const fleets = new Map<string, ReturnType<typeof schedulableEdges>>();
     const byProject = new Map<string, DataObject[]>();
     for (const o of this.objects.list<DataObject>('DataObject', '*'))
       (byProject.get(o.metadata.project) ?? byProject.set(o.metadata.project, []).get(o.metadata.project)!).push(o);
     const parts = new Map<string, Map<string, DeliveryOrder>>();
+    const ordered: { o: DataObject; order: DeliveryOrder; edges: number }[] = [];
     const seen = new Set<string>();
     for (const [project, list] of byProject) {
       const selected = new Map(list.map((o) => [o.metadata.name, this.selected(o, fleets)]));
@@ -239,47 +255,24 @@ export class DataDeliveries {
         (n) => this.reports.byObject(n),
       );
       for (const o of list) {
-        seen.add(`${project}/${o.metadata.name}`);
-        const b = blocked.get(o.metadata.name);
+        const name = o.metadata.name;
+        seen.add(`${project}/${name}`);
+        const b = blocked.get(name);
         this.noteBlocked(o, b);
         const order = deliveryOrder(o);
-        for (const e of selected.get(o.metadata.name)!) {
+        const text = JSON.stringify(order);
+        let edges = 0;
+        for (const e of selected.get(name)!) {
           if (b?.has(e)) continue;
-          (parts.get(e) ?? parts.set(e, new Map()).get(e)!).set(o.metadata.name, order);
+          (parts.get(e) ?? parts.set(e, new Map()).get(e)!).set(name, order);
+          const was = before.get(e)?.get(name);
+          if ((!this.engine.holds || this.engine.holds(e)) && (!was || JSON.stringify(was) !== text)) edges++;
         }
+        if (edges) ordered.push({ o, order, edges });
       }
     }
     for (const key of [...this.lastBlocked.keys()]) if (!seen.has(key)) this.lastBlocked.delete(key);
-    return parts;
-  }
-
-  /** An `Ordered` event per object whose order reached edges this process serves that lacked it. */
-  private noteOrdered(
-    before: Map<string, Map<string, DeliveryOrder>>,
-    after: Map<string, Map<string, DeliveryOrder>>,
-  ): void {
-    const count = new Map<string, { order: DeliveryOrder; edges: number }>();
-    for (const [edge, orders] of after) {
-      if (this.engine.holds && !this.engine.holds(edge)) continue;
-      for (const [name, order] of orders) {
-        const was = before.get(edge)?.get(name);
-        if (was && JSON.stringify(was) === JSON.stringify(order)) continue;
-        const c = count.get(name) ?? count.set(name, { order, edges: 0 }).get(name)!;
-        c.edges++;
-      }
-    }
-    for (const [name, { order, edges }] of count) {
-      const o = this.objects.list<DataObject>('DataObject', '*').find((x) => x.metadata.name === name);
-      if (!o) continue;
-      log.info({ project: o.metadata.project, object: name, version: order.version, edges }, 'data object ordered');
-      recordEvent(this.db, {
-        project: o.metadata.project,
-        kind: 'DataObject',
-        name,
-        reason: 'Ordered',
-        message: `${order.version} ordered to ${edges} edge(s)`,
-      });
-    }
+    return { parts, ordered };
   }
 
   /** An event when an object becomes blocked on edges this process serves (once per change of them). */
