@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../test/e2e/binary.js';
 import { ROOT } from './lib/hub-process.js';
 import type { ResultFile } from './lib/results.js';
 
@@ -40,6 +41,10 @@ function runBench(
   });
 }
 
+// The harness runs the hubs from dist/outpost (the product): built here first, when older than its
+// sources, so no run below spends its time limit on the build.
+beforeAll(() => buildOnce(), 600_000);
+
 describe('bench harness', () => {
   it(
     'runs the connect scenario with 20 edges and writes a well-formed results file',
@@ -58,6 +63,7 @@ describe('bench harness', () => {
       expect(data.runs).toHaveLength(1);
       const run = data.runs[0];
       expect(run).toMatchObject({ scenario: 'connect', completed: true, parameters: { edges: 20, workers: 2 } });
+      expect(run.parameters.hub).toMatch(/^dist\/outpost \S+/);
       expect(run.error).toBeUndefined();
       // Every edge was connected and in sync, and the memory figures are real readings.
       expect(run.targets.find((t) => t.what === 'edges connected and in sync')?.value).toMatch(/^20\/20 in /);

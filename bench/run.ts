@@ -9,7 +9,9 @@
  * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
  * --keep (keep the run directory with logs and databases), --results-dir DIR, --sim-store memory|file
  * (each simulator worker's replica: in-memory SQLite, the default, or a file in the run directory),
- * --replicas N (issue #22, below).
+ * --replicas N (issue #22, below), --hub-from-source (the hubs run main.ts through tsx; by default
+ * they run dist/outpost, the product, built first when older than its sources), --hub-binary FILE
+ * (the hubs run that executable: an older build, for an A/B).
  *
  * Hub replicas (issue #22): `--replicas N` runs the scenario against N `outpost hub` processes on
  * one PostgreSQL instead of one hub on SQLite. The harness starts the PostgreSQL server itself
@@ -23,9 +25,12 @@
  * it: fanout, reconnect (every replica restarts at once) and failover (replicas only, default 3,
  * 3,000 edges: the planning replica is killed -9; bench/scenarios/failover.ts).
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { DIST_EXECUTABLE } from '../build/build.js';
+import { buildOnce } from '../test/e2e/binary.js';
 import { formatTable, RESULTS_DIR, today, writeResult, type RunResult } from './lib/results.js';
 import { BenchTimeout, checkLimits, machineInfo } from './lib/sys.js';
 import { blobs } from './scenarios/blobs.js';
@@ -71,6 +76,10 @@ export interface RunOptions {
   simStore: 'memory' | 'file';
   /** Hub replicas on PostgreSQL; undefined: one hub on SQLite (or the scenario's default). */
   replicas?: number;
+  /** Run the hubs from main.ts through tsx instead of dist/outpost. */
+  hubFromSource: boolean;
+  /** Run the hubs from this executable instead of dist/outpost (an older build, for an A/B). */
+  hubBinary?: string;
 }
 
 class UsageError extends Error {}
@@ -84,6 +93,7 @@ export function parseArgs(argv: string[]): RunOptions {
     keep: false,
     resultsDir: process.env.BENCH_RESULTS_DIR ?? RESULTS_DIR,
     simStore: 'memory',
+    hubFromSource: false,
   };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -108,7 +118,13 @@ export function parseArgs(argv: string[]): RunOptions {
     else if (a === '--budget-min') o.budgetMin = num(a, argv[++i], 1);
     else if (a === '--profile-hub') o.profileHub = true;
     else if (a === '--keep') o.keep = true;
-    else if (a === '--sim-store') {
+    else if (a === '--hub-from-source') o.hubFromSource = true;
+    else if (a === '--hub-binary') {
+      const v = argv[++i];
+      if (!v || !fs.existsSync(v))
+        throw new UsageError(`--hub-binary ${v ?? ''}: no such file (give an outpost executable)`);
+      o.hubBinary = path.resolve(v);
+    } else if (a === '--sim-store') {
       const v = argv[++i];
       if (v !== 'memory' && v !== 'file') throw new UsageError(`--sim-store ${v ?? ''}: use memory or file`);
       o.simStore = v;
@@ -158,6 +174,7 @@ export async function runScenario(name: string, o: RunOptions): Promise<RunResul
     deadline: started + o.budgetMin * 60_000,
     runDir,
     cpuProfDir,
+    hubBinary: hubBinaryOf(o),
     log: (m) => log(`${label}/${edges}: ${m}`),
   };
   const out: ScenarioOutput = { metrics: {}, targets: [], bottleneck: [] };
@@ -169,6 +186,9 @@ export async function runScenario(name: string, o: RunOptions): Promise<RunResul
       readyDelayMs: o.readyDelayMs,
       budgetMin: o.budgetMin,
       simStore: o.simStore,
+      hub: o.hubFromSource
+        ? 'main.ts (tsx)'
+        : `${path.relative(process.cwd(), hubBinaryOf(o)!)} ${buildInfoOf(hubBinaryOf(o)!)}`,
       ...(replicas ? { replicas, database: 'postgresql' } : {}),
     },
     startedAt: new Date(started).toISOString(),
@@ -221,6 +241,16 @@ async function main(argv: string[]): Promise<number> {
   log(
     `machine: ${m.cores} cores (${m.cpuModel}), ${Math.round(m.memoryBytes / 1024 ** 3)} GB, node ${m.node}, open-file limit ${m.fdLimit ?? 'unknown'}`,
   );
+  if (o.hubFromSource && o.hubBinary) {
+    process.stderr.write('error: --hub-from-source and --hub-binary exclude each other: give one\n');
+    return 2;
+  }
+  if (!o.hubFromSource && !o.hubBinary) {
+    // The hubs run the product: dist/outpost, built first when it is older than its sources.
+    log('dist/outpost: building it if older than its sources (--hub-from-source runs main.ts through tsx instead)');
+    await buildOnce();
+    log(`dist/outpost: ${buildInfoOf(DIST_EXECUTABLE)}`);
+  }
   const runs: RunResult[] = [];
   const command = `npm run bench -- ${argv.join(' ')}`.trim().replace(/ --$/, '');
   for (const name of o.scenarios) {
@@ -242,6 +272,16 @@ async function main(argv: string[]): Promise<number> {
   for (const r of runs)
     for (const b of r.bottleneck) process.stdout.write(`  ${r.scenario}/${r.parameters.edges}: ${b}\n`);
   return runs.every((r) => r.completed) ? 0 : 1;
+}
+
+/** The executable the hubs run: --hub-binary, else dist/outpost; undefined: main.ts through tsx. */
+function hubBinaryOf(o: RunOptions): string | undefined {
+  return o.hubFromSource ? undefined : (o.hubBinary ?? DIST_EXECUTABLE);
+}
+
+/** What `dist/outpost --version` prints (the version and commit it was built from). */
+function buildInfoOf(exe: string): string {
+  return spawnSync(exe, ['--version'], { encoding: 'utf8' }).stdout.trim();
 }
 
 process.once('SIGINT', () => process.exit(130));

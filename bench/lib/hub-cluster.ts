@@ -19,6 +19,8 @@ export interface HubClusterOptions {
   /** 0: one hub on SQLite; N >= 1: N replicas on one PostgreSQL. */
   replicas: number;
   cpuProfDir?: string;
+  /** The hub executable (dist/outpost); undefined: main.ts through tsx (`--hub-from-source`). */
+  binary?: string;
 }
 
 export class HubCluster {
@@ -36,6 +38,7 @@ export class HubCluster {
           dataDir: path.join(opts.runDir, `hub${suffix}`),
           logFile: path.join(opts.runDir, `hub${suffix}.log`),
           cpuProfDir: opts.cpuProfDir,
+          binary: opts.binary,
         }),
       );
     }

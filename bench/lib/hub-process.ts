@@ -1,7 +1,9 @@
 /**
- * @module The hub under test: the real `outpost hub` command (main.ts through tsx) in its own
- * process, plain HTTP on loopback, its log in the run directory. Restarting keeps the data
- * directory and the port, as an operator's restart would.
+ * @module The hub under test: the real `outpost hub` command in its own process, plain HTTP on
+ * loopback, its log in the run directory. By default the product itself, dist/outpost (built by
+ * the harness when older than its sources); `--hub-from-source` runs main.ts through tsx instead
+ * (quicker to iterate on, but it measures tsx's loader and an unbundled module graph too).
+ * Restarting keeps the data directory and the port, as an operator's restart would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +23,8 @@ export interface HubProcessOptions {
   database?: string;
   /** `--identity-key FILE`: the replicas' one identity (and admin token), as operators run them. */
   identityKeyFile?: string;
+  /** The executable to run (dist/outpost); undefined: main.ts through tsx. */
+  binary?: string;
 }
 
 /** How long a hub may take to print its URL; tsx compiles the sources on a cold cache. */
@@ -73,17 +77,7 @@ export class HubProcess {
   /** Starts `outpost hub` and resolves once it listens (on the previous port after a restart). */
   async start(): Promise<void> {
     const log = fs.openSync(this.opts.logFile, 'a');
-    const execArgv = [
-      '--import',
-      'tsx',
-      ...(this.opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', this.opts.cpuProfDir] : []),
-      // BENCH_HUB_V8_FLAGS: V8 flags Node refuses in NODE_OPTIONS (e.g. --always-sparkplug), on the
-      // hub's command line.
-      ...(process.env.BENCH_HUB_V8_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
-    ];
     const args = [
-      ...execArgv,
-      path.join(ROOT, 'main.ts'),
       'hub',
       '--insecure-http',
       '--data',
@@ -98,15 +92,16 @@ export class HubProcess {
       '--max-connections-per-address',
       String(BENCH_CONNECTIONS_PER_ADDRESS),
     ];
+    const { file, argv, nodeOptions } = hubCommand(this.opts, args);
     this.startedAt = Date.now();
-    const child = spawn(process.execPath, args, {
+    const child = spawn(file, argv, {
       cwd: ROOT,
       // BENCH_HUB_NODE_OPTIONS: V8 flags for the hub alone (e.g. heap sizing), as NODE_OPTIONS
       // would be set in the hub's systemd unit; the simulator keeps its own.
       env: {
-        ...process.env,
+        ...hubEnv(),
         OUTPOST_LOG_LEVEL: this.opts.logLevel ?? 'info',
-        ...(process.env.BENCH_HUB_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS } : {}),
+        ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
       },
       stdio: ['ignore', log, 'pipe'],
     });
@@ -163,4 +158,40 @@ export class HubProcess {
       await exited;
     }
   }
+}
+
+/**
+ * The command line of a hub: the executable with `args`, or node + tsx + main.ts. Node flags do not
+ * reach a single executable on its command line, so for the binary the CPU profile and
+ * BENCH_HUB_NODE_OPTIONS go through NODE_OPTIONS; BENCH_HUB_V8_FLAGS (flags Node refuses in
+ * NODE_OPTIONS) can only be given to a hub run from the sources.
+ */
+export function hubCommand(
+  opts: Pick<HubProcessOptions, 'binary' | 'cpuProfDir'>,
+  args: string[],
+): { file: string; argv: string[]; nodeOptions: string | undefined } {
+  const prof = opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : [];
+  const v8 = process.env.BENCH_HUB_V8_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  const extra = process.env.BENCH_HUB_NODE_OPTIONS;
+  if (opts.binary) {
+    if (v8.length)
+      throw new Error(
+        'BENCH_HUB_V8_FLAGS reaches only a hub run from the sources (a single executable takes Node flags through NODE_OPTIONS alone): add --hub-from-source, or give the flags in BENCH_HUB_NODE_OPTIONS if Node accepts them there',
+      );
+    const nodeOptions = [...prof, ...(extra ? [extra] : [])].join(' ');
+    return { file: opts.binary, argv: args, nodeOptions: nodeOptions || undefined };
+  }
+  return {
+    file: process.execPath,
+    argv: ['--import', 'tsx', ...prof, ...v8, path.join(ROOT, 'main.ts'), ...args],
+    nodeOptions: extra,
+  };
+}
+
+/** The harness's environment without what tsx and vitest set for themselves (a hub is started as a user would). */
+function hubEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('VITEST') && k !== 'NODE_OPTIONS' && k !== 'TSX') env[k] = v;
+  return env;
 }

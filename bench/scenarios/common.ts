@@ -25,6 +25,8 @@ export interface ScenarioContext {
   deadline: number;
   runDir: string;
   cpuProfDir?: string;
+  /** The hub executable (dist/outpost); undefined: main.ts through tsx (`--hub-from-source`). */
+  hubBinary?: string;
   log(msg: string): void;
 }
 
@@ -53,7 +55,12 @@ export interface Setup {
  * (not connected yet); with replicas each edge enrolls through, and connects first to, its own.
  */
 export async function setupFleet(ctx: ScenarioContext, out: ScenarioOutput, edges = ctx.edges): Promise<Setup> {
-  const cluster = new HubCluster({ runDir: ctx.runDir, replicas: ctx.replicas, cpuProfDir: ctx.cpuProfDir });
+  const cluster = new HubCluster({
+    runDir: ctx.runDir,
+    replicas: ctx.replicas,
+    cpuProfDir: ctx.cpuProfDir,
+    binary: ctx.hubBinary,
+  });
   try {
     await cluster.start();
   } catch (err) {

@@ -231,7 +231,11 @@ function startTime(argv0: string, args: string[], runs = 7): number | undefined 
 }
 
 export const footprint: Scenario = async (ctx, out) => {
-  const hub = new HubProcess({ dataDir: path.join(ctx.runDir, 'hub'), logFile: path.join(ctx.runDir, 'hub.log') });
+  const hub = new HubProcess({
+    dataDir: path.join(ctx.runDir, 'hub'),
+    logFile: path.join(ctx.runDir, 'hub.log'),
+    binary: ctx.hubBinary,
+  });
   await hub.start();
   try {
     const api = new HubApi(hub.url, hub.adminToken);
