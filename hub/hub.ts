@@ -35,7 +35,7 @@ import { S3Sink } from './data/s3-sink.js';
 import { isDataFileHeader } from '../core/data.js';
 import { AgentReleases } from './upgrades/releases.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
-import { ChangeFeed } from './api/stream.js';
+import { ChangeFeed } from './changes/feed.js';
 import * as auth from './auth/index.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { Scheduler } from './scheduler/index.js';

@@ -8,7 +8,7 @@ import type http from 'node:http';
 import { createLogger } from '../core/logger.js';
 import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
-import type { ChangeFeed } from './api/stream.js';
+import type { ChangeFeed } from './changes/feed.js';
 import type { TokenStreams } from './auth/token-streams.js';
 import type { HubBlobs } from './blobs/index.js';
 import type { Catalog } from './catalog/index.js';

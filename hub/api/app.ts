@@ -6,8 +6,8 @@ import { Hono } from 'hono';
 import type { WhoAmI } from '../../core/api/types.js';
 import { diskFullError, isDiskFull, OutpostError, toOutpostError } from '../../core/errors.js';
 import { createLogger, throttle } from '../../core/logger.js';
-import { principalFromHeader } from '../auth/principal.js';
-import { principal, type Env, type HubDeps } from './context.js';
+import type { HubDeps } from './context.js';
+import { authenticate, principal, type Env } from '../auth/middleware.js';
 import { applyRoutes } from './apply.js';
 import { catalogRoutes } from '../catalog/routes.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
@@ -67,13 +67,7 @@ export function createApi(deps: HubDeps): Hono {
   app.route('/api/v1', enrollRoute(deps));
 
   const api = new Hono<Env>();
-  api.use('*', async (c, next) => {
-    c.set(
-      'principal',
-      principalFromHeader((t) => deps.auth.verifyApiToken(t), c.req.header('authorization')),
-    );
-    await next();
-  });
+  api.use('*', authenticate(deps.auth));
   api.get('/whoami', (c) => {
     const { role, project, tokenId } = principal(c);
     return c.json({ role, project, tokenId, replica: deps.replicas.self() } satisfies WhoAmI);
@@ -89,7 +83,7 @@ export function createApi(deps: HubDeps): Hono {
   api.route('/', dataRoutes(deps));
   api.route('/', applyRoutes(deps));
   api.route('/', releaseRoutes(deps));
-  if (deps.catalog) api.route('/', catalogRoutes(deps, deps.catalog));
+  if (deps.catalog) api.route('/', catalogRoutes(deps.catalog));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

@@ -26,7 +26,9 @@ import { checkDataPaths } from '../data/paths.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assignments.js';
 import { validateResource, type ApplyAction } from '../objects.js';
-import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
+import type { HubDeps } from './context.js';
+import { authorize, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 import { registryForOutput } from '../images/registries.js';
 
 function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {

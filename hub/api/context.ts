@@ -27,48 +27,8 @@ import type { ObjectStore } from '../objects.js';
 import type { HubSecrets } from '../secrets.js';
 import type { EdgeLifecycle } from '../edges/lifecycle.js';
 import type { HubState } from '../state/index.js';
-import type { ChangeFeed } from './stream.js';
-
-export type { Action, Role };
-
-export type Principal = ApiPrincipal;
-
-export type ApiTokenView = ApiTokenInfo;
-
-export type JoinTokenView = JoinTokenInfo;
-
-export interface HubAuth {
-  verifyApiToken(token: string): Principal | null;
-  /**
-   * Holds an open long-lived request (a stream, a tunnel session, a transfer) of `p` until the
-   * returned release is called; `close` ends it first if its token is revoked (on any replica) or
-   * its credential expires (hub/auth/token-streams.ts).
-   */
-  hold(p: Principal, close: (reason: string) => void): () => void;
-  createApiToken(opts: { role: Role; project: string; ttlMs?: number; description?: string }): {
-    token: string;
-    id: string;
-    expiresAt?: number;
-  };
-  /** Without ttlMs the token expires after the default (24 h). */
-  createJoinToken(opts: { project: string; labels: Record<string, string>; ttlMs?: number; uses?: number }): {
-    token: string;
-    id: string;
-    expiresAt: number;
-  };
-  /** Every API and join token, without secrets. */
-  listTokens(): { api: ApiTokenView[]; join: JoinTokenView[] };
-  /** Revokes an API or join token by id (an API token's open streams end); false when it was already revoked. */
-  revokeToken(kind: 'api' | 'join', id: string): boolean;
-  /** New admin token for all projects into DATA/admin.token; the one it held is revoked (its streams end). */
-  rotateAdminToken(): { token: string; id: string; revoked: string | null };
-  /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
-  consumeJoinToken(token: string): { project: string; labels: Record<string, string> };
-  /** `sealKey`: the public key the edge made at enrollment, Secrets for it are sealed to. */
-  issueEdgeCredential(edge: string, sealKey?: string): string;
-  /** Revokes the edge's credential and remembers it as decommissioned (the edge is told so when it dials). */
-  decommissionEdgeCredential(edge: string): void;
-}
+import type { ChangeFeed } from '../changes/feed.js';
+import type { HubAuth } from '../auth/contract.js';
 
 export interface HubDeps {
   db: SqlDb;
@@ -127,8 +87,6 @@ export interface HubDeps {
   imageStaging?: { progress(project: string, placement: string): PlacementStagingView | undefined };
 }
 
-export type Env = { Variables: { principal: Principal } };
-
 export const KIND_PATHS: Record<string, Kind> = {
   edges: 'Edge',
   workloads: 'Workload',
@@ -142,23 +100,4 @@ export function kindFromPath(s: string): Kind {
   const k = KIND_PATHS[s];
   if (!k) throw new OutpostError('not_found', `unknown kind "${s}": use ${Object.keys(KIND_PATHS).join(', ')}`);
   return k;
-}
-
-export function principal(c: Context<Env>): Principal {
-  return c.get('principal');
-}
-
-/** The request's principal, if it may do `action` in `project` (404 outside its project, 403 else: hub/auth/roles.ts). */
-export function authorize(c: Context<Env>, action: Action, project: string): Principal {
-  const p = principal(c);
-  authorizeIn(p, action, project);
-  return p;
-}
-
-export async function jsonBody<T = unknown>(c: Context): Promise<T> {
-  try {
-    return (await c.req.json()) as T;
-  } catch {
-    throw new OutpostError('bad_request', 'the request body is not valid JSON');
-  }
 }

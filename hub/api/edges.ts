@@ -8,7 +8,9 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { formatIssues, Inventory, Labels } from '../../core/resources.js';
 import { isSealKey } from '../../core/secrets.js';
-import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
+import type { HubDeps } from './context.js';
+import { authorize, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 import { withStatus } from './objects.js';
 
 const EnrollRequest = z.object({

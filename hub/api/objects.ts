@@ -25,7 +25,9 @@ import type { ObjectState } from '../state/objects.js';
 import { validateResource } from '../objects.js';
 import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
-import { authorize, jsonBody, kindFromPath, principal, type Env, type HubDeps } from './context.js';
+import { kindFromPath, type HubDeps } from './context.js';
+import { authorize, principal, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 import { can } from '../auth/roles.js';
 
 const MAX_LIST = 1000;

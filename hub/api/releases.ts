@@ -5,7 +5,9 @@
 import { Hono } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import { authorizeAllProjects } from '../auth/roles.js';
-import { jsonBody, principal, type Env, type HubDeps } from './context.js';
+import type { HubDeps } from './context.js';
+import { principal, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 
 export function releaseRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();

@@ -7,7 +7,8 @@
 import { Hono } from 'hono';
 import type { ListResponse } from '../../core/api/types.js';
 import type { ReplicaView } from '../../core/api/views.js';
-import { principal, type Env, type HubDeps } from './context.js';
+import type { HubDeps } from './context.js';
+import { principal, type Env } from '../auth/middleware.js';
 
 export function replicaRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();

@@ -9,7 +9,10 @@ import { parseDuration } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { Labels } from '../../core/resources.js';
-import { authorize, jsonBody, principal, type Env, type HubDeps, type Role } from './context.js';
+import type { HubDeps } from './context.js';
+import type { Role } from '../auth/contract.js';
+import { authorize, principal, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 
 function ttlOf(ttl: string | undefined): number | undefined {
   try {

@@ -4,7 +4,7 @@
  * edge credentials. Tokens it makes carry the pin of the hub's CA (null without TLS).
  */
 import { parseToken } from '../../sync/pinned-ca.js';
-import type { HubAuth } from '../api/context.js';
+import type { HubAuth } from './contract.js';
 import type { SqlDb } from '../state/sql.js';
 import { issueEdgeCredential, revokeEdgeCredential } from './edge-credentials.js';
 import { consumeJoinToken, createJoinToken, joinTokenExpiry, listJoinTokens, revokeJoinToken } from './join-tokens.js';
