@@ -12,7 +12,8 @@
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Topic } from '../changes/feed.js';
-import type { HubDeps } from './context.js';
+import type { HubAuth } from '../auth/contract.js';
+import type { ChangeFeed } from '../changes/feed.js';
 import { authorize, type Env } from '../auth/middleware.js';
 
 /**
@@ -23,9 +24,9 @@ export const STREAM_THROTTLE_MS = 500;
 /** A comment line this often keeps proxies from closing an idle stream and lets clients detect a dead hub. */
 export const STREAM_KEEPALIVE_MS = 15_000;
 
-export function streamRoutes(deps: HubDeps): Hono<Env> {
+/** The change feed's stream; `auth` ends it when its token is revoked or expires. */
+export function streamRoutes(feed: ChangeFeed, auth: Pick<HubAuth, 'hold'>): Hono<Env> {
   const app = new Hono<Env>();
-  const feed = deps.changes;
 
   app.get('/projects/:project/stream', (c) => {
     const project = c.req.param('project');
@@ -57,7 +58,7 @@ export function streamRoutes(deps: HubDeps): Hono<Env> {
         () => finish(),
       );
       // Revoked (on any replica) or expired: the stream ends at once, saying why.
-      const release = deps.auth.hold(p, (reason) => {
+      const release = auth.hold(p, (reason) => {
         void stream
           .writeSSE({
             event: 'unauthorized',
