@@ -1,5 +1,5 @@
 /**
- * @module `HubAuth` (hub/api/context.ts) over the auth tables of one database: what the API, the
+ * @module `HubAuth` (hub/auth/contract.ts) over the auth tables of one database: what the API, the
  * tunnel, the blob and image routes and an edge's lifecycle call to check and issue tokens and
  * edge credentials. Tokens it makes carry the pin of the hub's CA (null without TLS).
  */
