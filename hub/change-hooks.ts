@@ -11,7 +11,7 @@
 import { compactSpec } from '../sync/compaction.js';
 import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore, ReplicaStoreOptions } from '../sync/store.js';
-import type { ChangeFeed } from './api/stream.js';
+import type { ChangeFeed } from './changes/feed.js';
 import { projectReport } from './controllers/status.js';
 import type { HubStaging } from './images/staging.js';
 import type { ObjectStore } from './objects.js';

@@ -10,7 +10,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import type { HubBlobs } from './blobs/index.js';
-import type { HubAuth } from './api/context.js';
+import type { HubAuth } from './auth/contract.js';
 import {
   limitConnections,
   MAX_CONNECTIONS_PER_ADDRESS,

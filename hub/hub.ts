@@ -1,16 +1,16 @@
 /**
- * @module The hub's composition root: one SQLite file (replica store + hub tables), TLS, the REST
- * API, the sync endpoint, the scheduler and status projection, metrics. `startHub` is what
- * `outpost hub` runs; tests start it in-process. It wires only: the parts with a job of their own
- * live beside it (options.ts, store.ts, change-hooks.ts, http-server.ts, sync-endpoint.ts,
- * shutdown.ts) and in the folders of hub/.
+ * @module The hub's composition root: it opens the database and TLS (open.ts), the store and the
+ * hub's tables, auth and the objects, and builds a list of modules (hub/module.ts) that it starts
+ * in order and stops in reverse (shutdown.ts); the API serves the modules (api/app.ts), the sync
+ * endpoint connects edges to them (sync-endpoint.ts), and the change hooks route each change to
+ * what it concerns (change-hooks.ts). `startHub` is what `outpost hub` runs; tests start it
+ * in-process. It wires only: each module's parts live in the folders of hub/ (hub/modules/ builds
+ * the ones of several parts).
  *
  * @example
  * const hub = await startHub({ dataDir: '/var/lib/outpost-hub', listen: '0.0.0.0:7443' });
  * console.log(hub.url, hub.adminToken);
  */
-import fs from 'node:fs';
-import type { Socket } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
 import type { EdgeName } from '../core/ids.js';
@@ -22,30 +22,29 @@ import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
 import { dependsOnGate } from './catalog/gate.js';
 import { Catalog } from './catalog/index.js';
-import { ImageCache } from './images/cache.js';
-import { imagesGate } from './images/gate.js';
-import { ImagePins } from './images/pins.js';
-import { HubStaging } from './images/staging.js';
-import type { Registry } from '../core/resources.js';
-import { HubTransfers } from './blobs/transfers.js';
-import { AgentUpgradeController } from './upgrades/controller.js';
+import { ChangeFeed } from './changes/feed.js';
+import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { DataDeliveries } from './data/delivery.js';
 import { HubDataFiles } from './data/index.js';
 import { S3Sink } from './data/s3-sink.js';
-import { isDataFileHeader } from '../core/data.js';
-import { AgentReleases } from './upgrades/releases.js';
-import { ensureReleaseKey } from './upgrades/release-key.js';
-import { ChangeFeed } from './api/stream.js';
-import * as auth from './auth/index.js';
-import { documentHooks, routeObjectChanges } from './change-hooks.js';
-import { Scheduler } from './scheduler/index.js';
-import { recordTablesAtStart } from './database-marker.js';
 import { migrateHub } from './db.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
+import type { ConnectionLimiter } from './http-limits.js';
 import { createHubServer, listenHub } from './http-server.js';
+import { imagesGate } from './images/gate.js';
+import { HubStaging } from './images/staging.js';
 import { createHubMetrics } from './metrics.js';
-import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
+import { loop, startModules, type HubModule } from './module.js';
+import { createAuthModule } from './modules/auth.js';
+import { createImagesModule } from './modules/images.js';
+import { createReplication } from './modules/replication.js';
+import { createTunnelModule } from './modules/tunnel.js';
+import { ObjectStore, sealedKeyId } from './objects.js';
+import { openHub } from './open.js';
 import { parseListen, type HubOptions } from './options.js';
+import { OrderEngine } from './orders/engine.js';
+import { Scheduler } from './scheduler/index.js';
+import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { closeHub } from './shutdown.js';
 import { SqlAssignmentStore } from './state/assignments.js';
 import {
@@ -55,23 +54,15 @@ import {
   sqliteHubState,
   type HubState,
 } from './state/index.js';
-import { openPostgres } from './state/pg/open.js';
-import { EdgeLeases } from './state/leases.js';
-import { ReplicaDirectory } from './replicas/directory.js';
-import { endEarlierRuns, renewMembership, startReplicas, type Replicas } from './replicas/index.js';
-import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/statements.js';
+import { advertiseUrlOf } from './state/replicas.js';
 import type { SqlDb } from './state/sql.js';
-import { HubSecrets, loadSecretsKey } from './secrets.js';
-import { ensureReplicaAdminToken, shareRotatedAdminToken } from './identity/admin-token.js';
-import { shareHubIdentity } from './identity/index.js';
-import { OrderEngine } from './orders/engine.js';
-import { loadIdentityKey } from './identity/key.js';
+import * as auth from './auth/index.js';
 import { openHubStore } from './store.js';
 import { createSyncEndpoint } from './sync-endpoint.js';
-import { hubTls } from './tls.js';
-import { ReplicaForwarder } from './tunnel/forward.js';
-import { TunnelGateway } from './tunnel/gateway.js';
+import { AgentUpgradeController } from './upgrades/controller.js';
+import { ensureReleaseKey } from './upgrades/release-key.js';
+import { AgentReleases } from './upgrades/releases.js';
 
 const log = createLogger('hub');
 
@@ -110,98 +101,57 @@ export interface Hub {
 export async function startHub(opts: HubOptions): Promise<Hub> {
   const { version } = buildInfo();
   const { host, port } = parseListen(opts.listen);
-  fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
-  // First: a wrong URL or a database that cannot be reached ends the start before anything else.
-  if (opts.identityKeyFile && !opts.database)
-    throw new Error(
-      '--identity-key is for hub replicas sharing a database: give --database too, or drop --identity-key',
-    );
-  const identityKey = opts.identityKeyFile ? loadIdentityKey(opts.identityKeyFile) : undefined;
-  const pg = opts.database ? await openPostgres(opts.database) : undefined;
-  // For `outpost hub backup --data`: where this directory's hub keeps its tables (database-marker.ts).
-  recordTablesAtStart(opts.dataDir, opts.database);
-  // The replicas' one identity into --data before TLS, secrets and the release key are read there.
-  if (pg)
-    await shareHubIdentity(pg, {
-      dataDir: opts.dataDir,
-      key: identityKey,
-      ownCa: !opts.insecureHttp && !(opts.tlsCert && opts.tlsKey),
-    });
+  const { identityKey, pg, tls } = await openHub(opts, host);
 
-  const tls = await hubTls({ ...opts, listenHost: host });
-
-  // Wired below; the store's hooks need the scheduler and sync server, which need the store.
-  let sync: SyncServer | undefined;
-  let scheduler: Scheduler | undefined;
-  let upgrades: AgentUpgradeController | undefined;
-  let deliveries: DataDeliveries | undefined;
-  let ordersRef: OrderEngine | undefined;
-  let changes: ChangeFeed | undefined;
-  let state: HubState | undefined;
+  // Parts made after those that reach them (the store's hooks, the tunnel): each is read when used.
+  const late: {
+    state?: HubState;
+    sync?: SyncServer;
+    scheduler?: Scheduler;
+    orders?: OrderEngine;
+    changes?: ChangeFeed;
+    connLimit?: ConnectionLimiter;
+  } = {};
   const store = await openHubStore(opts.dataDir, {
     memoryBudgetBytes: opts.memoryBudgetBytes,
     ...documentHooks({
       store: () => store,
-      state: () => state,
-      sync: () => sync,
-      scheduler: () => scheduler,
-      orders: () => ordersRef,
-      changes: () => changes,
+      state: () => late.state,
+      sync: () => late.sync,
+      scheduler: () => late.scheduler,
+      orders: () => late.orders,
+      changes: () => late.changes,
     }),
   });
-  // The hub's tables: in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
+
+  // State: the hub's tables, in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
   const db: SqlDb = pg ?? store.db;
-  // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
-  const replicaId = newReplicaId();
-  const leases = pg ? new EdgeLeases(pg, replicaId) : undefined;
-  // The replicas' URLs, for tunnel requests one forwards to the replica serving the edge, and for
-  // `outpost get replicas`: a SQLite hub has one row, its own.
-  const replicas = new HubReplicas(db, replicaId);
   if (!pg) migrateHub(store.db);
-  state = pg ? postgresHubState(pg) : sqliteHubState(store.db);
-  // Before any edge connects: what a run of this SQLite hub that was killed left open ends.
-  if (!pg) endEarlierRuns(state, replicas);
-  let advertiseUrl = '';
-  const directory = new ReplicaDirectory(replicas, state.edges, () => advertiseUrl);
-  changes = new ChangeFeed(state);
-  auth.migrateAuth(db);
+  const state = (late.state = pg ? postgresHubState(pg) : sqliteHubState(store.db));
+  const replication = createReplication(db, pg, state);
+  const changes = (late.changes = new ChangeFeed(state));
+
+  // Auth, then the objects (their Secrets sealed to each edge's key) and the scheduler.
+  const fingerprint = tls?.caFingerprint ?? null;
+  const authModule = createAuthModule({
+    db,
+    pg,
+    dataDir: opts.dataDir,
+    caFingerprint: fingerprint,
+    identityKey,
+    broadcastRevoked: (tokens) => replication.peers()?.send({ t: 'revoked', tokens }),
+  });
+  const hubAuth = authModule.auth;
   const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
     auth.edgeSealKey(db, edge),
   );
   const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
-  scheduler = new Scheduler(db, objects, store, secrets);
-  const sched = scheduler;
-  let imageStagingRef: HubStaging | undefined;
-  let peers: Replicas | undefined;
-  routeObjectChanges(objects, {
-    scheduler: sched,
-    changes,
-    peers: () => peers,
-    upgrades: () => upgrades,
-    deliveries: () => deliveries,
-    imageStaging: () => imageStagingRef,
-  });
-
-  // Replicas on one database share one admin token (identity/admin-token.ts); a SQLite hub makes its own.
-  const admin = pg
-    ? ensureReplicaAdminToken(pg, opts.dataDir, tls?.caFingerprint ?? null, identityKey)
-    : auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
-  const fingerprint = tls?.caFingerprint ?? null;
-
+  const scheduler = (late.scheduler = new Scheduler(db, objects, store, secrets));
   // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
-  const metrics = createHubMetrics({ state, store, objects, scheduler: sched, sync: () => sync });
+  const metrics = createHubMetrics({ state, store, objects, scheduler, sync: () => late.sync });
   const { registry } = metrics;
-
-  // A token's open streams end when it is revoked (here, or on another replica: the bus) or expires.
-  const tokenStreams = new auth.TokenStreams({
-    live: (ids) => auth.liveApiTokens(db, ids),
-    broadcast: (tokens) => peers?.send({ t: 'revoked', tokens }),
-  });
-  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint, tokenStreams, (t) => {
-    if (pg && identityKey) shareRotatedAdminToken(pg, identityKey, t);
-  });
 
   const blobs = new HubBlobs({
     db,
@@ -209,7 +159,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
-  blobs.start();
   const catalog = new Catalog({
     db,
     blobs,
@@ -219,13 +168,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
   });
   scheduler.addGate(dependsOnGate(db, objects));
-  catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
-  const orders = (ordersRef = new OrderEngine(store));
   // With replicas, each writes the orders of the edges it serves (the others': their replica).
-  if (pg) orders.holds = (edge) => !!sync?.connection(edge as EdgeName);
-  upgrades = new AgentUpgradeController(
+  const orders = (late.orders = new OrderEngine(store));
+  if (pg) orders.holds = (edge) => !!late.sync?.connection(edge as EdgeName);
+  const upgrades = new AgentUpgradeController(
     db,
     objects,
     store,
@@ -235,175 +183,154 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     state.agentUpgrades,
   );
   // With replicas, the leader plans the rollouts.
-  if (pg) upgrades.leading = () => sched.leading;
-  upgrades.start();
-  deliveries = new DataDeliveries(db, objects, orders, blobs, state.dataProgress);
-  deliveries.start();
+  if (pg) upgrades.leading = () => scheduler.leading;
+  const deliveries = new DataDeliveries(db, objects, orders, blobs, state.dataProgress);
   const edges = new EdgeLifecycle({
     state,
     objects,
     store,
-    scheduler: sched,
+    scheduler,
     assignments: new SqlAssignmentStore(db),
     orders,
     credentials: hubAuth,
-    disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
+    disconnect: (e, message) => late.sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
     // On PostgreSQL: what recording a turn's disconnections reads, in one round trip.
     readAheadDisconnects: (list) => prefetchDisconnects(db, list),
-    replica: replicaId,
-    peer: (id) => directory.peer(id),
+    replica: replication.id,
+    peer: (id) => replication.directory.peer(id),
   });
   const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
-  sink?.start();
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
-  const imageStaging = (imageStagingRef = new HubStaging(orders, blobs, state));
-  imageStaging.start();
-  const app = createApi({
-    imageStaging,
-    uploads: dataFiles,
-    releases: new AgentReleases(blobs, releaseKey, opts.scanner),
-    upgrades,
-    deliveries,
-    catalog,
+  const imageStaging = new HubStaging(orders, blobs, state);
+  routeObjectChanges(objects, {
+    scheduler,
+    changes,
+    peers: () => replication.peers(),
+    upgrades: () => upgrades,
+    deliveries: () => deliveries,
+    imageStaging: () => imageStaging,
+  });
+  const tunnel = createTunnelModule({
     db,
     state,
-    edges,
-    changes,
-    store,
-    objects,
-    scheduler,
     auth: hubAuth,
-    secrets,
-    version,
-    replicas: directory,
-    requireApproval: !!opts.requireApproval,
-    unready: () => databaseUnready(db),
-    caPem: tls?.caPem,
-    metricsText: () => registry.metrics(),
-    metricsContentType: registry.contentType,
-  });
-  const honoListener = getRequestListener(app.fetch);
-  // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
-  const transfers = new HubTransfers(state.edges, blobs, registry);
-  const tunnel = new TunnelGateway({
-    db,
-    edges: state.edges,
-    auth: hubAuth,
-    sync: () => sync,
+    blobs,
+    dataFiles,
     registry,
-    ...(pg && leases
-      ? {
-          forward: new ReplicaForwarder({
-            self: replicaId,
-            key: replicas.forwardKey(),
-            holder: (edge) => {
-              const id = leases.holder(edge);
-              return id === undefined ? undefined : replicas.live(id);
-            },
-            ...(tls ? { ca: tls.caPem } : {}),
-          }),
-          onReplicaConnection: (s: Socket) => connLimit.exempt(s),
-        }
-      : {}),
-    onEdgeStream: (conn, s) =>
-      isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
+    tls,
+    replication,
+    sync: () => late.sync,
+    exempt: (s) => late.connLimit?.exempt(s),
   });
-  const images = new ImageCache(db, blobs, {
-    registry: (project, name) => objects.get<Registry>('Registry', project, name),
-    box: secrets.box,
-  });
-  // The hub's own names, as images on it spell them (known once it listens).
-  let selfHosts: string[] = [];
-  const pins = new ImagePins(
-    db,
-    images,
+  const images = createImagesModule({ db, blobs, objects, secrets, scheduler });
+  scheduler.addGate(imagesGate(imageStaging));
+
+  // In dependency order: started in this order, stopped in reverse (hub/module.ts).
+  const modules: HubModule[] = [
+    loop('blobs', blobs),
+    authModule,
+    { name: 'changes', stop: () => changes.close() },
     {
-      selfHosts: () => selfHosts,
-      rolledBackFrom: (project, workload, revision) =>
-        rolledBackFrom(objects.revisions(project, workload).find((r) => r.revision === revision)?.changeCause),
+      name: 'edges',
+      start: () => edges.start(),
+      stop: (why) => {
+        edges.stop(why);
+      },
     },
-    (project) => sched.markProject(project),
-  );
-  sched.useImagePins(pins);
-  sched.addGate(imagesGate(imageStaging));
+    tunnel,
+    loop('catalog', catalog),
+    ...(sink ? [loop('data sink', sink)] : []),
+    loop('deliveries', deliveries),
+    loop('upgrades', upgrades),
+    loop('image staging', imageStaging),
+    images,
+    replication,
+  ];
+
+  const app = createApi({
+    hub: {
+      version,
+      databaseFile: store.db.name,
+      unready: () => databaseUnready(db),
+      caPem: tls?.caPem,
+      metricsText: () => registry.metrics(),
+      metricsContentType: registry.contentType,
+    },
+    auth: hubAuth,
+    changes,
+    replicas: replication.directory,
+    edges,
+    objects: {
+      db,
+      state,
+      store,
+      objects,
+      scheduler,
+      secrets,
+      replicas: replication.directory,
+      catalog,
+      upgrades,
+      deliveries,
+      imageStaging,
+    },
+    data: { db, state, uploads: dataFiles },
+    releases: new AgentReleases(blobs, releaseKey, opts.scanner),
+    catalog,
+  });
+  // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const { server, connLimit } = createHubServer({
     tls,
     maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
     blobs,
     blobIdleTimeoutMs: opts.blobIdleTimeoutMs,
     auth: hubAuth,
-    images,
-    tunnel,
-    api: honoListener,
+    images: images.cache,
+    tunnel: tunnel.gateway,
+    api: getRequestListener(app.fetch),
   });
+  late.connLimit = connLimit;
 
-  sync = createSyncEndpoint({
+  // Sync: the endpoint edges connect to.
+  const sync = (late.sync = createSyncEndpoint({
     store,
     version,
     db,
     postgres: !!pg,
-    replicated: () => !!peers,
-    replica: replicaId,
-    leases,
+    replicated: () => !!replication.peers(),
+    replica: replication.id,
+    leases: replication.leases,
     edges,
-    scheduler: sched,
+    scheduler,
     orders,
-    tunnel,
+    tunnel: tunnel.gateway,
     dataFiles,
     metrics,
     connLimit,
-  });
+  }));
   sync.attach(server);
-  const servedEdges = () => sync?.connections().map((c) => c.edge) ?? [];
-  // Several hub processes on one PostgreSQL: one plans, each writes its edges' specs (hub/replicas/).
-  if (pg && leases)
-    peers = startReplicas({
-      pg,
-      id: leases.replica,
-      scheduler: sched,
-      connected: (edge) => !!sync?.connection(edge as EdgeName),
-      connections: servedEdges,
-      changes,
-      tokens: tokenStreams,
-      objectWritten: (kind) => {
-        if (kind === 'AgentUpgrade') upgrades?.mark();
-        else if (kind === 'DataObject') deliveries?.mark();
-      },
-    });
-
-  // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
-  edges.start();
-  // Several hub processes on one PostgreSQL: one serves each edge (hub/state/leases.ts); leases
-  // and this replica's row in hub_replicas are renewed every few seconds (hub/replicas/). A
-  // SQLite hub renews its own row only (`outpost get replicas`).
-  const leaseTimer = renewMembership({
-    leases,
-    registry: replicas,
-    state,
-    connections: servedEdges,
-    replaced: (edge) =>
-      sync?.disconnect(
-        edge as EdgeName,
-        'replaced',
-        'lease lost: a newer connection of this edge is served by another hub replica',
-      ),
-    leaseLost: (list, awayMs) => {
-      const why = `lease lost: this hub replica could not reach its database for ${Math.round(awayMs / 1000)} s`;
-      for (const edge of list) sync?.disconnect(edge as EdgeName, 'replaced', why);
+  replication.wire({
+    scheduler,
+    sync,
+    changes,
+    tokens: authModule.tokenStreams,
+    objectWritten: (kind) => {
+      if (kind === 'AgentUpgrade') upgrades.mark();
+      else if (kind === 'DataObject') deliveries.mark();
     },
-    leading: () => sched.leading,
-    advertiseUrl: () => advertiseUrl,
   });
 
+  startModules(modules);
   const { port: actualPort, urlHost, url } = await listenHub(server, { listen: opts.listen, host, port, tls: !!tls });
-  advertiseUrl = opts.advertiseUrl ?? advertiseUrlOf(host, url, tls ? 'https' : 'http', actualPort);
-  replicas.register(advertiseUrl);
-  selfHosts = [...new Set([urlHost, host, 'localhost', '127.0.0.1', ...(opts.hosts ?? [])])]
-    .filter((h) => h !== '0.0.0.0' && h !== '::')
-    .map((h) => `${h}:${actualPort}`);
+  const advertiseUrl = opts.advertiseUrl ?? advertiseUrlOf(host, url, tls ? 'https' : 'http', actualPort);
+  replication.listening(advertiseUrl);
+  images.listening(
+    [...new Set([urlHost, host, 'localhost', '127.0.0.1', ...(opts.hosts ?? [])])]
+      .filter((h) => h !== '0.0.0.0' && h !== '::')
+      .map((h) => `${h}:${actualPort}`),
+  );
   scheduler.markAll();
   log.info(
     {
@@ -412,11 +339,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       database: opts.database ? redactUrl(opts.database) : 'sqlite',
       tls: !!tls,
       version,
-      ...(pg ? { replica: replicaId, advertiseUrl } : {}),
+      ...(pg ? { replica: replication.id, advertiseUrl } : {}),
     },
     'hub ready',
   );
 
+  const { admin } = authModule;
   return {
     url,
     port: actualPort,
@@ -439,30 +367,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades,
     orders,
     imageStaging,
-    replicaId,
-    async close(why?: string) {
-      await closeHub({
-        why,
-        replicas,
-        blobs,
-        pins,
-        upgrades,
-        imageStaging,
-        leaseTimer,
-        peers,
-        deliveries,
-        sink,
-        catalog,
-        changes,
-        tokenStreams,
-        tunnel,
-        edges,
-        sync,
-        server,
-        scheduler,
-        store,
-        pg,
-      });
-    },
+    replicaId: replication.id,
+    close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),
   };
 }

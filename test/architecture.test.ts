@@ -3,6 +3,10 @@
  *
  * - imports point down: `main -> cli | hub | edge -> sync -> core`; hub/ and edge/ never import
  *   each other; cli/ imports nothing of hub/ or edge/;
+ * - no import circles in the product tree (type-only imports count: a circle of types is a circle
+ *   of concepts, and its files cannot be read or moved one at a time);
+ * - hub/api is the top of the hub (HTTP only): nothing in hub/ imports it but the composition
+ *   root, hub/hub.ts;
  * - product code never imports test code: test/ and `*.test.ts`. Test support (helpers, doubles,
  *   shared acceptance suites) lives under test/ (test/fixtures/, test/fakes/), never beside the
  *   product code: a file named like test support (`testing.ts`, `test-db.ts`, `*.fixture.ts`,
@@ -55,6 +59,55 @@ function importsOf(file: string): string[] {
   return out;
 }
 
+/** The product import graph: each file and the product files it imports. */
+function importGraph(): Map<string, string[]> {
+  const known = new Set(productFiles);
+  return new Map(productFiles.map((f) => [f, importsOf(f).filter((i) => known.has(i))]));
+}
+
+/**
+ * The import circles of a graph: its strongly connected components of more than one file, or of a
+ * file importing itself (Tarjan's algorithm), each sorted, so a failure names every file in it.
+ */
+export function importCycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const scc: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      scc.push(w);
+    } while (w !== v);
+    if (scc.length > 1 || graph.get(v)?.includes(v)) out.push(scc.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+/** hub/api is the hub's HTTP layer, the top: only the composition root (hub/hub.ts) imports it from outside. */
+export function importsIntoApi(file: string, imported: string): boolean {
+  return (
+    file.startsWith('hub/') && !file.startsWith('hub/api/') && file !== 'hub/hub.ts' && imported.startsWith('hub/api/')
+  );
+}
+
 const top = (file: string) => (file.includes('/') ? file.slice(0, file.indexOf('/')) : file);
 
 /** Top folders each folder may import (besides itself). */
@@ -99,6 +152,23 @@ describe('import rules', () => {
     expect(bad).toEqual([]);
   });
 
+  it('has no import circles', () => {
+    expect(importCycles(importGraph()).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('nothing in hub/ imports hub/api but the composition root (hub/hub.ts)', () => {
+    const bad = productFiles.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => importsIntoApi(f, i))
+        .map(
+          (i) =>
+            `${f} imports ${i}: hub/api is HTTP only; move what both need below it (hub/auth/, the feature's folder)`,
+        ),
+    );
+    expect(bad).toEqual([]);
+    expect(importsOf('hub/hub.ts').some((i) => i.startsWith('hub/api/'))).toBe(true);
+  });
+
   it('test support lives under test/, not beside the product code', () => {
     const bad = productFiles
       .filter(looksLikeTestSupport)
@@ -119,6 +189,41 @@ describe('import rules', () => {
     expect(isTestCode('hub/state/edges.ts')).toBe(false);
     expect(ALLOWED.hub).not.toContain('edge');
     expect(ALLOWED.edge).not.toContain('hub');
+  });
+
+  it('the circle and hub/api rules would catch a violation', () => {
+    // hub/api context <-> stream, as it was: a circle of two; a file beside it that only imports is not in it.
+    const graph = new Map([
+      ['hub/api/context.ts', ['hub/api/stream.ts', 'hub/objects.ts']],
+      ['hub/api/stream.ts', ['hub/api/context.ts']],
+      ['hub/hub.ts', ['hub/api/context.ts']],
+      ['hub/objects.ts', []],
+    ]);
+    expect(importCycles(graph)).toEqual([['hub/api/context.ts', 'hub/api/stream.ts']]);
+    // Longer circles (hub/tunnel gateway -> ops -> routes -> gateway) and a file importing itself.
+    expect(
+      importCycles(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', ['c.ts']],
+          ['c.ts', ['a.ts']],
+          ['d.ts', ['d.ts']],
+        ]),
+      ),
+    ).toEqual([['a.ts', 'b.ts', 'c.ts'], ['d.ts']]);
+    expect(
+      importCycles(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(importsIntoApi('hub/tunnel/gateway.ts', 'hub/api/context.ts')).toBe(true);
+    expect(importsIntoApi('hub/change-hooks.ts', 'hub/api/stream.ts')).toBe(true);
+    expect(importsIntoApi('hub/hub.ts', 'hub/api/app.ts')).toBe(false);
+    expect(importsIntoApi('hub/api/objects.ts', 'hub/api/context.ts')).toBe(false);
+    expect(importsIntoApi('hub/tunnel/gateway.ts', 'hub/auth/contract.ts')).toBe(false);
   });
 });
 

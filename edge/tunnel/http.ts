@@ -8,14 +8,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { HOP_BY_HOP_HEADERS } from '../../core/http.js';
 import { TunnelError, type TunnelRequest, type TunnelStream } from '../../sync/tunnel.js';
-
-export interface KubeTarget {
-  url: URL;
-  /** TLS material (ca, cert, key) for the target. */
-  options: https.RequestOptions;
-  /** Headers the edge adds (its own credential for the cluster API). */
-  headers: Record<string, string>;
-}
+import type { KubeTarget } from './kube-target.js';
 
 /** Hop-by-hop headers (core/http.ts), and `host`: this proxy dials the workload or cluster API itself. */
 const HOP_HEADERS = new Set([...HOP_BY_HOP_HEADERS, 'host']);

@@ -22,7 +22,8 @@ import {
 import type { Driver } from '../drivers/driver.js';
 import type { Reconciler } from '../reconciler.js';
 import { runAction, runExec, runLogs, runMetrics } from './ops.js';
-import { forwardHttp, kubeTarget, type KubeTarget } from './http.js';
+import { forwardHttp, kubeTarget } from './http.js';
+import type { KubeTarget } from './kube-target.js';
 
 const log = createLogger('edge:tunnel');
 

@@ -6,7 +6,14 @@
 import type https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { TunnelError } from '../../sync/tunnel.js';
-import type { KubeTarget } from './http.js';
+
+export interface KubeTarget {
+  url: URL;
+  /** TLS material (ca, cert, key) for the target. */
+  options: https.RequestOptions;
+  /** Headers the edge adds (its own credential for the cluster API). */
+  headers: Record<string, string>;
+}
 
 export async function readKubeTarget(kubeconfig: string): Promise<KubeTarget> {
   const kc = new KubeConfig();

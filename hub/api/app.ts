@@ -1,13 +1,20 @@
 /**
- * @module The hub's HTTP API (hono): authentication middleware, routes, and the one error mapper
- * (`onError`) that turns an OutpostError into its status and `{error: {code, message, details}}`.
+ * @module The hub's HTTP API (hono): the routes of each module the hub is composed of (each route
+ * file receives the module it serves), behind the authentication middleware (hub/auth/), and the
+ * one error mapper (`onError`) that turns an OutpostError into its status and
+ * `{error: {code, message, details}}`.
  */
 import { Hono } from 'hono';
 import type { WhoAmI } from '../../core/api/types.js';
 import { diskFullError, isDiskFull, OutpostError, toOutpostError } from '../../core/errors.js';
 import { createLogger, throttle } from '../../core/logger.js';
-import { principalFromHeader } from '../auth/principal.js';
-import { principal, type Env, type HubDeps } from './context.js';
+import type { HubAuth } from '../auth/contract.js';
+import type { Catalog } from '../catalog/index.js';
+import type { ChangeFeed } from '../changes/feed.js';
+import type { DataRouteDeps } from '../data/routes.js';
+import type { EdgeLifecycle } from '../edges/lifecycle.js';
+import type { ObjectApi, ReleaseSigner, ReplicaNames } from './context.js';
+import { authenticate, principal, type Env } from '../auth/middleware.js';
 import { applyRoutes } from './apply.js';
 import { catalogRoutes } from '../catalog/routes.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
@@ -24,7 +31,34 @@ import { apiBodyLimit } from '../http-limits.js';
 
 const log = createLogger('hub:api');
 
-export function createApi(deps: HubDeps): Hono {
+/** What the API serves: the hub's modules, each given to the route files that serve it. */
+export interface ApiModules {
+  /** The hub itself: /healthz, /readyz, /metrics, the OpenAPI document, its CA. */
+  hub: {
+    version: string;
+    /** The file a full disk is reported for (the replica store's). */
+    databaseFile: string;
+    /** Why the hub cannot serve now (its database is unreachable); undefined when it can. For /readyz. */
+    unready(): string | undefined;
+    caPem: string | undefined;
+    metricsText(): Promise<string>;
+    metricsContentType: string;
+  };
+  auth: HubAuth;
+  /** Live updates for the UI's stream (hub/changes/feed.ts). */
+  changes: ChangeFeed;
+  replicas: ReplicaNames;
+  /** An edge's life: enroll, approve, label, drain, decommission (hub/edges/lifecycle.ts). */
+  edges: EdgeLifecycle;
+  objects: ObjectApi;
+  data: DataRouteDeps;
+  /** Undefined: no release key. */
+  releases: ReleaseSigner | undefined;
+  catalog: Catalog | undefined;
+}
+
+export function createApi(m: ApiModules): Hono {
+  const deps = m.hub;
   const app = new Hono();
   // Every write fails while the disk is full: one log line a minute says so.
   const diskFullLog = throttle(60_000);
@@ -33,7 +67,7 @@ export function createApi(deps: HubDeps): Hono {
   app.onError((err, c) => {
     let e = toOutpostError(err);
     if (!(err instanceof OutpostError) && isDiskFull(err)) {
-      const full = (e = diskFullError(deps.store.db.name, err));
+      const full = (e = diskFullError(deps.databaseFile, err));
       diskFullLog((suppressed) => log.error({ err, suppressed }, full.message));
     } else if (e.code === 'internal' && !(err instanceof OutpostError))
       log.error({ err, path: c.req.path }, 'unhandled API error');
@@ -64,33 +98,27 @@ export function createApi(deps: HubDeps): Hono {
     if (!deps.caPem) throw new OutpostError('not_found', 'this hub runs without TLS (--insecure-http)');
     return c.body(deps.caPem, 200, { 'content-type': 'application/x-pem-file' });
   });
-  app.route('/api/v1', enrollRoute(deps));
+  app.route('/api/v1', enrollRoute(m.edges, m.releases?.publicKeyPem));
 
   const api = new Hono<Env>();
-  api.use('*', async (c, next) => {
-    c.set(
-      'principal',
-      principalFromHeader((t) => deps.auth.verifyApiToken(t), c.req.header('authorization')),
-    );
-    await next();
-  });
+  api.use('*', authenticate(m.auth));
   api.get('/whoami', (c) => {
     const { role, project, tokenId } = principal(c);
-    return c.json({ role, project, tokenId, replica: deps.replicas.self() } satisfies WhoAmI);
+    return c.json({ role, project, tokenId, replica: m.replicas.self() } satisfies WhoAmI);
   });
 
-  api.route('/', tokenRoutes(deps));
+  api.route('/', tokenRoutes(m.auth));
 
   // Before objectRoutes: its /projects/:project/:kind would take /stream and /edges-online.
-  api.route('/', fleetRoutes(deps));
-  api.route('/', replicaRoutes(deps));
-  api.route('/', streamRoutes(deps));
-  api.route('/', edgeRoutes(deps));
-  api.route('/', dataRoutes(deps));
-  api.route('/', applyRoutes(deps));
-  api.route('/', releaseRoutes(deps));
-  if (deps.catalog) api.route('/', catalogRoutes(deps, deps.catalog));
-  api.route('/', objectRoutes(deps));
+  api.route('/', fleetRoutes(m.objects));
+  api.route('/', replicaRoutes(m.replicas));
+  api.route('/', streamRoutes(m.changes, m.auth));
+  api.route('/', edgeRoutes(m.edges, m.objects));
+  api.route('/', dataRoutes(m.data));
+  api.route('/', applyRoutes(m.objects));
+  api.route('/', releaseRoutes(m.releases));
+  if (m.catalog) api.route('/', catalogRoutes(m.catalog));
+  api.route('/', objectRoutes(m.objects));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());
   return app;

@@ -26,7 +26,9 @@ import { checkDataPaths } from '../data/paths.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assignments.js';
 import { validateResource, type ApplyAction } from '../objects.js';
-import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
+import type { ObjectApi } from './context.js';
+import { authorize, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 import { registryForOutput } from '../images/registries.js';
 
 function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
@@ -35,7 +37,7 @@ function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): s
 }
 
 /** What `objects.apply` would answer, without writing: created, configured or unchanged (409 on a stale version). */
-function dryRunAction(deps: HubDeps, v: Resource): ApplyAction {
+function dryRunAction(deps: ObjectApi, v: Resource): ApplyAction {
   const cur = deps.objects.get(v.kind, v.metadata.project, v.metadata.name);
   if (!cur) {
     if (v.metadata.resourceVersion)
@@ -69,7 +71,7 @@ class ProjectView {
   private edges?: ReturnType<typeof schedulableEdges>;
 
   constructor(
-    private readonly deps: HubDeps,
+    private readonly deps: ObjectApi,
     readonly project: string,
     batch: Resource[],
   ) {
@@ -120,7 +122,7 @@ function rolloutOf(v: Resource, given: unknown, edges: number | undefined): { ro
   return rollout ? { rollout } : {};
 }
 
-function impactOf(deps: HubDeps, view: ProjectView, v: Resource, action: ApplyAction): EdgeImpact | undefined {
+function impactOf(deps: ObjectApi, view: ProjectView, v: Resource, action: ApplyAction): EdgeImpact | undefined {
   const { project, name } = v.metadata;
   if (v.kind === 'Workload') {
     const before = new Set(assignmentsForWorkload(deps.db, project, name).map((a) => a.edge));
@@ -165,7 +167,7 @@ const listNames = (names: string[]) =>
   names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')} and ${names.length - 5} more`;
 
 /** Warnings about manifests that the drivers of the edges that would get them cannot run. */
-function driverWarnings(deps: HubDeps, views: Map<string, ProjectView>, batch: Resource[]): string[] {
+function driverWarnings(deps: ObjectApi, views: Map<string, ProjectView>, batch: Resource[]): string[] {
   const out = new Set<string>();
   // Each project's edges read once (their inventory labels name the driver), not edge by edge:
   // a placement over 10,000 edges was 10,000 reads per apply.
@@ -215,7 +217,7 @@ class DryRunDone extends Error {}
  * warnings, or throws the refusal with details by object index, as validation reports them (the
  * CLI names file and document).
  */
-function crossObjectRules(deps: HubDeps, valid: Resource[]): string[] {
+function crossObjectRules(deps: ObjectApi, valid: Resource[]): string[] {
   const { db, objects } = deps;
   const written = <T extends Resource>(kind: T['kind']): T[] =>
     valid.filter((v) => v.kind === kind).map((v) => objects.get<T>(kind, v.metadata.project, v.metadata.name)!);
@@ -259,7 +261,7 @@ function applyAt<T>(index: number, apply: () => T): T {
   }
 }
 
-export function applyRoutes(deps: HubDeps): Hono<Env> {
+export function applyRoutes(deps: ObjectApi): Hono<Env> {
   const app = new Hono<Env>();
   const { objects, db } = deps;
 

@@ -8,7 +8,10 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { formatIssues, Inventory, Labels } from '../../core/resources.js';
 import { isSealKey } from '../../core/secrets.js';
-import { authorize, jsonBody, type Env, type HubDeps } from './context.js';
+import type { EdgeLifecycle } from '../edges/lifecycle.js';
+import type { ObjectApi } from './context.js';
+import { authorize, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 import { withStatus } from './objects.js';
 
 const EnrollRequest = z.object({
@@ -25,9 +28,9 @@ const EnrollRequest = z.object({
 const actorOf = (c: { get(k: 'principal'): { role: string; tokenId: string } }) =>
   `${c.get('principal').role} token ${c.get('principal').tokenId}`;
 
-export function edgeRoutes(deps: HubDeps): Hono<Env> {
+/** What the edges' lifecycle does, answered as the objects' routes show an Edge (`deps`). */
+export function edgeRoutes(edges: EdgeLifecycle, deps: ObjectApi): Hono<Env> {
   const app = new Hono<Env>();
-  const { edges } = deps;
 
   app.post('/projects/:project/edges/:name/approve', (c) => {
     const project = c.req.param('project');
@@ -79,7 +82,7 @@ export function edgeRoutes(deps: HubDeps): Hono<Env> {
 }
 
 /** POST /api/v1/enroll: the only unauthenticated write; the join token is the authorization. */
-export function enrollRoute(deps: HubDeps): Hono {
+export function enrollRoute(edges: Pick<EdgeLifecycle, 'enroll'>, releaseKey: string | undefined): Hono {
   const app = new Hono();
   app.post('/enroll', async (c) => {
     const parsed = EnrollRequest.safeParse(await jsonBody(c));
@@ -87,14 +90,14 @@ export function enrollRoute(deps: HubDeps): Hono {
       const issues = formatIssues(parsed.error);
       throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
     }
-    const r = deps.edges.enroll(parsed.data);
+    const r = edges.enroll(parsed.data);
     return c.json(
       {
         edge: r.edge,
         project: r.project,
         credential: r.credential,
         approved: r.approved,
-        ...(deps.releases ? { releaseKey: deps.releases.publicKeyPem } : {}),
+        ...(releaseKey ? { releaseKey } : {}),
       },
       201,
     );

@@ -9,7 +9,8 @@ import type { ConnectionView, FleetView, OnlineHistoryView } from '../../core/ap
 import type { Kind } from '../../core/resources.js';
 import { edgePhase } from '../edges/phase.js';
 import type { EdgeState } from '../state/edges.js';
-import { authorize, principal, type Env, type HubDeps } from './context.js';
+import type { ObjectApi } from './context.js';
+import { authorize, principal, type Env } from '../auth/middleware.js';
 
 /** The chart has this many points whatever the span: enough to see a dip, small to send. */
 export const HISTORY_POINTS = 60;
@@ -74,7 +75,7 @@ export function edgesOnline(
   };
 }
 
-export function fleetRoutes(deps: HubDeps): Hono<Env> {
+export function fleetRoutes(deps: Pick<ObjectApi, 'state' | 'replicas'>): Hono<Env> {
   const app = new Hono<Env>();
   const { state } = deps;
 

@@ -25,7 +25,9 @@ import type { ObjectState } from '../state/objects.js';
 import { validateResource } from '../objects.js';
 import { registryForOutput } from '../images/registries.js';
 import { REDACTED } from '../../core/secrets.js';
-import { authorize, jsonBody, kindFromPath, principal, type Env, type HubDeps } from './context.js';
+import { kindFromPath, type ObjectApi } from './context.js';
+import { authorize, principal, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 import { can } from '../auth/roles.js';
 
 const MAX_LIST = 1000;
@@ -34,7 +36,7 @@ const MAX_LIST = 1000;
  * `?secrets=reveal` asks for Secret values in clear: operators and admins of the project may,
  * viewers never (403). Without it every Secret value is REDACTED.
  */
-export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): boolean {
+export function revealSecrets(deps: ObjectApi, c: Context<Env>, project: string): boolean {
   const q = c.req.query('secrets');
   if (q === undefined) return false;
   if (q !== 'reveal') throw new OutpostError('bad_request', `secrets: use secrets=reveal (got "${q}")`);
@@ -48,7 +50,7 @@ export function revealSecrets(deps: HubDeps, c: Context<Env>, project: string): 
 }
 
 /** A placement's pre-staging progress, while its rollout stages images (docs/drivers.md, "Pre-staging"). */
-function stagingOf(deps: HubDeps, project: string, name: string): { imageStaging?: PlacementStagingView } {
+function stagingOf(deps: ObjectApi, project: string, name: string): { imageStaging?: PlacementStagingView } {
   const p = deps.imageStaging?.progress(project, name);
   return p ? { imageStaging: p } : {};
 }
@@ -57,7 +59,7 @@ function stagingOf(deps: HubDeps, project: string, name: string): { imageStaging
  * An object as the API shows it: with its status, and its Secret values redacted unless revealed;
  * `detail` for one object's own GET (an edge's then says more than a list's items do).
  */
-export function withStatus(deps: HubDeps, o: Resource, reveal = false, detail = false): Resource {
+export function withStatus(deps: ObjectApi, o: Resource, reveal = false, detail = false): Resource {
   const { state, store, scheduler } = deps;
   if (o.kind === 'Placement') {
     return {
@@ -127,7 +129,7 @@ function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): s
   return `${p.role} token ${p.tokenId}`;
 }
 
-export function objectRoutes(deps: HubDeps): Hono<Env> {
+export function objectRoutes(deps: ObjectApi): Hono<Env> {
   const app = new Hono<Env>();
   const { objects, scheduler, db } = deps;
 

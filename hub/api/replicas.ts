@@ -7,12 +7,13 @@
 import { Hono } from 'hono';
 import type { ListResponse } from '../../core/api/types.js';
 import type { ReplicaView } from '../../core/api/views.js';
-import { principal, type Env, type HubDeps } from './context.js';
+import type { ReplicaNames } from './context.js';
+import { principal, type Env } from '../auth/middleware.js';
 
-export function replicaRoutes(deps: HubDeps): Hono<Env> {
+export function replicaRoutes(replicas: Pick<ReplicaNames, 'list'>): Hono<Env> {
   const app = new Hono<Env>();
   app.get('/replicas', (c) => {
-    const items = deps.replicas.list(principal(c).project);
+    const items = replicas.list(principal(c).project);
     return c.json({ items, total: items.length } satisfies ListResponse<ReplicaView>);
   });
   return app;

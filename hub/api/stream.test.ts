@@ -8,7 +8,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, waitFor } from '../../test/helpers.js';
 import { startHub, type Hub } from '../hub.js';
-import { EVENTS_POLL_MS, STREAM_KEEPALIVE_MS, STREAM_THROTTLE_MS } from './stream.js';
+import { EVENTS_POLL_MS } from '../changes/feed.js';
+import { STREAM_KEEPALIVE_MS, STREAM_THROTTLE_MS } from './stream.js';
 import { hubDatabaseOption } from '../../test/fixtures/backend.js';
 import { readSse } from '../../test/fixtures/sse.js';
 

@@ -9,7 +9,9 @@ import { parseDuration } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { Labels } from '../../core/resources.js';
-import { authorize, jsonBody, principal, type Env, type HubDeps, type Role } from './context.js';
+import type { HubAuth, Role } from '../auth/contract.js';
+import { authorize, principal, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 
 function ttlOf(ttl: string | undefined): number | undefined {
   try {
@@ -21,7 +23,7 @@ function ttlOf(ttl: string | undefined): number | undefined {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function tokenRoutes(deps: HubDeps): Hono<Env> {
+export function tokenRoutes(auth: HubAuth): Hono<Env> {
   const app = new Hono<Env>();
 
   app.post('/tokens/join', async (c) => {
@@ -35,7 +37,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
     if (!labels.success) throw new OutpostError('invalid', `labels: ${labels.error.issues[0]?.message}`);
     if (b.uses !== undefined && (!Number.isInteger(b.uses) || b.uses < 1))
       throw new OutpostError('invalid', 'uses: must be a positive integer');
-    const t = deps.auth.createJoinToken({ project, labels: labels.data, ttlMs: ttlOf(b.ttl), uses: b.uses });
+    const t = auth.createJoinToken({ project, labels: labels.data, ttlMs: ttlOf(b.ttl), uses: b.uses });
     return c.json({ token: t.token, id: t.id, expiresAt: new Date(t.expiresAt).toISOString() }, 201);
   });
 
@@ -50,7 +52,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
     const p = principal(c);
     if (p.role !== 'admin' || (p.project !== '*' && p.project !== project))
       throw new OutpostError('forbidden', 'only an admin token of that project can create API tokens');
-    const t = deps.auth.createApiToken({ role, project, ttlMs: ttlOf(b.ttl), description: b.description });
+    const t = auth.createApiToken({ role, project, ttlMs: ttlOf(b.ttl), description: b.description });
     return c.json({ token: t.token, id: t.id, role, project }, 201);
   });
 
@@ -60,7 +62,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
     const only = c.req.query('project');
     const scope = p.project === '*' ? only : p.project;
     authorize(c, 'admin', scope ?? '*');
-    const { api, join } = deps.auth.listTokens();
+    const { api, join } = auth.listTokens();
     const mine = <T extends { project: string }>(ts: T[]) => (scope ? ts.filter((t) => t.project === scope) : ts);
     const items: TokenView[] = [
       ...mine(api).map((t) => ({ kind: 'api' as const, ...t })),
@@ -76,7 +78,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
 
   app.delete('/tokens/:id', (c) => {
     const id = c.req.param('id');
-    const { api, join } = deps.auth.listTokens();
+    const { api, join } = auth.listTokens();
     const found =
       api.map((t) => ({ kind: 'api' as const, ...t })).find((t) => t.id === id) ??
       join.map((t) => ({ kind: 'join' as const, ...t })).find((t) => t.id === id);
@@ -88,7 +90,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
         'bad_request',
         `token ${id} is the one this request is made with: revoke it with another admin token (for the hub's admin.token: outpost token rotate-admin)`,
       );
-    const revoked = deps.auth.revokeToken(found.kind, id);
+    const revoked = auth.revokeToken(found.kind, id);
     return c.json({
       revoked: { id, kind: found.kind, project: found.project },
       ...(revoked ? {} : { alreadyRevokedAt: iso(found.revokedAt) }),
@@ -97,7 +99,7 @@ export function tokenRoutes(deps: HubDeps): Hono<Env> {
 
   app.post('/tokens/rotate-admin', (c) => {
     authorize(c, 'admin', '*');
-    const r = deps.auth.rotateAdminToken();
+    const r = auth.rotateAdminToken();
     return c.json({ token: r.token, id: r.id, revoked: r.revoked }, 201);
   });
 

@@ -1,10 +1,10 @@
 /**
- * @module `HubAuth` (hub/api/context.ts) over the auth tables of one database: what the API, the
+ * @module `HubAuth` (hub/auth/contract.ts) over the auth tables of one database: what the API, the
  * tunnel, the blob and image routes and an edge's lifecycle call to check and issue tokens and
  * edge credentials. Tokens it makes carry the pin of the hub's CA (null without TLS).
  */
 import { parseToken } from '../../sync/pinned-ca.js';
-import type { HubAuth } from '../api/context.js';
+import type { HubAuth } from './contract.js';
 import type { SqlDb } from '../state/sql.js';
 import { issueEdgeCredential, revokeEdgeCredential } from './edge-credentials.js';
 import { consumeJoinToken, createJoinToken, joinTokenExpiry, listJoinTokens, revokeJoinToken } from './join-tokens.js';

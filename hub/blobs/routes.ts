@@ -16,7 +16,7 @@ import { DEFAULT_MEDIA_TYPE, isDigest, isMediaType, type BlobDigest } from '../.
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { HubAuth } from '../api/context.js';
+import type { HubAuth } from '../auth/contract.js';
 import { principalFromHeader } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import { sendError } from '../tunnel/routes.js';

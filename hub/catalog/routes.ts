@@ -6,10 +6,11 @@
 import { Hono } from 'hono';
 import { isDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
-import { authorize, jsonBody, type Env, type HubDeps } from '../api/context.js';
+import { authorize, type Env } from '../auth/middleware.js';
+import { jsonBody } from '../json-body.js';
 import type { Catalog } from './index.js';
 
-export function catalogRoutes(deps: HubDeps, catalog: Catalog): Hono<Env> {
+export function catalogRoutes(catalog: Catalog): Hono<Env> {
   const app = new Hono<Env>();
   app.post('/projects/:project/packages', async (c) => {
     const project = c.req.param('project');

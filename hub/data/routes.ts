@@ -7,10 +7,20 @@ import { Hono } from 'hono';
 import { isExportPath } from '../../core/data.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
-import { authorize, type Env, type HubDeps } from '../api/context.js';
+import type { EgressQueue } from '../../core/data.js';
+import { authorize, type Env } from '../auth/middleware.js';
 import { listDataFiles } from '../state/data-files.js';
+import type { HubState } from '../state/index.js';
+import type { SqlDb } from '../state/sql.js';
 
-export function dataRoutes(deps: HubDeps): Hono<Env> {
+/** What the routes read: the files' table, the edges, and the upload queues edges last reported (hub/data/index.ts). */
+export interface DataRouteDeps {
+  db: SqlDb;
+  state: Pick<HubState, 'edges'>;
+  uploads?: { queue(edge: string): EgressQueue | undefined };
+}
+
+export function dataRoutes(deps: DataRouteDeps): Hono<Env> {
   const app = new Hono<Env>();
   app.get('/projects/:project/edges/:name/data-files', (c) => {
     const project = c.req.param('project');

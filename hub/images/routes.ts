@@ -18,7 +18,7 @@ import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { HubAuth } from '../api/context.js';
+import type { HubAuth } from '../auth/contract.js';
 import { principalOf, type ApiPrincipal } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { HubBlobs } from '../blobs/index.js';

@@ -34,7 +34,7 @@ import { LEASE_RENEW_MS, LEASE_TTL_MS, type EdgeLeases } from '../state/leases.j
 import { LEADER_LOCK, sessionName, type HubReplicas } from '../state/replicas.js';
 import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { ChangeFeed } from '../api/stream.js';
+import type { ChangeFeed } from '../changes/feed.js';
 import type { TokenStreams } from '../auth/token-streams.js';
 import type { Scheduler, SchedulerPeers } from '../scheduler/index.js';
 import type { ReplicaSessionEvent, SyncPostgres } from '../state/pg/sync-client.js';

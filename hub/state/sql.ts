@@ -7,8 +7,9 @@
 import { buildInfo } from '../../core/version.js';
 import { cachedStatement, inTransaction, migrate, type Migration, type SqliteDatabase } from '../../sync/sqlite.js';
 import { SyncPostgres } from './pg/sync-client.js';
+import type { Param, Read } from './read.js';
 
-export type Param = string | number | bigint | null | Buffer;
+export type { Param, Read };
 
 /**
  * The database a state module runs its SQL on: the hub's SQLite file, or PostgreSQL through the
@@ -85,19 +86,6 @@ export function one<Row>(db: SqlDb, sql: string, ...params: Param[]): Row | unde
 export function all<Row>(db: SqlDb, sql: string, ...params: Param[]): Row[] {
   if (isPostgres(db)) return db.all<Row>(sql, ...params);
   return cachedStatement(db, sql).all(...params) as Row[];
-}
-
-/** A read a state module makes, as a value: run with `allOf`/`oneOf`, or given ahead to `prefetch`. */
-export interface Read {
-  sql: string;
-  params: Param[];
-  /**
-   * The same read for many keys at once (`keyed`): `prefetch` runs it once for the reads of one
-   * group (a statement for a batch of edges instead of one each) and answers each read with the
-   * rows whose `column` holds its `key`, in the order the read of all gives them. Its rows may
-   * carry more columns than the single read's.
-   */
-  many?: { group: string; key: string; column: string; read(keys: string[]): Read };
 }
 
 /**

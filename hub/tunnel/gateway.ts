@@ -25,12 +25,13 @@ import { ProtocolError } from '../../sync/messages.js';
 import type { EdgeConnection, SyncServer } from '../../sync/server.js';
 import type { SqlDb } from '../state/sql.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
-import type { Action, HubAuth, Principal } from '../api/context.js';
+import type { Action, HubAuth, Principal } from '../auth/contract.js';
 import { MISSING_TOKEN, principalOf } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { EdgeState } from '../state/edges.js';
 import { refuseReplicaClaim, type ForwardTarget, type ReplicaForwarder } from './forward.js';
 import { kubeAction } from './kube-path.js';
+import { DEFAULT_LIMITS, type GatewayLimits } from './limits.js';
 import { handleActions, handleExec, handleLogs, handleMetrics } from './ops.js';
 import { cookieValues, PROXY_COOKIE, ProxySessions, proxyTargetOf } from './proxy-session.js';
 import { handleHttp, sendError, type RouteContext } from './routes.js';
@@ -40,25 +41,6 @@ const log = createLogger('hub:tunnel');
 
 export const TUNNEL_PATH =
   /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions|metrics)(\/.*)?$/;
-
-export interface GatewayLimits {
-  /** Deadline of a request/response stream (proxy, kube, exec, actions). */
-  requestDeadlineMs: number;
-  /** Deadline of a long-lived stream (log follow, watch, WebSocket, interactive exec). */
-  streamDeadlineMs: number;
-  /** Bytes one stream may move, both directions together. */
-  maxBytesPerStream: number;
-  /** Concurrent streams per edge. */
-  maxStreamsPerEdge: number;
-}
-
-/** A download of a few GB or an hour-long log follow is legitimate; anything past that is a runaway. */
-export const DEFAULT_LIMITS: GatewayLimits = {
-  requestDeadlineMs: 10 * 60_000,
-  streamDeadlineMs: 60 * 60_000,
-  maxBytesPerStream: 4 * 1024 ** 3,
-  maxStreamsPerEdge: 256,
-};
 
 export interface GatewayOptions {
   db: SqlDb;

@@ -17,7 +17,7 @@
  *   (project and role by the gateway; here, that the token is neither revoked nor expired), and
  *   it expires (1 h by default).
  */
-import type { Principal, Role } from '../api/context.js';
+import type { Principal, Role } from '../auth/contract.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import type { Migration } from '../../sync/sqlite.js';

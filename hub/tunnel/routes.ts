@@ -9,9 +9,9 @@ import { HOP_BY_HOP_HEADERS, rawErrorResponse } from '../../core/http.js';
 import { isValidName, type EdgeName } from '../../core/ids.js';
 import type { SqlDb } from '../state/sql.js';
 import type { TunnelStream } from '../../sync/tunnel.js';
-import type { Principal } from '../api/context.js';
+import type { Principal } from '../auth/contract.js';
 import { FORWARD_SIGNATURE, FORWARDED_BY } from './forward.js';
-import type { GatewayLimits } from './gateway.js';
+import type { GatewayLimits } from './limits.js';
 import { withoutProxyCookie } from './proxy-session.js';
 
 export interface RouteContext {

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName, type EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { Principal } from '../api/context.js';
+import type { Principal } from '../auth/contract.js';
 import { principalFromHeader } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { EdgeState } from '../state/edges.js';

@@ -4,7 +4,7 @@
  * reads one round trip runs (the same read once, a group of keyed reads as one read of all their
  * keys), the rows each read is answered with, and what a write makes stale.
  */
-import type { Read } from '../sql.js';
+import type { Read } from '../read.js';
 import type { Write } from './merge-writes.js';
 import { asRows, numberPlaceholders, type Param } from './statements.js';
 

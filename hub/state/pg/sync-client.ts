@@ -14,7 +14,7 @@
 import { PG_GATHER } from '../../../core/durations.js';
 import { GatherPace } from '../../../core/gather.js';
 import { createLogger } from '../../../core/logger.js';
-import type { Read } from '../sql.js';
+import type { Read } from '../read.js';
 import { mergeWrites, type MergedWrite, type Write } from './merge-writes.js';
 import { PrefetchCache } from './prefetch-cache.js';
 import {

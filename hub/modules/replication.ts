@@ -1,0 +1,125 @@
+/**
+ * @module This hub process among its replicas, as one module: its row in hub_replicas (a SQLite
+ * hub has one row, its own, for `outpost get replicas`), the edge leases and the bus of hubs
+ * sharing a PostgreSQL (hub/replicas/), and the directory the API names replicas from. It starts
+ * last and stops first: the other replicas stop forwarding here before anything else closes.
+ */
+import type { EdgeName } from '../../core/ids.js';
+import { createLogger } from '../../core/logger.js';
+import type { SyncServer } from '../../sync/server.js';
+import type { TokenStreams } from '../auth/token-streams.js';
+import type { ChangeFeed } from '../changes/feed.js';
+import type { HubModule } from '../module.js';
+import { ReplicaDirectory } from '../replicas/directory.js';
+import { endEarlierRuns, renewMembership, startReplicas, type Replicas } from '../replicas/index.js';
+import type { Scheduler } from '../scheduler/index.js';
+import type { HubState } from '../state/index.js';
+import { EdgeLeases } from '../state/leases.js';
+import type { SyncPostgres } from '../state/pg/sync-client.js';
+import { HubReplicas, newReplicaId } from '../state/replicas.js';
+import type { SqlDb } from '../state/sql.js';
+
+const log = createLogger('hub');
+
+/** What the replicas reach once the hub is wired (`start`). */
+export interface ReplicationWiring {
+  scheduler: Scheduler;
+  sync: SyncServer;
+  changes: ChangeFeed;
+  tokens: Pick<TokenStreams, 'revoked' | 'recheck'>;
+  /** Another replica wrote an object of this kind (controllers that tick may go at once). */
+  objectWritten(kind: string): void;
+}
+
+export interface Replication extends HubModule {
+  /** This hub process (hub/state/replicas.ts newReplicaId). */
+  readonly id: string;
+  /** Only with replicas: an edge's connection takes its lease. */
+  readonly leases: EdgeLeases | undefined;
+  readonly registry: HubReplicas;
+  readonly directory: ReplicaDirectory;
+  /** The other replicas, once started (undefined on a SQLite hub). */
+  peers(): Replicas | undefined;
+  /** Registers the URL the others reach this replica at, once it listens. */
+  listening(advertiseUrl: string): void;
+  /** Wires what the replicas reach: before `start`. */
+  wire(w: ReplicationWiring): void;
+}
+
+/**
+ * Before any edge connects: on SQLite, what a run of this hub that was killed left open ends (a
+ * PostgreSQL replica's leader ends what dead replicas left, hub/replicas/).
+ */
+export function createReplication(db: SqlDb, pg: SyncPostgres | undefined, state: HubState): Replication {
+  const id = newReplicaId();
+  // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
+  const leases = pg ? new EdgeLeases(pg, id) : undefined;
+  // The replicas' URLs, for tunnel requests one forwards to the replica serving the edge.
+  const registry = new HubReplicas(db, id);
+  if (!pg) endEarlierRuns(state, registry);
+  let advertiseUrl = '';
+  const directory = new ReplicaDirectory(registry, state.edges, () => advertiseUrl);
+  let wiring: ReplicationWiring | undefined;
+  let peers: Replicas | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    name: 'replication',
+    id,
+    leases,
+    registry,
+    directory,
+    peers: () => peers,
+    listening(url) {
+      advertiseUrl = url;
+      registry.register(url);
+    },
+    wire(w) {
+      wiring = w;
+    },
+    start() {
+      if (!wiring) throw new Error('the replication module was started before it was wired');
+      const { scheduler, sync } = wiring;
+      const servedEdges = () => sync.connections().map((c) => c.edge);
+      // Several hub processes on one PostgreSQL: one plans, each writes its edges' specs.
+      if (pg && leases)
+        peers = startReplicas({
+          pg,
+          id,
+          scheduler,
+          connected: (edge) => !!sync.connection(edge as EdgeName),
+          connections: servedEdges,
+          changes: wiring.changes,
+          tokens: wiring.tokens,
+          objectWritten: wiring.objectWritten,
+        });
+      // Leases and this replica's row are renewed every few seconds; a SQLite hub renews its row only.
+      timer = renewMembership({
+        leases,
+        registry,
+        state,
+        connections: servedEdges,
+        replaced: (edge) =>
+          sync.disconnect(
+            edge as EdgeName,
+            'replaced',
+            'lease lost: a newer connection of this edge is served by another hub replica',
+          ),
+        leaseLost: (list, awayMs) => {
+          const why = `lease lost: this hub replica could not reach its database for ${Math.round(awayMs / 1000)} s`;
+          for (const edge of list) sync.disconnect(edge as EdgeName, 'replaced', why);
+        },
+        leading: () => scheduler.leading,
+        advertiseUrl: () => advertiseUrl,
+      });
+    },
+    stop() {
+      try {
+        registry.remove(); // the other replicas stop forwarding here at once
+      } catch (err) {
+        log.warn({ err }, "could not remove this replica's row (it expires)");
+      }
+      clearInterval(timer);
+      peers?.close();
+    },
+  };
+}

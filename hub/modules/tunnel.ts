@@ -1,0 +1,67 @@
+/**
+ * @module The tunnel as one module: the gateway that carries API requests to edges (proxy, kube,
+ * logs, exec, actions, metrics), its streams of blobs and data files, and with replicas the
+ * forwarder to the replica that serves an edge.
+ */
+import type { Socket } from 'node:net';
+import type { Registry as MetricsRegistry } from 'prom-client';
+import { isDataFileHeader } from '../../core/data.js';
+import type { SyncServer } from '../../sync/server.js';
+import type { HubAuth } from '../auth/contract.js';
+import type { HubBlobs } from '../blobs/index.js';
+import { HubTransfers } from '../blobs/transfers.js';
+import type { HubDataFiles } from '../data/index.js';
+import type { HubModule } from '../module.js';
+import type { HubState } from '../state/index.js';
+import type { SqlDb } from '../state/sql.js';
+import type { HubTls } from '../tls.js';
+import { ReplicaForwarder } from '../tunnel/forward.js';
+import { TunnelGateway } from '../tunnel/gateway.js';
+import type { Replication } from './replication.js';
+
+export interface TunnelModule extends HubModule {
+  readonly gateway: TunnelGateway;
+}
+
+export function createTunnelModule(o: {
+  db: SqlDb;
+  state: HubState;
+  auth: HubAuth;
+  blobs: HubBlobs;
+  dataFiles: HubDataFiles;
+  registry: MetricsRegistry;
+  tls: HubTls | undefined;
+  replication: Replication;
+  /** The sync server, once made (the tunnel's frames arrive through it). */
+  sync(): SyncServer | undefined;
+  /** A request another replica forwards here is not counted against its address (hub/http-limits.ts). */
+  exempt(socket: Socket): void;
+}): TunnelModule {
+  const { state, blobs, dataFiles, replication } = o;
+  const transfers = new HubTransfers(state.edges, blobs, o.registry);
+  const leases = replication.leases;
+  const gateway = new TunnelGateway({
+    db: o.db,
+    edges: state.edges,
+    auth: o.auth,
+    sync: o.sync,
+    registry: o.registry,
+    ...(leases
+      ? {
+          forward: new ReplicaForwarder({
+            self: replication.id,
+            key: replication.registry.forwardKey(),
+            holder: (edge) => {
+              const id = leases.holder(edge);
+              return id === undefined ? undefined : replication.registry.live(id);
+            },
+            ...(o.tls ? { ca: o.tls.caPem } : {}),
+          }),
+          onReplicaConnection: (s: Socket) => o.exempt(s),
+        }
+      : {}),
+    onEdgeStream: (conn, s) =>
+      isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
+  });
+  return { name: 'tunnel', gateway, stop: () => gateway.close() };
+}
