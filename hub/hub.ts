@@ -40,28 +40,20 @@ import * as auth from './auth/index.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { Scheduler } from './scheduler/index.js';
 import { recordTablesAtStart } from './database-marker.js';
-import { migrateHub } from './db.js';
+import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
 import { createHubServer, listenHub } from './http-server.js';
 import { createHubMetrics } from './metrics.js';
 import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { parseListen, type HubOptions } from './options.js';
 import { closeHub } from './shutdown.js';
-import { SqlAssignmentStore } from './state/assignments.js';
-import {
-  databaseUnready,
-  postgresHubState,
-  prefetchDisconnects,
-  sqliteHubState,
-  type HubState,
-} from './state/index.js';
+import { postgresHubState, sqliteHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import { EdgeLeases } from './state/leases.js';
 import { ReplicaDirectory } from './replicas/directory.js';
 import { endEarlierRuns, renewMembership, startReplicas, type Replicas } from './replicas/index.js';
 import { advertiseUrlOf, HubReplicas, newReplicaId } from './state/replicas.js';
 import { redactUrl } from './state/pg/statements.js';
-import type { SqlDb } from './state/sql.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { ensureReplicaAdminToken, shareRotatedAdminToken } from './identity/admin-token.js';
 import { shareHubIdentity } from './identity/index.js';
@@ -121,8 +113,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // For `outpost hub backup --data`: where this directory's hub keeps its tables (database-marker.ts).
   recordTablesAtStart(opts.dataDir, opts.database);
   // The replicas' one identity into --data before TLS, secrets and the release key are read there.
-  if (pg)
-    await shareHubIdentity(pg, {
+  const pgState = pg && postgresHubState(pg);
+  if (pgState)
+    await shareHubIdentity(pgState.identity, {
       dataDir: opts.dataDir,
       key: identityKey,
       ownCa: !opts.insecureHttp && !(opts.tlsCert && opts.tlsKey),
@@ -150,7 +143,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     }),
   });
   // The hub's tables: in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
-  const db: SqlDb = pg ?? store.db;
+  // What the scheduler, the upgrade and delivery controllers and the sync endpoint are still given
+  // (until issue #43's orders branch merges); everything else gets `state`.
+  const db = pg ?? store.db;
   // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
   const replicaId = newReplicaId();
   const leases = pg ? new EdgeLeases(pg, replicaId) : undefined;
@@ -158,15 +153,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // `outpost get replicas`: a SQLite hub has one row, its own.
   const replicas = new HubReplicas(db, replicaId);
   if (!pg) migrateHub(store.db);
-  state = pg ? postgresHubState(pg) : sqliteHubState(store.db);
+  const hubState = (state = pgState || sqliteHubState(store.db));
   // Before any edge connects: what a run of this SQLite hub that was killed left open ends.
   if (!pg) endEarlierRuns(state, replicas);
   let advertiseUrl = '';
   const directory = new ReplicaDirectory(replicas, state.edges, () => advertiseUrl);
   changes = new ChangeFeed(state);
-  auth.migrateAuth(db);
   const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
-    auth.edgeSealKey(db, edge),
+    auth.edgeSealKey(hubState.auth, edge),
   );
   const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
@@ -186,8 +180,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   // Replicas on one database share one admin token (identity/admin-token.ts); a SQLite hub makes its own.
   const admin = pg
-    ? ensureReplicaAdminToken(pg, opts.dataDir, tls?.caFingerprint ?? null, identityKey)
-    : auth.ensureAdminToken(db, opts.dataDir, tls?.caFingerprint ?? null);
+    ? ensureReplicaAdminToken(state, opts.dataDir, tls?.caFingerprint ?? null, identityKey)
+    : auth.ensureAdminToken(state.auth, opts.dataDir, tls?.caFingerprint ?? null);
   const fingerprint = tls?.caFingerprint ?? null;
 
   // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
@@ -196,29 +190,29 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   // A token's open streams end when it is revoked (here, or on another replica: the bus) or expires.
   const tokenStreams = new auth.TokenStreams({
-    live: (ids) => auth.liveApiTokens(db, ids),
+    live: (ids) => auth.liveApiTokens(hubState.auth, ids),
     broadcast: (tokens) => peers?.send({ t: 'revoked', tokens }),
   });
-  const hubAuth = auth.createHubAuth(db, opts.dataDir, fingerprint, tokenStreams, (t) => {
-    if (pg && identityKey) shareRotatedAdminToken(pg, identityKey, t);
+  const hubAuth = auth.createHubAuth(state.auth, opts.dataDir, fingerprint, tokenStreams, (t) => {
+    if (pg && identityKey) shareRotatedAdminToken(hubState.identity, identityKey, t);
   });
 
   const blobs = new HubBlobs({
-    db,
+    tables: state.blobs,
     dir: opts.blobDir ?? path.join(opts.dataDir, 'blobs'),
     ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.start();
   const catalog = new Catalog({
-    db,
+    state,
     blobs,
     objects,
     box: secrets.box,
     scanner: opts.scanner,
     ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
   });
-  scheduler.addGate(dependsOnGate(db, objects));
+  scheduler.addGate(dependsOnGate(state.catalog, objects));
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
@@ -244,19 +238,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     store,
     scheduler: sched,
-    assignments: new SqlAssignmentStore(db),
+    assignments: state.assignments,
     orders,
     credentials: hubAuth,
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
     // On PostgreSQL: what recording a turn's disconnections reads, in one round trip.
-    readAheadDisconnects: (list) => prefetchDisconnects(db, list),
+    readAheadDisconnects: (list) => hubState.readAheadDisconnects(list),
     replica: replicaId,
     peer: (id) => directory.peer(id),
   });
-  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
+  const sink = opts.dataSinkS3 ? new S3Sink(state.dataFiles, blobs.files, opts.dataSinkS3) : undefined;
   sink?.start();
-  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
+  const dataFiles = new HubDataFiles(state.dataFiles, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
   const imageStaging = (imageStagingRef = new HubStaging(orders, blobs, state));
@@ -268,7 +262,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades,
     deliveries,
     catalog,
-    db,
     state,
     edges,
     changes,
@@ -280,7 +273,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     version,
     replicas: directory,
     requireApproval: !!opts.requireApproval,
-    unready: () => databaseUnready(db),
+    unready: () => hubState.unready(),
     caPem: tls?.caPem,
     metricsText: () => registry.metrics(),
     metricsContentType: registry.contentType,
@@ -289,7 +282,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const transfers = new HubTransfers(state.edges, blobs, registry);
   const tunnel = new TunnelGateway({
-    db,
+    state,
     edges: state.edges,
     auth: hubAuth,
     sync: () => sync,
@@ -311,14 +304,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
-  const images = new ImageCache(db, blobs, {
+  const images = new ImageCache(state, blobs, {
     registry: (project, name) => objects.get<Registry>('Registry', project, name),
     box: secrets.box,
   });
   // The hub's own names, as images on it spell them (known once it listens).
   let selfHosts: string[] = [];
   const pins = new ImagePins(
-    db,
+    state.imagePins,
     images,
     {
       selfHosts: () => selfHosts,

@@ -139,7 +139,7 @@ function writers(): Map<string, Set<string>> {
     const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
     for (const m of src.matchAll(/\b(?:INSERT(?:\s+OR\s+[A-Z]+)?\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_]+)\b/g)) {
       if (!known.has(m[1])) continue;
-      // A row a migration seeds next to the CREATE TABLE is schema, not a write (hub/db.ts: counters).
+      // A row a migration seeds next to the CREATE TABLE is schema, not a write (hub/state/schema/hub.ts: counters).
       const sql = src.slice(src.lastIndexOf('`', m.index), src.indexOf('`', m.index));
       if (sql.includes('CREATE TABLE')) continue;
       if (!out.has(m[1])) out.set(m[1], new Set());

@@ -15,7 +15,6 @@ import type { Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
 import type { AgentUpgrade, DataObject, Kind } from '../../core/resources.js';
-import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { JoinTokenInfo } from '../auth/join-tokens.js';
 import type { ApiPrincipal } from '../auth/principal.js';
@@ -71,7 +70,6 @@ export interface HubAuth {
 }
 
 export interface HubDeps {
-  db: SqlDb;
   /** The hub's tables (hub/state/): the API reads and writes them only through these. */
   state: HubState;
   /** An edge's life: enroll, approve, label, drain, decommission (hub/edges/lifecycle.ts). */

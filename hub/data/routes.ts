@@ -8,7 +8,6 @@ import { isExportPath } from '../../core/data.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { authorize, type Env, type HubDeps } from '../api/context.js';
-import { listDataFiles } from '../state/data-files.js';
 
 export function dataRoutes(deps: HubDeps): Hono<Env> {
   const app = new Hono<Env>();
@@ -26,7 +25,7 @@ export function dataRoutes(deps: HubDeps): Hono<Env> {
     // The queue is the edge's as a whole (all its workloads), as its last heartbeat said.
     const queue = deps.state.edges.get(edge)?.project === project ? deps.uploads?.queue(edge) : undefined;
     return c.json({
-      items: listDataFiles(deps.db, project, edge, {
+      items: deps.state.dataFiles.listDataFiles(project, edge, {
         ...(workload !== undefined ? { workload } : {}),
         ...(path !== undefined ? { path } : {}),
       }),

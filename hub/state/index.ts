@@ -30,7 +30,15 @@
  */
 import { errorMessage } from '../../core/errors.js';
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
-import { specInputsRead } from './assignments.js';
+import { specInputsRead, SqlAssignmentStore, type AssignmentStore } from './assignments.js';
+import { sqlAuthTables, type AuthTables } from './auth.js';
+import { sqlBlobTables, type BlobTables } from './blobs.js';
+import { sqlCatalogTables, type CatalogTables } from './catalog.js';
+import { sqlDataFileTables, type DataFileTables } from './data-files.js';
+import { IdentityStore } from './identity.js';
+import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
+import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
+import { sqlProxySessionTables, type ProxySessionTables } from './proxy-sessions.js';
 import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
 import type { SyncPostgres } from './pg/sync-client.js';
 import { lastEventRead, sqlEventLog, type EventLog } from './events.js';
@@ -129,6 +137,33 @@ export interface HubState {
   dataProgress: DataProgressState;
   agentUpgrades: AgentUpgradeRollouts;
   imageStaging: ImageStagingState;
+  /** The scheduler's assignments, rollouts and written specs (read by the API and the catalog). */
+  assignments: AssignmentStore;
+  /** API tokens, join tokens, edge credentials (hub/auth/'s rules over them). */
+  auth: AuthTables;
+  /** The tunnel's browser proxy sessions (hub/tunnel/proxy-session.ts's rules over them). */
+  proxySessions: ProxySessionTables;
+  /** Packages, their deployments and the versions of generated revisions (hub/catalog/). */
+  catalog: CatalogTables;
+  /** The blob index, references and quota reservations (hub/blobs/). */
+  blobs: BlobTables;
+  /** The files edges' workloads exported (hub/data/). */
+  dataFiles: DataFileTables;
+  /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
+  imageTags: ImageTagTables;
+  imagePins: ImagePinTables;
+  /**
+   * The sealed identity hub replicas on one PostgreSQL share (hub/identity/); made when first used,
+   * so a SQLite hub, which never uses it, has no such table.
+   */
+  readonly identity: IdentityStore;
+  /** Why the tables cannot be reached now (for /readyz); undefined when they can. */
+  unready(): string | undefined;
+  /**
+   * On PostgreSQL, what recording these edges' disconnections reads, in one round trip
+   * (`prefetchDisconnects`); nothing on SQLite.
+   */
+  readAheadDisconnects(edges: readonly string[]): void;
   /**
    * Runs `fn` in one transaction, joining an open one (every write of the hub's state is one).
    * `immediate` takes the write lock at the start: for a read-then-write another process may race.
@@ -149,6 +184,7 @@ export function postgresHubState(pg: SyncPostgres): HubState {
     dataProgress: sqlDataProgressState(pg),
     agentUpgrades: sqlAgentUpgradeRollouts(pg),
     imageStaging: sqlImageStagingState(pg),
+    ...tableGroups(pg),
     transaction: (fn) => pg.transaction(fn),
   };
 }
@@ -162,9 +198,33 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     dataProgress: sqlDataProgressState(db),
     agentUpgrades: sqlAgentUpgradeRollouts(db),
     imageStaging: sqlImageStagingState(db),
+    ...tableGroups(db),
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
   };
+}
+
+/**
+ * The table groups both databases build the same way, each migrated as it is made on SQLite (in
+ * the order a hub of the previous version first touched them; PostgreSQL is migrated at start).
+ */
+function tableGroups(db: SqlDb) {
+  let identity: IdentityStore | undefined;
+  return {
+    auth: sqlAuthTables(db),
+    blobs: sqlBlobTables(db),
+    catalog: sqlCatalogTables(db),
+    assignments: new SqlAssignmentStore(db),
+    dataFiles: sqlDataFileTables(db),
+    proxySessions: sqlProxySessionTables(db),
+    imageTags: sqlImageTagTables(db),
+    imagePins: sqlImagePinTables(db),
+    get identity() {
+      return (identity ??= new IdentityStore(db));
+    },
+    unready: () => databaseUnready(db),
+    readAheadDisconnects: (edges: readonly string[]) => prefetchDisconnects(db, edges),
+  } satisfies Partial<HubState>;
 }
 
 /** Why the hub's tables cannot be reached now (for /readyz); undefined when they can. */

@@ -23,7 +23,7 @@ import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { ProtocolError } from '../../sync/messages.js';
 import type { EdgeConnection, SyncServer } from '../../sync/server.js';
-import type { SqlDb } from '../state/sql.js';
+import type { HubState } from '../state/index.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../api/context.js';
 import { MISSING_TOKEN, principalOf } from '../auth/principal.js';
@@ -61,7 +61,8 @@ export const DEFAULT_LIMITS: GatewayLimits = {
 };
 
 export interface GatewayOptions {
-  db: SqlDb;
+  /** The proxy sessions' tables, the tokens they are checked against, the events routes record. */
+  state: Pick<HubState, 'auth' | 'proxySessions' | 'events'>;
   edges: Pick<EdgeState, 'get'>;
   auth: Pick<HubAuth, 'verifyApiToken' | 'hold'>;
   sync: () => SyncServer | undefined;
@@ -103,7 +104,7 @@ export class TunnelGateway {
 
   constructor(private readonly opts: GatewayOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    this.sessions = new ProxySessions(opts.db);
+    this.sessions = new ProxySessions(opts.state);
     if (opts.registry) {
       const self = this;
       new client.Gauge({
@@ -382,7 +383,7 @@ export class TunnelGateway {
         );
         return s;
       },
-      db: this.opts.db,
+      events: this.opts.state.events,
     };
   }
 }
