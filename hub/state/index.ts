@@ -1,7 +1,7 @@
 /**
  * @module The hub's state: one module per table group, each the only code that runs SQL against
- * its tables, each behind a small interface so a second implementation (PostgreSQL, issue #22)
- * can be added without touching its callers.
+ * its tables, each behind a small interface, all of them members of `HubState`: the one door into
+ * the hub's tables. Nothing outside hub/state/ holds the database (test/architecture.test.ts).
  *
  * | module | tables |
  * |---|---|
@@ -14,16 +14,16 @@
  * | data-progress.ts | data_progress (the DataObject deliveries edges report) |
  * | agent-upgrades.ts | agent_upgrade_orders, agent_upgrade_progress, agent_upgrade_outcomes (AgentUpgrade rollouts and their history) |
  * | image-staging.ts | staging_orders, staging_reports (image pre-staging) |
- * | blobs.ts | blobs, blob_refs |
+ * | blobs.ts | blobs, blob_refs, blob_reservations |
  * | data-files.ts | data_files |
- * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
+ * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
  * | replicas.ts | hub_replicas, hub_forward_key (the replicas' URLs; the key forwarded tunnel requests are signed with) |
- * | ../tunnel/proxy-session.ts | tunnel_proxy_sessions |
- * | ../catalog/state.ts | packages, package_deployments |
- * | ../images/cache.ts, ../images/pins.ts | image_tags; image_pins |
- * | ../db.ts | the schema of the hub's tables (migrations only, no reads or writes) |
+ * | proxy-sessions.ts | tunnel_proxy_sessions (the rules: hub/tunnel/proxy-session.ts) |
+ * | catalog.ts | packages, package_deployments, package_revisions |
+ * | image-tags.ts, image-pins.ts | image_tags; image_pins |
+ * | schema/ | every migration of the tables above, one file per schema component (no reads or writes) |
  *
  * test/architecture.test.ts fails when a table is written anywhere else. Every module above runs
  * on SQLite or PostgreSQL (hub/state/sql.ts `SqlDb`), each tested by one shared suite on both.
