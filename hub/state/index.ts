@@ -176,7 +176,7 @@ export interface HubState {
  * migrated with hub/state/pg/schema.ts `migratePostgres`).
  */
 export function postgresHubState(pg: SyncPostgres): HubState {
-  return {
+  return withTableGroups(pg, {
     objects: sqlObjectState(pg),
     edges: sqlEdgeState(pg),
     events: sqlEventLog(pg),
@@ -184,13 +184,12 @@ export function postgresHubState(pg: SyncPostgres): HubState {
     dataProgress: sqlDataProgressState(pg),
     agentUpgrades: sqlAgentUpgradeRollouts(pg),
     imageStaging: sqlImageStagingState(pg),
-    ...tableGroups(pg),
     transaction: (fn) => pg.transaction(fn),
-  };
+  });
 }
 
 export function sqliteHubState(db: SqliteDatabase): HubState {
-  return {
+  return withTableGroups(db, {
     objects: sqlObjectState(db),
     edges: sqlEdgeState(db),
     events: sqlEventLog(db),
@@ -198,16 +197,20 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     dataProgress: sqlDataProgressState(db),
     agentUpgrades: sqlAgentUpgradeRollouts(db),
     imageStaging: sqlImageStagingState(db),
-    ...tableGroups(db),
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
-  };
+  });
 }
 
 /**
- * The table groups both databases build the same way, each migrated as it is made on SQLite (in
- * the order a hub of the previous version first touched them; PostgreSQL is migrated at start).
+ * `base` with the table groups both databases build the same way, each migrated on SQLite as it is
+ * made (PostgreSQL is migrated at start). Copied as property descriptors: `identity` stays a getter
+ * (a spread would call it, and give every SQLite hub file a table it never uses).
  */
+function withTableGroups(db: SqlDb, base: Omit<HubState, keyof ReturnType<typeof tableGroups>>): HubState {
+  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(tableGroups(db))) as HubState;
+}
+
 function tableGroups(db: SqlDb) {
   let identity: IdentityStore | undefined;
   return {
