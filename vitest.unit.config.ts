@@ -21,7 +21,7 @@ export default defineConfig({
       'hub/upgrades/claims.test.ts',
       'hub/auth/{edge-credentials,roles,tokens}.test.ts',
       'hub/tunnel/{proxy-session,forward}.test.ts',
-      'hub/catalog/state.test.ts',
+      'hub/state/catalog.test.ts',
       'hub/images/cache.test.ts',
       'ui/src/diff.test.ts',
       'ui/src/format.test.ts',

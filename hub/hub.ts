@@ -27,7 +27,7 @@ import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { DataDeliveries } from './data/delivery.js';
 import { HubDataFiles } from './data/index.js';
 import { S3Sink } from './data/s3-sink.js';
-import { migrateHub } from './db.js';
+import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
 import type { ConnectionLimiter } from './http-limits.js';
 import { createHubServer, listenHub } from './http-server.js';
@@ -46,17 +46,9 @@ import { OrderEngine } from './orders/engine.js';
 import { Scheduler } from './scheduler/index.js';
 import { HubSecrets, loadSecretsKey } from './secrets.js';
 import { closeHub } from './shutdown.js';
-import { SqlAssignmentStore } from './state/assignments.js';
-import {
-  databaseUnready,
-  postgresHubState,
-  prefetchDisconnects,
-  sqliteHubState,
-  type HubState,
-} from './state/index.js';
+import { sqliteHubState, type HubState } from './state/index.js';
 import { redactUrl } from './state/pg/statements.js';
 import { advertiseUrlOf } from './state/replicas.js';
-import type { SqlDb } from './state/sql.js';
 import * as auth from './auth/index.js';
 import { openHubStore } from './store.js';
 import { createSyncEndpoint } from './sync-endpoint.js';
@@ -101,7 +93,7 @@ export interface Hub {
 export async function startHub(opts: HubOptions): Promise<Hub> {
   const { version } = buildInfo();
   const { host, port } = parseListen(opts.listen);
-  const { identityKey, pg, tls } = await openHub(opts, host);
+  const { identityKey, pg, pgState, tls } = await openHub(opts, host);
 
   // Parts made after those that reach them (the store's hooks, the tunnel): each is read when used.
   const late: {
@@ -125,17 +117,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
 
   // State: the hub's tables, in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
-  const db: SqlDb = pg ?? store.db;
+  // `db`: what the scheduler, the upgrade and delivery controllers and the sync endpoint are still
+  // given (until issue #43's orders branch merges); everything else gets `state`.
+  const db = pg ?? store.db;
   if (!pg) migrateHub(store.db);
-  const state = (late.state = pg ? postgresHubState(pg) : sqliteHubState(store.db));
-  const replication = createReplication(db, pg, state);
+  const state = (late.state = pgState ?? sqliteHubState(store.db));
+  const replication = createReplication(pg, state);
   const changes = (late.changes = new ChangeFeed(state));
 
   // Auth, then the objects (their Secrets sealed to each edge's key) and the scheduler.
   const fingerprint = tls?.caFingerprint ?? null;
   const authModule = createAuthModule({
-    db,
-    pg,
+    state,
+    replicas: !!pg,
     dataDir: opts.dataDir,
     caFingerprint: fingerprint,
     identityKey,
@@ -143,7 +137,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const hubAuth = authModule.auth;
   const secrets = new HubSecrets(loadSecretsKey(opts.dataDir, sealedKeyId(state.objects)), (edge) =>
-    auth.edgeSealKey(db, edge),
+    auth.edgeSealKey(state.auth, edge),
   );
   const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
@@ -154,20 +148,20 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const { registry } = metrics;
 
   const blobs = new HubBlobs({
-    db,
+    tables: state.blobs,
     dir: opts.blobDir ?? path.join(opts.dataDir, 'blobs'),
     ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   const catalog = new Catalog({
-    db,
+    state,
     blobs,
     objects,
     box: secrets.box,
     scanner: opts.scanner,
     ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
   });
-  scheduler.addGate(dependsOnGate(db, objects));
+  scheduler.addGate(dependsOnGate(state.catalog, objects));
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
   // With replicas, each writes the orders of the edges it serves (the others': their replica).
@@ -190,18 +184,18 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     store,
     scheduler,
-    assignments: new SqlAssignmentStore(db),
+    assignments: state.assignments,
     orders,
     credentials: hubAuth,
     disconnect: (e, message) => late.sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
     // On PostgreSQL: what recording a turn's disconnections reads, in one round trip.
-    readAheadDisconnects: (list) => prefetchDisconnects(db, list),
+    readAheadDisconnects: (list) => state.readAheadDisconnects(list),
     replica: replication.id,
     peer: (id) => replication.directory.peer(id),
   });
-  const sink = opts.dataSinkS3 ? new S3Sink(db, blobs.files, opts.dataSinkS3) : undefined;
-  const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
+  const sink = opts.dataSinkS3 ? new S3Sink(state.dataFiles, blobs.files, opts.dataSinkS3) : undefined;
+  const dataFiles = new HubDataFiles(state.dataFiles, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
   const imageStaging = new HubStaging(orders, blobs, state);
@@ -214,7 +208,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     imageStaging: () => imageStaging,
   });
   const tunnel = createTunnelModule({
-    db,
     state,
     auth: hubAuth,
     blobs,
@@ -225,7 +218,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync: () => late.sync,
     exempt: (s) => late.connLimit?.exempt(s),
   });
-  const images = createImagesModule({ db, blobs, objects, secrets, scheduler });
+  const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
   scheduler.addGate(imagesGate(imageStaging));
 
   // In dependency order: started in this order, stopped in reverse (hub/module.ts).
@@ -254,7 +247,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     hub: {
       version,
       databaseFile: store.db.name,
-      unready: () => databaseUnready(db),
+      unready: () => state.unready(),
       caPem: tls?.caPem,
       metricsText: () => registry.metrics(),
       metricsContentType: registry.contentType,
@@ -264,7 +257,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replicas: replication.directory,
     edges,
     objects: {
-      db,
       state,
       store,
       objects,
@@ -276,7 +268,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       deliveries,
       imageStaging,
     },
-    data: { db, state, uploads: dataFiles },
+    data: { state, uploads: dataFiles },
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     catalog,
   });

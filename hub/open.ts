@@ -9,6 +9,7 @@ import { recordTablesAtStart } from './database-marker.js';
 import { shareHubIdentity } from './identity/index.js';
 import { loadIdentityKey, type IdentityKey } from './identity/key.js';
 import type { HubOptions } from './options.js';
+import { postgresHubState, type HubState } from './state/index.js';
 import { openPostgres } from './state/pg/open.js';
 import type { SyncPostgres } from './state/pg/sync-client.js';
 import { hubTls, type HubTls } from './tls.js';
@@ -17,6 +18,8 @@ export interface OpenedHub {
   identityKey: IdentityKey | undefined;
   /** Undefined: the hub's tables are in its SQLite file. */
   pg: SyncPostgres | undefined;
+  /** The hub's tables on that PostgreSQL; undefined: in its SQLite file (opened with the store). */
+  pgState: HubState | undefined;
   /** Undefined: plain HTTP (`--insecure-http`). */
   tls: HubTls | undefined;
 }
@@ -31,12 +34,13 @@ export async function openHub(opts: HubOptions, listenHost: string): Promise<Ope
   const pg = opts.database ? await openPostgres(opts.database) : undefined;
   recordTablesAtStart(opts.dataDir, opts.database);
   // The replicas' one identity into --data before TLS, secrets and the release key are read there.
-  if (pg)
-    await shareHubIdentity(pg, {
+  const pgState = pg && postgresHubState(pg);
+  if (pgState)
+    await shareHubIdentity(pgState.identity, {
       dataDir: opts.dataDir,
       key: identityKey,
       ownCa: !opts.insecureHttp && !(opts.tlsCert && opts.tlsKey),
     });
   const tls = await hubTls({ ...opts, listenHost });
-  return { identityKey, pg, tls };
+  return { identityKey, pg, pgState, tls };
 }

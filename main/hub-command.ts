@@ -185,6 +185,7 @@ export function registerHubCommand(program: Command): void {
       const { migrateSqliteHub, sqliteHubFile } = await import('../hub/state/pg/from-sqlite.js');
       const { loadIdentityKey } = await import('../hub/identity/key.js');
       const { identityAdvice, shareHubIdentity } = await import('../hub/identity/index.js');
+      const { postgresHubState } = await import('../hub/state/index.js');
       const { writeDatabaseMarker } = await import('../hub/database-marker.js');
       sqliteHubFile(data); // before touching the database
       const key = identityKey ? loadIdentityKey(identityKey) : undefined;
@@ -195,7 +196,9 @@ export function registerHubCommand(program: Command): void {
         writeDatabaseMarker(data, database);
         for (const t of r.tables) if (t.rows > 0) process.stdout.write(`${t.table}: ${t.rows} rows\n`);
         // The old hub's CA, secrets key and release key, so its edges trust every replica.
-        const id = key ? await shareHubIdentity(pg, { dataDir: data, key, ownCa: !tlsCert, make: false }) : undefined;
+        const id = key
+          ? await shareHubIdentity(postgresHubState(pg).identity, { dataDir: data, key, ownCa: !tlsCert, make: false })
+          : undefined;
         process.stdout.write(
           `moved ${r.rows} rows of ${data}/hub.db into ${redactUrl(database)}; start the hub with: outpost hub --data ${data} --database URL (or OUTPOST_DATABASE)${key ? ' --identity-key FILE' : ''}; edges reconnect with their credentials\n${identityAdvice(data, id)}\n`,
         );

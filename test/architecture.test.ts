@@ -12,7 +12,9 @@
  *   product code: a file named like test support (`testing.ts`, `test-db.ts`, `*.fixture.ts`,
  *   `*.case.ts`, `testdata/`) outside test/ fails;
  * - each table is written (INSERT, UPDATE, DELETE) by exactly one module (hub/state/index.ts lists
- *   the owners).
+ *   the owners);
+ * - one door into the hub's state: no product file outside hub/state/ imports hub/state/sql.ts or
+ *   names `SqlDb`; the rest of the hub gets `HubState` (hub/state/index.ts) or one of its members.
  *
  * Source text is read as it is on disk: no build, no process, so this runs in the fast tier.
  */
@@ -51,8 +53,7 @@ const productFiles = [...PRODUCT_DIRS.flatMap((d) => walk(d)), 'main.ts', ...wal
 );
 
 /** Relative imports of a file (static, dynamic and re-exports), resolved to repository paths. */
-function importsOf(file: string): string[] {
-  const src = fs.readFileSync(path.join(ROOT, file), 'utf8');
+function importsOf(file: string, src = fs.readFileSync(path.join(ROOT, file), 'utf8')): string[] {
   const out: string[] = [];
   for (const m of src.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'(\.{1,2}\/[^']+)'/g))
     out.push(path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1])).replace(/\.js$/, '.ts'));
@@ -244,7 +245,7 @@ function writers(): Map<string, Set<string>> {
     const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
     for (const m of src.matchAll(/\b(?:INSERT(?:\s+OR\s+[A-Z]+)?\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_]+)\b/g)) {
       if (!known.has(m[1])) continue;
-      // A row a migration seeds next to the CREATE TABLE is schema, not a write (hub/db.ts: counters).
+      // A row a migration seeds next to the CREATE TABLE is schema, not a write (hub/state/schema/hub.ts: counters).
       const sql = src.slice(src.lastIndexOf('`', m.index), src.indexOf('`', m.index));
       if (sql.includes('CREATE TABLE')) continue;
       if (!out.has(m[1])) out.set(m[1], new Set());
@@ -288,5 +289,63 @@ describe('one writer per table', () => {
       (m) => `${m.file} no longer writes ${m.table}`,
     );
     expect(stale).toEqual([]);
+  });
+});
+
+/**
+ * Why `file` (with source `src`) goes around `HubState` into the database: it imports
+ * hub/state/sql.ts or names `SqlDb` outside hub/state/. Empty when it does not.
+ */
+export function stateDoorViolations(file: string, src: string): string[] {
+  if (file.startsWith('hub/state/')) return [];
+  const out: string[] = [];
+  if (importsOf(file, src).includes('hub/state/sql.ts'))
+    out.push(`${file} imports hub/state/sql.ts: take HubState (hub/state/index.ts) or one of its members`);
+  if (/\bSqlDb\b/.test(src))
+    out.push(`${file} names SqlDb: the database stays inside hub/state/; take HubState or one of its members`);
+  return out;
+}
+
+/**
+ * Files still given the database while another branch moves them onto HubState: the hand-kept
+ * order writers of issue #43 item 2. Removed when issue #43's orders branch merges.
+ */
+const ON_THE_DATABASE_UNTIL_ORDERS_MERGE = [
+  'hub/scheduler/index.ts',
+  'hub/upgrades/controller.ts',
+  'hub/data/delivery.ts',
+  'hub/sync-endpoint.ts',
+];
+
+describe("one door into the hub's state", () => {
+  const violations = () =>
+    productFiles.flatMap((f) => stateDoorViolations(f, fs.readFileSync(path.join(ROOT, f), 'utf8')));
+
+  it('no product file outside hub/state imports hub/state/sql.ts or names SqlDb', () => {
+    const bad = violations().filter((v) => !ON_THE_DATABASE_UNTIL_ORDERS_MERGE.some((f) => v.startsWith(`${f} `)));
+    expect(bad).toEqual([]);
+  });
+
+  it('lists no exception that no longer holds', () => {
+    const all = violations();
+    const stale = ON_THE_DATABASE_UNTIL_ORDERS_MERGE.filter((f) => !all.some((v) => v.startsWith(`${f} `)));
+    expect(stale).toEqual([]);
+  });
+
+  it('the rule would catch a violation', () => {
+    expect(stateDoorViolations('hub/catalog/index.ts', "import { transaction } from '../state/sql.js';")).toEqual([
+      'hub/catalog/index.ts imports hub/state/sql.ts: take HubState (hub/state/index.ts) or one of its members',
+    ]);
+    expect(stateDoorViolations('hub/hub.ts', "const { db } = await import('./state/sql.js');")).toHaveLength(1);
+    expect(
+      stateDoorViolations('hub/auth/tokens.ts', "import type { SqlDb } from '../state/index.js';\nlet db: SqlDb;"),
+    ).toEqual([
+      'hub/auth/tokens.ts names SqlDb: the database stays inside hub/state/; take HubState or one of its members',
+    ]);
+    expect(stateDoorViolations('main/hub-command.ts', "export * from '../hub/state/sql.js';")).toHaveLength(1);
+    // Inside hub/state the database is the point; a name that merely contains it is not it.
+    expect(stateDoorViolations('hub/state/blobs.ts', "import { run, type SqlDb } from './sql.js';")).toEqual([]);
+    expect(stateDoorViolations('hub/api/apply.ts', "import type { HubState } from '../state/index.js';")).toEqual([]);
+    expect(stateDoorViolations('hub/api/apply.ts', 'const mySqlDbName = 1;')).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hubSchemas } from '../hub/db.js';
+import { hubSchemas } from '../hub/state/schema/index.js';
 import { openSqlite } from '../sync/native.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir, waitFor } from './helpers.js';

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJoinToken } from '../hub/auth/join-tokens.js';
-import { hubSchemas } from '../hub/db.js';
+import { sqlAuthTables } from '../hub/state/auth.js';
+import { hubSchemas } from '../hub/state/schema/index.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
 import { recordConnects, recordDisconnects } from '../hub/edges/history.js';
 import { runLater } from '../hub/state/sql.js';
@@ -119,7 +120,7 @@ describe('hub state on PostgreSQL', () => {
     let token: string;
     try {
       migratePostgres(setup);
-      token = createJoinToken(setup, { project: 'shop', uses: 60 });
+      token = createJoinToken(sqlAuthTables(setup), { project: 'shop', uses: 60 });
     } finally {
       await setup.close();
     }

@@ -20,11 +20,9 @@ import {
 } from '../../core/resources.js';
 import { resolveMaxUnavailable } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
-import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { checkDataPaths } from '../data/paths.js';
 import { schedulableEdges } from '../edges/phase.js';
-import { assignmentsForPlacement, assignmentsForWorkload } from '../state/assignments.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import type { ObjectApi } from './context.js';
 import { authorize, type Env } from '../auth/middleware.js';
@@ -125,7 +123,7 @@ function rolloutOf(v: Resource, given: unknown, edges: number | undefined): { ro
 function impactOf(deps: ObjectApi, view: ProjectView, v: Resource, action: ApplyAction): EdgeImpact | undefined {
   const { project, name } = v.metadata;
   if (v.kind === 'Workload') {
-    const before = new Set(assignmentsForWorkload(deps.db, project, name).map((a) => a.edge));
+    const before = new Set(deps.state.assignments.forWorkload(project, name).map((a) => a.edge));
     const after = new Set(
       view.placements.filter((p) => p.spec.workloads.includes(name)).flatMap((p) => view.selected(p)),
     );
@@ -143,7 +141,7 @@ function impactOf(deps: ObjectApi, view: ProjectView, v: Resource, action: Apply
     };
   }
   if (v.kind === 'Placement') {
-    const before = new Set(assignmentsForPlacement(deps.db, project, name).map((a) => a.edge));
+    const before = new Set(deps.state.assignments.forPlacement(project, name).map((a) => a.edge));
     const after = new Set(view.selected(v));
     const cur = deps.objects.get<Placement>('Placement', project, name);
     const contentChange = !!cur && JSON.stringify(cur.spec) !== JSON.stringify(v.spec);
@@ -218,7 +216,7 @@ class DryRunDone extends Error {}
  * CLI names file and document).
  */
 function crossObjectRules(deps: ObjectApi, valid: Resource[]): string[] {
-  const { db, objects } = deps;
+  const { state, objects } = deps;
   const written = <T extends Resource>(kind: T['kind']): T[] =>
     valid.filter((v) => v.kind === kind).map((v) => objects.get<T>(kind, v.metadata.project, v.metadata.name)!);
   const byIndex = (kind: Resource['kind'], err: unknown, nameOf: (d: Record<string, string>) => string): never => {
@@ -234,12 +232,12 @@ function crossObjectRules(deps: ObjectApi, valid: Resource[]): string[] {
   };
   let warnings: string[];
   try {
-    warnings = checkPlacements(db, objects, written<Placement>('Placement'));
+    warnings = checkPlacements(state.edges, objects, written<Placement>('Placement'));
   } catch (err) {
     return byIndex('Placement', err, (d) => d.placement!);
   }
   try {
-    checkDataPaths(db, objects, written<DataObject>('DataObject'));
+    checkDataPaths(state.edges, objects, written<DataObject>('DataObject'));
   } catch (err) {
     return byIndex('DataObject', err, (d) => d.name!);
   }
@@ -263,7 +261,7 @@ function applyAt<T>(index: number, apply: () => T): T {
 
 export function applyRoutes(deps: ObjectApi): Hono<Env> {
   const app = new Hono<Env>();
-  const { objects, db } = deps;
+  const { objects, state } = deps;
 
   app.post('/apply', async (c) => {
     const defaultProject = c.req.query('project') ?? 'default';
@@ -343,7 +341,7 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
     if (dryRun) {
       // The rules across objects need the request applied: apply it in a transaction always rolled back.
       try {
-        transaction(db, () => {
+        state.transaction(() => {
           valid.forEach((v, i) => applyAt(i, () => objects.apply(v, { actor: actor(c) })));
           warnings.push(...crossObjectRules(deps, valid));
           throw new DryRunDone();
@@ -379,7 +377,7 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
       }));
       return c.json({ dryRun: true, results, warnings } satisfies ApplyResponse);
     }
-    const results = transaction(db, () => {
+    const results = state.transaction(() => {
       const out = valid.map((v, i): ApplyResult => {
         const r = applyAt(i, () => objects.apply(v, { actor: actor(c) }));
         const edges = impacts[i].edges;

@@ -19,7 +19,6 @@ import type { ObjectStore } from '../objects.js';
 import type { Scheduler } from '../scheduler/index.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
-import type { SqlDb } from '../state/sql.js';
 
 /** The hub's replicas (hub/replicas/directory.ts; a SQLite hub is the only one): the API names them. */
 export interface ReplicaNames {
@@ -43,7 +42,6 @@ export interface ReleaseSigner {
  * the status of each kind that `withStatus` adds, from the parts that keep it.
  */
 export interface ObjectApi {
-  db: SqlDb;
   /** The hub's tables (hub/state/): the API reads and writes them only through these. */
   state: HubState;
   store: ReplicaStore;

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OFFLINE_AFTER_MS } from '../../core/durations.js';
 import { openDatabase, type SqliteDatabase } from '../../sync/sqlite.js';
 import { tempDir } from '../../test/helpers.js';
-import { migrateHub } from '../db.js';
+import { migrateHub } from '../state/schema/index.js';
 import { sqlEdgeState, type EdgeState } from '../state/edges.js';
 import { edgeCounts, edgesOnline } from './fleet.js';
 

@@ -14,7 +14,6 @@ import {
   type Workload,
 } from '../../core/resources.js';
 import { matchesSelector, parseSelectorString } from '../../core/selector.js';
-import { transaction } from '../state/sql.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { checkDataPaths } from '../data/paths.js';
 import { edgeDetail, edgeStatus, hasLocalIntents, placementStatus, workloadSummary } from '../controllers/status.js';
@@ -131,7 +130,7 @@ function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): s
 
 export function objectRoutes(deps: ObjectApi): Hono<Env> {
   const app = new Hono<Env>();
-  const { objects, scheduler, db } = deps;
+  const { objects, scheduler, state } = deps;
 
   app.get('/projects/:project/events', (c) => {
     const project = c.req.param('project');
@@ -275,10 +274,10 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
       );
     if (kind === 'Edge' && !objects.get('Edge', project, obj.metadata.name))
       throw new OutpostError('not_found', `edge ${obj.metadata.name} is not enrolled`);
-    const { r, warnings } = transaction(db, () => {
+    const { r, warnings } = state.transaction(() => {
       const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
-      if (r.object.kind === 'DataObject') checkDataPaths(db, objects, [r.object]);
-      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
+      if (r.object.kind === 'DataObject') checkDataPaths(state.edges, objects, [r.object]);
+      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(state.edges, objects, [r.object]) : [] };
     });
     for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);

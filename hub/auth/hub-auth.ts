@@ -5,7 +5,7 @@
  */
 import { parseToken } from '../../sync/pinned-ca.js';
 import type { HubAuth } from './contract.js';
-import type { SqlDb } from '../state/sql.js';
+import type { AuthTables } from '../state/auth.js';
 import { issueEdgeCredential, revokeEdgeCredential } from './edge-credentials.js';
 import { consumeJoinToken, createJoinToken, joinTokenExpiry, listJoinTokens, revokeJoinToken } from './join-tokens.js';
 import type { ApiPrincipal } from './principal.js';
@@ -17,7 +17,7 @@ import { createApiToken, listApiTokens, revokeApiToken, rotateAdminToken, verify
  * open requests, which a revocation ends.
  */
 export function createHubAuth(
-  db: SqlDb,
+  db: AuthTables,
   dataDir: string,
   caFingerprint: string | null,
   streams: TokenStreams,

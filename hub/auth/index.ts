@@ -42,7 +42,6 @@ export {
   type VerifyApiToken,
 } from './principal.js';
 export { createHubAuth } from './hub-auth.js';
-export { migrateAuth } from './schema.js';
 export { TokenStreams, type CloseStream } from './token-streams.js';
 export {
   apiTokenExpiry,

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../test/helpers.js';
 import { openDatabase } from '../../sync/sqlite.js';
 import { createJoinToken } from './join-tokens.js';
+import { sqlAuthTables } from '../state/auth.js';
 import { testDbs } from '../../test/fixtures/auth-db.js';
 import { joinTokenSuite } from '../../test/fixtures/auth-suites.js';
 
@@ -24,7 +25,7 @@ describe('join tokens on one SQLite file', () => {
     const LIMIT = 150;
     const PROCS = 4;
     const ATTEMPTS = 100;
-    const token = createJoinToken(db, { project: 'shop', uses: LIMIT });
+    const token = createJoinToken(sqlAuthTables(db), { project: 'shop', uses: LIMIT });
     const go = path.join(dir, 'go');
     const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../test/fixtures/join-race.ts');
     const runs = Array.from({ length: PROCS }, () => {

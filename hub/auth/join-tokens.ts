@@ -8,8 +8,8 @@ import { JOIN_TOKEN_DEFAULT_TTL_MS } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { Labels } from '../../core/resources.js';
 import { formatToken, NO_FINGERPRINT, parseToken } from '../../sync/pinned-ca.js';
-import { all, forUpdate, one, run, transaction, type SqlDb } from '../state/sql.js';
-import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
+import type { AuthTables } from '../state/auth.js';
+import { hashSecret, newId, newSecret, secretMatches } from './token-secrets.js';
 import { checkProject, checkTtl } from './tokens.js';
 
 export interface JoinGrant {
@@ -39,19 +39,6 @@ export interface JoinTokenInfo extends JoinGrant {
   revokedAt: number | null;
 }
 
-interface Row {
-  id: string;
-  secret_hash: Buffer;
-  project: string;
-  labels: string;
-  description: string;
-  created_at: number;
-  expires_at: number | null;
-  uses_limit: number | null;
-  uses: number;
-  revoked_at: number | null;
-}
-
 const CREATE_NEW = 'create a new one with `outpost token create`';
 
 /** When a join token made now with `ttlMs` (absent: the 24 h default) expires. */
@@ -59,8 +46,7 @@ export function joinTokenExpiry(ttlMs: number | undefined, now: number): number 
   return now + (ttlMs ?? JOIN_TOKEN_DEFAULT_TTL_MS);
 }
 
-export function createJoinToken(db: SqlDb, opts: CreateJoinTokenOptions, now = Date.now()): string {
-  migrateAuth(db);
+export function createJoinToken(db: AuthTables, opts: CreateJoinTokenOptions, now = Date.now()): string {
   checkProject(opts.project, false);
   checkTtl(opts.ttlMs);
   if (opts.uses !== undefined && !(Number.isSafeInteger(opts.uses) && opts.uses > 0)) {
@@ -81,18 +67,16 @@ export function createJoinToken(db: SqlDb, opts: CreateJoinTokenOptions, now = D
   const id = newId();
   const secret = newSecret();
   const token = formatToken('join', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
-  run(
-    db,
-    'INSERT INTO join_tokens (id, secret_hash, project, labels, description, created_at, expires_at, uses_limit) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  db.insertJoinToken({
     id,
-    hashSecret(secret),
-    opts.project,
-    JSON.stringify(labels.data),
-    opts.description ?? '',
-    now,
-    joinTokenExpiry(opts.ttlMs, now),
-    opts.uses ?? null,
-  );
+    secret_hash: hashSecret(secret),
+    project: opts.project,
+    labels: JSON.stringify(labels.data),
+    description: opts.description ?? '',
+    created_at: now,
+    expires_at: joinTokenExpiry(opts.ttlMs, now),
+    uses_limit: opts.uses ?? null,
+  });
   return token;
 }
 
@@ -103,14 +87,13 @@ export function createJoinToken(db: SqlDb, opts: CreateJoinTokenOptions, now = D
  * once cannot both see the last use as free. Called inside the caller's transaction (enrollment:
  * consume + create the edge + issue its credential) it becomes part of it.
  */
-export function consumeJoinToken(db: SqlDb, token: string, now = Date.now()): JoinGrant {
-  migrateAuth(db);
+export function consumeJoinToken(db: AuthTables, token: string, now = Date.now()): JoinGrant {
   const t = parseToken(token);
   const unknown = () =>
     new OutpostError('unauthorized', `unknown join token: check that it was copied whole, or ${CREATE_NEW}`);
   if (!t || t.kind !== 'join') throw unknown();
   const consume = (): JoinGrant => {
-    const row = one<Row>(db, `SELECT * FROM join_tokens WHERE id = ?${forUpdate(db)}`, t.id);
+    const row = db.lockJoinToken(t.id);
     // A wrong secret is reported like an unknown id, so guessing reveals nothing about ids.
     if (!row || !secretMatches(t.secret, row.secret_hash)) throw unknown();
     if (row.revoked_at !== null)
@@ -130,10 +113,10 @@ export function consumeJoinToken(db: SqlDb, token: string, now = Date.now()): Jo
         `join token already used ${row.uses} times (limit ${row.uses_limit}): ${CREATE_NEW}`,
       );
     }
-    run(db, 'UPDATE join_tokens SET uses = uses + 1 WHERE id = ?', row.id);
+    db.countJoinTokenUse(row.id);
     return { project: row.project, labels: JSON.parse(row.labels) as Labels };
   };
-  return transaction(db, consume, { immediate: true });
+  return db.transaction(consume, { immediate: true });
 }
 
 /**
@@ -158,10 +141,8 @@ export function enrollLabels(grant: JoinGrant, requested: Labels = {}): Labels {
   return { ...requested, ...grant.labels };
 }
 
-export function listJoinTokens(db: SqlDb): JoinTokenInfo[] {
-  migrateAuth(db);
-  const rows = all<Row>(db, 'SELECT * FROM join_tokens ORDER BY created_at, id');
-  return rows.map((r) => ({
+export function listJoinTokens(db: AuthTables): JoinTokenInfo[] {
+  return db.joinTokens().map((r) => ({
     id: r.id,
     project: r.project,
     labels: JSON.parse(r.labels) as Labels,
@@ -175,7 +156,6 @@ export function listJoinTokens(db: SqlDb): JoinTokenInfo[] {
 }
 
 /** Revokes by id; false if there is no such token or it was already revoked. */
-export function revokeJoinToken(db: SqlDb, id: string, now = Date.now()): boolean {
-  migrateAuth(db);
-  return run(db, 'UPDATE join_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id) === 1;
+export function revokeJoinToken(db: AuthTables, id: string, now = Date.now()): boolean {
+  return db.revokeJoinToken(id, now);
 }

@@ -9,9 +9,9 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { formatToken, NO_FINGERPRINT, parseToken } from '../../sync/pinned-ca.js';
-import { all, one, run, transaction, type SqlDb } from '../state/sql.js';
+import type { ApiTokenRow, AuthTables } from '../state/auth.js';
 import { ALL_PROJECTS, isRole, type Principal, type Role } from './roles.js';
-import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from './schema.js';
+import { hashSecret, newId, newSecret, secretMatches } from './token-secrets.js';
 
 const log = createLogger('hub:auth');
 
@@ -34,16 +34,7 @@ export interface CreateApiTokenOptions {
   caFingerprint?: string | null;
 }
 
-interface Row {
-  id: string;
-  secret_hash: Buffer;
-  role: Role;
-  project: string;
-  description: string;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-}
+type Row = ApiTokenRow;
 
 /** Shared checks of the options every token kind takes; throws 422 naming the field. */
 export function checkTtl(ttlMs: number | undefined): void {
@@ -63,8 +54,7 @@ export function checkProject(project: string, allowAll: boolean): void {
 }
 
 /** Creates an API token and returns it; this is the only time the secret exists outside the caller. */
-export function createApiToken(db: SqlDb, opts: CreateApiTokenOptions, now = Date.now()): string {
-  migrateAuth(db);
+export function createApiToken(db: AuthTables, opts: CreateApiTokenOptions, now = Date.now()): string {
   if (!isRole(opts.role))
     throw new OutpostError('invalid', `role "${opts.role}" is not one of admin, operator, viewer`);
   checkProject(opts.project, true);
@@ -72,17 +62,15 @@ export function createApiToken(db: SqlDb, opts: CreateApiTokenOptions, now = Dat
   const id = newId();
   const secret = newSecret();
   const token = formatToken('api', opts.caFingerprint ?? NO_FINGERPRINT, id, secret);
-  run(
-    db,
-    'INSERT INTO api_tokens (id, secret_hash, role, project, description, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  db.insertApiToken({
     id,
-    hashSecret(secret),
-    opts.role,
-    opts.project,
-    opts.description ?? '',
-    now,
-    opts.ttlMs === undefined ? null : now + opts.ttlMs,
-  );
+    secret_hash: hashSecret(secret),
+    role: opts.role,
+    project: opts.project,
+    description: opts.description ?? '',
+    created_at: now,
+    expires_at: opts.ttlMs === undefined ? null : now + opts.ttlMs,
+  });
   return token;
 }
 
@@ -96,61 +84,44 @@ function live(row: Pick<Row, 'revoked_at' | 'expires_at'>, now: number): boolean
  * unknown or malformed.
  */
 export function verifyApiToken(
-  db: SqlDb,
+  db: AuthTables,
   token: string,
   now = Date.now(),
 ): (Principal & { id: string; expiresAt: number | null }) | null {
-  migrateAuth(db);
   const t = parseToken(token);
   if (!t || t.kind !== 'api') return null;
-  const row = one<Row>(db, 'SELECT * FROM api_tokens WHERE id = ?', t.id);
+  const row = db.apiToken(t.id);
   if (!row || !secretMatches(t.secret, row.secret_hash)) return null;
   if (!live(row, now)) return null;
   return { id: row.id, role: row.role, project: row.project, expiresAt: row.expires_at };
 }
 
-/** Rows per statement of liveApiTokens (PostgreSQL takes at most 65,535 parameters). */
-const LIVE_CHUNK = 500;
-
 /**
  * Which of the token ids `ids` are valid now (neither revoked nor expired; an unknown id is not),
  * a few statements for any number: what a hub rechecks for the tokens of its open streams.
  */
-export function liveApiTokens(db: SqlDb, ids: string[], now = Date.now()): Set<string> {
-  migrateAuth(db);
-  const out = new Set<string>();
-  for (let i = 0; i < ids.length; i += LIVE_CHUNK) {
-    const part = ids.slice(i, i + LIVE_CHUNK);
-    const rows = all<Pick<Row, 'id' | 'revoked_at' | 'expires_at'>>(
-      db,
-      `SELECT id, revoked_at, expires_at FROM api_tokens WHERE id IN (${part.map(() => '?').join(', ')})`,
-      ...part,
-    );
-    for (const r of rows) if (live(r, now)) out.add(r.id);
-  }
-  return out;
+export function liveApiTokens(db: AuthTables, ids: string[], now = Date.now()): Set<string> {
+  return new Set(
+    db
+      .apiTokenValidity(ids)
+      .filter((r) => live(r, now))
+      .map((r) => r.id),
+  );
 }
 
 /** When token `id` expires (null: never); undefined when it is not valid now (revoked, expired, unknown). */
-export function apiTokenExpiry(db: SqlDb, id: string, now = Date.now()): number | null | undefined {
-  const row = one<Pick<Row, 'revoked_at' | 'expires_at'>>(
-    db,
-    'SELECT revoked_at, expires_at FROM api_tokens WHERE id = ?',
-    id,
-  );
+export function apiTokenExpiry(db: AuthTables, id: string, now = Date.now()): number | null | undefined {
+  const row = db.apiToken(id);
   return row && live(row, now) ? row.expires_at : undefined;
 }
 
 /** Revokes by id; false if there is no such token or it was already revoked. */
-export function revokeApiToken(db: SqlDb, id: string, now = Date.now()): boolean {
-  migrateAuth(db);
-  return run(db, 'UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id) === 1;
+export function revokeApiToken(db: AuthTables, id: string, now = Date.now()): boolean {
+  return db.revokeApiToken(id, now);
 }
 
-export function listApiTokens(db: SqlDb): ApiTokenInfo[] {
-  migrateAuth(db);
-  const rows = all<Row>(db, 'SELECT * FROM api_tokens ORDER BY created_at, id');
-  return rows.map((r) => ({
+export function listApiTokens(db: AuthTables): ApiTokenInfo[] {
+  return db.apiTokens().map((r) => ({
     id: r.id,
     role: r.role,
     project: r.project,
@@ -169,19 +140,8 @@ const ROTATED_ADMIN = 'admin.token, rotated at ';
  * Whether the database holds a live admin token a hub made for its admin.token (at a first start
  * or by `token rotate-admin`): hub replicas on one database make that token once.
  */
-export function hasFirstStartAdminToken(db: SqlDb, now = Date.now()): boolean {
-  migrateAuth(db);
-  return (
-    one<{ n: number }>(
-      db,
-      `SELECT COUNT(*) n FROM api_tokens WHERE role = 'admin' AND project = ? AND revoked_at IS NULL
-         AND (expires_at IS NULL OR expires_at > ?) AND (description = ? OR description LIKE ?)`,
-      ALL_PROJECTS,
-      now,
-      FIRST_START_ADMIN,
-      `${ROTATED_ADMIN}%`,
-    )!.n > 0
-  );
+export function hasFirstStartAdminToken(db: AuthTables, now = Date.now()): boolean {
+  return db.liveAdminTokens(ALL_PROJECTS, now, FIRST_START_ADMIN, ROTATED_ADMIN) > 0;
 }
 
 /**
@@ -191,12 +151,11 @@ export function hasFirstStartAdminToken(db: SqlDb, now = Date.now()): boolean {
  * until revoked.
  */
 export function ensureAdminToken(
-  db: SqlDb,
+  db: AuthTables,
   dataDir: string,
   caFingerprint: string | null,
   now = Date.now(),
 ): { token: string; created: boolean } {
-  migrateAuth(db);
   const file = path.join(dataDir, 'admin.token');
   if (fs.existsSync(file)) {
     const token = fs.readFileSync(file, 'utf8').trim();
@@ -209,7 +168,7 @@ export function ensureAdminToken(
     return { token, created: false };
   }
   // The row and the file succeed or fail together: a failed write rolls the token back.
-  const token = transaction(db, () => {
+  const token = db.transaction(() => {
     const t = createApiToken(
       db,
       { role: 'admin', project: ALL_PROJECTS, description: FIRST_START_ADMIN, caFingerprint },
@@ -238,15 +197,14 @@ export function ensureAdminToken(
  * this hub knew).
  */
 export function rotateAdminToken(
-  db: SqlDb,
+  db: AuthTables,
   dataDir: string,
   caFingerprint: string | null,
   now = Date.now(),
 ): { token: string; id: string; revoked: string | null } {
-  migrateAuth(db);
   const file = path.join(dataDir, 'admin.token');
   const oldId = fs.existsSync(file) ? (parseToken(fs.readFileSync(file, 'utf8').trim())?.id ?? null) : null;
-  return transaction(db, () => {
+  return db.transaction(() => {
     const token = createApiToken(
       db,
       {

@@ -5,7 +5,7 @@
  * to is removed after a grace period.
  *
  * @example
- * const blobs = new HubBlobs({ db, dir: path.join(dataDir, 'blobs') });
+ * const blobs = new HubBlobs({ tables: state.blobs, dir: path.join(dataDir, 'blobs') });
  * const info = await blobs.upload(req, { project: 'default', uploadedBy: 'token:abc' });
  */
 import fs from 'node:fs';
@@ -15,20 +15,7 @@ import { diskFullError, isDiskFull, OutpostError } from '../../core/errors.js';
 import { formatBytes } from '../../core/limits.js';
 import { createLogger, throttle } from '../../core/logger.js';
 import { BlobError, BlobFiles } from '../../sync/blob-files.js';
-import { isPostgres, type SqlDb } from '../state/sql.js';
-import {
-  blockingReferences,
-  clearBlobReservations,
-  collectableBlobs,
-  deleteBlob,
-  digestKnown,
-  getBlob,
-  listBlobs,
-  migrateBlobs,
-  putBlob,
-  recordBlobScan,
-  setReferences,
-} from '../state/blobs.js';
+import type { BlobTables } from '../state/blobs.js';
 import { BlobQuota, type BlobReservation } from './quota.js';
 
 const log = createLogger('hub:blobs');
@@ -41,7 +28,7 @@ export const DEFAULT_BLOB_GRACE_MS = 24 * 60 * 60_000;
 export const BLOB_GC_INTERVAL_MS = 10 * 60_000;
 
 export interface HubBlobsOptions {
-  db: SqlDb;
+  tables: BlobTables;
   dir: string;
   quotaBytes?: number;
   graceMs?: number;
@@ -52,20 +39,17 @@ export class HubBlobs {
   readonly quotaBytes: number;
   readonly graceMs: number;
   readonly quota: BlobQuota;
-  private readonly db: SqlDb;
+  private readonly tables: BlobTables;
   private timer: NodeJS.Timeout | undefined;
   /** Every upload fails while the disk is full: one log line a minute says so. */
   private readonly diskFullLog = throttle(60_000);
 
   constructor(o: HubBlobsOptions) {
-    this.db = o.db;
-    migrateBlobs(o.db);
+    this.tables = o.tables;
     this.files = new BlobFiles(o.dir);
     this.quotaBytes = o.quotaBytes ?? DEFAULT_BLOB_QUOTA_BYTES;
-    this.quota = new BlobQuota(o.db, this.quotaBytes);
-    // A SQLite hub is the only one on its file: what its previous run reserved (killed mid-upload)
-    // holds nothing now. Replicas on PostgreSQL leave each other's to expire.
-    if (!isPostgres(o.db)) clearBlobReservations(o.db);
+    this.quota = new BlobQuota(o.tables, this.quotaBytes);
+    this.tables.clearStaleReservations();
     this.graceMs = o.graceMs ?? DEFAULT_BLOB_GRACE_MS;
   }
 
@@ -140,9 +124,9 @@ export class HubBlobs {
     if (held.lost && !held.take(b.size)) throw this.quotaError(b.project, b.size, held.id);
     let info;
     try {
-      info = putBlob(this.db, { ...b, reservation: held.id });
+      info = this.tables.putBlob({ ...b, reservation: held.id });
     } catch (err) {
-      if (isDiskFull(err)) throw this.diskFull(isPostgres(this.db) ? "the hub's database" : this.db.name, err);
+      if (isDiskFull(err)) throw this.diskFull(this.tables.where, err);
       throw err;
     }
     held.indexed = true;
@@ -197,58 +181,59 @@ export class HubBlobs {
     reservation?: BlobReservation,
   ): BlobInfo {
     const b = { project, digest, size, mediaType, uploadedBy: `edge:${edge}` };
-    const info = reservation ? this.index(reservation, b) : putBlob(this.db, b);
-    const held = listBlobs(this.db, project)
+    const info = reservation ? this.index(reservation, b) : this.tables.putBlob(b);
+    const held = this.tables
+      .listBlobs(project)
       .filter((x) => x.references.includes(`Edge/${edge}`))
       .map((x) => x.digest);
-    setReferences(this.db, project, 'Edge', edge, [...new Set([...held, digest])]);
-    return getBlob(this.db, project, digest) ?? info;
+    this.tables.setReferences(project, 'Edge', edge, [...new Set([...held, digest])]);
+    return this.tables.getBlob(project, digest) ?? info;
   }
 
   get(project: string, digest: BlobDigest): BlobInfo | undefined {
-    const b = getBlob(this.db, project, digest);
+    const b = this.tables.getBlob(project, digest);
     return b && this.files.has(digest) ? b : undefined;
   }
 
   list(project: string | '*'): BlobInfo[] {
-    return listBlobs(this.db, project);
+    return this.tables.listBlobs(project);
   }
 
   /** Makes an object refer to exactly these blobs (called in the object's write transaction). */
   /** Keeps the malware scanner's verdict on a blob, shown with it (`blob ls`, the UI's Blobs page). */
   recordScan(project: string, digest: BlobDigest, scan: BlobScan): void {
-    recordBlobScan(this.db, project, digest, scan);
+    this.tables.recordBlobScan(project, digest, scan);
   }
 
   setReferences(project: string, kind: string, name: string, digests: BlobDigest[]): void {
-    setReferences(this.db, project, kind, name, digests);
+    this.tables.setReferences(project, kind, name, digests);
   }
 
   /** Removes a blob by hand: refused while an object refers to it. */
   async remove(project: string, digest: BlobDigest): Promise<void> {
-    if (!getBlob(this.db, project, digest))
+    if (!this.tables.getBlob(project, digest))
       throw new OutpostError('not_found', `blob ${digest} not found in project ${project}`);
-    const refs = blockingReferences(this.db, project, digest);
+    const refs = this.tables.blockingReferences(project, digest);
     if (refs.length > 0)
       throw new OutpostError(
         'conflict',
         `blob ${digest} is referred to by ${refs.join(', ')}: delete or change ${refs.length === 1 ? 'that object' : 'those objects'} first`,
       );
-    if (deleteBlob(this.db, project, digest)) await this.files.remove(digest);
+    if (this.tables.deleteBlob(project, digest)) await this.files.remove(digest);
     log.info({ project, digest }, 'blob removed');
   }
 
   /** Removes every blob nothing has referred to for the grace period; returns their digests. */
   async gc(now = Date.now()): Promise<BlobDigest[]> {
     const gone: BlobDigest[] = [];
-    for (const b of collectableBlobs(this.db, this.graceMs, now)) {
-      if (deleteBlob(this.db, b.project, b.digest)) await this.files.remove(b.digest);
+    for (const b of this.tables.collectableBlobs(this.graceMs, now)) {
+      if (this.tables.deleteBlob(b.project, b.digest)) await this.files.remove(b.digest);
       gone.push(b.digest);
     }
     // Files without a row: an upload whose index write never happened (a kill -9 between the two).
     // Only old ones: a file younger than that may be an upload about to be indexed.
     for (const f of this.files.list())
-      if (f.mtimeMs < now - 60 * 60_000 && !digestKnown(this.db, f.digest)) await this.files.remove(f.digest);
+      if (f.mtimeMs < now - 60 * 60_000 && !this.tables.digestKnown(f.digest)) await this.files.remove(f.digest);
     // An upload an edge started and never finished (decommissioned, its file deleted) resumes no more.
     for (const p of this.files.partials())
       if (p.mtimeMs < now - this.graceMs) {

@@ -11,7 +11,7 @@
  * const r = quota.reserve('default');
  * try {
  *   if (!r.take(size)) throw quota.error('default', size, r.id);
- *   // ... write the bytes, then putBlob(db, { ..., reservation: r.id }); r.indexed = true;
+ *   // ... write the bytes, then tables.putBlob({ ..., reservation: r.id }); r.indexed = true;
  * } finally {
  *   r.end();
  * }
@@ -20,14 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { BLOB_RESERVATION_RENEW_MS, BLOB_RESERVATION_TTL_MS } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
-import {
-  projectBytes,
-  releaseBlobReservation,
-  renewBlobReservations,
-  reservedBytes,
-  reserveBlobBytes,
-} from '../state/blobs.js';
-import type { SqlDb } from '../state/sql.js';
+import type { BlobTables } from '../state/blobs.js';
 
 const log = createLogger('hub:blobs');
 
@@ -77,7 +70,7 @@ export class BlobReservation {
     this.quota.forget(this);
     if (this.indexed) return;
     try {
-      releaseBlobReservation(this.quota.db, this.id);
+      this.quota.tables.releaseBlobReservation(this.id);
     } catch (err) {
       // The database is away: the row expires by itself, and the upload's own error is what to report.
       log.warn({ err, project: this.project }, 'releasing a blob quota reservation failed; it expires');
@@ -90,7 +83,7 @@ export class BlobQuota {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    readonly db: SqlDb,
+    readonly tables: BlobTables,
     readonly quotaBytes: number,
   ) {}
 
@@ -105,13 +98,13 @@ export class BlobQuota {
 
   /** Room left in a project: the quota less its blobs and the uploads in progress. */
   room(project: string): number {
-    return Math.max(0, this.quotaBytes - projectBytes(this.db, project) - reservedBytes(this.db, project));
+    return Math.max(0, this.quotaBytes - this.tables.projectBytes(project) - this.tables.reservedBytes(project));
   }
 
   /** The refusal of `size` more bytes (undefined: an upload of unknown length that could not grow). */
   error(project: string, size?: number, except?: string): OutpostError {
-    const used = projectBytes(this.db, project);
-    const held = reservedBytes(this.db, project, Date.now(), except);
+    const used = this.tables.projectBytes(project);
+    const held = this.tables.reservedBytes(project, Date.now(), except);
     return new OutpostError(
       'too_large',
       `project ${project} holds ${used} bytes of blobs${held > 0 ? ` and ${held} bytes of uploads in progress` : ''}; ${size === undefined ? 'this upload' : `${size} more`} would pass its quota of ${this.quotaBytes} bytes: remove blobs with \`outpost blob rm\` or raise the hub's --blob-quota`,
@@ -120,7 +113,7 @@ export class BlobQuota {
 
   /** Called by BlobReservation. */
   take(r: BlobReservation, atLeast: number, upTo: number): number | null {
-    return reserveBlobBytes(this.db, {
+    return this.tables.reserveBlobBytes({
       id: r.id,
       project: r.project,
       atLeast,
@@ -146,7 +139,7 @@ export class BlobQuota {
 
   private renew(): void {
     try {
-      const kept = renewBlobReservations(this.db, [...this.live.keys()], BLOB_RESERVATION_TTL_MS);
+      const kept = this.tables.renewBlobReservations([...this.live.keys()], BLOB_RESERVATION_TTL_MS);
       for (const r of this.live.values()) if (!kept.has(r.id) && r.granted > 0) r.lost = true;
     } catch (err) {
       log.warn({ err }, 'renewing blob quota reservations failed; they are renewed again later');

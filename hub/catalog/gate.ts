@@ -7,19 +7,18 @@
  */
 import semver from 'semver';
 import type { Placement } from '../../core/resources.js';
-import type { SqlDb } from '../state/sql.js';
+import type { CatalogTables } from '../state/catalog.js';
 import type { ObjectStore } from '../objects.js';
 import type { EdgeGate } from '../scheduler/gates.js';
-import { getDeployment, getPackage } from './state.js';
 
-export function dependsOnGate(db: SqlDb, objects: ObjectStore): EdgeGate {
+export function dependsOnGate(catalog: CatalogTables, objects: ObjectStore): EdgeGate {
   return (placement, edges, ctx) => {
     const out = new Map<string, string[]>();
     const { project, name } = placement.metadata;
     if (!placement.spec.package || !edges.length) return out;
-    const deployed = getDeployment(db, project, name);
+    const deployed = catalog.getDeployment(project, name);
     if (!deployed) return out;
-    const deps = getPackage(db, project, deployed.package, deployed.version)?.manifest.spec.dependsOn ?? [];
+    const deps = catalog.getPackage(project, deployed.package, deployed.version)?.manifest.spec.dependsOn ?? [];
     if (!deps.length) return out;
     // The placements that deploy each dependency at a version in its range.
     const all = objects.list<Placement>('Placement', project);
@@ -27,7 +26,7 @@ export function dependsOnGate(db: SqlDb, objects: ObjectStore): EdgeGate {
       d,
       by: all.filter((p) => {
         if (p.spec.package?.name !== d.name || p.metadata.name === name) return false;
-        const v = getDeployment(db, project, p.metadata.name)?.version;
+        const v = catalog.getDeployment(project, p.metadata.name)?.version;
         return v !== undefined && semver.satisfies(v, d.version);
       }),
     }));

@@ -9,7 +9,7 @@
  * package; `--scanner none` is the explicit, logged opt-out (versions are Clean, engine `none`).
  *
  * @example
- * const catalog = new Catalog({ db, blobs, objects, box: secrets.box, scanner: parseScanner('clamd:unix:/run/clamav/clamd.ctl') });
+ * const catalog = new Catalog({ state, blobs, objects, box: secrets.box, scanner: parseScanner('clamd:unix:/run/clamav/clamd.ctl') });
  * catalog.start();
  * const v = await catalog.push('default', digest, 'token:abc');
  */
@@ -18,30 +18,15 @@ import type { BlobDigest } from '../../core/blobs.js';
 import { createLogger } from '../../core/logger.js';
 import { PackageError, sortVersions } from '../../core/package.js';
 import type { Placement } from '../../core/resources.js';
-import { transaction, type SqlDb } from '../state/sql.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { recordEvent } from '../state/events.js';
 import type { ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
-import { SqlAssignmentStore } from '../state/assignments.js';
+import type { HubState } from '../state/index.js';
 import { readPackageArchive } from './archive.js';
 import { packageRuns } from './runs.js';
 import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
 import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
-import {
-  allPackages,
-  getDeployment,
-  getPackage,
-  insertPackage,
-  migrateCatalog,
-  packageVersions,
-  pendingPackages,
-  recordScanError,
-  recordVerdict,
-  type Deployment,
-  type PackageRecord,
-  type PackageVersion,
-} from './state.js';
+import { type Deployment, type PackageRecord, type PackageVersion } from '../state/catalog.js';
 import type { PackageSummary, PackageVersionView } from '../../core/api/types.js';
 
 const log = createLogger('hub:catalog');
@@ -53,7 +38,8 @@ export const NO_SCANNER_MESSAGE =
   'the hub runs without a malware scanner: packages stay Pending and cannot be deployed; start the hub with --scanner clamd:unix:PATH (or clamd:tcp:HOST:PORT), or --scanner none to deploy unscanned packages';
 
 export interface CatalogOptions {
-  db: SqlDb;
+  /** The catalog's tables, events, the scheduler's assignments (read only) and transactions. */
+  state: HubState;
   blobs: HubBlobs;
   objects: ObjectStore;
   box: SecretBox;
@@ -79,7 +65,7 @@ function view(r: PackageRecord): PackageVersionView {
 }
 
 export class Catalog {
-  private readonly db: SqlDb;
+  private readonly state: HubState;
   private readonly retryMs: number;
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
@@ -89,15 +75,11 @@ export class Catalog {
   /** Placements whose next admission resolves the version range again (rollout restart). */
   private readonly reresolve = new Set<string>();
   private readonly ctx: RenderContext;
-  /** The scheduler's assignments, read (never written) for where each version runs. */
-  private readonly assignments: SqlAssignmentStore;
 
   constructor(private readonly o: CatalogOptions) {
-    this.db = o.db;
-    migrateCatalog(o.db);
+    this.state = o.state;
     this.retryMs = o.retryMs ?? SCAN_RETRY_MS;
-    this.ctx = { db: o.db, objects: o.objects, box: o.box };
-    this.assignments = new SqlAssignmentStore(o.db);
+    this.ctx = { catalog: o.state.catalog, objects: o.objects, box: o.box };
     o.objects.setPlacementAdmission((p, cur, actor) => {
       const key = `${p.metadata.project}/${p.metadata.name}`;
       const reresolve = this.reresolve.has(key);
@@ -145,8 +127,8 @@ export class Catalog {
     const { manifest } = contents;
     const { name } = manifest.metadata;
     const { version } = manifest.spec;
-    transaction(this.db, () => {
-      const inserted = insertPackage(this.db, {
+    this.state.transaction(() => {
+      const inserted = this.state.catalog.insertPackage({
         project,
         manifest,
         digest,
@@ -155,14 +137,14 @@ export class Catalog {
         publishedBy: by,
       });
       if (!inserted) {
-        const had = getPackage(this.db, project, name, version)!;
+        const had = this.state.catalog.getPackage(project, name, version)!;
         throw new OutpostError(
           'conflict',
           `package ${name} ${version} is already published in project ${project}${had.digest === digest ? ' (the same archive)' : ' with other content'}: versions are immutable; raise spec.version in package.yaml and build again`,
         );
       }
       this.o.blobs.setReferences(project, 'Package', `${name}@${version}`, [digest]);
-      recordEvent(this.db, {
+      this.state.events.record({
         project,
         kind: 'Package',
         name,
@@ -172,12 +154,12 @@ export class Catalog {
     });
     log.info({ project, package: name, version, digest, by }, 'package published');
     this.kick();
-    return view(getPackage(this.db, project, name, version)!);
+    return view(this.state.catalog.getPackage(project, name, version)!);
   }
 
   list(project: string | '*'): PackageSummary[] {
     const by = new Map<string, PackageRecord[]>();
-    for (const r of allPackages(this.db, project)) {
+    for (const r of this.state.catalog.allPackages(project)) {
       const k = `${r.project}/${r.name}`;
       (by.get(k) ?? by.set(k, []).get(k)!).push(r);
     }
@@ -198,27 +180,27 @@ export class Catalog {
 
   /** Every version, newest first, each with the placements and edges it runs on. */
   versions(project: string, name: string): PackageVersionView[] {
-    const rs = packageVersions(this.db, project, name);
+    const rs = this.state.catalog.packageVersions(project, name);
     if (rs.length === 0) throw new OutpostError('not_found', `package ${name} not found in project ${project}`);
     const order = sortVersions(rs.map((r) => r.version));
-    const runs = packageRuns(this.db, this.o.objects, this.assignments, project, name);
+    const runs = packageRuns(this.state.catalog, this.o.objects, this.state.assignments, project, name);
     return order.map((v) => ({ ...view(rs.find((r) => r.version === v)!), placements: runs.get(v) ?? [] }));
   }
 
   /** One version with its readme, icon and workload templates. */
   get(project: string, name: string, version: string): PackageRecord {
-    const r = getPackage(this.db, project, name, version);
+    const r = this.state.catalog.getPackage(project, name, version);
     if (!r) throw new OutpostError('not_found', `package ${name} ${version} not found in project ${project}`);
     return r;
   }
 
   deployment(project: string, placement: string): Deployment | undefined {
-    return getDeployment(this.db, project, placement);
+    return this.state.catalog.getDeployment(project, placement);
   }
 
   /** `outpost rollout restart`: resolves the placement's version range again (a new rollout if it moved). */
   restart(project: string, placement: string, actor: string): { placement: Placement; deployment: Deployment } {
-    return transaction(this.db, () => {
+    return this.state.transaction(() => {
       const p = this.o.objects.get<Placement>('Placement', project, placement);
       if (!p) throw new OutpostError('not_found', `Placement ${placement} not found in project ${project}`);
       if (!p.spec.package)
@@ -226,7 +208,7 @@ export class Catalog {
           'invalid',
           `placement ${placement} deploys no package: rollout restart resolves a package's version range again`,
         );
-      const before = getDeployment(this.db, project, placement);
+      const before = this.state.catalog.getDeployment(project, placement);
       this.reresolve.add(`${project}/${placement}`);
       try {
         this.o.objects.apply(
@@ -236,8 +218,8 @@ export class Catalog {
       } finally {
         this.reresolve.delete(`${project}/${placement}`);
       }
-      const after = getDeployment(this.db, project, placement)!;
-      recordEvent(this.db, {
+      const after = this.state.catalog.getDeployment(project, placement)!;
+      this.state.events.record({
         project,
         kind: 'Placement',
         name: placement,
@@ -268,7 +250,7 @@ export class Catalog {
   }
 
   private async scanPending(): Promise<void> {
-    const pending = pendingPackages(this.db);
+    const pending = this.state.catalog.pendingPackages();
     if (pending.length === 0) return;
     const s = this.o.scanner;
     if (!s) {
@@ -307,9 +289,9 @@ export class Catalog {
   }
 
   private verdict(r: PackageRecord, v: ScanVerdict): void {
-    transaction(this.db, () => {
-      recordVerdict(this.db, r, v);
-      recordEvent(this.db, {
+    this.state.transaction(() => {
+      this.state.catalog.recordVerdict(r, v);
+      this.state.events.record({
         project: r.project,
         kind: 'Package',
         name: r.name,
@@ -326,9 +308,9 @@ export class Catalog {
   /** Stays Pending; an event when the reason is new for this version. */
   private noVerdict(r: PackageRecord, message: string): void {
     if (r.scan.error === message) return;
-    transaction(this.db, () => {
-      recordScanError(this.db, r, message);
-      recordEvent(this.db, {
+    this.state.transaction(() => {
+      this.state.catalog.recordScanError(r, message);
+      this.state.events.record({
         project: r.project,
         kind: 'Package',
         name: r.name,

@@ -22,24 +22,16 @@ import {
 } from '../../core/package.js';
 import { HUB_SEALED_PREFIX } from '../../core/secrets.js';
 import type { Manifest, Placement, Workload } from '../../core/resources.js';
-import type { SqlDb } from '../state/sql.js';
+import type { CatalogTables } from '../state/catalog.js';
 import type { SecretBox } from '../secrets.js';
 import { KEPT_REVISIONS, type ObjectStore } from '../objects.js';
-import {
-  deleteDeployment,
-  forgetRevisionVersions,
-  getDeployment,
-  packageVersions,
-  putDeployment,
-  putRevisionVersion,
-} from './state.js';
 
 /** Marks a workload generated for a package placement; the value is the placement's name. */
 export const GENERATED_FOR_ANNOTATION = 'outpost.dev/generated-for-placement';
 export const PACKAGE_ANNOTATION = 'outpost.dev/package';
 
 export interface RenderContext {
-  db: SqlDb;
+  catalog: CatalogTables;
   objects: ObjectStore;
   box: SecretBox;
 }
@@ -77,9 +69,9 @@ export function forgetPackagePlacement(
   for (const w of generatedWorkloads(ctx, project, placement))
     if (!keep.includes(w.metadata.name)) {
       ctx.objects.delete('Workload', project, w.metadata.name, 'the catalog');
-      forgetRevisionVersions(ctx.db, project, w.metadata.name);
+      ctx.catalog.forgetRevisionVersions(project, w.metadata.name);
     }
-  if (keep.length === 0) deleteDeployment(ctx.db, project, placement);
+  if (keep.length === 0) ctx.catalog.deleteDeployment(project, placement);
 }
 
 /**
@@ -101,7 +93,7 @@ export function admitPackagePlacement(
   }
   if (!isVersionRange(ref.version))
     refuse(name, `version "${ref.version}" is not a version or semver range: use e.g. 1.2.0, ^1.2 or ~1.2.3`);
-  const versions = packageVersions(ctx.db, project, ref.name);
+  const versions = ctx.catalog.packageVersions(project, ref.name);
   if (versions.length === 0)
     refuse(name, `package ${ref.name} is not in the catalog of project ${project}: push it with outpost package push`);
 
@@ -136,7 +128,7 @@ export function admitPackagePlacement(
     .update(JSON.stringify([request.name, request.version, request.profile ?? null, Object.entries(stored).sort()]))
     .digest('hex');
 
-  const recorded = getDeployment(ctx.db, project, name);
+  const recorded = ctx.catalog.getDeployment(project, name);
   let version: string | undefined;
   if (recorded && recorded.inputHash === inputHash && recorded.package === ref.name && !opts.reresolve)
     version = recorded.version;
@@ -165,7 +157,7 @@ export function admitPackagePlacement(
   // Dependencies must be in the catalog and deployable; starting them first on each edge is not
   // done here (docs/catalog.md, "dependsOn"): deploy them with their own placement.
   for (const d of rec.manifest.spec.dependsOn) {
-    const dv = packageVersions(ctx.db, project, d.name);
+    const dv = ctx.catalog.packageVersions(project, d.name);
     const v = resolveVersion(
       d.version,
       dv.filter((x) => x.scan.state === 'Clean').map((x) => x.version),
@@ -217,11 +209,17 @@ export function admitPackagePlacement(
       },
       { cause, ...(opts.actor ? { actor: opts.actor } : {}) },
     );
-    putRevisionVersion(ctx.db, project, wname, ctx.objects.currentRevision(project, wname), version, KEPT_REVISIONS);
+    ctx.catalog.putRevisionVersion(
+      project,
+      wname,
+      ctx.objects.currentRevision(project, wname),
+      version,
+      KEPT_REVISIONS,
+    );
   }
   forgetPackagePlacement(ctx, project, name, names);
   if (!recorded || recorded.version !== version || recorded.inputHash !== inputHash || recorded.package !== ref.name)
-    putDeployment(ctx.db, project, name, {
+    ctx.catalog.putDeployment(project, name, {
       package: ref.name,
       versionRange: ref.version,
       version,

@@ -10,15 +10,14 @@
 import type { PackagePlacementView } from '../../core/api/views.js';
 import { rolledBackFrom, type ObjectStore } from '../objects.js';
 import type { AssignmentStore } from '../state/assignments.js';
-import type { SqlDb } from '../state/sql.js';
-import { deploymentsOf, revisionVersions } from './state.js';
+import type { CatalogTables } from '../state/catalog.js';
 
 /** A version's placement names this many of its edges; `edgeCount` says how many there are. */
 export const PACKAGE_EDGES_SHOWN = 20;
 
 /** Version -> the placements that deploy it, each with the edges it runs on there. */
 export function packageRuns(
-  db: SqlDb,
+  catalog: CatalogTables,
   objects: Pick<ObjectStore, 'currentRevision' | 'revisions'>,
   assignments: Pick<AssignmentStore, 'keysForPlacement'>,
   project: string,
@@ -43,11 +42,11 @@ export function packageRuns(
     }
     return e;
   };
-  for (const d of deploymentsOf(db, project, name)) {
+  for (const d of catalog.deploymentsOf(project, name)) {
     // Resolved, even before any edge has it: the placement shows with 0 edges.
     entry(d.version, d);
     const keys = assignments.keysForPlacement(project, d.placement);
-    const recorded = revisionVersions(db, project, [...new Set(keys.map((k) => k.workload))]);
+    const recorded = catalog.revisionVersions(project, [...new Set(keys.map((k) => k.workload))]);
     // Read only for a revision the table does not name (each read parses every kept revision).
     const causes = new Map<string, Map<number, string | undefined>>();
     const causeOf = (workload: string, revision: number) => {

@@ -16,10 +16,9 @@
 import { OutpostError } from '../../core/errors.js';
 import type { Edge, LabelSelector, Placement } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
-import type { SqlDb } from '../state/sql.js';
 import type { ObjectStore } from '../objects.js';
 import { schedulableEdges } from '../edges/phase.js';
-import { edgeLiveness } from '../state/edges.js';
+import type { EdgeState } from '../state/edges.js';
 
 function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
@@ -45,7 +44,11 @@ function describeSelection(spec: { edgeSelector?: LabelSelector; edges?: string[
  * Checks the placements a request just wrote; throws an OutpostError (nothing is applied) on a
  * missing workload or an overlap, and returns warnings for the ones that select no edge.
  */
-export function checkPlacements(db: SqlDb, objects: ObjectStore, applied: Placement[]): string[] {
+export function checkPlacements(
+  edges: Pick<EdgeState, 'liveness'>,
+  objects: ObjectStore,
+  applied: Placement[],
+): string[] {
   const warnings: string[] = [];
   const errors: { project: string; placement: string; path: string; message: string; code: 'invalid' | 'conflict' }[] =
     [];
@@ -55,7 +58,7 @@ export function checkPlacements(db: SqlDb, objects: ObjectStore, applied: Placem
   for (const [project, mine] of byProject) {
     const edgeObjs = objects.list<Edge>('Edge', project);
     const everyEdge = edgeObjs.map((e) => ({ name: e.metadata.name, labels: e.metadata.labels, unschedulable: false }));
-    const schedulable = schedulableEdges(edgeObjs, edgeLiveness(db, project));
+    const schedulable = schedulableEdges(edgeObjs, edges.liveness(project));
     const all = objects.list<Placement>('Placement', project);
     const selectedBy = new Map(all.map((p) => [p.metadata.name, new Set(selectEdges(everyEdge, p.spec))]));
     for (const p of mine) {

@@ -8,10 +8,9 @@ import type { BlobDigest } from '../../core/blobs.js';
 import { DataFileRecord, EGRESS_QUEUE_METRICS, type EgressQueue } from '../../core/data.js';
 import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import type { SqlDb } from '../state/sql.js';
 import { TunnelError, type TunnelErrorCode, type TunnelStream } from '../../sync/tunnel.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { migrateDataFiles, putDataFile } from '../state/data-files.js';
+import type { DataFileTables } from '../state/data-files.js';
 import type { EdgeState } from '../state/edges.js';
 
 const log = createLogger('hub:data');
@@ -21,14 +20,12 @@ export class HubDataFiles {
   private readonly queues = new Map<string, EgressQueue>();
 
   constructor(
-    private readonly db: SqlDb,
+    private readonly tables: DataFileTables,
     private readonly blobs: HubBlobs,
     private readonly edges: Pick<EdgeState, 'get'>,
     /** Called after each recorded file (the S3 sink forwards it). */
     private readonly onRecorded?: () => void,
-  ) {
-    migrateDataFiles(db);
-  }
+  ) {}
 
   /** An edge's heartbeat: keeps its upload queue gauges, when it sent them. */
   noteHeartbeat(edge: EdgeName, metrics: Record<string, number> | undefined, at = Date.now()): void {
@@ -57,7 +54,7 @@ export class HubDataFiles {
     if (!blob) return refuse('not_found', `blob ${digest} not found in project ${rt.project}: send it first`);
     if (blob.size !== r.size) return refuse('refused', `blob ${digest} holds ${blob.size} bytes, not ${r.size}`);
     try {
-      putDataFile(this.db, rt.project, { edge, ...r, digest });
+      this.tables.putDataFile(rt.project, { edge, ...r, digest });
     } catch (err) {
       log.error({ err, edge }, 'recording an exported file failed');
       return refuse('internal', 'the hub could not record the file; the edge retries');

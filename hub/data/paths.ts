@@ -19,8 +19,7 @@ import { OutpostError } from '../../core/errors.js';
 import type { DataObject, Edge } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
 import type { ObjectStore } from '../objects.js';
-import { edgeLiveness } from '../state/edges.js';
-import type { SqlDb } from '../state/sql.js';
+import type { EdgeState } from '../state/edges.js';
 
 function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
@@ -39,14 +38,14 @@ export function overlapText(path: string, other: DataObject): string {
  * Checks the DataObjects a request just wrote against every DataObject of their projects; throws
  * an OutpostError `conflict` (nothing is applied) with one detail per refused object.
  */
-export function checkDataPaths(db: SqlDb, objects: ObjectStore, applied: DataObject[]): void {
+export function checkDataPaths(edges: Pick<EdgeState, 'liveness'>, objects: ObjectStore, applied: DataObject[]): void {
   const errors: { project: string; name: string; path: string; message: string }[] = [];
   const projects = new Set(applied.map((o) => o.metadata.project));
   for (const project of projects) {
     const all = objects.list<DataObject>('DataObject', project);
     const overlaps = overlappingPaths(all.map((o) => ({ name: o.metadata.name, path: dataObjectPath(o) })));
     if (overlaps.size === 0) continue;
-    const live = edgeLiveness(db, project);
+    const live = edges.liveness(project);
     // Every current edge, approved or not, with its inventory labels: those change without an apply.
     const everyEdge = objects.list<Edge>('Edge', project).map((e) => ({
       name: e.metadata.name,

@@ -9,14 +9,11 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import type { EgressQueue } from '../../core/data.js';
 import { authorize, type Env } from '../auth/middleware.js';
-import { listDataFiles } from '../state/data-files.js';
 import type { HubState } from '../state/index.js';
-import type { SqlDb } from '../state/sql.js';
 
 /** What the routes read: the files' table, the edges, and the upload queues edges last reported (hub/data/index.ts). */
 export interface DataRouteDeps {
-  db: SqlDb;
-  state: Pick<HubState, 'edges'>;
+  state: Pick<HubState, 'edges' | 'dataFiles'>;
   uploads?: { queue(edge: string): EgressQueue | undefined };
 }
 
@@ -36,7 +33,7 @@ export function dataRoutes(deps: DataRouteDeps): Hono<Env> {
     // The queue is the edge's as a whole (all its workloads), as its last heartbeat said.
     const queue = deps.state.edges.get(edge)?.project === project ? deps.uploads?.queue(edge) : undefined;
     return c.json({
-      items: listDataFiles(deps.db, project, edge, {
+      items: deps.state.dataFiles.listDataFiles(project, edge, {
         ...(workload !== undefined ? { workload } : {}),
         ...(path !== undefined ? { path } : {}),
       }),

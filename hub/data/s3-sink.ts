@@ -11,9 +11,8 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { BlobDigest } from '../../core/blobs.js';
 import { createLogger } from '../../core/logger.js';
-import type { SqlDb } from '../state/sql.js';
 import type { BlobFiles } from '../../sync/blob-files.js';
-import { markSunk, migrateDataFiles, unsunkDataFiles } from '../state/data-files.js';
+import type { DataFileTables } from '../state/data-files.js';
 
 const log = createLogger('hub:data-sink');
 
@@ -42,11 +41,10 @@ export class S3Sink {
   forwarded = 0;
 
   constructor(
-    private readonly db: SqlDb,
+    private readonly tables: DataFileTables,
     private readonly files: BlobFiles,
     private readonly o: S3SinkOptions,
   ) {
-    migrateDataFiles(db);
     this.client = new S3Client({
       region: o.region ?? 'us-east-1',
       ...(o.endpoint ? { endpoint: o.endpoint, forcePathStyle: true } : {}),
@@ -96,7 +94,7 @@ export class S3Sink {
 
   private async pass(): Promise<void> {
     for (;;) {
-      const batch = unsunkDataFiles(this.db, 50);
+      const batch = this.tables.unsunkDataFiles(50);
       if (batch.length === 0 || this.stopped) return;
       for (const f of batch) {
         if (this.stopped) return;
@@ -110,7 +108,7 @@ export class S3Sink {
             Metadata: { 'outpost-digest': f.digest, 'outpost-modified-at': f.modifiedAt },
           },
         }).done();
-        markSunk(this.db, f.project, f);
+        this.tables.markSunk(f.project, f);
         this.forwarded++;
         log.info({ key, size: f.size }, 'exported file forwarded to S3');
       }

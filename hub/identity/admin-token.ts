@@ -19,8 +19,8 @@ import path from 'node:path';
 import { createLogger } from '../../core/logger.js';
 import { parseToken } from '../../sync/pinned-ca.js';
 import { ensureAdminToken, hasFirstStartAdminToken, verifyApiToken } from '../auth/tokens.js';
-import { IdentityStore } from '../state/identity.js';
-import { transaction, type SqlDb } from '../state/sql.js';
+import type { IdentityStore } from '../state/identity.js';
+import type { HubState } from '../state/index.js';
 import type { IdentityKey } from './key.js';
 
 const log = createLogger('hub:identity');
@@ -42,17 +42,18 @@ export interface ReplicaAdminToken {
  * one (with `key`), or a new one only when the database has none.
  */
 export function ensureReplicaAdminToken(
-  db: SqlDb,
+  state: Pick<HubState, 'auth' | 'identity' | 'transaction'>,
   dataDir: string,
   caFingerprint: string | null,
   key: IdentityKey | undefined,
 ): ReplicaAdminToken {
+  const db = state.auth;
   const file = path.join(dataDir, 'admin.token');
   if (fs.existsSync(file)) {
     const held = ensureAdminToken(db, dataDir, caFingerprint);
     // A hub migrated from SQLite (or started before this part existed): its token becomes the shared one.
     if (key && verifyApiToken(db, held.token))
-      new IdentityStore(db).putMissing([
+      state.identity.putMissing([
         { part: ADMIN_TOKEN_PART, sealed: key.seal(ADMIN_TOKEN_PART, held.token), public: parseToken(held.token)!.id },
       ]);
     return held;
@@ -67,7 +68,7 @@ export function ensureReplicaAdminToken(
     }
     return ensureAdminToken(db, dataDir, caFingerprint);
   }
-  const store = new IdentityStore(db);
+  const store = state.identity;
   for (let attempt = 0; attempt < 2; attempt++) {
     const shared = store.all().find((r) => r.part === ADMIN_TOKEN_PART);
     if (shared) {
@@ -82,7 +83,7 @@ export function ensureReplicaAdminToken(
       return { token, created: false };
     }
     try {
-      const made = transaction(db, () => {
+      const made = state.transaction(() => {
         const { token } = ensureAdminToken(db, dataDir, caFingerprint);
         const sealed = key.seal(ADMIN_TOKEN_PART, token);
         const rows = store.putMissing([{ part: ADMIN_TOKEN_PART, sealed, public: parseToken(token)!.id }]);
@@ -101,8 +102,8 @@ export function ensureReplicaAdminToken(
 }
 
 /** After `token rotate-admin` on a replica with the identity key: the others take the new token. */
-export function shareRotatedAdminToken(db: SqlDb, key: IdentityKey, token: string): void {
-  new IdentityStore(db).replace({
+export function shareRotatedAdminToken(store: IdentityStore, key: IdentityKey, token: string): void {
+  store.replace({
     part: ADMIN_TOKEN_PART,
     sealed: key.seal(ADMIN_TOKEN_PART, token),
     public: parseToken(token)!.id,

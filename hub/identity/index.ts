@@ -25,8 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { newReleaseKeyPair, publicKeyOf } from '../../core/release.js';
 import { createLogger } from '../../core/logger.js';
-import { IdentityStore, type IdentityRow } from '../state/identity.js';
-import type { SqlDb } from '../state/sql.js';
+import type { IdentityRow, IdentityStore } from '../state/identity.js';
 import { SECRETS_KEY_FILE, SecretBox } from '../secrets.js';
 import { caFingerprint, createCa, hubTlsFiles, readIfExists, writeFileAtomic } from '../tls.js';
 import { releaseKeyFile } from '../upgrades/release-key.js';
@@ -155,8 +154,7 @@ export interface SharedIdentity {
  * the fix on a wrong key, a data directory of another hub, or a keyless replica whose files are
  * not the shared identity. Runs before hub/tls.ts, hub/secrets.ts and the release key read the files.
  */
-export async function shareHubIdentity(db: SqlDb, o: ShareOptions): Promise<SharedIdentity> {
-  const store = new IdentityStore(db);
+export async function shareHubIdentity(store: IdentityStore, o: ShareOptions): Promise<SharedIdentity> {
   const names = (Object.keys(PARTS) as IdentityPart[]).filter((p) => p !== 'ca' || o.ownCa);
   if (!o.key) return checkKeyless(store, o.dataDir, names);
 

@@ -14,8 +14,8 @@ import { Readable } from 'node:stream';
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
-import type { Migration } from '../../sync/sqlite.js';
-import { all, migrateTables, one, run, transaction, type SqlDb } from '../state/sql.js';
+import type { ImageTagRow } from '../state/image-tags.js';
+import type { HubState } from '../state/index.js';
 import type { HubBlobs } from '../blobs/index.js';
 import type { Registry } from '../../core/resources.js';
 import type { SecretBox } from '../secrets.js';
@@ -32,33 +32,7 @@ const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 export const REPOSITORY = /^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*$/;
 const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 
-export interface ImageTag {
-  repository: string;
-  tag: string;
-  digest: BlobDigest;
-  mediaType: string;
-  updatedAt: string;
-}
-
-export const IMAGE_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    // IF NOT EXISTS: hubs before schema versions for this table made it without a version row.
-    sql: `CREATE TABLE IF NOT EXISTS image_tags (
-      project TEXT NOT NULL,
-      repository TEXT NOT NULL,
-      tag TEXT NOT NULL,
-      digest TEXT NOT NULL,
-      media_type TEXT NOT NULL,
-      updated_at TEXT NOT NULL,
-      PRIMARY KEY (project, repository, tag)
-    )`,
-  },
-];
-
-export function migrateImages(db: SqlDb): void {
-  migrateTables(db, 'images', IMAGE_MIGRATIONS);
-}
+export type ImageTag = ImageTagRow;
 
 interface Manifest {
   mediaType?: string;
@@ -94,12 +68,10 @@ export class ImageCache {
   private readonly inflight = new Map<string, Promise<{ digest: BlobDigest; mediaType: string } | undefined>>();
 
   constructor(
-    private readonly db: SqlDb,
+    private readonly state: Pick<HubState, 'imageTags' | 'transaction'>,
     private readonly blobs: HubBlobs,
     private readonly upstream?: PullThrough,
-  ) {
-    migrateImages(db);
-  }
+  ) {}
 
   /**
    * The manifest `repository:ref` names: from the cache, else, when the repository's first
@@ -206,18 +178,8 @@ export class ImageCache {
       ? info.mediaType
       : ((JSON.parse(text) as Manifest).mediaType ?? OCI_MANIFEST);
     const now = new Date().toISOString();
-    transaction(this.db, () => {
-      run(
-        this.db,
-        `INSERT INTO image_tags (project, repository, tag, digest, media_type, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT(project, repository, tag) DO UPDATE SET digest = excluded.digest, media_type = excluded.media_type, updated_at = excluded.updated_at`,
-        project,
-        repository,
-        tag,
-        manifest,
-        mediaType,
-        now,
-      );
+    this.state.transaction(() => {
+      this.state.imageTags.put(project, { repository, tag, digest: manifest, mediaType, updatedAt: now });
       this.blobs.setReferences(project, 'Image', `${repository}:${tag}`, [manifest, ...named]);
     });
     log.info({ project, repository, tag, digest: manifest }, 'image tagged');
@@ -225,41 +187,16 @@ export class ImageCache {
   }
 
   list(project: string): ImageTag[] {
-    return all<{ repository: string; tag: string; digest: BlobDigest; media_type: string; updated_at: string }>(
-      this.db,
-      'SELECT repository, tag, digest, media_type, updated_at FROM image_tags WHERE project = ? ORDER BY repository, tag',
-      project,
-    ).map((r) => ({
-      repository: r.repository,
-      tag: r.tag,
-      digest: r.digest,
-      mediaType: r.media_type,
-      updatedAt: r.updated_at,
-    }));
+    return this.state.imageTags.list(project);
   }
 
   /** The manifest a tag or digest names in a repository, if the repository has it. */
   resolve(project: string, repository: string, ref: string): { digest: BlobDigest; mediaType: string } | undefined {
-    const row = one<{ digest: BlobDigest; media_type: string }>(
-      this.db,
-      isDigest(ref)
-        ? 'SELECT digest, media_type FROM image_tags WHERE project = ? AND repository = ? AND digest = ? LIMIT 1'
-        : 'SELECT digest, media_type FROM image_tags WHERE project = ? AND repository = ? AND tag = ?',
-      project,
-      repository,
-      ref,
-    );
-    return row ? { digest: row.digest, mediaType: row.media_type } : undefined;
+    return this.state.imageTags.resolve(project, repository, ref);
   }
 
   /** Whether a blob belongs to an image of this repository (a pull names only those). */
   repositoryHasBlob(project: string, repository: string, digest: BlobDigest): boolean {
-    return !!one(
-      this.db,
-      "SELECT 1 FROM blob_refs WHERE project = ? AND digest = ? AND kind = 'Image' AND name LIKE ? ESCAPE '\\' LIMIT 1",
-      project,
-      digest,
-      `${repository.replace(/[%_\\]/g, (c) => `\\${c}`)}:%`,
-    );
+    return this.state.imageTags.repositoryHasBlob(project, repository, digest);
   }
 }

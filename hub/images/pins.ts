@@ -17,31 +17,10 @@ import { IMAGE_RESOLVE_RETRY_MS } from '../../core/durations.js';
 import { imagesOf, parseImageRef, pinnedImage, registryHost, withImages } from '../../core/images.js';
 import { createLogger } from '../../core/logger.js';
 import type { Manifest, Registry } from '../../core/resources.js';
-import type { Migration } from '../../sync/sqlite.js';
-import { migrateTables, one, run, type SqlDb } from '../state/sql.js';
+import type { ImagePinTables } from '../state/image-pins.js';
 import type { ImageCache } from './cache.js';
 
 const log = createLogger('hub:images');
-
-export const IMAGE_PIN_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    // IF NOT EXISTS: the first hubs with pins made the table without a version row.
-    sql: `CREATE TABLE IF NOT EXISTS image_pins (
-      project TEXT NOT NULL,
-      workload TEXT NOT NULL,
-      revision INTEGER NOT NULL,
-      image TEXT NOT NULL,
-      digest TEXT NOT NULL,
-      resolved_at TEXT NOT NULL,
-      PRIMARY KEY (project, workload, revision, image)
-    )`,
-  },
-];
-
-export function migrateImagePins(db: SqlDb): void {
-  migrateTables(db, 'image-pins', IMAGE_PIN_MIGRATIONS);
-}
 
 export interface PinSources {
   /** `HOST:PORT` names of this hub (images on it are in its cache). */
@@ -91,14 +70,12 @@ export class ImagePins {
   private readonly known = new Map<string, string>();
 
   constructor(
-    private readonly db: SqlDb,
+    private readonly pins: ImagePinTables,
     private readonly cache: Pick<ImageCache, 'lookup' | 'tag'>,
     private readonly sources: PinSources,
     /** A resolution of the project ended (pinned or failed): re-plan its placements. */
     private readonly onResolved: (project: string) => void,
-  ) {
-    migrateImagePins(db);
-  }
+  ) {}
 
   version(project: string): number {
     return this.versions.get(project) ?? 0;
@@ -123,17 +100,9 @@ export class ImagePins {
       }
       const name = cacheName(project, image, this.sources, registries);
       if (!name) continue;
-      const row = one<{ digest: string }>(
-        this.db,
-        'SELECT digest FROM image_pins WHERE project = ? AND workload = ? AND revision = ? AND image = ?',
-        project,
-        workload,
-        revision,
-        image,
-      );
+      const pinned = this.pins.get({ project, workload, revision, image });
       // A rollback runs what the revision it copies ran: that revision's digest, not the tag's now.
-      const copied = row ? undefined : this.copyFromRollback(project, workload, revision, image);
-      const digest = row?.digest ?? copied;
+      const digest = pinned ?? this.copyFromRollback(project, workload, revision, image);
       if (digest) {
         this.known.set(key, pinnedImage(image, digest));
         map.set(image, pinnedImage(image, digest));
@@ -153,21 +122,11 @@ export class ImagePins {
   private copyFromRollback(project: string, workload: string, revision: number, image: string): string | undefined {
     const from = this.sources.rolledBackFrom?.(project, workload, revision);
     if (from === undefined) return undefined;
-    const old = one<{ digest: string }>(
-      this.db,
-      'SELECT digest FROM image_pins WHERE project = ? AND workload = ? AND revision = ? AND image = ?',
-      project,
-      workload,
-      from,
-      image,
-    );
+    const old = this.pins.get({ project, workload, revision: from, image });
     if (!old) return undefined;
-    this.save(project, workload, revision, image, old.digest);
-    log.info(
-      { project, workload, revision, image, digest: old.digest, from },
-      'image pinned as the revision rolled back to',
-    );
-    return old.digest;
+    this.save(project, workload, revision, image, old);
+    log.info({ project, workload, revision, image, digest: old, from }, 'image pinned as the revision rolled back to');
+    return old;
   }
 
   stop(): void {
@@ -219,17 +178,7 @@ export class ImagePins {
 
   /** Records what a revision's image resolved to; the first answer for a revision stays. */
   private save(project: string, workload: string, revision: number, image: string, digest: string): void {
-    run(
-      this.db,
-      `INSERT INTO image_pins (project, workload, revision, image, digest, resolved_at) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT(project, workload, revision, image) DO NOTHING`,
-      project,
-      workload,
-      revision,
-      image,
-      digest,
-      new Date().toISOString(),
-    );
+    this.pins.put({ project, workload, revision, image }, digest, new Date().toISOString());
   }
 
   private bump(project: string): void {

@@ -9,8 +9,7 @@ import type { HubAuth } from '../auth/contract.js';
 import type { IdentityKey } from '../identity/key.js';
 import { ensureReplicaAdminToken, shareRotatedAdminToken } from '../identity/admin-token.js';
 import type { HubModule } from '../module.js';
-import type { SyncPostgres } from '../state/pg/sync-client.js';
-import type { SqlDb } from '../state/sql.js';
+import type { HubState } from '../state/index.js';
 
 export interface AuthModule extends HubModule {
   readonly auth: HubAuth;
@@ -20,25 +19,25 @@ export interface AuthModule extends HubModule {
 }
 
 export function createAuthModule(o: {
-  db: SqlDb;
-  pg: SyncPostgres | undefined;
+  state: HubState;
+  /** Replicas sharing a PostgreSQL share one admin token (hub/identity/admin-token.ts). */
+  replicas: boolean;
   dataDir: string;
   caFingerprint: string | null;
   identityKey: IdentityKey | undefined;
   /** Tells the other replicas these tokens were revoked (none on a SQLite hub). */
   broadcastRevoked(tokens: string[]): void;
 }): AuthModule {
-  const { db, pg, dataDir, caFingerprint, identityKey } = o;
-  auth.migrateAuth(db);
-  const admin = pg
-    ? ensureReplicaAdminToken(pg, dataDir, caFingerprint, identityKey)
-    : auth.ensureAdminToken(db, dataDir, caFingerprint);
+  const { state, dataDir, caFingerprint, identityKey } = o;
+  const admin = o.replicas
+    ? ensureReplicaAdminToken(state, dataDir, caFingerprint, identityKey)
+    : auth.ensureAdminToken(state.auth, dataDir, caFingerprint);
   const tokenStreams = new auth.TokenStreams({
-    live: (ids) => auth.liveApiTokens(db, ids),
+    live: (ids) => auth.liveApiTokens(state.auth, ids),
     broadcast: (tokens) => o.broadcastRevoked(tokens),
   });
-  const hubAuth = auth.createHubAuth(db, dataDir, caFingerprint, tokenStreams, (t) => {
-    if (pg && identityKey) shareRotatedAdminToken(pg, identityKey, t);
+  const hubAuth = auth.createHubAuth(state.auth, dataDir, caFingerprint, tokenStreams, (t) => {
+    if (o.replicas && identityKey) shareRotatedAdminToken(state.identity, identityKey, t);
   });
   return { name: 'auth', auth: hubAuth, tokenStreams, admin, stop: () => tokenStreams.close() };
 }

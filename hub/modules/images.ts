@@ -12,7 +12,7 @@ import type { HubModule } from '../module.js';
 import { rolledBackFrom, type ObjectStore } from '../objects.js';
 import type { Scheduler } from '../scheduler/index.js';
 import type { HubSecrets } from '../secrets.js';
-import type { SqlDb } from '../state/sql.js';
+import type { HubState } from '../state/index.js';
 
 export interface ImagesModule extends HubModule {
   readonly cache: ImageCache;
@@ -22,20 +22,20 @@ export interface ImagesModule extends HubModule {
 }
 
 export function createImagesModule(o: {
-  db: SqlDb;
+  state: HubState;
   blobs: HubBlobs;
   objects: ObjectStore;
   secrets: HubSecrets;
   scheduler: Scheduler;
 }): ImagesModule {
-  const { db, blobs, objects, scheduler } = o;
-  const cache = new ImageCache(db, blobs, {
+  const { state, blobs, objects, scheduler } = o;
+  const cache = new ImageCache(state, blobs, {
     registry: (project, name) => objects.get<Registry>('Registry', project, name),
     box: o.secrets.box,
   });
   let selfHosts: string[] = [];
   const pins = new ImagePins(
-    db,
+    state.imagePins,
     cache,
     {
       selfHosts: () => selfHosts,

@@ -14,10 +14,9 @@ import { ReplicaDirectory } from '../replicas/directory.js';
 import { endEarlierRuns, renewMembership, startReplicas, type Replicas } from '../replicas/index.js';
 import type { Scheduler } from '../scheduler/index.js';
 import type { HubState } from '../state/index.js';
-import { EdgeLeases } from '../state/leases.js';
+import type { EdgeLeases } from '../state/leases.js';
 import type { SyncPostgres } from '../state/pg/sync-client.js';
-import { HubReplicas, newReplicaId } from '../state/replicas.js';
-import type { SqlDb } from '../state/sql.js';
+import { newReplicaId, type HubReplicas } from '../state/replicas.js';
 
 const log = createLogger('hub');
 
@@ -50,12 +49,12 @@ export interface Replication extends HubModule {
  * Before any edge connects: on SQLite, what a run of this hub that was killed left open ends (a
  * PostgreSQL replica's leader ends what dead replicas left, hub/replicas/).
  */
-export function createReplication(db: SqlDb, pg: SyncPostgres | undefined, state: HubState): Replication {
+export function createReplication(pg: SyncPostgres | undefined, state: HubState): Replication {
   const id = newReplicaId();
   // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
-  const leases = pg ? new EdgeLeases(pg, id) : undefined;
+  const leases = state.edgeLeases(id);
   // The replicas' URLs, for tunnel requests one forwards to the replica serving the edge.
-  const registry = new HubReplicas(db, id);
+  const registry = state.replicaRegistry(id);
   if (!pg) endEarlierRuns(state, registry);
   let advertiseUrl = '';
   const directory = new ReplicaDirectory(registry, state.edges, () => advertiseUrl);

@@ -13,7 +13,6 @@ import { HubTransfers } from '../blobs/transfers.js';
 import type { HubDataFiles } from '../data/index.js';
 import type { HubModule } from '../module.js';
 import type { HubState } from '../state/index.js';
-import type { SqlDb } from '../state/sql.js';
 import type { HubTls } from '../tls.js';
 import { ReplicaForwarder } from '../tunnel/forward.js';
 import { TunnelGateway } from '../tunnel/gateway.js';
@@ -24,7 +23,6 @@ export interface TunnelModule extends HubModule {
 }
 
 export function createTunnelModule(o: {
-  db: SqlDb;
   state: HubState;
   auth: HubAuth;
   blobs: HubBlobs;
@@ -41,7 +39,7 @@ export function createTunnelModule(o: {
   const transfers = new HubTransfers(state.edges, blobs, o.registry);
   const leases = replication.leases;
   const gateway = new TunnelGateway({
-    db: o.db,
+    state,
     edges: state.edges,
     auth: o.auth,
     sync: o.sync,

@@ -11,11 +11,10 @@
  * edge ran its release, or rolled it back, or a later AgentUpgrade ordered the edge first). The
  * progress table holds only an edge's latest report; this one keeps what an upgrade did after
  * the edge moved on, and an upgrade with an outcome on an edge never orders it again
- * (hub/upgrades/claims.ts). Its own schema component, so it migrates apart from hub/db.ts.
+ * (hub/upgrades/claims.ts). Its own schema component, so it migrates apart from the `hub` component (hub/state/schema/).
  */
 import { z } from 'zod';
 import { AgentUpgradeOrder, AgentUpgradeProgress } from '../../core/mailbox.js';
-import type { Migration } from '../../sync/sqlite.js';
 import {
   type SqlDb,
   all,
@@ -28,22 +27,6 @@ import {
   read,
   run,
 } from './sql.js';
-
-export const AGENT_UPGRADE_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE agent_upgrade_outcomes (
-        project TEXT NOT NULL,
-        upgrade TEXT NOT NULL,
-        edge TEXT NOT NULL,
-        body TEXT NOT NULL,
-        PRIMARY KEY (project, upgrade, edge)
-      );
-      CREATE INDEX agent_upgrade_outcomes_by_edge ON agent_upgrade_outcomes (edge);
-    `,
-  },
-];
 
 /** How an AgentUpgrade's part on one edge ended (written by the planner, hub/upgrades/controller.ts). */
 export const AgentUpgradeOutcome = z.object({
@@ -124,7 +107,7 @@ interface OutcomeRow {
 }
 
 export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
-  migrateTables(db, 'agent-upgrades', AGENT_UPGRADE_MIGRATIONS);
+  migrateTables(db, 'agent-upgrades');
   return {
     orders() {
       return parsed(all<Row>(db, 'SELECT edge, body FROM agent_upgrade_orders'), AgentUpgradeOrder);

@@ -11,56 +11,10 @@
  * hub that died free their bytes.
  */
 import type { BlobDigest, BlobInfo, BlobScan } from '../../core/blobs.js';
-import type { Migration } from '../../sync/sqlite.js';
-import { all, inJsonList, isPostgres, migrateTables, one, run, transaction, type SqlDb } from './sql.js';
-
-export const BLOB_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE blobs (
-        project TEXT NOT NULL,
-        digest TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        media_type TEXT NOT NULL,
-        uploaded_by TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        -- NULL while something refers to it; else since when nothing does (GC after the grace period).
-        unreferenced_since INTEGER,
-        PRIMARY KEY (project, digest)
-      );
-      CREATE INDEX blobs_by_digest ON blobs (digest);
-      CREATE TABLE blob_refs (
-        project TEXT NOT NULL,
-        digest TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        name TEXT NOT NULL,
-        PRIMARY KEY (project, digest, kind, name)
-      );
-      CREATE INDEX blob_refs_by_owner ON blob_refs (project, kind, name);
-    `,
-  },
-  {
-    version: 2,
-    sql: `
-      CREATE TABLE blob_reservations (
-        id TEXT PRIMARY KEY,
-        project TEXT NOT NULL,
-        bytes INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-      );
-      CREATE INDEX blob_reservations_by_project ON blob_reservations (project);
-    `,
-  },
-  {
-    // The malware scanner's verdict on a blob scanned before use (an agent release: hub/upgrades/releases.ts).
-    version: 3,
-    sql: `ALTER TABLE blobs ADD COLUMN scan TEXT;`,
-  },
-];
+import { all, bindDb, inJsonList, isPostgres, migrateTables, one, run, transaction, type SqlDb } from './sql.js';
 
 export function migrateBlobs(db: SqlDb): void {
-  migrateTables(db, 'blobs', BLOB_MIGRATIONS);
+  migrateTables(db, 'blobs');
 }
 
 interface Row {
@@ -315,4 +269,41 @@ export function collectableBlobs(
 /** The references that keep a blob from being removed by hand: objects, not an edge's hold on its upload. */
 export function blockingReferences(db: SqlDb, project: string, digest: BlobDigest): string[] {
   return refsOf(db, project, digest).filter((r) => !r.startsWith('Edge/'));
+}
+
+const BLOBS = {
+  recordBlobScan,
+  putBlob,
+  getBlob,
+  listBlobs,
+  projectBytes,
+  reservedBytes,
+  reserveBlobBytes,
+  renewBlobReservations,
+  releaseBlobReservation,
+  deleteBlob,
+  digestKnown,
+  setReferences,
+  collectableBlobs,
+  blockingReferences,
+};
+
+/** The blob index as hub/blobs sees it (`HubState.blobs`). */
+export type BlobTables = ReturnType<typeof sqlBlobTables>;
+
+/** The blob index of `db`, migrated on SQLite (PostgreSQL is migrated at start). */
+export function sqlBlobTables(db: SqlDb) {
+  migrateBlobs(db);
+  return {
+    ...bindDb(db, BLOBS),
+    /**
+     * At start: a SQLite hub is the only one on its file, so what its previous run reserved
+     * (killed mid-upload) holds nothing now. Replicas on PostgreSQL leave each other's to expire.
+     */
+    clearStaleReservations(): void {
+      if (!isPostgres(db)) clearBlobReservations(db);
+    },
+    /** Where the index is, for an error saying which disk is full. */
+    where: isPostgres(db) ? "the hub's database" : db.name,
+  };
 }

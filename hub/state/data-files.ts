@@ -6,39 +6,11 @@
  */
 import type { BlobDigest } from '../../core/blobs.js';
 import type { DataFile } from '../../core/data.js';
-import type { Migration } from '../../sync/sqlite.js';
 import { setReferences } from './blobs.js';
-import { all, migrateTables, run, transaction, type SqlDb } from './sql.js';
-
-export const DATA_FILE_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE data_files (
-        project TEXT NOT NULL,
-        edge TEXT NOT NULL,
-        workload TEXT NOT NULL,
-        path TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        digest TEXT NOT NULL,
-        modified_at INTEGER NOT NULL,
-        uploaded_at INTEGER NOT NULL,
-        PRIMARY KEY (project, edge, workload, path)
-      );
-    `,
-  },
-  {
-    version: 2,
-    sql: `
-      -- The digest the S3 sink last forwarded for this path (hub/data/s3-sink.ts); NULL: not yet.
-      ALTER TABLE data_files ADD COLUMN sink_digest TEXT;
-      CREATE INDEX data_files_unsunk ON data_files (uploaded_at) WHERE sink_digest IS NULL OR sink_digest != digest;
-    `,
-  },
-];
+import { all, bindDb, migrateTables, run, transaction, type SqlDb } from './sql.js';
 
 export function migrateDataFiles(db: SqlDb): void {
-  migrateTables(db, 'data-files', DATA_FILE_MIGRATIONS);
+  migrateTables(db, 'data-files');
 }
 
 interface Row {
@@ -136,4 +108,13 @@ export function markSunk(db: SqlDb, project: string, f: DataFile): void {
       f.path,
     ),
   );
+}
+
+/** The data file index as hub/data sees it (`HubState.dataFiles`). */
+export type DataFileTables = ReturnType<typeof sqlDataFileTables>;
+
+/** The data file index of `db`, migrated on SQLite (PostgreSQL is migrated at start). */
+export function sqlDataFileTables(db: SqlDb) {
+  migrateDataFiles(db);
+  return bindDb(db, { putDataFile, listDataFiles, unsunkDataFiles, markSunk });
 }

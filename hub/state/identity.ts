@@ -15,22 +15,7 @@
  * |---|---|
  * | hub_identity | part, sealed, public, created_at |
  */
-import type { Migration } from '../../sync/sqlite.js';
 import { all, migrateTables, run, transaction, type SqlDb } from './sql.js';
-
-export const IDENTITY_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE hub_identity (
-        part TEXT PRIMARY KEY,
-        sealed TEXT NOT NULL,
-        public TEXT NOT NULL,
-        created_at INTEGER NOT NULL
-      );
-    `,
-  },
-];
 
 export interface IdentityRow {
   part: string;
@@ -43,7 +28,7 @@ export interface IdentityRow {
 
 export class IdentityStore {
   constructor(private readonly db: SqlDb) {
-    migrateTables(db, 'hub-identity', IDENTITY_MIGRATIONS);
+    migrateTables(db, 'hub-identity');
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * @module The hub's state: one module per table group, each the only code that runs SQL against
- * its tables, each behind a small interface so a second implementation (PostgreSQL, issue #22)
- * can be added without touching its callers.
+ * its tables, each behind a small interface, all of them members of `HubState`: the one door into
+ * the hub's tables. Nothing outside hub/state/ holds the database (test/architecture.test.ts).
  *
  * | module | tables |
  * |---|---|
@@ -14,23 +14,33 @@
  * | data-progress.ts | data_progress (the DataObject deliveries edges report) |
  * | agent-upgrades.ts | agent_upgrade_orders, agent_upgrade_progress, agent_upgrade_outcomes (AgentUpgrade rollouts and their history) |
  * | image-staging.ts | staging_orders, staging_reports (image pre-staging) |
- * | blobs.ts | blobs, blob_refs |
+ * | blobs.ts | blobs, blob_refs, blob_reservations |
  * | data-files.ts | data_files |
- * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
+ * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
  * | replicas.ts | hub_replicas, hub_forward_key (the replicas' URLs; the key forwarded tunnel requests are signed with) |
- * | ../tunnel/proxy-session.ts | tunnel_proxy_sessions |
- * | ../catalog/state.ts | packages, package_deployments |
- * | ../images/cache.ts, ../images/pins.ts | image_tags; image_pins |
- * | ../db.ts | the schema of the hub's tables (migrations only, no reads or writes) |
+ * | proxy-sessions.ts | tunnel_proxy_sessions (the rules: hub/tunnel/proxy-session.ts) |
+ * | catalog.ts | packages, package_deployments, package_revisions |
+ * | image-tags.ts, image-pins.ts | image_tags; image_pins |
+ * | schema/ | every migration of the tables above, one file per schema component (no reads or writes) |
  *
  * test/architecture.test.ts fails when a table is written anywhere else. Every module above runs
  * on SQLite or PostgreSQL (hub/state/sql.ts `SqlDb`), each tested by one shared suite on both.
  */
 import { errorMessage } from '../../core/errors.js';
+import { EdgeLeases } from './leases.js';
+import { HubReplicas } from './replicas.js';
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
-import { specInputsRead } from './assignments.js';
+import { specInputsRead, SqlAssignmentStore, type AssignmentStore } from './assignments.js';
+import { sqlAuthTables, type AuthTables } from './auth.js';
+import { sqlBlobTables, type BlobTables } from './blobs.js';
+import { sqlCatalogTables, type CatalogTables } from './catalog.js';
+import { sqlDataFileTables, type DataFileTables } from './data-files.js';
+import { IdentityStore } from './identity.js';
+import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
+import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
+import { sqlProxySessionTables, type ProxySessionTables } from './proxy-sessions.js';
 import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
 import type { SyncPostgres } from './pg/sync-client.js';
 import { lastEventRead, sqlEventLog, type EventLog } from './events.js';
@@ -129,6 +139,37 @@ export interface HubState {
   dataProgress: DataProgressState;
   agentUpgrades: AgentUpgradeRollouts;
   imageStaging: ImageStagingState;
+  /** The scheduler's assignments, rollouts and written specs (read by the API and the catalog). */
+  assignments: AssignmentStore;
+  /** API tokens, join tokens, edge credentials (hub/auth/'s rules over them). */
+  auth: AuthTables;
+  /** The tunnel's browser proxy sessions (hub/tunnel/proxy-session.ts's rules over them). */
+  proxySessions: ProxySessionTables;
+  /** Packages, their deployments and the versions of generated revisions (hub/catalog/). */
+  catalog: CatalogTables;
+  /** The blob index, references and quota reservations (hub/blobs/). */
+  blobs: BlobTables;
+  /** The files edges' workloads exported (hub/data/). */
+  dataFiles: DataFileTables;
+  /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
+  imageTags: ImageTagTables;
+  imagePins: ImagePinTables;
+  /**
+   * The sealed identity hub replicas on one PostgreSQL share (hub/identity/); made when first used,
+   * so a SQLite hub, which never uses it, has no such table.
+   */
+  readonly identity: IdentityStore;
+  /** The replicas' rows (`outpost get replicas`, forwarded tunnel requests); `self` is this process. */
+  replicaRegistry(self: string): HubReplicas;
+  /** Which replica serves each edge: on PostgreSQL only (a SQLite hub is the only one of its database). */
+  edgeLeases(self: string): EdgeLeases | undefined;
+  /** Why the tables cannot be reached now (for /readyz); undefined when they can. */
+  unready(): string | undefined;
+  /**
+   * On PostgreSQL, what recording these edges' disconnections reads, in one round trip
+   * (`prefetchDisconnects`); nothing on SQLite.
+   */
+  readAheadDisconnects(edges: readonly string[]): void;
   /**
    * Runs `fn` in one transaction, joining an open one (every write of the hub's state is one).
    * `immediate` takes the write lock at the start: for a read-then-write another process may race.
@@ -141,7 +182,7 @@ export interface HubState {
  * migrated with hub/state/pg/schema.ts `migratePostgres`).
  */
 export function postgresHubState(pg: SyncPostgres): HubState {
-  return {
+  return withTableGroups(pg, {
     objects: sqlObjectState(pg),
     edges: sqlEdgeState(pg),
     events: sqlEventLog(pg),
@@ -150,11 +191,11 @@ export function postgresHubState(pg: SyncPostgres): HubState {
     agentUpgrades: sqlAgentUpgradeRollouts(pg),
     imageStaging: sqlImageStagingState(pg),
     transaction: (fn) => pg.transaction(fn),
-  };
+  });
 }
 
 export function sqliteHubState(db: SqliteDatabase): HubState {
-  return {
+  return withTableGroups(db, {
     objects: sqlObjectState(db),
     edges: sqlEdgeState(db),
     events: sqlEventLog(db),
@@ -164,7 +205,37 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     imageStaging: sqlImageStagingState(db),
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
-  };
+  });
+}
+
+/**
+ * `base` with the table groups both databases build the same way, each migrated on SQLite as it is
+ * made (PostgreSQL is migrated at start). Copied as property descriptors: `identity` stays a getter
+ * (a spread would call it, and give every SQLite hub file a table it never uses).
+ */
+function withTableGroups(db: SqlDb, base: Omit<HubState, keyof ReturnType<typeof tableGroups>>): HubState {
+  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(tableGroups(db))) as HubState;
+}
+
+function tableGroups(db: SqlDb) {
+  let identity: IdentityStore | undefined;
+  return {
+    auth: sqlAuthTables(db),
+    blobs: sqlBlobTables(db),
+    catalog: sqlCatalogTables(db),
+    assignments: new SqlAssignmentStore(db),
+    dataFiles: sqlDataFileTables(db),
+    proxySessions: sqlProxySessionTables(db),
+    imageTags: sqlImageTagTables(db),
+    imagePins: sqlImagePinTables(db),
+    get identity() {
+      return (identity ??= new IdentityStore(db));
+    },
+    replicaRegistry: (self: string) => new HubReplicas(db, self),
+    edgeLeases: (self: string) => (isPostgres(db) ? new EdgeLeases(db, self) : undefined),
+    unready: () => databaseUnready(db),
+    readAheadDisconnects: (edges: readonly string[]) => prefetchDisconnects(db, edges),
+  } satisfies Partial<HubState>;
 }
 
 /** Why the hub's tables cannot be reached now (for /readyz); undefined when they can. */

@@ -10,22 +10,7 @@
  * |---|---|
  * | edge_leases | edge, replica, expires_at, taken_at |
  */
-import type { Migration } from '../../sync/sqlite.js';
 import { all, inJsonList, migrateTables, one, runLater, type SqlDb } from './sql.js';
-
-export const LEASE_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE edge_leases (
-        edge TEXT PRIMARY KEY,
-        replica TEXT NOT NULL,
-        expires_at INTEGER NOT NULL,
-        taken_at INTEGER NOT NULL
-      );
-    `,
-  },
-];
 
 /** A lease outlives three missed renewals. */
 export const LEASE_RENEW_MS = 5_000;
@@ -44,7 +29,7 @@ export class EdgeLeases {
     /** This hub process, as other replicas see it in the table. */
     readonly replica: string,
   ) {
-    migrateTables(db, 'hub-leases', LEASE_MIGRATIONS);
+    migrateTables(db, 'hub-leases');
   }
 
   /**

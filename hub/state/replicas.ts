@@ -19,32 +19,8 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { REPLICA_ROW_KEPT_MS } from '../../core/durations.js';
-import type { Migration } from '../../sync/sqlite.js';
 import { LEASE_TTL_MS } from './leases.js';
 import { all, isPostgres, migrateTables, one, run, type SqlDb } from './sql.js';
-
-export const REPLICA_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE hub_replicas (
-        id TEXT PRIMARY KEY,
-        url TEXT NOT NULL,
-        started_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-      );
-      CREATE TABLE hub_forward_key (
-        id INTEGER PRIMARY KEY,
-        key TEXT NOT NULL
-      );
-    `,
-  },
-  {
-    version: 2,
-    // When each replica last renewed its row: `outpost get replicas` shows it (issue #42).
-    sql: 'ALTER TABLE hub_replicas ADD COLUMN renewed_at INTEGER;',
-  },
-];
 
 /** The advisory lock whose holder plans (any constant distinct from the migrations' lock): hub/replicas/. */
 export const LEADER_LOCK = 0x6f75747072; // "outpr"
@@ -145,7 +121,7 @@ export class HubReplicas {
     /** This process (newReplicaId). */
     readonly self: string,
   ) {
-    migrateTables(db, 'hub-replicas', REPLICA_MIGRATIONS);
+    migrateTables(db, 'hub-replicas');
   }
 
   /**

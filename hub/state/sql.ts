@@ -5,9 +5,10 @@
  * Statements are cached per database (sync/sqlite.ts `cachedStatement`).
  */
 import { buildInfo } from '../../core/version.js';
-import { cachedStatement, inTransaction, migrate, type Migration, type SqliteDatabase } from '../../sync/sqlite.js';
+import { cachedStatement, inTransaction, migrate, type SqliteDatabase } from '../../sync/sqlite.js';
 import { SyncPostgres } from './pg/sync-client.js';
 import type { Param, Read } from './read.js';
+import { migrationsOf, type SchemaComponent } from './schema/index.js';
 
 export type { Param, Read };
 
@@ -67,10 +68,10 @@ export function forUpdate(db: SqlDb): string {
 /**
  * Brings a table group's schema up to date on SQLite (each owner calls this as it opens). On
  * PostgreSQL, nothing: the whole schema is migrated once at start, under an advisory lock, by
- * hub/state/pg/schema.ts `migratePostgres` from the same migrations (hub/db.ts `hubSchemas`).
+ * hub/state/pg/schema.ts `migratePostgres` from the same migrations (hub/state/schema/).
  */
-export function migrateTables(db: SqlDb, component: string, migrations: Migration[]): void {
-  if (!isPostgres(db)) migrate(db, component, migrations, buildInfo().version);
+export function migrateTables(db: SqlDb, component: SchemaComponent): void {
+  if (!isPostgres(db)) migrate(db, component, migrationsOf(component), buildInfo().version);
 }
 
 /** `LIMIT ?` with no limit: SQLite's -1 is refused by PostgreSQL; this is the same for both. */
@@ -213,4 +214,20 @@ export function json<T>(text: string, where: string): T {
   } catch (err) {
     throw new Error(`the hub database holds malformed JSON in ${where}: restore the last backup`, { cause: err });
   }
+}
+
+/** `fn` with its database given: what a state module's interface exposes of a function over `db`. */
+export type BoundToDb<F> = F extends (db: SqlDb, ...args: infer A) => infer R ? (...args: A) => R : never;
+
+/**
+ * The functions of a state module written over a database (`fn(db, ...)`), each given `db`: its
+ * interface object, so callers outside hub/state never hold the database.
+ */
+export function bindDb<T extends Record<string, (db: SqlDb, ...args: never[]) => unknown>>(
+  db: SqlDb,
+  fns: T,
+): { [K in keyof T]: BoundToDb<T[K]> } {
+  return Object.fromEntries(Object.entries(fns).map(([k, fn]) => [k, (...args: never[]) => fn(db, ...args)])) as {
+    [K in keyof T]: BoundToDb<T[K]>;
+  };
 }

@@ -23,7 +23,7 @@ import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { ProtocolError } from '../../sync/messages.js';
 import type { EdgeConnection, SyncServer } from '../../sync/server.js';
-import type { SqlDb } from '../state/sql.js';
+import type { HubState } from '../state/index.js';
 import { TunnelError, TunnelMux, type StreamLimits, type TunnelStream } from '../../sync/tunnel.js';
 import type { Action, HubAuth, Principal } from '../auth/contract.js';
 import { MISSING_TOKEN, principalOf } from '../auth/principal.js';
@@ -43,7 +43,8 @@ export const TUNNEL_PATH =
   /^\/api\/v1\/edges\/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/(kube|proxy-session|proxy|logs|exec|actions|metrics)(\/.*)?$/;
 
 export interface GatewayOptions {
-  db: SqlDb;
+  /** The proxy sessions' tables, the tokens they are checked against, the events routes record. */
+  state: Pick<HubState, 'auth' | 'proxySessions' | 'events'>;
   edges: Pick<EdgeState, 'get'>;
   auth: Pick<HubAuth, 'verifyApiToken' | 'hold'>;
   sync: () => SyncServer | undefined;
@@ -85,7 +86,7 @@ export class TunnelGateway {
 
   constructor(private readonly opts: GatewayOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    this.sessions = new ProxySessions(opts.db);
+    this.sessions = new ProxySessions(opts.state);
     if (opts.registry) {
       const self = this;
       new client.Gauge({
@@ -364,7 +365,7 @@ export class TunnelGateway {
         );
         return s;
       },
-      db: this.opts.db,
+      events: this.opts.state.events,
     };
   }
 }

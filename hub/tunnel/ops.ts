@@ -8,7 +8,6 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { EXEC_STDERR, EXEC_STDOUT, TunnelError } from '../../sync/tunnel.js';
-import { recordEvent } from '../state/events.js';
 import { sendError, type RouteContext } from './routes.js';
 
 /** Request bodies of exec and actions are small JSON. */
@@ -247,8 +246,8 @@ export async function handleActions(
   const actor = `${ctx.principal.role} token ${ctx.principal.tokenId}`;
   const reason = `Remote${action[0].toUpperCase()}${action.slice(1)}`;
   const record = (message: string): void => {
-    recordEvent(ctx.db, { project: ctx.project, kind: 'Edge', name: ctx.edge, reason, message });
-    recordEvent(ctx.db, { project: ctx.project, kind: 'Workload', name: workload, reason, message });
+    ctx.events.record({ project: ctx.project, kind: 'Edge', name: ctx.edge, reason, message });
+    ctx.events.record({ project: ctx.project, kind: 'Workload', name: workload, reason, message });
   };
   try {
     await head(s);

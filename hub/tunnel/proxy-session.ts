@@ -20,10 +20,10 @@
 import type { Principal, Role } from '../auth/contract.js';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
-import type { Migration } from '../../sync/sqlite.js';
-import { hashSecret, migrateAuth, newId, newSecret, secretMatches } from '../auth/schema.js';
+import { hashSecret, newId, newSecret, secretMatches } from '../auth/token-secrets.js';
 import { apiTokenExpiry } from '../auth/tokens.js';
-import { migrateTables, one, run, type SqlDb } from '../state/sql.js';
+import type { AuthTables } from '../state/auth.js';
+import type { ProxySessionRow, ProxySessionTables } from '../state/proxy-sessions.js';
 
 export const PROXY_COOKIE = 'outpost_proxy';
 /** Long enough to use an app's UI for a while, short enough that a forgotten tab does not stay a door. */
@@ -36,40 +36,7 @@ export interface ProxyTarget {
   port: number;
 }
 
-interface Row {
-  id: string;
-  link_hash: Buffer | null;
-  cookie_hash: Buffer | null;
-  token_id: string;
-  role: Role;
-  project: string;
-  edge: string;
-  workload: string;
-  port: number;
-  expires_at: number;
-}
-
-export const PROXY_SESSION_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE tunnel_proxy_sessions (
-        id TEXT PRIMARY KEY,
-        link_hash BLOB,   -- NULL once the link was traded for a cookie
-        cookie_hash BLOB, -- NULL until then
-        token_id TEXT NOT NULL,
-        role TEXT NOT NULL,
-        project TEXT NOT NULL,
-        edge TEXT NOT NULL,
-        workload TEXT NOT NULL,
-        port INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-      );
-      CREATE INDEX tunnel_proxy_sessions_expiry ON tunnel_proxy_sessions (expires_at);
-    `,
-  },
-];
+type Row = ProxySessionRow;
 
 /** The path a session is scoped to (its cookie's Path, with the trailing slash). */
 export function proxyPath(t: ProxyTarget): string {
@@ -93,10 +60,7 @@ const sameTarget = (r: Row, t: ProxyTarget): boolean =>
   r.edge === t.edge && r.workload === t.workload && r.port === t.port;
 
 export class ProxySessions {
-  constructor(private readonly db: SqlDb) {
-    migrateAuth(db);
-    migrateTables(db, 'hub-tunnel', PROXY_SESSION_MIGRATIONS);
-  }
+  constructor(private readonly state: { proxySessions: ProxySessionTables; auth: AuthTables }) {}
 
   /** A one-time link secret for `p` on `target`, valid for `ttlMs`. */
   create(
@@ -105,24 +69,21 @@ export class ProxySessions {
     ttlMs = DEFAULT_SESSION_TTL_MS,
     now = Date.now(),
   ): { link: string; expiresAt: number } {
-    run(this.db, 'DELETE FROM tunnel_proxy_sessions WHERE expires_at <= ?', now);
     const id = newId();
     const secret = newSecret();
     const expiresAt = now + ttlMs;
-    run(
-      this.db,
-      'INSERT INTO tunnel_proxy_sessions (id, link_hash, token_id, role, project, edge, workload, port, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    this.state.proxySessions.create({
       id,
-      hashSecret(secret),
-      p.tokenId,
-      p.role,
-      p.project,
-      target.edge,
-      target.workload,
-      target.port,
-      now,
-      expiresAt,
-    );
+      link_hash: hashSecret(secret),
+      token_id: p.tokenId,
+      role: p.role,
+      project: p.project,
+      edge: target.edge,
+      workload: target.workload,
+      port: target.port,
+      created_at: now,
+      expires_at: expiresAt,
+    });
     return { link: `${id}.${secret}`, expiresAt };
   }
 
@@ -145,13 +106,7 @@ export class ProxySessions {
     }
     const secret = newSecret();
     // Only one exchange wins, even if two requests race with the same link.
-    const changed = run(
-      this.db,
-      'UPDATE tunnel_proxy_sessions SET link_hash = NULL, cookie_hash = ? WHERE id = ? AND link_hash IS NOT NULL',
-      hashSecret(secret),
-      row.id,
-    );
-    if (changed !== 1)
+    if (!this.state.proxySessions.exchange(row.id, hashSecret(secret)))
       throw new OutpostError(
         'unauthorized',
         `this proxy link was already used: run \`outpost edge proxy-url ${target.edge} ${target.workload} ${target.port}\` for a new one`,
@@ -167,7 +122,7 @@ export class ProxySessions {
       if (!parts || !row || !row.cookie_hash || !secretMatches(parts.secret, row.cookie_hash)) continue;
       if (!sameTarget(row, target) || row.expires_at <= now) continue;
       // A session dies with its token: revoking the token (or its expiry) ends its browser sessions too.
-      const tokenExpiry = apiTokenExpiry(this.db, row.token_id, now);
+      const tokenExpiry = apiTokenExpiry(this.state.auth, row.token_id, now);
       if (tokenExpiry === undefined) continue;
       return {
         tokenId: row.token_id,
@@ -181,11 +136,7 @@ export class ProxySessions {
   }
 
   private row(id: string): Row | undefined {
-    return one<Row>(
-      this.db,
-      'SELECT id, link_hash, cookie_hash, token_id, role, project, edge, workload, port, expires_at FROM tunnel_proxy_sessions WHERE id = ?',
-      id,
-    );
+    return this.state.proxySessions.get(id);
   }
 }
 

@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import { OutpostError, toOutpostError } from '../../core/errors.js';
 import { HOP_BY_HOP_HEADERS, rawErrorResponse } from '../../core/http.js';
 import { isValidName, type EdgeName } from '../../core/ids.js';
-import type { SqlDb } from '../state/sql.js';
+import type { EventLog } from '../state/events.js';
 import type { TunnelStream } from '../../sync/tunnel.js';
 import type { Principal } from '../auth/contract.js';
 import { FORWARD_SIGNATURE, FORWARDED_BY } from './forward.js';
@@ -22,7 +22,8 @@ export interface RouteContext {
   /** The path after the route (`/WORKLOAD/PORT/x` for proxy, `/api/v1/pods` for kube). */
   rest: string;
   limits: GatewayLimits;
-  db: SqlDb;
+  /** Where the routes record what an operator did through the tunnel (an exec, a restart). */
+  events: Pick<EventLog, 'record'>;
   /** Opens a stream to the edge; `long` picks the long deadline; `target` is what the log line names. */
   open(header: Record<string, unknown>, long: boolean, target: string): TunnelStream;
   upgrade?: { socket: Duplex; head: Buffer };

@@ -1,7 +1,7 @@
 /**
  * @module `outpost hub migrate` (docs/operations.md, "HA and scale-out"): moves a stopped SQLite
  * hub's tables into an empty PostgreSQL database, so the same data directory runs on with
- * `--database`. Every table of the hub's schema (hub/db.ts `hubSchemas`) is copied as it is:
+ * `--database`. Every table of the hub's schema (hub/state/schema/index.ts `hubSchemas`) is copied as it is:
  * objects and revisions, edges, tokens and edge credentials (edges reconnect without enrolling
  * again), assignments, status, events, the blob and data-file index, the catalog, images.
  *
@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { buildInfo } from '../../../core/version.js';
 import { migrate, openDatabase } from '../../../sync/sqlite.js';
-import { hubSchemas } from '../../db.js';
+import { hubSchemas } from '../schema/index.js';
 import type { SyncPostgres } from './sync-client.js';
 
 /** Tables that hold rows once a hub has run: a database with any of them filled is not migrated into. */

@@ -1,12 +1,12 @@
 /**
- * The hub's schema on PostgreSQL (issue #22): the same migrations as the SQLite file (hub/db.ts
+ * The hub's schema on PostgreSQL (issue #22): the same migrations as the SQLite file (hub/state/schema/
  * `hubSchemas`: every table group's, written once), their DDL translated, applied under an advisory lock so hub
  * replicas that start at once on an empty database migrate it once: the first takes the lock and
  * migrates, the others wait for it and then find nothing to do.
  */
 import { buildInfo } from '../../../core/version.js';
 import { pendingMigrations, RECORD_SCHEMA_VERSION, type Migration } from '../../../sync/sqlite.js';
-import { hubSchemas } from '../../db.js';
+import { hubSchemas } from '../schema/index.js';
 import type { SyncPostgres } from './sync-client.js';
 
 /** The advisory lock key of schema migrations (any constant; one per application). */

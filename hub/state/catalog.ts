@@ -6,69 +6,12 @@
  */
 import type { BlobDigest } from '../../core/blobs.js';
 import type { PackageManifest } from '../../core/package.js';
-import type { Migration } from '../../sync/sqlite.js';
-import { all, migrateTables, one, run, type SqlDb } from '../state/sql.js';
+import { all, bindDb, migrateTables, one, run, type SqlDb } from './sql.js';
 import { SCAN_STATES, type PackageVersion, type ScanState } from '../../core/api/types.js';
 import type { PackageDeploymentView } from '../../core/api/views.js';
 
-export const CATALOG_MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    sql: `
-      CREATE TABLE packages (
-        project TEXT NOT NULL,
-        name TEXT NOT NULL,
-        version TEXT NOT NULL,
-        digest TEXT NOT NULL,
-        manifest TEXT NOT NULL,
-        readme TEXT,
-        icon TEXT,
-        published_by TEXT NOT NULL,
-        published_at INTEGER NOT NULL,
-        -- Pending until a scanner's verdict: Clean or Quarantined (with the signature).
-        scan_state TEXT NOT NULL DEFAULT 'Pending',
-        scan_signature TEXT,
-        -- The scanner and its signature database version (clamd's VERSION answer), or 'none'.
-        scan_engine TEXT,
-        scanned_at INTEGER,
-        -- Why the last attempt gave no verdict (scanner unreachable), while Pending.
-        scan_error TEXT,
-        PRIMARY KEY (project, name, version)
-      );
-      CREATE INDEX packages_pending ON packages (scan_state);
-      CREATE TABLE package_deployments (
-        project TEXT NOT NULL,
-        placement TEXT NOT NULL,
-        package TEXT NOT NULL,
-        version_range TEXT NOT NULL,
-        version TEXT NOT NULL,
-        profile TEXT,
-        input_hash TEXT NOT NULL,
-        previous_version TEXT,
-        resolved_at INTEGER NOT NULL,
-        PRIMARY KEY (project, placement)
-      );
-    `,
-  },
-  {
-    version: 2,
-    // The package version each revision of a generated workload renders: an edge runs the version
-    // of the revision its assignment holds (hub/catalog/runs.ts), which during a rollout is not
-    // always the placement's resolved one.
-    sql: `
-      CREATE TABLE package_revisions (
-        project TEXT NOT NULL,
-        workload TEXT NOT NULL,
-        revision INTEGER NOT NULL,
-        version TEXT NOT NULL,
-        PRIMARY KEY (project, workload, revision)
-      );
-    `,
-  },
-];
-
 export function migrateCatalog(db: SqlDb): void {
-  migrateTables(db, 'catalog', CATALOG_MIGRATIONS);
+  migrateTables(db, 'catalog');
 }
 
 export { SCAN_STATES };
@@ -342,4 +285,30 @@ export function revisionVersions(db: SqlDb, project: string, workloads: string[]
 
 export function forgetRevisionVersions(db: SqlDb, project: string, workload: string): void {
   run(db, 'DELETE FROM package_revisions WHERE project = ? AND workload = ?', project, workload);
+}
+
+const CATALOG = {
+  insertPackage,
+  getPackage,
+  packageVersions,
+  allPackages,
+  pendingPackages,
+  recordVerdict,
+  recordScanError,
+  getDeployment,
+  deploymentsOf,
+  putDeployment,
+  deleteDeployment,
+  putRevisionVersion,
+  revisionVersions,
+  forgetRevisionVersions,
+};
+
+/** The catalog's tables as hub/catalog sees them (`HubState.catalog`). */
+export type CatalogTables = ReturnType<typeof sqlCatalogTables>;
+
+/** The catalog's tables on `db`, migrated on SQLite (PostgreSQL is migrated at start). */
+export function sqlCatalogTables(db: SqlDb) {
+  migrateCatalog(db);
+  return bindDb(db, CATALOG);
 }

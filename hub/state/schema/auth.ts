@@ -1,13 +1,5 @@
-/**
- * @module The tables of hub/auth and the helpers every token kind shares: random ids and secrets,
- * sha256 hashes (a stolen database file yields no usable token), constant-time comparison.
- *
- * Each table is keyed by the token id, a non-secret lookup key; only the secret is compared, and
- * in constant time, so response timing tells an attacker nothing about how close a guess was.
- */
-import crypto from 'node:crypto';
-import type { Migration } from '../../sync/sqlite.js';
-import { migrateTables, type SqlDb } from '../state/sql.js';
+/** The schema component `hub-auth`: api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/state/auth.ts). Never renumber or edit a shipped migration. */
+import type { Migration } from '../../../sync/sqlite.js';
 
 export const AUTH_MIGRATIONS: Migration[] = [
   {
@@ -64,38 +56,3 @@ export const AUTH_MIGRATIONS: Migration[] = [
     sql: 'ALTER TABLE edge_credentials ADD COLUMN seal_key TEXT;',
   },
 ];
-
-const migrated = new WeakSet<SqlDb>();
-
-/**
- * Creates or upgrades the auth tables on SQLite; every function of hub/auth calls it, so it runs
- * once per handle (PostgreSQL is migrated at start: hub/state/sql.ts migrateTables).
- */
-export function migrateAuth(db: SqlDb): void {
-  if (migrated.has(db)) return;
-  migrateTables(db, 'hub-auth', AUTH_MIGRATIONS);
-  migrated.add(db);
-}
-
-/** A lookup key: 8 random bytes as 16 hex characters. Not secret. */
-export function newId(): string {
-  return crypto.randomBytes(8).toString('hex');
-}
-
-/** 32 random bytes, base64url without padding (43 characters). */
-export function newSecret(): string {
-  return crypto.randomBytes(32).toString('base64url');
-}
-
-export function hashSecret(secret: string): Buffer {
-  return crypto.createHash('sha256').update(secret, 'utf8').digest();
-}
-
-/**
- * Compares a presented secret with a stored hash in constant time. Hashing first gives both
- * sides the same length, which timingSafeEqual requires, whatever was presented.
- */
-export function secretMatches(secret: string, storedHash: Buffer): boolean {
-  const presented = hashSecret(secret);
-  return storedHash.length === presented.length && crypto.timingSafeEqual(presented, storedHash);
-}

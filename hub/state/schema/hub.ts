@@ -1,25 +1,14 @@
 /**
- * @module The hub's own tables, in the same SQLite file as its replica store (one file per process):
- * objects (Edge, Workload, Placement with resourceVersion), workload revisions, edge runtime facts
- * (enrollment, last seen: never in a document), per-edge assignments written by the scheduler,
- * the status projection of report documents, and events.
+ * The schema component `hub`: the first tables of the hub, in the same SQLite file as its replica
+ * store: objects, workload revisions, counters (hub/state/objects.ts), edge runtime facts and
+ * connections (edges.ts, connections.ts), assignments, spec_written, rollouts (assignments.ts), the
+ * status projection (status.ts), events (events.ts), data_progress (data-progress.ts), AgentUpgrade
+ * orders and progress (agent-upgrades.ts), image staging (image-staging.ts). Never renumber or edit
+ * a shipped migration.
  */
-import type { Migration, SqliteDatabase } from '../sync/sqlite.js';
-import { migrate } from '../sync/sqlite.js';
-import { buildInfo } from '../core/version.js';
-import { AUTH_MIGRATIONS } from './auth/schema.js';
-import { AGENT_UPGRADE_MIGRATIONS } from './state/agent-upgrades.js';
-import { CATALOG_MIGRATIONS } from './catalog/state.js';
-import { IMAGE_MIGRATIONS } from './images/cache.js';
-import { IMAGE_PIN_MIGRATIONS } from './images/pins.js';
-import { IDENTITY_MIGRATIONS } from './state/identity.js';
-import { LEASE_MIGRATIONS } from './state/leases.js';
-import { REPLICA_MIGRATIONS } from './state/replicas.js';
-import { BLOB_MIGRATIONS } from './state/blobs.js';
-import { DATA_FILE_MIGRATIONS } from './state/data-files.js';
-import { PROXY_SESSION_MIGRATIONS } from './tunnel/proxy-session.js';
+import type { Migration } from '../../../sync/sqlite.js';
 
-export const HUB_MIGRATIONS = [
+export const HUB_MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: `
@@ -242,29 +231,3 @@ export const HUB_MIGRATIONS = [
     `,
   },
 ];
-
-export function migrateHub(db: SqliteDatabase): void {
-  migrate(db, 'hub', HUB_MIGRATIONS, buildInfo().version);
-}
-
-/**
- * Every table group of the hub with its migrations, by schema component: on SQLite each owner
- * migrates its own as it opens (hub/state/sql.ts migrateTables); on PostgreSQL all of them are
- * applied at start, under one advisory lock (hub/state/pg/schema.ts migratePostgres).
- */
-export function hubSchemas(): { component: string; migrations: Migration[] }[] {
-  return [
-    { component: 'hub', migrations: HUB_MIGRATIONS },
-    { component: 'hub-auth', migrations: AUTH_MIGRATIONS },
-    { component: 'hub-tunnel', migrations: PROXY_SESSION_MIGRATIONS },
-    { component: 'blobs', migrations: BLOB_MIGRATIONS },
-    { component: 'data-files', migrations: DATA_FILE_MIGRATIONS },
-    { component: 'catalog', migrations: CATALOG_MIGRATIONS },
-    { component: 'images', migrations: IMAGE_MIGRATIONS },
-    { component: 'image-pins', migrations: IMAGE_PIN_MIGRATIONS },
-    { component: 'hub-leases', migrations: LEASE_MIGRATIONS },
-    { component: 'hub-identity', migrations: IDENTITY_MIGRATIONS },
-    { component: 'hub-replicas', migrations: REPLICA_MIGRATIONS },
-    { component: 'agent-upgrades', migrations: AGENT_UPGRADE_MIGRATIONS },
-  ];
-}
