@@ -47,11 +47,11 @@ import { createHubMetrics } from './metrics.js';
 import { ObjectStore, rolledBackFrom, sealedKeyId } from './objects.js';
 import { parseListen, type HubOptions } from './options.js';
 import { closeHub } from './shutdown.js';
-import { SqlAssignmentStore } from './state/assignments.js';
 import {
   databaseUnready,
   postgresHubState,
   prefetchDisconnects,
+  prefetchHandshakes,
   sqliteHubState,
   type HubState,
 } from './state/index.js';
@@ -171,18 +171,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
-  scheduler = new Scheduler(db, objects, store, secrets);
+  // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents; the
+  // scheduler's workloads are its first kind.
+  const orders = (ordersRef = new OrderEngine(store));
+  // With replicas, each writes the orders of the edges it serves (the others': their replica).
+  if (pg) orders.holds = (edge) => !!sync?.connection(edge as EdgeName);
+  scheduler = new Scheduler(state, objects, store, secrets, orders);
   const sched = scheduler;
-  let imageStagingRef: HubStaging | undefined;
   let peers: Replicas | undefined;
-  routeObjectChanges(objects, {
-    scheduler: sched,
-    changes,
-    peers: () => peers,
-    upgrades: () => upgrades,
-    deliveries: () => deliveries,
-    imageStaging: () => imageStagingRef,
-  });
+  routeObjectChanges(objects, { orders, changes, peers: () => peers });
 
   // Replicas on one database share one admin token (identity/admin-token.ts); a SQLite hub makes its own.
   const admin = pg
@@ -221,12 +218,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler.addGate(dependsOnGate(db, objects));
   catalog.start();
   const releaseKey = ensureReleaseKey(opts.dataDir);
-  // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
-  const orders = (ordersRef = new OrderEngine(store));
-  // With replicas, each writes the orders of the edges it serves (the others': their replica).
-  if (pg) orders.holds = (edge) => !!sync?.connection(edge as EdgeName);
   upgrades = new AgentUpgradeController(
-    db,
+    state,
     objects,
     store,
     orders,
@@ -237,14 +230,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // With replicas, the leader plans the rollouts.
   if (pg) upgrades.leading = () => sched.leading;
   upgrades.start();
-  deliveries = new DataDeliveries(db, objects, orders, blobs, state.dataProgress);
+  deliveries = new DataDeliveries(state, objects, orders, blobs, state.dataProgress);
   deliveries.start();
   const edges = new EdgeLifecycle({
     state,
     objects,
     store,
     scheduler: sched,
-    assignments: new SqlAssignmentStore(db),
     orders,
     credentials: hubAuth,
     disconnect: (e, message) => sync?.disconnect(e as EdgeName, 'decommissioned', message),
@@ -259,7 +251,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const dataFiles = new HubDataFiles(db, blobs, state.edges, () => sink?.kick());
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
-  const imageStaging = (imageStagingRef = new HubStaging(orders, blobs, state));
+  const imageStaging = new HubStaging(orders, blobs, state);
   imageStaging.start();
   const app = createApi({
     imageStaging,
@@ -343,13 +335,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   sync = createSyncEndpoint({
     store,
     version,
-    db,
+    credentials: {
+      verify: auth.edgeCredentialVerifier(db),
+      decommissionedAt: (token) => auth.decommissionedAt(db, token),
+    },
+    readAhead: (list) => prefetchHandshakes(db, list, orders),
     postgres: !!pg,
     replicated: () => !!peers,
     replica: replicaId,
     leases,
     edges,
-    scheduler: sched,
     orders,
     tunnel,
     dataFiles,
@@ -368,10 +363,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       connections: servedEdges,
       changes,
       tokens: tokenStreams,
-      objectWritten: (kind) => {
-        if (kind === 'AgentUpgrade') upgrades?.mark();
-        else if (kind === 'DataObject') deliveries?.mark();
-      },
+      objectWritten: (kind) => orders.peerObjectChanged(kind),
     });
 
   // Heartbeat batches, the scan for edges gone quiet, history retention (hub/edges/lifecycle.ts).
