@@ -2,10 +2,10 @@
  * @module The hub's sync endpoint: the SyncServer edges connect to, and what each of its hooks
  * does on the hub. An upgrade is authenticated by the edge's credential (a decommissioned edge is
  * told so); a handshake writes every kind of order into the edge's spec first (hub/orders/engine.ts
- * `writeEdge`) when this process never served it (or always, with replicas); connections and disconnections go to the edge's lifecycle and its
- * lease, heartbeats to the lifecycle and the data uploads, tunnel frames to the tunnel gateway,
- * refusals and throttling to the metrics. On PostgreSQL the handshakes that come together read
- * what they need in one round trip.
+ * `writeEdge`) when this process never served it (or always, with replicas); connections and
+ * disconnections go to the edge's lifecycle and its lease, heartbeats to the lifecycle and the
+ * data uploads, tunnel frames to the tunnel gateway, refusals and throttling to the metrics. On
+ * PostgreSQL the handshakes that come together read what every kind needs in one round trip.
  */
 import type { Socket } from 'node:net';
 import { PG_HANDSHAKE_GATHER, REFUSAL_LOG_INTERVAL_MS } from '../core/durations.js';

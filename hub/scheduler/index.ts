@@ -4,8 +4,9 @@
  * For every placement it selects edges and customizes each workload for each of them
  * (targets.ts, cached), observes what each edge was written and reports and asks the rollout
  * planner which edges may get new content now (rollout.ts), records the result as assignments
- * (assign.ts, hub/state/assignments.ts), then writes the `spec` document of every edge whose
- * assignments changed, and only those (spec-writer.ts). Work is queued and paced (queue.ts); an
+ * (assign.ts, hub/state/assignments.ts), then has the order engine write the workloads part of
+ * every edge whose assignments changed, and only those: the workloads are the engine's incremental
+ * kind (hub/orders/engine.ts, spec-writer.ts its source). Work is queued and paced (queue.ts); an
  * edge's status change queues the placements it may move (status-marks.ts); per-edge gates hold a
  * placement's new version back (gates.ts, gate-waits.ts). With hub replicas on PostgreSQL only the
  * leader plans (peers.ts).
