@@ -17,6 +17,8 @@ export default defineConfig({
       'hub/identity/*.test.ts',
       'hub/edges/**/*.test.ts',
       'hub/scheduler/{queue,targets,rollout,assign,spec-writer,status-marks,gate-waits}.test.ts',
+      'hub/orders/*.test.ts',
+      'edge/orders/*.test.ts',
       'hub/replicas/bus.test.ts',
       'hub/upgrades/claims.test.ts',
       'hub/auth/{edge-credentials,roles,tokens}.test.ts',

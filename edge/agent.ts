@@ -123,8 +123,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     undefined,
     config.sealKey,
   );
-  const rec = reconciler;
-  followers.add({ kind: 'workloads', check: () => void rec.trigger() });
+  followers.add(reconciler);
   let decommissioned: Decommissioned | undefined = readDecommissioned(o.dataDir);
 
   let transfersRef: EdgeTransfers | undefined;
@@ -205,9 +204,13 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     transfers,
     ...(config.driver === 'podman' ? { podman: createPodman() } : {}),
   }));
-  followers.add({ kind: IMAGE_STAGING_ORDER.name, check: () => imageStaging.check() });
-  // Staging fetches over the connection: what waited for it goes on once it is up.
-  s.on('state', (state) => state === 'connected' && imageStaging.check());
+  followers.add({
+    kind: IMAGE_STAGING_ORDER.name,
+    check: () => imageStaging.check(),
+    // Staging fetches over the connection: what waited for it goes on once it is up.
+    connected: () => imageStaging.check(),
+  });
+  s.on('state', (state) => state === 'connected' && followers.connected());
   const egress = new EdgeEgress({
     db: store.db,
     dataDir: o.dataDir,

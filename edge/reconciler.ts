@@ -25,11 +25,13 @@ import {
   type ReportDoc,
   type SpecDoc,
 } from '../core/mailbox.js';
+import { WORKLOAD_ORDERS } from '../core/orders/workloads.js';
 import type { Manifest } from '../core/resources.js';
 import type { ReplicaStore } from '../sync/store.js';
 import type { Driver, WorkloadObservation } from './drivers/driver.js';
 import { ApplyPacing } from './apply-pacing.js';
 import { HeldStopped } from './held-stopped.js';
+import type { SpecFollower } from './orders/followers.js';
 
 const log = createLogger('edge:reconciler');
 
@@ -47,7 +49,10 @@ export interface WorkloadDecorator {
   degraded(name: string): string | undefined;
 }
 
-export class Reconciler {
+/** The workloads kind's follower (edge/orders/followers.ts): a change of the spec triggers a pass. */
+export class Reconciler implements SpecFollower {
+  readonly kind = WORKLOAD_ORDERS.name;
+
   /** Added by the agent: export directories (edge/data/egress.ts), the objects directory (edge/data/delivery.ts). */
   readonly decorators: WorkloadDecorator[] = [];
   private running: Promise<void> | undefined;
@@ -82,6 +87,11 @@ export class Reconciler {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
+  }
+
+  /** The spec changed (or the agent started): a pass now. */
+  check(): void {
+    void this.trigger();
   }
 
   /** Runs a pass now, or right after the one in progress. */

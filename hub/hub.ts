@@ -117,9 +117,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
 
   // State: the hub's tables, in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
-  // `db`: what the scheduler, the upgrade and delivery controllers and the sync endpoint are still
-  // given (until issue #43's orders branch merges); everything else gets `state`.
-  const db = pg ?? store.db;
   if (!pg) migrateHub(store.db);
   const state = (late.state = pgState ?? sqliteHubState(store.db));
   const replication = createReplication(pg, state);
@@ -142,7 +139,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const objects = new ObjectStore(state, secrets);
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
-  const scheduler = (late.scheduler = new Scheduler(db, objects, store, secrets));
+  // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents; the
+  // scheduler's workloads are its first kind. With replicas, each writes the orders of the edges it
+  // serves (the others': their replica).
+  const orders = (late.orders = new OrderEngine(store));
+  if (pg) orders.holds = (edge) => !!late.sync?.connection(edge as EdgeName);
+  const scheduler = (late.scheduler = new Scheduler(state, objects, store, secrets, orders));
   // Metrics: gauges read at scrape time, counters bumped by the sync hooks (hub/metrics.ts).
   const metrics = createHubMetrics({ state, store, objects, scheduler, sync: () => late.sync });
   const { registry } = metrics;
@@ -163,12 +165,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   scheduler.addGate(dependsOnGate(state.catalog, objects));
   const releaseKey = ensureReleaseKey(opts.dataDir);
-  // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents.
-  // With replicas, each writes the orders of the edges it serves (the others': their replica).
-  const orders = (late.orders = new OrderEngine(store));
-  if (pg) orders.holds = (edge) => !!late.sync?.connection(edge as EdgeName);
   const upgrades = new AgentUpgradeController(
-    db,
+    state,
     objects,
     store,
     orders,
@@ -178,13 +176,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   );
   // With replicas, the leader plans the rollouts.
   if (pg) upgrades.leading = () => scheduler.leading;
-  const deliveries = new DataDeliveries(db, objects, orders, blobs, state.dataProgress);
+  const deliveries = new DataDeliveries(state, objects, orders, blobs, state.dataProgress);
   const edges = new EdgeLifecycle({
     state,
     objects,
     store,
     scheduler,
-    assignments: state.assignments,
     orders,
     credentials: hubAuth,
     disconnect: (e, message) => late.sync?.disconnect(e as EdgeName, 'decommissioned', message),
@@ -199,14 +196,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
   const imageStaging = new HubStaging(orders, blobs, state);
-  routeObjectChanges(objects, {
-    scheduler,
-    changes,
-    peers: () => replication.peers(),
-    upgrades: () => upgrades,
-    deliveries: () => deliveries,
-    imageStaging: () => imageStaging,
-  });
+  routeObjectChanges(objects, { orders, changes, peers: () => replication.peers() });
   const tunnel = createTunnelModule({
     state,
     auth: hubAuth,
@@ -289,13 +279,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const sync = (late.sync = createSyncEndpoint({
     store,
     version,
-    db,
+    credentials: {
+      verify: auth.edgeCredentialVerifier(state.auth),
+      decommissionedAt: (token) => auth.decommissionedAt(state.auth, token),
+    },
+    readAhead: (list) => state.readAheadHandshakes(list, orders),
     postgres: !!pg,
     replicated: () => !!replication.peers(),
     replica: replication.id,
     leases: replication.leases,
     edges,
-    scheduler,
     orders,
     tunnel: tunnel.gateway,
     dataFiles,
@@ -308,10 +301,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sync,
     changes,
     tokens: authModule.tokenStreams,
-    objectWritten: (kind) => {
-      if (kind === 'AgentUpgrade') upgrades.mark();
-      else if (kind === 'DataObject') deliveries.mark();
-    },
+    objectWritten: (kind) => orders.peerObjectChanged(kind),
   });
 
   startModules(modules);

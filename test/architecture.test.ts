@@ -306,30 +306,12 @@ export function stateDoorViolations(file: string, src: string): string[] {
   return out;
 }
 
-/**
- * Files still given the database while another branch moves them onto HubState: the hand-kept
- * order writers of issue #43 item 2. Removed when issue #43's orders branch merges.
- */
-const ON_THE_DATABASE_UNTIL_ORDERS_MERGE = [
-  'hub/scheduler/index.ts',
-  'hub/upgrades/controller.ts',
-  'hub/data/delivery.ts',
-  'hub/sync-endpoint.ts',
-];
-
 describe("one door into the hub's state", () => {
   const violations = () =>
     productFiles.flatMap((f) => stateDoorViolations(f, fs.readFileSync(path.join(ROOT, f), 'utf8')));
 
   it('no product file outside hub/state imports hub/state/sql.ts or names SqlDb', () => {
-    const bad = violations().filter((v) => !ON_THE_DATABASE_UNTIL_ORDERS_MERGE.some((f) => v.startsWith(`${f} `)));
-    expect(bad).toEqual([]);
-  });
-
-  it('lists no exception that no longer holds', () => {
-    const all = violations();
-    const stale = ON_THE_DATABASE_UNTIL_ORDERS_MERGE.filter((f) => !all.some((v) => v.startsWith(`${f} `)));
-    expect(stale).toEqual([]);
+    expect(violations()).toEqual([]);
   });
 
   it('the rule would catch a violation', () => {

@@ -16,7 +16,13 @@ import { migratePostgres } from '../hub/state/pg/schema.js';
 import { recordConnects, recordDisconnects } from '../hub/edges/history.js';
 import { runLater } from '../hub/state/sql.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
-import { postgresHubState, prefetchDisconnects, prefetchHandshakes } from '../hub/state/index.js';
+import {
+  postgresHubState,
+  prefetchDisconnects,
+  prefetchHandshakes,
+  type HandshakeReaders,
+  type HubState,
+} from '../hub/state/index.js';
 import { SqlAssignmentStore } from '../hub/state/assignments.js';
 import { edgeReads, sqlEdgeState } from '../hub/state/edges.js';
 import {
@@ -55,6 +61,22 @@ beforeAll(async () => {
 }, 60_000);
 
 const dirs: string[] = [];
+
+/**
+ * What the four kinds of orders declare they read at a handshake (each source's `handshakeReads`:
+ * hub/scheduler/index.ts, hub/upgrades/controller.ts, hub/images/staging.ts, hub/data/delivery.ts),
+ * as the hub's order engine gathers them.
+ */
+const kindReads = (state: HubState): HandshakeReaders => ({
+  handshakeReads: (edge) => [
+    ...state.schedulerEdges.handshakeReads(edge),
+    ...state.assignments.handshakeReads(edge),
+    ...state.agentUpgrades.handshakeReads(edge),
+    ...state.imageStaging.handshakeReads(edge),
+    state.readsAhead.edgeRuntime(edge),
+  ],
+  projectReads: (project) => [state.readsAhead.objects('DataObject', project)],
+});
 afterAll(async () => {
   await pg?.close();
   await server.remove();
@@ -170,12 +192,12 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     state.edges.enroll({ name: 'e1', project: 'shop', approved: true, at: 1 });
     state.events.record({ project: 'shop', kind: 'Edge', name: 'e1', reason: 'Connected', message: 'first', at: 2 });
     let trips = db.roundTrips;
-    prefetchHandshakes(db, ['e1']);
+    prefetchHandshakes(db, ['e1'], kindReads(state));
     // The edges' projects (once), then the reads; then, its project known, one round trip.
     expect(db.roundTrips - trips).toBe(2);
     await new Promise((r) => setImmediate(r));
     trips = db.roundTrips;
-    prefetchHandshakes(db, ['e1']);
+    prefetchHandshakes(db, ['e1'], kindReads(state));
     expect(db.roundTrips - trips).toBe(1);
     // What the handshake's writers and its connection history read: no round trip of their own.
     expect(state.edges.get('e1')?.project).toBe('shop');
@@ -213,11 +235,11 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
         at,
       });
     }
-    prefetchHandshakes(db, edges); // learns the edges' projects
+    prefetchHandshakes(db, edges, kindReads(state)); // learns the edges' projects
     await new Promise((r) => setImmediate(r));
     const trips = db.roundTrips;
     // The reads of every edge, each kind as one statement for all (sql.ts keyed), split by edge.
-    prefetchHandshakes(db, edges);
+    prefetchHandshakes(db, edges, kindReads(state));
     for (const name of edges) {
       expect(state.edges.get(name)?.project).toBe(projectOf(name));
       expect(new SqlAssignmentStore(db).specInputs([name]).get(name)?.keys).toEqual([]);
@@ -255,7 +277,7 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
       });
       state.events.record({ project: projectOf(name), kind: 'Edge', name, reason: 'Connected', message: 'up', at: 2 });
     }
-    prefetchHandshakes(db, edges); // learns the edges' projects
+    prefetchHandshakes(db, edges, kindReads(state)); // learns the edges' projects
     await new Promise((r) => setImmediate(r));
     const trips = db.roundTrips;
     prefetchDisconnects(db, edges);
@@ -318,7 +340,7 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
     const db = freshDb();
     const state = postgresHubState(db);
     state.edges.enroll({ name: 'e2', project: 'shop', approved: true, at: 1 });
-    prefetchHandshakes(db, ['e2']);
+    prefetchHandshakes(db, ['e2'], kindReads(state));
     await new Promise((r) => setImmediate(r));
     const trips = db.roundTrips;
     expect(state.edges.projectOf('e2')).toBe('shop');

@@ -8,7 +8,7 @@ import { Gatherer, type GatherWindow } from '../../core/gather.js';
 import type { EdgeName } from '../../core/ids.js';
 import { edgeName } from '../../core/ids.js';
 import { formatToken, parseToken } from '../../sync/pinned-ca.js';
-import { authTablesOf, type AuthSource, type AuthTables } from '../state/auth.js';
+import type { AuthTables } from '../state/auth.js';
 import { hashSecret, newId, newSecret, secretMatches } from './token-secrets.js';
 
 /**
@@ -46,10 +46,9 @@ export function verifyEdgeCredential(db: AuthTables, token: string): { edge: Edg
  * verified at once.
  */
 export function edgeCredentialVerifier(
-  source: AuthSource,
+  db: AuthTables,
   gather: GatherWindow = PG_HANDSHAKE_GATHER,
 ): (token: string) => Promise<{ edge: EdgeName } | null> {
-  const db = authTablesOf(source);
   if (!db.readsAhead) return (token) => Promise.resolve(verifyEdgeCredential(db, token));
   type Waiting = { token: string; done: (err: unknown, id?: { edge: EdgeName } | null) => void };
   const verifyAll = (batch: Waiting[]) => {
@@ -91,8 +90,7 @@ export function revokeEdgeCredential(
 }
 
 /** When the edge this (valid) credential belonged to was decommissioned; undefined for any other token. */
-export function decommissionedAt(source: AuthSource, token: string): number | undefined {
-  const db = authTablesOf(source);
+export function decommissionedAt(db: AuthTables, token: string): number | undefined {
   const t = parseToken(token);
   if (!t || t.kind !== 'edge') return undefined;
   const row = db.decommissioned(t.id);

@@ -34,8 +34,9 @@ import type { HubState } from '../state/index.js';
 import type { AssignedStatus } from '../state/status.js';
 
 /**
- * Called by the replica store inside the transaction that applied a report change. Returns the
- * edge, and whether its inventory labels changed (placements must select again).
+ * Called by the replica store inside the transaction that applied a report change: projects the
+ * edge's inventory. Returns the edge, the report read, and whether its inventory labels changed
+ * (placements must select again).
  */
 export function projectReport(
   state: HubState,
@@ -45,20 +46,9 @@ export function projectReport(
   const p = parseMailboxDocId(id);
   if (!p || p.role !== 'report') return undefined;
   const report = readReport(doc as unknown as ReportDoc);
-  state.status.project(
-    p.edge,
-    Object.values(report.workloads).map((w) => ({
-      workload: w.name,
-      observedGeneration: w.observedGeneration,
-      phase: w.phase,
-      ...(w.message !== undefined ? { message: w.message } : {}),
-      since: w.since,
-      restarts: w.restarts,
-      objects: w.objects,
-    })),
-  );
-  // What it says of the orders of each kind (data, upgrades, staging) is projected by the order
-  // engine (hub/orders/engine.ts `project`), in this same transaction (hub/change-hooks.ts).
+  // What it says of the orders of each kind (the workloads' status, data, upgrades, staging) is
+  // projected by the order engine (hub/orders/engine.ts `project`), in this same transaction
+  // (hub/change-hooks.ts).
   const inventoryChanged = report.inventory ? state.edges.storeInventory(p.edge, report.inventory) : false;
   return { edge: p.edge, inventoryChanged, report };
 }

@@ -35,9 +35,7 @@ import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { DataProgressState } from '../state/data-progress.js';
 import { blockedPaths, blockedReason } from './paths.js';
-import { edgeLiveness, sqlEdgeState } from '../state/edges.js';
-import { recordEvent } from '../state/events.js';
-import type { SqlDb } from '../state/sql.js';
+import type { HubState } from '../state/index.js';
 import type { OrderEngine } from '../orders/engine.js';
 
 const log = createLogger('hub:data');
@@ -59,7 +57,7 @@ export class DataDeliveries {
   private parts = new Map<string, Map<string, DeliveryOrder>>();
 
   constructor(
-    private readonly db: SqlDb,
+    private readonly state: HubState,
     private readonly objects: ObjectStore,
     private readonly engine: OrderEngine,
     private readonly blobs: HubBlobs,
@@ -78,6 +76,16 @@ export class DataDeliveries {
         return Object.keys(report.data ?? {}).length > 0;
       },
       wake: () => this.mark(),
+      // Checked inside the object's write transaction (throwing refuses it).
+      onObjectChange: (c) => this.onObjectChange(c),
+      onPeerObjectChange: (kind) => {
+        if (kind === 'DataObject') this.mark();
+      },
+      // `ordersOf`: the edge's runtime row, and its project's DataObjects.
+      handshakeReads: {
+        edge: (edge) => [state.readsAhead.edgeRuntime(edge)],
+        project: (project) => [state.readsAhead.objects('DataObject', project)],
+      },
     });
   }
 
@@ -139,7 +147,7 @@ export class DataDeliveries {
     const project = o.metadata.project;
     let edges = fleets.get(project);
     if (!edges) {
-      edges = schedulableEdges(this.objects.list<Edge>('Edge', project), edgeLiveness(this.db, project));
+      edges = schedulableEdges(this.objects.list<Edge>('Edge', project), this.state.edges.liveness(project));
       fleets.set(project, edges);
     }
     return edgesReached(edges, o.spec);
@@ -152,7 +160,7 @@ export class DataDeliveries {
   status(o: DataObject, now = Date.now()): DataObjectStatusView {
     const order = deliveryOrder(o);
     const project = o.metadata.project;
-    const live = edgeLiveness(this.db, project);
+    const live = this.state.edges.liveness(project);
     const reported: Map<string, DeliveryProgress> = this.reports.byObject(o.metadata.name);
     const fleets = new Map<string, ReturnType<typeof schedulableEdges>>();
     const blocked =
@@ -221,7 +229,7 @@ export class DataDeliveries {
     for (const { o, order, edges } of ordered) {
       const { project, name } = o.metadata;
       log.info({ project, object: name, version: order.version, edges }, 'data object ordered');
-      recordEvent(this.db, {
+      this.state.events.record({
         project,
         kind: 'DataObject',
         name,
@@ -290,7 +298,7 @@ export class DataDeliveries {
     const holders = [...new Set(here.map(([, h]) => h.metadata.name))];
     const edges = here.map(([e]) => e);
     log.warn({ project, object: name, edges, holders }, 'data object blocked: another object holds its path');
-    recordEvent(this.db, {
+    this.state.events.record({
       project,
       kind: 'DataObject',
       name,
@@ -306,7 +314,7 @@ export class DataDeliveries {
    */
   ordersOf(edge: string): Map<string, DeliveryOrder> | undefined {
     const want = new Map<string, DeliveryOrder>();
-    const rt = sqlEdgeState(this.db).get(edge);
+    const rt = this.state.edges.get(edge);
     // The Edge object is read only when its project has DataObjects (on PostgreSQL each read is a
     // round trip of the edge's handshake).
     const objects = rt?.approved ? this.objects.list<DataObject>('DataObject', rt.project) : [];

@@ -52,9 +52,7 @@ export interface EdgeLifecycleDeps {
   store: ReplicaStore;
   /** What the scheduler must hear: an edge's labels, approval or existence changed; or its status. */
   scheduler: { markEdge(name: string): void; markStatus(name: string, cause?: 'report' | 'connectivity'): void };
-  /** The scheduler's tables (hub/state/assignments.ts): a decommissioned edge's go with it. */
-  assignments: { forgetEdge(edge: string): void };
-  /** The orders to edges (hub/orders/engine.ts): every kind forgets a decommissioned edge. */
+  /** The orders to edges (hub/orders/engine.ts): every kind (the workloads' assignments and status among them) forgets a decommissioned edge. */
   orders: { forgetEdge(edge: string): void };
   credentials: {
     /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
@@ -198,8 +196,6 @@ export class EdgeLifecycle {
     state.transaction(() => {
       store.delete(mailboxDocId(edgeName(name), 'spec'));
       store.delete(mailboxDocId(edgeName(name), 'report'));
-      this.deps.assignments.forgetEdge(name);
-      state.status.forgetEdge(name);
       this.deps.orders.forgetEdge(name);
       state.edges.remove(name);
       objects.forget('Edge', project, name);

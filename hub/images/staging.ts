@@ -68,6 +68,11 @@ export class HubStaging {
         this.state.imageStaging.projectReport(edge, report.imageStaging);
         return false;
       },
+      // A deleted placement's staging orders go from its edges' specs (the gate no longer sees it).
+      onObjectChange: (c) => {
+        if (c.kind === 'Placement' && !c.after) this.setPlacement(`${c.project}/${c.name}`, new Map());
+      },
+      handshakeReads: { edge: (edge) => this.state.imageStaging.handshakeReads(edge) },
     });
   }
 

@@ -103,3 +103,79 @@ describe('OrderEngine', () => {
     expect(store.has(mailboxDocId(edgeName('not-enrolled'), 'spec'))).toBe(false);
   });
 });
+
+describe('OrderEngine registry', () => {
+  /** Test double of an incremental kind's writer: what it was asked to write. */
+  const writerDouble = () => {
+    const calls: string[] = [];
+    return {
+      calls,
+      writer: {
+        writeStale: () => (calls.push('stale'), ['e1']),
+        enqueue: (edges: Iterable<string>) => void calls.push(`enqueue ${[...edges].join(',')}`),
+        write: (edge: string, opts?: { force?: boolean }) => void calls.push(`write ${edge} ${!!opts?.force}`),
+      } as never,
+    };
+  };
+
+  it('runs an incremental kind through its writer: copy, enqueue, and the handshake (forced)', () => {
+    const engine = new OrderEngine(store);
+    const w = writerDouble();
+    engine.registerIncremental({ kind: kind('inc'), writer: w.writer });
+    const parts = new Map([['e1', { v: 1 }]]);
+    engine.register({ kind: kind('whole'), all: () => parts, of: (e) => parts.get(e) });
+    expect(engine.kinds()).toEqual(['inc', 'whole']);
+    expect(engine.copy('inc')).toEqual(['e1']);
+    engine.enqueue('inc', ['e1', 'e2']);
+    engine.writeEdge('e1');
+    expect(w.calls).toEqual(['stale', 'enqueue e1,e2', 'write e1 true']);
+    expect(partOf('e1', 'whole')).toEqual({ v: 1 });
+    expect(() => engine.enqueue('whole', ['e1'])).toThrow(/not incremental/);
+    expect(() => engine.withdraw('inc', ['e1'])).toThrow(/incremental/);
+  });
+
+  it("gathers every kind's handshake reads, projections, wake-ups, object changes and decommissions", () => {
+    const engine = new OrderEngine(store);
+    const seen: string[] = [];
+    const none = new Map<string, { v: number }>();
+    for (const name of ['a', 'b'])
+      engine.register({
+        kind: kind(name),
+        all: () => none,
+        of: () => undefined,
+        handshakeReads: {
+          edge: (e) => [{ sql: `${name} of ${e}`, params: [] } as never],
+          ...(name === 'a' ? { project: (p: string) => [{ sql: `${name} in ${p}`, params: [] } as never] } : {}),
+        },
+        project: (e, report) => (seen.push(`${name} projects ${e}`), name === 'b' && !!report.inventory),
+        wake: (edges) => void seen.push(`${name} wakes for ${edges.join(',')}`),
+        onObjectChange: (c) => void seen.push(`${name} sees ${c.kind}`),
+        onPeerObjectChange: (k) => void seen.push(`${name} hears of ${k}`),
+        forgetEdge: (e) => void seen.push(`${name} forgets ${e}`),
+      });
+    expect(engine.handshakeReads('e1').map((r) => (r as { sql: string }).sql)).toEqual(['a of e1', 'b of e1']);
+    expect(engine.projectReads('shop', 'e1').map((r) => (r as { sql: string }).sql)).toEqual(['a in shop']);
+    const report = { inventory: {} } as never;
+    engine.project('e1', report);
+    engine.project('e2', report);
+    engine.wake();
+    // Woken once per commit, with every edge that said something to the kind; nothing left after.
+    engine.wake();
+    engine.objectChanged({ kind: 'Placement', project: 'p', name: 'x' } as never);
+    engine.peerObjectChanged('DataObject');
+    engine.forgetEdge('e1');
+    expect(seen).toEqual([
+      'a projects e1',
+      'b projects e1',
+      'a projects e2',
+      'b projects e2',
+      'b wakes for e1,e2',
+      'a sees Placement',
+      'b sees Placement',
+      'a hears of DataObject',
+      'b hears of DataObject',
+      'a forgets e1',
+      'b forgets e1',
+    ]);
+  });
+});

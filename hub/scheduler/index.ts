@@ -4,28 +4,23 @@
  * For every placement it selects edges and customizes each workload for each of them
  * (targets.ts, cached), observes what each edge was written and reports and asks the rollout
  * planner which edges may get new content now (rollout.ts), records the result as assignments
- * (assign.ts, hub/state/assignments.ts), then writes the `spec` document of every edge whose
- * assignments changed, and only those (spec-writer.ts). Work is queued and paced (queue.ts); an
+ * (assign.ts, hub/state/assignments.ts), then has the order engine write the workloads part of
+ * every edge whose assignments changed, and only those: the workloads are the engine's incremental
+ * kind (hub/orders/engine.ts, spec-writer.ts its source). Work is queued and paced (queue.ts); an
  * edge's status change queues the placements it may move (status-marks.ts); per-edge gates hold a
  * placement's new version back (gates.ts, gate-waits.ts). With hub replicas on PostgreSQL only the
  * leader plans (peers.ts).
  * This file wires the parts and keeps the per-placement rollout state.
  */
 import type { Placement, Registry, Workload } from '../../core/resources.js';
-import type { SqlDb } from '../state/sql.js';
+import { WORKLOAD_ORDERS } from '../../core/orders/workloads.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { edgeLiveness } from '../state/edges.js';
-import { recordEvent } from '../state/events.js';
 import { withRegistryAccess } from '../images/registries.js';
-import type { ObjectStore } from '../objects.js';
+import type { ObjectChange, ObjectStore } from '../objects.js';
+import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
-import {
-  SqlAssignmentStore,
-  SqlEdgeReads,
-  type AssignmentKey,
-  type AssignmentStore,
-  type EdgeReads,
-} from '../state/assignments.js';
+import type { AssignmentKey, AssignmentStore, EdgeReads } from '../state/assignments.js';
+import type { HubState } from '../state/index.js';
 import { writeAssignments } from './assign.js';
 import { WorkQueue, type Work } from './queue.js';
 import type { EdgeGate } from './gates.js';
@@ -68,14 +63,16 @@ export class Scheduler {
   private peers: SchedulerPeers | undefined;
 
   constructor(
-    private readonly db: SqlDb,
+    private readonly state: HubState,
     private readonly objects: ObjectStore,
     store: ReplicaStore,
     /** Seals each edge's Secret values to its own key when its spec document is written. */
     secrets: HubSecrets,
+    /** The order engine: the workloads are its incremental kind (core/orders/workloads.ts). */
+    private readonly orders: OrderEngine,
   ) {
-    this.assignments = new SqlAssignmentStore(db);
-    this.edges = new SqlEdgeReads(db);
+    this.assignments = state.assignments;
+    this.edges = state.schedulerEdges;
     this.specs = new SpecWriter(
       this.assignments,
       this.edges,
@@ -83,6 +80,39 @@ export class Scheduler {
       (e, m) => secrets.sealForEdge(e, m),
       () => this.queue.wakeIdle(),
     );
+    orders.registerIncremental({
+      kind: WORKLOAD_ORDERS,
+      writer: this.specs,
+      // The edge's assignments and what its spec was written with go with it.
+      forgetEdge: (edge) => {
+        this.assignments.forgetEdge(edge);
+        state.status.forgetEdge(edge);
+      },
+      // Every report may move a rollout: the workloads' status is projected (every replica), and
+      // the placements that put something on the edge are re-planned, paced (markStatus).
+      project: (edge, report) => {
+        state.status.project(
+          edge,
+          Object.values(report.workloads).map((w) => ({
+            workload: w.name,
+            observedGeneration: w.observedGeneration,
+            phase: w.phase,
+            ...(w.message !== undefined ? { message: w.message } : {}),
+            since: w.since,
+            restarts: w.restarts,
+            objects: w.objects,
+          })),
+        );
+        return true;
+      },
+      wake: (edges) => {
+        for (const e of edges) this.markStatus(e);
+      },
+      onObjectChange: (c) => this.onObjectChange(c),
+      handshakeReads: {
+        edge: (edge) => [...this.edges.handshakeReads(edge), ...this.assignments.handshakeReads(edge)],
+      },
+    });
     this.queue = new WorkQueue(
       (w) => this.pass(w),
       () => this.specs.busy || this.statusMarks.busy,
@@ -102,6 +132,16 @@ export class Scheduler {
         add: (registries, manifests) => withRegistryAccess(secrets.box, registries, manifests),
       },
     );
+  }
+
+  /** An object changed: the placements, edges and workloads it concerns are planned again. */
+  private onObjectChange(c: ObjectChange): void {
+    if (c.kind === 'Edge') this.markEdge(c.name);
+    else if (c.kind === 'Workload') this.markWorkload(c.project, c.name);
+    else if (c.kind === 'Registry')
+      // Which edges get its credentials depends on every placement's images: re-plan them all.
+      this.markProject(c.project);
+    else if (c.kind === 'Placement') this.markPlacement(c.project, c.name);
   }
 
   /** Images pinned to digests per revision (hub/images/pins.ts): what edges get names digests. */
@@ -142,7 +182,7 @@ export class Scheduler {
 
   /** The leader changed these edges' assignments: write the specs of those this process serves. */
   specsChanged(edges: Iterable<string>): void {
-    this.specs.enqueue(edges);
+    this.orders.enqueue(WORKLOAD_ORDERS.name, edges);
   }
 
   /**
@@ -151,7 +191,7 @@ export class Scheduler {
    * predecessor named may not have been heard of.
    */
   rewriteStaleSpecs(): void {
-    this.specs.enqueue(this.specs.stale());
+    this.orders.enqueue(WORKLOAD_ORDERS.name, this.specs.stale());
   }
 
   /** Re-plans every placement of a project (its images were resolved). */
@@ -228,14 +268,6 @@ export class Scheduler {
     return this.queue.idle();
   }
 
-  /**
-   * Writes an edge's spec document from its assignments (no-op when nothing differs), whether or
-   * not this process serves the edge yet (its handshake is being answered).
-   */
-  writeSpec(edge: string): void {
-    this.specs.write(edge, { force: true });
-  }
-
   /** `outpost rollout resume`: accept the current failures and go on. */
   resume(project: string, name: string): void {
     if (!this.objects.get<Placement>('Placement', project, name)) return;
@@ -277,7 +309,7 @@ export class Scheduler {
     for (const key of round) this.queue.addPlacement(key);
     // Other replicas write the specs of the edges they serve; this one, those it serves.
     if (touched.size) this.peers?.send({ t: 'specs', edges: [...touched] });
-    this.specs.enqueue(touched);
+    this.orders.enqueue(WORKLOAD_ORDERS.name, touched);
   }
 
   /** The placements naming a workload some pass just removed from an edge (and forgets those workloads). */
@@ -318,7 +350,7 @@ export class Scheduler {
       for (const a of before) this.release(project, a.workload, name);
       return new Set(before.map((a) => a.edge));
     }
-    const runtimes = edgeLiveness(this.db, project);
+    const runtimes = this.state.edges.liveness(project);
     const workloads = placement.spec.workloads
       .map((w) => this.objects.get<Workload>('Workload', project, w))
       .filter((w): w is Workload => !!w);
@@ -364,7 +396,13 @@ export class Scheduler {
       }),
     );
     if (prev && prev.phase !== plan.phase)
-      recordEvent(this.db, { project, kind: 'Placement', name, reason: `Rollout${plan.phase}`, message: plan.reason });
+      this.state.events.record({
+        project,
+        kind: 'Placement',
+        name,
+        reason: `Rollout${plan.phase}`,
+        message: plan.reason,
+      });
     const write = new Set(plan.update);
     if (edges.some((r) => r.writtenKey !== r.targetKey && !write.has(r.edge))) this.heldBack.add(key);
     else this.heldBack.delete(key);

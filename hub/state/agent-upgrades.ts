@@ -16,6 +16,7 @@
 import { z } from 'zod';
 import { AgentUpgradeOrder, AgentUpgradeProgress } from '../../core/mailbox.js';
 import {
+  type Read,
   type SqlDb,
   all,
   allOf,
@@ -27,6 +28,7 @@ import {
   read,
   run,
 } from './sql.js';
+import { edgeAgentVersions } from './edges.js';
 
 /** How an AgentUpgrade's part on one edge ended (written by the planner, hub/upgrades/controller.ts). */
 export const AgentUpgradeOutcome = z.object({
@@ -55,6 +57,10 @@ export interface AgentUpgradeRollouts {
   orders(): Map<string, AgentUpgradeOrder>;
   /** One edge's order. */
   order(edge: string): AgentUpgradeOrder | undefined;
+  /** What `order` reads, given ahead on PostgreSQL for a turn's handshakes (hub/state/index.ts `prefetchHandshakes`). */
+  handshakeReads(edge: string): Read[];
+  /** The agent version each edge of a project last connected with (the rollout planner's "Newer"). */
+  agentVersions(project: string): Map<string, string>;
   /** Sets (or with undefined removes) an edge's order; true when it changed. */
   setOrder(edge: string, order: AgentUpgradeOrder | undefined): boolean;
   /** Removes the orders of `upgrade` from these edges (an edge holding another's order keeps it). */
@@ -112,6 +118,8 @@ export function sqlAgentUpgradeRollouts(db: SqlDb): AgentUpgradeRollouts {
     orders() {
       return parsed(all<Row>(db, 'SELECT edge, body FROM agent_upgrade_orders'), AgentUpgradeOrder);
     },
+    handshakeReads: (edge) => [upgradeOrderRead(edge)],
+    agentVersions: (project) => edgeAgentVersions(db, project),
     order(edge) {
       return parsed(allOf<Row>(db, upgradeOrderRead(edge)), AgentUpgradeOrder).get(edge);
     },

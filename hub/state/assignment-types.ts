@@ -5,6 +5,7 @@
  * `SqlDb`); hub/state/assignments.ts says why an assignment keeps its full manifests.
  */
 import type { Manifest } from '../../core/resources.js';
+import type { Read } from './sql.js';
 
 /** One workload on one edge, as the scheduler decided it. */
 export interface Assignment {
@@ -91,6 +92,8 @@ export interface AssignmentStore {
 
   allSpecWritten(): Map<string, SpecWritten>;
   recordSpecWritten(edge: string, written: SpecWritten): void;
+  /** What `specInputs([edge])` reads, given ahead on PostgreSQL for a turn's handshakes (hub/state/index.ts `prefetchHandshakes`). */
+  handshakeReads(edge: string): Read[];
 
   rolloutRecord(project: string, placement: string): RolloutRecord | undefined;
   /** Records the planner's phase and reason, keeping the acknowledged failures. */

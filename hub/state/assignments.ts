@@ -120,6 +120,10 @@ export class SqlAssignmentStore implements AssignmentStore {
     return transaction(this.db, fn);
   }
 
+  handshakeReads(edge: string): Read[] {
+    return [specInputsRead(this.db, [edge])];
+  }
+
   forEdge(edge: string): Assignment[] {
     return this.all('SELECT * FROM assignments WHERE edge = ? ORDER BY workload', edge).map(fromRow);
   }

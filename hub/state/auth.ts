@@ -91,23 +91,6 @@ export interface AuthTables {
   transaction<T>(fn: () => T, opts?: { immediate?: boolean }): T;
 }
 
-/**
- * What `edgeCredentialVerifier` and `decommissionedAt` (hub/auth/edge-credentials.ts) take while
- * hub/sync-endpoint.ts still holds the database: the tables, or the database they are on. Removed
- * when issue #43's orders branch merges (sync-endpoint then gets `HubState.auth`).
- */
-export type AuthSource = AuthTables | SqlDb;
-
-const ofDb = new WeakMap<object, AuthTables>();
-
-/** The auth tables of a source (one per database: migrating is done once). */
-export function authTablesOf(source: AuthSource): AuthTables {
-  if ('insertApiToken' in source) return source;
-  let t = ofDb.get(source);
-  if (!t) ofDb.set(source, (t = sqlAuthTables(source)));
-  return t;
-}
-
 /** Rows per statement of apiTokenValidity (PostgreSQL takes at most 65,535 parameters). */
 const VALIDITY_CHUNK = 500;
 

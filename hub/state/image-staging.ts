@@ -10,7 +10,18 @@
  */
 import { StagingGroup, StagingReport } from '../../core/staging.js';
 import type { z } from 'zod';
-import { type SqlDb, all, allOf, forgetWritten, keyed, pgInJsonList, projectEdgeBody, read, run } from './sql.js';
+import {
+  type Read,
+  type SqlDb,
+  all,
+  allOf,
+  forgetWritten,
+  keyed,
+  pgInJsonList,
+  projectEdgeBody,
+  read,
+  run,
+} from './sql.js';
 
 export interface ImageStagingState {
   /**
@@ -22,6 +33,8 @@ export interface ImageStagingState {
   orders(): Map<string, StagingGroup[]>;
   /** One edge's groups, ordered by placement. */
   ordersOf(edge: string): StagingGroup[];
+  /** What `ordersOf` reads, given ahead on PostgreSQL for a turn's handshakes (hub/state/index.ts `prefetchHandshakes`). */
+  handshakeReads(edge: string): Read[];
   /** Placement `key`'s group on each edge, with what that edge last reported. */
   placement(key: string): { edge: string; group: StagingGroup; report?: StagingReport }[];
   /** What an edge last reported of the images it staged. */
@@ -108,6 +121,7 @@ export function sqlImageStagingState(db: SqlDb): ImageStagingState {
       }
       return out;
     },
+    handshakeReads: (edge) => [stagingOrdersRead(edge)],
     ordersOf(edge) {
       return allOf<OrderRow>(db, stagingOrdersRead(edge)).flatMap((r) => parsed(r.body, StagingGroup) ?? []);
     },

@@ -32,7 +32,7 @@ import { errorMessage } from '../../core/errors.js';
 import { EdgeLeases } from './leases.js';
 import { HubReplicas } from './replicas.js';
 import { inTransaction, type SqliteDatabase } from '../../sync/sqlite.js';
-import { specInputsRead, SqlAssignmentStore, type AssignmentStore } from './assignments.js';
+import { SqlAssignmentStore, SqlEdgeReads, type AssignmentStore, type EdgeReads } from './assignments.js';
 import { sqlAuthTables, type AuthTables } from './auth.js';
 import { sqlBlobTables, type BlobTables } from './blobs.js';
 import { sqlCatalogTables, type CatalogTables } from './catalog.js';
@@ -45,11 +45,11 @@ import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
 import type { SyncPostgres } from './pg/sync-client.js';
 import { lastEventRead, sqlEventLog, type EventLog } from './events.js';
 import { objectListRead, sqlObjectState, type ObjectState } from './objects.js';
-import { isPostgres, prefetch, type SqlDb } from './sql.js';
+import { isPostgres, prefetch, type Read, type SqlDb } from './sql.js';
 import { sqlStatusState, type StatusState } from './status.js';
 import { sqlDataProgressState, type DataProgressState } from './data-progress.js';
-import { sqlAgentUpgradeRollouts, upgradeOrderRead, type AgentUpgradeRollouts } from './agent-upgrades.js';
-import { sqlImageStagingState, stagingOrdersRead, type ImageStagingState } from './image-staging.js';
+import { sqlAgentUpgradeRollouts, type AgentUpgradeRollouts } from './agent-upgrades.js';
+import { sqlImageStagingState, type ImageStagingState } from './image-staging.js';
 
 /**
  * Per database, the project of each edge as last read: a hint that lets `prefetchHandshake` give
@@ -59,21 +59,31 @@ import { sqlImageStagingState, stagingOrdersRead, type ImageStagingState } from 
  */
 const projectHints = new WeakMap<SyncPostgres, Map<string, string>>();
 
+/** A read given ahead on PostgreSQL (hub/state/sql.ts `prefetch`): what a handshake's writes will read. */
+export type HandshakeRead = Read;
+
+/** What the kinds of orders to edges read when an edge's parts are written at its handshake (hub/orders/engine.ts). */
+export interface HandshakeReaders {
+  /** Every kind's reads of the edge. */
+  handshakeReads(edge: string): HandshakeRead[];
+  /** Every kind's reads of the edge's project. */
+  projectReads(project: string, edge: string): HandshakeRead[];
+}
+
 /**
  * On PostgreSQL, the reads the handshakes of edges answered together (one turn's hellos,
  * sync/server.ts `answerHellos`) make on a hub replica, given ahead in one round trip (two when
- * some edge's project was not known) instead of one each: the spec check
- * (hub/scheduler/spec-writer.ts), the data, upgrade and staging orders (`writeEdge` of
- * hub/data/delivery.ts, hub/upgrades/controller.ts, hub/images/staging.ts) and the connection
- * history (hub/edges/history.ts `recordConnects`). A handshake that reads something else, or the
- * same with other parameters, simply runs that read. Nothing on SQLite. test/hub-state-postgres.test.ts
- * counts the round trips.
+ * some edge's project was not known) instead of one each: what each registered kind of order reads
+ * to write the edge's part (`kinds`: hub/orders/engine.ts, each source's `handshakeReads`), and the
+ * connection history (hub/edges/history.ts `recordConnects`: the edge's runtime, project and last
+ * event). A handshake that reads something else, or the same with other parameters, simply runs
+ * that read. Nothing on SQLite. test/hub-state-postgres.test.ts counts the round trips.
  */
-export function prefetchHandshakes(db: SqlDb, edges: string[]): void {
+export function prefetchHandshakes(db: SqlDb, edges: string[], kinds: HandshakeReaders): void {
   if (!isPostgres(db) || !edges.length) return;
   const hints = projectHintsOf(db);
   const ofProject = (edge: string, project: string) => [
-    objectListRead('DataObject', project),
+    ...kinds.projectReads(project, edge),
     lastEventRead(project, 'Edge', edge),
   ];
   prefetch(
@@ -81,12 +91,9 @@ export function prefetchHandshakes(db: SqlDb, edges: string[]): void {
     edges.flatMap((edge) => {
       const hint = hints.get(edge);
       return [
-        edgeReads.enrolledLabels(db, [edge]),
-        specInputsRead(db, [edge]),
+        ...kinds.handshakeReads(edge),
         edgeReads.runtime(edge),
         edgeReads.project(edge),
-        upgradeOrderRead(edge),
-        stagingOrdersRead(edge),
         ...(hint === undefined ? [] : ofProject(edge, hint)),
       ];
     }),
@@ -139,8 +146,17 @@ export interface HubState {
   dataProgress: DataProgressState;
   agentUpgrades: AgentUpgradeRollouts;
   imageStaging: ImageStagingState;
-  /** The scheduler's assignments, rollouts and written specs (read by the API and the catalog). */
+  /** The scheduler's tables: assignments, what each spec was written with, rollouts (read by the API and the catalog too). */
   assignments: AssignmentStore;
+  /** What the scheduler reads of edges (enrollment, the Edge objects' labels as stored). */
+  schedulerEdges: EdgeReads;
+  /** Reads other modules name for `prefetchHandshakes` (the order kinds' `handshakeReads`). */
+  readsAhead: {
+    /** A project's objects of a kind (`ObjectState.list`). */
+    objects(kind: string, project: string): HandshakeRead;
+    /** An edge's runtime row (`EdgeState.get`). */
+    edgeRuntime(edge: string): HandshakeRead;
+  };
   /** API tokens, join tokens, edge credentials (hub/auth/'s rules over them). */
   auth: AuthTables;
   /** The tunnel's browser proxy sessions (hub/tunnel/proxy-session.ts's rules over them). */
@@ -171,11 +187,21 @@ export interface HubState {
    */
   readAheadDisconnects(edges: readonly string[]): void;
   /**
+   * On PostgreSQL, what the handshakes of these edges read (each registered order kind's
+   * `handshakeReads`), in one round trip (`prefetchHandshakes`); nothing on SQLite.
+   */
+  readAheadHandshakes(edges: string[], kinds: HandshakeReaders): void;
+  /**
    * Runs `fn` in one transaction, joining an open one (every write of the hub's state is one).
    * `immediate` takes the write lock at the start: for a read-then-write another process may race.
    */
   transaction<T>(fn: () => T, opts?: { immediate?: boolean }): T;
 }
+
+const readsAhead: HubState['readsAhead'] = {
+  objects: (kind, project) => objectListRead(kind, project),
+  edgeRuntime: (edge) => edgeReads.runtime(edge),
+};
 
 /**
  * The same state on PostgreSQL (issue #22, in progress: these four modules so far; the database
@@ -190,6 +216,8 @@ export function postgresHubState(pg: SyncPostgres): HubState {
     dataProgress: sqlDataProgressState(pg),
     agentUpgrades: sqlAgentUpgradeRollouts(pg),
     imageStaging: sqlImageStagingState(pg),
+    schedulerEdges: new SqlEdgeReads(pg),
+    readsAhead,
     transaction: (fn) => pg.transaction(fn),
   });
 }
@@ -203,6 +231,8 @@ export function sqliteHubState(db: SqliteDatabase): HubState {
     dataProgress: sqlDataProgressState(db),
     agentUpgrades: sqlAgentUpgradeRollouts(db),
     imageStaging: sqlImageStagingState(db),
+    schedulerEdges: new SqlEdgeReads(db),
+    readsAhead,
     transaction: (fn, opts) =>
       opts?.immediate && !db.inTransaction ? db.transaction(fn).immediate() : inTransaction(db, fn),
   });
@@ -235,6 +265,7 @@ function tableGroups(db: SqlDb) {
     edgeLeases: (self: string) => (isPostgres(db) ? new EdgeLeases(db, self) : undefined),
     unready: () => databaseUnready(db),
     readAheadDisconnects: (edges: readonly string[]) => prefetchDisconnects(db, edges),
+    readAheadHandshakes: (edges: string[], kinds: HandshakeReaders) => prefetchHandshakes(db, edges, kinds),
   } satisfies Partial<HubState>;
 }
 

@@ -3,8 +3,8 @@
  * either database: none of them from the scheduler's own tables (hub/state/assignments.ts), so
  * this module only reads.
  */
-import { sqlEdgeState, type EdgeState } from './edges.js';
-import { all, one, type SqlDb } from './sql.js';
+import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
+import { all, one, type Read, type SqlDb } from './sql.js';
 
 /**
  * What the scheduler reads about edges from tables it does not own: enrollment from the edges
@@ -22,6 +22,8 @@ export interface EdgeReads {
   /** Which of `edges` are enrolled, with their labels as stored (undefined without an Edge object), in one read. */
   enrolled(edges: readonly string[]): Map<string, string | undefined>;
   allLabels(): Map<string, string>;
+  /** What `enrolled([edge])` reads, given ahead on PostgreSQL for a turn's handshakes (hub/state/index.ts `prefetchHandshakes`). */
+  handshakeReads(edge: string): Read[];
 }
 
 export class SqlEdgeReads implements EdgeReads {
@@ -46,6 +48,10 @@ export class SqlEdgeReads implements EdgeReads {
   labels(edge: string): string | undefined {
     return one<{ labels: string }>(this.db, "SELECT labels FROM objects WHERE kind = 'Edge' AND name = ?", edge)
       ?.labels;
+  }
+
+  handshakeReads(edge: string): Read[] {
+    return [edgeReads.enrolledLabels(this.db, [edge])];
   }
 
   enrolled(edges: readonly string[]): Map<string, string | undefined> {

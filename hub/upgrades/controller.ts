@@ -38,13 +38,11 @@ import {
   type SpecDoc,
 } from '../../core/mailbox.js';
 import type { AgentUpgrade, Edge } from '../../core/resources.js';
-import type { SqlDb } from '../state/sql.js';
 import type { ReplicaStore } from '../../sync/store.js';
-import { recordEvent } from '../state/events.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import { edgesReached, schedulableEdges } from '../edges/phase.js';
 import type { AgentUpgradeOutcome, AgentUpgradeRollouts } from '../state/agent-upgrades.js';
-import { edgeAgentVersions, edgeLiveness } from '../state/edges.js';
+import type { HubState } from '../state/index.js';
 import type { HubBlobs } from '../blobs/index.js';
 import type { OrderEngine } from '../orders/engine.js';
 import { AGENT_UPGRADE_ORDER } from '../../core/orders/kinds.js';
@@ -82,7 +80,7 @@ export class AgentUpgradeController {
   leading: () => boolean = () => true;
 
   constructor(
-    private readonly db: SqlDb,
+    private readonly state: HubState,
     private readonly objects: ObjectStore,
     /** Read for orders and reports from before the tables existed (a SQLite hub only). */
     private readonly store: ReplicaStore,
@@ -106,6 +104,12 @@ export class AgentUpgradeController {
         return report.agentUpgrade !== undefined;
       },
       wake: () => this.mark(),
+      // Checked inside the object's write transaction (throwing refuses it).
+      onObjectChange: (c) => this.onObjectChange(c),
+      onPeerObjectChange: (kind) => {
+        if (kind === 'AgentUpgrade') this.mark();
+      },
+      handshakeReads: { edge: (edge) => this.rollouts.handshakeReads(edge) },
     });
   }
 
@@ -161,17 +165,17 @@ export class AgentUpgradeController {
     this.mark();
   }
 
-  private selected(u: AgentUpgrade, live = edgeLiveness(this.db, u.metadata.project)): string[] {
+  private selected(u: AgentUpgrade, live = this.state.edges.liveness(u.metadata.project)): string[] {
     return edgesReached(schedulableEdges(this.objects.list<Edge>('Edge', u.metadata.project), live), u.spec);
   }
 
   /** A project's upgrades (all of them, or `upgrades`) and who holds which edge (hub/upgrades/claims.ts). */
   private view(project: string, known: Known, upgrades?: AgentUpgrade[]): ProjectView {
     upgrades ??= this.objects.list<AgentUpgrade>('AgentUpgrade', project);
-    const live = edgeLiveness(this.db, project);
+    const live = this.state.edges.liveness(project);
     const edges = schedulableEdges(this.objects.list<Edge>('Edge', project), live);
     const selected = new Map(upgrades.map((u) => [u.metadata.name, edgesReached(edges, u.spec)] as const));
-    const versions = edgeAgentVersions(this.db, project);
+    const versions = this.rollouts.agentVersions(project);
     const outcomes = this.rollouts.outcomes(project);
     const progress = new Map([...selected.values()].flat().map((e) => [e, this.progressOf(e, known)] as const));
     for (const [e, p] of progress) if (!p) progress.delete(e);
@@ -299,7 +303,7 @@ export class AgentUpgradeController {
   private outcomeEvent(project: string, u: AgentUpgrade, edge: string, o: AgentUpgradeOutcome): void {
     const version = u.spec.release.version;
     log.info({ project, upgrade: u.metadata.name, edge, state: o.state }, 'agent upgrade ended on an edge');
-    recordEvent(this.db, {
+    this.state.events.record({
       project,
       kind: 'AgentUpgrade',
       name: u.metadata.name,
@@ -319,7 +323,7 @@ export class AgentUpgradeController {
     const byEdge = new Map(rows.map((r) => [r.re.edge, r]));
     const ordered = (e: string, again: boolean, online: boolean | undefined) => {
       log.info({ project, upgrade: u.metadata.name, edge: e, online, again }, 'agent upgrade ordered');
-      recordEvent(this.db, {
+      this.state.events.record({
         project,
         kind: 'AgentUpgrade',
         name: u.metadata.name,
