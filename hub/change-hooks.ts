@@ -93,6 +93,8 @@ export function routeObjectChanges(objects: ObjectStore, t: ObjectHookTargets): 
     else if (c.kind === 'Workload') sched.markWorkload(c.project, c.name);
     else if (c.kind === 'AgentUpgrade') t.upgrades()?.onObjectChange(c);
     else if (c.kind === 'DataObject') t.deliveries()?.onObjectChange(c);
+    // A GitRepo plans nothing for edges; hub/gitops/ hears its changes itself.
+    else if (c.kind === 'GitRepo') return;
     else if (c.kind === 'Registry')
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       for (const p of objects.list('Placement', c.project)) sched.markPlacement(c.project, p.metadata.name);

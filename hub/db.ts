@@ -17,6 +17,7 @@ import { LEASE_MIGRATIONS } from './state/leases.js';
 import { REPLICA_MIGRATIONS } from './state/replicas.js';
 import { BLOB_MIGRATIONS } from './state/blobs.js';
 import { DATA_FILE_MIGRATIONS } from './state/data-files.js';
+import { GIT_REPO_MIGRATIONS } from './state/git-repos.js';
 import { PROXY_SESSION_MIGRATIONS } from './tunnel/proxy-session.js';
 
 export const HUB_MIGRATIONS = [
@@ -266,5 +267,6 @@ export function hubSchemas(): { component: string; migrations: Migration[] }[] {
     { component: 'hub-identity', migrations: IDENTITY_MIGRATIONS },
     { component: 'hub-replicas', migrations: REPLICA_MIGRATIONS },
     { component: 'agent-upgrades', migrations: AGENT_UPGRADE_MIGRATIONS },
+    { component: 'git-repos', migrations: GIT_REPO_MIGRATIONS },
   ];
 }
