@@ -51,7 +51,7 @@ export function describeGitRepo(o: ApiObject, opts: DescribeOptions): string {
   if (s.errors?.length) out += section('Errors', s.errors.map((e) => `${formatSyncError(e)}\n`).join(''));
   if (s.drift?.length)
     out += section(
-      'Drift (changed by hand; the next sync puts back Git\'s version)',
+      "Drift (changed by hand; the next sync puts back Git's version)",
       formatTable(
         ['KIND', 'NAME', 'CHANGE'],
         s.drift.map((d) => [d.kind, d.name, d.change]),

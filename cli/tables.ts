@@ -209,7 +209,12 @@ const HEADERS: Record<
     row: dataObjectRow,
     color: [],
   },
-  GitRepo: { base: ['NAME', 'REPO', 'REF', 'COMMIT', 'OBJECTS', 'STATUS', 'AGE'], wide: [], row: gitRepoRow, color: [] },
+  GitRepo: {
+    base: ['NAME', 'REPO', 'REF', 'COMMIT', 'OBJECTS', 'STATUS', 'AGE'],
+    wide: [],
+    row: gitRepoRow,
+    color: [],
+  },
 };
 
 /** The `get` table for objects of one kind. */

@@ -4,7 +4,6 @@
  */
 import { z } from 'zod';
 import { DIGEST_PATTERN, parseByteSize } from './blobs.js';
-import { parseDuration } from './durations.js';
 import { NAME_PATTERN } from './ids.js';
 import { unknownFieldsMessage } from './suggest.js';
 
@@ -491,7 +490,17 @@ const gitPathGlob = z
   .regex(/^[A-Za-z0-9_*?.{},\/-]+$/, 'must be a relative path or glob such as edges/**/*.yaml')
   .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'must be relative, without ".."');
 const HTTP_URL = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?(\/[^\s?#]*)?$/;
-const SSH_URL = /^(ssh:\/\/[A-Za-z0-9._-]+@[A-Za-z0-9.-]+(:\d{1,5})?\/[^\s]*|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~][^\s]*)$/;
+const SSH_URL =
+  /^(ssh:\/\/[A-Za-z0-9._-]+@[A-Za-z0-9.-]+(:\d{1,5})?\/[^\s]*|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~][^\s]*)$/;
+
+/**
+ * A GitRepo interval in ms (the regex above allows only these units). Not core/durations.ts
+ * parseDuration: that module's imports would pull Node types into the UI's build of this file.
+ */
+function intervalMs(d: string): number {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(d);
+  return m ? Number(m[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'] : 0;
+}
 
 /**
  * A Git repository the hub fetches and applies objects from (in the spirit of Fleet's GitRepo).
@@ -523,7 +532,7 @@ export const GitRepoSpec = strict({
   interval: z
     .string()
     .regex(/^\d+(ms|s|m|h)$/, 'must be a duration like 30s, 5m or 1h')
-    .refine((d) => parseDuration(d) >= 10_000, 'must be at least 10s')
+    .refine((d) => intervalMs(d) >= 10_000, 'must be at least 10s')
     .default('1m'),
   /** Stop fetching and applying (a webhook or `outpost gitrepo sync` is refused while paused). */
   paused: z.boolean().default(false),

@@ -227,11 +227,15 @@ export class ObjectStore {
             : validated.kind === 'GitRepo'
               ? {
                   ...validated,
-                  spec: sealGitRepoSpec(this.secrets.box, validated.spec, cur?.kind === 'GitRepo' ? cur.spec : undefined),
+                  spec: sealGitRepoSpec(
+                    this.secrets.box,
+                    validated.spec,
+                    cur?.kind === 'GitRepo' ? cur.spec : undefined,
+                  ),
                 }
               : validated.kind === 'Placement' && this.admitPlacement
-              ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
-              : validated;
+                ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
+                : validated;
       if (!cur) {
         if (opts.create === false)
           throw new OutpostError(

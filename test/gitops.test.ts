@@ -46,7 +46,11 @@ spec:
 `;
 }
 
-function gitRepoYaml(name: string, url: string, o: { password?: string; paths?: string[]; webhook?: boolean } = {}): string {
+function gitRepoYaml(
+  name: string,
+  url: string,
+  o: { password?: string; paths?: string[]; webhook?: boolean } = {},
+): string {
   return `apiVersion: outpost.dev/v1alpha1
 kind: GitRepo
 metadata:
@@ -90,7 +94,8 @@ describe('GitRepo: Git as a source', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
   }
-  const status = async (name: string) => (await adminApi(hub, 'GET', `/api/v1/projects/default/gitrepos/${name}`)).status;
+  const status = async (name: string) =>
+    (await adminApi(hub, 'GET', `/api/v1/projects/default/gitrepos/${name}`)).status;
   const names = (kind: string) =>
     hub.objects
       .list(kind as 'Workload', 'default')
@@ -117,7 +122,11 @@ describe('GitRepo: Git as a source', () => {
 
     const get = await cli('get', 'gitrepos');
     expect(get.stdout).toMatch(/NAME\s+REPO\s+REF\s+COMMIT\s+OBJECTS\s+STATUS\s+AGE/);
-    expect(get.stdout).toMatch(new RegExp(`fleet\\s+${git.url('fleet').replace(/[.]/g, '\\.')}\\s+branch main\\s+${first.slice(0, 12)}\\s+3\\s+Synced`));
+    expect(get.stdout).toMatch(
+      new RegExp(
+        `fleet\\s+${git.url('fleet').replace(/[.]/g, '\\.')}\\s+branch main\\s+${first.slice(0, 12)}\\s+3\\s+Synced`,
+      ),
+    );
 
     // A workload applied by hand, of another name, in the same project.
     await applyYaml('by-hand', workload('by-hand'));
@@ -158,7 +167,9 @@ describe('GitRepo: Git as a source', () => {
     });
     const r = await cli('gitrepo', 'sync', 'strict');
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain(`commit ${bad.slice(0, 12)} was not applied (nothing of it was; ${good.slice(0, 12)} stays applied)`);
+    expect(r.stderr).toContain(
+      `commit ${bad.slice(0, 12)} was not applied (nothing of it was; ${good.slice(0, 12)} stays applied)`,
+    );
     expect(r.stderr).toMatch(/apps\/c\.yaml:3 \(Workload strict-c\): spec: .*replicas/);
     expect(names('Workload')).toContain('strict-a');
     expect(names('Workload')).not.toContain('strict-b');
@@ -188,8 +199,12 @@ describe('GitRepo: Git as a source', () => {
     work.commit({ 'apps/chart/Chart.yaml': undefined, 'apps/chart/templates/x.yaml': undefined });
     const r3 = await cli('gitrepo', 'sync', 'strict');
     expect(r3.stderr).toMatch(/apps\/pkg\.yaml:1 \(Package p\): kind: not yet/);
-    expect(r3.stderr).toMatch(/apps\/taken\.yaml:1 \(Workload taken\): Workload taken already exists in project default and was applied by hand/);
-    expect(hub.objects.get('Workload', 'default', 'taken')!.metadata.annotations['outpost.dev/git-repo']).toBeUndefined();
+    expect(r3.stderr).toMatch(
+      /apps\/taken\.yaml:1 \(Workload taken\): Workload taken already exists in project default and was applied by hand/,
+    );
+    expect(
+      hub.objects.get('Workload', 'default', 'taken')!.metadata.annotations['outpost.dev/git-repo'],
+    ).toBeUndefined();
     expect(names('Workload')).not.toContain('strict-b');
   });
 

@@ -100,8 +100,7 @@ function protocolOf(url: string): string {
 /** Removes every credential from a text git wrote (it should hold none; this makes sure). */
 function scrub(text: string, creds: GitCredentials | undefined): string {
   let out = text;
-  for (const v of [creds?.password, creds?.sshPrivateKey])
-    if (v && v.length >= 4) out = out.split(v).join(REDACTED);
+  for (const v of [creds?.password, creds?.sshPrivateKey]) if (v && v.length >= 4) out = out.split(v).join(REDACTED);
   return out;
 }
 
@@ -161,7 +160,9 @@ async function git(args: string[], o: RunOptions): Promise<Buffer> {
         ? setInterval(() => {
             const bytes = dirBytes(o.watchDir!);
             if (bytes > o.limits.maxRepoBytes)
-              kill(`the repository is larger than ${Math.round(o.limits.maxRepoBytes / 1048576)} MiB (the hub's limit)`);
+              kill(
+                `the repository is larger than ${Math.round(o.limits.maxRepoBytes / 1048576)} MiB (the hub's limit)`,
+              );
           }, 200)
         : undefined;
       child.stdout.on('data', (d: Buffer) => out.push(d));
@@ -248,7 +249,9 @@ export async function fetchHead(
   const bytes = dirBytes(dir);
   if (bytes > limits.maxRepoBytes) {
     fs.rmSync(dir, { recursive: true, force: true });
-    throw new GitError(`the repository is larger than ${Math.round(limits.maxRepoBytes / 1048576)} MiB (the hub's limit)`);
+    throw new GitError(
+      `the repository is larger than ${Math.round(limits.maxRepoBytes / 1048576)} MiB (the hub's limit)`,
+    );
   }
   const sha = (await git(['rev-parse', '--verify', 'refs/outpost/head^{commit}'], { cwd: dir, limits }))
     .toString()
@@ -259,7 +262,11 @@ export async function fetchHead(
 }
 
 /** Every file of the commit's tree, with its size (no content read yet). */
-export async function listTree(dir: string, commit: string, limits: GitLimits = DEFAULT_GIT_LIMITS): Promise<TreeFile[]> {
+export async function listTree(
+  dir: string,
+  commit: string,
+  limits: GitLimits = DEFAULT_GIT_LIMITS,
+): Promise<TreeFile[]> {
   const out = (await git(['ls-tree', '-r', '-l', '-z', '--full-tree', commit], { cwd: dir, limits })).toString('utf8');
   const files: TreeFile[] = [];
   for (const entry of out.split('\0')) {

@@ -152,15 +152,14 @@ export class GitRepos {
     let outcome: ReturnType<typeof applyCommit>;
     try {
       const { objects, errors } = await this.read(dir, commit, repo);
-      outcome = errors.length ? { applied: false, errors } : applyCommit(this.sd, repo, commit, objects, paths);
+      outcome = applyCommit(this.sd, repo, commit, objects, paths, errors);
     } catch (err) {
       outcome = { applied: false, errors: [{ message: (err as Error).message }] };
     }
     if (!outcome.applied) {
       const errors = outcome.errors;
       this.o.state.transaction(() => {
-        const same =
-          prev?.failedCommit === commit && JSON.stringify(prev.errors) === JSON.stringify(errors);
+        const same = prev?.failedCommit === commit && JSON.stringify(prev.errors) === JSON.stringify(errors);
         this.states.failed(project, name, commit, errors);
         if (!same)
           this.o.state.events.record({
@@ -223,7 +222,11 @@ export class GitRepos {
       });
     if (errors.length) return { objects: [], errors };
     const regular = files.filter((f) => !f.special).sort((a, b) => a.path.localeCompare(b.path));
-    const texts = await readBlobs(dir, regular.map((f) => f.sha), this.limits);
+    const texts = await readBlobs(
+      dir,
+      regular.map((f) => f.sha),
+      this.limits,
+    );
     const objects: SourcedResource[] = [];
     for (const f of regular) {
       const r = objectsOfFile(f.path, texts.get(f.sha) ?? '', repo.metadata.project);

@@ -54,7 +54,10 @@ export function gitWebhookRoute(
     const secret = repo ? openWebhookSecret(box, repo.spec) : undefined;
     const sig = c.req.header('x-hub-signature-256') ?? c.req.header('x-gitea-signature');
     if (!secret || !signatureMatches(secret, body, sig)) {
-      log.warn({ project, name, signed: !!sig }, 'refused a Git webhook: no GitRepo with a webhook secret matches its signature');
+      log.warn(
+        { project, name, signed: !!sig },
+        'refused a Git webhook: no GitRepo with a webhook secret matches its signature',
+      );
       throw new OutpostError(
         'unauthorized',
         'the webhook signature does not match: sign with the GitRepo spec.webhookSecret (X-Hub-Signature-256: sha256=HMAC-SHA256)',

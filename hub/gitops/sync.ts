@@ -68,7 +68,10 @@ function owned(s: SourcedResource, repo: string): Resource {
   const { resourceVersion: _rv, uid: _uid, generation: _g, creationTimestamp: _c, ...meta } = s.object.metadata;
   return {
     ...s.object,
-    metadata: { ...meta, annotations: { ...meta.annotations, [GIT_REPO_ANNOTATION]: repo, [GIT_SOURCE_ANNOTATION]: s.file } },
+    metadata: {
+      ...meta,
+      annotations: { ...meta.annotations, [GIT_REPO_ANNOTATION]: repo, [GIT_SOURCE_ANNOTATION]: s.file },
+    },
   } as Resource;
 }
 
@@ -90,7 +93,9 @@ function located(err: unknown, sourced: SourcedResource[], kindHint?: string): G
     const kind = (d.kind as string | undefined) ?? kindHint;
     const s = sourced.find((x) => x.object.metadata.name === name && (!kind || x.object.kind === kind));
     return {
-      ...(s ? { file: s.file, line: s.line, document: s.document, kind: s.object.kind, name: s.object.metadata.name } : {}),
+      ...(s
+        ? { file: s.file, line: s.line, document: s.document, kind: s.object.kind, name: s.object.metadata.name }
+        : {}),
       ...(typeof d.path === 'string' && d.path ? { path: d.path } : {}),
       message: String(d.message ?? err.message),
     };
@@ -107,11 +112,13 @@ export function applyCommit(
   commit: string,
   sourced: SourcedResource[],
   paths: string,
+  /** What reading the commit found wrong: reported with the ownership problems, and nothing applied. */
+  readErrors: GitRepoSyncError[] = [],
 ): ApplyOutcome {
   const { project, name } = repo.metadata;
   const prev = d.states.get(project, name);
   const prevOwned = new Set((prev?.owned ?? []).map((o) => key(o.kind, o.name)));
-  const errors: GitRepoSyncError[] = [];
+  const errors: GitRepoSyncError[] = [...readErrors];
   const seen = new Map<string, SourcedResource>();
   for (const s of sourced) {
     const k = key(s.object.kind, s.object.metadata.name);
@@ -144,7 +151,7 @@ export function applyCommit(
           : `${s.object.kind} ${s.object.metadata.name} is owned by GitRepo ${owner}: an object has one owner; remove it from one of the repositories`,
     });
   }
-  if (errors.length) return { applied: false, errors };
+  if (errors.length) return { applied: false, errors: sortedByFile(errors) };
 
   const actor = `GitRepo ${name} at ${commit.slice(0, 12)}`;
   let index = -1;
@@ -212,7 +219,13 @@ export function applyCommit(
     if (index >= 0 && !(err instanceof Refused)) {
       // The object being written raised it: name its file and line.
       const s = sourced[index];
-      const at = { file: s.file, line: s.line, document: s.document, kind: s.object.kind, name: s.object.metadata.name };
+      const at = {
+        file: s.file,
+        line: s.line,
+        document: s.document,
+        kind: s.object.kind,
+        name: s.object.metadata.name,
+      };
       const details =
         err instanceof OutpostError && Array.isArray(err.details)
           ? (err.details as { path?: string; message?: string }[])
@@ -224,6 +237,11 @@ export function applyCommit(
     }
     return { applied: false, errors: located(err, sourced) };
   }
+}
+
+/** Errors in file and line order, those of the whole commit first. */
+function sortedByFile(errors: GitRepoSyncError[]): GitRepoSyncError[] {
+  return [...errors].sort((a, b) => (a.file ?? '').localeCompare(b.file ?? '') || (a.line ?? 0) - (b.line ?? 0));
 }
 
 /** The owned objects as the status shows them. */
