@@ -300,6 +300,28 @@ describe('GitRepo: Git as a source', () => {
     expect(names('Workload')).toContain('hooked-a');
   });
 
+  it('follows a tag or a pinned commit instead of a branch', async () => {
+    const work = new GitWork(git, 'pinned', dir);
+    const v1 = work.commit({ 'apps/a.yaml': workload('pinned-a') });
+    work.tag('v1');
+    work.commit({ 'apps/a.yaml': undefined, 'apps/b.yaml': workload('pinned-b') });
+    const byTag = gitRepoYaml('pinned-tag', git.url('pinned')).replace('branch: main', 'tag: v1');
+    await applyYaml('pinned-tag', byTag);
+    const r = await cli('gitrepo', 'sync', 'pinned-tag');
+    expect(r.stdout).toContain(`commit ${v1.slice(0, 12)}, 1 objects`);
+    // An older commit than the branch's head, by its id.
+    const byCommit = gitRepoYaml('pinned-commit', git.url('pinned'), { paths: ['apps/a.yaml'] })
+      .replace('branch: main', `commit: ${v1}`)
+      .replace(/pinned-a/g, 'x');
+    await applyYaml('pinned-commit', byCommit);
+    const c = await cli('gitrepo', 'sync', 'pinned-commit');
+    expect(c.stderr).toMatch(/Workload pinned-a is owned by GitRepo pinned-tag/);
+    const missing = gitRepoYaml('pinned-missing', git.url('pinned')).replace('branch: main', 'branch: nope');
+    await applyYaml('pinned-missing', missing);
+    const m = await cli('gitrepo', 'sync', 'pinned-missing');
+    expect(m.stderr).toMatch(/fetch failed: branch nope is not in http:/);
+  });
+
   it('never shows the credentials: get -o yaml, events and logs', async () => {
     const y = await cli('get', 'gitrepo', 'fleet', '-o', 'yaml');
     expect(y.stdout).toContain('password: <redacted>');
