@@ -6,6 +6,7 @@ import { DEFAULT_MAX_UNAVAILABLE } from '../core/resources.js';
 import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
 import { describeEdge } from './describe-edge.js';
+import { describeGitRepo } from './describe-gitrepo.js';
 import {
   eventsBlock,
   fields,
@@ -210,6 +211,7 @@ export function describeObject(o: ApiObject, opts: DescribeOptions): string {
   if (o.kind === 'Edge') return describeEdge(o, opts);
   if (o.kind === 'AgentUpgrade') return describeAgentUpgrade(o, opts);
   if (o.kind === 'Registry') return describeRegistry(o, opts);
+  if (o.kind === 'GitRepo') return describeGitRepo(o, opts);
   if (o.kind === 'Placement') return describePlacement(o, opts);
   return describeWorkload(o, opts);
 }

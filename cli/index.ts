@@ -12,6 +12,7 @@
 import type { Command } from 'commander';
 import { registerAgentCommands } from './cmd-agent.js';
 import { registerBlobCommands } from './cmd-blob.js';
+import { registerGitRepoCommands } from './cmd-gitrepo.js';
 import { registerImageCommands } from './cmd-image.js';
 import { registerDataCommands } from './cmd-data.js';
 import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
@@ -62,6 +63,7 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerImageCommands(program, d);
   registerDataCommands(program, d);
   registerPackageCommands(program, d);
+  registerGitRepoCommands(program, d);
   registerAgentCommands(program, d);
   registerMetaCommands(program, d);
 }

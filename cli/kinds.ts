@@ -1,7 +1,7 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
  * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
- * `registries`, `reg`; `dataobject`, `dataobjects`, `do`), and
+ * `registries`, `reg`; `dataobject`, `dataobjects`, `do`; `gitrepo`, `gitrepos`, `gr`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it. `get` and `describe` take packages
  * (`package`, `packages`, `pkg`) too, which are published to the catalog rather than applied.
  */
@@ -23,6 +23,7 @@ export const KIND_INFO: Record<Kind, KindInfo> = {
   AgentUpgrade: { kind: 'AgentUpgrade', singular: 'agentupgrade', path: 'agentupgrades' },
   Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
   DataObject: { kind: 'DataObject', singular: 'dataobject', path: 'dataobjects' },
+  GitRepo: { kind: 'GitRepo', singular: 'gitrepo', path: 'gitrepos' },
 };
 
 const ALIASES: Record<string, Kind> = {
@@ -44,10 +45,13 @@ const ALIASES: Record<string, Kind> = {
   dataobject: 'DataObject',
   dataobjects: 'DataObject',
   do: 'DataObject',
+  gitrepo: 'GitRepo',
+  gitrepos: 'GitRepo',
+  gr: 'GitRepo',
 };
 
 export const KIND_HELP =
-  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do';
+  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do, gitrepo|gitrepos|gr';
 
 /** Packages are no object kind (they are published, not applied), but `get` and `describe` name them as one. */
 export interface PackageKindInfo {

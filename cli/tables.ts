@@ -1,5 +1,5 @@
 /** @module The tables of `outpost get`, one per kind, plus the revision history of a workload. */
-import type { RevisionView as Revision } from '../core/api/views.js';
+import type { GitRepoStatusView, RevisionView as Revision } from '../core/api/views.js';
 import type { KindInfo } from './kinds.js';
 import { formatTable } from './output.js';
 import {
@@ -115,6 +115,21 @@ function registryRow(o: ApiObject, opts: TableOptions): string[] {
   ];
 }
 
+function gitRepoRow(o: ApiObject, opts: TableOptions): string[] {
+  const s = statusOf<Partial<GitRepoStatusView>>(o);
+  const spec = (o.spec ?? {}) as { repo?: string; branch?: string; tag?: string; commit?: string };
+  const ref = spec.branch ? `branch ${spec.branch}` : spec.tag ? `tag ${spec.tag}` : (spec.commit?.slice(0, 12) ?? '-');
+  return [
+    o.metadata.name,
+    spec.repo ?? '-',
+    ref,
+    s.commit?.slice(0, 12) ?? '-',
+    String(s.objects ?? 0),
+    s.state ?? '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
 function dataObjectRow(o: ApiObject, opts: TableOptions): string[] {
   const s = statusOf<DataObjectStatusView>(o);
   const spec = (o.spec ?? {}) as { version?: string; size?: number; path?: string };
@@ -192,6 +207,12 @@ const HEADERS: Record<
     base: ['NAME', 'VERSION', 'SIZE', 'PATH', 'DELIVERED', 'AGE'],
     wide: [],
     row: dataObjectRow,
+    color: [],
+  },
+  GitRepo: {
+    base: ['NAME', 'REPO', 'REF', 'COMMIT', 'OBJECTS', 'STATUS', 'AGE'],
+    wide: [],
+    row: gitRepoRow,
     color: [],
   },
 };

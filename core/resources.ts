@@ -19,7 +19,7 @@ function strict<T extends z.ZodRawShape>(shape: T) {
 }
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
-export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry', 'AgentUpgrade', 'DataObject'] as const;
+export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry', 'AgentUpgrade', 'DataObject', 'GitRepo'] as const;
 export type Kind = (typeof KINDS)[number];
 
 const name = z
@@ -468,7 +468,127 @@ export type DataObjectSpec = z.infer<typeof DataObjectSpec>;
 export const DataObject = objectKind('DataObject', DataObjectSpec);
 export type DataObject = z.infer<typeof DataObject>;
 
-export const Resource = z.discriminatedUnion('kind', [Edge, Workload, Placement, Registry, AgentUpgrade, DataObject]);
+// ---------------------------------------------------------------------------------------------
+// GitRepo (docs/gitops.md, "Git as a source")
+
+/** The annotation naming the GitRepo an object was applied from (its project is the object's). */
+export const GIT_REPO_ANNOTATION = 'outpost.dev/git-repo';
+/** The annotation naming the file (and line) of the GitRepo's commit an object came from. */
+export const GIT_SOURCE_ANNOTATION = 'outpost.dev/git-source';
+
+/** A branch or tag name: no leading "-" (it would read as an option), no "..", no spaces. */
+const gitRefName = z
+  .string()
+  .max(255)
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9._\/-]*$/, 'must be a branch or tag name such as main or v1.2.0')
+  .refine((r) => !r.includes('..') && !r.endsWith('.lock') && !r.endsWith('/'), 'is not a valid Git ref name');
+/** A path glob inside the repository: relative, `*`, `**`, `?`; no "..". */
+const gitPathGlob = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[A-Za-z0-9_*?.{},\/-]+$/, 'must be a relative path or glob such as edges/**/*.yaml')
+  .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'must be relative, without ".."');
+const HTTP_URL = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?(\/[^\s?#]*)?$/;
+const SSH_URL =
+  /^(ssh:\/\/[A-Za-z0-9._-]+@[A-Za-z0-9.-]+(:\d{1,5})?\/[^\s]*|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~][^\s]*)$/;
+
+/**
+ * A GitRepo interval in ms (the regex above allows only these units). Not core/durations.ts
+ * parseDuration: that module's imports would pull Node types into the UI's build of this file.
+ */
+function intervalMs(d: string): number {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(d);
+  return m ? Number(m[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'] : 0;
+}
+
+/**
+ * A Git repository the hub fetches and applies objects from (in the spirit of Fleet's GitRepo).
+ * `credentials.password`, `credentials.sshPrivateKey` and `webhookSecret` are sealed at rest with
+ * the hub's key and shown as `<redacted>`, as a Registry's password is.
+ */
+export const GitRepoSpec = strict({
+  /** https://HOST/PATH (http:// only with `insecure`), ssh://USER@HOST/PATH or USER@HOST:PATH. */
+  repo: z
+    .string()
+    .max(2048)
+    .refine(
+      (u) => !/^[a-z+]+:\/\/[^/]*@/.test(u) || u.startsWith('ssh://'),
+      'must not carry credentials: put them in spec.credentials (a URL is shown everywhere)',
+    )
+    .refine(
+      (u) => HTTP_URL.test(u) || SSH_URL.test(u),
+      'must be https://HOST/PATH, ssh://USER@HOST/PATH or USER@HOST:PATH, e.g. https://git.example.com/ops/fleet.git',
+    ),
+  branch: gitRefName.optional(),
+  tag: gitRefName.optional(),
+  commit: z
+    .string()
+    .regex(/^[0-9a-f]{40}$/, 'must be a full commit id (40 lower-case hex digits)')
+    .optional(),
+  /** Globs of the files to apply; a directory stands for its .yaml, .yml and .json files below it. */
+  paths: z.array(gitPathGlob).min(1).max(64).default(['.']),
+  /** How often the hub fetches (at least 10s). */
+  interval: z
+    .string()
+    .regex(/^\d+(ms|s|m|h)$/, 'must be a duration like 30s, 5m or 1h')
+    .refine((d) => intervalMs(d) >= 10_000, 'must be at least 10s')
+    .default('1m'),
+  /** Stop fetching and applying (a webhook or `outpost gitrepo sync` is refused while paused). */
+  paused: z.boolean().default(false),
+  credentials: strict({
+    /** For HTTPS: the user name the token goes with (`git`, `x-access-token`, `oauth2`...). */
+    username: z.string().min(1).max(256).optional(),
+    /** For HTTPS: a token or password. */
+    password: z.string().min(1).max(4096).optional(),
+    /** For SSH: a private key (OpenSSH PEM), without a passphrase. */
+    sshPrivateKey: z.string().min(1).max(16_384).optional(),
+    /** For SSH: the server's host keys as a known_hosts file holds them (required with a key: no trust on first use). */
+    knownHosts: z.string().min(1).max(65_536).optional(),
+  })
+    .refine((c) => (c.password === undefined) !== (c.sshPrivateKey === undefined), {
+      message: 'give password (HTTPS) or sshPrivateKey (SSH), exactly one',
+    })
+    .refine((c) => c.sshPrivateKey === undefined || c.knownHosts !== undefined, {
+      message: 'an SSH key needs knownHosts (the server host keys, as `ssh-keyscan HOST` prints them)',
+      path: ['knownHosts'],
+    })
+    .optional(),
+  /** The secret GitHub/Gitea sign their push webhooks with (X-Hub-Signature-256: HMAC-SHA256). */
+  webhookSecret: z.string().min(16, 'must be at least 16 characters').max(256).optional(),
+  /** Allow credentials over http:// (sent in clear): for a lab server only. */
+  insecure: z.boolean().default(false),
+})
+  .refine((s) => [s.branch, s.tag, s.commit].filter((x) => x !== undefined).length === 1, {
+    message: 'give exactly one of branch, tag or commit',
+    path: ['branch'],
+  })
+  .refine((s) => !s.credentials?.sshPrivateKey || SSH_URL.test(s.repo), {
+    message: 'an SSH key needs an SSH URL (ssh://USER@HOST/PATH or USER@HOST:PATH)',
+    path: ['repo'],
+  })
+  .refine((s) => !s.credentials?.password || HTTP_URL.test(s.repo), {
+    message: 'a password or token needs an https:// URL; for SSH give credentials.sshPrivateKey',
+    path: ['repo'],
+  })
+  .refine((s) => !s.credentials?.password || !s.repo.startsWith('http://') || s.insecure, {
+    message: 'sends the credentials in clear over http://: use https://, or set insecure: true for a lab server',
+    path: ['repo'],
+  });
+export type GitRepoSpec = z.infer<typeof GitRepoSpec>;
+
+export const GitRepo = objectKind('GitRepo', GitRepoSpec);
+export type GitRepo = z.infer<typeof GitRepo>;
+
+export const Resource = z.discriminatedUnion('kind', [
+  Edge,
+  Workload,
+  Placement,
+  Registry,
+  AgentUpgrade,
+  DataObject,
+  GitRepo,
+]);
 export type Resource = z.infer<typeof Resource>;
 
 /** Formats zod issues as `path: message` lines, the form users see in API and CLI errors. */

@@ -29,6 +29,7 @@ import { HubDataFiles } from './data/index.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
+import { GitRepos } from './gitops/index.js';
 import type { ConnectionLimiter } from './http-limits.js';
 import { createHubServer, listenHub } from './http-server.js';
 import { imagesGate } from './images/gate.js';
@@ -209,6 +210,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     exempt: (s) => late.connLimit?.exempt(s),
   });
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
+  // GitRepos (hub/gitops/): objects applied from Git; with replicas, the leader polls.
+  const gitRepos = new GitRepos({
+    dataDir: opts.dataDir,
+    state,
+    objects,
+    box: secrets.box,
+    leading: () => scheduler.leading,
+  });
   scheduler.addGate(imagesGate(imageStaging));
 
   // In dependency order: started in this order, stopped in reverse (hub/module.ts).
@@ -230,6 +239,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     loop('upgrades', upgrades),
     loop('image staging', imageStaging),
     images,
+    loop('gitrepos', gitRepos),
     replication,
   ];
 
@@ -257,10 +267,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       upgrades,
       deliveries,
       imageStaging,
+      gitRepos,
     },
     data: { state, uploads: dataFiles },
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     catalog,
+    gitRepos,
   });
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const { server, connLimit } = createHubServer({

@@ -14,6 +14,7 @@ import {
   API_VERSION,
   Edge,
   formatIssues,
+  GitRepo,
   KINDS,
   Placement,
   Registry,
@@ -29,11 +30,12 @@ import type { ObjectState, StoredObject } from './state/objects.js';
 import { HUB_SEALED_PREFIX } from '../core/secrets.js';
 import type { HubSecrets } from './secrets.js';
 import { sealRegistrySpec } from './images/registries.js';
+import { sealGitRepoSpec } from './gitops/credentials.js';
 
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade, DataObject } as const;
+const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade, DataObject, GitRepo } as const;
 
 export type { ApplyAction } from '../core/api/types.js';
 
@@ -222,9 +224,18 @@ export class ObjectStore {
                   cur?.kind === 'Registry' ? cur.spec : undefined,
                 ),
               }
-            : validated.kind === 'Placement' && this.admitPlacement
-              ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
-              : validated;
+            : validated.kind === 'GitRepo'
+              ? {
+                  ...validated,
+                  spec: sealGitRepoSpec(
+                    this.secrets.box,
+                    validated.spec,
+                    cur?.kind === 'GitRepo' ? cur.spec : undefined,
+                  ),
+                }
+              : validated.kind === 'Placement' && this.admitPlacement
+                ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
+                : validated;
       if (!cur) {
         if (opts.create === false)
           throw new OutpostError(

@@ -395,3 +395,54 @@ export function deliveryStateDetail(
   if (e.state === 'Delivered') return e.version || undefined;
   return e.reason || undefined;
 }
+
+/** Why a commit of a GitRepo could not be applied: the file and line of the object, and the problem. */
+export interface GitRepoSyncError {
+  /** The file in the repository (`edges/web.yaml`), absent for an error of the whole commit. */
+  file?: string;
+  line?: number;
+  document?: number;
+  kind?: string;
+  name?: string;
+  /** The field (`spec.manifests[0].image`), when one is at fault. */
+  path?: string;
+  message: string;
+}
+
+/** An object a GitRepo's applied commit owns: where it came from in the repository. */
+export interface GitRepoObjectView {
+  kind: string;
+  name: string;
+  file: string;
+  line: number;
+}
+
+/**
+ * A GitRepo's state (hub/gitops/): `Synced` (the head is applied, nothing drifted), `Drifted`
+ * (owned objects changed by hand: the next sync puts Git's version back), `Error` (the head's
+ * commit could not be applied: the previous one stays), `FetchFailed` (the last fetch failed: what
+ * was applied stays), `Paused`, `Pending` (never synced yet).
+ */
+export type GitRepoState = 'Pending' | 'Synced' | 'Drifted' | 'Error' | 'FetchFailed' | 'Paused';
+
+export interface GitRepoStatusView {
+  state: GitRepoState;
+  /** The commit whose objects are applied, and when (ISO 8601). */
+  commit?: string;
+  appliedAt?: string;
+  /** The head the last successful fetch found, and when the last fetch ran. */
+  head?: string;
+  fetchedAt?: string;
+  /** Why the last fetch failed (credentials never included). */
+  fetchError?: string;
+  /** The commit that could not be applied, and why, object by object. */
+  failedCommit?: string;
+  errors: GitRepoSyncError[];
+  /** How many objects the applied commit owns. */
+  objects: number;
+  owned: GitRepoObjectView[];
+  /** Owned objects changed (or deleted) by hand since their commit was applied. */
+  drift: { kind: string; name: string; change: 'changed' | 'deleted' }[];
+  /** The webhook's path on the hub (POST; signed with spec.webhookSecret), when it has a secret. */
+  webhook?: string;
+}

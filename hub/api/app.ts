@@ -13,6 +13,8 @@ import type { Catalog } from '../catalog/index.js';
 import type { ChangeFeed } from '../changes/feed.js';
 import type { DataRouteDeps } from '../data/routes.js';
 import type { EdgeLifecycle } from '../edges/lifecycle.js';
+import type { GitRepos } from '../gitops/index.js';
+import { gitRepoRoutes, gitWebhookRoute } from '../gitops/routes.js';
 import type { ObjectApi, ReleaseSigner, ReplicaNames } from './context.js';
 import { authenticate, principal, type Env } from '../auth/middleware.js';
 import { applyRoutes } from './apply.js';
@@ -55,6 +57,8 @@ export interface ApiModules {
   /** Undefined: no release key. */
   releases: ReleaseSigner | undefined;
   catalog: Catalog | undefined;
+  /** Objects applied from Git (hub/gitops/): sync now, and the webhook. */
+  gitRepos: GitRepos;
 }
 
 export function createApi(m: ApiModules): Hono {
@@ -99,6 +103,11 @@ export function createApi(m: ApiModules): Hono {
     return c.body(deps.caPem, 200, { 'content-type': 'application/x-pem-file' });
   });
   app.route('/api/v1', enrollRoute(m.edges, m.releases?.publicKeyPem));
+  // Signed by the GitRepo's webhook secret, not by a token (hub/gitops/routes.ts).
+  app.route(
+    '/api/v1',
+    gitWebhookRoute(m.gitRepos, (p, n) => m.objects.objects.get('GitRepo', p, n), m.objects.secrets.box),
+  );
 
   const api = new Hono<Env>();
   api.use('*', authenticate(m.auth));
@@ -118,6 +127,7 @@ export function createApi(m: ApiModules): Hono {
   api.route('/', applyRoutes(m.objects));
   api.route('/', releaseRoutes(m.releases));
   if (m.catalog) api.route('/', catalogRoutes(m.catalog));
+  api.route('/', gitRepoRoutes(m.gitRepos));
   api.route('/', objectRoutes(m.objects));
   app.route('/api/v1', api);
   app.route('/', uiRoutes());

@@ -28,6 +28,7 @@ import type { ObjectApi } from './context.js';
 import { authorize, type Env } from '../auth/middleware.js';
 import { jsonBody } from '../json-body.js';
 import { registryForOutput } from '../images/registries.js';
+import { gitRepoForOutput } from '../gitops/credentials.js';
 
 function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
   const p = c.get('principal');
@@ -372,7 +373,9 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
               ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) }
               : v.kind === 'Registry'
                 ? registryForOutput(deps.secrets.box, v, false).spec
-                : v.spec,
+                : v.kind === 'GitRepo'
+                  ? gitRepoForOutput(deps.secrets.box, v, false).spec
+                  : v.spec,
         },
       }));
       return c.json({ dryRun: true, results, warnings } satisfies ApplyResponse);

@@ -6,13 +6,14 @@ import type { ScanVerdict } from '../scan/clamd.js';
 import type {
   AgentUpgradeStatusView,
   DataObjectStatusView,
+  GitRepoStatusView,
   PlacementStagingView,
   ReplicaView,
   ServedByView,
 } from '../../core/api/views.js';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
-import type { AgentUpgrade, DataObject, Kind } from '../../core/resources.js';
+import type { AgentUpgrade, DataObject, GitRepo, Kind } from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { Catalog } from '../catalog/index.js';
 import type { ObjectStore } from '../objects.js';
@@ -60,6 +61,8 @@ export interface ObjectApi {
   };
   /** DataObject deliveries (hub/data/delivery.ts): their status per edge. */
   deliveries?: { status(o: DataObject): DataObjectStatusView };
+  /** GitRepos' sync state (hub/gitops/): the commit applied, errors by file and line, drift. */
+  gitRepos?: { status(r: GitRepo): GitRepoStatusView };
   /** Pre-staging progress per placement (hub/images/staging.ts). */
   imageStaging?: { progress(project: string, placement: string): PlacementStagingView | undefined };
 }
@@ -71,6 +74,7 @@ export const KIND_PATHS: Record<string, Kind> = {
   agentupgrades: 'AgentUpgrade',
   registries: 'Registry',
   dataobjects: 'DataObject',
+  gitrepos: 'GitRepo',
 };
 
 export function kindFromPath(s: string): Kind {

@@ -23,6 +23,7 @@ import type { EdgeState } from '../state/edges.js';
 import type { ObjectState } from '../state/objects.js';
 import { validateResource } from '../objects.js';
 import { registryForOutput } from '../images/registries.js';
+import { gitRepoForOutput } from '../gitops/credentials.js';
 import { REDACTED } from '../../core/secrets.js';
 import { kindFromPath, type ObjectApi } from './context.js';
 import { authorize, principal, type Env } from '../auth/middleware.js';
@@ -83,6 +84,10 @@ export function withStatus(deps: ObjectApi, o: Resource, reveal = false, detail 
   if (o.kind === 'DataObject')
     return deps.deliveries ? ({ ...o, status: { ...deps.deliveries.status(o) } } as Resource) : o;
   if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
+  if (o.kind === 'GitRepo') {
+    const shown = gitRepoForOutput(deps.secrets.box, o, reveal);
+    return deps.gitRepos ? ({ ...shown, status: { ...deps.gitRepos.status(o) } } as Resource) : shown;
+  }
   return {
     ...o,
     spec: {

@@ -1,6 +1,6 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { AgentUpgrade, DataObject, Edge, Placement, Registry, Workload } from '../../core/resources.js';
+import { AgentUpgrade, DataObject, Edge, GitRepo, Placement, Registry, Workload } from '../../core/resources.js';
 import { KIND_PATHS } from './context.js';
 
 function schema(s: z.ZodType): unknown {
@@ -265,6 +265,19 @@ export function openApiDocument(version: string): unknown {
         responses: { 200: { description: '{deployment}' }, default: errorResponse },
       },
     },
+    '/api/v1/projects/{project}/gitrepos/{name}/sync': {
+      post: {
+        summary: "Fetch a GitRepo's ref and apply its commit now; answers its status (docs/gitops.md)",
+        responses: { 200: { description: 'the GitRepo status' }, default: errorResponse },
+      },
+    },
+    '/api/v1/hooks/git/{project}/{name}': {
+      post: {
+        summary:
+          'A Git push webhook (GitHub, Gitea): signed with the GitRepo webhookSecret (X-Hub-Signature-256), no bearer token; starts a sync',
+        responses: { 202: { description: 'sync started' }, 401: errorResponse },
+      },
+    },
     '/api/v1/projects/{project}/edges/{name}/data-files': {
       get: {
         summary:
@@ -325,6 +338,8 @@ export function openApiDocument(version: string): unknown {
         Registry: schema(Registry),
         // Its status (delivery per edge) is described in docs/api.md.
         DataObject: schema(DataObject),
+        // Its status (core/api/views.ts GitRepoStatusView) is described in docs/gitops.md.
+        GitRepo: schema(GitRepo),
         // core/api/views.ts ReplicaView.
         Replica: {
           type: 'object',
@@ -366,7 +381,13 @@ const PARAM_DOCS: Record<string, string> = {
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
-const NO_BEARER = new Set(['/api/v1/enroll', '/api/v1/tls/ca.pem', '/healthz', '/readyz']);
+const NO_BEARER = new Set([
+  '/api/v1/enroll',
+  '/api/v1/hooks/git/{project}/{name}',
+  '/api/v1/tls/ca.pem',
+  '/healthz',
+  '/readyz',
+]);
 
 /** `post /api/v1/projects/{project}/edges/{name}/drain` -> `postProjectsProjectEdgesNameDrain`. */
 function operationId(method: string, path: string): string {

@@ -16,6 +16,7 @@
  * | image-staging.ts | staging_orders, staging_reports (image pre-staging) |
  * | blobs.ts | blobs, blob_refs, blob_reservations |
  * | data-files.ts | data_files |
+ * | git-repos.ts | git_repo_status (what syncing each GitRepo learned) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
@@ -37,6 +38,7 @@ import { sqlAuthTables, type AuthTables } from './auth.js';
 import { sqlBlobTables, type BlobTables } from './blobs.js';
 import { sqlCatalogTables, type CatalogTables } from './catalog.js';
 import { sqlDataFileTables, type DataFileTables } from './data-files.js';
+import { sqlGitRepoStates, type GitRepoStates } from './git-repos.js';
 import { IdentityStore } from './identity.js';
 import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
 import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
@@ -167,6 +169,8 @@ export interface HubState {
   blobs: BlobTables;
   /** The files edges' workloads exported (hub/data/). */
   dataFiles: DataFileTables;
+  /** What syncing each GitRepo learned: the commit applied, fetch errors, the objects it owns (hub/gitops/). */
+  gitRepos: GitRepoStates;
   /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
   imageTags: ImageTagTables;
   imagePins: ImagePinTables;
@@ -255,6 +259,7 @@ function tableGroups(db: SqlDb) {
     catalog: sqlCatalogTables(db),
     assignments: new SqlAssignmentStore(db),
     dataFiles: sqlDataFileTables(db),
+    gitRepos: sqlGitRepoStates(db),
     proxySessions: sqlProxySessionTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),

@@ -13,6 +13,7 @@ import { AUTH_MIGRATIONS } from './auth.js';
 import { BLOB_MIGRATIONS } from './blobs.js';
 import { CATALOG_MIGRATIONS } from './catalog.js';
 import { DATA_FILE_MIGRATIONS } from './data-files.js';
+import { GIT_REPO_MIGRATIONS } from './git-repos.js';
 import { HUB_MIGRATIONS } from './hub.js';
 import { IDENTITY_MIGRATIONS } from './identity.js';
 import { IMAGE_PIN_MIGRATIONS } from './image-pins.js';
@@ -37,6 +38,7 @@ const SCHEMAS = {
   'hub-identity': IDENTITY_MIGRATIONS,
   'hub-replicas': REPLICA_MIGRATIONS,
   'agent-upgrades': AGENT_UPGRADE_MIGRATIONS,
+  'git-repos': GIT_REPO_MIGRATIONS,
 } satisfies Record<string, Migration[]>;
 
 export type SchemaComponent = keyof typeof SCHEMAS;
