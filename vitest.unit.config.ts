@@ -18,6 +18,7 @@ export default defineConfig({
       'hub/edges/**/*.test.ts',
       'hub/scheduler/{queue,targets,rollout,assign,spec-writer,status-marks,gate-waits}.test.ts',
       'hub/orders/*.test.ts',
+      'hub/module.test.ts',
       'edge/orders/*.test.ts',
       'hub/replicas/bus.test.ts',
       'hub/upgrades/claims.test.ts',

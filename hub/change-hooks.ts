@@ -3,8 +3,8 @@
  * spec the hub wrote) is projected into the hub's tables inside its transaction, what it says of
  * each kind of order by the order engine (hub/orders/engine.ts); after the commit it is announced
  * to the edge's connection and the change stream, and the kinds it said something to are woken.
- * An object change (apply, delete) goes to every kind of order (each marks what it plans from it)
- * and is told to the other hub replicas.
+ * An object change (apply, delete) goes to every module of the hub (the order engine's kinds mark
+ * what they plan from it; the replication module tells the other hub replicas).
  *
  * The hooks are made before the parts they reach (those need the store the hooks go into): each
  * part is read through a getter, undefined until it is wired.
@@ -14,8 +14,8 @@ import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore, ReplicaStoreOptions } from '../sync/store.js';
 import type { ChangeFeed } from './changes/feed.js';
 import { projectReport } from './controllers/status.js';
+import type { HubModules } from './module.js';
 import type { ObjectStore } from './objects.js';
-import type { Replicas } from './replicas/index.js';
 import type { OrderEngine } from './orders/engine.js';
 import type { Scheduler } from './scheduler/index.js';
 import type { HubState } from './state/index.js';
@@ -67,19 +67,12 @@ export function documentHooks(t: DocumentHookTargets): Pick<ReplicaStoreOptions,
   };
 }
 
-/** What an object change reaches; the getters' parts are wired after the objects. */
-export interface ObjectHookTargets {
-  /** Every kind of order marks what it plans from the object (hub/orders/engine.ts `objectChanged`). */
-  orders: OrderEngine;
-  changes: ChangeFeed;
-  peers(): Replicas | undefined;
-}
-
-/** Hooks `objects.onChange`: each change marks what it concerns. */
-export function routeObjectChanges(objects: ObjectStore, t: ObjectHookTargets): void {
-  objects.onChange((c) => {
-    t.changes.notify(c.project, 'objects');
-    t.peers()?.send({ t: 'object', kind: c.kind, project: c.project, name: c.name });
-    t.orders.objectChanged(c);
-  });
+/**
+ * Hooks `objects.onChange`: each change goes to every module of the hub, in list order (the change
+ * feed, the order engine whose kinds mark what they plan from it, the catalog, the GitRepos, the
+ * other replicas: hub/hub.ts lists them). `modules` is read at each change: the list is made after
+ * the objects.
+ */
+export function routeObjectChanges(objects: ObjectStore, modules: () => HubModules): void {
+  objects.onChange((c) => modules().objectChanged(c));
 }

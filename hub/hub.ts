@@ -35,7 +35,7 @@ import { createHubServer, listenHub } from './http-server.js';
 import { imagesGate } from './images/gate.js';
 import { HubStaging } from './images/staging.js';
 import { createHubMetrics } from './metrics.js';
-import { loop, startModules, type HubModule } from './module.js';
+import { HubModules, loop } from './module.js';
 import { createAuthModule } from './modules/auth.js';
 import { createImagesModule } from './modules/images.js';
 import { createReplication } from './modules/replication.js';
@@ -183,7 +183,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objects,
     store,
     scheduler,
-    orders,
+    modules: { forgetEdge: (edge) => modules.forgetEdge(edge) },
     credentials: hubAuth,
     disconnect: (e, message) => late.sync?.disconnect(e as EdgeName, 'decommissioned', message),
     requireApproval: !!opts.requireApproval,
@@ -197,7 +197,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
   // With replicas, the planning one records the orders; each writes those of the edges it serves.
   const imageStaging = new HubStaging(orders, blobs, state);
-  routeObjectChanges(objects, { orders, changes, peers: () => replication.peers() });
+  // An object written here goes to every module below, in their order (hub/change-hooks.ts).
+  routeObjectChanges(objects, () => modules);
   const tunnel = createTunnelModule({
     state,
     auth: hubAuth,
@@ -221,10 +222,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   scheduler.addGate(imagesGate(imageStaging));
 
   // In dependency order: started in this order, stopped in reverse (hub/module.ts).
-  const modules: HubModule[] = [
+  const modules = new HubModules([
     loop('blobs', blobs),
     authModule,
-    { name: 'changes', stop: () => changes.close() },
+    { name: 'changes', onObjectChange: (c) => changes.notify(c.project, 'objects'), stop: () => changes.close() },
+    // Every kind of order (the workloads first) marks what it plans from an object and forgets a
+    // decommissioned edge (hub/orders/engine.ts).
+    { name: 'orders', onObjectChange: (c) => orders.objectChanged(c), forgetEdge: (e) => orders.forgetEdge(e) },
     {
       name: 'edges',
       start: () => edges.start(),
@@ -233,15 +237,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       },
     },
     tunnel,
-    loop('catalog', catalog),
+    { ...loop('catalog', catalog), onObjectChange: (c) => catalog.onObjectChange(c) },
     ...(sink ? [loop('data sink', sink)] : []),
     loop('deliveries', deliveries),
     loop('upgrades', upgrades),
     loop('image staging', imageStaging),
     images,
-    loop('gitrepos', gitRepos),
+    { ...loop('gitrepos', gitRepos), onObjectChange: (c) => gitRepos.onObjectChange(c) },
     replication,
-  ];
+  ]);
 
   const app = createApi({
     hub: {
@@ -316,7 +320,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     objectWritten: (kind) => orders.peerObjectChanged(kind),
   });
 
-  startModules(modules);
+  modules.start();
   const { port: actualPort, urlHost, url } = await listenHub(server, { listen: opts.listen, host, port, tls: !!tls });
   const advertiseUrl = opts.advertiseUrl ?? advertiseUrlOf(host, url, tls ? 'https' : 'http', actualPort);
   replication.listening(advertiseUrl);

@@ -8,7 +8,7 @@
 import type http from 'node:http';
 import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
-import { stopModules, type HubModule } from './module.js';
+import type { HubModules } from './module.js';
 import type { Scheduler } from './scheduler/index.js';
 import type { SyncPostgres } from './state/pg/sync-client.js';
 
@@ -16,8 +16,7 @@ import type { SyncPostgres } from './state/pg/sync-client.js';
 export interface RunningHub {
   /** Why it stops (the signal, e.g.): its edges are told, and their connection history says so. */
   why: string | undefined;
-  /** In the order they started. */
-  modules: readonly HubModule[];
+  modules: HubModules;
   sync: SyncServer;
   server: http.Server;
   scheduler: Scheduler;
@@ -26,7 +25,7 @@ export interface RunningHub {
 }
 
 export async function closeHub(h: RunningHub): Promise<void> {
-  await stopModules(h.modules, h.why);
+  await h.modules.stop(h.why);
   await h.sync.close(`the hub replica is shutting down${h.why ? ` (${h.why})` : ''}`);
   // Idle keep-alive API connections would hold close() for their timeout: end them now.
   const closed = new Promise<void>((r) => h.server.close(() => r()));

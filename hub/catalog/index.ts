@@ -19,7 +19,7 @@ import { createLogger } from '../../core/logger.js';
 import { PackageError, sortVersions } from '../../core/package.js';
 import type { Placement } from '../../core/resources.js';
 import type { HubBlobs } from '../blobs/index.js';
-import type { ObjectStore } from '../objects.js';
+import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
 import type { HubState } from '../state/index.js';
 import { readPackageArchive } from './archive.js';
@@ -86,10 +86,12 @@ export class Catalog {
       this.reresolve.delete(key);
       return admitPackagePlacement(this.ctx, p, cur, { reresolve, ...(actor ? { actor } : {}) });
     });
-    o.objects.onChange((c) => {
-      if (c.kind === 'Placement' && !c.after && (c.before as Placement | undefined)?.spec.package)
-        forgetPackagePlacement(this.ctx, c.project, c.name);
-    });
+  }
+
+  /** A package placement deleted: what it deployed is forgotten (its module's hook, hub/module.ts). */
+  onObjectChange(c: ObjectChange): void {
+    if (c.kind === 'Placement' && !c.after && (c.before as Placement | undefined)?.spec.package)
+      forgetPackagePlacement(this.ctx, c.project, c.name);
   }
 
   /** Logs how packages are scanned and scans what is Pending. */

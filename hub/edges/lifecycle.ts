@@ -52,8 +52,11 @@ export interface EdgeLifecycleDeps {
   store: ReplicaStore;
   /** What the scheduler must hear: an edge's labels, approval or existence changed; or its status. */
   scheduler: { markEdge(name: string): void; markStatus(name: string, cause?: 'report' | 'connectivity'): void };
-  /** The orders to edges (hub/orders/engine.ts): every kind (the workloads' assignments and status among them) forgets a decommissioned edge. */
-  orders: { forgetEdge(edge: string): void };
+  /**
+   * Every module of the hub forgets a decommissioned edge (hub/module.ts): the order engine's
+   * kinds (the workloads' assignments and status among them) and the rest.
+   */
+  modules: { forgetEdge(edge: string): void };
   credentials: {
     /** Throws OutpostError('unauthorized', why) when expired, used up or unknown. */
     consumeJoinToken(token: string): JoinGrant;
@@ -196,7 +199,7 @@ export class EdgeLifecycle {
     state.transaction(() => {
       store.delete(mailboxDocId(edgeName(name), 'spec'));
       store.delete(mailboxDocId(edgeName(name), 'report'));
-      this.deps.orders.forgetEdge(name);
+      this.deps.modules.forgetEdge(name);
       state.edges.remove(name);
       objects.forget('Edge', project, name);
       state.events.record({

@@ -59,7 +59,6 @@ export class GitRepos {
   constructor(private readonly o: GitReposOptions) {
     this.states = o.state.gitRepos;
     this.limits = { ...DEFAULT_GIT_LIMITS, ...o.limits };
-    o.objects.onChange((c) => this.onObjectChange(c));
   }
 
   start(): void {
@@ -78,7 +77,8 @@ export class GitRepos {
   }
 
   /** In the write transaction of a GitRepo's change: a new or changed one syncs at the next tick, a deleted one's state goes. */
-  private onObjectChange(c: ObjectChange): void {
+  /** Its module's hook (hub/module.ts): a GitRepo changed or deleted, an owned object changed by hand. */
+  onObjectChange(c: ObjectChange): void {
     if (c.kind !== 'GitRepo') return;
     const k = `${c.project}/${c.name}`;
     this.lastPoll.delete(k);

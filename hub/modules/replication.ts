@@ -68,6 +68,8 @@ export function createReplication(pg: SyncPostgres | undefined, state: HubState)
     registry,
     directory,
     peers: () => peers,
+    // The other replicas hear of every object written here (they plan from it, their streams show it).
+    onObjectChange: (c) => peers?.send({ t: 'object', kind: c.kind, project: c.project, name: c.name }),
     listening(url) {
       advertiseUrl = url;
       registry.register(url);
