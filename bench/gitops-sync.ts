@@ -10,41 +10,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startHub } from '../hub/hub.js';
-import { GitWork, startGitServer } from '../test/fixtures/git-server.js';
+import { GitWork, placementYaml, startGitServer, workloadYaml } from '../test/fixtures/git-server.js';
 
 const OBJECTS = Number(process.argv[2] ?? 1000);
 const RUNS = 5;
-
-function workload(name: string, image: string): string {
-  return `apiVersion: outpost.dev/v1alpha1
-kind: Workload
-metadata:
-  name: ${name}
-spec:
-  manifests:
-    - apiVersion: v1
-      kind: Pod
-      metadata:
-        name: ${name}
-      spec:
-        containers:
-          - name: app
-            image: ${image}
-`;
-}
-
-function placement(name: string, workloads: string[]): string {
-  return `apiVersion: outpost.dev/v1alpha1
-kind: Placement
-metadata:
-  name: ${name}
-spec:
-  edgeSelector:
-    matchLabels:
-      site: ${name}
-  workloads: [${workloads.join(', ')}]
-`;
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -62,10 +31,10 @@ async function main(): Promise<void> {
       for (let i = 0; i < 4 && n < OBJECTS - 1; i++, n++) {
         const w = `w-${g}-${i}`;
         names.push(w);
-        files[`apps/${g}/${w}.yaml`] = workload(w, 'registry.example.com/app:1.0');
+        files[`apps/${g}/${w}.yaml`] = workloadYaml(w, 'registry.example.com/app:1.0');
       }
       if (names.length) {
-        files[`apps/${g}/placement.yaml`] = placement(`p-${g}`, names);
+        files[`apps/${g}/placement.yaml`] = placementYaml(`p-${g}`, names, `{ matchLabels: { site: p-${g} } }`);
         n++;
       }
     }
@@ -112,7 +81,7 @@ async function main(): Promise<void> {
       if (a.objects !== OBJECTS) throw new Error(`applied ${a.objects} objects, expected ${OBJECTS}`);
       first.push(a.ms);
       same.push((await sync()).ms);
-      work.commit({ 'apps/0/w-0-0.yaml': workload('w-0-0', `registry.example.com/app:1.${run + 1}`) }, 'one file');
+      work.commit({ 'apps/0/w-0-0.yaml': workloadYaml('w-0-0', `registry.example.com/app:1.${run + 1}`) }, 'one file');
       oneFile.push((await sync()).ms);
       // Start over: the GitRepo and its objects go, so the next run applies them all again.
       await api('DELETE', '/api/v1/projects/default/gitrepos/fleet');

@@ -11,40 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureLogs } from '../core/logger.js';
 import type { Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
-import { startGitServer, GitWork, type GitServer } from './fixtures/git-server.js';
+import {
+  GitWork,
+  placementYaml as placement,
+  startGitServer,
+  workloadYaml as workload,
+  type GitServer,
+} from './fixtures/git-server.js';
 import { adminApi, startInProcessHub, stopInProcess } from './fixtures/in-process-fleet.js';
 import { waitFor } from './helpers.js';
 
 const WEBHOOK_SECRET = 'hook-secret-0123456789abcdef';
-
-function workload(name: string, image = 'nginx:1.27', extra = ''): string {
-  return `apiVersion: outpost.dev/v1alpha1
-kind: Workload
-metadata:
-  name: ${name}${extra}
-spec:
-  manifests:
-    - apiVersion: v1
-      kind: Pod
-      metadata:
-        name: ${name}
-      spec:
-        containers:
-          - name: ${name}
-            image: ${image}
-`;
-}
-
-function placement(name: string, workloads: string[]): string {
-  return `apiVersion: outpost.dev/v1alpha1
-kind: Placement
-metadata:
-  name: ${name}
-spec:
-  edgeSelector: {}
-  workloads: [${workloads.join(', ')}]
-`;
-}
 
 function gitRepoYaml(
   name: string,

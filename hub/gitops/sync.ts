@@ -122,14 +122,7 @@ export function applyCommit(
     const k = key(s.object.kind, s.object.metadata.name);
     const first = seen.get(k);
     if (first) {
-      errors.push({
-        file: s.file,
-        line: s.line,
-        document: s.document,
-        kind: s.object.kind,
-        name: s.object.metadata.name,
-        message: `is also defined in ${first.file}:${first.line}: give each object one definition`,
-      });
+      errors.push(errorAt(s, `is also defined in ${first.file}:${first.line}: give each object one definition`));
       continue;
     }
     seen.set(k, s);
@@ -137,17 +130,14 @@ export function applyCommit(
     if (!cur) continue;
     const owner = cur.metadata.annotations[GIT_REPO_ANNOTATION];
     if (owner === name || (owner === undefined && prevOwned.has(k))) continue;
-    errors.push({
-      file: s.file,
-      line: s.line,
-      document: s.document,
-      kind: s.object.kind,
-      name: s.object.metadata.name,
-      message:
+    errors.push(
+      errorAt(
+        s,
         owner === undefined
           ? `${s.object.kind} ${s.object.metadata.name} already exists in project ${project} and was applied by hand: a GitRepo never takes over an object; delete it (outpost delete ${s.object.kind.toLowerCase()} ${s.object.metadata.name}) to let GitRepo ${name} own it, or rename it in Git`
           : `${s.object.kind} ${s.object.metadata.name} is owned by GitRepo ${owner}: an object has one owner; remove it from one of the repositories`,
-    });
+      ),
+    );
   }
   if (errors.length) return { applied: false, errors: sortedByFile(errors) };
 
@@ -245,4 +235,16 @@ function sortedByFile(errors: GitRepoSyncError[]): GitRepoSyncError[] {
 /** The owned objects as the status shows them. */
 export function ownedView(owned: readonly OwnedObject[]): GitRepoObjectView[] {
   return owned.map(({ kind, name, file, line }) => ({ kind, name, file, line }));
+}
+
+/** An error of the object `s` defines, at its place in the repository. */
+function errorAt(s: SourcedResource, message: string): GitRepoSyncError {
+  return {
+    file: s.file,
+    line: s.line,
+    document: s.document,
+    kind: s.object.kind,
+    name: s.object.metadata.name,
+    message,
+  };
 }
