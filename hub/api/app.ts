@@ -21,6 +21,7 @@ import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
 import { apiBodyLimit } from '../http-limits.js';
+import { kubeApiDeps, kubeApiRoutes } from '../k8s/index.js';
 
 const log = createLogger('hub:api');
 
@@ -92,6 +93,8 @@ export function createApi(deps: HubDeps): Hono {
   if (deps.catalog) api.route('/', catalogRoutes(deps, deps.catalog));
   api.route('/', objectRoutes(deps));
   app.route('/api/v1', api);
+  // The Kubernetes API for the same objects (docs/kubernetes-api.md): kubectl, client-go, GitOps.
+  app.route('/k8s', kubeApiRoutes(kubeApiDeps(deps)));
   app.route('/', uiRoutes());
   return app;
 }

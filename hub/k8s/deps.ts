@@ -1,0 +1,35 @@
+/**
+ * @module What the Kubernetes API needs from the hub, as narrow interfaces: the object store's
+ * reads and its one write path, how an object is presented (status, redaction), the token check.
+ * hub/k8s/from-hub.ts builds them from the hub's parts; nothing else in hub/k8s knows those.
+ */
+import type { ApplyAction } from '../../core/api/types.js';
+import type { Kind, Resource } from '../../core/resources.js';
+import type { ApiPrincipal } from '../auth/principal.js';
+
+export interface KubeObjects {
+  get(kind: Kind, project: string, name: string): Resource | undefined;
+  /** Ordered by project and name; `*` spans projects (`after` is then `project/name`). */
+  list(kind: Kind, project: string, opts?: { limit?: number; after?: string }): Resource[];
+  /** Projects that hold at least one object. */
+  projects(): string[];
+  /** The resourceVersion last handed out: a list's. */
+  resourceVersion(): string;
+  /**
+   * The REST API's write (hub/objects.ts apply, with its checks), in one transaction; `dryRun`
+   * runs every check and rolls it back. Warnings are for the `Warning` header.
+   */
+  write(
+    obj: Resource,
+    opts: { create?: boolean; update?: boolean; actor: string; dryRun?: boolean },
+  ): { object: Resource; action: ApplyAction; warnings: string[] };
+  delete(kind: Kind, project: string, name: string, opts: { actor: string; dryRun?: boolean }): Resource;
+  /** An object as the API shows it: its status, Secret values redacted. */
+  present(o: Resource): Resource;
+}
+
+export interface KubeApiDeps {
+  version: string;
+  verifyToken(token: string): ApiPrincipal | null;
+  objects: KubeObjects;
+}
