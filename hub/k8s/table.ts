@@ -1,8 +1,11 @@
 /**
  * @module `Table` responses (meta.k8s.io/v1), which `kubectl get` asks for so that the server
- * chooses the columns.
+ * chooses the columns: the same columns `outpost get` prints (core/api/columns.ts), `-o wide`'s
+ * extra ones at priority 1. Cells are computed when answered (an AGE is a string, as the
+ * Kubernetes API server's are).
  */
 import type { Context } from 'hono';
+import { KIND_COLUMNS, type ApiObject } from '../../core/api/columns.js';
 import type { KubeObject } from './convert.js';
 import type { KubeResource } from './kinds.js';
 
@@ -11,9 +14,16 @@ export function wantsTable(c: Context): boolean {
   const accept = c.req.header('accept') ?? '';
   return accept.split(',').some((a) => {
     const p = a.replace(/\s/g, '');
-    return p.includes('as=Table') && p.includes('g=meta.k8s.io') && p.includes('v=v1') && !p.includes('v=v1beta1');
+    return p.includes('as=Table') && p.includes('g=meta.k8s.io') && /;v=v1(;|$)/.test(p);
   });
 }
+
+const asApiObject = (o: KubeObject): ApiObject => ({
+  kind: o.kind,
+  metadata: { ...o.metadata, project: o.metadata.namespace },
+  spec: o.spec as Record<string, unknown> | undefined,
+  status: o.status as Record<string, unknown> | undefined,
+});
 
 export function tableOf(
   c: Context,
@@ -22,12 +32,19 @@ export function tableOf(
   metadata: { resourceVersion: string; continue?: string },
 ): Response {
   const include = c.req.query('includeObject') ?? 'Metadata';
+  const cols = KIND_COLUMNS[r.kind];
   const columnDefinitions = [
-    { name: 'Name', type: 'string', format: 'name', description: 'metadata.name', priority: 0 },
-    { name: 'Age', type: 'string', format: '', description: 'metadata.creationTimestamp', priority: 0 },
-  ];
+    ...cols.base.map((name) => ({ name, priority: 0 })),
+    ...cols.wide.map((name) => ({ name, priority: 1 })),
+  ].map((d) => ({
+    ...d,
+    type: 'string',
+    format: d.name === 'NAME' ? 'name' : '',
+    description: `the ${d.name} column of outpost get ${r.plural}`,
+  }));
+  const now = Date.now();
   const rows = items.map((o) => ({
-    cells: [o.metadata.name, o.metadata.creationTimestamp ?? ''],
+    cells: cols.row(asApiObject(o), { now, wide: true }),
     ...(include === 'None'
       ? {}
       : {
@@ -37,12 +54,9 @@ export function tableOf(
               : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },
         }),
   }));
-  void r;
   return c.body(
     JSON.stringify({ kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata, columnDefinitions, rows }),
     200,
-    {
-      'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io',
-    },
+    { 'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io' },
   );
 }
