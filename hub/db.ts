@@ -18,6 +18,7 @@ import { REPLICA_MIGRATIONS } from './state/replicas.js';
 import { BLOB_MIGRATIONS } from './state/blobs.js';
 import { DATA_FILE_MIGRATIONS } from './state/data-files.js';
 import { PROXY_SESSION_MIGRATIONS } from './tunnel/proxy-session.js';
+import { KUBE_API_MIGRATIONS } from './state/kube-api.js';
 
 export const HUB_MIGRATIONS = [
   {
@@ -266,5 +267,6 @@ export function hubSchemas(): { component: string; migrations: Migration[] }[] {
     { component: 'hub-identity', migrations: IDENTITY_MIGRATIONS },
     { component: 'hub-replicas', migrations: REPLICA_MIGRATIONS },
     { component: 'agent-upgrades', migrations: AGENT_UPGRADE_MIGRATIONS },
+    { component: 'kube-api', migrations: KUBE_API_MIGRATIONS },
   ];
 }

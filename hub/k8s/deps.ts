@@ -6,6 +6,7 @@
 import type { ApplyAction } from '../../core/api/types.js';
 import type { Kind, Resource } from '../../core/resources.js';
 import type { ApiPrincipal } from '../auth/principal.js';
+import type { KubeApiState } from '../state/kube-api.js';
 
 export interface KubeObjects {
   get(kind: Kind, project: string, name: string): Resource | undefined;
@@ -31,5 +32,16 @@ export interface KubeObjects {
 export interface KubeApiDeps {
   version: string;
   verifyToken(token: string): ApiPrincipal | null;
+  /**
+   * Holds an open watch of `p` until the returned release is called; `close` ends it first if
+   * its token is revoked or expires (hub/auth/token-streams.ts).
+   */
+  hold(p: ApiPrincipal, close: (reason: string) => void): () => void;
   objects: KubeObjects;
+  watch: {
+    /** The record of object changes (hub/state/kube-api.ts). */
+    events: Pick<KubeApiState, 'after' | 'compactedThrough'>;
+    /** Calls `fn` inside each object change's transaction (watches read the change after it commits). */
+    onCommit(fn: () => void): void;
+  };
 }

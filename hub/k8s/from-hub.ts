@@ -11,7 +11,40 @@ import { checkPlacements } from '../controllers/placements.js';
 import { checkDataPaths } from '../data/paths.js';
 import { validateResource } from '../objects.js';
 import { transaction } from '../state/sql.js';
+import { sqlKubeApiState, type KubeApiState } from '../state/kube-api.js';
 import type { KubeApiDeps } from './deps.js';
+
+/**
+ * How many object changes watches can be resumed over (kube_watch_events keeps these, newest
+ * first): a watch resuming from older is told 410 Gone and lists again. Kubernetes keeps about
+ * five minutes of changes; at 10,000 this covers a busy hub's hours.
+ */
+export const KEPT_WATCH_EVENTS = 10_000;
+/** Pruned every this many changes, in the change's transaction (a bounded delete, not one per write). */
+const PRUNE_EVERY = 500;
+
+/**
+ * Records each object change for watches, in its transaction: a deletion gets a resourceVersion
+ * of its own (Kubernetes clients resume from the last event's), and takes its managed fields along.
+ */
+function recordChanges(deps: HubDeps, kube: KubeApiState, commits: (() => void)[]): void {
+  let n = 0;
+  deps.objects.onChange((c) => {
+    const rv = c.after ? Number(c.after.metadata.resourceVersion) : deps.state.objects.nextResourceVersion();
+    const object = c.after ?? { ...c.before!, metadata: { ...c.before!.metadata, resourceVersion: String(rv) } };
+    kube.record({
+      rv,
+      type: !c.before ? 'ADDED' : c.after ? 'MODIFIED' : 'DELETED',
+      kind: c.kind,
+      project: c.project,
+      name: c.name,
+      object: JSON.stringify(object),
+    });
+    if (!c.after) kube.setManagedFields(c.kind, c.project, c.name, undefined);
+    if (++n % PRUNE_EVERY === 0) kube.prune(KEPT_WATCH_EVENTS);
+    for (const fn of commits) fn();
+  });
+}
 
 /**
  * A dry run stores nothing and fires no hook (hooks act after commit: a rolled-back write must
@@ -52,9 +85,14 @@ function dryRun(deps: HubDeps, obj: Resource, opts: { create?: boolean; update?:
 
 export function kubeApiDeps(deps: HubDeps): KubeApiDeps {
   const { objects, db } = deps;
+  const kube = sqlKubeApiState(db);
+  const commits: (() => void)[] = [];
+  recordChanges(deps, kube, commits);
   return {
     version: deps.version,
     verifyToken: (t) => deps.auth.verifyApiToken(t),
+    hold: (p, close) => deps.auth.hold(p, close),
+    watch: { events: kube, onCommit: (fn) => commits.push(fn) },
     objects: {
       get: (kind, project, name) => objects.get(kind, project, name),
       list: (kind, project, opts) => objects.list(kind, project, opts),

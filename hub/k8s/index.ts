@@ -14,6 +14,7 @@ import { ALL_PROJECTS } from '../auth/roles.js';
 import { authorizeKube, principalOfRequest } from './access.js';
 import type { KubeApiDeps } from './deps.js';
 import { discovery } from './discovery.js';
+import { serveWatch, WatchBroker } from './watch.js';
 import { groupVersionDocument, openApiIndex } from './openapi.js';
 import { accessReviewFromProtobuf, PROTOBUF, rulesReviewFromProtobuf } from './protobuf.js';
 import { accessReview, rulesReview, selfReview } from './reviews.js';
@@ -88,11 +89,10 @@ export function kubeApiRoutes(deps: KubeApiDeps): Hono<KubeEnv> {
   );
   app.post('/apis/authentication.k8s.io/v1/selfsubjectreviews', (c) => c.json(selfReview(c.get('principal')), 201));
 
+  const broker = new WatchBroker(deps.watch);
   const routes = resourceRoutes(deps, {
     currentResourceVersion: () => deps.objects.resourceVersion(),
-    watch: () => {
-      throw methodNotAllowed('watch is not served by this hub yet');
-    },
+    watch: (c, r, namespace) => serveWatch(deps, broker, c, r, namespace),
     apply: () => {
       throw new KubeError(415, 'UnsupportedMediaType', 'server-side apply is not served by this hub yet');
     },

@@ -25,12 +25,13 @@ const asApiObject = (o: KubeObject): ApiObject => ({
   status: o.status as Record<string, unknown> | undefined,
 });
 
-export function tableOf(
+/** The Table (meta.k8s.io/v1) of `items`. */
+export function tableObject(
   c: Context,
   r: KubeResource,
   items: KubeObject[],
-  metadata: { resourceVersion: string; continue?: string },
-): Response {
+  metadata: { resourceVersion?: string; continue?: string },
+): { kind: 'Table'; columnDefinitions: unknown[]; rows: unknown[] } & Record<string, unknown> {
   const include = c.req.query('includeObject') ?? 'Metadata';
   const cols = KIND_COLUMNS[r.kind];
   const columnDefinitions = [
@@ -54,9 +55,16 @@ export function tableOf(
               : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },
         }),
   }));
-  return c.body(
-    JSON.stringify({ kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata, columnDefinitions, rows }),
-    200,
-    { 'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io' },
-  );
+  return { kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata, columnDefinitions, rows };
+}
+
+export function tableOf(
+  c: Context,
+  r: KubeResource,
+  items: KubeObject[],
+  metadata: { resourceVersion: string; continue?: string },
+): Response {
+  return c.body(JSON.stringify(tableObject(c, r, items, metadata)), 200, {
+    'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io',
+  });
 }

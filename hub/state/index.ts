@@ -16,6 +16,7 @@
  * | image-staging.ts | staging_orders, staging_reports (image pre-staging) |
  * | blobs.ts | blobs, blob_refs |
  * | data-files.ts | data_files |
+ * | kube-api.ts | kube_watch_events, kube_managed_fields (the Kubernetes API's watches and server-side apply) |
  * | ../auth/ | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (hub/auth/schema.ts) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
