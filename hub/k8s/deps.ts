@@ -7,6 +7,7 @@ import type { ApplyAction } from '../../core/api/types.js';
 import type { Kind, Resource } from '../../core/resources.js';
 import type { ApiPrincipal } from '../auth/principal.js';
 import type { KubeApiState } from '../state/kube-api.js';
+import type { ManagedFieldsEntry } from './convert.js';
 
 export interface KubeObjects {
   get(kind: Kind, project: string, name: string): Resource | undefined;
@@ -22,8 +23,18 @@ export interface KubeObjects {
    */
   write(
     obj: Resource,
-    opts: { create?: boolean; update?: boolean; actor: string; dryRun?: boolean },
-  ): { object: Resource; action: ApplyAction; warnings: string[] };
+    opts: {
+      create?: boolean;
+      update?: boolean;
+      actor: string;
+      dryRun?: boolean;
+      /** The object's managed fields after the write, stored in its transaction. */
+      managedFields?: (written: Resource) => ManagedFieldsEntry[];
+    },
+  ): { object: Resource; action: ApplyAction; warnings: string[]; managedFields?: ManagedFieldsEntry[] };
+  managedFields(kind: Kind, project: string, name: string): ManagedFieldsEntry[] | undefined;
+  /** An object input as it would be stored: validated, defaults filled (hub/objects.ts validateResource). */
+  validate(input: Resource): Resource;
   delete(kind: Kind, project: string, name: string, opts: { actor: string; dryRun?: boolean }): Resource;
   /** An object as the API shows it: its status, Secret values redacted. */
   present(o: Resource): Resource;

@@ -12,6 +12,7 @@ import { checkDataPaths } from '../data/paths.js';
 import { validateResource } from '../objects.js';
 import { transaction } from '../state/sql.js';
 import { sqlKubeApiState, type KubeApiState } from '../state/kube-api.js';
+import type { ManagedFieldsEntry } from './convert.js';
 import type { KubeApiDeps } from './deps.js';
 
 /**
@@ -98,14 +99,24 @@ export function kubeApiDeps(deps: HubDeps): KubeApiDeps {
       list: (kind, project, opts) => objects.list(kind, project, opts),
       projects: () => deps.state.objects.projects(),
       resourceVersion: () => String(deps.state.objects.lastResourceVersion()),
-      write(obj, opts) {
-        if (opts.dryRun) return dryRun(deps, obj, opts);
+      write(obj, { managedFields, dryRun: dry, ...opts }) {
+        if (dry) {
+          const r = dryRun(deps, obj, opts);
+          return { ...r, managedFields: managedFields?.(r.object) };
+        }
         return transaction(db, () => {
           const r = objects.apply(obj, opts);
           if (r.object.kind === 'DataObject') checkDataPaths(db, objects, [r.object]);
-          return { ...r, warnings: r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [] };
+          const warnings = r.object.kind === 'Placement' ? checkPlacements(db, objects, [r.object]) : [];
+          const mf = managedFields?.(r.object);
+          const { kind, metadata } = r.object;
+          if (mf) kube.setManagedFields(kind, metadata.project, metadata.name, mf);
+          return { ...r, warnings, managedFields: mf };
         });
       },
+      validate: (input) => validateResource(input),
+      managedFields: (kind, project, name) =>
+        kube.managedFields(kind, project, name) as ManagedFieldsEntry[] | undefined,
       delete(kind, project, name, opts) {
         if (!opts.dryRun) return objects.delete(kind, project, name, opts.actor);
         const cur = objects.get(kind, project, name);

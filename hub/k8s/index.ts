@@ -19,7 +19,7 @@ import { groupVersionDocument, openApiIndex } from './openapi.js';
 import { accessReviewFromProtobuf, PROTOBUF, rulesReviewFromProtobuf } from './protobuf.js';
 import { accessReview, rulesReview, selfReview } from './reviews.js';
 import { bodyOf, resourceRoutes, type KubeEnv } from './resources.js';
-import { KubeError, methodNotAllowed, toKubeStatus } from './status.js';
+import { KubeError, toKubeStatus } from './status.js';
 
 export type { KubeApiDeps } from './deps.js';
 export { kubeApiDeps } from './from-hub.js';
@@ -93,9 +93,6 @@ export function kubeApiRoutes(deps: KubeApiDeps): Hono<KubeEnv> {
   const routes = resourceRoutes(deps, {
     currentResourceVersion: () => deps.objects.resourceVersion(),
     watch: (c, r, namespace) => serveWatch(deps, broker, c, r, namespace),
-    apply: () => {
-      throw new KubeError(415, 'UnsupportedMediaType', 'server-side apply is not served by this hub yet');
-    },
   });
   app.get(`${OUTPOST}/:resource`, (c) => routes.list(c));
   app.get(`${OUTPOST}/namespaces/:namespace/:resource`, (c) => routes.list(c));

@@ -10,7 +10,9 @@ import { OutpostError } from '../../core/errors.js';
 import type { Resource } from '../../core/resources.js';
 import type { ApiPrincipal } from '../auth/principal.js';
 import { authorizeKube } from './access.js';
-import { fromKube, toKube } from './convert.js';
+import { serverSideApply } from './apply.js';
+import { fromKube, toKube, type ManagedFieldsEntry } from './convert.js';
+import { formatManagers, parseManagers, recordUpdate } from './managed-fields.js';
 import type { KubeApiDeps } from './deps.js';
 import { GROUP, GROUP_VERSION, resourceByPlural, type KubeResource } from './kinds.js';
 import { listPage, type ListQuery } from './list.js';
@@ -57,8 +59,30 @@ function warn(c: C, warnings: string[]): void {
   for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
 }
 
-export function show(deps: KubeApiDeps, o: Resource) {
-  return toKube(deps.objects.present(o));
+/** An object as answered: its status, and its managed fields (as given, else as stored). */
+export function show(deps: KubeApiDeps, o: Resource, managed?: ManagedFieldsEntry[]) {
+  const { kind, metadata } = o;
+  return toKube(deps.objects.present(o), managed ?? deps.objects.managedFields(kind, metadata.project, metadata.name));
+}
+
+/** Who makes a change: `fieldManager`, else the client's name from its User-Agent, as Kubernetes does. */
+function managerOf(c: C): string {
+  const m = c.req.query('fieldManager') ?? (c.req.header('user-agent') ?? '').split('/')[0];
+  if (m.length > 128) throw new OutpostError('bad_request', 'fieldManager: at most 128 characters');
+  return m || 'unknown';
+}
+
+/** The managed fields after a create, update or patch by the request's manager (an Update operation). */
+function updating(deps: KubeApiDeps, c: C, before: Resource | undefined) {
+  const manager = managerOf(c);
+  const prior = before
+    ? parseManagers(deps.objects.managedFields(before.kind, before.metadata.project, before.metadata.name))
+    : [];
+  return (written: Resource) =>
+    formatManagers(
+      recordUpdate(prior, manager, before && toKube(before), toKube(written), new Date().toISOString()),
+      GROUP_VERSION,
+    );
 }
 
 /** Runs a write, its errors naming the object (kubectl prints `The Placement "eu" is invalid: ...` from these). */
@@ -91,7 +115,6 @@ export function resourceRoutes(
   opts: {
     currentResourceVersion(): string;
     watch(c: C, r: KubeResource, namespace: string | undefined): Response | Promise<Response>;
-    apply(c: C, r: KubeResource, namespace: string, name: string, body: unknown): Response;
   },
 ): ResourceRoutes {
   const { objects } = deps;
@@ -103,6 +126,39 @@ export function resourceRoutes(
           ? `edges are not ${verb === 'create' ? 'created' : 'deleted'} through the API: an edge enrolls with a join token (outpost token create) and leaves by outpost edge decommission`
           : `${r.plural} do not support ${verb}`,
       );
+  };
+  const apply = (c: C, r: KubeResource, namespace: string, name: string, body: unknown) => {
+    const manager = c.req.query('fieldManager');
+    if (!manager)
+      throw new OutpostError(
+        'bad_request',
+        'fieldManager is required for apply patch: kubectl apply --server-side sends one',
+      );
+    if (manager.length > 128) throw new OutpostError('bad_request', 'fieldManager: at most 128 characters');
+    const force = c.req.query('force') === 'true';
+    const stored = objects.get(r.kind, namespace, name);
+    const prior = parseManagers(stored && objects.managedFields(r.kind, namespace, name));
+    const result = naming(r, name, () =>
+      serverSideApply({
+        current: stored && toKube(stored),
+        managers: prior,
+        applied: body,
+        manager,
+        force,
+        now: new Date().toISOString(),
+        normalize: (o) => toKube(objects.validate(fromKube(o, { kind: r.kind, namespace, name }))),
+      }),
+    );
+    const input = fromKube(result.object, { kind: r.kind, namespace, name });
+    const res = naming(r, name, () =>
+      objects.write(input, {
+        actor: actorOf(c.get('principal')),
+        dryRun: dryRunOf(c),
+        managedFields: () => formatManagers(result.managers, GROUP_VERSION),
+      }),
+    );
+    warn(c, res.warnings);
+    return c.json(show(deps, res.object, res.managedFields), res.action === 'created' ? 201 : 200);
   };
   const current = (r: KubeResource, namespace: string, name: string) => {
     const o = objects.get(r.kind, namespace, name);
@@ -154,10 +210,15 @@ export function resourceRoutes(
           kind: r.plural,
         });
       const res = naming(r, name, () =>
-        objects.write(input, { update: false, actor: actorOf(c.get('principal')), dryRun: dryRunOf(c) }),
+        objects.write(input, {
+          update: false,
+          actor: actorOf(c.get('principal')),
+          dryRun: dryRunOf(c),
+          managedFields: updating(deps, c, undefined),
+        }),
       );
       warn(c, res.warnings);
-      return c.json(show(deps, res.object), 201);
+      return c.json(show(deps, res.object, res.managedFields), 201);
     },
     async update(c) {
       const r = resourceOfParam(c);
@@ -165,12 +226,17 @@ export function resourceRoutes(
       const name = c.req.param('name')!;
       auth(c, 'update', r, namespace);
       const input = fromKube(await bodyOf(c), { kind: r.kind, namespace, name });
-      current(r, namespace, name);
+      const cur = current(r, namespace, name);
       const res = naming(r, name, () =>
-        objects.write(input, { create: false, actor: actorOf(c.get('principal')), dryRun: dryRunOf(c) }),
+        objects.write(input, {
+          create: false,
+          actor: actorOf(c.get('principal')),
+          dryRun: dryRunOf(c),
+          managedFields: updating(deps, c, cur),
+        }),
       );
       warn(c, res.warnings);
-      return c.json(show(deps, res.object));
+      return c.json(show(deps, res.object, res.managedFields));
     },
     async patch(c) {
       const r = resourceOfParam(c);
@@ -179,7 +245,7 @@ export function resourceRoutes(
       auth(c, 'patch', r, namespace);
       const type = (c.req.header('content-type') ?? '').split(';')[0].trim();
       const body = await bodyOf(c);
-      if (type === APPLY_PATCH) return opts.apply(c, r, namespace, name, body);
+      if (type === APPLY_PATCH) return apply(c, r, namespace, name, body);
       if (type === STRATEGIC_PATCH)
         throw new KubeError(
           415,
@@ -193,15 +259,21 @@ export function resourceRoutes(
           `the patch type ${type || '(none)'} is not supported: use ${MERGE_PATCH}, ${JSON_PATCH} or ${APPLY_PATCH}`,
         );
       // The base carries no resourceVersion: only one the patch itself names is checked.
-      const cur = toKube(current(r, namespace, name));
-      const base = { ...cur, metadata: { ...cur.metadata, resourceVersion: undefined } };
+      const stored = current(r, namespace, name);
+      const cur = toKube(stored);
+      const base = { ...cur, metadata: { ...cur.metadata, resourceVersion: undefined, managedFields: undefined } };
       const patched = type === MERGE_PATCH ? applyMergePatch(base, body) : applyJsonPatch(base, body);
       const input = fromKube(patched, { kind: r.kind, namespace, name });
       const res = naming(r, name, () =>
-        objects.write(input, { create: false, actor: actorOf(c.get('principal')), dryRun: dryRunOf(c) }),
+        objects.write(input, {
+          create: false,
+          actor: actorOf(c.get('principal')),
+          dryRun: dryRunOf(c),
+          managedFields: updating(deps, c, stored),
+        }),
       );
       warn(c, res.warnings);
-      return c.json(show(deps, res.object));
+      return c.json(show(deps, res.object, res.managedFields));
     },
     async remove(c) {
       const r = resourceOfParam(c);
