@@ -76,6 +76,10 @@ export function kindSchema(kind: Kind): Schema {
   props.apiVersion = { type: 'string', description: `${GROUP}/${VERSION}` };
   props.kind = { type: 'string', description: kind };
   props.metadata = ref(META_REF);
+  props.spec = {
+    ...props.spec,
+    description: `What the ${kind} asks for; the fields are those of outpost apply (docs/api.md).`,
+  };
   props.status = {
     type: 'object',
     description: 'Written by the hub (read-only: the status subresource).',

@@ -75,6 +75,18 @@ describe('kubectl against the hub', () => {
     expect(r.stdout).toMatch(/workloads\s+wl\s+outpost.dev\/v1alpha1\s+true\s+Workload/);
   });
 
+  it('explains the kinds from their OpenAPI schemas', async () => {
+    const e = await kubectl(admin, ['explain', 'placements']);
+    expect(e.stderr).toBe('');
+    expect(e.stdout).toContain('GROUP:      outpost.dev');
+    expect(e.stdout).toContain('KIND:       Placement');
+    expect(e.stdout).toContain('Which edges run which workloads');
+    expect(e.stdout).toMatch(/spec\s+<Object>/);
+    const spec = await kubectl(admin, ['explain', 'placement.spec.rollout']);
+    expect(spec.stdout).toMatch(/paused\s+<boolean>/);
+    expect(spec.stdout).toMatch(/maxUnavailable/);
+  });
+
   it('creates, gets and shows yaml', async () => {
     const c = await kubectl(admin, ['create', '-f', '-'], { stdin: placement('eu') });
     // The hub's warnings (here: no edge matches yet) reach kubectl as Warning headers.
