@@ -4,6 +4,7 @@
  * generateName) is refused by name rather than dropped, so no client believes it was kept.
  */
 import { OutpostError } from '../../core/errors.js';
+import { hasSecretValues } from '../../core/secrets.js';
 import type { Kind, Resource } from '../../core/resources.js';
 import { GROUP_VERSION } from './kinds.js';
 
@@ -57,6 +58,17 @@ export function toKube(o: Resource, managedFields?: ManagedFieldsEntry[]): KubeO
   };
 }
 
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+function secretValuesIn(lastApplied: string): boolean {
+  try {
+    const m = (JSON.parse(lastApplied) as { spec?: { manifests?: unknown } }).spec?.manifests;
+    return Array.isArray(m) && hasSecretValues(m as Parameters<typeof hasSecretValues>[0]);
+  } catch {
+    return false;
+  }
+}
+
 /** Metadata a Kubernetes client may send that the hub reads (or, for server-set fields, ignores). */
 const KEPT = new Set(['name', 'labels', 'annotations', 'resourceVersion']);
 const SERVER_SET = new Set(['uid', 'generation', 'creationTimestamp', 'managedFields', 'selfLink', 'namespace']);
@@ -106,6 +118,13 @@ export function fromKube(body: unknown, at: { kind: Kind; namespace: string; nam
         message: `is not supported by the Outpost hub (docs/kubernetes-api.md, "Not served"): remove it`,
       });
   }
+  const lastApplied = (metadata.annotations as Record<string, unknown> | undefined)?.[LAST_APPLIED];
+  if (at.kind === 'Workload' && typeof lastApplied === 'string' && secretValuesIn(lastApplied))
+    issues.push({
+      path: `metadata.annotations[${LAST_APPLIED}]`,
+      message:
+        "holds the workload's Secret values in clear (client-side kubectl apply copies the file there), and the hub keeps Secret values sealed: use kubectl apply --server-side",
+    });
   if (issues.length)
     throw new OutpostError('invalid', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { details: issues });
   if (metadata.name === undefined && at.name !== undefined) metadata.name = at.name;

@@ -140,7 +140,7 @@ export function resourceRoutes(
     const prior = parseManagers(stored && objects.managedFields(r.kind, namespace, name));
     const result = naming(r, name, () =>
       serverSideApply({
-        current: stored && toKube(stored),
+        current: stored && toKube(deps.objects.present(stored)),
         managers: prior,
         applied: body,
         manager,
@@ -259,9 +259,14 @@ export function resourceRoutes(
           `the patch type ${type || '(none)'} is not supported: use ${MERGE_PATCH}, ${JSON_PATCH} or ${APPLY_PATCH}`,
         );
       // The base carries no resourceVersion: only one the patch itself names is checked.
+      // The object as the client sees it (Secret values redacted: applied back, they keep the stored ones).
       const stored = current(r, namespace, name);
-      const cur = toKube(stored);
-      const base = { ...cur, metadata: { ...cur.metadata, resourceVersion: undefined, managedFields: undefined } };
+      const cur = toKube(deps.objects.present(stored));
+      const base = {
+        ...cur,
+        metadata: { ...cur.metadata, resourceVersion: undefined, managedFields: undefined },
+        status: undefined,
+      };
       const patched = type === MERGE_PATCH ? applyMergePatch(base, body) : applyJsonPatch(base, body);
       const input = fromKube(patched, { kind: r.kind, namespace, name });
       const res = naming(r, name, () =>

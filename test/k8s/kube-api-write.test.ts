@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { startHub, type Hub } from '../../hub/hub.js';
+import { runCli } from '../fixtures/cli.js';
 import { kubeconfigFor, kubectl, kubeRequest } from '../fixtures/kubectl.js';
 import { tempDir } from '../helpers.js';
 
@@ -133,6 +134,31 @@ describe('kubectl writes over the hub', () => {
     );
     expect(put.status).toBe(405);
     expect(put.json()).toMatchObject({ kind: 'Status', reason: 'MethodNotAllowed', code: 405 });
+  });
+
+  it('keeps Secret values sealed: redacted in output, kept through a patch, refused in last-applied', async () => {
+    const secret = `apiVersion: outpost.dev/v1alpha1
+kind: Workload
+metadata: { name: sec }
+spec:
+  manifests:
+    - { apiVersion: v1, kind: Secret, metadata: { name: db }, stringData: { password: hunter2 } }
+`;
+    const ssa = await kubectl(admin, ['apply', '--server-side', '-f', '-'], { stdin: secret });
+    expect(ssa.code, ssa.stderr).toBe(0);
+    const shown = await get('workload/sec');
+    expect(shown.spec.manifests[0].stringData.password).toBe('<redacted>');
+    expect(JSON.stringify(shown)).not.toContain('hunter2');
+    expect(
+      (await kubectl(admin, ['patch', 'workload', 'sec', '--type', 'merge', '-p', '{"metadata":{"labels":{"x":"y"}}}']))
+        .code,
+    ).toBe(0);
+    const env = { OUTPOST_CONFIG: path.join(dir, 'admin.cli.json') };
+    const revealed = await runCli(['get', 'workload', 'sec', '-o', 'json', '--show-secrets'], { env });
+    expect(JSON.parse(revealed.stdout).spec.manifests[0].stringData.password).toBe('hunter2');
+    // Client-side apply would copy the file, Secret values and all, into an annotation.
+    const csa = await kubectl(admin, ['apply', '-f', '-'], { stdin: secret.replace('name: sec', 'name: sec2') });
+    expect(csa.stderr).toContain('use kubectl apply --server-side');
   });
 
   it('deletes', async () => {
