@@ -22,6 +22,7 @@ import {
 import { KubeError } from './status.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isEmptyObject = (v: unknown) => isObject(v) && Object.keys(v).length === 0;
 
 /** What an apply may set besides spec: metadata name, namespace, labels, annotations, resourceVersion. */
 function appliedPart(applied: Record<string, unknown>): Record<string, unknown> {
@@ -84,6 +85,8 @@ export function serverSideApply(o: {
       for (const owned of m.fields.values())
         for (const f of fields.values()) {
           if (!overlaps(owned, f)) continue;
+          // An empty object applied sets nothing under it: no conflict with the fields others own there.
+          if (owned.length > f.length && isEmptyObject(getAt(applied, f))) continue;
           const at = owned.length <= f.length ? owned : f;
           if (JSON.stringify(getAt(result, at)) !== JSON.stringify(getAt(current, at)))
             conflicts.push({ manager: m, path: at });

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHub, type Hub } from '../../hub/hub.js';
 import { sqlKubeApiState } from '../../hub/state/kube-api.js';
+import { runCli } from '../fixtures/cli.js';
 import { kubeconfigFor, kubectl, kubectlStream, kubeRequest, watchEvents } from '../fixtures/kubectl.js';
 import { tempDir, waitFor } from '../helpers.js';
 
@@ -131,6 +132,21 @@ describe('watch', () => {
       ['DELETED', 'w1'],
       ['ADDED', 'w5'],
     ]);
+  });
+
+  it('ends a watch when its token is revoked', async () => {
+    const env = { OUTPOST_CONFIG: path.join(dir, 'admin.cli.json') };
+    const created = await runCli(['token', 'create', '--api', '--role', 'viewer'], { env });
+    const token = created.stdout.trim();
+    const id = token.split('.')[2];
+    let seen = 0;
+    const watching = watchEvents(hub, token, `${PL}?watch=true`, (e) => ((seen = e.length), false));
+    // The watch is open once its initial objects came; then the token goes.
+    await waitFor(() => seen > 0, { what: 'the initial objects of the watch' });
+    expect((await runCli(['token', 'revoke', id], { env })).code).toBe(0);
+    const events = await watching;
+    expect(events.filter((e) => e.type === 'ADDED').length).toBeGreaterThan(0);
+    expect((await kubeRequest(hub, token, 'GET', PL)).status).toBe(401);
   });
 
   it('answers a resourceVersion older than the changes kept with 410 Gone (Expired)', async () => {
