@@ -6,7 +6,8 @@
  * (`package`, `packages`, `pkg`) too, which are published to the catalog rather than applied.
  */
 import { InvalidArgumentError } from 'commander';
-import type { Kind } from '../core/resources.js';
+import { KIND_NAMES } from '../core/kind-names.js';
+import { KINDS, type Kind } from '../core/resources.js';
 
 export interface KindInfo {
   kind: Kind;
@@ -16,35 +17,16 @@ export interface KindInfo {
   path: string;
 }
 
-export const KIND_INFO: Record<Kind, KindInfo> = {
-  Edge: { kind: 'Edge', singular: 'edge', path: 'edges' },
-  Workload: { kind: 'Workload', singular: 'workload', path: 'workloads' },
-  Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
-  AgentUpgrade: { kind: 'AgentUpgrade', singular: 'agentupgrade', path: 'agentupgrades' },
-  Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
-  DataObject: { kind: 'DataObject', singular: 'dataobject', path: 'dataobjects' },
-};
+export const KIND_INFO = Object.fromEntries(
+  KINDS.map((kind) => [kind, { kind, singular: KIND_NAMES[kind].singular, path: KIND_NAMES[kind].plural }]),
+) as Record<Kind, KindInfo>;
 
-const ALIASES: Record<string, Kind> = {
-  edge: 'Edge',
-  edges: 'Edge',
-  e: 'Edge',
-  workload: 'Workload',
-  workloads: 'Workload',
-  wl: 'Workload',
-  placement: 'Placement',
-  placements: 'Placement',
-  pl: 'Placement',
-  agentupgrade: 'AgentUpgrade',
-  agentupgrades: 'AgentUpgrade',
-  au: 'AgentUpgrade',
-  registry: 'Registry',
-  registries: 'Registry',
-  reg: 'Registry',
-  dataobject: 'DataObject',
-  dataobjects: 'DataObject',
-  do: 'DataObject',
-};
+const ALIASES: Record<string, Kind> = Object.fromEntries(
+  KINDS.flatMap((kind) => {
+    const n = KIND_NAMES[kind];
+    return [n.singular, n.plural, n.short].map((alias) => [alias, kind]);
+  }),
+);
 
 export const KIND_HELP =
   'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do';

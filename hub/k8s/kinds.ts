@@ -3,7 +3,8 @@
  * plural a URL carries, the singular and short names kubectl accepts (the same as `outpost get`
  * takes), and the verbs each serves. Every kind is namespaced: a namespace is a project.
  */
-import { API_VERSION, type Kind } from '../../core/resources.js';
+import { KIND_NAMES } from '../../core/kind-names.js';
+import { API_VERSION, KINDS, type Kind } from '../../core/resources.js';
 
 export const GROUP = 'outpost.dev';
 export const VERSION = 'v1alpha1';
@@ -21,14 +22,13 @@ const ALL_VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'
 /** Edges are created by enrollment and leave by decommission (docs/edges.md): only their labels and spec change here. */
 const EDGE_VERBS = ['get', 'list', 'patch', 'update', 'watch'];
 
-export const RESOURCES: readonly KubeResource[] = [
-  { kind: 'Edge', plural: 'edges', singular: 'edge', shortNames: ['e'], verbs: EDGE_VERBS },
-  { kind: 'Workload', plural: 'workloads', singular: 'workload', shortNames: ['wl'], verbs: ALL_VERBS },
-  { kind: 'Placement', plural: 'placements', singular: 'placement', shortNames: ['pl'], verbs: ALL_VERBS },
-  { kind: 'AgentUpgrade', plural: 'agentupgrades', singular: 'agentupgrade', shortNames: ['au'], verbs: ALL_VERBS },
-  { kind: 'Registry', plural: 'registries', singular: 'registry', shortNames: ['reg'], verbs: ALL_VERBS },
-  { kind: 'DataObject', plural: 'dataobjects', singular: 'dataobject', shortNames: ['do'], verbs: ALL_VERBS },
-];
+export const RESOURCES: readonly KubeResource[] = KINDS.map((kind) => ({
+  kind,
+  plural: KIND_NAMES[kind].plural,
+  singular: KIND_NAMES[kind].singular,
+  shortNames: [KIND_NAMES[kind].short],
+  verbs: kind === 'Edge' ? EDGE_VERBS : ALL_VERBS,
+}));
 
 const BY_PLURAL = new Map(RESOURCES.map((r) => [r.plural, r]));
 const BY_KIND = new Map(RESOURCES.map((r) => [r.kind, r]));
