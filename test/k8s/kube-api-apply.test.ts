@@ -2,13 +2,15 @@
  * Server-side apply on the hub's Kubernetes API with real kubectl: `kubectl apply -f examples/
  * --server-side`, managed fields per field manager, a conflict (409 naming the other manager and
  * field) unless --force-conflicts, fields a manager stops applying removed, `kubectl diff
- * --server-side`, and `kubectl delete -f`.
+ * --server-side`, and `kubectl delete -f`. kube-api-apply.postgres.test.ts runs it again with the
+ * hub's tables in PostgreSQL.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { startHub, type Hub } from '../../hub/hub.js';
+import { hubDatabaseOption } from '../fixtures/backend.js';
 import { kubeconfigFor, kubectl } from '../fixtures/kubectl.js';
 import { tempDir } from '../helpers.js';
 
@@ -21,7 +23,7 @@ let admin: string;
 
 beforeAll(async () => {
   dir = tempDir('outpost-kube-apply-');
-  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0' });
+  hub = await startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', ...(await hubDatabaseOption()) });
   admin = await kubeconfigFor(hub, dir, 'admin', hub.adminToken);
 });
 

@@ -2,13 +2,15 @@
  * Watches on the hub's Kubernetes API: `kubectl get -w` printing changes as they happen, resuming
  * from a resourceVersion (also after a hub restart), DELETED with a resourceVersion of its own,
  * the initial-events-end bookmark, and 410 Gone (Expired) for a resourceVersion older than the
- * changes kept.
+ * changes kept. kube-api-watch.postgres.test.ts runs it again with the hub's tables in PostgreSQL.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHub, type Hub } from '../../hub/hub.js';
 import { sqlKubeApiState } from '../../hub/state/kube-api.js';
+import { SyncPostgres } from '../../hub/state/pg/sync-client.js';
+import { hubDatabaseOption } from '../fixtures/backend.js';
 import { runCli } from '../fixtures/cli.js';
 import { kubeconfigFor, kubectl, kubectlStream, kubeRequest, watchEvents } from '../fixtures/kubectl.js';
 import { tempDir, waitFor } from '../helpers.js';
@@ -30,10 +32,12 @@ spec:
     - { apiVersion: v1, kind: Pod, metadata: { name: web }, spec: { containers: [{ name: main, image: "nginx:1.27" }] } }
 `;
 const PL = '/apis/outpost.dev/v1alpha1/namespaces/default/placements';
-const start = () => startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0' });
+let database: { database?: string } = {};
+const start = () => startHub({ dataDir: path.join(dir, 'hub'), listen: '127.0.0.1:0', ...database });
 
 beforeAll(async () => {
   dir = tempDir('outpost-kube-watch-');
+  database = await hubDatabaseOption();
   hub = await start();
   admin = await kubeconfigFor(hub, dir, 'admin', hub.adminToken);
   const w = await kubectl(admin, ['apply', '-f', '-'], { stdin: WORKLOAD });
@@ -152,7 +156,12 @@ describe('watch', () => {
   it('answers a resourceVersion older than the changes kept with 410 Gone (Expired)', async () => {
     const old = '1';
     // Compaction as the hub does it every few hundred changes, here keeping only the newest change.
-    sqlKubeApiState(hub.store.db).prune(1);
+    const pg = database.database ? new SyncPostgres(database.database) : undefined;
+    try {
+      sqlKubeApiState(pg ?? hub.store.db).prune(1);
+    } finally {
+      await pg?.close();
+    }
     const events = await watchEvents(
       hub,
       hub.adminToken,
