@@ -16,6 +16,7 @@ import { registerGitRepoCommands } from './cmd-gitrepo.js';
 import { registerImageCommands } from './cmd-image.js';
 import { registerDataCommands } from './cmd-data.js';
 import { registerEdgeAdminCommands as registerEdgeAdmin } from './cmd-edge.js';
+import { registerKubeconfig } from './cmd-kubeconfig.js';
 import { registerLogin } from './cmd-login.js';
 import { registerMetaCommands } from './cmd-meta.js';
 import { registerObjectCommands } from './cmd-objects.js';
@@ -55,6 +56,7 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
     parseProject,
   );
   registerLogin(program, d);
+  registerKubeconfig(program, d);
   registerObjectCommands(program, d);
   registerRolloutCommands(program, d);
   registerTokenCommands(program, d);

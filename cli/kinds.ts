@@ -1,12 +1,13 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
  * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
- * `registries`, `reg`; `dataobject`, `dataobjects`, `do`; `gitrepo`, `gitrepos`, `gr`), and
+ * `registries`, `reg`; `dataobject`, `dataobjects`, `do`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it. `get` and `describe` take packages
  * (`package`, `packages`, `pkg`) too, which are published to the catalog rather than applied.
  */
 import { InvalidArgumentError } from 'commander';
-import type { Kind } from '../core/resources.js';
+import { KIND_NAMES } from '../core/kind-names.js';
+import { KINDS, type Kind } from '../core/resources.js';
 
 export interface KindInfo {
   kind: Kind;
@@ -16,42 +17,21 @@ export interface KindInfo {
   path: string;
 }
 
-export const KIND_INFO: Record<Kind, KindInfo> = {
-  Edge: { kind: 'Edge', singular: 'edge', path: 'edges' },
-  Workload: { kind: 'Workload', singular: 'workload', path: 'workloads' },
-  Placement: { kind: 'Placement', singular: 'placement', path: 'placements' },
-  AgentUpgrade: { kind: 'AgentUpgrade', singular: 'agentupgrade', path: 'agentupgrades' },
-  Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
-  DataObject: { kind: 'DataObject', singular: 'dataobject', path: 'dataobjects' },
-  GitRepo: { kind: 'GitRepo', singular: 'gitrepo', path: 'gitrepos' },
-};
+export const KIND_INFO = Object.fromEntries(
+  KINDS.map((kind) => [kind, { kind, singular: KIND_NAMES[kind].singular, path: KIND_NAMES[kind].plural }]),
+) as Record<Kind, KindInfo>;
 
-const ALIASES: Record<string, Kind> = {
-  edge: 'Edge',
-  edges: 'Edge',
-  e: 'Edge',
-  workload: 'Workload',
-  workloads: 'Workload',
-  wl: 'Workload',
-  placement: 'Placement',
-  placements: 'Placement',
-  pl: 'Placement',
-  agentupgrade: 'AgentUpgrade',
-  agentupgrades: 'AgentUpgrade',
-  au: 'AgentUpgrade',
-  registry: 'Registry',
-  registries: 'Registry',
-  reg: 'Registry',
-  dataobject: 'DataObject',
-  dataobjects: 'DataObject',
-  do: 'DataObject',
-  gitrepo: 'GitRepo',
-  gitrepos: 'GitRepo',
-  gr: 'GitRepo',
-};
+const ALIASES: Record<string, Kind> = Object.fromEntries(
+  KINDS.flatMap((kind) => {
+    const n = KIND_NAMES[kind];
+    return [n.singular, n.plural, n.short].map((alias) => [alias, kind]);
+  }),
+);
 
-export const KIND_HELP =
-  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do, gitrepo|gitrepos|gr';
+export const KIND_HELP = KINDS.map((kind) => {
+  const n = KIND_NAMES[kind];
+  return `${n.singular}|${n.plural}|${n.short}`;
+}).join(', ');
 
 /** Packages are no object kind (they are published, not applied), but `get` and `describe` name them as one. */
 export interface PackageKindInfo {

@@ -1,14 +1,11 @@
 /** @module The tables of `outpost get`, one per kind, plus the revision history of a workload. */
-import type { GitRepoStatusView, RevisionView as Revision } from '../core/api/views.js';
+import type { RevisionView as Revision } from '../core/api/views.js';
 import type { KindInfo } from './kinds.js';
 import { formatTable } from './output.js';
+import { KIND_COLUMNS } from '../core/api/columns.js';
 import {
   age,
-  edgeState,
-  formatBytes,
   formatLabels,
-  lastSeenMs,
-  ready,
   statusOf,
   deliveryStateText,
   upgradeStateText,
@@ -16,10 +13,7 @@ import {
   type DataObjectStatusView,
   type ApiObject,
   type EdgeStatus,
-  type PlacementStatus,
-  type WorkloadStatus,
 } from './views.js';
-import { formatAge } from '../core/durations.js';
 
 export type OutputFormat = 'table' | 'wide' | 'yaml' | 'json';
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ['table', 'wide', 'yaml', 'json'];
@@ -41,106 +35,6 @@ export function localColumn(s: EdgeStatus): string {
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([w, l]) => `${w}:${l.paused ? 'paused' : 'override'}`);
   return parts.length ? parts.join(',') : '-';
-}
-
-function edgeRow(o: ApiObject, opts: TableOptions): string[] {
-  const s = statusOf<EdgeStatus>(o);
-  const seen = lastSeenMs(s, opts.now);
-  const row = [
-    o.metadata.name,
-    edgeState(o, opts.now),
-    ready(s.summary),
-    seen === undefined ? 'never' : formatAge(seen),
-    formatLabels(o.metadata.labels),
-  ];
-  if (opts.wide) {
-    row.push(s.agentVersion ?? s.inventory?.agentVersion ?? '-', s.inventory?.driver ?? '-');
-    if (!opts.allProjects) row.push(o.metadata.project ?? '-');
-  }
-  return row;
-}
-
-function workloadRow(o: ApiObject, opts: TableOptions): string[] {
-  const s = statusOf<WorkloadStatus>(o);
-  return [
-    o.metadata.name,
-    s.revision === undefined ? '-' : String(s.revision),
-    ready(s.summary),
-    String(s.summary?.total ?? 0),
-    age(o.metadata.creationTimestamp, opts.now),
-  ];
-}
-
-function placementRow(o: ApiObject, opts: TableOptions): string[] {
-  const s = statusOf<PlacementStatus>(o);
-  const pausedBySpec = (o.spec as { rollout?: { paused?: boolean } } | undefined)?.rollout?.paused;
-  const rollout = s.rollout?.phase ?? (pausedBySpec ? 'Paused' : '-');
-  return [
-    o.metadata.name,
-    ready(s.summary),
-    s.summary?.worst ?? '-',
-    rollout,
-    String(s.selectedEdges ?? 0),
-    age(o.metadata.creationTimestamp, opts.now),
-  ];
-}
-
-function agentUpgradeRow(o: ApiObject, opts: TableOptions): string[] {
-  const s = statusOf<AgentUpgradeStatusView>(o);
-  const spec = (o.spec ?? {}) as { release?: { version?: string } };
-  return [
-    o.metadata.name,
-    spec.release?.version ?? '-',
-    String(s.counts?.total ?? s.edges?.length ?? 0),
-    String(s.running ?? 0),
-    String(s.rolledBack ?? 0),
-    s.phase ?? '-',
-    age(o.metadata.creationTimestamp, opts.now),
-  ];
-}
-
-function registryRow(o: ApiObject, opts: TableOptions): string[] {
-  const spec = (o.spec ?? {}) as {
-    url?: string;
-    credentials?: { username?: string };
-    caBundle?: string;
-    insecure?: boolean;
-  };
-  return [
-    o.metadata.name,
-    spec.url ?? '-',
-    spec.credentials?.username ?? '-',
-    spec.insecure ? 'insecure' : spec.caBundle ? 'own CA' : 'system CA',
-    age(o.metadata.creationTimestamp, opts.now),
-  ];
-}
-
-function gitRepoRow(o: ApiObject, opts: TableOptions): string[] {
-  const s = statusOf<Partial<GitRepoStatusView>>(o);
-  const spec = (o.spec ?? {}) as { repo?: string; branch?: string; tag?: string; commit?: string };
-  const ref = spec.branch ? `branch ${spec.branch}` : spec.tag ? `tag ${spec.tag}` : (spec.commit?.slice(0, 12) ?? '-');
-  return [
-    o.metadata.name,
-    spec.repo ?? '-',
-    ref,
-    s.commit?.slice(0, 12) ?? '-',
-    String(s.objects ?? 0),
-    s.state ?? '-',
-    age(o.metadata.creationTimestamp, opts.now),
-  ];
-}
-
-function dataObjectRow(o: ApiObject, opts: TableOptions): string[] {
-  const s = statusOf<DataObjectStatusView>(o);
-  const spec = (o.spec ?? {}) as { version?: string; size?: number; path?: string };
-  return [
-    o.metadata.name,
-    spec.version ?? '-',
-    formatBytes(spec.size),
-    spec.path ?? o.metadata.name,
-    s.summary ?? '-',
-    age(o.metadata.creationTimestamp, opts.now),
-  ];
 }
 
 /**
@@ -179,47 +73,9 @@ export function formatUpgradeEdges(s: AgentUpgradeStatusView, version: string): 
   return formatTable(['EDGE', 'STATE', 'AGENT', 'CONNECTION'], rows);
 }
 
-const HEADERS: Record<
-  string,
-  { base: string[]; wide: string[]; row: (o: ApiObject, opts: TableOptions) => string[]; color: string[] }
-> = {
-  Edge: {
-    base: ['NAME', 'STATE', 'READY', 'LAST-SEEN', 'LABELS'],
-    wide: ['AGENT', 'RUNTIME', 'PROJECT'],
-    row: edgeRow,
-    color: ['STATE'],
-  },
-  Workload: { base: ['NAME', 'REVISION', 'READY', 'EDGES', 'AGE'], wide: [], row: workloadRow, color: [] },
-  Placement: {
-    base: ['NAME', 'READY', 'WORST', 'ROLLOUT', 'EDGES', 'AGE'],
-    wide: [],
-    row: placementRow,
-    color: ['WORST', 'ROLLOUT'],
-  },
-  AgentUpgrade: {
-    base: ['NAME', 'VERSION', 'EDGES', 'RUNNING', 'ROLLEDBACK', 'PHASE', 'AGE'],
-    wide: [],
-    row: agentUpgradeRow,
-    color: ['PHASE'],
-  },
-  Registry: { base: ['NAME', 'URL', 'USER', 'TLS', 'AGE'], wide: [], row: registryRow, color: [] },
-  DataObject: {
-    base: ['NAME', 'VERSION', 'SIZE', 'PATH', 'DELIVERED', 'AGE'],
-    wide: [],
-    row: dataObjectRow,
-    color: [],
-  },
-  GitRepo: {
-    base: ['NAME', 'REPO', 'REF', 'COMMIT', 'OBJECTS', 'STATUS', 'AGE'],
-    wide: [],
-    row: gitRepoRow,
-    color: [],
-  },
-};
-
 /** The `get` table for objects of one kind. */
 export function formatObjectTable(info: KindInfo, objects: ApiObject[], opts: TableOptions): string {
-  const h = HEADERS[info.kind];
+  const h = KIND_COLUMNS[info.kind];
   let headers = opts.wide ? [...h.base, ...h.wide] : [...h.base];
   if (opts.allProjects) headers = ['PROJECT', ...headers.filter((x) => x !== 'PROJECT')];
   let rows = objects.map((o) => h.row(o, opts));

@@ -30,6 +30,7 @@ import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
 import { GitRepos } from './gitops/index.js';
+import { KubeWatchRecord } from './k8s/watch-record.js';
 import type { ConnectionLimiter } from './http-limits.js';
 import { createHubServer, listenHub } from './http-server.js';
 import { imagesGate } from './images/gate.js';
@@ -211,6 +212,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     exempt: (s) => late.connLimit?.exempt(s),
   });
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
+  // The Kubernetes API's record of object changes, for its watches (hub/k8s/, docs/kubernetes-api.md).
+  const kubeWatch = new KubeWatchRecord(state);
   // GitRepos (hub/gitops/): objects applied from Git; with replicas, the leader polls.
   const gitRepos = new GitRepos({
     dataDir: opts.dataDir,
@@ -244,6 +247,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     loop('image staging', imageStaging),
     images,
     { ...loop('gitrepos', gitRepos), onObjectChange: (c) => gitRepos.onObjectChange(c) },
+    { name: 'kube-api', onObjectChange: (c) => kubeWatch.record(c) },
     replication,
   ]);
 
@@ -277,6 +281,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     catalog,
     gitRepos,
+    kubeWatch,
   });
   // Tunnel routes stream with backpressure and pass upgrades through, so they bypass hono.
   const { server, connLimit } = createHubServer({

@@ -30,6 +30,9 @@ import { streamRoutes } from './stream.js';
 import { tokenRoutes } from './tokens.js';
 import { uiRoutes } from './ui.js';
 import { apiBodyLimit } from '../http-limits.js';
+import { kubeApiRoutes } from '../k8s/index.js';
+import type { KubeWatchRecord } from '../k8s/watch-record.js';
+import { kubeApiDeps } from './kube.js';
 
 const log = createLogger('hub:api');
 
@@ -57,6 +60,8 @@ export interface ApiModules {
   /** Undefined: no release key. */
   releases: ReleaseSigner | undefined;
   catalog: Catalog | undefined;
+  /** The record of object changes the Kubernetes API's watches read (hub/k8s/watch-record.ts). */
+  kubeWatch: KubeWatchRecord;
   /** Objects applied from Git (hub/gitops/): sync now, and the webhook. */
   gitRepos: GitRepos;
 }
@@ -130,6 +135,11 @@ export function createApi(m: ApiModules): Hono {
   api.route('/', gitRepoRoutes(m.gitRepos));
   api.route('/', objectRoutes(m.objects));
   app.route('/api/v1', api);
+  // The Kubernetes API for the same objects (docs/kubernetes-api.md): kubectl, client-go, GitOps.
+  app.route(
+    '/k8s',
+    kubeApiRoutes(kubeApiDeps({ version: deps.version, auth: m.auth, objects: m.objects, watch: m.kubeWatch })),
+  );
   app.route('/', uiRoutes());
   return app;
 }

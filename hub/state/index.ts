@@ -18,6 +18,7 @@
  * | data-files.ts | data_files |
  * | git-repos.ts | git_repo_status (what syncing each GitRepo learned) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
+ * | kube-api.ts | kube_watch_events, kube_managed_fields (the Kubernetes API's watches and server-side apply) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
  * | replicas.ts | hub_replicas, hub_forward_key (the replicas' URLs; the key forwarded tunnel requests are signed with) |
@@ -39,6 +40,7 @@ import { sqlBlobTables, type BlobTables } from './blobs.js';
 import { sqlCatalogTables, type CatalogTables } from './catalog.js';
 import { sqlDataFileTables, type DataFileTables } from './data-files.js';
 import { sqlGitRepoStates, type GitRepoStates } from './git-repos.js';
+import { sqlKubeApiState, type KubeApiState } from './kube-api.js';
 import { IdentityStore } from './identity.js';
 import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
 import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
@@ -171,6 +173,8 @@ export interface HubState {
   dataFiles: DataFileTables;
   /** What syncing each GitRepo learned: the commit applied, fetch errors, the objects it owns (hub/gitops/). */
   gitRepos: GitRepoStates;
+  /** The Kubernetes API's record of object changes (its watches) and managed fields (hub/k8s/). */
+  kubeApi: KubeApiState;
   /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
   imageTags: ImageTagTables;
   imagePins: ImagePinTables;
@@ -260,6 +264,7 @@ function tableGroups(db: SqlDb) {
     assignments: new SqlAssignmentStore(db),
     dataFiles: sqlDataFileTables(db),
     gitRepos: sqlGitRepoStates(db),
+    kubeApi: sqlKubeApiState(db),
     proxySessions: sqlProxySessionTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),

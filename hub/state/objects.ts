@@ -38,6 +38,10 @@ export interface ObjectState {
   labels(kind: Kind, project: string): { name: string; labels(): Record<string, string> }[];
   /** Projects that hold at least one object. */
   projects(): string[];
+  /** The resourceVersion last handed out (the Kubernetes API's lists and watches start from it). */
+  lastResourceVersion(): number;
+  /** Hands out the next resourceVersion without writing an object: a deletion's, for the Kubernetes API's watch. */
+  nextResourceVersion(): number;
   /** Inserts at generation 1 with the next resourceVersion; returns it. */
   insert(o: {
     kind: Kind;
@@ -178,6 +182,10 @@ export function sqlObjectState(db: SqlDb): ObjectState {
     projects() {
       return all<{ project: string }>(db, 'SELECT DISTINCT project FROM objects ORDER BY 1').map((r) => r.project);
     },
+    lastResourceVersion() {
+      return one<{ value: number }>(db, "SELECT value FROM counters WHERE name = 'resourceVersion'")?.value ?? 0;
+    },
+    nextResourceVersion: () => nextResourceVersion(db),
     insert(o) {
       const rv = nextResourceVersion(db);
       run(

@@ -6,7 +6,10 @@
 # are checked against test/kube/go.sum and the Go checksum database; -mod=readonly refuses
 # anything go.mod does not pin.
 #
-#   bash test/kube/build.sh [kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet]
+#   bash test/kube/build.sh [kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet|informer]
+#
+# `informer` is test/kube/informer/main.go, a client-go program built against the same pinned
+# modules (its cache key adds its source's hash).
 #
 # Each binary is cached outside the repository, keyed by the component, the Kubernetes version and
 # go.sum:
@@ -21,13 +24,18 @@ fail() { printf 'kube-build: FAILED: %s\n' "$*" >&2; exit 1; }
 
 component="${1:-kube-apiserver}"
 case "$component" in
-  kube-apiserver | kubectl | kube-controller-manager | kube-scheduler | kubelet) ;;
-  *) fail "unknown component '$component': use kube-apiserver, kubectl, kube-controller-manager, kube-scheduler or kubelet" ;;
+  kube-apiserver | kubectl | kube-controller-manager | kube-scheduler | kubelet | informer) ;;
+  *) fail "unknown component '$component': use kube-apiserver, kubectl, kube-controller-manager, kube-scheduler, kubelet or informer" ;;
 esac
 command -v go >/dev/null || fail "no Go toolchain on PATH; install Go >= 1.24 (https://go.dev/dl) to build $component"
 version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v1\./ { print $2; exit }' "$here/go.mod")"
 [ -n "$version" ] || fail "test/kube/go.mod does not require k8s.io/kubernetes at a v1.x release"
 sum="$(sha256sum "$here/go.sum" | cut -c1-12)"
+pkg_path="k8s.io/kubernetes/cmd/$component"
+if [ "$component" = informer ]; then
+  sum="$sum-$(sha256sum "$here/informer/main.go" | cut -c1-12)"
+  pkg_path=./informer
+fi
 cache="${OUTPOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/outpost}"
 dir="$cache/$component-$version-$sum"
 bin="$dir/$component"
@@ -48,8 +56,8 @@ if [ ! -x "$bin" ]; then
     cd "$here"
     # GOFLAGS from the environment could say -mod=mod; the pinned go.sum must decide.
     GOFLAGS=-mod=readonly CGO_ENABLED=0 GONOSUMDB= GOPRIVATE= GONOSUMCHECK= \
-      nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$bin.tmp" "k8s.io/kubernetes/cmd/$component"
-  ) || { rm -f "$bin.tmp"; fail "go build k8s.io/kubernetes/cmd/$component ($version) failed (output above)"; }
+      nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$bin.tmp" "$pkg_path"
+  ) || { rm -f "$bin.tmp"; fail "go build $pkg_path ($version) failed (output above)"; }
   mv "$bin.tmp" "$bin"
   say "built in $(($(date +%s) - start)) s: $bin"
 fi

@@ -8,8 +8,8 @@
  */
 import { kubeBinary, type KubeComponent } from './harness.js';
 
-/** Built before the tests: the API server the kubernetes tests start, and the kubectl they run. */
-const COMPONENTS: KubeComponent[] = ['kube-apiserver', 'kubectl'];
+/** Built before the tests: the API server the kubernetes tests start, the kubectl they run, and the client-go informer the hub's Kubernetes API is tested with. */
+const COMPONENTS: KubeComponent[] = ['kube-apiserver', 'kubectl', 'informer'];
 
 export default function setup(): void {
   for (const c of COMPONENTS) {

@@ -58,7 +58,14 @@ export interface KubeApiServerOptions {
 }
 
 /** The Kubernetes components test/kube/build.sh builds from the modules go.mod pins. */
-export type KubeComponent = 'kube-apiserver' | 'kubectl' | 'kube-controller-manager' | 'kube-scheduler' | 'kubelet';
+export type KubeComponent =
+  | 'kube-apiserver'
+  | 'kubectl'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'kubelet'
+  /** test/kube/informer: a client-go informer on the hub's placements. */
+  | 'informer';
 
 /** Where a test run finds a component already built: vitest's globalSetup puts them there. */
 const ENV_OF: Record<KubeComponent, string> = {
@@ -67,6 +74,7 @@ const ENV_OF: Record<KubeComponent, string> = {
   'kube-controller-manager': 'OUTPOST_KUBE_CONTROLLER_MANAGER',
   'kube-scheduler': 'OUTPOST_KUBE_SCHEDULER',
   kubelet: 'OUTPOST_KUBELET',
+  informer: 'OUTPOST_KUBE_INFORMER',
 };
 
 const built = new Map<KubeComponent, string>();

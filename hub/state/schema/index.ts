@@ -18,6 +18,7 @@ import { HUB_MIGRATIONS } from './hub.js';
 import { IDENTITY_MIGRATIONS } from './identity.js';
 import { IMAGE_PIN_MIGRATIONS } from './image-pins.js';
 import { IMAGE_MIGRATIONS } from './image-tags.js';
+import { KUBE_API_MIGRATIONS } from './kube-api.js';
 import { LEASE_MIGRATIONS } from './leases.js';
 import { PROXY_SESSION_MIGRATIONS } from './proxy-sessions.js';
 import { REPLICA_MIGRATIONS } from './replicas.js';
@@ -39,6 +40,7 @@ const SCHEMAS = {
   'hub-replicas': REPLICA_MIGRATIONS,
   'agent-upgrades': AGENT_UPGRADE_MIGRATIONS,
   'git-repos': GIT_REPO_MIGRATIONS,
+  'kube-api': KUBE_API_MIGRATIONS,
 } satisfies Record<string, Migration[]>;
 
 export type SchemaComponent = keyof typeof SCHEMAS;
