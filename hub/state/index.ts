@@ -17,6 +17,7 @@
  * | blobs.ts | blobs, blob_refs, blob_reservations |
  * | data-files.ts | data_files |
  * | git-repos.ts | git_repo_status (what syncing each GitRepo learned) |
+ * | projects.ts | projects (the Project objects and their recorded deletions: hub/projects/) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
@@ -42,6 +43,7 @@ import { sqlGitRepoStates, type GitRepoStates } from './git-repos.js';
 import { IdentityStore } from './identity.js';
 import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
 import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
+import { sqlProjectTables, type ProjectTables } from './projects.js';
 import { sqlProxySessionTables, type ProxySessionTables } from './proxy-sessions.js';
 import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
 import type { SyncPostgres } from './pg/sync-client.js';
@@ -171,6 +173,8 @@ export interface HubState {
   dataFiles: DataFileTables;
   /** What syncing each GitRepo learned: the commit applied, fetch errors, the objects it owns (hub/gitops/). */
   gitRepos: GitRepoStates;
+  /** The Project objects: spec (quotas, default rollout, members) and recorded deletions (hub/projects/). */
+  projects: ProjectTables;
   /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
   imageTags: ImageTagTables;
   imagePins: ImagePinTables;
@@ -263,6 +267,8 @@ function tableGroups(db: SqlDb) {
     proxySessions: sqlProxySessionTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),
+    // After the groups whose tables its first migration reads (auth, blobs, catalog).
+    projects: sqlProjectTables(db),
     get identity() {
       return (identity ??= new IdentityStore(db));
     },

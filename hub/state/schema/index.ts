@@ -19,6 +19,7 @@ import { IDENTITY_MIGRATIONS } from './identity.js';
 import { IMAGE_PIN_MIGRATIONS } from './image-pins.js';
 import { IMAGE_MIGRATIONS } from './image-tags.js';
 import { LEASE_MIGRATIONS } from './leases.js';
+import { PROJECT_MIGRATIONS } from './projects.js';
 import { PROXY_SESSION_MIGRATIONS } from './proxy-sessions.js';
 import { REPLICA_MIGRATIONS } from './replicas.js';
 
@@ -39,6 +40,8 @@ const SCHEMAS = {
   'hub-replicas': REPLICA_MIGRATIONS,
   'agent-upgrades': AGENT_UPGRADE_MIGRATIONS,
   'git-repos': GIT_REPO_MIGRATIONS,
+  // Last: its first migration reads the tables above that name projects.
+  projects: PROJECT_MIGRATIONS,
 } satisfies Record<string, Migration[]>;
 
 export type SchemaComponent = keyof typeof SCHEMAS;
