@@ -140,6 +140,13 @@ export function registerApplyCommands(program: Command, deps: CliDeps): void {
           same++;
           continue;
         }
+        if (r.kind === 'Project') {
+          line(
+            s.out.err,
+            `${ref} would be ${r.action}: diff shows objects, see the project with outpost get project -o yaml`,
+          );
+          continue;
+        }
         const info = KIND_INFO[r.kind as Kind];
         let current: Record<string, unknown> | undefined;
         if (r.action !== 'created') {

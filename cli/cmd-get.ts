@@ -32,6 +32,7 @@ import {
   packageSummary,
   type PackageObject,
 } from './cmd-package.js';
+import { getProjects, PROJECT_KINDS } from './cmd-projects.js';
 import { getReplicas, REPLICA_KINDS } from './cmd-replicas.js';
 import { age, type ApiObject, type EventView } from './views.js';
 
@@ -374,6 +375,12 @@ Examples:
         if (nameArgs.length > 0) throw new UsageError('events have no names: use --for KIND/NAME to filter');
         if (opts.watch) throw new UsageError('-w does not apply to events yet: run `outpost get events` again');
         return getEvents(await openSession(cmd, deps), opts);
+      }
+      if (PROJECT_KINDS.has(kindArg.toLowerCase())) {
+        if (opts.watch || opts.selector || opts.allProjects || opts.local)
+          throw new UsageError('projects are listed whole: -w, -l, -A and --local do not apply');
+        if (nameArgs.length > 1) throw new UsageError('name one project, or none for all of them');
+        return getProjects(await openSession(cmd, deps), nameArgs[0], opts.output.kind, opts.headers);
       }
       if (REPLICA_KINDS.has(kindArg.toLowerCase())) {
         if (opts.watch || opts.selector || opts.allProjects || opts.local)

@@ -9,6 +9,7 @@ import { objectPath, openSession, type CliDeps } from './context.js';
 import { fetchPackage, type PackageObject } from './cmd-package.js';
 import { describeObject } from './describe.js';
 import { describePackage } from './describe-package.js';
+import { deleteProject, describeProject, PROJECT_KINDS } from './cmd-projects.js';
 import { asUsage, CliError, UsageError } from './errors.js';
 import { KIND_HELP, parseKindArg, parseKindOrPackageArg } from './kinds.js';
 import { KIND_INFO } from './kinds.js';
@@ -51,9 +52,15 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .argument('[name]', 'the object')
     .addHelpText(
       'after',
-      '\nExamples:\n  outpost describe edge shop-12\n  outpost describe placement/eu\n  outpost describe package web',
+      '\nExamples:\n  outpost describe edge shop-12\n  outpost describe placement/eu\n  outpost describe package web\n  outpost describe project shop',
     )
     .action(async (kindArg: string, nameArg: string | undefined, _opts: unknown, cmd: Command) => {
+      const [k, n] = kindArg.split('/');
+      if (PROJECT_KINDS.has(k.toLowerCase())) {
+        const name = n ?? nameArg;
+        if (!name) throw new UsageError('describe needs a name: outpost describe project NAME');
+        return describeProject(await openSession(cmd, deps), name);
+      }
       const { info, name } = kindAndName(kindArg, nameArg, 'describe', parseKindOrPackageArg);
       const s = await openSession(cmd, deps);
       const o =
@@ -97,14 +104,27 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .argument('[name]', 'the object')
     .option('-f, --filename <path>', 'delete the objects of these files, directories or - (stdin); repeatable', collect)
     .option('--ignore-not-found', 'an object that does not exist is not an error')
-    .addHelpText('after', '\nExamples:\n  outpost delete placement eu\n  outpost delete -f deploy/')
+    .option('--move-edges-to <project>', "delete project: move the project's edges to this project")
+    .option('--decommission-edges', "delete project: decommission the project's edges")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  outpost delete placement eu\n  outpost delete -f deploy/\n  outpost delete project shop --move-edges-to default',
+    )
     .action(
       async (
         kindArg: string | undefined,
         nameArg: string | undefined,
-        opts: { filename?: string[]; ignoreNotFound?: boolean },
+        opts: { filename?: string[]; ignoreNotFound?: boolean; moveEdgesTo?: string; decommissionEdges?: boolean },
         cmd: Command,
       ) => {
+        const [k, n] = (kindArg ?? '').split('/');
+        if (PROJECT_KINDS.has(k.toLowerCase())) {
+          const name = n ?? nameArg;
+          if (!name) throw new UsageError('delete needs a name: outpost delete project NAME');
+          return deleteProject(await openSession(cmd, deps), name, opts);
+        }
+        if (opts.moveEdgesTo !== undefined || opts.decommissionEdges)
+          throw new UsageError('--move-edges-to and --decommission-edges go with `outpost delete project NAME`');
         let targets: { kind: Kind; name: string; project?: string }[];
         if (opts.filename) {
           if (kindArg !== undefined) throw new UsageError('give either -f FILE or KIND NAME, not both');

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { parseManifests } from '../core/manifest.js';
-import { formatIssues, KINDS, Resource } from '../core/resources.js';
+import { formatIssues, KINDS, Project, Resource } from '../core/resources.js';
 import { CliError } from './errors.js';
 import {
   formatBytes,
@@ -144,6 +144,14 @@ export async function checkObjects(objects: SourcedObject[], defaultProject: str
       continue;
     }
     const kind = object.kind;
+    if (kind === 'Project') {
+      // Checked by the hub (an admin of every project applies one: docs/projects.md).
+      const r = Project.safeParse(object);
+      if (!r.success)
+        for (const i of formatIssues(r.error))
+          errors.push(`${where} (${describeObject(object)}): ${i.path ? `${i.path}: ` : ''}${i.message}`);
+      continue;
+    }
     if (typeof kind !== 'string' || !(KINDS as readonly string[]).includes(kind)) {
       const hint =
         typeof kind === 'string'

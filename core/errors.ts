@@ -10,6 +10,10 @@ export const ERROR_CODES = {
   unauthorized: [401, 'no bearer token, or one that is unknown, expired or revoked'],
   decommissioned: [401, "the edge's credential belongs to a decommissioned edge (the edge stops dialling)"],
   forbidden: [403, "the token's role does not allow the action in this project"],
+  over_quota: [
+    403,
+    'the request would pass a quota of its project (spec.quotas): the message names it, its use and the fix',
+  ],
   not_found: [404, "no such route or object (also another project's object: a token never learns it exists)"],
   conflict: [409, 'a stale metadata.resourceVersion, or a name already taken'],
   too_large: [413, 'a body, object or stream over its bound'],

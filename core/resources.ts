@@ -271,8 +271,11 @@ const intOrPercent = z.union([
 ]);
 
 export const Rollout = strict({
-  /** How many selected edges may be not-ready-on-the-new-generation at once (default 25%, at least 1). */
-  maxUnavailable: intOrPercent.default(DEFAULT_MAX_UNAVAILABLE),
+  /**
+   * How many selected edges may be not-ready-on-the-new-generation at once (at least 1). When not
+   * given, the hub stores its project's default (a Project's spec.rollout), else 25%.
+   */
+  maxUnavailable: intOrPercent.optional(),
   /** Pause the rollout when this many edges fail on the new generation. */
   failureThreshold: z.number().int().min(1).default(1),
   paused: z.boolean().default(false),
@@ -326,7 +329,7 @@ export const PlacementSpec = strict({
   workloads: z.array(name).default([]),
   package: PackageRef.optional(),
   customization: z.array(CustomizationRule).default([]),
-  rollout: Rollout.default({ maxUnavailable: DEFAULT_MAX_UNAVAILABLE, failureThreshold: 1, paused: false }),
+  rollout: Rollout.default({ failureThreshold: 1, paused: false }),
   statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
 })
   .refine(selectsEdges, SELECTS_EDGES)
@@ -590,6 +593,90 @@ export const Resource = z.discriminatedUnion('kind', [
   GitRepo,
 ]);
 export type Resource = z.infer<typeof Resource>;
+
+// ---------------------------------------------------------------------------------------------
+// Project (docs/projects.md): not in `Resource`, as a project holds the other kinds
+
+/** A size in bytes: a number, or a string with a unit (`500MB`, `5GiB`). */
+const byteSize = z.union([
+  z.number().int().min(0),
+  z.string().refine((v) => {
+    try {
+      parseByteSize(v);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be a size like 500MB, 5GiB or a number of bytes'),
+]);
+
+/** What a project may hold; a quota not given is unbounded (the hub-wide --blob-quota still bounds blobs). */
+export const ProjectQuotas = strict({
+  edges: z.number().int().min(0).optional(),
+  placements: z.number().int().min(0).optional(),
+  workloads: z.number().int().min(0).optional(),
+  /** Bytes of the project's blobs (packages, DataObject files, agent binaries) with uploads in progress. */
+  blobBytes: byteSize.optional(),
+  /** The sum of the project's DataObjects' spec.size. */
+  dataObjectBytes: byteSize.optional(),
+  /** Tunnel sessions (exec, logs, port-forward, proxy) open at once to the project's edges. */
+  tunnelSessions: z.number().int().min(0).optional(),
+});
+export type ProjectQuotas = z.infer<typeof ProjectQuotas>;
+export const QUOTA_NAMES = [
+  'edges',
+  'placements',
+  'workloads',
+  'blobBytes',
+  'dataObjectBytes',
+  'tunnelSessions',
+] as const;
+export type QuotaName = (typeof QUOTA_NAMES)[number];
+
+export const PROJECT_ROLES = ['viewer', 'operator', 'admin'] as const;
+
+/** A person or a group of the identity provider, with a role in the project (taken into effect with sign-in, issue #47). */
+export const ProjectMember = strict({
+  user: z.string().min(1).max(256).optional(),
+  group: z.string().min(1).max(256).optional(),
+  role: z.enum(PROJECT_ROLES, { error: () => `must be one of ${PROJECT_ROLES.join(', ')}` }),
+}).refine((m) => (m.user === undefined) !== (m.group === undefined), {
+  message: 'give user or group, exactly one',
+  path: ['user'],
+});
+export type ProjectMember = z.infer<typeof ProjectMember>;
+
+export const ProjectSpec = strict({
+  description: z.string().max(1024).optional(),
+  quotas: ProjectQuotas.default({}),
+  /** The rollout a Placement of the project gets when it names none (maxUnavailable, skipOfflineAfter). */
+  rollout: strict({
+    maxUnavailable: intOrPercent.optional(),
+    skipOfflineAfter: Rollout.shape.skipOfflineAfter,
+  }).optional(),
+  members: z.array(ProjectMember).max(1000).default([]),
+});
+export type ProjectSpec = z.infer<typeof ProjectSpec>;
+
+export const PROJECT_PHASES = ['Active', 'Terminating'] as const;
+export type ProjectPhase = (typeof PROJECT_PHASES)[number];
+
+export const Project = strict({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('Project'),
+  metadata: strict({
+    name,
+    labels: Labels.default({}),
+    annotations: z.record(z.string(), z.string()).default({}),
+    resourceVersion: z.string().optional(),
+    generation: z.number().int().nonnegative().optional(),
+    creationTimestamp: z.string().optional(),
+    uid: z.string().optional(),
+  }),
+  spec: ProjectSpec.default({ quotas: {}, members: [] }),
+  status: z.looseObject({}).optional(),
+});
+export type Project = z.infer<typeof Project>;
 
 /** Formats zod issues as `path: message` lines, the form users see in API and CLI errors. */
 export function formatIssues(error: z.ZodError, prefix = ''): { path: string; message: string }[] {

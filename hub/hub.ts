@@ -42,6 +42,8 @@ import { createImagesModule } from './modules/images.js';
 import { createReplication } from './modules/replication.js';
 import { createTunnelModule } from './modules/tunnel.js';
 import { ObjectStore, sealedKeyId } from './objects.js';
+import { ProjectDeletions } from './projects/deletion.js';
+import { Projects } from './projects/store.js';
 import { openHub } from './open.js';
 import { parseListen, type HubOptions } from './options.js';
 import { OrderEngine } from './orders/engine.js';
@@ -139,6 +141,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     auth.edgeSealKey(state.auth, edge),
   );
   const objects = new ObjectStore(state, secrets);
+  // Projects (hub/projects/): every object write passes its project's admission (quotas, defaults).
+  const projects = new Projects({ state });
+  projects.attach(objects);
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
   // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents; the
@@ -157,6 +162,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobQuotaBytes !== undefined ? { quotaBytes: opts.blobQuotaBytes } : {}),
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
+  blobs.quota.projectQuota = (project) => projects.blobQuota(project);
   const catalog = new Catalog({
     state,
     blobs,
@@ -192,6 +198,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     readAheadDisconnects: (list) => state.readAheadDisconnects(list),
     replica: replication.id,
     peer: (id) => replication.directory.peer(id),
+  });
+  const deletions = new ProjectDeletions({
+    state,
+    objects,
+    projects,
+    blobs,
+    edges,
+    auth: hubAuth,
+    markEdge: (e) => scheduler.markEdge(e),
+    leading: () => scheduler.leading,
   });
   const sink = opts.dataSinkS3 ? new S3Sink(state.dataFiles, blobs.files, opts.dataSinkS3) : undefined;
   const dataFiles = new HubDataFiles(state.dataFiles, blobs, state.edges, () => sink?.kick());
@@ -248,6 +264,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     images,
     { ...loop('gitrepos', gitRepos), onObjectChange: (c) => gitRepos.onObjectChange(c) },
     { name: 'kube-api', onObjectChange: (c) => kubeWatch.record(c) },
+    loop('project deletions', deletions),
     replication,
   ]);
 
@@ -276,7 +293,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       deliveries,
       imageStaging,
       gitRepos,
+      projects,
     },
+    projects: { projects, deletions },
     data: { state, uploads: dataFiles },
     releases: new AgentReleases(blobs, releaseKey, opts.scanner),
     catalog,

@@ -162,6 +162,15 @@ export class ObjectStore {
   }
 
   private admitPlacement: ((p: Placement, cur: Placement | undefined, actor?: string) => Placement) | undefined;
+  private admitToProject: ((o: Resource, cur: Resource | undefined) => Resource) | undefined;
+
+  /**
+   * The projects' hook (hub/projects/store.ts): every write passes it in its transaction before it
+   * is stored: the project's quotas, its default rollout, refusal while the project is deleted.
+   */
+  setProjectAdmission(fn: (o: Resource, cur: Resource | undefined) => Resource): void {
+    this.admitToProject = fn;
+  }
 
   /**
    * The catalog's hook (hub/catalog/render.ts): a placement deploying a package is turned into
@@ -198,117 +207,125 @@ export class ObjectStore {
     input: Resource,
     opts: { create?: boolean; update?: boolean; actor?: string; cause?: string } = {},
   ): { object: Resource; action: ApplyAction } {
-    const validated = validateResource(input);
-    const { kind } = validated;
-    const { project, name } = validated.metadata;
-    return this.state.transaction(() => {
-      const cur = this.get(kind, project, name);
-      const obj: Resource =
-        validated.kind === 'Workload'
-          ? {
-              ...validated,
-              spec: {
-                ...validated.spec,
-                manifests: this.secrets.sealForStorage(
-                  validated.spec.manifests,
-                  cur?.kind === 'Workload' ? cur.spec.manifests : undefined,
-                ),
-              },
-            }
-          : validated.kind === 'Registry'
+    const checked = validateResource(input);
+    const { kind } = checked;
+    const { project, name } = checked.metadata;
+    // Immediate: a quota's count and the insert it admits are one unit against another process.
+    return this.state.transaction(
+      () => {
+        const cur = this.get(kind, project, name);
+        const validated = this.admitToProject ? this.admitToProject(checked, cur) : checked;
+        const obj: Resource =
+          validated.kind === 'Workload'
             ? {
                 ...validated,
-                spec: sealRegistrySpec(
-                  this.secrets.box,
-                  validated.spec,
-                  cur?.kind === 'Registry' ? cur.spec : undefined,
-                ),
+                spec: {
+                  ...validated.spec,
+                  manifests: this.secrets.sealForStorage(
+                    validated.spec.manifests,
+                    cur?.kind === 'Workload' ? cur.spec.manifests : undefined,
+                  ),
+                },
               }
-            : validated.kind === 'GitRepo'
+            : validated.kind === 'Registry'
               ? {
                   ...validated,
-                  spec: sealGitRepoSpec(
+                  spec: sealRegistrySpec(
                     this.secrets.box,
                     validated.spec,
-                    cur?.kind === 'GitRepo' ? cur.spec : undefined,
+                    cur?.kind === 'Registry' ? cur.spec : undefined,
                   ),
                 }
-              : validated.kind === 'Placement' && this.admitPlacement
-                ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
-                : validated;
-      if (!cur) {
-        if (opts.create === false)
-          throw new OutpostError(
-            'not_found',
-            `${kind} ${project}/${name} does not exist: create it first (outpost apply -f FILE)`,
-          );
-        if (obj.metadata.resourceVersion)
+              : validated.kind === 'GitRepo'
+                ? {
+                    ...validated,
+                    spec: sealGitRepoSpec(
+                      this.secrets.box,
+                      validated.spec,
+                      cur?.kind === 'GitRepo' ? cur.spec : undefined,
+                    ),
+                  }
+                : validated.kind === 'Placement' && this.admitPlacement
+                  ? this.admitPlacement(validated, cur as Placement | undefined, opts.actor)
+                  : validated;
+        if (!cur) {
+          if (opts.create === false)
+            throw new OutpostError(
+              'not_found',
+              `${kind} ${project}/${name} does not exist: create it first (outpost apply -f FILE)`,
+            );
+          if (obj.metadata.resourceVersion)
+            throw new OutpostError(
+              'conflict',
+              `${kind} ${project}/${name} does not exist but the request carries resourceVersion ${obj.metadata.resourceVersion}: it was deleted; drop resourceVersion to create it again`,
+            );
+          this.state.objects.insert({
+            kind,
+            project,
+            name,
+            uid: randomUUID(),
+            labels: obj.metadata.labels,
+            annotations: obj.metadata.annotations,
+            spec: specOf(obj),
+            at: new Date().toISOString(),
+          });
+          if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
+          const after = this.get(kind, project, name)!;
+          this.state.events.record({
+            project,
+            kind,
+            name,
+            reason: 'Created',
+            message: `${kind} ${name} created${opts.actor ? ` by ${opts.actor}` : ''}`,
+          });
+          for (const l of this.listeners) l({ kind, project, name, after });
+          return { object: after, action: 'created' as const };
+        }
+        if (opts.update === false)
           throw new OutpostError(
             'conflict',
-            `${kind} ${project}/${name} does not exist but the request carries resourceVersion ${obj.metadata.resourceVersion}: it was deleted; drop resourceVersion to create it again`,
+            `${kind} ${project}/${name} already exists: use outpost apply to change it`,
           );
-        this.state.objects.insert({
+        if (obj.metadata.resourceVersion && obj.metadata.resourceVersion !== cur.metadata.resourceVersion) {
+          throw new OutpostError(
+            'conflict',
+            `${kind} ${project}/${name} was changed by someone else (resourceVersion ${obj.metadata.resourceVersion} is stale, current is ${cur.metadata.resourceVersion}): get it again, reapply your change, and retry`,
+          );
+        }
+        const specChanged = JSON.stringify(specOf(obj)) !== JSON.stringify(specOf(cur));
+        const metaChanged =
+          JSON.stringify(obj.metadata.labels) !== JSON.stringify(cur.metadata.labels) ||
+          JSON.stringify(obj.metadata.annotations) !== JSON.stringify(cur.metadata.annotations);
+        if (!specChanged && !metaChanged) return { object: cur, action: 'unchanged' as const };
+        this.state.objects.update({
           kind,
           project,
           name,
-          uid: randomUUID(),
           labels: obj.metadata.labels,
           annotations: obj.metadata.annotations,
           spec: specOf(obj),
+          specChanged,
           at: new Date().toISOString(),
         });
-        if (obj.kind === 'Workload') this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
+        if (
+          obj.kind === 'Workload' &&
+          cur.kind === 'Workload' &&
+          JSON.stringify(obj.spec.manifests) !== JSON.stringify(cur.spec.manifests)
+        )
+          this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
         const after = this.get(kind, project, name)!;
         this.state.events.record({
           project,
           kind,
           name,
-          reason: 'Created',
-          message: `${kind} ${name} created${opts.actor ? ` by ${opts.actor}` : ''}`,
+          reason: 'Updated',
+          message: `${kind} ${name} updated${opts.actor ? ` by ${opts.actor}` : ''}`,
         });
-        for (const l of this.listeners) l({ kind, project, name, after });
-        return { object: after, action: 'created' as const };
-      }
-      if (opts.update === false)
-        throw new OutpostError('conflict', `${kind} ${project}/${name} already exists: use outpost apply to change it`);
-      if (obj.metadata.resourceVersion && obj.metadata.resourceVersion !== cur.metadata.resourceVersion) {
-        throw new OutpostError(
-          'conflict',
-          `${kind} ${project}/${name} was changed by someone else (resourceVersion ${obj.metadata.resourceVersion} is stale, current is ${cur.metadata.resourceVersion}): get it again, reapply your change, and retry`,
-        );
-      }
-      const specChanged = JSON.stringify(specOf(obj)) !== JSON.stringify(specOf(cur));
-      const metaChanged =
-        JSON.stringify(obj.metadata.labels) !== JSON.stringify(cur.metadata.labels) ||
-        JSON.stringify(obj.metadata.annotations) !== JSON.stringify(cur.metadata.annotations);
-      if (!specChanged && !metaChanged) return { object: cur, action: 'unchanged' as const };
-      this.state.objects.update({
-        kind,
-        project,
-        name,
-        labels: obj.metadata.labels,
-        annotations: obj.metadata.annotations,
-        spec: specOf(obj),
-        specChanged,
-        at: new Date().toISOString(),
-      });
-      if (
-        obj.kind === 'Workload' &&
-        cur.kind === 'Workload' &&
-        JSON.stringify(obj.spec.manifests) !== JSON.stringify(cur.spec.manifests)
-      )
-        this.addRevision(project, name, obj.spec.manifests, changeCause(obj, opts));
-      const after = this.get(kind, project, name)!;
-      this.state.events.record({
-        project,
-        kind,
-        name,
-        reason: 'Updated',
-        message: `${kind} ${name} updated${opts.actor ? ` by ${opts.actor}` : ''}`,
-      });
-      for (const l of this.listeners) l({ kind, project, name, before: cur, after });
-      return { object: after, action: 'configured' as const };
-    });
+        for (const l of this.listeners) l({ kind, project, name, before: cur, after });
+        return { object: after, action: 'configured' as const };
+      },
+      { immediate: true },
+    );
   }
 
   delete(kind: Kind, project: string, name: string, actor?: string): Resource {

@@ -20,6 +20,7 @@ import { authenticate, principal, type Env } from '../auth/middleware.js';
 import { applyRoutes } from './apply.js';
 import { catalogRoutes } from '../catalog/routes.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
+import { projectRoutes, type ProjectApi } from './projects.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
@@ -64,6 +65,8 @@ export interface ApiModules {
   kubeWatch: KubeWatchRecord;
   /** Objects applied from Git (hub/gitops/): sync now, and the webhook. */
   gitRepos: GitRepos;
+  /** Project objects and their deletions (hub/projects/). */
+  projects: ProjectApi;
 }
 
 export function createApi(m: ApiModules): Hono {
@@ -124,6 +127,7 @@ export function createApi(m: ApiModules): Hono {
   api.route('/', tokenRoutes(m.auth));
 
   // Before objectRoutes: its /projects/:project/:kind would take /stream and /edges-online.
+  api.route('/', projectRoutes(m.projects));
   api.route('/', fleetRoutes(m.objects));
   api.route('/', replicaRoutes(m.replicas));
   api.route('/', streamRoutes(m.changes, m.auth));

@@ -13,6 +13,7 @@ import { ExpansionError, parseManifests } from '../../core/manifest.js';
 import {
   INVENTORY_LABEL_PREFIX,
   type DataObject,
+  type Project,
   type Edge,
   type Placement,
   type Resource,
@@ -25,7 +26,9 @@ import { checkDataPaths } from '../data/paths.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import type { ObjectApi } from './context.js';
-import { authorize, type Env } from '../auth/middleware.js';
+import { authorize, principal, type Env } from '../auth/middleware.js';
+import { authorizeAllProjects } from '../auth/roles.js';
+import { validateProject } from '../projects/store.js';
 import { jsonBody } from '../json-body.js';
 import { registryForOutput } from '../images/registries.js';
 import { gitRepoForOutput } from '../gitops/credentials.js';
@@ -102,9 +105,15 @@ class ProjectView {
  * A Placement's rollout as it will run on the edges it selects now. `given`: the object as sent,
  * before defaults, to tell a maxUnavailable the operator chose from the default.
  */
-function effectiveRollout(v: Resource, given: unknown, edges: number | undefined): EffectiveRollout | undefined {
+function effectiveRollout(
+  deps: ObjectApi,
+  v: Resource,
+  given: unknown,
+  edges: number | undefined,
+): EffectiveRollout | undefined {
   if (v.kind !== 'Placement') return undefined;
-  const r = v.spec.rollout;
+  const r = { ...v.spec.rollout };
+  r.maxUnavailable ??= deps.projects.maxUnavailable(v.metadata.project);
   const asGiven = (given as { spec?: { rollout?: { maxUnavailable?: unknown } } } | null)?.spec?.rollout;
   const total = edges ?? 0;
   return {
@@ -116,8 +125,13 @@ function effectiveRollout(v: Resource, given: unknown, edges: number | undefined
   };
 }
 
-function rolloutOf(v: Resource, given: unknown, edges: number | undefined): { rollout?: EffectiveRollout } {
-  const rollout = effectiveRollout(v, given, edges);
+function rolloutOf(
+  deps: ObjectApi,
+  v: Resource,
+  given: unknown,
+  edges: number | undefined,
+): { rollout?: EffectiveRollout } {
+  const rollout = effectiveRollout(deps, v, given, edges);
   return rollout ? { rollout } : {};
 }
 
@@ -297,8 +311,19 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
     /** Each valid object as sent (before defaults), by position in `valid`. */
     const given: unknown[] = [];
     let tooLarge = false;
+    /** Project documents (docs/projects.md), applied before the objects: a file may make a project and fill it. */
+    const projectDocs: { index: number; project: Project }[] = [];
     raw.forEach((o, index) => {
-      const obj = o as { metadata?: Record<string, unknown> } | null;
+      const obj = o as { kind?: unknown; metadata?: Record<string, unknown> } | null;
+      if (obj && typeof obj === 'object' && obj.kind === 'Project') {
+        try {
+          projectDocs.push({ index, project: validateProject(obj) });
+        } catch (err) {
+          for (const d of ((err as OutpostError).details ?? []) as { path: string; message: string }[])
+            errors.push({ index, path: d.path, message: d.message });
+        }
+        return;
+      }
       const withProject =
         obj && typeof obj === 'object'
           ? { ...obj, metadata: { ...(obj.metadata ?? {}), project: obj.metadata?.project ?? defaultProject } }
@@ -324,7 +349,25 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
         { details: errors },
       );
     }
+    for (const { project } of projectDocs)
+      authorizeAllProjects(
+        principal(c),
+        project.metadata.name,
+        'create or change projects',
+        "a project's quotas and members bound what its own admins may do",
+      );
     for (const v of valid) authorize(c, 'write', v.metadata.project);
+    const applyProjects = () =>
+      projectDocs.map(({ index, project }): ApplyResult => {
+        const r = applyAt(index, () => deps.projects.apply(project, { actor: actor(c) }));
+        return {
+          kind: 'Project',
+          project: project.metadata.name,
+          name: project.metadata.name,
+          action: r.action,
+          resourceVersion: r.object.metadata.resourceVersion,
+        };
+      });
     const views = new Map<string, ProjectView>();
     for (const v of valid)
       if (!views.has(v.metadata.project))
@@ -341,8 +384,10 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
         }));
     if (dryRun) {
       // The rules across objects need the request applied: apply it in a transaction always rolled back.
+      let projectResults: ApplyResult[] = [];
       try {
         state.transaction(() => {
+          projectResults = applyProjects().map(({ resourceVersion: _, ...r }) => r);
           valid.forEach((v, i) => applyAt(i, () => objects.apply(v, { actor: actor(c) })));
           warnings.push(...crossObjectRules(deps, valid));
           throw new DryRunDone();
@@ -350,54 +395,61 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
       } catch (err) {
         if (!(err instanceof DryRunDone)) throw err;
       }
-      const results: ApplyResult[] = valid.map((v, i) => ({
-        kind: v.kind,
-        project: v.metadata.project,
-        name: v.metadata.name,
-        action: impacts[i].action!,
-        ...(impacts[i].edges ? { edges: impacts[i].edges } : {}),
-        ...rolloutOf(v, given[i], impacts[i].edges?.total),
-        // As the hub would store it (defaults filled in), for `outpost diff`.
-        object: {
-          apiVersion: v.apiVersion,
-          kind: v.kind,
-          metadata: {
-            name: v.metadata.name,
-            project: v.metadata.project,
-            labels: v.metadata.labels,
-            annotations: v.metadata.annotations,
-          },
-          // Secret values redacted, as every answer has them: a diff never prints one.
-          spec:
-            v.kind === 'Workload'
-              ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) }
-              : v.kind === 'Registry'
-                ? registryForOutput(deps.secrets.box, v, false).spec
-                : v.kind === 'GitRepo'
-                  ? gitRepoForOutput(deps.secrets.box, v, false).spec
-                  : v.spec,
-        },
-      }));
-      return c.json({ dryRun: true, results, warnings } satisfies ApplyResponse);
-    }
-    const results = state.transaction(() => {
-      const out = valid.map((v, i): ApplyResult => {
-        const r = applyAt(i, () => objects.apply(v, { actor: actor(c) }));
-        const edges = impacts[i].edges;
-        return {
+      const results: ApplyResult[] = [
+        ...projectResults,
+        ...valid.map((v, i) => ({
           kind: v.kind,
           project: v.metadata.project,
           name: v.metadata.name,
-          action: r.action,
-          resourceVersion: r.object.metadata.resourceVersion,
-          ...(edges && r.action !== 'unchanged' ? { edges } : {}),
-          ...(r.action !== 'unchanged' ? rolloutOf(v, given[i], edges?.total) : {}),
-        };
-      });
-      // These rules see the whole request applied (a placement may come before its workload).
-      warnings.push(...crossObjectRules(deps, valid));
-      return out;
-    });
+          action: impacts[i].action!,
+          ...(impacts[i].edges ? { edges: impacts[i].edges } : {}),
+          ...rolloutOf(deps, v, given[i], impacts[i].edges?.total),
+          // As the hub would store it (defaults filled in), for `outpost diff`.
+          object: {
+            apiVersion: v.apiVersion,
+            kind: v.kind,
+            metadata: {
+              name: v.metadata.name,
+              project: v.metadata.project,
+              labels: v.metadata.labels,
+              annotations: v.metadata.annotations,
+            },
+            // Secret values redacted, as every answer has them: a diff never prints one.
+            spec:
+              v.kind === 'Workload'
+                ? { ...v.spec, manifests: deps.secrets.redact(v.spec.manifests) }
+                : v.kind === 'Registry'
+                  ? registryForOutput(deps.secrets.box, v, false).spec
+                  : v.kind === 'GitRepo'
+                    ? gitRepoForOutput(deps.secrets.box, v, false).spec
+                    : v.spec,
+          },
+        })),
+      ];
+      return c.json({ dryRun: true, results, warnings } satisfies ApplyResponse);
+    }
+    const results = state.transaction(
+      () => {
+        const made = applyProjects();
+        const out = valid.map((v, i): ApplyResult => {
+          const r = applyAt(i, () => objects.apply(v, { actor: actor(c) }));
+          const edges = impacts[i].edges;
+          return {
+            kind: v.kind,
+            project: v.metadata.project,
+            name: v.metadata.name,
+            action: r.action,
+            resourceVersion: r.object.metadata.resourceVersion,
+            ...(edges && r.action !== 'unchanged' ? { edges } : {}),
+            ...(r.action !== 'unchanged' ? rolloutOf(deps, v, given[i], edges?.total) : {}),
+          };
+        });
+        // These rules see the whole request applied (a placement may come before its workload).
+        warnings.push(...crossObjectRules(deps, valid));
+        return [...made, ...out];
+      },
+      { immediate: true },
+    );
     return c.json({ results, ...(warnings.length ? { warnings } : {}) } satisfies ApplyResponse);
   });
 

@@ -17,6 +17,7 @@ import type { AgentUpgrade, DataObject, GitRepo, Kind } from '../../core/resourc
 import type { ReplicaStore } from '../../sync/store.js';
 import type { Catalog } from '../catalog/index.js';
 import type { ObjectStore } from '../objects.js';
+import type { Projects } from '../projects/store.js';
 import type { Scheduler } from '../scheduler/index.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
@@ -63,6 +64,8 @@ export interface ObjectApi {
   deliveries?: { status(o: DataObject): DataObjectStatusView };
   /** GitRepos' sync state (hub/gitops/): the commit applied, errors by file and line, drift. */
   gitRepos?: { status(r: GitRepo): GitRepoStatusView };
+  /** Project objects: a placement's default rollout, Project documents in an apply (hub/projects/). */
+  projects: Projects;
   /** Pre-staging progress per placement (hub/images/staging.ts). */
   imageStaging?: { progress(project: string, placement: string): PlacementStagingView | undefined };
 }

@@ -79,14 +79,6 @@ export function fleetRoutes(deps: Pick<ObjectApi, 'state' | 'replicas'>): Hono<E
   const app = new Hono<Env>();
   const { state } = deps;
 
-  app.get('/projects', (c) => {
-    const p = principal(c);
-    const names =
-      p.project === '*' ? [...new Set([...state.objects.projects(), ...state.edges.projects()])].sort() : [p.project];
-    if (!names.includes('default') && p.project === '*') names.unshift('default');
-    return c.json({ items: names.map((name) => ({ name })) });
-  });
-
   app.get('/projects/:project/fleet', (c) => {
     const project = c.req.param('project');
     authorize(c, 'read', project);

@@ -90,7 +90,7 @@ export class HubBlobs {
       try {
         if (o.size !== undefined && !held.take(o.size)) throw this.quotaError(o.project, o.size, held.id);
         r = await this.files.ingest(body, {
-          maxBytes: o.size ?? this.quotaBytes,
+          maxBytes: o.size ?? this.quota.limit(o.project),
           ...(o.expected ? { expected: o.expected } : {}),
           ...(o.size === undefined ? { grow: (n: number) => held.grow(n) } : {}),
         });
@@ -221,6 +221,14 @@ export class HubBlobs {
       );
     if (this.tables.deleteBlob(project, digest)) await this.files.remove(digest);
     log.info({ project, digest }, 'blob removed');
+  }
+
+  /** Removes every blob of a project, referred to or not (its deletion: hub/projects/deletion.ts); how many. */
+  async removeProject(project: string): Promise<number> {
+    const all = this.tables.listBlobs(project);
+    for (const b of all) if (this.tables.deleteBlob(project, b.digest)) await this.files.remove(b.digest);
+    if (all.length) log.info({ project, blobs: all.length }, "the project's blobs removed");
+    return all.length;
   }
 
   /** Removes every blob nothing has referred to for the grace period; returns their digests. */

@@ -20,6 +20,8 @@ import { randomUUID } from 'node:crypto';
 import { BLOB_RESERVATION_RENEW_MS, BLOB_RESERVATION_TTL_MS } from '../../core/durations.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
+import { formatBytes } from '../../core/limits.js';
+import { quotaRefusal } from '../projects/quotas.js';
 import type { BlobTables } from '../state/blobs.js';
 
 const log = createLogger('hub:blobs');
@@ -82,10 +84,18 @@ export class BlobQuota {
   private readonly live = new Map<string, BlobReservation>();
   private timer: NodeJS.Timeout | undefined;
 
+  /** The quota a project's Project sets (spec.quotas.blobBytes); undefined: the hub's `quotaBytes`. */
+  projectQuota: (project: string) => number | undefined = () => undefined;
+
   constructor(
     readonly tables: BlobTables,
     readonly quotaBytes: number,
   ) {}
+
+  /** The bytes `project` may hold: its Project's quota when it sets one, else the hub's. */
+  limit(project: string): number {
+    return this.projectQuota(project) ?? this.quotaBytes;
+  }
 
   /** A reservation for an upload into `project`, holding nothing yet. */
   reserve(project: string): BlobReservation {
@@ -98,13 +108,21 @@ export class BlobQuota {
 
   /** Room left in a project: the quota less its blobs and the uploads in progress. */
   room(project: string): number {
-    return Math.max(0, this.quotaBytes - this.tables.projectBytes(project) - this.tables.reservedBytes(project));
+    return Math.max(0, this.limit(project) - this.tables.projectBytes(project) - this.tables.reservedBytes(project));
   }
 
   /** The refusal of `size` more bytes (undefined: an upload of unknown length that could not grow). */
   error(project: string, size?: number, except?: string): OutpostError {
     const used = this.tables.projectBytes(project);
     const held = this.tables.reservedBytes(project, Date.now(), except);
+    const own = this.projectQuota(project);
+    if (own !== undefined)
+      return quotaRefusal(
+        project,
+        'blobBytes',
+        `${formatBytes(used)} of ${formatBytes(own)} of blobs${held > 0 ? ` and ${formatBytes(held)} of uploads in progress` : ''}; ${size === undefined ? 'this upload' : `${formatBytes(size)} more`} would pass it`,
+        'remove blobs with `outpost blob rm`',
+      );
     return new OutpostError(
       'too_large',
       `project ${project} holds ${used} bytes of blobs${held > 0 ? ` and ${held} bytes of uploads in progress` : ''}; ${size === undefined ? 'this upload' : `${size} more`} would pass its quota of ${this.quotaBytes} bytes: remove blobs with \`outpost blob rm\` or raise the hub's --blob-quota`,
@@ -118,7 +136,7 @@ export class BlobQuota {
       project: r.project,
       atLeast,
       upTo,
-      quota: this.quotaBytes,
+      quota: this.limit(r.project),
       ttlMs: BLOB_RESERVATION_TTL_MS,
     }).granted;
   }

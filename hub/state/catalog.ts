@@ -287,7 +287,15 @@ export function forgetRevisionVersions(db: SqlDb, project: string, workload: str
   run(db, 'DELETE FROM package_revisions WHERE project = ? AND workload = ?', project, workload);
 }
 
+/** Forgets every package, deployment and revision version of a project (its deletion: hub/projects/deletion.ts). */
+function forgetProject(db: SqlDb, project: string): void {
+  run(db, 'DELETE FROM package_revisions WHERE project = ?', project);
+  run(db, 'DELETE FROM package_deployments WHERE project = ?', project);
+  run(db, 'DELETE FROM packages WHERE project = ?', project);
+}
+
 const CATALOG = {
+  forgetProject,
   insertPackage,
   getPackage,
   packageVersions,

@@ -93,6 +93,8 @@ export interface EdgeState {
   approve(name: string): void;
   /** Forgets the runtime row of a decommissioned edge (its connection history ages out as usual). */
   remove(name: string): void;
+  /** Moves an edge to another project (its project's deletion, hub/projects/deletion.ts). */
+  moveProject(name: string, project: string): void;
   /** Records the inventory and its derived labels; true when those labels changed. */
   storeInventory(name: string, inv: Inventory): boolean;
   /** Records the last heartbeat of each edge (the caller batches them in one transaction). */
@@ -299,6 +301,10 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
     remove(name) {
       forgetWritten(db, name);
       run(db, 'DELETE FROM edge_runtime WHERE name = ?', name);
+    },
+    moveProject(name, project) {
+      forgetWritten(db, name);
+      run(db, 'UPDATE edge_runtime SET project = ? WHERE name = ?', project, name);
     },
     storeInventory(name, inv) {
       const stored = JSON.stringify(inv);

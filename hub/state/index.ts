@@ -17,6 +17,7 @@
  * | blobs.ts | blobs, blob_refs, blob_reservations |
  * | data-files.ts | data_files |
  * | git-repos.ts | git_repo_status (what syncing each GitRepo learned) |
+ * | projects.ts | projects (the Project objects and their recorded deletions: hub/projects/) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | kube-api.ts | kube_watch_events, kube_managed_fields (the Kubernetes API's watches and server-side apply) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
@@ -44,6 +45,7 @@ import { sqlKubeApiState, type KubeApiState } from './kube-api.js';
 import { IdentityStore } from './identity.js';
 import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
 import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
+import { sqlProjectTables, type ProjectTables } from './projects.js';
 import { sqlProxySessionTables, type ProxySessionTables } from './proxy-sessions.js';
 import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
 import type { SyncPostgres } from './pg/sync-client.js';
@@ -175,6 +177,8 @@ export interface HubState {
   gitRepos: GitRepoStates;
   /** The Kubernetes API's record of object changes (its watches) and managed fields (hub/k8s/). */
   kubeApi: KubeApiState;
+  /** The Project objects: spec (quotas, default rollout, members) and recorded deletions (hub/projects/). */
+  projects: ProjectTables;
   /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
   imageTags: ImageTagTables;
   imagePins: ImagePinTables;
@@ -268,6 +272,8 @@ function tableGroups(db: SqlDb) {
     proxySessions: sqlProxySessionTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),
+    // After the groups whose tables its first migration reads (auth, blobs, catalog).
+    projects: sqlProjectTables(db),
     get identity() {
       return (identity ??= new IdentityStore(db));
     },

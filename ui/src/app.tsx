@@ -87,8 +87,8 @@ function Banner(props: { feed?: LiveFeed }) {
 
 function ProjectSwitcher(props: { session: Session }) {
   const s = props.session;
-  const projects = useGet<List<{ name: string }>>(s.scope === '*' ? '/api/v1/projects' : null);
-  const names = s.scope === '*' ? (projects.data?.items.map((p) => p.name) ?? [s.project]) : [s.project];
+  const projects = useGet<List<{ metadata: { name: string } }>>(s.scope === '*' ? '/api/v1/projects' : null);
+  const names = s.scope === '*' ? (projects.data?.items.map((p) => p.metadata.name) ?? [s.project]) : [s.project];
   if (!names.includes(s.project)) names.push(s.project);
   return (
     <div class="project">

@@ -20,6 +20,7 @@ import { IMAGE_PIN_MIGRATIONS } from './image-pins.js';
 import { IMAGE_MIGRATIONS } from './image-tags.js';
 import { KUBE_API_MIGRATIONS } from './kube-api.js';
 import { LEASE_MIGRATIONS } from './leases.js';
+import { PROJECT_MIGRATIONS } from './projects.js';
 import { PROXY_SESSION_MIGRATIONS } from './proxy-sessions.js';
 import { REPLICA_MIGRATIONS } from './replicas.js';
 
@@ -41,6 +42,8 @@ const SCHEMAS = {
   'agent-upgrades': AGENT_UPGRADE_MIGRATIONS,
   'git-repos': GIT_REPO_MIGRATIONS,
   'kube-api': KUBE_API_MIGRATIONS,
+  // Last: its first migration reads the tables above that name projects.
+  projects: PROJECT_MIGRATIONS,
 } satisfies Record<string, Migration[]>;
 
 export type SchemaComponent = keyof typeof SCHEMAS;

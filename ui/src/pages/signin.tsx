@@ -10,8 +10,8 @@ export async function sessionFor(token: string, preferred?: string) {
   const who = await client.get<WhoAmI>('/api/v1/whoami');
   let project = who.project;
   if (who.project === '*') {
-    const projects = await client.get<List<{ name: string }>>('/api/v1/projects');
-    const names = projects.items.map((p) => p.name);
+    const projects = await client.get<List<{ metadata: { name: string } }>>('/api/v1/projects');
+    const names = projects.items.map((p) => p.metadata.name);
     project =
       preferred && names.includes(preferred)
         ? preferred
