@@ -128,11 +128,11 @@ describe('GET /api/v1/projects/:project/stream', () => {
 describe('fleet endpoints', () => {
   it('list the projects a token sees, count edges by phase, chart edges online and list connections', async () => {
     const projects = await api('GET', '/api/v1/projects');
-    expect(projects.json.items.map((p: { name: string }) => p.name)).toEqual(['default', 'other']);
+    // Project objects since issue #47 (docs/projects.md): their names in metadata.
+    const names = (items: { metadata: { name: string } }[]) => items.map((p) => p.metadata.name);
+    expect(names(projects.json.items)).toEqual(['default', 'other']);
     const scoped = await api('POST', '/api/v1/tokens/api', { role: 'viewer', project: 'other' });
-    expect((await api('GET', '/api/v1/projects', undefined, scoped.json.token)).json.items).toEqual([
-      { name: 'other' },
-    ]);
+    expect(names((await api('GET', '/api/v1/projects', undefined, scoped.json.token)).json.items)).toEqual(['other']);
 
     const fleet = await api('GET', '/api/v1/projects/default/fleet');
     expect(fleet.json).toEqual({ edges: { total: 1, Online: 0, Offline: 1, Pending: 0 }, workloads: 3, placements: 0 });
