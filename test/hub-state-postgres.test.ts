@@ -420,6 +420,40 @@ describe('the unit of work on PostgreSQL (hub/state/sql.ts write)', () => {
     expect(state.events.list('p', { limit: 10 }).map((e) => e.message)).toEqual(['two', 'one']);
     expect(db.roundTrips).toBe(trips + 1);
   });
+
+  it('a connection lost in the middle: a write that ran is not sent again, those after it are', async () => {
+    pg.exec(
+      'CREATE TABLE deferred.once (n INT); CREATE TABLE deferred.armed (armed BOOLEAN); INSERT INTO deferred.armed VALUES (true)',
+    );
+    const SLEEP = 'SELECT pg_sleep(8) FROM deferred.armed WHERE armed';
+    // Another session ends this client's connection while the second of its queued statements runs
+    // (and disarms it, so that it does not wait again when it goes once more).
+    const killer = spawn('psql', [
+      '-X',
+      '-q',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-d',
+      url,
+      '-c',
+      `DO $$ BEGIN FOR i IN 1..600 LOOP
+         PERFORM pg_stat_clear_snapshot();
+         IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE query = '${SLEEP}' AND pid <> pg_backend_pid()) THEN
+           UPDATE deferred.armed SET armed = false;
+           PERFORM pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = '${SLEEP}' AND pid <> pg_backend_pid();
+           RETURN;
+         END IF;
+         PERFORM pg_sleep(0.05);
+       END LOOP; RAISE EXCEPTION 'the statement to end never ran'; END $$`,
+    ]);
+    const ended = new Promise<number | null>((r) => killer.on('exit', r));
+    pg.defer('INSERT INTO deferred.once (n) VALUES (?)', 1);
+    pg.defer(SLEEP);
+    pg.defer('INSERT INTO deferred.once (n) VALUES (?)', 2);
+    expect(() => pg.one('SELECT 1')).toThrow(/unreachable/);
+    expect(await ended).toBe(0);
+    expect(pg.all<{ n: number }>('SELECT n FROM deferred.once ORDER BY n').map((r) => r.n)).toEqual([1, 2]);
+  }, 60_000);
 });
 
 describe('edge state on PostgreSQL: the inventory a process stored', () => {

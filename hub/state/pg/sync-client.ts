@@ -111,10 +111,16 @@ export class SyncPostgres {
     if (msg.beforeErrors) {
       // A deferred BEGIN among them: refusals before it were outside the transaction.
       const beginAt = this.begin ? before.indexOf(this.begin) : -1;
-      // The database went away before they ran: they all go with the next round trip.
-      const lost = msg.beforeErrors.some((e) => connectionLost(e.code));
-      if (lost) this.requeue(before);
-      const again: number[] = [];
+      // The database went away before they ran, or before their answer came: they go with the next
+      // round trip. Outside a transaction only those: a write whose answer came ran, and is not sent
+      // twice (an event is no idempotent write). Inside one all (the server rolled it back, and
+      // `transaction` keeps only the writes queued before its BEGIN).
+      const lostAt = msg.beforeErrors
+        .filter((e) => connectionLost(e.code))
+        .flatMap((e) => sent?.[e.index]?.from ?? [e.index]);
+      const requeueAll = lostAt.length > 0 && this.depth > 0;
+      if (requeueAll) this.requeue(before);
+      const again = new Map<number, Deferred>(requeueAll ? [] : lostAt.map((i) => [i, before[i]!]));
       for (const e of msg.beforeErrors) {
         if (connectionLost(e.code)) continue;
         // The writes the refused statement stood for (several when merged).
@@ -123,15 +129,16 @@ export class SyncPostgres {
           // Inside a transaction, which PostgreSQL has aborted: the transaction fails whole.
           throw new DatabaseError(`${e.error} (in a deferred write: ${e.sql.slice(0, 80)})`, e.code);
         // A merged statement refused for one of its rows: each write goes alone with the next
-        // round trip (idempotent writes, none of which ran), and only the bad one is refused then.
-        if (from.length > 1 && !lost) again.push(...from);
-        else {
+        // round trip (none of them ran), and only the bad one is refused then.
+        if (from.length > 1) {
+          if (!requeueAll) for (const i of from) again.set(i, { ...before[i]!, single: true });
+        } else {
           this.lost++;
           log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
         }
       }
       // In their first order, once.
-      if (again.length) this.requeue(again.sort((a, b) => a - b).map((i) => ({ ...before[i]!, single: true })));
+      if (again.size) this.requeue([...again.keys()].sort((x, y) => x - y).map((i) => again.get(i)!));
     }
     if (msg.error !== undefined) {
       if (connectionLost(msg.code))
