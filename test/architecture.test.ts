@@ -14,7 +14,10 @@
  * - each table is written (INSERT, UPDATE, DELETE) by exactly one module (hub/state/index.ts lists
  *   the owners);
  * - one door into the hub's state: no product file outside hub/state/ imports hub/state/sql.ts or
- *   names `SqlDb`; the rest of the hub gets `HubState` (hub/state/index.ts) or one of its members.
+ *   names `SqlDb`; the rest of the hub gets `HubState` (hub/state/index.ts) or one of its members;
+ * - one unit of work: a state module writes through hub/state/sql.ts `write` (a write nobody reads,
+ *   queued in the open unit) or `run` (one whose result is read), never choosing per statement how
+ *   a write travels on PostgreSQL (the client's `defer`, or the helpers `write` replaced).
  *
  * Source text is read as it is on disk: no build, no process, so this runs in the fast tier.
  */
@@ -329,5 +332,42 @@ describe("one door into the hub's state", () => {
     expect(stateDoorViolations('hub/state/blobs.ts', "import { run, type SqlDb } from './sql.js';")).toEqual([]);
     expect(stateDoorViolations('hub/api/apply.ts', "import type { HubState } from '../state/index.js';")).toEqual([]);
     expect(stateDoorViolations('hub/api/apply.ts', 'const mySqlDbName = 1;')).toEqual([]);
+  });
+});
+
+/**
+ * Why the state module `file` (with source `src`) chooses per statement how a write travels on
+ * PostgreSQL instead of making it part of the unit of work (hub/state/sql.ts `write`). Empty when
+ * it does not, and for sql.ts and the client (hub/state/pg/), which implement the unit.
+ */
+export function unitOfWorkViolations(file: string, src: string): string[] {
+  if (!file.startsWith('hub/state/') || file === 'hub/state/sql.ts' || file.startsWith('hub/state/pg/')) return [];
+  const out: string[] = [];
+  for (const m of src.matchAll(/\b(runLater|runBeforeCommit)\b|\.(defer)\s*\(/g))
+    out.push(
+      `${file} uses ${m[1] ?? '.defer()'}: write through sql.ts write (nobody reads the result) or run (the result is read)`,
+    );
+  return out;
+}
+
+describe('one unit of work in the state modules', () => {
+  it("no state module outside sql.ts and pg/ calls runLater, runBeforeCommit or the client's defer", () => {
+    expect(productFiles.flatMap((f) => unitOfWorkViolations(f, fs.readFileSync(path.join(ROOT, f), 'utf8')))).toEqual(
+      [],
+    );
+  });
+
+  it('the rule would catch a violation', () => {
+    expect(unitOfWorkViolations('hub/state/status.ts', "runLater(db, 'DELETE FROM t WHERE edge = ?', edge);")).toEqual([
+      'hub/state/status.ts uses runLater: write through sql.ts write (nobody reads the result) or run (the result is read)',
+    ]);
+    expect(unitOfWorkViolations('hub/state/events.ts', "import { runBeforeCommit } from './sql.js';")).toHaveLength(1);
+    expect(unitOfWorkViolations('hub/state/leases.ts', "if (isPostgres(db)) db.defer('DELETE FROM t');")).toHaveLength(
+      1,
+    );
+    expect(unitOfWorkViolations('hub/state/leases.ts', "write(db, 'DELETE FROM t WHERE edge = ?', edge);")).toEqual([]);
+    // The unit itself, and files outside hub/state (which cannot reach the database: the rule above).
+    expect(unitOfWorkViolations('hub/state/sql.ts', 'db.defer(sql, ...params);')).toEqual([]);
+    expect(unitOfWorkViolations('hub/state/pg/sync-client.ts', 'this.defer(sql);')).toEqual([]);
   });
 });

@@ -14,7 +14,8 @@ import { sqlAuthTables } from '../hub/state/auth.js';
 import { hubSchemas } from '../hub/state/schema/index.js';
 import { migratePostgres } from '../hub/state/pg/schema.js';
 import { recordConnects, recordDisconnects } from '../hub/edges/history.js';
-import { runLater } from '../hub/state/sql.js';
+import { alreadyWritten, write } from '../hub/state/sql.js';
+import { recordEvent } from '../hub/state/events.js';
 import { SyncPostgres } from '../hub/state/pg/sync-client.js';
 import {
   postgresHubState,
@@ -348,48 +349,111 @@ describe('reads given ahead on PostgreSQL (hub/state/index.ts prefetchHandshakes
   });
 });
 
-describe('deferred writes on PostgreSQL (hub/state/sql.ts runLater)', () => {
+describe('the unit of work on PostgreSQL (hub/state/sql.ts write)', () => {
   const seen = (k: string) => server.sql(`SELECT v FROM deferred.kv WHERE k = '${k}'`, 'hub_state');
   beforeAll(() => {
     pg.exec('CREATE SCHEMA deferred; CREATE TABLE deferred.kv (k TEXT PRIMARY KEY, v BIGINT NOT NULL CHECK (v >= 0))');
   });
 
   it('go with the next statement, in order, or at the end of the turn without one', async () => {
-    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'a', 1);
-    runLater(pg, 'UPDATE deferred.kv SET v = ? WHERE k = ?', 2, 'a');
+    const trips = pg.roundTrips;
+    write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'a', 1);
+    write(pg, 'UPDATE deferred.kv SET v = ? WHERE k = ?', 2, 'a');
     expect(seen('a')).toBe(''); // not sent yet: nothing else went to the database
+    expect(pg.roundTrips).toBe(trips);
+    // A read after them on this connection sees them: they go first, in the same round trip.
     expect(pg.one<{ v: number }>("SELECT v FROM deferred.kv WHERE k = 'a'")?.v).toBe(2);
-    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'b', 3);
-    await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setImmediate(r));
+    expect(pg.roundTrips).toBe(trips + 1);
+    write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'b', 3);
+    const deadline = Date.now() + 10_000;
+    while (seen('b') !== '3' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     expect(seen('b')).toBe('3');
   });
 
   it('inside a transaction: committed with it, or gone with its rollback', () => {
-    pg.transaction(() => runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'c', 4));
+    pg.transaction(() => write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'c', 4));
     expect(seen('c')).toBe('4');
     expect(() =>
       pg.transaction(() => {
-        runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'd', 5);
+        write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'd', 5);
         throw new Error('changed its mind');
       }),
     ).toThrow('changed its mind');
     expect(pg.one("SELECT v FROM deferred.kv WHERE k = 'd'")).toBeUndefined();
   });
 
-  it('a refused one fails the transaction it was in, whole; outside one it is logged and the rest go on', () => {
+  it('a refused one fails the transaction it was in, whole, thrown to its caller; outside one it is logged, counted and the rest go on', () => {
     expect(() =>
       pg.transaction(() => {
         pg.run('INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'e', 6);
-        runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'f', -1); // the CHECK refuses it
+        write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'f', -1); // the CHECK refuses it
       }),
-    ).toThrow(/check constraint/);
+    ).toThrow(/check constraint.*in a deferred write: INSERT INTO deferred\.kv/);
     expect(pg.one("SELECT v FROM deferred.kv WHERE k IN ('e', 'f')")).toBeUndefined();
-    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'g', -1);
-    runLater(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'h', 8);
+    const lost = pg.lostWrites;
+    write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'g', -1);
+    write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'h', 8);
     expect(pg.one<{ v: number }>("SELECT v FROM deferred.kv WHERE k = 'h'")?.v).toBe(8);
     expect(pg.one("SELECT v FROM deferred.kv WHERE k = 'g'")).toBeUndefined();
+    expect(pg.lostWrites).toBe(lost + 1);
   });
+
+  it('the skip cache does not outlive a write the unit lost: the projection is written again', () => {
+    expect(alreadyWritten(pg, 'edge-1', 'status', '{"a":1}')).toBe(false);
+    expect(alreadyWritten(pg, 'edge-1', 'status', '{"a":1}')).toBe(true);
+    write(pg, 'INSERT INTO deferred.kv (k, v) VALUES (?, ?)', 'i', -1); // refused, outside a transaction
+    pg.one('SELECT 1');
+    expect(alreadyWritten(pg, 'edge-1', 'status', '{"a":1}')).toBe(false);
+    expect(alreadyWritten(pg, 'edge-1', 'status', '{"a":1}')).toBe(true);
+    // Nothing is recorded inside a transaction, which may roll back.
+    pg.transaction(() => expect(alreadyWritten(pg, 'edge-2', 'status', 'x')).toBe(false));
+    expect(alreadyWritten(pg, 'edge-2', 'status', 'x')).toBe(false);
+  });
+
+  it('an event recorded outside a transaction costs no round trip of its own and is written once', () => {
+    const db = freshDb();
+    const state = postgresHubState(db);
+    const trips = db.roundTrips;
+    recordEvent(db, { project: 'p', kind: 'Edge', name: 'u1', reason: 'Connected', message: 'one', at: 1 });
+    state.events.record({ project: 'p', kind: 'Edge', name: 'u1', reason: 'Connected', message: 'two', at: 2 });
+    expect(db.roundTrips).toBe(trips);
+    expect(state.events.list('p', { limit: 10 }).map((e) => e.message)).toEqual(['two', 'one']);
+    expect(db.roundTrips).toBe(trips + 1);
+  });
+
+  it('a connection lost in the middle: a write that ran is not sent again, those after it are', async () => {
+    pg.exec(
+      'CREATE TABLE deferred.once (n INT); CREATE TABLE deferred.armed (armed BOOLEAN); INSERT INTO deferred.armed VALUES (true)',
+    );
+    const SLEEP = 'SELECT pg_sleep(8) FROM deferred.armed WHERE armed';
+    // Another session ends this client's connection while the second of its queued statements runs
+    // (and disarms it, so that it does not wait again when it goes once more).
+    const killer = spawn('psql', [
+      '-X',
+      '-q',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-d',
+      url,
+      '-c',
+      `DO $$ BEGIN FOR i IN 1..600 LOOP
+         PERFORM pg_stat_clear_snapshot();
+         IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE query = '${SLEEP}' AND pid <> pg_backend_pid()) THEN
+           UPDATE deferred.armed SET armed = false;
+           PERFORM pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = '${SLEEP}' AND pid <> pg_backend_pid();
+           RETURN;
+         END IF;
+         PERFORM pg_sleep(0.05);
+       END LOOP; RAISE EXCEPTION 'the statement to end never ran'; END $$`,
+    ]);
+    const ended = new Promise<number | null>((r) => killer.on('exit', r));
+    pg.defer('INSERT INTO deferred.once (n) VALUES (?)', 1);
+    pg.defer(SLEEP);
+    pg.defer('INSERT INTO deferred.once (n) VALUES (?)', 2);
+    expect(() => pg.one('SELECT 1')).toThrow(/unreachable/);
+    expect(await ended).toBe(0);
+    expect(pg.all<{ n: number }>('SELECT n FROM deferred.once ORDER BY n').map((r) => r.n)).toEqual([1, 2]);
+  }, 60_000);
 });
 
 describe('edge state on PostgreSQL: the inventory a process stored', () => {

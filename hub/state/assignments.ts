@@ -35,7 +35,7 @@ import {
   pgInJsonList,
   read,
   run,
-  runLater,
+  write,
   transaction,
   type Param,
   type Read,
@@ -249,9 +249,9 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   put(a: Assignment): void {
-    // Deferred (sql.ts runLater): a pass's writes go with its next statement or COMMIT, one round
-    // trip on PostgreSQL for all of them; a refusal fails the pass's transaction.
-    runLater(
+    // Part of the pass's unit of work (sql.ts write): on PostgreSQL with its next statement or
+    // COMMIT, one round trip for all of them; a refusal fails the pass's transaction.
+    write(
       this.db,
       `INSERT INTO assignments (edge, workload, project, placement, revision, content_key, generation, manifests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(edge, workload) DO UPDATE SET project = excluded.project, placement = excluded.placement, revision = excluded.revision, content_key = excluded.content_key, generation = excluded.generation, manifests = excluded.manifests, error = excluded.error`,
@@ -269,9 +269,9 @@ export class SqlAssignmentStore implements AssignmentStore {
 
   remove(edge: string, workload: string, placement?: string): void {
     if (placement === undefined)
-      runLater(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?', edge, workload);
+      write(this.db, 'DELETE FROM assignments WHERE edge = ? AND workload = ?', edge, workload);
     else
-      runLater(
+      write(
         this.db,
         'DELETE FROM assignments WHERE edge = ? AND workload = ? AND placement = ?',
         edge,
@@ -301,8 +301,8 @@ export class SqlAssignmentStore implements AssignmentStore {
   }
 
   recordSpecWritten(edge: string, w: SpecWritten): void {
-    // Read back only by the spec writer, after the next statement has carried it (sql.ts runLater).
-    runLater(
+    // Read back only by the spec writer, after the next statement has carried it (sql.ts write).
+    write(
       this.db,
       'INSERT INTO spec_written (edge, epoch, digest) VALUES (?, ?, ?) ON CONFLICT(edge) DO UPDATE SET epoch = excluded.epoch, digest = excluded.digest',
       edge,

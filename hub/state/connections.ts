@@ -5,7 +5,7 @@
  * hub/state/edges.ts (EdgeState) uses it, writing an edge's runtime facts in the same breath;
  * hub/edges/history.ts says why rows end.
  */
-import { all, run, runBeforeCommit, type SqlDb } from './sql.js';
+import { all, run, type SqlDb, write } from './sql.js';
 
 /** One row of an edge's connection history. */
 export interface ConnectionRecord {
@@ -55,7 +55,7 @@ export function connectionRows(db: SqlDb): ConnectionRows {
   return {
     open(edge, c) {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
-      runBeforeCommit(
+      write(
         db,
         'INSERT INTO connections (edge, connected_at, remote_address, replica, connection) VALUES (?, ?, ?, ?, ?)',
         edge,
@@ -66,7 +66,7 @@ export function connectionRows(db: SqlDb): ConnectionRows {
       );
     },
     close(edge, at, reason, connection) {
-      runBeforeCommit(
+      write(
         db,
         'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND connection = ? AND disconnected_at IS NULL',
         at,
@@ -76,7 +76,7 @@ export function connectionRows(db: SqlDb): ConnectionRows {
       );
     },
     endOpen(edge, at, reason) {
-      runBeforeCommit(
+      write(
         db,
         'UPDATE connections SET disconnected_at = ?, reason = ? WHERE edge = ? AND disconnected_at IS NULL',
         at,

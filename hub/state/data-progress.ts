@@ -6,7 +6,7 @@
  * it; this table is what every replica reads `delivered x/y` from (hub/data/delivery.ts).
  */
 import { DeliveryProgress } from '../../core/delivery.js';
-import { type SqlDb, all, alreadyWritten, forgetWritten, jsonListParam, run, runLater } from './sql.js';
+import { type SqlDb, all, alreadyWritten, forgetWritten, jsonListParam, run, write } from './sql.js';
 
 export interface DataProgressState {
   /** Replaces what an edge reported: its DataObjects not in `progress` are forgotten. */
@@ -31,10 +31,10 @@ export function sqlDataProgressState(db: SqlDb): DataProgressState {
       const entries = Object.entries(progress);
       // Most reports repeat it (most edges hold no DataObject): skipped when written so before.
       if (alreadyWritten(db, edge, 'data', () => JSON.stringify(entries))) return;
-      // Deferred (sql.ts runLater), as the workload status: with the next round trip on PostgreSQL.
+      // Queued (sql.ts write), as the workload status: with the next round trip on PostgreSQL.
       // An edge holding no DataObject (most reports) costs one DELETE on its key.
       for (const [name, p] of entries)
-        runLater(
+        write(
           db,
           `INSERT INTO data_progress (edge, name, progress) VALUES (?, ?, ?)
            ON CONFLICT(edge, name) DO UPDATE SET progress = excluded.progress`,
@@ -43,13 +43,13 @@ export function sqlDataProgressState(db: SqlDb): DataProgressState {
           JSON.stringify(p),
         );
       if (entries.length)
-        runLater(
+        write(
           db,
           `DELETE FROM data_progress WHERE edge = ? AND name NOT IN (${jsonListParam(db)})`,
           edge,
           JSON.stringify(entries.map(([name]) => name)),
         );
-      else runLater(db, 'DELETE FROM data_progress WHERE edge = ?', edge);
+      else write(db, 'DELETE FROM data_progress WHERE edge = ?', edge);
     },
     forgetEdge(edge) {
       forgetWritten(db, edge, 'data');

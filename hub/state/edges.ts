@@ -25,8 +25,7 @@ import {
   pgInJsonList,
   read,
   run,
-  runBeforeCommit,
-  runLater,
+  write,
 } from './sql.js';
 import { connectionRows, type ConnectionRecord, type ConnectionStart } from './connections.js';
 
@@ -320,24 +319,18 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
       );
       if (!before) return false;
       if (before.inventory !== stored)
-        runLater(
-          db,
-          'UPDATE edge_runtime SET inventory = ?, inventory_labels = ? WHERE name = ?',
-          stored,
-          labels,
-          name,
-        );
+        write(db, 'UPDATE edge_runtime SET inventory = ?, inventory_labels = ? WHERE name = ?', stored, labels, name);
       return before.inventory_labels !== labels;
     },
     touch(seen) {
-      for (const [name, at] of seen) runLater(db, 'UPDATE edge_runtime SET last_seen = ? WHERE name = ?', at, name);
+      for (const [name, at] of seen) write(db, 'UPDATE edge_runtime SET last_seen = ? WHERE name = ?', at, name);
     },
 
     connected(name, c) {
       // What this process projected for the edge: another replica may have written since.
       forgetWritten(db, name);
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
-      runBeforeCommit(
+      write(
         db,
         'UPDATE edge_runtime SET connected_since = ?, last_seen = ?, agent_version = ?, remote_address = ?, replica = ?, connection = ? WHERE name = ?',
         c.at,
@@ -354,7 +347,7 @@ export function sqlEdgeState(db: SqlDb): EdgeState {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
       // Both name the connection: a newer one of the edge (an older one's close can come seconds
       // after, from another replica) keeps its row open and the edge connected.
-      runBeforeCommit(
+      write(
         db,
         'UPDATE edge_runtime SET connected_since = NULL, disconnected_at = ? WHERE name = ? AND connection = ?',
         at,

@@ -5,7 +5,7 @@
  * (an AgentUpgrade's, naming the edge it ordered) carries that edge too, and lists with the edge's.
  * `EventLog` is the seam for a second implementation (issue #22); `sqlEventLog` is today's.
  */
-import { type SqlDb, all, keyed, one, oneOf, read, run, runBeforeCommit } from './sql.js';
+import { type SqlDb, all, keyed, one, oneOf, read, run, write } from './sql.js';
 
 export interface EventRecord {
   id: number;
@@ -52,11 +52,12 @@ export interface EventLog {
 }
 
 /**
- * Appends one event; the SQLite implementation's function, for callers holding the database. In a
- * transaction on PostgreSQL it goes with the transaction's next statement (sql.ts runBeforeCommit).
+ * Appends one event; the SQLite implementation's function, for callers holding the database. Part
+ * of the unit of work (sql.ts write): on PostgreSQL with the next round trip, or the COMMIT of the
+ * transaction it is in.
  */
 export function recordEvent(db: SqlDb, e: NewEvent): void {
-  runBeforeCommit(
+  write(
     db,
     'INSERT INTO events (at, project, kind, name, reason, message, edge) VALUES (?, ?, ?, ?, ?, ?, ?)',
     e.at ?? Date.now(),
@@ -104,14 +105,7 @@ export function sqlEventLog(db: SqlDb): EventLog {
     record: (e) => recordEvent(db, e),
     update(id, e) {
       // In the connection history's transaction (hub/edges/history.ts): with its next statement.
-      runBeforeCommit(
-        db,
-        'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?',
-        e.at,
-        e.reason,
-        e.message,
-        id,
-      );
+      write(db, 'UPDATE events SET at = ?, reason = ?, message = ? WHERE id = ?', e.at, e.reason, e.message, id);
     },
     last(project, kind, name) {
       const r = oneOf<EventRecord>(db, lastEventRead(project, kind, name));

@@ -10,7 +10,7 @@
  * |---|---|
  * | edge_leases | edge, replica, expires_at, taken_at |
  */
-import { all, inJsonList, migrateTables, one, runLater, type SqlDb } from './sql.js';
+import { all, inJsonList, migrateTables, one, type SqlDb, write } from './sql.js';
 
 /** A lease outlives three missed renewals. */
 export const LEASE_RENEW_MS = 5_000;
@@ -39,7 +39,7 @@ export class EdgeLeases {
    * learns of it at its next renewal, seconds later, either way.
    */
   take(edge: string, now = Date.now()): void {
-    runLater(
+    write(
       this.db,
       `INSERT INTO edge_leases (edge, replica, expires_at, taken_at) VALUES (?, ?, ?, ?)
        ON CONFLICT(edge) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at, taken_at = excluded.taken_at`,
@@ -71,7 +71,7 @@ export class EdgeLeases {
 
   /** The connection ended: the lease goes, if it is still ours (with the next round trip, as `take`). */
   release(edge: string): void {
-    runLater(this.db, 'DELETE FROM edge_leases WHERE edge = ? AND replica = ?', edge, this.replica);
+    write(this.db, 'DELETE FROM edge_leases WHERE edge = ? AND replica = ?', edge, this.replica);
   }
 
   /** The replica serving `edge` now (a live lease), if any. */

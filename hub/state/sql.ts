@@ -124,55 +124,59 @@ export function prefetch(db: SqlDb, reads: Read[]): void {
   if (isPostgres(db)) db.prefetch(reads);
 }
 
-/** Runs a write; returns how many rows it changed. */
+/**
+ * Runs a write whose result its caller reads (the rows it changed, a refusal it answers, such as
+ * a name already taken) at once, in a round trip of its own on PostgreSQL; returns how many rows it
+ * changed. A write nobody reads is `write`'s.
+ */
 export function run(db: SqlDb, sql: string, ...params: Param[]): number {
   if (isPostgres(db)) return db.run(sql, ...params);
   return cachedStatement(db, sql).run(...params).changes;
 }
 
 /**
- * Runs an idempotent write of current state whose result nobody reads (a status row, a digest):
- * on SQLite at once; on PostgreSQL with the next round trip instead of one of its own (its
- * statement, or COMMIT inside a transaction, or the end of this turn of the event loop). A round
- * trip is most of what a statement costs there (docs/benchmarks.md, issue #22).
+ * A write whose result nobody reads, made part of the open unit of work: the one way a state
+ * module writes without reading the result (issue #43 item 5; `run` for the others). On SQLite it
+ * runs at once, in the transaction that is open, if any. On PostgreSQL it is queued and goes with
+ * the unit's next round trip instead of one of its own (a round trip is most of what a statement
+ * costs there: docs/benchmarks.md, issue #22): inside a transaction with its next statement or
+ * its COMMIT (a refusal fails the transaction whole, thrown where `transaction` was called; a
+ * rollback takes the write with it); outside one with the next statement or within PG_GATHER.
+ * Either way it runs before any statement made after it on this connection, so a read sees it.
+ * Outside a transaction a refusal is logged with its statement, writes the database was away for
+ * go with the next round trip, and the skip cache below is forgotten (`alreadyWritten`): a write
+ * must not be skipped for one that never ran.
  */
-export function runLater(db: SqlDb, sql: string, ...params: Param[]): void {
+export function write(db: SqlDb, sql: string, ...params: Param[]): void {
   if (isPostgres(db)) db.defer(sql, ...params);
   else cachedStatement(db, sql).run(...params);
 }
 
-/**
- * A write whose result nobody reads, inside a transaction on PostgreSQL: it goes with the
- * transaction's next statement or its COMMIT (runLater's way; a refusal fails the transaction whole
- * and a lost connection rolls it back, so it is never sent twice, which makes it fit writes that are
- * not idempotent: a history row, an event). Outside a transaction, and on SQLite, it runs at once.
- */
-export function runBeforeCommit(db: SqlDb, sql: string, ...params: Param[]): void {
-  if (isPostgres(db) && db.inTransaction) db.defer(sql, ...params);
-  else run(db, sql, ...params);
-}
-
-const written = new WeakMap<SyncPostgres, Map<string, Map<string, string>>>();
+/** What alreadyWritten recorded, per client: per edge, per key; with the client's count of lost writes then. */
+const written = new WeakMap<SyncPostgres, { lost: number; byEdge: Map<string, Map<string, string>> }>();
 
 /**
- * On PostgreSQL: whether this process already wrote `value` (or what it returns, computed only
- * there) under (`edge`, `key`) since the edge last connected here (a projection row, an inventory
- * digest); records it when not. Every report of an edge projects the same rows again, mostly
- * unchanged (no data deliveries, no upgrade, the same workloads), and each write skipped is a
- * statement the database does not run. Forgotten when the edge connects or is removed
- * (`forgetWritten`: another replica may have written since).
+ * The skip cache of projections, on PostgreSQL: whether this process already wrote `value` (or
+ * what it returns, computed only there) under (`edge`, `key`) since the edge last connected here
+ * (a projection row, an inventory digest); records it when not. Every report of an edge projects
+ * the same rows again, mostly unchanged (no data deliveries, no upgrade, the same workloads), and
+ * each write skipped is a statement the database does not run, and for the inventory a read (a
+ * round trip) it does not make. Forgotten when the edge connects or is removed (`forgetWritten`:
+ * another replica may have written since), and whole when the unit of work lost a write (refused
+ * or dropped outside a transaction: SyncPostgres `lostWrites`), which may have been one recorded.
+ * Separate from `write` because it answers another question (is the write needed at all, from what
+ * this process wrote) for projections only: an event or a lease is never skipped.
  * Always false on SQLite, where a statement costs no round trip and the projection's write can be
  * rolled back with the sync transaction it runs in (a value kept for a write undone would skip the
- * next one); on PostgreSQL the deferred write goes whatever that transaction does.
+ * next one); likewise inside a PostgreSQL transaction: nothing is recorded there.
  */
 export function alreadyWritten(db: SqlDb, edge: string, key: string, value: string | (() => string)): boolean {
-  // Inside a transaction the write may be rolled back with it: not recorded.
   if (!isPostgres(db) || db.inTransaction) return false;
   if (typeof value === 'function') value = value();
-  let byEdge = written.get(db);
-  if (!byEdge) written.set(db, (byEdge = new Map()));
-  let mine = byEdge.get(edge);
-  if (!mine) byEdge.set(edge, (mine = new Map()));
+  let cache = written.get(db);
+  if (!cache || cache.lost !== db.lostWrites) written.set(db, (cache = { lost: db.lostWrites, byEdge: new Map() }));
+  let mine = cache.byEdge.get(edge);
+  if (!mine) cache.byEdge.set(edge, (mine = new Map()));
   if (mine.get(key) === value) return true;
   mine.set(key, value);
   return false;
@@ -180,15 +184,14 @@ export function alreadyWritten(db: SqlDb, edge: string, key: string, value: stri
 
 /**
  * Projects the part of an edge's report that its owning module keeps as one JSON body per edge in
- * `table` (columns edge, body): upserted, or deleted when the report has none. Deferred (runLater),
- * as the workload status: with the next round trip on PostgreSQL, and skipped there when written
- * so before under `key` (most reports carry none).
+ * `table` (columns edge, body): upserted, or deleted when the report has none (`write`), and
+ * skipped on PostgreSQL when written so before under `key` (most reports carry none).
  */
 export function projectEdgeBody(db: SqlDb, table: string, key: string, edge: string, body: unknown): void {
   if (alreadyWritten(db, edge, key, () => JSON.stringify(body ?? null))) return;
-  if (!body) runLater(db, `DELETE FROM ${table} WHERE edge = ?`, edge);
+  if (!body) write(db, `DELETE FROM ${table} WHERE edge = ?`, edge);
   else
-    runLater(
+    write(
       db,
       `INSERT INTO ${table} (edge, body) VALUES (?, ?) ON CONFLICT(edge) DO UPDATE SET body = excluded.body`,
       edge,
@@ -202,7 +205,7 @@ export function projectEdgeBody(db: SqlDb, table: string, key: string, edge: str
  */
 export function forgetWritten(db: SqlDb, edge: string, prefix?: string): void {
   if (!isPostgres(db)) return;
-  const byEdge = written.get(db);
+  const byEdge = written.get(db)?.byEdge;
   if (prefix === undefined) byEdge?.delete(edge);
   else for (const k of byEdge?.get(edge)?.keys() ?? []) if (k.startsWith(prefix)) byEdge!.get(edge)!.delete(k);
 }

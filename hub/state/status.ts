@@ -5,7 +5,7 @@
  * SQL that writes `workload_status`. `StatusState` is the seam for a second implementation
  * (issue #22); `sqlStatusState` is today's.
  */
-import { type SqlDb, all, alreadyWritten, forgetWritten, json, jsonListParam, one, run, runLater } from './sql.js';
+import { type SqlDb, all, alreadyWritten, forgetWritten, json, jsonListParam, one, run, write } from './sql.js';
 
 export type ObjectReadiness = Record<string, { ready: boolean; message?: string }>;
 
@@ -104,7 +104,7 @@ function toAssigned(r: JoinedRow): AssignedStatus {
 export function sqlStatusState(db: SqlDb): StatusState {
   return {
     project(edge, workloads) {
-      // Deferred (sql.ts runLater): on PostgreSQL the whole projection of a report goes with the
+      // Queued (sql.ts write): on PostgreSQL the whole projection of a report goes with the
       // next round trip instead of one per row, and rows written unchanged before are skipped
       // (all written again when the set of workloads changed: a row deleted may come back).
       const names = JSON.stringify(workloads.map((w) => w.workload));
@@ -120,7 +120,7 @@ export function sqlStatusState(db: SqlDb): StatusState {
           JSON.stringify(w.objects),
         ] as const;
         if (alreadyWritten(db, edge, `status/${w.workload}`, () => JSON.stringify(row))) continue;
-        runLater(
+        write(
           db,
           `INSERT INTO workload_status (edge, workload, observed_generation, phase, message, since, restarts, objects) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(edge, workload) DO UPDATE SET observed_generation = excluded.observed_generation, phase = excluded.phase, message = excluded.message, since = excluded.since, restarts = excluded.restarts, objects = excluded.objects`,
@@ -131,12 +131,7 @@ export function sqlStatusState(db: SqlDb): StatusState {
       }
       // Workloads the report no longer holds.
       if (!sameNames)
-        runLater(
-          db,
-          `DELETE FROM workload_status WHERE edge = ? AND workload NOT IN (${jsonListParam(db)})`,
-          edge,
-          names,
-        );
+        write(db, `DELETE FROM workload_status WHERE edge = ? AND workload NOT IN (${jsonListParam(db)})`, edge, names);
     },
     forgetEdge(edge) {
       forgetWritten(db, edge);

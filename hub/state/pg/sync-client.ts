@@ -4,8 +4,9 @@
  * deep in the scheduler and the edges' lifecycle), so their PostgreSQL implementation calls this.
  * The `pg` client runs in a worker thread (worker.ts); each statement is posted to it and the main
  * thread waits for the answer (worker-channel.ts). The event loop is blocked for one round trip
- * per statement: the cost the benchmarks of #22 measure, which deferred writes (`defer`) and reads
- * given ahead (`prefetch`, prefetch-cache.ts) save.
+ * per statement: the cost the benchmarks of #22 measure, which the unit of work (`defer`, the queue
+ * of writes nobody reads: hub/state/sql.ts `write`) and reads given ahead (`prefetch`,
+ * prefetch-cache.ts) save.
  *
  * Every statement has a deadline: a database that is down or does not answer gives one error,
  * `DatabaseUnavailable`, instead of a hub that hangs. Placeholders are written `?` as for SQLite
@@ -46,9 +47,9 @@ export interface SyncPostgresOptions {
 }
 
 /**
- * At most this many writes wait to go with the next round trip (sql.ts `runLater`): past it the
- * oldest are dropped, logged. Each is an idempotent write of current state, made again by the
- * next change it stands for.
+ * At most this many writes wait outside a transaction to go with the next round trip (sql.ts
+ * `write`, while the database is away): past it the oldest are dropped, logged and counted
+ * (`lostWrites`). Most are writes of current state, made again by the next change they stand for.
  */
 export const MAX_DEFERRED_WRITES = 20_000;
 
@@ -58,8 +59,10 @@ export class SyncPostgres {
   private readonly worker: WorkerChannel;
   private depth = 0;
   private closed = false;
-  /** Writes that go with the next round trip, before its statement (runLater). */
+  /** The unit of work: writes that go with the next round trip, before its statement (sql.ts `write`). */
   private deferred: Deferred[] = [];
+  /** Queued writes refused or dropped outside a transaction, so far (`lostWrites`). */
+  private lost = 0;
   /** How long deferred writes wait for a round trip to carry them before going on their own. */
   private readonly pace = new GatherPace(PG_GATHER);
   /** Rows of reads made ahead (`prefetch`); forgotten at the next write. */
@@ -108,10 +111,16 @@ export class SyncPostgres {
     if (msg.beforeErrors) {
       // A deferred BEGIN among them: refusals before it were outside the transaction.
       const beginAt = this.begin ? before.indexOf(this.begin) : -1;
-      // The database went away before they ran: they all go with the next round trip.
-      const lost = msg.beforeErrors.some((e) => connectionLost(e.code));
-      if (lost) this.requeue(before);
-      const again: number[] = [];
+      // The database went away before they ran, or before their answer came: they go with the next
+      // round trip. Outside a transaction only those: a write whose answer came ran, and is not sent
+      // twice (an event is no idempotent write). Inside one all (the server rolled it back, and
+      // `transaction` keeps only the writes queued before its BEGIN).
+      const lostAt = msg.beforeErrors
+        .filter((e) => connectionLost(e.code))
+        .flatMap((e) => sent?.[e.index]?.from ?? [e.index]);
+      const requeueAll = lostAt.length > 0 && this.depth > 0;
+      if (requeueAll) this.requeue(before);
+      const again = new Map<number, Deferred>(requeueAll ? [] : lostAt.map((i) => [i, before[i]!]));
       for (const e of msg.beforeErrors) {
         if (connectionLost(e.code)) continue;
         // The writes the refused statement stood for (several when merged).
@@ -120,12 +129,16 @@ export class SyncPostgres {
           // Inside a transaction, which PostgreSQL has aborted: the transaction fails whole.
           throw new DatabaseError(`${e.error} (in a deferred write: ${e.sql.slice(0, 80)})`, e.code);
         // A merged statement refused for one of its rows: each write goes alone with the next
-        // round trip (idempotent writes, none of which ran), and only the bad one is refused then.
-        if (from.length > 1 && !lost) again.push(...from);
-        else log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
+        // round trip (none of them ran), and only the bad one is refused then.
+        if (from.length > 1) {
+          if (!requeueAll) for (const i of from) again.set(i, { ...before[i]!, single: true });
+        } else {
+          this.lost++;
+          log.error({ error: e.error, code: e.code, sql: e.sql.slice(0, 200) }, 'a deferred write was refused');
+        }
       }
       // In their first order, once.
-      if (again.length) this.requeue(again.sort((a, b) => a - b).map((i) => ({ ...before[i]!, single: true })));
+      if (again.size) this.requeue([...again.keys()].sort((x, y) => x - y).map((i) => again.get(i)!));
     }
     if (msg.error !== undefined) {
       if (connectionLost(msg.code))
@@ -165,12 +178,12 @@ export class SyncPostgres {
   }
 
   /**
-   * Runs a write with the next round trip instead of one of its own (sql.ts `runLater`): inside a
-   * transaction before its next statement or its COMMIT; outside, before the next statement or
-   * after PG_GATHER (longer while writes keep coming), whichever comes first. For idempotent
-   * writes of current state whose result nobody reads (a status row, a digest): a refusal is
-   * logged (or fails the transaction it was in), and writes the database was away for go with the
-   * next round trip.
+   * Queues a write in the unit of work, to go with the next round trip instead of one of its own
+   * (sql.ts `write`): inside a transaction before its next statement or its COMMIT; outside, before
+   * the next statement or after PG_GATHER (longer while writes keep coming), whichever comes first.
+   * For writes whose result nobody reads: a refusal fails the transaction it was in, or outside one
+   * is logged and counted (`lostWrites`); writes the database was away for go with the next round
+   * trip.
    */
   defer(sql: string, ...params: Param[]): void {
     this.prefetched.forget(sql);
@@ -178,6 +191,7 @@ export class SyncPostgres {
     // Inside a transaction nothing is dropped (its BEGIN and writes go whole or not at all).
     if (this.deferred.length > MAX_DEFERRED_WRITES && this.depth === 0) {
       const dropped = this.deferred.splice(0, this.deferred.length - MAX_DEFERRED_WRITES);
+      this.lost += dropped.length;
       log.error({ dropped: dropped.length }, 'too many writes waiting for the database: the oldest were dropped');
     }
     this.scheduleFlush(this.pace.nextMs);
@@ -202,7 +216,9 @@ export class SyncPostgres {
 
   private requeue(before: Deferred[]): void {
     if (!before.length) return;
-    this.deferred = [...before, ...this.deferred].slice(-MAX_DEFERRED_WRITES);
+    const all = [...before, ...this.deferred];
+    this.lost += Math.max(0, all.length - MAX_DEFERRED_WRITES);
+    this.deferred = all.slice(-MAX_DEFERRED_WRITES);
     this.scheduleFlush(1_000);
   }
 
@@ -216,6 +232,14 @@ export class SyncPostgres {
   exec(sql: string): void {
     this.prefetched.forget(sql);
     this.call({ sql });
+  }
+
+  /**
+   * Queued writes lost outside a transaction so far: refused (logged) or dropped while the
+   * database was away. What a cache of writes made (sql.ts `alreadyWritten`) must not outlive.
+   */
+  get lostWrites(): number {
+    return this.lost;
   }
 
   /** Round trips to the database so far (each request with the writes it carries). */

@@ -107,8 +107,10 @@ port.on('message', (req: Request) => {
     } catch (err) {
       // Which errors mean the database is gone is decided once, by the main thread
       // (sync-client.ts connectionLost); a broken connection is dropped by its own events.
+      // None of the deferred writes ran: each is answered so (the main thread sends again only those).
       const f = failure(err);
-      answer({ ...f, ...(req.before?.length ? { beforeErrors: [{ ...f, index: 0, sql: req.before[0]!.sql }] } : {}) });
+      const beforeErrors = req.before?.map((d, index) => ({ ...f, index, sql: d.sql }));
+      answer({ ...f, ...(beforeErrors?.length ? { beforeErrors } : {}) });
       return;
     }
     // node-postgres writes each protocol message of a statement to the socket as it goes (five
