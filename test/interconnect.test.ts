@@ -16,11 +16,13 @@ import {
   startProcessAgents,
   stopInProcess,
 } from './fixtures/in-process-fleet.js';
+import { runCli } from './fixtures/cli.js';
 import { freePort } from './ports.js';
 import { waitFor } from './helpers.js';
 
 let dir: string;
 let hub: Hub;
+let env: NodeJS.ProcessEnv;
 const agents: EdgeAgent[] = [];
 let echoPort: number;
 let importPort: number;
@@ -46,7 +48,7 @@ const importOf = (project: string, name: string) =>
   adminApi(hub, 'GET', `/api/v1/projects/${project}/serviceimports/${name}`);
 
 beforeAll(async () => {
-  ({ dir, hub } = await startInProcessHub('outpost-interconnect-'));
+  ({ dir, hub, env } = await startInProcessHub('outpost-interconnect-'));
   [echoPort, importPort, otherPort] = [await freePort(), await freePort(), await freePort()];
   await startProcessAgents(hub, dir, ['ic-a'], { role: 'consumer' }, agents);
   await startProcessAgents(hub, dir, ['ic-b'], { role: 'server' }, agents);
@@ -137,6 +139,15 @@ describe('interconnect: a TCP service across sites through the hub', () => {
       { what: 'the import status counting the two connections', timeout: 15_000 },
     );
     expect(counted.refused).toBe(0);
+
+    const exports = await runCli(['get', 'serviceexports'], { env });
+    expect(exports.stdout).toMatch(new RegExp(`^NAME +WORKLOAD +PORT +ONLINE +AGE\n(echo) +echo +${echoPort} +1/1 `));
+    const imports = await runCli(['get', 'svci'], { env });
+    expect(imports.stdout).toMatch(
+      new RegExp(
+        `^NAME +EXPORT +PORT +LISTENING +OPEN +STATUS +AGE\necho +default/echo +${importPort} +1/1 +0 +listening 1/1, 0 open `,
+      ),
+    );
   });
 
   it('refuses a consumer of another project until the export grants it', async () => {
