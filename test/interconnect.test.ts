@@ -72,7 +72,13 @@ beforeAll(async () => {
             metadata: { name: 'echo' },
             spec: {
               containers: [
-                { name: 'echo', command: [process.execPath, '-e', echo], ports: [{ containerPort: echoPort }] },
+                {
+                  name: 'echo',
+                  command: [process.execPath, '-e', echo],
+                  ports: [{ containerPort: echoPort }],
+                  // Ready once it accepts connections, not once its process started.
+                  readinessProbe: { tcpSocket: { port: echoPort }, periodSeconds: 1 },
+                },
               ],
             },
           },
