@@ -145,8 +145,17 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
           line(s.out.err, `edge/${e.name} skipped: edges leave with \`outpost edge decommission ${e.name}\``);
         let failed = 0;
         // Placements before workloads: a workload still placed would fail its placement for a moment.
-        // Registries last: a placement being deleted may still pull through one.
-        const order: Kind[] = ['AgentUpgrade', 'DataObject', 'Placement', 'Workload', 'Registry'];
+        // Registries last: a placement being deleted may still pull through one. Imports before
+        // the exports they name.
+        const order: Kind[] = [
+          'ServiceImport',
+          'ServiceExport',
+          'AgentUpgrade',
+          'DataObject',
+          'Placement',
+          'Workload',
+          'Registry',
+        ];
         for (const t of order.flatMap((k) => targets.filter((x) => x.kind === k))) {
           const info = KIND_INFO[t.kind];
           try {

@@ -1,7 +1,8 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
  * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
- * `registries`, `reg`; `dataobject`, `dataobjects`, `do`), and
+ * `registries`, `reg`; `dataobject`, `dataobjects`, `do`; `serviceexport`, `serviceexports`, `svcx`;
+ * `serviceimport`, `serviceimports`, `svci`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it. `get` and `describe` take packages
  * (`package`, `packages`, `pkg`) too, which are published to the catalog rather than applied.
  */

@@ -19,4 +19,6 @@ export const KIND_NAMES: Record<Kind, KindName> = {
   Registry: { singular: 'registry', plural: 'registries', short: 'reg' },
   DataObject: { singular: 'dataobject', plural: 'dataobjects', short: 'do' },
   GitRepo: { singular: 'gitrepo', plural: 'gitrepos', short: 'gr' },
+  ServiceExport: { singular: 'serviceexport', plural: 'serviceexports', short: 'svcx' },
+  ServiceImport: { singular: 'serviceimport', plural: 'serviceimports', short: 'svci' },
 };

@@ -19,7 +19,17 @@ function strict<T extends z.ZodRawShape>(shape: T) {
 }
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
-export const KINDS = ['Edge', 'Workload', 'Placement', 'Registry', 'AgentUpgrade', 'DataObject', 'GitRepo'] as const;
+export const KINDS = [
+  'Edge',
+  'Workload',
+  'Placement',
+  'Registry',
+  'AgentUpgrade',
+  'DataObject',
+  'GitRepo',
+  'ServiceExport',
+  'ServiceImport',
+] as const;
 export type Kind = (typeof KINDS)[number];
 
 const name = z
@@ -110,7 +120,7 @@ export const LabelSelector = strict({
 });
 export type LabelSelector = z.infer<typeof LabelSelector>;
 
-/** Every object that picks edges (Placement, AgentUpgrade, DataObject) needs a selector, names, or both. */
+/** Every object that picks edges (Placement, AgentUpgrade, DataObject, ServiceImport) needs a selector, names, or both. */
 const selectsEdges = (s: { edgeSelector?: unknown; edges?: string[] | undefined }) =>
   s.edgeSelector !== undefined || (s.edges?.length ?? 0) > 0;
 const SELECTS_EDGES = {
@@ -583,6 +593,49 @@ export type GitRepoSpec = z.infer<typeof GitRepoSpec>;
 export const GitRepo = objectKind('GitRepo', GitRepoSpec);
 export type GitRepo = z.infer<typeof GitRepo>;
 
+// ---------------------------------------------------------------------------------------------
+// ServiceExport and ServiceImport (docs/interconnect.md): a workload's port reachable from other sites
+
+const port = z.number().int().min(1, 'must be a TCP port 1-65535').max(65535, 'must be a TCP port 1-65535');
+
+/**
+ * A declared port of a workload, offered to the edges that import it, through the hub. Only that
+ * port of the edges that run the workload is reachable; another project's import needs its name in
+ * `allowedProjects`.
+ */
+export const ServiceExportSpec = strict({
+  /** The workload whose port is served, on the edges of this project that run it. */
+  workload: name,
+  /** A containerPort the workload declares (the process driver: the host port it listens on). */
+  port,
+  protocol: z.literal('tcp', { error: 'must be tcp (the only protocol carried yet)' }).default('tcp'),
+  /** Projects whose ServiceImports may reach it (its own project always may). */
+  allowedProjects: z.array(name).max(256).default([]),
+});
+export type ServiceExportSpec = z.infer<typeof ServiceExportSpec>;
+
+export const ServiceExport = objectKind('ServiceExport', ServiceExportSpec);
+export type ServiceExport = z.infer<typeof ServiceExport>;
+
+/**
+ * An export made reachable on the edges it selects: each listens on 127.0.0.1:`port` and carries
+ * every connection through the hub to an edge that serves the export.
+ */
+export const ServiceImportSpec = strict({
+  /** The ServiceExport's name. */
+  export: name,
+  /** The export's project (default: this object's); another project must grant it in `allowedProjects`. */
+  project: name.optional(),
+  /** The local port the consuming edges listen on (127.0.0.1). */
+  port,
+  edgeSelector: LabelSelector.optional(),
+  edges: z.array(name).optional(),
+}).refine(selectsEdges, SELECTS_EDGES);
+export type ServiceImportSpec = z.infer<typeof ServiceImportSpec>;
+
+export const ServiceImport = objectKind('ServiceImport', ServiceImportSpec);
+export type ServiceImport = z.infer<typeof ServiceImport>;
+
 export const Resource = z.discriminatedUnion('kind', [
   Edge,
   Workload,
@@ -591,6 +644,8 @@ export const Resource = z.discriminatedUnion('kind', [
   AgentUpgrade,
   DataObject,
   GitRepo,
+  ServiceExport,
+  ServiceImport,
 ]);
 export type Resource = z.infer<typeof Resource>;
 

@@ -26,6 +26,7 @@ import { enrollOnce, type EnrollOnceOptions } from './enroll.js';
 import { EdgeBlobStore } from './blobs/store.js';
 import { EdgeTransfers } from './blobs/transfers.js';
 import { EdgeDeliveries } from './data/delivery.js';
+import { InterconnectListeners } from './interconnect/listeners.js';
 import { EdgeEgress } from './data/egress.js';
 import { HeldStopped } from './held-stopped.js';
 import { agentReleaseOf, collectInventory } from './inventory.js';
@@ -226,6 +227,9 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const dataIn = new EdgeDeliveries({ dataDir: o.dataDir, edge, driver: config.driver, store, blobs, transfers });
   reconciler.decorators.push(dataIn);
   followers.add({ kind: DATA_ORDERS.name, check: () => dataIn.check() });
+  // ServiceImports (docs/interconnect.md): local listeners whose connections go through the hub.
+  const interconnect = new InterconnectListeners({ edge, store, open: (h) => tunnel.open(h) });
+  followers.add(interconnect);
   s.on('state', (state) => state === 'connected' && egress.record());
   if (process.env[TRIAL_ENV]) {
     // On trial after a switch (edge/upgrade/switch.ts): healthy once connected and a reconcile
@@ -318,6 +322,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     socketPath,
     async close(why?: string) {
       clearInterval(compactTimer);
+      interconnect.stop();
       transfers.stop();
       staging?.stop();
       await egress.stop();

@@ -25,6 +25,8 @@ import { Catalog } from './catalog/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { DataDeliveries } from './data/delivery.js';
+import { InterconnectPlanner } from './interconnect/index.js';
+import { InterconnectRelay } from './interconnect/relay.js';
 import { HubDataFiles } from './data/index.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
@@ -226,6 +228,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replication,
     sync: () => late.sync,
     exempt: (s) => late.connLimit?.exempt(s),
+    interconnect: (edge, s) => interconnectRelay.serve(edge, s),
+  });
+  // ServiceExports and ServiceImports (hub/interconnect/): the listeners ordered, connections relayed.
+  const interconnect = new InterconnectPlanner(state, objects, orders);
+  const interconnectRelay = new InterconnectRelay({
+    planner: interconnect,
+    objects,
+    edges: state.edges,
+    openTo: (edge, header) => tunnel.gateway.openTo(edge, header),
   });
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
   // The Kubernetes API's record of object changes, for its watches (hub/k8s/, docs/kubernetes-api.md).
@@ -259,6 +270,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     { ...loop('catalog', catalog), onObjectChange: (c) => catalog.onObjectChange(c) },
     ...(sink ? [loop('data sink', sink)] : []),
     loop('deliveries', deliveries),
+    loop('interconnect', interconnect),
     loop('upgrades', upgrades),
     loop('image staging', imageStaging),
     images,
@@ -291,6 +303,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       catalog,
       upgrades,
       deliveries,
+      interconnect,
       imageStaging,
       gitRepos,
       projects,

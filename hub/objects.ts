@@ -18,6 +18,8 @@ import {
   KINDS,
   Placement,
   Registry,
+  ServiceExport,
+  ServiceImport,
   Workload,
   type Kind,
   type Resource,
@@ -35,7 +37,17 @@ import { sealGitRepoSpec } from './gitops/credentials.js';
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade, DataObject, GitRepo } as const;
+const SCHEMAS = {
+  Edge,
+  Workload,
+  Placement,
+  Registry,
+  AgentUpgrade,
+  DataObject,
+  GitRepo,
+  ServiceExport,
+  ServiceImport,
+} as const;
 
 export type { ApplyAction } from '../core/api/types.js';
 

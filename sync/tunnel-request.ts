@@ -48,6 +48,8 @@ export const TunnelRequest = z.discriminatedUnion('type', [
   z.object({ type: z.literal('action'), workload: z.string().max(63), action: z.enum(['restart', 'stop', 'start']) }),
   /** The edge agent's own Prometheus page (`GET /api/v1/edges/NAME/metrics` on the hub). */
   z.object({ type: z.literal('metrics') }),
+  /** A TCP connection to a declared port of a workload, for a ServiceExport (docs/interconnect.md). */
+  z.object({ type: z.literal('tcp'), workload: z.string().max(63), port: z.number().int().min(1).max(65535) }),
 ]);
 export type TunnelRequest = z.infer<typeof TunnelRequest>;
 

@@ -1,5 +1,5 @@
 /**
- * The four order kinds on the engine (hub/orders/engine.ts) pass the acceptance suite
+ * The order kinds on the engine (hub/orders/engine.ts) pass the acceptance suite
  * (test/fixtures/order-kind-suite.ts) on one SQLite hub, each given and withdrawn as an operator
  * does: a Placement of a Workload applied and deleted, a DataObject applied and deleted, an
  * AgentUpgrade pushed, applied and deleted, and image staging as the images gate hands it over

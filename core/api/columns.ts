@@ -15,6 +15,7 @@ import type {
   PlacementStatusView,
   WorkloadStatusView,
 } from './views.js';
+import type { ServiceExportStatusView, ServiceImportStatusView } from './interconnect-views.js';
 
 export interface ApiMetadata {
   name: string;
@@ -214,6 +215,32 @@ function gitRepoRow(o: ApiObject, opts: RowOptions): string[] {
   ];
 }
 
+function serviceExportRow(o: ApiObject, opts: RowOptions): string[] {
+  const s = statusOf<Partial<ServiceExportStatusView>>(o);
+  const spec = (o.spec ?? {}) as { workload?: string; port?: number };
+  return [
+    o.metadata.name,
+    spec.workload ?? '-',
+    spec.port === undefined ? '-' : String(spec.port),
+    s.serving ? `${s.online ?? 0}/${s.serving.length}` : '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
+function serviceImportRow(o: ApiObject, opts: RowOptions): string[] {
+  const s = statusOf<Partial<ServiceImportStatusView>>(o);
+  const spec = (o.spec ?? {}) as { export?: string; project?: string; port?: number };
+  return [
+    o.metadata.name,
+    s.export ?? `${spec.project ?? o.metadata.project ?? '-'}/${spec.export ?? '-'}`,
+    spec.port === undefined ? '-' : String(spec.port),
+    s.edges ? `${s.listening ?? 0}/${s.edges.length}` : '-',
+    s.open === undefined ? '-' : String(s.open),
+    s.summary ?? '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
 /** Each kind's columns, by kind. */
 export const KIND_COLUMNS: Record<string, KindColumns> = {
   Edge: {
@@ -246,6 +273,13 @@ export const KIND_COLUMNS: Record<string, KindColumns> = {
     base: ['NAME', 'REPO', 'REF', 'COMMIT', 'OBJECTS', 'STATUS', 'AGE'],
     wide: [],
     row: gitRepoRow,
+    color: [],
+  },
+  ServiceExport: { base: ['NAME', 'WORKLOAD', 'PORT', 'ONLINE', 'AGE'], wide: [], row: serviceExportRow, color: [] },
+  ServiceImport: {
+    base: ['NAME', 'EXPORT', 'PORT', 'LISTENING', 'OPEN', 'STATUS', 'AGE'],
+    wide: [],
+    row: serviceImportRow,
     color: [],
   },
 };

@@ -11,6 +11,7 @@ import { DeliveryProgress } from '../delivery.js';
 import { backendOf, putJson, putJsonEntry } from '../doc-backend.js';
 import { AgentReleaseState, Inventory } from '../resources.js';
 import { readReportStaging, setReportStaging, type StagingReport } from '../staging.js';
+import { readReportInterconnect, type ImportReport } from '../orders/interconnect.js';
 import type { ReportedPhase } from '../status.js';
 import {
   AgentUpgradeProgress,
@@ -62,6 +63,8 @@ export interface EdgeReportState {
   agentUpgrade?: AgentUpgradeProgress;
   imageStaging?: StagingReport;
   data?: Record<string, DeliveryProgress>;
+  /** Per ServiceImport, its listener on this edge (core/orders/interconnect.ts). */
+  interconnect?: Record<string, ImportReport>;
 }
 
 /** Only the report's agent upgrade progress (peer input, checked: a value that does not fit reads as none). */
@@ -137,6 +140,7 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
   }
   const agentUpgrade = readReportAgentUpgrade(doc);
   const imageStaging = readReportStaging(doc);
+  const interconnect = readReportInterconnect(doc);
   return {
     edge: s(doc.edge),
     inventory,
@@ -145,6 +149,7 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
     ...(agentUpgrade ? { agentUpgrade } : {}),
     ...(imageStaging ? { imageStaging } : {}),
     ...(doc.data ? { data: readReportData(doc) } : {}),
+    ...(interconnect ? { interconnect } : {}),
   };
 }
 

@@ -4,7 +4,8 @@
  * - `http` to a workload goes only to a port the workload declares (`driver.endpoint`), never to
  *   an arbitrary host or port of the device; `http` to `kube` goes only to the cluster API of this
  *   edge's kubeconfig, with the edge's own credential (the hub user's token never leaves the hub);
- * - logs and exec run through the driver; actions through the driver and the reconciler.
+ * - logs and exec run through the driver; actions through the driver and the reconciler;
+ * - `tcp` (a ServiceExport's connection, edge/interconnect/serve.ts) goes only to a declared port.
  *
  * @example
  * const tunnel = createTunnelAgent({ driver, reconciler, transport: { send: (p) => sync.sendTunnel(p), bufferedAmount: () => sync.bufferedAmount() } });
@@ -23,6 +24,7 @@ import type { Driver } from '../drivers/driver.js';
 import type { Reconciler } from '../reconciler.js';
 import { runAction, runExec, runLogs, runMetrics } from './ops.js';
 import { forwardHttp, kubeTarget } from './http.js';
+import { serveExport } from '../interconnect/serve.js';
 import type { KubeTarget } from './kube-target.js';
 
 const log = createLogger('edge:tunnel');
@@ -91,7 +93,9 @@ export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
             ? runExec(s, o.driver, r)
             : r.type === 'metrics'
               ? runMetrics(s, o.metrics)
-              : runAction(s, o.driver, o.reconciler, r);
+              : r.type === 'tcp'
+                ? serveExport(s, o.driver, r)
+                : runAction(s, o.driver, o.reconciler, r);
     work.catch((err: unknown) => {
       const e =
         err instanceof TunnelError

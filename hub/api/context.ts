@@ -13,7 +13,8 @@ import type {
 } from '../../core/api/views.js';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
-import type { AgentUpgrade, DataObject, GitRepo, Kind } from '../../core/resources.js';
+import type { ServiceExportStatusView, ServiceImportStatusView } from '../../core/api/interconnect-views.js';
+import type { AgentUpgrade, DataObject, GitRepo, Kind, ServiceExport, ServiceImport } from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { Catalog } from '../catalog/index.js';
 import type { ObjectStore } from '../objects.js';
@@ -62,6 +63,11 @@ export interface ObjectApi {
   };
   /** DataObject deliveries (hub/data/delivery.ts): their status per edge. */
   deliveries?: { status(o: DataObject): DataObjectStatusView };
+  /** ServiceExports and ServiceImports (hub/interconnect/): the edges serving and consuming each. */
+  interconnect?: {
+    exportStatus(o: ServiceExport): ServiceExportStatusView;
+    importStatus(o: ServiceImport): ServiceImportStatusView;
+  };
   /** GitRepos' sync state (hub/gitops/): the commit applied, errors by file and line, drift. */
   gitRepos?: { status(r: GitRepo): GitRepoStatusView };
   /** Project objects: a placement's default rollout, Project documents in an apply (hub/projects/). */
@@ -78,6 +84,8 @@ export const KIND_PATHS: Record<string, Kind> = {
   registries: 'Registry',
   dataobjects: 'DataObject',
   gitrepos: 'GitRepo',
+  serviceexports: 'ServiceExport',
+  serviceimports: 'ServiceImport',
 };
 
 export function kindFromPath(s: string): Kind {

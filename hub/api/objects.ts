@@ -83,6 +83,10 @@ export function withStatus(deps: ObjectApi, o: Resource, reveal = false, detail 
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
   if (o.kind === 'DataObject')
     return deps.deliveries ? ({ ...o, status: { ...deps.deliveries.status(o) } } as Resource) : o;
+  if (o.kind === 'ServiceExport')
+    return deps.interconnect ? ({ ...o, status: { ...deps.interconnect.exportStatus(o) } } as Resource) : o;
+  if (o.kind === 'ServiceImport')
+    return deps.interconnect ? ({ ...o, status: { ...deps.interconnect.importStatus(o) } } as Resource) : o;
   if (o.kind === 'Registry') return registryForOutput(deps.secrets.box, o, reveal);
   if (o.kind === 'GitRepo') {
     const shown = gitRepoForOutput(deps.secrets.box, o, reveal);

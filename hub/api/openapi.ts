@@ -1,6 +1,16 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { AgentUpgrade, DataObject, Edge, GitRepo, Placement, Registry, Workload } from '../../core/resources.js';
+import {
+  AgentUpgrade,
+  DataObject,
+  Edge,
+  GitRepo,
+  Placement,
+  Registry,
+  ServiceExport,
+  ServiceImport,
+  Workload,
+} from '../../core/resources.js';
 import { KIND_PATHS } from './context.js';
 
 function schema(s: z.ZodType): unknown {
@@ -340,6 +350,9 @@ export function openApiDocument(version: string): unknown {
         DataObject: schema(DataObject),
         // Its status (core/api/views.ts GitRepoStatusView) is described in docs/gitops.md.
         GitRepo: schema(GitRepo),
+        // Their status (core/api/interconnect-views.ts) is described in docs/interconnect.md.
+        ServiceExport: schema(ServiceExport),
+        ServiceImport: schema(ServiceImport),
         // core/api/views.ts ReplicaView.
         Replica: {
           type: 'object',

@@ -19,12 +19,24 @@ import {
   GitRepo,
   Placement,
   Registry,
+  ServiceExport,
+  ServiceImport,
   Workload,
   type Kind,
 } from '../../core/resources.js';
 import { GROUP, RESOURCES, VERSION } from './kinds.js';
 
-const SCHEMAS: Record<Kind, z.ZodType> = { Edge, Workload, Placement, Registry, AgentUpgrade, DataObject, GitRepo };
+const SCHEMAS: Record<Kind, z.ZodType> = {
+  Edge,
+  Workload,
+  Placement,
+  Registry,
+  AgentUpgrade,
+  DataObject,
+  GitRepo,
+  ServiceExport,
+  ServiceImport,
+};
 
 const DESCRIPTIONS: Record<Kind, string> = {
   Edge: 'An edge: a machine running the Outpost agent, enrolled with a join token (docs/edges.md).',
@@ -36,6 +48,8 @@ const DESCRIPTIONS: Record<Kind, string> = {
   Registry: 'An OCI registry and its credentials, for the images of workloads (docs/images.md).',
   DataObject: 'A file delivered to selected edges at a path (docs/data.md).',
   GitRepo: 'A Git repository whose manifests the hub applies to the project, pruned by ownership (docs/gitops.md).',
+  ServiceExport: "A workload's declared port, reachable from other sites through the hub (docs/interconnect.md).",
+  ServiceImport: 'An export made reachable on 127.0.0.1:PORT of the selected edges (docs/interconnect.md).',
 };
 
 export const META_REF = 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta';

@@ -1,12 +1,15 @@
 /**
  * @module The tunnel as one module: the gateway that carries API requests to edges (proxy, kube,
- * logs, exec, actions, metrics), its streams of blobs and data files, and with replicas the
+ * logs, exec, actions, metrics), its streams of blobs, data files and interconnect connections, and with replicas the
  * forwarder to the replica that serves an edge.
  */
 import type { Socket } from 'node:net';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { isDataFileHeader } from '../../core/data.js';
+import type { EdgeName } from '../../core/ids.js';
 import type { SyncServer } from '../../sync/server.js';
+import type { TunnelStream } from '../../sync/tunnel.js';
+import { isInterconnectHeader } from '../interconnect/relay.js';
 import type { HubAuth } from '../auth/contract.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { HubTransfers } from '../blobs/transfers.js';
@@ -34,6 +37,8 @@ export function createTunnelModule(o: {
   sync(): SyncServer | undefined;
   /** A request another replica forwards here is not counted against its address (hub/http-limits.ts). */
   exempt(socket: Socket): void;
+  /** A connection a consuming edge accepted for a ServiceImport (hub/interconnect/relay.ts). */
+  interconnect(edge: EdgeName, s: TunnelStream): void;
 }): TunnelModule {
   const { state, blobs, dataFiles, replication } = o;
   const transfers = new HubTransfers(state.edges, blobs, o.registry);
@@ -59,7 +64,11 @@ export function createTunnelModule(o: {
         }
       : {}),
     onEdgeStream: (conn, s) =>
-      isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
+      isDataFileHeader(s.header)
+        ? dataFiles.serve(conn.edge, s)
+        : isInterconnectHeader(s.header)
+          ? o.interconnect(conn.edge, s)
+          : transfers.serve(conn.edge, s),
   });
   return { name: 'tunnel', gateway, stop: () => gateway.close() };
 }

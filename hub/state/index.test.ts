@@ -22,6 +22,7 @@ describe('sqliteHubState', () => {
         'tunnel_proxy_sessions',
         'image_tags',
         'image_pins',
+        'interconnect_reports',
       ])
         expect(made).toContain(t);
       // A SQLite hub never shares an identity: its file does not get the table by being opened.

@@ -26,6 +26,7 @@
  * | proxy-sessions.ts | tunnel_proxy_sessions (the rules: hub/tunnel/proxy-session.ts) |
  * | catalog.ts | packages, package_deployments, package_revisions |
  * | image-tags.ts, image-pins.ts | image_tags; image_pins |
+ * | interconnect.ts | interconnect_reports (what consuming edges report of their ServiceImport listeners) |
  * | schema/ | every migration of the tables above, one file per schema component (no reads or writes) |
  *
  * test/architecture.test.ts fails when a table is written anywhere else. Every module above runs
@@ -44,6 +45,7 @@ import { sqlGitRepoStates, type GitRepoStates } from './git-repos.js';
 import { sqlKubeApiState, type KubeApiState } from './kube-api.js';
 import { IdentityStore } from './identity.js';
 import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
+import { sqlInterconnectTables, type InterconnectTables } from './interconnect.js';
 import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
 import { sqlProjectTables, type ProjectTables } from './projects.js';
 import { sqlProxySessionTables, type ProxySessionTables } from './proxy-sessions.js';
@@ -182,6 +184,8 @@ export interface HubState {
   /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
   imageTags: ImageTagTables;
   imagePins: ImagePinTables;
+  /** What consuming edges report of their ServiceImport listeners (hub/interconnect/). */
+  interconnect: InterconnectTables;
   /**
    * The sealed identity hub replicas on one PostgreSQL share (hub/identity/); made when first used,
    * so a SQLite hub, which never uses it, has no such table.
@@ -272,6 +276,7 @@ function tableGroups(db: SqlDb) {
     proxySessions: sqlProxySessionTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),
+    interconnect: sqlInterconnectTables(db),
     // After the groups whose tables its first migration reads (auth, blobs, catalog).
     projects: sqlProjectTables(db),
     get identity() {

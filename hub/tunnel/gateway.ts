@@ -155,6 +155,23 @@ export class TunnelGateway {
     this.tunnels.clear();
   }
 
+  /**
+   * Opens a stream to an edge connected to this process for another part of the hub (the
+   * interconnect's relay, hub/interconnect/relay.ts), on the same mux, bounds and counters as the
+   * routes' streams. Throws `offline` when the edge is not connected here.
+   */
+  openTo(edge: EdgeName, header: Record<string, unknown>, limits: StreamLimits = {}): TunnelStream {
+    const conn = this.opts.sync()?.connection(edge);
+    if (!conn) throw new OutpostError('offline', `edge ${edge} is not connected to this hub`);
+    const s = this.mux(conn).open(header, limits);
+    this.opened?.inc({ type: String(header.type) });
+    s.once('close', () => {
+      this.bytes?.inc({ direction: 'from_edge' }, s.bytesIn);
+      this.bytes?.inc({ direction: 'to_edge' }, s.bytesOut);
+    });
+    return s;
+  }
+
   private mux(conn: EdgeConnection): TunnelMux {
     const t = this.tunnels.get(conn.edge);
     if (t && t.conn === conn) return t.mux;

@@ -18,6 +18,7 @@ import { HUB_MIGRATIONS } from './hub.js';
 import { IDENTITY_MIGRATIONS } from './identity.js';
 import { IMAGE_PIN_MIGRATIONS } from './image-pins.js';
 import { IMAGE_MIGRATIONS } from './image-tags.js';
+import { INTERCONNECT_MIGRATIONS } from './interconnect.js';
 import { KUBE_API_MIGRATIONS } from './kube-api.js';
 import { LEASE_MIGRATIONS } from './leases.js';
 import { PROJECT_MIGRATIONS } from './projects.js';
@@ -42,6 +43,7 @@ const SCHEMAS = {
   'agent-upgrades': AGENT_UPGRADE_MIGRATIONS,
   'git-repos': GIT_REPO_MIGRATIONS,
   'kube-api': KUBE_API_MIGRATIONS,
+  interconnect: INTERCONNECT_MIGRATIONS,
   // Last: its first migration reads the tables above that name projects.
   projects: PROJECT_MIGRATIONS,
 } satisfies Record<string, Migration[]>;

@@ -1,0 +1,46 @@
+/**
+ * @module The status of ServiceExports and ServiceImports as the API shows them
+ * (hub/interconnect/status.ts computes them; docs/interconnect.md).
+ */
+
+/** One edge that runs an export's workload. */
+export interface ServingEdgeView {
+  edge: string;
+  /** Connected to the hub now: a connection may be relayed to it. */
+  online: boolean;
+  /** The workload's state there, as the edge last reported it (Running, Failed, ...). */
+  phase?: string;
+}
+
+export interface ServiceExportStatusView {
+  /** `serving 1/2 online`, or why nothing serves. */
+  summary: string;
+  online: number;
+  serving: ServingEdgeView[];
+}
+
+/** One edge an import selects, and what it reported of its listener. */
+export interface ConsumingEdgeView {
+  edge: string;
+  online: boolean;
+  listening: boolean;
+  /** Why it does not listen (the port is taken). */
+  error?: string;
+  open: number;
+  total: number;
+  refused: number;
+  lastError?: string;
+  lastErrorAt?: string;
+}
+
+export interface ServiceImportStatusView {
+  /** `listening 2/2, 3 open`, or the reason connections are refused. */
+  summary: string;
+  /** `PROJECT/NAME` of the export. */
+  export: string;
+  /** Set when connections are refused whatever the edges do: the export is missing, not granted, or nothing serves it. */
+  refused?: string;
+  listening: number;
+  open: number;
+  edges: ConsumingEdgeView[];
+}

@@ -1,0 +1,195 @@
+/**
+ * @module Interconnect, the hub's side (docs/interconnect.md): ServiceImports become the order
+ * kind `interconnect` (core/orders/interconnect.ts), the listeners each consuming edge holds, which
+ * the order engine copies into the edges' spec documents; what the edges report of them is
+ * projected into `interconnect_reports` (hub/state/interconnect.ts); each connection a consuming
+ * edge accepts arrives as a stream and is relayed to an edge serving the export
+ * (hub/interconnect/relay.ts); the status of both kinds is read from those tables and the objects.
+ *
+ * Like the deliveries (hub/data/delivery.ts) every hub replica plans the same parts from the objects;
+ * the engine writes those of the edges this process serves.
+ */
+import { createLogger } from '../../core/logger.js';
+import { INTERCONNECT_ORDER, type InterconnectListen } from '../../core/orders/interconnect.js';
+import type { Edge, ServiceExport, ServiceImport } from '../../core/resources.js';
+import type {
+  ConsumingEdgeView,
+  ServiceExportStatusView,
+  ServiceImportStatusView,
+} from '../../core/api/interconnect-views.js';
+import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
+import type { ObjectChange, ObjectStore } from '../objects.js';
+import type { OrderEngine } from '../orders/engine.js';
+import type { HubState } from '../state/index.js';
+
+const log = createLogger('hub:interconnect');
+
+/** How often the listeners are planned again without an object change: edges join and change labels. */
+export const INTERCONNECT_TICK_MS = 5_000;
+
+export class InterconnectPlanner {
+  private timer: NodeJS.Timeout | undefined;
+  private pending = false;
+  private parts = new Map<string, InterconnectListen[]>();
+
+  constructor(
+    private readonly state: HubState,
+    private readonly objects: ObjectStore,
+    private readonly engine: OrderEngine,
+    private readonly tickMs = INTERCONNECT_TICK_MS,
+  ) {
+    engine.register<InterconnectListen[]>({
+      kind: INTERCONNECT_ORDER,
+      all: () => this.parts,
+      of: (edge) => {
+        const rt = state.edges.get(edge);
+        return rt?.approved ? this.plan(rt.project).get(edge) : undefined;
+      },
+      forgetEdge: (edge) => state.interconnect.forgetEdge(edge),
+      project: (edge, report) => {
+        state.interconnect.project(edge, report.interconnect);
+        return false;
+      },
+      onObjectChange: (c) => this.onObjectChange(c),
+      onPeerObjectChange: (kind) => {
+        if (kind === 'ServiceImport' || kind === 'Edge') this.mark();
+      },
+      handshakeReads: {
+        edge: (edge) => [state.readsAhead.edgeRuntime(edge)],
+        project: (project) => [
+          state.readsAhead.objects('ServiceImport', project),
+          state.readsAhead.objects('Edge', project),
+        ],
+      },
+    });
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.mark(), this.tickMs);
+    this.timer.unref();
+    this.mark();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private onObjectChange(c: ObjectChange): void {
+    if (c.kind === 'ServiceImport' || c.kind === 'Edge') this.mark();
+  }
+
+  /** Plans and copies again soon (after the current write transaction commits). */
+  mark(): void {
+    if (this.pending) return;
+    this.pending = true;
+    setImmediate(() => {
+      this.pending = false;
+      try {
+        this.parts = this.plan();
+        this.engine.copy(INTERCONNECT_ORDER.name);
+      } catch (err) {
+        log.warn({ err }, 'interconnect pass failed; it runs again on the next tick');
+      }
+    });
+  }
+
+  /** Every consuming edge's listeners (of one project's imports, or all). */
+  private plan(only?: string): Map<string, InterconnectListen[]> {
+    const parts = new Map<string, InterconnectListen[]>();
+    const fleets = new Map<string, ReturnType<typeof schedulableEdges>>();
+    for (const imp of this.objects.list<ServiceImport>('ServiceImport', only ?? '*'))
+      for (const edge of this.selected(imp, fleets))
+        (parts.get(edge) ?? parts.set(edge, []).get(edge)!).push({ import: imp.metadata.name, port: imp.spec.port });
+    return parts;
+  }
+
+  /** The edges of its project an import selects. */
+  selected(imp: ServiceImport, fleets = new Map<string, ReturnType<typeof schedulableEdges>>()): string[] {
+    const project = imp.metadata.project;
+    let edges = fleets.get(project);
+    if (!edges) {
+      edges = schedulableEdges(this.objects.list<Edge>('Edge', project), this.state.edges.liveness(project));
+      fleets.set(project, edges);
+    }
+    return edgesReached(edges, imp.spec);
+  }
+
+  /** The export an import names, and why a connection to it is refused whatever the edges do (undefined: it is not). */
+  exportOf(imp: ServiceImport): { exp?: ServiceExport; project: string; refused?: string } {
+    const project = imp.spec.project ?? imp.metadata.project;
+    const exp = this.objects.get<ServiceExport>('ServiceExport', project, imp.spec.export);
+    if (!exp)
+      return {
+        project,
+        refused: `ServiceExport ${imp.spec.export} not found in project ${project}: apply it there, or fix spec.export/spec.project`,
+      };
+    if (project !== imp.metadata.project && !exp.spec.allowedProjects.includes(imp.metadata.project))
+      return {
+        exp,
+        project,
+        refused: `ServiceExport ${project}/${exp.metadata.name} does not allow project ${imp.metadata.project}: add it to the export's spec.allowedProjects`,
+      };
+    return { exp, project };
+  }
+
+  /** The edges that run an export's workload, whether each is connected, and what it last reported of it. */
+  servingEdges(exp: ServiceExport, now = Date.now()): ServiceExportStatusView['serving'] {
+    const live = this.state.edges.liveness(exp.metadata.project);
+    return this.state.status.byWorkload(exp.metadata.project, exp.spec.workload).map((r) => ({
+      edge: r.edge,
+      online: isOnline(live.get(r.edge), now),
+      ...(r.reported ? { phase: r.reported.phase } : {}),
+    }));
+  }
+
+  exportStatus(exp: ServiceExport): ServiceExportStatusView {
+    const serving = this.servingEdges(exp);
+    const online = serving.filter((e) => e.online).length;
+    return {
+      summary: serving.length
+        ? `serving ${online}/${serving.length} online`
+        : `no edge runs workload ${exp.spec.workload}: place it with a Placement`,
+      online,
+      serving,
+    };
+  }
+
+  importStatus(imp: ServiceImport, now = Date.now()): ServiceImportStatusView {
+    const { exp, project, refused: notAllowed } = this.exportOf(imp);
+    const serving = exp ? this.servingEdges(exp, now) : [];
+    const refused =
+      notAllowed ??
+      (serving.some((e) => e.online)
+        ? undefined
+        : serving.length
+          ? `no edge serving ServiceExport ${project}/${exp!.metadata.name} is online (${serving.map((e) => e.edge).join(', ')} offline)`
+          : `no edge runs workload ${exp!.spec.workload} of ServiceExport ${project}/${exp!.metadata.name}`);
+    const selected = this.selected(imp);
+    const live = this.state.edges.liveness(imp.metadata.project);
+    const reports = this.state.interconnect.ofImport(imp.metadata.name, selected);
+    const edges: ConsumingEdgeView[] = selected.map((edge) => {
+      const r = reports.get(edge);
+      return {
+        edge,
+        online: isOnline(live.get(edge), now),
+        listening: !!r?.listening && r.port === imp.spec.port,
+        ...(r?.error ? { error: r.error } : {}),
+        open: r?.open ?? 0,
+        total: r?.total ?? 0,
+        refused: r?.refused ?? 0,
+        ...(r?.lastError ? { lastError: r.lastError } : {}),
+        ...(r?.lastErrorAt ? { lastErrorAt: new Date(r.lastErrorAt).toISOString() } : {}),
+      };
+    });
+    const listening = edges.filter((e) => e.listening).length;
+    const open = edges.reduce((n, e) => n + e.open, 0);
+    return {
+      summary: refused ?? `listening ${listening}/${edges.length}, ${open} open`,
+      export: `${project}/${imp.spec.export}`,
+      ...(refused ? { refused } : {}),
+      listening,
+      open,
+      edges,
+    };
+  }
+}
