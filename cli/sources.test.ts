@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { KINDS } from '../core/resources.js';
 import { tempDir } from '../test/helpers.js';
 import { CliError } from './errors.js';
 import { checkObjects, objectsOfText, readSources } from './sources.js';
@@ -128,7 +129,7 @@ describe('checkObjects', () => {
     const f = path.join(d, 'a.yaml');
     expect(msg).toContain('nothing was applied; fix these first:');
     expect(msg).toContain(
-      `${f}, document 2 (line 12): kind: must be one of Edge, Workload, Placement, Registry, AgentUpgrade, DataObject, GitRepo (got "Deployment"): wrap Kubernetes manifests in a Workload`,
+      `${f}, document 2 (line 12): kind: must be one of ${KINDS.join(', ')} (got "Deployment"): wrap Kubernetes manifests in a Workload`,
     );
     expect(msg).toContain(`${f}, document 3 (line 16) (Placement eu): spec.workloads: name at least one workload`);
   });
