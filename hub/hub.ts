@@ -226,7 +226,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replication,
     sync: () => late.sync,
     exempt: (s) => late.connLimit?.exempt(s),
+    checkSession: (project, open) => projects.checkTunnelSession(project, open),
   });
+  projects.openSessions = (project) => tunnel.gateway.openSessions(project);
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
   // The Kubernetes API's record of object changes, for its watches (hub/k8s/, docs/kubernetes-api.md).
   const kubeWatch = new KubeWatchRecord(state);

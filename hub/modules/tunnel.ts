@@ -34,6 +34,8 @@ export function createTunnelModule(o: {
   sync(): SyncServer | undefined;
   /** A request another replica forwards here is not counted against its address (hub/http-limits.ts). */
   exempt(socket: Socket): void;
+  /** The project's tunnelSessions quota (hub/projects/). */
+  checkSession(project: string, open: number): void;
 }): TunnelModule {
   const { state, blobs, dataFiles, replication } = o;
   const transfers = new HubTransfers(state.edges, blobs, o.registry);
@@ -58,6 +60,7 @@ export function createTunnelModule(o: {
           onReplicaConnection: (s: Socket) => o.exempt(s),
         }
       : {}),
+    checkSession: o.checkSession,
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header) ? dataFiles.serve(conn.edge, s) : transfers.serve(conn.edge, s),
   });
