@@ -315,7 +315,9 @@ async function getList(s: Session, info: GetKind, o: GetOpts): Promise<void> {
 export function registerGetCommand(program: Command, deps: CliDeps): void {
   program
     .command('get')
-    .description(`list objects or show some by name (kinds: ${KIND_HELP}, package|packages|pkg; and events, replicas)`)
+    .description(
+      `list objects or show some by name (kinds: ${KIND_HELP}, package|packages|pkg; and projects, events, replicas)`,
+    )
     .argument('<kind>', 'edges, workloads, placements, packages, events or replicas (or KIND/NAME)')
     .argument(
       '[names...]',
@@ -368,6 +370,7 @@ Examples:
   outpost get placement eu -o jsonpath='{.spec.rollout.paused}' --allow-missing-template-keys=false
   outpost get events --for edge/shop-12 --since 1h
   outpost get replicas
+  outpost get projects
   outpost get workload db -o yaml --show-secrets`,
     )
     .action(async (kindArg: string, nameArgs: string[], opts: GetOpts, cmd: Command) => {
@@ -376,11 +379,14 @@ Examples:
         if (opts.watch) throw new UsageError('-w does not apply to events yet: run `outpost get events` again');
         return getEvents(await openSession(cmd, deps), opts);
       }
-      if (PROJECT_KINDS.has(kindArg.toLowerCase())) {
+      const [projectKind, projectName] = kindArg.split('/');
+      if (PROJECT_KINDS.has(projectKind!.toLowerCase())) {
         if (opts.watch || opts.selector || opts.allProjects || opts.local)
           throw new UsageError('projects are listed whole: -w, -l, -A and --local do not apply');
-        if (nameArgs.length > 1) throw new UsageError('name one project, or none for all of them');
-        return getProjects(await openSession(cmd, deps), nameArgs[0], opts.output.kind, opts.headers);
+        // `get project/shop`, as `get placement/eu`.
+        const named = projectName !== undefined ? [projectName, ...nameArgs] : nameArgs;
+        if (named.length > 1 || named[0] === '') throw new UsageError('name one project, or none for all of them');
+        return getProjects(await openSession(cmd, deps), named[0], opts.output.kind, opts.headers);
       }
       if (REPLICA_KINDS.has(kindArg.toLowerCase())) {
         if (opts.watch || opts.selector || opts.allProjects || opts.local)

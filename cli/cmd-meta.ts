@@ -24,7 +24,7 @@ function commandTree(root: Command): Map<string, string[]> {
   return out;
 }
 
-const KIND_WORDS = 'edges workloads placements edge workload placement wl pl';
+const KIND_WORDS = 'edges workloads placements projects edge workload placement project wl pl proj';
 const NAMED = ['get', 'describe', 'delete'];
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -63,7 +63,7 @@ ${fn}() {
   case "$path:$cur" in
     get:[!-]*|describe:[!-]*|delete:[!-]*|get:|describe:|delete:)
       case "$prev" in
-        edge|edges|e|workload|workloads|wl|placement|placements|pl)
+        edge|edges|e|workload|workloads|wl|placement|placements|pl|project|projects|proj)
           COMPREPLY=( $(compgen -W "$(${name} get "$prev" -o name 2>/dev/null | sed 's#.*/##')" -- "$cur") )
           return ;;
       esac ;;

@@ -48,7 +48,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .description(
       'show one object in detail: metadata, spec, status, broken edges, local intents, events (or a package: its versions and where each runs)',
     )
-    .argument('<kind>', `${KIND_HELP}, package|packages|pkg (or KIND/NAME)`)
+    .argument('<kind>', `${KIND_HELP}, package|packages|pkg, project|projects|proj (or KIND/NAME)`)
     .argument('[name]', 'the object')
     .addHelpText(
       'after',
@@ -98,9 +98,12 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
   program
     .command('delete')
     .description(
-      'delete workloads, placements, registries, agent upgrades and data objects by name or as listed in files (edges leave with `outpost edge decommission`)',
+      'delete workloads, placements, registries, agent upgrades and data objects by name or as listed in files, or a project with everything of it (edges leave with `outpost edge decommission`)',
     )
-    .argument('[kind]', 'workload|wl, placement|pl, registry|reg, agentupgrade|au, dataobject|do (or KIND/NAME)')
+    .argument(
+      '[kind]',
+      'workload|wl, placement|pl, registry|reg, agentupgrade|au, dataobject|do, project|proj (or KIND/NAME)',
+    )
     .argument('[name]', 'the object')
     .option('-f, --filename <path>', 'delete the objects of these files, directories or - (stdin); repeatable', collect)
     .option('--ignore-not-found', 'an object that does not exist is not an error')

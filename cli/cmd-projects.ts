@@ -86,8 +86,8 @@ export function formatProjects(items: Shown[], now: number): string {
 
 /** `outpost get projects [NAME]`. */
 export async function getProjects(s: Session, name: string | undefined, output: string, headers = true): Promise<void> {
-  if (!['table', 'wide', 'json', 'yaml'].includes(output))
-    throw new UsageError('projects print as table, wide, yaml or json');
+  if (!['table', 'wide', 'json', 'yaml', 'name'].includes(output))
+    throw new UsageError('projects print as table, wide, yaml, json or name');
   const items =
     name === undefined
       ? ((await s.client.get<{ items?: Shown[] }>('/api/v1/projects'))?.items ?? [])
@@ -99,6 +99,7 @@ export async function getProjects(s: Session, name: string | undefined, output: 
   if (output === 'json') return void s.out.out.write(toJson(name === undefined ? { items } : items[0]));
   if (output === 'yaml') return void s.out.out.write(toYaml(name === undefined ? { items } : items[0]));
   if (!items.length) return line(s.out.err, 'No projects found.');
+  if (output === 'name') return void s.out.out.write(items.map((p) => `project/${p.metadata.name}\n`).join(''));
   s.out.out.write(withoutHeaders(formatProjects(items, s.deps.now()), !headers));
 }
 

@@ -471,3 +471,48 @@ describe('login to a plain-HTTP hub (--insecure-http)', () => {
     );
   });
 });
+
+describe('projects', () => {
+  const shop = {
+    apiVersion: 'outpost.dev/v1alpha1',
+    kind: 'Project',
+    metadata: { name: 'shop', creationTimestamp: new Date(NOW - 86_400_000).toISOString() },
+    spec: { quotas: { tunnelSessions: 2 }, members: [] },
+    status: {
+      phase: 'Active',
+      usage: { edges: 1, placements: 0, workloads: 0, blobBytes: 0, dataObjectBytes: 0, tunnelSessions: 1 },
+    },
+  };
+
+  it('get takes project/NAME as the other kinds do, and -o name', async () => {
+    hub.on('GET /api/v1/projects/shop', { body: shop });
+    hub.on('GET /api/v1/projects', { body: { items: [shop] } });
+    const one = await runCli(['get', 'project/shop'], { env });
+    expect(one.stderr).toBe('');
+    expect(one.stdout).toMatch(/^NAME +EDGES .* SESSIONS +PHASE +AGE\nshop +1 .* 1\/2 +Active +1d\n$/);
+    expect(hub.requests.map((r) => r.path)).toContain('/api/v1/projects/shop');
+    const names = await runCli(['get', 'projects', '-o', 'name'], { env });
+    expect(names.stdout).toBe('project/shop\n');
+    const two = await runCli(['get', 'project/shop', 'other'], { env });
+    expect(two.code).toBe(2);
+    expect(two.stderr).toMatch(/name one project, or none for all of them/);
+  });
+
+  it('get, describe and delete name projects in their help; completion offers them and their names', async () => {
+    for (const [cmd, words] of [
+      ['get', /and\s+projects,\s+events,\s+replicas/],
+      ['describe', /project\|projects\|proj\s/],
+      ['delete', /project\|proj\s/],
+    ] as const) {
+      const h = await runCli([cmd, '--help'], { env });
+      expect(h.stdout, `${cmd} --help`).toMatch(words);
+    }
+    const script = (await runCli(['completion', 'bash'], { env })).stdout;
+    expect(script).toMatch(/'get'\) echo '[^']* projects [^']*'/);
+    expect(script).toMatch(/'describe'\) echo '[^']* project [^']*'/);
+    // After `describe project`, the names come from `outpost get project -o name`.
+    expect(script).toMatch(
+      /\|project\|projects\|proj\)\n\s+COMPREPLY=\( \$\(compgen -W "\$\(outpost get "\$prev" -o name/,
+    );
+  });
+});

@@ -228,6 +228,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replication,
     sync: () => late.sync,
     exempt: (s) => late.connLimit?.exempt(s),
+    checkSession: (project, open) => projects.checkTunnelSession(project, open),
     interconnect: (edge, s) => interconnectRelay.serve(edge, s),
   });
   // ServiceExports and ServiceImports (hub/interconnect/): the listeners ordered, connections relayed.
@@ -238,6 +239,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     edges: state.edges,
     openTo: (edge, header) => tunnel.gateway.openTo(edge, header),
   });
+  projects.openSessions = (project) => tunnel.gateway.openSessions(project);
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
   // The Kubernetes API's record of object changes, for its watches (hub/k8s/, docs/kubernetes-api.md).
   const kubeWatch = new KubeWatchRecord(state);

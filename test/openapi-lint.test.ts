@@ -1,7 +1,7 @@
 /**
  * The hub's OpenAPI document, as a running hub serves it, passes `redocly lint` (the recommended
  * rules of @redocly/cli, a dev dependency): path parameters declared, servers, operation ids,
- * error responses. Run offline: telemetry and update checks are off.
+ * error responses. Run offline: telemetry and update checks are off. The Project routes are in it.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -41,3 +41,16 @@ it('the served OpenAPI document is lint-clean under redocly lint', async () => {
   expect(report.problems).toEqual([]);
   expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
 }, 60_000);
+
+it('documents the Project routes (docs/projects.md) with the Project schema', async () => {
+  const client = new HubClient({ hub: hub.url, token: hub.adminToken, ca: hub.caPem });
+  const doc = await client.get<{ paths: Record<string, Record<string, any>>; components: { schemas: any } }>(
+    '/api/v1/openapi.json',
+  );
+  expect(Object.keys(doc.paths['/api/v1/projects'] ?? {})).toEqual(expect.arrayContaining(['get', 'post']));
+  const one = doc.paths['/api/v1/projects/{project}'] ?? {};
+  expect(Object.keys(one)).toEqual(expect.arrayContaining(['get', 'put', 'patch', 'delete']));
+  expect(Object.keys(one.delete.responses)).toContain('202');
+  expect(one.delete.parameters.map((p: { name: string }) => p.name)).toEqual(['moveEdgesTo', 'decommissionEdges']);
+  expect(doc.components.schemas.Project.properties.spec).toBeTruthy();
+});

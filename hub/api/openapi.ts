@@ -6,6 +6,7 @@ import {
   Edge,
   GitRepo,
   Placement,
+  Project,
   Registry,
   ServiceExport,
   ServiceImport,
@@ -119,7 +120,7 @@ export function openApiDocument(version: string): unknown {
             objects: {
               type: 'array',
               items: {
-                oneOf: Object.values(KIND_PATHS).map(ref),
+                oneOf: [...Object.values(KIND_PATHS), 'Project'].map(ref),
               },
             },
           },
@@ -165,8 +166,58 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/tokens/rotate-admin': simple(
       "Replace the hub's admin.token and revoke the old one (admin of all projects)",
     ),
+    // Projects (docs/projects.md): every token reads its own, an admin of every project (*) writes them.
     '/api/v1/projects': {
-      get: { summary: 'Projects the token can see', responses: { 200: { description: 'projects' } } },
+      get: {
+        summary: 'Projects the token can see (its own; all for a * token), each with its use against its quotas',
+        responses: {
+          200: {
+            description: 'projects',
+            ...json({ type: 'object', properties: { items: { type: 'array', items: ref('Project') } } }),
+          },
+          default: errorResponse,
+        },
+      },
+      post: {
+        summary: 'Create a Project (admin of every project)',
+        requestBody: json(ref('Project')),
+        responses: { 201: { description: 'created', ...json(ref('Project')) }, default: errorResponse },
+      },
+    },
+    '/api/v1/projects/{project}': {
+      get: {
+        summary: 'Get a Project with its phase and its use against its quotas (404 for another project)',
+        responses: { 200: { description: 'Project', ...json(ref('Project')) }, default: errorResponse },
+      },
+      put: {
+        summary: 'Change a Project (admin of every project; 409 on a stale resourceVersion)',
+        requestBody: json(ref('Project')),
+        responses: { 200: { description: 'updated', ...json(ref('Project')) }, default: errorResponse },
+      },
+      patch: {
+        summary: 'Change fields of a Project with a JSON merge patch (RFC 7386; admin of every project)',
+        requestBody: { content: { 'application/merge-patch+json': { schema: { type: 'object' } } } },
+        responses: { 200: { description: 'updated', ...json(ref('Project')) }, default: errorResponse },
+      },
+      delete: {
+        summary:
+          'Delete a Project and everything of it, in order (admin of every project); answered at once, the hub works through it (phase Terminating)',
+        parameters: [
+          {
+            name: 'moveEdgesTo',
+            in: 'query',
+            description: 'the project its edges move to',
+            schema: { type: 'string' },
+          },
+          {
+            name: 'decommissionEdges',
+            in: 'query',
+            description: 'decommission its edges instead (one of the two is needed while it has edges)',
+            schema: { type: 'boolean' },
+          },
+        ],
+        responses: { 202: { description: 'deletion recorded', ...json(ref('Project')) }, default: errorResponse },
+      },
     },
     '/api/v1/projects/{project}/fleet': {
       get: {
@@ -353,6 +404,8 @@ export function openApiDocument(version: string): unknown {
         // Their status (core/api/interconnect-views.ts) is described in docs/interconnect.md.
         ServiceExport: schema(ServiceExport),
         ServiceImport: schema(ServiceImport),
+        // Its status (phase, usage, deletion, remaining) is described in docs/projects.md.
+        Project: schema(Project),
         // core/api/views.ts ReplicaView.
         Replica: {
           type: 'object',

@@ -39,6 +39,8 @@ export function createTunnelModule(o: {
   exempt(socket: Socket): void;
   /** A connection a consuming edge accepted for a ServiceImport (hub/interconnect/relay.ts). */
   interconnect(edge: EdgeName, s: TunnelStream): void;
+  /** The project's tunnelSessions quota (hub/projects/). */
+  checkSession(project: string, open: number): void;
 }): TunnelModule {
   const { state, blobs, dataFiles, replication } = o;
   const transfers = new HubTransfers(state.edges, blobs, o.registry);
@@ -63,6 +65,7 @@ export function createTunnelModule(o: {
           onReplicaConnection: (s: Socket) => o.exempt(s),
         }
       : {}),
+    checkSession: o.checkSession,
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header)
         ? dataFiles.serve(conn.edge, s)

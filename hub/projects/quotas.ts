@@ -72,6 +72,6 @@ export function checkTunnelSessions(project: string, quotas: ProjectQuotas, open
     project,
     'tunnelSessions',
     `${open} of ${limit} tunnel sessions open`,
-    'end a session (exec, logs -f, port-forward)',
+    'end one of its sessions (an outpost exec, a logs --follow, a proxied connection, a kube watch)',
   );
 }

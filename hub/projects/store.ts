@@ -21,7 +21,7 @@ import {
 import type { ObjectStore } from '../objects.js';
 import type { HubState } from '../state/index.js';
 import type { StoredProject } from '../state/projects.js';
-import { checkDataObjectBytes, checkObjectCount, quotaBytes } from './quotas.js';
+import { checkDataObjectBytes, checkObjectCount, checkTunnelSessions, quotaBytes } from './quotas.js';
 
 /** What a project holds against its quotas. */
 export interface ProjectUsage {
@@ -49,10 +49,16 @@ export class Projects {
   constructor(
     private readonly deps: {
       state: Pick<HubState, 'projects' | 'objects' | 'blobs' | 'events' | 'transaction'>;
-      /** Tunnel sessions open now to the project's edges (hub/tunnel/). */
-      openSessions?: (project: string) => number;
     },
   ) {}
+
+  /** Tunnel sessions of a project open now on this hub process (hub/tunnel/project-sessions.ts); set by the hub. */
+  openSessions: (project: string) => number = () => 0;
+
+  /** Refuses a tunnel session over the project's tunnelSessions quota (it has `open` now). */
+  checkTunnelSession(project: string, open: number): void {
+    checkTunnelSessions(project, this.spec(project).quotas, open);
+  }
 
   /** Wires `admit` into the object store. */
   attach(objects: ObjectStore): void {
@@ -87,7 +93,7 @@ export class Projects {
       workloads: objects.count('Workload', project),
       blobBytes: blobs.projectBytes(project),
       dataObjectBytes: this.dataObjects(project).reduce((n, o) => n + o.spec.size, 0),
-      tunnelSessions: this.deps.openSessions?.(project) ?? 0,
+      tunnelSessions: this.openSessions(project),
     };
   }
 

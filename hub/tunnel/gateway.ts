@@ -6,7 +6,8 @@
  * the token's project (404, so other projects' edges stay invisible), the role allows the action
  * (403: reading logs and kube reads need read; exec, proxy, actions and kube writes need write),
  * the edge is connected (503 `edge NAME is offline since T`, at once, never a hang), or else served
- * by another hub replica on the same PostgreSQL, to which the request is forwarded (forward.ts).
+ * by another hub replica on the same PostgreSQL, to which the request is forwarded (forward.ts),
+ * and the project's tunnelSessions quota (403 `over_quota`; project-sessions.ts).
  * Every tunnelled request is logged with the token id, the edge and the target; every stream has a
  * deadline and a byte budget.
  *
@@ -33,6 +34,7 @@ import { refuseReplicaClaim, type ForwardTarget, type ReplicaForwarder } from '.
 import { kubeAction } from './kube-path.js';
 import { DEFAULT_LIMITS, type GatewayLimits } from './limits.js';
 import { handleActions, handleExec, handleLogs, handleMetrics } from './ops.js';
+import { ProjectSessions } from './project-sessions.js';
 import { cookieValues, PROXY_COOKIE, ProxySessions, proxyTargetOf } from './proxy-session.js';
 import { handleHttp, sendError, type RouteContext } from './routes.js';
 import { createSession, exchangeLink, type SessionRoutes } from './session-routes.js';
@@ -62,6 +64,8 @@ export interface GatewayOptions {
   onReplicaConnection?(socket: Socket): void;
   /** A stream the edge opened (blob transfers); without it the edge's OPEN is refused. */
   onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
+  /** Refuses one more tunnel session of `project` that has `open` now: its tunnelSessions quota. */
+  checkSession?(project: string, open: number): void;
 }
 
 /** A request admitted here for an edge another replica serves. */
@@ -82,11 +86,13 @@ export class TunnelGateway {
   private readonly bytes?: client.Counter<'direction'>;
   private readonly forwarded?: client.Counter<'result'>;
   private readonly sessions: ProxySessions;
+  private readonly projectSessions: ProjectSessions;
   private readonly verify = (token: string): Principal | null => this.opts.auth.verifyApiToken(token);
 
   constructor(private readonly opts: GatewayOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.sessions = new ProxySessions(opts.state);
+    this.projectSessions = new ProjectSessions(opts.checkSession?.bind(opts));
     if (opts.registry) {
       const self = this;
       new client.Gauge({
@@ -116,6 +122,11 @@ export class TunnelGateway {
         registers: [opts.registry],
       });
     }
+  }
+
+  /** The tunnel sessions of `project` open now on this hub process (project-sessions.ts). */
+  openSessions(project: string): number {
+    return this.projectSessions.of(project);
   }
 
   /** Streams open now over every edge's tunnel. */
@@ -215,7 +226,7 @@ export class TunnelGateway {
     }
     let ctx: RouteContext | Forwarding;
     try {
-      ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', false);
+      ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', false, (f) => res.once('close', f));
     } catch (err) {
       sendError(res, err, m[3] === 'kube');
       return true;
@@ -252,7 +263,7 @@ export class TunnelGateway {
     socket.on('error', () => socket.destroy());
     let ctx: RouteContext | Forwarding;
     try {
-      ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', true);
+      ctx = this.admit(req, m[1] as EdgeName, m[3], m[4] ?? '', true, (f) => socket.once('close', f));
       if (m[3] !== 'proxy' && m[3] !== 'kube' && m[3] !== 'exec')
         throw new OutpostError('bad_request', `${m[3]} does not take a WebSocket: use a plain request`);
     } catch (err) {
@@ -311,13 +322,18 @@ export class TunnelGateway {
     );
   }
 
-  /** Authentication, authorization and the online check: everything that happens before the edge is involved. */
+  /**
+   * Authentication, authorization, the online check and the project's session quota: everything
+   * that happens before the edge is involved. A request served here is counted as a session of the
+   * edge's project until `closed` calls back.
+   */
   private admit(
     req: IncomingMessage,
     edge: EdgeName,
     route: string,
     rest: string,
     upgrade: boolean,
+    closed: (release: () => void) => void,
   ): RouteContext | Forwarding {
     // Another replica forwarded it (checked signature), or a client: its claim to be one is refused.
     const fw = this.opts.forward;
@@ -357,6 +373,7 @@ export class TunnelGateway {
           : 'enrollment (it never connected)';
       throw new OutpostError('offline', `edge ${edge} is offline since ${since}`);
     }
+    this.projectSessions.take(rt.project, closed);
     const gw = this;
     return {
       principal: p,
