@@ -1,7 +1,8 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
  * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
- * `registries`, `reg`; `dataobject`, `dataobjects`, `do`; `gitrepo`, `gitrepos`, `gr`), and
+ * `registries`, `reg`; `dataobject`, `dataobjects`, `do`; `gitrepo`, `gitrepos`, `gr`; `clustertemplate`,
+ * `clustertemplates`, `ct`; `cluster`, `clusters`, `cl`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it. `get` and `describe` take packages
  * (`package`, `packages`, `pkg`) too, which are published to the catalog rather than applied.
  */
@@ -24,6 +25,8 @@ export const KIND_INFO: Record<Kind, KindInfo> = {
   Registry: { kind: 'Registry', singular: 'registry', path: 'registries' },
   DataObject: { kind: 'DataObject', singular: 'dataobject', path: 'dataobjects' },
   GitRepo: { kind: 'GitRepo', singular: 'gitrepo', path: 'gitrepos' },
+  ClusterTemplate: { kind: 'ClusterTemplate', singular: 'clustertemplate', path: 'clustertemplates' },
+  Cluster: { kind: 'Cluster', singular: 'cluster', path: 'clusters' },
 };
 
 const ALIASES: Record<string, Kind> = {
@@ -48,10 +51,16 @@ const ALIASES: Record<string, Kind> = {
   gitrepo: 'GitRepo',
   gitrepos: 'GitRepo',
   gr: 'GitRepo',
+  clustertemplate: 'ClusterTemplate',
+  clustertemplates: 'ClusterTemplate',
+  ct: 'ClusterTemplate',
+  cluster: 'Cluster',
+  clusters: 'Cluster',
+  cl: 'Cluster',
 };
 
 export const KIND_HELP =
-  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do, gitrepo|gitrepos|gr';
+  'edge|edges|e, workload|workloads|wl, placement|placements|pl, registry|registries|reg, agentupgrade|agentupgrades|au, dataobject|dataobjects|do, gitrepo|gitrepos|gr, clustertemplate|clustertemplates|ct, cluster|clusters|cl';
 
 /** Packages are no object kind (they are published, not applied), but `get` and `describe` name them as one. */
 export interface PackageKindInfo {

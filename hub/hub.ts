@@ -26,6 +26,7 @@ import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { DataDeliveries } from './data/delivery.js';
 import { HubDataFiles } from './data/index.js';
+import { HubClusters } from './clusters/index.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -85,6 +86,8 @@ export interface Hub {
   orders: OrderEngine;
   /** Image pre-staging (hub/images/staging.ts). */
   imageStaging: HubStaging;
+  /** Clusters at the sites (hub/clusters/): `settle()` runs a pass now. */
+  clusters: HubClusters;
   /** This hub process among the replicas (a SQLite hub is the only one). */
   replicaId: string;
   /** Stops; `why` (e.g. the signal) goes into its edges' connection history. */
@@ -178,6 +181,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // With replicas, the leader plans the rollouts.
   if (pg) upgrades.leading = () => scheduler.leading;
   const deliveries = new DataDeliveries(state, objects, orders, blobs, state.dataProgress);
+  // Clusters at the sites (hub/clusters/): the `cluster` kind of order.
+  const clusters = new HubClusters({
+    state,
+    objects,
+    engine: orders,
+    blobs,
+    secrets,
+    releasePublicKeyPem: releaseKey.publicKeyPem,
+  });
   const edges = new EdgeLifecycle({
     state,
     objects,
@@ -236,6 +248,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     loop('catalog', catalog),
     ...(sink ? [loop('data sink', sink)] : []),
     loop('deliveries', deliveries),
+    loop('clusters', clusters),
     loop('upgrades', upgrades),
     loop('image staging', imageStaging),
     images,
@@ -243,6 +256,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replication,
   ];
 
+  const agentReleases = new AgentReleases(blobs, releaseKey, opts.scanner);
   const app = createApi({
     hub: {
       version,
@@ -268,9 +282,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       deliveries,
       imageStaging,
       gitRepos,
+      clusters,
     },
     data: { state, uploads: dataFiles },
-    releases: new AgentReleases(blobs, releaseKey, opts.scanner),
+    releases: agentReleases,
+    clusterArtifacts: agentReleases,
     catalog,
     gitRepos,
   });
@@ -361,6 +377,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades,
     orders,
     imageStaging,
+    clusters,
     replicaId: replication.id,
     close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),
   };

@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
 import {
   AgentUpgrade,
+  Cluster,
+  ClusterTemplate,
   DataObject,
   API_VERSION,
   Edge,
@@ -35,7 +37,17 @@ import { sealGitRepoSpec } from './gitops/credentials.js';
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = { Edge, Workload, Placement, Registry, AgentUpgrade, DataObject, GitRepo } as const;
+const SCHEMAS = {
+  Edge,
+  Workload,
+  Placement,
+  Registry,
+  AgentUpgrade,
+  DataObject,
+  GitRepo,
+  ClusterTemplate,
+  Cluster,
+} as const;
 
 export type { ApplyAction } from '../core/api/types.js';
 

@@ -5,6 +5,7 @@
 import type { ScanVerdict } from '../scan/clamd.js';
 import type {
   AgentUpgradeStatusView,
+  ClusterStatusView,
   DataObjectStatusView,
   GitRepoStatusView,
   PlacementStagingView,
@@ -13,7 +14,7 @@ import type {
 } from '../../core/api/views.js';
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
-import type { AgentUpgrade, DataObject, GitRepo, Kind } from '../../core/resources.js';
+import type { AgentUpgrade, Cluster, DataObject, GitRepo, Kind } from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { Catalog } from '../catalog/index.js';
 import type { ObjectStore } from '../objects.js';
@@ -63,6 +64,11 @@ export interface ObjectApi {
   deliveries?: { status(o: DataObject): DataObjectStatusView };
   /** GitRepos' sync state (hub/gitops/): the commit applied, errors by file and line, drift. */
   gitRepos?: { status(r: GitRepo): GitRepoStatusView };
+  /** Clusters at the sites (hub/clusters/): a Cluster's status, the cluster an edge belongs to. */
+  clusters?: {
+    status(c: Cluster): ClusterStatusView;
+    ofEdge(edge: string): { cluster: string; role: string } | undefined;
+  };
   /** Pre-staging progress per placement (hub/images/staging.ts). */
   imageStaging?: { progress(project: string, placement: string): PlacementStagingView | undefined };
 }
@@ -75,6 +81,8 @@ export const KIND_PATHS: Record<string, Kind> = {
   registries: 'Registry',
   dataobjects: 'DataObject',
   gitrepos: 'GitRepo',
+  clustertemplates: 'ClusterTemplate',
+  clusters: 'Cluster',
 };
 
 export function kindFromPath(s: string): Kind {

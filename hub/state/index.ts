@@ -17,6 +17,7 @@
  * | blobs.ts | blobs, blob_refs, blob_reservations |
  * | data-files.ts | data_files |
  * | git-repos.ts | git_repo_status (what syncing each GitRepo learned) |
+ * | clusters.ts | cluster_template_versions, cluster_hosts, cluster_pki, cluster_nodes (clusters at the sites) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
@@ -37,6 +38,7 @@ import { SqlAssignmentStore, SqlEdgeReads, type AssignmentStore, type EdgeReads 
 import { sqlAuthTables, type AuthTables } from './auth.js';
 import { sqlBlobTables, type BlobTables } from './blobs.js';
 import { sqlCatalogTables, type CatalogTables } from './catalog.js';
+import { sqlClusterTables, type ClusterTables } from './clusters.js';
 import { sqlDataFileTables, type DataFileTables } from './data-files.js';
 import { sqlGitRepoStates, type GitRepoStates } from './git-repos.js';
 import { IdentityStore } from './identity.js';
@@ -171,6 +173,8 @@ export interface HubState {
   dataFiles: DataFileTables;
   /** What syncing each GitRepo learned: the commit applied, fetch errors, the objects it owns (hub/gitops/). */
   gitRepos: GitRepoStates;
+  /** Clusters at the sites: template versions, host reservations, sealed PKI, node reports (hub/clusters/). */
+  clusters: ClusterTables;
   /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
   imageTags: ImageTagTables;
   imagePins: ImagePinTables;
@@ -260,6 +264,7 @@ function tableGroups(db: SqlDb) {
     assignments: new SqlAssignmentStore(db),
     dataFiles: sqlDataFileTables(db),
     gitRepos: sqlGitRepoStates(db),
+    clusters: sqlClusterTables(db),
     proxySessions: sqlProxySessionTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),

@@ -12,6 +12,7 @@ import { AGENT_UPGRADE_MIGRATIONS } from './agent-upgrades.js';
 import { AUTH_MIGRATIONS } from './auth.js';
 import { BLOB_MIGRATIONS } from './blobs.js';
 import { CATALOG_MIGRATIONS } from './catalog.js';
+import { CLUSTER_MIGRATIONS } from './clusters.js';
 import { DATA_FILE_MIGRATIONS } from './data-files.js';
 import { GIT_REPO_MIGRATIONS } from './git-repos.js';
 import { HUB_MIGRATIONS } from './hub.js';
@@ -39,6 +40,7 @@ const SCHEMAS = {
   'hub-replicas': REPLICA_MIGRATIONS,
   'agent-upgrades': AGENT_UPGRADE_MIGRATIONS,
   'git-repos': GIT_REPO_MIGRATIONS,
+  clusters: CLUSTER_MIGRATIONS,
 } satisfies Record<string, Migration[]>;
 
 export type SchemaComponent = keyof typeof SCHEMAS;
