@@ -128,7 +128,7 @@ describe('checkObjects', () => {
     const f = path.join(d, 'a.yaml');
     expect(msg).toContain('nothing was applied; fix these first:');
     expect(msg).toContain(
-      `${f}, document 2 (line 12): kind: must be one of Edge, Workload, Placement, Registry, AgentUpgrade, DataObject, GitRepo (got "Deployment"): wrap Kubernetes manifests in a Workload`,
+      `${f}, document 2 (line 12): kind: must be one of Edge, Workload, Placement, Registry, AgentUpgrade, DataObject, GitRepo, ClusterTemplate, Cluster (got "Deployment"): wrap Kubernetes manifests in a Workload`,
     );
     expect(msg).toContain(`${f}, document 3 (line 16) (Placement eu): spec.workloads: name at least one workload`);
   });

@@ -1,6 +1,16 @@
 /** @module The OpenAPI document, generated from the same zod schemas the API validates with. */
 import { z } from 'zod';
-import { AgentUpgrade, DataObject, Edge, GitRepo, Placement, Registry, Workload } from '../../core/resources.js';
+import {
+  AgentUpgrade,
+  Cluster,
+  ClusterTemplate,
+  DataObject,
+  Edge,
+  GitRepo,
+  Placement,
+  Registry,
+  Workload,
+} from '../../core/resources.js';
 import { KIND_PATHS } from './context.js';
 
 function schema(s: z.ZodType): unknown {
@@ -295,6 +305,16 @@ export function openApiDocument(version: string): unknown {
         },
       },
     },
+    '/api/v1/projects/{project}/cluster-artifacts': {
+      post: {
+        summary:
+          'Scan a cluster artifact {name, digest, version} and sign it with the hub release key for that component (admin for every project; docs/clusters.md)',
+        responses: {
+          201: { description: 'the signed artifact, with the scan verdict {state: Clean, engine}' },
+          default: errorResponse,
+        },
+      },
+    },
     '/api/v1/release-key': {
       get: { summary: 'The hub release public key (PEM)', responses: { 200: { description: 'PEM' } } },
     },
@@ -340,6 +360,9 @@ export function openApiDocument(version: string): unknown {
         DataObject: schema(DataObject),
         // Its status (core/api/views.ts GitRepoStatusView) is described in docs/gitops.md.
         GitRepo: schema(GitRepo),
+        ClusterTemplate: schema(ClusterTemplate),
+        // Its status (core/api/views.ts ClusterStatusView) is described in docs/clusters.md.
+        Cluster: schema(Cluster),
         // core/api/views.ts ReplicaView.
         Replica: {
           type: 'object',
