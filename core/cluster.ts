@@ -217,7 +217,20 @@ export const ROLE_COMPONENTS: Record<NodeRole, readonly ComponentName[]> = {
   worker: ['containerd', 'kubelet'],
 };
 
-export const NODE_PHASES = ['Staging', 'Starting', 'Ready', 'NotReady', 'Failed', 'Deleting'] as const;
+/**
+ * A node's phase: `Upgrading` while its components are swapped to a new template version,
+ * `RolledBack` when that failed its health gate and the previous version runs again.
+ */
+export const NODE_PHASES = [
+  'Staging',
+  'Starting',
+  'Ready',
+  'NotReady',
+  'Upgrading',
+  'RolledBack',
+  'Failed',
+  'Deleting',
+] as const;
 export type NodePhase = (typeof NODE_PHASES)[number];
 
 const text = (max: number) => z.string().max(max);
@@ -241,7 +254,10 @@ export const ClusterNodeReport = z.object({
   cluster: name,
   uid: z.string().min(1).max(64),
   role: z.enum(NODE_ROLES),
+  /** The template version the node is brought to (`NAME@VERSION`). */
   template: text(140),
+  /** The template version its components last ran healthy (what an upgrade rolls back to). */
+  runs: text(140).optional(),
   phase: z.enum(NODE_PHASES),
   step: text(64),
   message: text(1024).optional(),
@@ -253,5 +269,5 @@ export const ClusterNodeReport = z.object({
 });
 export type ClusterNodeReport = z.infer<typeof ClusterNodeReport>;
 
-export const CLUSTER_PHASES = ['Provisioning', 'Ready', 'Degraded', 'Deleting'] as const;
+export const CLUSTER_PHASES = ['Provisioning', 'Ready', 'Upgrading', 'Degraded', 'Deleting'] as const;
 export type ClusterPhase = (typeof CLUSTER_PHASES)[number];

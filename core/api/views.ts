@@ -454,6 +454,8 @@ export interface ClusterNodeView {
   /** The node's phase (core/cluster.ts NODE_PHASES), `Pending` before its edge reported. */
   phase: string;
   step?: string;
+  /** The template version its components run (`NAME@VERSION`): another than the cluster's while it upgrades. */
+  runs?: string;
   message?: string;
   ready: boolean;
   kubeletVersion?: string;
@@ -463,7 +465,7 @@ export interface ClusterNodeView {
 
 /** A Cluster's status (hub/clusters/status.ts): its phase, its nodes, its control plane's health. */
 export interface ClusterStatusView {
-  phase: 'Provisioning' | 'Ready' | 'Degraded' | 'Deleting';
+  phase: 'Provisioning' | 'Ready' | 'Upgrading' | 'Degraded' | 'Deleting';
   /** `1/1 nodes Ready`, or what keeps it from being Ready. */
   summary: string;
   template: string;

@@ -5,10 +5,13 @@
  * for this artifact's name, its scope against the edge's project, then the bytes' digest and
  * size), and installed under the node's `bin/` by its digest: an executable copied (0755), an
  * archive unpacked, by rename from a temporary name, so a path that exists is complete. The blob is
- * dropped once installed (the binaries are what the node runs).
+ * dropped once installed (the binaries are what the node runs). The pause image is imported into
+ * the node's containerd once it runs.
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import * as tar from 'tar';
 import type { BlobDigest } from '../../core/blobs.js';
 import {
@@ -22,6 +25,9 @@ import { sha256File } from '../../sync/blob-files.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
 import { checkRelease, type ReleaseTrust } from '../upgrade/release.js';
+import type { NodeLayout, NodeSpec } from './configs.js';
+
+const run = promisify(execFile);
 
 export interface ArtifactDeps {
   blobs: EdgeBlobStore;
@@ -66,4 +72,20 @@ export async function stageArtifact(
   }
   fs.renameSync(tmp, dest);
   await d.blobs.remove(digest);
+}
+
+/** Imports the pause image into the node's containerd (namespace k8s.io), once: its name is the template's. */
+export async function importPauseImage(o: NodeSpec, l: NodeLayout): Promise<void> {
+  const ctr = path.join(l.artifact('containerd', o.spec.artifacts.containerd.digest), 'ctr');
+  const base = ['--address', path.join(l.run, 'containerd.sock'), '--namespace', 'k8s.io'];
+  const { stdout } = await run(ctr, [...base, 'images', 'ls', '-q']);
+  if (stdout.split('\n').includes(o.spec.pauseImage)) return;
+  await run(ctr, [...base, 'images', 'import', l.artifact('pause', o.spec.artifacts.pause.digest)], {
+    timeout: 120_000,
+  });
+  const after = (await run(ctr, [...base, 'images', 'ls', '-q'])).stdout.split('\n');
+  if (!after.includes(o.spec.pauseImage))
+    throw new Error(
+      `the pause artifact holds ${after.filter(Boolean).join(', ') || 'no image'}, not ${o.spec.pauseImage} (the template's pauseImage)`,
+    );
 }

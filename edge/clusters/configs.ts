@@ -14,6 +14,9 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import type { ArtifactName, ClusterNodeOrder, ComponentName } from '../../core/cluster.js';
 
+/** A node order without its sealed PKI (what the files and command lines are made from). */
+export type NodeSpec = Omit<ClusterNodeOrder, 'pki'>;
+
 /** The node's address: loopback, as long as a cluster is one node (workers on other hosts: not yet). */
 export const NODE_IP = '127.0.0.1';
 
@@ -56,7 +59,7 @@ function nodePodSubnet(podCidr: string): string {
 }
 
 /** The files a node order writes (besides the PKI), by path; their text is all a pass compares. */
-export function nodeFiles(o: ClusterNodeOrder, edge: string, l: NodeLayout): Map<string, string> {
+export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout): Map<string, string> {
   const files = new Map<string, string>();
   const pki = (f: string) => path.join(l.pki, f);
   const server = `https://127.0.0.1:${o.ports.apiServer}`;
@@ -184,7 +187,7 @@ export interface ComponentCommand {
 }
 
 /** Each component's command line, in start order (the role's components only). */
-export function componentCommands(o: ClusterNodeOrder, edge: string, l: NodeLayout): ComponentCommand[] {
+export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): ComponentCommand[] {
   const a = o.spec.artifacts;
   // An executable's path, or an archive's directory (containerd's).
   const bin = (n: ArtifactName) => l.artifact(n, a[n].digest);

@@ -10,8 +10,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
-import type { ClusterNodeOrder, ComponentName } from '../../core/cluster.js';
-import type { NodeLayout } from './configs.js';
+import type { ComponentName } from '../../core/cluster.js';
+import type { NodeLayout, NodeSpec } from './configs.js';
 
 const TIMEOUT_MS = 5_000;
 
@@ -62,7 +62,7 @@ function socketUp(file: string): Promise<boolean> {
 /** Whether a component answers as healthy; the reason when it does not. */
 export async function componentHealth(
   name: ComponentName,
-  o: ClusterNodeOrder,
+  o: NodeSpec,
   l: NodeLayout,
 ): Promise<{ healthy: boolean; message?: string }> {
   const p = o.ports;
@@ -100,7 +100,7 @@ export async function componentHealth(
 
 /** The node as the API server sees it: Ready, the kubelet's version, why not Ready. */
 export async function nodeState(
-  o: ClusterNodeOrder,
+  o: NodeSpec,
   l: NodeLayout,
   edge: string,
 ): Promise<{ ready: boolean; kubeletVersion?: string; reason?: string }> {
@@ -130,7 +130,7 @@ export async function nodeState(
  * Deletes every pod of the cluster through its API (teardown: the kubelet stops their containers
  * and tears down their sandboxes, networks included, before it is stopped itself).
  */
-export async function deleteAllPods(o: ClusterNodeOrder, l: NodeLayout): Promise<void> {
+export async function deleteAllPods(o: NodeSpec, l: NodeLayout): Promise<void> {
   const tls = adminTls(l);
   const base = `https://127.0.0.1:${o.ports.apiServer}`;
   const nsList = await get(`${base}/api/v1/namespaces`, tls);
@@ -155,7 +155,7 @@ export async function deleteAllPods(o: ClusterNodeOrder, l: NodeLayout): Promise
 }
 
 /** How many pods the API server still lists (any namespace). */
-export async function podCount(o: ClusterNodeOrder, l: NodeLayout): Promise<number> {
+export async function podCount(o: NodeSpec, l: NodeLayout): Promise<number> {
   const a = await get(`https://127.0.0.1:${o.ports.apiServer}/api/v1/pods`, adminTls(l));
   if (a.status !== 200) throw new Error(`listing pods: HTTP ${a.status}`);
   return (JSON.parse(a.body) as { items: unknown[] }).items.length;

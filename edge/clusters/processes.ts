@@ -35,6 +35,9 @@ export function alive(pid: number): boolean {
   return cmdlineOf(pid) !== undefined;
 }
 
+/** The line each start writes into the component's log before its output. */
+export const START_MARK = '--- outpost: started at ';
+
 const pidFile = (runDir: string, name: string) => path.join(runDir, `${name}.pid`);
 
 /** The pid of a component that runs now with exactly this command line; undefined otherwise. */
@@ -61,6 +64,8 @@ export function startComponent(runDir: string, logDir: string, c: ComponentComma
   fs.mkdirSync(logDir, { recursive: true, mode: 0o700 });
   const out = fs.openSync(path.join(logDir, `${c.name}.log`), 'a', 0o600);
   try {
+    // Where this start's output begins (node-state.ts `tail` reads from the last one).
+    fs.writeSync(out, `${START_MARK}${new Date().toISOString()} ${c.argv[0]}\n`);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PATH: [...(c.path ?? []), process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'].join(':'),

@@ -281,11 +281,23 @@ export class HubClusters {
         `spec.template: ClusterTemplate ${template.name} version ${template.version} was never applied in project ${c.project}: apply it first (outpost apply -f TEMPLATE.yaml)`,
         { details: [{ path: 'spec.template', message: 'no such template version' }] },
       );
-    if (before && JSON.stringify(before.spec.template) !== JSON.stringify(template))
-      throw new OutpostError(
-        'invalid',
-        `spec.template: upgrading Cluster ${c.name} from ${before.spec.template.name}@${before.spec.template.version} is not supported yet: create a new cluster`,
-      );
+    if (before && JSON.stringify(before.spec.template) !== JSON.stringify(template)) {
+      // An upgrade: the nodes swap their components; the PKI (made for the network) stays.
+      const was = this.templateSpec(before);
+      const next = this.templateSpec(after);
+      if (was && next && JSON.stringify(was.network) !== JSON.stringify(next.network))
+        throw new OutpostError(
+          'invalid',
+          `spec.template: ${template.name}@${template.version} has another network than ${before.spec.template.name}@${before.spec.template.version}: changing a cluster's network is not supported; keep spec.network in the new version`,
+        );
+      state.events.record({
+        project: c.project,
+        kind: 'Cluster',
+        name: c.name,
+        reason: 'Upgrading',
+        message: `from ${before.spec.template.name}@${before.spec.template.version} to ${template.name}@${template.version}`,
+      });
+    }
     if (before && before.spec.controlPlane.edges[0] !== after.spec.controlPlane.edges[0])
       throw new OutpostError(
         'invalid',

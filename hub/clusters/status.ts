@@ -33,6 +33,7 @@ export function clusterStatus(
       role: h.role,
       phase: r?.phase ?? 'Pending',
       ...(r ? { step: r.step } : {}),
+      ...(r?.runs ? { runs: r.runs } : {}),
       ...(r?.message ? { message: r.message } : {}),
       ready: !!r?.node?.ready,
       ...(r?.node?.kubeletVersion ? { kubeletVersion: r.node.kubeletVersion } : {}),
@@ -47,15 +48,26 @@ export function clusterStatus(
       { running: v.running, healthy: v.healthy, restarts: v.restarts, ...(v.message ? { message: v.message } : {}) },
     ]),
   );
-  const ready = nodes.filter((n) => n.ready && n.phase === 'Ready').length;
-  const failed = nodes.filter((n) => n.phase === 'Failed');
+  // A node is on the cluster's version once its order names it and its components run it.
+  const current = (edge: string) => {
+    const r = reports.get(edge);
+    return r?.template === template && r.runs === template;
+  };
+  const ready = nodes.filter((n) => n.ready && n.phase === 'Ready' && current(n.edge)).length;
+  const failed = nodes.filter((n) => n.phase === 'Failed' || n.phase === 'RolledBack');
   const everReady = nodes.some((n) => n.kubeletVersion);
+  const upgrading = nodes.some((n) => {
+    const r = reports.get(n.edge);
+    return r?.runs !== undefined && !current(n.edge) && n.phase !== 'RolledBack';
+  });
   const phase: ClusterStatusView['phase'] =
     nodes.length && ready === nodes.length
       ? 'Ready'
       : failed.length || (everReady && nodes.some((n) => n.phase === 'NotReady'))
         ? 'Degraded'
-        : 'Provisioning';
+        : upgrading
+          ? 'Upgrading'
+          : 'Provisioning';
   const messages = [
     ...failed.map((n) => `${n.edge}: ${n.message ?? 'failed'}`),
     ...(heldElsewhere.length
