@@ -159,7 +159,8 @@ export class HubClusters {
   orderOf(edge: string): ClusterNodeOrder | undefined {
     const { state, objects, secrets } = this.d;
     const h = state.clusters.holder(edge);
-    if (!h) return undefined;
+    // Workers are reserved, but their join is not built yet (docs/clusters.md): no order for them.
+    if (!h || h.role === 'worker') return undefined;
     const c = objects.get<Cluster>('Cluster', h.project, h.cluster);
     if (!c) return undefined;
     const spec = this.templateSpec(c);
@@ -370,6 +371,7 @@ export class HubClusters {
     const stored = state.clusters.pki(project, name, '');
     if (stored && stored.uid === uid) ca = JSON.parse(secrets.box.open(stored.sealed)) as ClusterCa;
     for (const h of state.clusters.hostsOf(project, name)) {
+      if (h.role === 'worker') continue;
       const have = state.clusters.pki(project, name, h.edge);
       if (have && have.uid === uid) continue;
       if (!ca) {

@@ -53,7 +53,9 @@ export function clusterStatus(
     const r = reports.get(edge);
     return r?.template === template && r.runs === template;
   };
-  const ready = nodes.filter((n) => n.ready && n.phase === 'Ready' && current(n.edge)).length;
+  // Workers do not join yet: the cluster is its control plane (they are listed, reserved).
+  const counted = nodes.filter((n) => n.role === 'control-plane');
+  const ready = counted.filter((n) => n.ready && n.phase === 'Ready' && current(n.edge)).length;
   const failed = nodes.filter((n) => n.phase === 'Failed' || n.phase === 'RolledBack');
   const everReady = nodes.some((n) => n.kubeletVersion);
   const upgrading = nodes.some((n) => {
@@ -61,14 +63,16 @@ export function clusterStatus(
     return r?.runs !== undefined && !current(n.edge) && n.phase !== 'RolledBack';
   });
   const phase: ClusterStatusView['phase'] =
-    nodes.length && ready === nodes.length
+    counted.length && ready === counted.length
       ? 'Ready'
       : failed.length || (everReady && nodes.some((n) => n.phase === 'NotReady'))
         ? 'Degraded'
         : upgrading
           ? 'Upgrading'
           : 'Provisioning';
+  const workers = nodes.filter((n) => n.role === 'worker').length;
   const messages = [
+    ...(workers ? [`${workers} worker(s) reserved; joining workers is not supported yet`] : []),
     ...failed.map((n) => `${n.edge}: ${n.message ?? 'failed'}`),
     ...(heldElsewhere.length
       ? [`selected edges held by another cluster, left out: ${heldElsewhere.slice(0, 5).join(', ')}`]
@@ -77,7 +81,7 @@ export function clusterStatus(
   ];
   return {
     phase,
-    summary: `${ready}/${nodes.length} nodes Ready`,
+    summary: `${ready}/${counted.length} nodes Ready`,
     template,
     ...(kubernetesVersion ? { kubernetesVersion } : {}),
     ...(messages.length ? { message: messages.join('; ') } : {}),
