@@ -1,6 +1,7 @@
 /** @module The tables of `outpost get`, one per kind, plus the revision history of a workload. */
 import type { GitRepoStatusView, RevisionView as Revision } from '../core/api/views.js';
 import type { KindInfo } from './kinds.js';
+import { clusterRow, clusterTemplateRow } from './describe-cluster.js';
 import { formatTable } from './output.js';
 import {
   age,
@@ -214,6 +215,13 @@ const HEADERS: Record<
     wide: [],
     row: gitRepoRow,
     color: [],
+  },
+  ClusterTemplate: { base: ['NAME', 'VERSION', 'KUBERNETES', 'AGE'], wide: [], row: clusterTemplateRow, color: [] },
+  Cluster: {
+    base: ['NAME', 'TEMPLATE', 'PHASE', 'READY', 'CONTROL-PLANE', 'AGE'],
+    wide: [],
+    row: clusterRow,
+    color: ['PHASE'],
   },
 };
 

@@ -141,6 +141,16 @@ describe('ClusterTemplate and Cluster objects', () => {
     const st = (await adminApi(hub, 'GET', '/api/v1/projects/default/clusters/alpha')).status;
     expect(st.phase).toBe('Degraded');
     expect(st.nodes[0].message).toContain('exited at start');
+    // The CLI shows them.
+    const env = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken };
+    const got = await runCli(['get', 'clusters'], { env });
+    expect(got.stdout).toMatch(/NAME\s+TEMPLATE\s+PHASE\s+READY\s+CONTROL-PLANE\s+AGE/);
+    expect(got.stdout).toMatch(/alpha\s+small@1\s+Degraded\s+0\/1\s+e1/);
+    expect((await runCli(['get', 'ct'], { env })).stdout).toMatch(/small\s+1\s+v1\.33\.13/);
+    const described = await runCli(['describe', 'cluster', 'alpha'], { env });
+    expect(described.stdout).toContain('Nodes:');
+    expect(described.stdout).toMatch(/e1\s+control-plane\s+Failed/);
+    expect((await runCli(['describe', 'clustertemplate', 'small'], { env })).stdout).toContain('kube-apiserver');
     await adminApi(hub, 'DELETE', '/api/v1/projects/default/clusters/alpha');
     expect((await adminApi(hub, 'GET', '/api/v1/projects/default/edges/e1')).status.cluster).toBeUndefined();
     // e1's node is torn down: its directory goes, its report with it.
