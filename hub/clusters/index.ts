@@ -209,8 +209,10 @@ export class HubClusters {
     const text = JSON.stringify(r);
     if (prev?.report === text) return false;
     const holder = clusters.holder(edge);
-    // A report of a cluster this edge no longer belongs to (deleted, released) keeps its project.
-    const project = holder?.cluster === r.cluster ? holder.project : (prev?.project ?? '');
+    // Peer input: only the cluster the edge belongs to, or the one it last reported (a deleted
+    // cluster's node tearing down), in the project the hub recorded; anything else is dropped.
+    const project =
+      holder?.cluster === r.cluster ? holder.project : prev?.cluster === r.cluster ? prev.project : undefined;
     if (!project) return false;
     const before = prev ? ClusterNodeReport.safeParse(JSON.parse(prev.report)) : undefined;
     const seen = before?.success && before.data.uid === r.uid ? Math.max(0, ...before.data.events.map((e) => e.at)) : 0;
