@@ -377,9 +377,12 @@ export class HubClusters {
       const have = state.clusters.pki(project, name, h.edge);
       if (have && have.uid === uid) continue;
       if (!ca) {
-        ca = await createClusterCa(name);
-        const made = ca;
-        state.transaction(() => state.clusters.putPki(project, name, '', uid, secrets.box.seal(JSON.stringify(made))));
+        const made = await createClusterCa(name);
+        // Another replica may have made one meanwhile: the first kept is the cluster's.
+        const kept = state.transaction(() =>
+          state.clusters.putPki(project, name, '', uid, secrets.box.seal(JSON.stringify(made))),
+        );
+        ca = JSON.parse(secrets.box.open(kept.sealed)) as ClusterCa;
       }
       const bundle = PkiBundle.parse(await nodeBundle(ca, h.edge, h.role as NodeRole, spec.network.serviceCIDR));
       // The cluster may have been deleted while the certificates were made.

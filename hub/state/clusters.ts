@@ -29,7 +29,11 @@ export interface ClusterTables {
   release(project: string, cluster: string, edge?: string): void;
   /** Sealed PKI: the CA with edge ''. */
   pki(project: string, cluster: string, edge: string): { uid: string; sealed: string } | undefined;
-  putPki(project: string, cluster: string, edge: string, uid: string, sealed: string): void;
+  /**
+   * Records PKI unless PKI of the same cluster uid is there already (another hub replica made it
+   * first: the first one stays, so every replica hands out the same); returns what is kept.
+   */
+  putPki(project: string, cluster: string, edge: string, uid: string, sealed: string): { uid: string; sealed: string };
   /** Drops a cluster's PKI (all of it, or one node's). */
   dropPki(project: string, cluster: string, edge?: string): void;
   /** What an edge last reported of its node (JSON). */
@@ -109,13 +113,21 @@ export function sqlClusterTables(db: SqlDb): ClusterTables {
       run(
         db,
         `INSERT INTO cluster_pki (project, cluster, edge, uid, sealed) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (project, cluster, edge) DO UPDATE SET uid = excluded.uid, sealed = excluded.sealed`,
+         ON CONFLICT (project, cluster, edge) DO UPDATE SET uid = excluded.uid, sealed = excluded.sealed
+         WHERE cluster_pki.uid <> excluded.uid`,
         project,
         cluster,
         edge,
         uid,
         sealed,
       );
+      return one<{ uid: string; sealed: string }>(
+        db,
+        `SELECT uid, sealed FROM cluster_pki WHERE project = ? AND cluster = ? AND edge = ?`,
+        project,
+        cluster,
+        edge,
+      )!;
     },
     dropPki(project, cluster, edge) {
       if (edge === undefined) run(db, `DELETE FROM cluster_pki WHERE project = ? AND cluster = ?`, project, cluster);
