@@ -14,6 +14,10 @@
 # - chromium + chromium-driver: the UI tests.
 # - prometheus: for its promtool; test/metrics.test.ts runs `promtool check metrics` on the hub's
 #   /metrics and on an edge's (through the hub). The Prometheus server itself is not started.
+# - containerd (with its shim and ctr) and gcc: the artifacts of the real clusters test/clusters.test.ts
+#   makes on an edge (docs/clusters.md): containerd, runc, the CNI plugins and etcd from Debian, the
+#   Kubernetes components from test/kube/build.sh, the pause image from a static C binary (gcc -static;
+#   libc6-dev comes with gcc). Installing containerd starts no daemon here: each node runs its own.
 # - etcd-server: the store of the real kube-apiserver the kubernetes driver is tested against
 #   (test/kube/harness.ts). kube-apiserver itself is built from Go modules by test/kube/build.sh
 #   (vitest's globalSetup runs it; it needs the Go toolchain, >= 1.24, which Debian 12 lacks).
@@ -45,7 +49,7 @@ start_ms=$(date +%s%3N)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 conf="${OUTPOST_CONTAINERS_CONF:-/etc/outpost/containers.conf}"
 image="${OUTPOST_TEST_IMAGE:-localhost/outpost-busybox:latest}"
-packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus systemd faketime clamav-daemon docker-registry skopeo apache2-utils postgresql)
+packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus systemd faketime clamav-daemon docker-registry skopeo apache2-utils postgresql containerd gcc)
 verify=0
 changed=0
 [ "${1:-}" = "--verify" ] && verify=1

@@ -7,6 +7,7 @@ import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
 import { describeEdge } from './describe-edge.js';
 import { describeGitRepo } from './describe-gitrepo.js';
+import { describeCluster, describeClusterTemplate } from './describe-cluster.js';
 import {
   eventsBlock,
   fields,
@@ -212,6 +213,8 @@ export function describeObject(o: ApiObject, opts: DescribeOptions): string {
   if (o.kind === 'AgentUpgrade') return describeAgentUpgrade(o, opts);
   if (o.kind === 'Registry') return describeRegistry(o, opts);
   if (o.kind === 'GitRepo') return describeGitRepo(o, opts);
+  if (o.kind === 'Cluster') return describeCluster(o, opts);
+  if (o.kind === 'ClusterTemplate') return describeClusterTemplate(o, opts);
   if (o.kind === 'Placement') return describePlacement(o, opts);
   return describeWorkload(o, opts);
 }

@@ -11,6 +11,7 @@
  */
 import type { Command } from 'commander';
 import { registerAgentCommands } from './cmd-agent.js';
+import { registerClusterCommands } from './cmd-cluster.js';
 import { registerBlobCommands } from './cmd-blob.js';
 import { registerGitRepoCommands } from './cmd-gitrepo.js';
 import { registerImageCommands } from './cmd-image.js';
@@ -67,6 +68,7 @@ export function registerOperatorCommands(program: Command, deps?: Partial<CliDep
   registerPackageCommands(program, d);
   registerGitRepoCommands(program, d);
   registerAgentCommands(program, d);
+  registerClusterCommands(program, d);
   registerMetaCommands(program, d);
 }
 

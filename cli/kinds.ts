@@ -1,8 +1,9 @@
 /**
  * @module The kinds the CLI accepts and how they are spelled: singular, plural or short, in any
  * case (`edge`, `edges`, `e`; `workload`, `workloads`, `wl`; `placement`, `placements`, `pl`; `registry`,
- * `registries`, `reg`; `dataobject`, `dataobjects`, `do`; `serviceexport`, `serviceexports`, `svcx`;
- * `serviceimport`, `serviceimports`, `svci`), and
+ * `registries`, `reg`; `dataobject`, `dataobjects`, `do`; `gitrepo`, `gitrepos`, `gr`; `serviceexport`,
+ * `serviceexports`, `svcx`; `serviceimport`, `serviceimports`, `svci`; `clustertemplate`, `clustertemplates`,
+ * `ct`; `cluster`, `clusters`, `cl`), and
  * `KIND/NAME` (`placement/eu`) as kubectl accepts it. `get` and `describe` take packages
  * (`package`, `packages`, `pkg`) too, which are published to the catalog rather than applied.
  */

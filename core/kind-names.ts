@@ -19,6 +19,8 @@ export const KIND_NAMES: Record<Kind, KindName> = {
   Registry: { singular: 'registry', plural: 'registries', short: 'reg' },
   DataObject: { singular: 'dataobject', plural: 'dataobjects', short: 'do' },
   GitRepo: { singular: 'gitrepo', plural: 'gitrepos', short: 'gr' },
+  ClusterTemplate: { singular: 'clustertemplate', plural: 'clustertemplates', short: 'ct' },
+  Cluster: { singular: 'cluster', plural: 'clusters', short: 'cl' },
   ServiceExport: { singular: 'serviceexport', plural: 'serviceexports', short: 'svcx' },
   ServiceImport: { singular: 'serviceimport', plural: 'serviceimports', short: 'svci' },
 };

@@ -44,10 +44,14 @@ const SIGNATURE = z.string().regex(/^[A-Za-z0-9+/=]{40,200}$/);
 export const SignedRelease = ReleaseManifest.extend({ scope: ReleaseScope.optional(), signature: SIGNATURE });
 export type SignedRelease = ReleaseManifest & { signature: string };
 
-/** The bytes signed: fixed key order, so both sides compute the same text. */
-export function releasePayload(m: ReleaseManifest): Buffer {
+/**
+ * The bytes signed: fixed key order, so both sides compute the same text. `kind` says what the
+ * bytes are for (an agent binary, or a cluster artifact named in it: hub/clusters/artifacts.ts), so
+ * a signature made for one use is never valid for another.
+ */
+export function releasePayload(m: ReleaseManifest, kind = RELEASE_KIND): Buffer {
   return Buffer.from(
-    JSON.stringify({ kind: RELEASE_KIND, scope: m.scope, version: m.version, digest: m.digest, size: m.size }),
+    JSON.stringify({ kind, scope: m.scope, version: m.version, digest: m.digest, size: m.size }),
     'utf8',
   );
 }
@@ -64,8 +68,8 @@ export function publicKeyOf(privateKeyPem: string): string {
   return createPublicKey(createPrivateKey(privateKeyPem)).export({ type: 'spki', format: 'pem' }).toString();
 }
 
-export function signRelease(privateKeyPem: string, m: ReleaseManifest): SignedRelease {
-  const signature = sign(null, releasePayload(m), createPrivateKey(privateKeyPem)).toString('base64');
+export function signRelease(privateKeyPem: string, m: ReleaseManifest, kind = RELEASE_KIND): SignedRelease {
+  const signature = sign(null, releasePayload(m, kind), createPrivateKey(privateKeyPem)).toString('base64');
   return { scope: m.scope, version: m.version, digest: m.digest, size: m.size, signature };
 }
 
@@ -74,7 +78,7 @@ export function signRelease(privateKeyPem: string, m: ReleaseManifest): SignedRe
  * before releases had one: its signature says nothing of where it may run, so it is refused, not
  * trusted everywhere), or its signature under the pinned key.
  */
-export function verifyRelease(publicKeyPem: string, r: unknown): SignedRelease {
+export function verifyRelease(publicKeyPem: string, r: unknown, kind = RELEASE_KIND): SignedRelease {
   const parsed = SignedRelease.safeParse(r);
   if (!parsed.success)
     throw new Error(
@@ -88,13 +92,13 @@ export function verifyRelease(publicKeyPem: string, r: unknown): SignedRelease {
   const release = s as SignedRelease;
   let ok = false;
   try {
-    ok = verify(null, releasePayload(release), createPublicKey(publicKeyPem), Buffer.from(s.signature, 'base64'));
+    ok = verify(null, releasePayload(release, kind), createPublicKey(publicKeyPem), Buffer.from(s.signature, 'base64'));
   } catch {
     ok = false;
   }
   if (!ok)
     throw new Error(
-      `the signature of release ${s.version} (${s.digest}, for ${scopeWords(release.scope)}) does not verify with the release key this edge pinned at enrollment: refused`,
+      `the signature of ${kind === RELEASE_KIND ? 'release' : kind} ${s.version} (${s.digest}, for ${scopeWords(release.scope)}) does not verify with the release key this edge pinned at enrollment: refused`,
     );
   return release;
 }

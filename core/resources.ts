@@ -5,18 +5,8 @@
 import { z } from 'zod';
 import { DIGEST_PATTERN, parseByteSize } from './blobs.js';
 import { NAME_PATTERN } from './ids.js';
-import { unknownFieldsMessage } from './suggest.js';
-
-/**
- * An object that refuses fields it does not know, as `kubectl apply` (strict field validation)
- * does, naming the nearest known field: a typo must not silently become a default.
- */
-function strict<T extends z.ZodRawShape>(shape: T) {
-  const known = Object.keys(shape);
-  return z.strictObject(shape, {
-    error: (iss) => (iss.code === 'unrecognized_keys' ? unknownFieldsMessage(iss.keys, known) : undefined),
-  });
-}
+import { strict } from './strict-object.js';
+import { ClusterPorts, ClusterTemplateSpec, clusterTemplateVersion } from './cluster.js';
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
 export const KINDS = [
@@ -29,6 +19,8 @@ export const KINDS = [
   'GitRepo',
   'ServiceExport',
   'ServiceImport',
+  'ClusterTemplate',
+  'Cluster',
 ] as const;
 export type Kind = (typeof KINDS)[number];
 
@@ -635,6 +627,28 @@ export type ServiceImportSpec = z.infer<typeof ServiceImportSpec>;
 
 export const ServiceImport = objectKind('ServiceImport', ServiceImportSpec);
 export type ServiceImport = z.infer<typeof ServiceImport>;
+// ClusterTemplate and Cluster (docs/clusters.md): what a cluster at the sites is made of; the
+// artifacts and settings are core/cluster.ts's.
+
+export const ClusterTemplate = objectKind('ClusterTemplate', ClusterTemplateSpec);
+export type ClusterTemplate = z.infer<typeof ClusterTemplate>;
+
+export const ClusterSpec = strict({
+  /** The template and its version (a version's content never changes). */
+  template: strict({ name, version: clusterTemplateVersion }),
+  /** The control-plane host: one edge by name (several: not supported yet). */
+  controlPlane: strict({
+    edges: z.array(name).length(1, 'must name exactly one edge: HA control planes are not supported yet'),
+  }),
+  /** The workers: edges by name, by selector, or both (none: a single-node cluster). */
+  workers: strict({ edges: z.array(name).optional(), edgeSelector: LabelSelector.optional() }).optional(),
+  /** The ports the cluster's components listen on, on every node (defaults: the usual ones). */
+  ports: ClusterPorts.optional(),
+});
+export type ClusterSpec = z.infer<typeof ClusterSpec>;
+
+export const Cluster = objectKind('Cluster', ClusterSpec);
+export type Cluster = z.infer<typeof Cluster>;
 
 export const Resource = z.discriminatedUnion('kind', [
   Edge,
@@ -646,6 +660,8 @@ export const Resource = z.discriminatedUnion('kind', [
   GitRepo,
   ServiceExport,
   ServiceImport,
+  ClusterTemplate,
+  Cluster,
 ]);
 export type Resource = z.infer<typeof Resource>;
 

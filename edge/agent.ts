@@ -40,6 +40,7 @@ import { UpgradeOrders } from './upgrade/orders.js';
 import { createPodman } from './drivers/podman/cli.js';
 import { EdgeImageStaging } from './images/staging.js';
 import { SpecFollowers } from './orders/followers.js';
+import { ClusterFollower } from './clusters/follower.js';
 import { AGENT_UPGRADE_ORDER, DATA_ORDERS, IMAGE_STAGING_ORDER } from '../core/orders/kinds.js';
 import { markHealthy, readUpgradeState, TRIAL_ENV } from './upgrade/switch.js';
 
@@ -230,6 +231,18 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   // ServiceImports (docs/interconnect.md): local listeners whose connections go through the hub.
   const interconnect = new InterconnectListeners({ edge, store, open: (h) => tunnel.open(h) });
   followers.add(interconnect);
+  // Clusters at the sites (docs/clusters.md): this edge's node of a Cluster.
+  const clusterNode = new ClusterFollower({
+    dataDir: o.dataDir,
+    edge,
+    project: config.project,
+    store,
+    blobs,
+    transfers,
+    releaseKey: config.releaseKey,
+    sealKey: config.sealKey,
+  });
+  followers.add(clusterNode);
   s.on('state', (state) => state === 'connected' && egress.record());
   if (process.env[TRIAL_ENV]) {
     // On trial after a switch (edge/upgrade/switch.ts): healthy once connected and a reconcile
@@ -325,6 +338,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
       interconnect.stop();
       transfers.stop();
       staging?.stop();
+      await clusterNode.stop();
       await egress.stop();
       await dataIn.stop();
       await s.stop(why);

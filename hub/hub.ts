@@ -28,6 +28,7 @@ import { DataDeliveries } from './data/delivery.js';
 import { InterconnectPlanner } from './interconnect/index.js';
 import { InterconnectRelay } from './interconnect/relay.js';
 import { HubDataFiles } from './data/index.js';
+import { HubClusters } from './clusters/index.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -90,6 +91,8 @@ export interface Hub {
   orders: OrderEngine;
   /** Image pre-staging (hub/images/staging.ts). */
   imageStaging: HubStaging;
+  /** Clusters at the sites (hub/clusters/): `settle()` runs a pass now. */
+  clusters: HubClusters;
   /** This hub process among the replicas (a SQLite hub is the only one). */
   replicaId: string;
   /** Stops; `why` (e.g. the signal) goes into its edges' connection history. */
@@ -187,6 +190,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // With replicas, the leader plans the rollouts.
   if (pg) upgrades.leading = () => scheduler.leading;
   const deliveries = new DataDeliveries(state, objects, orders, blobs, state.dataProgress);
+  // Clusters at the sites (hub/clusters/): the `cluster` kind of order.
+  const clusters = new HubClusters({
+    state,
+    objects,
+    engine: orders,
+    blobs,
+    secrets,
+    releasePublicKeyPem: releaseKey.publicKeyPem,
+  });
   const edges = new EdgeLifecycle({
     state,
     objects,
@@ -273,6 +285,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(sink ? [loop('data sink', sink)] : []),
     loop('deliveries', deliveries),
     loop('interconnect', interconnect),
+    loop('clusters', clusters),
     loop('upgrades', upgrades),
     loop('image staging', imageStaging),
     images,
@@ -282,6 +295,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replication,
   ]);
 
+  const agentReleases = new AgentReleases(blobs, releaseKey, opts.scanner);
   const app = createApi({
     hub: {
       version,
@@ -309,10 +323,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       imageStaging,
       gitRepos,
       projects,
+      clusters,
     },
     projects: { projects, deletions },
     data: { state, uploads: dataFiles },
-    releases: new AgentReleases(blobs, releaseKey, opts.scanner),
+    releases: agentReleases,
+    clusterArtifacts: agentReleases,
     catalog,
     gitRepos,
     kubeWatch,
@@ -404,6 +420,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades,
     orders,
     imageStaging,
+    clusters,
     replicaId: replication.id,
     close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),
   };

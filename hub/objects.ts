@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
 import {
   AgentUpgrade,
+  Cluster,
+  ClusterTemplate,
   DataObject,
   API_VERSION,
   Edge,
@@ -47,6 +49,8 @@ const SCHEMAS = {
   GitRepo,
   ServiceExport,
   ServiceImport,
+  ClusterTemplate,
+  Cluster,
 } as const;
 
 export type { ApplyAction } from '../core/api/types.js';

@@ -162,6 +162,16 @@ export class HubSecrets {
     return `edge ${edge} has no key to receive Secrets (it was enrolled by an agent older than sealed Secrets): decommission it and enroll it again`;
   }
 
+  /** One value sealed to one edge's key (a cluster node's PKI, hub/clusters/); throws when the edge has no key. */
+  sealValueForEdge(edge: string, value: string): string {
+    const key = this.edgeKey(edge);
+    if (!key)
+      throw new Error(
+        `edge ${edge} has no key to receive secrets (it was enrolled by an agent older than sealed Secrets): decommission it and enroll it again`,
+      );
+    return sealToEdge(key, value, this.box.edgeDerivation);
+  }
+
   /** The manifests as written into one edge's spec document: every Secret value sealed to that edge. */
   sealForEdge(edge: string, manifests: Manifest[]): Manifest[] {
     if (!hasSecretValues(manifests)) return manifests;

@@ -37,6 +37,7 @@ import { hubIdentitySuite, identityStoreSuite } from './fixtures/identity-suites
 import { apiTokenSuite, edgeCredentialSuite, joinTokenSuite, proxySessionSuite } from './fixtures/auth-suites.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
+import { clusterStateSuite } from './fixtures/cluster-state-suite.js';
 import {
   agentUpgradeSuite,
   assignmentStoreSuite,
@@ -118,6 +119,7 @@ describe('hub state on PostgreSQL', () => {
   dataProgressSuite(fresh);
   agentUpgradeSuite(fresh);
   imageStagingSuite(fresh);
+  clusterStateSuite(fresh);
   assignmentStoreSuite(freshDb);
   edgeLeaseSuite(freshDb);
   hubReplicaSuite(freshDb);

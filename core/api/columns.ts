@@ -9,6 +9,7 @@ import type { Summary } from '../status.js';
 import { readyColumn } from '../summary.js';
 import type {
   AgentUpgradeStatusView,
+  ClusterStatusView,
   DataObjectStatusView,
   GitRepoStatusView,
   EdgeStatusView,
@@ -241,6 +242,35 @@ function serviceImportRow(o: ApiObject, opts: RowOptions): string[] {
   ];
 }
 
+/** What a Cluster's spec shows (its template, its control plane). */
+export interface ClusterSpecView {
+  template?: { name?: string; version?: string };
+  controlPlane?: { edges?: string[] };
+}
+
+export function clusterTemplateRow(o: ApiObject, opts: RowOptions): string[] {
+  const spec = (o.spec ?? {}) as { version?: string; kubernetesVersion?: string };
+  return [
+    o.metadata.name,
+    spec.version ?? '-',
+    spec.kubernetesVersion ?? '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
+export function clusterRow(o: ApiObject, opts: RowOptions): string[] {
+  const spec = (o.spec ?? {}) as ClusterSpecView;
+  const s = statusOf<Partial<ClusterStatusView>>(o);
+  return [
+    o.metadata.name,
+    `${spec.template?.name ?? '?'}@${spec.template?.version ?? '?'}`,
+    s.phase ?? '-',
+    s.summary?.replace(/ nodes Ready$/, '') ?? '-',
+    spec.controlPlane?.edges?.join(',') ?? '-',
+    age(o.metadata.creationTimestamp, opts.now),
+  ];
+}
+
 /** Each kind's columns, by kind. */
 export const KIND_COLUMNS: Record<string, KindColumns> = {
   Edge: {
@@ -274,6 +304,13 @@ export const KIND_COLUMNS: Record<string, KindColumns> = {
     wide: [],
     row: gitRepoRow,
     color: [],
+  },
+  ClusterTemplate: { base: ['NAME', 'VERSION', 'KUBERNETES', 'AGE'], wide: [], row: clusterTemplateRow, color: [] },
+  Cluster: {
+    base: ['NAME', 'TEMPLATE', 'PHASE', 'READY', 'CONTROL-PLANE', 'AGE'],
+    wide: [],
+    row: clusterRow,
+    color: ['PHASE'],
   },
   ServiceExport: { base: ['NAME', 'WORKLOAD', 'PORT', 'ONLINE', 'AGE'], wide: [], row: serviceExportRow, color: [] },
   ServiceImport: {

@@ -446,3 +446,33 @@ export interface GitRepoStatusView {
   /** The webhook's path on the hub (POST; signed with spec.webhookSecret), when it has a secret. */
   webhook?: string;
 }
+
+/** One node of a Cluster as its edge last reported it (hub/clusters/status.ts). */
+export interface ClusterNodeView {
+  edge: string;
+  role: string;
+  /** The node's phase (core/cluster.ts NODE_PHASES), `Pending` before its edge reported. */
+  phase: string;
+  step?: string;
+  /** The template version its components run (`NAME@VERSION`): another than the cluster's while it upgrades. */
+  runs?: string;
+  message?: string;
+  ready: boolean;
+  kubeletVersion?: string;
+  reason?: string;
+  online: boolean;
+}
+
+/** A Cluster's status (hub/clusters/status.ts): its phase, its nodes, its control plane's health. */
+export interface ClusterStatusView {
+  phase: 'Provisioning' | 'Ready' | 'Upgrading' | 'Degraded' | 'Deleting';
+  /** `1/1 nodes Ready`, or what keeps it from being Ready. */
+  summary: string;
+  template: string;
+  kubernetesVersion?: string;
+  /** Why no node got the order (a template missing, a host held by another cluster). */
+  message?: string;
+  nodes: ClusterNodeView[];
+  /** The control-plane node's components: running, healthy (etcd health, `/readyz`, `/healthz`). */
+  components: Record<string, { running: boolean; healthy: boolean; restarts: number; message?: string }>;
+}

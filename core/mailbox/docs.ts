@@ -44,6 +44,8 @@ export interface SpecDoc {
   imageStaging?: Str;
   /** Per DataObject, JSON of its order (core/delivery.ts DeliveryOrder), written by setSpecData only. */
   data?: { [name: string]: Str };
+  /** JSON of this edge's node order of a Cluster (core/cluster.ts ClusterNodeOrder), written by putSpecCluster only. */
+  cluster?: Str;
 }
 
 export interface ReportObjectDoc {
@@ -87,6 +89,8 @@ export interface ReportDoc {
   imageStaging?: Str;
   /** Per DataObject, JSON of its delivery (core/delivery.ts DeliveryProgress), written by setReportData only. */
   data?: { [name: string]: Str };
+  /** JSON of this edge's node of a Cluster (core/cluster.ts ClusterNodeReport), written by setReportCluster only. */
+  cluster?: Str;
 }
 
 /**

@@ -7,6 +7,7 @@
  * types are in docs.ts.
  */
 import { Counter, ImmutableString } from '@automerge/automerge/slim';
+import { ClusterNodeReport } from '../cluster.js';
 import { DeliveryProgress } from '../delivery.js';
 import { backendOf, putJson, putJsonEntry } from '../doc-backend.js';
 import { AgentReleaseState, Inventory } from '../resources.js';
@@ -65,6 +66,17 @@ export interface EdgeReportState {
   data?: Record<string, DeliveryProgress>;
   /** Per ServiceImport, its listener on this edge (core/orders/interconnect.ts). */
   interconnect?: Record<string, ImportReport>;
+  cluster?: ClusterNodeReport;
+}
+
+/** Only the report's cluster node (peer input, checked: a value that does not fit reads as none). */
+export function readReportCluster(doc: Partial<ReportDoc>): ClusterNodeReport | undefined {
+  return doc.cluster ? jsonValue(s(doc.cluster), ClusterNodeReport) : undefined;
+}
+
+/** The one writer of the report's cluster node (undefined removes it); true when it changed. */
+export function setReportCluster(d: ReportDoc, r: ClusterNodeReport | undefined): boolean {
+  return putJson(backendOf(d), '_root', 'cluster', r);
 }
 
 /** Only the report's agent upgrade progress (peer input, checked: a value that does not fit reads as none). */
@@ -141,6 +153,7 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
   const agentUpgrade = readReportAgentUpgrade(doc);
   const imageStaging = readReportStaging(doc);
   const interconnect = readReportInterconnect(doc);
+  const cluster = readReportCluster(doc);
   return {
     edge: s(doc.edge),
     inventory,
@@ -150,6 +163,7 @@ export function readReport(doc: Partial<ReportDoc>): EdgeReportState {
     ...(imageStaging ? { imageStaging } : {}),
     ...(doc.data ? { data: readReportData(doc) } : {}),
     ...(interconnect ? { interconnect } : {}),
+    ...(cluster ? { cluster } : {}),
   };
 }
 
@@ -341,5 +355,6 @@ export function materializeReport(state: EdgeReportState, intentSeq: number): (d
     if (state.agentUpgrade) setReportAgentUpgrade(d, state.agentUpgrade);
     if (state.imageStaging) setReportStaging(d, state.imageStaging);
     for (const [name, p] of Object.entries(state.data ?? {})) setReportData(d, name, p);
+    if (state.cluster) setReportCluster(d, state.cluster);
   };
 }

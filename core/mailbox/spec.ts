@@ -7,6 +7,7 @@
  */
 import { ImmutableString } from '@automerge/automerge/slim';
 import { HEARTBEAT_INTERVAL_MS } from '../durations.js';
+import { ClusterNodeOrder } from '../cluster.js';
 import { DeliveryOrder } from '../delivery.js';
 import { backendOf, entryNames, mapId, type MapBackend, putIfChanged, putJson, putJsonEntry } from '../doc-backend.js';
 import type { Manifest } from '../resources.js';
@@ -33,6 +34,7 @@ export interface EdgeSpecState {
   agentUpgrade?: AgentUpgradeOrder;
   imageStaging?: StagingOrder;
   data?: Record<string, DeliveryOrder>;
+  cluster?: ClusterNodeOrder;
 }
 
 export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
@@ -58,6 +60,7 @@ export function readSpec(doc: Partial<SpecDoc>): EdgeSpecState {
     ...(agentUpgrade ? { agentUpgrade } : {}),
     ...withStagingOrder(doc),
     ...(doc.data ? { data: readSpecData(doc) } : {}),
+    ...withClusterOrder(doc),
   };
 }
 
@@ -65,6 +68,21 @@ const withStagingOrder = (doc: Partial<SpecDoc>): { imageStaging?: StagingOrder 
   const imageStaging = readSpecStaging(doc);
   return imageStaging ? { imageStaging } : {};
 };
+
+const withClusterOrder = (doc: Partial<SpecDoc>): { cluster?: ClusterNodeOrder } => {
+  const cluster = readSpecCluster(doc);
+  return cluster ? { cluster } : {};
+};
+
+/** Only the spec's cluster node order (a value that does not fit reads as none). */
+export function readSpecCluster(doc: Partial<SpecDoc>): ClusterNodeOrder | undefined {
+  return doc.cluster ? jsonValue(s(doc.cluster), ClusterNodeOrder) : undefined;
+}
+
+/** The one writer of the spec's cluster node order (undefined removes it); true when it changed. */
+export function putSpecCluster(b: MapBackend, order: ClusterNodeOrder | undefined): boolean {
+  return putJson(b, '_root', 'cluster', order);
+}
 
 /** Only the spec's agent upgrade order, without reading the rest of the document. */
 export function readSpecAgentUpgrade(doc: Partial<SpecDoc>): AgentUpgradeOrder | undefined {
@@ -192,5 +210,6 @@ export function materializeSpec(state: EdgeSpecState): (d: SpecDoc) => void {
     if (state.agentUpgrade) setSpecAgentUpgrade(d, state.agentUpgrade);
     if (state.imageStaging) setSpecStaging(d, state.imageStaging);
     for (const [name, o] of Object.entries(state.data ?? {})) setSpecData(d, name, o);
+    if (state.cluster) putSpecCluster(backendOf(d), state.cluster);
   };
 }

@@ -28,14 +28,14 @@ export interface ReleaseTrust {
 }
 
 /** Checks signature and scope, not the bytes; returns the verified release. Throws ReleaseRefused with the reason. */
-export function verifyReleaseFor(trust: ReleaseTrust, release: unknown): SignedRelease {
+export function verifyReleaseFor(trust: ReleaseTrust, release: unknown, kind?: string): SignedRelease {
   if (!trust.releaseKey)
     throw new ReleaseRefused(
       'this edge pinned no release key at enrollment (it enrolled with an older hub): it cannot verify releases; enroll it again to upgrade it from the hub',
     );
   let r: SignedRelease;
   try {
-    r = verifyRelease(trust.releaseKey, release);
+    r = verifyRelease(trust.releaseKey, release, kind);
   } catch (err) {
     throw new ReleaseRefused((err as Error).message);
   }
@@ -45,8 +45,13 @@ export function verifyReleaseFor(trust: ReleaseTrust, release: unknown): SignedR
 }
 
 /** Checks signature, scope, digest and size; returns the verified release. Throws ReleaseRefused with the reason. */
-export async function checkRelease(files: BlobFiles, trust: ReleaseTrust, release: unknown): Promise<SignedRelease> {
-  const r = verifyReleaseFor(trust, release);
+export async function checkRelease(
+  files: BlobFiles,
+  trust: ReleaseTrust,
+  release: unknown,
+  kind?: string,
+): Promise<SignedRelease> {
+  const r = verifyReleaseFor(trust, release, kind);
   const file = files.path(r.digest);
   let size: number;
   try {

@@ -25,6 +25,8 @@ import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
 import { openApiDocument } from './openapi.js';
 import { releaseRoutes } from './releases.js';
+import { clusterArtifactRoutes } from '../clusters/routes.js';
+import type { AgentReleases } from '../upgrades/releases.js';
 import { replicaRoutes } from './replicas.js';
 import { dataRoutes } from '../data/routes.js';
 import { streamRoutes } from './stream.js';
@@ -60,6 +62,8 @@ export interface ApiModules {
   data: DataRouteDeps;
   /** Undefined: no release key. */
   releases: ReleaseSigner | undefined;
+  /** Signs cluster artifacts with the release key (hub/clusters/routes.ts). */
+  clusterArtifacts?: Pick<AgentReleases, 'signAs'>;
   catalog: Catalog | undefined;
   /** The record of object changes the Kubernetes API's watches read (hub/k8s/watch-record.ts). */
   kubeWatch: KubeWatchRecord;
@@ -135,6 +139,7 @@ export function createApi(m: ApiModules): Hono {
   api.route('/', dataRoutes(m.data));
   api.route('/', applyRoutes(m.objects));
   api.route('/', releaseRoutes(m.releases));
+  api.route('/', clusterArtifactRoutes(m.clusterArtifacts));
   if (m.catalog) api.route('/', catalogRoutes(m.catalog));
   api.route('/', gitRepoRoutes(m.gitRepos));
   api.route('/', objectRoutes(m.objects));

@@ -5,6 +5,7 @@
 import type { ScanVerdict } from '../scan/clamd.js';
 import type {
   AgentUpgradeStatusView,
+  ClusterStatusView,
   DataObjectStatusView,
   GitRepoStatusView,
   PlacementStagingView,
@@ -14,7 +15,15 @@ import type {
 import { OutpostError } from '../../core/errors.js';
 import type { SignedRelease } from '../../core/release.js';
 import type { ServiceExportStatusView, ServiceImportStatusView } from '../../core/api/interconnect-views.js';
-import type { AgentUpgrade, DataObject, GitRepo, Kind, ServiceExport, ServiceImport } from '../../core/resources.js';
+import type {
+  AgentUpgrade,
+  Cluster,
+  DataObject,
+  GitRepo,
+  Kind,
+  ServiceExport,
+  ServiceImport,
+} from '../../core/resources.js';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { Catalog } from '../catalog/index.js';
 import type { ObjectStore } from '../objects.js';
@@ -72,6 +81,11 @@ export interface ObjectApi {
   gitRepos?: { status(r: GitRepo): GitRepoStatusView };
   /** Project objects: a placement's default rollout, Project documents in an apply (hub/projects/). */
   projects: Projects;
+  /** Clusters at the sites (hub/clusters/): a Cluster's status, the cluster an edge belongs to. */
+  clusters?: {
+    status(c: Cluster): ClusterStatusView;
+    ofEdge(edge: string): { cluster: string; role: string } | undefined;
+  };
   /** Pre-staging progress per placement (hub/images/staging.ts). */
   imageStaging?: { progress(project: string, placement: string): PlacementStagingView | undefined };
 }
@@ -86,6 +100,8 @@ export const KIND_PATHS: Record<string, Kind> = {
   gitrepos: 'GitRepo',
   serviceexports: 'ServiceExport',
   serviceimports: 'ServiceImport',
+  clustertemplates: 'ClusterTemplate',
+  clusters: 'Cluster',
 };
 
 export function kindFromPath(s: string): Kind {

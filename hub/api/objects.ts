@@ -71,14 +71,19 @@ export function withStatus(deps: ObjectApi, o: Resource, reveal = false, detail 
       },
     } as Resource;
   }
-  if (o.kind === 'Edge')
+  if (o.kind === 'Edge') {
+    const cluster = deps.clusters?.ofEdge(o.metadata.name);
     return {
       ...o,
       status: {
         ...edgeStatus(state, store, o.metadata.name, (r) => deps.replicas.servedBy(r)),
         ...(detail ? edgeDetail(state, o.metadata.name) : {}),
+        ...(cluster ? { cluster } : {}),
       },
     } as Resource;
+  }
+  if (o.kind === 'Cluster') return deps.clusters ? ({ ...o, status: { ...deps.clusters.status(o) } } as Resource) : o;
+  if (o.kind === 'ClusterTemplate') return o;
   if (o.kind === 'AgentUpgrade')
     return deps.upgrades ? ({ ...o, status: { ...deps.upgrades.status(o) } } as Resource) : o;
   if (o.kind === 'DataObject')

@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import {
   AgentUpgrade,
+  Cluster,
+  ClusterTemplate,
   DataObject,
   Edge,
   GitRepo,
@@ -356,6 +358,16 @@ export function openApiDocument(version: string): unknown {
         },
       },
     },
+    '/api/v1/projects/{project}/cluster-artifacts': {
+      post: {
+        summary:
+          'Scan a cluster artifact {name, digest, version} and sign it with the hub release key for that component (admin for every project; docs/clusters.md)',
+        responses: {
+          201: { description: 'the signed artifact, with the scan verdict {state: Clean, engine}' },
+          default: errorResponse,
+        },
+      },
+    },
     '/api/v1/release-key': {
       get: { summary: 'The hub release public key (PEM)', responses: { 200: { description: 'PEM' } } },
     },
@@ -406,6 +418,9 @@ export function openApiDocument(version: string): unknown {
         ServiceImport: schema(ServiceImport),
         // Its status (phase, usage, deletion, remaining) is described in docs/projects.md.
         Project: schema(Project),
+        ClusterTemplate: schema(ClusterTemplate),
+        // Its status (core/api/views.ts ClusterStatusView) is described in docs/clusters.md.
+        Cluster: schema(Cluster),
         // core/api/views.ts ReplicaView.
         Replica: {
           type: 'object',

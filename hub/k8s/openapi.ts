@@ -14,6 +14,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
   AgentUpgrade,
+  Cluster,
+  ClusterTemplate,
   DataObject,
   Edge,
   GitRepo,
@@ -36,6 +38,8 @@ const SCHEMAS: Record<Kind, z.ZodType> = {
   GitRepo,
   ServiceExport,
   ServiceImport,
+  ClusterTemplate,
+  Cluster,
 };
 
 const DESCRIPTIONS: Record<Kind, string> = {
@@ -50,6 +54,8 @@ const DESCRIPTIONS: Record<Kind, string> = {
   GitRepo: 'A Git repository whose manifests the hub applies to the project, pruned by ownership (docs/gitops.md).',
   ServiceExport: "A workload's declared port, reachable from other sites through the hub (docs/interconnect.md).",
   ServiceImport: 'An export made reachable on 127.0.0.1:PORT of the selected edges (docs/interconnect.md).',
+  ClusterTemplate: 'A Kubernetes distribution from signed artifacts, immutable per version (docs/clusters.md).',
+  Cluster: 'A Kubernetes cluster the hub builds on edges from a template (docs/clusters.md).',
 };
 
 export const META_REF = 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta';

@@ -18,6 +18,7 @@
  * | data-files.ts | data_files |
  * | git-repos.ts | git_repo_status (what syncing each GitRepo learned) |
  * | projects.ts | projects (the Project objects and their recorded deletions: hub/projects/) |
+ * | clusters.ts | cluster_template_versions, cluster_hosts, cluster_pki, cluster_nodes (clusters at the sites) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | kube-api.ts | kube_watch_events, kube_managed_fields (the Kubernetes API's watches and server-side apply) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
@@ -40,6 +41,7 @@ import { SqlAssignmentStore, SqlEdgeReads, type AssignmentStore, type EdgeReads 
 import { sqlAuthTables, type AuthTables } from './auth.js';
 import { sqlBlobTables, type BlobTables } from './blobs.js';
 import { sqlCatalogTables, type CatalogTables } from './catalog.js';
+import { sqlClusterTables, type ClusterTables } from './clusters.js';
 import { sqlDataFileTables, type DataFileTables } from './data-files.js';
 import { sqlGitRepoStates, type GitRepoStates } from './git-repos.js';
 import { sqlKubeApiState, type KubeApiState } from './kube-api.js';
@@ -181,6 +183,8 @@ export interface HubState {
   kubeApi: KubeApiState;
   /** The Project objects: spec (quotas, default rollout, members) and recorded deletions (hub/projects/). */
   projects: ProjectTables;
+  /** Clusters at the sites: template versions, host reservations, sealed PKI, node reports (hub/clusters/). */
+  clusters: ClusterTables;
   /** Image cache tags (hub/images/cache.ts) and the digests revisions' images were pinned to (pins.ts). */
   imageTags: ImageTagTables;
   imagePins: ImagePinTables;
@@ -273,6 +277,7 @@ function tableGroups(db: SqlDb) {
     dataFiles: sqlDataFileTables(db),
     gitRepos: sqlGitRepoStates(db),
     kubeApi: sqlKubeApiState(db),
+    clusters: sqlClusterTables(db),
     proxySessions: sqlProxySessionTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),

@@ -13,7 +13,13 @@
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
-import { ALL_PROJECTS_SCOPE, isReleaseVersion, signRelease, type SignedRelease } from '../../core/release.js';
+import {
+  ALL_PROJECTS_SCOPE,
+  isReleaseVersion,
+  RELEASE_KIND,
+  signRelease,
+  type SignedRelease,
+} from '../../core/release.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
 import type { ReleaseKey } from './release-key.js';
@@ -39,6 +45,27 @@ export class AgentReleases {
     version: string,
     scope: string = project,
   ): Promise<SignedRelease & { scan: ScanVerdict }> {
+    return this.signAs(
+      { kind: RELEASE_KIND, what: 'agent binary', push: 'outpost agent push FILE' },
+      project,
+      digest,
+      version,
+      scope,
+    );
+  }
+
+  /**
+   * The same scan and signature for another use of the release key: `use.kind` goes into what is
+   * signed (core/release.ts `releasePayload`), so the signature holds for that use only (a cluster
+   * artifact, hub/clusters/artifacts.ts); `what` and `push` name the file and its command in errors.
+   */
+  async signAs(
+    use: { kind: string; what: string; push: string },
+    project: string,
+    digest: string,
+    version: string,
+    scope: string = project,
+  ): Promise<SignedRelease & { scan: ScanVerdict }> {
     if (!isDigest(digest)) throw new OutpostError('invalid', 'digest: use sha256: and 64 hex digits');
     // Edges order releases by version to refuse a downgrade: one they cannot order is not signed.
     if (version.length > 100 || !isReleaseVersion(version))
@@ -55,7 +82,7 @@ export class AgentReleases {
     if (!b)
       throw new OutpostError(
         'not_found',
-        `blob ${digest} not found in project ${project}: push the binary first (outpost agent push FILE does both)`,
+        `blob ${digest} not found in project ${project}: push the file first (${use.push} does both)`,
       );
     let scan: ScanVerdict;
     try {
@@ -64,7 +91,7 @@ export class AgentReleases {
       // Over the scanner's size settings: no retry helps until they change (413, not 503).
       throw new OutpostError(
         err instanceof ScanLimitError ? 'too_large' : 'unavailable',
-        `agent binary ${digest} was not scanned, so it is not signed: ${(err as Error).message}`,
+        `${use.what} ${digest} was not scanned, so it is not signed: ${(err as Error).message}`,
       );
     }
     this.blobs.recordScan(project, b.digest, {
@@ -74,17 +101,17 @@ export class AgentReleases {
       scannedAt: new Date().toISOString(),
     });
     if (scan.state === 'Quarantined') {
-      log.warn(
-        { project, digest, version, signature: scan.signature, engine: scan.engine },
-        'agent binary quarantined',
-      );
+      log.warn({ project, digest, version, signature: scan.signature, engine: scan.engine }, `${use.what} quarantined`);
       throw new OutpostError(
         'invalid',
-        `agent binary ${digest} (${version}) is Quarantined: the malware scanner found ${scan.signature} in it (${scan.engine}); it is not signed and cannot be deployed`,
+        `${use.what} ${digest} (${version}) is Quarantined: the malware scanner found ${scan.signature} in it (${scan.engine}); it is not signed and cannot be deployed`,
       );
     }
-    const r = signRelease(this.key.privateKeyPem, { scope, version, digest: b.digest, size: b.size });
-    log.info({ project, scope, digest, version, scan: scan.engine }, 'agent release scanned Clean and signed');
+    const r = signRelease(this.key.privateKeyPem, { scope, version, digest: b.digest, size: b.size }, use.kind);
+    log.info(
+      { project, scope, digest, version, scan: scan.engine, kind: use.kind },
+      `${use.what} scanned Clean and signed`,
+    );
     return { ...r, scan };
   }
 }

@@ -6,10 +6,14 @@
 # are checked against test/kube/go.sum and the Go checksum database; -mod=readonly refuses
 # anything go.mod does not pin.
 #
-#   bash test/kube/build.sh [kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet|informer]
+#   bash test/kube/build.sh [kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet|informer] [RELEASE]
 #
 # `informer` is test/kube/informer/main.go, a client-go program built against the same pinned
 # modules (its cache key adds its source's hash).
+#
+# RELEASE (e.g. v1.33.13-outpost.1) links the same sources again as another release: only
+# `gitVersion` differs (-X k8s.io/component-base/version.gitVersion), so the Go build cache makes it
+# a link, not a compile. The upgrade tests use it as "the next version" (test/clusters-upgrade.test.ts).
 #
 # Each binary is cached outside the repository, keyed by the component, the Kubernetes version and
 # go.sum:
@@ -23,6 +27,7 @@ say() { printf 'kube-build: %s\n' "$*" >&2; }
 fail() { printf 'kube-build: FAILED: %s\n' "$*" >&2; exit 1; }
 
 component="${1:-kube-apiserver}"
+release="${2:-}"
 case "$component" in
   kube-apiserver | kubectl | kube-controller-manager | kube-scheduler | kubelet | informer) ;;
   *) fail "unknown component '$component': use kube-apiserver, kubectl, kube-controller-manager, kube-scheduler, kubelet or informer" ;;
@@ -30,6 +35,14 @@ esac
 command -v go >/dev/null || fail "no Go toolchain on PATH; install Go >= 1.24 (https://go.dev/dl) to build $component"
 version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v1\./ { print $2; exit }' "$here/go.mod")"
 [ -n "$version" ] || fail "test/kube/go.mod does not require k8s.io/kubernetes at a v1.x release"
+if [ -n "$release" ]; then
+  case "$release" in
+    "$version"-*) ;;
+    *) fail "release '$release' must be $version-SOMETHING (the pinned sources, linked as another release)" ;;
+  esac
+  [[ "$release" =~ ^v[0-9]+\.[0-9]+\.[0-9]+-[0-9A-Za-z.-]+$ ]] || fail "release '$release': use letters, digits, '.' and '-' after the version"
+  version="$release"
+fi
 sum="$(sha256sum "$here/go.sum" | cut -c1-12)"
 pkg_path="k8s.io/kubernetes/cmd/$component"
 if [ "$component" = informer ]; then

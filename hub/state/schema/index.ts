@@ -12,6 +12,7 @@ import { AGENT_UPGRADE_MIGRATIONS } from './agent-upgrades.js';
 import { AUTH_MIGRATIONS } from './auth.js';
 import { BLOB_MIGRATIONS } from './blobs.js';
 import { CATALOG_MIGRATIONS } from './catalog.js';
+import { CLUSTER_MIGRATIONS } from './clusters.js';
 import { DATA_FILE_MIGRATIONS } from './data-files.js';
 import { GIT_REPO_MIGRATIONS } from './git-repos.js';
 import { HUB_MIGRATIONS } from './hub.js';
@@ -44,6 +45,7 @@ const SCHEMAS = {
   'git-repos': GIT_REPO_MIGRATIONS,
   'kube-api': KUBE_API_MIGRATIONS,
   interconnect: INTERCONNECT_MIGRATIONS,
+  clusters: CLUSTER_MIGRATIONS,
   // Last: its first migration reads the tables above that name projects.
   projects: PROJECT_MIGRATIONS,
 } satisfies Record<string, Migration[]>;

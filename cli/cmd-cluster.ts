@@ -1,0 +1,131 @@
+/**
+ * @module `outpost cluster artifacts push DIR` (docs/clusters.md, "The artifact set"): uploads each
+ * component of a Kubernetes distribution as a blob of the project and has the hub sign it with its
+ * release key (an admin token for every project, as `outpost agent push`), then prints a
+ * ClusterTemplate that names them, ready to edit and apply.
+ *
+ * DIR holds `etcd`, `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`, `kubelet` and
+ * `runc` (executables), `containerd/` (containerd, containerd-shim-runc-v2, ctr) and
+ * `cni-plugins/` (bridge, host-local, loopback; more may be there), each directory pushed as one
+ * tar, and `pause.tar`, the pause image as an OCI archive (`podman save --format oci-archive`).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Command } from 'commander';
+import * as tar from 'tar';
+import { ARCHIVE_ARTIFACTS, ARCHIVE_FILES, ARTIFACT_NAMES, type ArtifactName } from '../core/cluster.js';
+import { DEFAULT_MEDIA_TYPE } from '../core/blobs.js';
+import type { SignedRelease } from '../core/release.js';
+import { API_VERSION } from '../core/resources.js';
+import { pushBlob } from './cmd-blob.js';
+import { openSession, type CliDeps } from './context.js';
+import { CliError } from './errors.js';
+import { toJson, toYaml } from './output.js';
+
+/** Where an artifact is in DIR. */
+function sourceOf(dir: string, name: ArtifactName): string {
+  return path.join(dir, name === 'pause' ? 'pause.tar' : name);
+}
+
+/** The Kubernetes version `kube-apiserver --version` reports (`Kubernetes v1.33.13`). */
+function probeKubernetesVersion(file: string): string {
+  let out: string;
+  try {
+    out = execFileSync(file, ['--version'], { timeout: 30_000, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+  } catch (err) {
+    throw new CliError(
+      `cannot run ${file} --version here (${(err as Error).message.split('\n')[0]}): pass --kubernetes-version`,
+    );
+  }
+  const m = /^Kubernetes (v\d+\.\d+\.\d+\S*)/.exec(out.trim());
+  if (!m) throw new CliError(`${file} --version printed "${out.trim().slice(0, 80)}": pass --kubernetes-version`);
+  return m[1]!;
+}
+
+/** Checks DIR holds every artifact; a directory artifact becomes a tar in `tmp` (fixed times: the same files, the same digest). */
+async function collect(dir: string, tmp: string): Promise<Map<ArtifactName, string>> {
+  const files = new Map<ArtifactName, string>();
+  const missing: string[] = [];
+  for (const name of ARTIFACT_NAMES) {
+    const src = sourceOf(dir, name);
+    if (!fs.existsSync(src)) {
+      missing.push(path.basename(src) + (ARCHIVE_ARTIFACTS.includes(name) ? '/' : ''));
+      continue;
+    }
+    if (!ARCHIVE_ARTIFACTS.includes(name)) {
+      if (!fs.statSync(src).isFile()) throw new CliError(`${src} must be a file`);
+      files.set(name, src);
+      continue;
+    }
+    if (!fs.statSync(src).isDirectory()) throw new CliError(`${src} must be a directory of executables`);
+    const inside = fs.readdirSync(src).sort();
+    const lacking = (ARCHIVE_FILES[name] ?? []).filter((f) => !inside.includes(f));
+    if (lacking.length) throw new CliError(`${src} lacks ${lacking.join(', ')}`);
+    const out = path.join(tmp, `${name}.tar`);
+    // Symbolic links are followed: the archive holds the files' bytes.
+    await tar.c({ file: out, cwd: src, portable: true, mtime: new Date(0), follow: true }, inside);
+    files.set(name, out);
+  }
+  if (missing.length)
+    throw new CliError(
+      `${dir} lacks ${missing.join(', ')}: it must hold etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, runc, containerd/, cni-plugins/ and pause.tar (docs/clusters.md)`,
+    );
+  return files;
+}
+
+export function registerClusterCommands(program: Command, deps: CliDeps): void {
+  const cluster = program.command('cluster').description('clusters at the sites: their artifacts');
+  const artifacts = cluster.command('artifacts').description('the signed components of a Kubernetes distribution');
+  artifacts
+    .command('push')
+    .description(
+      'upload each component in DIR as a blob and have the hub sign it (an admin token for every project); prints a ClusterTemplate naming them',
+    )
+    .argument('<dir>', 'a directory holding the artifact set (docs/clusters.md, "The artifact set")')
+    .option('--kubernetes-version <v>', 'the version of the set (default: DIR/kube-apiserver --version)')
+    .option('--name <name>', 'name of the ClusterTemplate printed (default k8s-VERSION)')
+    .option('--template-version <v>', 'spec.version of the ClusterTemplate printed', '1')
+    .option('-o, --output <format>', 'yaml or json', 'yaml')
+    .action(
+      async (
+        dir: string,
+        o: { kubernetesVersion?: string; name?: string; templateVersion: string; output: string },
+        cmd: Command,
+      ) => {
+        const version = o.kubernetesVersion ?? probeKubernetesVersion(path.join(dir, 'kube-apiserver'));
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-artifacts-'));
+        try {
+          const files = await collect(dir, tmp);
+          const s = await openSession(cmd, deps);
+          const signed: Record<string, SignedRelease> = {};
+          for (const [name, file] of files) {
+            const blob = await pushBlob(s, file, DEFAULT_MEDIA_TYPE);
+            const { scan: _scan, ...artifact } = await s.client.post<SignedRelease & { scan?: unknown }>(
+              `/api/v1/projects/${s.project}/cluster-artifacts`,
+              { name, digest: blob.digest, version },
+            );
+            signed[name] = artifact;
+            deps.stderr.write(`${name}: ${blob.digest} signed\n`);
+          }
+          const template = {
+            apiVersion: API_VERSION,
+            kind: 'ClusterTemplate',
+            metadata: {
+              name:
+                o.name ??
+                `k8s-${version
+                  .replace(/^v/, '')
+                  .toLowerCase()
+                  .replace(/[^a-z0-9]+/g, '-')}`,
+            },
+            spec: { version: o.templateVersion, kubernetesVersion: version, artifacts: signed },
+          };
+          s.out.out.write(o.output === 'json' ? toJson(template) : toYaml(template));
+        } finally {
+          fs.rmSync(tmp, { recursive: true, force: true });
+        }
+      },
+    );
+}

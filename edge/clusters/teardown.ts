@@ -1,0 +1,70 @@
+/**
+ * @module Removing a cluster node from its edge (docs/clusters.md, "Delete"): the pods first, while
+ * the API server and the kubelet run (the kubelet stops their containers and tears down their
+ * networks; nothing recreates them once the controller-manager and scheduler are stopped), then
+ * the kubelet, API server and etcd, what containerd left (its shims and their containers),
+ * containerd itself, whatever still names the node's directory, the mounts under it, its bridge,
+ * and the directory.
+ */
+import fs from 'node:fs';
+import { createLogger } from '../../core/logger.js';
+import type { ComponentName } from '../../core/cluster.js';
+import { bridgeName, componentCommands, nodeLayout } from './configs.js';
+import { deleteAllPods } from './health.js';
+import type { KeptOrder } from './node-state.js';
+import {
+  cmdlineOf,
+  deleteLink,
+  descendants,
+  findComponent,
+  killAll,
+  stopComponent,
+  strays,
+  unmountUnder,
+} from './processes.js';
+
+const log = createLogger('edge:clusters');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const cmdName = (pid: number) => cmdlineOf(pid)?.[0] ?? '';
+
+/** The containerd shims of a node (one per pod sandbox). */
+const shims = (root: string) => strays(root).filter((p) => cmdName(p).endsWith('containerd-shim-runc-v2'));
+
+export async function teardownNode(
+  dataDir: string,
+  edge: string,
+  cluster: string,
+  o: KeptOrder | undefined,
+): Promise<void> {
+  const l = nodeLayout(dataDir, cluster);
+  if (o) {
+    const cmds = componentCommands(o, edge, l);
+    const running = (n: ComponentName) => {
+      const c = cmds.find((x) => x.name === n);
+      return c ? findComponent(l.run, c) !== undefined : false;
+    };
+    if (o.role === 'control-plane' && running('kube-apiserver') && running('kubelet')) {
+      await stopComponent(l.run, 'kube-controller-manager', l.root);
+      await stopComponent(l.run, 'kube-scheduler', l.root);
+      try {
+        await deleteAllPods(o, l);
+        const deadline = Date.now() + 60_000;
+        while (shims(l.root).length && Date.now() < deadline) await sleep(500);
+      } catch (err) {
+        log.warn({ cluster, err }, 'deleting the pods through the API failed; their processes are killed instead');
+      }
+    }
+  }
+  for (const name of ['kubelet', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'] as const)
+    await stopComponent(l.run, name, l.root);
+  const left = strays(l.root).filter((p) => !cmdName(p).endsWith('/containerd'));
+  await killAll([...descendants(left), ...left]);
+  await stopComponent(l.run, 'containerd', l.root);
+  const rest = strays(l.root);
+  await killAll([...descendants(rest), ...rest]);
+  const stuck = await unmountUnder(l.root);
+  if (o) await deleteLink(bridgeName(o.uid));
+  if (stuck.length) throw new Error(`cannot unmount ${stuck.slice(0, 3).join(', ')}: the node's directory stays`);
+  fs.rmSync(l.root, { recursive: true, force: true });
+}

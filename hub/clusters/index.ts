@@ -1,0 +1,396 @@
+/**
+ * @module Clusters at the sites, the hub's side (docs/clusters.md): the source of the `cluster`
+ * kind of order (core/orders/cluster.ts) on the engine (hub/orders/engine.ts), and the rules of
+ * ClusterTemplates and Clusters, checked inside each object's write transaction:
+ *
+ * - a template version is immutable: its content as first applied is kept
+ *   (hub/state/clusters.ts), and applying other content under the same `spec.version` is refused;
+ *   its artifacts must verify (hub/clusters/artifacts.ts), and are referenced per version;
+ * - a Cluster names an applied template version, and reserves its hosts: an edge belongs to at
+ *   most one cluster, and naming one another cluster holds is refused with the holder's name;
+ *   workers chosen by selector are reserved as they appear (those held elsewhere are left out,
+ *   and said so in the status);
+ * - each node's PKI is made once (hub/clusters/pki.ts, asynchronously, by the pass), kept sealed
+ *   with the hub's key, and sealed to the node's edge for its order.
+ *
+ * Every replica computes the same parts from the shared tables; the engine writes those of the
+ * edges this process serves. The nodes' reports are projected into `cluster_nodes`, and each new
+ * step a node reports becomes an event of the Cluster.
+ */
+import {
+  ClusterNodeReport,
+  ClusterTemplateSpec,
+  DEFAULT_CLUSTER_PORTS,
+  PkiBundle,
+  type ClusterNodeOrder,
+  type NodeRole,
+} from '../../core/cluster.js';
+import { OutpostError } from '../../core/errors.js';
+import { createLogger } from '../../core/logger.js';
+import { CLUSTER_ORDER } from '../../core/orders/cluster.js';
+import type { Cluster, ClusterTemplate, Edge } from '../../core/resources.js';
+import type { ClusterStatusView } from '../../core/api/views.js';
+import type { EdgeReportState } from '../../core/mailbox.js';
+import type { HubBlobs } from '../blobs/index.js';
+import { edgesReached, schedulableEdges } from '../edges/phase.js';
+import type { ObjectChange, ObjectStore } from '../objects.js';
+import type { OrderEngine } from '../orders/engine.js';
+import type { HubSecrets } from '../secrets.js';
+import type { HubState } from '../state/index.js';
+import { checkTemplateArtifacts } from './artifacts.js';
+import { createClusterCa, nodeBundle, type ClusterCa } from './pki.js';
+import { clusterStatus } from './status.js';
+
+const log = createLogger('hub:clusters');
+
+/** How often the pass runs without a change (workers by selector appear, PKI to make). */
+export const CLUSTER_TICK_MS = 5_000;
+
+export interface HubClustersDeps {
+  state: HubState;
+  objects: ObjectStore;
+  engine: OrderEngine;
+  blobs: HubBlobs;
+  secrets: HubSecrets;
+  /** The hub's release public key: what a template's artifacts must verify with. */
+  releasePublicKeyPem: string;
+  tickMs?: number;
+}
+
+interface Host {
+  edge: string;
+  role: NodeRole;
+}
+
+export class HubClusters {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private parts = new Map<string, ClusterNodeOrder>();
+
+  constructor(private readonly d: HubClustersDeps) {
+    const { state } = d;
+    d.engine.register<ClusterNodeOrder>({
+      kind: CLUSTER_ORDER,
+      all: () => this.parts,
+      of: (edge) => this.orderOf(edge),
+      forgetEdge: (edge) => state.clusters.forgetEdge(edge),
+      project: (edge, report) => this.project(edge, report),
+      wake: () => this.mark(),
+      onObjectChange: (c) => this.onObjectChange(c),
+      onPeerObjectChange: (kind) => {
+        if (kind === 'Cluster' || kind === 'ClusterTemplate' || kind === 'Edge') this.mark();
+      },
+      handshakeReads: {
+        edge: (edge) => [state.readsAhead.edgeRuntime(edge)],
+        project: (project) => [state.readsAhead.objects('Cluster', project)],
+      },
+    });
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.mark(), this.d.tickMs ?? CLUSTER_TICK_MS);
+    this.timer.unref();
+    this.mark();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Plans again soon (after the current write transaction commits). */
+  mark(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = new Promise<void>((r) => setImmediate(r))
+      .then(() => this.tick())
+      .catch((err: unknown) => log.warn({ err }, 'cluster pass failed; it runs again on the next tick'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.mark();
+        }
+      });
+  }
+
+  /** Resolves once a pass that starts after this call has run (tests, `cluster` routes). */
+  async settle(): Promise<void> {
+    await this.running;
+    this.mark();
+    await this.running;
+  }
+
+  /** One pass: reserve workers chosen by selector, make the PKI nodes lack, copy every node's order. */
+  async tick(): Promise<void> {
+    for (const c of this.d.objects.list<Cluster>('Cluster', '*')) {
+      this.d.state.transaction(() => this.reserveSelected(c));
+      await this.ensurePki(c);
+    }
+    const parts = new Map<string, ClusterNodeOrder>();
+    for (const h of this.d.state.clusters.allHosts()) {
+      const order = this.orderOf(h.edge);
+      if (order) parts.set(h.edge, order);
+    }
+    this.parts = parts;
+    this.d.engine.copy(CLUSTER_ORDER.name);
+  }
+
+  /** The cluster an edge belongs to (shown on the edge). */
+  ofEdge(edge: string): { cluster: string; role: string } | undefined {
+    const h = this.d.state.clusters.holder(edge);
+    return h ? { cluster: h.cluster, role: h.role } : undefined;
+  }
+
+  status(c: Cluster): ClusterStatusView {
+    return clusterStatus(this.d.state, c, this.heldElsewhere(c));
+  }
+
+  /**
+   * One edge's order now, from the tables (its handshake: hub/orders/engine.ts `writeEdge`):
+   * undefined when it belongs to no cluster, or its PKI is not made yet.
+   */
+  orderOf(edge: string): ClusterNodeOrder | undefined {
+    const { state, objects, secrets } = this.d;
+    const h = state.clusters.holder(edge);
+    // Workers are reserved, but their join is not built yet (docs/clusters.md): no order for them.
+    if (!h || h.role === 'worker') return undefined;
+    const c = objects.get<Cluster>('Cluster', h.project, h.cluster);
+    if (!c) return undefined;
+    const spec = this.templateSpec(c);
+    const pki = state.clusters.pki(h.project, h.cluster, edge);
+    if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
+    let sealed: string;
+    try {
+      sealed = secrets.sealValueForEdge(edge, secrets.box.open(pki.sealed));
+    } catch (err) {
+      log.warn(
+        { err, edge, cluster: h.cluster },
+        'cluster node order not written: the PKI cannot be sealed to the edge',
+      );
+      return undefined;
+    }
+    return {
+      cluster: h.cluster,
+      uid: c.metadata.uid!,
+      role: h.role as NodeRole,
+      template: { ...c.spec.template },
+      spec,
+      ports: { ...DEFAULT_CLUSTER_PORTS, ...c.spec.ports },
+      pki: sealed,
+    };
+  }
+
+  private templateSpec(c: Cluster): ClusterTemplateSpec | undefined {
+    const text = this.d.state.clusters.templateVersion(
+      c.metadata.project,
+      c.spec.template.name,
+      c.spec.template.version,
+    );
+    return text ? ClusterTemplateSpec.parse(JSON.parse(text)) : undefined;
+  }
+
+  /** What the edge reports of its node, into `cluster_nodes`; each new step an event of its Cluster. */
+  private project(edge: string, report: EdgeReportState): boolean {
+    const { clusters, events } = this.d.state;
+    const prev = clusters.nodeReport(edge);
+    const r = report.cluster;
+    if (!r) {
+      if (!prev) return false;
+      clusters.deleteNodeReport(edge);
+      return true;
+    }
+    const text = JSON.stringify(r);
+    if (prev?.report === text) return false;
+    const holder = clusters.holder(edge);
+    // Peer input: only the cluster the edge belongs to, or the one it last reported (a deleted
+    // cluster's node tearing down), in the project the hub recorded; anything else is dropped.
+    const project =
+      holder?.cluster === r.cluster ? holder.project : prev?.cluster === r.cluster ? prev.project : undefined;
+    if (!project) return false;
+    const before = prev ? ClusterNodeReport.safeParse(JSON.parse(prev.report)) : undefined;
+    const seen = before?.success && before.data.uid === r.uid ? Math.max(0, ...before.data.events.map((e) => e.at)) : 0;
+    for (const e of r.events.filter((x) => x.at > seen))
+      events.record({ project, kind: 'Cluster', name: r.cluster, reason: e.step, message: `${edge}: ${e.message}` });
+    clusters.putNodeReport(edge, project, r.cluster, text);
+    return true;
+  }
+
+  private onObjectChange(c: ObjectChange): void {
+    if (c.kind === 'ClusterTemplate') this.templateChanged(c);
+    else if (c.kind === 'Cluster') this.clusterChanged(c);
+    // An edge's labels may bring it under a worker selector.
+    else if (c.kind !== 'Edge') return;
+    this.mark();
+  }
+
+  private templateChanged(c: ObjectChange): void {
+    const { state, objects, blobs } = this.d;
+    const after = c.after as ClusterTemplate | undefined;
+    if (!after) {
+      const users = objects
+        .list<Cluster>('Cluster', c.project)
+        .filter((x) => x.spec.template.name === c.name)
+        .map((x) => x.metadata.name);
+      if (users.length)
+        throw new OutpostError(
+          'conflict',
+          `ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first`,
+        );
+      for (const v of state.clusters.templateVersions(c.project, c.name))
+        blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${v}`, []);
+      return;
+    }
+    const spec = after.spec;
+    const text = JSON.stringify(spec);
+    const kept = state.clusters.templateVersion(c.project, c.name, spec.version);
+    if (kept !== undefined && kept !== text)
+      throw new OutpostError(
+        'invalid',
+        `spec.version: version ${spec.version} of ClusterTemplate ${c.name} was applied with other content, and a template version never changes: give the change a new spec.version`,
+        { details: [{ path: 'spec.version', message: `${spec.version} is already applied with other content` }] },
+      );
+    const digests = checkTemplateArtifacts(this.d.releasePublicKeyPem, blobs, c.project, spec);
+    blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${spec.version}`, digests);
+    state.clusters.putTemplateVersion(c.project, c.name, spec.version, text, Date.now());
+  }
+
+  private clusterChanged(c: ObjectChange): void {
+    const { state } = this.d;
+    const after = c.after as Cluster | undefined;
+    const before = c.before as Cluster | undefined;
+    if (!after) {
+      state.clusters.release(c.project, c.name);
+      state.clusters.dropPki(c.project, c.name);
+      state.events.record({
+        project: c.project,
+        kind: 'Cluster',
+        name: c.name,
+        reason: 'Deleting',
+        message: 'the nodes stop their components, remove their data and release their hosts',
+      });
+      return;
+    }
+    const { template } = after.spec;
+    if (!state.clusters.templateVersion(c.project, template.name, template.version))
+      throw new OutpostError(
+        'invalid',
+        `spec.template: ClusterTemplate ${template.name} version ${template.version} was never applied in project ${c.project}: apply it first (outpost apply -f TEMPLATE.yaml)`,
+        { details: [{ path: 'spec.template', message: 'no such template version' }] },
+      );
+    if (before && JSON.stringify(before.spec.template) !== JSON.stringify(template)) {
+      // An upgrade: the nodes swap their components; the PKI (made for the network) stays.
+      const was = this.templateSpec(before);
+      const next = this.templateSpec(after);
+      if (was && next && JSON.stringify(was.network) !== JSON.stringify(next.network))
+        throw new OutpostError(
+          'invalid',
+          `spec.template: ${template.name}@${template.version} has another network than ${before.spec.template.name}@${before.spec.template.version}: changing a cluster's network is not supported; keep spec.network in the new version`,
+        );
+      state.events.record({
+        project: c.project,
+        kind: 'Cluster',
+        name: c.name,
+        reason: 'Upgrading',
+        message: `from ${before.spec.template.name}@${before.spec.template.version} to ${template.name}@${template.version}`,
+      });
+    }
+    if (before && before.spec.controlPlane.edges[0] !== after.spec.controlPlane.edges[0])
+      throw new OutpostError(
+        'invalid',
+        `spec.controlPlane.edges: moving Cluster ${c.name}'s control plane to another edge is not supported: delete the cluster and create it again`,
+      );
+    const named: Host[] = [
+      { edge: after.spec.controlPlane.edges[0]!, role: 'control-plane' },
+      ...(after.spec.workers?.edges ?? []).map((edge) => ({ edge, role: 'worker' as const })),
+    ];
+    const twice = named.find((h, i) => named.findIndex((x) => x.edge === h.edge) !== i);
+    if (twice) throw new OutpostError('invalid', `edge ${twice.edge} is named twice: a node has one role`);
+    for (const h of named) {
+      if (!this.d.objects.get<Edge>('Edge', c.project, h.edge))
+        throw new OutpostError(
+          'invalid',
+          `edge ${h.edge} is not an edge of project ${c.project}: enroll it first, or name another`,
+        );
+      const held = state.clusters.holder(h.edge);
+      if (held && (held.project !== c.project || held.cluster !== c.name))
+        throw new OutpostError(
+          'conflict',
+          `edge ${h.edge} belongs to cluster ${held.project}/${held.cluster} (an edge belongs to at most one cluster): remove it there first, or name another edge`,
+        );
+    }
+    // Hosts it no longer names (or selects) are released: their nodes stop and clean up.
+    const wanted = new Set([...named.map((h) => h.edge), ...this.selectedWorkers(after)]);
+    for (const h of state.clusters.hostsOf(c.project, c.name))
+      if (!wanted.has(h.edge)) {
+        state.clusters.release(c.project, c.name, h.edge);
+        state.clusters.dropPki(c.project, c.name, h.edge);
+      }
+    for (const h of named) state.clusters.reserve({ ...h, project: c.project, cluster: c.name });
+    this.reserveSelected(after);
+  }
+
+  /** The free edges a Cluster's worker selector picks (none without a selector). */
+  private selectedWorkers(c: Cluster): string[] {
+    const sel = c.spec.workers?.edgeSelector;
+    if (!sel) return [];
+    const project = c.metadata.project;
+    const edges = schedulableEdges(this.d.objects.list<Edge>('Edge', project), this.d.state.edges.liveness(project));
+    const cp = c.spec.controlPlane.edges[0];
+    return edgesReached(edges, { edgeSelector: sel }).filter((e) => e !== cp);
+  }
+
+  /** Reserves the free edges the worker selector picks (inside a transaction). */
+  private reserveSelected(c: Cluster): void {
+    const { project, name } = c.metadata;
+    for (const edge of this.selectedWorkers(c)) {
+      const held = this.d.state.clusters.holder(edge);
+      if (!held) this.d.state.clusters.reserve({ edge, project, cluster: name, role: 'worker' });
+    }
+  }
+
+  /** Edges the worker selector picks that another cluster holds (shown in the status). */
+  private heldElsewhere(c: Cluster): string[] {
+    return this.selectedWorkers(c).filter((e) => {
+      const h = this.d.state.clusters.holder(e);
+      return h && (h.project !== c.metadata.project || h.cluster !== c.metadata.name);
+    });
+  }
+
+  /** Makes the CA and each host's bundle the cluster lacks (certificates are made asynchronously). */
+  private async ensurePki(c: Cluster): Promise<void> {
+    const { state, secrets } = this.d;
+    const { project, name, uid } = c.metadata;
+    const spec = this.templateSpec(c);
+    if (!spec || !uid) return;
+    let ca: ClusterCa | undefined;
+    const stored = state.clusters.pki(project, name, '');
+    if (stored && stored.uid === uid) ca = JSON.parse(secrets.box.open(stored.sealed)) as ClusterCa;
+    for (const h of state.clusters.hostsOf(project, name)) {
+      if (h.role === 'worker') continue;
+      const have = state.clusters.pki(project, name, h.edge);
+      if (have && have.uid === uid) continue;
+      if (!ca) {
+        const made = await createClusterCa(name);
+        // Another replica may have made one meanwhile: the first kept is the cluster's.
+        const kept = state.transaction(() =>
+          state.clusters.putPki(project, name, '', uid, secrets.box.seal(JSON.stringify(made))),
+        );
+        ca = JSON.parse(secrets.box.open(kept.sealed)) as ClusterCa;
+      }
+      const bundle = PkiBundle.parse(await nodeBundle(ca, h.edge, h.role as NodeRole, spec.network.serviceCIDR));
+      // The cluster may have been deleted while the certificates were made.
+      if (this.d.objects.get<Cluster>('Cluster', project, name)?.metadata.uid !== uid) return;
+      state.transaction(() =>
+        state.clusters.putPki(project, name, h.edge, uid, secrets.box.seal(JSON.stringify(bundle))),
+      );
+      log.info({ project, cluster: name, edge: h.edge, role: h.role }, 'cluster node PKI made');
+    }
+  }
+}
