@@ -13,7 +13,10 @@ import path from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
 import { TIERS, tierOf, type Tier } from './tiers.js';
 
-/** Where each run leaves its files' durations (gitignored), merged over runs so a one-file run keeps the rest. */
+/**
+ * Where each run leaves its files' durations (gitignored), merged over runs so a one-file run keeps
+ * the rest; OUTPOST_TEST_DURATIONS names another file (two runs side by side, an A/B).
+ */
 export const DURATIONS_FILE = '.test-durations.json';
 
 /**
@@ -22,7 +25,7 @@ export const DURATIONS_FILE = '.test-durations.json';
  * when the suite gets slow, without another full run on a shared machine.
  */
 function writeDurations(modules: ReadonlyArray<TestModule>): void {
-  const file = path.join(process.cwd(), DURATIONS_FILE);
+  const file = path.resolve(process.env.OUTPOST_TEST_DURATIONS ?? DURATIONS_FILE);
   let old: Record<string, unknown> = {};
   try {
     old = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
