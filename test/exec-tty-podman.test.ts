@@ -11,7 +11,7 @@ import { TEST_IMAGE, SKIP_PODMAN } from '../edge/drivers/podman/harness.js';
 import { hubApi } from './fixtures/host-workloads.js';
 import { podWorkload, removeEdgePods, startPodmanEdge } from './fixtures/podman-edge.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { freePort, MAIN, startHubProc, type HubProc, type Proc } from './procs.js';
+import { freePort, outpostArgs, startHubProc, type HubProc, type Proc } from './procs.js';
 
 let dir: string;
 let hub: HubProc;
@@ -47,7 +47,7 @@ describe.skipIf(SKIP_PODMAN)('outpost exec -it on podman', () => {
   it("gives the session a terminal of the client's size and passes the output through unchanged", async () => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', MAIN, 'exec', 'edge/tty-1', 'shell', '-it', '--', 'sh', '-c', 'stty size; exit 7'],
+      [...outpostArgs(), 'exec', 'edge/tty-1', 'shell', '-it', '--', 'sh', '-c', 'stty size; exit 7'],
       {
         cwd: ROOT,
         env: {

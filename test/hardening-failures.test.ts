@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hostPod, hubApi, killHostWorkloads, startFleet } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { startFleet } from './fixtures/edge-procs.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 

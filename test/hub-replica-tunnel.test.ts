@@ -18,7 +18,7 @@ import { signForward } from '../hub/tunnel/forward.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, freePort, outpostArgs, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 const server = new TestPostgres();
 let dir: string;
@@ -194,9 +194,7 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     const child = spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        MAIN,
+        ...outpostArgs(),
         'exec',
         'edge/e1',
         'web',

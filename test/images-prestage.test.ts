@@ -218,10 +218,20 @@ describe.skipIf(SKIP_PODMAN)('pre-staging images before a rollout switches', () 
       summary: expect.stringMatching(/^images staged on 0\/2 edges, 0\.0 MB of [\d.]+ MB, 2 over budget$/),
       overBudget: 2,
     });
-    // One OverBudget event per edge (issue 42), however many reports and passes that took.
-    const events = (await hubApi(hub, 'GET', '/api/v1/projects/default/events?kind=Placement&name=p&reason=OverBudget'))
-      .json.items;
-    expect(events.map((e: any) => e.message.split(' ')[1]).sort()).toEqual(['pre-1', 'pre-2']);
+    // One OverBudget event per edge (issue 42), however many reports and passes that took. The
+    // second edge's event can land a pass after the rollout shows both waiting: wait until both
+    // edges have one, then there must be exactly one each.
+    const overBudget = async () =>
+      (await hubApi(hub, 'GET', '/api/v1/projects/default/events?kind=Placement&name=p&reason=OverBudget')).json
+        .items as { message: string }[];
+    const events = await waitFor(
+      async () => {
+        const items = await overBudget();
+        return new Set(items.map((e) => e.message.split(' ')[1])).size === 2 ? items : null;
+      },
+      { timeout: 30_000, what: 'an OverBudget event for each edge' },
+    );
+    expect(events.map((e) => e.message.split(' ')[1]).sort()).toEqual(['pre-1', 'pre-2']);
     for (const e of EDGES) {
       expect(await sites.running(e)).toEqual([sites.pinnedOf('v3')]);
       expect((await edgeStatus(e)).workloads.find((w: any) => w.name === 'app').state).toBe('Ready');

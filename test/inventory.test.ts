@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readHardware } from '../edge/hardware.js';
-import { hostPod, hubApi, killHostWorkloads, startFleet } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { startFleet } from './fixtures/edge-procs.js';
 import { tempDir } from './helpers.js';
 import { cli, type HubProc, type Proc } from './procs.js';
 

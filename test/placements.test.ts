@@ -8,7 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostPod, hubApi, killHostWorkloads, startJoinedEdge } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { startJoinedEdge } from './fixtures/edge-procs.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
 

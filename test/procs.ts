@@ -1,4 +1,7 @@
-/** Real `outpost` processes for integration tests: a hub and edge agents spawned from main.ts. */
+/**
+ * Real `outpost` processes for integration tests: a hub and edge agents spawned from main.ts, as the
+ * run's bundle of it (test/outpost-bundle.ts) or, without one, through tsx.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -10,6 +13,16 @@ import { ROOT, waitFor } from './helpers.js';
 
 export const MAIN = path.join(ROOT, 'main.ts');
 
+/**
+ * Node's arguments that run `outpost`: the bundle of main.ts the run's globalSetup built
+ * (test/outpost-bundle.ts: the same code, started in a fraction of tsx's time), else main.ts
+ * through tsx.
+ */
+export function outpostArgs(): string[] {
+  const bundle = process.env.OUTPOST_TEST_BUNDLE;
+  return bundle && process.env.OUTPOST_TEST_SPAWN !== 'tsx' ? [bundle] : ['--import', 'tsx', MAIN];
+}
+
 import { freePort } from './ports.js';
 export { freePort };
 
@@ -18,7 +31,7 @@ export class Proc {
   out = '';
   err = '';
   constructor(args: string[], env: Record<string, string> = {}) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    this.child = spawn(process.execPath, [...outpostArgs(), ...args], {
       cwd: ROOT,
       env: { ...process.env, OUTPOST_LOG_LEVEL: process.env.OUTPOST_TEST_LOG ? 'debug' : 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -25,7 +25,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** What makes a file a system test, as it appears in its source or a fixture's. */
 const SYSTEM_MARKERS: RegExp[] = [
   /\bstartHubProc\b|\bstartEdgeProc\b|\bnew Proc\(/,
-  /\bTestPostgres\b|\bhubDatabase\(\)|\bstartReplicas\b/,
+  /\bTestPostgres\b|\bhubDatabase\(\)|\bstartReplicas\b|\brunOnPostgres\(/,
   /\bstartKubeApiServer\b/,
   /\bTestClamd\b/,
   /\bstartTestRegistry\b/,
@@ -59,11 +59,18 @@ function testImports(file: string, text: string): string[] {
 
 const systemFiles = new Map<string, boolean>();
 
+/**
+ * Fixtures whose server starts only when the file itself asks for it: test/fixtures/backend.ts
+ * starts PostgreSQL only for a `*.postgres.test.ts` file (runOnPostgres, a marker of its own); on
+ * SQLite a suite that imports it runs its hubs in-process.
+ */
+const ON_REQUEST = new Set([path.join(ROOT, 'test', 'fixtures', 'backend.ts')]);
+
 /** Whether `file` or a test fixture it imports (transitively) shows a system marker. */
 function usesSystem(file: string, seen = new Set<string>()): boolean {
   const known = systemFiles.get(file);
   if (known !== undefined) return known;
-  if (seen.has(file)) return false;
+  if (seen.has(file) || ON_REQUEST.has(file)) return false;
   seen.add(file);
   const text = fs.readFileSync(file, 'utf8');
   const found =

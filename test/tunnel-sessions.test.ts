@@ -9,9 +9,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostPod, hubApi, killHostWorkloads, startFleet } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { startFleet } from './fixtures/edge-procs.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { cli, freePort, MAIN, Proc, startEdgeProc, type HubProc } from './procs.js';
+import { cli, freePort, outpostArgs, Proc, startEdgeProc, type HubProc } from './procs.js';
 
 let dir: string;
 let www: string;
@@ -47,7 +48,7 @@ function alive(pid: number): boolean {
 
 /** `outpost exec ... -i` with a piped stdin: the test types into it and reads what comes back. */
 function interactive(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'exec', ...args], {
+  const child = spawn(process.execPath, [...outpostArgs(), 'exec', ...args], {
     cwd: ROOT,
     env: { ...process.env, OUTPOST_LOG_LEVEL: 'warn', ...cliEnv() },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostPod, hubApi, killHostWorkloads, startFleet } from './fixtures/host-workloads.js';
+import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
+import { startFleet } from './fixtures/edge-procs.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, type HubProc } from './procs.js';
 
