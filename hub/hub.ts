@@ -24,11 +24,9 @@ import { dependsOnGate } from './catalog/gate.js';
 import { Catalog } from './catalog/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
-import { DataDeliveries } from './data/delivery.js';
-import { InterconnectPlanner } from './interconnect/index.js';
 import { InterconnectRelay } from './interconnect/relay.js';
 import { HubDataFiles } from './data/index.js';
-import { HubClusters } from './clusters/index.js';
+import type { HubClusters } from './clusters/index.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -36,12 +34,12 @@ import { GitRepos } from './gitops/index.js';
 import { KubeWatchRecord } from './k8s/watch-record.js';
 import type { ConnectionLimiter } from './http-limits.js';
 import { createHubServer, listenHub } from './http-server.js';
-import { imagesGate } from './images/gate.js';
-import { HubStaging } from './images/staging.js';
+import type { HubStaging } from './images/staging.js';
 import { createHubMetrics } from './metrics.js';
 import { HubModules, loop } from './module.js';
 import { createAuthModule } from './modules/auth.js';
 import { createImagesModule } from './modules/images.js';
+import { createOrderKinds } from './modules/orders.js';
 import { createReplication } from './modules/replication.js';
 import { createTunnelModule } from './modules/tunnel.js';
 import { ObjectStore, sealedKeyId } from './objects.js';
@@ -59,7 +57,7 @@ import { advertiseUrlOf } from './state/replicas.js';
 import * as auth from './auth/index.js';
 import { openHubStore } from './store.js';
 import { createSyncEndpoint } from './sync-endpoint.js';
-import { AgentUpgradeController } from './upgrades/controller.js';
+import type { AgentUpgradeController } from './upgrades/controller.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
 import { AgentReleases } from './upgrades/releases.js';
 
@@ -178,27 +176,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   scheduler.addGate(dependsOnGate(state.catalog, objects));
   const releaseKey = ensureReleaseKey(opts.dataDir);
-  const upgrades = new AgentUpgradeController(
+  // The other kinds of order (hub/modules/orders.ts): upgrades, deliveries, clusters, staging, interconnect.
+  const kinds = createOrderKinds({
     state,
     objects,
     store,
     orders,
     blobs,
-    releaseKey.publicKeyPem,
-    state.agentUpgrades,
-  );
-  // With replicas, the leader plans the rollouts.
-  if (pg) upgrades.leading = () => scheduler.leading;
-  const deliveries = new DataDeliveries(state, objects, orders, blobs, state.dataProgress);
-  // Clusters at the sites (hub/clusters/): the `cluster` kind of order.
-  const clusters = new HubClusters({
-    state,
-    objects,
-    engine: orders,
-    blobs,
     secrets,
     releasePublicKeyPem: releaseKey.publicKeyPem,
+    scheduler,
+    replicated: !!pg,
   });
+  const { upgrades, deliveries, clusters, imageStaging, interconnect } = kinds;
   const edges = new EdgeLifecycle({
     state,
     objects,
@@ -225,9 +215,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   const sink = opts.dataSinkS3 ? new S3Sink(state.dataFiles, blobs.files, opts.dataSinkS3) : undefined;
   const dataFiles = new HubDataFiles(state.dataFiles, blobs, state.edges, () => sink?.kick());
-  // Image pre-staging (hub/images/staging.ts): the images gate below orders, the API shows progress.
-  // With replicas, the planning one records the orders; each writes those of the edges it serves.
-  const imageStaging = new HubStaging(orders, blobs, state);
   // An object written here goes to every module below, in their order (hub/change-hooks.ts).
   routeObjectChanges(objects, () => modules);
   const tunnel = createTunnelModule({
@@ -243,8 +230,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     checkSession: (project, open) => projects.checkTunnelSession(project, open),
     interconnect: (edge, s) => interconnectRelay.serve(edge, s),
   });
-  // ServiceExports and ServiceImports (hub/interconnect/): the listeners ordered, connections relayed.
-  const interconnect = new InterconnectPlanner(state, objects, orders);
+  // ServiceImports' connections relayed to an edge serving the export (hub/interconnect/relay.ts).
   const interconnectRelay = new InterconnectRelay({
     planner: interconnect,
     objects,
@@ -263,7 +249,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     box: secrets.box,
     leading: () => scheduler.leading,
   });
-  scheduler.addGate(imagesGate(imageStaging));
 
   // In dependency order: started in this order, stopped in reverse (hub/module.ts).
   const modules = new HubModules([
@@ -283,11 +268,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     tunnel,
     { ...loop('catalog', catalog), onObjectChange: (c) => catalog.onObjectChange(c) },
     ...(sink ? [loop('data sink', sink)] : []),
-    loop('deliveries', deliveries),
-    loop('interconnect', interconnect),
-    loop('clusters', clusters),
-    loop('upgrades', upgrades),
-    loop('image staging', imageStaging),
+    ...kinds.modules,
     images,
     { ...loop('gitrepos', gitRepos), onObjectChange: (c) => gitRepos.onObjectChange(c) },
     { name: 'kube-api', onObjectChange: (c) => kubeWatch.record(c) },
