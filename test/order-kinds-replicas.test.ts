@@ -50,4 +50,4 @@ async function replicaFleet(dir: string): Promise<SuiteFleet> {
   };
 }
 
-orderKindCases(replicaFleet);
+orderKindCases(Object.assign(replicaFleet, { replicated: true }));
