@@ -24,9 +24,12 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     fileParallelism: true,
-    // Four on two cores: the system tier mostly waits on the processes and servers it starts
-    // (measured 2026-12-07: its process tree used 0.35-0.7 of a core with 2 and 3 workers), so more
-    // files in flight shorten the run (a clean-clone .ci/run: 2 workers 857 s, 3 workers 729 s).
-    maxWorkers: 4,
+    // Three on two cores: the system tier mostly waits on the processes and servers it starts
+    // (measured 2026-12-07: its process tree used 0.35-0.7 of a core with 2 and 3 workers), so a
+    // third file in flight shortens the run; 99/99 system files passed with 3 on a loaded machine.
+    // Four was measured too (2026-12-07, clean clone: .ci/run 589 s against 729 s with three) but
+    // kept both cores 100% busy, and a log-rotation wait of the process driver timed out: not
+    // worth a flaky CI.
+    maxWorkers: 3,
   },
 });
