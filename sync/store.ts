@@ -362,6 +362,11 @@ export class ReplicaStore {
     return this.cache.stats();
   }
 
+  /** False once closed (an agent or hub stopping): work still in flight then has nowhere to write. */
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+
   close(): void {
     if (this.closed) return;
     this.syncStates.close();

@@ -135,6 +135,9 @@ export class UpgradeOrders {
     this.busy = true;
     this.carryOut(order, key, note)
       .catch((err: unknown) => {
+        // The agent stopped under it (its replica closed, as at a decommission): the stop is the
+        // failure, nothing to report; the next agent looks at the order again.
+        if (!this.d.store.isOpen) return;
         this.failed.add(key);
         const e = err as Error;
         const state = e.name === 'BlobBudgetError' ? 'NoSpace' : 'Refused';
