@@ -1,11 +1,11 @@
 /**
  * @module The contract of an order the hub sends to edges (docs/architecture.md, "Orders"): a
- * kind names its part of an edge's spec document and says how that part is written (the codec),
- * Agent upgrades, DataObjects and image staging are kinds of it (core/orders/kinds.ts); the
- * hub's engine (hub/orders/engine.ts) copies every kind's parts into the spec documents of the
- * edges a hub serves, each kind's source on the hub projects what the edges report of it, and the
- * edge's followers (edge/orders/followers.ts) act on them. Workloads are not a kind of it yet: the
- * scheduler's spec writer writes them with the edge's labels (issue #43).
+ * kind names its part of an edge's spec document and says how that part is written (the codec).
+ * The workloads with the edge's labels (workloads.ts), agent upgrades, DataObjects and image
+ * staging (kinds.ts), the interconnect's listeners (interconnect.ts) and cluster nodes
+ * (cluster.ts) are kinds of it; the hub's engine (hub/orders/engine.ts) copies every kind's parts
+ * into the spec documents of the edges a hub serves, each kind's source on the hub projects what
+ * the edges report of it, and the edge's followers (edge/orders/followers.ts) act on them.
  *
  * A part is one JSON value per edge: what the edge must hold of that kind now, or `undefined`
  * (nothing: an order withdrawn). Writing it again with an equal value changes nothing.

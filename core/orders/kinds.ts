@@ -1,8 +1,8 @@
 /**
  * @module The kinds of order the hub sends to edges whose part of the spec document is one value
  * written whole (core/orders/kind.ts): an agent upgrade, the images to pre-stage, the
- * DataObjects to deliver. Workloads are written by the scheduler's spec writer, which writes the
- * edge's labels with them.
+ * DataObjects to deliver. The workloads' kind is workloads.ts (written incrementally, with the
+ * edge's labels); the interconnect's and the clusters' are interconnect.ts and cluster.ts.
  */
 import type { DeliveryOrder } from '../delivery.js';
 import { putSpecAgentUpgrade, putSpecData, specDataNames, type AgentUpgradeOrder } from '../mailbox.js';
