@@ -159,8 +159,17 @@ describe('a cluster upgraded to another template version, with a rollback', () =
     expect(st.nodes[0]).toMatchObject({ runs: 'k8s@1', ready: true, kubeletVersion: 'v1.33.13' });
     // Version 1's binaries run again: the API server it had swapped included.
     expect(await apiServerVersion()).toBe('v1.33.13');
-    for (const c of ['kube-apiserver', 'kube-scheduler', 'kubelet', 'etcd'])
-      expect(st.components[c], c).toMatchObject({ running: true, healthy: true });
+    // The restored components pass their checks again (the report that says RolledBack may come
+    // before the next supervision pass has seen the restored scheduler healthy).
+    const restored = ['kube-apiserver', 'kube-scheduler', 'kubelet', 'etcd'];
+    const healthy = await waitFor(
+      async () => {
+        const s = await status();
+        return restored.every((c) => s.components[c]?.running && s.components[c]?.healthy) ? s : undefined;
+      },
+      { timeout: 120_000, interval: 1_000, what: "version 1's components healthy again after the rollback" },
+    );
+    for (const c of restored) expect(healthy.components[c], c).toMatchObject({ running: true, healthy: true });
     // Not swapped at all: etcd and the kubelet kept running; the API server was swapped and put back.
     const after = report();
     expect(after.components.etcd?.pid).toBe(before.components.etcd?.pid);
