@@ -650,6 +650,25 @@ export type ClusterSpec = z.infer<typeof ClusterSpec>;
 export const Cluster = objectKind('Cluster', ClusterSpec);
 export type Cluster = z.infer<typeof Cluster>;
 
+/**
+ * Each kind's schema, by kind: what validates an object of it (hub/objects.ts) and what the
+ * Kubernetes API's OpenAPI is generated from (hub/k8s/openapi.ts). `Resource` below lists them as
+ * a tuple, as its type needs.
+ */
+export const KIND_SCHEMAS = {
+  Edge,
+  Workload,
+  Placement,
+  Registry,
+  AgentUpgrade,
+  DataObject,
+  GitRepo,
+  ServiceExport,
+  ServiceImport,
+  ClusterTemplate,
+  Cluster,
+} as const satisfies Record<Kind, z.ZodType>;
+
 export const Resource = z.discriminatedUnion('kind', [
   Edge,
   Workload,

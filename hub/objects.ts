@@ -9,22 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { OutpostError } from '../core/errors.js';
 import {
-  AgentUpgrade,
-  Cluster,
-  ClusterTemplate,
-  DataObject,
   API_VERSION,
-  Edge,
   formatIssues,
-  GitRepo,
+  KIND_SCHEMAS,
   KINDS,
-  Placement,
-  Registry,
-  ServiceExport,
-  ServiceImport,
-  Workload,
   type Kind,
+  type Placement,
   type Resource,
+  type Workload,
 } from '../core/resources.js';
 import { MAX_OBJECT_BYTES, tooBigMessage } from '../core/limits.js';
 import { checkWorkloadManifests } from '../core/kube-schema.js';
@@ -39,19 +31,7 @@ import { sealGitRepoSpec } from './gitops/credentials.js';
 /** How many revisions of a workload are kept; older ones are pruned. */
 export const KEPT_REVISIONS = 20;
 
-const SCHEMAS = {
-  Edge,
-  Workload,
-  Placement,
-  Registry,
-  AgentUpgrade,
-  DataObject,
-  GitRepo,
-  ServiceExport,
-  ServiceImport,
-  ClusterTemplate,
-  Cluster,
-} as const;
+const SCHEMAS = KIND_SCHEMAS;
 
 export type { ApplyAction } from '../core/api/types.js';
 

@@ -7,14 +7,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterNodeReport } from '../core/cluster.js';
 import { alive, strays } from '../edge/clusters/processes.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
-import { freePort, startEdgeProc, type Proc } from './procs.js';
-import { realArtifactDir } from './fixtures/cluster-artifacts.js';
+import { startEdgeProc, type Proc } from './procs.js';
+import { nodePorts, realArtifactDir, removeNodeRemains } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi } from './fixtures/in-process-fleet.js';
 
@@ -64,33 +63,11 @@ describe('a cluster created across a kill -9 of its edge agent', () => {
   afterAll(async () => {
     await edge?.kill('SIGKILL');
     await hub?.close();
-    if (!dir) return;
-    for (const p of strays(dir))
-      try {
-        process.kill(p, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    try {
-      execFileSync('sh', ['-c', `grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]);
-    } catch {
-      /* none */
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeNodeRemains(dir);
   });
 
   it('resumes where the node was: the running components adopted, the rest started, Ready', async () => {
-    const ports: Record<string, number> = {};
-    for (const p of [
-      'apiServer',
-      'etcdClient',
-      'etcdPeer',
-      'controllerManager',
-      'scheduler',
-      'kubelet',
-      'kubeletHealthz',
-    ])
-      ports[p] = await freePort();
+    const ports = await nodePorts();
     await adminApi(hub, 'POST', '/api/v1/apply', {
       objects: [
         {

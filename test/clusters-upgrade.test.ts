@@ -8,7 +8,6 @@
  * upgrades it: the API server and the kubelet swapped, the node Ready again with the new kubelet
  * version. Then it is deleted, leaving nothing running.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
@@ -18,8 +17,7 @@ import type { EdgeAgent } from '../edge/agent.js';
 import { strays } from '../edge/clusters/processes.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
-import { freePort } from './ports.js';
-import { kubeBinary, realArtifactDir } from './fixtures/cluster-artifacts.js';
+import { kubeBinary, nodePorts, realArtifactDir, removeNodeRemains } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
 
@@ -101,35 +99,13 @@ describe('a cluster upgraded to another template version, with a rollback', () =
     await push(v1, '1');
     await push(v2, '2');
     await push(v3, '3');
-    ports = {};
-    for (const p of [
-      'apiServer',
-      'etcdClient',
-      'etcdPeer',
-      'controllerManager',
-      'scheduler',
-      'kubelet',
-      'kubeletHealthz',
-    ])
-      ports[p] = await freePort();
+    ports = await nodePorts();
   }, 900_000);
 
   afterAll(async () => {
     await stopAgents(agents);
     await hub?.close();
-    if (!dir) return;
-    for (const p of strays(dir))
-      try {
-        process.kill(p, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    try {
-      execFileSync('sh', ['-c', `grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]);
-    } catch {
-      /* none */
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeNodeRemains(dir);
   });
 
   it('is created at version 1', async () => {

@@ -20,8 +20,7 @@ import type { EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { strays } from '../edge/clusters/processes.js';
 import { tempDir, waitFor } from './helpers.js';
-import { freePort } from './ports.js';
-import { kubeBinary, podmanEnv, realArtifactDir } from './fixtures/cluster-artifacts.js';
+import { kubeBinary, nodePorts, podmanEnv, realArtifactDir, removeNodeRemains } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
 
@@ -58,38 +57,14 @@ describe('a real cluster at a site', () => {
     const template = JSON.parse(r.stdout);
     expect(template.spec.kubernetesVersion).toMatch(/^v1\.\d+\.\d+$/);
     await adminApi(hub, 'POST', '/api/v1/apply', { objects: [template] });
-    ports = {};
-    for (const p of [
-      'apiServer',
-      'etcdClient',
-      'etcdPeer',
-      'controllerManager',
-      'scheduler',
-      'kubelet',
-      'kubeletHealthz',
-    ])
-      ports[p] = await freePort();
+    ports = await nodePorts();
   }, 900_000);
 
   afterAll(async () => {
     await stopAgents(agents);
     await hub?.close();
     // Whatever a failed run left of the node (a passing run left nothing: checked below).
-    const left = dir ? strays(dir) : [];
-    for (const p of left)
-      try {
-        process.kill(p, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    if (dir) {
-      try {
-        execFileSync('sh', ['-c', `grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]);
-      } catch {
-        /* none */
-      }
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    removeNodeRemains(dir);
   });
 
   it('creates a single-node cluster from a template: Ready on the hub, its node Ready in kubectl', async () => {

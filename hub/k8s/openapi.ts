@@ -12,35 +12,10 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import {
-  AgentUpgrade,
-  Cluster,
-  ClusterTemplate,
-  DataObject,
-  Edge,
-  GitRepo,
-  Placement,
-  Registry,
-  ServiceExport,
-  ServiceImport,
-  Workload,
-  type Kind,
-} from '../../core/resources.js';
+import { KIND_SCHEMAS, type Kind } from '../../core/resources.js';
 import { GROUP, RESOURCES, VERSION } from './kinds.js';
 
-const SCHEMAS: Record<Kind, z.ZodType> = {
-  Edge,
-  Workload,
-  Placement,
-  Registry,
-  AgentUpgrade,
-  DataObject,
-  GitRepo,
-  ServiceExport,
-  ServiceImport,
-  ClusterTemplate,
-  Cluster,
-};
+const SCHEMAS: Record<Kind, z.ZodType> = KIND_SCHEMAS;
 
 const DESCRIPTIONS: Record<Kind, string> = {
   Edge: 'An edge: a machine running the Outpost agent, enrolled with a join token (docs/edges.md).',
