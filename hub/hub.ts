@@ -20,7 +20,10 @@ import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
-import { dependsOnGate } from './catalog/gate.js';
+import { chartsGate, dependsOnGate } from './catalog/gate.js';
+import { ChartRenders } from './catalog/chart-renders.js';
+import { HelmRenderer } from './catalog/helm.js';
+import type { BlobDigest } from '../core/blobs.js';
 import { Catalog } from './catalog/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
@@ -166,15 +169,22 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.quota.projectQuota = (project) => projects.blobQuota(project);
+  // Helm charts are rendered by outpost-helm (--helm), per edge, off the hub's own process.
+  const helm = new HelmRenderer(opts.helm);
   const catalog = new Catalog({
     state,
     blobs,
     objects,
     box: secrets.box,
     scanner: opts.scanner,
+    helm,
     ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
   });
   scheduler.addGate(dependsOnGate(state.catalog, objects));
+  scheduler.useChartRendering(
+    new ChartRenders(helm, (digest) => blobs.files.path(digest as BlobDigest), (project) => scheduler.markProject(project)),
+  );
+  scheduler.addGate(chartsGate());
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // The other kinds of order (hub/modules/orders.ts): upgrades, deliveries, clusters, staging, interconnect.
   const kinds = createOrderKinds({
