@@ -236,10 +236,7 @@ export function registerPackageCommands(program: Command, deps: CliDeps): void {
       const body = oci
         ? { chart: file }
         : { digest: (await pushBlob(s, file, chart ? CHART_LAYER_MEDIA_TYPE : PACKAGE_MEDIA_TYPE)).digest };
-      const v = await s.client.post<PackageVersion>(
-        `/api/v1/projects/${encodeURIComponent(s.project)}/packages`,
-        body,
-      );
+      const v = await s.client.post<PackageVersion>(`/api/v1/projects/${encodeURIComponent(s.project)}/packages`, body);
       line(
         s.out.out,
         `${chart ? 'chart' : 'package'} ${v.name} ${v.version} published (${scanText(v.scan)}): ${v.digest}`,

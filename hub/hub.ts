@@ -182,7 +182,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   scheduler.addGate(dependsOnGate(state.catalog, objects));
   scheduler.useChartRendering(
-    new ChartRenders(helm, (digest) => blobs.files.path(digest as BlobDigest), (project) => scheduler.markProject(project)),
+    new ChartRenders(
+      helm,
+      (digest) => blobs.files.path(digest as BlobDigest),
+      (project) => scheduler.markProject(project),
+    ),
   );
   scheduler.addGate(chartsGate());
   const releaseKey = ensureReleaseKey(opts.dataDir);

@@ -60,10 +60,13 @@ export class ChartRenders implements ChartRendering {
       namespace: release.spec.namespace,
       values: values.value as Record<string, unknown>,
     };
-    const key = createHash('sha256').update(`${chart.digest}\0${canonicalJson(request)}`).digest('hex');
+    const key = createHash('sha256')
+      .update(`${chart.digest}\0${canonicalJson(request)}`)
+      .digest('hex');
     const e = this.kept.get(key);
     if (e?.state === 'done') return { manifests: e.manifests };
-    if (e?.state === 'failed' && (e.until === undefined || e.until > Date.now())) return { error: `${label}: ${e.error}` };
+    if (e?.state === 'failed' && (e.until === undefined || e.until > Date.now()))
+      return { error: `${label}: ${e.error}` };
     if (e?.state !== 'rendering') this.start(project, key, label, { chart: this.blobPath(chart.digest), ...request });
     return { pending: `${label} rendered for its values by the hub (under way)` };
   }
@@ -91,7 +94,11 @@ export class ChartRenders implements ChartRendering {
           };
         if (err instanceof PackageError) return { state: 'failed', error: err.message.replace(/^chart \S+ \S+ /, '') };
         log.error({ err }, 'rendering a chart failed');
-        return { state: 'failed', error: `rendering failed: ${(err as Error).message}`, until: Date.now() + TRANSIENT_RETRY_MS };
+        return {
+          state: 'failed',
+          error: `rendering failed: ${(err as Error).message}`,
+          until: Date.now() + TRANSIENT_RETRY_MS,
+        };
       })
       .then((entry) => {
         if (entry.state === 'failed') log.info({ project, chart: label, error: entry.error }, 'chart not rendered');

@@ -50,7 +50,14 @@ export async function isChartArchive(file: string): Promise<boolean> {
 function chartParameters(values: Record<string, unknown>): Parameter[] {
   return Object.entries(flattenScalars(values)).map(([name, v]) => ({
     name,
-    type: typeof v === 'boolean' ? 'boolean' : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : 'string',
+    type:
+      typeof v === 'boolean'
+        ? 'boolean'
+        : typeof v === 'number'
+          ? Number.isInteger(v)
+            ? 'integer'
+            : 'number'
+          : 'string',
     default: v,
     required: false,
     secret: false,
