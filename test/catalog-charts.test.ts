@@ -18,6 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import type { ChartRelease } from '../core/chart.js';
 import { edgeName, mailboxDocId } from '../core/ids.js';
 import { readSpec, type SpecDoc } from '../core/mailbox.js';
@@ -260,8 +261,48 @@ describe('Helm charts as packages', () => {
     const refused = await cli(['package', 'push', hookedTgz]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('Job/hooked-migrate (hooked/templates/migrate.yaml) on pre-install, pre-upgrade');
+    // A dependency Chart.yaml names but charts/ lacks: Helm's own check, before anything renders.
+    const lacking = path.join(dir, 'lacking');
+    fs.cpSync(path.join(CHARTS_DIR, 'shop'), lacking, { recursive: true });
+    fs.writeFileSync(
+      path.join(lacking, 'Chart.yaml'),
+      fs.readFileSync(path.join(lacking, 'Chart.yaml'), 'utf8').replace('name: shop', 'name: lacking'),
+    );
+    fs.rmSync(path.join(lacking, 'charts'), { recursive: true });
+    const lackingTgz = path.join(dir, 'lacking.tgz');
+    expect((await cli(['package', 'build', lacking, '-o', lackingTgz])).code).toBe(0);
+    const missing = await cli(['package', 'push', lackingTgz]);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('found in Chart.yaml, but missing in charts/ directory: cache');
+
     const { items } = await adminApi(hub, 'GET', '/api/v1/projects/default/packages');
     expect(items.map((p: { name: string }) => p.name).sort()).toEqual(['probe', 'shop']);
+  }, 60_000);
+
+  it("publishes the example chart (examples/charts/greeter) and renders its placement's values for an edge", async () => {
+    const out = path.join(dir, 'greeter.tgz');
+    const b = await cli([
+      'package',
+      'build',
+      path.join(import.meta.dirname, '..', 'examples', 'charts', 'greeter'),
+      '-o',
+      out,
+    ]);
+    expect(b.code, b.stderr).toBe(0);
+    const push = await cli(['package', 'push', out]);
+    expect(push.code, push.stderr).toBe(0);
+    await clean('greeter');
+    const example = YAML.parse(
+      fs.readFileSync(path.join(import.meta.dirname, '..', 'examples', 'charts', 'greeter-placement.yaml'), 'utf8'),
+    );
+    example.spec.edgeSelector = { matchLabels: { site: 'oslo' } };
+    await adminApi(hub, 'POST', '/api/v1/apply', { objects: [example] });
+    const ms = await waitFor(() =>
+      onEdge('oslo', 'greeter-eu-greeter')?.manifests.length
+        ? onEdge('oslo', 'greeter-eu-greeter')!.manifests
+        : undefined,
+    );
+    expect(find(ms, 'ConfigMap', 'greeter-eu-greeting').data).toEqual({ greeting: 'bonjour from oslo' });
   }, 60_000);
 
   it('refuses charts on a hub started without a renderer, naming --helm', async () => {

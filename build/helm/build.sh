@@ -16,7 +16,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 say() { printf 'helm-build: %s\n' "$*" >&2; }
 fail() { printf 'helm-build: FAILED: %s\n' "$*" >&2; exit 1; }
 
-command -v go >/dev/null || fail "no Go toolchain on PATH; install Go >= 1.25 (https://go.dev/dl) to build the chart renderer"
+command -v go >/dev/null || fail "no Go toolchain on PATH; install Go >= 1.26 (helm.sh/helm/v4 v4.3.2 needs it) (https://go.dev/dl) to build the chart renderer"
 version="$(awk '$1 == "helm.sh/helm/v4" { print $2; exit }' "$here/go.mod")"
 [ -n "$version" ] || fail "build/helm/go.mod does not require helm.sh/helm/v4"
 grep -q "helmVersion = \"$version\"" "$here/version.go" || fail "build/helm/version.go does not say $version as go.mod does"

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v4/pkg/action"
+	helmchart "helm.sh/helm/v4/pkg/chart"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -94,6 +95,17 @@ func load(file string) (*chart.Chart, error) {
 	case "", "application":
 	default:
 		return nil, fmt.Errorf("%s charts are not installable (Chart.yaml type: %s)", c.Metadata.Type, c.Metadata.Type)
+	}
+	// What `helm install` checks first: every dependency Chart.yaml names is in charts/ (nothing is
+	// fetched from a chart repository here; `helm dependency build` before packing).
+	if ac, err := helmchart.NewAccessor(c); err == nil {
+		if reqs := ac.MetaDependencies(); len(reqs) > 0 {
+			if err := action.CheckDependencies(c, reqs); err != nil {
+				return nil, fmt.Errorf("%w (run helm dependency build before packing the chart)", err)
+			}
+		}
+	} else {
+		return nil, err
 	}
 	return c, nil
 }
