@@ -92,6 +92,8 @@ export interface Hub {
   orders: OrderEngine;
   /** Image pre-staging (hub/images/staging.ts). */
   imageStaging: HubStaging;
+  /** Helm charts rendered per edge (hub/catalog/chart-renders.ts): `version(project)` counts the renderings ended. */
+  charts: ChartRenders;
   /** Clusters at the sites (hub/clusters/): `settle()` runs a pass now. */
   clusters: HubClusters;
   /** This hub process among the replicas (a SQLite hub is the only one). */
@@ -181,13 +183,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
   });
   scheduler.addGate(dependsOnGate(state.catalog, objects));
-  scheduler.useChartRendering(
-    new ChartRenders(
-      helm,
-      (digest) => blobs.files.path(digest as BlobDigest),
-      (project) => scheduler.markProject(project),
-    ),
+  const charts = new ChartRenders(
+    helm,
+    (digest) => blobs.files.path(digest as BlobDigest),
+    (project) => scheduler.markProject(project),
   );
+  scheduler.useChartRendering(charts);
   scheduler.addGate(chartsGate());
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // The other kinds of order (hub/modules/orders.ts): upgrades, deliveries, clusters, staging, interconnect.
@@ -415,6 +416,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades,
     orders,
     imageStaging,
+    charts,
     clusters,
     replicaId: replication.id,
     close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),

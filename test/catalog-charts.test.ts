@@ -24,7 +24,7 @@ import { edgeName, mailboxDocId } from '../core/ids.js';
 import { readSpec, type SpecDoc } from '../core/mailbox.js';
 import type { Manifest, Workload } from '../core/resources.js';
 import type { EdgeAgent } from '../edge/agent.js';
-import type { Hub } from '../hub/hub.js';
+import { startHub, type Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
 import { CHARTS_DIR, helmBinary, pushChartToRegistry } from './fixtures/helm.js';
 import {
@@ -304,6 +304,37 @@ describe('Helm charts as packages', () => {
     );
     expect(find(ms, 'ConfigMap', 'greeter-eu-greeting').data).toEqual({ greeting: 'bonjour from oslo' });
   }, 60_000);
+
+  it('renders again after a hub restart without rewriting or restarting what the edges run', async () => {
+    const agent = agents.find((a) => a.config.name === 'lyon')!;
+    const spec = () =>
+      readSpec(agent.store.get<SpecDoc>(mailboxDocId(edgeName('lyon'), 'spec'))!).workloads['web-shop']!;
+    const before = spec();
+    const running = (await agent.driver.list()).find((w) => w.name === 'web-shop')!;
+    await hub.close();
+    hub = await startHub({
+      dataDir: path.join(dir, 'hub'),
+      listen: new URL(hub.url).host,
+      insecureHttp: true,
+      scanner: { kind: 'none' },
+      helm: helmBinary(),
+    });
+    await untilOnline(hub, 2);
+    // Renderings are kept in memory: the restarted hub renders again, and finds what the edges run.
+    await waitFor(() => hub.charts.version('default') > 0, { what: 'a rendering after the restart' });
+    await waitFor(
+      async () => {
+        const out = (await cli(['rollout', 'status', 'placement', 'web'])).stdout;
+        return out.includes('2/2 edges updated') && !out.includes('(under way)');
+      },
+      { what: 'web complete after the restart, its renderings done' },
+    );
+    const after = spec();
+    expect(after.generation).toBe(before.generation);
+    expect(after.manifests).toEqual(before.manifests);
+    const still = (await agent.driver.list()).find((w) => w.name === 'web-shop')!;
+    expect(still).toMatchObject({ hash: running.hash, restarts: 0, phase: 'Ready' });
+  }, 90_000);
 
   it('refuses charts on a hub started without a renderer, naming --helm', async () => {
     const other = await startInProcessHub('outpost-charts-nohelm-', { scanner: { kind: 'none' } });
