@@ -103,9 +103,16 @@ export class ChartRenders implements ChartRendering {
       .then((entry) => {
         if (entry.state === 'failed') log.info({ project, chart: label, error: entry.error }, 'chart not rendered');
         this.keep(key, entry);
-        this.versions.set(project, this.version(project) + 1);
-        this.onRendered(project);
+        this.ended(project);
+        // A bound passed: the edges asking for it are planned again once it may be tried again.
+        if (entry.state === 'failed' && entry.until !== undefined)
+          setTimeout(() => this.ended(project), entry.until - Date.now() + 10).unref();
       });
+  }
+
+  private ended(project: string): void {
+    this.versions.set(project, this.version(project) + 1);
+    this.onRendered(project);
   }
 
   private keep(key: string, e: Entry): void {

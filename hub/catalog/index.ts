@@ -17,7 +17,7 @@
 import { OutpostError } from '../../core/errors.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import { createLogger } from '../../core/logger.js';
-import { PackageError, sortVersions } from '../../core/package.js';
+import { PACKAGE_MEDIA_TYPE, PackageError, sortVersions } from '../../core/package.js';
 import type { Placement, Registry } from '../../core/resources.js';
 import type { HubBlobs } from '../blobs/index.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
@@ -26,7 +26,7 @@ import type { HubState } from '../state/index.js';
 import { readPackageArchive, type PackageContents } from './archive.js';
 import { isChartArchive, pullChart, readChart } from './charts.js';
 import { NO_HELM_MESSAGE, type HelmRenderer } from './helm.js';
-import type { ChartInfo } from '../../core/chart.js';
+import { CHART_LAYER_MEDIA_TYPE, type ChartInfo } from '../../core/chart.js';
 import { packageRuns } from './runs.js';
 import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
 import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
@@ -146,7 +146,11 @@ export class Catalog {
     let contents: PackageContents & { chart?: ChartInfo };
     // Past the archive limits readPackageArchive throws an ArchiveLimitError: 413 by its own mapping.
     try {
-      if (await isChartArchive(file)) {
+      // The CLI names a chart by its media type; an archive uploaded otherwise is looked into.
+      const chart =
+        blob.mediaType === CHART_LAYER_MEDIA_TYPE ||
+        (blob.mediaType !== PACKAGE_MEDIA_TYPE && (await isChartArchive(file)));
+      if (chart) {
         if (!this.o.helm?.bin) throw new OutpostError('unavailable', NO_HELM_MESSAGE);
         const c = await readChart(this.o.helm, file, blob.size);
         contents = { ...c, chart: { ...c.chart, ...(source ? { source } : {}) } };
