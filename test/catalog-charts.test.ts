@@ -172,6 +172,9 @@ describe('Helm charts as packages', () => {
       );
     const status = await cli(['rollout', 'status', 'placement', 'web']);
     expect(status.stdout).toContain('2/2 edges updated');
+    const described = await cli(['describe', 'package', 'shop']);
+    expect(described.stdout).toMatch(/Kind:\s+Package \(Helm chart\)/);
+    expect(described.stdout).toMatch(/1\.0\.0\s+Clean\s+.*subcharts cache 0\.3\.0/);
   }, 120_000);
 
   it('tells each edge that a pre-install hook the values turn on cannot run', async () => {
