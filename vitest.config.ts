@@ -16,7 +16,7 @@ export default defineConfig({
     ],
     // Builds (once per machine, cached) the real kube-apiserver the kubernetes driver tests start,
     // and (when its sources changed) the bundle of main.ts that the tests spawn as `outpost`.
-    globalSetup: ['test/kube/global-setup.ts', 'test/outpost-bundle.ts', 'test/leak-check.ts'],
+    globalSetup: ['test/kube/global-setup.ts', 'test/helm-setup.ts', 'test/outpost-bundle.ts', 'test/leak-check.ts'],
     // Lists skipped tests at the end; in CI a skipped test fails the run (test/skips-reporter.ts).
     reporters: ['default', './test/skips-reporter.ts'],
     // Integration tests spawn real processes and sockets; the machines are shared and noisy.

@@ -1,6 +1,7 @@
 /**
  * @module `npm run build`: main.ts -> dist/outpost.cjs (the bundle, runnable with `node`) and
- * dist/outpost (the Linux x64 single executable). The pipeline lives in build/sea/; how and why
+ * dist/outpost (the Linux x64 single executable), and dist/outpost-helm beside it (the hub's Helm
+ * chart renderer, build/helm) when Go is there. The pipeline lives in build/sea/; how and why
  * is in docs/packaging.md.
  */
 import { execFileSync } from 'node:child_process';
@@ -13,6 +14,27 @@ import { buildExecutable } from './sea/executable.js';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DIST_EXECUTABLE = path.join(ROOT, 'dist', 'outpost');
 export const DIST_BUNDLE = path.join(ROOT, 'dist', 'outpost.cjs');
+/** The Helm chart renderer shipped beside the executable (the hub finds it there; docs/catalog.md, "Helm charts"). */
+export const DIST_HELM = path.join(ROOT, 'dist', 'outpost-helm');
+
+/**
+ * Builds outpost-helm (build/helm/build.sh: Go, cached outside the repository) and copies it beside
+ * dist/outpost; without a Go toolchain the executable is still built, and the note says what is missing.
+ */
+function buildHelmRenderer(): string {
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' });
+  } catch {
+    return 'dist/outpost-helm not built: no Go toolchain (the hub then refuses Helm charts; bash build/helm/build.sh builds it)';
+  }
+  const out = execFileSync('bash', [path.join(ROOT, 'build/helm/build.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  fs.copyFileSync(out.trim().split('\n').pop()!, DIST_HELM);
+  fs.chmodSync(DIST_HELM, 0o755);
+  return `${path.relative(ROOT, DIST_HELM)}  ${mib(fs.statSync(DIST_HELM).size)}  (Helm chart renderer, build/helm)`;
+}
 
 function git(args: string[]): string | undefined {
   try {
@@ -74,6 +96,7 @@ async function main(reproducible: boolean): Promise<void> {
   out.write(
     `  ${path.relative(ROOT, report.executable)}  ${mib(report.bytes)}  (${report.stripped ? 'stripped' : 'unstripped'} node ${report.nodeVersion}${reproducible ? ', no code cache' : ''})\n`,
   );
+  out.write(`  ${buildHelmRenderer()}\n`);
   out.write(
     `  steps  ${Object.entries(report.timings)
       .map(([k, v]) => `${k} ${v} ms`)

@@ -10,3 +10,5 @@ if [ ! -d node_modules/.bin ] || [ ! -e node_modules/better-sqlite3/build/Releas
   npm ci --no-audit --no-fund
 fi
 bash build/setup.sh
+# The hub's Helm chart renderer (build/helm): a no-op once cached, a cold build of minutes once.
+bash build/helm/build.sh >/dev/null

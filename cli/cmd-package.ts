@@ -1,14 +1,17 @@
 /**
  * @module `outpost package build DIR | push FILE | versions NAME`, and packages as `outpost get
  * packages` shows them: the catalog (docs/catalog.md). `build` checks `DIR/package.yaml` (core/package.ts) and packs the
- * directory into `NAME-VERSION.tgz`; `push` uploads it as a blob and publishes it.
+ * directory into `NAME-VERSION.tgz` (a Helm chart directory as `helm package` lays it out); `push`
+ * uploads it as a blob and publishes it, or has the hub pull a chart from an OCI registry.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import * as tar from 'tar';
 import YAML from 'yaml';
 import type { PackageScan, PackageSummary, PackageVersion, PackageVersionView } from '../core/api/types.js';
+import { CHART_FILE, CHART_LAYER_MEDIA_TYPE } from '../core/chart.js';
 import { PACKAGE_FILE, PACKAGE_MEDIA_TYPE, PackageError, parsePackage } from '../core/package.js';
 import { API_VERSION } from '../core/resources.js';
 import { pushBlob } from './cmd-blob.js';
@@ -21,11 +24,61 @@ export function scanText(s: PackageScan): string {
   return s.state === 'Quarantined' ? `Quarantined(${s.signature ?? '?'})` : s.state;
 }
 
-/** Packs DIR into OUT (default NAME-VERSION.tgz in the current directory); returns the file and the package. */
+/**
+ * Packs a Helm chart directory as `helm package` lays it out: every file under `NAME/`, into
+ * NAME-VERSION.tgz. Helm reads it on the hub (its checks are Helm's own).
+ */
+async function buildChart(dir: string, out?: string): Promise<{ file: string; name: string; version: string }> {
+  const file = path.join(dir, CHART_FILE);
+  let meta: { name?: unknown; version?: unknown };
+  try {
+    meta = (YAML.parse(fs.readFileSync(file, 'utf8')) ?? {}) as typeof meta;
+  } catch (err) {
+    throw new CliError(`${file}: not valid YAML: ${(err as Error).message}`);
+  }
+  if (typeof meta.name !== 'string' || typeof meta.version !== 'string')
+    throw new CliError(`${file}: a chart names its name and version (Helm's Chart.yaml)`);
+  const target = out ?? `${meta.name}-${meta.version}.tgz`;
+  const parent = path.dirname(path.resolve(dir));
+  const base = path.basename(path.resolve(dir));
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'outpost-chart-'));
+  try {
+    // Helm wants the chart's own name as the top directory, whatever the directory is called.
+    const top = path.join(tmp, meta.name);
+    fs.cpSync(path.join(parent, base), top, {
+      recursive: true,
+      filter: (src) => path.resolve(src) !== path.resolve(target),
+    });
+    await tar.c({ gzip: true, file: target, cwd: tmp, portable: true }, [meta.name]);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  return { file: target, name: meta.name, version: meta.version };
+}
+
+/** Whether FILE is a Helm chart archive (an entry NAME/Chart.yaml) rather than an Outpost package. */
+async function isChartFile(file: string): Promise<boolean> {
+  let chart = false;
+  await tar.t({
+    file,
+    onReadEntry: (e) => {
+      if (new RegExp(`^[^/]+/${CHART_FILE}$`).test(e.path.replace(/^\.\//, ''))) chart = true;
+      e.resume();
+    },
+  });
+  return chart;
+}
+
+/**
+ * Packs DIR into OUT (default NAME-VERSION.tgz in the current directory); returns the file and the
+ * package. A directory with a Chart.yaml (and no package.yaml) is a Helm chart, packed as Helm does.
+ */
 export async function buildPackage(
   dir: string,
   out?: string,
 ): Promise<{ file: string; name: string; version: string }> {
+  if (!fs.existsSync(path.join(dir, PACKAGE_FILE)) && fs.existsSync(path.join(dir, CHART_FILE)))
+    return buildChart(dir, out);
   const file = path.join(dir, PACKAGE_FILE);
   let text: string;
   try {
@@ -157,8 +210,10 @@ export function registerPackageCommands(program: Command, deps: CliDeps): void {
     .description('the catalog: versioned packages of workloads with parameters and profiles (docs/catalog.md)');
   pkg
     .command('build')
-    .description(`pack a directory holding ${PACKAGE_FILE} into NAME-VERSION.tgz (checked first)`)
-    .argument('<dir>', 'the package directory')
+    .description(
+      `pack a directory holding ${PACKAGE_FILE} into NAME-VERSION.tgz (checked first), or a Helm chart directory (${CHART_FILE}) as helm package does`,
+    )
+    .argument('<dir>', 'the package or chart directory')
     .option('-o, --output <file>', 'the archive to write (default NAME-VERSION.tgz here)')
     .action(async (dir: string, o: { output?: string }) => {
       const r = await buildPackage(dir, o.output);
@@ -166,17 +221,26 @@ export function registerPackageCommands(program: Command, deps: CliDeps): void {
     });
   pkg
     .command('push')
-    .description('upload a package archive and publish its version (a version is published once: 409 after)')
-    .argument('<file>', 'the .tgz made by outpost package build')
+    .description(
+      'upload a package archive or a Helm chart and publish its version (a version is published once: 409 after); oci://HOST/REPO:VERSION: the hub pulls the chart through the Registry object for HOST',
+    )
+    .argument('<file>', 'the .tgz made by outpost package build (or helm package), or oci://HOST/REPO:VERSION')
     .action(async (file: string, _o: unknown, cmd: Command) => {
-      if (!file.endsWith('.tgz') && !file.endsWith('.tar.gz'))
-        throw new UsageError(`${file}: push the .tgz that outpost package build made`);
+      const oci = file.startsWith('oci://');
+      if (!oci && !file.endsWith('.tgz') && !file.endsWith('.tar.gz'))
+        throw new UsageError(
+          `${file}: push the .tgz that outpost package build (or helm package) made, or a chart's oci://HOST/REPO:VERSION`,
+        );
+      const chart = oci || (await isChartFile(file).catch(() => false));
       const s = await openSession(cmd, deps);
-      const blob = await pushBlob(s, file, PACKAGE_MEDIA_TYPE);
-      const v = await s.client.post<PackageVersion>(`/api/v1/projects/${encodeURIComponent(s.project)}/packages`, {
-        digest: blob.digest,
-      });
-      line(s.out.out, `package ${v.name} ${v.version} published (${scanText(v.scan)}): ${v.digest}`);
+      const body = oci
+        ? { chart: file }
+        : { digest: (await pushBlob(s, file, chart ? CHART_LAYER_MEDIA_TYPE : PACKAGE_MEDIA_TYPE)).digest };
+      const v = await s.client.post<PackageVersion>(`/api/v1/projects/${encodeURIComponent(s.project)}/packages`, body);
+      line(
+        s.out.out,
+        `${chart ? 'chart' : 'package'} ${v.name} ${v.version} published (${scanText(v.scan)}): ${v.digest}`,
+      );
     });
   pkg
     .command('versions')

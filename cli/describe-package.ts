@@ -1,6 +1,6 @@
 /**
  * @module `outpost describe package NAME`: a package of the catalog in detail: its versions with
- * their scan verdicts and what each depends on, the newest version's parameters (secret ones
+ * their scan verdicts and what each depends on (a Helm chart: its subcharts), the newest version's parameters (secret ones
  * marked, never a value) and profiles, which placements deploy which version on how many edges,
  * and the package's events (Published, ScanClean, Quarantined, ScanPending).
  */
@@ -17,7 +17,12 @@ const REDACTED = '<redacted>';
 
 type Version = PackageObject['status']['versions'][number];
 
-function dependsOn(v: Pick<PackageVersionView, 'dependsOn'>): string {
+/** What a version depends on: its `dependsOn`, or a Helm chart's subcharts with their versions. */
+function dependsOn(v: Pick<PackageVersionView, 'dependsOn' | 'chart'>): string {
+  if (v.chart)
+    return v.chart.dependencies.length
+      ? `subcharts ${v.chart.dependencies.map((d) => `${d.name} ${d.version}`).join(', ')}`
+      : '-';
   return v.dependsOn?.length ? v.dependsOn.map((d) => `${d.name} ${d.version}`).join(', ') : '-';
 }
 
@@ -82,10 +87,21 @@ export function describePackage(o: PackageObject, opts: DescribeOptions): string
   const newest = versions[0];
   let out = fields([
     ['Name', o.metadata.name],
-    ['Kind', 'Package'],
+    ['Kind', newest?.chart ? 'Package (Helm chart)' : 'Package'],
     ['Project', o.metadata.project],
     ['Latest', o.status.latest || '-'],
     ['Description', newest?.description],
+    ...(newest?.chart
+      ? ([
+          ['App version', newest.chart.appVersion],
+          [
+            'Pulled from',
+            newest.chart.source
+              ? `${newest.chart.source.reference} (${newest.chart.source.manifestDigest})`
+              : undefined,
+          ],
+        ] as [string, string | undefined][])
+      : []),
   ]);
   out += section(
     'Versions',

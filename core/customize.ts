@@ -237,6 +237,8 @@ export function customize(
   edge: EdgeContext,
   rules: CustomizationRule[],
   workloadName: string,
+  /** `templates: false`: `{{ ... }}` in the manifests is left as it is (a Helm chart's rendered text). */
+  opts: { templates?: boolean } = {},
 ): CustomizeResult {
   const prefix = `workload ${workloadName}`;
   let out = manifests.map((m) => clone(m));
@@ -258,9 +260,11 @@ export function customize(
       out[mi] = m as Manifest;
     }
   }
-  const rendered = renderTemplates(out, edge, ['manifests']);
-  if ('error' in rendered) return { error: `${prefix}: ${rendered.error}` };
-  out = rendered.value as Manifest[];
+  if (opts.templates !== false) {
+    const rendered = renderTemplates(out, edge, ['manifests']);
+    if ('error' in rendered) return { error: `${prefix}: ${rendered.error}` };
+    out = rendered.value as Manifest[];
+  }
   // A patch can delete `kind` or `metadata`; catch that here rather than on every edge's runtime.
   for (const [mi, m] of out.entries()) {
     const parsed = Manifest.safeParse(m);

@@ -20,7 +20,10 @@ import type { SyncServer } from '../sync/server.js';
 import type { ReplicaStore } from '../sync/store.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
-import { dependsOnGate } from './catalog/gate.js';
+import { chartsGate, dependsOnGate } from './catalog/gate.js';
+import { ChartRenders } from './catalog/chart-renders.js';
+import { HelmRenderer } from './catalog/helm.js';
+import type { BlobDigest } from '../core/blobs.js';
 import { Catalog } from './catalog/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
@@ -89,6 +92,8 @@ export interface Hub {
   orders: OrderEngine;
   /** Image pre-staging (hub/images/staging.ts). */
   imageStaging: HubStaging;
+  /** Helm charts rendered per edge (hub/catalog/chart-renders.ts): `version(project)` counts the renderings ended. */
+  charts: ChartRenders;
   /** Clusters at the sites (hub/clusters/): `settle()` runs a pass now. */
   clusters: HubClusters;
   /** This hub process among the replicas (a SQLite hub is the only one). */
@@ -166,15 +171,25 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.quota.projectQuota = (project) => projects.blobQuota(project);
+  // Helm charts are rendered by outpost-helm (--helm), per edge, off the hub's own process.
+  const helm = new HelmRenderer(opts.helm);
   const catalog = new Catalog({
     state,
     blobs,
     objects,
     box: secrets.box,
     scanner: opts.scanner,
+    helm,
     ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
   });
   scheduler.addGate(dependsOnGate(state.catalog, objects));
+  const charts = new ChartRenders(
+    helm,
+    (digest) => blobs.files.path(digest as BlobDigest),
+    (project) => scheduler.markProject(project),
+  );
+  scheduler.useChartRendering(charts);
+  scheduler.addGate(chartsGate());
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // The other kinds of order (hub/modules/orders.ts): upgrades, deliveries, clusters, staging, interconnect.
   const kinds = createOrderKinds({
@@ -401,6 +416,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     upgrades,
     orders,
     imageStaging,
+    charts,
     clusters,
     replicaId: replication.id,
     close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),

@@ -34,6 +34,8 @@ export interface HubOptions {
   blobGraceMs?: number;
   /** The catalog's malware scanner (`--scanner`); undefined: none configured, packages stay Pending. */
   scanner?: ScannerSpec;
+  /** The chart renderer `outpost-helm` (`--helm`, build/helm); undefined: Helm charts are refused. */
+  helm?: string;
   /** Forward the files edges export to this S3-compatible bucket (docs/data.md). */
   dataSinkS3?: S3SinkOptions;
   /** How often Pending packages are tried again while the scanner is unreachable (default SCAN_RETRY_MS). */

@@ -3,6 +3,8 @@
  * checked here (a bad combination is a UsageError, exit code 2), and the hub code each one runs,
  * loaded on demand so `outpost --version` and the CLI start without it. main.ts adds the command.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { Command, Option } from 'commander';
 import { UsageError } from '../cli/index.js';
 import { byteSizeOption, durationOption, positiveIntegerOption } from './flags.js';
@@ -79,6 +81,10 @@ export function registerHubCommand(program: Command): void {
       'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
     )
     .option(
+      '--helm <path>',
+      'the Helm chart renderer, outpost-helm (build/helm/build.sh); default: outpost-helm beside this executable, if there; without it Helm charts are refused',
+    )
+    .option(
       '--max-connections-per-address <n>',
       "connections one source address may hold, edges' sync connections not counted",
       positiveIntegerOption,
@@ -96,6 +102,7 @@ export function registerHubCommand(program: Command): void {
           dataSinkS3Region: string;
           dataSinkS3Prefix?: string;
           scanner?: string;
+          helm?: string;
         } & HubFlags,
       ) => {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
@@ -121,8 +128,12 @@ export function registerHubCommand(program: Command): void {
         }
         if (!o.dataSinkS3Bucket && (o.dataSinkS3Endpoint || o.dataSinkS3Prefix))
           throw new UsageError('--data-sink-s3-endpoint and --data-sink-s3-prefix need --data-sink-s3-bucket');
+        const helm = o.helm ?? besideExecutable('outpost-helm');
+        if (o.helm !== undefined && !fs.existsSync(o.helm))
+          throw new UsageError(`--helm ${o.helm}: no such file (build it with bash build/helm/build.sh)`);
         const h = await startHub({
           ...(scanner ? { scanner } : {}),
+          ...(helm ? { helm } : {}),
           ...(o.dataSinkS3Bucket
             ? {
                 dataSinkS3: {
@@ -291,4 +302,10 @@ export function registerHubCommand(program: Command): void {
         }),
       );
     });
+}
+
+/** `name` in the directory of the running executable, if it is there (the renderer shipped beside outpost). */
+function besideExecutable(name: string): string | undefined {
+  const p = path.join(path.dirname(process.execPath), name);
+  return fs.existsSync(p) ? p : undefined;
 }

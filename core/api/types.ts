@@ -117,6 +117,13 @@ export interface PackageVersionView extends PackageVersion {
   dependsOn: PackageManifest['spec']['dependsOn'];
   /** The placements that deploy this version, with the edges it runs on through each (list of versions only). */
   placements?: PackagePlacementView[];
+  /** A Helm chart: its version, the subcharts it carries with theirs, and the OCI reference it was pulled from. */
+  chart?: {
+    version: string;
+    appVersion?: string;
+    dependencies: { name: string; version: string }[];
+    source?: { reference: string; manifestDigest: string };
+  };
 }
 
 /** `GET /projects/P/packages`: a package, its newest version and how many there are. */

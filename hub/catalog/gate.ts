@@ -43,3 +43,18 @@ export function dependsOnGate(catalog: CatalogTables, objects: ObjectStore): Edg
     return out;
   };
 }
+
+/**
+ * Chart placements (chart-renders.ts): an edge whose chart is still being rendered for its values
+ * waits, named in the rollout's reason, and keeps what it runs; it goes on once the rendering ends.
+ */
+export function chartsGate(): EdgeGate {
+  return (_placement, edges, ctx) => {
+    const out = new Map<string, string[]>();
+    for (const edge of edges) {
+      const pending = ctx.targetsOn(edge).flatMap((t) => (t.chartPending ? [t.chartPending] : []));
+      if (pending.length) out.set(edge, pending);
+    }
+    return out;
+  };
+}

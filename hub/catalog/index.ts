@@ -1,7 +1,8 @@
 /**
  * @module The catalog (docs/catalog.md): versioned packages published as blobs (hub/blobs/),
  * scanned for malware before they can be deployed, and deployed by placements naming them
- * (hub/catalog/render.ts).
+ * (hub/catalog/render.ts). A version may be a Helm chart (charts.ts), rendered per edge by Helm
+ * (chart-renders.ts).
  *
  * Scanning fails closed: a version is Pending until the scanner gives a verdict (Clean, or
  * Quarantined with the signature), and stays Pending with an event while the scanner cannot be
@@ -16,13 +17,16 @@
 import { OutpostError } from '../../core/errors.js';
 import type { BlobDigest } from '../../core/blobs.js';
 import { createLogger } from '../../core/logger.js';
-import { PackageError, sortVersions } from '../../core/package.js';
-import type { Placement } from '../../core/resources.js';
+import { PACKAGE_MEDIA_TYPE, PackageError, sortVersions } from '../../core/package.js';
+import type { Placement, Registry } from '../../core/resources.js';
 import type { HubBlobs } from '../blobs/index.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { SecretBox } from '../secrets.js';
 import type { HubState } from '../state/index.js';
-import { readPackageArchive } from './archive.js';
+import { readPackageArchive, type PackageContents } from './archive.js';
+import { isChartArchive, pullChart, readChart } from './charts.js';
+import { NO_HELM_MESSAGE, type HelmRenderer } from './helm.js';
+import { CHART_LAYER_MEDIA_TYPE, type ChartInfo } from '../../core/chart.js';
 import { packageRuns } from './runs.js';
 import { admitPackagePlacement, forgetPackagePlacement, type RenderContext } from './render.js';
 import { ScanLimitError, scanFile, type ScannerSpec, type ScanVerdict } from '../scan/clamd.js';
@@ -46,6 +50,8 @@ export interface CatalogOptions {
   /** Undefined: no scanner configured (fail closed). */
   scanner?: ScannerSpec | undefined;
   retryMs?: number;
+  /** Renders Helm charts (`--helm`); without its binary, charts are refused with NO_HELM_MESSAGE. */
+  helm?: HelmRenderer;
 }
 
 function view(r: PackageRecord): PackageVersionView {
@@ -61,6 +67,16 @@ function view(r: PackageRecord): PackageVersionView {
     parameters: r.manifest.spec.parameters,
     profiles: r.manifest.spec.profiles,
     dependsOn: r.manifest.spec.dependsOn,
+    ...(r.chart
+      ? {
+          chart: {
+            version: r.chart.version,
+            ...(r.chart.appVersion ? { appVersion: r.chart.appVersion } : {}),
+            dependencies: r.chart.dependencies.map((d) => ({ name: d.name, version: d.version })),
+            ...(r.chart.source ? { source: r.chart.source } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -110,18 +126,35 @@ export class Catalog {
     return this.scanning ?? Promise.resolve();
   }
 
-  /** Publishes the package archive held in blob `digest`; 409 when the version exists. */
-  async push(project: string, digest: BlobDigest, by: string): Promise<PackageVersion> {
+  /**
+   * Publishes the package archive or Helm chart held in blob `digest`; 409 when the version
+   * exists. `source`: the OCI reference a chart was pulled from (pushChart).
+   */
+  async push(
+    project: string,
+    digest: BlobDigest,
+    by: string,
+    source?: { reference: string; manifestDigest: string },
+  ): Promise<PackageVersion> {
     const blob = this.o.blobs.get(project, digest);
     if (!blob)
       throw new OutpostError(
         'not_found',
         `blob ${digest} not found in project ${project}: upload the archive first (outpost package push FILE does both)`,
       );
-    let contents;
+    const file = this.o.blobs.files.path(digest);
+    let contents: PackageContents & { chart?: ChartInfo };
     // Past the archive limits readPackageArchive throws an ArchiveLimitError: 413 by its own mapping.
     try {
-      contents = await readPackageArchive(this.o.blobs.files.path(digest));
+      // The CLI names a chart by its media type; an archive uploaded otherwise is looked into.
+      const chart =
+        blob.mediaType === CHART_LAYER_MEDIA_TYPE ||
+        (blob.mediaType !== PACKAGE_MEDIA_TYPE && (await isChartArchive(file)));
+      if (chart) {
+        if (!this.o.helm?.bin) throw new OutpostError('unavailable', NO_HELM_MESSAGE);
+        const c = await readChart(this.o.helm, file, blob.size);
+        contents = { ...c, chart: { ...c.chart, ...(source ? { source } : {}) } };
+      } else contents = await readPackageArchive(file);
     } catch (err) {
       if (err instanceof PackageError) throw new OutpostError('invalid', `the package archive: ${err.message}`);
       throw err;
@@ -136,6 +169,7 @@ export class Catalog {
         digest,
         readme: contents.readme,
         icon: contents.icon,
+        chart: contents.chart,
         publishedBy: by,
       });
       if (!inserted) {
@@ -151,12 +185,24 @@ export class Catalog {
         kind: 'Package',
         name,
         reason: 'Published',
-        message: `package ${name} ${version} published by ${by} (${digest}); Pending its malware scan`,
+        message: `${contents.chart ? 'chart' : 'package'} ${name} ${version} published by ${by} (${digest}${source ? `, pulled from ${source.reference}` : ''})${contents.chart?.dependencies.length ? ` with subcharts ${contents.chart.dependencies.map((d) => `${d.name} ${d.version}`).join(', ')}` : ''}; Pending its malware scan`,
       });
     });
     log.info({ project, package: name, version, digest, by }, 'package published');
     this.kick();
     return view(this.state.catalog.getPackage(project, name, version)!);
+  }
+
+  /** Pulls the Helm chart `reference` (`oci://HOST/REPO:TAG`) through the project's Registry for HOST and publishes it. */
+  async pushChart(project: string, reference: string, by: string): Promise<PackageVersion> {
+    if (!this.o.helm?.bin) throw new OutpostError('unavailable', NO_HELM_MESSAGE);
+    const pulled = await pullChart(
+      { blobs: this.o.blobs, box: this.o.box, registries: this.o.objects.list<Registry>('Registry', project) },
+      project,
+      reference,
+      by,
+    );
+    return this.push(project, pulled.digest, by, { reference, manifestDigest: pulled.manifestDigest });
   }
 
   list(project: string | '*'): PackageSummary[] {

@@ -8,7 +8,8 @@
  * profile, values) is unchanged, the version recorded in `package_deployments` stays, whatever
  * is published meanwhile; `outpost rollout restart` resolves again. Secret parameter values are
  * sealed with the hub's key in the stored placement and delivered in a generated Secret (sealed
- * at rest and to each edge like any Secret, hub/secrets.ts).
+ * at rest and to each edge like any Secret, hub/secrets.ts). A Helm chart's placement generates one
+ * workload holding a `ChartRelease` (core/chart.ts), rendered by Helm per edge (chart-renders.ts).
  */
 import { createHash } from 'node:crypto';
 import { OutpostError } from '../../core/errors.js';
@@ -22,7 +23,8 @@ import {
 } from '../../core/package.js';
 import { HUB_SEALED_PREFIX } from '../../core/secrets.js';
 import type { Manifest, Placement, Workload } from '../../core/resources.js';
-import type { CatalogTables } from '../state/catalog.js';
+import type { CatalogTables, PackageRecord } from '../state/catalog.js';
+import { CHART_RELEASE_KIND, chartValues, type ChartRelease } from '../../core/chart.js';
 import type { SecretBox } from '../secrets.js';
 import { KEPT_REVISIONS, type ObjectStore } from '../objects.js';
 
@@ -174,17 +176,17 @@ export function admitPackagePlacement(
         }: publish one`,
       );
   }
-  let values: Record<string, string | number | boolean>;
+  let rendered: { name: string; manifests: Manifest[] }[];
   try {
-    values = resolveValues(rec.manifest, { profile: ref.profile, values: plain });
+    rendered = rec.chart
+      ? [{ name: rec.chart.name, manifests: [chartRelease(rec, p, plain)] }]
+      : renderPackage(rec.manifest, resolveValues(rec.manifest, { profile: ref.profile, values: plain }));
   } catch (err) {
     if (err instanceof PackageError) refuse(name, err.message);
     throw err;
   }
-
-  const rendered = renderPackage(rec.manifest, values);
   const names: string[] = [];
-  const cause = `package ${ref.name} ${version}${ref.profile ? ` profile ${ref.profile}` : ''} for placement ${name}`;
+  const cause = `${rec.chart ? 'chart' : 'package'} ${ref.name} ${version}${ref.profile ? ` profile ${ref.profile}` : ''} for placement ${name}`;
   for (const w of rendered) {
     const wname = generatedName(name, w.name);
     const other = ctx.objects.get<Workload>('Workload', project, wname);
@@ -228,6 +230,27 @@ export function admitPackagePlacement(
       ...(recorded && recorded.version !== version ? { previousVersion: recorded.version } : {}),
     });
   return { ...p, spec: { ...p.spec, workloads: names, package: request } };
+}
+
+/**
+ * The one manifest of a chart placement's workload: the chart (its digest and subcharts, what each
+ * revision renders) and the values (profile, then the placement's values at their dotted paths),
+ * `{{ edge.* }}` left in them for each edge (chart-renders.ts). The release is the placement's name,
+ * in a namespace named as the project.
+ */
+function chartRelease(rec: PackageRecord, p: Placement, plain: Record<string, string | number | boolean>): Manifest {
+  const chart = rec.chart!;
+  const release: ChartRelease = {
+    apiVersion: 'outpost.dev/v1alpha1',
+    kind: CHART_RELEASE_KIND,
+    metadata: { name: p.metadata.name },
+    spec: {
+      chart: { name: chart.name, version: chart.version, digest: rec.digest, dependencies: chart.dependencies },
+      namespace: p.metadata.project,
+      values: chartValues(chart, p.spec.package!.profile, plain),
+    },
+  };
+  return release as unknown as Manifest;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * @module The catalog's API routes (docs/api.md): publish a package whose archive was uploaded as
- * a blob, list packages and versions, read one version (readme, icon, parameters, workloads), and
+ * @module The catalog's API routes (docs/api.md): publish a package whose archive (or Helm chart)
+ * was uploaded as a blob, or a Helm chart the hub pulls from an OCI registry, list packages and versions, read one version (readme, icon, parameters, workloads), and
  * `POST .../placements/NAME/restart`, which resolves a package placement's version range again.
  */
 import { Hono } from 'hono';
@@ -15,11 +15,13 @@ export function catalogRoutes(catalog: Catalog): Hono<Env> {
   app.post('/projects/:project/packages', async (c) => {
     const project = c.req.param('project');
     const p = authorize(c, 'write', project);
-    const b = await jsonBody<{ digest?: unknown }>(c);
+    const b = await jsonBody<{ digest?: unknown; chart?: unknown }>(c);
+    if (typeof b.chart === 'string' && b.digest === undefined)
+      return c.json(await catalog.pushChart(project, b.chart, `token:${p.tokenId}`), 201);
     if (!isDigest(b.digest))
       throw new OutpostError(
         'invalid',
-        'body must be {"digest": "sha256:..."}: the digest of the package archive uploaded with POST /api/v1/projects/P/blobs',
+        'body must be {"digest": "sha256:..."}: the digest of the package archive or Helm chart uploaded with POST /api/v1/projects/P/blobs, or {"chart": "oci://HOST/REPO:VERSION"}: a Helm chart the hub pulls through the project\'s Registry for HOST',
       );
     return c.json(await catalog.push(project, b.digest, `token:${p.tokenId}`), 201);
   });

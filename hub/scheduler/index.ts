@@ -29,7 +29,7 @@ import { failedEdges, observeEdges, planPlacement, skipDelayMs, type RolloutStat
 import type { SchedulerPeers } from './peers.js';
 import { SpecWriter } from './spec-writer.js';
 import { StatusMarks } from './status-marks.js';
-import { TargetCache, type ImagePinning } from './targets.js';
+import { TargetCache, type ChartRendering, type ImagePinning } from './targets.js';
 
 export type { RolloutStatus } from './rollout.js';
 export type { EdgeGate, GateContext } from './gates.js';
@@ -147,6 +147,11 @@ export class Scheduler {
   /** Images pinned to digests per revision (hub/images/pins.ts): what edges get names digests. */
   useImagePins(pins: ImagePinning): void {
     this.targets.images = pins;
+  }
+
+  /** Chart workloads rendered per edge (hub/catalog/chart-renders.ts). */
+  useChartRendering(charts: ChartRendering): void {
+    this.targets.charts = charts;
   }
 
   /**

@@ -8,12 +8,16 @@
  * hub busy for minutes).
  */
 import { createHash } from 'node:crypto';
-import { customize, manifestHash } from '../../core/customize.js';
+import { chartReleaseOf, type ChartRelease } from '../../core/chart.js';
+import { customize, manifestHash, type EdgeContext } from '../../core/customize.js';
 import type { Edge, Manifest, Placement, Registry, Workload } from '../../core/resources.js';
 import { contentSetKey } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
 import { schedulableEdges } from '../edges/phase.js';
 import type { EdgeLiveness } from '../state/edges.js';
+
+/** What a chart workload is on one edge: its rendered manifests, a rendering under way, or why not. */
+export type ChartTarget = { manifests: Manifest[] } | { pending: string } | { error: string };
 
 /** What one workload should be on one edge. */
 export interface Target {
@@ -25,6 +29,8 @@ export interface Target {
   error?: string;
   /** Images of the revision the hub has not resolved to a digest yet, each with why (hub/images/pins.ts). */
   unresolvedImages?: string[];
+  /** A chart this edge's values are being rendered for (hub/catalog/chart-renders.ts): the edge waits. */
+  chartPending?: string;
 }
 
 export interface Selection {
@@ -50,6 +56,13 @@ export interface RegistryAccess {
 
 const NO_REGISTRIES: RegistryAccess = { list: () => [], add: (_, m) => m };
 
+/** Chart workloads rendered per edge (hub/catalog/chart-renders.ts). */
+export interface ChartRendering {
+  /** Bumped when a rendering of the project ends: its selections are computed again. */
+  version(project: string): number;
+  target(project: string, release: ChartRelease, edge: EdgeContext): ChartTarget;
+}
+
 /** Images pinned to digests per workload revision (hub/images/pins.ts). */
 export interface ImagePinning {
   /** Bumped when a resolution of the project ends: its selections are computed again. */
@@ -69,6 +82,8 @@ export class TargetCache {
   private edgesVersion = 0;
   /** Set once the hub's image cache exists (hub.ts wires it after the scheduler). */
   images: ImagePinning | undefined;
+  /** Set once the catalog exists (hub.ts wires it after the scheduler). */
+  charts: ChartRendering | undefined;
 
   constructor(
     private readonly edges: EdgeSource,
@@ -97,7 +112,7 @@ export class TargetCache {
     let approved = 0;
     for (const l of runtimes.values()) if (l.approved) approved++;
     const registries = this.registries.list(project);
-    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}|${this.images?.version(project) ?? 0}`;
+    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}|${this.images?.version(project) ?? 0}|${this.charts?.version(project) ?? 0}`;
     const hit = this.cache.get(`${project}/${name}`);
     if (hit && hit.stamp === stamp) return hit;
     const candidates = schedulableEdges(this.edges(project), runtimes);
@@ -122,33 +137,50 @@ export class TargetCache {
     edge: { name: string; labels: Record<string, string>; annotations: Record<string, string> },
     registries: Registry[],
   ): Target {
-    const r = customize(
-      w.spec.manifests,
-      { name: edge.name, labels: edge.labels, annotations: edge.annotations },
-      placement.spec.customization,
-      w.metadata.name,
-    );
     const revision = (w.status as { revision?: number } | undefined)?.revision ?? 0;
+    const ctx = { name: edge.name, labels: edge.labels, annotations: edge.annotations };
+    let source = w.spec.manifests;
+    // A chart's rendered output is the chart's text: `{{ ... }}` in it is not an edge template.
+    let templates = true;
+    const release = this.charts ? chartReleaseOf(source) : undefined;
+    if (release) {
+      const c = this.charts!.target(placement.metadata.project, release, ctx);
+      if ('pending' in c)
+        return {
+          workload: w.metadata.name,
+          revision,
+          manifests: [],
+          key: `pending:${createHash('sha256').update(c.pending).digest('hex').slice(0, 16)}`,
+          chartPending: c.pending,
+        };
+      if ('error' in c) return this.failed(w.metadata.name, revision, `workload ${w.metadata.name}: ${c.error}`);
+      source = c.manifests;
+      templates = false;
+    }
+    const r = customize(source, ctx, placement.spec.customization, w.metadata.name, { templates });
     const pinned =
       'error' in r || !this.images
         ? undefined
         : this.images.pin(placement.metadata.project, w.metadata.name, revision, r.manifests, registries);
     const manifests = 'error' in r ? [] : this.registries.add(registries, pinned?.manifests ?? r.manifests);
     const error = 'error' in r ? r.error : this.cannotReceive(edge.name, manifests);
-    if (error !== undefined)
-      return {
-        workload: w.metadata.name,
-        revision,
-        manifests: [],
-        key: `error:${createHash('sha256').update(error).digest('hex').slice(0, 16)}`,
-        error,
-      };
+    if (error !== undefined) return this.failed(w.metadata.name, revision, error);
     return {
       workload: w.metadata.name,
       revision,
       manifests,
       key: manifestHash(manifests),
       ...(pinned?.unresolved.length ? { unresolvedImages: pinned.unresolved } : {}),
+    };
+  }
+
+  private failed(workload: string, revision: number, error: string): Target {
+    return {
+      workload,
+      revision,
+      manifests: [],
+      key: `error:${createHash('sha256').update(error).digest('hex').slice(0, 16)}`,
+      error,
     };
   }
 }

@@ -1,10 +1,12 @@
 /**
  * @module The catalog's tables (the only SQL about them): `packages`, one row per published
- * version with its description, readme, icon, archive digest and scan verdict;
+ * version with its description, readme, icon, archive digest, scan verdict and, for a Helm
+ * chart, what the hub read of it;
  * `package_deployments`, the version a package placement resolved to (once per rollout); and
  * `package_revisions`, the version each revision of a generated workload renders.
  */
 import type { BlobDigest } from '../../core/blobs.js';
+import type { ChartInfo } from '../../core/chart.js';
 import type { PackageManifest } from '../../core/package.js';
 import { all, bindDb, migrateTables, one, run, type SqlDb } from './sql.js';
 import { SCAN_STATES, type PackageVersion, type ScanState } from '../../core/api/types.js';
@@ -22,6 +24,8 @@ export interface PackageRecord extends PackageVersion {
   readme?: string;
   /** A data: URL. */
   icon?: string;
+  /** The Helm chart this version is (its manifest then has no workloads of its own). */
+  chart?: ChartInfo;
 }
 
 interface Row {
@@ -39,6 +43,7 @@ interface Row {
   scan_engine: string | null;
   scanned_at: number | null;
   scan_error: string | null;
+  chart: string | null;
 }
 
 function toRecord(r: Row): PackageRecord {
@@ -61,6 +66,7 @@ function toRecord(r: Row): PackageRecord {
     manifest,
     ...(r.readme !== null ? { readme: r.readme } : {}),
     ...(r.icon !== null ? { icon: r.icon } : {}),
+    ...(r.chart ? { chart: JSON.parse(r.chart) as ChartInfo } : {}),
   };
 }
 
@@ -73,14 +79,15 @@ export function insertPackage(
     digest: BlobDigest;
     readme?: string | undefined;
     icon?: string | undefined;
+    chart?: ChartInfo | undefined;
     publishedBy: string;
   },
   now = Date.now(),
 ): boolean {
   const r = run(
     db,
-    `INSERT INTO packages (project, name, version, digest, manifest, readme, icon, published_by, published_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project, name, version) DO NOTHING`,
+    `INSERT INTO packages (project, name, version, digest, manifest, readme, icon, chart, published_by, published_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project, name, version) DO NOTHING`,
     p.project,
     p.manifest.metadata.name,
     p.manifest.spec.version,
@@ -88,6 +95,7 @@ export function insertPackage(
     JSON.stringify(p.manifest),
     p.readme ?? null,
     p.icon ?? null,
+    p.chart ? JSON.stringify(p.chart) : null,
     p.publishedBy,
     now,
   );

@@ -1,4 +1,4 @@
-/** The schema component `catalog`: packages, package_deployments, package_revisions (hub/state/catalog.ts). Never renumber or edit a shipped migration. */
+/** The schema component `catalog`: packages (and their charts), package_deployments, package_revisions (hub/state/catalog.ts). Never renumber or edit a shipped migration. */
 import type { Migration } from '../../../sync/sqlite.js';
 
 export const CATALOG_MIGRATIONS: Migration[] = [
@@ -54,5 +54,12 @@ export const CATALOG_MIGRATIONS: Migration[] = [
         PRIMARY KEY (project, workload, revision)
       );
     `,
+  },
+  {
+    version: 3,
+    // A version that is a Helm chart (docs/catalog.md, "Helm charts"): what the hub read of it
+    // (core/chart.ts ChartInfo as JSON: its version, subcharts and their versions, values,
+    // profiles, the OCI reference it was pulled from); NULL for Outpost's own packages.
+    sql: `ALTER TABLE packages ADD COLUMN chart TEXT;`,
   },
 ];
