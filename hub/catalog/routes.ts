@@ -7,6 +7,7 @@ import { Hono } from 'hono';
 import { isDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
 import { authorize, type Env } from '../auth/middleware.js';
+import { byOf } from '../auth/principal.js';
 import { jsonBody } from '../json-body.js';
 import type { Catalog } from './index.js';
 
@@ -21,7 +22,7 @@ export function catalogRoutes(catalog: Catalog): Hono<Env> {
         'invalid',
         'body must be {"digest": "sha256:..."}: the digest of the package archive uploaded with POST /api/v1/projects/P/blobs',
       );
-    return c.json(await catalog.push(project, b.digest, `token:${p.tokenId}`), 201);
+    return c.json(await catalog.push(project, b.digest, byOf(p)), 201);
   });
   app.get('/projects/:project/packages', (c) => {
     const project = c.req.param('project');
@@ -41,7 +42,7 @@ export function catalogRoutes(catalog: Catalog): Hono<Env> {
   app.post('/projects/:project/placements/:name/restart', (c) => {
     const project = c.req.param('project');
     const p = authorize(c, 'write', project);
-    const r = catalog.restart(project, c.req.param('name'), `token:${p.tokenId}`);
+    const r = catalog.restart(project, c.req.param('name'), byOf(p));
     return c.json({ deployment: r.deployment });
   });
   return app;
