@@ -11,7 +11,14 @@ import { consumeJoinToken, createJoinToken, joinTokenExpiry, listJoinTokens, rev
 import type { PeopleSessions } from './people.js';
 import type { ApiPrincipal } from './principal.js';
 import type { TokenStreams } from './token-streams.js';
-import { createApiToken, listApiTokens, revokeApiToken, rotateAdminToken, verifyApiToken } from './tokens.js';
+import {
+  apiTokenExpiry,
+  createApiToken,
+  listApiTokens,
+  revokeApiToken,
+  rotateAdminToken,
+  verifyApiToken,
+} from './tokens.js';
 
 /**
  * `dataDir` holds admin.token, which `rotateAdminToken` writes again; `streams` holds the tokens'
@@ -25,7 +32,7 @@ export function createHubAuth(
   /** After `token rotate-admin`: hub replicas sharing an identity share the new token too. */
   onAdminRotated: (token: string) => void = () => {},
   /** People's sessions (hub/auth/people.ts), when the hub has an identity provider: their tokens have the API tokens' format. */
-  people: () => Pick<PeopleSessions, 'verify'> | undefined = () => undefined,
+  people: () => Pick<PeopleSessions, 'verify' | 'expiry'> | undefined = () => undefined,
 ): HubAuth {
   return {
     verifyApiToken: (t) => {
@@ -33,6 +40,10 @@ export function createHubAuth(
       if (p) return { tokenId: p.id, role: p.role, project: p.project, expiresAt: p.expiresAt } satisfies ApiPrincipal;
       const parsed = parseToken(t);
       return parsed?.kind === 'api' ? (people()?.verify(parsed.id, parsed.secret) ?? null) : null;
+    },
+    credentialExpiry: (id, now = Date.now()) => {
+      const e = apiTokenExpiry(db, id, now);
+      return e !== undefined ? e : people()?.expiry(id, now);
     },
     hold: (p, close) => streams.hold(p, close),
     createApiToken: (o) => {

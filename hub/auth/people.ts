@@ -109,6 +109,12 @@ export class PeopleSessions {
     return this.principalOf(row, now);
   }
 
+  /** When session `id` ends (its expiry); undefined when it is not valid now (ended, overdue, no longer a member). */
+  expiry(id: string, now = Date.now()): number | undefined {
+    const row = this.o.tables.get(id);
+    return row ? (this.principalOf(row, now)?.expiresAt ?? undefined) : undefined;
+  }
+
   /** Which of `ids` are sessions valid now (what the open streams of each are rechecked with). */
   live(ids: readonly string[], now = Date.now()): Set<string> {
     const out = new Set<string>();

@@ -48,7 +48,7 @@ export interface GatewayOptions {
   /** The proxy sessions' tables, the tokens they are checked against, the events routes record. */
   state: Pick<HubState, 'auth' | 'proxySessions' | 'events'>;
   edges: Pick<EdgeState, 'get'>;
-  auth: Pick<HubAuth, 'verifyApiToken' | 'hold'>;
+  auth: Pick<HubAuth, 'verifyApiToken' | 'hold' | 'credentialExpiry'>;
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
@@ -91,7 +91,7 @@ export class TunnelGateway {
 
   constructor(private readonly opts: GatewayOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    this.sessions = new ProxySessions(opts.state);
+    this.sessions = new ProxySessions(opts.state, (id, now) => opts.auth.credentialExpiry(id, now));
     this.projectSessions = new ProjectSessions(opts.checkSession?.bind(opts));
     if (opts.registry) {
       const self = this;
