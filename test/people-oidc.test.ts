@@ -144,6 +144,10 @@ describe('people from an OpenID Connect provider', () => {
     const events = await call(hub.adminToken, 'GET', '/api/v1/projects/shop/events');
     expect(JSON.stringify(events.json)).toContain('operator alice@example.com (session');
 
+    // The Kubernetes API names her too (kubectl auth whoami).
+    const review = await call(cfg.token, 'POST', '/k8s/apis/authentication.k8s.io/v1/selfsubjectreviews', {});
+    expect(review.json.status.userInfo.username).toBe('outpost:person:alice@example.com');
+
     const out = await runCli(['logout'], { env });
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toContain('the session of alice@example.com');
@@ -188,6 +192,9 @@ describe('people from an OpenID Connect provider', () => {
         ['POST', '/api/v1/projects/factory/workloads', workload(`x-${login}`)],
         ['DELETE', '/api/v1/projects/factory/workloads/factory-app'],
         ['PUT', '/api/v1/projects/factory', project('factory', { description: 'taken' })],
+        ['PATCH', '/api/v1/projects/factory', { spec: { description: 'patched' } }],
+        ['POST', '/api/v1/apply', { objects: [project('factory', { description: 'applied' })] }],
+        ['DELETE', '/api/v1/projects/factory'],
         ['POST', '/api/v1/tokens/api', { role: 'admin', project: 'factory' }],
       ] as [string, string, unknown?][]) {
         const a = await ask(m, p, b);
@@ -197,7 +204,7 @@ describe('people from an OpenID Connect provider', () => {
       asked += answers.length;
       for (const a of answers) if (FACTORY_SECRETS.some((s) => JSON.stringify(a.json).includes(s))) leaks++;
     }
-    expect({ leaks, asked, aboutFactory }).toEqual({ leaks: 0, asked: 78, aboutFactory: 48 });
+    expect({ leaks, asked, aboutFactory }).toEqual({ leaks: 0, asked: 96, aboutFactory: 66 });
     // factory's workload is untouched.
     expect((await call(hub.adminToken, 'GET', '/api/v1/projects/factory/workloads/factory-app')).status).toBe(200);
   }, 120_000);
