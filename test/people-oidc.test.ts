@@ -184,6 +184,11 @@ describe('people from an OpenID Connect provider', () => {
       expect(write.status, `${login} (${role}) writes in shop`).toBe(role === 'viewer' ? 403 : 201);
       const token = await ask('POST', '/api/v1/tokens/api', { role: 'viewer', project: 'shop' });
       expect(token.status, `${login} (${role}) makes a token`).toBe(role === 'admin' ? 201 : 403);
+      if (role === 'admin') {
+        const listed = await ask('GET', '/api/v1/tokens');
+        const made = listed.json.items.find((x: { id: string }) => x.id === token.json.id);
+        expect(made.description).toMatch(new RegExp(`^created by admin ${login}@example.com \\(session [0-9a-f]+\\)$`));
+      }
       for (const [m, p, b] of [
         ['GET', '/api/v1/projects/factory'],
         ['GET', '/api/v1/projects/factory/workloads'],
@@ -204,7 +209,7 @@ describe('people from an OpenID Connect provider', () => {
       asked += answers.length;
       for (const a of answers) if (FACTORY_SECRETS.some((s) => JSON.stringify(a.json).includes(s))) leaks++;
     }
-    expect({ leaks, asked, aboutFactory }).toEqual({ leaks: 0, asked: 96, aboutFactory: 66 });
+    expect({ leaks, asked, aboutFactory }).toEqual({ leaks: 0, asked: 98, aboutFactory: 66 });
     // factory's workload is untouched.
     expect((await call(hub.adminToken, 'GET', '/api/v1/projects/factory/workloads/factory-app')).status).toBe(200);
   }, 120_000);
