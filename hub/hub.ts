@@ -159,6 +159,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         box: secrets.box,
         caFingerprint: fingerprint,
         tokenStreams: authModule.tokenStreams,
+        leading: () => late.scheduler?.leading ?? false,
       })
     : undefined;
   authModule.people = people?.sessions;

@@ -46,6 +46,12 @@ export function createPeopleModule(o: {
   box: { seal(value: string): string; open(sealed: string): string };
   caFingerprint: string | null;
   tokenStreams: TokenStreams;
+  /**
+   * Whether this replica plans (hub/scheduler): only it refreshes. Two replicas refreshing one
+   * session at once would present the same refresh token twice, which a provider that rotates
+   * them takes for a stolen one (it revokes the grant, and the person is signed out).
+   */
+  leading: () => boolean;
 }): PeopleModule {
   const refreshMs = o.oidc.refreshMs ?? OIDC_REFRESH_MS;
   const rp = new OidcRelyingParty({
@@ -88,7 +94,12 @@ export function createPeopleModule(o: {
     refreshNow,
     start() {
       // A tenth of the interval: a due session is refreshed well inside the one interval of grace it has.
-      timer = setInterval(() => void refreshNow(), Math.max(250, Math.floor(refreshMs / 10)));
+      timer = setInterval(
+        () => {
+          if (o.leading()) void refreshNow();
+        },
+        Math.max(250, Math.floor(refreshMs / 10)),
+      );
       timer.unref();
       void rp.configuration().then(
         () => log.info({ issuer: o.oidc.issuer }, 'identity provider discovered'),
