@@ -14,7 +14,14 @@ import { startHub, type Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
 import { eventStream } from './fixtures/token-streams.js';
 import { hubApi } from './fixtures/host-workloads.js';
-import { actAsUser, hubCodeFlow, idTokenFrom, startTestProvider, type TestProvider } from './fixtures/oidc-provider.js';
+import {
+  actAsUser,
+  browse,
+  hubCodeFlow,
+  idTokenFrom,
+  startTestProvider,
+  type TestProvider,
+} from './fixtures/oidc-provider.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort } from './ports.js';
 
@@ -213,6 +220,21 @@ describe('people from an OpenID Connect provider', () => {
     // factory's workload is untouched.
     expect((await call(hub.adminToken, 'GET', '/api/v1/projects/factory/workloads/factory-app')).status).toBe(200);
   }, 120_000);
+
+  it('refuses a code-flow callback in a browser that did not start the sign-in (login CSRF), and a code used twice', async () => {
+    // The attacker signs in and stops at the hub's callback, code and state in hand.
+    const attacker = await browse(`${hub.url}/auth/oidc/login`, 'alice', (u) => u.includes('/auth/oidc/callback'));
+    expect(attacker.url).toContain('code=');
+    // The victim's browser opens the link: no state cookie of its own.
+    const res = await fetch(attacker.url, { redirect: 'manual' });
+    const to = new URL(res.headers.get('location')!, hub.url);
+    expect(new URLSearchParams(to.hash.slice(1)).get('signin-error')).toContain('the state does not match');
+    expect(new URLSearchParams(to.hash.slice(1)).get('session')).toBeNull();
+    // The state is spent: even with the cookie, the same callback does not make a session.
+    const state = new URL(attacker.url).searchParams.get('state')!;
+    const again = await fetch(attacker.url, { redirect: 'manual', headers: { cookie: `outpost_oidc_state=${state}` } });
+    expect(new URL(again.headers.get('location')!, hub.url).hash).toContain('signin-error=');
+  }, 60_000);
 
   it('refuses a sign-in of a person who is a member of no project, or not of the project asked for', async () => {
     expect((await hubCodeFlow(hub.url, 'nobody')).error).toContain('nobody@example.com is not a member of any project');
