@@ -16,6 +16,20 @@ import type { NewSession, PeopleSessions } from './people.js';
 
 const log = createLogger('hub:oidc');
 
+/**
+ * Sign-ins in progress of each flow a hub keeps at most: anyone may start one (no token), and a
+ * device sign-in polls the provider until it expires, so without a bound a flood would hold the
+ * hub's memory and make it poll the provider on the flooder's behalf.
+ */
+export const MAX_SIGN_INS_IN_PROGRESS = 512;
+
+function tooMany(what: string): OutpostError {
+  return new OutpostError(
+    'too_many_requests',
+    `${MAX_SIGN_INS_IN_PROGRESS} ${what} sign-ins are in progress on this hub: try again in a few minutes (unfinished ones expire after 10 min)`,
+  );
+}
+
 interface CodeFlow {
   nonce: string;
   verifier: string;
@@ -55,6 +69,7 @@ export class OidcSignIn {
     now = Date.now(),
   ): Promise<{ url: string; state: string }> {
     this.sweep(now);
+    if (this.codes.size >= MAX_SIGN_INS_IN_PROGRESS) throw tooMany('browser');
     const s = await this.rp.startCodeFlow(redirectUri);
     this.codes.set(s.state, { nonce: s.nonce, verifier: s.verifier, project, expiresAt: now + OIDC_SIGN_IN_TTL_MS });
     return { url: s.url, state: s.state };
@@ -86,6 +101,7 @@ export class OidcSignIn {
   /** Starts a device sign-in (the CLI's): the provider's code and URL for the person, and the CLI's handle. */
   async startDevice(project: string | undefined, now = Date.now()): Promise<DeviceStart> {
     this.sweep(now);
+    if (this.devices.size >= MAX_SIGN_INS_IN_PROGRESS) throw tooMany('device');
     const d = await this.rp.startDeviceFlow();
     const handle = crypto.randomBytes(32).toString('base64url');
     const abort = new AbortController();
