@@ -226,3 +226,15 @@ export const TOKEN_RECHECK_MS = 15_000;
 export const AGENT_LOCK_GRACE_MS = 10_000;
 /** How long `outpost edge` waits for such an agent to let the lock go (after SIGKILL too) before it gives up. */
 export const AGENT_LOCK_WAIT_MS = 30_000;
+/**
+ * How often the hub refreshes the session of a person signed in with the identity provider
+ * (`--oidc-refresh-interval`, hub/auth/people.ts): at each refresh the provider is asked again for
+ * the person's groups, and a person it no longer knows (or whose refresh it refuses) loses the
+ * session. So a change at the provider takes effect within this bound; a change of a Project's
+ * members takes effect at the next request.
+ */
+export const OIDC_REFRESH_MS = 5 * 60_000;
+/** The longest a hub session of a person lasts, refreshed or not: then they sign in again. */
+export const OIDC_SESSION_TTL_MS = 12 * 60 * 60_000;
+/** How long a sign-in in progress (code flow, device flow) waits for the person. */
+export const OIDC_SIGN_IN_TTL_MS = 10 * 60_000;

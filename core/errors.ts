@@ -18,7 +18,10 @@ export const ERROR_CODES = {
   conflict: [409, 'a stale metadata.resourceVersion, or a name already taken'],
   too_large: [413, 'a body, object or stream over its bound'],
   unsupported_media: [415, 'a body in a content type the route does not take'],
-  too_many_requests: [429, 'an edge reconnects too often; Retry-After says when to come back'],
+  too_many_requests: [
+    429,
+    'an edge reconnects too often (Retry-After says when to come back), or too many sign-ins are in progress',
+  ],
   internal: [500, "a bug or unexpected failure on the hub: see the hub's log"],
   bad_gateway: [502, 'the edge could not serve a tunnelled request (its driver or workload refused)'],
   edge_disconnected: [502, 'the edge disconnected while a tunnelled request was under way'],

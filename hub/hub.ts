@@ -42,6 +42,7 @@ import { createHubMetrics } from './metrics.js';
 import { HubModules, loop } from './module.js';
 import { createAuthModule } from './modules/auth.js';
 import { createImagesModule } from './modules/images.js';
+import { createPeopleModule } from './modules/people.js';
 import { createOrderKinds } from './modules/orders.js';
 import { createReplication } from './modules/replication.js';
 import { createTunnelModule } from './modules/tunnel.js';
@@ -98,6 +99,8 @@ export interface Hub {
   clusters: HubClusters;
   /** This hub process among the replicas (a SQLite hub is the only one). */
   replicaId: string;
+  /** People from the identity provider; undefined without --oidc-issuer. */
+  people?: { refreshNow(): Promise<number> };
   /** Stops; `why` (e.g. the signal) goes into its edges' connection history. */
   close(why?: string): Promise<void>;
 }
@@ -152,6 +155,19 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // Projects (hub/projects/): every object write passes its project's admission (quotas, defaults).
   const projects = new Projects({ state });
   projects.attach(objects);
+  // People from the identity provider (--oidc-issuer): their sessions stand for principals as tokens do.
+  const people = opts.oidc
+    ? createPeopleModule({
+        oidc: opts.oidc,
+        state,
+        projects,
+        box: secrets.box,
+        caFingerprint: fingerprint,
+        tokenStreams: authModule.tokenStreams,
+        leading: () => late.scheduler?.leading ?? false,
+      })
+    : undefined;
+  authModule.people = people?.sessions;
   const sealedAtStart = objects.sealStoredSecrets();
   if (sealedAtStart) log.info({ rows: sealedAtStart }, 'sealed Secret values a previous version stored in clear');
   // Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents; the
@@ -269,6 +285,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const modules = new HubModules([
     loop('blobs', blobs),
     authModule,
+    ...(people ? [people] : []),
     { name: 'changes', onObjectChange: (c) => changes.notify(c.project, 'objects'), stop: () => changes.close() },
     // Every kind of order (the workloads first) marks what it plans from an object and forgets a
     // decommissioned edge (hub/orders/engine.ts).
@@ -322,6 +339,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       clusters,
     },
     projects: { projects, deletions },
+    ...(people ? { people } : {}),
     data: { state, uploads: dataFiles },
     releases: agentReleases,
     clusterArtifacts: agentReleases,
@@ -419,6 +437,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     charts,
     clusters,
     replicaId: replication.id,
+    ...(people ? { people } : {}),
     close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),
   };
 }

@@ -58,6 +58,26 @@ describe('outpost hub install', () => {
     expect(u.Unit.After).toEqual(['network-online.target']);
   });
 
+  it('carries the identity provider flags into the unit, the client secret by its file only', () => {
+    const exec = splitExecLine(
+      parseUnit(
+        hubUnit({
+          bin: '/b',
+          dataDir: '/d',
+          listen: '0.0.0.0:7443',
+          oidcIssuer: 'https://idp.example/realms/acme',
+          oidcClientId: 'outpost',
+          oidcClientSecretFile: '/etc/outpost/oidc-secret',
+          oidcGroupsClaim: 'roles',
+          oidcRefreshInterval: 120_000,
+        }),
+      ).Service.ExecStart[0]!,
+    );
+    expect(exec.join(' ')).toContain(
+      '--oidc-issuer https://idp.example/realms/acme --oidc-client-id outpost --oidc-client-secret-file /etc/outpost/oidc-secret --oidc-groups-claim roles --oidc-refresh-interval 120000ms',
+    );
+  });
+
   it('keeps the one capability needed to listen below 1024, and refuses a bad --listen', () => {
     expect(
       parseUnit(hubUnit({ bin: '/b', dataDir: '/d', listen: '0.0.0.0:443' })).Service.CapabilityBoundingSet,

@@ -37,6 +37,14 @@ export interface HubInstallOptions {
   database?: string;
   identityKey?: string;
   advertiseUrl?: string;
+  /** The identity provider (`--oidc-*`): the secret stays in its file, only the file's path is in the unit. */
+  oidcIssuer?: string;
+  oidcClientId?: string;
+  oidcClientSecretFile?: string;
+  oidcGroupsClaim?: string;
+  oidcScopes?: string;
+  oidcRefreshInterval?: number;
+  oidcSessionTtl?: number;
   /** Blob files elsewhere than DATA/blobs (replicas share one): writable by the service too. */
   blobDir?: string;
 }
@@ -65,6 +73,13 @@ export function hubArgv(o: Omit<HubUnitOptions, 'database'>): string[] {
   if (o.identityKey) argv.push('--identity-key', o.identityKey);
   if (o.advertiseUrl) argv.push('--advertise-url', o.advertiseUrl);
   if (o.blobDir) argv.push('--blob-dir', o.blobDir);
+  if (o.oidcIssuer) argv.push('--oidc-issuer', o.oidcIssuer);
+  if (o.oidcClientId) argv.push('--oidc-client-id', o.oidcClientId);
+  if (o.oidcClientSecretFile) argv.push('--oidc-client-secret-file', o.oidcClientSecretFile);
+  if (o.oidcGroupsClaim) argv.push('--oidc-groups-claim', o.oidcGroupsClaim);
+  if (o.oidcScopes) argv.push('--oidc-scopes', o.oidcScopes);
+  if (o.oidcRefreshInterval !== undefined) argv.push('--oidc-refresh-interval', `${o.oidcRefreshInterval}ms`);
+  if (o.oidcSessionTtl !== undefined) argv.push('--oidc-session-ttl', `${o.oidcSessionTtl}ms`);
   return argv;
 }
 

@@ -56,6 +56,24 @@ export interface HubOptions {
    * PROTO://HOSTNAME:PORT.
    */
   advertiseUrl?: string;
+  /**
+   * People from an OpenID Connect provider (`--oidc-issuer`...: hub/modules/people.ts); absent:
+   * API tokens only, as before.
+   */
+  oidc?: {
+    issuer: string;
+    clientId: string;
+    /** A file whose first line is the client secret (kept out of `ps` and the unit). */
+    clientSecretFile: string;
+    /** The ID token claim listing the person's groups (default `groups`). */
+    groupsClaim?: string;
+    /** The scopes asked for at sign-in (default: openid email profile groups). */
+    scopes?: string;
+    /** How often sessions are refreshed with the provider (default OIDC_REFRESH_MS): the bound on a change there taking effect. */
+    refreshMs?: number;
+    /** The longest a session lasts (default OIDC_SESSION_TTL_MS). */
+    sessionTtlMs?: number;
+  };
 }
 
 export function parseListen(s: string): { host: string; port: number } {

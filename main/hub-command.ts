@@ -24,6 +24,35 @@ interface HubFlags {
   database?: string;
   identityKey?: string;
   advertiseUrl?: string;
+  oidcIssuer?: string;
+  oidcClientId?: string;
+  oidcClientSecretFile?: string;
+  oidcGroupsClaim?: string;
+  oidcScopes?: string;
+  oidcRefreshInterval?: number;
+  oidcSessionTtl?: number;
+}
+
+/** The identity provider of `--oidc-*` (docs/security.md, "People"); undefined without --oidc-issuer. */
+function oidcOf(g: HubFlags) {
+  const any = g.oidcClientId || g.oidcClientSecretFile || g.oidcGroupsClaim || g.oidcScopes;
+  if (!g.oidcIssuer) {
+    if (any) throw new UsageError('--oidc-client-id and the other --oidc-* flags need --oidc-issuer URL');
+    return undefined;
+  }
+  if (!g.oidcClientId || !g.oidcClientSecretFile)
+    throw new UsageError(
+      '--oidc-issuer needs --oidc-client-id ID and --oidc-client-secret-file FILE (the client registered for this hub at the provider)',
+    );
+  return {
+    issuer: g.oidcIssuer,
+    clientId: g.oidcClientId,
+    clientSecretFile: g.oidcClientSecretFile,
+    ...(g.oidcGroupsClaim ? { groupsClaim: g.oidcGroupsClaim } : {}),
+    ...(g.oidcScopes ? { scopes: g.oidcScopes } : {}),
+    ...(g.oidcRefreshInterval !== undefined ? { refreshMs: g.oidcRefreshInterval } : {}),
+    ...(g.oidcSessionTtl !== undefined ? { sessionTtlMs: g.oidcSessionTtl } : {}),
+  };
 }
 
 /** Adds `outpost hub` (the hub process) and its verbs to `program`. */
@@ -57,6 +86,17 @@ export function registerHubCommand(program: Command): void {
     .option('--tls-ca <file>', 'root CA of --tls-cert (pinned by tokens)')
     .option('--host <name...>', 'extra DNS names or IPs for the hub-made certificate')
     .option('--require-approval', 'new edges wait as Pending until `outpost edge approve NAME`')
+    .option('--oidc-issuer <url>', 'sign people in with this OpenID Connect provider (docs/security.md, "People")')
+    .option('--oidc-client-id <id>', "the hub's client id at the provider")
+    .option('--oidc-client-secret-file <file>', 'a file whose first line is the client secret')
+    .option('--oidc-groups-claim <claim>', "the ID token claim listing the person's groups (default groups)")
+    .option('--oidc-scopes <scopes>', 'scopes asked for at sign-in (default "openid email profile groups")')
+    .option(
+      '--oidc-refresh-interval <duration>',
+      'how often sessions are refreshed with the provider: a change there takes effect within it (default 5m)',
+      durationOption,
+    )
+    .option('--oidc-session-ttl <duration>', 'the longest a session lasts (default 12h)', durationOption)
     .option('--blob-quota <size>', 'bytes of blobs each project may hold, e.g. 20GiB', byteSizeOption)
     .option(
       '--blob-idle-timeout <duration>',
@@ -120,6 +160,7 @@ export function registerHubCommand(program: Command): void {
         } catch (err) {
           throw new UsageError((err as Error).message);
         }
+        const oidc = oidcOf(o);
         let scanner;
         try {
           scanner = o.scanner === undefined ? undefined : parseScanner(o.scanner);
@@ -132,6 +173,7 @@ export function registerHubCommand(program: Command): void {
         if (o.helm !== undefined && !fs.existsSync(o.helm))
           throw new UsageError(`--helm ${o.helm}: no such file (build it with bash build/helm/build.sh)`);
         const h = await startHub({
+          ...(oidc ? { oidc } : {}),
           ...(scanner ? { scanner } : {}),
           ...(helm ? { helm } : {}),
           ...(o.dataSinkS3Bucket
@@ -285,6 +327,7 @@ export function registerHubCommand(program: Command): void {
       if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
       if ((g.identityKey || g.advertiseUrl) && !g.database)
         throw new UsageError('--identity-key and --advertise-url are for hub replicas: give --database too');
+      oidcOf(g);
       const [{ installHub }, { isPackaged }] = await Promise.all([
         import('../hub/install.js'),
         import('../sync/native.js'),

@@ -17,6 +17,8 @@ export interface WhoAmI {
   role: Role;
   project: string;
   tokenId: string;
+  /** For a person signed in with the identity provider: who (their email, else subject); `tokenId` is their session's id. */
+  person?: string;
   /** The hub replica that answered (the UI names it in its header; `outpost get replicas` lists them all). */
   replica?: { id: string; url: string };
 }

@@ -20,6 +20,7 @@ import { authenticate, principal, type Env } from '../auth/middleware.js';
 import { applyRoutes } from './apply.js';
 import { catalogRoutes } from '../catalog/routes.js';
 import { edgeRoutes, enrollRoute } from './edges.js';
+import { logoutRoutes, signInRoutes, type PeopleApi } from './people.js';
 import { projectRoutes, type ProjectApi } from './projects.js';
 import { fleetRoutes } from './fleet.js';
 import { objectRoutes } from './objects.js';
@@ -71,6 +72,8 @@ export interface ApiModules {
   gitRepos: GitRepos;
   /** Project objects and their deletions (hub/projects/). */
   projects: ProjectApi;
+  /** Sign-in with the identity provider; undefined without --oidc-issuer (hub/modules/people.ts). */
+  people?: PeopleApi;
 }
 
 export function createApi(m: ApiModules): Hono {
@@ -121,12 +124,22 @@ export function createApi(m: ApiModules): Hono {
     gitWebhookRoute(m.gitRepos, (p, n) => m.objects.objects.get('GitRepo', p, n), m.objects.secrets.box),
   );
 
+  // Before the authenticated routes: a sign-in is how a person gets a token.
+  app.route('/', signInRoutes(m.people));
+
   const api = new Hono<Env>();
   api.use('*', authenticate(m.auth));
   api.get('/whoami', (c) => {
-    const { role, project, tokenId } = principal(c);
-    return c.json({ role, project, tokenId, replica: m.replicas.self() } satisfies WhoAmI);
+    const { role, project, tokenId, person } = principal(c);
+    return c.json({
+      role,
+      project,
+      tokenId,
+      ...(person ? { person } : {}),
+      replica: m.replicas.self(),
+    } satisfies WhoAmI);
   });
+  api.route('/', logoutRoutes(m.people));
 
   api.route('/', tokenRoutes(m.auth));
 

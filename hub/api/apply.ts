@@ -26,17 +26,12 @@ import { checkDataPaths } from '../data/paths.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import type { ObjectApi } from './context.js';
-import { authorize, principal, type Env } from '../auth/middleware.js';
+import { actor, authorize, principal, type Env } from '../auth/middleware.js';
 import { authorizeAllProjects } from '../auth/roles.js';
 import { validateProject } from '../projects/store.js';
 import { jsonBody } from '../json-body.js';
 import { registryForOutput } from '../images/registries.js';
 import { gitRepoForOutput } from '../gitops/credentials.js';
-
-function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
-  const p = c.get('principal');
-  return `${p.role} token ${p.tokenId}`;
-}
 
 /** What `objects.apply` would answer, without writing: created, configured or unchanged (409 on a stale version). */
 function dryRunAction(deps: ObjectApi, v: Resource): ApplyAction {

@@ -10,7 +10,7 @@ import { formatIssues, Inventory, Labels } from '../../core/resources.js';
 import { isSealKey } from '../../core/secrets.js';
 import type { EdgeLifecycle } from '../edges/lifecycle.js';
 import type { ObjectApi } from './context.js';
-import { authorize, type Env } from '../auth/middleware.js';
+import { actor, authorize, type Env } from '../auth/middleware.js';
 import { jsonBody } from '../json-body.js';
 import { withStatus } from './objects.js';
 
@@ -25,9 +25,6 @@ const EnrollRequest = z.object({
   sealKey: z.string().refine(isSealKey, 'must be an X25519 public key: 43 base64url characters').optional(),
 });
 
-const actorOf = (c: { get(k: 'principal'): { role: string; tokenId: string } }) =>
-  `${c.get('principal').role} token ${c.get('principal').tokenId}`;
-
 /** What the edges' lifecycle does, answered as the objects' routes show an Edge (`deps`). */
 export function edgeRoutes(edges: EdgeLifecycle, deps: ObjectApi): Hono<Env> {
   const app = new Hono<Env>();
@@ -35,7 +32,7 @@ export function edgeRoutes(edges: EdgeLifecycle, deps: ObjectApi): Hono<Env> {
   app.post('/projects/:project/edges/:name/approve', (c) => {
     const project = c.req.param('project');
     authorize(c, 'admin', project);
-    return c.json(withStatus(deps, edges.approve(project, c.req.param('name'), actorOf(c))));
+    return c.json(withStatus(deps, edges.approve(project, c.req.param('name'), actor(c))));
   });
 
   app.post('/projects/:project/edges/:name/labels', async (c) => {
@@ -46,7 +43,7 @@ export function edgeRoutes(edges: EdgeLifecycle, deps: ObjectApi): Hono<Env> {
     const body = await jsonBody<{ labels?: Record<string, string | null> }>(c);
     if (!body.labels || typeof body.labels !== 'object')
       throw new OutpostError('invalid', 'labels: must be an object of key: value (null removes a label)');
-    return c.json(withStatus(deps, edges.label(project, name, body.labels, actorOf(c))));
+    return c.json(withStatus(deps, edges.label(project, name, body.labels, actor(c))));
   });
 
   for (const [verb, unschedulable] of [
@@ -56,7 +53,7 @@ export function edgeRoutes(edges: EdgeLifecycle, deps: ObjectApi): Hono<Env> {
     app.post(`/projects/:project/edges/:name/${verb}`, (c) => {
       const project = c.req.param('project');
       authorize(c, 'write', project);
-      return c.json(withStatus(deps, edges.setUnschedulable(project, c.req.param('name'), unschedulable, actorOf(c))));
+      return c.json(withStatus(deps, edges.setUnschedulable(project, c.req.param('name'), unschedulable, actor(c))));
     });
   }
 
@@ -64,7 +61,7 @@ export function edgeRoutes(edges: EdgeLifecycle, deps: ObjectApi): Hono<Env> {
     const project = c.req.param('project');
     authorize(c, 'admin', project);
     const name = c.req.param('name');
-    edges.decommission(project, name, actorOf(c));
+    edges.decommission(project, name, actor(c));
     return c.json({ decommissioned: name });
   });
 
@@ -75,7 +72,7 @@ export function edgeRoutes(edges: EdgeLifecycle, deps: ObjectApi): Hono<Env> {
     edges.get(project, name);
     const body = await jsonBody<{ workload?: string }>(c);
     if (!body.workload) throw new OutpostError('invalid', 'workload: is required');
-    return c.json(edges.clearIntents(project, name, body.workload, actorOf(c)));
+    return c.json(edges.clearIntents(project, name, body.workload, actor(c)));
   });
 
   return app;

@@ -26,7 +26,7 @@ import { registryForOutput } from '../images/registries.js';
 import { gitRepoForOutput } from '../gitops/credentials.js';
 import { REDACTED } from '../../core/secrets.js';
 import { kindFromPath, type ObjectApi } from './context.js';
-import { authorize, principal, type Env } from '../auth/middleware.js';
+import { actor, authorize, principal, type Env } from '../auth/middleware.js';
 import { jsonBody } from '../json-body.js';
 import { can } from '../auth/roles.js';
 
@@ -135,11 +135,6 @@ export function countMatching(
     n++;
   }
   return n;
-}
-
-function actor(c: { get(k: 'principal'): { role: string; tokenId: string } }): string {
-  const p = c.get('principal');
-  return `${p.role} token ${p.tokenId}`;
 }
 
 export function objectRoutes(deps: ObjectApi): Hono<Env> {

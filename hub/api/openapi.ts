@@ -371,9 +371,25 @@ export function openApiDocument(version: string): unknown {
     '/api/v1/release-key': {
       get: { summary: 'The hub release public key (PEM)', responses: { 200: { description: 'PEM' } } },
     },
+    '/api/v1/auth/oidc': {
+      get: {
+        summary: 'Whether the hub signs people in with an identity provider, and its issuer (no bearer token)',
+        responses: { 200: { description: '{enabled, issuer}' } },
+      },
+    },
+    '/api/v1/auth/oidc/device': simple(
+      "Start a person's device sign-in (the CLI's): the provider's URL and code, and a handle to poll (no bearer token)",
+    ),
+    '/api/v1/auth/oidc/device/poll': simple(
+      'Whether the person approved the device sign-in: pending, or their session token, once (no bearer token)',
+    ),
+    '/api/v1/auth/oidc/token': simple(
+      "A person's session for an ID token of the identity provider for the hub's client (no bearer token)",
+    ),
+    '/api/v1/auth/logout': simple("End the calling person's session"),
     '/api/v1/whoami': {
       get: {
-        summary: 'The calling token, and the hub replica that answered',
+        summary: 'The calling token or person, and the hub replica that answered',
         responses: { 200: { description: 'principal' } },
       },
     },

@@ -6,7 +6,7 @@
 import { Hono, type Context } from 'hono';
 import { OutpostError } from '../../core/errors.js';
 import type { Project } from '../../core/resources.js';
-import { authorize, principal, type Env } from '../auth/middleware.js';
+import { actor, authorize, principal, type Env } from '../auth/middleware.js';
 import { authorizeAllProjects } from '../auth/roles.js';
 import { jsonBody } from '../json-body.js';
 import type { ProjectDeletions } from '../projects/deletion.js';
@@ -19,11 +19,6 @@ export interface ProjectApi {
 }
 
 const WHY = "a project's quotas and members bound what its own admins may do";
-
-function actor(c: Context<Env>): string {
-  const p = principal(c);
-  return `${p.role} token ${p.tokenId}`;
-}
 
 export function projectRoutes(deps: ProjectApi): Hono<Env> {
   const app = new Hono<Env>();

@@ -10,7 +10,8 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { Labels } from '../../core/resources.js';
 import type { HubAuth, Role } from '../auth/contract.js';
-import { authorize, principal, type Env } from '../auth/middleware.js';
+import { createLogger } from '../../core/logger.js';
+import { actor, authorize, principal, type Env } from '../auth/middleware.js';
 import { jsonBody } from '../json-body.js';
 
 function ttlOf(ttl: string | undefined): number | undefined {
@@ -20,6 +21,8 @@ function ttlOf(ttl: string | undefined): number | undefined {
     throw new OutpostError('invalid', `ttl: ${(err as Error).message}`);
   }
 }
+
+const log = createLogger('hub:api');
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -38,6 +41,7 @@ export function tokenRoutes(auth: HubAuth): Hono<Env> {
     if (b.uses !== undefined && (!Number.isInteger(b.uses) || b.uses < 1))
       throw new OutpostError('invalid', 'uses: must be a positive integer');
     const t = auth.createJoinToken({ project, labels: labels.data, ttlMs: ttlOf(b.ttl), uses: b.uses });
+    log.info({ token: t.id, project, by: actor(c) }, 'join token created');
     return c.json({ token: t.token, id: t.id, expiresAt: new Date(t.expiresAt).toISOString() }, 201);
   });
 
@@ -52,7 +56,14 @@ export function tokenRoutes(auth: HubAuth): Hono<Env> {
     const p = principal(c);
     if (p.role !== 'admin' || (p.project !== '*' && p.project !== project))
       throw new OutpostError('forbidden', 'only an admin token of that project can create API tokens');
-    const t = auth.createApiToken({ role, project, ttlMs: ttlOf(b.ttl), description: b.description });
+    // Who made it stays with it (`token list`), unless the maker describes it otherwise.
+    const t = auth.createApiToken({
+      role,
+      project,
+      ttlMs: ttlOf(b.ttl),
+      description: b.description ?? `created by ${actor(c)}`,
+    });
+    log.info({ token: t.id, role, project, by: actor(c) }, 'API token created');
     return c.json({ token: t.token, id: t.id, role, project }, 201);
   });
 
@@ -91,6 +102,7 @@ export function tokenRoutes(auth: HubAuth): Hono<Env> {
         `token ${id} is the one this request is made with: revoke it with another admin token (for the hub's admin.token: outpost token rotate-admin)`,
       );
     const revoked = auth.revokeToken(found.kind, id);
+    log.info({ token: id, kind: found.kind, project: found.project, by: actor(c) }, 'token revoked');
     return c.json({
       revoked: { id, kind: found.kind, project: found.project },
       ...(revoked ? {} : { alreadyRevokedAt: iso(found.revokedAt) }),

@@ -20,6 +20,11 @@ export type JoinTokenView = JoinTokenInfo;
 export interface HubAuth {
   verifyApiToken(token: string): Principal | null;
   /**
+   * When the API token or person's session `id` stops being valid (null: never); undefined when it
+   * is not valid now (what a tunnel proxy session made with it checks: hub/tunnel/proxy-session.ts).
+   */
+  credentialExpiry(id: string, now?: number): number | null | undefined;
+  /**
    * Holds an open long-lived request (a stream, a tunnel session, a transfer) of `p` until the
    * returned release is called; `close` ends it first if its token is revoked (on any replica) or
    * its credential expires (hub/auth/token-streams.ts).

@@ -8,9 +8,17 @@ import type { HubAuth } from './contract.js';
 import type { AuthTables } from '../state/auth.js';
 import { issueEdgeCredential, revokeEdgeCredential } from './edge-credentials.js';
 import { consumeJoinToken, createJoinToken, joinTokenExpiry, listJoinTokens, revokeJoinToken } from './join-tokens.js';
+import type { PeopleSessions } from './people.js';
 import type { ApiPrincipal } from './principal.js';
 import type { TokenStreams } from './token-streams.js';
-import { createApiToken, listApiTokens, revokeApiToken, rotateAdminToken, verifyApiToken } from './tokens.js';
+import {
+  apiTokenExpiry,
+  createApiToken,
+  listApiTokens,
+  revokeApiToken,
+  rotateAdminToken,
+  verifyApiToken,
+} from './tokens.js';
 
 /**
  * `dataDir` holds admin.token, which `rotateAdminToken` writes again; `streams` holds the tokens'
@@ -23,13 +31,19 @@ export function createHubAuth(
   streams: TokenStreams,
   /** After `token rotate-admin`: hub replicas sharing an identity share the new token too. */
   onAdminRotated: (token: string) => void = () => {},
+  /** People's sessions (hub/auth/people.ts), when the hub has an identity provider: their tokens have the API tokens' format. */
+  people: () => Pick<PeopleSessions, 'verify' | 'expiry'> | undefined = () => undefined,
 ): HubAuth {
   return {
     verifyApiToken: (t) => {
       const p = verifyApiToken(db, t);
-      return p
-        ? ({ tokenId: p.id, role: p.role, project: p.project, expiresAt: p.expiresAt } satisfies ApiPrincipal)
-        : null;
+      if (p) return { tokenId: p.id, role: p.role, project: p.project, expiresAt: p.expiresAt } satisfies ApiPrincipal;
+      const parsed = parseToken(t);
+      return parsed?.kind === 'api' ? (people()?.verify(parsed.id, parsed.secret) ?? null) : null;
+    },
+    credentialExpiry: (id, now = Date.now()) => {
+      const e = apiTokenExpiry(db, id, now);
+      return e !== undefined ? e : people()?.expiry(id, now);
     },
     hold: (p, close) => streams.hold(p, close),
     createApiToken: (o) => {

@@ -5,7 +5,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { HubAuth, Principal } from './contract.js';
-import { principalFromHeader } from './principal.js';
+import { actorOf, principalFromHeader } from './principal.js';
 import { authorize as authorizeIn, type Action } from './roles.js';
 
 export type Env = { Variables: { principal: Principal } };
@@ -23,6 +23,11 @@ export function authenticate(auth: Pick<HubAuth, 'verifyApiToken'>): MiddlewareH
 
 export function principal(c: Context<Env>): Principal {
   return c.get('principal');
+}
+
+/** Who makes the request, as events and audit lines name them: the person, or the token (principal.ts actorOf). */
+export function actor(c: Context<Env>): string {
+  return actorOf(principal(c));
 }
 
 /** The request's principal, if it may do `action` in `project` (404 outside its project, 403 else: hub/auth/roles.ts). */

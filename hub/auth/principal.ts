@@ -17,6 +17,27 @@ export interface ApiPrincipal extends Principal {
    * of it may last (token-streams.ts).
    */
   expiresAt?: number | null;
+  /**
+   * For a person's session (hub/auth/people.ts): who signed in (their verified email, else their
+   * subject); `tokenId` is then the session's id. Absent for an API token.
+   */
+  person?: string;
+}
+
+/**
+ * How a principal is named in events, audit lines and logs: the person and their session, or the
+ * token. The one wording, so every audit event names a person or a token.
+ *
+ * @example
+ * actorOf({ role: 'operator', project: 'shop', tokenId: 'k3j', person: 'ana@example.com' }); // 'operator ana@example.com (session k3j)'
+ */
+/** The short form of `actorOf` that records keep (a blob's uploader, a package's pusher): `token:ID` or `person:NAME`, as `edge:NAME`. */
+export function byOf(p: Pick<ApiPrincipal, 'tokenId' | 'person'>): string {
+  return p.person ? `person:${p.person}` : `token:${p.tokenId}`;
+}
+
+export function actorOf(p: Pick<ApiPrincipal, 'role' | 'tokenId' | 'person'>): string {
+  return p.person ? `${p.role} ${p.person} (session ${p.tokenId})` : `${p.role} token ${p.tokenId}`;
 }
 
 export type VerifyApiToken = (token: string) => ApiPrincipal | null;

@@ -17,7 +17,7 @@ import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import type { HubAuth } from '../auth/contract.js';
-import { principalFromHeader } from '../auth/principal.js';
+import { byOf, principalFromHeader } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import { sendError } from '../tunnel/routes.js';
 import type { HubBlobs } from './index.js';
@@ -135,7 +135,7 @@ async function serve(
     if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
     const info = await o.blobs.upload(req, {
       project,
-      uploadedBy: `token:${p.tokenId}`,
+      uploadedBy: byOf(p),
       mediaType,
       ...(expected ? { expected } : {}),
       ...(len !== undefined && /^\d+$/.test(len) ? { size: Number(len) } : {}),

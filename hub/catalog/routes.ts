@@ -7,6 +7,7 @@ import { Hono } from 'hono';
 import { isDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
 import { authorize, type Env } from '../auth/middleware.js';
+import { byOf } from '../auth/principal.js';
 import { jsonBody } from '../json-body.js';
 import type { Catalog } from './index.js';
 
@@ -23,7 +24,7 @@ export function catalogRoutes(catalog: Catalog): Hono<Env> {
         'invalid',
         'body must be {"digest": "sha256:..."}: the digest of the package archive or Helm chart uploaded with POST /api/v1/projects/P/blobs, or {"chart": "oci://HOST/REPO:VERSION"}: a Helm chart the hub pulls through the project\'s Registry for HOST',
       );
-    return c.json(await catalog.push(project, b.digest, `token:${p.tokenId}`), 201);
+    return c.json(await catalog.push(project, b.digest, byOf(p)), 201);
   });
   app.get('/projects/:project/packages', (c) => {
     const project = c.req.param('project');
@@ -43,7 +44,7 @@ export function catalogRoutes(catalog: Catalog): Hono<Env> {
   app.post('/projects/:project/placements/:name/restart', (c) => {
     const project = c.req.param('project');
     const p = authorize(c, 'write', project);
-    const r = catalog.restart(project, c.req.param('name'), `token:${p.tokenId}`);
+    const r = catalog.restart(project, c.req.param('name'), byOf(p));
     return c.json({ deployment: r.deployment });
   });
   return app;

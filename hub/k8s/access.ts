@@ -19,10 +19,10 @@ export function actionOf(verb: string): Action | undefined {
   return READ_VERBS.has(verb) ? 'read' : WRITE_VERBS.has(verb) ? 'write' : undefined;
 }
 
-/** The Kubernetes user name of a token: what `kubectl auth whoami` prints and messages name. */
+/** The Kubernetes user name of a token or a person's session: what `kubectl auth whoami` prints and messages name. */
 export function userOf(p: ApiPrincipal): { username: string; groups: string[] } {
   return {
-    username: `outpost:token:${p.tokenId}`,
+    username: p.person ? `outpost:person:${p.person}` : `outpost:token:${p.tokenId}`,
     groups: [`outpost:role:${p.role}`, `outpost:project:${p.project}`, 'system:authenticated'],
   };
 }

@@ -8,7 +8,7 @@ import type { Context } from 'hono';
 import { parse as parseYaml } from 'yaml';
 import { OutpostError } from '../../core/errors.js';
 import type { Resource } from '../../core/resources.js';
-import type { ApiPrincipal } from '../auth/principal.js';
+import { actorOf, type ApiPrincipal } from '../auth/principal.js';
 import { authorizeKube } from './access.js';
 import { serverSideApply } from './apply.js';
 import { fromKube, toKube, type ManagedFieldsEntry } from './convert.js';
@@ -30,9 +30,7 @@ function resourceOfParam(c: C): KubeResource {
   return r;
 }
 
-export function actorOf(p: ApiPrincipal): string {
-  return `${p.role} token ${p.tokenId}`;
-}
+export { actorOf };
 
 function dryRunOf(c: C): boolean {
   const d = c.req.queries('dryRun') ?? [];

@@ -6,6 +6,7 @@
  */
 import * as auth from '../auth/index.js';
 import type { HubAuth } from '../auth/contract.js';
+import type { PeopleSessions } from '../auth/people.js';
 import type { IdentityKey } from '../identity/key.js';
 import { ensureReplicaAdminToken, shareRotatedAdminToken } from '../identity/admin-token.js';
 import type { HubModule } from '../module.js';
@@ -16,6 +17,8 @@ export interface AuthModule extends HubModule {
   readonly tokenStreams: auth.TokenStreams;
   /** DATA/admin.token; `token` undefined on a replica whose database's admin token another made. */
   readonly admin: { token: string | undefined; created: boolean };
+  /** People's sessions, set when the hub has an identity provider (hub/modules/people.ts). */
+  people: PeopleSessions | undefined;
 }
 
 export function createAuthModule(o: {
@@ -33,11 +36,30 @@ export function createAuthModule(o: {
     ? ensureReplicaAdminToken(state, dataDir, caFingerprint, identityKey)
     : auth.ensureAdminToken(state.auth, dataDir, caFingerprint);
   const tokenStreams = new auth.TokenStreams({
-    live: (ids) => auth.liveApiTokens(state.auth, ids),
+    live: (ids) => {
+      const live = auth.liveApiTokens(state.auth, ids);
+      for (const id of m.people?.live(ids.filter((i) => !live.has(i))) ?? []) live.add(id);
+      return live;
+    },
     broadcast: (tokens) => o.broadcastRevoked(tokens),
   });
-  const hubAuth = auth.createHubAuth(state.auth, dataDir, caFingerprint, tokenStreams, (t) => {
-    if (o.replicas && identityKey) shareRotatedAdminToken(state.identity, identityKey, t);
-  });
-  return { name: 'auth', auth: hubAuth, tokenStreams, admin, stop: () => tokenStreams.close() };
+  const hubAuth = auth.createHubAuth(
+    state.auth,
+    dataDir,
+    caFingerprint,
+    tokenStreams,
+    (t) => {
+      if (o.replicas && identityKey) shareRotatedAdminToken(state.identity, identityKey, t);
+    },
+    () => m.people,
+  );
+  const m: AuthModule = {
+    name: 'auth',
+    auth: hubAuth,
+    tokenStreams,
+    admin,
+    people: undefined,
+    stop: () => tokenStreams.close(),
+  };
+  return m;
 }

@@ -20,6 +20,7 @@ describe('sqliteHubState', () => {
         'packages',
         'data_files',
         'tunnel_proxy_sessions',
+        'people_sessions',
         'image_tags',
         'image_pins',
         'interconnect_reports',

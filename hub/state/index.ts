@@ -20,6 +20,7 @@
  * | projects.ts | projects (the Project objects and their recorded deletions: hub/projects/) |
  * | clusters.ts | cluster_template_versions, cluster_hosts, cluster_pki, cluster_nodes (clusters at the sites) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
+ * | people.ts | people_sessions (the hub's sessions of people signed in with the identity provider; the rules: hub/auth/people.ts) |
  * | kube-api.ts | kube_watch_events, kube_managed_fields (the Kubernetes API's watches and server-side apply) |
  * | leases.ts | edge_leases (hub processes sharing a PostgreSQL) |
  * | identity.ts | hub_identity (the sealed identity hub processes sharing a PostgreSQL share) |
@@ -49,6 +50,7 @@ import { IdentityStore } from './identity.js';
 import { sqlImagePinTables, type ImagePinTables } from './image-pins.js';
 import { sqlInterconnectTables, type InterconnectTables } from './interconnect.js';
 import { sqlImageTagTables, type ImageTagTables } from './image-tags.js';
+import { sqlPeopleTables, type PeopleTables } from './people.js';
 import { sqlProjectTables, type ProjectTables } from './projects.js';
 import { sqlProxySessionTables, type ProxySessionTables } from './proxy-sessions.js';
 import { edgeReads, sqlEdgeState, type EdgeState } from './edges.js';
@@ -169,6 +171,8 @@ export interface HubState {
   };
   /** API tokens, join tokens, edge credentials (hub/auth/'s rules over them). */
   auth: AuthTables;
+  /** The sessions of people signed in with the identity provider (hub/auth/people.ts's rules over them). */
+  people: PeopleTables;
   /** The tunnel's browser proxy sessions (hub/tunnel/proxy-session.ts's rules over them). */
   proxySessions: ProxySessionTables;
   /** Packages, their deployments and the versions of generated revisions (hub/catalog/). */
@@ -279,6 +283,7 @@ function tableGroups(db: SqlDb) {
     kubeApi: sqlKubeApiState(db),
     clusters: sqlClusterTables(db),
     proxySessions: sqlProxySessionTables(db),
+    people: sqlPeopleTables(db),
     imageTags: sqlImageTagTables(db),
     imagePins: sqlImagePinTables(db),
     interconnect: sqlInterconnectTables(db),

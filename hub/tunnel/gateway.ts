@@ -48,7 +48,7 @@ export interface GatewayOptions {
   /** The proxy sessions' tables, the tokens they are checked against, the events routes record. */
   state: Pick<HubState, 'auth' | 'proxySessions' | 'events'>;
   edges: Pick<EdgeState, 'get'>;
-  auth: Pick<HubAuth, 'verifyApiToken' | 'hold'>;
+  auth: Pick<HubAuth, 'verifyApiToken' | 'hold' | 'credentialExpiry'>;
   sync: () => SyncServer | undefined;
   registry?: client.Registry;
   limits?: Partial<GatewayLimits>;
@@ -91,7 +91,7 @@ export class TunnelGateway {
 
   constructor(private readonly opts: GatewayOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    this.sessions = new ProxySessions(opts.state);
+    this.sessions = new ProxySessions(opts.state, (id, now) => opts.auth.credentialExpiry(id, now));
     this.projectSessions = new ProjectSessions(opts.checkSession?.bind(opts));
     if (opts.registry) {
       const self = this;
@@ -293,7 +293,10 @@ export class TunnelGateway {
    */
   private cut(ctx: RouteContext | Forwarding, reason: string, destroy: () => void): void {
     const edge = 'forward' in ctx ? ctx.forward.edge : ctx.edge;
-    log.info({ user: ctx.principal.tokenId, edge }, `tunnel request ended: ${reason}`);
+    log.info(
+      { user: ctx.principal.tokenId, ...(ctx.principal.person ? { person: ctx.principal.person } : {}), edge },
+      `tunnel request ended: ${reason}`,
+    );
     destroy();
   }
 
@@ -352,7 +355,15 @@ export class TunnelGateway {
     const to = !conn && !forwardedBy ? fw?.holder(edge) : undefined;
     if (to) {
       log.info(
-        { user: p.tokenId, role: p.role, edge, target: `${route}${rest} ${req.method}`, replica: to.id, url: to.url },
+        {
+          user: p.tokenId,
+          ...(p.person ? { person: p.person } : {}),
+          role: p.role,
+          edge,
+          target: `${route}${rest} ${req.method}`,
+          replica: to.id,
+          url: to.url,
+        },
         'tunnel request forwarded to the hub replica serving the edge',
       );
       return {
@@ -394,7 +405,15 @@ export class TunnelGateway {
           gw.bytes?.inc({ direction: 'to_edge' }, s.bytesOut);
         });
         log.info(
-          { user: p.tokenId, role: p.role, edge, target, stream: s.id, ...(forwardedBy ? { forwardedBy } : {}) },
+          {
+            user: p.tokenId,
+            ...(p.person ? { person: p.person } : {}),
+            role: p.role,
+            edge,
+            target,
+            stream: s.id,
+            ...(forwardedBy ? { forwardedBy } : {}),
+          },
           'tunnel request',
         );
         return s;

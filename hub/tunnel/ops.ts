@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { OutpostError } from '../../core/errors.js';
 import { isValidName } from '../../core/ids.js';
+import { actorOf } from '../auth/principal.js';
 import { EXEC_STDERR, EXEC_STDOUT, TunnelError } from '../../sync/tunnel.js';
 import { sendError, type RouteContext } from './routes.js';
 
@@ -243,7 +244,7 @@ export async function handleActions(
   const s = ctx.open({ type: 'action', action, workload }, false, `action ${action} ${workload}`);
   s.end();
   s.resume();
-  const actor = `${ctx.principal.role} token ${ctx.principal.tokenId}`;
+  const actor = actorOf(ctx.principal);
   const reason = `Remote${action[0].toUpperCase()}${action.slice(1)}`;
   const record = (message: string): void => {
     ctx.events.record({ project: ctx.project, kind: 'Edge', name: ctx.edge, reason, message });

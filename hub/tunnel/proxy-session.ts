@@ -60,7 +60,15 @@ const sameTarget = (r: Row, t: ProxyTarget): boolean =>
   r.edge === t.edge && r.workload === t.workload && r.port === t.port;
 
 export class ProxySessions {
-  constructor(private readonly state: { proxySessions: ProxySessionTables; auth: AuthTables }) {}
+  constructor(
+    private readonly state: { proxySessions: ProxySessionTables; auth: AuthTables },
+    /**
+     * When the credential `id` a session was made with ends (null: never; undefined: not valid now).
+     * Default: API tokens only; the hub's `HubAuth.credentialExpiry` also knows people's sessions.
+     */
+    private readonly credentialExpiry: (id: string, now: number) => number | null | undefined = (id, now) =>
+      apiTokenExpiry(state.auth, id, now),
+  ) {}
 
   /** A one-time link secret for `p` on `target`, valid for `ttlMs`. */
   create(
@@ -122,7 +130,7 @@ export class ProxySessions {
       if (!parts || !row || !row.cookie_hash || !secretMatches(parts.secret, row.cookie_hash)) continue;
       if (!sameTarget(row, target) || row.expires_at <= now) continue;
       // A session dies with its token: revoking the token (or its expiry) ends its browser sessions too.
-      const tokenExpiry = apiTokenExpiry(this.state.auth, row.token_id, now);
+      const tokenExpiry = this.credentialExpiry(row.token_id, now);
       if (tokenExpiry === undefined) continue;
       return {
         tokenId: row.token_id,

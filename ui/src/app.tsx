@@ -149,6 +149,11 @@ function Header(props: { session: Session; path: string }) {
           </Link>
         )}
         <ProjectSwitcher session={s} />
+        {s.person && (
+          <span class="person" title="signed in with the identity provider">
+            {s.person}
+          </span>
+        )}
         <span class="role" title={`token ${s.scope === '*' ? 'for all projects' : `for project ${s.scope}`}`}>
           {s.role}
           {s.role === 'viewer' ? ' (read-only)' : ''}

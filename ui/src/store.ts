@@ -1,6 +1,7 @@
 /**
  * App-wide state: the session (token, role, project; the token lives in sessionStorage so it
- * dies with the tab), the hub link state for the banner, and the live-update counter pages
+ * dies with the tab; a person's session from the identity provider arrives in the URL fragment
+ * and moves there at once, `takeSignInFromUrl`), the hub link state for the banner, and the live-update counter pages
  * refetch on. A tiny observable; components read it through `useApp`.
  */
 import { useEffect, useState } from 'preact/hooks';
@@ -14,6 +15,8 @@ export interface Session {
   /** The token's scope: a project, or `*` for all. */
   scope: string;
   project: string;
+  /** A person signed in with the identity provider (their email or subject); absent for an API token. */
+  person?: string;
   /** The hub replica this page talks to (`GET /api/v1/whoami`), shown in the header. */
   replica?: { id: string; url: string };
 }
@@ -107,7 +110,31 @@ export function setProject(project: string): void {
   app.set({ session: { ...s, project } });
 }
 
+/**
+ * After the hub's sign-in with the identity provider (`/auth/oidc/callback`), the session token is
+ * in the URL fragment (`#session=...`, never sent to a server): moved into sessionStorage, like a
+ * typed token, and taken out of the address bar and the history entry. `#signin-error=...`
+ * becomes the sign-in page's notice.
+ */
+export function takeSignInFromUrl(): void {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const token = hash.get('session');
+  const error = hash.get('signin-error');
+  if (!token && !error) return;
+  history.replaceState(history.state, '', location.pathname + location.search);
+  if (error) app.set({ signedOutReason: `Sign-in with the identity provider failed: ${error}` });
+  if (token)
+    try {
+      sessionStorage.setItem(TOKEN_KEY, token);
+    } catch {
+      /* private mode: the sign-in does not survive; the hub's session ends at its expiry */
+    }
+}
+
+/** Signs out; a person's session is also ended on the hub (and its refresh token revoked at the provider). */
 export function signOut(reason?: string): void {
+  const s = app.state.session;
+  if (s?.person && !reason) void new ApiClient(() => s.token).post('/api/v1/auth/logout').catch(() => {});
   try {
     sessionStorage.removeItem(TOKEN_KEY);
     sessionStorage.removeItem(PROJECT_KEY);

@@ -22,6 +22,7 @@ import { IMAGE_MIGRATIONS } from './image-tags.js';
 import { INTERCONNECT_MIGRATIONS } from './interconnect.js';
 import { KUBE_API_MIGRATIONS } from './kube-api.js';
 import { LEASE_MIGRATIONS } from './leases.js';
+import { PEOPLE_MIGRATIONS } from './people.js';
 import { PROJECT_MIGRATIONS } from './projects.js';
 import { PROXY_SESSION_MIGRATIONS } from './proxy-sessions.js';
 import { REPLICA_MIGRATIONS } from './replicas.js';
@@ -46,6 +47,7 @@ const SCHEMAS = {
   'kube-api': KUBE_API_MIGRATIONS,
   interconnect: INTERCONNECT_MIGRATIONS,
   clusters: CLUSTER_MIGRATIONS,
+  'hub-people': PEOPLE_MIGRATIONS,
   // Last: its first migration reads the tables above that name projects.
   projects: PROJECT_MIGRATIONS,
 } satisfies Record<string, Migration[]>;

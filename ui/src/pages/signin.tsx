@@ -1,5 +1,5 @@
 /** Sign-in with an API token (`outpost token create --api --role viewer`, or the admin token the hub printed at first start). */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiClient, ApiError } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
 import { signIn, storedProject } from '../store.js';
@@ -19,7 +19,48 @@ export async function sessionFor(token: string, preferred?: string) {
           ? 'default'
           : (names[0] ?? 'default');
   }
-  return { token, role: who.role, scope: who.project, project, ...(who.replica ? { replica: who.replica } : {}) };
+  return {
+    token,
+    role: who.role,
+    scope: who.project,
+    project,
+    ...(who.person ? { person: who.person } : {}),
+    ...(who.replica ? { replica: who.replica } : {}),
+  };
+}
+
+/** Sign-in with the hub's identity provider, when it has one: the browser goes to the hub's code flow. */
+function ProviderSignIn() {
+  const [provider, setProvider] = useState<{ enabled: boolean; issuer?: string }>();
+  const [project, setProject] = useState('');
+  useEffect(() => {
+    new ApiClient(() => undefined)
+      .get<{ enabled: boolean; issuer?: string }>('/api/v1/auth/oidc')
+      .then(setProvider, () => setProvider({ enabled: false }));
+  }, []);
+  if (!provider?.enabled) return null;
+  const go = (e: Event) => {
+    e.preventDefault();
+    const p = project.trim();
+    location.assign(`/auth/oidc/login${p ? `?project=${encodeURIComponent(p)}` : ''}`);
+  };
+  return (
+    <form onSubmit={go} class="signin-provider">
+      <p class="muted">Sign in with your organisation's account ({provider.issuer}).</p>
+      <label for="oidc-project">Project (if you are a member of several)</label>
+      <input
+        id="oidc-project"
+        name="project"
+        autocomplete="off"
+        spellcheck={false}
+        value={project}
+        onInput={(e) => setProject((e.target as HTMLInputElement).value)}
+      />
+      <button type="submit" class="btn primary" id="oidc-sign-in">
+        Sign in with the identity provider
+      </button>
+    </form>
+  );
 }
 
 export function SignIn(props: { reason?: string }) {
@@ -61,6 +102,7 @@ export function SignIn(props: { reason?: string }) {
             {props.reason}
           </p>
         )}
+        <ProviderSignIn />
         <form onSubmit={submit}>
           <label for="token">API token</label>
           <input
