@@ -78,6 +78,19 @@ describe('outpost hub install', () => {
     );
   });
 
+  it('installs the Helm chart renderer beside the executable and names it with --helm', () => {
+    const p = paths();
+    const renderer = path.join(dir, 'outpost-helm-build');
+    fs.writeFileSync(renderer, '#!/bin/sh\necho fake renderer\n', { mode: 0o755 });
+    const out = installHub({ ...p, listen: '127.0.0.1:7443', packaged: true, execPath: fakeExe, helm: renderer });
+    const installed = path.join(path.dirname(p.bin), 'outpost-helm');
+    expect(out).toContain(`copied ${renderer} -> ${installed}`);
+    expect(fs.readFileSync(installed, 'utf8')).toBe(fs.readFileSync(renderer, 'utf8'));
+    expect(fs.statSync(installed).mode & 0o777).toBe(0o755);
+    const unit = parseUnit(fs.readFileSync(path.join(p.unitDir, 'outpost-hub.service'), 'utf8'));
+    expect(splitExecLine(unit.Service.ExecStart[0]!).join(' ')).toContain(`--helm ${installed}`);
+  });
+
   it('keeps the one capability needed to listen below 1024, and refuses a bad --listen', () => {
     expect(
       parseUnit(hubUnit({ bin: '/b', dataDir: '/d', listen: '0.0.0.0:443' })).Service.CapabilityBoundingSet,

@@ -47,7 +47,16 @@ export interface HubInstallOptions {
   oidcSessionTtl?: number;
   /** Blob files elsewhere than DATA/blobs (replicas share one): writable by the service too. */
   blobDir?: string;
+  /**
+   * The Helm chart renderer to install with the hub (`--helm`, or outpost-helm beside the running
+   * executable): copied beside --bin as outpost-helm, and named by --helm in ExecStart. In the unit
+   * options: the installed path.
+   */
+  helm?: string;
 }
+
+/** The renderer's name beside the installed executable (build/helm). */
+export const HELM_RENDERER = 'outpost-helm';
 
 /** The environment file of a hub on PostgreSQL: the URL holds a password, so not in the unit (mode 0644) nor in `ps`. */
 export const HUB_ENV_FILE = 'hub.env';
@@ -73,6 +82,7 @@ export function hubArgv(o: Omit<HubUnitOptions, 'database'>): string[] {
   if (o.identityKey) argv.push('--identity-key', o.identityKey);
   if (o.advertiseUrl) argv.push('--advertise-url', o.advertiseUrl);
   if (o.blobDir) argv.push('--blob-dir', o.blobDir);
+  if (o.helm) argv.push('--helm', o.helm);
   if (o.oidcIssuer) argv.push('--oidc-issuer', o.oidcIssuer);
   if (o.oidcClientId) argv.push('--oidc-client-id', o.oidcClientId);
   if (o.oidcClientSecretFile) argv.push('--oidc-client-secret-file', o.oidcClientSecretFile);
@@ -154,9 +164,12 @@ export function hubInstallSteps(o: HubInstallOptions): InstallStep[] {
     const problem = postgresUrlProblem(o.database);
     if (problem) throw new Error(`--database ${redactUrl(o.database)}: ${problem}`);
   }
+  // The renderer goes beside the executable, so the unit names where it was put, not where it came from.
+  const helm = o.helm && path.join(path.dirname(bin), HELM_RENDERER);
   const unit = hubUnit({
     ...o,
     bin,
+    helm,
     dataDir,
     tlsCert: o.tlsCert && absolute(o.tlsCert),
     tlsKey: o.tlsKey && absolute(o.tlsKey),
@@ -166,6 +179,7 @@ export function hubInstallSteps(o: HubInstallOptions): InstallStep[] {
   });
   return [
     { kind: 'copy', from: source, to: bin, mode: 0o755 },
+    ...(o.helm && helm ? [{ kind: 'copy' as const, from: absolute(o.helm), to: helm, mode: 0o755 }] : []),
     { kind: 'dir', path: dataDir, mode: 0o700 },
     ...(o.database
       ? [

@@ -323,11 +323,15 @@ export function registerHubCommand(program: Command): void {
     .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
     .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
       // --data, --listen and the TLS flags belong to `outpost hub`; commander gives them to it.
-      const g = cmd.optsWithGlobals() as HubFlags & { blobDir?: string };
+      const g = cmd.optsWithGlobals() as HubFlags & { blobDir?: string; helm?: string };
       if (!!g.tlsCert !== !!g.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
       if ((g.identityKey || g.advertiseUrl) && !g.database)
         throw new UsageError('--identity-key and --advertise-url are for hub replicas: give --database too');
       oidcOf(g);
+      if (g.helm !== undefined && !fs.existsSync(g.helm))
+        throw new UsageError(`--helm ${g.helm}: no such file (build it with bash build/helm/build.sh)`);
+      // The chart renderer shipped beside this executable is installed beside the installed one.
+      const helm = g.helm ?? besideExecutable('outpost-helm');
       const [{ installHub }, { isPackaged }] = await Promise.all([
         import('../hub/install.js'),
         import('../sync/native.js'),
@@ -337,6 +341,7 @@ export function registerHubCommand(program: Command): void {
           ...g,
           dataDir: g.data,
           hosts: g.host,
+          ...(helm ? { helm } : {}),
           unitDir: o.unitDir,
           bin: o.bin,
           dryRun: o.dryRun,
