@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -22,6 +23,9 @@ export default defineConfig({
     // Integration tests spawn real processes and sockets; the machines are shared and noisy.
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // The longest files first (durations of the last local run, else test/durations-seed.json), so
+    // the run does not end on one long file while the other workers idle.
+    sequence: { sequencer: LongestFirstSequencer },
     pool: 'forks',
     fileParallelism: true,
     // Three on two cores: the system tier mostly waits on the processes and servers it starts
