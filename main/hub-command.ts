@@ -79,6 +79,11 @@ export function registerHubCommand(program: Command): void {
       'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
     )
     .option(
+      '--first-request-timeout <duration>',
+      'close a connection that sent no request this long after it connected (default 20s)',
+      durationOption,
+    )
+    .option(
       '--max-connections-per-address <n>',
       "connections one source address may hold, edges' sync connections not counted",
       positiveIntegerOption,
@@ -88,6 +93,7 @@ export function registerHubCommand(program: Command): void {
       async (
         o: {
           maxConnectionsPerAddress: number;
+          firstRequestTimeout?: number;
           blobQuota?: number;
           blobIdleTimeout?: number;
           blobDir?: string;
@@ -142,6 +148,7 @@ export function registerHubCommand(program: Command): void {
           hosts: o.host,
           requireApproval: o.requireApproval,
           maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+          ...(o.firstRequestTimeout !== undefined ? { firstRequestTimeoutMs: o.firstRequestTimeout } : {}),
           ...(o.database ? { database: o.database } : {}),
           ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
           ...(advertiseUrl ? { advertiseUrl } : {}),
