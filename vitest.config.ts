@@ -1,28 +1,20 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/sequencer.js';
+import unitConfig from './vitest.unit.config.js';
+
+/** The files of the fast tier (vitest.unit.config.ts keeps the one list). */
+const UNIT = unitConfig.test!.include!;
+
+/** Integration tests spawn real processes and sockets; the machines are shared and noisy. */
+const LIMITS = { testTimeout: 60_000, hookTimeout: 60_000 };
 
 export default defineConfig({
   test: {
-    include: [
-      'bench/**/*.test.ts',
-      'core/**/*.test.ts',
-      'sync/**/*.test.ts',
-      'hub/**/*.test.ts',
-      'cli/**/*.test.ts',
-      'main/**/*.test.ts',
-      'edge/**/*.test.ts',
-      'build/**/*.test.ts',
-      'test/**/*.test.ts',
-      'ui/**/*.test.ts',
-    ],
-    // Builds (once per machine, cached) the real kube-apiserver the kubernetes driver tests start,
-    // and (when its sources changed) the bundle of main.ts that the tests spawn as `outpost`.
-    globalSetup: ['test/kube/global-setup.ts', 'test/helm-setup.ts', 'test/outpost-bundle.ts', 'test/leak-check.ts'],
     // Lists skipped tests at the end; in CI a skipped test fails the run (test/skips-reporter.ts).
     reporters: ['default', './test/skips-reporter.ts'],
-    // Integration tests spawn real processes and sockets; the machines are shared and noisy.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
+    // The longest files first (durations of the last local run, else test/durations-seed.json), so
+    // the run does not end on one long file while the other workers idle.
+    sequence: { sequencer: LongestFirstSequencer },
     fileParallelism: true,
     // Three on two cores: the system tier mostly waits on the processes and servers it starts
     // (measured 2026-12-07: its process tree used 0.35-0.7 of a core with 2 and 3 workers), so a
@@ -31,5 +23,42 @@ export default defineConfig({
     // kept both cores 100% busy, and a log-rotation wait of the process driver timed out: not
     // worth a flaky CI.
     maxWorkers: 3,
+    // Two projects sharing the workers: the unit tier as vitest.unit.config.ts runs it, one module
+    // graph per worker (not one per file: its files were mostly imports, measured 2026-12-07: 27.7 s
+    // isolated against 8.8 s), and the rest isolated. Neither extends this config, so both take
+    // maxWorkers from it (and from `--maxWorkers` on the command line): projects with different
+    // ones would run one after the other.
+    projects: [
+      { test: { name: 'unit', include: UNIT, pool: 'forks', isolate: false, ...LIMITS } },
+      {
+        test: {
+          name: 'rest',
+          include: [
+            'bench/**/*.test.ts',
+            'core/**/*.test.ts',
+            'sync/**/*.test.ts',
+            'hub/**/*.test.ts',
+            'cli/**/*.test.ts',
+            'main/**/*.test.ts',
+            'edge/**/*.test.ts',
+            'build/**/*.test.ts',
+            'test/**/*.test.ts',
+            'ui/**/*.test.ts',
+          ],
+          exclude: [...configDefaults.exclude, ...UNIT],
+          // Builds (once per machine, cached) the real kube-apiserver the kubernetes driver tests
+          // start and the Helm chart renderer (build/helm), and (when its sources changed) the
+          // bundle of main.ts the tests spawn as `outpost`.
+          globalSetup: [
+            'test/kube/global-setup.ts',
+            'test/helm-setup.ts',
+            'test/outpost-bundle.ts',
+            'test/leak-check.ts',
+          ],
+          pool: 'forks',
+          ...LIMITS,
+        },
+      },
+    ],
   },
 });

@@ -12,6 +12,7 @@ import { handleBlobRequest, isBlobRoute } from './blobs/routes.js';
 import type { HubBlobs } from './blobs/index.js';
 import type { HubAuth } from './auth/contract.js';
 import {
+  HEADERS_TIMEOUT_MS,
   limitConnections,
   MAX_CONNECTIONS_PER_ADDRESS,
   serverTimeouts,
@@ -35,6 +36,8 @@ export interface HubServerOptions {
   tls: HubTls | undefined;
   /** Default MAX_CONNECTIONS_PER_ADDRESS. */
   maxConnectionsPerAddress: number | undefined;
+  /** A connection that sent no request this long after it connected is closed (default HEADERS_TIMEOUT_MS). */
+  firstRequestTimeoutMs: number | undefined;
   blobs: HubBlobs;
   /** A blob request with no byte moving this long is cut (default BLOB_IDLE_TIMEOUT_MS). */
   blobIdleTimeoutMs: number | undefined;
@@ -65,7 +68,11 @@ export function createHubServer(o: HubServerOptions): { server: http.Server; con
   const server = tls
     ? https.createServer({ cert: tls.certPem, key: tls.keyPem, ...serverTimeouts() }, listener)
     : http.createServer(serverTimeouts(), listener);
-  const connLimit = limitConnections(server, o.maxConnectionsPerAddress ?? MAX_CONNECTIONS_PER_ADDRESS);
+  const connLimit = limitConnections(
+    server,
+    o.maxConnectionsPerAddress ?? MAX_CONNECTIONS_PER_ADDRESS,
+    o.firstRequestTimeoutMs ?? HEADERS_TIMEOUT_MS,
+  );
   // A blob upload asking `Expect: 100-continue` is told no (quota, rights, already here) before its body.
   server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (!isBlobRoute(req)) res.writeContinue();

@@ -351,6 +351,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const { server, connLimit } = createHubServer({
     tls,
     maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
+    firstRequestTimeoutMs: opts.firstRequestTimeoutMs,
     blobs,
     blobIdleTimeoutMs: opts.blobIdleTimeoutMs,
     auth: hubAuth,

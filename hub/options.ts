@@ -19,6 +19,8 @@ export interface HubOptions {
   hosts?: string[];
   /** Connections one source address may hold, edges' sync sockets not counted (default 1,024). */
   maxConnectionsPerAddress?: number;
+  /** A connection that sent no request this long after it connected is closed (default HEADERS_TIMEOUT_MS). */
+  firstRequestTimeoutMs?: number;
   /** Loaded mailbox documents are evicted beyond this estimate (default HUB_DOC_CACHE_BYTES). */
   memoryBudgetBytes?: number;
   /**

@@ -121,8 +121,14 @@ export function registerHubCommand(program: Command): void {
       'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
     )
     .option(
+<<<<<<< HEAD
       '--helm <path>',
       'the Helm chart renderer, outpost-helm (build/helm/build.sh); default: outpost-helm beside this executable, if there; without it Helm charts are refused',
+=======
+      '--first-request-timeout <duration>',
+      'close a connection that sent no request this long after it connected (default 20s)',
+      durationOption,
+>>>>>>> speed
     )
     .option(
       '--max-connections-per-address <n>',
@@ -134,6 +140,7 @@ export function registerHubCommand(program: Command): void {
       async (
         o: {
           maxConnectionsPerAddress: number;
+          firstRequestTimeout?: number;
           blobQuota?: number;
           blobIdleTimeout?: number;
           blobDir?: string;
@@ -195,6 +202,7 @@ export function registerHubCommand(program: Command): void {
           hosts: o.host,
           requireApproval: o.requireApproval,
           maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+          ...(o.firstRequestTimeout !== undefined ? { firstRequestTimeoutMs: o.firstRequestTimeout } : {}),
           ...(o.database ? { database: o.database } : {}),
           ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
           ...(advertiseUrl ? { advertiseUrl } : {}),

@@ -58,6 +58,14 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
         .map((l) => l.split(' ') as [string, string]),
     );
   };
+  /**
+   * `podman pod rm -f` on site, as `pod stop -t 0` first: podman 4.3's `pod rm -f` of a running pod
+   * took 3-7 s, stop then rm well under one; the pods are gone either way.
+   */
+  const removeOnSite = async (...names: string[]): Promise<void> => {
+    await env.podman.ok(['pod', 'stop', '-t', '0', ...names], 'podman pod stop');
+    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', ...names], 'podman pod rm');
+  };
   /** Podman's name of the pod whose name begins with `prefix` (the manifest name: plan.ts `podName`). */
   const podmanName = async (workload: string, prefix: string, replica = ''): Promise<string> => {
     const names = Object.keys(await pods(workload)).filter(
@@ -103,7 +111,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
     const podA = await podmanName('gone', a);
     const before = await identity(podA);
 
-    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', await podmanName('gone', b)], 'podman pod rm');
+    await removeOnSite(await podmanName('gone', b));
     const o = await drift('gone');
     expect(o.modified).toEqual([`Pod/${b}`]);
     expect(o.phase).toBe('Modified');
@@ -136,7 +144,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
       ].join('');
     const asPlayed = await looks(pod1);
 
-    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', pod1], 'podman pod rm');
+    await removeOnSite(pod1);
     const o = await drift('dep');
     expect(o.modified).toEqual([`Pod/${app}-pod-1`]);
     expect(o.phase).toBe('Modified');
@@ -158,7 +166,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
     await driver.apply(u);
     await ready('all', 'all Ready');
 
-    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', ...Object.keys(await pods('all'))], 'podman pod rm');
+    await removeOnSite(...Object.keys(await pods('all')));
     const o = await drift('all');
     expect(o.modified).toEqual([`Pod/${a}`, `Pod/${b}`]);
     expect(o.phase).toBe('Modified');
@@ -169,7 +177,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
     // Stopped on request: a removed pod is not drift (the reconciler applies nothing to a stopped
     // workload); an apply makes it again, stopped like the other, and a start runs both.
     await driver.stopWorkload('all');
-    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', await podmanName('all', b)], 'podman pod rm');
+    await removeOnSite(await podmanName('all', b));
     const paused = (await observe(driver, 'all'))!;
     expect(paused.phase).toBe('Paused');
     expect(paused.modified).toBeUndefined();
@@ -184,7 +192,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
     // Stopped, then every pod removed: a start cannot run what is gone, but it is then drift, which
     // the next apply recreates (it was a Paused workload no start could run).
     await driver.stopWorkload('all');
-    await env.podman.ok(['pod', 'rm', '-f', '-t', '0', ...Object.keys(await pods('all'))], 'podman pod rm');
+    await removeOnSite(...Object.keys(await pods('all')));
     await expect(driver.startWorkload('all')).rejects.toThrow(
       'workload all has no pods on this edge (removed outside Outpost?); the next apply recreates them',
     );
@@ -200,7 +208,7 @@ describe.skipIf(SKIP_PODMAN)('podman driver: pods removed on site', () => {
     try {
       await m.untilReady('recon Ready');
 
-      await env.podman.ok(['pod', 'rm', '-f', '-t', '0', await podmanName('recon', web)], 'podman pod rm');
+      await removeOnSite(await podmanName('recon', web));
       await drift('recon');
       await m.reconciler.trigger();
       expect(m.reconciler.lastResult.applied).toEqual(['recon']);
