@@ -121,14 +121,13 @@ export function registerHubCommand(program: Command): void {
       'malware scanner for catalog packages: clamd:unix:PATH, clamd:tcp:HOST:PORT, or none (logged opt-out); without it packages stay Pending',
     )
     .option(
-<<<<<<< HEAD
       '--helm <path>',
       'the Helm chart renderer, outpost-helm (build/helm/build.sh); default: outpost-helm beside this executable, if there; without it Helm charts are refused',
-=======
+    )
+    .option(
       '--first-request-timeout <duration>',
       'close a connection that sent no request this long after it connected (default 20s)',
       durationOption,
->>>>>>> speed
     )
     .option(
       '--max-connections-per-address <n>',
