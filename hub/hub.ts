@@ -25,6 +25,7 @@ import { Catalog } from './catalog/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { InterconnectRelay } from './interconnect/relay.js';
+import { InterconnectStats } from './interconnect/stats.js';
 import { HubDataFiles } from './data/index.js';
 import type { HubClusters } from './clusters/index.js';
 import { S3Sink } from './data/s3-sink.js';
@@ -91,6 +92,8 @@ export interface Hub {
   imageStaging: HubStaging;
   /** Clusters at the sites (hub/clusters/): `settle()` runs a pass now. */
   clusters: HubClusters;
+  /** The interconnect's relay (hub/interconnect/relay.ts): its open connections and buffered bytes. */
+  interconnect: InterconnectRelay;
   /** This hub process among the replicas (a SQLite hub is the only one). */
   replicaId: string;
   /** Stops; `why` (e.g. the signal) goes into its edges' connection history. */
@@ -231,10 +234,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     interconnect: (edge, s) => interconnectRelay.serve(edge, s),
   });
   // ServiceImports' connections relayed to an edge serving the export (hub/interconnect/relay.ts).
-  const interconnectRelay = new InterconnectRelay({
+  const interconnectStats: InterconnectStats = new InterconnectStats(registry, {
+    open: (): number => interconnectRelay.openConnections(),
+    buffered: (): number => interconnectRelay.bufferedBytes(),
+  });
+  interconnect.stats = interconnectStats;
+  const interconnectRelay: InterconnectRelay = new InterconnectRelay({
     planner: interconnect,
     objects,
     edges: state.edges,
+    stats: interconnectStats,
     openTo: (edge, header) => tunnel.gateway.openTo(edge, header),
   });
   projects.openSessions = (project) => tunnel.gateway.openSessions(project);
@@ -402,6 +411,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     orders,
     imageStaging,
     clusters,
+    interconnect: interconnectRelay,
     replicaId: replication.id,
     close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),
   };

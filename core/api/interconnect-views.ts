@@ -13,9 +13,10 @@ export interface ServingEdgeView {
 }
 
 export interface ServiceExportStatusView {
-  /** `serving 1/2 online`, or why nothing serves. */
+  /** `serving 1/2 healthy, 2 online`, or why nothing serves. */
   summary: string;
   online: number;
+  healthy: number;
   serving: ServingEdgeView[];
 }
 
@@ -28,7 +29,15 @@ export interface ConsumingEdgeView {
   error?: string;
   open: number;
   total: number;
+  /** Refused at open (by the hub, or the hub was away), failed after they were made. */
   refused: number;
+  failed: number;
+  /** Bytes of closed connections: to the service (out) and back (in). */
+  bytesIn: number;
+  bytesOut: number;
+  /** Connect latency over the edge's last 1,000 connections (accepted to connected to the workload). */
+  connectP50Ms?: number;
+  connectP99Ms?: number;
   lastError?: string;
   lastErrorAt?: string;
 }
@@ -42,5 +51,11 @@ export interface ServiceImportStatusView {
   refused?: string;
   listening: number;
   open: number;
+  /** Over the consuming edges: connections refused or failed, bytes, the worst edge's connect p50/p99. */
+  errors: number;
+  bytesIn: number;
+  bytesOut: number;
+  connectP50Ms?: number;
+  connectP99Ms?: number;
   edges: ConsumingEdgeView[];
 }

@@ -17,6 +17,7 @@ import type { ReportDoc, SpecDoc } from '../../core/mailbox.js';
 import {
   INTERCONNECT_ORDER,
   INTERCONNECT_REPORT_MS,
+  InterconnectConnected,
   readSpecInterconnect,
   setReportInterconnect,
   type ImportReport,
@@ -40,7 +41,19 @@ interface Listener {
   port: number;
   server?: net.Server;
   sockets: Set<net.Socket>;
+  /** Connect latencies of the last LATENCY_SAMPLES connections, ms. */
+  latencies: number[];
   report: ImportReport;
+}
+
+/** How many connect latencies the percentiles are taken over. */
+const LATENCY_SAMPLES = 1000;
+
+/** p50 and p99 of the samples (nearest rank). */
+export function percentiles(samples: readonly number[]): { connectP50Ms: number; connectP99Ms: number } {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? 0;
+  return { connectP50Ms: at(0.5), connectP99Ms: at(0.99) };
 }
 
 export class InterconnectListeners implements SpecFollower {
@@ -85,7 +98,8 @@ export class InterconnectListeners implements SpecFollower {
     const l: Listener = {
       port,
       sockets: new Set(),
-      report: { port, listening: false, open: 0, total: 0, refused: 0 },
+      latencies: [],
+      report: { port, listening: false, open: 0, total: 0, refused: 0, failed: 0, bytesIn: 0, bytesOut: 0 },
     };
     this.listeners.set(name, l);
     this.bind(name, l);
@@ -120,10 +134,12 @@ export class InterconnectListeners implements SpecFollower {
 
   private accept(name: string, l: Listener, sock: net.Socket): void {
     sock.setNoDelay(true);
-    const failed = (message: string, refused: boolean): void => {
+    const accepted = Date.now();
+    let connected = false;
+    const failed = (message: string): void => {
       l.report = {
         ...l.report,
-        ...(refused ? { refused: l.report.refused + 1 } : {}),
+        ...(connected ? { failed: l.report.failed + 1 } : { refused: l.report.refused + 1 }),
         lastError: message,
         lastErrorAt: Date.now(),
       };
@@ -136,7 +152,7 @@ export class InterconnectListeners implements SpecFollower {
     try {
       s = this.d.open({ type: 'interconnect', import: name });
     } catch (err) {
-      failed(`the hub is not connected: ${(err as Error).message}`, true);
+      failed(`the hub is not connected: ${(err as Error).message}`);
       sock.on('error', () => undefined);
       reset();
       return;
@@ -144,10 +160,21 @@ export class InterconnectListeners implements SpecFollower {
     l.sockets.add(sock);
     l.report = { ...l.report, open: l.report.open + 1 };
     this.changed();
+    s.on('meta', (m) => {
+      if (connected || !InterconnectConnected.safeParse(m).success) return;
+      connected = true;
+      l.latencies.push(Date.now() - accepted);
+      if (l.latencies.length > LATENCY_SAMPLES) l.latencies.shift();
+      l.report = { ...l.report, ...percentiles(l.latencies) };
+      this.changed();
+    });
     s.on('error', (err) => {
-      const code = err instanceof TunnelError ? err.code : 'aborted';
-      failed(err.message, s.bytesIn === 0 && code !== 'aborted' && code !== 'disconnected');
+      failed(err.message);
       reset();
+    });
+    s.once('close', () => {
+      l.report = { ...l.report, bytesOut: l.report.bytesOut + s.bytesOut, bytesIn: l.report.bytesIn + s.bytesIn };
+      this.changed();
     });
     sock.on('error', () => {
       if (!s.destroyed) s.destroy(new TunnelError('aborted', 'the consuming client reset the connection'));

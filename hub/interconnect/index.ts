@@ -21,6 +21,8 @@ import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { OrderEngine } from '../orders/engine.js';
 import type { HubState } from '../state/index.js';
+import { isHealthy } from './pick.js';
+import type { InterconnectStats } from './stats.js';
 
 const log = createLogger('hub:interconnect');
 
@@ -31,6 +33,8 @@ export class InterconnectPlanner {
   private timer: NodeJS.Timeout | undefined;
   private pending = false;
   private parts = new Map<string, InterconnectListen[]>();
+  /** What this process relayed, by export and serving edge (set by hub/hub.ts; the relay counts into it). */
+  stats: InterconnectStats | undefined;
 
   constructor(
     private readonly state: HubState,
@@ -143,13 +147,32 @@ export class InterconnectPlanner {
   }
 
   exportStatus(exp: ServiceExport): ServiceExportStatusView {
-    const serving = this.servingEdges(exp);
+    const relayed = this.stats?.ofExport(`${exp.metadata.project}/${exp.metadata.name}`);
+    const serving = this.servingEdges(exp).map((e) => {
+      const c = relayed?.get(e.edge);
+      return {
+        ...e,
+        healthy: isHealthy(e),
+        ...(c
+          ? {
+              open: c.open,
+              total: c.total,
+              failed: c.failed,
+              bytesIn: c.bytesIn,
+              bytesOut: c.bytesOut,
+              ...(c.lastError ? { lastError: c.lastError, lastErrorAt: new Date(c.lastErrorAt!).toISOString() } : {}),
+            }
+          : {}),
+      };
+    });
     const online = serving.filter((e) => e.online).length;
+    const healthy = serving.filter((e) => e.healthy).length;
     return {
       summary: serving.length
-        ? `serving ${online}/${serving.length} online`
+        ? `serving ${healthy}/${serving.length} healthy, ${online} online`
         : `no edge runs workload ${exp.spec.workload}: place it with a Placement`,
       online,
+      healthy,
       serving,
     };
   }
@@ -177,18 +200,39 @@ export class InterconnectPlanner {
         open: r?.open ?? 0,
         total: r?.total ?? 0,
         refused: r?.refused ?? 0,
+        failed: r?.failed ?? 0,
+        bytesIn: r?.bytesIn ?? 0,
+        bytesOut: r?.bytesOut ?? 0,
+        ...(r?.connectP50Ms !== undefined ? { connectP50Ms: r.connectP50Ms } : {}),
+        ...(r?.connectP99Ms !== undefined ? { connectP99Ms: r.connectP99Ms } : {}),
         ...(r?.lastError ? { lastError: r.lastError } : {}),
         ...(r?.lastErrorAt ? { lastErrorAt: new Date(r.lastErrorAt).toISOString() } : {}),
       };
     });
     const listening = edges.filter((e) => e.listening).length;
-    const open = edges.reduce((n, e) => n + e.open, 0);
+    const sum = (f: (e: ConsumingEdgeView) => number) => edges.reduce((n, e) => n + f(e), 0);
+    const open = sum((e) => e.open);
+    const worst = (f: (e: ConsumingEdgeView) => number | undefined) => {
+      const v = edges.map(f).filter((x): x is number => x !== undefined);
+      return v.length ? Math.max(...v) : undefined;
+    };
+    const p50 = worst((e) => e.connectP50Ms);
+    const p99 = worst((e) => e.connectP99Ms);
+    // The consuming edges that are away refuse every connection at once (their own listeners).
+    const away = edges.filter((e) => !e.online).map((e) => e.edge);
     return {
-      summary: refused ?? `listening ${listening}/${edges.length}, ${open} open`,
+      summary:
+        refused ??
+        `listening ${listening}/${edges.length}, ${open} open${away.length ? `; ${away.join(', ')} offline: refusing connections until reconnected` : ''}`,
       export: `${project}/${imp.spec.export}`,
       ...(refused ? { refused } : {}),
       listening,
       open,
+      errors: sum((e) => e.refused + e.failed),
+      bytesIn: sum((e) => e.bytesIn),
+      bytesOut: sum((e) => e.bytesOut),
+      ...(p50 !== undefined ? { connectP50Ms: p50 } : {}),
+      ...(p99 !== undefined ? { connectP99Ms: p99 } : {}),
       edges,
     };
   }

@@ -2,25 +2,25 @@
  * @module The interconnect's data path on the hub (docs/interconnect.md): a consuming edge opens a
  * stream for each connection it accepts (header core/orders/interconnect.ts InterconnectOpen); the
  * hub authorises it against the objects now (the import exists in the edge's project and selects
- * the edge, the export exists and allows the import's project), picks an edge that serves the
- * export and is connected here (round robin), opens a `tcp` stream to it through the tunnel gateway
- * (hub/tunnel/gateway.ts `openTo`: the same mux, bounds and counters as every tunnel stream) and
- * splices the two.
- *
- * Backpressure is the streams' own: each side is piped into the other, so a stream whose peer
- * grants no credit stops taking writes, the pipe stops reading the other stream, and that one stops
- * granting credit to its edge. The hub holds at most one window and one write buffer per
- * direction (sync/tunnel-stream.ts). An END crosses as an END (half-close); a RESET either way
- * resets the other with the same code and message. A refusal is a RESET at once, naming why.
+ * the edge, the export exists and allows the import's project), orders the edges serving the
+ * export by health and locality (hub/interconnect/pick.ts), and opens a `tcp` stream to the first
+ * through the tunnel gateway (hub/tunnel/gateway.ts `openTo`: the same mux, bounds and counters as
+ * every tunnel stream). Until that edge says it is connected to the workload (META `connected`),
+ * a failure moves on to the next edge (failover at open); once it is, the two streams are spliced
+ * (hub/interconnect/splice.ts: backpressure, half-close, idle timeout) and a failure of either
+ * side resets the other, with its reason. A refusal is a RESET at once, naming why.
  */
 import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
-import { InterconnectOpen } from '../../core/orders/interconnect.js';
-import type { ServiceImport } from '../../core/resources.js';
+import { InterconnectConnected, InterconnectOpen } from '../../core/orders/interconnect.js';
+import type { Edge, ServiceExport, ServiceImport } from '../../core/resources.js';
 import { TunnelError, type TunnelErrorCode, type TunnelStream } from '../../sync/tunnel.js';
 import type { ObjectStore } from '../objects.js';
 import type { EdgeState } from '../state/edges.js';
 import type { InterconnectPlanner } from './index.js';
+import { REGION_LABEL, servingOrder } from './pick.js';
+import { bufferedBytes, splice } from './splice.js';
+import type { InterconnectStats } from './stats.js';
 
 const log = createLogger('hub:interconnect');
 
@@ -28,6 +28,7 @@ export interface RelayDeps {
   planner: InterconnectPlanner;
   objects: ObjectStore;
   edges: Pick<EdgeState, 'get'>;
+  stats: InterconnectStats;
   /** Opens a stream to an edge connected to this process; throws when it is not (hub/tunnel/gateway.ts `openTo`). */
   openTo(edge: EdgeName, header: Record<string, unknown>): TunnelStream;
 }
@@ -38,15 +39,34 @@ export function isInterconnectHeader(h: Record<string, unknown>): boolean {
 
 export class InterconnectRelay {
   /** Per export (`project/name`), where the round robin goes next. */
-  private readonly next = new Map<string, number>();
+  private readonly turn = new Map<string, number>();
+  /** Every stream the relay holds now (connecting or spliced), for its memory bound. */
+  private readonly live = new Set<TunnelStream>();
+  private connections = 0;
 
   constructor(private readonly d: RelayDeps) {}
+
+  /** Bytes held in the relay's stream buffers now, all connections (Prometheus and the tests). */
+  bufferedBytes(): number {
+    return bufferedBytes(this.live);
+  }
+
+  /** Connections open through this hub now (connecting or relaying). */
+  openConnections(): number {
+    return this.connections;
+  }
+
+  private hold(s: TunnelStream): void {
+    this.live.add(s);
+    s.once('close', () => this.live.delete(s));
+  }
 
   /** A stream a consuming edge opened for one connection. */
   serve(edge: EdgeName, s: TunnelStream): void {
     s.on('error', () => undefined);
     const refuse = (code: TunnelErrorCode, message: string): void => {
       log.debug({ edge, code, message }, 'interconnect connection refused');
+      this.d.stats.refused();
       s.destroy(new TunnelError(code, message));
     };
     const parsed = InterconnectOpen.safeParse(s.header);
@@ -61,35 +81,82 @@ export class InterconnectRelay {
     const { exp, project, refused } = this.d.planner.exportOf(imp);
     if (refused || !exp) return refuse('forbidden', refused ?? 'no export');
     const key = `${project}/${exp.metadata.name}`;
-    const candidates = this.d.planner.servingEdges(exp).filter((e) => e.online);
-    if (!candidates.length)
+    const region = this.d.objects.get<Edge>('Edge', rt.project, edge)?.metadata.labels[REGION_LABEL];
+    const turn = this.turn.get(key) ?? 0;
+    this.turn.set(key, turn + 1);
+    const order = servingOrder(
+      this.d.planner.servingEdges(exp).map((c) => ({
+        ...c,
+        region: this.d.objects.get<Edge>('Edge', project, c.edge)?.metadata.labels[REGION_LABEL],
+      })),
+      region,
+      turn,
+    );
+    if (!order.length)
       return refuse('unavailable', `no edge serving ServiceExport ${key} is online: connection refused`);
-    const start = this.next.get(key) ?? 0;
-    let out: TunnelStream | undefined;
-    let why = '';
-    for (let i = 0; i < candidates.length && !out; i++) {
-      const to = candidates[(start + i) % candidates.length]!.edge as EdgeName;
-      try {
-        out = this.d.openTo(to, { type: 'tcp', workload: exp.spec.workload, port: exp.spec.port });
-        this.next.set(key, (start + i + 1) % candidates.length);
-      } catch (err) {
-        why = (err as Error).message;
-      }
-    }
-    if (!out) return refuse('unavailable', `no edge serving ServiceExport ${key} is reachable from this hub (${why})`);
-    splice(s, out);
+    this.connections++;
+    this.hold(s);
+    s.once('close', () => this.connections--);
+    this.connect(s, exp, key, order, Date.now(), []);
   }
-}
 
-/** Pipes two streams into each other; a failure of either resets the other with its reason. */
-function splice(a: TunnelStream, b: TunnelStream): void {
-  b.on('error', () => undefined);
-  a.pipe(b);
-  b.pipe(a);
-  const fail = (to: TunnelStream) => (err: Error) => {
-    if (to.destroyed) return;
-    to.destroy(err instanceof TunnelError ? err : new TunnelError('aborted', err.message));
-  };
-  a.on('error', fail(b));
-  b.on('error', fail(a));
+  /** Tries the serving edges in `order` until one is connected to the workload, then splices. */
+  private connect(
+    s: TunnelStream,
+    exp: ServiceExport,
+    key: string,
+    order: string[],
+    started: number,
+    tried: string[],
+  ): void {
+    const to = order[tried.length];
+    if (to === undefined) {
+      this.d.stats.refused();
+      s.destroy(
+        new TunnelError('unavailable', `no edge serving ServiceExport ${key} could connect: ${tried.join('; ')}`),
+      );
+      return;
+    }
+    if (s.destroyed) return;
+    let out: TunnelStream;
+    try {
+      out = this.d.openTo(to as EdgeName, { type: 'tcp', workload: exp.spec.workload, port: exp.spec.port });
+    } catch (err) {
+      this.d.stats.notConnected(key, to, (err as Error).message);
+      this.connect(s, exp, key, order, started, [...tried, `${to}: ${(err as Error).message}`]);
+      return;
+    }
+    this.hold(out);
+    const abandon = () => out.destroy(new TunnelError('aborted', 'the consuming client went away while connecting'));
+    s.once('close', abandon);
+    let settled = false;
+    const cleanup = () => {
+      settled = true;
+      s.off('close', abandon);
+      out.off('meta', onMeta);
+      out.off('error', onError);
+      out.off('close', onClose);
+    };
+    const onClose = () => onError(new Error('the stream closed before it was connected'));
+    const onError = (err: Error) => {
+      if (settled) return;
+      cleanup();
+      this.d.stats.notConnected(key, to, err.message);
+      log.debug({ edge: to, export: key, err: err.message }, 'serving edge did not connect; trying the next');
+      this.connect(s, exp, key, order, started, [...tried, `${to}: ${err.message}`]);
+    };
+    const onMeta = (m: unknown) => {
+      if (settled || !InterconnectConnected.safeParse(m).success) return;
+      cleanup();
+      out.on('error', () => undefined);
+      this.d.stats.connected(key, to, (Date.now() - started) / 1000);
+      s.sendMeta({ connected: true, edge: to });
+      splice({ consumer: s, server: out }, exp.spec.idleTimeoutSeconds * 1000, (error) =>
+        this.d.stats.closed(key, to, { toService: out.bytesOut, toClient: s.bytesOut }, error),
+      );
+    };
+    out.on('meta', onMeta);
+    out.once('error', onError);
+    out.once('close', onClose);
+  }
 }
