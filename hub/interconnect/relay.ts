@@ -51,6 +51,13 @@ export class InterconnectRelay {
     return bufferedBytes(this.live);
   }
 
+  /** Bytes the hub received from the edges over the streams it holds now (what the open connections moved). */
+  relayedBytes(): number {
+    let n = 0;
+    for (const s of this.live) n += s.bytesIn;
+    return n;
+  }
+
   /** Connections open through this hub now (connecting or relaying). */
   openConnections(): number {
     return this.connections;
