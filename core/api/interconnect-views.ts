@@ -24,6 +24,8 @@ export interface ServiceExportStatusView {
 export interface ConsumingEdgeView {
   edge: string;
   online: boolean;
+  /** Offline: why its connections are refused now (at once, by the edge itself). */
+  refusing?: string;
   listening: boolean;
   /** Why it does not listen (the port is taken). */
   error?: string;

@@ -192,9 +192,16 @@ export class InterconnectPlanner {
     const reports = this.state.interconnect.ofImport(imp.metadata.name, selected);
     const edges: ConsumingEdgeView[] = selected.map((edge) => {
       const r = reports.get(edge);
+      const l = live.get(edge);
+      const online = isOnline(l, now);
       return {
         edge,
-        online: isOnline(live.get(edge), now),
+        online,
+        ...(online
+          ? {}
+          : {
+              refusing: `edge ${edge} is offline${l?.lastSeen ? ` since ${new Date(l.lastSeen).toISOString()}` : ''}: it refuses every connection at once until it reconnects to the hub`,
+            }),
         listening: !!r?.listening && r.port === imp.spec.port,
         ...(r?.error ? { error: r.error } : {}),
         open: r?.open ?? 0,
