@@ -232,6 +232,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     exempt: (s) => late.connLimit?.exempt(s),
     checkSession: (project, open) => projects.checkTunnelSession(project, open),
     interconnect: (edge, s) => interconnectRelay.serve(edge, s),
+    replicaInterconnect: (edge, project, name, socket, head) =>
+      interconnectRelay.serveReplica(edge, project, name, socket, head),
   });
   // ServiceImports' connections relayed to an edge serving the export (hub/interconnect/relay.ts).
   const interconnectStats: InterconnectStats = new InterconnectStats(registry, {
@@ -245,6 +247,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     edges: state.edges,
     stats: interconnectStats,
     openTo: (edge, header) => tunnel.gateway.openTo(edge, header),
+    ...(tunnel.forward ? { remote: tunnel.forward } : {}),
   });
   projects.openSessions = (project) => tunnel.gateway.openSessions(project);
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });

@@ -10,16 +10,21 @@
  * (hub/interconnect/splice.ts: backpressure, half-close, idle timeout) and a failure of either
  * side resets the other, with its reason. A refusal is a RESET at once, naming why.
  */
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { OutpostError } from '../../core/errors.js';
+import { rawErrorResponse } from '../../core/http.js';
 import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { InterconnectConnected, InterconnectOpen } from '../../core/orders/interconnect.js';
 import type { Edge, ServiceExport, ServiceImport } from '../../core/resources.js';
-import { TunnelError, type TunnelErrorCode, type TunnelStream } from '../../sync/tunnel.js';
+import { TunnelError, TunnelStream, type TunnelErrorCode } from '../../sync/tunnel.js';
+import { INTERCONNECT_UPGRADE, type ReplicaForwarder } from '../tunnel/forward.js';
 import type { ObjectStore } from '../objects.js';
 import type { EdgeState } from '../state/edges.js';
 import type { InterconnectPlanner } from './index.js';
 import { REGION_LABEL, servingOrder } from './pick.js';
-import { bufferedBytes, splice } from './splice.js';
+import { bufferedBytes, movedBy, splice } from './splice.js';
 import type { InterconnectStats } from './stats.js';
 
 const log = createLogger('hub:interconnect');
@@ -31,7 +36,13 @@ export interface RelayDeps {
   stats: InterconnectStats;
   /** Opens a stream to an edge connected to this process; throws when it is not (hub/tunnel/gateway.ts `openTo`). */
   openTo(edge: EdgeName, header: Record<string, unknown>): TunnelStream;
+  /** With replicas: the replica that holds an edge, and a byte pipe to it (hub/tunnel/forward.ts). */
+  remote?: Pick<ReplicaForwarder, 'holder' | 'dial'>;
 }
+
+/** The path at which a replica relays a connection for export `project/name` to `edge` (hub/tunnel/gateway.ts). */
+const replicaPath = (edge: string, project: string, name: string) =>
+  `/api/v1/replicas/interconnect/${edge}/${project}/${name}`;
 
 export function isInterconnectHeader(h: Record<string, unknown>): boolean {
   return h.type === 'interconnect';
@@ -41,7 +52,7 @@ export class InterconnectRelay {
   /** Per export (`project/name`), where the round robin goes next. */
   private readonly turn = new Map<string, number>();
   /** Every stream the relay holds now (connecting or spliced), for its memory bound. */
-  private readonly live = new Set<TunnelStream>();
+  private readonly live = new Set<Duplex>();
   private connections = 0;
 
   constructor(private readonly d: RelayDeps) {}
@@ -54,7 +65,7 @@ export class InterconnectRelay {
   /** Bytes the hub received from the edges over the streams it holds now (what the open connections moved). */
   relayedBytes(): number {
     let n = 0;
-    for (const s of this.live) n += s.bytesIn;
+    for (const s of this.live) n += s instanceof TunnelStream ? s.bytesIn : (s as Socket).bytesRead;
     return n;
   }
 
@@ -63,7 +74,7 @@ export class InterconnectRelay {
     return this.connections;
   }
 
-  private hold(s: TunnelStream): void {
+  private hold(s: Duplex): void {
     this.live.add(s);
     s.once('close', () => this.live.delete(s));
   }
@@ -125,21 +136,76 @@ export class InterconnectRelay {
       return;
     }
     if (s.destroyed) return;
+    const next = (why: string) => {
+      this.d.stats.notConnected(key, to, why);
+      log.debug({ edge: to, export: key, why }, 'serving edge did not connect; trying the next');
+      this.connect(s, exp, key, order, started, [...tried, `${to}: ${why}`]);
+    };
+    const made = (server: Duplex, serverMoved: () => number, bytesToService: () => number) => {
+      this.d.stats.connected(key, to, (Date.now() - started) / 1000);
+      s.sendMeta({ connected: true, edge: to });
+      splice({ consumer: s, server, serverMoved }, exp.spec.idleTimeoutSeconds * 1000, (error) =>
+        this.d.stats.closed(key, to, { toService: bytesToService(), toClient: s.bytesOut }, error),
+      );
+    };
     let out: TunnelStream;
     try {
       out = this.d.openTo(to as EdgeName, { type: 'tcp', workload: exp.spec.workload, port: exp.spec.port });
     } catch (err) {
-      this.d.stats.notConnected(key, to, (err as Error).message);
-      this.connect(s, exp, key, order, started, [...tried, `${to}: ${(err as Error).message}`]);
+      // Held by another replica: relayed there (it opens the stream to the edge).
+      const replica = this.d.remote?.holder(to);
+      if (!replica) return next((err as Error).message);
+      let gone = false;
+      const abandon = () => (gone = true);
+      s.once('close', abandon);
+      this.d.remote!.dial(replica, replicaPath(to, exp.metadata.project, exp.metadata.name)).then(
+        (sock) => {
+          s.off('close', abandon);
+          if (gone || s.destroyed) return sock.resetAndDestroy();
+          this.hold(sock);
+          made(
+            sock,
+            () => movedBy(sock),
+            () => sock.bytesWritten,
+          );
+        },
+        (e: Error) => {
+          s.off('close', abandon);
+          if (!gone && !s.destroyed) next(`through hub replica ${replica.id}: ${e.message}`);
+        },
+      );
       return;
     }
     this.hold(out);
-    const abandon = () => out.destroy(new TunnelError('aborted', 'the consuming client went away while connecting'));
-    s.once('close', abandon);
+    this.whenConnected(
+      out,
+      () =>
+        made(
+          out,
+          () => movedBy(out),
+          () => out.bytesOut,
+        ),
+      next,
+      s,
+    );
+  }
+
+  /**
+   * Calls `connected` once the serving edge says it is connected to the workload (META), or
+   * `failed` when its stream fails or closes first; `abandonedBy` closing first resets it.
+   */
+  private whenConnected(
+    out: TunnelStream,
+    connected: () => void,
+    failed: (why: string) => void,
+    abandonedBy: Duplex,
+  ): void {
+    const abandon = () => out.destroy(new TunnelError('aborted', 'the consuming side went away while connecting'));
+    abandonedBy.once('close', abandon);
     let settled = false;
     const cleanup = () => {
       settled = true;
-      s.off('close', abandon);
+      abandonedBy.off('close', abandon);
       out.off('meta', onMeta);
       out.off('error', onError);
       out.off('close', onClose);
@@ -148,22 +214,69 @@ export class InterconnectRelay {
     const onError = (err: Error) => {
       if (settled) return;
       cleanup();
-      this.d.stats.notConnected(key, to, err.message);
-      log.debug({ edge: to, export: key, err: err.message }, 'serving edge did not connect; trying the next');
-      this.connect(s, exp, key, order, started, [...tried, `${to}: ${err.message}`]);
+      failed(err.message);
     };
     const onMeta = (m: unknown) => {
       if (settled || !InterconnectConnected.safeParse(m).success) return;
       cleanup();
       out.on('error', () => undefined);
-      this.d.stats.connected(key, to, (Date.now() - started) / 1000);
-      s.sendMeta({ connected: true, edge: to });
-      splice({ consumer: s, server: out }, exp.spec.idleTimeoutSeconds * 1000, (error) =>
-        this.d.stats.closed(key, to, { toService: out.bytesOut, toClient: s.bytesOut }, error),
-      );
+      connected();
     };
     out.on('meta', onMeta);
     out.once('error', onError);
     out.once('close', onClose);
+  }
+
+  /**
+   * A connection another replica relays here (its signature checked by the gateway) for export
+   * `project/name` on `edge`, which is connected here: the export must still name a workload that
+   * edge runs; the stream goes to the export's own workload and port (not what the request says).
+   * Answers 101 once the edge is connected to the workload, and then pipes bytes; an error answer
+   * otherwise (the other replica tries its next serving edge). Idle time and counts are the
+   * other replica's (it splices the consumer's stream).
+   */
+  serveReplica(edge: EdgeName, project: string, name: string, socket: Duplex, head: Buffer): void {
+    const sock = socket as Socket;
+    const exp = this.d.objects.get<ServiceExport>('ServiceExport', project, name);
+    const answer = (err: OutpostError): void => void sock.end(rawErrorResponse(err));
+    if (!exp) return answer(new OutpostError('not_found', `ServiceExport ${project}/${name} not found`));
+    if (!this.d.planner.servingEdges(exp).some((e) => e.edge === edge))
+      return answer(
+        new OutpostError(
+          'forbidden',
+          `edge ${edge} does not run workload ${exp.spec.workload} of ServiceExport ${project}/${name}`,
+        ),
+      );
+    let out: TunnelStream;
+    try {
+      out = this.d.openTo(edge, { type: 'tcp', workload: exp.spec.workload, port: exp.spec.port });
+    } catch (err) {
+      return answer(new OutpostError('offline', (err as Error).message));
+    }
+    this.hold(out);
+    this.hold(sock);
+    this.whenConnected(
+      out,
+      () => {
+        sock.allowHalfOpen = true;
+        sock.write(
+          `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${INTERCONNECT_UPGRADE}\r\n\r\n`,
+        );
+        if (head.length) out.write(head);
+        // A failure either way is a reset: the other replica must not take it for a clean end.
+        out.on('error', () => sock.resetAndDestroy());
+        sock.on('error', () =>
+          out.destroy(new TunnelError('aborted', 'the hub replica relaying the connection reset it')),
+        );
+        sock.once('close', () => {
+          if (!out.destroyed && !(sock.readableEnded && sock.writableFinished))
+            out.destroy(new TunnelError('aborted', 'the hub replica relaying the connection went away'));
+        });
+        sock.pipe(out);
+        out.pipe(sock);
+      },
+      (why) => answer(new OutpostError('unavailable', why)),
+      sock,
+    );
   }
 }

@@ -7,41 +7,70 @@
  * (half-close, either way); a RESET either way resets the other with the same code and reason; a
  * connection that moves no byte for `idleMs` is reset at both ends with a reason that says so.
  */
-import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { TunnelError, TunnelStream } from '../../sync/tunnel.js';
 
 export interface Spliced {
-  /** The consumer's stream and the serving edge's. */
+  /** The consumer's stream. */
   consumer: TunnelStream;
-  server: TunnelStream;
+  /**
+   * The serving side: the serving edge's stream, or the socket to the hub replica that holds that
+   * edge (hub/tunnel/forward.ts `dial`), with the bytes it moved either way.
+   */
+  server: Duplex;
+  serverMoved(): number;
 }
 
 /** Bytes the hub holds for these streams now: read buffers not yet written on, writes not yet sent. */
-export function bufferedBytes(streams: Iterable<TunnelStream>): number {
+export function bufferedBytes(streams: Iterable<Duplex>): number {
   let n = 0;
   for (const s of streams) n += s.readableLength + s.writableLength;
   return n;
 }
 
 /**
- * Splices `consumer` and `server`; `done` is called once, when both are closed, with the reason
- * when the connection did not end cleanly (both sides ENDed).
+ * Fails a serving side with `err`: a tunnel stream is reset with its code and reason; a socket to
+ * a replica is reset (RST, not FIN: the other replica must not take it for a clean end).
+ */
+export function kill(d: Duplex, err: Error): void {
+  if (d instanceof TunnelStream) d.destroy(err instanceof TunnelError ? err : new TunnelError('aborted', err.message));
+  else (d as Socket).resetAndDestroy();
+}
+
+/** The bytes a serving side moved (a tunnel stream's or a socket's counters). */
+export function movedBy(d: Duplex): number {
+  return d instanceof TunnelStream ? d.bytesIn + d.bytesOut : (d as Socket).bytesRead + (d as Socket).bytesWritten;
+}
+
+/**
+ * Splices the consumer's stream and the serving side; `done` is called once, when both are
+ * closed, with the reason when the connection did not end cleanly (both sides ENDed).
  */
 export function splice(c: Spliced, idleMs: number, done: (error?: string) => void): void {
   const { consumer: a, server: b } = c;
   let error: string | undefined;
-  const fail = (to: TunnelStream) => (err: Error) => {
+  const failA = (err: Error) => {
     error ??= err.message;
-    if (to.destroyed) return;
-    to.destroy(err instanceof TunnelError ? err : new TunnelError('aborted', err.message));
+    if (!b.destroyed) kill(b, err);
   };
-  a.on('error', fail(b));
-  b.on('error', fail(a));
+  const failB = (err: Error) => {
+    error ??= err.message;
+    if (!a.destroyed) a.destroy(err instanceof TunnelError ? err : new TunnelError('aborted', err.message));
+  };
+  a.on('error', failA);
+  b.on('error', failB);
+  // A serving side that closes without both ENDs (a socket to a replica cut short) is a failure too.
+  b.once('close', () => {
+    if (!a.destroyed && !(b.readableEnded && b.writableFinished))
+      failB(new TunnelError('aborted', 'the serving side closed before the connection ended'));
+  });
   a.pipe(b);
   b.pipe(a);
 
   // Idle: no byte moved either way since the last look. Looked at 4 times per period, so a
   // connection is reset between idleMs and 1.25 idleMs after its last byte.
-  const moved = () => a.bytesIn + a.bytesOut + b.bytesIn + b.bytesOut;
+  const moved = () => a.bytesIn + a.bytesOut + c.serverMoved();
   let last = moved();
   let quietSince = Date.now();
   const timer = setInterval(
@@ -59,7 +88,7 @@ export function splice(c: Spliced, idleMs: number, done: (error?: string) => voi
       );
       error ??= e.message;
       a.destroy(e);
-      b.destroy(e);
+      kill(b, e);
     },
     Math.max(50, Math.floor(idleMs / 4)),
   );

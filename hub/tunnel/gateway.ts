@@ -66,7 +66,16 @@ export interface GatewayOptions {
   onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
   /** Refuses one more tunnel session of `project` that has `open` now: its tunnelSessions quota. */
   checkSession?(project: string, open: number): void;
+  /**
+   * An interconnect connection another replica relays to an edge connected here (signature
+   * checked; hub/interconnect/relay.ts serveReplica): export `project/name` on `edge`.
+   */
+  onReplicaInterconnect?(edge: EdgeName, project: string, name: string, socket: Duplex, head: Buffer): void;
 }
+
+/** Where a replica relays an interconnect connection to the replica holding the serving edge. */
+export const REPLICA_INTERCONNECT_PATH =
+  /^\/api\/v1\/replicas\/interconnect\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)$/;
 
 /** A request admitted here for an edge another replica serves. */
 interface Forwarding {
@@ -258,7 +267,23 @@ export class TunnelGateway {
 
   /** Serves an upgrade on a tunnel route (proxy/kube WebSocket or SPDY, interactive exec); false when not one. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const m = TUNNEL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    const ic = REPLICA_INTERCONNECT_PATH.exec(pathname);
+    if (ic) {
+      socket.on('error', () => socket.destroy());
+      try {
+        // Only a replica (its signature checked) relays here: no user's token reaches an edge this way.
+        const by = this.opts.forward?.forwardedBy(req) ?? refuseReplicaClaim(req);
+        if (!by || !this.opts.onReplicaInterconnect)
+          throw new OutpostError('forbidden', `${pathname} is for hub replicas relaying interconnect connections`);
+      } catch (err) {
+        socket.end(rawErrorResponse(err));
+        return true;
+      }
+      this.opts.onReplicaInterconnect(ic[1] as EdgeName, ic[2]!, ic[3]!, socket, head);
+      return true;
+    }
+    const m = TUNNEL_PATH.exec(pathname);
     if (!m) return false;
     socket.on('error', () => socket.destroy());
     let ctx: RouteContext | Forwarding;
