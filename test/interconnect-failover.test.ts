@@ -19,11 +19,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
 import type { Hub } from '../hub/hub.js';
 import { adminApi, startInProcessHub, startProcessAgents, stopInProcess } from './fixtures/in-process-fleet.js';
+import { runCli } from './fixtures/cli.js';
 import { waitFor } from './helpers.js';
 import { freePort } from './ports.js';
 
 let dir: string;
 let hub: Hub;
+let env: NodeJS.ProcessEnv;
 const agents: EdgeAgent[] = [];
 let echoPort: number;
 let importPort: number;
@@ -82,7 +84,7 @@ async function once(t: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  ({ dir, hub } = await startInProcessHub('outpost-interconnect-failover-'));
+  ({ dir, hub, env } = await startInProcessHub('outpost-interconnect-failover-'));
   [echoPort, importPort] = [await freePort(), await freePort()];
   await startProcessAgents(hub, dir, ['fo-a'], { role: 'consumer', region: 'east' }, agents);
   await startProcessAgents(hub, dir, ['fo-b'], { role: 'server', region: 'east' }, agents);
@@ -139,6 +141,17 @@ describe('interconnect: several serving edges, failover, edges that go away', ()
     for (let i = 0; i < 3; i++) expect(await once(`ping ${i}`)).toBe(`ping ${i}`);
     expect(await servedBy('fo-b')).toBe(b + 3);
     expect(await servedBy('fo-c')).toBe(c);
+
+    const exp = await runCli(['describe', 'serviceexport', 'echo'], { env });
+    expect(exp.stdout).toMatch(new RegExp(`\n +fo-b +yes +Ready +yes +0 +${b + 3} +0 `));
+    expect(exp.stdout).toMatch(new RegExp(`\n +fo-c +yes +Ready +yes +0 +${c} +0 `));
+    await waitFor(async () => (await importStatus()).connectP99Ms !== undefined, {
+      what: "fo-a's report with its connect latency",
+      timeout: 15_000,
+    });
+    const imp = await runCli(['describe', 'svci', 'echo'], { env });
+    expect(imp.stdout).toMatch(/Connect latency: +p50 \d+ms, p99 \d+ms/);
+    expect(imp.stdout).toMatch(/\n +fo-a +yes +yes +\d+ +\d+ +0 +0 /);
   });
 
   it('fails over to the other serving edge when one goes away; a connection open through it is reset', async () => {

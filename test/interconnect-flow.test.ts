@@ -247,5 +247,21 @@ describe('interconnect: backpressure, half-close, idle timeout, failures', () =>
     );
     expect(imp.lastError).toMatch(/workload servers port \d+: .*ECONNRESET/);
     expect((await exportOf('rst')).status.serving[0].lastError).toBe(imp.lastError);
+
+    // The relay's Prometheus series: the idle and the reset connections failed, nothing held now.
+    const metrics = await (await fetch(`${hub.url}/metrics`)).text();
+    const value = (line: string) =>
+      Number(
+        metrics
+          .split('\n')
+          .find((l) => l.startsWith(line))
+          ?.split(' ')
+          .pop(),
+      );
+    expect(value('outpost_hub_interconnect_connections_total{result="failed"}')).toBe(2);
+    expect(value('outpost_hub_interconnect_connections_total{result="connected"}')).toBeGreaterThanOrEqual(4);
+    expect(value('outpost_hub_interconnect_bytes_total{direction="to_client"}')).toBeGreaterThan(FLOOD);
+    expect(value('outpost_hub_interconnect_buffered_bytes')).toBe(0);
+    expect(value('outpost_hub_interconnect_open_connections')).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * @module The status of ServiceExports and ServiceImports as the API shows them
- * (hub/interconnect/status.ts computes them; docs/interconnect.md).
+ * (hub/interconnect/index.ts computes them; docs/interconnect.md).
  */
 
 /** One edge that runs an export's workload. */
@@ -8,8 +8,21 @@ export interface ServingEdgeView {
   edge: string;
   /** Connected to the hub now: a connection may be relayed to it. */
   online: boolean;
-  /** The workload's state there, as the edge last reported it (Running, Failed, ...). */
+  /** The workload's state there, as the edge last reported it (Ready, Failed, ...). */
   phase?: string;
+  /** Online with the workload Ready: new connections go to healthy edges first. */
+  healthy: boolean;
+  /**
+   * What the hub replica answering relayed to it: connections open, made in all, failed after
+   * they were made, bytes to the service (out) and back (in), the last failure (also one to connect).
+   */
+  open?: number;
+  total?: number;
+  failed?: number;
+  bytesIn?: number;
+  bytesOut?: number;
+  lastError?: string;
+  lastErrorAt?: string;
 }
 
 export interface ServiceExportStatusView {

@@ -16,6 +16,7 @@ import type {
   ConsumingEdgeView,
   ServiceExportStatusView,
   ServiceImportStatusView,
+  ServingEdgeView,
 } from '../../core/api/interconnect-views.js';
 import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
@@ -137,7 +138,7 @@ export class InterconnectPlanner {
   }
 
   /** The edges that run an export's workload, whether each is connected, and what it last reported of it. */
-  servingEdges(exp: ServiceExport, now = Date.now()): ServiceExportStatusView['serving'] {
+  servingEdges(exp: ServiceExport, now = Date.now()): Pick<ServingEdgeView, 'edge' | 'online' | 'phase'>[] {
     const live = this.state.edges.liveness(exp.metadata.project);
     return this.state.status.byWorkload(exp.metadata.project, exp.spec.workload).map((r) => ({
       edge: r.edge,
