@@ -1,7 +1,8 @@
 /**
  * @module The consuming edge's end of interconnect (docs/interconnect.md): the follower of the
  * `interconnect` order (core/orders/interconnect.ts). For each ServiceImport that selects this edge
- * it listens on 127.0.0.1:PORT; each connection it accepts becomes a stream over this edge's
+ * it listens on 127.0.0.1:PORT (and on the addresses the driver's workloads reach the host at: the
+ * podman bridge's gateway); each connection it accepts becomes a stream over this edge's
  * connection to the hub (which authorises it and relays it to an edge serving the export), piped
  * both ways: the stream's credit is the backpressure, an END is a half-close.
  *
@@ -33,13 +34,18 @@ export interface InterconnectListenersDeps {
   store: ReplicaStore;
   /** Opens a stream to the hub over this edge's connection; throws when it is not connected. */
   open(header: Record<string, unknown>): TunnelStream;
-  /** Where the listeners bind (127.0.0.1: only this host's workloads reach them). */
-  host?: string;
+  /**
+   * Where else the listeners bind besides 127.0.0.1 (which host-network workloads share): the
+   * addresses of this host the driver's workloads reach (the podman bridge's gateway,
+   * `Driver.hostAddresses`). Asked once; until it answered nothing listens.
+   */
+  hostAddresses?: () => Promise<string[]>;
 }
 
 interface Listener {
   port: number;
-  server?: net.Server;
+  /** One server per address; empty while not bound. */
+  servers: net.Server[];
   sockets: Set<net.Socket>;
   /** Connect latencies of the last LATENCY_SAMPLES connections, ms. */
   latencies: number[];
@@ -63,6 +69,9 @@ export class InterconnectListeners implements SpecFollower {
   private readonly reportId;
   private reportTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** 127.0.0.1 and the driver's addresses, once known. */
+  private hosts: string[] | undefined;
+  private hostsAsked: Promise<void> | undefined;
 
   constructor(private readonly d: InterconnectListenersDeps) {
     this.specId = mailboxDocId(d.edge, 'spec');
@@ -71,6 +80,21 @@ export class InterconnectListeners implements SpecFollower {
 
   check(): void {
     if (this.stopped) return;
+    if (!this.hosts) {
+      this.hostsAsked ??= (this.d.hostAddresses?.() ?? Promise.resolve([]))
+        .catch((err: unknown) => {
+          log.warn(
+            { err },
+            "the driver's workload-facing addresses are unknown; interconnect listens on 127.0.0.1 only",
+          );
+          return [];
+        })
+        .then((extra) => {
+          this.hosts = ['127.0.0.1', ...extra.filter((a) => a !== '127.0.0.1')];
+          this.check();
+        });
+      return;
+    }
     const spec = this.d.store.get<SpecDoc>(this.specId);
     const want = new Map(readSpecInterconnect(spec ?? {}).map((l) => [l.import, l.port]));
     for (const [name, l] of [...this.listeners])
@@ -81,7 +105,7 @@ export class InterconnectListeners implements SpecFollower {
     for (const [name, port] of want) {
       const l = this.listeners.get(name);
       if (!l) this.listen(name, port);
-      else if (!l.server) this.bind(name, l);
+      else if (!l.servers.length) this.bind(name, l);
     }
     this.changed();
   }
@@ -97,6 +121,7 @@ export class InterconnectListeners implements SpecFollower {
   private listen(name: string, port: number): void {
     const l: Listener = {
       port,
+      servers: [],
       sockets: new Set(),
       latencies: [],
       report: { port, listening: false, open: 0, total: 0, refused: 0, failed: 0, bytesIn: 0, bytesOut: 0 },
@@ -105,29 +130,39 @@ export class InterconnectListeners implements SpecFollower {
     this.bind(name, l);
   }
 
+  /** Listens on every address; one that fails closes the others (listening is all or nothing). */
   private bind(name: string, l: Listener): void {
-    const server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(name, l, sock));
-    l.server = server;
-    server.once('error', (err) => {
-      l.server = undefined;
-      l.report = { ...l.report, listening: false, error: `cannot listen on 127.0.0.1:${l.port}: ${err.message}` };
-      log.warn(
-        { err, import: name, port: l.port },
-        'interconnect listener failed; retried at the next change of the spec',
-      );
-      this.changed();
-    });
-    server.listen(l.port, this.d.host ?? '127.0.0.1', () => {
-      const { error: _gone, ...rest } = l.report;
-      l.report = { ...rest, listening: true };
-      log.info({ import: name, port: l.port }, 'interconnect listening');
-      this.changed();
-    });
+    const hosts = this.hosts ?? ['127.0.0.1'];
+    let bound = 0;
+    let failed = false;
+    for (const host of hosts) {
+      const server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(name, l, sock));
+      l.servers.push(server);
+      server.once('error', (err) => {
+        if (failed) return;
+        failed = true;
+        for (const s of l.servers) s.close();
+        l.servers = [];
+        l.report = { ...l.report, listening: false, error: `cannot listen on ${host}:${l.port}: ${err.message}` };
+        log.warn(
+          { err, import: name, host, port: l.port },
+          'interconnect listener failed; retried at the next change of the spec',
+        );
+        this.changed();
+      });
+      server.listen(l.port, host, () => {
+        if (failed || ++bound < hosts.length) return;
+        const { error: _gone, ...rest } = l.report;
+        l.report = { ...rest, listening: true };
+        log.info({ import: name, hosts, port: l.port }, 'interconnect listening');
+        this.changed();
+      });
+    }
   }
 
   private close(l: Listener): void {
-    l.server?.close();
-    l.server = undefined;
+    for (const s of l.servers) s.close();
+    l.servers = [];
     for (const s of l.sockets) s.destroy();
     l.sockets.clear();
   }

@@ -29,6 +29,7 @@
  * await driver.apply({ name: 'web', generation: 1, hash: 'h1', manifests });
  * ```
  */
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createLogger } from '../../../core/logger.js';
 import type {
@@ -205,6 +206,15 @@ class PodmanDriver implements Driver, PodmanContext {
     const ip = seen.containers.find((c) => c.state === 'running' && c.ip)?.ip;
     if (!ip) throw new DriverError(`workload ${name} has no running pod with an IP address; start it first`);
     return { host: ip, port };
+  }
+
+  /** The gateway of podman's bridge network, where the pods reach this host. */
+  async hostAddresses(): Promise<string[]> {
+    const out = await this.podman.ok(
+      ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'],
+      "reading the gateway of podman's network",
+    );
+    return out.split(/\s+/).filter((a) => isIP(a) !== 0);
   }
 
   async close(): Promise<void> {
