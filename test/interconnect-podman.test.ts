@@ -2,10 +2,9 @@
  * Interconnect to a podman consumer (docs/interconnect.md): a hub process, an edge `icp-pod` on
  * the podman driver and an edge `icp-srv` on the process driver (real `outpost edge` processes).
  * A TCP echo server runs on icp-srv and is exported; icp-pod imports it, and its podman pod reaches
- * the import at the podman network's gateway (where the consuming edge listens besides
- * 127.0.0.1, which a pod's own loopback is not): the pod's `nc` gets its line echoed.
+ * the import at its default gateway, the pods' bridge on the host (where the consuming edge listens
+ * besides 127.0.0.1, which a pod's own loopback is not): the pod's `nc` gets its line echoed.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +21,6 @@ let hub: HubProc;
 const running: Proc[] = [];
 let echoPort: number;
 let importPort: number;
-let gateway: string;
 
 const importStatus = async () => (await hubApi(hub, 'GET', '/api/v1/projects/default/serviceimports/echo')).json.status;
 
@@ -32,13 +30,6 @@ beforeAll(async () => {
   www = path.join(dir, 'www');
   fs.mkdirSync(www);
   [echoPort, importPort] = [await freePort(), await freePort()];
-  gateway = execFileSync(
-    'podman',
-    ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}}{{end}}'],
-    {
-      encoding: 'utf8',
-    },
-  ).trim();
   fs.writeFileSync(
     path.join(dir, 'echo.js'),
     `require('net').createServer({ allowHalfOpen: true }, (s) => { s.on('error', () => undefined); s.pipe(s); }).listen(${echoPort}, '127.0.0.1');\n`,
@@ -60,7 +51,8 @@ beforeAll(async () => {
       podWorkload('client', TEST_IMAGE, [
         'sh',
         '-c',
-        `while true; do echo hello-from-the-pod | nc -w 2 ${gateway} ${importPort} >> /tmp/got 2>&1; sleep 1; done`,
+        // The pod's default gateway: the bridge's address on the host, where the edge listens too.
+        `GW=\`ip route | awk '/^default/ {print $3}'\`; while true; do echo hello-from-the-pod | nc -w 2 $GW ${importPort} >> /tmp/got 2>&1; sleep 1; done`,
       ]),
       { kind: 'Placement', metadata: { name: 'client' }, spec: { edges: ['icp-pod'], workloads: ['client'] } },
     ],

@@ -37,20 +37,29 @@ export interface InterconnectListenersDeps {
   /**
    * Where else the listeners bind besides 127.0.0.1 (which host-network workloads share): the
    * addresses of this host the driver's workloads reach (the podman bridge's gateway,
-   * `Driver.hostAddresses`). Asked once; until it answered nothing listens.
+   * `Driver.hostAddresses`). Best effort: 127.0.0.1 listens whatever happens there, and an address
+   * that cannot be asked or bound yet (the bridge comes with the first pod) is tried again every
+   * EXTRA_RETRY_MS, its error in the report meanwhile.
    */
   hostAddresses?: () => Promise<string[]>;
 }
 
 interface Listener {
   port: number;
-  /** One server per address; empty while not bound. */
-  servers: net.Server[];
+  /** The 127.0.0.1 server, while bound. */
+  server?: net.Server;
+  /** Servers on the driver's addresses, by address. */
+  extra: Map<string, net.Server>;
+  /** Why an extra address does not listen (reported while 127.0.0.1 does). */
+  extraError?: string;
   sockets: Set<net.Socket>;
   /** Connect latencies of the last LATENCY_SAMPLES connections, ms. */
   latencies: number[];
   report: ImportReport;
 }
+
+/** How often an address of the driver that could not be listened on is tried again. */
+const EXTRA_RETRY_MS = 10_000;
 
 /** How many connect latencies the percentiles are taken over. */
 const LATENCY_SAMPLES = 1000;
@@ -69,9 +78,10 @@ export class InterconnectListeners implements SpecFollower {
   private readonly reportId;
   private reportTimer: NodeJS.Timeout | undefined;
   private stopped = false;
-  /** 127.0.0.1 and the driver's addresses, once known. */
-  private hosts: string[] | undefined;
-  private hostsAsked: Promise<void> | undefined;
+  /** The driver's addresses, as last asked (hostAddresses). */
+  private extraHosts: string[] = [];
+  private extraAsking = false;
+  private extraTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly d: InterconnectListenersDeps) {
     this.specId = mailboxDocId(d.edge, 'spec');
@@ -80,21 +90,6 @@ export class InterconnectListeners implements SpecFollower {
 
   check(): void {
     if (this.stopped) return;
-    if (!this.hosts) {
-      this.hostsAsked ??= (this.d.hostAddresses?.() ?? Promise.resolve([]))
-        .catch((err: unknown) => {
-          log.warn(
-            { err },
-            "the driver's workload-facing addresses are unknown; interconnect listens on 127.0.0.1 only",
-          );
-          return [];
-        })
-        .then((extra) => {
-          this.hosts = ['127.0.0.1', ...extra.filter((a) => a !== '127.0.0.1')];
-          this.check();
-        });
-      return;
-    }
     const spec = this.d.store.get<SpecDoc>(this.specId);
     const want = new Map(readSpecInterconnect(spec ?? {}).map((l) => [l.import, l.port]));
     for (const [name, l] of [...this.listeners])
@@ -105,15 +100,76 @@ export class InterconnectListeners implements SpecFollower {
     for (const [name, port] of want) {
       const l = this.listeners.get(name);
       if (!l) this.listen(name, port);
-      else if (!l.servers.length) this.bind(name, l);
+      else if (!l.server) this.bind(name, l);
     }
+    this.refreshExtra();
     this.changed();
+  }
+
+  /** Asks the driver for its addresses again and listens on those not listened on yet. */
+  private refreshExtra(): void {
+    if (!this.d.hostAddresses || this.extraAsking || this.stopped) return;
+    this.extraAsking = true;
+    clearTimeout(this.extraTimer);
+    this.extraTimer = undefined;
+    this.d
+      .hostAddresses()
+      .then(
+        (hosts) => {
+          this.extraHosts = hosts.filter((h) => h !== '127.0.0.1');
+          for (const [name, l] of this.listeners) this.bindExtra(name, l);
+        },
+        (err: unknown) => {
+          for (const l of this.listeners.values())
+            l.extraError = `cannot tell where this driver's workloads reach the host: ${(err as Error).message}; tried again every ${EXTRA_RETRY_MS / 1000}s`;
+          this.retryExtra();
+          this.changed();
+        },
+      )
+      .finally(() => (this.extraAsking = false));
+  }
+
+  private retryExtra(): void {
+    if (this.extraTimer || this.stopped) return;
+    this.extraTimer = setTimeout(() => {
+      this.extraTimer = undefined;
+      this.refreshExtra();
+    }, EXTRA_RETRY_MS);
+    this.extraTimer.unref();
+  }
+
+  /** Listens on the driver's addresses this listener is not on yet (and leaves those gone). */
+  private bindExtra(name: string, l: Listener): void {
+    if (this.listeners.get(name) !== l) return;
+    for (const [host, server] of l.extra)
+      if (!this.extraHosts.includes(host)) {
+        server.close();
+        l.extra.delete(host);
+      }
+    for (const host of this.extraHosts) {
+      if (l.extra.has(host)) continue;
+      const server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(name, l, sock));
+      l.extra.set(host, server);
+      server.once('error', (err) => {
+        l.extra.delete(host);
+        l.extraError = `cannot listen on ${host}:${l.port} (where this driver's workloads reach the host): ${err.message}; tried again every ${EXTRA_RETRY_MS / 1000}s`;
+        this.retryExtra();
+        this.changed();
+      });
+      server.listen(l.port, host, () => {
+        if (l.extra.size === this.extraHosts.length && [...l.extra.values()].every((x) => x.listening))
+          l.extraError = undefined;
+        log.info({ import: name, host, port: l.port }, 'interconnect listening for the workloads of the driver');
+        this.changed();
+      });
+    }
   }
 
   /** Closes every listener and the connections through them. */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.reportTimer);
+    clearTimeout(this.extraTimer);
     for (const l of this.listeners.values()) this.close(l);
     this.listeners.clear();
   }
@@ -121,7 +177,7 @@ export class InterconnectListeners implements SpecFollower {
   private listen(name: string, port: number): void {
     const l: Listener = {
       port,
-      servers: [],
+      extra: new Map(),
       sockets: new Set(),
       latencies: [],
       report: { port, listening: false, open: 0, total: 0, refused: 0, failed: 0, bytesIn: 0, bytesOut: 0 },
@@ -130,39 +186,31 @@ export class InterconnectListeners implements SpecFollower {
     this.bind(name, l);
   }
 
-  /** Listens on every address; one that fails closes the others (listening is all or nothing). */
   private bind(name: string, l: Listener): void {
-    const hosts = this.hosts ?? ['127.0.0.1'];
-    let bound = 0;
-    let failed = false;
-    for (const host of hosts) {
-      const server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(name, l, sock));
-      l.servers.push(server);
-      server.once('error', (err) => {
-        if (failed) return;
-        failed = true;
-        for (const s of l.servers) s.close();
-        l.servers = [];
-        l.report = { ...l.report, listening: false, error: `cannot listen on ${host}:${l.port}: ${err.message}` };
-        log.warn(
-          { err, import: name, host, port: l.port },
-          'interconnect listener failed; retried at the next change of the spec',
-        );
-        this.changed();
-      });
-      server.listen(l.port, host, () => {
-        if (failed || ++bound < hosts.length) return;
-        const { error: _gone, ...rest } = l.report;
-        l.report = { ...rest, listening: true };
-        log.info({ import: name, hosts, port: l.port }, 'interconnect listening');
-        this.changed();
-      });
-    }
+    const server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(name, l, sock));
+    l.server = server;
+    server.once('error', (err) => {
+      l.server = undefined;
+      l.report = { ...l.report, listening: false, error: `cannot listen on 127.0.0.1:${l.port}: ${err.message}` };
+      log.warn(
+        { err, import: name, port: l.port },
+        'interconnect listener failed; retried at the next change of the spec',
+      );
+      this.changed();
+    });
+    server.listen(l.port, '127.0.0.1', () => {
+      const { error: _gone, ...rest } = l.report;
+      l.report = { ...rest, listening: true };
+      log.info({ import: name, port: l.port }, 'interconnect listening');
+      this.changed();
+    });
   }
 
   private close(l: Listener): void {
-    for (const s of l.servers) s.close();
-    l.servers = [];
+    l.server?.close();
+    l.server = undefined;
+    for (const x of l.extra.values()) x.close();
+    l.extra.clear();
     for (const s of l.sockets) s.destroy();
     l.sockets.clear();
   }
@@ -231,7 +279,12 @@ export class InterconnectListeners implements SpecFollower {
     this.reportTimer = setTimeout(() => {
       this.reportTimer = undefined;
       if (this.stopped) return;
-      const body = Object.fromEntries([...this.listeners].map(([name, l]) => [name, l.report]));
+      const body = Object.fromEntries(
+        [...this.listeners].map(([name, l]) => [
+          name,
+          l.report.listening && l.extraError ? { ...l.report, error: l.extraError } : l.report,
+        ]),
+      );
       try {
         this.d.store.change<ReportDoc>(this.reportId, (d) => setReportInterconnect(d, body));
       } catch (err) {

@@ -67,6 +67,9 @@ export interface PodmanDriverOptions {
 
 const log = createLogger('edge:driver:podman');
 
+/** The network `podman kube play` puts pods on when it is not told another (docs/drivers.md). */
+const KUBE_NETWORK = 'podman-default-kube-network';
+
 export function createPodmanDriver(opts: PodmanDriverOptions): Driver {
   return new PodmanDriver(opts);
 }
@@ -208,11 +211,14 @@ class PodmanDriver implements Driver, PodmanContext {
     return { host: ip, port };
   }
 
-  /** The gateway of podman's bridge network, where the pods reach this host. */
+  /**
+   * The gateway of the bridge network `podman kube play` puts the pods on, where they reach this
+   * host (it exists once the first pod ran).
+   */
   async hostAddresses(): Promise<string[]> {
     const out = await this.podman.ok(
-      ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'],
-      "reading the gateway of podman's network",
+      ['network', 'inspect', KUBE_NETWORK, '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'],
+      `reading the gateway of podman network ${KUBE_NETWORK}`,
     );
     return out.split(/\s+/).filter((a) => isIP(a) !== 0);
   }
