@@ -24,6 +24,7 @@ let b: HubProc;
 const running: Proc[] = [];
 let echoPort: number;
 let importPort: number;
+const CAP = 4;
 
 /** Connects, writes `data`, half-closes, and reads until the peer ends or resets. */
 function exchange(port: number, data: Buffer): Promise<{ got: Buffer; error?: string }> {
@@ -54,7 +55,14 @@ beforeAll(async () => {
   const url = server.createDatabase('hub');
   a = await startHubProc(path.join(dir, 'hub-a'), await freePort(), ['--insecure-http', '--database', url]);
   running.push(a.proc);
-  b = await startHubProc(path.join(dir, 'hub-b'), await freePort(), ['--insecure-http', '--database', url]);
+  // B caps connections per address low: every relayed connection comes from A's address.
+  b = await startHubProc(path.join(dir, 'hub-b'), await freePort(), [
+    '--insecure-http',
+    '--database',
+    url,
+    '--max-connections-per-address',
+    String(CAP),
+  ]);
   b = { ...b, token: a.token };
   running.push(b.proc);
   for (const [hub, name, role] of [
@@ -137,6 +145,34 @@ describe('interconnect across hub replicas', () => {
       },
       { what: "the connection in r-a's report", timeout: 15_000 },
     );
+  });
+
+  it("holds more connections through B at once than B's per-address cap (A's relayed ones are exempt)", async () => {
+    const socks = await Promise.all(
+      Array.from(
+        { length: CAP * 2 },
+        () =>
+          new Promise<net.Socket>((resolve, reject) => {
+            const s = net.connect({ host: '127.0.0.1', port: importPort }, () => resolve(s));
+            s.once('error', reject);
+          }),
+      ),
+    );
+    try {
+      const echoed = await Promise.all(
+        socks.map(
+          (s, i) =>
+            new Promise<string>((resolve, reject) => {
+              s.once('data', (c) => resolve(c.toString()));
+              s.once('close', () => reject(new Error(`connection ${i} closed before its echo`)));
+              s.write(`line ${i}`);
+            }),
+        ),
+      );
+      expect(echoed).toEqual(socks.map((_, i) => `line ${i}`));
+    } finally {
+      for (const s of socks) s.destroy();
+    }
   });
 
   it("refuses the replicas' route to a client without a replica's signature", async () => {

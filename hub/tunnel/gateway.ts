@@ -276,6 +276,8 @@ export class TunnelGateway {
         const by = this.opts.forward?.forwardedBy(req) ?? refuseReplicaClaim(req);
         if (!by || !this.opts.onReplicaInterconnect)
           throw new OutpostError('forbidden', `${pathname} is for hub replicas relaying interconnect connections`);
+        // Every relayed connection comes from the other replica's address: not a client's to cap.
+        this.opts.onReplicaConnection?.(req.socket);
       } catch (err) {
         socket.end(rawErrorResponse(err));
         return true;
