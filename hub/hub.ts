@@ -241,6 +241,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     buffered: (): number => interconnectRelay.bufferedBytes(),
   });
   interconnect.stats = interconnectStats;
+  interconnect.onAuthorityChange = () => interconnectRelay.reauthorise();
   const interconnectRelay: InterconnectRelay = new InterconnectRelay({
     planner: interconnect,
     objects,

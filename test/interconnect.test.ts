@@ -183,6 +183,25 @@ describe('interconnect: a TCP service across sites through the hub', () => {
       },
     ]);
     expect(await exchange(otherPort, Buffer.from('granted'))).toEqual({ got: Buffer.from('granted') });
+
+    // The grant taken back: a connection open now is reset at once, with the reason.
+    const held = net.connect({ host: '127.0.0.1', port: otherPort });
+    let code: string | undefined;
+    held.on('error', (e: NodeJS.ErrnoException) => (code = e.code));
+    const closed = new Promise<void>((resolve) => held.once('close', () => resolve()));
+    const echoed = new Promise<string>((resolve) => held.once('data', (c) => resolve(c.toString())));
+    held.write('still here');
+    expect(await echoed).toBe('still here');
+    await apply([{ kind: 'ServiceExport', metadata: meta('echo'), spec: { workload: 'echo', port: echoPort } }]);
+    await closed;
+    expect(code).toBe('ECONNRESET');
+    await waitFor(
+      async () =>
+        /does not allow project other.*changed while the connection was open/.test(
+          (await importOf('other', 'echo')).status.edges[0]?.lastError ?? '',
+        ),
+      { what: "the grant's removal in the import's status", timeout: 15_000 },
+    );
   });
 
   it("resets a connect at once while no serving edge is online, and the import's status says why", async () => {

@@ -27,6 +27,9 @@ import type { InterconnectStats } from './stats.js';
 
 const log = createLogger('hub:interconnect');
 
+/** The kinds a connection is authorised against (hub/interconnect/relay.ts `authorise`). */
+const AUTHORITY_KINDS = new Set(['ServiceImport', 'ServiceExport', 'Edge']);
+
 /** How often the listeners are planned again without an object change: edges join and change labels. */
 export const INTERCONNECT_TICK_MS = 5_000;
 
@@ -36,6 +39,9 @@ export class InterconnectPlanner {
   private parts = new Map<string, InterconnectListen[]>();
   /** What this process relayed, by export and serving edge (set by hub/hub.ts; the relay counts into it). */
   stats: InterconnectStats | undefined;
+  /** The objects a connection is authorised against changed (set by hub/hub.ts: the relay checks its connections again). */
+  onAuthorityChange: (() => void) | undefined;
+  private authorityPending = false;
 
   constructor(
     private readonly state: HubState,
@@ -58,6 +64,7 @@ export class InterconnectPlanner {
       onObjectChange: (c) => this.onObjectChange(c),
       onPeerObjectChange: (kind) => {
         if (kind === 'ServiceImport' || kind === 'Edge') this.mark();
+        if (AUTHORITY_KINDS.has(kind)) this.authorityChanged();
       },
       handshakeReads: {
         edge: (edge) => [state.readsAhead.edgeRuntime(edge)],
@@ -81,6 +88,21 @@ export class InterconnectPlanner {
 
   private onObjectChange(c: ObjectChange): void {
     if (c.kind === 'ServiceImport' || c.kind === 'Edge') this.mark();
+    if (AUTHORITY_KINDS.has(c.kind)) this.authorityChanged();
+  }
+
+  /** Soon (after the write transaction commits), once for a burst of changes. */
+  private authorityChanged(): void {
+    if (this.authorityPending || !this.onAuthorityChange) return;
+    this.authorityPending = true;
+    setImmediate(() => {
+      this.authorityPending = false;
+      try {
+        this.onAuthorityChange?.();
+      } catch (err) {
+        log.warn({ err }, 'checking the open interconnect connections again failed');
+      }
+    });
   }
 
   /** Plans and copies again soon (after the current write transaction commits). */

@@ -54,6 +54,8 @@ export class InterconnectRelay {
   /** Every stream the relay holds now (connecting or spliced), for its memory bound. */
   private readonly live = new Set<Duplex>();
   private connections = 0;
+  /** The consumers' streams open now, with what they were authorised for. */
+  private readonly authorised = new Map<TunnelStream, { edge: EdgeName; name: string }>();
 
   constructor(private readonly d: RelayDeps) {}
 
@@ -79,6 +81,38 @@ export class InterconnectRelay {
     s.once('close', () => this.live.delete(s));
   }
 
+  /**
+   * Whether `edge` may open a connection for its import `name` now: the one rule, at open and
+   * again for the connections open when the objects change (reauthorise).
+   */
+  private authorise(
+    edge: EdgeName,
+    name: string,
+  ): { exp: ServiceExport; project: string; consumerProject: string } | { code: TunnelErrorCode; message: string } {
+    const rt = this.d.edges.get(edge);
+    if (!rt?.approved) return { code: 'forbidden', message: `edge ${edge} is not enrolled and approved` };
+    const imp = this.d.objects.get<ServiceImport>('ServiceImport', rt.project, name);
+    if (!imp) return { code: 'not_found', message: `ServiceImport ${name} not found in project ${rt.project}` };
+    if (!this.d.planner.selected(imp).includes(edge))
+      return { code: 'forbidden', message: `ServiceImport ${rt.project}/${name} does not select edge ${edge}` };
+    const { exp, project, refused } = this.d.planner.exportOf(imp);
+    if (refused || !exp) return { code: 'forbidden', message: refused ?? 'no export' };
+    return { exp, project, consumerProject: rt.project };
+  }
+
+  /**
+   * The objects changed (an import, an export, an edge): every connection open through this hub
+   * is authorised again, and one no longer allowed (the grant removed, the import deleted or no
+   * longer selecting its edge) is reset at both ends, with the reason.
+   */
+  reauthorise(): void {
+    for (const [s, c] of this.authorised) {
+      const a = this.authorise(c.edge, c.name);
+      if ('code' in a)
+        s.destroy(new TunnelError(a.code, `${a.message} (changed while the connection was open): closed by the hub`));
+    }
+  }
+
   /** A stream a consuming edge opened for one connection. */
   serve(edge: EdgeName, s: TunnelStream): void {
     s.on('error', () => undefined);
@@ -89,17 +123,12 @@ export class InterconnectRelay {
     };
     const parsed = InterconnectOpen.safeParse(s.header);
     if (!parsed.success) return refuse('refused', `malformed interconnect stream: ${parsed.error.issues[0]?.message}`);
-    const rt = this.d.edges.get(edge);
-    if (!rt?.approved) return refuse('forbidden', `edge ${edge} is not enrolled and approved`);
     const name = parsed.data.import;
-    const imp = this.d.objects.get<ServiceImport>('ServiceImport', rt.project, name);
-    if (!imp) return refuse('not_found', `ServiceImport ${name} not found in project ${rt.project}`);
-    if (!this.d.planner.selected(imp).includes(edge))
-      return refuse('forbidden', `ServiceImport ${rt.project}/${name} does not select edge ${edge}`);
-    const { exp, project, refused } = this.d.planner.exportOf(imp);
-    if (refused || !exp) return refuse('forbidden', refused ?? 'no export');
+    const a = this.authorise(edge, name);
+    if ('code' in a) return refuse(a.code, a.message);
+    const { exp, project } = a;
     const key = `${project}/${exp.metadata.name}`;
-    const region = this.d.objects.get<Edge>('Edge', rt.project, edge)?.metadata.labels[REGION_LABEL];
+    const region = this.d.objects.get<Edge>('Edge', a.consumerProject, edge)?.metadata.labels[REGION_LABEL];
     const turn = this.turn.get(key) ?? 0;
     this.turn.set(key, turn + 1);
     const order = servingOrder(
@@ -114,7 +143,11 @@ export class InterconnectRelay {
       return refuse('unavailable', `no edge serving ServiceExport ${key} is online: connection refused`);
     this.connections++;
     this.hold(s);
-    s.once('close', () => this.connections--);
+    this.authorised.set(s, { edge, name });
+    s.once('close', () => {
+      this.connections--;
+      this.authorised.delete(s);
+    });
     this.connect(s, exp, key, order, Date.now(), []);
   }
 
