@@ -31,6 +31,7 @@ import { MISSING_TOKEN, principalOf } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { EdgeState } from '../state/edges.js';
 import { refuseReplicaClaim, type ForwardTarget, type ReplicaForwarder } from './forward.js';
+import { handleReplicaInterconnect } from './replica-interconnect.js';
 import { kubeAction } from './kube-path.js';
 import { DEFAULT_LIMITS, type GatewayLimits } from './limits.js';
 import { handleActions, handleExec, handleLogs, handleMetrics } from './ops.js';
@@ -72,10 +73,6 @@ export interface GatewayOptions {
    */
   onReplicaInterconnect?(edge: EdgeName, project: string, name: string, socket: Duplex, head: Buffer): void;
 }
-
-/** Where a replica relays an interconnect connection to the replica holding the serving edge. */
-export const REPLICA_INTERCONNECT_PATH =
-  /^\/api\/v1\/replicas\/interconnect\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)$/;
 
 /** A request admitted here for an edge another replica serves. */
 interface Forwarding {
@@ -268,23 +265,7 @@ export class TunnelGateway {
   /** Serves an upgrade on a tunnel route (proxy/kube WebSocket or SPDY, interactive exec); false when not one. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const pathname = new URL(req.url ?? '/', 'http://x').pathname;
-    const ic = REPLICA_INTERCONNECT_PATH.exec(pathname);
-    if (ic) {
-      socket.on('error', () => socket.destroy());
-      try {
-        // Only a replica (its signature checked) relays here: no user's token reaches an edge this way.
-        const by = this.opts.forward?.forwardedBy(req) ?? refuseReplicaClaim(req);
-        if (!by || !this.opts.onReplicaInterconnect)
-          throw new OutpostError('forbidden', `${pathname} is for hub replicas relaying interconnect connections`);
-        // Every relayed connection comes from the other replica's address: not a client's to cap.
-        this.opts.onReplicaConnection?.(req.socket);
-      } catch (err) {
-        socket.end(rawErrorResponse(err));
-        return true;
-      }
-      this.opts.onReplicaInterconnect(ic[1] as EdgeName, ic[2]!, ic[3]!, socket, head);
-      return true;
-    }
+    if (handleReplicaInterconnect(this.opts, pathname, req, socket, head)) return true;
     const m = TUNNEL_PATH.exec(pathname);
     if (!m) return false;
     socket.on('error', () => socket.destroy());
