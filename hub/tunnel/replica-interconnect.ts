@@ -9,15 +9,22 @@ import type { Duplex } from 'node:stream';
 import { OutpostError } from '../../core/errors.js';
 import { rawErrorResponse } from '../../core/http.js';
 import type { EdgeName } from '../../core/ids.js';
-import { refuseReplicaClaim } from './forward.js';
-import type { GatewayOptions } from './gateway.js';
+import { refuseReplicaClaim, type ReplicaForwarder } from './forward.js';
+
+/** What the route needs of the gateway's options (hub/tunnel/gateway.ts GatewayOptions). */
+export interface ReplicaInterconnectOptions {
+  forward?: Pick<ReplicaForwarder, 'forwardedBy'>;
+  onReplicaConnection?(socket: Socket): void;
+  onReplicaInterconnect?(edge: EdgeName, project: string, name: string, socket: Duplex, head: Buffer): void;
+}
+import type { Socket } from 'node:net';
 
 export const REPLICA_INTERCONNECT_PATH =
   /^\/api\/v1\/replicas\/interconnect\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)$/;
 
 /** Serves the upgrade when `pathname` is the route (true), or leaves it to the caller (false). */
 export function handleReplicaInterconnect(
-  opts: Pick<GatewayOptions, 'forward' | 'onReplicaInterconnect' | 'onReplicaConnection'>,
+  opts: ReplicaInterconnectOptions,
   pathname: string,
   req: IncomingMessage,
   socket: Duplex,
