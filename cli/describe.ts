@@ -7,6 +7,7 @@ import { formatSelector } from '../core/selector.js';
 import type { LabelSelector } from '../core/resources.js';
 import { describeEdge } from './describe-edge.js';
 import { describeGitRepo } from './describe-gitrepo.js';
+import { describeServiceExport, describeServiceImport } from './describe-interconnect.js';
 import { describeCluster, describeClusterTemplate } from './describe-cluster.js';
 import {
   eventsBlock,
@@ -216,5 +217,7 @@ export function describeObject(o: ApiObject, opts: DescribeOptions): string {
   if (o.kind === 'Cluster') return describeCluster(o, opts);
   if (o.kind === 'ClusterTemplate') return describeClusterTemplate(o, opts);
   if (o.kind === 'Placement') return describePlacement(o, opts);
+  if (o.kind === 'ServiceExport') return describeServiceExport(o, opts);
+  if (o.kind === 'ServiceImport') return describeServiceImport(o, opts);
   return describeWorkload(o, opts);
 }

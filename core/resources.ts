@@ -588,6 +588,9 @@ export type GitRepo = z.infer<typeof GitRepo>;
 // ---------------------------------------------------------------------------------------------
 // ServiceExport and ServiceImport (docs/interconnect.md): a workload's port reachable from other sites
 
+/** How long an interconnect connection may sit idle when its export does not say (docs/interconnect.md). */
+export const DEFAULT_IDLE_TIMEOUT_SECONDS = 900;
+
 const port = z.number().int().min(1, 'must be a TCP port 1-65535').max(65535, 'must be a TCP port 1-65535');
 
 /**
@@ -603,6 +606,16 @@ export const ServiceExportSpec = strict({
   protocol: z.literal('tcp', { error: 'must be tcp (the only protocol carried yet)' }).default('tcp'),
   /** Projects whose ServiceImports may reach it (its own project always may). */
   allowedProjects: z.array(name).max(256).default([]),
+  /**
+   * A connection that moves no byte either way for this long is reset at both ends (the hub's
+   * relay). Default 900 s: longer than the keepalive of the protocols usually carried.
+   */
+  idleTimeoutSeconds: z
+    .number()
+    .int()
+    .min(1, 'must be 1-86400 seconds')
+    .max(86_400, 'must be 1-86400 seconds')
+    .default(DEFAULT_IDLE_TIMEOUT_SECONDS),
 });
 export type ServiceExportSpec = z.infer<typeof ServiceExportSpec>;
 

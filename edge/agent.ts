@@ -229,7 +229,12 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   reconciler.decorators.push(dataIn);
   followers.add({ kind: DATA_ORDERS.name, check: () => dataIn.check() });
   // ServiceImports (docs/interconnect.md): local listeners whose connections go through the hub.
-  const interconnect = new InterconnectListeners({ edge, store, open: (h) => tunnel.open(h) });
+  const interconnect = new InterconnectListeners({
+    edge,
+    store,
+    open: (h) => tunnel.open(h),
+    ...(driver.hostAddresses ? { hostAddresses: () => driver.hostAddresses!() } : {}),
+  });
   followers.add(interconnect);
   // Clusters at the sites (docs/clusters.md): this edge's node of a Cluster.
   const clusterNode = new ClusterFollower({

@@ -28,6 +28,7 @@ import { Catalog } from './catalog/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { InterconnectRelay } from './interconnect/relay.js';
+import { InterconnectStats } from './interconnect/stats.js';
 import { HubDataFiles } from './data/index.js';
 import type { HubClusters } from './clusters/index.js';
 import { S3Sink } from './data/s3-sink.js';
@@ -97,6 +98,8 @@ export interface Hub {
   charts: ChartRenders;
   /** Clusters at the sites (hub/clusters/): `settle()` runs a pass now. */
   clusters: HubClusters;
+  /** The interconnect's relay (hub/interconnect/relay.ts): its open connections and buffered bytes. */
+  interconnect: InterconnectRelay;
   /** This hub process among the replicas (a SQLite hub is the only one). */
   replicaId: string;
   /** People from the identity provider; undefined without --oidc-issuer. */
@@ -260,13 +263,23 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     exempt: (s) => late.connLimit?.exempt(s),
     checkSession: (project, open) => projects.checkTunnelSession(project, open),
     interconnect: (edge, s) => interconnectRelay.serve(edge, s),
+    replicaInterconnect: (edge, project, name, socket, head) =>
+      interconnectRelay.serveReplica(edge, project, name, socket, head),
   });
   // ServiceImports' connections relayed to an edge serving the export (hub/interconnect/relay.ts).
-  const interconnectRelay = new InterconnectRelay({
+  const interconnectStats: InterconnectStats = new InterconnectStats(registry, {
+    open: (): number => interconnectRelay.openConnections(),
+    buffered: (): number => interconnectRelay.bufferedBytes(),
+  });
+  interconnect.stats = interconnectStats;
+  interconnect.onAuthorityChange = () => interconnectRelay.reauthorise();
+  const interconnectRelay: InterconnectRelay = new InterconnectRelay({
     planner: interconnect,
     objects,
     edges: state.edges,
+    stats: interconnectStats,
     openTo: (edge, header) => tunnel.gateway.openTo(edge, header),
+    ...(tunnel.forward ? { remote: tunnel.forward } : {}),
   });
   projects.openSessions = (project) => tunnel.gateway.openSessions(project);
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
@@ -437,6 +450,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     imageStaging,
     charts,
     clusters,
+    interconnect: interconnectRelay,
     replicaId: replication.id,
     ...(people ? { people } : {}),
     close: (why?: string) => closeHub({ why, modules, sync, server, scheduler, store, pg }),

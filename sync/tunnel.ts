@@ -105,10 +105,12 @@ export class TunnelMux implements StreamMux {
       throw new TunnelError('unavailable', `too many open tunnel streams (${max}); retry when some finish`);
     const id = this.nextId;
     this.nextId = this.nextId >= this.lastId ? this.firstId : this.nextId + 1;
+    // Not connected now (an edge between connections): fail at once, never a stream that waits forever.
+    if (!this.opts.send(frame(TUNNEL_OPEN, id, json(header))))
+      throw new TunnelError('disconnected', 'the tunnel connection is down: not connected now');
     const s = new TunnelStream(id, this, header, limits);
     this.streams.set(id, s);
     this.opened++;
-    this.sendNow(frame(TUNNEL_OPEN, id, json(header)));
     return s;
   }
 

@@ -126,7 +126,7 @@ describe('interconnect: a TCP service across sites through the hub', () => {
     );
     expect(imp.status.edges.map((e: any) => e.edge)).toEqual(['ic-a']);
     const exp = await adminApi(hub, 'GET', '/api/v1/projects/default/serviceexports/echo');
-    expect(exp.status.summary).toBe('serving 1/1 online');
+    expect(exp.status.summary).toBe('serving 1/1 healthy, 1 online');
 
     const small = await exchange(importPort, Buffer.from('hello through the hub\n'));
     expect(small).toEqual({ got: Buffer.from('hello through the hub\n') });
@@ -147,11 +147,13 @@ describe('interconnect: a TCP service across sites through the hub', () => {
     expect(counted.refused).toBe(0);
 
     const exports = await runCli(['get', 'serviceexports'], { env });
-    expect(exports.stdout).toMatch(new RegExp(`^NAME +WORKLOAD +PORT +ONLINE +AGE\n(echo) +echo +${echoPort} +1/1 `));
+    expect(exports.stdout).toMatch(
+      new RegExp(`^NAME +WORKLOAD +PORT +HEALTHY +ONLINE +AGE\n(echo) +echo +${echoPort} +1/1 +1/1 `),
+    );
     const imports = await runCli(['get', 'svci'], { env });
     expect(imports.stdout).toMatch(
       new RegExp(
-        `^NAME +EXPORT +PORT +LISTENING +OPEN +STATUS +AGE\necho +default/echo +${importPort} +1/1 +0 +listening 1/1, 0 open `,
+        `^NAME +EXPORT +PORT +LISTENING +OPEN +ERRORS +STATUS +AGE\necho +default/echo +${importPort} +1/1 +0 +0 +listening 1/1, 0 open `,
       ),
     );
   });
@@ -181,6 +183,25 @@ describe('interconnect: a TCP service across sites through the hub', () => {
       },
     ]);
     expect(await exchange(otherPort, Buffer.from('granted'))).toEqual({ got: Buffer.from('granted') });
+
+    // The grant taken back: a connection open now is reset at once, with the reason.
+    const held = net.connect({ host: '127.0.0.1', port: otherPort });
+    let code: string | undefined;
+    held.on('error', (e: NodeJS.ErrnoException) => (code = e.code));
+    const closed = new Promise<void>((resolve) => held.once('close', () => resolve()));
+    const echoed = new Promise<string>((resolve) => held.once('data', (c) => resolve(c.toString())));
+    held.write('still here');
+    expect(await echoed).toBe('still here');
+    await apply([{ kind: 'ServiceExport', metadata: meta('echo'), spec: { workload: 'echo', port: echoPort } }]);
+    await closed;
+    expect(code).toBe('ECONNRESET');
+    await waitFor(
+      async () =>
+        /does not allow project other.*changed while the connection was open/.test(
+          (await importOf('other', 'echo')).status.edges[0]?.lastError ?? '',
+        ),
+      { what: "the grant's removal in the import's status", timeout: 15_000 },
+    );
   });
 
   it("resets a connect at once while no serving edge is online, and the import's status says why", async () => {

@@ -223,10 +223,13 @@ function serviceExportRow(o: ApiObject, opts: RowOptions): string[] {
     o.metadata.name,
     spec.workload ?? '-',
     spec.port === undefined ? '-' : String(spec.port),
+    s.serving ? `${s.healthy ?? 0}/${s.serving.length}` : '-',
     s.serving ? `${s.online ?? 0}/${s.serving.length}` : '-',
     age(o.metadata.creationTimestamp, opts.now),
   ];
 }
+
+const ms = (v: number | undefined) => (v === undefined ? '-' : `${Math.round(v)}ms`);
 
 function serviceImportRow(o: ApiObject, opts: RowOptions): string[] {
   const s = statusOf<Partial<ServiceImportStatusView>>(o);
@@ -237,8 +240,17 @@ function serviceImportRow(o: ApiObject, opts: RowOptions): string[] {
     spec.port === undefined ? '-' : String(spec.port),
     s.edges ? `${s.listening ?? 0}/${s.edges.length}` : '-',
     s.open === undefined ? '-' : String(s.open),
+    s.errors === undefined ? '-' : String(s.errors),
     s.summary ?? '-',
     age(o.metadata.creationTimestamp, opts.now),
+    ...(opts.wide
+      ? [
+          s.bytesOut === undefined ? '-' : formatBytes(s.bytesOut),
+          s.bytesIn === undefined ? '-' : formatBytes(s.bytesIn),
+          ms(s.connectP50Ms),
+          ms(s.connectP99Ms),
+        ]
+      : []),
   ];
 }
 
@@ -312,10 +324,15 @@ export const KIND_COLUMNS: Record<string, KindColumns> = {
     row: clusterRow,
     color: ['PHASE'],
   },
-  ServiceExport: { base: ['NAME', 'WORKLOAD', 'PORT', 'ONLINE', 'AGE'], wide: [], row: serviceExportRow, color: [] },
-  ServiceImport: {
-    base: ['NAME', 'EXPORT', 'PORT', 'LISTENING', 'OPEN', 'STATUS', 'AGE'],
+  ServiceExport: {
+    base: ['NAME', 'WORKLOAD', 'PORT', 'HEALTHY', 'ONLINE', 'AGE'],
     wide: [],
+    row: serviceExportRow,
+    color: [],
+  },
+  ServiceImport: {
+    base: ['NAME', 'EXPORT', 'PORT', 'LISTENING', 'OPEN', 'ERRORS', 'STATUS', 'AGE'],
+    wide: ['SENT', 'RECEIVED', 'CONNECT-P50', 'CONNECT-P99'],
     row: serviceImportRow,
     color: [],
   },

@@ -36,6 +36,14 @@ export const ImportReport = z.object({
   open: z.number().int().min(0),
   total: z.number().int().min(0),
   refused: z.number().int().min(0),
+  /** Connections that were made and then failed (reset by either end, idle, an edge gone). */
+  failed: z.number().int().min(0).default(0),
+  /** Bytes of closed connections: from the client to the service (out), back (in). */
+  bytesOut: z.number().int().min(0).default(0),
+  bytesIn: z.number().int().min(0).default(0),
+  /** Connect latency (accepted to the serving edge connected to the workload) over the last connections, ms. */
+  connectP50Ms: z.number().min(0).optional(),
+  connectP99Ms: z.number().min(0).optional(),
   /** Why the last connection was refused or failed, and when (epoch ms, the edge's clock). */
   lastError: z.string().max(2000).optional(),
   lastErrorAt: z.number().int().min(0).optional(),
@@ -47,6 +55,14 @@ const InterconnectReport = z.record(name, ImportReport);
 /** The stream a consuming edge opens to the hub for one accepted connection: which import it is for. */
 export const InterconnectOpen = z.object({ type: z.literal('interconnect'), import: name });
 export type InterconnectOpen = z.infer<typeof InterconnectOpen>;
+
+/**
+ * The META a serving edge sends once it is connected to the workload, and the hub passes on to the
+ * consuming edge with the serving edge's name: the connection is made (the hub fails over to
+ * another serving edge only before it), and the consumer measures its connect latency to it.
+ */
+export const InterconnectConnected = z.object({ connected: z.literal(true), edge: name.optional() });
+export type InterconnectConnected = z.infer<typeof InterconnectConnected>;
 
 interface InterconnectField {
   interconnect?: ImmutableString;

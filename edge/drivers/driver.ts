@@ -124,6 +124,12 @@ export interface Driver {
   execInteractive?(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec>;
   /** Where a declared port of a workload listens, for the service proxy; null if not declared. */
   endpoint(name: string, port: number): Promise<Endpoint | null>;
+  /**
+   * Addresses of this host the driver's workloads reach it at, besides 127.0.0.1 (which
+   * host-network workloads share): an interconnect import listens there too
+   * (edge/interconnect/listeners.ts). Absent: loopback only.
+   */
+  hostAddresses?(): Promise<string[]>;
   /** Release resources held by the driver. Workloads keep running. */
   close(): Promise<void>;
 }

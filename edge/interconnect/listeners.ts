@@ -1,7 +1,8 @@
 /**
  * @module The consuming edge's end of interconnect (docs/interconnect.md): the follower of the
  * `interconnect` order (core/orders/interconnect.ts). For each ServiceImport that selects this edge
- * it listens on 127.0.0.1:PORT; each connection it accepts becomes a stream over this edge's
+ * it listens on 127.0.0.1:PORT (and on the addresses the driver's workloads reach the host at: the
+ * podman bridge's gateway); each connection it accepts becomes a stream over this edge's
  * connection to the hub (which authorises it and relays it to an edge serving the export), piped
  * both ways: the stream's credit is the backpressure, an END is a half-close.
  *
@@ -17,6 +18,7 @@ import type { ReportDoc, SpecDoc } from '../../core/mailbox.js';
 import {
   INTERCONNECT_ORDER,
   INTERCONNECT_REPORT_MS,
+  InterconnectConnected,
   readSpecInterconnect,
   setReportInterconnect,
   type ImportReport,
@@ -32,15 +34,41 @@ export interface InterconnectListenersDeps {
   store: ReplicaStore;
   /** Opens a stream to the hub over this edge's connection; throws when it is not connected. */
   open(header: Record<string, unknown>): TunnelStream;
-  /** Where the listeners bind (127.0.0.1: only this host's workloads reach them). */
-  host?: string;
+  /**
+   * Where else the listeners bind besides 127.0.0.1 (which host-network workloads share): the
+   * addresses of this host the driver's workloads reach (the podman bridge's gateway,
+   * `Driver.hostAddresses`). Best effort: 127.0.0.1 listens whatever happens there, and an address
+   * that cannot be asked or bound yet (the bridge comes with the first pod) is tried again every
+   * EXTRA_RETRY_MS, its error in the report meanwhile.
+   */
+  hostAddresses?: () => Promise<string[]>;
 }
 
 interface Listener {
   port: number;
+  /** The 127.0.0.1 server, while bound. */
   server?: net.Server;
+  /** Servers on the driver's addresses, by address. */
+  extra: Map<string, net.Server>;
+  /** Why an extra address does not listen (reported while 127.0.0.1 does). */
+  extraError?: string;
   sockets: Set<net.Socket>;
+  /** Connect latencies of the last LATENCY_SAMPLES connections, ms. */
+  latencies: number[];
   report: ImportReport;
+}
+
+/** How often an address of the driver that could not be listened on is tried again. */
+const EXTRA_RETRY_MS = 10_000;
+
+/** How many connect latencies the percentiles are taken over. */
+const LATENCY_SAMPLES = 1000;
+
+/** p50 and p99 of the samples (nearest rank). */
+export function percentiles(samples: readonly number[]): { connectP50Ms: number; connectP99Ms: number } {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? 0;
+  return { connectP50Ms: at(0.5), connectP99Ms: at(0.99) };
 }
 
 export class InterconnectListeners implements SpecFollower {
@@ -50,6 +78,10 @@ export class InterconnectListeners implements SpecFollower {
   private readonly reportId;
   private reportTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The driver's addresses, as last asked (hostAddresses). */
+  private extraHosts: string[] = [];
+  private extraAsking = false;
+  private extraTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly d: InterconnectListenersDeps) {
     this.specId = mailboxDocId(d.edge, 'spec');
@@ -70,13 +102,74 @@ export class InterconnectListeners implements SpecFollower {
       if (!l) this.listen(name, port);
       else if (!l.server) this.bind(name, l);
     }
+    this.refreshExtra();
     this.changed();
+  }
+
+  /** Asks the driver for its addresses again and listens on those not listened on yet. */
+  private refreshExtra(): void {
+    if (!this.d.hostAddresses || this.extraAsking || this.stopped) return;
+    this.extraAsking = true;
+    clearTimeout(this.extraTimer);
+    this.extraTimer = undefined;
+    this.d
+      .hostAddresses()
+      .then(
+        (hosts) => {
+          this.extraHosts = hosts.filter((h) => h !== '127.0.0.1');
+          for (const [name, l] of this.listeners) this.bindExtra(name, l);
+        },
+        (err: unknown) => {
+          for (const l of this.listeners.values())
+            l.extraError = `cannot tell where this driver's workloads reach the host: ${(err as Error).message}; tried again every ${EXTRA_RETRY_MS / 1000}s`;
+          this.retryExtra();
+          this.changed();
+        },
+      )
+      .finally(() => (this.extraAsking = false));
+  }
+
+  private retryExtra(): void {
+    if (this.extraTimer || this.stopped) return;
+    this.extraTimer = setTimeout(() => {
+      this.extraTimer = undefined;
+      this.refreshExtra();
+    }, EXTRA_RETRY_MS);
+    this.extraTimer.unref();
+  }
+
+  /** Listens on the driver's addresses this listener is not on yet (and leaves those gone). */
+  private bindExtra(name: string, l: Listener): void {
+    if (this.listeners.get(name) !== l) return;
+    for (const [host, server] of l.extra)
+      if (!this.extraHosts.includes(host)) {
+        server.close();
+        l.extra.delete(host);
+      }
+    for (const host of this.extraHosts) {
+      if (l.extra.has(host)) continue;
+      const server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(name, l, sock));
+      l.extra.set(host, server);
+      server.once('error', (err) => {
+        l.extra.delete(host);
+        l.extraError = `cannot listen on ${host}:${l.port} (where this driver's workloads reach the host): ${err.message}; tried again every ${EXTRA_RETRY_MS / 1000}s`;
+        this.retryExtra();
+        this.changed();
+      });
+      server.listen(l.port, host, () => {
+        if (l.extra.size === this.extraHosts.length && [...l.extra.values()].every((x) => x.listening))
+          l.extraError = undefined;
+        log.info({ import: name, host, port: l.port }, 'interconnect listening for the workloads of the driver');
+        this.changed();
+      });
+    }
   }
 
   /** Closes every listener and the connections through them. */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.reportTimer);
+    clearTimeout(this.extraTimer);
     for (const l of this.listeners.values()) this.close(l);
     this.listeners.clear();
   }
@@ -84,8 +177,10 @@ export class InterconnectListeners implements SpecFollower {
   private listen(name: string, port: number): void {
     const l: Listener = {
       port,
+      extra: new Map(),
       sockets: new Set(),
-      report: { port, listening: false, open: 0, total: 0, refused: 0 },
+      latencies: [],
+      report: { port, listening: false, open: 0, total: 0, refused: 0, failed: 0, bytesIn: 0, bytesOut: 0 },
     };
     this.listeners.set(name, l);
     this.bind(name, l);
@@ -103,7 +198,7 @@ export class InterconnectListeners implements SpecFollower {
       );
       this.changed();
     });
-    server.listen(l.port, this.d.host ?? '127.0.0.1', () => {
+    server.listen(l.port, '127.0.0.1', () => {
       const { error: _gone, ...rest } = l.report;
       l.report = { ...rest, listening: true };
       log.info({ import: name, port: l.port }, 'interconnect listening');
@@ -114,16 +209,20 @@ export class InterconnectListeners implements SpecFollower {
   private close(l: Listener): void {
     l.server?.close();
     l.server = undefined;
+    for (const x of l.extra.values()) x.close();
+    l.extra.clear();
     for (const s of l.sockets) s.destroy();
     l.sockets.clear();
   }
 
   private accept(name: string, l: Listener, sock: net.Socket): void {
     sock.setNoDelay(true);
-    const failed = (message: string, refused: boolean): void => {
+    const accepted = Date.now();
+    let connected = false;
+    const failed = (message: string): void => {
       l.report = {
         ...l.report,
-        ...(refused ? { refused: l.report.refused + 1 } : {}),
+        ...(connected ? { failed: l.report.failed + 1 } : { refused: l.report.refused + 1 }),
         lastError: message,
         lastErrorAt: Date.now(),
       };
@@ -136,7 +235,7 @@ export class InterconnectListeners implements SpecFollower {
     try {
       s = this.d.open({ type: 'interconnect', import: name });
     } catch (err) {
-      failed(`the hub is not connected: ${(err as Error).message}`, true);
+      failed(`the hub is not connected: ${(err as Error).message}`);
       sock.on('error', () => undefined);
       reset();
       return;
@@ -144,10 +243,21 @@ export class InterconnectListeners implements SpecFollower {
     l.sockets.add(sock);
     l.report = { ...l.report, open: l.report.open + 1 };
     this.changed();
+    s.on('meta', (m) => {
+      if (connected || !InterconnectConnected.safeParse(m).success) return;
+      connected = true;
+      l.latencies.push(Date.now() - accepted);
+      if (l.latencies.length > LATENCY_SAMPLES) l.latencies.shift();
+      l.report = { ...l.report, ...percentiles(l.latencies) };
+      this.changed();
+    });
     s.on('error', (err) => {
-      const code = err instanceof TunnelError ? err.code : 'aborted';
-      failed(err.message, s.bytesIn === 0 && code !== 'aborted' && code !== 'disconnected');
+      failed(err.message);
       reset();
+    });
+    s.once('close', () => {
+      l.report = { ...l.report, bytesOut: l.report.bytesOut + s.bytesOut, bytesIn: l.report.bytesIn + s.bytesIn };
+      this.changed();
     });
     sock.on('error', () => {
       if (!s.destroyed) s.destroy(new TunnelError('aborted', 'the consuming client reset the connection'));
@@ -169,7 +279,12 @@ export class InterconnectListeners implements SpecFollower {
     this.reportTimer = setTimeout(() => {
       this.reportTimer = undefined;
       if (this.stopped) return;
-      const body = Object.fromEntries([...this.listeners].map(([name, l]) => [name, l.report]));
+      const body = Object.fromEntries(
+        [...this.listeners].map(([name, l]) => [
+          name,
+          l.report.listening && l.extraError ? { ...l.report, error: l.extraError } : l.report,
+        ]),
+      );
       try {
         this.d.store.change<ReportDoc>(this.reportId, (d) => setReportInterconnect(d, body));
       } catch (err) {

@@ -2,11 +2,13 @@
  * @module The serving edge's end of an interconnect connection (docs/interconnect.md): a `tcp`
  * stream the hub opens for a ServiceExport connects to the workload's declared port where the
  * driver says it listens (`driver.endpoint`: the process driver's host port on 127.0.0.1), never
- * to another port or host, whatever the hub asks. The stream and the socket are piped both ways
+ * to another port or host, whatever the hub asks. Once connected it says so (META `connected`: the
+ * hub fails over to another serving edge only before it). The stream and the socket are piped both ways
  * (the stream's credit is the backpressure); an END is a half-close, a failure of either side
  * resets or destroys the other.
  */
 import net from 'node:net';
+import type { InterconnectConnected } from '../../core/orders/interconnect.js';
 import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
 import type { Driver } from '../drivers/driver.js';
 
@@ -52,6 +54,8 @@ export async function serveExport(
   });
   // A reset either way ends the connection; a clean close (both ends ENDed) lets the socket flush.
   s.on('error', () => sock.destroy());
+  // Connected: the hub splices now (before this it may try another serving edge).
+  s.sendMeta({ connected: true } satisfies InterconnectConnected);
   sock.pipe(s);
   s.pipe(sock);
 }

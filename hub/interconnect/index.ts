@@ -16,13 +16,19 @@ import type {
   ConsumingEdgeView,
   ServiceExportStatusView,
   ServiceImportStatusView,
+  ServingEdgeView,
 } from '../../core/api/interconnect-views.js';
 import { edgesReached, isOnline, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { OrderEngine } from '../orders/engine.js';
 import type { HubState } from '../state/index.js';
+import { isHealthy } from './pick.js';
+import type { InterconnectStats } from './stats.js';
 
 const log = createLogger('hub:interconnect');
+
+/** The kinds a connection is authorised against (hub/interconnect/relay.ts `authorise`). */
+const AUTHORITY_KINDS = new Set(['ServiceImport', 'ServiceExport', 'Edge']);
 
 /** How often the listeners are planned again without an object change: edges join and change labels. */
 export const INTERCONNECT_TICK_MS = 5_000;
@@ -31,6 +37,11 @@ export class InterconnectPlanner {
   private timer: NodeJS.Timeout | undefined;
   private pending = false;
   private parts = new Map<string, InterconnectListen[]>();
+  /** What this process relayed, by export and serving edge (set by hub/hub.ts; the relay counts into it). */
+  stats: InterconnectStats | undefined;
+  /** The objects a connection is authorised against changed (set by hub/hub.ts: the relay checks its connections again). */
+  onAuthorityChange: (() => void) | undefined;
+  private authorityPending = false;
 
   constructor(
     private readonly state: HubState,
@@ -53,6 +64,7 @@ export class InterconnectPlanner {
       onObjectChange: (c) => this.onObjectChange(c),
       onPeerObjectChange: (kind) => {
         if (kind === 'ServiceImport' || kind === 'Edge') this.mark();
+        if (AUTHORITY_KINDS.has(kind)) this.authorityChanged();
       },
       handshakeReads: {
         edge: (edge) => [state.readsAhead.edgeRuntime(edge)],
@@ -76,6 +88,21 @@ export class InterconnectPlanner {
 
   private onObjectChange(c: ObjectChange): void {
     if (c.kind === 'ServiceImport' || c.kind === 'Edge') this.mark();
+    if (AUTHORITY_KINDS.has(c.kind)) this.authorityChanged();
+  }
+
+  /** Soon (after the write transaction commits), once for a burst of changes. */
+  private authorityChanged(): void {
+    if (this.authorityPending || !this.onAuthorityChange) return;
+    this.authorityPending = true;
+    setImmediate(() => {
+      this.authorityPending = false;
+      try {
+        this.onAuthorityChange?.();
+      } catch (err) {
+        log.warn({ err }, 'checking the open interconnect connections again failed');
+      }
+    });
   }
 
   /** Plans and copies again soon (after the current write transaction commits). */
@@ -133,7 +160,7 @@ export class InterconnectPlanner {
   }
 
   /** The edges that run an export's workload, whether each is connected, and what it last reported of it. */
-  servingEdges(exp: ServiceExport, now = Date.now()): ServiceExportStatusView['serving'] {
+  servingEdges(exp: ServiceExport, now = Date.now()): Pick<ServingEdgeView, 'edge' | 'online' | 'phase'>[] {
     const live = this.state.edges.liveness(exp.metadata.project);
     return this.state.status.byWorkload(exp.metadata.project, exp.spec.workload).map((r) => ({
       edge: r.edge,
@@ -143,13 +170,32 @@ export class InterconnectPlanner {
   }
 
   exportStatus(exp: ServiceExport): ServiceExportStatusView {
-    const serving = this.servingEdges(exp);
+    const relayed = this.stats?.ofExport(`${exp.metadata.project}/${exp.metadata.name}`);
+    const serving = this.servingEdges(exp).map((e) => {
+      const c = relayed?.get(e.edge);
+      return {
+        ...e,
+        healthy: isHealthy(e),
+        ...(c
+          ? {
+              open: c.open,
+              total: c.total,
+              failed: c.failed,
+              bytesIn: c.bytesIn,
+              bytesOut: c.bytesOut,
+              ...(c.lastError ? { lastError: c.lastError, lastErrorAt: new Date(c.lastErrorAt!).toISOString() } : {}),
+            }
+          : {}),
+      };
+    });
     const online = serving.filter((e) => e.online).length;
+    const healthy = serving.filter((e) => e.healthy).length;
     return {
       summary: serving.length
-        ? `serving ${online}/${serving.length} online`
+        ? `serving ${healthy}/${serving.length} healthy, ${online} online`
         : `no edge runs workload ${exp.spec.workload}: place it with a Placement`,
       online,
+      healthy,
       serving,
     };
   }
@@ -169,26 +215,54 @@ export class InterconnectPlanner {
     const reports = this.state.interconnect.ofImport(imp.metadata.name, selected);
     const edges: ConsumingEdgeView[] = selected.map((edge) => {
       const r = reports.get(edge);
+      const l = live.get(edge);
+      const online = isOnline(l, now);
       return {
         edge,
-        online: isOnline(live.get(edge), now),
+        online,
+        ...(online
+          ? {}
+          : {
+              refusing: `edge ${edge} is offline${l?.lastSeen ? ` since ${new Date(l.lastSeen).toISOString()}` : ''}: it refuses every connection at once until it reconnects to the hub`,
+            }),
         listening: !!r?.listening && r.port === imp.spec.port,
         ...(r?.error ? { error: r.error } : {}),
         open: r?.open ?? 0,
         total: r?.total ?? 0,
         refused: r?.refused ?? 0,
+        failed: r?.failed ?? 0,
+        bytesIn: r?.bytesIn ?? 0,
+        bytesOut: r?.bytesOut ?? 0,
+        ...(r?.connectP50Ms !== undefined ? { connectP50Ms: r.connectP50Ms } : {}),
+        ...(r?.connectP99Ms !== undefined ? { connectP99Ms: r.connectP99Ms } : {}),
         ...(r?.lastError ? { lastError: r.lastError } : {}),
         ...(r?.lastErrorAt ? { lastErrorAt: new Date(r.lastErrorAt).toISOString() } : {}),
       };
     });
     const listening = edges.filter((e) => e.listening).length;
-    const open = edges.reduce((n, e) => n + e.open, 0);
+    const sum = (f: (e: ConsumingEdgeView) => number) => edges.reduce((n, e) => n + f(e), 0);
+    const open = sum((e) => e.open);
+    const worst = (f: (e: ConsumingEdgeView) => number | undefined) => {
+      const v = edges.map(f).filter((x): x is number => x !== undefined);
+      return v.length ? Math.max(...v) : undefined;
+    };
+    const p50 = worst((e) => e.connectP50Ms);
+    const p99 = worst((e) => e.connectP99Ms);
+    // The consuming edges that are away refuse every connection at once (their own listeners).
+    const away = edges.filter((e) => !e.online).map((e) => e.edge);
     return {
-      summary: refused ?? `listening ${listening}/${edges.length}, ${open} open`,
+      summary:
+        refused ??
+        `listening ${listening}/${edges.length}, ${open} open${away.length ? `; ${away.join(', ')} offline: refusing connections until reconnected` : ''}`,
       export: `${project}/${imp.spec.export}`,
       ...(refused ? { refused } : {}),
       listening,
       open,
+      errors: sum((e) => e.refused + e.failed),
+      bytesIn: sum((e) => e.bytesIn),
+      bytesOut: sum((e) => e.bytesOut),
+      ...(p50 !== undefined ? { connectP50Ms: p50 } : {}),
+      ...(p99 !== undefined ? { connectP99Ms: p99 } : {}),
       edges,
     };
   }

@@ -4,6 +4,7 @@
  * forwarder to the replica that serves an edge.
  */
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { isDataFileHeader } from '../../core/data.js';
 import type { EdgeName } from '../../core/ids.js';
@@ -23,6 +24,8 @@ import type { Replication } from './replication.js';
 
 export interface TunnelModule extends HubModule {
   readonly gateway: TunnelGateway;
+  /** With replicas: reaches the replica that holds an edge (the interconnect's relay dials it). */
+  readonly forward?: ReplicaForwarder;
 }
 
 export function createTunnelModule(o: {
@@ -41,31 +44,32 @@ export function createTunnelModule(o: {
   interconnect(edge: EdgeName, s: TunnelStream): void;
   /** The project's tunnelSessions quota (hub/projects/). */
   checkSession(project: string, open: number): void;
+  /** An interconnect connection another replica relays to an edge connected here (hub/interconnect/relay.ts). */
+  replicaInterconnect(edge: EdgeName, project: string, name: string, socket: Duplex, head: Buffer): void;
 }): TunnelModule {
   const { state, blobs, dataFiles, replication } = o;
   const transfers = new HubTransfers(state.edges, blobs, o.registry);
   const leases = replication.leases;
+  const forward = leases
+    ? new ReplicaForwarder({
+        self: replication.id,
+        key: replication.registry.forwardKey(),
+        holder: (edge) => {
+          const id = leases.holder(edge);
+          return id === undefined ? undefined : replication.registry.live(id);
+        },
+        ...(o.tls ? { ca: o.tls.caPem } : {}),
+      })
+    : undefined;
   const gateway = new TunnelGateway({
     state,
     edges: state.edges,
     auth: o.auth,
     sync: o.sync,
     registry: o.registry,
-    ...(leases
-      ? {
-          forward: new ReplicaForwarder({
-            self: replication.id,
-            key: replication.registry.forwardKey(),
-            holder: (edge) => {
-              const id = leases.holder(edge);
-              return id === undefined ? undefined : replication.registry.live(id);
-            },
-            ...(o.tls ? { ca: o.tls.caPem } : {}),
-          }),
-          onReplicaConnection: (s: Socket) => o.exempt(s),
-        }
-      : {}),
+    ...(forward ? { forward, onReplicaConnection: (s: Socket) => o.exempt(s) } : {}),
     checkSession: o.checkSession,
+    onReplicaInterconnect: o.replicaInterconnect,
     onEdgeStream: (conn, s) =>
       isDataFileHeader(s.header)
         ? dataFiles.serve(conn.edge, s)
@@ -73,5 +77,5 @@ export function createTunnelModule(o: {
           ? o.interconnect(conn.edge, s)
           : transfers.serve(conn.edge, s),
   });
-  return { name: 'tunnel', gateway, stop: () => gateway.close() };
+  return { name: 'tunnel', gateway, ...(forward ? { forward } : {}), stop: () => gateway.close() };
 }

@@ -22,6 +22,9 @@ import { OutpostError } from '../../core/errors.js';
 import { HOP_BY_HOP_HEADERS, rawErrorResponse } from '../../core/http.js';
 import type { HubReplica } from '../state/replicas.js';
 
+/** The Upgrade token of an interconnect connection one replica relays to another. */
+export const INTERCONNECT_UPGRADE = 'outpost-interconnect';
+
 /** The replica that forwarded the request (its id), set only by replicas. */
 export const FORWARDED_BY = 'x-outpost-forwarded-by';
 /** `t=MS;to=REPLICA;sig=BASE64URL`: when, for which replica, and the HMAC over both and the request. */
@@ -255,6 +258,69 @@ export class ReplicaForwarder {
       r.pipe(socket);
     });
     up.end();
+  }
+
+  /**
+   * A byte pipe to replica `to` at `path`: a signed upgrade (Upgrade: outpost-interconnect) that
+   * resolves with the socket once `to` switched protocols, and rejects with the reason `to` gave
+   * (its error body's message) or why it could not be reached. The interconnect's relay uses it
+   * for a serving edge another replica holds (hub/interconnect/relay.ts).
+   */
+  dial(to: HubReplica, path: string): Promise<net.Socket> {
+    const url = new URL(to.url);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const tls = url.protocol === 'https:';
+    return new Promise((resolve, reject) => {
+      const up = (tls ? https : http).request({
+        protocol: url.protocol,
+        hostname: host,
+        port: url.port || (tls ? 443 : 80),
+        method: 'GET',
+        path,
+        headers: {
+          connection: 'Upgrade',
+          upgrade: INTERCONNECT_UPGRADE,
+          ...signForward(this.opts.key, this.opts.self, to.id, 'GET', path),
+        },
+        agent: tls ? this.httpsAgent : this.httpAgent,
+        ...(tls ? { servername: net.isIP(host) ? '' : host } : {}),
+      });
+      const timer = setTimeout(() => {
+        up.destroy();
+        reject(
+          new Error(`hub replica ${to.id} (${to.url}) did not answer within ${FORWARD_CONNECT_TIMEOUT_MS / 1000} s`),
+        );
+      }, FORWARD_CONNECT_TIMEOUT_MS);
+      up.on('upgrade', (_r, socket, head) => {
+        clearTimeout(timer);
+        const sock = socket as net.Socket;
+        // A half-close crosses: B's END must not end our side too.
+        sock.allowHalfOpen = true;
+        if (head.length) sock.unshift(head);
+        resolve(sock);
+      });
+      up.on('response', (r) => {
+        clearTimeout(timer);
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.length < 16 && chunks.push(c));
+        r.on('end', () => {
+          let why = `HTTP ${r.statusCode}`;
+          try {
+            why =
+              (JSON.parse(Buffer.concat(chunks).toString()) as { error?: { message?: string } }).error?.message ?? why;
+          } catch {
+            // not our JSON error: the status says enough
+          }
+          reject(new Error(why));
+        });
+        r.on('error', (err) => reject(err));
+      });
+      up.on('error', (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(new Error(`hub replica ${to.id} (${to.url}) cannot be reached: ${err.code ?? err.message}`));
+      });
+      up.end();
+    });
   }
 
   close(): void {

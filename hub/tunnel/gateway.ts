@@ -31,6 +31,7 @@ import { MISSING_TOKEN, principalOf } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
 import type { EdgeState } from '../state/edges.js';
 import { refuseReplicaClaim, type ForwardTarget, type ReplicaForwarder } from './forward.js';
+import { handleReplicaInterconnect } from './replica-interconnect.js';
 import { kubeAction } from './kube-path.js';
 import { DEFAULT_LIMITS, type GatewayLimits } from './limits.js';
 import { handleActions, handleExec, handleLogs, handleMetrics } from './ops.js';
@@ -66,6 +67,11 @@ export interface GatewayOptions {
   onEdgeStream?(conn: EdgeConnection, stream: TunnelStream): void;
   /** Refuses one more tunnel session of `project` that has `open` now: its tunnelSessions quota. */
   checkSession?(project: string, open: number): void;
+  /**
+   * An interconnect connection another replica relays to an edge connected here (signature
+   * checked; hub/interconnect/relay.ts serveReplica): export `project/name` on `edge`.
+   */
+  onReplicaInterconnect?(edge: EdgeName, project: string, name: string, socket: Duplex, head: Buffer): void;
 }
 
 /** A request admitted here for an edge another replica serves. */
@@ -258,7 +264,9 @@ export class TunnelGateway {
 
   /** Serves an upgrade on a tunnel route (proxy/kube WebSocket or SPDY, interactive exec); false when not one. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const m = TUNNEL_PATH.exec(new URL(req.url ?? '/', 'http://x').pathname);
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    if (handleReplicaInterconnect(this.opts, pathname, req, socket, head)) return true;
+    const m = TUNNEL_PATH.exec(pathname);
     if (!m) return false;
     socket.on('error', () => socket.destroy());
     let ctx: RouteContext | Forwarding;

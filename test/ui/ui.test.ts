@@ -19,6 +19,7 @@ import { EGRESS_ANNOTATION } from '../../core/data.js';
 import { startHub, type Hub } from '../../hub/hub.js';
 import { adminApi, startProcessAgent, stopAgents } from '../fixtures/in-process-fleet.js';
 import { tempDir, waitFor } from '../helpers.js';
+import { freePort } from '../ports.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo } from './browser.js';
 import { seedEdgeExtras } from './edge-extras.js';
 
@@ -530,6 +531,30 @@ describe('web UI in Chromium', () => {
     const cell = page.getByRole('rowheader', { name: /^out\/a/ });
     await cell.waitFor();
     expect(await cell.textContent()).toBe('out/a\\x1b[2J\\nb\\u202e.txt');
+  });
+
+  it('shows the interconnect: exports with their serving edges, imports with their consuming edges', async () => {
+    const port = await freePort();
+    await api('POST', '/api/v1/apply', {
+      objects: [
+        { kind: 'ServiceExport', metadata: { name: 'stock' }, spec: { workload: 'hello', port: 8080 } },
+        { kind: 'ServiceImport', metadata: { name: 'stock' }, spec: { export: 'stock', port, edges: ['shop-berlin'] } },
+      ],
+    });
+    await waitFor(
+      async () => (await api('GET', '/api/v1/projects/default/serviceimports/stock')).status?.listening === 1,
+      { timeout: 30_000, what: 'shop-berlin listening for the import' },
+    );
+    await page.goto(hub!.url + '/interconnect');
+    await page.getByRole('heading', { name: 'Interconnect', exact: true }).waitFor();
+    const exp = await api('GET', '/api/v1/projects/default/serviceexports/stock');
+    await hasText(page.getByRole('table', { name: 'Exports' }).getByRole('row', { name: /stock/ }), exp.status.summary);
+    const imports = page.getByRole('table', { name: 'Imports' }).getByRole('row', { name: /stock/ });
+    await hasText(imports, 'default/stock');
+    await hasText(imports, String(port));
+    const consuming = page.getByRole('table', { name: 'Consuming edges' }).getByRole('row', { name: /shop-berlin/ });
+    expect((await consuming.innerText()).replace(/\s+/g, ' ')).toMatch(/^stock shop-berlin yes yes 0 0 0 0 /);
+    await screenshot(page, 'interconnect');
   });
 
   it('shows a clear banner when the hub connection is lost', async () => {

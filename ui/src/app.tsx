@@ -11,6 +11,7 @@ import { Overview } from './pages/overview.js';
 import { PlacementDetail } from './pages/placement-detail.js';
 import { Placements } from './pages/placements.js';
 import { Replicas } from './pages/replicas.js';
+import { Interconnect } from './pages/interconnect.js';
 import { sessionFor, SignIn } from './pages/signin.js';
 import { WorkloadDetail } from './pages/workload-detail.js';
 import { Blobs } from './pages/blobs.js';
@@ -32,6 +33,7 @@ const NAV = [
   { href: '/blobs', label: 'Blobs' },
   { href: '/agentupgrades', label: 'Upgrades' },
   { href: '/dataobjects', label: 'Data' },
+  { href: '/interconnect', label: 'Interconnect' },
   { href: '/replicas', label: 'Replicas' },
 ];
 
@@ -185,6 +187,7 @@ function Routes(props: { path: string }) {
   if ((m = match('/dataobjects/:name', p))) return <DataObjectDetail name={m.name} />;
   if (p === '/catalog') return <Catalog />;
   if (p === '/replicas') return <Replicas />;
+  if (p === '/interconnect') return <Interconnect />;
   return (
     <section>
       <h1>Not found</h1>

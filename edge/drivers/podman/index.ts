@@ -29,6 +29,7 @@
  * await driver.apply({ name: 'web', generation: 1, hash: 'h1', manifests });
  * ```
  */
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createLogger } from '../../../core/logger.js';
 import type {
@@ -65,6 +66,9 @@ export interface PodmanDriverOptions {
 }
 
 const log = createLogger('edge:driver:podman');
+
+/** The network `podman kube play` puts pods on when it is not told another (docs/drivers.md). */
+const KUBE_NETWORK = 'podman-default-kube-network';
 
 export function createPodmanDriver(opts: PodmanDriverOptions): Driver {
   return new PodmanDriver(opts);
@@ -205,6 +209,18 @@ class PodmanDriver implements Driver, PodmanContext {
     const ip = seen.containers.find((c) => c.state === 'running' && c.ip)?.ip;
     if (!ip) throw new DriverError(`workload ${name} has no running pod with an IP address; start it first`);
     return { host: ip, port };
+  }
+
+  /**
+   * The gateway of the bridge network `podman kube play` puts the pods on, where they reach this
+   * host (it exists once the first pod ran).
+   */
+  async hostAddresses(): Promise<string[]> {
+    const out = await this.podman.ok(
+      ['network', 'inspect', KUBE_NETWORK, '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'],
+      `reading the gateway of podman network ${KUBE_NETWORK}`,
+    );
+    return out.split(/\s+/).filter((a) => isIP(a) !== 0);
   }
 
   async close(): Promise<void> {

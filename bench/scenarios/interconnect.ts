@@ -1,0 +1,293 @@
+/**
+ * @module interconnect (issue #46, docs/interconnect.md): TCP through the hub between two real edge
+ * agents (`outpost edge`, process driver) and one `outpost hub` process on loopback, side by side
+ * with the same traffic over a direct loopback connection to the workload (the floor), in one run:
+ *
+ * - one long stream: STREAM_BYTES written by a client to a sink that answers with the count once
+ *   the client half-closed; throughput, and the hub's CPU per MiB relayed and its RSS during it;
+ * - SHORT_CONNECTIONS short request/response connections one after another: connect, 64 bytes out,
+ *   echoed back, close; p50/p99 of the time to the first answer byte (a relayed connection's
+ *   connect is made at the far edge, so this is its connect latency) and of the whole connection.
+ *
+ * Not measured here (docs/benchmarks.md says why): the SSH `-L` hop (no sshd on the bench machine)
+ * and 100 consumers on 100 simulated edges (the simulator speaks sync, not the tunnel).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { HubApi, placement } from '../lib/api.js';
+import { HubProcess, ROOT } from '../lib/hub-process.js';
+import { CpuMeter, percentile, rssBytes, sleep, until } from '../lib/sys.js';
+import { remaining, type Scenario, type ScenarioContext } from './common.js';
+
+const STREAM_BYTES = 512 * 1024 * 1024;
+const SHORT_CONNECTIONS = 1_000;
+const CHUNK = 1024 * 1024;
+
+const SERVERS = `
+const net = require('net');
+const [mode, port] = process.argv.slice(1);
+net.createServer({ allowHalfOpen: true }, (s) => {
+  s.on('error', () => undefined);
+  if (mode === 'echo') return s.pipe(s);
+  let n = 0;
+  s.on('data', (c) => (n += c.length));
+  s.on('end', () => s.end(String(n)));
+}).listen(Number(port), '127.0.0.1');
+`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+/** Writes `bytes` to port, half-closes, and resolves once the sink's count came back. */
+function stream(port: number, bytes: number): Promise<{ ms: number; echoedCount: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const sock = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+    const buf = Buffer.alloc(CHUNK, 0x5a);
+    let sent = 0;
+    let answer = '';
+    const more = (): void => {
+      while (sent < bytes) {
+        sent += CHUNK;
+        if (!sock.write(buf)) return void sock.once('drain', more);
+      }
+      sock.end();
+    };
+    sock.once('connect', more);
+    sock.on('data', (c) => (answer += c));
+    sock.once('error', reject);
+    sock.once('close', () => resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, echoedCount: Number(answer) }));
+  });
+}
+
+/** One short connection: 64 bytes out, echoed back, closed; the time to the first answer byte and to the close. */
+function short(port: number): Promise<{ firstByteMs: number; totalMs: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    let first: bigint | undefined;
+    const sock = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+    sock.setNoDelay(true);
+    sock.once('connect', () => sock.end(Buffer.alloc(64, 0x61)));
+    sock.on('data', () => (first ??= process.hrtime.bigint()));
+    sock.once('error', reject);
+    sock.once('close', () => {
+      const end = process.hrtime.bigint();
+      if (first === undefined) return reject(new Error(`port ${port}: closed without an answer`));
+      resolve({ firstByteMs: Number(first - t0) / 1e6, totalMs: Number(end - t0) / 1e6 });
+    });
+  });
+}
+
+async function shortRun(port: number, n: number) {
+  const first: number[] = [];
+  const total: number[] = [];
+  const t0 = Date.now();
+  for (let i = 0; i < n; i++) {
+    const r = await short(port);
+    first.push(r.firstByteMs);
+    total.push(r.totalMs);
+  }
+  const r2 = (v: number | undefined) => (v === undefined ? undefined : Math.round(v * 100) / 100);
+  return {
+    connections: n,
+    wallMs: Date.now() - t0,
+    firstByteP50Ms: r2(percentile(first, 50)),
+    firstByteP99Ms: r2(percentile(first, 99)),
+    connectionP50Ms: r2(percentile(total, 50)),
+    connectionP99Ms: r2(percentile(total, 99)),
+  };
+}
+
+function startEdge(ctx: ScenarioContext, hubUrl: string, name: string, token: string): ChildProcess {
+  const logFile = path.join(ctx.runDir, `${name}.log`);
+  const log = fs.openSync(logFile, 'a');
+  const argv = ctx.hubBinary ? [ctx.hubBinary] : [process.execPath, '--import', 'tsx', path.join(ROOT, 'main.ts')];
+  const child = spawn(
+    argv[0]!,
+    [
+      ...argv.slice(1),
+      'edge',
+      '--data',
+      path.join(ctx.runDir, name),
+      '--hub',
+      hubUrl,
+      '--join-token',
+      token,
+      '--name',
+      name,
+      '--driver',
+      'process',
+    ],
+    { cwd: ROOT, env: { ...process.env, OUTPOST_LOG_LEVEL: 'info' }, stdio: ['ignore', log, log] },
+  );
+  fs.closeSync(log);
+  return child;
+}
+
+export const interconnect: Scenario = async (ctx, out) => {
+  const hub = new HubProcess({
+    dataDir: path.join(ctx.runDir, 'hub'),
+    logFile: path.join(ctx.runDir, 'hub.log'),
+    binary: ctx.hubBinary,
+  });
+  await hub.start();
+  const edges: ChildProcess[] = [];
+  try {
+    const api = new HubApi(hub.url, hub.adminToken);
+    const [echoPort, sinkPort, echoImport, sinkImport] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
+    for (const [name, role] of [
+      ['icb-consumer', 'consumer'],
+      ['icb-server', 'server'],
+    ] as const)
+      edges.push(startEdge(ctx, hub.url, name, await api.joinToken(1, { role })));
+    const container = (mode: string, port: number) => ({
+      name: mode,
+      // The run directory last: how its processes are found and ended afterwards (killUnder).
+      command: [process.execPath, '-e', SERVERS, mode, String(port), ctx.runDir],
+      ports: [{ containerPort: port }],
+      readinessProbe: { tcpSocket: { port }, periodSeconds: 1 },
+    });
+    await api.apply([
+      {
+        kind: 'Workload',
+        metadata: { name: 'icb' },
+        spec: {
+          manifests: [
+            {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              metadata: { name: 'icb' },
+              spec: { containers: [container('echo', echoPort), container('sink', sinkPort)] },
+            },
+          ],
+        },
+      },
+      placement('icb', ['icb'], { labels: { role: 'server' } }),
+      ...(
+        [
+          ['echo', echoPort, echoImport],
+          ['sink', sinkPort, sinkImport],
+        ] as const
+      ).flatMap(([name, port, local]) => [
+        { kind: 'ServiceExport', metadata: { name }, spec: { workload: 'icb', port } },
+        { kind: 'ServiceImport', metadata: { name }, spec: { export: name, port: local, edges: ['icb-consumer'] } },
+      ]),
+    ]);
+    for (const name of ['echo', 'sink'])
+      await until(
+        async () => {
+          const imp = await api.request<any>('GET', `/projects/default/serviceimports/${name}`);
+          const exp = await api.request<any>('GET', `/projects/default/serviceexports/${name}`);
+          return imp.status?.listening === 1 && exp.status?.healthy === 1;
+        },
+        { timeoutMs: Math.min(remaining(ctx), 120_000), intervalMs: 250, what: `import ${name} listening and served` },
+      );
+    // Warm both paths (tsx compiles on first use; the first relayed connection opens the tunnel's mux).
+    await short(echoPort);
+    await short(echoImport);
+    ctx.log(`interconnect: streaming ${STREAM_BYTES / CHUNK} MiB direct, then relayed`);
+
+    const runStream = async (port: number) => {
+      const meter = new CpuMeter([hub.pid]);
+      let maxRss = rssBytes(hub.pid) ?? 0;
+      const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssBytes(hub.pid) ?? 0)), 100);
+      const r = await stream(port, STREAM_BYTES).finally(() => clearInterval(sampler));
+      const { cpu } = meter.read();
+      if (r.echoedCount !== STREAM_BYTES) throw new Error(`the sink counted ${r.echoedCount} of ${STREAM_BYTES} bytes`);
+      const mib = STREAM_BYTES / CHUNK;
+      return {
+        bytes: STREAM_BYTES,
+        ms: Math.round(r.ms),
+        mibPerSecond: Math.round((mib / (r.ms / 1000)) * 10) / 10,
+        hubCpuMs: cpu.get(hub.pid) ?? 0,
+        hubCpuMsPerMiB: Math.round(((cpu.get(hub.pid) ?? 0) / mib) * 100) / 100,
+        hubMaxRssBytes: maxRss,
+      };
+    };
+    const hubRssBefore = rssBytes(hub.pid);
+    const direct = await runStream(sinkPort);
+    await sleep(1_000);
+    const relayed = await runStream(sinkImport);
+    ctx.log(`interconnect: ${SHORT_CONNECTIONS} short connections direct, then relayed`);
+    const shortDirect = await shortRun(echoPort, SHORT_CONNECTIONS);
+    const shortRelayed = await shortRun(echoImport, SHORT_CONNECTIONS);
+    const imp = await api.request<any>('GET', '/projects/default/serviceimports/echo');
+
+    out.metrics.stream = {
+      direct,
+      relayed,
+      relayedShareOfDirect: Math.round((relayed.mibPerSecond / direct.mibPerSecond) * 1000) / 1000,
+    };
+    out.metrics.short = { direct: shortDirect, relayed: shortRelayed };
+    out.metrics.consumerReport = {
+      connectP50Ms: imp.status?.connectP50Ms,
+      connectP99Ms: imp.status?.connectP99Ms,
+      errors: imp.status?.errors,
+    };
+    out.metrics.hubRssBytes = { before: hubRssBefore, after: rssBytes(hub.pid) };
+    out.targets.push(
+      {
+        what: 'one long stream through the hub',
+        target: 'report (floor: direct loopback)',
+        value: `${relayed.mibPerSecond} MiB/s vs ${direct.mibPerSecond} MiB/s direct`,
+      },
+      {
+        what: 'hub CPU per MiB relayed',
+        target: 'report',
+        value: `${relayed.hubCpuMsPerMiB} ms/MiB`,
+      },
+      {
+        what: `p99 time to the first answer byte, ${SHORT_CONNECTIONS} short connections`,
+        target: 'report (floor: direct loopback)',
+        value: `${shortRelayed.firstByteP99Ms} ms vs ${shortDirect.firstByteP99Ms} ms direct`,
+      },
+      {
+        what: 'SSH -L hop (throughput >= 50%, p99 connect <= 2x)',
+        target: 'issue #46',
+        value: 'not measured: no sshd on this machine',
+      },
+    );
+    if (imp.status?.errors)
+      out.bottleneck.push(`the import counted ${imp.status.errors} refused or failed connections`);
+  } finally {
+    for (const e of edges) e.kill('SIGTERM');
+    await sleep(2_000);
+    // The process driver's workloads outlive their agent by design: end what this run started.
+    killUnder(ctx.runDir);
+    await hub.stop();
+  }
+};
+
+/** SIGKILLs the processes whose command line names `dir` (this run's agents and workloads), with their groups. */
+function killUnder(dir: string): void {
+  const own = process.pid;
+  const self = fs.readFileSync('/proc/self/stat', 'utf8');
+  const ownGroup = Number(self.slice(self.lastIndexOf(')') + 2).split(' ')[2]);
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p) || Number(p) === own) continue;
+    try {
+      if (!fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(dir)) continue;
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      const pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgid && pgid !== ownGroup) process.kill(-pgid, 'SIGKILL');
+      process.kill(Number(p), 'SIGKILL');
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+}
