@@ -17,20 +17,12 @@ import type { EdgeName } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { buildInfo } from '../core/version.js';
 import type { SyncServer } from '../sync/server.js';
-import type { ReplicaStore } from '../sync/store.js';
+import type { Hub } from './handle.js';
 import { createApi } from './api/app.js';
 import { HubBlobs } from './blobs/index.js';
-import { chartsGate, dependsOnGate } from './catalog/gate.js';
-import { ChartRenders } from './catalog/chart-renders.js';
-import { HelmRenderer } from './catalog/helm.js';
-import type { BlobDigest } from '../core/blobs.js';
-import { Catalog } from './catalog/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
-import { InterconnectRelay } from './interconnect/relay.js';
-import { InterconnectStats } from './interconnect/stats.js';
 import { HubDataFiles } from './data/index.js';
-import type { HubClusters } from './clusters/index.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -38,10 +30,11 @@ import { GitRepos } from './gitops/index.js';
 import { KubeWatchRecord } from './k8s/watch-record.js';
 import type { ConnectionLimiter } from './http-limits.js';
 import { createHubServer, listenHub } from './http-server.js';
-import type { HubStaging } from './images/staging.js';
 import { createHubMetrics } from './metrics.js';
 import { HubModules, loop } from './module.js';
 import { createAuthModule } from './modules/auth.js';
+import { createCatalogModule } from './modules/catalog.js';
+import { createInterconnectRelay } from './modules/interconnect.js';
 import { createImagesModule } from './modules/images.js';
 import { createPeopleModule } from './modules/people.js';
 import { createOrderKinds } from './modules/orders.js';
@@ -62,51 +55,13 @@ import { advertiseUrlOf } from './state/replicas.js';
 import * as auth from './auth/index.js';
 import { openHubStore } from './store.js';
 import { createSyncEndpoint } from './sync-endpoint.js';
-import type { AgentUpgradeController } from './upgrades/controller.js';
 import { ensureReleaseKey } from './upgrades/release-key.js';
 import { AgentReleases } from './upgrades/releases.js';
 
 const log = createLogger('hub');
 
 export type { HubOptions };
-
-export interface Hub {
-  url: string;
-  port: number;
-  /**
-   * DATA/admin.token. Throws on a replica without --identity-key whose database's admin token
-   * another replica made (it has none: hub/identity/admin-token.ts).
-   */
-  readonly adminToken: string;
-  adminTokenCreated: boolean;
-  caPem?: string;
-  caFingerprint?: string;
-  store: ReplicaStore;
-  /** The hub's tables (hub/state/). */
-  state: HubState;
-  scheduler: Scheduler;
-  objects: ObjectStore;
-  sync: SyncServer;
-  blobs: HubBlobs;
-  /** AgentUpgrade rollouts (hub/upgrades/controller.ts): `tick()` plans a pass now. */
-  upgrades: AgentUpgradeController;
-  /** Orders to edges (hub/orders/engine.ts): each kind's parts copied into the spec documents. */
-  orders: OrderEngine;
-  /** Image pre-staging (hub/images/staging.ts). */
-  imageStaging: HubStaging;
-  /** Helm charts rendered per edge (hub/catalog/chart-renders.ts): `version(project)` counts the renderings ended. */
-  charts: ChartRenders;
-  /** Clusters at the sites (hub/clusters/): `settle()` runs a pass now. */
-  clusters: HubClusters;
-  /** The interconnect's relay (hub/interconnect/relay.ts): its open connections and buffered bytes. */
-  interconnect: InterconnectRelay;
-  /** This hub process among the replicas (a SQLite hub is the only one). */
-  replicaId: string;
-  /** People from the identity provider; undefined without --oidc-issuer. */
-  people?: { refreshNow(): Promise<number> };
-  /** Stops; `why` (e.g. the signal) goes into its edges' connection history. */
-  close(why?: string): Promise<void>;
-}
+export type { Hub };
 
 export async function startHub(opts: HubOptions): Promise<Hub> {
   const { version } = buildInfo();
@@ -190,25 +145,17 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ...(opts.blobGraceMs !== undefined ? { graceMs: opts.blobGraceMs } : {}),
   });
   blobs.quota.projectQuota = (project) => projects.blobQuota(project);
-  // Helm charts are rendered by outpost-helm (--helm), per edge, off the hub's own process.
-  const helm = new HelmRenderer(opts.helm);
-  const catalog = new Catalog({
+  // Packages and Helm charts (hub/modules/catalog.ts): published, scanned, rendered per edge.
+  const { catalog, charts } = createCatalogModule({
     state,
     blobs,
     objects,
     box: secrets.box,
+    scheduler,
     scanner: opts.scanner,
-    helm,
-    ...(opts.scanRetryMs !== undefined ? { retryMs: opts.scanRetryMs } : {}),
+    helm: opts.helm,
+    scanRetryMs: opts.scanRetryMs,
   });
-  scheduler.addGate(dependsOnGate(state.catalog, objects));
-  const charts = new ChartRenders(
-    helm,
-    (digest) => blobs.files.path(digest as BlobDigest),
-    (project) => scheduler.markProject(project),
-  );
-  scheduler.useChartRendering(charts);
-  scheduler.addGate(chartsGate());
   const releaseKey = ensureReleaseKey(opts.dataDir);
   // The other kinds of order (hub/modules/orders.ts): upgrades, deliveries, clusters, staging, interconnect.
   const kinds = createOrderKinds({
@@ -266,20 +213,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replicaInterconnect: (edge, project, name, socket, head) =>
       interconnectRelay.serveReplica(edge, project, name, socket, head),
   });
-  // ServiceImports' connections relayed to an edge serving the export (hub/interconnect/relay.ts).
-  const interconnectStats: InterconnectStats = new InterconnectStats(registry, {
-    open: (): number => interconnectRelay.openConnections(),
-    buffered: (): number => interconnectRelay.bufferedBytes(),
-  });
-  interconnect.stats = interconnectStats;
-  interconnect.onAuthorityChange = () => interconnectRelay.reauthorise();
-  const interconnectRelay: InterconnectRelay = new InterconnectRelay({
+  // ServiceImports' connections relayed to an edge serving the export (hub/modules/interconnect.ts).
+  const interconnectRelay = createInterconnectRelay({
     planner: interconnect,
     objects,
     edges: state.edges,
-    stats: interconnectStats,
-    openTo: (edge, header) => tunnel.gateway.openTo(edge, header),
-    ...(tunnel.forward ? { remote: tunnel.forward } : {}),
+    registry,
+    tunnel,
   });
   projects.openSessions = (project) => tunnel.gateway.openSessions(project);
   const images = createImagesModule({ state, blobs, objects, secrets, scheduler });
