@@ -27,7 +27,12 @@ function runBench(
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', path.join(ROOT, 'bench/run.ts'), ...args, '--results-dir', resultsDir],
-      { cwd: ROOT, env: { ...process.env, ...env, VITEST: undefined }, stdio: ['ignore', 'pipe', 'pipe'] },
+      {
+        cwd: ROOT,
+        // Short settle pauses (bench/lib/sys.ts `settle`): no figure is asserted here.
+        env: { ...process.env, BENCH_SETTLE_MS: '500', ...env, VITEST: undefined },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
@@ -110,6 +115,8 @@ describe('bench harness', () => {
       const { code, output } = await runBench(
         ['--scenario', 'failover', '--replicas', '2', '--edges', '20', '--workers', '2'],
         dir,
+        // The killed replica's edges move after 2 s of dialling it, not the agent's default 10 s.
+        { BENCH_HOME_REDIAL_MS: '2000' },
       );
       expect(code, output).toBe(0);
       const file = fs.readdirSync(dir).find((f) => /^failover-pg2-\d{4}-\d{2}-\d{2}\.json$/.test(f));

@@ -259,6 +259,8 @@ async function connect(names: string[], window: number): Promise<void> {
         edge: e.name,
         store,
         agentVersion: '0.1.0-bench',
+        // BENCH_HOME_REDIAL_MS: the agent's `--home-redial` (the smoke test's fail-over, sooner).
+        ...(process.env.BENCH_HOME_REDIAL_MS ? { homeRedialMs: Number(process.env.BENCH_HOME_REDIAL_MS) } : {}),
       });
       e.client.setMaxListeners(0);
     }

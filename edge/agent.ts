@@ -49,6 +49,16 @@ const log = createLogger('edge');
 export interface EdgeAgentOptions extends EnrollOnceOptions {
   /** Tests and benchmarks: a faster heartbeat. */
   heartbeatMs?: number;
+  /**
+   * With several hub URLs: how long the agent dials only the replica that served it after that
+   * connection ended (`outpost edge --home-redial`; default HOME_REDIAL_MS).
+   */
+  homeRedialMs?: number;
+  /**
+   * The process driver: how long a workload restarted after a failure runs before it counts as
+   * recovered (Ready again, its back-off reset) (`outpost edge --process-stable-run`; default 10 s).
+   */
+  processStableMs?: number;
   /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
   blobBudgetBytes?: number;
   /** Called after `outpost edge local upgrade` staged a release: close the agent and start `outpost edge` again. */
@@ -110,7 +120,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     );
   });
 
-  const driver = await createDriver(config.driver, o.dataDir, { kubeconfig: config.kubeconfig });
+  const driver = await createDriver(config.driver, o.dataDir, {
+    kubeconfig: config.kubeconfig,
+    ...(o.processStableMs !== undefined ? { processStableMs: o.processStableMs } : {}),
+  });
   try {
     await driver.start();
   } catch (err) {
@@ -142,6 +155,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     agentVersion: version,
     ...(config.caPem ? { ca: config.caPem } : {}),
     ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
+    ...(o.homeRedialMs !== undefined ? { homeRedialMs: o.homeRedialMs } : {}),
     // Gauges, not history: the hub shows the upload queue from them (edge/data/egress.ts).
     metrics: () => ({ rssBytes: process.memoryUsage().rss, ...egressRef?.queueMetrics() }),
   });

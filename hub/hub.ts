@@ -92,7 +92,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   // State: the hub's tables, in PostgreSQL (migrated by openPostgres) or in the SQLite file with the documents.
   if (!pg) migrateHub(store.db);
   const state = (late.state = pgState ?? sqliteHubState(store.db));
-  const replication = createReplication(pg, state);
+  const replication = createReplication(pg, state, opts.replicaLeaseMs);
   const changes = (late.changes = new ChangeFeed(state));
 
   // Auth, then the objects (their Secrets sealed to each edge's key) and the scheduler.

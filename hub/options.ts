@@ -59,6 +59,12 @@ export interface HubOptions {
    */
   advertiseUrl?: string;
   /**
+   * With `database`: how long an edge's lease and this replica's row last unrenewed (renewed three
+   * times in it): a replica that died is taken for dead, and its edges' connections end, this long
+   * after its last renewal. Every replica of one database the same (default LEASE_TTL_MS, 15 s).
+   */
+  replicaLeaseMs?: number;
+  /**
    * People from an OpenID Connect provider (`--oidc-issuer`...: hub/modules/people.ts); absent:
    * API tokens only, as before.
    */

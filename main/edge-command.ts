@@ -10,7 +10,7 @@ import { DRIVER_NAMES } from '../core/driver-kinds.js';
 import { createLogger } from '../core/logger.js';
 import { buildInfo } from '../core/version.js';
 import { applyEdgeProcessSettings } from '../edge/process-settings.js';
-import { byteSizeOption, labelsOption } from './flags.js';
+import { byteSizeOption, durationOption, labelsOption } from './flags.js';
 import { untilSignal } from './signals.js';
 
 const log = createLogger('main');
@@ -49,7 +49,17 @@ export function registerEdgeCommand(program: Command): Command {
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(DRIVER_NAMES))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
     .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
-    .action(async (o: EdgeFlags & { blobBudget?: number }) => {
+    .option(
+      '--home-redial <duration>',
+      'with several hub URLs: how long the agent dials only the replica that served it, once that connection ended, before it tries the next (default 10s)',
+      durationOption,
+    )
+    .option(
+      '--process-stable-run <duration>',
+      'process driver: a workload restarted after a failure counts as recovered (Ready, its restart back-off reset) once it has run this long (default 10s)',
+      durationOption,
+    )
+    .action(async (o: EdgeFlags & { blobBudget?: number; homeRedial?: number; processStableRun?: number }) => {
       // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
       // settings (edge/process-settings.ts); does not return then.
       const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
@@ -93,6 +103,8 @@ export function registerEdgeCommand(program: Command): Command {
         driver: o.driver,
         kubeconfig: o.kubeconfig,
         ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
+        ...(o.homeRedial !== undefined ? { homeRedialMs: o.homeRedial } : {}),
+        ...(o.processStableRun !== undefined ? { processStableMs: o.processStableRun } : {}),
         restartForSwitch: (version) => switchTo(version),
       });
       // The garbage of bursts given back (edge/memory-reclaim.ts); Node's defaults with tuning off.

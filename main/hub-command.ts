@@ -130,6 +130,11 @@ export function registerHubCommand(program: Command): void {
       durationOption,
     )
     .option(
+      '--replica-lease <duration>',
+      "with --database: how long a replica's hold on its edges lasts unrenewed (renewed three times in it); a replica that died is taken for dead this long after, its edges' connections end. Every replica the same (default 15s, at least 3s)",
+      durationOption,
+    )
+    .option(
       '--max-connections-per-address <n>',
       "connections one source address may hold, edges' sync connections not counted",
       positiveIntegerOption,
@@ -140,6 +145,7 @@ export function registerHubCommand(program: Command): void {
         o: {
           maxConnectionsPerAddress: number;
           firstRequestTimeout?: number;
+          replicaLease?: number;
           blobQuota?: number;
           blobIdleTimeout?: number;
           blobDir?: string;
@@ -152,6 +158,10 @@ export function registerHubCommand(program: Command): void {
         } & HubFlags,
       ) => {
         if (!!o.tlsCert !== !!o.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+        if (o.replicaLease !== undefined && !o.database)
+          throw new UsageError(
+            '--replica-lease needs --database: only hub replicas sharing a PostgreSQL hold leases on their edges',
+          );
         if (o.advertiseUrl !== undefined && !o.database)
           throw new UsageError(
             '--advertise-url needs --database: only hub replicas sharing a PostgreSQL forward requests to each other',
@@ -160,6 +170,11 @@ export function registerHubCommand(program: Command): void {
         const { startHub } = await import('../hub/hub.js');
         const { parseScanner } = await import('../hub/scan/clamd.js');
         const { parseAdvertiseUrl } = await import('../hub/state/replicas.js');
+        const { MIN_LEASE_TTL_MS } = await import('../hub/state/leases.js');
+        if (o.replicaLease !== undefined && o.replicaLease < MIN_LEASE_TTL_MS)
+          throw new UsageError(
+            `--replica-lease ${o.replicaLease / 1000}s: give at least ${MIN_LEASE_TTL_MS / 1000}s (three renewals, each a database round trip, must fit in it)`,
+          );
         let advertiseUrl: string | undefined;
         try {
           advertiseUrl = o.advertiseUrl === undefined ? undefined : parseAdvertiseUrl(o.advertiseUrl);
@@ -205,6 +220,7 @@ export function registerHubCommand(program: Command): void {
           ...(o.database ? { database: o.database } : {}),
           ...(o.identityKey ? { identityKeyFile: o.identityKey } : {}),
           ...(advertiseUrl ? { advertiseUrl } : {}),
+          ...(o.replicaLease !== undefined ? { replicaLeaseMs: o.replicaLease } : {}),
           ...(o.blobQuota !== undefined ? { blobQuotaBytes: o.blobQuota } : {}),
           ...(o.blobIdleTimeout !== undefined ? { blobIdleTimeoutMs: o.blobIdleTimeout } : {}),
           ...(o.blobDir ? { blobDir: o.blobDir } : {}),

@@ -54,6 +54,8 @@ export interface SyncClientOptions {
   metrics?: () => HeartbeatMessage['metrics'];
   /** Override the heartbeat period (tests, benchmarks); otherwise the hub's welcome decides. */
   heartbeatMs?: number;
+  /** With several URLs: how long only the URL that served it is dialled (default HOME_REDIAL_MS). */
+  homeRedialMs?: number;
 }
 
 export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
@@ -371,12 +373,12 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
 
   /** When the last connection that was served ended; undefined once served again (or never served). */
   private homeLostAt: number | undefined;
-  /** Until when the next dials go to that URL only (HOME_REDIAL_MS, longer while it answers busy). */
+  /** Until when the next dials go to that URL only (homeRedialMs, longer while it answers busy). */
   private homeUntil = 0;
 
   /**
    * Several hub URLs: the next attempt goes to the next one (a replica down, or unreachable from
-   * here), except for HOME_REDIAL_MS after a connection that was served ended (its hub restarted,
+   * here), except for homeRedialMs (HOME_REDIAL_MS) after a connection that was served ended (its hub restarted,
    * or closed it): that URL only, whose replica holds this edge's documents and syncs nothing if
    * they are as they were; another replica would write its spec again and take the whole report (a
    * restart of every replica at once moved every edge, docs/benchmarks.md). Then it moves on.
@@ -389,7 +391,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     const now = Date.now();
     if (served && several) {
       this.homeLostAt = now;
-      this.homeUntil = now + HOME_REDIAL_MS;
+      this.homeUntil = now + (this.opts.homeRedialMs ?? HOME_REDIAL_MS);
     } else if (this.homeLostAt !== undefined && this.retryAfterMs !== undefined)
       this.homeUntil = Math.max(
         this.homeUntil,

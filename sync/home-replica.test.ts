@@ -1,14 +1,14 @@
 /**
  * An edge given several hub URLs (hub replicas) waits for the one that served it while that one
- * answers busy, past HOME_REDIAL_MS, and moves on once it stops answering: a real SyncServer serves
- * the edge first; then `busyHub`, a test double on the same port, answers every upgrade with 503
- * and Retry-After: 1; `otherHub`, another test double, counts the dials that reach it.
+ * answers busy, past its home window (`homeRedialMs`, shortened here from HOME_REDIAL_MS), and moves
+ * on once it stops answering: a real SyncServer serves the edge first; then `busyHub`, a test double
+ * on the same port, answers every upgrade with 503 and Retry-After: 1; `otherHub`, another test
+ * double, counts the dials that reach it.
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { HOME_REDIAL_MS } from '../core/durations.js';
 import { edgeName } from '../core/ids.js';
 import { tempDir, waitFor } from '../test/helpers.js';
 import { listenSyncServer } from '../test/fixtures/sync-server.js';
@@ -17,24 +17,29 @@ import { ensureMailbox } from './mailbox.js';
 import { ReplicaStore } from './store.js';
 
 const E = edgeName('edge-home');
+/** The home window of this test's client: short, so that being dialled past it takes seconds. */
+const HOME_WINDOW_MS = 2_000;
 const cleanup: (() => unknown)[] = [];
 
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-/** A test double of a hub replica: counts upgrades and answers each with `status` (503: busy). */
-async function upgradeCounter(port = 0): Promise<{ port: number; dials: () => number; close(): Promise<void> }> {
-  let n = 0;
+/** A test double of a hub replica: records when each upgrade came and answers it 503 (busy). */
+async function upgradeCounter(
+  port = 0,
+): Promise<{ port: number; dials: () => number; lastDialAt: () => number; close(): Promise<void> }> {
+  const at: number[] = [];
   const server = http.createServer((_q, r) => r.writeHead(404).end());
   server.on('upgrade', (_req, socket) => {
-    n++;
+    at.push(Date.now());
     socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
   });
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
   return {
     port: (server.address() as { port: number }).port,
-    dials: () => n,
+    dials: () => at.length,
+    lastDialAt: () => at.at(-1) ?? 0,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -60,17 +65,24 @@ it('waits for its own replica while it answers busy, past the home window, and m
     edge: E,
     store: edgeStore,
     agentVersion: 'test',
+    homeRedialMs: HOME_WINDOW_MS,
   });
   cleanup.push(() => client.stop());
   client.start();
   await waitFor(() => client.state === 'connected', { what: 'served by its own replica' });
 
   // Its replica restarts into a storm: up again at once, and busy.
+  const lostAt = Date.now();
   await home.close();
   const busyHub = await upgradeCounter(home.port);
   let busyClosed = false;
   cleanup.push(() => (busyClosed ? undefined : busyHub.close()));
-  await new Promise((r) => setTimeout(r, HOME_REDIAL_MS + 4_000));
+  // Dialled again and again, the last time well past the window (by more than one Retry-After and
+  // its grace): each busy answer kept the edge there.
+  await waitFor(() => busyHub.dials() >= 5 && busyHub.lastDialAt() > lostAt + HOME_WINDOW_MS + 2_000, {
+    timeout: 30_000,
+    what: 'five dials to its busy replica, the last past the home window',
+  });
   expect(busyHub.dials()).toBeGreaterThanOrEqual(5);
   expect(otherHub.dials()).toBe(0);
   expect(client.url).toContain(`:${home.port}/`);

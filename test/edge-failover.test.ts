@@ -84,6 +84,10 @@ describe('an edge with several hub URLs', () => {
       'e1',
       '--driver',
       'process',
+      // It leaves a URL whose link is cut after 5 s of dialling it, not 10 (its home window): longer
+      // than the 2 s outage the third test makes it wait out.
+      '--home-redial',
+      '5s',
     ]);
     const cfg = JSON.parse(fs.readFileSync(path.join(edgeDir, 'edge.json'), 'utf8'));
     expect(cfg.hub).toBe(via(b));

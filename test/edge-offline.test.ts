@@ -25,6 +25,11 @@ let hubPort: number;
 let hub: HubProc;
 let edge: Proc;
 const ports: Record<string, number> = {};
+/**
+ * Each start of the agent: a process it restarted after a crash is Ready again after 2 s of running,
+ * not the default 10 s (`outpost edge --process-stable-run`), so the waits for READY take seconds.
+ */
+const STABLE = ['--process-stable-run', '2s'];
 const running: Proc[] = [];
 
 function web(name: string, version: string) {
@@ -100,6 +105,7 @@ beforeAll(async () => {
     'site-a',
     '--driver',
     'process',
+    ...STABLE,
   ]);
   running.push(edge);
   await api('POST', '/api/v1/apply', {
@@ -155,7 +161,7 @@ describe('offline autonomy (real processes)', () => {
     await edge.kill('SIGKILL');
     for (const n of ['keep', 'change', 'gone']) process.kill(pidOf(n), 'SIGKILL');
     await waitFor(async () => (await serves('keep')) === null, { what: 'workloads down' });
-    edge = await startEdgeProc(edgeDir);
+    edge = await startEdgeProc(edgeDir, STABLE);
     running.push(edge);
     for (const n of ['keep', 'change', 'gone']) await waitFor(() => serves(n), { timeout: 30_000, what: `${n} back` });
     keepPid = pidOf('keep');
@@ -188,7 +194,7 @@ describe('offline autonomy (real processes)', () => {
     // Offline: nothing changed on the edge yet.
     expect(await serves('change')).toBe('v1');
     expect(await serves('gone')).toBe('v1');
-    edge = await startEdgeProc(edgeDir);
+    edge = await startEdgeProc(edgeDir, STABLE);
     running.push(edge);
     await waitFor(async () => (await serves('change')) === 'v2', { timeout: 30_000, what: 'change to serve v2' });
     await waitFor(async () => (await serves('gone')) === null, { timeout: 30_000, what: 'gone to be removed' });

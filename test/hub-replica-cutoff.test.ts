@@ -21,6 +21,7 @@ import { adminApi, stopAgents } from './fixtures/in-process-fleet.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir, waitFor } from './helpers.js';
 import { CuttableProxy, freePort, startHubProc, type HubProc } from './procs.js';
+import { TEST_REPLICA_LEASE, TEST_REPLICA_LEASE_MS } from './fixtures/replicas.js';
 
 const server = new TestPostgres();
 let dir: string;
@@ -49,6 +50,7 @@ beforeAll(async () => {
     `postgres://${server.role}@127.0.0.1:${proxy.port}/hub`,
     '--identity-key',
     identityKeyFile,
+    ...TEST_REPLICA_LEASE,
   ]);
   b = await startHub({
     dataDir: path.join(dir, 'hub-b'),
@@ -56,6 +58,7 @@ beforeAll(async () => {
     insecureHttp: true,
     database: server.url('hub'),
     identityKeyFile,
+    replicaLeaseMs: TEST_REPLICA_LEASE_MS,
   });
   aId = (await adminApi<{ items: ReplicaView[] }>(b, 'GET', '/api/v1/replicas')).items.find(
     (r) => r.url === a!.url,

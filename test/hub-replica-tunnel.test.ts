@@ -13,12 +13,15 @@ import https from 'node:https';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { captureLogs } from '../core/logger.js';
+import { startHub } from '../hub/hub.js';
 import { ensureHubTls } from '../hub/tls.js';
 import { signForward } from '../hub/tunnel/forward.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, outpostArgs, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { TEST_REPLICA_LEASE } from './fixtures/replicas.js';
 
 const server = new TestPostgres();
 let dir: string;
@@ -63,13 +66,18 @@ beforeAll(async () => {
   const url = server.createDatabase('hub');
   // Their logs on (a child of vitest drops them otherwise): the forward is logged on both sides.
   const logs = { OUTPOST_TEST_LOG: '1' };
-  a = await startHubProc(path.join(dir, 'hub-a'), await freePort(), ['--insecure-http', '--database', url], logs);
+  a = await startHubProc(
+    path.join(dir, 'hub-a'),
+    await freePort(),
+    ['--insecure-http', '--database', url, ...TEST_REPLICA_LEASE],
+    logs,
+  );
   running.push(a.proc);
   // B caps connections per address low: every forwarded request comes from A's address.
   b = await startHubProc(
     path.join(dir, 'hub-b'),
     await freePort(),
-    ['--insecure-http', '--database', url, '--max-connections-per-address', String(CAP)],
+    ['--insecure-http', '--database', url, ...TEST_REPLICA_LEASE, '--max-connections-per-address', String(CAP)],
     logs,
   );
   // One admin token per database: A made it, and it works on B (B has no admin.token of its own).
@@ -310,6 +318,20 @@ describe('tunnel requests through a replica that does not serve the edge', () =>
     ]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('--advertise-url https://hub-1:7443/outpost: give only https://HOST:PORT');
+    const lease = await cli(['hub', '--data', path.join(dir, 'alone'), '--replica-lease', '5s']);
+    expect(lease.code).toBe(2);
+    expect(lease.stderr).toContain('--replica-lease needs --database');
+    const short = await cli([
+      'hub',
+      '--data',
+      path.join(dir, 'alone'),
+      '--database',
+      'postgres://nobody@127.0.0.1:1/x',
+      '--replica-lease',
+      '1s',
+    ]);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('--replica-lease 1s: give at least 3s');
   });
 
   it('B killed: A answers 503 naming the edge and B at once; once the lease expired, offline', async () => {
@@ -353,17 +375,19 @@ describe('between replicas over TLS (one hub identity: --identity-key)', () => {
   let tb: HubProc;
   let webPort: number;
   let caFile: string;
+  let tlsDatabase: string;
+  let tlsKeyFile: string;
 
   beforeAll(async () => {
-    const url = server.createDatabase('hubtls');
+    const url = (tlsDatabase = server.createDatabase('hubtls'));
     const pids = path.join(dir, 'www-tls');
     fs.mkdirSync(pids);
     fs.writeFileSync(path.join(pids, 'index.html'), 'over TLS\n');
     // One hub identity for both (the CA sealed in the database with the key every replica is
     // given): B issues its own server certificate from the same CA.
-    const keyFile = path.join(dir, 'identity.key');
+    const keyFile = (tlsKeyFile = path.join(dir, 'identity.key'));
     fs.writeFileSync(keyFile, (await cli(['hub', 'identity-key'])).stdout, { mode: 0o600 });
-    const flags = ['--database', url, '--identity-key', keyFile];
+    const flags = ['--database', url, '--identity-key', keyFile, ...TEST_REPLICA_LEASE];
     ta = await startHubProc(path.join(dir, 'tls-a'), await freePort(), flags);
     running.push(ta.proc);
     tb = await startHubProc(path.join(dir, 'tls-b'), await freePort(), flags);
@@ -423,6 +447,26 @@ describe('between replicas over TLS (one hub identity: --identity-key)', () => {
       req.end(JSON.stringify(body));
     });
   }
+
+  it('a replica started beside live ones with another --replica-lease warns, naming their lease, its own and the fix', async () => {
+    const logs = captureLogs();
+    const other = await startHub({
+      dataDir: path.join(dir, 'tls-c'),
+      listen: '127.0.0.1:0',
+      insecureHttp: true,
+      database: tlsDatabase,
+      identityKeyFile: tlsKeyFile,
+      replicaLeaseMs: 6_000,
+    });
+    try {
+      const warned = logs.lines.filter((l) => l.includes('give every replica the same --replica-lease'));
+      expect(warned.join('\n')).toContain(`(${ta.url}) runs with a lease of 5 s, this one with 6 s`);
+      expect(warned.join('\n')).toContain(`(${tb.url}) runs with a lease of 5 s, this one with 6 s`);
+    } finally {
+      logs.stop();
+      await other.close();
+    }
+  });
 
   it('A forwards to B over TLS, checking B against the hub CA', async () => {
     const r = await httpsGet(`${ta.url}/api/v1/edges/t1/proxy/tweb/${webPort}/index.html`, auth(ta), ta.ca!);

@@ -26,6 +26,7 @@ import { stopAgents } from './fixtures/in-process-fleet.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startHubProc, type HubProc } from './procs.js';
+import { TEST_HOME_REDIAL_MS, TEST_REPLICA_LEASE, TEST_REPLICA_LEASE_MS } from './fixtures/replicas.js';
 
 const server = new TestPostgres();
 let dir: string;
@@ -75,6 +76,7 @@ beforeAll(async () => {
     url,
     '--identity-key',
     keyFile,
+    ...TEST_REPLICA_LEASE,
   ]);
   b = await startHub({
     dataDir: path.join(dir, 'hub-b'),
@@ -82,6 +84,7 @@ beforeAll(async () => {
     insecureHttp: true,
     database: url,
     identityKeyFile: keyFile,
+    replicaLeaseMs: TEST_REPLICA_LEASE_MS,
   });
   const join = (await hubApi(a, 'POST', '/api/v1/tokens/join', { labels: { fleet: 'v' }, uses: 3 })).json
     .token as string;
@@ -99,6 +102,7 @@ beforeAll(async () => {
         name: edge,
         driver: 'process',
         heartbeatMs: 1_000,
+        homeRedialMs: TEST_HOME_REDIAL_MS,
       }),
     );
   await connectedTo('v-e1', a.url);

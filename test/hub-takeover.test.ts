@@ -14,6 +14,7 @@ import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js
 import { TestPostgres } from './fixtures/postgres.js';
 import { tempDir, waitFor } from './helpers.js';
 import { freePort, startEdgeProc, startHubProc, type HubProc, type Proc } from './procs.js';
+import { TEST_HOME_REDIAL, TEST_REPLICA_LEASE } from './fixtures/replicas.js';
 
 const server = new TestPostgres();
 let dir: string;
@@ -61,7 +62,7 @@ describe('a standby hub on the same PostgreSQL', () => {
   it('takes over an edge after the first hub is killed: the workload runs on, new work arrives', async () => {
     const [portA, portB] = [await freePort(), await freePort()];
     const dirA = path.join(dir, 'hub-a');
-    const a = await startHubProc(dirA, portA, ['--insecure-http', '--database', url]);
+    const a = await startHubProc(dirA, portA, ['--insecure-http', '--database', url, ...TEST_REPLICA_LEASE]);
     hubs.push(a);
     const join = (await hubApi(a, 'POST', '/api/v1/tokens/join', { labels: { site: 'x' } })).json.token as string;
     const urlB = `http://127.0.0.1:${portB}`;
@@ -74,6 +75,7 @@ describe('a standby hub on the same PostgreSQL', () => {
       'e1',
       '--driver',
       'process',
+      ...TEST_HOME_REDIAL,
     ]);
     await placeAndWait(a, 'web');
     const pid = fs.readFileSync(path.join(pids, 'web.pid'), 'utf8').trim();
@@ -84,7 +86,7 @@ describe('a standby hub on the same PostgreSQL', () => {
     fs.mkdirSync(dirB);
     for (const f of fs.readdirSync(dirA))
       if (!f.startsWith('hub.db')) fs.cpSync(path.join(dirA, f), path.join(dirB, f), { recursive: true });
-    const b = await startHubProc(dirB, portB, ['--insecure-http', '--database', url]);
+    const b = await startHubProc(dirB, portB, ['--insecure-http', '--database', url, ...TEST_REPLICA_LEASE]);
     hubs.push(b);
 
     await waitFor(

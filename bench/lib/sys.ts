@@ -244,6 +244,17 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * A pause that lets the system under test settle before a measurement (garbage after a burst,
+ * status reports still arriving): `ms`, or at most BENCH_SETTLE_MS. The smoke test
+ * (bench/bench.test.ts) sets that low: it checks the harness, not the figures, which a short
+ * settle makes noisier.
+ */
+export function settle(ms: number): Promise<void> {
+  const cap = process.env.BENCH_SETTLE_MS;
+  return sleep(cap === undefined ? ms : Math.min(ms, Number(cap)));
+}
+
 /** Polls fn until it returns a truthy value; throws with `what` when the deadline passes. */
 export async function until<T>(
   fn: () => T | Promise<T>,

@@ -4,7 +4,7 @@
  * (VmRSS with every edge enrolled but none connected, against VmRSS once all are connected and idle).
  */
 import { kb, mb, sec } from '../lib/results.js';
-import { median, percentile, sleep } from '../lib/sys.js';
+import { median, percentile, settle, sleep } from '../lib/sys.js';
 import { connectAll, PhaseMeter, setupFleet, teardown, type Scenario, type Setup } from './common.js';
 
 async function sampleRss(s: Setup, samples: number, everyMs: number): Promise<number> {
@@ -38,7 +38,7 @@ export const connect: Scenario = async (ctx, out) => {
   const s = await setupFleet(ctx, out);
   try {
     // Let the enrollment burst's garbage settle before the baseline.
-    await sleep(3_000);
+    await settle(3_000);
     const baseline = await sampleRss(s, 5, 200);
     const heapBefore = await hubHeap(s);
     const meter = new PhaseMeter(s, 'connect');
@@ -46,7 +46,7 @@ export const connect: Scenario = async (ctx, out) => {
     meter.finish(out);
     ctx.log(`all ${ctx.edges} edges in sync after ${sec(c.ms)}`);
     // Idle: only heartbeats and pings. Sample over a few seconds and take the median.
-    await sleep(5_000);
+    await settle(5_000);
     const connected = await sampleRss(s, 10, 300);
     const heapAfter = await hubHeap(s);
     const perEdge = (connected - baseline) / ctx.edges;

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import { HubApi, placement } from '../lib/api.js';
 import type { HubProcess } from '../lib/hub-process.js';
 import { kb, sec } from '../lib/results.js';
-import { percentile, sleep, until } from '../lib/sys.js';
+import { percentile, settle, until } from '../lib/sys.js';
 import {
   connectAll,
   PhaseMeter,
@@ -55,7 +55,7 @@ export const failover: Scenario = async (ctx, out) => {
     const c = await connectAll(ctx, s);
     ctx.log(`all ${ctx.edges} edges in sync after ${sec(c.ms)}; placing a workload`);
     out.metrics.initialPlacementToReadyMs = await placeOnAll(ctx, s, NAME);
-    await sleep(2_000);
+    await settle(2_000);
     await untilQuiet(ctx, s, 'the kill');
 
     const before = await s.fleet.servedBy();

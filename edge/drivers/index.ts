@@ -8,12 +8,15 @@ import type { Driver, DriverName } from './driver.js';
 export async function createDriver(
   name: DriverName,
   dataDir: string,
-  opts: { kubeconfig?: string } = {},
+  opts: { kubeconfig?: string; processStableMs?: number } = {},
 ): Promise<Driver> {
   const dir = path.join(dataDir, 'runtime', name);
   switch (name) {
     case 'process':
-      return (await import('./process/index.js')).createProcessDriver({ dataDir: dir });
+      return (await import('./process/index.js')).createProcessDriver({
+        dataDir: dir,
+        ...(opts.processStableMs !== undefined ? { stableMs: opts.processStableMs } : {}),
+      });
     case 'podman':
       return (await import('./podman/index.js')).createPodmanDriver({ dataDir: dir });
     case 'kubernetes':

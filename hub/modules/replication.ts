@@ -16,6 +16,7 @@ import type { Scheduler } from '../scheduler/index.js';
 import type { HubState } from '../state/index.js';
 import type { EdgeLeases } from '../state/leases.js';
 import type { SyncPostgres } from '../state/pg/sync-client.js';
+import { LEASE_TTL_MS } from '../state/leases.js';
 import { newReplicaId, type HubReplicas } from '../state/replicas.js';
 
 const log = createLogger('hub');
@@ -49,12 +50,12 @@ export interface Replication extends HubModule {
  * Before any edge connects: on SQLite, what a run of this hub that was killed left open ends (a
  * PostgreSQL replica's leader ends what dead replicas left, hub/replicas/).
  */
-export function createReplication(pg: SyncPostgres | undefined, state: HubState): Replication {
+export function createReplication(pg: SyncPostgres | undefined, state: HubState, leaseMs = LEASE_TTL_MS): Replication {
   const id = newReplicaId();
   // Only hubs sharing a PostgreSQL need leases: a SQLite hub is the only one of its database.
-  const leases = state.edgeLeases(id);
+  const leases = state.edgeLeases(id, leaseMs);
   // The replicas' URLs, for tunnel requests one forwards to the replica serving the edge.
-  const registry = state.replicaRegistry(id);
+  const registry = state.replicaRegistry(id, leaseMs);
   if (!pg) endEarlierRuns(state, registry);
   let advertiseUrl = '';
   const directory = new ReplicaDirectory(registry, state.edges, () => advertiseUrl);
@@ -73,6 +74,7 @@ export function createReplication(pg: SyncPostgres | undefined, state: HubState)
     listening(url) {
       advertiseUrl = url;
       registry.register(url);
+      if (pg) warnOtherLeases(registry);
     },
     wire(w) {
       wiring = w;
@@ -97,6 +99,7 @@ export function createReplication(pg: SyncPostgres | undefined, state: HubState)
       timer = renewMembership({
         leases,
         registry,
+        leaseMs,
         state,
         connections: servedEdges,
         replaced: (edge) =>
@@ -123,4 +126,22 @@ export function createReplication(pg: SyncPostgres | undefined, state: HubState)
       peers?.close();
     },
   };
+}
+
+/**
+ * Every replica of one database must run with the same `--replica-lease` (docs/operations.md, "HA
+ * and scale-out"): each row says its replica's lease, so a replica that starts with another one
+ * says so, naming both values and the fix. It still starts: changing the lease means restarting
+ * the replicas one by one, and each says so until the last is restarted.
+ */
+function warnOtherLeases(registry: HubReplicas): void {
+  try {
+    for (const peer of registry.otherLeases())
+      log.warn(
+        { replica: peer.id, url: peer.url, theirLeaseMs: peer.leaseMs, ourLeaseMs: registry.ttlMs },
+        `hub replica ${peer.id} (${peer.url}) runs with a lease of ${peer.leaseMs / 1000} s, this one with ${registry.ttlMs / 1000} s: give every replica the same --replica-lease (its edges move and its connections end at its own lease)`,
+      );
+  } catch (err) {
+    log.warn({ err }, "could not read the other replicas' leases");
+  }
 }

@@ -30,7 +30,7 @@ import { PG_GATHER, REPLICA_PING_MS, REPLICA_RETRY_MS } from '../../core/duratio
 import { GatherPace } from '../../core/gather.js';
 import { recordReplicaGone, replicaDiedReason } from '../edges/history.js';
 import type { HubState } from '../state/index.js';
-import { LEASE_RENEW_MS, LEASE_TTL_MS, type EdgeLeases } from '../state/leases.js';
+import { leaseRenewMs, type EdgeLeases } from '../state/leases.js';
 import { LEADER_LOCK, sessionName, type HubReplicas } from '../state/replicas.js';
 import { edgeName, isValidName, mailboxDocId } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
@@ -251,6 +251,8 @@ export interface Membership {
   /** Only with replicas on PostgreSQL: a SQLite hub serves every edge of its file. */
   leases: EdgeLeases | undefined;
   registry: HubReplicas;
+  /** How long this replica's leases and row last unrenewed (`--replica-lease`); renewed thrice in it. */
+  leaseMs: number;
   /** The connection history: the leader ends what dead replicas left open there. */
   state: HubState;
   /** The edges connected to this process. */
@@ -266,7 +268,7 @@ export interface Membership {
 }
 
 /**
- * Every LEASE_RENEW_MS: renews this replica's edge leases in one statement and closes its own,
+ * Three times per lease (leaseRenewMs): renews this replica's edge leases in one statement and closes its own,
  * older connection of each edge another replica took since (hub/state/leases.ts); renews its row
  * in hub_replicas, registering again if it expired (the database was away); the leader ends the
  * connections dead replicas left open. Failures are logged and tried again at the next tick.
@@ -285,7 +287,7 @@ export function renewMembership(m: Membership): NodeJS.Timeout {
       if (url && !m.registry.renew(now)) m.registry.register(url, now);
       // Away past the lease: the leader may have ended this replica's connections in the tables
       // (it does when this replica's session was gone too); those it did are closed, to come back.
-      if (m.leases && now - renewedAt > LEASE_TTL_MS) {
+      if (m.leases && now - renewedAt > m.leaseMs) {
         const recorded = new Set(m.state.edges.connectedVia(m.registry.self));
         const lost = m.connections().filter((e) => !recorded.has(e));
         if (lost.length) {
@@ -306,7 +308,7 @@ export function renewMembership(m: Membership): NodeJS.Timeout {
       } catch (err) {
         log.warn({ err }, 'could not end the connections of dead hub replicas (retried)');
       }
-  }, LEASE_RENEW_MS);
+  }, leaseRenewMs(m.leaseMs));
   timer.unref();
   return timer;
 }

@@ -40,6 +40,7 @@ function membership() {
   const timer = renewMembership({
     leases,
     registry: registryDouble,
+    leaseMs: LEASE_TTL_MS,
     state,
     connections: () => ['e1', 'e2'],
     replaced: () => undefined,

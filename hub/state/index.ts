@@ -199,10 +199,13 @@ export interface HubState {
    * so a SQLite hub, which never uses it, has no such table.
    */
   readonly identity: IdentityStore;
-  /** The replicas' rows (`outpost get replicas`, forwarded tunnel requests); `self` is this process. */
-  replicaRegistry(self: string): HubReplicas;
+  /**
+   * The replicas' rows (`outpost get replicas`, forwarded tunnel requests); `self` is this process,
+   * `leaseMs` how long its row lasts unrenewed (default LEASE_TTL_MS).
+   */
+  replicaRegistry(self: string, leaseMs?: number): HubReplicas;
   /** Which replica serves each edge: on PostgreSQL only (a SQLite hub is the only one of its database). */
-  edgeLeases(self: string): EdgeLeases | undefined;
+  edgeLeases(self: string, leaseMs?: number): EdgeLeases | undefined;
   /** Why the tables cannot be reached now (for /readyz); undefined when they can. */
   unready(): string | undefined;
   /**
@@ -292,8 +295,8 @@ function tableGroups(db: SqlDb) {
     get identity() {
       return (identity ??= new IdentityStore(db));
     },
-    replicaRegistry: (self: string) => new HubReplicas(db, self),
-    edgeLeases: (self: string) => (isPostgres(db) ? new EdgeLeases(db, self) : undefined),
+    replicaRegistry: (self: string, leaseMs?: number) => new HubReplicas(db, self, leaseMs),
+    edgeLeases: (self: string, leaseMs?: number) => (isPostgres(db) ? new EdgeLeases(db, self, leaseMs) : undefined),
     unready: () => databaseUnready(db),
     readAheadDisconnects: (edges: readonly string[]) => prefetchDisconnects(db, edges),
     readAheadHandshakes: (edges: string[], kinds: HandshakeReaders) => prefetchHandshakes(db, edges, kinds),

@@ -12,9 +12,20 @@
  */
 import { all, inJsonList, migrateTables, one, type SqlDb, write } from './sql.js';
 
-/** A lease outlives three missed renewals. */
+/**
+ * A lease outlives three missed renewals. The default: `outpost hub --replica-lease` sets another
+ * (every replica of one database the same: docs/operations.md, "HA and scale-out").
+ */
 export const LEASE_RENEW_MS = 5_000;
 export const LEASE_TTL_MS = 3 * LEASE_RENEW_MS;
+
+/** The shortest `--replica-lease`: three renewals, each a database round trip, must fit in it. */
+export const MIN_LEASE_TTL_MS = 3_000;
+
+/** How often leases and a replica's row are renewed: three times per lease. */
+export function leaseRenewMs(ttlMs: number): number {
+  return Math.round(ttlMs / 3);
+}
 
 export interface EdgeLease {
   edge: string;
@@ -28,6 +39,8 @@ export class EdgeLeases {
     private readonly db: SqlDb,
     /** This hub process, as other replicas see it in the table. */
     readonly replica: string,
+    /** How long a lease lasts unrenewed (`--replica-lease`). */
+    readonly ttlMs = LEASE_TTL_MS,
   ) {
     migrateTables(db, 'hub-leases');
   }
@@ -45,7 +58,7 @@ export class EdgeLeases {
        ON CONFLICT(edge) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at, taken_at = excluded.taken_at`,
       edge,
       this.replica,
-      now + LEASE_TTL_MS,
+      now + this.ttlMs,
       now,
     );
   }
@@ -61,7 +74,7 @@ export class EdgeLeases {
       all<{ edge: string }>(
         this.db,
         `UPDATE edge_leases SET expires_at = ? WHERE replica = ? AND ${inJsonList(this.db, 'edge')} RETURNING edge`,
-        now + LEASE_TTL_MS,
+        now + this.ttlMs,
         this.replica,
         JSON.stringify(edges),
       ).map((r) => r.edge),

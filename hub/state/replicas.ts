@@ -120,6 +120,8 @@ export class HubReplicas {
     private readonly db: SqlDb,
     /** This process (newReplicaId). */
     readonly self: string,
+    /** How long its row lasts unrenewed: its lease (`--replica-lease`). */
+    readonly ttlMs = LEASE_TTL_MS,
   ) {
     migrateTables(db, 'hub-replicas');
   }
@@ -137,7 +139,7 @@ export class HubReplicas {
       this.self,
       url,
       now,
-      now + LEASE_TTL_MS,
+      now + this.ttlMs,
       now,
     );
   }
@@ -148,7 +150,7 @@ export class HubReplicas {
       run(
         this.db,
         'UPDATE hub_replicas SET expires_at = ?, renewed_at = ? WHERE id = ?',
-        now + LEASE_TTL_MS,
+        now + this.ttlMs,
         now,
         this.self,
       ) > 0
@@ -174,12 +176,28 @@ export class HubReplicas {
       const live = expiresAt > now && session;
       return {
         ...toReplica(r),
-        renewedAt: r.renewed_at === null ? expiresAt - LEASE_TTL_MS : Number(r.renewed_at),
+        renewedAt: r.renewed_at === null ? expiresAt - this.ttlMs : Number(r.renewed_at),
         session,
         alive: live,
         leader: live && (pg ? !!r.leader : r.id === this.self),
       };
     });
+  }
+
+  /**
+   * The live replicas whose lease is not this one's (`--replica-lease` differs): a row renewed at
+   * `renewed_at` lasts its replica's lease, so the row itself says it. Rows of versions that did
+   * not record `renewed_at` say nothing.
+   */
+  otherLeases(now = Date.now()): { id: string; url: string; leaseMs: number }[] {
+    return all<{ id: string; url: string; expires_at: number; renewed_at: number }>(
+      this.db,
+      'SELECT id, url, expires_at, renewed_at FROM hub_replicas WHERE id <> ? AND expires_at > ? AND renewed_at IS NOT NULL ORDER BY id',
+      this.self,
+      now,
+    )
+      .map((r) => ({ id: r.id, url: r.url, leaseMs: Number(r.expires_at) - Number(r.renewed_at) }))
+      .filter((r) => r.leaseMs !== this.ttlMs);
   }
 
   /** Forgets another replica's row (a SQLite hub, the only one of its file, forgets the runs before it). */
