@@ -327,6 +327,11 @@ export type PackageRef = z.infer<typeof PackageRef>;
 export const PlacementSpec = strict({
   edgeSelector: LabelSelector.optional(),
   edges: z.array(name).optional(),
+  /**
+   * Clusters of the project (docs/clusters.md): each selects its control-plane edge, whose
+   * kubernetes driver runs the workloads on the cluster. Besides edgeSelector and edges.
+   */
+  clusters: z.array(name).optional(),
   /** With `package`, the hub sets this list to the workloads it generates from the package. */
   workloads: z.array(name).default([]),
   package: PackageRef.optional(),
@@ -334,7 +339,10 @@ export const PlacementSpec = strict({
   rollout: Rollout.default({ failureThreshold: 1, paused: false }),
   statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
 })
-  .refine(selectsEdges, SELECTS_EDGES)
+  .refine((s) => selectsEdges(s) || (s.clusters?.length ?? 0) > 0, {
+    message: 'select edges with edgeSelector ({} selects every edge), edges, clusters, or several',
+    path: ['edgeSelector'],
+  })
   .refine((s) => s.workloads.length > 0 || s.package !== undefined, {
     message: 'name at least one workload, or deploy a package with spec.package',
     path: ['workloads'],

@@ -17,9 +17,6 @@ import type { ArtifactName, ClusterNodeOrder, ComponentName } from '../../core/c
 /** A node order without its sealed PKI (what the files and command lines are made from). */
 export type NodeSpec = Omit<ClusterNodeOrder, 'pki'>;
 
-/** The node's address: loopback, as long as a cluster is one node (workers on other hosts: not yet). */
-export const NODE_IP = '127.0.0.1';
-
 export interface NodeLayout {
   root: string;
   pki: string;
@@ -59,7 +56,7 @@ function nodePodSubnet(podCidr: string): string {
 }
 
 /** The files a node order writes (besides the PKI), by path; their text is all a pass compares. */
-export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout): Map<string, string> {
+export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout, nodeIp: string): Map<string, string> {
   const files = new Map<string, string>();
   const pki = (f: string) => path.join(l.pki, f);
   const server = `https://127.0.0.1:${o.ports.apiServer}`;
@@ -152,7 +149,7 @@ export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout): Map<string,
       cgroupDriver: 'cgroupfs',
       failCgroupV1: false,
       failSwapOn: false,
-      address: NODE_IP,
+      address: nodeIp,
       port: o.ports.kubelet,
       healthzBindAddress: '127.0.0.1',
       healthzPort: o.ports.kubeletHealthz,
@@ -187,7 +184,7 @@ export interface ComponentCommand {
 }
 
 /** Each component's command line, in start order (the role's components only). */
-export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): ComponentCommand[] {
+export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout, nodeIp: string): ComponentCommand[] {
   const a = o.spec.artifacts;
   // An executable's path, or an archive's directory (containerd's).
   const bin = (n: ArtifactName) => l.artifact(n, a[n].digest);
@@ -217,7 +214,7 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): Com
       `--kubeconfig=${etc('kubelet.kubeconfig')}`,
       `--root-dir=${path.join(l.root, 'kubelet')}`,
       `--hostname-override=${edge}`,
-      `--node-ip=${NODE_IP}`,
+      `--node-ip=${nodeIp}`,
     ],
   };
   if (o.role === 'worker') return [containerd, kubelet];
@@ -262,7 +259,9 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): Com
         `--service-cluster-ip-range=${o.spec.network.serviceCIDR}`,
         `--kubelet-client-certificate=${pki('apiserver-kubelet-client.crt')}`,
         `--kubelet-client-key=${pki('apiserver-kubelet-client.key')}`,
-        `--kubelet-certificate-authority=${pki('ca.crt')}`,
+        // The kubelet's address is the host's (node-ip.ts), which the hub does not know when it makes
+        // the kubelet's certificate: the API server does not check that certificate (kubeadm's
+        // default too) until the node reports its address and the hub issues one for it.
         '--kubelet-preferred-address-types=InternalIP',
         '--allow-privileged=true',
         '--profiling=false',

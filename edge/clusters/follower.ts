@@ -62,6 +62,7 @@ import {
   type NodeState,
 } from './node-state.js';
 import { alive, findComponent, readPid, startComponent, stopComponent } from './processes.js';
+import { hostAddress } from './node-ip.js';
 import { teardownNode } from './teardown.js';
 
 const log = createLogger('edge:clusters');
@@ -105,6 +106,8 @@ export class ClusterFollower implements SpecFollower {
   private readonly reportId;
   /** The node's report as this process last wrote it. */
   private report: ClusterNodeReport | undefined;
+  /** The host's address the node uses (node-ip.ts), looked up at each pass. */
+  private nodeIp = '';
 
   constructor(private readonly d: ClusterFollowerDeps) {
     this.specId = mailboxDocId(d.edge, 'spec');
@@ -198,6 +201,7 @@ export class ClusterFollower implements SpecFollower {
   /** Brings the node to what the order says (or keeps the previous version where its upgrade rolled back). */
   private async converge(order: ClusterNodeOrder): Promise<void> {
     const l = nodeLayout(this.d.dataDir, order.cluster);
+    this.nodeIp = hostAddress();
     fs.mkdirSync(l.root, { recursive: true, mode: 0o700 });
     const held = readNodeState(this.d.dataDir, order.cluster);
     const state: NodeState = { ...held, order: keep(order) };
@@ -246,9 +250,9 @@ export class ClusterFollower implements SpecFollower {
 
     // 3. Start what is not running, in order, each healthy before the next; swap what runs the previous version.
     const components: Components = { ...(this.sameUid(target)?.components ?? {}) };
-    const before = prev ? componentCommands(prev, this.d.edge, l) : [];
+    const before = prev ? componentCommands(prev, this.d.edge, l, this.nodeIp) : [];
     const swapped: { from: ComponentCommand; to: ComponentCommand }[] = [];
-    for (const c of componentCommands(target, this.d.edge, l)) {
+    for (const c of componentCommands(target, this.d.edge, l, this.nodeIp)) {
       let pid = findComponent(l.run, c);
       if (pid === undefined) {
         const old = before.find((b) => b.name === c.name && findComponent(l.run, b) !== undefined);
@@ -320,7 +324,7 @@ export class ClusterFollower implements SpecFollower {
   /** The configs of `o` (rewritten when a rollback goes back to the previous version's). */
   private writeConfigs(o: KeptOrder, l: NodeLayout): number {
     let wrote = 0;
-    for (const [f, text] of nodeFiles(o, this.d.edge, l)) wrote += writeIfChanged(f, text, 0o600) ? 1 : 0;
+    for (const [f, text] of nodeFiles(o, this.d.edge, l, this.nodeIp)) wrote += writeIfChanged(f, text, 0o600) ? 1 : 0;
     return wrote;
   }
 
@@ -364,7 +368,7 @@ export class ClusterFollower implements SpecFollower {
   ): Promise<void> {
     const components: Components = {};
     const prev = this.sameUid(o)?.components ?? {};
-    for (const c of componentCommands(o, this.d.edge, l)) {
+    for (const c of componentCommands(o, this.d.edge, l, this.nodeIp)) {
       const pid = findComponent(l.run, c);
       const h = pid !== undefined ? await componentHealth(c.name, o, l) : { healthy: false, message: 'not running' };
       components[c.name] = {

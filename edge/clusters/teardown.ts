@@ -11,6 +11,7 @@ import { createLogger } from '../../core/logger.js';
 import type { ComponentName } from '../../core/cluster.js';
 import { bridgeName, componentCommands, nodeLayout } from './configs.js';
 import { deleteAllPods } from './health.js';
+import { hostAddress } from './node-ip.js';
 import type { KeptOrder } from './node-state.js';
 import {
   cmdlineOf,
@@ -39,7 +40,14 @@ export async function teardownNode(
 ): Promise<void> {
   const l = nodeLayout(dataDir, cluster);
   if (o) {
-    const cmds = componentCommands(o, edge, l);
+    // The kubelet's command line names the host's address: without one, it is not found (killed below).
+    let ip = '';
+    try {
+      ip = hostAddress();
+    } catch {
+      /* no address: the components are stopped by their pid files below */
+    }
+    const cmds = componentCommands(o, edge, l, ip);
     const running = (n: ComponentName) => {
       const c = cmds.find((x) => x.name === n);
       return c ? findComponent(l.run, c) !== undefined : false;

@@ -291,7 +291,11 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
     const { r, warnings } = state.transaction(() => {
       const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
       if (r.object.kind === 'DataObject') checkDataPaths(state.edges, objects, [r.object]);
-      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(state.edges, objects, [r.object]) : [] };
+      return {
+        r,
+        warnings:
+          r.object.kind === 'Placement' ? checkPlacements(state.edges, objects, [r.object], state.clusters) : [],
+      };
     });
     for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
