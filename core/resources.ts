@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { DIGEST_PATTERN, parseByteSize } from './blobs.js';
 import { NAME_PATTERN } from './ids.js';
 import { strict } from './strict-object.js';
-import { ClusterPorts, ClusterTemplateSpec, clusterTemplateVersion } from './cluster.js';
+import { ClusterPorts, ClusterTemplateSpec, clusterTemplateVersion, WorkerPorts } from './cluster.js';
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
 export const KINDS = [
@@ -649,7 +649,12 @@ export const ClusterSpec = strict({
     edges: z.array(name).length(1, 'must name exactly one edge: HA control planes are not supported yet'),
   }),
   /** The workers: edges by name, by selector, or both (none: a single-node cluster). */
-  workers: strict({ edges: z.array(name).optional(), edgeSelector: LabelSelector.optional() }).optional(),
+  workers: strict({
+    edges: z.array(name).optional(),
+    edgeSelector: LabelSelector.optional(),
+    /** Their kubelets' ports, when not the cluster's (`ports`): several nodes on one host. */
+    ports: WorkerPorts.optional(),
+  }).optional(),
   /** The ports the cluster's components listen on, on every node (defaults: the usual ones). */
   ports: ClusterPorts.optional(),
 });

@@ -22,11 +22,14 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeAgent, type EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
+import { removeCgroupRoot } from '../edge/clusters/cgroups.js';
+import { workerCgroupRoot } from '../edge/clusters/configs.js';
 import { hostAddress } from '../edge/clusters/node-ip.js';
 import { strays } from '../edge/clusters/processes.js';
 import { tempDir, waitFor } from './helpers.js';
 import { kubeBinary, nodePorts, podmanEnv, realArtifactDir, removeNodeRemains } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
+import { freePort } from './ports.js';
 import { stopAgents } from './fixtures/in-process-fleet.js';
 import { HubClient } from '../cli/client.js';
 
@@ -41,6 +44,7 @@ describe('a real cluster at a site', () => {
   const agents: EdgeAgent[] = [];
   let kubectl: string;
   let ports: Record<string, number>;
+  let workerPorts: { kubelet: number; kubeletHealthz: number };
   const nodeDir = () => path.join(dir, 'c1', 'clusters', 'site');
   const kube = (...args: string[]) =>
     execFileSync(kubectl, ['--kubeconfig', path.join(nodeDir(), 'etc', 'admin.kubeconfig'), ...args], {
@@ -70,7 +74,7 @@ describe('a real cluster at a site', () => {
     const join = await api<{ token: string }>('POST', '/api/v1/tokens/join', {
       project: 'default',
       labels: { site: 'one' },
-      uses: 1,
+      uses: 2,
     });
     agents.push(
       await startEdgeAgent({
@@ -82,6 +86,17 @@ describe('a real cluster at a site', () => {
         heartbeatMs: 1_000,
       }),
     );
+    // The worker-to-be: another edge on the same host (its own data dir, containerd, kubelet ports).
+    agents.push(
+      await startEdgeAgent({
+        dataDir: path.join(dir, 'c2'),
+        hub: hub.url,
+        joinToken: join.token,
+        name: 'c2',
+        driver: 'process',
+        heartbeatMs: 1_000,
+      }),
+    );
     const r = await runCli(['cluster', 'artifacts', 'push', artifacts, '--name', 'k8s', '-o', 'json'], {
       env: cliEnv(hub.adminToken),
     });
@@ -90,13 +105,15 @@ describe('a real cluster at a site', () => {
     expect(template.spec.kubernetesVersion).toMatch(/^v1\.\d+\.\d+$/);
     await api('POST', '/api/v1/apply', { objects: [template] });
     ports = await nodePorts();
+    workerPorts = { kubelet: await freePort(), kubeletHealthz: await freePort() };
   }, 900_000);
 
   afterAll(async () => {
     await stopAgents(agents);
     await hub?.close();
-    // Whatever a failed run left of the node (a passing run left nothing: checked below).
+    // Whatever a failed run left of the nodes (a passing run left nothing: checked below).
     removeNodeRemains(dir);
+    removeCgroupRoot(workerCgroupRoot('c2'));
   });
 
   it('creates a single-node cluster from a template: Ready on the hub, its node Ready in kubectl', async () => {
@@ -229,17 +246,95 @@ describe('a real cluster at a site', () => {
     expect(r.stdout.trim(), r.stderr).toBe('from-the-pod');
   }, 360_000);
 
+  it('adds a worker: a second kubelet on the same host joins, gets its pod subnet, runs a pod there', async () => {
+    await api('POST', '/api/v1/apply', {
+      objects: [
+        {
+          kind: 'Cluster',
+          metadata: { name: 'site' },
+          spec: {
+            template: { name: 'k8s', version: '1' },
+            controlPlane: { edges: ['c1'] },
+            workers: { edges: ['c2'], ports: workerPorts },
+            ports,
+          },
+        },
+      ],
+    });
+    await waitFor(async () => (await status()).summary === '2/2 nodes Ready', {
+      timeout: 300_000,
+      interval: 2_000,
+      what: 'cluster site 2/2 nodes Ready',
+    }).catch(async (err) => {
+      throw new Error(`${(err as Error).message}\nstatus: ${JSON.stringify(await status(), null, 1)}`);
+    });
+    const st = await status();
+    expect(st.phase).toBe('Ready');
+    expect(st.nodes.find((n: { edge: string }) => n.edge === 'c2')).toMatchObject({ role: 'worker', ready: true });
+    const nodes = JSON.parse(kube('get', 'nodes', '-o', 'json')).items as {
+      metadata: { name: string };
+      spec: { podCIDR?: string };
+    }[];
+    expect(nodes.map((n) => n.metadata.name).sort()).toEqual(['c1', 'c2']);
+    const c2 = nodes.find((n) => n.metadata.name === 'c2')!;
+    expect(c2.spec.podCIDR).toMatch(/^10\.244\.\d+\.0\/24$/);
+    expect(c2.spec.podCIDR).not.toBe('10.244.0.0/24');
+    // A pod bound to the worker runs there, with an address of the worker's subnet.
+    const workerDir = path.join(dir, 'c2', 'clusters', 'site');
+    const ctr = fs.readdirSync(path.join(workerDir, 'bin')).find((d) => d.startsWith('containerd-'))!;
+    execFileSync(path.join(workerDir, 'bin', ctr, 'ctr'), [
+      '--address',
+      path.join(workerDir, 'run', 'containerd.sock'),
+      '--namespace',
+      'k8s.io',
+      'images',
+      'import',
+      path.join(dir, 'busybox.tar'),
+    ]);
+    const manifest = path.join(dir, 'on-worker.json');
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'on-worker', namespace: 'default' },
+        spec: {
+          nodeSelector: { 'kubernetes.io/hostname': 'c2' },
+          containers: [{ name: 'main', image: TEST_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
+        },
+      }),
+    );
+    kube('apply', '-f', manifest);
+    const pod = await waitFor(
+      () => {
+        const p = JSON.parse(kube('get', 'pod', 'on-worker', '-o', 'json'));
+        return p.status.phase === 'Running' && p.status.podIP ? p : undefined;
+      },
+      { timeout: 180_000, interval: 2_000, what: 'pod on-worker Running on c2' },
+    ).catch((err) => {
+      throw new Error(`${(err as Error).message}\n${kube('get', 'pods,events', '-A', '-o', 'wide')}`);
+    });
+    expect(pod.spec.nodeName).toBe('c2');
+    const subnet = c2.spec.podCIDR!.replace(/0\/24$/, '');
+    expect(pod.status.podIP.startsWith(subnet)).toBe(true);
+    // The control plane's pods kept running beside the second kubelet (each its own cgroup root).
+    const web = JSON.parse(kube('get', 'pods', '-A', '-l', 'app=web', '-o', 'json')).items;
+    expect(web.map((p: { status: { phase: string } }) => p.status.phase)).toEqual(['Running']);
+    expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(true);
+  }, 540_000);
+
   it('deletes the cluster: every component stopped, nothing left running, the host released', async () => {
     await api('DELETE', '/api/v1/projects/default/clusters/site');
-    await waitFor(() => !fs.existsSync(nodeDir()), {
+    await waitFor(() => !fs.existsSync(nodeDir()) && !fs.existsSync(path.join(dir, 'c2', 'clusters', 'site')), {
       timeout: 300_000,
       interval: 1_000,
-      what: "the node's directory removed",
+      what: "the nodes' directories removed",
     });
+    expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(false);
     expect(strays(dir)).toEqual([]);
     // The kubelet listens on the host's address (edge/clusters/node-ip.ts), the rest on loopback.
     for (const host of ['127.0.0.1', hostAddress()])
-      for (const [name, port] of Object.entries(ports))
+      for (const [name, port] of Object.entries({ ...ports, workerKubelet: workerPorts.kubelet }))
         expect(await listening(port, host), `${name} port ${host}:${port}`).toBe(false);
     await waitFor(() => hub.state.clusters.nodeReport('c1') === undefined, {
       timeout: 30_000,

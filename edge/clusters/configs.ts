@@ -48,7 +48,18 @@ export function bridgeName(uid: string): string {
   return `ob-${createHash('sha256').update(uid).digest('hex').slice(0, 10)}`;
 }
 
-/** The first /24 of the pod CIDR: the node's pod addresses (one node now). */
+/**
+ * The node's bridge: the control plane's named by the cluster's uid, a worker's by the uid and its
+ * edge (two nodes of one cluster on one host each have their own, and remove only their own).
+ */
+export function nodeBridge(o: Pick<NodeSpec, 'uid' | 'role'>, edge: string): string {
+  return o.role === 'control-plane' ? bridgeName(o.uid) : bridgeName(`${o.uid}/${edge}`);
+}
+
+/** A worker's kubelet's cgroup root (its own, so two kubelets on one host leave each other's pods alone). */
+export const workerCgroupRoot = (edge: string): string => `/outpost-${edge}`;
+
+/** The first /24 of the pod CIDR: the control plane's pod addresses (the first node registered). */
 function nodePodSubnet(podCidr: string): string {
   const [ip] = podCidr.split('/');
   const o = ip!.split('.');
@@ -56,15 +67,27 @@ function nodePodSubnet(podCidr: string): string {
 }
 
 /** The files a node order writes (besides the PKI), by path; their text is all a pass compares. */
-export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout, nodeIp: string): Map<string, string> {
+export function nodeFiles(
+  o: NodeSpec,
+  edge: string,
+  l: NodeLayout,
+  nodeIp: string,
+  /** A worker's pod subnet, once the controller-manager gave its node one (its CNI config waits for it). */
+  podSubnet?: string,
+): Map<string, string> {
   const files = new Map<string, string>();
   const pki = (f: string) => path.join(l.pki, f);
-  const server = `https://127.0.0.1:${o.ports.apiServer}`;
+  // A worker reaches the API server on the control-plane node's address; its certificate names that edge.
+  const server =
+    o.role === 'worker' && o.apiServer
+      ? `https://${o.apiServer.address}:${o.ports.apiServer}`
+      : `https://127.0.0.1:${o.ports.apiServer}`;
+  const serverName = o.role === 'worker' && o.apiServer ? { 'tls-server-name': o.apiServer.serverName } : {};
   const kubeconfig = (user: string, base: string) =>
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: o.cluster, cluster: { server, 'certificate-authority': pki('ca.crt') } }],
+      clusters: [{ name: o.cluster, cluster: { server, 'certificate-authority': pki('ca.crt'), ...serverName } }],
       users: [{ name: user, user: { 'client-certificate': pki(`${base}.crt`), 'client-key': pki(`${base}.key`) } }],
       contexts: [{ name: o.cluster, context: { cluster: o.cluster, user } }],
       'current-context': o.cluster,
@@ -114,32 +137,34 @@ export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout, nodeIp: stri
       '',
     ].join('\n'),
   );
-  files.set(
-    path.join(l.etc, 'cni', '10-outpost.conflist'),
-    JSON.stringify(
-      {
-        cniVersion: '0.4.0',
-        name: `outpost-${o.cluster}`,
-        plugins: [
-          {
-            type: 'bridge',
-            bridge: bridgeName(o.uid),
-            isGateway: true,
-            ipMasq: true,
-            hairpinMode: true,
-            ipam: {
-              type: 'host-local',
-              ranges: [[{ subnet: nodePodSubnet(o.spec.network.podCIDR) }]],
-              routes: [{ dst: '0.0.0.0/0' }],
-              dataDir: path.join(l.root, 'cni', 'ipam'),
+  const subnet = o.role === 'control-plane' ? nodePodSubnet(o.spec.network.podCIDR) : podSubnet;
+  if (subnet)
+    files.set(
+      path.join(l.etc, 'cni', '10-outpost.conflist'),
+      JSON.stringify(
+        {
+          cniVersion: '0.4.0',
+          name: `outpost-${o.cluster}`,
+          plugins: [
+            {
+              type: 'bridge',
+              bridge: nodeBridge(o, edge),
+              isGateway: true,
+              ipMasq: true,
+              hairpinMode: true,
+              ipam: {
+                type: 'host-local',
+                ranges: [[{ subnet }]],
+                routes: [{ dst: '0.0.0.0/0' }],
+                dataDir: path.join(l.root, 'cni', 'ipam'),
+              },
             },
-          },
-        ],
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+          ],
+        },
+        null,
+        2,
+      ) + '\n',
+    );
   files.set(
     path.join(l.etc, 'kubelet.yaml'),
     stringify({
@@ -153,6 +178,7 @@ export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout, nodeIp: stri
       port: o.ports.kubelet,
       healthzBindAddress: '127.0.0.1',
       healthzPort: o.ports.kubeletHealthz,
+      ...(o.role === 'worker' ? { cgroupRoot: workerCgroupRoot(edge) } : {}),
       readOnlyPort: 0,
       authentication: {
         anonymous: { enabled: false },
@@ -245,7 +271,8 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout, node
       argv: [
         bin('kube-apiserver'),
         `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
-        '--bind-address=127.0.0.1',
+        // Every address: workers reach it on the node's (their kubelets' certificates say who they are).
+        '--bind-address=0.0.0.0',
         '--advertise-address=127.0.0.1',
         `--secure-port=${p.apiServer}`,
         `--tls-cert-file=${pki('apiserver.crt')}`,
@@ -284,6 +311,10 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout, node
         `--root-ca-file=${pki('ca.crt')}`,
         '--use-service-account-credentials=true',
         `--service-cluster-ip-range=${o.spec.network.serviceCIDR}`,
+        // Each node's pod subnet (node.spec.podCIDR): a worker's CNI config is written from it.
+        '--allocate-node-cidrs=true',
+        `--cluster-cidr=${o.spec.network.podCIDR}`,
+        '--node-cidr-mask-size=24',
         '--profiling=false',
         ...gates(cp.featureGates),
       ],

@@ -49,8 +49,16 @@ import type { EdgeTransfers } from '../blobs/transfers.js';
 import type { SpecFollower } from '../orders/followers.js';
 import { importPauseImage, stageArtifact } from './artifacts.js';
 import { nextReport, type ReportPatch } from './report.js';
-import { componentCommands, nodeFiles, nodeLayout, type ComponentCommand, type NodeLayout } from './configs.js';
-import { componentHealth, nodeState } from './health.js';
+import {
+  componentCommands,
+  nodeFiles,
+  nodeLayout,
+  workerCgroupRoot,
+  type ComponentCommand,
+  type NodeLayout,
+} from './configs.js';
+import { componentHealth, nodeState, type NodeSeen } from './health.js';
+import { ensureCgroupRoot } from './cgroups.js';
 import {
   keep,
   orderKey,
@@ -63,6 +71,7 @@ import {
 } from './node-state.js';
 import { alive, findComponent, readPid, startComponent, stopComponent } from './processes.js';
 import { hostAddress } from './node-ip.js';
+import { OnePassAtATime } from './one-pass.js';
 import { teardownNode } from './teardown.js';
 
 const log = createLogger('edge:clusters');
@@ -98,16 +107,18 @@ class RolledBack extends Error {}
 
 export class ClusterFollower implements SpecFollower {
   readonly kind = CLUSTER_ORDER.name;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly loop = new OnePassAtATime(
+    () => this.pass(),
+    (err: unknown) => log.warn({ err }, 'cluster pass failed; retried'),
+  );
   private readonly specId;
   private readonly reportId;
   /** The node's report as this process last wrote it. */
   private report: ClusterNodeReport | undefined;
   /** The host's address the node uses (node-ip.ts), looked up at each pass. */
   private nodeIp = '';
+  /** A worker's pod subnet, once its node has one (its CNI config is written from it). */
+  private podSubnet: string | undefined;
 
   constructor(private readonly d: ClusterFollowerDeps) {
     this.specId = mailboxDocId(d.edge, 'spec');
@@ -117,20 +128,7 @@ export class ClusterFollower implements SpecFollower {
   }
 
   check(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err: unknown) => log.warn({ err }, 'cluster pass failed; retried'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.check();
-        }
-      });
+    this.loop.check();
   }
 
   connected(): void {
@@ -139,16 +137,15 @@ export class ClusterFollower implements SpecFollower {
 
   /** Stops following (the components keep running: the next agent finds them). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
+  }
+
+  private get stopped(): boolean {
+    return this.loop.isStopped;
   }
 
   private later(ms: number): void {
-    clearTimeout(this.timer);
-    if (this.stopped) return;
-    this.timer = setTimeout(() => this.check(), ms);
-    this.timer.unref();
+    this.loop.later(ms);
   }
 
   private async pass(): Promise<void> {
@@ -174,7 +171,10 @@ export class ClusterFollower implements SpecFollower {
       if (this.report) this.writeReport(undefined);
       return;
     }
-    if (this.report && this.report.uid !== order.uid) this.writeReport(undefined);
+    if (this.report && this.report.uid !== order.uid) {
+      this.writeReport(undefined);
+      this.podSubnet = undefined;
+    }
     try {
       await this.converge(order);
       this.later(this.d.superviseMs ?? SUPERVISE_MS);
@@ -246,6 +246,7 @@ export class ClusterFollower implements SpecFollower {
     fs.mkdirSync(l.pki, { recursive: true, mode: 0o700 });
     for (const [f, text] of Object.entries(bundle)) wrote += writeIfChanged(path.join(l.pki, f), text, 0o600) ? 1 : 0;
     wrote += this.writeConfigs(target, l);
+    if (target.role === 'worker') ensureCgroupRoot(workerCgroupRoot(this.d.edge));
     if (wrote) this.update(target, {}, { step: 'Configured', message: `${wrote} PKI and config files written` });
 
     // 3. Start what is not running, in order, each healthy before the next; swap what runs the previous version.
@@ -286,12 +287,12 @@ export class ClusterFollower implements SpecFollower {
     }
 
     // 4. The node Ready (the control plane sees it), then the report of every component.
-    if (target.role === 'control-plane') {
+    {
       const deadline = Date.now() + READY_WITHIN_MS;
-      let node = await nodeState(target, l, this.d.edge);
+      let node = await this.nodeNow(target, l);
       while (!node.ready && Date.now() < deadline && !this.stopped) {
         await sleep(2_000);
-        node = await nodeState(target, l, this.d.edge);
+        node = await this.nodeNow(target, l);
       }
       if (!node.ready) {
         const why = `node ${this.d.edge} is not Ready after ${READY_WITHIN_MS / 1000} s: ${node.reason}`;
@@ -324,8 +325,23 @@ export class ClusterFollower implements SpecFollower {
   /** The configs of `o` (rewritten when a rollback goes back to the previous version's). */
   private writeConfigs(o: KeptOrder, l: NodeLayout): number {
     let wrote = 0;
-    for (const [f, text] of nodeFiles(o, this.d.edge, l, this.nodeIp)) wrote += writeIfChanged(f, text, 0o600) ? 1 : 0;
+    for (const [f, text] of nodeFiles(o, this.d.edge, l, this.nodeIp, this.podSubnet))
+      wrote += writeIfChanged(f, text, 0o600) ? 1 : 0;
     return wrote;
+  }
+
+  /**
+   * The node as the API server sees it. A worker's CNI config waits for the pod subnet the
+   * controller-manager gives its node (until then the kubelet reports the network not ready).
+   */
+  private async nodeNow(o: KeptOrder, l: NodeLayout): Promise<NodeSeen> {
+    const node = await nodeState(o, l, this.d.edge);
+    if (o.role === 'worker' && node.podCIDR && node.podCIDR !== this.podSubnet) {
+      this.podSubnet = node.podCIDR;
+      if (this.writeConfigs(o, l))
+        this.update(o, {}, { step: 'Configured', message: `pod network ${node.podCIDR} configured` });
+    }
+    return node;
   }
 
   /** Puts back the previous version's components (in reverse) and configs; the upgrade is not tried again. */
@@ -363,9 +379,10 @@ export class ClusterFollower implements SpecFollower {
   private async supervise(
     o: KeptOrder,
     l: NodeLayout,
-    node: { ready: boolean; kubeletVersion?: string; reason?: string },
+    seen: NodeSeen,
     rolledBack: string | undefined,
   ): Promise<void> {
+    const { podCIDR: _podCIDR, ...node } = seen;
     const components: Components = {};
     const prev = this.sameUid(o)?.components ?? {};
     for (const c of componentCommands(o, this.d.edge, l, this.nodeIp)) {
@@ -384,7 +401,14 @@ export class ClusterFollower implements SpecFollower {
     const was = this.sameUid(o)?.phase;
     this.update(
       o,
-      { phase, components, node, message: rolledBack, runs: `${o.template.name}@${o.template.version}` },
+      {
+        phase,
+        components,
+        node,
+        message: rolledBack,
+        runs: `${o.template.name}@${o.template.version}`,
+        address: this.nodeIp,
+      },
       was !== phase && phase !== 'RolledBack'
         ? phase === 'Ready'
           ? { step: 'NodeReady', message: `node ${this.d.edge} is Ready (kubelet ${node.kubeletVersion ?? '?'})` }

@@ -159,10 +159,12 @@ export class HubClusters {
   orderOf(edge: string): ClusterNodeOrder | undefined {
     const { state, objects, secrets } = this.d;
     const h = state.clusters.holder(edge);
-    // Workers are reserved, but their join is not built yet (docs/clusters.md): no order for them.
-    if (!h || h.role === 'worker') return undefined;
+    if (!h) return undefined;
     const c = objects.get<Cluster>('Cluster', h.project, h.cluster);
     if (!c) return undefined;
+    // A worker joins once the control plane said where its API server is (its node's address).
+    const apiServer = h.role === 'worker' ? this.controlPlaneAddress(c) : undefined;
+    if (h.role === 'worker' && !apiServer) return undefined;
     const spec = this.templateSpec(c);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
@@ -182,9 +184,24 @@ export class HubClusters {
       role: h.role as NodeRole,
       template: { ...c.spec.template },
       spec,
-      ports: { ...DEFAULT_CLUSTER_PORTS, ...c.spec.ports },
+      ports: {
+        ...DEFAULT_CLUSTER_PORTS,
+        ...c.spec.ports,
+        ...(h.role === 'worker' ? c.spec.workers?.ports : {}),
+      },
+      ...(apiServer ? { apiServer } : {}),
       pki: sealed,
     };
+  }
+
+  /** The control-plane node's address as it reported it (this cluster's uid), with its edge's name. */
+  private controlPlaneAddress(c: Cluster): { address: string; serverName: string } | undefined {
+    const cp = c.spec.controlPlane.edges[0]!;
+    const r = this.d.state.clusters.nodeReport(cp);
+    if (!r) return undefined;
+    const parsed = ClusterNodeReport.safeParse(JSON.parse(r.report));
+    if (!parsed.success || parsed.data.uid !== c.metadata.uid || !parsed.data.address) return undefined;
+    return { address: parsed.data.address, serverName: cp };
   }
 
   private templateSpec(c: Cluster): ClusterTemplateSpec | undefined {
@@ -373,7 +390,6 @@ export class HubClusters {
     const stored = state.clusters.pki(project, name, '');
     if (stored && stored.uid === uid) ca = JSON.parse(secrets.box.open(stored.sealed)) as ClusterCa;
     for (const h of state.clusters.hostsOf(project, name)) {
-      if (h.role === 'worker') continue;
       const have = state.clusters.pki(project, name, h.edge);
       if (have && have.uid === uid) continue;
       if (!ca) {

@@ -1,7 +1,7 @@
 /**
  * @module A Cluster's status (docs/clusters.md, "Status"), read from what its nodes reported
- * (hub/state/clusters.ts `cluster_nodes`), writing nothing: the phase (Provisioning until every node
- * is Ready, Degraded when one failed or a Ready cluster lost a node's readiness), each node (its
+ * (hub/state/clusters.ts `cluster_nodes`), writing nothing: the phase (Provisioning until the control
+ * plane is Ready, then Scaling until every worker is, Degraded when one failed or a Ready cluster lost a node's readiness), each node (its
  * edge, role, phase and step, kubelet version, Ready), and the control plane's components.
  */
 import type { ClusterNodeView, ClusterStatusView } from '../../core/api/views.js';
@@ -53,8 +53,7 @@ export function clusterStatus(
     const r = reports.get(edge);
     return r?.template === template && r.runs === template;
   };
-  // Workers do not join yet: the cluster is its control plane (they are listed, reserved).
-  const counted = nodes.filter((n) => n.role === 'control-plane');
+  const counted = nodes;
   const ready = counted.filter((n) => n.ready && n.phase === 'Ready' && current(n.edge)).length;
   const failed = nodes.filter((n) => n.phase === 'Failed' || n.phase === 'RolledBack');
   const everReady = nodes.some((n) => n.kubeletVersion);
@@ -69,10 +68,10 @@ export function clusterStatus(
         ? 'Degraded'
         : upgrading
           ? 'Upgrading'
-          : 'Provisioning';
-  const workers = nodes.filter((n) => n.role === 'worker').length;
+          : cp?.ready
+            ? 'Scaling'
+            : 'Provisioning';
   const messages = [
-    ...(workers ? [`${workers} worker(s) reserved; joining workers is not supported yet`] : []),
     ...failed.map((n) => `${n.edge}: ${n.message ?? 'failed'}`),
     ...(heldElsewhere.length
       ? [`selected edges held by another cluster, left out: ${heldElsewhere.slice(0, 5).join(', ')}`]
