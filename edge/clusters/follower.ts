@@ -376,12 +376,7 @@ export class ClusterFollower implements SpecFollower {
   }
 
   /** One look at a running node: components alive and healthy, the node's readiness; reported when it changed. */
-  private async supervise(
-    o: KeptOrder,
-    l: NodeLayout,
-    seen: NodeSeen,
-    rolledBack: string | undefined,
-  ): Promise<void> {
+  private async supervise(o: KeptOrder, l: NodeLayout, seen: NodeSeen, rolledBack: string | undefined): Promise<void> {
     const { podCIDR: _podCIDR, ...node } = seen;
     const components: Components = {};
     const prev = this.sameUid(o)?.components ?? {};
