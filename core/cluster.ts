@@ -189,6 +189,8 @@ export const ClusterNodeOrder = z.object({
    * that node reported), its certificate checked for the control-plane edge's name.
    */
   apiServer: z.object({ address: ipv4, serverName: name }).optional(),
+  /** A control plane's: the workers being removed, each to drain and delete from the cluster. */
+  drain: z.array(name).max(1000).optional(),
   /** The node's certificates and keys (PKI_FILES), sealed to this edge. */
   pki: z.string().min(1).max(200_000),
 });
@@ -280,6 +282,10 @@ export const ClusterNodeReport = z.object({
   node: z.object({ ready: z.boolean(), kubeletVersion: text(64).optional(), reason: text(512).optional() }).optional(),
   /** The node's address (the host's: its kubelet's, and a control plane's API server's). */
   address: ipv4.optional(),
+  /** A control plane's: the workers of its order's `drain` it drained and deleted from the cluster. */
+  drained: z.array(name).max(1000).optional(),
+  /** A control plane's: what the drain of a worker waits for (a PodDisruptionBudget, pods terminating). */
+  draining: text(1024).optional(),
   /** The last steps, oldest first. */
   events: z.array(NodeEvent).max(50).default([]),
   at: z.number(),

@@ -297,7 +297,7 @@ describe('a real cluster at a site', () => {
       JSON.stringify({
         apiVersion: 'v1',
         kind: 'Pod',
-        metadata: { name: 'on-worker', namespace: 'default' },
+        metadata: { name: 'on-worker', namespace: 'default', labels: { app: 'on-worker' } },
         spec: {
           nodeSelector: { 'kubernetes.io/hostname': 'c2' },
           containers: [{ name: 'main', image: TEST_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
@@ -322,6 +322,66 @@ describe('a real cluster at a site', () => {
     expect(web.map((p: { status: { phase: string } }) => p.status.phase)).toEqual(['Running']);
     expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(true);
   }, 540_000);
+
+  it('removes the worker: cordoned, its drain waits on a PodDisruptionBudget, then node deleted, components stopped, edge released', async () => {
+    const pdb = path.join(dir, 'pdb.json');
+    fs.writeFileSync(
+      pdb,
+      JSON.stringify({
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: 'keep-one', namespace: 'default' },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: 'on-worker' } } },
+      }),
+    );
+    kube('apply', '-f', pdb);
+    await api('POST', '/api/v1/apply', {
+      objects: [
+        {
+          kind: 'Cluster',
+          metadata: { name: 'site' },
+          spec: { template: { name: 'k8s', version: '1' }, controlPlane: { edges: ['c1'] }, ports },
+        },
+      ],
+    });
+    // The budget holds the pod: the drain waits and says why; the node is cordoned meanwhile.
+    const waiting = await waitFor(
+      async () => {
+        const st = await status();
+        return /removing worker c2: .*disruption budget/.test(st.message ?? '') ? st : undefined;
+      },
+      { timeout: 120_000, interval: 1_000, what: 'the drain of c2 waiting on the PodDisruptionBudget' },
+    ).catch(async (err) => {
+      throw new Error(`${(err as Error).message}\nstatus: ${JSON.stringify(await status(), null, 1)}`);
+    });
+    expect(waiting.phase).toBe('Scaling');
+    expect(JSON.parse(kube('get', 'node', 'c2', '-o', 'json')).spec.unschedulable).toBe(true);
+    expect(JSON.parse(kube('get', 'pod', 'on-worker', '-o', 'json')).status.phase).toBe('Running');
+    expect(fs.existsSync(path.join(dir, 'c2', 'clusters', 'site'))).toBe(true);
+    // Without the budget the pod is evicted, the node deleted, the worker's node torn down.
+    kube('delete', '-f', pdb);
+    await waitFor(() => !fs.existsSync(path.join(dir, 'c2', 'clusters', 'site')), {
+      timeout: 180_000,
+      interval: 1_000,
+      what: "the worker's node directory removed",
+    });
+    expect(strays(path.join(dir, 'c2'))).toEqual([]);
+    expect(await listening(workerPorts.kubelet, hostAddress())).toBe(false);
+    expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(false);
+    expect(JSON.parse(kube('get', 'nodes', '-o', 'json')).items.map((n: any) => n.metadata.name)).toEqual(['c1']);
+    expect(kube('get', 'pods', '-n', 'default', '-o', 'name')).not.toContain('on-worker');
+    await waitFor(async () => (await api('GET', '/api/v1/projects/default/edges/c2')).status.cluster === undefined, {
+      timeout: 30_000,
+      what: 'edge c2 released',
+    });
+    await waitFor(async () => (await status()).phase === 'Ready', { timeout: 60_000, what: 'cluster Ready again' });
+    expect((await status()).summary).toBe('1/1 nodes Ready');
+    const events = await api<{ items: { reason: string }[] }>(
+      'GET',
+      '/api/v1/projects/default/events?kind=Cluster&name=site',
+    );
+    expect(events.items.map((e) => e.reason)).toEqual(expect.arrayContaining(['Scaling', 'Draining', 'WorkerRemoved']));
+  }, 420_000);
 
   it('deletes the cluster: every component stopped, nothing left running, the host released', async () => {
     await api('DELETE', '/api/v1/projects/default/clusters/site');

@@ -71,6 +71,7 @@ import {
 } from './node-state.js';
 import { alive, findComponent, readPid, startComponent, stopComponent } from './processes.js';
 import { hostAddress } from './node-ip.js';
+import { drainWorkers } from './drain.js';
 import { OnePassAtATime } from './one-pass.js';
 import { teardownNode } from './teardown.js';
 
@@ -318,8 +319,27 @@ export class ClusterFollower implements SpecFollower {
           );
         }
       }
+      if (target.role === 'control-plane') await this.drain(order, target, l);
       await this.supervise(target, l, node, state.refused?.reason);
     }
+  }
+
+  /** Drains the workers the order removes (drain.ts); reports which are done and what the rest wait for. */
+  private async drain(order: ClusterNodeOrder, target: KeptOrder, l: NodeLayout): Promise<void> {
+    const cur = this.sameUid(target);
+    if (!order.drain?.length && !cur?.drained?.length && !cur?.draining) return;
+    const r = await drainWorkers(target, l, order.drain ?? [], cur?.drained ?? []);
+    const fresh = r.drained.filter((e) => !cur?.drained?.includes(e));
+    this.update(
+      target,
+      { drained: r.drained, draining: r.waiting },
+      fresh.length
+        ? { step: 'Drained', message: `worker ${fresh.join(', ')} drained and deleted from the cluster` }
+        : r.waiting && r.waiting !== cur?.draining
+          ? { step: 'Draining', message: r.waiting }
+          : undefined,
+    );
+    // While a drain waits, the next look comes at the supervision tick.
   }
 
   /** The configs of `o` (rewritten when a rollback goes back to the previous version's). */

@@ -43,6 +43,14 @@ import { clusterStatus } from './status.js';
 
 const log = createLogger('hub:clusters');
 
+/**
+ * A worker the Cluster no longer names, still reserved while the control plane drains it; its
+ * node keeps its order until then (docs/clusters.md, "Scale").
+ */
+export const REMOVING = 'removing';
+/** The role a host's node has (a worker being removed is still a worker). */
+const nodeRole = (role: string): NodeRole => (role === REMOVING ? 'worker' : (role as NodeRole));
+
 /** How often the pass runs without a change (workers by selector appear, PKI to make). */
 export const CLUSTER_TICK_MS = 5_000;
 
@@ -162,9 +170,17 @@ export class HubClusters {
     if (!h) return undefined;
     const c = objects.get<Cluster>('Cluster', h.project, h.cluster);
     if (!c) return undefined;
+    const role = nodeRole(h.role);
     // A worker joins once the control plane said where its API server is (its node's address).
-    const apiServer = h.role === 'worker' ? this.controlPlaneAddress(c) : undefined;
-    if (h.role === 'worker' && !apiServer) return undefined;
+    const apiServer = role === 'worker' ? this.controlPlaneAddress(c) : undefined;
+    if (role === 'worker' && !apiServer) return undefined;
+    const drain =
+      role === 'control-plane'
+        ? state.clusters
+            .hostsOf(h.project, h.cluster)
+            .filter((x) => x.role === REMOVING)
+            .map((x) => x.edge)
+        : [];
     const spec = this.templateSpec(c);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
@@ -181,15 +197,16 @@ export class HubClusters {
     return {
       cluster: h.cluster,
       uid: c.metadata.uid!,
-      role: h.role as NodeRole,
+      role,
       template: { ...c.spec.template },
       spec,
       ports: {
         ...DEFAULT_CLUSTER_PORTS,
         ...c.spec.ports,
-        ...(h.role === 'worker' ? c.spec.workers?.ports : {}),
+        ...(role === 'worker' ? c.spec.workers?.ports : {}),
       },
       ...(apiServer ? { apiServer } : {}),
+      ...(drain.length ? { drain } : {}),
       pki: sealed,
     };
   }
@@ -236,7 +253,29 @@ export class HubClusters {
     for (const e of r.events.filter((x) => x.at > seen))
       events.record({ project, kind: 'Cluster', name: r.cluster, reason: e.step, message: `${edge}: ${e.message}` });
     clusters.putNodeReport(edge, project, r.cluster, text);
+    if (r.role === 'control-plane' && holder?.role === 'control-plane') this.released(project, r, edge);
     return true;
+  }
+
+  /** The workers the control plane drained and deleted from the cluster are released (their nodes then go). */
+  private released(project: string, r: ClusterNodeReport, cp: string): void {
+    const { clusters, events } = this.d.state;
+    let any = false;
+    for (const e of r.drained ?? []) {
+      const h = clusters.holder(e);
+      if (h?.role !== REMOVING || h.project !== project || h.cluster !== r.cluster) continue;
+      clusters.release(project, r.cluster, e);
+      clusters.dropPki(project, r.cluster, e);
+      events.record({
+        project,
+        kind: 'Cluster',
+        name: r.cluster,
+        reason: 'WorkerRemoved',
+        message: `${cp}: worker ${e} drained and deleted from the cluster; its edge stops its components and is released`,
+      });
+      any = true;
+    }
+    if (any) this.mark();
   }
 
   private onObjectChange(c: ObjectChange): void {
@@ -342,13 +381,25 @@ export class HubClusters {
           `edge ${h.edge} belongs to cluster ${held.project}/${held.cluster} (an edge belongs to at most one cluster): remove it there first, or name another edge`,
         );
     }
-    // Hosts it no longer names (or selects) are released: their nodes stop and clean up.
+    // Hosts it no longer names (or selects): a worker whose node reported is drained by the control
+    // plane first (still reserved, as `removing`); any other is released, its node stops and cleans up.
     const wanted = new Set([...named.map((h) => h.edge), ...this.selectedWorkers(after)]);
-    for (const h of state.clusters.hostsOf(c.project, c.name))
-      if (!wanted.has(h.edge)) {
-        state.clusters.release(c.project, c.name, h.edge);
-        state.clusters.dropPki(c.project, c.name, h.edge);
+    for (const h of state.clusters.hostsOf(c.project, c.name)) {
+      if (wanted.has(h.edge) || h.role === REMOVING) continue;
+      if (h.role === 'worker' && state.clusters.nodeReport(h.edge)?.cluster === c.name) {
+        state.clusters.reserve({ ...h, role: REMOVING });
+        state.events.record({
+          project: c.project,
+          kind: 'Cluster',
+          name: c.name,
+          reason: 'Scaling',
+          message: `worker ${h.edge} is removed: cordoned and drained (PodDisruptionBudgets respected), then deleted from the cluster`,
+        });
+        continue;
       }
+      state.clusters.release(c.project, c.name, h.edge);
+      state.clusters.dropPki(c.project, c.name, h.edge);
+    }
     for (const h of named) state.clusters.reserve({ ...h, project: c.project, cluster: c.name });
     this.reserveSelected(after);
   }
@@ -400,7 +451,7 @@ export class HubClusters {
         );
         ca = JSON.parse(secrets.box.open(kept.sealed)) as ClusterCa;
       }
-      const bundle = PkiBundle.parse(await nodeBundle(ca, h.edge, h.role as NodeRole, spec.network.serviceCIDR));
+      const bundle = PkiBundle.parse(await nodeBundle(ca, h.edge, nodeRole(h.role), spec.network.serviceCIDR));
       // The cluster may have been deleted while the certificates were made.
       if (this.d.objects.get<Cluster>('Cluster', project, name)?.metadata.uid !== uid) return;
       state.transaction(() =>

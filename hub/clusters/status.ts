@@ -53,7 +53,9 @@ export function clusterStatus(
     const r = reports.get(edge);
     return r?.template === template && r.runs === template;
   };
-  const counted = nodes;
+  // A worker being removed is no longer counted; the cluster is Scaling until it is gone.
+  const removing = nodes.filter((n) => n.role === 'removing');
+  const counted = nodes.filter((n) => n.role !== 'removing');
   const ready = counted.filter((n) => n.ready && n.phase === 'Ready' && current(n.edge)).length;
   const failed = nodes.filter((n) => n.phase === 'Failed' || n.phase === 'RolledBack');
   const everReady = nodes.some((n) => n.kubeletVersion);
@@ -62,16 +64,18 @@ export function clusterStatus(
     return r?.runs !== undefined && !current(n.edge) && n.phase !== 'RolledBack';
   });
   const phase: ClusterStatusView['phase'] =
-    counted.length && ready === counted.length
+    counted.length && ready === counted.length && !removing.length
       ? 'Ready'
       : failed.length || (everReady && nodes.some((n) => n.phase === 'NotReady'))
         ? 'Degraded'
         : upgrading
           ? 'Upgrading'
-          : cp?.ready
+          : cp?.ready || removing.length
             ? 'Scaling'
             : 'Provisioning';
+  const drain = cp && reports.get(cp.edge)?.draining;
   const messages = [
+    ...removing.map((n) => `removing worker ${n.edge}${drain ? `: ${drain}` : ': draining'}`),
     ...failed.map((n) => `${n.edge}: ${n.message ?? 'failed'}`),
     ...(heldElsewhere.length
       ? [`selected edges held by another cluster, left out: ${heldElsewhere.slice(0, 5).join(', ')}`]
