@@ -10,12 +10,19 @@
  * 3. start: each component of the role in order (containerd, the pause image imported, etcd, the
  *    API server, controller-manager, scheduler, kubelet), each one not running already
  *    (edge/clusters/processes.ts finds them by pid file and command line), each waited for until
- *    healthy (edge/clusters/health.ts). A component that runs the previous template version's
+ *    healthy (edge/clusters/gate.ts). A component that runs the previous template version's
  *    command line is swapped (an upgrade): stopped, the new one started and held to the health
  *    gate; one that fails it rolls the node back to the previous version's binaries and configs,
  *    and that upgrade is not tried again until the order changes (node-state.ts);
- * 4. wait for the node to be Ready; then supervise: a component that died is started again, and
- *    every component's health and the node's readiness are reported when they change.
+ * 4. wait for the node to be Ready (a worker's CNI config first waits for the pod subnet the
+ *    controller-manager gives its node); a control plane drains the workers its order removes
+ *    (edge/clusters/drain.ts); then supervise: a component that died is started again, and every
+ *    component's health and the node's readiness are reported when they change.
+ *
+ * A worker runs containerd and a kubelet only, its kubelet joined to the control plane's API server
+ * (the order's `apiServer`) with the certificates the hub made for it; its own bridge and cgroup
+ * root (edge/clusters/cgroups.ts) let several nodes share a host. Passes run one at a time
+ * (one-pass.ts).
  *
  * Without an order, or with another cluster's, the node of any other cluster on this edge is torn
  * down (edge/clusters/teardown.ts). Each step is reported (the report's `cluster`: phase, step,
@@ -28,8 +35,6 @@ import {
   PkiBundle,
   type ClusterNodeOrder,
   type ClusterNodeReport,
-  type ComponentName,
-  type ComponentReport,
   type NodePhase,
 } from '../../core/cluster.js';
 import { mailboxDocId, type EdgeName } from '../../core/ids.js';
@@ -47,7 +52,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
 import type { SpecFollower } from '../orders/followers.js';
-import { importPauseImage, stageArtifact } from './artifacts.js';
+import { importPauseImage, removeUnusedArtifacts, stageArtifact } from './artifacts.js';
 import { nextReport, type ReportPatch } from './report.js';
 import {
   componentCommands,
@@ -57,21 +62,21 @@ import {
   type ComponentCommand,
   type NodeLayout,
 } from './configs.js';
-import { componentHealth, nodeState, type NodeSeen } from './health.js';
+import { nodeState, type NodeSeen } from './health.js';
 import { ensureCgroupRoot } from './cgroups.js';
 import {
   keep,
   orderKey,
   readNodeState,
-  tail,
   writeIfChanged,
   writeNodeState,
   type KeptOrder,
   type NodeState,
 } from './node-state.js';
-import { alive, findComponent, readPid, startComponent, stopComponent } from './processes.js';
+import { findComponent, startComponent, stopComponent } from './processes.js';
 import { hostAddress } from './node-ip.js';
 import { drainWorkers } from './drain.js';
+import { surveyComponents, waitHealthy, type Components } from './gate.js';
 import { OnePassAtATime } from './one-pass.js';
 import { teardownNode } from './teardown.js';
 
@@ -80,8 +85,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** How often a running node is looked at (components alive, health, readiness). */
 export const SUPERVISE_MS = 5_000;
-/** How long a component has to become healthy once started (the health gate of an upgrade too). */
-const HEALTHY_WITHIN_MS = 180_000;
 /** How long the node has to become Ready once its kubelet is healthy. */
 const READY_WITHIN_MS = 240_000;
 /** After a failed pass, the next one (a spec change starts one sooner). */
@@ -100,8 +103,6 @@ export interface ClusterFollowerDeps {
   sealKey: string | undefined;
   superviseMs?: number;
 }
-
-type Components = Partial<Record<ComponentName, ComponentReport>>;
 
 /** An upgrade's health gate failed: the node went back to the previous version. */
 class RolledBack extends Error {}
@@ -274,7 +275,7 @@ export class ClusterFollower implements SpecFollower {
           },
         );
         try {
-          await this.waitHealthy(target, l, c);
+          await waitHealthy(target, l, c, () => this.stopped);
         } catch (err) {
           if (!prev || !swapped.length) throw err;
           await this.rollBack(order, state, prev, swapped, l, (err as Error).message);
@@ -308,7 +309,7 @@ export class ClusterFollower implements SpecFollower {
         state.running = target;
         writeNodeState(this.d.dataDir, order.cluster, state);
         if (from) {
-          this.removeUnused(l, target);
+          removeUnusedArtifacts(l, target);
           this.update(
             target,
             {},
@@ -379,7 +380,7 @@ export class ClusterFollower implements SpecFollower {
     for (const s of [...swapped].reverse()) {
       await stopComponent(l.run, s.to.name, l.root);
       startComponent(l.run, l.logs, s.from);
-      await this.waitHealthy(prev, l, s.from);
+      await waitHealthy(prev, l, s.from, () => this.stopped);
     }
     const reason =
       `the upgrade to ${to} was rolled back to ${prev.template.name}@${prev.template.version}: ${why}`.slice(0, 1000);
@@ -388,29 +389,15 @@ export class ClusterFollower implements SpecFollower {
     this.update(prev, { phase: 'RolledBack', message: reason }, { step: 'RolledBack', message: reason });
   }
 
-  /** Removes the installed artifacts the node's version no longer uses (after an upgrade held). */
-  private removeUnused(l: NodeLayout, o: KeptOrder): void {
-    const used = new Set(ARTIFACT_NAMES.map((n) => path.basename(l.artifact(n, o.spec.artifacts[n].digest))));
-    for (const e of fs.readdirSync(l.bin))
-      if (!used.has(e)) fs.rmSync(path.join(l.bin, e), { recursive: true, force: true });
-  }
-
   /** One look at a running node: components alive and healthy, the node's readiness; reported when it changed. */
   private async supervise(o: KeptOrder, l: NodeLayout, seen: NodeSeen, rolledBack: string | undefined): Promise<void> {
     const { podCIDR: _podCIDR, ...node } = seen;
-    const components: Components = {};
-    const prev = this.sameUid(o)?.components ?? {};
-    for (const c of componentCommands(o, this.d.edge, l, this.nodeIp)) {
-      const pid = findComponent(l.run, c);
-      const h = pid !== undefined ? await componentHealth(c.name, o, l) : { healthy: false, message: 'not running' };
-      components[c.name] = {
-        running: pid !== undefined,
-        healthy: h.healthy,
-        ...(pid !== undefined ? { pid } : {}),
-        restarts: prev[c.name]?.restarts ?? 0,
-        ...(h.message ? { message: h.message } : {}),
-      };
-    }
+    const components = await surveyComponents(
+      o,
+      l,
+      componentCommands(o, this.d.edge, l, this.nodeIp),
+      this.sameUid(o)?.components ?? {},
+    );
     const allHealthy = Object.values(components).every((c) => c.healthy);
     const phase: NodePhase = !(node.ready && allHealthy) ? 'NotReady' : rolledBack ? 'RolledBack' : 'Ready';
     const was = this.sameUid(o)?.phase;
@@ -434,24 +421,6 @@ export class ClusterFollower implements SpecFollower {
 
   private sameUid(o: { uid: string }): ClusterNodeReport | undefined {
     return this.report?.uid === o.uid ? this.report : undefined;
-  }
-
-  private async waitHealthy(o: KeptOrder, l: NodeLayout, c: ComponentCommand): Promise<void> {
-    const deadline = Date.now() + HEALTHY_WITHIN_MS;
-    let last = '';
-    for (;;) {
-      const pid = readPid(l.run, c.name);
-      if (pid === undefined || !alive(pid))
-        throw new Error(`${c.name} exited at start; its log ends: ${tail(path.join(l.logs, `${c.name}.log`))}`);
-      const h = await componentHealth(c.name, o, l);
-      if (h.healthy) return;
-      last = h.message ?? '';
-      if (Date.now() > deadline || this.stopped)
-        throw new Error(
-          `${c.name} is not healthy after ${HEALTHY_WITHIN_MS / 1000} s (${last}); its log ends: ${tail(path.join(l.logs, `${c.name}.log`))}`,
-        );
-      await sleep(500);
-    }
   }
 
   /**

@@ -3,15 +3,15 @@
  * kind of order (core/orders/cluster.ts) on the engine (hub/orders/engine.ts), and the rules of
  * ClusterTemplates and Clusters, checked inside each object's write transaction:
  *
- * - a template version is immutable: its content as first applied is kept
- *   (hub/state/clusters.ts), and applying other content under the same `spec.version` is refused;
- *   its artifacts must verify (hub/clusters/artifacts.ts), and are referenced per version;
+ * - a template version is immutable, its artifacts must verify (hub/clusters/templates.ts);
  * - a Cluster names an applied template version, and reserves its hosts: an edge belongs to at
  *   most one cluster, and naming one another cluster holds is refused with the holder's name;
  *   workers chosen by selector are reserved as they appear (those held elsewhere are left out,
- *   and said so in the status);
- * - each node's PKI is made once (hub/clusters/pki.ts, asynchronously, by the pass), kept sealed
- *   with the hub's key, and sealed to the node's edge for its order.
+ *   and said so in the status); a worker no longer named stays reserved as `removing` until the
+ *   control plane reports it drained and deleted from the cluster, then it is released;
+ * - each node's PKI is made once (hub/clusters/node-pki.ts, asynchronously, by the pass), kept
+ *   sealed with the hub's key, and sealed to the node's edge for its order; a worker's order waits
+ *   for the address the control-plane node reports (where its API server is).
  *
  * Every replica computes the same parts from the shared tables; the engine writes those of the
  * edges this process serves. The nodes' reports are projected into `cluster_nodes`, and each new
@@ -21,14 +21,13 @@ import {
   ClusterNodeReport,
   ClusterTemplateSpec,
   DEFAULT_CLUSTER_PORTS,
-  PkiBundle,
   type ClusterNodeOrder,
   type NodeRole,
 } from '../../core/cluster.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { CLUSTER_ORDER } from '../../core/orders/cluster.js';
-import type { Cluster, ClusterTemplate, Edge } from '../../core/resources.js';
+import type { Cluster, Edge } from '../../core/resources.js';
 import type { ClusterStatusView } from '../../core/api/views.js';
 import type { EdgeReportState } from '../../core/mailbox.js';
 import type { HubBlobs } from '../blobs/index.js';
@@ -37,8 +36,8 @@ import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
-import { checkTemplateArtifacts } from './artifacts.js';
-import { createClusterCa, nodeBundle, type ClusterCa } from './pki.js';
+import { templateChanged } from './templates.js';
+import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
 
 const log = createLogger('hub:clusters');
@@ -139,7 +138,8 @@ export class HubClusters {
   async tick(): Promise<void> {
     for (const c of this.d.objects.list<Cluster>('Cluster', '*')) {
       this.d.state.transaction(() => this.reserveSelected(c));
-      await this.ensurePki(c);
+      const spec = this.templateSpec(c);
+      if (spec) await ensureClusterPki(this.d, c, spec, nodeRole);
     }
     const parts = new Map<string, ClusterNodeOrder>();
     for (const h of this.d.state.clusters.allHosts()) {
@@ -279,42 +279,11 @@ export class HubClusters {
   }
 
   private onObjectChange(c: ObjectChange): void {
-    if (c.kind === 'ClusterTemplate') this.templateChanged(c);
+    if (c.kind === 'ClusterTemplate') templateChanged(this.d, c);
     else if (c.kind === 'Cluster') this.clusterChanged(c);
     // An edge's labels may bring it under a worker selector.
     else if (c.kind !== 'Edge') return;
     this.mark();
-  }
-
-  private templateChanged(c: ObjectChange): void {
-    const { state, objects, blobs } = this.d;
-    const after = c.after as ClusterTemplate | undefined;
-    if (!after) {
-      const users = objects
-        .list<Cluster>('Cluster', c.project)
-        .filter((x) => x.spec.template.name === c.name)
-        .map((x) => x.metadata.name);
-      if (users.length)
-        throw new OutpostError(
-          'conflict',
-          `ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first`,
-        );
-      for (const v of state.clusters.templateVersions(c.project, c.name))
-        blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${v}`, []);
-      return;
-    }
-    const spec = after.spec;
-    const text = JSON.stringify(spec);
-    const kept = state.clusters.templateVersion(c.project, c.name, spec.version);
-    if (kept !== undefined && kept !== text)
-      throw new OutpostError(
-        'invalid',
-        `spec.version: version ${spec.version} of ClusterTemplate ${c.name} was applied with other content, and a template version never changes: give the change a new spec.version`,
-        { details: [{ path: 'spec.version', message: `${spec.version} is already applied with other content` }] },
-      );
-    const digests = checkTemplateArtifacts(this.d.releasePublicKeyPem, blobs, c.project, spec);
-    blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${spec.version}`, digests);
-    state.clusters.putTemplateVersion(c.project, c.name, spec.version, text, Date.now());
   }
 
   private clusterChanged(c: ObjectChange): void {
@@ -429,35 +398,5 @@ export class HubClusters {
       const h = this.d.state.clusters.holder(e);
       return h && (h.project !== c.metadata.project || h.cluster !== c.metadata.name);
     });
-  }
-
-  /** Makes the CA and each host's bundle the cluster lacks (certificates are made asynchronously). */
-  private async ensurePki(c: Cluster): Promise<void> {
-    const { state, secrets } = this.d;
-    const { project, name, uid } = c.metadata;
-    const spec = this.templateSpec(c);
-    if (!spec || !uid) return;
-    let ca: ClusterCa | undefined;
-    const stored = state.clusters.pki(project, name, '');
-    if (stored && stored.uid === uid) ca = JSON.parse(secrets.box.open(stored.sealed)) as ClusterCa;
-    for (const h of state.clusters.hostsOf(project, name)) {
-      const have = state.clusters.pki(project, name, h.edge);
-      if (have && have.uid === uid) continue;
-      if (!ca) {
-        const made = await createClusterCa(name);
-        // Another replica may have made one meanwhile: the first kept is the cluster's.
-        const kept = state.transaction(() =>
-          state.clusters.putPki(project, name, '', uid, secrets.box.seal(JSON.stringify(made))),
-        );
-        ca = JSON.parse(secrets.box.open(kept.sealed)) as ClusterCa;
-      }
-      const bundle = PkiBundle.parse(await nodeBundle(ca, h.edge, nodeRole(h.role), spec.network.serviceCIDR));
-      // The cluster may have been deleted while the certificates were made.
-      if (this.d.objects.get<Cluster>('Cluster', project, name)?.metadata.uid !== uid) return;
-      state.transaction(() =>
-        state.clusters.putPki(project, name, h.edge, uid, secrets.box.seal(JSON.stringify(bundle))),
-      );
-      log.info({ project, cluster: name, edge: h.edge, role: h.role }, 'cluster node PKI made');
-    }
   }
 }
