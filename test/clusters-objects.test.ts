@@ -221,7 +221,23 @@ describe('ClusterTemplate and Cluster objects', () => {
     const bare = await apply({ kind: 'Placement', metadata: { name: 'bare' }, spec: { workloads: ['on-beta'] } });
     expect(bare.status).toBe(422);
     expect(JSON.stringify(bare.body)).toContain('edgeSelector ({} selects every edge), edges, clusters');
+    // The cluster is not deleted while a Placement targets it, unless forced.
+    const env = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken };
+    const refused = await runCli(['delete', 'cluster', 'beta'], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Cluster beta is targeted by Placement on-beta');
+    expect((await adminApi(hub, 'GET', '/api/v1/projects/default/clusters/beta')).metadata.name).toBe('beta');
+    const forced = await runCli(['delete', 'cluster', 'beta', '--force'], { env });
+    expect(forced.stdout, forced.stderr).toBe('cluster/beta deleted\n');
+    expect((await adminApi(hub, 'GET', '/api/v1/projects/default/edges/e2')).status.cluster).toBeUndefined();
     await adminApi(hub, 'DELETE', '/api/v1/projects/default/placements/on-beta');
     await adminApi(hub, 'DELETE', '/api/v1/projects/default/placements/on-gamma');
+    // Without a Placement naming it, a cluster is deleted plainly.
+    await apply({
+      kind: 'Cluster',
+      metadata: { name: 'gamma' },
+      spec: { template: { name: 'small', version: '1' }, controlPlane: { edges: ['e1'] } },
+    });
+    expect((await runCli(['delete', 'cluster', 'gamma'], { env })).stdout).toBe('cluster/gamma deleted\n');
   }, 120_000);
 });
