@@ -27,6 +27,7 @@ import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { InterconnectRelay } from './interconnect/relay.js';
 import { HubDataFiles } from './data/index.js';
 import type { HubClusters } from './clusters/index.js';
+import { registerClusterMetrics } from './clusters/metrics.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -189,6 +190,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replicated: !!pg,
   });
   const { upgrades, deliveries, clusters, imageStaging, interconnect } = kinds;
+  registerClusterMetrics(registry, clusters, objects);
   const edges = new EdgeLifecycle({
     state,
     objects,

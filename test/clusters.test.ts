@@ -16,6 +16,7 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -321,6 +322,22 @@ describe('a real cluster at a site', () => {
     const web = JSON.parse(kube('get', 'pods', '-A', '-l', 'app=web', '-o', 'json')).items;
     expect(web.map((p: { status: { phase: string } }) => p.status.phase)).toEqual(['Running']);
     expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(true);
+    // The hub's Prometheus series say the same.
+    const text = await new Promise<string>((resolve, reject) =>
+      https
+        .get(`${hub.url}/metrics`, { ca: hub.caPem }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve(body));
+        })
+        .on('error', reject),
+    );
+    expect(text).toContain('outpost_hub_cluster_nodes{project="default",cluster="site",state="ready"} 2');
+    expect(text).toContain('outpost_hub_clusters{phase="Ready"} 1');
+    expect(text).toContain(
+      'outpost_hub_cluster_component_healthy{project="default",cluster="site",component="kube-apiserver"} 1',
+    );
   }, 540_000);
 
   it('removes the worker: cordoned, its drain waits on a PodDisruptionBudget, then node deleted, components stopped, edge released', async () => {
@@ -384,7 +401,11 @@ describe('a real cluster at a site', () => {
   }, 420_000);
 
   it('deletes the cluster: every component stopped, nothing left running, the host released', async () => {
-    await api('DELETE', '/api/v1/projects/default/clusters/site');
+    // Not while a Placement targets it, unless forced (the placed workload then fails on c1).
+    await expect(api('DELETE', '/api/v1/projects/default/clusters/site')).rejects.toThrow(
+      'Cluster site is targeted by Placement on-site',
+    );
+    await api('DELETE', '/api/v1/projects/default/clusters/site?force=true');
     await waitFor(() => !fs.existsSync(nodeDir()) && !fs.existsSync(path.join(dir, 'c2', 'clusters', 'site')), {
       timeout: 300_000,
       interval: 1_000,
