@@ -657,6 +657,14 @@ export const ClusterSpec = strict({
   }).optional(),
   /** The ports the cluster's components listen on, on every node (defaults: the usual ones). */
   ports: ClusterPorts.optional(),
+  /**
+   * How a new template version reaches the workers once the control plane runs it: at most
+   * `maxUnavailable` at a time; paused once `failureThreshold` of them rolled back.
+   */
+  upgrade: strict({
+    maxUnavailable: z.number().int().min(1).max(1000).default(1),
+    failureThreshold: z.number().int().min(1).max(1000).default(1),
+  }).optional(),
 });
 export type ClusterSpec = z.infer<typeof ClusterSpec>;
 

@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeAgent, type EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { removeCgroupRoot } from '../edge/clusters/cgroups.js';
-import { workerCgroupRoot } from '../edge/clusters/configs.js';
+import { nodeCgroupRoot } from '../edge/clusters/configs.js';
 import { hostAddress } from '../edge/clusters/node-ip.js';
 import { strays } from '../edge/clusters/processes.js';
 import { tempDir, waitFor } from './helpers.js';
@@ -46,6 +46,10 @@ describe('a real cluster at a site', () => {
   let kubectl: string;
   let ports: Record<string, number>;
   let workerPorts: { kubelet: number; kubeletHealthz: number };
+  /** The cluster's uid (its nodes' cgroup roots are named by it). */
+  let uid = '';
+  const cgroup = (edge: string, role: 'control-plane' | 'worker') =>
+    path.join('/sys/fs/cgroup/memory', nodeCgroupRoot({ uid, role }, edge));
   const nodeDir = () => path.join(dir, 'c1', 'clusters', 'site');
   const kube = (...args: string[]) =>
     execFileSync(kubectl, ['--kubeconfig', path.join(nodeDir(), 'etc', 'admin.kubeconfig'), ...args], {
@@ -114,7 +118,10 @@ describe('a real cluster at a site', () => {
     await hub?.close();
     // Whatever a failed run left of the nodes (a passing run left nothing: checked below).
     removeNodeRemains(dir);
-    removeCgroupRoot(workerCgroupRoot('c2'));
+    if (uid) {
+      removeCgroupRoot(nodeCgroupRoot({ uid, role: 'control-plane' }, 'c1'));
+      removeCgroupRoot(nodeCgroupRoot({ uid, role: 'worker' }, 'c2'));
+    }
   });
 
   it('creates a single-node cluster from a template: Ready on the hub, its node Ready in kubectl', async () => {
@@ -135,6 +142,8 @@ describe('a real cluster at a site', () => {
       throw new Error(`${(err as Error).message}\nstatus: ${JSON.stringify(await status(), null, 1)}`);
     });
     const st = await status();
+    uid = (await api('GET', '/api/v1/projects/default/clusters/site')).metadata.uid;
+    expect(fs.existsSync(cgroup('c1', 'control-plane'))).toBe(true);
     expect(st.summary).toBe('1/1 nodes Ready');
     expect(st.nodes[0]).toMatchObject({ edge: 'c1', role: 'control-plane', ready: true, phase: 'Ready' });
     expect(st.nodes[0].kubeletVersion).toMatch(/^v1\./);
@@ -321,7 +330,7 @@ describe('a real cluster at a site', () => {
     // The control plane's pods kept running beside the second kubelet (each its own cgroup root).
     const web = JSON.parse(kube('get', 'pods', '-A', '-l', 'app=web', '-o', 'json')).items;
     expect(web.map((p: { status: { phase: string } }) => p.status.phase)).toEqual(['Running']);
-    expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(true);
+    expect(fs.existsSync(cgroup('c2', 'worker'))).toBe(true);
     // The hub's Prometheus series say the same.
     const text = await new Promise<string>((resolve, reject) =>
       https
@@ -384,7 +393,7 @@ describe('a real cluster at a site', () => {
     });
     expect(strays(path.join(dir, 'c2'))).toEqual([]);
     expect(await listening(workerPorts.kubelet, hostAddress())).toBe(false);
-    expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(false);
+    expect(fs.existsSync(cgroup('c2', 'worker'))).toBe(false);
     expect(JSON.parse(kube('get', 'nodes', '-o', 'json')).items.map((n: any) => n.metadata.name)).toEqual(['c1']);
     expect(kube('get', 'pods', '-n', 'default', '-o', 'name')).not.toContain('on-worker');
     await waitFor(async () => (await api('GET', '/api/v1/projects/default/edges/c2')).status.cluster === undefined, {
@@ -411,7 +420,7 @@ describe('a real cluster at a site', () => {
       interval: 1_000,
       what: "the nodes' directories removed",
     });
-    expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', workerCgroupRoot('c2')))).toBe(false);
+    expect(fs.existsSync(cgroup('c1', 'control-plane'))).toBe(false);
     expect(strays(dir)).toEqual([]);
     // The kubelet listens on the host's address (edge/clusters/node-ip.ts), the rest on loopback.
     for (const host of ['127.0.0.1', hostAddress()])

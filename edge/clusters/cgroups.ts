@@ -1,7 +1,9 @@
 /**
- * @module A worker's kubelet's own cgroup root (configs.ts `workerCgroupRoot`): the kubelet does not
+ * @module A node's kubelet's own cgroup root (configs.ts `nodeCgroupRoot`): the kubelet does not
  * make its `cgroupRoot`, it refuses to start without it ("cgroup-root ... doesn't exist"); and two
- * kubelets on one host under the same root would each remove the other's pod cgroups as orphans.
+ * kubelets on one host under the same root each remove the other's pod cgroups as orphans (their
+ * pause containers killed: "namespace path: lstat /proc/PID/ns/ipc: no such file", the sandbox
+ * made again and again).
  * Made in every hierarchy (cgroup v1: one per controller; v2: the one), removed at teardown once
  * the kubelet and its pods are gone.
  */

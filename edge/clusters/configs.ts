@@ -56,8 +56,12 @@ export function nodeBridge(o: Pick<NodeSpec, 'uid' | 'role'>, edge: string): str
   return o.role === 'control-plane' ? bridgeName(o.uid) : bridgeName(`${o.uid}/${edge}`);
 }
 
-/** A worker's kubelet's cgroup root (its own, so two kubelets on one host leave each other's pods alone). */
-export const workerCgroupRoot = (edge: string): string => `/outpost-${edge}`;
+/**
+ * A node's kubelet's cgroup root, named as its bridge: its own, so two kubelets on one host (two
+ * clusters' nodes, or two nodes of one) leave each other's pods alone.
+ */
+export const nodeCgroupRoot = (o: Pick<NodeSpec, 'uid' | 'role'>, edge: string): string =>
+  `/outpost-${nodeBridge(o, edge)}`;
 
 /** The first /24 of the pod CIDR: the control plane's pod addresses (the first node registered). */
 function nodePodSubnet(podCidr: string): string {
@@ -178,7 +182,7 @@ export function nodeFiles(
       port: o.ports.kubelet,
       healthzBindAddress: '127.0.0.1',
       healthzPort: o.ports.kubeletHealthz,
-      ...(o.role === 'worker' ? { cgroupRoot: workerCgroupRoot(edge) } : {}),
+      cgroupRoot: nodeCgroupRoot(o, edge),
       readOnlyPort: 0,
       authentication: {
         anonymous: { enabled: false },

@@ -30,13 +30,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  ARTIFACT_NAMES,
-  PkiBundle,
-  type ClusterNodeOrder,
-  type ClusterNodeReport,
-  type NodePhase,
-} from '../../core/cluster.js';
+import { ARTIFACT_NAMES, PkiBundle, type ClusterNodeOrder, type ClusterNodeReport } from '../../core/cluster.js';
 import { mailboxDocId, type EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import {
@@ -58,7 +52,7 @@ import {
   componentCommands,
   nodeFiles,
   nodeLayout,
-  workerCgroupRoot,
+  nodeCgroupRoot,
   type ComponentCommand,
   type NodeLayout,
 } from './configs.js';
@@ -75,8 +69,8 @@ import {
 } from './node-state.js';
 import { findComponent, startComponent, stopComponent } from './processes.js';
 import { hostAddress } from './node-ip.js';
-import { drainWorkers } from './drain.js';
-import { surveyComponents, waitHealthy, type Components } from './gate.js';
+import { waitHealthy, type Components } from './gate.js';
+import { reportDrain, superviseNode, type Reporting } from './supervise.js';
 import { OnePassAtATime } from './one-pass.js';
 import { teardownNode } from './teardown.js';
 
@@ -248,7 +242,7 @@ export class ClusterFollower implements SpecFollower {
     fs.mkdirSync(l.pki, { recursive: true, mode: 0o700 });
     for (const [f, text] of Object.entries(bundle)) wrote += writeIfChanged(path.join(l.pki, f), text, 0o600) ? 1 : 0;
     wrote += this.writeConfigs(target, l);
-    if (target.role === 'worker') ensureCgroupRoot(workerCgroupRoot(this.d.edge));
+    ensureCgroupRoot(nodeCgroupRoot(target, this.d.edge));
     if (wrote) this.update(target, {}, { step: 'Configured', message: `${wrote} PKI and config files written` });
 
     // 3. Start what is not running, in order, each healthy before the next; swap what runs the previous version.
@@ -320,27 +314,9 @@ export class ClusterFollower implements SpecFollower {
           );
         }
       }
-      if (target.role === 'control-plane') await this.drain(order, target, l);
-      await this.supervise(target, l, node, state.refused?.reason);
+      if (target.role === 'control-plane') await reportDrain(order, target, l, this.reporting(target));
+      await superviseNode(target, l, this.d.edge, this.nodeIp, node, state.refused?.reason, this.reporting(target));
     }
-  }
-
-  /** Drains the workers the order removes (drain.ts); reports which are done and what the rest wait for. */
-  private async drain(order: ClusterNodeOrder, target: KeptOrder, l: NodeLayout): Promise<void> {
-    const cur = this.sameUid(target);
-    if (!order.drain?.length && !cur?.drained?.length && !cur?.draining) return;
-    const r = await drainWorkers(target, l, order.drain ?? [], cur?.drained ?? []);
-    const fresh = r.drained.filter((e) => !cur?.drained?.includes(e));
-    this.update(
-      target,
-      { drained: r.drained, draining: r.waiting },
-      fresh.length
-        ? { step: 'Drained', message: `worker ${fresh.join(', ')} drained and deleted from the cluster` }
-        : r.waiting && r.waiting !== cur?.draining
-          ? { step: 'Draining', message: r.waiting }
-          : undefined,
-    );
-    // While a drain waits, the next look comes at the supervision tick.
   }
 
   /** The configs of `o` (rewritten when a rollback goes back to the previous version's). */
@@ -389,34 +365,9 @@ export class ClusterFollower implements SpecFollower {
     this.update(prev, { phase: 'RolledBack', message: reason }, { step: 'RolledBack', message: reason });
   }
 
-  /** One look at a running node: components alive and healthy, the node's readiness; reported when it changed. */
-  private async supervise(o: KeptOrder, l: NodeLayout, seen: NodeSeen, rolledBack: string | undefined): Promise<void> {
-    const { podCIDR: _podCIDR, ...node } = seen;
-    const components = await surveyComponents(
-      o,
-      l,
-      componentCommands(o, this.d.edge, l, this.nodeIp),
-      this.sameUid(o)?.components ?? {},
-    );
-    const allHealthy = Object.values(components).every((c) => c.healthy);
-    const phase: NodePhase = !(node.ready && allHealthy) ? 'NotReady' : rolledBack ? 'RolledBack' : 'Ready';
-    const was = this.sameUid(o)?.phase;
-    this.update(
-      o,
-      {
-        phase,
-        components,
-        node,
-        message: rolledBack,
-        runs: `${o.template.name}@${o.template.version}`,
-        address: this.nodeIp,
-      },
-      was !== phase && phase !== 'RolledBack'
-        ? phase === 'Ready'
-          ? { step: 'NodeReady', message: `node ${this.d.edge} is Ready (kubelet ${node.kubeletVersion ?? '?'})` }
-          : { step: 'NotReady', message: node.reason ?? 'a component is not healthy' }
-        : undefined,
-    );
+  /** The node's report and how to change it, for the supervision's steps (supervise.ts). */
+  private reporting(o: KeptOrder): Reporting {
+    return { cur: this.sameUid(o), update: (patch, event) => this.update(o, patch, event) };
   }
 
   private sameUid(o: { uid: string }): ClusterNodeReport | undefined {

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { createLogger } from '../../core/logger.js';
 import type { ComponentName } from '../../core/cluster.js';
-import { componentCommands, nodeBridge, nodeLayout, workerCgroupRoot } from './configs.js';
+import { componentCommands, nodeBridge, nodeCgroupRoot, nodeLayout } from './configs.js';
 import { removeCgroupRoot } from './cgroups.js';
 import { deleteAllPods } from './health.js';
 import { hostAddress } from './node-ip.js';
@@ -74,9 +74,9 @@ export async function teardownNode(
   await killAll([...descendants(rest), ...rest]);
   const stuck = await unmountUnder(l.root);
   if (o) await deleteLink(nodeBridge(o, edge));
-  if (o?.role === 'worker') {
-    const busy = removeCgroupRoot(workerCgroupRoot(edge));
-    if (busy.length) log.warn({ cluster, busy: busy.slice(0, 3) }, "cgroups of the worker's kubelet are still busy");
+  if (o) {
+    const busy = removeCgroupRoot(nodeCgroupRoot(o, edge));
+    if (busy.length) log.warn({ cluster, busy: busy.slice(0, 3) }, "cgroups of the node's kubelet are still busy");
   }
   if (stuck.length) throw new Error(`cannot unmount ${stuck.slice(0, 3).join(', ')}: the node's directory stays`);
   fs.rmSync(l.root, { recursive: true, force: true });

@@ -37,6 +37,7 @@ import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
 import { templateChanged } from './templates.js';
+import { upgradePlan, type NodeProgress, type UpgradePlan } from './upgrade-plan.js';
 import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
 
@@ -157,7 +158,7 @@ export class HubClusters {
   }
 
   status(c: Cluster): ClusterStatusView {
-    return clusterStatus(this.d.state, c, this.heldElsewhere(c));
+    return clusterStatus(this.d.state, c, this.heldElsewhere(c), this.plan(c).paused);
   }
 
   /**
@@ -181,7 +182,9 @@ export class HubClusters {
             .filter((x) => x.role === REMOVING)
             .map((x) => x.edge)
         : [];
-    const spec = this.templateSpec(c);
+    // A worker runs the version the upgrade's order gives it (upgrade-plan.ts), the rest the cluster's.
+    const template = role === 'worker' ? this.plannedTemplate(c, edge) : { ...c.spec.template };
+    const spec = this.templateSpecOf(c.metadata.project, template.name, template.version);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
     let sealed: string;
@@ -198,7 +201,7 @@ export class HubClusters {
       cluster: h.cluster,
       uid: c.metadata.uid!,
       role,
-      template: { ...c.spec.template },
+      template,
       spec,
       ports: {
         ...DEFAULT_CLUSTER_PORTS,
@@ -222,12 +225,38 @@ export class HubClusters {
   }
 
   private templateSpec(c: Cluster): ClusterTemplateSpec | undefined {
-    const text = this.d.state.clusters.templateVersion(
-      c.metadata.project,
-      c.spec.template.name,
-      c.spec.template.version,
-    );
+    return this.templateSpecOf(c.metadata.project, c.spec.template.name, c.spec.template.version);
+  }
+
+  private templateSpecOf(project: string, name: string, version: string): ClusterTemplateSpec | undefined {
+    const text = this.d.state.clusters.templateVersion(project, name, version);
     return text ? ClusterTemplateSpec.parse(JSON.parse(text)) : undefined;
+  }
+
+  /** The upgrade's plan for the cluster's nodes now (upgrade-plan.ts), from their reports. */
+  plan(c: Cluster): UpgradePlan {
+    const { project, name, uid } = c.metadata;
+    const nodes: NodeProgress[] = this.d.state.clusters.hostsOf(project, name).map((h) => {
+      const raw = this.d.state.clusters.nodeReport(h.edge);
+      const parsed = raw ? ClusterNodeReport.safeParse(JSON.parse(raw.report)) : undefined;
+      const r = parsed?.success && parsed.data.uid === uid ? parsed.data : undefined;
+      return {
+        edge: h.edge,
+        role: nodeRole(h.role),
+        ...(r ? { ordered: r.template, phase: r.phase, ready: !!r.node?.ready } : {}),
+        ...(r?.runs ? { runs: r.runs } : {}),
+      };
+    });
+    const want = `${c.spec.template.name}@${c.spec.template.version}`;
+    return upgradePlan(want, nodes, { maxUnavailable: 1, failureThreshold: 1, ...c.spec.upgrade });
+  }
+
+  /** The template version the plan gives a worker (one of the project's applied versions, else the cluster's). */
+  private plannedTemplate(c: Cluster, edge: string): { name: string; version: string } {
+    const v = this.plan(c).versions.get(edge);
+    const at = v?.lastIndexOf('@') ?? -1;
+    const t = v && at > 0 ? { name: v.slice(0, at), version: v.slice(at + 1) } : undefined;
+    return t && this.templateSpecOf(c.metadata.project, t.name, t.version) ? t : { ...c.spec.template };
   }
 
   /** What the edge reports of its node, into `cluster_nodes`; each new step an event of its Cluster. */

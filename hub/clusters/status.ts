@@ -14,6 +14,8 @@ export function clusterStatus(
   state: HubState,
   c: Cluster,
   heldElsewhere: string[],
+  /** Why the workers' upgrade is paused (upgrade-plan.ts), when it is. */
+  paused?: string,
   now = Date.now(),
 ): ClusterStatusView {
   const { project, name, uid } = c.metadata;
@@ -75,6 +77,7 @@ export function clusterStatus(
             : 'Provisioning';
   const drain = cp && reports.get(cp.edge)?.draining;
   const messages = [
+    ...(paused ? [paused] : []),
     ...removing.map((n) => `removing worker ${n.edge}${drain ? `: ${drain}` : ': draining'}`),
     ...failed.map((n) => `${n.edge}: ${n.message ?? 'failed'}`),
     ...(heldElsewhere.length
