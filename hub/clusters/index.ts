@@ -37,19 +37,13 @@ import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
 import { templateChanged } from './templates.js';
+import { projectNodeReport } from './node-reports.js';
+import { nodeRole, REMOVING } from './roles.js';
 import { upgradePlan, type NodeProgress, type UpgradePlan } from './upgrade-plan.js';
 import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
 
 const log = createLogger('hub:clusters');
-
-/**
- * A worker the Cluster no longer names, still reserved while the control plane drains it; its
- * node keeps its order until then (docs/clusters.md, "Scale").
- */
-export const REMOVING = 'removing';
-/** The role a host's node has (a worker being removed is still a worker). */
-const nodeRole = (role: string): NodeRole => (role === REMOVING ? 'worker' : (role as NodeRole));
 
 /** How often the pass runs without a change (workers by selector appear, PKI to make). */
 export const CLUSTER_TICK_MS = 5_000;
@@ -259,52 +253,9 @@ export class HubClusters {
     return t && this.templateSpecOf(c.metadata.project, t.name, t.version) ? t : { ...c.spec.template };
   }
 
-  /** What the edge reports of its node, into `cluster_nodes`; each new step an event of its Cluster. */
+  /** What the edge reports of its node, into `cluster_nodes` (node-reports.ts). */
   private project(edge: string, report: EdgeReportState): boolean {
-    const { clusters, events } = this.d.state;
-    const prev = clusters.nodeReport(edge);
-    const r = report.cluster;
-    if (!r) {
-      if (!prev) return false;
-      clusters.deleteNodeReport(edge);
-      return true;
-    }
-    const text = JSON.stringify(r);
-    if (prev?.report === text) return false;
-    const holder = clusters.holder(edge);
-    // Peer input: only the cluster the edge belongs to, or the one it last reported (a deleted
-    // cluster's node tearing down), in the project the hub recorded; anything else is dropped.
-    const project =
-      holder?.cluster === r.cluster ? holder.project : prev?.cluster === r.cluster ? prev.project : undefined;
-    if (!project) return false;
-    const before = prev ? ClusterNodeReport.safeParse(JSON.parse(prev.report)) : undefined;
-    const seen = before?.success && before.data.uid === r.uid ? Math.max(0, ...before.data.events.map((e) => e.at)) : 0;
-    for (const e of r.events.filter((x) => x.at > seen))
-      events.record({ project, kind: 'Cluster', name: r.cluster, reason: e.step, message: `${edge}: ${e.message}` });
-    clusters.putNodeReport(edge, project, r.cluster, text);
-    if (r.role === 'control-plane' && holder?.role === 'control-plane') this.released(project, r, edge);
-    return true;
-  }
-
-  /** The workers the control plane drained and deleted from the cluster are released (their nodes then go). */
-  private released(project: string, r: ClusterNodeReport, cp: string): void {
-    const { clusters, events } = this.d.state;
-    let any = false;
-    for (const e of r.drained ?? []) {
-      const h = clusters.holder(e);
-      if (h?.role !== REMOVING || h.project !== project || h.cluster !== r.cluster) continue;
-      clusters.release(project, r.cluster, e);
-      clusters.dropPki(project, r.cluster, e);
-      events.record({
-        project,
-        kind: 'Cluster',
-        name: r.cluster,
-        reason: 'WorkerRemoved',
-        message: `${cp}: worker ${e} drained and deleted from the cluster; its edge stops its components and is released`,
-      });
-      any = true;
-    }
-    if (any) this.mark();
+    return projectNodeReport(this.d.state, edge, report.cluster, () => this.mark());
   }
 
   private onObjectChange(c: ObjectChange): void {
