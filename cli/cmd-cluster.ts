@@ -2,7 +2,8 @@
  * @module `outpost cluster artifacts push DIR` (docs/clusters.md, "The artifact set"): uploads each
  * component of a Kubernetes distribution as a blob of the project and has the hub sign it with its
  * release key (an admin token for every project, as `outpost agent push`), then prints a
- * ClusterTemplate that names them, ready to edit and apply.
+ * ClusterTemplate that names them, ready to edit and apply. And `outpost cluster kubeconfig NAME`:
+ * a kubeconfig that reaches the cluster's API through the hub's tunnel to its control-plane edge.
  *
  * DIR holds `etcd`, `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`, `kubelet` and
  * `runc` (executables), `containerd/` (containerd, containerd-shim-runc-v2, ctr) and
@@ -20,7 +21,9 @@ import { DEFAULT_MEDIA_TYPE } from '../core/blobs.js';
 import type { SignedRelease } from '../core/release.js';
 import { API_VERSION } from '../core/resources.js';
 import { pushBlob } from './cmd-blob.js';
-import { openSession, type CliDeps } from './context.js';
+import { kubeconfigFor } from './cmd-tunnel.js';
+import { resolveConnection } from './config.js';
+import { objectPath, openSession, type CliDeps } from './context.js';
 import { CliError } from './errors.js';
 import { toJson, toYaml } from './output.js';
 
@@ -76,7 +79,27 @@ async function collect(dir: string, tmp: string): Promise<Map<ArtifactName, stri
 }
 
 export function registerClusterCommands(program: Command, deps: CliDeps): void {
-  const cluster = program.command('cluster').description('clusters at the sites: their artifacts');
+  const cluster = program
+    .command('cluster')
+    .description('clusters at the sites: their artifacts, a kubeconfig for their API');
+  cluster
+    .command('kubeconfig')
+    .description("print a kubeconfig that reaches the cluster's Kubernetes API through the hub with your token")
+    .argument('<name>', 'the Cluster')
+    .addHelpText(
+      'after',
+      "\nThe hub's tunnel reaches the API on the cluster's control-plane edge as the cluster's admin: a token\nthat may write in the project may write in the cluster, one that may read may read (not Secrets).\n\nExample:\n  outpost cluster kubeconfig store-17 > store-17.yaml && kubectl --kubeconfig store-17.yaml get nodes",
+    )
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const s = await openSession(cmd, deps);
+      const c = await s.client.get<{ spec?: { controlPlane?: { edges?: string[] } } }>(
+        objectPath(s.project, 'clusters', name),
+      );
+      const edge = c.spec?.controlPlane?.edges?.[0];
+      if (!edge) throw new CliError(`cluster ${name} names no control-plane edge`);
+      const { conn } = await resolveConnection({ env: deps.env, homedir: deps.homedir });
+      deps.stdout.write(kubeconfigFor({ ...conn, hub: s.client.hub }, edge, `outpost-cluster-${name}`));
+    });
   const artifacts = cluster.command('artifacts').description('the signed components of a Kubernetes distribution');
   artifacts
     .command('push')

@@ -98,15 +98,16 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
   program
     .command('delete')
     .description(
-      'delete workloads, placements, registries, agent upgrades and data objects by name or as listed in files, or a project with everything of it (edges leave with `outpost edge decommission`)',
+      'delete workloads, placements, registries, agent upgrades, data objects, clusters and the rest by name or as listed in files, or a project with everything of it (edges leave with `outpost edge decommission`)',
     )
     .argument(
       '[kind]',
-      'workload|wl, placement|pl, registry|reg, agentupgrade|au, dataobject|do, project|proj (or KIND/NAME)',
+      'workload|wl, placement|pl, registry|reg, agentupgrade|au, dataobject|do, cluster|cl, clustertemplate|ct, project|proj (or KIND/NAME)',
     )
     .argument('[name]', 'the object')
     .option('-f, --filename <path>', 'delete the objects of these files, directories or - (stdin); repeatable', collect)
     .option('--ignore-not-found', 'an object that does not exist is not an error')
+    .option('--force', 'delete a cluster even while Placements target it (their workloads then fail on its edge)')
     .option('--move-edges-to <project>', "delete project: move the project's edges to this project")
     .option('--decommission-edges', "delete project: decommission the project's edges")
     .addHelpText(
@@ -117,7 +118,13 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
       async (
         kindArg: string | undefined,
         nameArg: string | undefined,
-        opts: { filename?: string[]; ignoreNotFound?: boolean; moveEdgesTo?: string; decommissionEdges?: boolean },
+        opts: {
+          filename?: string[];
+          ignoreNotFound?: boolean;
+          force?: boolean;
+          moveEdgesTo?: string;
+          decommissionEdges?: boolean;
+        },
         cmd: Command,
       ) => {
         const [k, n] = (kindArg ?? '').split('/');
@@ -150,7 +157,9 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         // Placements before workloads: a workload still placed would fail its placement for a moment.
         // Registries last: a placement being deleted may still pull through one. Imports before
         // the exports they name.
-        const order: Kind[] = [
+        // Clusters after the placements that target them, templates after the clusters that use them;
+        // any other kind after those (none is left out; edges were skipped above).
+        const first: Kind[] = [
           'ServiceImport',
           'ServiceExport',
           'AgentUpgrade',
@@ -158,13 +167,19 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
           'Placement',
           'Workload',
           'Registry',
+          'Cluster',
+          'ClusterTemplate',
         ];
+        const order: Kind[] = [...first, ...KINDS.filter((k) => !first.includes(k) && k !== 'Edge')];
         for (const t of order.flatMap((k) => targets.filter((x) => x.kind === k))) {
           const info = KIND_INFO[t.kind];
           try {
             const r = await s.client.delete<{ changes?: string[] }>(
               objectPath(t.project ?? s.project, info.path, t.name),
-              { subject: { kind: info.singular, name: t.name } },
+              {
+                subject: { kind: info.singular, name: t.name },
+                ...(opts.force && t.kind === 'Cluster' ? { query: { force: 'true' } } : {}),
+              },
             );
             line(s.out.out, `${info.singular}/${t.name} deleted`);
             // An AgentUpgrade's answer says what changes on its edges (who keeps or takes which).

@@ -278,9 +278,11 @@ export function registerEdgeTunnelCommands(edge: Command, deps: CliDeps): void {
     });
 }
 
-/** The kubeconfig: server is the hub's kube route for the edge, CA the pinned hub CA, credential the user's token. */
-export function kubeconfigFor(conn: HubConnection, edge: string): string {
-  const ctx = `outpost-${edge}`;
+/**
+ * The kubeconfig: server is the hub's kube route for the edge, CA the pinned hub CA, credential the
+ * user's token; `ctx` names its cluster, user and context.
+ */
+export function kubeconfigFor(conn: HubConnection, edge: string, ctx = `outpost-${edge}`): string {
   return toYaml({
     apiVersion: 'v1',
     kind: 'Config',

@@ -102,7 +102,7 @@ describe('apply', () => {
     });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(
-      '<stdin>, document 1 (line 1) (Placement eu): spec.edgeSelector: select edges with edgeSelector ({} selects every edge), edges, or both',
+      '<stdin>, document 1 (line 1) (Placement eu): spec.edgeSelector: select edges with edgeSelector ({} selects every edge), edges, clusters, or several',
     );
     expect(hub.find('POST', '/api/v1/apply')).toBeUndefined();
   });

@@ -104,6 +104,16 @@ export const ClusterPorts = strict({
   message: 'must all differ: two components cannot listen on one port',
 });
 export type ClusterPorts = z.infer<typeof ClusterPorts>;
+/**
+ * The workers' kubelet ports, when they differ from the control plane's: several nodes on one host
+ * (a test, a lab) need their own.
+ */
+export const WorkerPorts = strict({ kubelet: port.optional(), kubeletHealthz: port.optional() });
+export type WorkerPorts = z.infer<typeof WorkerPorts>;
+
+const ipv4 = z
+  .string()
+  .regex(/^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/, 'must be an IPv4 address');
 export const DEFAULT_CLUSTER_PORTS: ClusterPorts = ClusterPorts.parse({});
 
 const flagValue = z
@@ -174,6 +184,13 @@ export const ClusterNodeOrder = z.object({
   template: z.object({ name, version: clusterTemplateVersion }),
   spec: ClusterTemplateSpec,
   ports: ClusterPorts,
+  /**
+   * A worker's way to the control plane: the API server on the control-plane node's address (what
+   * that node reported), its certificate checked for the control-plane edge's name.
+   */
+  apiServer: z.object({ address: ipv4, serverName: name }).optional(),
+  /** A control plane's: the workers being removed, each to drain and delete from the cluster. */
+  drain: z.array(name).max(1000).optional(),
   /** The node's certificates and keys (PKI_FILES), sealed to this edge. */
   pki: z.string().min(1).max(200_000),
 });
@@ -263,6 +280,12 @@ export const ClusterNodeReport = z.object({
   message: text(1024).optional(),
   components: z.partialRecord(z.enum(COMPONENTS), ComponentReport).default({}),
   node: z.object({ ready: z.boolean(), kubeletVersion: text(64).optional(), reason: text(512).optional() }).optional(),
+  /** The node's address (the host's: its kubelet's, and a control plane's API server's). */
+  address: ipv4.optional(),
+  /** A control plane's: the workers of its order's `drain` it drained and deleted from the cluster. */
+  drained: z.array(name).max(1000).optional(),
+  /** A control plane's: what the drain of a worker waits for (a PodDisruptionBudget, pods terminating). */
+  draining: text(1024).optional(),
   /** The last steps, oldest first. */
   events: z.array(NodeEvent).max(50).default([]),
   at: z.number(),

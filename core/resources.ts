@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { DIGEST_PATTERN, parseByteSize } from './blobs.js';
 import { NAME_PATTERN } from './ids.js';
 import { strict } from './strict-object.js';
-import { ClusterPorts, ClusterTemplateSpec, clusterTemplateVersion } from './cluster.js';
+import { ClusterPorts, ClusterTemplateSpec, clusterTemplateVersion, WorkerPorts } from './cluster.js';
 
 export const API_VERSION = 'outpost.dev/v1alpha1';
 export const KINDS = [
@@ -327,6 +327,11 @@ export type PackageRef = z.infer<typeof PackageRef>;
 export const PlacementSpec = strict({
   edgeSelector: LabelSelector.optional(),
   edges: z.array(name).optional(),
+  /**
+   * Clusters of the project (docs/clusters.md): each selects its control-plane edge, whose
+   * kubernetes driver runs the workloads on the cluster. Besides edgeSelector and edges.
+   */
+  clusters: z.array(name).optional(),
   /** With `package`, the hub sets this list to the workloads it generates from the package. */
   workloads: z.array(name).default([]),
   package: PackageRef.optional(),
@@ -334,7 +339,10 @@ export const PlacementSpec = strict({
   rollout: Rollout.default({ failureThreshold: 1, paused: false }),
   statusSummary: strict({ maxBroken: z.number().int().min(0).max(1000).default(10) }).default({ maxBroken: 10 }),
 })
-  .refine(selectsEdges, SELECTS_EDGES)
+  .refine((s) => selectsEdges(s) || (s.clusters?.length ?? 0) > 0, {
+    message: 'select edges with edgeSelector ({} selects every edge), edges, clusters, or several',
+    path: ['edgeSelector'],
+  })
   .refine((s) => s.workloads.length > 0 || s.package !== undefined, {
     message: 'name at least one workload, or deploy a package with spec.package',
     path: ['workloads'],
@@ -654,9 +662,22 @@ export const ClusterSpec = strict({
     edges: z.array(name).length(1, 'must name exactly one edge: HA control planes are not supported yet'),
   }),
   /** The workers: edges by name, by selector, or both (none: a single-node cluster). */
-  workers: strict({ edges: z.array(name).optional(), edgeSelector: LabelSelector.optional() }).optional(),
+  workers: strict({
+    edges: z.array(name).optional(),
+    edgeSelector: LabelSelector.optional(),
+    /** Their kubelets' ports, when not the cluster's (`ports`): several nodes on one host. */
+    ports: WorkerPorts.optional(),
+  }).optional(),
   /** The ports the cluster's components listen on, on every node (defaults: the usual ones). */
   ports: ClusterPorts.optional(),
+  /**
+   * How a new template version reaches the workers once the control plane runs it: at most
+   * `maxUnavailable` at a time; paused once `failureThreshold` of them rolled back.
+   */
+  upgrade: strict({
+    maxUnavailable: z.number().int().min(1).max(1000).default(1),
+    failureThreshold: z.number().int().min(1).max(1000).default(1),
+  }).optional(),
 });
 export type ClusterSpec = z.infer<typeof ClusterSpec>;
 

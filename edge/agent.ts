@@ -41,6 +41,7 @@ import { createPodman } from './drivers/podman/cli.js';
 import { EdgeImageStaging } from './images/staging.js';
 import { SpecFollowers } from './orders/followers.js';
 import { ClusterFollower } from './clusters/follower.js';
+import { controlPlaneKubeconfig } from './clusters/kubeconfig.js';
 import { AGENT_UPGRADE_ORDER, DATA_ORDERS, IMAGE_STAGING_ORDER } from '../core/orders/kinds.js';
 import { markHealthy, readUpgradeState, TRIAL_ENV } from './upgrade/switch.js';
 
@@ -120,8 +121,10 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     );
   });
 
+  // Without a kubeconfig, the kubernetes driver targets the cluster whose control plane this edge runs.
   const driver = await createDriver(config.driver, o.dataDir, {
     kubeconfig: config.kubeconfig,
+    clusterKubeconfig: () => controlPlaneKubeconfig(o.dataDir),
     ...(o.processStableMs !== undefined ? { processStableMs: o.processStableMs } : {}),
   });
   try {
@@ -166,6 +169,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     reconciler,
     transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() },
     ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+    clusterKubeconfig: () => controlPlaneKubeconfig(o.dataDir),
     metrics: async () => ({ text: await registry.metrics(), contentType: registry.contentType }),
   });
   s.on('tunnel', (p) => tunnel.receive(p));

@@ -23,6 +23,7 @@ import { HubBlobs } from './blobs/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { HubDataFiles } from './data/index.js';
+import { registerClusterMetrics } from './clusters/metrics.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -170,6 +171,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replicated: !!pg,
   });
   const { upgrades, deliveries, clusters, imageStaging, interconnect } = kinds;
+  registerClusterMetrics(registry, clusters, objects);
   const edges = new EdgeLifecycle({
     state,
     objects,

@@ -3,7 +3,8 @@
  * artifacts pushed and signed through the CLI, a template version immutable, artifacts whose
  * signature does not hold refused, a Cluster naming a template version never applied refused, host
  * reservation (an edge belongs to one cluster, refused with the holder's name, shown on the edge,
- * released at delete), a template in use not deletable. The artifacts are test doubles
+ * released at delete), a template in use not deletable, a Placement that selects a cluster by name
+ * (its control-plane edge). The artifacts are test doubles
  * (test/fixtures/cluster-artifacts.ts): the real cluster is test/clusters.test.ts's.
  */
 import fs from 'node:fs';
@@ -176,4 +177,67 @@ describe('ClusterTemplate and Cluster objects', () => {
       ).status,
     ).toBe(200);
   }, 180_000);
+
+  it('selects clusters in a Placement: each its control-plane edge, a warning for one that is not there', async () => {
+    // beta (previous case): control plane e2, worker e1.
+    const workload = {
+      kind: 'Workload',
+      metadata: { name: 'on-beta' },
+      spec: {
+        manifests: [
+          {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: 'on-beta' },
+            spec: { containers: [{ name: 'main', image: 'none', command: ['sleep', '3600'] }] },
+          },
+        ],
+      },
+    };
+    const r = await adminApi(hub, 'POST', '/api/v1/apply', {
+      objects: [
+        workload,
+        { kind: 'Placement', metadata: { name: 'on-beta' }, spec: { workloads: ['on-beta'], clusters: ['beta'] } },
+      ],
+    });
+    expect(r.warnings ?? []).toEqual([]);
+    const on = async (edge: string) =>
+      ((await adminApi(hub, 'GET', `/api/v1/projects/default/edges/${edge}`)).status?.workloads ?? []).map(
+        (w: { name: string }) => w.name,
+      );
+    await waitFor(async () => (await on('e2')).includes('on-beta'), {
+      timeout: 60_000,
+      what: 'the workload on e2, the control plane of beta',
+    });
+    expect(await on('e1')).not.toContain('on-beta');
+    // A cluster that does not exist selects nothing, and the apply says so.
+    const none = await adminApi(hub, 'POST', '/api/v1/apply', {
+      objects: [
+        { kind: 'Placement', metadata: { name: 'on-gamma' }, spec: { workloads: ['on-beta'], clusters: ['gamma'] } },
+      ],
+    });
+    expect(none.warnings.join(' ')).toContain('the control planes of clusters gamma');
+    // A Placement selects something: edgeSelector, edges or clusters.
+    const bare = await apply({ kind: 'Placement', metadata: { name: 'bare' }, spec: { workloads: ['on-beta'] } });
+    expect(bare.status).toBe(422);
+    expect(JSON.stringify(bare.body)).toContain('edgeSelector ({} selects every edge), edges, clusters');
+    // The cluster is not deleted while a Placement targets it, unless forced.
+    const env = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken };
+    const refused = await runCli(['delete', 'cluster', 'beta'], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Cluster beta is targeted by Placement on-beta');
+    expect((await adminApi(hub, 'GET', '/api/v1/projects/default/clusters/beta')).metadata.name).toBe('beta');
+    const forced = await runCli(['delete', 'cluster', 'beta', '--force'], { env });
+    expect(forced.stdout, forced.stderr).toBe('cluster/beta deleted\n');
+    expect((await adminApi(hub, 'GET', '/api/v1/projects/default/edges/e2')).status.cluster).toBeUndefined();
+    await adminApi(hub, 'DELETE', '/api/v1/projects/default/placements/on-beta');
+    await adminApi(hub, 'DELETE', '/api/v1/projects/default/placements/on-gamma');
+    // Without a Placement naming it, a cluster is deleted plainly.
+    await apply({
+      kind: 'Cluster',
+      metadata: { name: 'gamma' },
+      spec: { template: { name: 'small', version: '1' }, controlPlane: { edges: ['e1'] } },
+    });
+    expect((await runCli(['delete', 'cluster', 'gamma'], { env })).stdout).toBe('cluster/gamma deleted\n');
+  }, 120_000);
 });

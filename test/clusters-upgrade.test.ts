@@ -6,7 +6,10 @@
  * start (a test double): its health gate fails, the node rolls back to version 1's binaries (the
  * API server it had already swapped included) and says so, and does not try again. Version 2 then
  * upgrades it: the API server and the kubelet swapped, the node Ready again with the new kubelet
- * version. Then it is deleted, leaving nothing running.
+ * version. The cluster has a worker (a second kubelet on the same host): it is upgraded only once
+ * the control plane runs the new version Ready (it never gets version 3, which the control plane
+ * rolled back), one at a time (hub/clusters/upgrade-plan.ts). Then it is deleted, leaving nothing
+ * running.
  */
 import fs from 'node:fs';
 import https from 'node:https';
@@ -14,12 +17,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterNodeReport } from '../core/cluster.js';
 import type { EdgeAgent } from '../edge/agent.js';
+import { removeCgroupRoot } from '../edge/clusters/cgroups.js';
+import { nodeCgroupRoot } from '../edge/clusters/configs.js';
 import { strays } from '../edge/clusters/processes.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
 import { kubeBinary, nodePorts, realArtifactDir, removeNodeRemains } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
+import { freePort } from './ports.js';
 
 const NEXT = 'v1.33.13-outpost.1';
 
@@ -28,8 +34,12 @@ describe('a cluster upgraded to another template version, with a rollback', () =
   let hub: Hub;
   const agents: EdgeAgent[] = [];
   let ports: Record<string, number>;
+  let workerPorts: { kubelet: number; kubeletHealthz: number };
+  /** The cluster's uid (its nodes' cgroup roots are named by it). */
+  let uid = '';
   const nodeDir = () => path.join(dir, 'u1', 'clusters', 'up');
   const report = () => ClusterNodeReport.parse(JSON.parse(hub.state.clusters.nodeReport('u1')!.report));
+  const workerReport = () => ClusterNodeReport.parse(JSON.parse(hub.state.clusters.nodeReport('u2')!.report));
   const status = async () => (await adminApi(hub, 'GET', '/api/v1/projects/default/clusters/up')).status;
   const push = async (artifacts: string, version: string) => {
     const r = await runCli(
@@ -45,7 +55,12 @@ describe('a cluster upgraded to another template version, with a rollback', () =
         {
           kind: 'Cluster',
           metadata: { name: 'up' },
-          spec: { template: { name: 'k8s', version }, controlPlane: { edges: ['u1'] }, ports },
+          spec: {
+            template: { name: 'k8s', version },
+            controlPlane: { edges: ['u1'] },
+            workers: { edges: ['u2'], ports: workerPorts },
+            ports,
+          },
         },
       ],
     });
@@ -95,17 +110,22 @@ describe('a cluster upgraded to another template version, with a rollback', () =
       insecureHttp: true,
       scanner: { kind: 'none' },
     });
-    await startProcessAgents(hub, dir, ['u1'], { site: 'up' }, agents);
+    await startProcessAgents(hub, dir, ['u1', 'u2'], { site: 'up' }, agents);
     await push(v1, '1');
     await push(v2, '2');
     await push(v3, '3');
     ports = await nodePorts();
+    workerPorts = { kubelet: await freePort(), kubeletHealthz: await freePort() };
   }, 900_000);
 
   afterAll(async () => {
     await stopAgents(agents);
     await hub?.close();
     removeNodeRemains(dir);
+    if (uid) {
+      removeCgroupRoot(nodeCgroupRoot({ uid, role: 'control-plane' }, 'u1'));
+      removeCgroupRoot(nodeCgroupRoot({ uid, role: 'worker' }, 'u2'));
+    }
   });
 
   it('is created at version 1', async () => {
@@ -115,7 +135,10 @@ describe('a cluster upgraded to another template version, with a rollback', () =
       interval: 2_000,
       what: 'up Ready',
     });
-    expect((await status()).nodes[0]).toMatchObject({ kubeletVersion: 'v1.33.13', runs: 'k8s@1' });
+    const st = await status();
+    uid = (await adminApi(hub, 'GET', '/api/v1/projects/default/clusters/up')).metadata.uid;
+    expect(st.summary).toBe('2/2 nodes Ready');
+    for (const n of st.nodes) expect(n).toMatchObject({ kubeletVersion: 'v1.33.13', runs: 'k8s@1' });
   }, 660_000);
 
   it('rolls back an upgrade whose component fails its health gate, and says so', async () => {
@@ -133,6 +156,9 @@ describe('a cluster upgraded to another template version, with a rollback', () =
     expect(st.message).toContain('kube-scheduler exited at start');
     expect(st.message).toContain('a broken scheduler');
     expect(st.nodes[0]).toMatchObject({ runs: 'k8s@1', ready: true, kubeletVersion: 'v1.33.13' });
+    // The worker was never given version 3: the control plane did not run it.
+    expect(workerReport().template).toBe('k8s@1');
+    expect(st.nodes[1]).toMatchObject({ edge: 'u2', runs: 'k8s@1', phase: 'Ready' });
     // Version 1's binaries run again: the API server it had swapped included.
     expect(await apiServerVersion()).toBe('v1.33.13');
     // The restored components pass their checks again (the report that says RolledBack may come
@@ -164,10 +190,29 @@ describe('a cluster upgraded to another template version, with a rollback', () =
     await waitFor(
       async () => {
         const s = await status();
-        return s.phase === 'Ready' && s.nodes[0].kubeletVersion === NEXT && s.nodes[0].runs === 'k8s@2';
+        return (
+          s.phase === 'Ready' &&
+          s.nodes.every(
+            (n: { kubeletVersion?: string; runs?: string }) => n.kubeletVersion === NEXT && n.runs === 'k8s@2',
+          )
+        );
       },
-      { timeout: 600_000, interval: 2_000, what: `up Ready on k8s@2 with kubelet ${NEXT}` },
+      { timeout: 600_000, interval: 2_000, what: `up Ready on k8s@2 with kubelet ${NEXT} on both nodes` },
     );
+    // Control plane first: the worker's kubelet was swapped after the control plane was upgraded.
+    const events = (
+      await adminApi<{ items: { reason: string; message: string }[] }>(
+        hub,
+        'GET',
+        '/api/v1/projects/default/events?kind=Cluster&name=up&limit=200',
+      )
+    ).items;
+    const upgraded = events.findIndex((e) => e.reason === 'Upgraded' && e.message.startsWith('u1:'));
+    const workerSwapped = events.findIndex((e) => e.reason === 'Swapped' && e.message.startsWith('u2:'));
+    expect(upgraded).toBeGreaterThanOrEqual(0);
+    expect(workerSwapped).toBeGreaterThanOrEqual(0);
+    // Newest first: the control plane's Upgraded is older than the worker's Swapped.
+    expect(upgraded).toBeGreaterThan(workerSwapped);
     expect(await apiServerVersion()).toBe(NEXT);
     // The artifacts of version 1 that version 2 does not use are gone from the node.
     const bins = fs.readdirSync(path.join(nodeDir(), 'bin'));
@@ -176,11 +221,16 @@ describe('a cluster upgraded to another template version, with a rollback', () =
 
   it('is deleted leaving nothing running', async () => {
     await adminApi(hub, 'DELETE', '/api/v1/projects/default/clusters/up');
-    await waitFor(() => !fs.existsSync(nodeDir()), {
+    await waitFor(() => !fs.existsSync(nodeDir()) && !fs.existsSync(path.join(dir, 'u2', 'clusters', 'up')), {
       timeout: 300_000,
       interval: 1_000,
-      what: "the node's directory removed",
+      what: "the nodes' directories removed",
     });
     expect(strays(dir)).toEqual([]);
+    for (const [edge, role] of [
+      ['u1', 'control-plane'],
+      ['u2', 'worker'],
+    ] as const)
+      expect(fs.existsSync(path.join('/sys/fs/cgroup/memory', nodeCgroupRoot({ uid, role }, edge))), edge).toBe(false);
   }, 330_000);
 });

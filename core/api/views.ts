@@ -465,7 +465,7 @@ export interface ClusterNodeView {
 
 /** A Cluster's status (hub/clusters/status.ts): its phase, its nodes, its control plane's health. */
 export interface ClusterStatusView {
-  phase: 'Provisioning' | 'Ready' | 'Upgrading' | 'Degraded' | 'Deleting';
+  phase: 'Provisioning' | 'Ready' | 'Scaling' | 'Upgrading' | 'Degraded' | 'Deleting';
   /** `1/1 nodes Ready`, or what keeps it from being Ready. */
   summary: string;
   template: string;

@@ -17,6 +17,7 @@ import type { BlobDigest } from '../../core/blobs.js';
 import {
   ARCHIVE_ARTIFACTS,
   ARCHIVE_FILES,
+  ARTIFACT_NAMES,
   artifactSignatureKind,
   type ArtifactName,
   type ClusterArtifact,
@@ -88,4 +89,11 @@ export async function importPauseImage(o: NodeSpec, l: NodeLayout): Promise<void
     throw new Error(
       `the pause artifact holds ${after.filter(Boolean).join(', ') || 'no image'}, not ${o.spec.pauseImage} (the template's pauseImage)`,
     );
+}
+
+/** Removes the installed artifacts the node's version no longer uses (after an upgrade held). */
+export function removeUnusedArtifacts(l: NodeLayout, o: Pick<NodeSpec, 'spec'>): void {
+  const used = new Set(ARTIFACT_NAMES.map((n) => path.basename(l.artifact(n, o.spec.artifacts[n].digest))));
+  for (const e of fs.readdirSync(l.bin))
+    if (!used.has(e)) fs.rmSync(path.join(l.bin, e), { recursive: true, force: true });
 }

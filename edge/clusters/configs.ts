@@ -17,9 +17,6 @@ import type { ArtifactName, ClusterNodeOrder, ComponentName } from '../../core/c
 /** A node order without its sealed PKI (what the files and command lines are made from). */
 export type NodeSpec = Omit<ClusterNodeOrder, 'pki'>;
 
-/** The node's address: loopback, as long as a cluster is one node (workers on other hosts: not yet). */
-export const NODE_IP = '127.0.0.1';
-
 export interface NodeLayout {
   root: string;
   pki: string;
@@ -51,7 +48,22 @@ export function bridgeName(uid: string): string {
   return `ob-${createHash('sha256').update(uid).digest('hex').slice(0, 10)}`;
 }
 
-/** The first /24 of the pod CIDR: the node's pod addresses (one node now). */
+/**
+ * The node's bridge: the control plane's named by the cluster's uid, a worker's by the uid and its
+ * edge (two nodes of one cluster on one host each have their own, and remove only their own).
+ */
+export function nodeBridge(o: Pick<NodeSpec, 'uid' | 'role'>, edge: string): string {
+  return o.role === 'control-plane' ? bridgeName(o.uid) : bridgeName(`${o.uid}/${edge}`);
+}
+
+/**
+ * A node's kubelet's cgroup root, named as its bridge: its own, so two kubelets on one host (two
+ * clusters' nodes, or two nodes of one) leave each other's pods alone.
+ */
+export const nodeCgroupRoot = (o: Pick<NodeSpec, 'uid' | 'role'>, edge: string): string =>
+  `/outpost-${nodeBridge(o, edge)}`;
+
+/** The first /24 of the pod CIDR: the control plane's pod addresses (the first node registered). */
 function nodePodSubnet(podCidr: string): string {
   const [ip] = podCidr.split('/');
   const o = ip!.split('.');
@@ -59,15 +71,27 @@ function nodePodSubnet(podCidr: string): string {
 }
 
 /** The files a node order writes (besides the PKI), by path; their text is all a pass compares. */
-export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout): Map<string, string> {
+export function nodeFiles(
+  o: NodeSpec,
+  edge: string,
+  l: NodeLayout,
+  nodeIp: string,
+  /** A worker's pod subnet, once the controller-manager gave its node one (its CNI config waits for it). */
+  podSubnet?: string,
+): Map<string, string> {
   const files = new Map<string, string>();
   const pki = (f: string) => path.join(l.pki, f);
-  const server = `https://127.0.0.1:${o.ports.apiServer}`;
+  // A worker reaches the API server on the control-plane node's address; its certificate names that edge.
+  const server =
+    o.role === 'worker' && o.apiServer
+      ? `https://${o.apiServer.address}:${o.ports.apiServer}`
+      : `https://127.0.0.1:${o.ports.apiServer}`;
+  const serverName = o.role === 'worker' && o.apiServer ? { 'tls-server-name': o.apiServer.serverName } : {};
   const kubeconfig = (user: string, base: string) =>
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: o.cluster, cluster: { server, 'certificate-authority': pki('ca.crt') } }],
+      clusters: [{ name: o.cluster, cluster: { server, 'certificate-authority': pki('ca.crt'), ...serverName } }],
       users: [{ name: user, user: { 'client-certificate': pki(`${base}.crt`), 'client-key': pki(`${base}.key`) } }],
       contexts: [{ name: o.cluster, context: { cluster: o.cluster, user } }],
       'current-context': o.cluster,
@@ -117,32 +141,34 @@ export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout): Map<string,
       '',
     ].join('\n'),
   );
-  files.set(
-    path.join(l.etc, 'cni', '10-outpost.conflist'),
-    JSON.stringify(
-      {
-        cniVersion: '0.4.0',
-        name: `outpost-${o.cluster}`,
-        plugins: [
-          {
-            type: 'bridge',
-            bridge: bridgeName(o.uid),
-            isGateway: true,
-            ipMasq: true,
-            hairpinMode: true,
-            ipam: {
-              type: 'host-local',
-              ranges: [[{ subnet: nodePodSubnet(o.spec.network.podCIDR) }]],
-              routes: [{ dst: '0.0.0.0/0' }],
-              dataDir: path.join(l.root, 'cni', 'ipam'),
+  const subnet = o.role === 'control-plane' ? nodePodSubnet(o.spec.network.podCIDR) : podSubnet;
+  if (subnet)
+    files.set(
+      path.join(l.etc, 'cni', '10-outpost.conflist'),
+      JSON.stringify(
+        {
+          cniVersion: '0.4.0',
+          name: `outpost-${o.cluster}`,
+          plugins: [
+            {
+              type: 'bridge',
+              bridge: nodeBridge(o, edge),
+              isGateway: true,
+              ipMasq: true,
+              hairpinMode: true,
+              ipam: {
+                type: 'host-local',
+                ranges: [[{ subnet }]],
+                routes: [{ dst: '0.0.0.0/0' }],
+                dataDir: path.join(l.root, 'cni', 'ipam'),
+              },
             },
-          },
-        ],
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+          ],
+        },
+        null,
+        2,
+      ) + '\n',
+    );
   files.set(
     path.join(l.etc, 'kubelet.yaml'),
     stringify({
@@ -152,10 +178,11 @@ export function nodeFiles(o: NodeSpec, edge: string, l: NodeLayout): Map<string,
       cgroupDriver: 'cgroupfs',
       failCgroupV1: false,
       failSwapOn: false,
-      address: NODE_IP,
+      address: nodeIp,
       port: o.ports.kubelet,
       healthzBindAddress: '127.0.0.1',
       healthzPort: o.ports.kubeletHealthz,
+      cgroupRoot: nodeCgroupRoot(o, edge),
       readOnlyPort: 0,
       authentication: {
         anonymous: { enabled: false },
@@ -187,7 +214,7 @@ export interface ComponentCommand {
 }
 
 /** Each component's command line, in start order (the role's components only). */
-export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): ComponentCommand[] {
+export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout, nodeIp: string): ComponentCommand[] {
   const a = o.spec.artifacts;
   // An executable's path, or an archive's directory (containerd's).
   const bin = (n: ArtifactName) => l.artifact(n, a[n].digest);
@@ -217,7 +244,7 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): Com
       `--kubeconfig=${etc('kubelet.kubeconfig')}`,
       `--root-dir=${path.join(l.root, 'kubelet')}`,
       `--hostname-override=${edge}`,
-      `--node-ip=${NODE_IP}`,
+      `--node-ip=${nodeIp}`,
     ],
   };
   if (o.role === 'worker') return [containerd, kubelet];
@@ -248,7 +275,8 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): Com
       argv: [
         bin('kube-apiserver'),
         `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
-        '--bind-address=127.0.0.1',
+        // Every address: workers reach it on the node's (their kubelets' certificates say who they are).
+        '--bind-address=0.0.0.0',
         '--advertise-address=127.0.0.1',
         `--secure-port=${p.apiServer}`,
         `--tls-cert-file=${pki('apiserver.crt')}`,
@@ -262,7 +290,9 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): Com
         `--service-cluster-ip-range=${o.spec.network.serviceCIDR}`,
         `--kubelet-client-certificate=${pki('apiserver-kubelet-client.crt')}`,
         `--kubelet-client-key=${pki('apiserver-kubelet-client.key')}`,
-        `--kubelet-certificate-authority=${pki('ca.crt')}`,
+        // The kubelet's address is the host's (node-ip.ts), which the hub does not know when it makes
+        // the kubelet's certificate: the API server does not check that certificate (kubeadm's
+        // default too) until the node reports its address and the hub issues one for it.
         '--kubelet-preferred-address-types=InternalIP',
         '--allow-privileged=true',
         '--profiling=false',
@@ -285,6 +315,10 @@ export function componentCommands(o: NodeSpec, edge: string, l: NodeLayout): Com
         `--root-ca-file=${pki('ca.crt')}`,
         '--use-service-account-credentials=true',
         `--service-cluster-ip-range=${o.spec.network.serviceCIDR}`,
+        // Each node's pod subnet (node.spec.podCIDR): a worker's CNI config is written from it.
+        '--allocate-node-cidrs=true',
+        `--cluster-cidr=${o.spec.network.podCIDR}`,
+        '--node-cidr-mask-size=24',
         '--profiling=false',
         ...gates(cp.featureGates),
       ],

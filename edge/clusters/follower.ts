@@ -10,12 +10,19 @@
  * 3. start: each component of the role in order (containerd, the pause image imported, etcd, the
  *    API server, controller-manager, scheduler, kubelet), each one not running already
  *    (edge/clusters/processes.ts finds them by pid file and command line), each waited for until
- *    healthy (edge/clusters/health.ts). A component that runs the previous template version's
+ *    healthy (edge/clusters/gate.ts). A component that runs the previous template version's
  *    command line is swapped (an upgrade): stopped, the new one started and held to the health
  *    gate; one that fails it rolls the node back to the previous version's binaries and configs,
  *    and that upgrade is not tried again until the order changes (node-state.ts);
- * 4. wait for the node to be Ready; then supervise: a component that died is started again, and
- *    every component's health and the node's readiness are reported when they change.
+ * 4. wait for the node to be Ready (a worker's CNI config first waits for the pod subnet the
+ *    controller-manager gives its node); a control plane drains the workers its order removes
+ *    (edge/clusters/drain.ts); then supervise: a component that died is started again, and every
+ *    component's health and the node's readiness are reported when they change.
+ *
+ * A worker runs containerd and a kubelet only, its kubelet joined to the control plane's API server
+ * (the order's `apiServer`) with the certificates the hub made for it; its own bridge and cgroup
+ * root (edge/clusters/cgroups.ts) let several nodes share a host. Passes run one at a time
+ * (one-pass.ts).
  *
  * Without an order, or with another cluster's, the node of any other cluster on this edge is torn
  * down (edge/clusters/teardown.ts). Each step is reported (the report's `cluster`: phase, step,
@@ -23,15 +30,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  ARTIFACT_NAMES,
-  PkiBundle,
-  type ClusterNodeOrder,
-  type ClusterNodeReport,
-  type ComponentName,
-  type ComponentReport,
-  type NodePhase,
-} from '../../core/cluster.js';
+import { ARTIFACT_NAMES, PkiBundle, type ClusterNodeOrder, type ClusterNodeReport } from '../../core/cluster.js';
 import { mailboxDocId, type EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import {
@@ -47,21 +46,32 @@ import type { ReplicaStore } from '../../sync/store.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
 import type { SpecFollower } from '../orders/followers.js';
-import { importPauseImage, stageArtifact } from './artifacts.js';
+import { importPauseImage, removeUnusedArtifacts, stageArtifact } from './artifacts.js';
 import { nextReport, type ReportPatch } from './report.js';
-import { componentCommands, nodeFiles, nodeLayout, type ComponentCommand, type NodeLayout } from './configs.js';
-import { componentHealth, nodeState } from './health.js';
+import {
+  componentCommands,
+  nodeFiles,
+  nodeLayout,
+  nodeCgroupRoot,
+  type ComponentCommand,
+  type NodeLayout,
+} from './configs.js';
+import { nodeState, type NodeSeen } from './health.js';
+import { ensureCgroupRoot } from './cgroups.js';
 import {
   keep,
   orderKey,
   readNodeState,
-  tail,
   writeIfChanged,
   writeNodeState,
   type KeptOrder,
   type NodeState,
 } from './node-state.js';
-import { alive, findComponent, readPid, startComponent, stopComponent } from './processes.js';
+import { findComponent, startComponent, stopComponent } from './processes.js';
+import { hostAddress } from './node-ip.js';
+import { waitHealthy, type Components } from './gate.js';
+import { reportDrain, superviseNode, type Reporting } from './supervise.js';
+import { OnePassAtATime } from './one-pass.js';
 import { teardownNode } from './teardown.js';
 
 const log = createLogger('edge:clusters');
@@ -69,8 +79,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** How often a running node is looked at (components alive, health, readiness). */
 export const SUPERVISE_MS = 5_000;
-/** How long a component has to become healthy once started (the health gate of an upgrade too). */
-const HEALTHY_WITHIN_MS = 180_000;
 /** How long the node has to become Ready once its kubelet is healthy. */
 const READY_WITHIN_MS = 240_000;
 /** After a failed pass, the next one (a spec change starts one sooner). */
@@ -90,21 +98,23 @@ export interface ClusterFollowerDeps {
   superviseMs?: number;
 }
 
-type Components = Partial<Record<ComponentName, ComponentReport>>;
-
 /** An upgrade's health gate failed: the node went back to the previous version. */
 class RolledBack extends Error {}
 
 export class ClusterFollower implements SpecFollower {
   readonly kind = CLUSTER_ORDER.name;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly loop = new OnePassAtATime(
+    () => this.pass(),
+    (err: unknown) => log.warn({ err }, 'cluster pass failed; retried'),
+  );
   private readonly specId;
   private readonly reportId;
   /** The node's report as this process last wrote it. */
   private report: ClusterNodeReport | undefined;
+  /** The host's address the node uses (node-ip.ts), looked up at each pass. */
+  private nodeIp = '';
+  /** A worker's pod subnet, once its node has one (its CNI config is written from it). */
+  private podSubnet: string | undefined;
 
   constructor(private readonly d: ClusterFollowerDeps) {
     this.specId = mailboxDocId(d.edge, 'spec');
@@ -114,20 +124,7 @@ export class ClusterFollower implements SpecFollower {
   }
 
   check(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err: unknown) => log.warn({ err }, 'cluster pass failed; retried'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.check();
-        }
-      });
+    this.loop.check();
   }
 
   connected(): void {
@@ -136,16 +133,15 @@ export class ClusterFollower implements SpecFollower {
 
   /** Stops following (the components keep running: the next agent finds them). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
+  }
+
+  private get stopped(): boolean {
+    return this.loop.isStopped;
   }
 
   private later(ms: number): void {
-    clearTimeout(this.timer);
-    if (this.stopped) return;
-    this.timer = setTimeout(() => this.check(), ms);
-    this.timer.unref();
+    this.loop.later(ms);
   }
 
   private async pass(): Promise<void> {
@@ -171,7 +167,10 @@ export class ClusterFollower implements SpecFollower {
       if (this.report) this.writeReport(undefined);
       return;
     }
-    if (this.report && this.report.uid !== order.uid) this.writeReport(undefined);
+    if (this.report && this.report.uid !== order.uid) {
+      this.writeReport(undefined);
+      this.podSubnet = undefined;
+    }
     try {
       await this.converge(order);
       this.later(this.d.superviseMs ?? SUPERVISE_MS);
@@ -198,6 +197,7 @@ export class ClusterFollower implements SpecFollower {
   /** Brings the node to what the order says (or keeps the previous version where its upgrade rolled back). */
   private async converge(order: ClusterNodeOrder): Promise<void> {
     const l = nodeLayout(this.d.dataDir, order.cluster);
+    this.nodeIp = hostAddress();
     fs.mkdirSync(l.root, { recursive: true, mode: 0o700 });
     const held = readNodeState(this.d.dataDir, order.cluster);
     const state: NodeState = { ...held, order: keep(order) };
@@ -242,13 +242,14 @@ export class ClusterFollower implements SpecFollower {
     fs.mkdirSync(l.pki, { recursive: true, mode: 0o700 });
     for (const [f, text] of Object.entries(bundle)) wrote += writeIfChanged(path.join(l.pki, f), text, 0o600) ? 1 : 0;
     wrote += this.writeConfigs(target, l);
+    ensureCgroupRoot(nodeCgroupRoot(target, this.d.edge));
     if (wrote) this.update(target, {}, { step: 'Configured', message: `${wrote} PKI and config files written` });
 
     // 3. Start what is not running, in order, each healthy before the next; swap what runs the previous version.
     const components: Components = { ...(this.sameUid(target)?.components ?? {}) };
-    const before = prev ? componentCommands(prev, this.d.edge, l) : [];
+    const before = prev ? componentCommands(prev, this.d.edge, l, this.nodeIp) : [];
     const swapped: { from: ComponentCommand; to: ComponentCommand }[] = [];
-    for (const c of componentCommands(target, this.d.edge, l)) {
+    for (const c of componentCommands(target, this.d.edge, l, this.nodeIp)) {
       let pid = findComponent(l.run, c);
       if (pid === undefined) {
         const old = before.find((b) => b.name === c.name && findComponent(l.run, b) !== undefined);
@@ -268,7 +269,7 @@ export class ClusterFollower implements SpecFollower {
           },
         );
         try {
-          await this.waitHealthy(target, l, c);
+          await waitHealthy(target, l, c, () => this.stopped);
         } catch (err) {
           if (!prev || !swapped.length) throw err;
           await this.rollBack(order, state, prev, swapped, l, (err as Error).message);
@@ -282,12 +283,12 @@ export class ClusterFollower implements SpecFollower {
     }
 
     // 4. The node Ready (the control plane sees it), then the report of every component.
-    if (target.role === 'control-plane') {
+    {
       const deadline = Date.now() + READY_WITHIN_MS;
-      let node = await nodeState(target, l, this.d.edge);
+      let node = await this.nodeNow(target, l);
       while (!node.ready && Date.now() < deadline && !this.stopped) {
         await sleep(2_000);
-        node = await nodeState(target, l, this.d.edge);
+        node = await this.nodeNow(target, l);
       }
       if (!node.ready) {
         const why = `node ${this.d.edge} is not Ready after ${READY_WITHIN_MS / 1000} s: ${node.reason}`;
@@ -302,7 +303,7 @@ export class ClusterFollower implements SpecFollower {
         state.running = target;
         writeNodeState(this.d.dataDir, order.cluster, state);
         if (from) {
-          this.removeUnused(l, target);
+          removeUnusedArtifacts(l, target);
           this.update(
             target,
             {},
@@ -313,15 +314,31 @@ export class ClusterFollower implements SpecFollower {
           );
         }
       }
-      await this.supervise(target, l, node, state.refused?.reason);
+      if (target.role === 'control-plane') await reportDrain(order, target, l, this.reporting(target));
+      await superviseNode(target, l, this.d.edge, this.nodeIp, node, state.refused?.reason, this.reporting(target));
     }
   }
 
   /** The configs of `o` (rewritten when a rollback goes back to the previous version's). */
   private writeConfigs(o: KeptOrder, l: NodeLayout): number {
     let wrote = 0;
-    for (const [f, text] of nodeFiles(o, this.d.edge, l)) wrote += writeIfChanged(f, text, 0o600) ? 1 : 0;
+    for (const [f, text] of nodeFiles(o, this.d.edge, l, this.nodeIp, this.podSubnet))
+      wrote += writeIfChanged(f, text, 0o600) ? 1 : 0;
     return wrote;
+  }
+
+  /**
+   * The node as the API server sees it. A worker's CNI config waits for the pod subnet the
+   * controller-manager gives its node (until then the kubelet reports the network not ready).
+   */
+  private async nodeNow(o: KeptOrder, l: NodeLayout): Promise<NodeSeen> {
+    const node = await nodeState(o, l, this.d.edge);
+    if (o.role === 'worker' && node.podCIDR && node.podCIDR !== this.podSubnet) {
+      this.podSubnet = node.podCIDR;
+      if (this.writeConfigs(o, l))
+        this.update(o, {}, { step: 'Configured', message: `pod network ${node.podCIDR} configured` });
+    }
+    return node;
   }
 
   /** Puts back the previous version's components (in reverse) and configs; the upgrade is not tried again. */
@@ -339,7 +356,7 @@ export class ClusterFollower implements SpecFollower {
     for (const s of [...swapped].reverse()) {
       await stopComponent(l.run, s.to.name, l.root);
       startComponent(l.run, l.logs, s.from);
-      await this.waitHealthy(prev, l, s.from);
+      await waitHealthy(prev, l, s.from, () => this.stopped);
     }
     const reason =
       `the upgrade to ${to} was rolled back to ${prev.template.name}@${prev.template.version}: ${why}`.slice(0, 1000);
@@ -348,67 +365,13 @@ export class ClusterFollower implements SpecFollower {
     this.update(prev, { phase: 'RolledBack', message: reason }, { step: 'RolledBack', message: reason });
   }
 
-  /** Removes the installed artifacts the node's version no longer uses (after an upgrade held). */
-  private removeUnused(l: NodeLayout, o: KeptOrder): void {
-    const used = new Set(ARTIFACT_NAMES.map((n) => path.basename(l.artifact(n, o.spec.artifacts[n].digest))));
-    for (const e of fs.readdirSync(l.bin))
-      if (!used.has(e)) fs.rmSync(path.join(l.bin, e), { recursive: true, force: true });
-  }
-
-  /** One look at a running node: components alive and healthy, the node's readiness; reported when it changed. */
-  private async supervise(
-    o: KeptOrder,
-    l: NodeLayout,
-    node: { ready: boolean; kubeletVersion?: string; reason?: string },
-    rolledBack: string | undefined,
-  ): Promise<void> {
-    const components: Components = {};
-    const prev = this.sameUid(o)?.components ?? {};
-    for (const c of componentCommands(o, this.d.edge, l)) {
-      const pid = findComponent(l.run, c);
-      const h = pid !== undefined ? await componentHealth(c.name, o, l) : { healthy: false, message: 'not running' };
-      components[c.name] = {
-        running: pid !== undefined,
-        healthy: h.healthy,
-        ...(pid !== undefined ? { pid } : {}),
-        restarts: prev[c.name]?.restarts ?? 0,
-        ...(h.message ? { message: h.message } : {}),
-      };
-    }
-    const allHealthy = Object.values(components).every((c) => c.healthy);
-    const phase: NodePhase = !(node.ready && allHealthy) ? 'NotReady' : rolledBack ? 'RolledBack' : 'Ready';
-    const was = this.sameUid(o)?.phase;
-    this.update(
-      o,
-      { phase, components, node, message: rolledBack, runs: `${o.template.name}@${o.template.version}` },
-      was !== phase && phase !== 'RolledBack'
-        ? phase === 'Ready'
-          ? { step: 'NodeReady', message: `node ${this.d.edge} is Ready (kubelet ${node.kubeletVersion ?? '?'})` }
-          : { step: 'NotReady', message: node.reason ?? 'a component is not healthy' }
-        : undefined,
-    );
+  /** The node's report and how to change it, for the supervision's steps (supervise.ts). */
+  private reporting(o: KeptOrder): Reporting {
+    return { cur: this.sameUid(o), update: (patch, event) => this.update(o, patch, event) };
   }
 
   private sameUid(o: { uid: string }): ClusterNodeReport | undefined {
     return this.report?.uid === o.uid ? this.report : undefined;
-  }
-
-  private async waitHealthy(o: KeptOrder, l: NodeLayout, c: ComponentCommand): Promise<void> {
-    const deadline = Date.now() + HEALTHY_WITHIN_MS;
-    let last = '';
-    for (;;) {
-      const pid = readPid(l.run, c.name);
-      if (pid === undefined || !alive(pid))
-        throw new Error(`${c.name} exited at start; its log ends: ${tail(path.join(l.logs, `${c.name}.log`))}`);
-      const h = await componentHealth(c.name, o, l);
-      if (h.healthy) return;
-      last = h.message ?? '';
-      if (Date.now() > deadline || this.stopped)
-        throw new Error(
-          `${c.name} is not healthy after ${HEALTHY_WITHIN_MS / 1000} s (${last}); its log ends: ${tail(path.join(l.logs, `${c.name}.log`))}`,
-        );
-      await sleep(500);
-    }
   }
 
   /**

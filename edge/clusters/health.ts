@@ -99,16 +99,42 @@ export async function componentHealth(
 }
 
 /** The node as the API server sees it: Ready, the kubelet's version, why not Ready. */
-export async function nodeState(
-  o: NodeSpec,
-  l: NodeLayout,
-  edge: string,
-): Promise<{ ready: boolean; kubeletVersion?: string; reason?: string }> {
+/**
+ * Where this node reads its Node object: a control plane from its own API server as the admin, a
+ * worker from the control plane's as its kubelet (the Node authorizer lets it read its own node).
+ */
+function nodeApi(o: NodeSpec, l: NodeLayout): { base: string; tls: https.RequestOptions } {
+  if (o.role === 'worker' && o.apiServer) {
+    const read = (f: string) => fs.readFileSync(path.join(l.pki, f));
+    return {
+      base: `https://${o.apiServer.address}:${o.ports.apiServer}`,
+      tls: {
+        ca: read('ca.crt'),
+        cert: read('kubelet-client.crt'),
+        key: read('kubelet-client.key'),
+        servername: o.apiServer.serverName,
+      },
+    };
+  }
+  return { base: `https://127.0.0.1:${o.ports.apiServer}`, tls: adminTls(l) };
+}
+
+export interface NodeSeen {
+  ready: boolean;
+  kubeletVersion?: string;
+  reason?: string;
+  /** The pod subnet the controller-manager gave the node (a worker's CNI config is written from it). */
+  podCIDR?: string;
+}
+
+export async function nodeState(o: NodeSpec, l: NodeLayout, edge: string): Promise<NodeSeen> {
   try {
-    const a = await get(`https://127.0.0.1:${o.ports.apiServer}/api/v1/nodes/${edge}`, adminTls(l));
+    const api = nodeApi(o, l);
+    const a = await get(`${api.base}/api/v1/nodes/${edge}`, api.tls);
     if (a.status === 404) return { ready: false, reason: 'the kubelet has not registered the node yet' };
     if (a.status !== 200) return { ready: false, reason: `HTTP ${a.status} reading the node` };
     const n = JSON.parse(a.body) as {
+      spec?: { podCIDR?: string };
       status?: {
         nodeInfo?: { kubeletVersion?: string };
         conditions?: { type: string; status: string; reason?: string; message?: string }[];
@@ -120,6 +146,7 @@ export async function nodeState(
       ready,
       ...(n.status?.nodeInfo?.kubeletVersion ? { kubeletVersion: n.status.nodeInfo.kubeletVersion } : {}),
       ...(!ready ? { reason: `${cond?.reason ?? 'NotReady'}: ${cond?.message ?? ''}`.slice(0, 500) } : {}),
+      ...(n.spec?.podCIDR && /^[\d.]+\/\d+$/.test(n.spec.podCIDR) ? { podCIDR: n.spec.podCIDR } : {}),
     };
   } catch (err) {
     return { ready: false, reason: (err as Error).message.slice(0, 500) };

@@ -9,7 +9,9 @@ import type { KeptOrder } from './node-state.js';
 
 const EVENTS_KEPT = 20;
 
-export type ReportPatch = Partial<Pick<ClusterNodeReport, 'phase' | 'message' | 'components' | 'node' | 'runs'>>;
+export type ReportPatch = Partial<
+  Pick<ClusterNodeReport, 'phase' | 'message' | 'components' | 'node' | 'runs' | 'address' | 'drained' | 'draining'>
+>;
 
 /** The report after `patch` and `event`; undefined when nothing but its time would change. */
 export function nextReport(
@@ -44,6 +46,12 @@ export function nextReport(
   if (message) next.message = message.slice(0, 1024);
   const node = patch.node ?? cur?.node;
   if (node) next.node = node;
+  const address = patch.address ?? cur?.address;
+  if (address) next.address = address;
+  const drained = patch.drained ?? cur?.drained;
+  if (drained?.length) next.drained = drained;
+  const draining = 'draining' in patch ? patch.draining : cur?.draining;
+  if (draining) next.draining = draining.slice(0, 1024);
   if (cur && JSON.stringify({ ...cur, at: 0 }) === JSON.stringify({ ...next, at: 0 })) return undefined;
   next.at = now;
   return next;

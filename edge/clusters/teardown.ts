@@ -9,8 +9,10 @@
 import fs from 'node:fs';
 import { createLogger } from '../../core/logger.js';
 import type { ComponentName } from '../../core/cluster.js';
-import { bridgeName, componentCommands, nodeLayout } from './configs.js';
+import { componentCommands, nodeBridge, nodeCgroupRoot, nodeLayout } from './configs.js';
+import { removeCgroupRoot } from './cgroups.js';
 import { deleteAllPods } from './health.js';
+import { hostAddress } from './node-ip.js';
 import type { KeptOrder } from './node-state.js';
 import {
   cmdlineOf,
@@ -39,7 +41,14 @@ export async function teardownNode(
 ): Promise<void> {
   const l = nodeLayout(dataDir, cluster);
   if (o) {
-    const cmds = componentCommands(o, edge, l);
+    // The kubelet's command line names the host's address: without one, it is not found (killed below).
+    let ip = '';
+    try {
+      ip = hostAddress();
+    } catch {
+      /* no address: the components are stopped by their pid files below */
+    }
+    const cmds = componentCommands(o, edge, l, ip);
     const running = (n: ComponentName) => {
       const c = cmds.find((x) => x.name === n);
       return c ? findComponent(l.run, c) !== undefined : false;
@@ -64,7 +73,11 @@ export async function teardownNode(
   const rest = strays(l.root);
   await killAll([...descendants(rest), ...rest]);
   const stuck = await unmountUnder(l.root);
-  if (o) await deleteLink(bridgeName(o.uid));
+  if (o) await deleteLink(nodeBridge(o, edge));
+  if (o) {
+    const busy = removeCgroupRoot(nodeCgroupRoot(o, edge));
+    if (busy.length) log.warn({ cluster, busy: busy.slice(0, 3) }, "cgroups of the node's kubelet are still busy");
+  }
   if (stuck.length) throw new Error(`cannot unmount ${stuck.slice(0, 3).join(', ')}: the node's directory stays`);
   fs.rmSync(l.root, { recursive: true, force: true });
 }

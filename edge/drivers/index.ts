@@ -8,7 +8,7 @@ import type { Driver, DriverName } from './driver.js';
 export async function createDriver(
   name: DriverName,
   dataDir: string,
-  opts: { kubeconfig?: string; processStableMs?: number } = {},
+  opts: { kubeconfig?: string; clusterKubeconfig?: () => string | undefined; processStableMs?: number } = {},
 ): Promise<Driver> {
   const dir = path.join(dataDir, 'runtime', name);
   switch (name) {
@@ -23,6 +23,7 @@ export async function createDriver(
       return (await import('./kubernetes/index.js')).createKubernetesDriver({
         dataDir: dir,
         ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
+        ...(opts.clusterKubeconfig ? { clusterKubeconfig: opts.clusterKubeconfig } : {}),
       });
   }
 }

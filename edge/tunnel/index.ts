@@ -3,7 +3,8 @@
  * connection. The edge decides what a stream may reach, whatever the hub asks:
  * - `http` to a workload goes only to a port the workload declares (`driver.endpoint`), never to
  *   an arbitrary host or port of the device; `http` to `kube` goes only to the cluster API of this
- *   edge's kubeconfig, with the edge's own credential (the hub user's token never leaves the hub);
+ *   edge's kubeconfig, or else of the cluster whose control plane the edge runs (docs/clusters.md),
+ *   with the edge's own credential (the hub user's token never leaves the hub);
  * - logs and exec run through the driver; actions through the driver and the reconciler;
  * - `tcp` (a ServiceExport's connection, edge/interconnect/serve.ts) goes only to a declared port.
  *
@@ -38,6 +39,11 @@ export interface TunnelAgentOptions {
   transport: TunnelTransport;
   /** The kubeconfig of the kubernetes driver: the only cluster API the `kube` target reaches. */
   kubeconfig?: string;
+  /**
+   * Without `kubeconfig`: the admin kubeconfig of the cluster whose control plane this edge runs,
+   * looked up at each request (the node comes and goes with its order).
+   */
+  clusterKubeconfig?: () => string | undefined;
   /** The agent's Prometheus page, for the hub's `GET /api/v1/edges/NAME/metrics`. */
   metrics?: () => Promise<{ text: string; contentType: string }>;
 }
@@ -56,10 +62,16 @@ export interface TunnelAgent {
 export function createTunnelAgent(o: TunnelAgentOptions): TunnelAgent {
   let kube: Promise<KubeTarget> | undefined;
   const kubeOnce = (): Promise<KubeTarget> => {
-    if (!o.kubeconfig)
+    if (!o.kubeconfig) {
+      const cluster = o.clusterKubeconfig?.();
+      if (cluster) return kubeTarget(cluster);
       return Promise.reject(
-        new TunnelError('not_found', `this edge runs the ${o.driver.name} driver: it has no Kubernetes API to reach`),
+        new TunnelError(
+          'not_found',
+          `this edge runs the ${o.driver.name} driver: it has no Kubernetes API to reach (no kubeconfig, and no cluster's control plane runs here)`,
+        ),
       );
+    }
     kube ??= kubeTarget(o.kubeconfig).catch((err: unknown) => {
       kube = undefined;
       throw err;

@@ -23,6 +23,7 @@ import { resolveMaxUnavailable } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { checkDataPaths } from '../data/paths.js';
+import { placementSelection } from '../clusters/selection.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import type { ObjectApi } from './context.js';
@@ -92,7 +93,7 @@ class ProjectView {
       this.deps.objects.list<Edge>('Edge', this.project),
       this.deps.state.edges.liveness(this.project),
     );
-    return selectEdges(this.edges, p.spec);
+    return selectEdges(this.edges, placementSelection(this.deps.state.clusters, this.project, p.spec));
   }
 }
 
@@ -242,7 +243,7 @@ function crossObjectRules(deps: ObjectApi, valid: Resource[]): string[] {
   };
   let warnings: string[];
   try {
-    warnings = checkPlacements(state.edges, objects, written<Placement>('Placement'));
+    warnings = checkPlacements(state.edges, objects, written<Placement>('Placement'), state.clusters);
   } catch (err) {
     return byIndex('Placement', err, (d) => d.placement!);
   }

@@ -81,7 +81,8 @@ export function kubeApiDeps(m: {
         return state.transaction(() => {
           const r = objects.apply(obj, opts);
           if (r.object.kind === 'DataObject') checkDataPaths(state.edges, objects, [r.object]);
-          const warnings = r.object.kind === 'Placement' ? checkPlacements(state.edges, objects, [r.object]) : [];
+          const warnings =
+            r.object.kind === 'Placement' ? checkPlacements(state.edges, objects, [r.object], state.clusters) : [];
           const mf = managedFields?.(r.object);
           const { kind, metadata } = r.object;
           if (mf) kube.setManagedFields(kind, metadata.project, metadata.name, mf);

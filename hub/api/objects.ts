@@ -1,4 +1,5 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
+import { refuseClusterDelete } from '../clusters/delete-guard.js';
 import type { EventView, PlacementStagingView, RevisionView } from '../../core/api/views.js';
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
@@ -286,7 +287,11 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
     const { r, warnings } = state.transaction(() => {
       const r = objects.apply(obj, { update: mode === 'put', actor: actor(c) });
       if (r.object.kind === 'DataObject') checkDataPaths(state.edges, objects, [r.object]);
-      return { r, warnings: r.object.kind === 'Placement' ? checkPlacements(state.edges, objects, [r.object]) : [] };
+      return {
+        r,
+        warnings:
+          r.object.kind === 'Placement' ? checkPlacements(state.edges, objects, [r.object], state.clusters) : [],
+      };
     });
     for (const w of warnings) c.header('Warning', `299 - ${JSON.stringify(w)}`, { append: true });
     return c.json(withStatus(deps, r.object), r.action === 'created' ? 201 : 200);
@@ -337,6 +342,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
     // AgentUpgrade takes (hub/upgrades/delete-effects.ts). Nothing awaits between the two.
     const upgrade = kind === 'AgentUpgrade' ? objects.get<AgentUpgrade>(kind, project, c.req.param('name')) : undefined;
     const changes = upgrade && deps.upgrades ? deps.upgrades.deleteChanges(upgrade) : undefined;
+    if (kind === 'Cluster') refuseClusterDelete(objects, project, c.req.param('name'), c.req.query('force') === 'true');
     const o = objects.delete(kind, project, c.req.param('name'), actor(c));
     return c.json({ deleted: { kind, project, name: o.metadata.name }, ...(changes ? { changes } : {}) });
   });

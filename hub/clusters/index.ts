@@ -3,15 +3,15 @@
  * kind of order (core/orders/cluster.ts) on the engine (hub/orders/engine.ts), and the rules of
  * ClusterTemplates and Clusters, checked inside each object's write transaction:
  *
- * - a template version is immutable: its content as first applied is kept
- *   (hub/state/clusters.ts), and applying other content under the same `spec.version` is refused;
- *   its artifacts must verify (hub/clusters/artifacts.ts), and are referenced per version;
+ * - a template version is immutable, its artifacts must verify (hub/clusters/templates.ts);
  * - a Cluster names an applied template version, and reserves its hosts: an edge belongs to at
  *   most one cluster, and naming one another cluster holds is refused with the holder's name;
  *   workers chosen by selector are reserved as they appear (those held elsewhere are left out,
- *   and said so in the status);
- * - each node's PKI is made once (hub/clusters/pki.ts, asynchronously, by the pass), kept sealed
- *   with the hub's key, and sealed to the node's edge for its order.
+ *   and said so in the status); a worker no longer named stays reserved as `removing` until the
+ *   control plane reports it drained and deleted from the cluster, then it is released;
+ * - each node's PKI is made once (hub/clusters/node-pki.ts, asynchronously, by the pass), kept
+ *   sealed with the hub's key, and sealed to the node's edge for its order; a worker's order waits
+ *   for the address the control-plane node reports (where its API server is).
  *
  * Every replica computes the same parts from the shared tables; the engine writes those of the
  * edges this process serves. The nodes' reports are projected into `cluster_nodes`, and each new
@@ -21,14 +21,13 @@ import {
   ClusterNodeReport,
   ClusterTemplateSpec,
   DEFAULT_CLUSTER_PORTS,
-  PkiBundle,
   type ClusterNodeOrder,
   type NodeRole,
 } from '../../core/cluster.js';
 import { OutpostError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { CLUSTER_ORDER } from '../../core/orders/cluster.js';
-import type { Cluster, ClusterTemplate, Edge } from '../../core/resources.js';
+import type { Cluster, Edge } from '../../core/resources.js';
 import type { ClusterStatusView } from '../../core/api/views.js';
 import type { EdgeReportState } from '../../core/mailbox.js';
 import type { HubBlobs } from '../blobs/index.js';
@@ -37,8 +36,11 @@ import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
-import { checkTemplateArtifacts } from './artifacts.js';
-import { createClusterCa, nodeBundle, type ClusterCa } from './pki.js';
+import { templateChanged } from './templates.js';
+import { projectNodeReport } from './node-reports.js';
+import { nodeRole, REMOVING } from './roles.js';
+import { upgradePlan, type NodeProgress, type UpgradePlan } from './upgrade-plan.js';
+import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
 
 const log = createLogger('hub:clusters');
@@ -131,7 +133,8 @@ export class HubClusters {
   async tick(): Promise<void> {
     for (const c of this.d.objects.list<Cluster>('Cluster', '*')) {
       this.d.state.transaction(() => this.reserveSelected(c));
-      await this.ensurePki(c);
+      const spec = this.templateSpec(c);
+      if (spec) await ensureClusterPki(this.d, c, spec, nodeRole);
     }
     const parts = new Map<string, ClusterNodeOrder>();
     for (const h of this.d.state.clusters.allHosts()) {
@@ -149,7 +152,7 @@ export class HubClusters {
   }
 
   status(c: Cluster): ClusterStatusView {
-    return clusterStatus(this.d.state, c, this.heldElsewhere(c));
+    return clusterStatus(this.d.state, c, this.heldElsewhere(c), this.plan(c).paused);
   }
 
   /**
@@ -159,11 +162,23 @@ export class HubClusters {
   orderOf(edge: string): ClusterNodeOrder | undefined {
     const { state, objects, secrets } = this.d;
     const h = state.clusters.holder(edge);
-    // Workers are reserved, but their join is not built yet (docs/clusters.md): no order for them.
-    if (!h || h.role === 'worker') return undefined;
+    if (!h) return undefined;
     const c = objects.get<Cluster>('Cluster', h.project, h.cluster);
     if (!c) return undefined;
-    const spec = this.templateSpec(c);
+    const role = nodeRole(h.role);
+    // A worker joins once the control plane said where its API server is (its node's address).
+    const apiServer = role === 'worker' ? this.controlPlaneAddress(c) : undefined;
+    if (role === 'worker' && !apiServer) return undefined;
+    const drain =
+      role === 'control-plane'
+        ? state.clusters
+            .hostsOf(h.project, h.cluster)
+            .filter((x) => x.role === REMOVING)
+            .map((x) => x.edge)
+        : [];
+    // A worker runs the version the upgrade's order gives it (upgrade-plan.ts), the rest the cluster's.
+    const template = role === 'worker' ? this.plannedTemplate(c, edge) : { ...c.spec.template };
+    const spec = this.templateSpecOf(c.metadata.project, template.name, template.version);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
     let sealed: string;
@@ -179,86 +194,76 @@ export class HubClusters {
     return {
       cluster: h.cluster,
       uid: c.metadata.uid!,
-      role: h.role as NodeRole,
-      template: { ...c.spec.template },
+      role,
+      template,
       spec,
-      ports: { ...DEFAULT_CLUSTER_PORTS, ...c.spec.ports },
+      ports: {
+        ...DEFAULT_CLUSTER_PORTS,
+        ...c.spec.ports,
+        ...(role === 'worker' ? c.spec.workers?.ports : {}),
+      },
+      ...(apiServer ? { apiServer } : {}),
+      ...(drain.length ? { drain } : {}),
       pki: sealed,
     };
   }
 
+  /** The control-plane node's address as it reported it (this cluster's uid), with its edge's name. */
+  private controlPlaneAddress(c: Cluster): { address: string; serverName: string } | undefined {
+    const cp = c.spec.controlPlane.edges[0]!;
+    const r = this.d.state.clusters.nodeReport(cp);
+    if (!r) return undefined;
+    const parsed = ClusterNodeReport.safeParse(JSON.parse(r.report));
+    if (!parsed.success || parsed.data.uid !== c.metadata.uid || !parsed.data.address) return undefined;
+    return { address: parsed.data.address, serverName: cp };
+  }
+
   private templateSpec(c: Cluster): ClusterTemplateSpec | undefined {
-    const text = this.d.state.clusters.templateVersion(
-      c.metadata.project,
-      c.spec.template.name,
-      c.spec.template.version,
-    );
+    return this.templateSpecOf(c.metadata.project, c.spec.template.name, c.spec.template.version);
+  }
+
+  private templateSpecOf(project: string, name: string, version: string): ClusterTemplateSpec | undefined {
+    const text = this.d.state.clusters.templateVersion(project, name, version);
     return text ? ClusterTemplateSpec.parse(JSON.parse(text)) : undefined;
   }
 
-  /** What the edge reports of its node, into `cluster_nodes`; each new step an event of its Cluster. */
+  /** The upgrade's plan for the cluster's nodes now (upgrade-plan.ts), from their reports. */
+  plan(c: Cluster): UpgradePlan {
+    const { project, name, uid } = c.metadata;
+    const nodes: NodeProgress[] = this.d.state.clusters.hostsOf(project, name).map((h) => {
+      const raw = this.d.state.clusters.nodeReport(h.edge);
+      const parsed = raw ? ClusterNodeReport.safeParse(JSON.parse(raw.report)) : undefined;
+      const r = parsed?.success && parsed.data.uid === uid ? parsed.data : undefined;
+      return {
+        edge: h.edge,
+        role: nodeRole(h.role),
+        ...(r ? { ordered: r.template, phase: r.phase, ready: !!r.node?.ready } : {}),
+        ...(r?.runs ? { runs: r.runs } : {}),
+      };
+    });
+    const want = `${c.spec.template.name}@${c.spec.template.version}`;
+    return upgradePlan(want, nodes, { maxUnavailable: 1, failureThreshold: 1, ...c.spec.upgrade });
+  }
+
+  /** The template version the plan gives a worker (one of the project's applied versions, else the cluster's). */
+  private plannedTemplate(c: Cluster, edge: string): { name: string; version: string } {
+    const v = this.plan(c).versions.get(edge);
+    const at = v?.lastIndexOf('@') ?? -1;
+    const t = v && at > 0 ? { name: v.slice(0, at), version: v.slice(at + 1) } : undefined;
+    return t && this.templateSpecOf(c.metadata.project, t.name, t.version) ? t : { ...c.spec.template };
+  }
+
+  /** What the edge reports of its node, into `cluster_nodes` (node-reports.ts). */
   private project(edge: string, report: EdgeReportState): boolean {
-    const { clusters, events } = this.d.state;
-    const prev = clusters.nodeReport(edge);
-    const r = report.cluster;
-    if (!r) {
-      if (!prev) return false;
-      clusters.deleteNodeReport(edge);
-      return true;
-    }
-    const text = JSON.stringify(r);
-    if (prev?.report === text) return false;
-    const holder = clusters.holder(edge);
-    // Peer input: only the cluster the edge belongs to, or the one it last reported (a deleted
-    // cluster's node tearing down), in the project the hub recorded; anything else is dropped.
-    const project =
-      holder?.cluster === r.cluster ? holder.project : prev?.cluster === r.cluster ? prev.project : undefined;
-    if (!project) return false;
-    const before = prev ? ClusterNodeReport.safeParse(JSON.parse(prev.report)) : undefined;
-    const seen = before?.success && before.data.uid === r.uid ? Math.max(0, ...before.data.events.map((e) => e.at)) : 0;
-    for (const e of r.events.filter((x) => x.at > seen))
-      events.record({ project, kind: 'Cluster', name: r.cluster, reason: e.step, message: `${edge}: ${e.message}` });
-    clusters.putNodeReport(edge, project, r.cluster, text);
-    return true;
+    return projectNodeReport(this.d.state, edge, report.cluster, () => this.mark());
   }
 
   private onObjectChange(c: ObjectChange): void {
-    if (c.kind === 'ClusterTemplate') this.templateChanged(c);
+    if (c.kind === 'ClusterTemplate') templateChanged(this.d, c);
     else if (c.kind === 'Cluster') this.clusterChanged(c);
     // An edge's labels may bring it under a worker selector.
     else if (c.kind !== 'Edge') return;
     this.mark();
-  }
-
-  private templateChanged(c: ObjectChange): void {
-    const { state, objects, blobs } = this.d;
-    const after = c.after as ClusterTemplate | undefined;
-    if (!after) {
-      const users = objects
-        .list<Cluster>('Cluster', c.project)
-        .filter((x) => x.spec.template.name === c.name)
-        .map((x) => x.metadata.name);
-      if (users.length)
-        throw new OutpostError(
-          'conflict',
-          `ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first`,
-        );
-      for (const v of state.clusters.templateVersions(c.project, c.name))
-        blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${v}`, []);
-      return;
-    }
-    const spec = after.spec;
-    const text = JSON.stringify(spec);
-    const kept = state.clusters.templateVersion(c.project, c.name, spec.version);
-    if (kept !== undefined && kept !== text)
-      throw new OutpostError(
-        'invalid',
-        `spec.version: version ${spec.version} of ClusterTemplate ${c.name} was applied with other content, and a template version never changes: give the change a new spec.version`,
-        { details: [{ path: 'spec.version', message: `${spec.version} is already applied with other content` }] },
-      );
-    const digests = checkTemplateArtifacts(this.d.releasePublicKeyPem, blobs, c.project, spec);
-    blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${spec.version}`, digests);
-    state.clusters.putTemplateVersion(c.project, c.name, spec.version, text, Date.now());
   }
 
   private clusterChanged(c: ObjectChange): void {
@@ -325,13 +330,25 @@ export class HubClusters {
           `edge ${h.edge} belongs to cluster ${held.project}/${held.cluster} (an edge belongs to at most one cluster): remove it there first, or name another edge`,
         );
     }
-    // Hosts it no longer names (or selects) are released: their nodes stop and clean up.
+    // Hosts it no longer names (or selects): a worker whose node reported is drained by the control
+    // plane first (still reserved, as `removing`); any other is released, its node stops and cleans up.
     const wanted = new Set([...named.map((h) => h.edge), ...this.selectedWorkers(after)]);
-    for (const h of state.clusters.hostsOf(c.project, c.name))
-      if (!wanted.has(h.edge)) {
-        state.clusters.release(c.project, c.name, h.edge);
-        state.clusters.dropPki(c.project, c.name, h.edge);
+    for (const h of state.clusters.hostsOf(c.project, c.name)) {
+      if (wanted.has(h.edge) || h.role === REMOVING) continue;
+      if (h.role === 'worker' && state.clusters.nodeReport(h.edge)?.cluster === c.name) {
+        state.clusters.reserve({ ...h, role: REMOVING });
+        state.events.record({
+          project: c.project,
+          kind: 'Cluster',
+          name: c.name,
+          reason: 'Scaling',
+          message: `worker ${h.edge} is removed: cordoned and drained (PodDisruptionBudgets respected), then deleted from the cluster`,
+        });
+        continue;
       }
+      state.clusters.release(c.project, c.name, h.edge);
+      state.clusters.dropPki(c.project, c.name, h.edge);
+    }
     for (const h of named) state.clusters.reserve({ ...h, project: c.project, cluster: c.name });
     this.reserveSelected(after);
   }
@@ -361,36 +378,5 @@ export class HubClusters {
       const h = this.d.state.clusters.holder(e);
       return h && (h.project !== c.metadata.project || h.cluster !== c.metadata.name);
     });
-  }
-
-  /** Makes the CA and each host's bundle the cluster lacks (certificates are made asynchronously). */
-  private async ensurePki(c: Cluster): Promise<void> {
-    const { state, secrets } = this.d;
-    const { project, name, uid } = c.metadata;
-    const spec = this.templateSpec(c);
-    if (!spec || !uid) return;
-    let ca: ClusterCa | undefined;
-    const stored = state.clusters.pki(project, name, '');
-    if (stored && stored.uid === uid) ca = JSON.parse(secrets.box.open(stored.sealed)) as ClusterCa;
-    for (const h of state.clusters.hostsOf(project, name)) {
-      if (h.role === 'worker') continue;
-      const have = state.clusters.pki(project, name, h.edge);
-      if (have && have.uid === uid) continue;
-      if (!ca) {
-        const made = await createClusterCa(name);
-        // Another replica may have made one meanwhile: the first kept is the cluster's.
-        const kept = state.transaction(() =>
-          state.clusters.putPki(project, name, '', uid, secrets.box.seal(JSON.stringify(made))),
-        );
-        ca = JSON.parse(secrets.box.open(kept.sealed)) as ClusterCa;
-      }
-      const bundle = PkiBundle.parse(await nodeBundle(ca, h.edge, h.role as NodeRole, spec.network.serviceCIDR));
-      // The cluster may have been deleted while the certificates were made.
-      if (this.d.objects.get<Cluster>('Cluster', project, name)?.metadata.uid !== uid) return;
-      state.transaction(() =>
-        state.clusters.putPki(project, name, h.edge, uid, secrets.box.seal(JSON.stringify(bundle))),
-      );
-      log.info({ project, cluster: name, edge: h.edge, role: h.role }, 'cluster node PKI made');
-    }
   }
 }

@@ -1,7 +1,7 @@
 /**
  * @module A Cluster's status (docs/clusters.md, "Status"), read from what its nodes reported
- * (hub/state/clusters.ts `cluster_nodes`), writing nothing: the phase (Provisioning until every node
- * is Ready, Degraded when one failed or a Ready cluster lost a node's readiness), each node (its
+ * (hub/state/clusters.ts `cluster_nodes`), writing nothing: the phase (Provisioning until the control
+ * plane is Ready, then Scaling until every worker is, Degraded when one failed or a Ready cluster lost a node's readiness), each node (its
  * edge, role, phase and step, kubelet version, Ready), and the control plane's components.
  */
 import type { ClusterNodeView, ClusterStatusView } from '../../core/api/views.js';
@@ -14,6 +14,8 @@ export function clusterStatus(
   state: HubState,
   c: Cluster,
   heldElsewhere: string[],
+  /** Why the workers' upgrade is paused (upgrade-plan.ts), when it is. */
+  paused?: string,
   now = Date.now(),
 ): ClusterStatusView {
   const { project, name, uid } = c.metadata;
@@ -53,8 +55,9 @@ export function clusterStatus(
     const r = reports.get(edge);
     return r?.template === template && r.runs === template;
   };
-  // Workers do not join yet: the cluster is its control plane (they are listed, reserved).
-  const counted = nodes.filter((n) => n.role === 'control-plane');
+  // A worker being removed is no longer counted; the cluster is Scaling until it is gone.
+  const removing = nodes.filter((n) => n.role === 'removing');
+  const counted = nodes.filter((n) => n.role !== 'removing');
   const ready = counted.filter((n) => n.ready && n.phase === 'Ready' && current(n.edge)).length;
   const failed = nodes.filter((n) => n.phase === 'Failed' || n.phase === 'RolledBack');
   const everReady = nodes.some((n) => n.kubeletVersion);
@@ -63,16 +66,19 @@ export function clusterStatus(
     return r?.runs !== undefined && !current(n.edge) && n.phase !== 'RolledBack';
   });
   const phase: ClusterStatusView['phase'] =
-    counted.length && ready === counted.length
+    counted.length && ready === counted.length && !removing.length
       ? 'Ready'
       : failed.length || (everReady && nodes.some((n) => n.phase === 'NotReady'))
         ? 'Degraded'
         : upgrading
           ? 'Upgrading'
-          : 'Provisioning';
-  const workers = nodes.filter((n) => n.role === 'worker').length;
+          : cp?.ready || removing.length
+            ? 'Scaling'
+            : 'Provisioning';
+  const drain = cp && reports.get(cp.edge)?.draining;
   const messages = [
-    ...(workers ? [`${workers} worker(s) reserved; joining workers is not supported yet`] : []),
+    ...(paused ? [paused] : []),
+    ...removing.map((n) => `removing worker ${n.edge}${drain ? `: ${drain}` : ': draining'}`),
     ...failed.map((n) => `${n.edge}: ${n.message ?? 'failed'}`),
     ...(heldElsewhere.length
       ? [`selected edges held by another cluster, left out: ${heldElsewhere.slice(0, 5).join(', ')}`]

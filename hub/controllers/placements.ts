@@ -17,14 +17,16 @@ import { OutpostError } from '../../core/errors.js';
 import type { Edge, LabelSelector, Placement } from '../../core/resources.js';
 import { selectEdges } from '../../core/selector.js';
 import type { ObjectStore } from '../objects.js';
+import { placementSelection } from '../clusters/selection.js';
 import { schedulableEdges } from '../edges/phase.js';
+import type { ClusterTables } from '../state/clusters.js';
 import type { EdgeState } from '../state/edges.js';
 
 function listNames(names: string[], max = 5): string {
   return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
 }
 
-function describeSelection(spec: { edgeSelector?: LabelSelector; edges?: string[] }): string {
+function describeSelection(spec: { edgeSelector?: LabelSelector; edges?: string[]; clusters?: string[] }): string {
   const parts: string[] = [];
   const sel = spec.edgeSelector;
   if (sel) {
@@ -37,6 +39,7 @@ function describeSelection(spec: { edgeSelector?: LabelSelector; edges?: string[
     parts.push(`edgeSelector ${terms.length ? terms.join(', ') : '{} (every edge)'}`);
   }
   if (spec.edges?.length) parts.push(`edges ${spec.edges.join(', ')}`);
+  if (spec.clusters?.length) parts.push(`the control planes of clusters ${spec.clusters.join(', ')}`);
   return parts.join(' or ');
 }
 
@@ -48,6 +51,7 @@ export function checkPlacements(
   edges: Pick<EdgeState, 'liveness'>,
   objects: ObjectStore,
   applied: Placement[],
+  clusters: Pick<ClusterTables, 'hostsOf'>,
 ): string[] {
   const warnings: string[] = [];
   const errors: { project: string; placement: string; path: string; message: string; code: 'invalid' | 'conflict' }[] =
@@ -60,7 +64,8 @@ export function checkPlacements(
     const everyEdge = edgeObjs.map((e) => ({ name: e.metadata.name, labels: e.metadata.labels, unschedulable: false }));
     const schedulable = schedulableEdges(edgeObjs, edges.liveness(project));
     const all = objects.list<Placement>('Placement', project);
-    const selectedBy = new Map(all.map((p) => [p.metadata.name, new Set(selectEdges(everyEdge, p.spec))]));
+    const selection = (p: Placement) => placementSelection(clusters, project, p.spec);
+    const selectedBy = new Map(all.map((p) => [p.metadata.name, new Set(selectEdges(everyEdge, selection(p)))]));
     for (const p of mine) {
       const name = p.metadata.name;
       const missing = p.spec.workloads.filter((w) => !objects.get('Workload', project, w));
@@ -88,7 +93,7 @@ export function checkPlacements(
           message: `overlaps placement ${q.metadata.name}: both place ${shared.length === 1 ? 'workload' : 'workloads'} ${shared.join(', ')} on ${both.length === 1 ? 'edge' : 'edges'} ${listNames(both)}; narrow one placement's edgeSelector or edges, drop the workload from one, or delete placement ${q.metadata.name} first`,
         });
       }
-      if (selectEdges(schedulable, p.spec).length === 0)
+      if (selectEdges(schedulable, selection(p)).length === 0)
         warnings.push(
           `Placement ${name} selects no edge now: no approved, schedulable edge of project ${project} matches ${describeSelection(p.spec)}; it places nothing until one does`,
         );

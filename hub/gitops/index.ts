@@ -40,7 +40,7 @@ export type SyncTrigger = 'poll' | 'manual' | 'webhook';
 
 export interface GitReposOptions {
   dataDir: string;
-  state: Pick<HubState, 'transaction' | 'events' | 'edges' | 'gitRepos'>;
+  state: Pick<HubState, 'transaction' | 'events' | 'edges' | 'gitRepos' | 'clusters'>;
   objects: ObjectStore;
   box: SecretBox;
   /** With replicas: whether this one polls. */

@@ -29,7 +29,7 @@ import type { GitRepoStates, OwnedObject } from '../state/git-repos.js';
 import { GIT_KINDS, type SourcedResource } from './parse.js';
 
 export interface SyncDeps {
-  state: Pick<HubState, 'transaction' | 'events' | 'edges'>;
+  state: Pick<HubState, 'transaction' | 'events' | 'edges' | 'clusters'>;
   objects: ObjectStore;
   states: GitRepoStates;
 }
@@ -176,7 +176,7 @@ export function applyCommit(
           .filter((s) => s.object.kind === kind)
           .map((s) => d.objects.get<T>(kind, project, s.object.metadata.name)!);
       try {
-        checkPlacements(d.state.edges, d.objects, written<Placement>('Placement'));
+        checkPlacements(d.state.edges, d.objects, written<Placement>('Placement'), d.state.clusters);
       } catch (err) {
         throw new Refused(located(err, sourced, 'Placement'));
       }

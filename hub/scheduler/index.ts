@@ -132,6 +132,7 @@ export class Scheduler {
         add: (registries, manifests) => withRegistryAccess(secrets.box, registries, manifests),
       },
     );
+    this.targets.clusters = state.clusters;
   }
 
   /** An object changed: the placements, edges and workloads it concerns are planned again. */
@@ -142,6 +143,8 @@ export class Scheduler {
       // Which edges get its credentials depends on every placement's images: re-plan them all.
       this.markProject(c.project);
     else if (c.kind === 'Placement') this.markPlacement(c.project, c.name);
+    // Its hosts changed with it: the placements that select it by name pick its control-plane edge.
+    else if (c.kind === 'Cluster') this.markProject(c.project);
   }
 
   /** Images pinned to digests per revision (hub/images/pins.ts): what edges get names digests. */

@@ -13,7 +13,9 @@ import { customize, manifestHash, type EdgeContext } from '../../core/customize.
 import type { Edge, Manifest, Placement, Registry, Workload } from '../../core/resources.js';
 import { contentSetKey } from '../../core/rollout.js';
 import { selectEdges } from '../../core/selector.js';
+import { placementSelection } from '../clusters/selection.js';
 import { schedulableEdges } from '../edges/phase.js';
+import type { ClusterTables } from '../state/clusters.js';
 import type { EdgeLiveness } from '../state/edges.js';
 
 /** What a chart workload is on one edge: its rendered manifests, a rendering under way, or why not. */
@@ -84,6 +86,8 @@ export class TargetCache {
   images: ImagePinning | undefined;
   /** Set once the catalog exists (hub.ts wires it after the scheduler). */
   charts: ChartRendering | undefined;
+  /** Which cluster holds which edge: a placement's `clusters` select their control-plane edges. */
+  clusters: Pick<ClusterTables, 'hostsOf'> | undefined;
 
   constructor(
     private readonly edges: EdgeSource,
@@ -112,11 +116,12 @@ export class TargetCache {
     let approved = 0;
     for (const l of runtimes.values()) if (l.approved) approved++;
     const registries = this.registries.list(project);
-    const stamp = `${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}|${this.images?.version(project) ?? 0}|${this.charts?.version(project) ?? 0}`;
+    const selection = this.clusters ? placementSelection(this.clusters, project, placement.spec) : placement.spec;
+    const stamp = `${(selection.edges ?? []).join(',')}|${placement.metadata.resourceVersion}|${workloads.map((w) => w.metadata.resourceVersion).join(',')}|${this.edgesVersion}|${approved}/${runtimes.size}|${registries.map((r) => r.metadata.resourceVersion).join(',')}|${this.images?.version(project) ?? 0}|${this.charts?.version(project) ?? 0}`;
     const hit = this.cache.get(`${project}/${name}`);
     if (hit && hit.stamp === stamp) return hit;
     const candidates = schedulableEdges(this.edges(project), runtimes);
-    const selected = selectEdges(candidates, placement.spec);
+    const selected = selectEdges(candidates, selection);
     const byName = new Map(candidates.map((e) => [e.name, e]));
     const targets = new Map<string, Target[]>();
     const targetKeys = new Map<string, string>();

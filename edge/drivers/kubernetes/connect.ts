@@ -3,10 +3,16 @@
  * the in-cluster service account when KUBERNETES_SERVICE_HOST is set, else ~/.kube/config), and a
  * `/version` call, so that `start()` fails with the server's address when it cannot reach it.
  */
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig, VersionApi } from '@kubernetes/client-node';
 import { DriverError } from '../driver.js';
+
+/** Whether the default cluster config is there: in a pod (KUBERNETES_SERVICE_HOST), or ~/.kube/config. */
+export function defaultKubeconfigExists(): boolean {
+  return !!process.env.KUBERNETES_SERVICE_HOST || existsSync(join(homedir(), '.kube', 'config'));
+}
 
 /** The loaded kubeconfig and the API server it points at, checked to answer. */
 export async function connectCluster(kubeconfig: string | undefined): Promise<{ kc: KubeConfig; server: string }> {

@@ -30,6 +30,7 @@
  * const driver = createKubernetesDriver({ kubeconfig: '/etc/rancher/k3s/k3s.yaml', dataDir });
  * await driver.start();
  */
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../../../core/logger.js';
@@ -48,7 +49,7 @@ import {
 import { restartOnRequest, startOnRequest, stopOnRequest } from './actions.js';
 import { applyUnit } from './apply.js';
 import { deleteObjects, owned, waitGone, type KubernetesContext } from './cluster.js';
-import { connectCluster } from './connect.js';
+import { connectCluster, defaultKubeconfigExists } from './connect.js';
 import { execInPod, execInPodInteractive, podLogLines } from './io.js';
 import { LABEL_WORKLOAD, type KObj } from './objects.js';
 import { containerOf, pickPod, podEndpoint } from './pods.js';
@@ -58,6 +59,13 @@ import { StateDir } from './state.js';
 export interface KubernetesDriverOptions {
   /** Path of a kubeconfig. Default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else ~/.kube/config. */
   kubeconfig?: string;
+  /**
+   * Without `kubeconfig`: the admin kubeconfig of the cluster whose control plane this edge runs
+   * (docs/clusters.md), asked before each use. While it names one the driver targets that cluster;
+   * the driver then connects on first use (and again when the file changes), so the agent starts
+   * before its cluster is made or while its components come back after a reboot.
+   */
+  clusterKubeconfig?: () => string | undefined;
   dataDir: string;
   /** How long `remove` and pod replacement wait for objects to be gone. Default 60 s. */
   deleteTimeoutMs?: number;
@@ -68,6 +76,9 @@ const log = createLogger('edge:driver:kubernetes');
 export function createKubernetesDriver(opts: KubernetesDriverOptions): Driver {
   return new KubernetesDriver(opts);
 }
+
+/** The edge was enrolled without a kubeconfig and runs no cluster's control plane (yet). */
+class NoCluster extends DriverError {}
 
 /** The driver is the context its parts work with (cluster.ts `KubernetesContext`). */
 class KubernetesDriver implements Driver, KubernetesContext {
@@ -83,11 +94,68 @@ class KubernetesDriver implements Driver, KubernetesContext {
   }
 
   async start(): Promise<void> {
-    const { kc, server } = await connectCluster(this.opts.kubeconfig);
+    if (this.opts.clusterKubeconfig && !this.opts.kubeconfig) {
+      // An edge that carries (or is to carry) a cluster: it may not answer yet; connected on first use.
+      const file = this.opts.clusterKubeconfig();
+      if (file || !defaultKubeconfigExists()) {
+        log.info(
+          { kubeconfig: file },
+          file
+            ? 'kubernetes driver started: it targets the cluster whose control plane this edge runs'
+            : 'kubernetes driver started: no cluster yet; it targets the one whose control plane this edge will run',
+        );
+        return;
+      }
+    }
+    await this.connect(this.opts.kubeconfig);
+    const adopted = await this.list();
+    log.info(
+      { server: this.kc?.getCurrentCluster()?.server, workloads: adopted.map((w) => w.name) },
+      'kubernetes driver started',
+    );
+  }
+
+  /** Where the driver's kubeconfig came from when it last connected: path and modification time. */
+  private connectedTo: string | undefined;
+
+  private async connect(file: string | undefined): Promise<void> {
+    const { kc } = await connectCluster(file);
     this.kc = kc;
     this.api = KubernetesObjectApi.makeApiClient(kc);
-    const adopted = await this.list();
-    log.info({ server, workloads: adopted.map((w) => w.name) }, 'kubernetes driver started');
+  }
+
+  /**
+   * Before each use with a cluster resolver: connected to the cluster's API as its kubeconfig is
+   * now (a cluster deleted and made again has another CA). A failed connection is tried again
+   * at the next use.
+   */
+  private async ready(): Promise<void> {
+    if (!this.opts.clusterKubeconfig || this.opts.kubeconfig) return;
+    const file = this.opts.clusterKubeconfig();
+    if (!file) {
+      if (this.api && !this.connectedTo) return; // the default kubeconfig, as started
+      this.api = undefined;
+      this.kc = undefined;
+      this.connectedTo = undefined;
+      throw new NoCluster(
+        "this edge runs no cluster's control plane yet, and was enrolled without a kubeconfig: make its Cluster (docs/clusters.md) or enroll it with --kubeconfig",
+      );
+    }
+    let stamp: string;
+    try {
+      stamp = `${file}@${statSync(file).mtimeMs}`;
+    } catch (err) {
+      throw new DriverError(`cannot read the cluster's kubeconfig ${file}`, { cause: err });
+    }
+    if (this.api && this.connectedTo === stamp) return;
+    this.api = undefined;
+    this.connectedTo = undefined;
+    await this.connect(file);
+    this.connectedTo = stamp;
+    log.info(
+      { kubeconfig: file, server: this.kc?.getCurrentCluster()?.server },
+      "kubernetes driver connected to the edge's cluster",
+    );
   }
 
   client(): KubernetesObjectApi {
@@ -96,10 +164,12 @@ class KubernetesDriver implements Driver, KubernetesContext {
   }
 
   async apply(unit: WorkloadUnit): Promise<void> {
+    await this.ready();
     await applyUnit(this, unit, false);
   }
 
   async remove(name: string): Promise<void> {
+    await this.ready();
     const { objects } = await owned(this, `${LABEL_WORKLOAD}=${name}`, true);
     // Namespaces last: deleting one first would take the rest with it before we could name them.
     const ordered = [
@@ -116,6 +186,13 @@ class KubernetesDriver implements Driver, KubernetesContext {
   }
 
   async list(): Promise<WorkloadObservation[]> {
+    try {
+      await this.ready();
+    } catch (err) {
+      // Nothing runs on a cluster that is not there (a cluster that does not answer yet throws).
+      if (err instanceof NoCluster) return [];
+      throw err;
+    }
     const { objects, pods } = await owned(this, LABEL_WORKLOAD);
     const records = new Map((await this.state.all()).map((r) => [r.unit.name, r]));
     const byWorkload = new Map<string, KObj[]>();
@@ -138,35 +215,42 @@ class KubernetesDriver implements Driver, KubernetesContext {
   }
 
   async stopWorkload(name: string): Promise<void> {
+    await this.ready();
     await stopOnRequest(this, name);
   }
 
   async startWorkload(name: string): Promise<void> {
+    await this.ready();
     await startOnRequest(this, name);
   }
 
   async restartWorkload(name: string): Promise<void> {
+    await this.ready();
     await restartOnRequest(this, name);
   }
 
   async *logs(name: string, opts: LogOptions): AsyncIterable<string> {
+    await this.ready();
     const pod = await pickPod(this, name);
     yield* podLogLines(this.kc!, pod, containerOf(pod, opts.container), opts);
   }
 
   async exec(name: string, command: string[], opts: ExecOptions): Promise<ExecResult> {
+    await this.ready();
     if (command.length === 0) throw new DriverError('exec needs a command, e.g. ["sh", "-c", "echo hi"]');
     const pod = await pickPod(this, name);
     return execInPod(this.kc!, pod, containerOf(pod, opts.container), command, opts.signal);
   }
 
   async execInteractive(name: string, command: string[], opts: InteractiveExecOptions): Promise<InteractiveExec> {
+    await this.ready();
     if (command.length === 0) throw new DriverError('exec needs a command, e.g. ["sh"]');
     const pod = await pickPod(this, name);
     return execInPodInteractive(this.kc!, pod, containerOf(pod, opts.container), command, opts);
   }
 
   async endpoint(name: string, port: number): Promise<Endpoint | null> {
+    await this.ready();
     return podEndpoint(this, name, port);
   }
 

@@ -1,0 +1,51 @@
+/**
+ * @module The rules of a ClusterTemplate, checked inside its write transaction (docs/clusters.md,
+ * "The rules at apply"): a version is immutable (its content as first applied is kept, other
+ * content under the same `spec.version` is refused), its artifacts must verify and are referenced
+ * per version (garbage collection keeps their blobs), and a template a Cluster uses is not deleted.
+ */
+import { OutpostError } from '../../core/errors.js';
+import type { Cluster, ClusterTemplate } from '../../core/resources.js';
+import type { HubBlobs } from '../blobs/index.js';
+import type { ObjectChange, ObjectStore } from '../objects.js';
+import type { HubState } from '../state/index.js';
+import { checkTemplateArtifacts } from './artifacts.js';
+
+export interface TemplateDeps {
+  state: HubState;
+  objects: ObjectStore;
+  blobs: HubBlobs;
+  /** The hub's release public key: what a template's artifacts must verify with. */
+  releasePublicKeyPem: string;
+}
+
+export function templateChanged(d: TemplateDeps, c: ObjectChange): void {
+  const { state, objects, blobs } = d;
+  const after = c.after as ClusterTemplate | undefined;
+  if (!after) {
+    const users = objects
+      .list<Cluster>('Cluster', c.project)
+      .filter((x) => x.spec.template.name === c.name)
+      .map((x) => x.metadata.name);
+    if (users.length)
+      throw new OutpostError(
+        'conflict',
+        `ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first`,
+      );
+    for (const v of state.clusters.templateVersions(c.project, c.name))
+      blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${v}`, []);
+    return;
+  }
+  const spec = after.spec;
+  const text = JSON.stringify(spec);
+  const kept = state.clusters.templateVersion(c.project, c.name, spec.version);
+  if (kept !== undefined && kept !== text)
+    throw new OutpostError(
+      'invalid',
+      `spec.version: version ${spec.version} of ClusterTemplate ${c.name} was applied with other content, and a template version never changes: give the change a new spec.version`,
+      { details: [{ path: 'spec.version', message: `${spec.version} is already applied with other content` }] },
+    );
+  const digests = checkTemplateArtifacts(d.releasePublicKeyPem, blobs, c.project, spec);
+  blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${spec.version}`, digests);
+  state.clusters.putTemplateVersion(c.project, c.name, spec.version, text, Date.now());
+}
