@@ -33,6 +33,7 @@ import { SyncClient } from '../sync/client.js';
 import { nextMeta, uploadBlob } from '../sync/transfer.js';
 import { readSpecStaging, setReportStaging, stagingImageSize } from '../core/staging.js';
 import { TunnelMux } from '../sync/tunnel.js';
+import { sleep } from './lib/sys.js';
 import { ensureMailbox } from '../sync/mailbox.js';
 import { ReplicaStore } from '../sync/store.js';
 
@@ -318,6 +319,45 @@ async function fetchBlob(
 }
 
 /**
+ * One consumer connection through the interconnect, as the agent's import listener makes it
+ * (edge/interconnect/listeners.ts) minus the local socket: an `interconnect` stream for import
+ * `name`, `bytes` written to the export's echo, read back. The consumer first reads nothing for
+ * `stallMs` (a slow consumer: the echo backs up into the windows on the way, the hub's included),
+ * then reads every byte.
+ */
+async function interconnectEcho(
+  e: SimEdge,
+  name: string,
+  bytes: number,
+  stallMs: number,
+): Promise<{ ms: number; bytes: number; ok: boolean; error?: string }> {
+  const c = e.client;
+  if (!c || c.state !== 'connected') throw new Error(`edge ${e.name} is not connected`);
+  const t0 = Date.now();
+  const s = muxOf(c).open({ type: 'interconnect', import: name });
+  // A reset while the consumer stalls is read below (the iteration throws it); not a crash.
+  s.on('error', () => undefined);
+  const chunk = Buffer.alloc(64 * 1024, 0x6b);
+  let sent = 0;
+  const pump = (): void => {
+    while (sent < bytes && !s.destroyed) {
+      sent += chunk.length;
+      if (!s.write(chunk)) return void s.once('drain', pump);
+    }
+    s.end();
+  };
+  pump();
+  let got = 0;
+  try {
+    await sleep(stallMs);
+    for await (const b of s as AsyncIterable<Buffer>) got += b.length;
+    return { ms: Date.now() - t0, bytes: got, ok: got === bytes };
+  } catch (err) {
+    return { ms: Date.now() - t0, bytes: got, ok: false, error: (err as Error).message };
+  }
+}
+
+/**
  * As the agent's delivery does (edge/data/delivery.ts), minus the disk: waits for the DataObject
  * order in the edge's spec, brings the blob (digest checked, bytes not kept) and reports it Delivered.
  */
@@ -587,6 +627,14 @@ async function handle(cmd: Cmd): Promise<unknown> {
     case 'fetchBlob': {
       const names = namesOf(cmd);
       return Promise.all(names.map((n) => fetchBlob(edges.get(n)!, cmd.digest as string)));
+    }
+    case 'interconnectEcho': {
+      const names = namesOf(cmd);
+      return Promise.all(
+        names.map((n) =>
+          interconnectEcho(edges.get(n)!, cmd.import as string, Number(cmd.bytes), Number(cmd.stallMs ?? 0)),
+        ),
+      );
     }
     case 'deliverData': {
       const names = namesOf(cmd);

@@ -4,7 +4,7 @@
  * a summary table. Without --scenario it runs every scenario at its default size and also writes
  * bench/results/summary-<date>.json.
  *
- * Options: --scenario connect|fanout|reconnect|offline|churn|footprint|fanout-peers|blobs|data-delivery|data-upload|prestage|interconnect (repeatable or comma list),
+ * Options: --scenario connect|fanout|reconnect|offline|churn|footprint|fanout-peers|blobs|data-delivery|data-upload|prestage|interconnect|interconnect-many (repeatable or comma list),
  * --edges N, --workers W (simulator processes), --ready-delay MS (simulated time to Ready),
  * --budget-min M (per scenario, default 10), --profile-hub (V8 CPU profile of the hub),
  * --keep (keep the run directory with logs and databases), --results-dir DIR, --sim-store memory|file
@@ -42,6 +42,7 @@ import { failover } from './scenarios/failover.js';
 import { fanout } from './scenarios/fanout.js';
 import { footprint } from './scenarios/footprint.js';
 import { interconnect } from './scenarios/interconnect.js';
+import { interconnectMany } from './scenarios/interconnect-many.js';
 import { offline } from './scenarios/offline.js';
 import { fanoutPeers } from './scenarios/peers.js';
 import { prestage } from './scenarios/prestage.js';
@@ -64,6 +65,7 @@ export const SCENARIOS: Record<
   prestage: { run: prestage, defaultEdges: 100 },
   failover: { run: failover, defaultEdges: 3_000, replicas: 'required', defaultReplicas: 3 },
   interconnect: { run: interconnect, defaultEdges: 2 },
+  'interconnect-many': { run: interconnectMany, defaultEdges: 100 },
 };
 
 export interface RunOptions {

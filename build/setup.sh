@@ -29,6 +29,9 @@
 # - postgresql: the server and psql for the hub's PostgreSQL backend (issue #22); test/fixtures/postgres.ts
 #   starts its own throwaway cluster (initdb + pg_ctl as nobody, a loopback port, a temp dir). The
 #   system service the package sets up plays no part.
+# - openssh-server (and its client): the SSH `-L` hop the interconnect benchmark compares the hub
+#   with (bench/lib/ssh-hop.ts starts its own sshd on loopback with its own keys and config file;
+#   the system service plays no part).
 # - systemd: for systemd-analyze; the install tests (edge/install.test.ts, hub/install.test.ts,
 #   test/e2e/install.test.ts) verify the units `outpost edge|hub install` writes with
 #   `systemd-analyze verify`. systemd need not run as init for that.
@@ -49,7 +52,7 @@ start_ms=$(date +%s%3N)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 conf="${OUTPOST_CONTAINERS_CONF:-/etc/outpost/containers.conf}"
 image="${OUTPOST_TEST_IMAGE:-localhost/outpost-busybox:latest}"
-packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus systemd faketime clamav-daemon docker-registry skopeo apache2-utils postgresql containerd gcc)
+packages=(podman runc catatonit containernetworking-plugins busybox-static chromium chromium-driver etcd-server prometheus systemd faketime clamav-daemon docker-registry skopeo apache2-utils postgresql containerd gcc openssh-server)
 verify=0
 changed=0
 [ "${1:-}" = "--verify" ] && verify=1

@@ -13,6 +13,21 @@ import { MAX_DATA_BYTES, TUNNEL_RESET, TUNNEL_WINDOW, frame, json, u32 } from '.
 /** Credit per direction of a stream: large enough to fill a WAN pipe per stream, small enough that 256 streams stay under 64 MiB. */
 export const INITIAL_WINDOW = 256 * 1024;
 
+/**
+ * How far the receive window of a stream that carries a workload's TCP bytes may grow (a consumer's
+ * `interconnect` stream and the hub's `tcp` stream to the serving edge, docs/interconnect.md).
+ * One stream moves at most one window per round trip of its credit; a relayed connection makes
+ * that trip on two hops through three event loops, so 256 KiB held a bulk stream to ~15 MiB/s
+ * (docs/benchmarks.md). Such a stream's receiver grows its window while its consumer keeps up,
+ * as TCP's receive-window autotuning does; what it holds stays bounded by this per direction.
+ */
+export const MAX_BULK_WINDOW = 4 * 1024 * 1024;
+
+/** The largest receive window of a stream with this header: one rule for both ends of the tunnel. */
+export function maxWindowFor(header: Record<string, unknown>): number {
+  return header.type === 'interconnect' || header.type === 'tcp' ? MAX_BULK_WINDOW : INITIAL_WINDOW;
+}
+
 export interface StreamLimits {
   /** The stream is reset with `deadline` after this long. */
   deadlineMs?: number;
@@ -49,8 +64,14 @@ export class TunnelStream extends Duplex {
   localEnded = false;
   remoteEnded = false;
   reset = false;
-  /** Credit given back to the peer so far. */
+  /** Credit given back to the peer so far for bytes our consumer took. */
   granted = 0;
+  /**
+   * Bytes the peer may have sent that we did not grant back for consumed bytes: INITIAL_WINDOW,
+   * plus what it grew by (extra credit granted while our consumer kept up), up to `maxWindow`.
+   */
+  recvWindow = INITIAL_WINDOW;
+  private readonly maxWindow: number;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -60,6 +81,7 @@ export class TunnelStream extends Duplex {
     private readonly limits: StreamLimits = {},
   ) {
     super({ readableHighWaterMark: INITIAL_WINDOW, writableHighWaterMark: 64 * 1024, allowHalfOpen: true });
+    this.maxWindow = maxWindowFor(header);
     if (limits.deadlineMs) {
       this.timer = setTimeout(
         () =>
@@ -101,15 +123,29 @@ export class TunnelStream extends Duplex {
    * Credit goes back as our consumer takes bytes out of the read buffer. Checked after every
    * `read()` (pipe, flowing mode and async iteration all go through it), not in `_read`, which
    * Node calls before it takes the data out and then not again until the next push.
+   *
+   * The window grows (a stream whose `maxWindowFor` allows it) while the consumer keeps up: it
+   * took all the peer sent, so our buffer is not what limits the stream. It grows by what was
+   * consumed (doubling at most per window), as TCP's slow start does, and never shrinks: a
+   * consumer that stalls later holds what the window reached, at most `maxWindow`.
    */
   override read(size?: number): any {
     const chunk: unknown = super.read(size);
     const consumed = this.bytesIn - this.readableLength - this.granted;
-    if (consumed >= INITIAL_WINDOW / 4 || (consumed > 0 && this.readableLength === 0)) {
+    if (consumed >= this.recvWindow / 4 || (consumed > 0 && this.readableLength === 0)) {
+      let extra = 0;
+      if (this.readableLength === 0 && this.recvWindow < this.maxWindow)
+        extra = Math.min(consumed, this.maxWindow - this.recvWindow);
       this.granted += consumed;
-      this.mux.sendNow(frame(TUNNEL_WINDOW, this.id, u32(consumed)));
+      this.recvWindow += extra;
+      this.mux.sendNow(frame(TUNNEL_WINDOW, this.id, u32(consumed + extra)));
     }
     return chunk;
+  }
+
+  /** @internal whether `n` more bytes of DATA from the peer stay within the credit we gave it. */
+  accept(n: number): boolean {
+    return this.bytesIn - this.granted + n <= this.recvWindow;
   }
 
   override _read(): void {

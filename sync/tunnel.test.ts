@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { INITIAL_WINDOW, TunnelError, TunnelMux, type TunnelStream } from './tunnel.js';
+import { INITIAL_WINDOW, MAX_BULK_WINDOW, TunnelError, TunnelMux, type TunnelStream } from './tunnel.js';
 
 /** Two muxes joined by an asynchronous in-memory link that counts what is in flight, like a socket buffer. */
 function pair(onStream: (s: TunnelStream) => void) {
@@ -60,6 +60,62 @@ describe('TunnelMux', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(hub.size).toBe(0);
     expect(edge.size).toBe(0);
+  });
+
+  it('a stream of TCP bytes grows its window while its consumer keeps up, and a stall holds at most the grown window; other streams keep one', async () => {
+    const total = 24 * 1024 * 1024;
+    const chunk = Buffer.alloc(64 * 1024, 3);
+    const producers: TunnelStream[] = [];
+    const { hub, link } = pair((s) => {
+      producers.push(s);
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < total) {
+          sent += chunk.length;
+          if (!s.write(chunk)) return void s.once('drain', pump);
+        }
+        s.end();
+      };
+      pump();
+    });
+    const run = async (type: string) => {
+      const s = hub.open({ type, workload: 'w', port: 1 });
+      s.end();
+      const producer = await new Promise<TunnelStream>((r) => {
+        const t = setInterval(() => producers.length && (clearInterval(t), r(producers.shift()!)));
+      });
+      let got = 0;
+      let stalled = false;
+      let maxWindow = 0;
+      s.on('data', (c: Buffer) => {
+        got += c.length;
+        maxWindow = Math.max(maxWindow, s.recvWindow);
+        // Half way the consumer stops reading, until the producer has been stopped by its credit.
+        if (!stalled && got >= total / 2) {
+          stalled = true;
+          s.pause();
+        }
+      });
+      const stopped = new Promise<number>((resolve) => {
+        const t = setInterval(() => {
+          // Stopped: nothing in flight either way, and the producer holds bytes it has no credit for.
+          if (stalled && link.inFlight === 0 && producer.queue.length > 0 && producer.sendWindow === 0)
+            (clearInterval(t), resolve(s.readableLength));
+        }, 5);
+      });
+      const heldWhenStopped = await stopped;
+      s.resume();
+      await once(s, 'end');
+      expect(got).toBe(total);
+      return { maxWindow, heldWhenStopped };
+    };
+    const bulk = await run('tcp');
+    expect(bulk.maxWindow).toBeGreaterThan(INITIAL_WINDOW);
+    expect(bulk.maxWindow).toBeLessThanOrEqual(MAX_BULK_WINDOW);
+    expect(bulk.heldWhenStopped).toBeLessThanOrEqual(bulk.maxWindow);
+    const other = await run('logs');
+    expect(other.maxWindow).toBe(INITIAL_WINDOW);
+    expect(other.heldWhenStopped).toBeLessThanOrEqual(INITIAL_WINDOW);
   });
 
   it('a reset on one side fails the other with its code and message, and frees both', async () => {

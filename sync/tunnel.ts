@@ -11,8 +11,9 @@
  *
  * Why flow control lives here and not in ws: a 50 MB download must never stall mailbox sync on
  * the same socket. So (1) each direction of each stream has a credit window: a sender never has
- * more than `INITIAL_WINDOW` unacknowledged bytes, and the receiver grants more only as its
- * consumer drains them (a slow consumer stops its own stream, nobody else's); (2) the mux sends
+ * more than the receiver's window of unacknowledged bytes (`INITIAL_WINDOW`; a stream of TCP
+ * bytes may grow it to `MAX_BULK_WINDOW` while its consumer keeps up), and the receiver grants
+ * more only as its consumer drains them (a slow consumer stops its own stream, nobody else's); (2) the mux sends
  * tunnel bytes only while the socket's `bufferedAmount` is under `SOCKET_HIGH_WATER`, so a sync
  * frame queued by `ws.send` waits behind at most that much; (3) every stream is a Node Duplex
  * with bounded buffers: `write()` returns false and callers (pipe) wait for 'drain'. Nothing
@@ -36,11 +37,11 @@ import {
   json,
   parseJson,
 } from './tunnel-frames.js';
-import { INITIAL_WINDOW, TunnelStream, type StreamLimits, type StreamMux } from './tunnel-stream.js';
+import { TunnelStream, type StreamLimits, type StreamMux } from './tunnel-stream.js';
 
 export { TunnelError, type TunnelErrorCode } from './tunnel-error.js';
 export { MAX_DATA_BYTES } from './tunnel-frames.js';
-export { INITIAL_WINDOW, TunnelStream, type StreamLimits } from './tunnel-stream.js';
+export { INITIAL_WINDOW, MAX_BULK_WINDOW, maxWindowFor, TunnelStream, type StreamLimits } from './tunnel-stream.js';
 export { EXEC_STDERR, EXEC_STDOUT, TunnelRequest } from './tunnel-request.js';
 
 const log = createLogger('sync:tunnel');
@@ -164,8 +165,8 @@ export class TunnelMux implements StreamMux {
       case TUNNEL_DATA: {
         if (!s) return;
         if (s.remoteEnded) throw new TunnelError('protocol', `data after end on stream ${id}`);
-        // The peer may have at most INITIAL_WINDOW bytes we have not granted back; more means it ignores flow control.
-        if (s.bytesIn - s.granted + body.length > INITIAL_WINDOW) {
+        // The peer may have at most the stream's window of bytes we have not granted back; more means it ignores flow control.
+        if (!s.accept(body.length)) {
           log.warn({ stream: id }, 'tunnel peer exceeded its flow-control window; resetting the stream');
           s.destroy(new TunnelError('protocol', 'flow control window exceeded'));
           return;

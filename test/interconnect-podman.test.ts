@@ -4,6 +4,9 @@
  * A TCP echo server runs on icp-srv and is exported; icp-pod imports it, and its podman pod reaches
  * the import at its default gateway, the pods' bridge on the host (where the consuming edge listens
  * besides 127.0.0.1, which a pod's own loopback is not): the pod's `nc` gets its line echoed.
+ * The other way too: a podman pod on icp-pod serves an echo on a declared port, exported; icp-srv
+ * imports it, and a process-driver workload there connects to the import's local address
+ * (127.0.0.1) and gets its line echoed by the pod, which the hub reached at the pod's address.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,6 +24,9 @@ let hub: HubProc;
 const running: Proc[] = [];
 let echoPort: number;
 let importPort: number;
+let podImportPort: number;
+/** The pod's echo port, inside its own network namespace. */
+const POD_ECHO_PORT = 7007;
 
 const importStatus = async () => (await hubApi(hub, 'GET', '/api/v1/projects/default/serviceimports/echo')).json.status;
 
@@ -29,10 +35,22 @@ beforeAll(async () => {
   dir = tempDir('outpost-interconnect-podman-');
   www = path.join(dir, 'www');
   fs.mkdirSync(www);
-  [echoPort, importPort] = [await freePort(), await freePort()];
+  [echoPort, importPort, podImportPort] = [await freePort(), await freePort(), await freePort()];
   fs.writeFileSync(
     path.join(dir, 'echo.js'),
     `require('net').createServer({ allowHalfOpen: true }, (s) => { s.on('error', () => undefined); s.pipe(s); }).listen(${echoPort}, '127.0.0.1');\n`,
+  );
+  // The process-driver client: one line to the import of the pod's echo each second, the answers appended to a file.
+  fs.writeFileSync(
+    path.join(dir, 'client.js'),
+    `const net = require('net'), fs = require('fs');
+setInterval(() => {
+  const s = net.connect(${podImportPort}, '127.0.0.1', () => s.write('hello-from-a-process\\n'));
+  s.on('data', (d) => (fs.appendFileSync(${JSON.stringify(path.join(www, 'got-from-pod'))}, d), s.end()));
+  s.on('error', () => undefined);
+  s.setTimeout(2000, () => s.destroy());
+}, 1000);
+`,
   );
   hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http']);
   running.push(hub.proc);
@@ -55,6 +73,39 @@ beforeAll(async () => {
         `GW=\`ip route | awk '/^default/ {print $3}'\`; while true; do echo hello-from-the-pod | nc -w 2 $GW ${importPort} >> /tmp/got 2>&1; sleep 1; done`,
       ]),
       { kind: 'Placement', metadata: { name: 'client' }, spec: { edges: ['icp-pod'], workloads: ['client'] } },
+      {
+        kind: 'Workload',
+        metadata: { name: 'pod-echo' },
+        spec: {
+          manifests: [
+            {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              metadata: { name: 'pod-echo' },
+              spec: {
+                terminationGracePeriodSeconds: 0,
+                containers: [
+                  {
+                    name: 'main',
+                    image: TEST_IMAGE,
+                    command: ['sh', '-c', `while true; do nc -l -p ${POD_ECHO_PORT} -e cat; done`],
+                    ports: [{ containerPort: POD_ECHO_PORT }],
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      { kind: 'Placement', metadata: { name: 'pod-echo' }, spec: { edges: ['icp-pod'], workloads: ['pod-echo'] } },
+      { kind: 'ServiceExport', metadata: { name: 'pod-echo' }, spec: { workload: 'pod-echo', port: POD_ECHO_PORT } },
+      {
+        kind: 'ServiceImport',
+        metadata: { name: 'pod-echo' },
+        spec: { export: 'pod-echo', port: podImportPort, edges: ['icp-srv'] },
+      },
+      hostPod('pclient', `${process.execPath} ${path.join(dir, 'client.js')}`, { pidDir: www }),
+      { kind: 'Placement', metadata: { name: 'pclient' }, spec: { edges: ['icp-srv'], workloads: ['pclient'] } },
     ],
   });
   expect(applied.status, JSON.stringify(applied.json)).toBeLessThan(300);
@@ -90,5 +141,17 @@ describe.skipIf(SKIP_PODMAN)('interconnect to a podman workload', () => {
       { what: "icp-pod's report of the connection", timeout: 15_000 },
     );
     expect(e.edge).toBe('icp-pod');
+  }, 180_000);
+
+  it('a process-driver workload reaches a podman workload by its import, echoed by the pod', async () => {
+    const got = path.join(www, 'got-from-pod');
+    await waitFor(() => fs.existsSync(got) && fs.readFileSync(got, 'utf8').includes('hello-from-a-process'), {
+      what: "the process client's line echoed by the pod through the hub",
+      timeout: 120_000,
+      interval: 1_000,
+    });
+    const status = (await hubApi(hub, 'GET', '/api/v1/projects/default/serviceimports/pod-echo')).json.status;
+    expect(status.edges[0].edge).toBe('icp-srv');
+    expect(status.edges[0].total).toBeGreaterThanOrEqual(1);
   }, 180_000);
 });
