@@ -22,7 +22,7 @@
  * A worker runs containerd and a kubelet only, its kubelet joined to the control plane's API server
  * (the order's `apiServer`) with the certificates the hub made for it; its own bridge and cgroup
  * root (edge/clusters/cgroups.ts) let several nodes share a host. Passes run one at a time
- * (one-pass.ts).
+ * (edge/orders/one-pass.ts).
  *
  * Without an order, or with another cluster's, the node of any other cluster on this edge is torn
  * down (edge/clusters/teardown.ts). Each step is reported (the report's `cluster`: phase, step,
@@ -71,7 +71,7 @@ import { findComponent, startComponent, stopComponent } from './processes.js';
 import { hostAddress } from './node-ip.js';
 import { waitHealthy, type Components } from './gate.js';
 import { reportDrain, superviseNode, type Reporting } from './supervise.js';
-import { OnePassAtATime } from './one-pass.js';
+import { OnePassAtATime } from '../orders/one-pass.js';
 import { teardownNode } from './teardown.js';
 
 const log = createLogger('edge:clusters');

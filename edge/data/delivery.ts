@@ -38,6 +38,7 @@ import type { WorkloadDecorator } from '../reconciler.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
 import { withPodAdditions } from './pod-additions.js';
+import { OnePassAtATime } from '../orders/one-pass.js';
 
 const log = createLogger('edge:delivery');
 
@@ -55,10 +56,10 @@ export interface EdgeDeliveriesDeps {
 
 export class EdgeDeliveries implements WorkloadDecorator {
   readonly root: string;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly passes = new OnePassAtATime(
+    () => this.pass(),
+    (err) => log.warn({ err }, 'data delivery pass failed; retried on the next change'),
+  );
   /** `name@digest` of deliveries that failed in this process (no room): not retried until the order changes. */
   private readonly failed = new Set<string>();
   private readonly specId;
@@ -73,26 +74,11 @@ export class EdgeDeliveries implements WorkloadDecorator {
 
   /** Looks at the orders and acts on them; call at start and on every spec change. */
   check(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err: unknown) => log.warn({ err }, 'data delivery pass failed; retried on the next change'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.check();
-        }
-      });
+    this.passes.check();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.passes.stop();
   }
 
   /** The file of an object on this edge. */
@@ -133,13 +119,11 @@ export class EdgeDeliveries implements WorkloadDecorator {
         'data object order waits: another order holds its path on this edge',
       );
     for (const [name, o] of kept) {
-      if (this.stopped) return;
+      if (this.passes.isStopped) return;
       const at = await this.deliver(name, o, reports[name]);
       if (at !== undefined) next = Math.min(next, at);
     }
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.check(), Math.max(100, next - Date.now()));
-    this.timer.unref();
+    this.passes.later(Math.max(100, next - Date.now()));
   }
 
   /** Brings one order as far as it can go now; returns when to look again (activation, expiry). */

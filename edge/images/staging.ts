@@ -36,6 +36,7 @@ import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
 import type { Podman } from '../drivers/podman/cli.js';
 import { StagedImages } from './gc.js';
+import { OnePassAtATime } from '../orders/one-pass.js';
 
 const log = createLogger('edge:images');
 
@@ -51,8 +52,10 @@ export interface EdgeStagingDeps {
 }
 
 export class EdgeImageStaging {
-  private running = false;
-  private again = false;
+  private readonly passes = new OnePassAtATime(
+    () => this.run(),
+    (err) => log.warn({ err: (err as Error).message }, 'image staging pass failed'),
+  );
   private readonly specId;
   private readonly reportId;
   /** Images loaded by this process or found present: not asked of podman again. */
@@ -75,20 +78,7 @@ export class EdgeImageStaging {
 
   /** Looks at the spec's staging order and works on it; call at start, on every spec change and connect. */
   check(): void {
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = true;
-    this.run()
-      .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'image staging pass failed'))
-      .finally(() => {
-        this.running = false;
-        if (this.again) {
-          this.again = false;
-          this.check();
-        }
-      });
+    this.passes.check();
   }
 
   private async run(): Promise<void> {

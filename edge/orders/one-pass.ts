@@ -1,6 +1,7 @@
 /**
- * @module One pass at a time (the cluster follower's loop): `check()` starts a pass, or asks for
- * another one right after the running one; `later(ms)` schedules the next check (the supervision
+ * @module One pass at a time, the loop of the spec's followers that act on an order in passes (the
+ * cluster follower, data deliveries, image staging): `check()` starts a pass, or asks for another
+ * one right after the running one (spec changes that come during a pass coalesce into one more); `later(ms)` schedules the next check (the supervision
  * tick, a retry after a failure); `stop()` lets the running pass end and starts none after it.
  */
 export class OnePassAtATime {
