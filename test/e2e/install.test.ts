@@ -120,7 +120,13 @@ describe('outpost hub install / edge install through the executable', () => {
     expect(fs.statSync(hubData).mode & 0o777).toBe(0o700);
     expect(fs.statSync(bin).size).toBe(fs.statSync(EXE).size);
     const unit = path.join(units, 'outpost-hub.service');
-    expect(execStart(unit)).toEqual([bin, 'hub', '--data', hubData, '--listen', `127.0.0.1:${port}`]);
+    // The Helm chart renderer beside the executable (npm run build puts it in dist/ when Go is
+    // there) is installed beside --bin and named in the unit.
+    const helm = fs.existsSync(path.join(path.dirname(EXE), 'outpost-helm'))
+      ? ['--helm', path.join(path.dirname(bin), 'outpost-helm')]
+      : [];
+    expect(execStart(unit)).toEqual([bin, 'hub', '--data', hubData, '--listen', `127.0.0.1:${port}`, ...helm]);
+    if (helm.length) expect(fs.statSync(helm[1]!).mode & 0o777).toBe(0o755);
 
     const hub = startUnit(unit);
     await waitFor(
