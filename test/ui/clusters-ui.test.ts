@@ -2,7 +2,7 @@
  * The Clusters page in Debian's Chromium against a real in-process hub (docs/ui.md, docs/clusters.md):
  * the list (phase, template, Kubernetes version, nodes Ready, endpoint) and a cluster's detail
  * (progress of its upgrade with the node and step under way, each node, the control plane's
- * health, its events).
+ * health, its events), and the cluster named on its hosts' pages.
  *
  * A real cluster takes a minute and a built distribution to start (test/clusters.test.ts), so the
  * nodes here are seeded: the template's artifacts are test doubles pushed and signed through the
@@ -272,6 +272,16 @@ describe('Clusters page', () => {
     await hasText(events, 'store-17-b: swapping kubelet to small@2');
     await hasText(events, 'store-17-a: runs small@2: kube-apiserver, kubelet swapped');
     await screenshot(page, 'cluster');
+  });
+
+  it("names the cluster on its hosts' pages, linked to it", async () => {
+    await page.goto(`${hub!.url}/edges/store-17-b`);
+    await page.getByRole('heading', { name: 'store-17-b' }).first().waitFor();
+    const link = page.getByRole('link', { name: 'store-17', exact: true });
+    await link.waitFor();
+    expect(await link.locator('xpath=..').innerText()).toBe('store-17 (worker)');
+    await link.click();
+    await page.getByRole('heading', { name: 'Cluster store-17' }).waitFor();
   });
 
   it('shows a cluster being provisioned with the step its control plane is at', async () => {

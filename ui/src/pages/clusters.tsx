@@ -54,6 +54,18 @@ function underWay(n: ClusterNodeView, template: string): boolean {
   return n.role === 'removing' || n.phase !== 'Ready' || !n.ready || (n.runs !== undefined && n.runs !== template);
 }
 
+/** The cluster an edge is a host of, as a fact of the edge's page (an edge belongs to at most one). */
+export function EdgeClusterFact(props: { host: { cluster: string; role: string } }) {
+  return (
+    <>
+      <dt>Cluster</dt>
+      <dd>
+        <Link href={`/clusters/${enc(props.host.cluster)}`}>{props.host.cluster}</Link> ({props.host.role})
+      </dd>
+    </>
+  );
+}
+
 export function Clusters() {
   const session = useApp().session!;
   const list = useGet<List<ClusterView>>(`/api/v1/projects/${enc(session.project)}/clusters`);
