@@ -71,6 +71,8 @@ export interface EdgeStatusView {
    * in name order. Only in one edge's own GET, not in lists.
    */
   dataObjects?: EdgeDataObjectView[];
+  /** The Cluster the edge is a host of and its role there (docs/clusters.md, "Host reservation"). */
+  cluster?: { cluster: string; role: string };
 }
 
 /** One DataObject on one edge, as the edge's status lists it. */

@@ -18,6 +18,7 @@ import { Blobs } from './pages/blobs.js';
 import { AgentUpgradeDetail, AgentUpgrades } from './pages/agent-upgrades.js';
 import { DataObjectDetail, DataObjects } from './pages/data-objects.js';
 import { Catalog } from './pages/catalog.js';
+import { ClusterDetail, Clusters } from './pages/clusters.js';
 import { Tokens } from './pages/tokens.js';
 import { Workloads } from './pages/workloads.js';
 import { match, navigate, useRoute } from './router.js';
@@ -34,6 +35,7 @@ const NAV = [
   { href: '/agentupgrades', label: 'Upgrades' },
   { href: '/dataobjects', label: 'Data' },
   { href: '/interconnect', label: 'Interconnect' },
+  { href: '/clusters', label: 'Clusters' },
   { href: '/replicas', label: 'Replicas' },
 ];
 
@@ -188,6 +190,8 @@ function Routes(props: { path: string }) {
   if (p === '/catalog') return <Catalog />;
   if (p === '/replicas') return <Replicas />;
   if (p === '/interconnect') return <Interconnect />;
+  if (p === '/clusters') return <Clusters />;
+  if ((m = match('/clusters/:name', p))) return <ClusterDetail name={m.name} />;
   return (
     <section>
       <h1>Not found</h1>

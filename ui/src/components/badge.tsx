@@ -38,6 +38,15 @@ const TONE: Record<string, string> = {
   // Hub replicas (ui/src/pages/replicas.tsx).
   Alive: 'ok',
   Down: 'bad',
+  // Clusters, their nodes and components (ui/src/pages/clusters.tsx); Staging, RolledBack as above.
+  Provisioning: 'info',
+  Scaling: 'info',
+  Upgrading: 'info',
+  Deleting: 'muted',
+  Starting: 'info',
+  NotReady: 'bad',
+  Healthy: 'ok',
+  Unhealthy: 'bad',
 };
 
 export function toneOf(s: string): string {

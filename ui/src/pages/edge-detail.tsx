@@ -4,6 +4,7 @@
  * connection history, and its events with those of the AgentUpgrades about it.
  */
 import { enc } from '../api.js';
+import { EdgeClusterFact } from './clusters.js';
 import { Badge } from '../components/badge.js';
 import { ConfirmButton } from '../components/confirm.js';
 import { ErrorBox } from '../components/error-box.js';
@@ -190,6 +191,7 @@ export function EdgeDetail(props: { name: string }) {
                 </dd>
                 <dt>Agent version</dt>
                 <dd>{e.status.agentVersion ?? inv?.agentVersion ?? '—'}</dd>
+                {e.status.cluster && <EdgeClusterFact host={e.status.cluster} />}
                 <dt>Labels</dt>
                 <dd>
                   <LabelChips labels={e.metadata.labels} />

@@ -30,6 +30,7 @@ const OBJECT_PAGES: Record<string, string> = {
   Placement: '/placements',
   AgentUpgrade: '/agentupgrades',
   DataObject: '/dataobjects',
+  Cluster: '/clusters',
 };
 
 /**
