@@ -49,7 +49,16 @@ export interface NodeDoubleOptions {
   crashBackoffMs?: number;
   /** How often the controllers look at the cluster. Default 150 ms. */
   tickMs?: number;
+  /**
+   * Play only the node and its kubelet: for a server started with `controllers: true`, whose real
+   * kube-controller-manager and kube-scheduler create, bind, collect and finalize. Default: the
+   * server's `controllers`.
+   */
+  kubeletOnly?: boolean;
 }
+
+/** How often the Node's Ready condition is renewed: the node lifecycle controller marks it Unknown after 50 s without. */
+const HEARTBEAT_MS = 10_000;
 
 const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 const isReady = (pod: Obj): boolean =>
@@ -112,6 +121,18 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
     },
   });
   await api.ok('PATCH', `/api/v1/nodes/${NODE_NAME}/status`, { status: nodeStatus() }, 'application/merge-patch+json');
+  let heartbeat = Date.now();
+  async function renewNode(): Promise<void> {
+    if (Date.now() - heartbeat < HEARTBEAT_MS) return;
+    heartbeat = Date.now();
+    await api.ok(
+      'PATCH',
+      `/api/v1/nodes/${NODE_NAME}/status`,
+      { status: nodeStatus() },
+      'application/merge-patch+json',
+    );
+  }
+  const kubeletOnly = opts.kubeletOnly ?? kube.controllers;
 
   // --- controllers --------------------------------------------------------------------------------
   const progress = new Map<string, { generation: number; ready: number; at: number }>();
@@ -372,11 +393,14 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
     const podList = await api.items('/api/v1/pods');
     pods.clear();
     for (const p of podList) pods.set(`${p.metadata.namespace}/${p.metadata.name}`, p);
-    const deps = await api.items('/apis/apps/v1/deployments');
-    await namespaces();
-    await deployments(deps, podList);
-    await garbageCollect(new Set(deps.map((d) => d.metadata.uid as string)), podList);
-    await schedule(podList);
+    await renewNode();
+    if (!kubeletOnly) {
+      const deps = await api.items('/apis/apps/v1/deployments');
+      await namespaces();
+      await deployments(deps, podList);
+      await garbageCollect(new Set(deps.map((d) => d.metadata.uid as string)), podList);
+      await schedule(podList);
+    }
     await kubeletSync(podList);
   }
 
