@@ -5,8 +5,13 @@
  * a CA and serving certificate for 127.0.0.1 (openssl), a static bearer token for an admin in
  * `system:masters`, and the service-account signing key.
  *
- * No kubelet or controller-manager runs; test/kube/node-double.ts plays them where a test needs
- * pods to run (see docs/drivers.md for what is simulated).
+ * No kubelet runs; test/kube/node-double.ts plays it where a test needs pods to run. By default no
+ * controller-manager or scheduler runs either and the node double imitates the few controllers the
+ * driver tests need (fast: no 5 s namespace-deletion delay). With `controllers: true` the real
+ * kube-controller-manager and kube-scheduler of the same release run too (own token identities,
+ * loopback, no leader election, the service-account key for their per-controller tokens; the
+ * product's flags, edge/clusters/configs.ts), about 3.5 s more to start, and the node double plays
+ * only the kubelet. See docs/drivers.md for which tests use which.
  *
  * Flags that differ from a default cluster, and why:
  * - `--disable-admission-plugins=ServiceAccount`: the admission plugin wants a `default`
@@ -16,7 +21,7 @@
  *   node double serves. Clients see the same `pods/exec` websocket either way.
  *
  * @example
- * const kube = await startKubeApiServer();
+ * const kube = await startKubeApiServer(); // or ({ controllers: true })
  * // ... createKubernetesDriver({ kubeconfig: kube.kubeconfig, dataDir })
  * await kube.stop();
  */
