@@ -5,8 +5,13 @@
  * a CA and serving certificate for 127.0.0.1 (openssl), a static bearer token for an admin in
  * `system:masters`, and the service-account signing key.
  *
- * No kubelet or controller-manager runs; test/kube/node-double.ts plays them where a test needs
- * pods to run (see docs/drivers.md for what is simulated).
+ * No kubelet runs; test/kube/node-double.ts plays it where a test needs pods to run. By default no
+ * controller-manager or scheduler runs either and the node double imitates the few controllers the
+ * driver tests need (fast: no 5 s namespace-deletion delay). With `controllers: true` the real
+ * kube-controller-manager and kube-scheduler of the same release run too (own token identities,
+ * loopback, no leader election, the service-account key for their per-controller tokens; the
+ * product's flags, edge/clusters/configs.ts), about 3.5 s more to start, and the node double plays
+ * only the kubelet. See docs/drivers.md for which tests use which.
  *
  * Flags that differ from a default cluster, and why:
  * - `--disable-admission-plugins=ServiceAccount`: the admission plugin wants a `default`
@@ -16,7 +21,7 @@
  *   node double serves. Clients see the same `pods/exec` websocket either way.
  *
  * @example
- * const kube = await startKubeApiServer();
+ * const kube = await startKubeApiServer(); // or ({ controllers: true })
  * // ... createKubernetesDriver({ kubeconfig: kube.kubeconfig, dataDir })
  * await kube.stop();
  */
@@ -46,6 +51,8 @@ export interface KubeApiServer {
   /** The Kubernetes release, e.g. `v1.33.13`. */
   readonly version: string;
   readonly dir: string;
+  /** Whether the real kube-controller-manager and kube-scheduler run (KubeApiServerOptions.controllers). */
+  readonly controllers: boolean;
   /** Path of a kubeconfig for one of the extra `users` the server was started with. */
   kubeconfigFor(user: string): string;
   stop(): Promise<void>;
@@ -55,6 +62,12 @@ export interface KubeApiServerOptions {
   readyTimeoutMs?: number;
   /** More token users (no rights unless RBAC grants them some), e.g. to test what a role allows. */
   users?: { name: string; groups: string[] }[];
+  /**
+   * Also run the real kube-controller-manager and kube-scheduler against the server (ReplicaSets,
+   * StatefulSets, Jobs, garbage collection, namespace deletion, binding). Pair with
+   * `startNodeDouble(kube, { kubeletOnly: true })`: the double then plays only the kubelet.
+   */
+  controllers?: boolean;
 }
 
 /** The Kubernetes components test/kube/build.sh builds from the modules go.mod pins. */
@@ -162,9 +175,11 @@ function tail(file: string, lines = 30): string {
   }
 }
 
-function get(url: string, ca: string, token: string): Promise<{ status: number; body: string }> {
+function get(url: string, ca: string | undefined, token: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { ca, headers: { authorization: `Bearer ${token}` }, timeout: 5_000 }, (res) => {
+    // No CA: a component's self-signed serving certificate on loopback, asked only for /healthz.
+    const tls = ca ? { ca } : { rejectUnauthorized: false };
+    const req = request(url, { ...tls, headers: { authorization: `Bearer ${token}` }, timeout: 5_000 }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -200,6 +215,80 @@ async function stopProcess(proc: ChildProcess): Promise<void> {
   clearTimeout(t);
 }
 
+const CONTROLLER_USERS = ['system:kube-controller-manager', 'system:kube-scheduler'] as const;
+
+/**
+ * Starts kube-controller-manager and kube-scheduler with the flags the product gives them
+ * (edge/clusters/configs.ts): their own identities, loopback, no leader election (one of each; a
+ * lease would only delay the start). Each controller runs with its own service account's token
+ * (`--use-service-account-credentials`), signed with the server's key, so RBAC is the cluster's.
+ * Resolves once both answer /healthz.
+ */
+async function startControllers(
+  dir: string,
+  kubeconfigFor: (user: string) => string,
+  timeoutMs: number,
+): Promise<ChildProcess[]> {
+  const [cmPort, schedPort] = [await freePort(), await freePort()];
+  const cm = start(
+    kubeBinary('kube-controller-manager'),
+    [
+      `--kubeconfig=${kubeconfigFor('system:kube-controller-manager')}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${cmPort}`,
+      `--cert-dir=${join(dir, 'certs-controller-manager')}`,
+      '--leader-elect=false',
+      `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+      `--root-ca-file=${join(dir, 'ca.crt')}`,
+      '--use-service-account-credentials=true',
+      '--service-cluster-ip-range=10.96.0.0/16',
+      '--profiling=false',
+      '--v=0',
+    ],
+    join(dir, 'kube-controller-manager.log'),
+  );
+  const sched = start(
+    kubeBinary('kube-scheduler'),
+    [
+      `--kubeconfig=${kubeconfigFor('system:kube-scheduler')}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${schedPort}`,
+      `--cert-dir=${join(dir, 'certs-scheduler')}`,
+      '--leader-elect=false',
+      '--profiling=false',
+      '--v=0',
+    ],
+    join(dir, 'kube-scheduler.log'),
+  );
+  const procs = [cm.proc, sched.proc];
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (const [name, port, exited] of [
+      ['kube-controller-manager', cmPort, cm.exited],
+      ['kube-scheduler', schedPort, sched.exited],
+    ] as const) {
+      let last = '';
+      for (;;) {
+        const r = await Promise.race([
+          get(`https://127.0.0.1:${port}/healthz`, undefined, '').catch((e: Error) => e),
+          exited,
+        ]);
+        if (!(r instanceof Error) && r.status === 200) break;
+        last = r instanceof Error ? r.message : `HTTP ${r.status}: ${r.body.slice(0, 500)}`;
+        if (Date.now() > deadline)
+          throw new Error(
+            `${name} was not healthy after ${timeoutMs} ms (last /healthz: ${last}); its log ends:\n${tail(join(dir, `${name}.log`))}`,
+          );
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    return procs;
+  } catch (err) {
+    for (const p of procs) await stopProcess(p);
+    throw err;
+  }
+}
+
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const p of running) p.kill('SIGKILL');
@@ -224,6 +313,12 @@ export async function startKubeApiServer(opts: KubeApiServerOptions = {}): Promi
     const users = new Map([
       ['outpost-test-admin', { token, groups: ['system:masters'] }],
       ...(opts.users ?? []).map((u) => [u.name, { token: randomBytes(24).toString('hex'), groups: u.groups }] as const),
+      // The names the default RBAC bindings (system:kube-controller-manager, system:kube-scheduler) grant.
+      ...(opts.controllers
+        ? CONTROLLER_USERS.map(
+            (name) => [name, { token: randomBytes(24).toString('hex'), groups: [] as string[] }] as const,
+          )
+        : []),
     ]);
     writeFileSync(
       join(dir, 'tokens.csv'),
@@ -318,7 +413,15 @@ export async function startKubeApiServer(opts: KubeApiServerOptions = {}): Promi
       return file;
     };
     const kubeconfig = kubeconfigFor('outpost-test-admin');
-    return { url, kubeconfig, token, caPem, version, dir, kubeconfigFor, stop };
+    if (opts.controllers) {
+      const started = await startControllers(dir, kubeconfigFor, opts.readyTimeoutMs ?? 120_000);
+      for (const p of started) {
+        procs.push(p);
+        running.add(p);
+      }
+    }
+    const controllers = opts.controllers ?? false;
+    return { url, kubeconfig, token, caPem, version, dir, controllers, kubeconfigFor, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -1,5 +1,6 @@
 /**
- * @module TEST DOUBLE of a Kubernetes node and the controllers a cluster runs, against the real
+ * @module TEST DOUBLE of a Kubernetes node and (unless the harness runs the real ones, `controllers:
+ * true`, when it plays only the node and kubelet) the controllers a cluster runs, against the real
  * kube-apiserver of test/kube/harness.ts. It writes through the real API what a kubelet, the
  * scheduler and kube-controller-manager would, so that the driver under test sees Pods and
  * Deployments become Ready, crash, and go away. Everything it does is an ordinary API call; the
@@ -14,12 +15,13 @@
  * - scheduler: binds unscheduled pods to the node (`pods/binding`).
  * - deployment controller: pods from the template (owned by the Deployment itself: no ReplicaSet
  *   objects), rollouts like `strategy: Recreate` (all pods share the host network), status with
- *   observedGeneration, replica counts and the Available/Progressing conditions, including
- *   ProgressDeadlineExceeded after `progressDeadlineSeconds`.
+ *   observedGeneration, replica counts and the Available/Progressing conditions (never
+ *   ProgressDeadlineExceeded: that is tested against the real controller, controllers.test.ts).
  * - garbage collector: pods whose owning Deployment is gone are deleted.
  * - namespace controller: a terminating namespace's contents are deleted (every namespaced
  *   resource the API server's discovery lists), then the namespace is finalized.
- * Not played: ReplicaSets, StatefulSets, DaemonSets, Jobs, Services' endpoints, service accounts.
+ * Not played (run the real controllers for them): ReplicaSets, StatefulSets, DaemonSets, Jobs,
+ * Services' endpoints, service accounts. The Node's Ready heartbeat is renewed every 10 s either way.
  *
  * @example
  * const kube = await startKubeApiServer();
@@ -49,7 +51,16 @@ export interface NodeDoubleOptions {
   crashBackoffMs?: number;
   /** How often the controllers look at the cluster. Default 150 ms. */
   tickMs?: number;
+  /**
+   * Play only the node and its kubelet: for a server started with `controllers: true`, whose real
+   * kube-controller-manager and kube-scheduler create, bind, collect and finalize. Default: the
+   * server's `controllers`.
+   */
+  kubeletOnly?: boolean;
 }
+
+/** How often the Node's Ready condition is renewed: the node lifecycle controller marks it Unknown after 50 s without. */
+const HEARTBEAT_MS = 10_000;
 
 const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 const isReady = (pod: Obj): boolean =>
@@ -112,9 +123,20 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
     },
   });
   await api.ok('PATCH', `/api/v1/nodes/${NODE_NAME}/status`, { status: nodeStatus() }, 'application/merge-patch+json');
+  let heartbeat = Date.now();
+  async function renewNode(): Promise<void> {
+    if (Date.now() - heartbeat < HEARTBEAT_MS) return;
+    heartbeat = Date.now();
+    await api.ok(
+      'PATCH',
+      `/api/v1/nodes/${NODE_NAME}/status`,
+      { status: nodeStatus() },
+      'application/merge-patch+json',
+    );
+  }
+  const kubeletOnly = opts.kubeletOnly ?? kube.controllers;
 
   // --- controllers --------------------------------------------------------------------------------
-  const progress = new Map<string, { generation: number; ready: number; at: number }>();
   const written = new Map<string, string>(); // status last written, by uid
   let discovery: { at: number; paths: string[] } | undefined;
 
@@ -205,13 +227,7 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
       const ready = kept.filter(isReady).length;
 
       const gen = Number(d.metadata.generation ?? 1);
-      const pr = progress.get(d.metadata.uid);
-      if (!pr || pr.generation !== gen || ready > pr.ready)
-        progress.set(d.metadata.uid, { generation: gen, ready, at: Date.now() });
-      else pr.ready = ready;
-      const since = progress.get(d.metadata.uid)!.at;
       const complete = ready >= replicas && kept.length + created === replicas && old.length === 0;
-      const deadline = Number(d.spec.progressDeadlineSeconds ?? 600) * 1000;
       const available = ready >= replicas - Math.floor(replicas * 0.25);
       const conditions: Obj[] = [
         available
@@ -234,19 +250,12 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
               reason: 'NewReplicaSetAvailable',
               message: `ReplicaSet "${rsName}" has successfully progressed.`,
             }
-          : Date.now() - since > deadline
-            ? {
-                type: 'Progressing',
-                status: 'False',
-                reason: 'ProgressDeadlineExceeded',
-                message: `ReplicaSet "${rsName}" has timed out progressing.`,
-              }
-            : {
-                type: 'Progressing',
-                status: 'True',
-                reason: 'ReplicaSetUpdated',
-                message: `ReplicaSet "${rsName}" is progressing.`,
-              },
+          : {
+              type: 'Progressing',
+              status: 'True',
+              reason: 'ReplicaSetUpdated',
+              message: `ReplicaSet "${rsName}" is progressing.`,
+            },
       ];
       const t = now();
       for (const c of conditions) {
@@ -372,11 +381,14 @@ export async function startNodeDouble(kube: KubeApiServer, opts: NodeDoubleOptio
     const podList = await api.items('/api/v1/pods');
     pods.clear();
     for (const p of podList) pods.set(`${p.metadata.namespace}/${p.metadata.name}`, p);
-    const deps = await api.items('/apis/apps/v1/deployments');
-    await namespaces();
-    await deployments(deps, podList);
-    await garbageCollect(new Set(deps.map((d) => d.metadata.uid as string)), podList);
-    await schedule(podList);
+    await renewNode();
+    if (!kubeletOnly) {
+      const deps = await api.items('/apis/apps/v1/deployments');
+      await namespaces();
+      await deployments(deps, podList);
+      await garbageCollect(new Set(deps.map((d) => d.metadata.uid as string)), podList);
+      await schedule(podList);
+    }
     await kubeletSync(podList);
   }
 

@@ -5,7 +5,7 @@
  * test/kube/node-double.ts writes through the API what they would (pod and deployment status,
  * pods from templates, namespace finalization) and runs containers that have a command as host
  * processes, so HTTP, logs, exec and crashes are real processes (docs/drivers.md says what is
- * simulated).
+ * simulated). controllers.test.ts runs the driver with the real controller-manager and scheduler.
  *
  * Against a real cluster (k3s) instead: OUTPOST_TEST_KUBECONFIG=/etc/rancher/k3s/k3s.yaml npx
  * vitest run edge/drivers/kubernetes. The workloads then use the image in
@@ -322,24 +322,6 @@ describe('kubernetes driver specifics', () => {
       what: 'probe back to Progressing',
       timeout: READY_MS,
     });
-  });
-
-  it('reports a Deployment whose image cannot be pulled as Failed with the reason', async () => {
-    await apply(
-      unit('nopull', [
-        deployment('nopull', { image: 'fail:does-not-exist', command: ['sh'] }, { progressDeadlineSeconds: 2 }),
-      ]),
-    );
-    const o = await waitFor(
-      async () => {
-        const w = await observe('nopull');
-        return w?.phase === 'Failed' ? w : undefined;
-      },
-      { what: 'nopull Failed', timeout: READY_MS },
-    );
-    expect(o.message).toContain('ProgressDeadlineExceeded');
-    expect(o.message).toMatch(/ErrImagePull|ImagePullBackOff/);
-    expect(o.objects['Deployment/nopull'].ready).toBe(false);
   });
 
   it('marks a unit the API server rejects as Failed with the server message', async () => {
