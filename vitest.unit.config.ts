@@ -33,8 +33,8 @@ export default defineConfig({
       'test/architecture.test.ts',
     ],
     pool: 'forks',
-    // One module graph per worker instead of one per file: most of this tier's time was imports.
-    isolate: false,
+    // Isolated, as in `npm test` (vitest.config.ts says why: one module graph per worker let a file
+    // find Automerge's WebAssembly as another file had set it up).
     maxWorkers: 2,
   },
 });
