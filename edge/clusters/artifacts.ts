@@ -32,7 +32,7 @@ const run = promisify(execFile);
 
 export interface ArtifactDeps {
   blobs: EdgeBlobStore;
-  transfers: EdgeTransfers;
+  transfers: Pick<EdgeTransfers, 'fetch'>;
   trust: ReleaseTrust;
 }
 

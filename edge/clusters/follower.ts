@@ -71,7 +71,7 @@ import { findComponent, startComponent, stopComponent } from './processes.js';
 import { hostAddress } from './node-ip.js';
 import { waitHealthy, type Components } from './gate.js';
 import { reportDrain, superviseNode, type Reporting } from './supervise.js';
-import { OnePassAtATime } from '../orders/one-pass.js';
+import { OnePassAtATime, PassStopped } from '../orders/one-pass.js';
 import { teardownNode } from './teardown.js';
 
 const log = createLogger('edge:clusters');
@@ -175,6 +175,7 @@ export class ClusterFollower implements SpecFollower {
       await this.converge(order);
       this.later(this.d.superviseMs ?? SUPERVISE_MS);
     } catch (err) {
+      if (err instanceof PassStopped) throw err;
       const message = (err as Error).message.slice(0, 1000);
       if (err instanceof RolledBack) {
         this.later(this.d.superviseMs ?? SUPERVISE_MS);
@@ -220,7 +221,8 @@ export class ClusterFollower implements SpecFollower {
         await stageArtifact(
           {
             blobs: this.d.blobs,
-            transfers: this.d.transfers,
+            // Left when the agent stops (the fetch waits for the blob across reconnects).
+            transfers: { fetch: (digest) => this.loop.untilStopped(this.d.transfers.fetch(digest)) },
             trust: { releaseKey: this.d.releaseKey, project: this.d.project },
           },
           n,

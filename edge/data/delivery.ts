@@ -38,7 +38,7 @@ import type { WorkloadDecorator } from '../reconciler.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
 import { withPodAdditions } from './pod-additions.js';
-import { OnePassAtATime } from '../orders/one-pass.js';
+import { OnePassAtATime, PassStopped } from '../orders/one-pass.js';
 
 const log = createLogger('edge:delivery');
 
@@ -150,13 +150,16 @@ export class EdgeDeliveries implements WorkloadDecorator {
         this.d.blobs.checkRoom(o.size - this.d.blobs.files.partialSize(digest), `data object ${name} ${o.version}`);
         this.report(name, { ...withPrevious, state: 'Downloading', percent: 0 });
         let tenth = 0;
-        await this.d.transfers.fetch(digest, (t) => {
-          const x = Math.min(9, Math.floor((t.done / Math.max(1, t.size)) * 10));
-          if (x > tenth) {
-            tenth = x;
-            this.report(name, { ...withPrevious, state: 'Downloading', percent: x * 10 });
-          }
-        });
+        // Left when the agent stops (the fetch waits for the blob across reconnects).
+        await this.passes.untilStopped(
+          this.d.transfers.fetch(digest, (t) => {
+            const x = Math.min(9, Math.floor((t.done / Math.max(1, t.size)) * 10));
+            if (x > tenth) {
+              tenth = x;
+              this.report(name, { ...withPrevious, state: 'Downloading', percent: x * 10 });
+            }
+          }),
+        );
       }
       if (o.activateAt !== undefined && o.activateAt > Date.now()) {
         this.report(name, {
@@ -168,6 +171,7 @@ export class EdgeDeliveries implements WorkloadDecorator {
       }
       await this.install(o);
     } catch (err) {
+      if (err instanceof PassStopped) throw err;
       this.failed.add(key);
       const reason = (err as Error).message.slice(0, 1024);
       log.error({ object: name, version: o.version, err: reason }, 'data object not delivered');

@@ -4,7 +4,16 @@
  * one right after the running one (spec changes that come during a pass coalesce into one more); `later(ms)` schedules the next check (the supervision
  * tick, a retry after a failure); `stop()` lets the running pass end and starts none after it.
  */
+/** What `untilStopped` rejects with once the passes stop: not a failure of the order, nothing to report. */
+export class PassStopped extends Error {
+  constructor() {
+    super('stopping: the pass was left');
+    this.name = 'PassStopped';
+  }
+}
+
 export class OnePassAtATime {
+  private readonly stopping = new AbortController();
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
@@ -27,7 +36,7 @@ export class OnePassAtATime {
       return;
     }
     this.running = this.pass()
-      .catch(this.failed)
+      .catch((err: unknown) => (err instanceof PassStopped ? undefined : this.failed(err)))
       .finally(() => {
         this.running = undefined;
         if (this.again) {
@@ -44,8 +53,33 @@ export class OnePassAtATime {
     this.timer.unref();
   }
 
+  /**
+   * `p`, or a PassStopped rejection as soon as `stop()` is called: what a pass awaits that only a
+   * connection can end (a blob fetch resolves once the blob is in, across reconnects) must not hold
+   * up the agent's stop, which awaits the running pass.
+   */
+  untilStopped<T>(p: Promise<T>): Promise<T> {
+    if (this.stopped) return Promise.reject(new PassStopped());
+    const signal = this.stopping.signal;
+    return new Promise<T>((resolve, reject) => {
+      const onStop = () => reject(new PassStopped());
+      signal.addEventListener('abort', onStop, { once: true });
+      p.then(
+        (v) => {
+          signal.removeEventListener('abort', onStop);
+          resolve(v);
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', onStop);
+          reject(err as Error);
+        },
+      );
+    });
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     clearTimeout(this.timer);
     await this.running;
   }
