@@ -22,6 +22,7 @@ export function describeCluster(o: ApiObject, opts: DescribeOptions): string {
       ['Phase', s.phase ?? '-'],
       ['Summary', s.summary ?? '-'],
       ['Message', s.message],
+      ['Endpoint', s.endpoint ? `${s.endpoint} on the hub (outpost cluster kubeconfig ${o.metadata.name})` : undefined],
     ]),
   );
   out += section(

@@ -117,6 +117,9 @@ describe('ClusterTemplate and Cluster objects', () => {
     expect(a.status).toBe(200);
     const edge = await adminApi(hub, 'GET', '/api/v1/projects/default/edges/e1');
     expect(edge.status.cluster).toEqual({ cluster: 'alpha', role: 'control-plane' });
+    // The cluster's API through the hub: its control-plane edge's kube route.
+    const alpha = await adminApi(hub, 'GET', '/api/v1/projects/default/clusters/alpha');
+    expect(alpha.status.endpoint).toBe('/api/v1/edges/e1/kube');
     const b = await apply({
       kind: 'Cluster',
       metadata: { name: 'beta' },

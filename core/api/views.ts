@@ -474,6 +474,11 @@ export interface ClusterStatusView {
   kubernetesVersion?: string;
   /** Why no node got the order (a template missing, a host held by another cluster). */
   message?: string;
+  /**
+   * The cluster's Kubernetes API through the hub, as a path of the hub's URL: the kube route of its
+   * control-plane edge's tunnel (what `outpost cluster kubeconfig` points kubectl at).
+   */
+  endpoint?: string;
   nodes: ClusterNodeView[];
   /** The control-plane node's components: running, healthy (etcd health, `/readyz`, `/healthz`). */
   components: Record<string, { running: boolean; healthy: boolean; restarts: number; message?: string }>;

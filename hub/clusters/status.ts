@@ -91,6 +91,7 @@ export function clusterStatus(
     template,
     ...(kubernetesVersion ? { kubernetesVersion } : {}),
     ...(messages.length ? { message: messages.join('; ') } : {}),
+    ...(cp ? { endpoint: `/api/v1/edges/${encodeURIComponent(cp.edge)}/kube` } : {}),
     nodes,
     components,
   };

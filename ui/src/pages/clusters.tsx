@@ -38,7 +38,9 @@ const yes = (b: boolean | undefined) => (b ? 'yes' : 'no');
  * The cluster's Kubernetes API through the hub's tunnel to its control-plane edge: what
  * `outpost cluster kubeconfig NAME` puts in the kubeconfig (docs/clusters.md, "Using the cluster").
  */
-export function clusterEndpoint(origin: string, c: Pick<ClusterView, 'spec'>): string | undefined {
+export function clusterEndpoint(origin: string, c: Pick<ClusterView, 'spec' | 'status'>): string | undefined {
+  // The hub's status names it once a control-plane host is reserved; before that, the spec's.
+  if (c.status?.endpoint) return `${origin}${c.status.endpoint}`;
   const cp = c.spec.controlPlane.edges[0];
   return cp ? `${origin}/api/v1/edges/${enc(cp)}/kube` : undefined;
 }
