@@ -7,12 +7,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { Option, type Command } from 'commander';
 import * as tar from 'tar';
 import YAML from 'yaml';
 import type { PackageScan, PackageSummary, PackageVersion, PackageVersionView } from '../core/api/types.js';
-import { CHART_FILE, CHART_LAYER_MEDIA_TYPE } from '../core/chart.js';
+import { CHART_FILE, CHART_LAYER_MEDIA_TYPE, isChartArchive } from '../core/chart.js';
+import { MAX_ARCHIVE_ENTRY_BYTES } from '../core/limits.js';
 import { PACKAGE_FILE, PACKAGE_MEDIA_TYPE, PackageError, parsePackage } from '../core/package.js';
 import { API_VERSION } from '../core/resources.js';
 import { pushBlob } from './cmd-blob.js';
@@ -58,59 +58,11 @@ async function buildChart(dir: string, out?: string): Promise<{ file: string; na
 }
 
 /**
- * How much of an archive the CLI expands to tell a chart from a package before it leaves it to the
- * hub: Helm writes Chart.yaml first, `outpost package build` package.yaml first. Small, because
- * tar's parser crawls through zero blocks (3-4 MB/s measured here: a 2 GiB gzip of zeros took minutes).
+ * How much of an archive the CLI expands to tell a chart from a package (core/chart.ts
+ * isChartArchive) before it leaves the archive to the hub, which reads it within the archive
+ * limits: a hostile one (a gzip bomb) must not make the CLI expand it all.
  */
-const KIND_SCAN_BYTES = 4 * 1024 * 1024;
-
-/**
- * Whether FILE is a Helm chart archive (an entry NAME/Chart.yaml) rather than an Outpost package
- * (package.yaml at its root). Reads entries until one of them says which, and stops there or once
- * KIND_SCAN_BYTES are expanded: the archive is not checked here (the hub does, bounded), and a
- * hostile one (a gzip bomb, 2 GiB of zero blocks) must not make the CLI expand it all.
- */
-async function isChartFile(file: string): Promise<boolean> {
-  const chartEntry = new RegExp(`^[^/]+/${CHART_FILE}$`);
-  return new Promise<boolean>((resolve, reject) => {
-    const input = fs.createReadStream(file);
-    const gunzip = zlib.createGunzip();
-    let settled = false;
-    const decide = (chart: boolean) => {
-      if (settled) return;
-      settled = true;
-      input.destroy();
-      gunzip.destroy();
-      resolve(chart);
-    };
-    const fail = (err: Error) => {
-      if (settled) return;
-      settled = true;
-      input.destroy();
-      reject(err);
-    };
-    let expanded = 0;
-    const parser = tar.t({
-      onReadEntry: (e) => {
-        const p = e.path.replace(/^\.\//, '');
-        if (chartEntry.test(p)) return decide(true);
-        if (p === PACKAGE_FILE) return decide(false);
-        e.resume();
-      },
-    });
-    gunzip.on('data', (chunk: Buffer) => {
-      expanded += chunk.length;
-      if (expanded > KIND_SCAN_BYTES) return decide(false);
-      parser.write(chunk);
-    });
-    gunzip.on('end', () => parser.end());
-    input.on('error', fail);
-    gunzip.on('error', fail);
-    parser.on('error', fail);
-    parser.on('end', () => decide(false));
-    input.pipe(gunzip);
-  });
-}
+const KIND_SCAN_LIMITS = { expandedBytes: 64 * 1024 * 1024, entryBytes: MAX_ARCHIVE_ENTRY_BYTES };
 
 /**
  * Packs DIR into OUT (default NAME-VERSION.tgz in the current directory); returns the file and the
@@ -274,7 +226,7 @@ export function registerPackageCommands(program: Command, deps: CliDeps): void {
         throw new UsageError(
           `${file}: push the .tgz that outpost package build (or helm package) made, or a chart's oci://HOST/REPO:VERSION`,
         );
-      const chart = oci || (await isChartFile(file).catch(() => false));
+      const chart = oci || (await isChartArchive(file, KIND_SCAN_LIMITS).catch(() => false));
       const s = await openSession(cmd, deps);
       const body = oci
         ? { chart: file }

@@ -6,8 +6,9 @@
  * rendered output. Rendering itself is Helm's (build/helm, run by hub/catalog/helm.ts).
  */
 import YAML from 'yaml';
+import { ARCHIVE_LIMITS, ArchiveFormatError, readArchive, type ArchiveLimits } from './archive.js';
 import { MAX_RENDERED_WORKLOAD_BYTES } from './limits.js';
-import { PackageError } from './package.js';
+import { PACKAGE_FILE, PackageError } from './package.js';
 import { formatIssues, Manifest } from './resources.js';
 
 /** The media types of a chart in an OCI registry (Helm's own: `helm push` writes them). */
@@ -175,4 +176,31 @@ export function parseRendered(chart: string, text: string): Manifest[] {
   }
   if (out.length === 0) throw new PackageError(`chart ${chart} rendered no manifest with these values`);
   return out;
+}
+
+/**
+ * Whether `file` is a Helm chart archive (an entry NAME/Chart.yaml, and no package.yaml at its
+ * root) rather than an Outpost package; false when it is no archive at all. Read within `limits`
+ * (ArchiveLimitError past them): the hub reads with the archive limits, the CLI only a little of it.
+ */
+export async function isChartArchive(file: string, limits: ArchiveLimits = ARCHIVE_LIMITS): Promise<boolean> {
+  const chartEntry = new RegExp(`^[^/]+/${CHART_FILE}$`);
+  let chart = false;
+  let pkg = false;
+  try {
+    await readArchive(
+      file,
+      (e) => {
+        const p = e.path.replace(/^\.\//, '');
+        if (p === PACKAGE_FILE) pkg = true;
+        else if (e.type === 'File' && chartEntry.test(p)) chart = true;
+        return undefined;
+      },
+      limits,
+    );
+  } catch (err) {
+    if (err instanceof ArchiveFormatError) return false;
+    throw err;
+  }
+  return chart && !pkg;
 }

@@ -11,40 +11,20 @@ import { Readable } from 'node:stream';
 import { isDigest, type BlobDigest } from '../../core/blobs.js';
 import {
   CHART_CONFIG_MEDIA_TYPE,
-  CHART_FILE,
   CHART_LAYER_MEDIA_TYPE,
   flattenScalars,
   MAX_CHART_BYTES,
   refusedHooks,
   type ChartInfo,
 } from '../../core/chart.js';
-import { readArchive, ArchiveFormatError } from '../../core/archive.js';
 import { OutpostError } from '../../core/errors.js';
 import { registryHost } from '../../core/images.js';
-import { PACKAGE_FILE, PackageError, type PackageManifest, type Parameter } from '../../core/package.js';
+import { PackageError, type PackageManifest, type Parameter } from '../../core/package.js';
 import type { Registry } from '../../core/resources.js';
 import type { HubBlobs } from '../blobs/index.js';
 import type { SecretBox } from '../secrets.js';
 import { UpstreamRegistry } from '../images/upstream.js';
 import { ChartRenderError, type HelmRenderer } from './helm.js';
-
-/** Whether the archive is a Helm chart (`NAME/Chart.yaml`) rather than an Outpost package (`package.yaml` at its root). */
-export async function isChartArchive(file: string): Promise<boolean> {
-  let chart = false;
-  let pkg = false;
-  try {
-    await readArchive(file, (e) => {
-      const p = e.path.replace(/^\.\//, '');
-      if (p === PACKAGE_FILE) pkg = true;
-      else if (e.type === 'File' && new RegExp(`^[^/]+/${CHART_FILE}$`).test(p)) chart = true;
-      return undefined;
-    });
-  } catch (err) {
-    if (err instanceof ArchiveFormatError) return false;
-    throw err;
-  }
-  return chart && !pkg;
-}
 
 /** A chart's values.yaml leaves as parameters (dotted names, typed by their default), for forms and `describe`. */
 function chartParameters(values: Record<string, unknown>): Parameter[] {
