@@ -59,14 +59,18 @@ export function ensureReplicaAdminToken(
     return held;
   }
   if (!key) {
-    if (hasFirstStartAdminToken(db)) {
-      log.warn(
-        { file },
-        `this database already has its admin token, made by the replica that started first: ${file} was not made (one admin token per database). Copy admin.token from that replica's data directory here (it works on every replica), or start the replicas with --identity-key to share it`,
-      );
-      return { token: undefined, created: false };
-    }
-    return ensureAdminToken(db, dataDir, caFingerprint);
+    // Check and make in one transaction under a lock: two replicas starting at once on an empty
+    // database would otherwise both find no token and both make one.
+    const made = state.transaction(() => {
+      db.lockFirstStartAdmin();
+      return hasFirstStartAdminToken(db) ? undefined : ensureAdminToken(db, dataDir, caFingerprint);
+    });
+    if (made) return made;
+    log.warn(
+      { file },
+      `this database already has its admin token, made by the replica that started first: ${file} was not made (one admin token per database). Copy admin.token from that replica's data directory here (it works on every replica), or start the replicas with --identity-key to share it`,
+    );
+    return { token: undefined, created: false };
   }
   const store = state.identity;
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -22,6 +22,9 @@ import {
   type SqlDb,
 } from './sql.js';
 
+/** The advisory lock key under which a replica makes the first-start admin token (any constant of its own). */
+const FIRST_START_ADMIN_LOCK = 0x6f7561646d; // "ouadm"
+
 export interface ApiTokenRow {
   id: string;
   secret_hash: Buffer;
@@ -64,6 +67,12 @@ export interface AuthTables {
   apiTokens(): ApiTokenRow[];
   /** How many live admin tokens for `project` have `description`, or a description starting with `prefix`. */
   liveAdminTokens(project: string, now: number, description: string, prefix: string): number;
+  /**
+   * Serializes making the first-start admin token for the rest of the enclosing transaction: on
+   * PostgreSQL a transaction advisory lock (hub replicas starting at once on an empty database), on
+   * SQLite nothing (one process per database).
+   */
+  lockFirstStartAdmin(): void;
 
   insertJoinToken(r: Omit<JoinTokenRow, 'uses' | 'revoked_at'>): void;
   /** The row, locked for the rest of the enclosing transaction (PostgreSQL `FOR UPDATE`). */
@@ -145,6 +154,9 @@ export function sqlAuthTables(db: SqlDb): AuthTables {
         description,
         `${prefix}%`,
       )!.n,
+    lockFirstStartAdmin() {
+      if (isPostgres(db)) one(db, `SELECT pg_advisory_xact_lock(${FIRST_START_ADMIN_LOCK}) locked`);
+    },
 
     insertJoinToken(r) {
       run(
