@@ -287,7 +287,11 @@ const muxes = new WeakMap<SyncClient, TunnelMux>();
 function muxOf(c: SyncClient): TunnelMux {
   let m = muxes.get(c);
   if (!m) {
-    const mux = new TunnelMux({ side: 'edge', send: (p) => c.sendTunnel(p), bufferedAmount: () => c.bufferedAmount() });
+    const mux = new TunnelMux({
+      side: 'edge',
+      send: (p, written) => c.sendTunnel(p, written),
+      bufferedAmount: () => c.bufferedAmount(),
+    });
     c.on('tunnel', (p) => mux.receive(p));
     muxes.set(c, (m = mux));
   }

@@ -167,7 +167,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   const tunnel = createTunnelAgent({
     driver,
     reconciler,
-    transport: { send: (p) => s.sendTunnel(p), bufferedAmount: () => s.bufferedAmount() },
+    transport: { send: (p, written) => s.sendTunnel(p, written), bufferedAmount: () => s.bufferedAmount() },
     ...(config.driver === 'kubernetes' && config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
     clusterKubeconfig: () => controlPlaneKubeconfig(o.dataDir),
     metrics: async () => ({ text: await registry.metrics(), contentType: registry.contentType }),

@@ -32,6 +32,7 @@ import {
   type WelcomeMessage,
 } from './messages.js';
 import { SyncSession, type SessionStats } from './session.js';
+import { tunnelMessage } from './tunnel-frames.js';
 import type { ReplicaStore } from './store.js';
 
 const log = createLogger('sync:client');
@@ -66,6 +67,17 @@ export interface SyncClientEvents {
   decommissioned: [string];
   welcome: [WelcomeMessage];
   tunnel: [Buffer];
+}
+
+/**
+ * The masks of our frames on a TLS connection: all zero, which `ws` skips on both ends. RFC 6455
+ * has a client mask its frames so that a cleartext proxy that does not speak WebSocket cannot be
+ * made to cache attacker-chosen bytes; inside TLS no proxy sees them, and masking was a fifth of
+ * what a relayed byte cost the hub (docs/benchmarks.md, "Interconnect"). Cleartext (`ws:`,
+ * --insecure-http) keeps random masks.
+ */
+function zeroMask(mask: Buffer): void {
+  mask.fill(0);
 }
 
 export class SyncClient extends EventEmitter<SyncClientEvents> {
@@ -143,11 +155,11 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
     return this.state === 'connected' && !!this.session?.inSync([id]);
   }
 
-  /** Sends a tunnel payload (frame type 0x02); false when not connected. */
-  sendTunnel(payload: Buffer): boolean {
+  /** Sends a tunnel payload (frame type 0x02); false when not connected. `written` once it left for the kernel. */
+  sendTunnel(payload: Buffer, written?: () => void): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN || !this.session) return false;
-    ws.send(Buffer.concat([Buffer.from([0x02]), payload]));
+    ws.send(tunnelMessage(payload), written && (() => written()));
     return true;
   }
 
@@ -199,6 +211,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       perMessageDeflate: false,
       handshakeTimeout: 2 * HANDSHAKE_TIMEOUT_MS,
       ...(this.opts.ca ? { ca: this.opts.ca } : {}),
+      ...(this.url.startsWith('wss:') ? { generateMask: zeroMask } : {}),
     });
     this.ws = ws;
     let docs: MailboxDoc[] = [];

@@ -37,8 +37,8 @@ export interface EdgeConnection {
   readonly connectedAt: number;
   readonly remoteAddress: string;
   readonly agentVersion: string;
-  /** Sends a tunnel payload (frame type 0x02) to this edge. */
-  sendTunnel(payload: Buffer): boolean;
+  /** Sends a tunnel payload (frame type 0x02) to this edge; `written` once it left for the kernel. */
+  sendTunnel(payload: Buffer, written?: () => void): boolean;
 }
 
 /** A hello waiting for its turn's batch (SyncServer `answerHellos`). */

@@ -38,6 +38,7 @@ import {
   type HelloMessage,
 } from './messages.js';
 import { SyncSession } from './session.js';
+import { tunnelMessage } from './tunnel-frames.js';
 import type { ReplicaStore } from './store.js';
 import { sameHeads } from './wasm-sync.js';
 
@@ -252,9 +253,9 @@ export class SyncServer {
       connectedAt: Date.now(),
       remoteAddress,
       agentVersion: hello.agentVersion,
-      sendTunnel: (payload) => {
+      sendTunnel: (payload, written) => {
         if (ws.readyState !== ws.OPEN) return false;
-        ws.send(Buffer.concat([Buffer.from([0x02]), payload]));
+        ws.send(tunnelMessage(payload), written && (() => written()));
         this.sentTo.add(ws);
         return true;
       },

@@ -8,7 +8,7 @@
  */
 import { Duplex } from 'node:stream';
 import { TunnelError, type TunnelErrorCode } from './tunnel-error.js';
-import { MAX_DATA_BYTES, TUNNEL_RESET, TUNNEL_WINDOW, frame, json, u32 } from './tunnel-frames.js';
+import { MAX_BULK_DATA_BYTES, MAX_DATA_BYTES, TUNNEL_RESET, TUNNEL_WINDOW, frame, json, u32 } from './tunnel-frames.js';
 
 /** Credit per direction of a stream: large enough to fill a WAN pipe per stream, small enough that 256 streams stay under 64 MiB. */
 export const INITIAL_WINDOW = 256 * 1024;
@@ -72,6 +72,14 @@ export class TunnelStream extends Duplex {
    */
   recvWindow = INITIAL_WINDOW;
   private readonly maxWindow: number;
+  /**
+   * A stream of plain bytes whose window may grow (`maxWindowFor`): its queued writes may go out
+   * together in one DATA frame of up to MAX_BULK_DATA_BYTES. Other streams keep one write (or
+   * piece of one) per frame: exec's frames each begin with their channel byte.
+   */
+  readonly bulk: boolean;
+  /** The largest DATA body this stream sends. */
+  readonly maxPiece: number;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -80,8 +88,17 @@ export class TunnelStream extends Duplex {
     readonly header: Record<string, unknown>,
     private readonly limits: StreamLimits = {},
   ) {
-    super({ readableHighWaterMark: INITIAL_WINDOW, writableHighWaterMark: 64 * 1024, allowHalfOpen: true });
-    this.maxWindow = maxWindowFor(header);
+    const maxWindow = maxWindowFor(header);
+    const bulk = maxWindow > INITIAL_WINDOW;
+    // A bulk stream takes writes until a whole large frame is queued, so the mux can send one.
+    super({
+      readableHighWaterMark: INITIAL_WINDOW,
+      writableHighWaterMark: bulk ? MAX_BULK_DATA_BYTES : 64 * 1024,
+      allowHalfOpen: true,
+    });
+    this.maxWindow = maxWindow;
+    this.bulk = bulk;
+    this.maxPiece = bulk ? MAX_BULK_DATA_BYTES : MAX_DATA_BYTES;
     if (limits.deadlineMs) {
       this.timer = setTimeout(
         () =>
@@ -102,14 +119,29 @@ export class TunnelStream extends Duplex {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.enqueue([chunk], cb);
+  }
+
+  /** The writes buffered while the last was being sent, at once: a bulk stream sends them as one frame. */
+  override _writev(chunks: { chunk: Buffer }[], cb: (err?: Error | null) => void): void {
+    this.enqueue(
+      chunks.map((c) => c.chunk),
+      cb,
+    );
+  }
+
+  /** Queues `chunks` for the mux, in pieces of at most `maxPiece`; `cb` once the last is sent. */
+  private enqueue(chunks: Buffer[], cb: (err?: Error | null) => void): void {
     if (this.reset) return cb(new TunnelError('aborted', 'the stream was reset'));
-    this.count(chunk.length, 'out');
+    let n = 0;
+    for (const c of chunks) n += c.length;
+    this.count(n, 'out');
     if (this.destroyed) return cb();
-    for (let off = 0; off < chunk.length; off += MAX_DATA_BYTES) {
-      const last = off + MAX_DATA_BYTES >= chunk.length;
-      this.queue.push({ kind: 'data', buf: chunk.subarray(off, off + MAX_DATA_BYTES), ...(last ? { cb } : {}) });
-    }
-    if (chunk.length === 0) return cb();
+    if (n === 0) return cb();
+    const pieces: Buffer[] = [];
+    for (const c of chunks)
+      for (let off = 0; off < c.length; off += this.maxPiece) pieces.push(c.subarray(off, off + this.maxPiece));
+    pieces.forEach((buf, i) => this.queue.push({ kind: 'data', buf, ...(i === pieces.length - 1 ? { cb } : {}) }));
     this.mux.schedule();
   }
 

@@ -1,4 +1,5 @@
 /** @module A minimal client of the hub's REST API (docs/api.md) for the harness: tokens, apply, status. */
+import https from 'node:https';
 
 export interface Summary {
   total: number;
@@ -15,9 +16,12 @@ export class HubApi {
   constructor(
     private readonly url: string,
     private readonly token: string,
+    /** The hub's CA, for a hub that serves HTTPS with its own (fetch cannot be given one). */
+    private readonly ca?: string,
   ) {}
 
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    if (this.ca) return this.requestTls<T>(method, path, body);
     const res = await fetch(`${this.url}/api/v1${path}`, {
       method,
       headers: {
@@ -29,6 +33,35 @@ export class HubApi {
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status}: ${text.slice(0, 500)}`);
     return JSON.parse(text) as T;
+  }
+
+  private requestTls<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        `${this.url}/api/v1${path}`,
+        {
+          method,
+          ca: this.ca,
+          headers: {
+            authorization: `Bearer ${this.token}`,
+            ...(data === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => {
+            if ((res.statusCode ?? 0) >= 400)
+              reject(new Error(`${method} ${path}: HTTP ${res.statusCode}: ${text.slice(0, 500)}`));
+            else resolve(JSON.parse(text) as T);
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(data);
+    });
   }
 
   async joinToken(uses: number, labels: Record<string, string>): Promise<string> {

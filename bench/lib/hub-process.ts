@@ -25,6 +25,8 @@ export interface HubProcessOptions {
   identityKeyFile?: string;
   /** The executable to run (dist/outpost); undefined: main.ts through tsx. */
   binary?: string;
+  /** Serve HTTPS with the hub's own CA (DATA/tls/ca.pem), as a hub runs by default; else --insecure-http. */
+  tls?: boolean;
 }
 
 /** How long a hub may take to print its URL; tsx compiles the sources on a cold cache. */
@@ -44,6 +46,11 @@ export class HubProcess {
   private readonly opts: HubProcessOptions;
   constructor(opts: HubProcessOptions) {
     this.opts = { ...opts };
+  }
+
+  /** The CA a client must trust to reach a TLS hub (undefined for plain HTTP). */
+  caPem(): string | undefined {
+    return this.opts.tls ? fs.readFileSync(path.join(this.opts.dataDir, 'tls', 'ca.pem'), 'utf8') : undefined;
   }
 
   get logFile(): string {
@@ -79,7 +86,7 @@ export class HubProcess {
     const log = fs.openSync(this.opts.logFile, 'a');
     const args = [
       'hub',
-      '--insecure-http',
+      ...(this.opts.tls ? [] : ['--insecure-http']),
       '--data',
       this.opts.dataDir,
       '--listen',

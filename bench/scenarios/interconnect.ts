@@ -141,12 +141,15 @@ export const interconnect: Scenario = async (ctx, out) => {
     dataDir: path.join(ctx.runDir, 'hub'),
     logFile: path.join(ctx.runDir, 'hub.log'),
     binary: ctx.hubBinary,
+    cpuProfDir: ctx.cpuProfDir,
+    // As a hub runs by default (the edges pin its CA from the join token): the SSH hop encrypts too.
+    tls: true,
   });
   await hub.start();
   const edges: ChildProcess[] = [];
   let ssh: SshHop | undefined;
   try {
-    const api = new HubApi(hub.url, hub.adminToken);
+    const api = new HubApi(hub.url, hub.adminToken, hub.caPem());
     const [echoPort, sinkPort, echoImport, sinkImport] = [
       await freePort(),
       await freePort(),
@@ -286,9 +289,11 @@ export const interconnect: Scenario = async (ctx, out) => {
     await ssh?.stop();
     for (const e of edges) e.kill('SIGTERM');
     await sleep(2_000);
-    // The process driver's workloads outlive their agent by design: end what this run started.
-    killUnder(ctx.runDir);
+    // The hub first, gracefully (its command line names the run directory too: killed below, it
+    // never wrote its CPU profile); then the process driver's workloads, which outlive their agent
+    // by design: end what this run started.
     await hub.stop();
+    killUnder(ctx.runDir);
   }
 };
 

@@ -197,7 +197,7 @@ export class TunnelGateway {
     const onEdgeStream = this.opts.onEdgeStream;
     const mux = new TunnelMux({
       side: 'hub',
-      send: (p) => conn.sendTunnel(p),
+      send: (p, written) => conn.sendTunnel(p, written),
       bufferedAmount: () => socket.bufferedAmount,
       maxStreams: this.limits.maxStreamsPerEdge,
       ...(onEdgeStream ? { onStream: (s: TunnelStream) => onEdgeStream(conn, s) } : {}),
