@@ -174,14 +174,20 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         for (const t of order.flatMap((k) => targets.filter((x) => x.kind === k))) {
           const info = KIND_INFO[t.kind];
           try {
-            const r = await s.client.delete<{ changes?: string[] }>(
+            const r = await s.client.delete<{ changes?: string[]; deleting?: unknown }>(
               objectPath(t.project ?? s.project, info.path, t.name),
               {
                 subject: { kind: info.singular, name: t.name },
                 ...(opts.force && t.kind === 'Cluster' ? { query: { force: 'true' } } : {}),
               },
             );
-            line(s.out.out, `${info.singular}/${t.name} deleted`);
+            // A cluster goes once its nodes tore it down (docs/clusters.md, "Delete").
+            if (r?.deleting)
+              line(
+                s.out.out,
+                `${info.singular}/${t.name} deleting: its nodes tear it down, and it goes once every one has (outpost get ${info.path} shows it meanwhile)`,
+              );
+            else line(s.out.out, `${info.singular}/${t.name} deleted`);
             // An AgentUpgrade's answer says what changes on its edges (who keeps or takes which).
             for (const c of Array.isArray(r?.changes) ? r.changes : []) line(s.out.out, `  ${String(c)}`);
           } catch (err) {

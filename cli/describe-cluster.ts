@@ -21,6 +21,12 @@ export function describeCluster(o: ApiObject, opts: DescribeOptions): string {
     fields([
       ['Phase', s.phase ?? '-'],
       ['Summary', s.summary ?? '-'],
+      [
+        'Deletion',
+        s.deletion
+          ? `asked ${s.deletion.at} by ${s.deletion.by ?? '?'}${s.deletion.forced ? ' (forced past its Placements)' : ''}: it goes once every node tore down`
+          : undefined,
+      ],
       ['Message', s.message],
       ['Endpoint', s.endpoint ? `${s.endpoint} on the hub (outpost cluster kubeconfig ${o.metadata.name})` : undefined],
     ]),

@@ -1,5 +1,6 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { refuseClusterDelete } from '../clusters/delete-guard.js';
+import { clusterDeletionOf } from '../clusters/deletion.js';
 import type { EventView, PlacementStagingView, RevisionView } from '../../core/api/views.js';
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
@@ -342,8 +343,17 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
     // AgentUpgrade takes (hub/upgrades/delete-effects.ts). Nothing awaits between the two.
     const upgrade = kind === 'AgentUpgrade' ? objects.get<AgentUpgrade>(kind, project, c.req.param('name')) : undefined;
     const changes = upgrade && deps.upgrades ? deps.upgrades.deleteChanges(upgrade) : undefined;
-    if (kind === 'Cluster') refuseClusterDelete(objects, project, c.req.param('name'), c.req.query('force') === 'true');
-    const o = objects.delete(kind, project, c.req.param('name'), actor(c));
+    const force = c.req.query('force') === 'true';
+    const name = c.req.param('name');
+    if (kind === 'Cluster') {
+      // A cluster already being deleted: deleting it again changes nothing (or, forced, ends it).
+      const cur = objects.get(kind, project, name);
+      if (cur && !clusterDeletionOf(state, cur)) refuseClusterDelete(objects, project, name, force);
+    }
+    const o = objects.delete(kind, project, name, actor(c), { force });
+    // A kind deleted in two steps (a Cluster's nodes tear it down first) is still there.
+    if (objects.get(kind, project, name))
+      return c.json({ deleting: { kind, project, name: o.metadata.name }, object: withStatus(deps, o) });
     return c.json({ deleted: { kind, project, name: o.metadata.name }, ...(changes ? { changes } : {}) });
   });
 

@@ -13,6 +13,9 @@
  *   sealed with the hub's key, and sealed to the node's edge for its order; a worker's order waits
  *   for the address the control-plane node reports (where its API server is).
  *
+ * A Cluster's deletion waits for its nodes to tear down (hub/clusters/deletion.ts): meanwhile each
+ * node's order is a teardown order (`delete: true`).
+ *
  * Every replica computes the same parts from the shared tables; the engine writes those of the
  * edges this process serves. The nodes' reports are projected into `cluster_nodes`, and each new
  * step a node reports becomes an event of the Cluster.
@@ -31,7 +34,6 @@ import type { Cluster, Edge } from '../../core/resources.js';
 import type { ClusterStatusView } from '../../core/api/views.js';
 import type { EdgeReportState } from '../../core/mailbox.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { edgesReached, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
@@ -42,6 +44,8 @@ import { nodeRole, REMOVING } from './roles.js';
 import { upgradePlan, type NodeProgress, type UpgradePlan } from './upgrade-plan.js';
 import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
+import { heldElsewhere, reserveSelected, selectedWorkers } from './worker-selector.js';
+import { ClusterDeletions, clusterDeletionOf, teardownMessage } from './deletion.js';
 
 const log = createLogger('hub:clusters');
 
@@ -70,14 +74,21 @@ export class HubClusters {
   private again = false;
   private stopped = false;
   private parts = new Map<string, ClusterNodeOrder>();
+  private readonly deletions: ClusterDeletions;
 
   constructor(private readonly d: HubClustersDeps) {
     const { state } = d;
+    this.deletions = new ClusterDeletions(d, () => this.mark());
+    d.objects.setFinalizer('Cluster', this.deletions);
     d.engine.register<ClusterNodeOrder>({
       kind: CLUSTER_ORDER,
       all: () => this.parts,
       of: (edge) => this.orderOf(edge),
-      forgetEdge: (edge) => state.clusters.forgetEdge(edge),
+      forgetEdge: (edge) => {
+        this.deletions.edgeGone(edge);
+        state.clusters.forgetEdge(edge);
+        this.mark();
+      },
       project: (edge, report) => this.project(edge, report),
       wake: () => this.mark(),
       onObjectChange: (c) => this.onObjectChange(c),
@@ -131,8 +142,11 @@ export class HubClusters {
 
   /** One pass: reserve workers chosen by selector, make the PKI nodes lack, copy every node's order. */
   async tick(): Promise<void> {
+    this.deletions.finish();
     for (const c of this.d.objects.list<Cluster>('Cluster', '*')) {
-      this.d.state.transaction(() => this.reserveSelected(c));
+      // A cluster being deleted takes no new host and needs no new PKI.
+      if (clusterDeletionOf(this.d.state, c)) continue;
+      this.d.state.transaction(() => reserveSelected(this.d, c));
       const spec = this.templateSpec(c);
       if (spec) await ensureClusterPki(this.d, c, spec, nodeRole);
     }
@@ -152,12 +166,23 @@ export class HubClusters {
   }
 
   status(c: Cluster): ClusterStatusView {
-    return clusterStatus(this.d.state, c, this.heldElsewhere(c), this.plan(c).paused);
+    const del = clusterDeletionOf(this.d.state, c);
+    if (del)
+      return clusterStatus(this.d.state, c, [], undefined, {
+        deletion: {
+          at: new Date(del.at).toISOString(),
+          by: del.by,
+          forced: del.forced,
+        },
+        message: teardownMessage(this.d.state, c),
+      });
+    return clusterStatus(this.d.state, c, heldElsewhere(this.d, c), this.plan(c).paused);
   }
 
   /**
    * One edge's order now, from the tables (its handshake: hub/orders/engine.ts `writeEdge`):
-   * undefined when it belongs to no cluster, or its PKI is not made yet.
+   * undefined when it belongs to no cluster, or its PKI is not made yet. A cluster being deleted
+   * gives each node a teardown order.
    */
   orderOf(edge: string): ClusterNodeOrder | undefined {
     const { state, objects, secrets } = this.d;
@@ -166,18 +191,19 @@ export class HubClusters {
     const c = objects.get<Cluster>('Cluster', h.project, h.cluster);
     if (!c) return undefined;
     const role = nodeRole(h.role);
+    const teardown = !!clusterDeletionOf(state, c);
     // A worker joins once the control plane said where its API server is (its node's address).
-    const apiServer = role === 'worker' ? this.controlPlaneAddress(c) : undefined;
-    if (role === 'worker' && !apiServer) return undefined;
+    const apiServer = role === 'worker' && !teardown ? this.controlPlaneAddress(c) : undefined;
+    if (role === 'worker' && !apiServer && !teardown) return undefined;
     const drain =
-      role === 'control-plane'
+      role === 'control-plane' && !teardown
         ? state.clusters
             .hostsOf(h.project, h.cluster)
             .filter((x) => x.role === REMOVING)
             .map((x) => x.edge)
         : [];
     // A worker runs the version the upgrade's order gives it (upgrade-plan.ts), the rest the cluster's.
-    const template = role === 'worker' ? this.plannedTemplate(c, edge) : { ...c.spec.template };
+    const template = role === 'worker' && !teardown ? this.plannedTemplate(c, edge) : { ...c.spec.template };
     const spec = this.templateSpecOf(c.metadata.project, template.name, template.version);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
@@ -204,6 +230,7 @@ export class HubClusters {
       },
       ...(apiServer ? { apiServer } : {}),
       ...(drain.length ? { drain } : {}),
+      ...(teardown ? { delete: true as const } : {}),
       pki: sealed,
     };
   }
@@ -271,17 +298,22 @@ export class HubClusters {
     const after = c.after as Cluster | undefined;
     const before = c.before as Cluster | undefined;
     if (!after) {
+      // The last step of a deletion (deletion.ts): every node tore down, or the deletion was forced.
+      const hosts = state.clusters.hostsOf(c.project, c.name).map((h) => h.edge);
       state.clusters.release(c.project, c.name);
       state.clusters.dropPki(c.project, c.name);
+      if (before?.metadata.uid) state.clusters.endDeletion(c.project, c.name, before.metadata.uid);
       state.events.record({
         project: c.project,
         kind: 'Cluster',
         name: c.name,
-        reason: 'Deleting',
-        message: 'the nodes stop their components, remove their data and release their hosts',
+        reason: 'HostsReleased',
+        message: `${hosts.length ? `hosts ${hosts.join(', ')} released` : 'no host held'}, the cluster's PKI dropped`,
       });
       return;
     }
+    // The deletion recorded (the object store's hold): nothing else changed; writes are refused meanwhile.
+    if (clusterDeletionOf(state, after)) return;
     const { template } = after.spec;
     if (!state.clusters.templateVersion(c.project, template.name, template.version))
       throw new OutpostError(
@@ -324,15 +356,18 @@ export class HubClusters {
           `edge ${h.edge} is not an edge of project ${c.project}: enroll it first, or name another`,
         );
       const held = state.clusters.holder(h.edge);
-      if (held && (held.project !== c.project || held.cluster !== c.name))
+      if (held && (held.project !== c.project || held.cluster !== c.name)) {
+        const holder = this.d.objects.get<Cluster>('Cluster', held.project, held.cluster);
+        const going = holder && clusterDeletionOf(state, holder);
         throw new OutpostError(
           'conflict',
-          `edge ${h.edge} belongs to cluster ${held.project}/${held.cluster} (an edge belongs to at most one cluster): remove it there first, or name another edge`,
+          `edge ${h.edge} belongs to cluster ${held.project}/${held.cluster} (an edge belongs to at most one cluster)${going ? ', which is being deleted: wait until its nodes tore down and it is gone' : ': remove it there first, or name another edge'}`,
         );
+      }
     }
     // Hosts it no longer names (or selects): a worker whose node reported is drained by the control
     // plane first (still reserved, as `removing`); any other is released, its node stops and cleans up.
-    const wanted = new Set([...named.map((h) => h.edge), ...this.selectedWorkers(after)]);
+    const wanted = new Set([...named.map((h) => h.edge), ...selectedWorkers(this.d, after)]);
     for (const h of state.clusters.hostsOf(c.project, c.name)) {
       if (wanted.has(h.edge) || h.role === REMOVING) continue;
       if (h.role === 'worker' && state.clusters.nodeReport(h.edge)?.cluster === c.name) {
@@ -350,33 +385,6 @@ export class HubClusters {
       state.clusters.dropPki(c.project, c.name, h.edge);
     }
     for (const h of named) state.clusters.reserve({ ...h, project: c.project, cluster: c.name });
-    this.reserveSelected(after);
-  }
-
-  /** The free edges a Cluster's worker selector picks (none without a selector). */
-  private selectedWorkers(c: Cluster): string[] {
-    const sel = c.spec.workers?.edgeSelector;
-    if (!sel) return [];
-    const project = c.metadata.project;
-    const edges = schedulableEdges(this.d.objects.list<Edge>('Edge', project), this.d.state.edges.liveness(project));
-    const cp = c.spec.controlPlane.edges[0];
-    return edgesReached(edges, { edgeSelector: sel }).filter((e) => e !== cp);
-  }
-
-  /** Reserves the free edges the worker selector picks (inside a transaction). */
-  private reserveSelected(c: Cluster): void {
-    const { project, name } = c.metadata;
-    for (const edge of this.selectedWorkers(c)) {
-      const held = this.d.state.clusters.holder(edge);
-      if (!held) this.d.state.clusters.reserve({ edge, project, cluster: name, role: 'worker' });
-    }
-  }
-
-  /** Edges the worker selector picks that another cluster holds (shown in the status). */
-  private heldElsewhere(c: Cluster): string[] {
-    return this.selectedWorkers(c).filter((e) => {
-      const h = this.d.state.clusters.holder(e);
-      return h && (h.project !== c.metadata.project || h.cluster !== c.metadata.name);
-    });
+    reserveSelected(this.d, after);
   }
 }

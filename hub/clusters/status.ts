@@ -16,6 +16,8 @@ export function clusterStatus(
   heldElsewhere: string[],
   /** Why the workers' upgrade is paused (upgrade-plan.ts), when it is. */
   paused?: string,
+  /** Its deletion, when asked for (deletion.ts): the phase is then `Deleting`, the message what it waits for. */
+  deleting?: { deletion: NonNullable<ClusterStatusView['deletion']>; message: string },
   now = Date.now(),
 ): ClusterStatusView {
   const { project, name, uid } = c.metadata;
@@ -85,6 +87,23 @@ export function clusterStatus(
       : []),
     ...(spec ? [] : [`template ${template} is not applied`]),
   ];
+  if (deleting) {
+    const down = nodes.filter((n) => n.phase === 'Deleted').length;
+    return {
+      phase: 'Deleting',
+      summary: `${down}/${nodes.length} nodes torn down`,
+      template,
+      ...(kubernetesVersion ? { kubernetesVersion } : {}),
+      // A node that cannot tear down says why (its report's message).
+      message: [
+        deleting.message,
+        ...nodes.filter((n) => n.phase !== 'Deleted' && n.message).map((n) => `${n.edge}: ${n.message}`),
+      ].join('; '),
+      deletion: deleting.deletion,
+      nodes,
+      components,
+    };
+  }
   return {
     phase,
     summary: `${ready}/${counted.length} nodes Ready`,

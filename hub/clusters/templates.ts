@@ -10,6 +10,7 @@ import type { HubBlobs } from '../blobs/index.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { HubState } from '../state/index.js';
 import { checkTemplateArtifacts } from './artifacts.js';
+import { clusterDeletionOf } from './deletion.js';
 
 export interface TemplateDeps {
   state: HubState;
@@ -23,9 +24,10 @@ export function templateChanged(d: TemplateDeps, c: ObjectChange): void {
   const { state, objects, blobs } = d;
   const after = c.after as ClusterTemplate | undefined;
   if (!after) {
+    // A cluster being deleted no longer needs it: its teardown orders take the versions the hub keeps.
     const users = objects
       .list<Cluster>('Cluster', c.project)
-      .filter((x) => x.spec.template.name === c.name)
+      .filter((x) => x.spec.template.name === c.name && !clusterDeletionOf(state, x))
       .map((x) => x.metadata.name);
     if (users.length)
       throw new OutpostError(
