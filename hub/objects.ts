@@ -11,6 +11,7 @@ import { OutpostError } from '../core/errors.js';
 import {
   API_VERSION,
   formatIssues,
+  GLOBAL_SCOPE,
   KIND_SCHEMAS,
   KINDS,
   type Kind,
@@ -235,7 +236,8 @@ export class ObjectStore {
         const cur = this.get(kind, project, name);
         const deleting = cur && this.finalizers.get(kind)?.deleting(cur);
         if (deleting) throw new OutpostError('conflict', deleting);
-        const validated = this.admitToProject ? this.admitToProject(checked, cur) : checked;
+        // The hub-wide scope (global ClusterTemplates) is no project: no quota, no Project row.
+        const validated = this.admitToProject && project !== GLOBAL_SCOPE ? this.admitToProject(checked, cur) : checked;
         const obj: Resource =
           validated.kind === 'Workload'
             ? {

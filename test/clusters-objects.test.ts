@@ -150,7 +150,7 @@ describe('ClusterTemplate and Cluster objects', () => {
     const got = await runCli(['get', 'clusters'], { env });
     expect(got.stdout).toMatch(/NAME\s+TEMPLATE\s+PHASE\s+READY\s+CONTROL-PLANE\s+AGE/);
     expect(got.stdout).toMatch(/alpha\s+small@1\s+Degraded\s+0\/1\s+e1/);
-    expect((await runCli(['get', 'ct'], { env })).stdout).toMatch(/small\s+1\s+v1\.33\.13/);
+    expect((await runCli(['get', 'ct'], { env })).stdout).toMatch(/small\s+Project\s+1\s+v1\.33\.13/);
     const described = await runCli(['describe', 'cluster', 'alpha'], { env });
     expect(described.stdout).toContain('Nodes:');
     expect(described.stdout).toMatch(/e1\s+control-plane\s+Failed/);

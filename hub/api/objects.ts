@@ -1,6 +1,7 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { refuseClusterDelete } from '../clusters/delete-guard.js';
 import { clusterDeletionOf } from '../clusters/deletion.js';
+import { authorizeObject, GLOBAL_SCOPE } from '../clusters/global-templates.js';
 import type { EventView, PlacementStagingView, RevisionView } from '../../core/api/views.js';
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
@@ -212,6 +213,16 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
       }
       if (more || batch.length < 500) break;
     }
+    // A project's templates are followed by the global ones, which every project may use (on the last page).
+    const global =
+      kind === 'ClusterTemplate' && project !== '*' && !more
+        ? objects.list(kind, '*').filter((o) => o.metadata.project === GLOBAL_SCOPE)
+        : [];
+    out.push(
+      ...global.filter(
+        (o) => (!selector || matchesSelector(o.metadata.labels, selector)) && (!q || o.metadata.name.includes(q)),
+      ),
+    );
     const reveal = revealSecrets(deps, c, project);
     const items = out.map((o) => withStatus(deps, o, reveal));
     const matched =
@@ -227,7 +238,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
         : {};
     return c.json({
       items,
-      total: objects.count(kind, project),
+      total: objects.count(kind, project) + global.length,
       ...matched,
       ...(more
         ? {
@@ -243,7 +254,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
   app.get('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(c, 'read', project);
+    authorizeObject(principal(c), 'read', kind, project);
     const reveal = revealSecrets(deps, c, project);
     const o = objects.get(kind, project, c.req.param('name'));
     if (!o) throw new OutpostError('not_found', `${kind} ${c.req.param('name')} not found in project ${project}`);
@@ -253,7 +264,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
   const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {
     const project = c.req.param('project') ?? '';
     const kind = kindFromPath(c.req.param('kind') ?? '');
-    authorize(c, 'write', project);
+    authorizeObject(principal(c), 'write', kind, project);
     if (kind === 'Edge' && mode === 'create')
       throw new OutpostError(
         'bad_request',
@@ -305,7 +316,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
     const name = c.req.param('name');
-    authorize(c, 'write', project);
+    authorizeObject(principal(c), 'write', kind, project);
     const type = (c.req.header('content-type') ?? '').split(';')[0].trim();
     if (type !== 'application/merge-patch+json' && type !== 'application/json')
       throw new OutpostError(
@@ -333,7 +344,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
   app.delete('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(c, 'write', project);
+    authorizeObject(principal(c), 'write', kind, project);
     if (kind === 'Edge')
       throw new OutpostError(
         'bad_request',

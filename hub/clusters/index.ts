@@ -44,6 +44,7 @@ import { nodeRole, REMOVING } from './roles.js';
 import { upgradePlan, type NodeProgress, type UpgradePlan } from './upgrade-plan.js';
 import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
+import { GLOBAL_SCOPE, templateScope, templateWords } from './global-templates.js';
 import { heldElsewhere, reserveSelected, selectedWorkers } from './worker-selector.js';
 import { ClusterDeletions, clusterDeletionOf, teardownMessage } from './deletion.js';
 
@@ -203,8 +204,8 @@ export class HubClusters {
             .map((x) => x.edge)
         : [];
     // A worker runs the version the upgrade's order gives it (upgrade-plan.ts), the rest the cluster's.
-    const template = role === 'worker' && !teardown ? this.plannedTemplate(c, edge) : { ...c.spec.template };
-    const spec = this.templateSpecOf(c.metadata.project, template.name, template.version);
+    const { scope, ...template } = this.orderTemplate(c, edge, role, teardown);
+    const spec = this.templateSpecOf(scope, template.name, template.version);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
     let sealed: string;
@@ -246,7 +247,44 @@ export class HubClusters {
   }
 
   private templateSpec(c: Cluster): ClusterTemplateSpec | undefined {
-    return this.templateSpecOf(c.metadata.project, c.spec.template.name, c.spec.template.version);
+    return this.templateSpecOf(templateScope(c), c.spec.template.name, c.spec.template.version);
+  }
+
+  /**
+   * The template version a node's order names, with its scope (a project, or the hub-wide one): a
+   * worker runs the version the upgrade's plan gives it (upgrade-plan.ts), the rest the cluster's.
+   */
+  private orderTemplate(
+    c: Cluster,
+    edge: string,
+    role: NodeRole,
+    teardown = false,
+  ): { name: string; version: string; scope: string } {
+    const { name, version } = c.spec.template;
+    const own = { name, version, scope: templateScope(c) };
+    if (role !== 'worker' || teardown) return own;
+    const v = this.plan(c).versions.get(edge);
+    const at = v?.lastIndexOf('@') ?? -1;
+    if (!v || at <= 0) return own;
+    const t = { name: v.slice(0, at), version: v.slice(at + 1) };
+    // The plan names versions without their scope: the cluster's own first, then the other one.
+    for (const scope of new Set([own.scope, c.metadata.project, GLOBAL_SCOPE]))
+      if (this.templateSpecOf(scope, t.name, t.version)) return { ...t, scope };
+    return own;
+  }
+
+  /**
+   * Whether `edge` may fetch blob `digest` of the hub-wide scope: its node's order names a global
+   * template version with that artifact (hub/blobs/transfers.ts; global-templates.ts).
+   */
+  needsGlobalBlob(edge: string, digest: string): boolean {
+    const h = this.d.state.clusters.holder(edge);
+    const c = h && this.d.objects.get<Cluster>('Cluster', h.project, h.cluster);
+    if (!h || !c || clusterDeletionOf(this.d.state, c)) return false;
+    const t = this.orderTemplate(c, edge, nodeRole(h.role));
+    if (t.scope !== GLOBAL_SCOPE) return false;
+    const spec = this.templateSpecOf(GLOBAL_SCOPE, t.name, t.version);
+    return !!spec && Object.values(spec.artifacts).some((a) => a.digest === digest);
   }
 
   private templateSpecOf(project: string, name: string, version: string): ClusterTemplateSpec | undefined {
@@ -270,14 +308,6 @@ export class HubClusters {
     });
     const want = `${c.spec.template.name}@${c.spec.template.version}`;
     return upgradePlan(want, nodes, { maxUnavailable: 1, failureThreshold: 1, ...c.spec.upgrade });
-  }
-
-  /** The template version the plan gives a worker (one of the project's applied versions, else the cluster's). */
-  private plannedTemplate(c: Cluster, edge: string): { name: string; version: string } {
-    const v = this.plan(c).versions.get(edge);
-    const at = v?.lastIndexOf('@') ?? -1;
-    const t = v && at > 0 ? { name: v.slice(0, at), version: v.slice(at + 1) } : undefined;
-    return t && this.templateSpecOf(c.metadata.project, t.name, t.version) ? t : { ...c.spec.template };
   }
 
   /** What the edge reports of its node, into `cluster_nodes` (node-reports.ts). */
@@ -315,11 +345,22 @@ export class HubClusters {
     // The deletion recorded (the object store's hold): nothing else changed; writes are refused meanwhile.
     if (clusterDeletionOf(state, after)) return;
     const { template } = after.spec;
-    if (!state.clusters.templateVersion(c.project, template.name, template.version))
+    if (!state.clusters.templateVersion(templateScope(after), template.name, template.version))
       throw new OutpostError(
         'invalid',
-        `spec.template: ClusterTemplate ${template.name} version ${template.version} was never applied in project ${c.project}: apply it first (outpost apply -f TEMPLATE.yaml)`,
+        `spec.template: ${templateWords(template)} was never applied ${template.scope === 'Global' ? 'globally (metadata.project "*")' : `in project ${c.project}`}: apply it first (outpost apply -f TEMPLATE.yaml)${template.scope === 'Global' ? '' : ', or name a global template with scope: Global'}`,
         { details: [{ path: 'spec.template', message: 'no such template version' }] },
+      );
+    // The nodes know a version by name and version: the same ones in the other scope are not told apart.
+    if (
+      before &&
+      before.spec.template.name === template.name &&
+      before.spec.template.version === template.version &&
+      templateScope(before) !== templateScope(after)
+    )
+      throw new OutpostError(
+        'invalid',
+        `spec.template: ${template.name}@${template.version} names a template in another scope than the one the cluster runs under the same name and version: name a version (or template) of another name or version to move the cluster to it`,
       );
     if (before && JSON.stringify(before.spec.template) !== JSON.stringify(template)) {
       // An upgrade: the nodes swap their components; the PKI (made for the network) stays.

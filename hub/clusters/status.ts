@@ -8,6 +8,7 @@ import type { ClusterNodeView, ClusterStatusView } from '../../core/api/views.js
 import { ClusterNodeReport } from '../../core/cluster.js';
 import type { Cluster } from '../../core/resources.js';
 import { isOnline } from '../edges/phase.js';
+import { templateScope } from './global-templates.js';
 import type { HubState } from '../state/index.js';
 
 export function clusterStatus(
@@ -22,7 +23,7 @@ export function clusterStatus(
 ): ClusterStatusView {
   const { project, name, uid } = c.metadata;
   const template = `${c.spec.template.name}@${c.spec.template.version}`;
-  const spec = state.clusters.templateVersion(project, c.spec.template.name, c.spec.template.version);
+  const spec = state.clusters.templateVersion(templateScope(c), c.spec.template.name, c.spec.template.version);
   const kubernetesVersion = spec ? (JSON.parse(spec) as { kubernetesVersion?: string }).kubernetesVersion : undefined;
   const reports = new Map<string, ClusterNodeReport>();
   for (const r of state.clusters.nodesOf(project, name)) {
@@ -85,7 +86,7 @@ export function clusterStatus(
     ...(heldElsewhere.length
       ? [`selected edges held by another cluster, left out: ${heldElsewhere.slice(0, 5).join(', ')}`]
       : []),
-    ...(spec ? [] : [`template ${template} is not applied`]),
+    ...(spec ? [] : [`${c.spec.template.scope === 'Global' ? 'global ' : ''}template ${template} is not applied`]),
   ];
   if (deleting) {
     const down = nodes.filter((n) => n.phase === 'Deleted').length;

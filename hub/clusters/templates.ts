@@ -11,6 +11,7 @@ import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { HubState } from '../state/index.js';
 import { checkTemplateArtifacts } from './artifacts.js';
 import { clusterDeletionOf } from './deletion.js';
+import { adoptGlobalBlob, GLOBAL_SCOPE, templateScope } from './global-templates.js';
 
 export interface TemplateDeps {
   state: HubState;
@@ -23,16 +24,18 @@ export interface TemplateDeps {
 export function templateChanged(d: TemplateDeps, c: ObjectChange): void {
   const { state, objects, blobs } = d;
   const after = c.after as ClusterTemplate | undefined;
+  const global = c.project === GLOBAL_SCOPE;
   if (!after) {
     // A cluster being deleted no longer needs it: its teardown orders take the versions the hub keeps.
+    // A global one is used by the clusters of any project that name it with scope Global.
     const users = objects
-      .list<Cluster>('Cluster', c.project)
-      .filter((x) => x.spec.template.name === c.name && !clusterDeletionOf(state, x))
-      .map((x) => x.metadata.name);
+      .list<Cluster>('Cluster', global ? GLOBAL_SCOPE : c.project)
+      .filter((x) => x.spec.template.name === c.name && templateScope(x) === c.project && !clusterDeletionOf(state, x))
+      .map((x) => (global ? `${x.metadata.project}/${x.metadata.name}` : x.metadata.name));
     if (users.length)
       throw new OutpostError(
         'conflict',
-        `ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first`,
+        `${global ? 'global ' : ''}ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first${global ? ' (or move them to another template)' : ''}`,
       );
     for (const v of state.clusters.templateVersions(c.project, c.name))
       blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${v}`, []);
@@ -48,6 +51,7 @@ export function templateChanged(d: TemplateDeps, c: ObjectChange): void {
       { details: [{ path: 'spec.version', message: `${spec.version} is already applied with other content` }] },
     );
   const digests = checkTemplateArtifacts(d.releasePublicKeyPem, blobs, c.project, spec);
+  if (global) for (const digest of digests) adoptGlobalBlob(blobs, digest);
   blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${spec.version}`, digests);
   state.clusters.putTemplateVersion(c.project, c.name, spec.version, text, Date.now());
 }
