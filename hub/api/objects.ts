@@ -214,12 +214,12 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
       if (more || batch.length < 500) break;
     }
     // A project's templates are followed by the global ones, which every project may use (on the last page).
-    const global =
+    const hubWide =
       kind === 'ClusterTemplate' && project !== '*' && !more
         ? objects.list(kind, '*').filter((o) => o.metadata.project === GLOBAL_SCOPE)
         : [];
     out.push(
-      ...global.filter(
+      ...hubWide.filter(
         (o) => (!selector || matchesSelector(o.metadata.labels, selector)) && (!q || o.metadata.name.includes(q)),
       ),
     );
@@ -238,7 +238,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
         : {};
     return c.json({
       items,
-      total: objects.count(kind, project) + global.length,
+      total: objects.count(kind, project) + hubWide.length,
       ...matched,
       ...(more
         ? {

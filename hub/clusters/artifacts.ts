@@ -57,9 +57,9 @@ export function checkTemplateArtifacts(
   project: string,
   spec: ClusterTemplateSpec,
 ): BlobDigest[] {
-  const global = project === GLOBAL_SCOPE;
+  const hubWide = project === GLOBAL_SCOPE;
   const lookup = (d: BlobDigest) =>
-    blobs.get(project, d) ?? (global ? blobs.list('*').find((b) => b.digest === d) : undefined);
+    blobs.get(project, d) ?? (hubWide ? blobs.list('*').find((b) => b.digest === d) : undefined);
   const digests: BlobDigest[] = [];
   for (const name of ARTIFACT_NAMES) {
     const a = spec.artifacts[name];
@@ -74,7 +74,7 @@ export function checkTemplateArtifacts(
         `${(err as Error).message.replace('this edge pinned at enrollment', 'of this hub')}; push it with \`outpost cluster artifacts push DIR\``,
       );
     }
-    if (global && r.scope !== ALL_PROJECTS_SCOPE)
+    if (hubWide && r.scope !== ALL_PROJECTS_SCOPE)
       throw refuse(
         `it is signed for project ${r.scope} only, and a global template serves every project: push the artifacts with \`outpost cluster artifacts push DIR --global\` (signed for every project)`,
       );
@@ -83,7 +83,7 @@ export function checkTemplateArtifacts(
     const b = lookup(r.digest);
     if (!b)
       throw refuse(
-        global
+        hubWide
           ? `blob ${r.digest} is in no project's blob store: push the artifacts first (outpost cluster artifacts push DIR --global)`
           : `blob ${r.digest} is not in project ${project}'s blob store: push the artifacts in this project`,
       );
