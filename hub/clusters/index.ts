@@ -3,9 +3,11 @@
  * kind of order (core/orders/cluster.ts) on the engine (hub/orders/engine.ts), and the rules of
  * ClusterTemplates and Clusters, checked inside each object's write transaction:
  *
- * - a template version is immutable, its artifacts must verify (hub/clusters/templates.ts);
- * - a Cluster names an applied template version, and reserves its hosts: an edge belongs to at
- *   most one cluster, and naming one another cluster holds is refused with the holder's name;
+ * - a template version is immutable, its artifacts must verify (hub/clusters/templates.ts); a
+ *   global one serves every project (hub/clusters/global-templates.ts);
+ * - a Cluster names an applied template version, and reserves its hosts
+ *   (hub/clusters/cluster-rules.ts): an edge belongs to at most one cluster, and naming one
+ *   another cluster holds is refused with the holder's name;
  *   workers chosen by selector are reserved as they appear (those held elsewhere are left out,
  *   and said so in the status); a worker no longer named stays reserved as `removing` until the
  *   control plane reports it drained and deleted from the cluster, then it is released;
@@ -20,17 +22,10 @@
  * edges this process serves. The nodes' reports are projected into `cluster_nodes`, and each new
  * step a node reports becomes an event of the Cluster.
  */
-import {
-  ClusterNodeReport,
-  ClusterTemplateSpec,
-  DEFAULT_CLUSTER_PORTS,
-  type ClusterNodeOrder,
-  type NodeRole,
-} from '../../core/cluster.js';
-import { OutpostError } from '../../core/errors.js';
+import { ClusterNodeReport, DEFAULT_CLUSTER_PORTS, type ClusterNodeOrder, type NodeRole } from '../../core/cluster.js';
 import { createLogger } from '../../core/logger.js';
 import { CLUSTER_ORDER } from '../../core/orders/cluster.js';
-import type { Cluster, Edge } from '../../core/resources.js';
+import type { Cluster } from '../../core/resources.js';
 import type { ClusterStatusView } from '../../core/api/views.js';
 import type { EdgeReportState } from '../../core/mailbox.js';
 import type { HubBlobs } from '../blobs/index.js';
@@ -39,13 +34,14 @@ import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
 import { templateChanged } from './templates.js';
+import { clusterChanged, templateSpecFor, templateSpecOf } from './cluster-rules.js';
 import { projectNodeReport } from './node-reports.js';
 import { nodeRole, REMOVING } from './roles.js';
 import { upgradePlan, type NodeProgress, type UpgradePlan } from './upgrade-plan.js';
 import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
-import { GLOBAL_SCOPE, templateScope, templateWords } from './global-templates.js';
-import { heldElsewhere, reserveSelected, selectedWorkers } from './worker-selector.js';
+import { GLOBAL_SCOPE, templateScope } from './global-templates.js';
+import { heldElsewhere, reserveSelected } from './worker-selector.js';
 import { ClusterDeletions, clusterDeletionOf, teardownMessage } from './deletion.js';
 
 const log = createLogger('hub:clusters');
@@ -62,11 +58,6 @@ export interface HubClustersDeps {
   /** The hub's release public key: what a template's artifacts must verify with. */
   releasePublicKeyPem: string;
   tickMs?: number;
-}
-
-interface Host {
-  edge: string;
-  role: NodeRole;
 }
 
 export class HubClusters {
@@ -148,7 +139,7 @@ export class HubClusters {
       // A cluster being deleted takes no new host and needs no new PKI.
       if (clusterDeletionOf(this.d.state, c)) continue;
       this.d.state.transaction(() => reserveSelected(this.d, c));
-      const spec = this.templateSpec(c);
+      const spec = templateSpecFor(this.d.state, c);
       if (spec) await ensureClusterPki(this.d, c, spec, nodeRole);
     }
     const parts = new Map<string, ClusterNodeOrder>();
@@ -205,7 +196,7 @@ export class HubClusters {
         : [];
     // A worker runs the version the upgrade's order gives it (upgrade-plan.ts), the rest the cluster's.
     const { scope, ...template } = this.orderTemplate(c, edge, role, teardown);
-    const spec = this.templateSpecOf(scope, template.name, template.version);
+    const spec = templateSpecOf(this.d.state, scope, template.name, template.version);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
     let sealed: string;
@@ -246,10 +237,6 @@ export class HubClusters {
     return { address: parsed.data.address, serverName: cp };
   }
 
-  private templateSpec(c: Cluster): ClusterTemplateSpec | undefined {
-    return this.templateSpecOf(templateScope(c), c.spec.template.name, c.spec.template.version);
-  }
-
   /**
    * The template version a node's order names, with its scope (a project, or the hub-wide one): a
    * worker runs the version the upgrade's plan gives it (upgrade-plan.ts), the rest the cluster's.
@@ -269,7 +256,7 @@ export class HubClusters {
     const t = { name: v.slice(0, at), version: v.slice(at + 1) };
     // The plan names versions without their scope: the cluster's own first, then the other one.
     for (const scope of new Set([own.scope, c.metadata.project, GLOBAL_SCOPE]))
-      if (this.templateSpecOf(scope, t.name, t.version)) return { ...t, scope };
+      if (templateSpecOf(this.d.state, scope, t.name, t.version)) return { ...t, scope };
     return own;
   }
 
@@ -283,13 +270,8 @@ export class HubClusters {
     if (!h || !c || clusterDeletionOf(this.d.state, c)) return false;
     const t = this.orderTemplate(c, edge, nodeRole(h.role));
     if (t.scope !== GLOBAL_SCOPE) return false;
-    const spec = this.templateSpecOf(GLOBAL_SCOPE, t.name, t.version);
+    const spec = templateSpecOf(this.d.state, GLOBAL_SCOPE, t.name, t.version);
     return !!spec && Object.values(spec.artifacts).some((a) => a.digest === digest);
-  }
-
-  private templateSpecOf(project: string, name: string, version: string): ClusterTemplateSpec | undefined {
-    const text = this.d.state.clusters.templateVersion(project, name, version);
-    return text ? ClusterTemplateSpec.parse(JSON.parse(text)) : undefined;
   }
 
   /** The upgrade's plan for the cluster's nodes now (upgrade-plan.ts), from their reports. */
@@ -317,115 +299,9 @@ export class HubClusters {
 
   private onObjectChange(c: ObjectChange): void {
     if (c.kind === 'ClusterTemplate') templateChanged(this.d, c);
-    else if (c.kind === 'Cluster') this.clusterChanged(c);
+    else if (c.kind === 'Cluster') clusterChanged(this.d, c);
     // An edge's labels may bring it under a worker selector.
     else if (c.kind !== 'Edge') return;
     this.mark();
-  }
-
-  private clusterChanged(c: ObjectChange): void {
-    const { state } = this.d;
-    const after = c.after as Cluster | undefined;
-    const before = c.before as Cluster | undefined;
-    if (!after) {
-      // The last step of a deletion (deletion.ts): every node tore down, or the deletion was forced.
-      const hosts = state.clusters.hostsOf(c.project, c.name).map((h) => h.edge);
-      state.clusters.release(c.project, c.name);
-      state.clusters.dropPki(c.project, c.name);
-      if (before?.metadata.uid) state.clusters.endDeletion(c.project, c.name, before.metadata.uid);
-      state.events.record({
-        project: c.project,
-        kind: 'Cluster',
-        name: c.name,
-        reason: 'HostsReleased',
-        message: `${hosts.length ? `hosts ${hosts.join(', ')} released` : 'no host held'}, the cluster's PKI dropped`,
-      });
-      return;
-    }
-    // The deletion recorded (the object store's hold): nothing else changed; writes are refused meanwhile.
-    if (clusterDeletionOf(state, after)) return;
-    const { template } = after.spec;
-    if (!state.clusters.templateVersion(templateScope(after), template.name, template.version))
-      throw new OutpostError(
-        'invalid',
-        `spec.template: ${templateWords(template)} was never applied ${template.scope === 'Global' ? 'globally (metadata.project "*")' : `in project ${c.project}`}: apply it first (outpost apply -f TEMPLATE.yaml)${template.scope === 'Global' ? '' : ', or name a global template with scope: Global'}`,
-        { details: [{ path: 'spec.template', message: 'no such template version' }] },
-      );
-    // The nodes know a version by name and version: the same ones in the other scope are not told apart.
-    if (
-      before &&
-      before.spec.template.name === template.name &&
-      before.spec.template.version === template.version &&
-      templateScope(before) !== templateScope(after)
-    )
-      throw new OutpostError(
-        'invalid',
-        `spec.template: ${template.name}@${template.version} names a template in another scope than the one the cluster runs under the same name and version: name a version (or template) of another name or version to move the cluster to it`,
-      );
-    if (before && JSON.stringify(before.spec.template) !== JSON.stringify(template)) {
-      // An upgrade: the nodes swap their components; the PKI (made for the network) stays.
-      const was = this.templateSpec(before);
-      const next = this.templateSpec(after);
-      if (was && next && JSON.stringify(was.network) !== JSON.stringify(next.network))
-        throw new OutpostError(
-          'invalid',
-          `spec.template: ${template.name}@${template.version} has another network than ${before.spec.template.name}@${before.spec.template.version}: changing a cluster's network is not supported; keep spec.network in the new version`,
-        );
-      state.events.record({
-        project: c.project,
-        kind: 'Cluster',
-        name: c.name,
-        reason: 'Upgrading',
-        message: `from ${before.spec.template.name}@${before.spec.template.version} to ${template.name}@${template.version}`,
-      });
-    }
-    if (before && before.spec.controlPlane.edges[0] !== after.spec.controlPlane.edges[0])
-      throw new OutpostError(
-        'invalid',
-        `spec.controlPlane.edges: moving Cluster ${c.name}'s control plane to another edge is not supported: delete the cluster and create it again`,
-      );
-    const named: Host[] = [
-      { edge: after.spec.controlPlane.edges[0]!, role: 'control-plane' },
-      ...(after.spec.workers?.edges ?? []).map((edge) => ({ edge, role: 'worker' as const })),
-    ];
-    const twice = named.find((h, i) => named.findIndex((x) => x.edge === h.edge) !== i);
-    if (twice) throw new OutpostError('invalid', `edge ${twice.edge} is named twice: a node has one role`);
-    for (const h of named) {
-      if (!this.d.objects.get<Edge>('Edge', c.project, h.edge))
-        throw new OutpostError(
-          'invalid',
-          `edge ${h.edge} is not an edge of project ${c.project}: enroll it first, or name another`,
-        );
-      const held = state.clusters.holder(h.edge);
-      if (held && (held.project !== c.project || held.cluster !== c.name)) {
-        const holder = this.d.objects.get<Cluster>('Cluster', held.project, held.cluster);
-        const going = holder && clusterDeletionOf(state, holder);
-        throw new OutpostError(
-          'conflict',
-          `edge ${h.edge} belongs to cluster ${held.project}/${held.cluster} (an edge belongs to at most one cluster)${going ? ', which is being deleted: wait until its nodes tore down and it is gone' : ': remove it there first, or name another edge'}`,
-        );
-      }
-    }
-    // Hosts it no longer names (or selects): a worker whose node reported is drained by the control
-    // plane first (still reserved, as `removing`); any other is released, its node stops and cleans up.
-    const wanted = new Set([...named.map((h) => h.edge), ...selectedWorkers(this.d, after)]);
-    for (const h of state.clusters.hostsOf(c.project, c.name)) {
-      if (wanted.has(h.edge) || h.role === REMOVING) continue;
-      if (h.role === 'worker' && state.clusters.nodeReport(h.edge)?.cluster === c.name) {
-        state.clusters.reserve({ ...h, role: REMOVING });
-        state.events.record({
-          project: c.project,
-          kind: 'Cluster',
-          name: c.name,
-          reason: 'Scaling',
-          message: `worker ${h.edge} is removed: cordoned and drained (PodDisruptionBudgets respected), then deleted from the cluster`,
-        });
-        continue;
-      }
-      state.clusters.release(c.project, c.name, h.edge);
-      state.clusters.dropPki(c.project, c.name, h.edge);
-    }
-    for (const h of named) state.clusters.reserve({ ...h, project: c.project, cluster: c.name });
-    reserveSelected(this.d, after);
   }
 }
