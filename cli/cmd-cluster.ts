@@ -2,7 +2,8 @@
  * @module `outpost cluster artifacts push DIR` (docs/clusters.md, "The artifact set"): uploads each
  * component of a Kubernetes distribution as a blob of the project and has the hub sign it with its
  * release key (an admin token for every project, as `outpost agent push`), then prints a
- * ClusterTemplate that names them, ready to edit and apply. And `outpost cluster kubeconfig NAME`:
+ * ClusterTemplate that names them, ready to edit and apply (`--global`: signed for every project, a
+ * global template every project's Clusters may name). And `outpost cluster kubeconfig NAME`:
  * a kubeconfig that reaches the cluster's API through the hub's tunnel to its control-plane edge.
  *
  * DIR holds `etcd`, `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`, `kubelet` and
@@ -110,11 +111,15 @@ export function registerClusterCommands(program: Command, deps: CliDeps): void {
     .option('--kubernetes-version <v>', 'the version of the set (default: DIR/kube-apiserver --version)')
     .option('--name <name>', 'name of the ClusterTemplate printed (default k8s-VERSION)')
     .option('--template-version <v>', 'spec.version of the ClusterTemplate printed', '1')
+    .option(
+      '--global',
+      'sign the artifacts for every project and print a global ClusterTemplate (metadata.project "*"), which the Clusters of every project may name with scope: Global',
+    )
     .option('-o, --output <format>', 'yaml or json', 'yaml')
     .action(
       async (
         dir: string,
-        o: { kubernetesVersion?: string; name?: string; templateVersion: string; output: string },
+        o: { kubernetesVersion?: string; name?: string; templateVersion: string; output: string; global?: boolean },
         cmd: Command,
       ) => {
         const version = o.kubernetesVersion ?? probeKubernetesVersion(path.join(dir, 'kube-apiserver'));
@@ -127,7 +132,7 @@ export function registerClusterCommands(program: Command, deps: CliDeps): void {
             const blob = await pushBlob(s, file, DEFAULT_MEDIA_TYPE);
             const { scan: _scan, ...artifact } = await s.client.post<SignedRelease & { scan?: unknown }>(
               `/api/v1/projects/${s.project}/cluster-artifacts`,
-              { name, digest: blob.digest, version },
+              { name, digest: blob.digest, version, ...(o.global ? { scope: '*' } : {}) },
             );
             signed[name] = artifact;
             deps.stderr.write(`${name}: ${blob.digest} signed\n`);
@@ -142,6 +147,7 @@ export function registerClusterCommands(program: Command, deps: CliDeps): void {
                   .replace(/^v/, '')
                   .toLowerCase()
                   .replace(/[^a-z0-9]+/g, '-')}`,
+              ...(o.global ? { project: '*' } : {}),
             },
             spec: { version: o.templateVersion, kubernetesVersion: version, artifacts: signed },
           };

@@ -7,7 +7,8 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { eventsQuery } from '../core/api/views.js';
-import { API_VERSION } from '../core/resources.js';
+import { API_VERSION, GLOBAL_SCOPE, type Kind } from '../core/resources.js';
+import { GLOBAL_HELP, inGlobalScope } from './global-scope.js';
 import { parseSelectorString } from '../core/selector.js';
 import { HubError } from './client.js';
 import { objectPath, openSession, parsePositiveDuration, type CliDeps, type Session } from './context.js';
@@ -62,6 +63,7 @@ interface GetOpts {
   output: GetOutput;
   selector?: string;
   allProjects?: boolean;
+  global?: boolean;
   showLabels?: boolean;
   headers: boolean;
   watch?: boolean;
@@ -142,6 +144,7 @@ async function fetchObjects(s: Session, info: KindInfo, name: string | undefined
       },
       { kind: info.singular },
     )
+    .then((items) => (o.global ? items.filter((x) => x.metadata.project === GLOBAL_SCOPE) : items))
     .catch((err: unknown) => {
       // The hub hides other projects behind 404, so a project-bound token asking for all of them gets one.
       if (o.allProjects && err instanceof HubError && err.status === 404) {
@@ -332,6 +335,7 @@ export function registerGetCommand(program: Command, deps: CliDeps): void {
       parseSelectorFlag,
     )
     .option('-A, --all-projects', 'list objects of every project the token may read')
+    .option('--global', `${GLOBAL_HELP}: named, or listed alone`)
     .option('--local', 'edges only: those holding intents made on site (a local pause or override not cleared)')
     .option(
       '--show-secrets',
@@ -415,7 +419,11 @@ Examples:
         if (opts.selector !== undefined) throw new UsageError('packages have no labels to select by: leave out -l');
         if (opts.allProjects) throw new UsageError('packages are listed per project: leave out -A (use --project P)');
       }
+      inGlobalScope(undefined, info.kind as Kind, opts.global);
+      if (opts.global && opts.allProjects) throw new UsageError('--global and -A do not go together');
       const s = await openSession(cmd, deps);
+      // A named global template is read in the hub-wide scope; listed, the project's list shows them.
+      if (opts.global && names.length > 0) inGlobalScope(s, info.kind as Kind, true);
       if (opts.watch) return watch(s, info as KindInfo, names[0], opts);
       if (names.length > 0) return getNamed(s, groups, opts);
       return getList(s, info, opts);

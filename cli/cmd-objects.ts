@@ -1,7 +1,8 @@
 /** @module `outpost apply`, `get`, `describe`, `delete`: the object verbs. */
 import type { Command } from 'commander';
 import { eventsQuery, type ConnectionView } from '../core/api/views.js';
-import { KINDS, type Kind } from '../core/resources.js';
+import { GLOBAL_SCOPE, KINDS, type Kind } from '../core/resources.js';
+import { GLOBAL_HELP, inGlobalScope } from './global-scope.js';
 import { HubError } from './client.js';
 import { collect, registerApplyCommands } from './cmd-apply.js';
 import { registerGetCommand } from './cmd-get.js';
@@ -50,11 +51,12 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     )
     .argument('<kind>', `${KIND_HELP}, package|packages|pkg, project|projects|proj (or KIND/NAME)`)
     .argument('[name]', 'the object')
+    .option('--global', GLOBAL_HELP)
     .addHelpText(
       'after',
       '\nExamples:\n  outpost describe edge shop-12\n  outpost describe placement/eu\n  outpost describe package web\n  outpost describe project shop',
     )
-    .action(async (kindArg: string, nameArg: string | undefined, _opts: unknown, cmd: Command) => {
+    .action(async (kindArg: string, nameArg: string | undefined, dOpts: { global?: boolean }, cmd: Command) => {
       const [k, n] = kindArg.split('/');
       if (PROJECT_KINDS.has(k.toLowerCase())) {
         const name = n ?? nameArg;
@@ -62,7 +64,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         return describeProject(await openSession(cmd, deps), name);
       }
       const { info, name } = kindAndName(kindArg, nameArg, 'describe', parseKindOrPackageArg);
-      const s = await openSession(cmd, deps);
+      const s = inGlobalScope(await openSession(cmd, deps), info.kind, dOpts.global);
       const o =
         info.kind === 'Package'
           ? await fetchPackage(s, name)
@@ -107,7 +109,11 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
     .argument('[name]', 'the object')
     .option('-f, --filename <path>', 'delete the objects of these files, directories or - (stdin); repeatable', collect)
     .option('--ignore-not-found', 'an object that does not exist is not an error')
-    .option('--force', 'delete a cluster even while Placements target it (their workloads then fail on its edge)')
+    .option(
+      '--force',
+      'delete a cluster even while Placements target it (their workloads then fail on its edge); on a cluster already Deleting, end its deletion without waiting for its nodes',
+    )
+    .option('--global', GLOBAL_HELP)
     .option('--move-edges-to <project>', "delete project: move the project's edges to this project")
     .option('--decommission-edges', "delete project: decommission the project's edges")
     .addHelpText(
@@ -124,6 +130,7 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
           force?: boolean;
           moveEdgesTo?: string;
           decommissionEdges?: boolean;
+          global?: boolean;
         },
         cmd: Command,
       ) => {
@@ -138,12 +145,17 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         let targets: { kind: Kind; name: string; project?: string }[];
         if (opts.filename) {
           if (kindArg !== undefined) throw new UsageError('give either -f FILE or KIND NAME, not both');
+          if (opts.global)
+            throw new UsageError(
+              '--global names one global ClusterTemplate: a file says it itself (metadata.project "*")',
+            );
           targets = fileTargets(await readSources(opts.filename, deps.stdin));
         } else {
           if (kindArg === undefined)
             throw new UsageError('delete needs KIND NAME or -f FILE: outpost delete placement eu');
           const { info, name } = kindAndName(kindArg, nameArg, 'delete', parseKindArg);
-          targets = [{ kind: info.kind, name }];
+          targets = [{ kind: info.kind, name, ...(opts.global ? { project: GLOBAL_SCOPE } : {}) }];
+          inGlobalScope(undefined, info.kind, opts.global);
         }
         const edges = targets.filter((t) => t.kind === 'Edge');
         if (edges.length > 0 && !opts.filename)
@@ -174,14 +186,20 @@ export function registerObjectCommands(program: Command, deps: CliDeps): void {
         for (const t of order.flatMap((k) => targets.filter((x) => x.kind === k))) {
           const info = KIND_INFO[t.kind];
           try {
-            const r = await s.client.delete<{ changes?: string[] }>(
+            const r = await s.client.delete<{ changes?: string[]; deleting?: unknown }>(
               objectPath(t.project ?? s.project, info.path, t.name),
               {
                 subject: { kind: info.singular, name: t.name },
                 ...(opts.force && t.kind === 'Cluster' ? { query: { force: 'true' } } : {}),
               },
             );
-            line(s.out.out, `${info.singular}/${t.name} deleted`);
+            // A cluster goes once its nodes tore it down (docs/clusters.md, "Delete").
+            if (r?.deleting)
+              line(
+                s.out.out,
+                `${info.singular}/${t.name} deleting: its nodes tear it down, and it goes once every one has (outpost get ${info.path} shows it meanwhile)`,
+              );
+            else line(s.out.out, `${info.singular}/${t.name} deleted`);
             // An AgentUpgrade's answer says what changes on its edges (who keeps or takes which).
             for (const c of Array.isArray(r?.changes) ? r.changes : []) line(s.out.out, `  ${String(c)}`);
           } catch (err) {

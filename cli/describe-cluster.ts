@@ -12,7 +12,10 @@ export function describeCluster(o: ApiObject, opts: DescribeOptions): string {
   const spec = (o.spec ?? {}) as ClusterSpecView;
   const s = statusOf<Partial<ClusterStatusView>>(o);
   let out = metadataBlock(o, opts.now, [
-    ['Template', `${spec.template?.name ?? '?'}@${spec.template?.version ?? '?'}`],
+    [
+      'Template',
+      `${spec.template?.name ?? '?'}@${spec.template?.version ?? '?'}${spec.template?.scope === 'Global' ? ' (global: metadata.project "*")' : ''}`,
+    ],
     ['Kubernetes', s.kubernetesVersion ?? '-'],
     ['Control plane', spec.controlPlane?.edges?.join(', ') ?? '-'],
   ]);
@@ -21,6 +24,12 @@ export function describeCluster(o: ApiObject, opts: DescribeOptions): string {
     fields([
       ['Phase', s.phase ?? '-'],
       ['Summary', s.summary ?? '-'],
+      [
+        'Deletion',
+        s.deletion
+          ? `asked ${s.deletion.at} by ${s.deletion.by ?? '?'}${s.deletion.forced ? ' (forced past its Placements)' : ''}: it goes once every node tore down`
+          : undefined,
+      ],
       ['Message', s.message],
       ['Endpoint', s.endpoint ? `${s.endpoint} on the hub (outpost cluster kubeconfig ${o.metadata.name})` : undefined],
     ]),
@@ -72,6 +81,7 @@ export function describeClusterTemplate(o: ApiObject, opts: DescribeOptions): st
     artifacts?: Record<string, { digest?: string; size?: number }>;
   };
   let out = metadataBlock(o, opts.now, [
+    ['Scope', o.metadata.project === '*' ? 'Global (every project may use it)' : `Project ${o.metadata.project}`],
     ['Version', spec.version ?? '-'],
     ['Kubernetes', spec.kubernetesVersion ?? '-'],
     ['Pause image', spec.pauseImage ?? '-'],

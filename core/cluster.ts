@@ -191,6 +191,12 @@ export const ClusterNodeOrder = z.object({
   apiServer: z.object({ address: ipv4, serverName: name }).optional(),
   /** A control plane's: the workers being removed, each to drain and delete from the cluster. */
   drain: z.array(name).max(1000).optional(),
+  /**
+   * The Cluster is being deleted: tear the node down (stop everything, remove its data) and report
+   * `Deleted` (docs/clusters.md, "Delete"). The rest of the order is as it was (the node's own
+   * `state.json` says what runs).
+   */
+  delete: z.literal(true).optional(),
   /** The node's certificates and keys (PKI_FILES), sealed to this edge. */
   pki: z.string().min(1).max(200_000),
 });
@@ -247,6 +253,8 @@ export const NODE_PHASES = [
   'RolledBack',
   'Failed',
   'Deleting',
+  /** Torn down on a teardown order (`delete`): nothing of the node is left on the edge. */
+  'Deleted',
 ] as const;
 export type NodePhase = (typeof NODE_PHASES)[number];
 

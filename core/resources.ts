@@ -651,12 +651,39 @@ export type ServiceImport = z.infer<typeof ServiceImport>;
 // ClusterTemplate and Cluster (docs/clusters.md): what a cluster at the sites is made of; the
 // artifacts and settings are core/cluster.ts's.
 
-export const ClusterTemplate = objectKind('ClusterTemplate', ClusterTemplateSpec);
+/**
+ * The hub-wide scope, as `metadata.project` of a global ClusterTemplate (the only kind with one):
+ * `*` means every project, as in token grants and release scopes. Such a template serves the
+ * Clusters of every project (`spec.template.scope: Global`); only an admin for every project
+ * applies or deletes one.
+ */
+export const GLOBAL_SCOPE = '*';
+
+export const ClusterTemplate = strict({
+  apiVersion: z.literal(API_VERSION).default(API_VERSION),
+  kind: z.literal('ClusterTemplate'),
+  metadata: Metadata.extend({
+    project: z
+      .union([name, z.literal(GLOBAL_SCOPE)], {
+        error: 'must be a project name, or "*" for a global template (every project may use it)',
+      })
+      .default('default'),
+  }),
+  spec: ClusterTemplateSpec,
+  status: z.looseObject({}).optional(),
+});
 export type ClusterTemplate = z.infer<typeof ClusterTemplate>;
 
 export const ClusterSpec = strict({
-  /** The template and its version (a version's content never changes). */
-  template: strict({ name, version: clusterTemplateVersion }),
+  /**
+   * The template and its version (a version's content never changes): the Cluster's project's, or
+   * with `scope: Global` a global one (GLOBAL_SCOPE).
+   */
+  template: strict({
+    name,
+    version: clusterTemplateVersion,
+    scope: z.enum(['Project', 'Global'], { error: 'must be Project (the default) or Global' }).optional(),
+  }),
   /** The control-plane host: one edge by name (several: not supported yet). */
   controlPlane: strict({
     edges: z.array(name).length(1, 'must name exactly one edge: HA control planes are not supported yet'),

@@ -210,6 +210,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     replication,
     sync: () => late.sync,
     exempt: (s) => late.connLimit?.exempt(s),
+    globalBlob: (edge, digest) => clusters.needsGlobalBlob(edge, digest),
     checkSession: (project, open) => projects.checkTunnelSession(project, open),
     interconnect: (edge, s) => interconnectRelay.serve(edge, s),
     replicaInterconnect: (edge, project, name, socket, head) =>

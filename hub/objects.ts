@@ -11,6 +11,7 @@ import { OutpostError } from '../core/errors.js';
 import {
   API_VERSION,
   formatIssues,
+  GLOBAL_SCOPE,
   KIND_SCHEMAS,
   KINDS,
   type Kind,
@@ -41,6 +42,22 @@ export interface ObjectChange {
   name: string;
   before?: Resource;
   after?: Resource;
+}
+
+/**
+ * A kind whose objects go in two steps, as a Kubernetes finalizer (hub/clusters/deletion.ts for
+ * Clusters): a delete records the deletion and the object stays, its status saying so, until its
+ * owner removes it (`delete` with `finalize`) once the work the deletion needs is done.
+ */
+export interface Finalizer {
+  /** Why a write to `o` is refused: it is being deleted (undefined: it is not). */
+  deleting(o: Resource): string | undefined;
+  /**
+   * A delete of `o` was asked for (inside its transaction): `hold` records it now (the object stays
+   * and its change goes to the listeners), `held` when it was recorded already (nothing changes),
+   * `remove` when it goes at once.
+   */
+  requested(o: Resource, opts: { actor?: string; force: boolean }): 'hold' | 'held' | 'remove';
 }
 
 export interface Revision {
@@ -157,6 +174,13 @@ export class ObjectStore {
     });
   }
 
+  private readonly finalizers = new Map<Kind, Finalizer>();
+
+  /** Makes deleting objects of `kind` a two-step deletion that `f` finishes (see Finalizer). */
+  setFinalizer(kind: Kind, f: Finalizer): void {
+    this.finalizers.set(kind, f);
+  }
+
   private admitPlacement: ((p: Placement, cur: Placement | undefined, actor?: string) => Placement) | undefined;
   private admitToProject: ((o: Resource, cur: Resource | undefined) => Resource) | undefined;
 
@@ -210,7 +234,10 @@ export class ObjectStore {
     return this.state.transaction(
       () => {
         const cur = this.get(kind, project, name);
-        const validated = this.admitToProject ? this.admitToProject(checked, cur) : checked;
+        const deleting = cur && this.finalizers.get(kind)?.deleting(cur);
+        if (deleting) throw new OutpostError('conflict', deleting);
+        // The hub-wide scope (global ClusterTemplates) is no project: no quota, no Project row.
+        const validated = this.admitToProject && project !== GLOBAL_SCOPE ? this.admitToProject(checked, cur) : checked;
         const obj: Resource =
           validated.kind === 'Workload'
             ? {
@@ -324,10 +351,40 @@ export class ObjectStore {
     );
   }
 
-  delete(kind: Kind, project: string, name: string, actor?: string): Resource {
+  /**
+   * Deletes an object; one of a kind with a finalizer is held (recorded as being deleted) unless
+   * `finalize` (its owner removing it) or the finalizer lets it go at once. Answers the object as
+   * it was, or as it stays while held (`get` finds it then).
+   */
+  delete(
+    kind: Kind,
+    project: string,
+    name: string,
+    actor?: string,
+    opts: { force?: boolean; finalize?: boolean } = {},
+  ): Resource {
     return this.state.transaction(() => {
       const cur = this.get(kind, project, name);
       if (!cur) throw new OutpostError('not_found', `${kind} ${project}/${name} not found`);
+      const f = opts.finalize ? undefined : this.finalizers.get(kind);
+      const step = f?.requested(cur, { ...(actor ? { actor } : {}), force: !!opts.force });
+      if (step === 'held') return cur;
+      if (step === 'hold') {
+        // The object's new state (its status: being deleted) reaches watchers and peers as a change.
+        this.state.objects.update({
+          kind,
+          project,
+          name,
+          labels: cur.metadata.labels,
+          annotations: cur.metadata.annotations,
+          spec: specOf(cur),
+          specChanged: false,
+          at: new Date().toISOString(),
+        });
+        const after = this.get(kind, project, name)!;
+        for (const l of this.listeners) l({ kind, project, name, before: cur, after });
+        return after;
+      }
       this.state.objects.delete(kind, project, name);
       this.state.events.record({
         project,

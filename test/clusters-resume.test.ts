@@ -3,7 +3,9 @@
  * the agent is a process of its own here (the kill must not take the test with it). The
  * components it started keep running without it; the next agent finds them by their pid files and
  * command lines (the same pids: nothing started twice), starts what is missing, and the cluster
- * becomes Ready. Then it is deleted, leaving nothing running.
+ * becomes Ready. Then it is deleted, leaving nothing running. The cluster is of project `site` on a
+ * global template whose artifacts were pushed in `default` (docs/clusters.md, "Global templates"):
+ * the edge fetches them from the hub-wide scope.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -48,14 +50,16 @@ describe('a cluster created across a kill -9 of its edge agent', () => {
       insecureHttp: true,
       scanner: { kind: 'none' },
     });
-    const r = await runCli(['cluster', 'artifacts', 'push', artifacts, '--name', 'k8s', '-o', 'json'], {
+    const r = await runCli(['cluster', 'artifacts', 'push', artifacts, '--name', 'k8s', '--global', '-o', 'json'], {
       env: { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken },
     });
     if (r.code !== 0) throw new Error(`cluster artifacts push failed: ${r.stderr}`);
-    await adminApi(hub, 'POST', '/api/v1/apply', { objects: [JSON.parse(r.stdout)] });
-    join = (await adminApi<{ token: string }>(hub, 'POST', '/api/v1/tokens/join', { project: 'default' })).token;
+    await adminApi(hub, 'POST', '/api/v1/apply', {
+      objects: [JSON.parse(r.stdout), { kind: 'Project', metadata: { name: 'site' }, spec: {} }],
+    });
+    join = (await adminApi<{ token: string }>(hub, 'POST', '/api/v1/tokens/join', { project: 'site' })).token;
     await startEdge();
-    await waitFor(async () => (await adminApi(hub, 'GET', '/api/v1/projects/default/edges/c2')).metadata, {
+    await waitFor(async () => (await adminApi(hub, 'GET', '/api/v1/projects/site/edges/c2')).metadata, {
       what: 'edge c2 enrolled',
     });
   }, 900_000);
@@ -72,8 +76,8 @@ describe('a cluster created across a kill -9 of its edge agent', () => {
       objects: [
         {
           kind: 'Cluster',
-          metadata: { name: 'resume' },
-          spec: { template: { name: 'k8s', version: '1' }, controlPlane: { edges: ['c2'] }, ports },
+          metadata: { name: 'resume', project: 'site' },
+          spec: { template: { name: 'k8s', version: '1', scope: 'Global' }, controlPlane: { edges: ['c2'] }, ports },
         },
       ],
     });
@@ -92,7 +96,7 @@ describe('a cluster created across a kill -9 of its edge agent', () => {
       expect(alive(pid), `${name} (pid ${pid}) after the kill`).toBe(true);
     await startEdge();
     await waitFor(
-      async () => (await adminApi(hub, 'GET', '/api/v1/projects/default/clusters/resume')).status.phase === 'Ready',
+      async () => (await adminApi(hub, 'GET', '/api/v1/projects/site/clusters/resume')).status.phase === 'Ready',
       {
         timeout: 600_000,
         interval: 2_000,
@@ -109,7 +113,7 @@ describe('a cluster created across a kill -9 of its edge agent', () => {
   }, 1_260_000);
 
   it('is deleted leaving nothing running', async () => {
-    await adminApi(hub, 'DELETE', '/api/v1/projects/default/clusters/resume');
+    await adminApi(hub, 'DELETE', '/api/v1/projects/site/clusters/resume');
     await waitFor(() => !fs.existsSync(nodeDir()), {
       timeout: 300_000,
       interval: 1_000,

@@ -32,7 +32,7 @@ import { kubeBinary, nodePorts, podmanEnv, realArtifactDir, removeNodeRemains } 
 import { runCli } from './fixtures/cli.js';
 import { freePort } from './ports.js';
 import { stopAgents } from './fixtures/in-process-fleet.js';
-import { HubClient } from '../cli/client.js';
+import { HubClient, HubError } from '../cli/client.js';
 
 /** kubectl through the hub: asynchronously, as the hub answers in this very process. */
 const run = promisify(execFile);
@@ -414,8 +414,37 @@ describe('a real cluster at a site', () => {
     await expect(api('DELETE', '/api/v1/projects/default/clusters/site')).rejects.toThrow(
       'Cluster site is targeted by Placement on-site',
     );
-    await api('DELETE', '/api/v1/projects/default/clusters/site?force=true');
-    await waitFor(() => !fs.existsSync(nodeDir()) && !fs.existsSync(path.join(dir, 'c2', 'clusters', 'site')), {
+    // Deleting: the Cluster stays, its hosts held, while its nodes tear down; it goes once they did.
+    const del = await api('DELETE', '/api/v1/projects/default/clusters/site?force=true');
+    expect(del.deleting).toEqual({ kind: 'Cluster', project: 'default', name: 'site' });
+    expect(del.object.status).toMatchObject({ phase: 'Deleting', deletion: { forced: true } });
+    expect((await api('GET', '/api/v1/projects/default/edges/c1')).status.cluster?.cluster).toBe('site');
+    await waitFor(
+      () =>
+        api('GET', '/api/v1/projects/default/clusters/site').then(
+          () => false,
+          (err: unknown) => err instanceof HubError && err.status === 404,
+        ),
+      { timeout: 300_000, interval: 1_000, what: 'the Cluster gone once its node tore down' },
+    );
+    // Gone only after the node reported it had stopped everything and removed its data.
+    expect(fs.existsSync(nodeDir())).toBe(false);
+    const events = (
+      await api<{ items: { reason: string; message: string }[] }>(
+        'GET',
+        '/api/v1/projects/default/events?kind=Cluster&name=site&limit=500',
+      )
+    ).items.map((e) => `${e.reason}: ${e.message}`);
+    for (const step of [
+      'Deleting: c1: ',
+      "Deleted: c1: every component stopped and the node's data removed",
+      'HostsReleased: ',
+    ])
+      expect(
+        events.some((e) => e.startsWith(step)),
+        step,
+      ).toBe(true);
+    await waitFor(() => !fs.existsSync(path.join(dir, 'c2', 'clusters', 'site')), {
       timeout: 300_000,
       interval: 1_000,
       what: "the nodes' directories removed",

@@ -256,7 +256,7 @@ function serviceImportRow(o: ApiObject, opts: RowOptions): string[] {
 
 /** What a Cluster's spec shows (its template, its control plane). */
 export interface ClusterSpecView {
-  template?: { name?: string; version?: string };
+  template?: { name?: string; version?: string; scope?: string };
   controlPlane?: { edges?: string[] };
 }
 
@@ -264,6 +264,8 @@ export function clusterTemplateRow(o: ApiObject, opts: RowOptions): string[] {
   const spec = (o.spec ?? {}) as { version?: string; kubernetesVersion?: string };
   return [
     o.metadata.name,
+    // A global template (metadata.project "*") serves every project's clusters.
+    o.metadata.project === '*' ? 'Global' : 'Project',
     spec.version ?? '-',
     spec.kubernetesVersion ?? '-',
     age(o.metadata.creationTimestamp, opts.now),
@@ -275,7 +277,7 @@ export function clusterRow(o: ApiObject, opts: RowOptions): string[] {
   const s = statusOf<Partial<ClusterStatusView>>(o);
   return [
     o.metadata.name,
-    `${spec.template?.name ?? '?'}@${spec.template?.version ?? '?'}`,
+    `${spec.template?.name ?? '?'}@${spec.template?.version ?? '?'}${spec.template?.scope === 'Global' ? ' (global)' : ''}`,
     s.phase ?? '-',
     s.summary?.replace(/ nodes Ready$/, '') ?? '-',
     spec.controlPlane?.edges?.join(',') ?? '-',
@@ -317,7 +319,12 @@ export const KIND_COLUMNS: Record<string, KindColumns> = {
     row: gitRepoRow,
     color: [],
   },
-  ClusterTemplate: { base: ['NAME', 'VERSION', 'KUBERNETES', 'AGE'], wide: [], row: clusterTemplateRow, color: [] },
+  ClusterTemplate: {
+    base: ['NAME', 'SCOPE', 'VERSION', 'KUBERNETES', 'AGE'],
+    wide: [],
+    row: clusterTemplateRow,
+    color: [],
+  },
   Cluster: {
     base: ['NAME', 'TEMPLATE', 'PHASE', 'READY', 'CONTROL-PLANE', 'AGE'],
     wide: [],

@@ -475,6 +475,11 @@ export interface ClusterStatusView {
   /** Why no node got the order (a template missing, a host held by another cluster). */
   message?: string;
   /**
+   * The Cluster's deletion, once asked for (phase `Deleting`): when, by whom, whether the delete was
+   * forced past the Placements that target it. The object goes once every node has torn down.
+   */
+  deletion?: { at: string; by?: string; forced: boolean };
+  /**
    * The cluster's Kubernetes API through the hub, as a path of the hub's URL: the kube route of its
    * control-plane edge's tunnel (what `outpost cluster kubeconfig` points kubectl at).
    */

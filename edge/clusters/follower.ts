@@ -26,7 +26,10 @@
  *
  * Without an order, or with another cluster's, the node of any other cluster on this edge is torn
  * down (edge/clusters/teardown.ts). Each step is reported (the report's `cluster`: phase, step,
- * components, node, the last events), and the report is removed once nothing is left.
+ * components, node, the last events), and the report is removed once nothing is left. A teardown
+ * order (`delete`: the Cluster is being deleted) tears the node down the same way and reports
+ * `Deleted` once nothing is left (the hub removes the Cluster when every node has), or why it
+ * cannot (retried).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -72,7 +75,7 @@ import { hostAddress } from './node-ip.js';
 import { waitHealthy, type Components } from './gate.js';
 import { reportDrain, superviseNode, type Reporting } from './supervise.js';
 import { OnePassAtATime, PassStopped } from '../orders/one-pass.js';
-import { teardownNode } from './teardown.js';
+import { tearDownOrdered, teardownNode } from './teardown.js';
 
 const log = createLogger('edge:clusters');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -171,6 +174,7 @@ export class ClusterFollower implements SpecFollower {
       this.writeReport(undefined);
       this.podSubnet = undefined;
     }
+    if (order.delete) return this.tearDown(order);
     try {
       await this.converge(order);
       this.later(this.d.superviseMs ?? SUPERVISE_MS);
@@ -185,6 +189,17 @@ export class ClusterFollower implements SpecFollower {
       this.update(order, { phase: 'Failed', message }, { step: 'Failed', message });
       this.later(RETRY_MS);
     }
+  }
+
+  /** A teardown order (teardown.ts `tearDownOrdered`); a failure is retried later. */
+  private async tearDown(order: ClusterNodeOrder): Promise<void> {
+    const o = keep(order);
+    this.podSubnet = undefined;
+    const done = await tearDownOrdered(this.d.dataDir, this.d.edge, o, {
+      cur: this.sameUid(o),
+      update: (patch, event) => this.update(o, patch, event),
+    });
+    if (!done) this.later(RETRY_MS);
   }
 
   private nodeDirs(): string[] {

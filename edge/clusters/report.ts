@@ -44,7 +44,8 @@ export function nextReport(
   if (runs) next.runs = runs;
   const message = 'message' in patch ? patch.message : event?.step === 'Failed' ? event.message : cur?.message;
   if (message) next.message = message.slice(0, 1024);
-  const node = patch.node ?? cur?.node;
+  // `node: undefined` forgets it (a node torn down is no node of the cluster).
+  const node = 'node' in patch ? patch.node : cur?.node;
   if (node) next.node = node;
   const address = patch.address ?? cur?.address;
   if (address) next.address = address;

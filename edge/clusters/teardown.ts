@@ -4,7 +4,8 @@
  * networks; nothing recreates them once the controller-manager and scheduler are stopped), then
  * the kubelet, API server and etcd, what containerd left (its shims and their containers),
  * containerd itself, whatever still names the node's directory, the mounts under it, its bridge,
- * and the directory.
+ * and the directory. On a teardown order (the Cluster is being deleted), each step is reported,
+ * and `Deleted` at the end, or why it could not.
  */
 import fs from 'node:fs';
 import { createLogger } from '../../core/logger.js';
@@ -13,7 +14,9 @@ import { componentCommands, nodeBridge, nodeCgroupRoot, nodeLayout } from './con
 import { removeCgroupRoot } from './cgroups.js';
 import { deleteAllPods } from './health.js';
 import { hostAddress } from './node-ip.js';
-import type { KeptOrder } from './node-state.js';
+import { readNodeState, type KeptOrder } from './node-state.js';
+import { PassStopped } from '../orders/one-pass.js';
+import type { Reporting } from './supervise.js';
 import {
   cmdlineOf,
   deleteLink,
@@ -80,4 +83,38 @@ export async function teardownNode(
   }
   if (stuck.length) throw new Error(`cannot unmount ${stuck.slice(0, 3).join(', ')}: the node's directory stays`);
   fs.rmSync(l.root, { recursive: true, force: true });
+}
+
+/**
+ * A teardown order: the node goes (if anything of it is here: the node's own `state.json` says what
+ * runs), reported as `Deleting`, then `Deleted`. False when the teardown failed (reported, with
+ * why: the caller tries again later).
+ */
+export async function tearDownOrdered(dataDir: string, edge: string, o: KeptOrder, r: Reporting): Promise<boolean> {
+  const here = fs.existsSync(nodeLayout(dataDir, o.cluster).root);
+  if (!here && r.cur?.phase === 'Deleted') return true;
+  if (here) {
+    const held = readNodeState(dataDir, o.cluster);
+    r.update(
+      { phase: 'Deleting', message: undefined },
+      { step: 'Deleting', message: 'the cluster is deleted: stopping the components and removing the node' },
+    );
+    try {
+      await teardownNode(dataDir, edge, o.cluster, held?.order.uid === o.uid ? held.order : o);
+    } catch (err) {
+      if (err instanceof PassStopped) throw err;
+      const message = `cannot tear the node down: ${(err as Error).message}`.slice(0, 1000);
+      log.error({ cluster: o.cluster, err: message }, 'cluster node teardown failed; retried');
+      r.update({ phase: 'Deleting', message }, { step: 'TeardownFailed', message });
+      return false;
+    }
+  }
+  r.update(
+    { phase: 'Deleted', message: undefined, components: {}, node: undefined, draining: undefined },
+    {
+      step: 'Deleted',
+      message: here ? "every component stopped and the node's data removed" : 'nothing of the node was on this edge',
+    },
+  );
+  return true;
 }

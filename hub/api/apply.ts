@@ -24,6 +24,7 @@ import { selectEdges } from '../../core/selector.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { checkDataPaths } from '../data/paths.js';
 import { placementSelection } from '../clusters/selection.js';
+import { authorizeObject } from '../clusters/global-templates.js';
 import { schedulableEdges } from '../edges/phase.js';
 import { validateResource, type ApplyAction } from '../objects.js';
 import type { ObjectApi } from './context.js';
@@ -352,7 +353,7 @@ export function applyRoutes(deps: ObjectApi): Hono<Env> {
         'create or change projects',
         "a project's quotas and members bound what its own admins may do",
       );
-    for (const v of valid) authorize(c, 'write', v.metadata.project);
+    for (const v of valid) authorizeObject(principal(c), 'write', v.kind, v.metadata.project);
     const applyProjects = () =>
       projectDocs.map(({ index, project }): ApplyResult => {
         const r = applyAt(index, () => deps.projects.apply(project, { actor: actor(c) }));

@@ -6,7 +6,7 @@
  * hub/k8s/watch-record.ts keeps (a module of the hub: hub/hub.ts).
  */
 import { OutpostError } from '../../core/errors.js';
-import type { Resource } from '../../core/resources.js';
+import { GLOBAL_SCOPE, type Resource } from '../../core/resources.js';
 import type { HubAuth } from '../auth/contract.js';
 import { checkPlacements } from '../controllers/placements.js';
 import { checkDataPaths } from '../data/paths.js';
@@ -70,8 +70,10 @@ export function kubeApiDeps(m: {
     watch: { events: kube, onCommit: (fn) => m.watch.onCommit(fn) },
     objects: {
       get: (kind, project, name) => objects.get(kind, project, name),
-      list: (kind, project, opts) => objects.list(kind, project, opts),
-      projects: () => state.objects.projects(),
+      // Namespaces are projects: the hub-wide scope (global ClusterTemplates) is not one of them.
+      list: (kind, project, opts) =>
+        objects.list(kind, project, opts).filter((o) => o.metadata.project !== GLOBAL_SCOPE),
+      projects: () => state.objects.projects().filter((p) => p !== GLOBAL_SCOPE),
       resourceVersion: () => String(state.objects.lastResourceVersion()),
       write(obj, { managedFields, dryRun: dry, ...opts }) {
         if (dry) {

@@ -1,5 +1,7 @@
 /** @module Object routes: CRUD with status, revisions, rollout verbs, events (`apply` is in apply.ts). */
 import { refuseClusterDelete } from '../clusters/delete-guard.js';
+import { clusterDeletionOf } from '../clusters/deletion.js';
+import { authorizeObject, GLOBAL_SCOPE } from '../clusters/global-templates.js';
 import type { EventView, PlacementStagingView, RevisionView } from '../../core/api/views.js';
 import { Hono, type Context } from 'hono';
 import { mergePatch } from '../../core/customize.js';
@@ -211,6 +213,16 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
       }
       if (more || batch.length < 500) break;
     }
+    // A project's templates are followed by the global ones, which every project may use (on the last page).
+    const hubWide =
+      kind === 'ClusterTemplate' && project !== '*' && !more
+        ? objects.list(kind, '*').filter((o) => o.metadata.project === GLOBAL_SCOPE)
+        : [];
+    out.push(
+      ...hubWide.filter(
+        (o) => (!selector || matchesSelector(o.metadata.labels, selector)) && (!q || o.metadata.name.includes(q)),
+      ),
+    );
     const reveal = revealSecrets(deps, c, project);
     const items = out.map((o) => withStatus(deps, o, reveal));
     const matched =
@@ -226,7 +238,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
         : {};
     return c.json({
       items,
-      total: objects.count(kind, project),
+      total: objects.count(kind, project) + hubWide.length,
       ...matched,
       ...(more
         ? {
@@ -242,7 +254,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
   app.get('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(c, 'read', project);
+    authorizeObject(principal(c), 'read', kind, project);
     const reveal = revealSecrets(deps, c, project);
     const o = objects.get(kind, project, c.req.param('name'));
     if (!o) throw new OutpostError('not_found', `${kind} ${c.req.param('name')} not found in project ${project}`);
@@ -252,7 +264,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
   const write = async (c: Context<Env>, mode: 'create' | 'put', patched?: Record<string, unknown>) => {
     const project = c.req.param('project') ?? '';
     const kind = kindFromPath(c.req.param('kind') ?? '');
-    authorize(c, 'write', project);
+    authorizeObject(principal(c), 'write', kind, project);
     if (kind === 'Edge' && mode === 'create')
       throw new OutpostError(
         'bad_request',
@@ -304,7 +316,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
     const name = c.req.param('name');
-    authorize(c, 'write', project);
+    authorizeObject(principal(c), 'write', kind, project);
     const type = (c.req.header('content-type') ?? '').split(';')[0].trim();
     if (type !== 'application/merge-patch+json' && type !== 'application/json')
       throw new OutpostError(
@@ -332,7 +344,7 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
   app.delete('/projects/:project/:kind/:name', (c) => {
     const project = c.req.param('project');
     const kind = kindFromPath(c.req.param('kind'));
-    authorize(c, 'write', project);
+    authorizeObject(principal(c), 'write', kind, project);
     if (kind === 'Edge')
       throw new OutpostError(
         'bad_request',
@@ -342,8 +354,17 @@ export function objectRoutes(deps: ObjectApi): Hono<Env> {
     // AgentUpgrade takes (hub/upgrades/delete-effects.ts). Nothing awaits between the two.
     const upgrade = kind === 'AgentUpgrade' ? objects.get<AgentUpgrade>(kind, project, c.req.param('name')) : undefined;
     const changes = upgrade && deps.upgrades ? deps.upgrades.deleteChanges(upgrade) : undefined;
-    if (kind === 'Cluster') refuseClusterDelete(objects, project, c.req.param('name'), c.req.query('force') === 'true');
-    const o = objects.delete(kind, project, c.req.param('name'), actor(c));
+    const force = c.req.query('force') === 'true';
+    const name = c.req.param('name');
+    if (kind === 'Cluster') {
+      // A cluster already being deleted: deleting it again changes nothing (or, forced, ends it).
+      const cur = objects.get(kind, project, name);
+      if (cur && !clusterDeletionOf(state, cur)) refuseClusterDelete(objects, project, name, force);
+    }
+    const o = objects.delete(kind, project, name, actor(c), { force });
+    // A kind deleted in two steps (a Cluster's nodes tear it down first) is still there.
+    if (objects.get(kind, project, name))
+      return c.json({ deleting: { kind, project, name: o.metadata.name }, object: withStatus(deps, o) });
     return c.json({ deleted: { kind, project, name: o.metadata.name }, ...(changes ? { changes } : {}) });
   });
 

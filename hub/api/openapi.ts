@@ -90,6 +90,21 @@ export function openApiDocument(version: string): unknown {
                         type: 'object',
                         properties: { kind: { type: 'string' }, project: { type: 'string' }, name: { type: 'string' } },
                       },
+                      ...(kind === 'Cluster'
+                        ? {
+                            deleting: {
+                              type: 'object',
+                              description:
+                                'instead of deleted: the cluster is Deleting, its nodes tear it down, and it goes once every one has',
+                              properties: {
+                                kind: { type: 'string' },
+                                project: { type: 'string' },
+                                name: { type: 'string' },
+                              },
+                            },
+                            object: { ...ref(kind), description: 'the Cluster as it stays meanwhile (phase Deleting)' },
+                          }
+                        : {}),
                       ...(kind === 'AgentUpgrade'
                         ? {
                             changes: {

@@ -195,6 +195,20 @@ export class HubBlobs {
     return b && this.files.has(digest) ? b : undefined;
   }
 
+  /**
+   * Indexes bytes another scope holds under `project` too (one file, two rows: it stays while
+   * either does): the artifacts of a global ClusterTemplate (hub/clusters/global-templates.ts).
+   */
+  adopt(project: string, from: BlobInfo): BlobInfo {
+    return this.tables.putBlob({
+      project,
+      digest: from.digest,
+      size: from.size,
+      mediaType: from.mediaType,
+      uploadedBy: from.uploadedBy,
+    });
+  }
+
   list(project: string | '*'): BlobInfo[] {
     return this.tables.listBlobs(project);
   }

@@ -1,11 +1,13 @@
 /**
  * @module The hub's end of blob transfers an edge opens over its connection (sync/transfer.ts):
- * what an edge may read (blobs of its own project) and write (into its project, within the
- * quota, held for it), and the metrics of bytes moved.
+ * what an edge may read (blobs of its own project, and of the hub-wide scope those its node of a
+ * cluster on a global ClusterTemplate needs: hub/clusters/global-templates.ts) and write (into its
+ * project, within the quota, held for it), and the metrics of bytes moved.
  */
 import client from 'prom-client';
 import type { BlobDigest } from '../../core/blobs.js';
 import type { EdgeName } from '../../core/ids.js';
+import { GLOBAL_SCOPE } from '../../core/resources.js';
 import { createLogger } from '../../core/logger.js';
 import { isTransferHeader, serveTransfer } from '../../sync/transfer.js';
 import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
@@ -24,6 +26,8 @@ export class HubTransfers {
     private readonly edges: Pick<EdgeState, 'projectOf'>,
     private readonly blobs: HubBlobs,
     registry?: client.Registry,
+    /** Whether the edge may read a blob of the hub-wide scope (GLOBAL_SCOPE): its order needs it. */
+    private readonly globalBlob: (edge: string, digest: string) => boolean = () => false,
   ) {
     if (registry)
       this.bytes = new client.Counter({
@@ -53,8 +57,9 @@ export class HubTransfers {
     const beforeIn = s.bytesIn;
     this.active++;
     serveTransfer(s, blobs.files, {
-      readable(digest: BlobDigest) {
-        const b = blobs.get(project, digest);
+      readable: (digest: BlobDigest) => {
+        const b =
+          blobs.get(project, digest) ?? (this.globalBlob(edge, digest) ? blobs.get(GLOBAL_SCOPE, digest) : undefined);
         if (!b) throw new TunnelError('not_found', `blob ${digest} not found in project ${project}`);
         return b.size;
       },

@@ -15,7 +15,8 @@ import {
   type ClusterTemplateSpec,
 } from '../../core/cluster.js';
 import { OutpostError } from '../../core/errors.js';
-import { releaseScopeRefusal, verifyRelease, type SignedRelease } from '../../core/release.js';
+import { ALL_PROJECTS_SCOPE, releaseScopeRefusal, verifyRelease, type SignedRelease } from '../../core/release.js';
+import { GLOBAL_SCOPE } from '../../core/resources.js';
 import type { ScanVerdict } from '../scan/clamd.js';
 import type { HubBlobs } from '../blobs/index.js';
 import type { AgentReleases } from '../upgrades/releases.js';
@@ -31,6 +32,8 @@ export async function signArtifact(
   name: string,
   digest: string,
   version: string,
+  /** `*`: for every project (a global template's); default the project's. */
+  scope: string = project,
 ): Promise<SignedRelease & { scan: ScanVerdict }> {
   if (!isArtifactName(name))
     throw new OutpostError('invalid', `name "${name.slice(0, 64)}": use one of ${ARTIFACT_NAMES.join(', ')}`);
@@ -39,16 +42,24 @@ export async function signArtifact(
     project,
     digest,
     version.replace(/^v/, ''),
+    scope,
   );
 }
 
-/** Checks every artifact of a template (inside its write transaction: throwing refuses it); returns their digests. */
+/**
+ * Checks every artifact of a template (inside its write transaction: throwing refuses it); returns
+ * their digests. A global template's (project `*`) must be signed for every project, and each blob
+ * may be in any project's store (hub/clusters/global-templates.ts takes it in).
+ */
 export function checkTemplateArtifacts(
   publicKeyPem: string,
-  blobs: Pick<HubBlobs, 'get'>,
+  blobs: Pick<HubBlobs, 'get' | 'list'>,
   project: string,
   spec: ClusterTemplateSpec,
 ): BlobDigest[] {
+  const hubWide = project === GLOBAL_SCOPE;
+  const lookup = (d: BlobDigest) =>
+    blobs.get(project, d) ?? (hubWide ? blobs.list('*').find((b) => b.digest === d) : undefined);
   const digests: BlobDigest[] = [];
   for (const name of ARTIFACT_NAMES) {
     const a = spec.artifacts[name];
@@ -63,11 +74,19 @@ export function checkTemplateArtifacts(
         `${(err as Error).message.replace('this edge pinned at enrollment', 'of this hub')}; push it with \`outpost cluster artifacts push DIR\``,
       );
     }
+    if (hubWide && r.scope !== ALL_PROJECTS_SCOPE)
+      throw refuse(
+        `it is signed for project ${r.scope} only, and a global template serves every project: push the artifacts with \`outpost cluster artifacts push DIR --global\` (signed for every project)`,
+      );
     const outside = releaseScopeRefusal(r, project, `this template`);
     if (outside) throw refuse(outside.replace('`outpost agent push', '`outpost cluster artifacts push'));
-    const b = blobs.get(project, r.digest);
+    const b = lookup(r.digest);
     if (!b)
-      throw refuse(`blob ${r.digest} is not in project ${project}'s blob store: push the artifacts in this project`);
+      throw refuse(
+        hubWide
+          ? `blob ${r.digest} is in no project's blob store: push the artifacts first (outpost cluster artifacts push DIR --global)`
+          : `blob ${r.digest} is not in project ${project}'s blob store: push the artifacts in this project`,
+      );
     if (b.size !== r.size) throw refuse(`blob ${r.digest} holds ${b.size} bytes, the artifact says ${r.size}`);
     digests.push(r.digest);
   }

@@ -3,9 +3,11 @@
  * kind of order (core/orders/cluster.ts) on the engine (hub/orders/engine.ts), and the rules of
  * ClusterTemplates and Clusters, checked inside each object's write transaction:
  *
- * - a template version is immutable, its artifacts must verify (hub/clusters/templates.ts);
- * - a Cluster names an applied template version, and reserves its hosts: an edge belongs to at
- *   most one cluster, and naming one another cluster holds is refused with the holder's name;
+ * - a template version is immutable, its artifacts must verify (hub/clusters/templates.ts); a
+ *   global one serves every project (hub/clusters/global-templates.ts);
+ * - a Cluster names an applied template version, and reserves its hosts
+ *   (hub/clusters/cluster-rules.ts): an edge belongs to at most one cluster, and naming one
+ *   another cluster holds is refused with the holder's name;
  *   workers chosen by selector are reserved as they appear (those held elsewhere are left out,
  *   and said so in the status); a worker no longer named stays reserved as `removing` until the
  *   control plane reports it drained and deleted from the cluster, then it is released;
@@ -13,35 +15,34 @@
  *   sealed with the hub's key, and sealed to the node's edge for its order; a worker's order waits
  *   for the address the control-plane node reports (where its API server is).
  *
+ * A Cluster's deletion waits for its nodes to tear down (hub/clusters/deletion.ts): meanwhile each
+ * node's order is a teardown order (`delete: true`).
+ *
  * Every replica computes the same parts from the shared tables; the engine writes those of the
  * edges this process serves. The nodes' reports are projected into `cluster_nodes`, and each new
  * step a node reports becomes an event of the Cluster.
  */
-import {
-  ClusterNodeReport,
-  ClusterTemplateSpec,
-  DEFAULT_CLUSTER_PORTS,
-  type ClusterNodeOrder,
-  type NodeRole,
-} from '../../core/cluster.js';
-import { OutpostError } from '../../core/errors.js';
+import { ClusterNodeReport, DEFAULT_CLUSTER_PORTS, type ClusterNodeOrder, type NodeRole } from '../../core/cluster.js';
 import { createLogger } from '../../core/logger.js';
 import { CLUSTER_ORDER } from '../../core/orders/cluster.js';
-import type { Cluster, Edge } from '../../core/resources.js';
+import type { Cluster } from '../../core/resources.js';
 import type { ClusterStatusView } from '../../core/api/views.js';
 import type { EdgeReportState } from '../../core/mailbox.js';
 import type { HubBlobs } from '../blobs/index.js';
-import { edgesReached, schedulableEdges } from '../edges/phase.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { OrderEngine } from '../orders/engine.js';
 import type { HubSecrets } from '../secrets.js';
 import type { HubState } from '../state/index.js';
 import { templateChanged } from './templates.js';
+import { clusterChanged, templateSpecFor, templateSpecOf } from './cluster-rules.js';
 import { projectNodeReport } from './node-reports.js';
 import { nodeRole, REMOVING } from './roles.js';
 import { upgradePlan, type NodeProgress, type UpgradePlan } from './upgrade-plan.js';
 import { ensureClusterPki } from './node-pki.js';
 import { clusterStatus } from './status.js';
+import { GLOBAL_SCOPE, templateScope } from './global-templates.js';
+import { heldElsewhere, reserveSelected } from './worker-selector.js';
+import { ClusterDeletions, clusterDeletionOf, teardownMessage } from './deletion.js';
 
 const log = createLogger('hub:clusters');
 
@@ -59,25 +60,27 @@ export interface HubClustersDeps {
   tickMs?: number;
 }
 
-interface Host {
-  edge: string;
-  role: NodeRole;
-}
-
 export class HubClusters {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
   private parts = new Map<string, ClusterNodeOrder>();
+  private readonly deletions: ClusterDeletions;
 
   constructor(private readonly d: HubClustersDeps) {
     const { state } = d;
+    this.deletions = new ClusterDeletions(d, () => this.mark());
+    d.objects.setFinalizer('Cluster', this.deletions);
     d.engine.register<ClusterNodeOrder>({
       kind: CLUSTER_ORDER,
       all: () => this.parts,
       of: (edge) => this.orderOf(edge),
-      forgetEdge: (edge) => state.clusters.forgetEdge(edge),
+      forgetEdge: (edge) => {
+        this.deletions.edgeGone(edge);
+        state.clusters.forgetEdge(edge);
+        this.mark();
+      },
       project: (edge, report) => this.project(edge, report),
       wake: () => this.mark(),
       onObjectChange: (c) => this.onObjectChange(c),
@@ -131,9 +134,12 @@ export class HubClusters {
 
   /** One pass: reserve workers chosen by selector, make the PKI nodes lack, copy every node's order. */
   async tick(): Promise<void> {
+    this.deletions.finish();
     for (const c of this.d.objects.list<Cluster>('Cluster', '*')) {
-      this.d.state.transaction(() => this.reserveSelected(c));
-      const spec = this.templateSpec(c);
+      // A cluster being deleted takes no new host and needs no new PKI.
+      if (clusterDeletionOf(this.d.state, c)) continue;
+      this.d.state.transaction(() => reserveSelected(this.d, c));
+      const spec = templateSpecFor(this.d.state, c);
       if (spec) await ensureClusterPki(this.d, c, spec, nodeRole);
     }
     const parts = new Map<string, ClusterNodeOrder>();
@@ -152,12 +158,23 @@ export class HubClusters {
   }
 
   status(c: Cluster): ClusterStatusView {
-    return clusterStatus(this.d.state, c, this.heldElsewhere(c), this.plan(c).paused);
+    const del = clusterDeletionOf(this.d.state, c);
+    if (del)
+      return clusterStatus(this.d.state, c, [], undefined, {
+        deletion: {
+          at: new Date(del.at).toISOString(),
+          by: del.by,
+          forced: del.forced,
+        },
+        message: teardownMessage(this.d.state, c),
+      });
+    return clusterStatus(this.d.state, c, heldElsewhere(this.d, c), this.plan(c).paused);
   }
 
   /**
    * One edge's order now, from the tables (its handshake: hub/orders/engine.ts `writeEdge`):
-   * undefined when it belongs to no cluster, or its PKI is not made yet.
+   * undefined when it belongs to no cluster, or its PKI is not made yet. A cluster being deleted
+   * gives each node a teardown order.
    */
   orderOf(edge: string): ClusterNodeOrder | undefined {
     const { state, objects, secrets } = this.d;
@@ -166,19 +183,20 @@ export class HubClusters {
     const c = objects.get<Cluster>('Cluster', h.project, h.cluster);
     if (!c) return undefined;
     const role = nodeRole(h.role);
+    const teardown = !!clusterDeletionOf(state, c);
     // A worker joins once the control plane said where its API server is (its node's address).
-    const apiServer = role === 'worker' ? this.controlPlaneAddress(c) : undefined;
-    if (role === 'worker' && !apiServer) return undefined;
+    const apiServer = role === 'worker' && !teardown ? this.controlPlaneAddress(c) : undefined;
+    if (role === 'worker' && !apiServer && !teardown) return undefined;
     const drain =
-      role === 'control-plane'
+      role === 'control-plane' && !teardown
         ? state.clusters
             .hostsOf(h.project, h.cluster)
             .filter((x) => x.role === REMOVING)
             .map((x) => x.edge)
         : [];
     // A worker runs the version the upgrade's order gives it (upgrade-plan.ts), the rest the cluster's.
-    const template = role === 'worker' ? this.plannedTemplate(c, edge) : { ...c.spec.template };
-    const spec = this.templateSpecOf(c.metadata.project, template.name, template.version);
+    const { scope, ...template } = this.orderTemplate(c, edge, role, teardown);
+    const spec = templateSpecOf(this.d.state, scope, template.name, template.version);
     const pki = state.clusters.pki(h.project, h.cluster, edge);
     if (!spec || !pki || pki.uid !== c.metadata.uid) return undefined;
     let sealed: string;
@@ -204,6 +222,7 @@ export class HubClusters {
       },
       ...(apiServer ? { apiServer } : {}),
       ...(drain.length ? { drain } : {}),
+      ...(teardown ? { delete: true as const } : {}),
       pki: sealed,
     };
   }
@@ -218,13 +237,41 @@ export class HubClusters {
     return { address: parsed.data.address, serverName: cp };
   }
 
-  private templateSpec(c: Cluster): ClusterTemplateSpec | undefined {
-    return this.templateSpecOf(c.metadata.project, c.spec.template.name, c.spec.template.version);
+  /**
+   * The template version a node's order names, with its scope (a project, or the hub-wide one): a
+   * worker runs the version the upgrade's plan gives it (upgrade-plan.ts), the rest the cluster's.
+   */
+  private orderTemplate(
+    c: Cluster,
+    edge: string,
+    role: NodeRole,
+    teardown = false,
+  ): { name: string; version: string; scope: string } {
+    const { name, version } = c.spec.template;
+    const own = { name, version, scope: templateScope(c) };
+    if (role !== 'worker' || teardown) return own;
+    const v = this.plan(c).versions.get(edge);
+    const at = v?.lastIndexOf('@') ?? -1;
+    if (!v || at <= 0) return own;
+    const t = { name: v.slice(0, at), version: v.slice(at + 1) };
+    // The plan names versions without their scope: the cluster's own first, then the other one.
+    for (const scope of new Set([own.scope, c.metadata.project, GLOBAL_SCOPE]))
+      if (templateSpecOf(this.d.state, scope, t.name, t.version)) return { ...t, scope };
+    return own;
   }
 
-  private templateSpecOf(project: string, name: string, version: string): ClusterTemplateSpec | undefined {
-    const text = this.d.state.clusters.templateVersion(project, name, version);
-    return text ? ClusterTemplateSpec.parse(JSON.parse(text)) : undefined;
+  /**
+   * Whether `edge` may fetch blob `digest` of the hub-wide scope: its node's order names a global
+   * template version with that artifact (hub/blobs/transfers.ts; global-templates.ts).
+   */
+  needsGlobalBlob(edge: string, digest: string): boolean {
+    const h = this.d.state.clusters.holder(edge);
+    const c = h && this.d.objects.get<Cluster>('Cluster', h.project, h.cluster);
+    if (!h || !c || clusterDeletionOf(this.d.state, c)) return false;
+    const t = this.orderTemplate(c, edge, nodeRole(h.role));
+    if (t.scope !== GLOBAL_SCOPE) return false;
+    const spec = templateSpecOf(this.d.state, GLOBAL_SCOPE, t.name, t.version);
+    return !!spec && Object.values(spec.artifacts).some((a) => a.digest === digest);
   }
 
   /** The upgrade's plan for the cluster's nodes now (upgrade-plan.ts), from their reports. */
@@ -245,14 +292,6 @@ export class HubClusters {
     return upgradePlan(want, nodes, { maxUnavailable: 1, failureThreshold: 1, ...c.spec.upgrade });
   }
 
-  /** The template version the plan gives a worker (one of the project's applied versions, else the cluster's). */
-  private plannedTemplate(c: Cluster, edge: string): { name: string; version: string } {
-    const v = this.plan(c).versions.get(edge);
-    const at = v?.lastIndexOf('@') ?? -1;
-    const t = v && at > 0 ? { name: v.slice(0, at), version: v.slice(at + 1) } : undefined;
-    return t && this.templateSpecOf(c.metadata.project, t.name, t.version) ? t : { ...c.spec.template };
-  }
-
   /** What the edge reports of its node, into `cluster_nodes` (node-reports.ts). */
   private project(edge: string, report: EdgeReportState): boolean {
     return projectNodeReport(this.d.state, edge, report.cluster, () => this.mark());
@@ -260,123 +299,9 @@ export class HubClusters {
 
   private onObjectChange(c: ObjectChange): void {
     if (c.kind === 'ClusterTemplate') templateChanged(this.d, c);
-    else if (c.kind === 'Cluster') this.clusterChanged(c);
+    else if (c.kind === 'Cluster') clusterChanged(this.d, c);
     // An edge's labels may bring it under a worker selector.
     else if (c.kind !== 'Edge') return;
     this.mark();
-  }
-
-  private clusterChanged(c: ObjectChange): void {
-    const { state } = this.d;
-    const after = c.after as Cluster | undefined;
-    const before = c.before as Cluster | undefined;
-    if (!after) {
-      state.clusters.release(c.project, c.name);
-      state.clusters.dropPki(c.project, c.name);
-      state.events.record({
-        project: c.project,
-        kind: 'Cluster',
-        name: c.name,
-        reason: 'Deleting',
-        message: 'the nodes stop their components, remove their data and release their hosts',
-      });
-      return;
-    }
-    const { template } = after.spec;
-    if (!state.clusters.templateVersion(c.project, template.name, template.version))
-      throw new OutpostError(
-        'invalid',
-        `spec.template: ClusterTemplate ${template.name} version ${template.version} was never applied in project ${c.project}: apply it first (outpost apply -f TEMPLATE.yaml)`,
-        { details: [{ path: 'spec.template', message: 'no such template version' }] },
-      );
-    if (before && JSON.stringify(before.spec.template) !== JSON.stringify(template)) {
-      // An upgrade: the nodes swap their components; the PKI (made for the network) stays.
-      const was = this.templateSpec(before);
-      const next = this.templateSpec(after);
-      if (was && next && JSON.stringify(was.network) !== JSON.stringify(next.network))
-        throw new OutpostError(
-          'invalid',
-          `spec.template: ${template.name}@${template.version} has another network than ${before.spec.template.name}@${before.spec.template.version}: changing a cluster's network is not supported; keep spec.network in the new version`,
-        );
-      state.events.record({
-        project: c.project,
-        kind: 'Cluster',
-        name: c.name,
-        reason: 'Upgrading',
-        message: `from ${before.spec.template.name}@${before.spec.template.version} to ${template.name}@${template.version}`,
-      });
-    }
-    if (before && before.spec.controlPlane.edges[0] !== after.spec.controlPlane.edges[0])
-      throw new OutpostError(
-        'invalid',
-        `spec.controlPlane.edges: moving Cluster ${c.name}'s control plane to another edge is not supported: delete the cluster and create it again`,
-      );
-    const named: Host[] = [
-      { edge: after.spec.controlPlane.edges[0]!, role: 'control-plane' },
-      ...(after.spec.workers?.edges ?? []).map((edge) => ({ edge, role: 'worker' as const })),
-    ];
-    const twice = named.find((h, i) => named.findIndex((x) => x.edge === h.edge) !== i);
-    if (twice) throw new OutpostError('invalid', `edge ${twice.edge} is named twice: a node has one role`);
-    for (const h of named) {
-      if (!this.d.objects.get<Edge>('Edge', c.project, h.edge))
-        throw new OutpostError(
-          'invalid',
-          `edge ${h.edge} is not an edge of project ${c.project}: enroll it first, or name another`,
-        );
-      const held = state.clusters.holder(h.edge);
-      if (held && (held.project !== c.project || held.cluster !== c.name))
-        throw new OutpostError(
-          'conflict',
-          `edge ${h.edge} belongs to cluster ${held.project}/${held.cluster} (an edge belongs to at most one cluster): remove it there first, or name another edge`,
-        );
-    }
-    // Hosts it no longer names (or selects): a worker whose node reported is drained by the control
-    // plane first (still reserved, as `removing`); any other is released, its node stops and cleans up.
-    const wanted = new Set([...named.map((h) => h.edge), ...this.selectedWorkers(after)]);
-    for (const h of state.clusters.hostsOf(c.project, c.name)) {
-      if (wanted.has(h.edge) || h.role === REMOVING) continue;
-      if (h.role === 'worker' && state.clusters.nodeReport(h.edge)?.cluster === c.name) {
-        state.clusters.reserve({ ...h, role: REMOVING });
-        state.events.record({
-          project: c.project,
-          kind: 'Cluster',
-          name: c.name,
-          reason: 'Scaling',
-          message: `worker ${h.edge} is removed: cordoned and drained (PodDisruptionBudgets respected), then deleted from the cluster`,
-        });
-        continue;
-      }
-      state.clusters.release(c.project, c.name, h.edge);
-      state.clusters.dropPki(c.project, c.name, h.edge);
-    }
-    for (const h of named) state.clusters.reserve({ ...h, project: c.project, cluster: c.name });
-    this.reserveSelected(after);
-  }
-
-  /** The free edges a Cluster's worker selector picks (none without a selector). */
-  private selectedWorkers(c: Cluster): string[] {
-    const sel = c.spec.workers?.edgeSelector;
-    if (!sel) return [];
-    const project = c.metadata.project;
-    const edges = schedulableEdges(this.d.objects.list<Edge>('Edge', project), this.d.state.edges.liveness(project));
-    const cp = c.spec.controlPlane.edges[0];
-    return edgesReached(edges, { edgeSelector: sel }).filter((e) => e !== cp);
-  }
-
-  /** Reserves the free edges the worker selector picks (inside a transaction). */
-  private reserveSelected(c: Cluster): void {
-    const { project, name } = c.metadata;
-    for (const edge of this.selectedWorkers(c)) {
-      const held = this.d.state.clusters.holder(edge);
-      if (!held) this.d.state.clusters.reserve({ edge, project, cluster: name, role: 'worker' });
-    }
-  }
-
-  /** Edges the worker selector picks that another cluster holds (shown in the status). */
-  private heldElsewhere(c: Cluster): string[] {
-    return this.selectedWorkers(c).filter((e) => {
-      const h = this.d.state.clusters.holder(e);
-      return h && (h.project !== c.metadata.project || h.cluster !== c.metadata.name);
-    });
   }
 }

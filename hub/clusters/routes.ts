@@ -24,13 +24,18 @@ export function clusterArtifactRoutes(releases: Pick<AgentReleases, 'signAs'> | 
       'a cluster artifact decides what code edges run as root, and every edge trusts the one release key',
     );
     if (!releases) throw new OutpostError('unavailable', 'this hub has no release key');
-    const b = await jsonBody<{ name?: unknown; digest?: unknown; version?: unknown }>(c);
-    if (typeof b.name !== 'string' || typeof b.digest !== 'string' || typeof b.version !== 'string')
+    const b = await jsonBody<{ name?: unknown; digest?: unknown; version?: unknown; scope?: unknown }>(c);
+    if (
+      typeof b.name !== 'string' ||
+      typeof b.digest !== 'string' ||
+      typeof b.version !== 'string' ||
+      (b.scope !== undefined && typeof b.scope !== 'string')
+    )
       throw new OutpostError(
         'invalid',
-        'body must be {"name": "kubelet", "digest": "sha256:...", "version": "v1.33.13"} (the Kubernetes version of the set)',
+        'body must be {"name": "kubelet", "digest": "sha256:...", "version": "v1.33.13"} (the Kubernetes version of the set), with "scope": "*" for a global template\'s artifacts',
       );
-    return c.json(await signArtifact(releases, project, b.name, b.digest, b.version), 201);
+    return c.json(await signArtifact(releases, project, b.name, b.digest, b.version, b.scope ?? project), 201);
   });
   return app;
 }

@@ -8,6 +8,7 @@ import type { ClusterNodeView, ClusterStatusView } from '../../core/api/views.js
 import { ClusterNodeReport } from '../../core/cluster.js';
 import type { Cluster } from '../../core/resources.js';
 import { isOnline } from '../edges/phase.js';
+import { templateScope } from './global-templates.js';
 import type { HubState } from '../state/index.js';
 
 export function clusterStatus(
@@ -16,11 +17,13 @@ export function clusterStatus(
   heldElsewhere: string[],
   /** Why the workers' upgrade is paused (upgrade-plan.ts), when it is. */
   paused?: string,
+  /** Its deletion, when asked for (deletion.ts): the phase is then `Deleting`, the message what it waits for. */
+  deleting?: { deletion: NonNullable<ClusterStatusView['deletion']>; message: string },
   now = Date.now(),
 ): ClusterStatusView {
   const { project, name, uid } = c.metadata;
   const template = `${c.spec.template.name}@${c.spec.template.version}`;
-  const spec = state.clusters.templateVersion(project, c.spec.template.name, c.spec.template.version);
+  const spec = state.clusters.templateVersion(templateScope(c), c.spec.template.name, c.spec.template.version);
   const kubernetesVersion = spec ? (JSON.parse(spec) as { kubernetesVersion?: string }).kubernetesVersion : undefined;
   const reports = new Map<string, ClusterNodeReport>();
   for (const r of state.clusters.nodesOf(project, name)) {
@@ -83,8 +86,25 @@ export function clusterStatus(
     ...(heldElsewhere.length
       ? [`selected edges held by another cluster, left out: ${heldElsewhere.slice(0, 5).join(', ')}`]
       : []),
-    ...(spec ? [] : [`template ${template} is not applied`]),
+    ...(spec ? [] : [`${c.spec.template.scope === 'Global' ? 'global ' : ''}template ${template} is not applied`]),
   ];
+  if (deleting) {
+    const down = nodes.filter((n) => n.phase === 'Deleted').length;
+    return {
+      phase: 'Deleting',
+      summary: `${down}/${nodes.length} nodes torn down`,
+      template,
+      ...(kubernetesVersion ? { kubernetesVersion } : {}),
+      // A node that cannot tear down says why (its report's message).
+      message: [
+        deleting.message,
+        ...nodes.filter((n) => n.phase !== 'Deleted' && n.message).map((n) => `${n.edge}: ${n.message}`),
+      ].join('; '),
+      deletion: deleting.deletion,
+      nodes,
+      components,
+    };
+  }
   return {
     phase,
     summary: `${ready}/${counted.length} nodes Ready`,

@@ -3,6 +3,8 @@
  * "The rules at apply"): a version is immutable (its content as first applied is kept, other
  * content under the same `spec.version` is refused), its artifacts must verify and are referenced
  * per version (garbage collection keeps their blobs), and a template a Cluster uses is not deleted.
+ * A global one (project `*`: hub/clusters/global-templates.ts) takes its artifacts' blobs into the
+ * hub-wide scope, and is used by the Clusters of every project.
  */
 import { OutpostError } from '../../core/errors.js';
 import type { Cluster, ClusterTemplate } from '../../core/resources.js';
@@ -10,6 +12,8 @@ import type { HubBlobs } from '../blobs/index.js';
 import type { ObjectChange, ObjectStore } from '../objects.js';
 import type { HubState } from '../state/index.js';
 import { checkTemplateArtifacts } from './artifacts.js';
+import { clusterDeletionOf } from './deletion.js';
+import { adoptGlobalBlob, GLOBAL_SCOPE, templateScope } from './global-templates.js';
 
 export interface TemplateDeps {
   state: HubState;
@@ -22,15 +26,18 @@ export interface TemplateDeps {
 export function templateChanged(d: TemplateDeps, c: ObjectChange): void {
   const { state, objects, blobs } = d;
   const after = c.after as ClusterTemplate | undefined;
+  const hubWide = c.project === GLOBAL_SCOPE;
   if (!after) {
+    // A cluster being deleted no longer needs it: its teardown orders take the versions the hub keeps.
+    // A global one is used by the clusters of any project that name it with scope Global.
     const users = objects
-      .list<Cluster>('Cluster', c.project)
-      .filter((x) => x.spec.template.name === c.name)
-      .map((x) => x.metadata.name);
+      .list<Cluster>('Cluster', hubWide ? GLOBAL_SCOPE : c.project)
+      .filter((x) => x.spec.template.name === c.name && templateScope(x) === c.project && !clusterDeletionOf(state, x))
+      .map((x) => (hubWide ? `${x.metadata.project}/${x.metadata.name}` : x.metadata.name));
     if (users.length)
       throw new OutpostError(
         'conflict',
-        `ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first`,
+        `${hubWide ? 'global ' : ''}ClusterTemplate ${c.name} is used by Cluster ${users.join(', ')}: delete those clusters first${hubWide ? ' (or move them to another template)' : ''}`,
       );
     for (const v of state.clusters.templateVersions(c.project, c.name))
       blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${v}`, []);
@@ -46,6 +53,7 @@ export function templateChanged(d: TemplateDeps, c: ObjectChange): void {
       { details: [{ path: 'spec.version', message: `${spec.version} is already applied with other content` }] },
     );
   const digests = checkTemplateArtifacts(d.releasePublicKeyPem, blobs, c.project, spec);
+  if (hubWide) for (const digest of digests) adoptGlobalBlob(blobs, digest);
   blobs.setReferences(c.project, 'ClusterTemplate', `${c.name}@${spec.version}`, digests);
   state.clusters.putTemplateVersion(c.project, c.name, spec.version, text, Date.now());
 }

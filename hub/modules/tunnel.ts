@@ -42,13 +42,15 @@ export function createTunnelModule(o: {
   exempt(socket: Socket): void;
   /** A connection a consuming edge accepted for a ServiceImport (hub/interconnect/relay.ts). */
   interconnect(edge: EdgeName, s: TunnelStream): void;
+  /** Whether an edge may read a blob of the hub-wide scope (a global ClusterTemplate's artifact its node needs). */
+  globalBlob(edge: string, digest: string): boolean;
   /** The project's tunnelSessions quota (hub/projects/). */
   checkSession(project: string, open: number): void;
   /** An interconnect connection another replica relays to an edge connected here (hub/interconnect/relay.ts). */
   replicaInterconnect(edge: EdgeName, project: string, name: string, socket: Duplex, head: Buffer): void;
 }): TunnelModule {
   const { state, blobs, dataFiles, replication } = o;
-  const transfers = new HubTransfers(state.edges, blobs, o.registry);
+  const transfers = new HubTransfers(state.edges, blobs, o.registry, o.globalBlob);
   const leases = replication.leases;
   const forward = leases
     ? new ReplicaForwarder({

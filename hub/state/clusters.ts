@@ -2,8 +2,9 @@
  * @module Clusters at the sites (hub/clusters/), the only SQL about them: the versions of each
  * ClusterTemplate as first applied (a version never changes), which cluster each edge belongs to
  * (host reservation: at most one), the clusters' PKI sealed with the hub's key (the CA, and each
- * node's certificates), and what each node's edge last reported. The Cluster and ClusterTemplate
- * objects themselves are in `objects`.
+ * node's certificates), what each node's edge last reported, and the deletions asked for (a
+ * Cluster is `Deleting` until its nodes tore down). The Cluster and ClusterTemplate objects
+ * themselves are in `objects`.
  */
 import { all, migrateTables, one, run, type SqlDb } from './sql.js';
 
@@ -12,6 +13,16 @@ export interface ClusterHost {
   project: string;
   cluster: string;
   role: string;
+}
+
+/** A Cluster's deletion as asked for (hub/clusters/deletion.ts). */
+export interface ClusterDeletion {
+  uid: string;
+  /** When it was asked for (ms since the epoch). */
+  at: number;
+  /** Asked past the Placements that target the cluster (`--force`). */
+  forced: boolean;
+  by: string;
 }
 
 export interface ClusterTables {
@@ -43,7 +54,36 @@ export interface ClusterTables {
   nodesOf(project: string, cluster: string): { edge: string; report: string }[];
   /** A decommissioned edge: its reservation, its report and its node's PKI go. */
   forgetEdge(edge: string): void;
+  /** The deletion of a cluster, once asked for. */
+  deletion(project: string, cluster: string): ClusterDeletion | undefined;
+  /** Every deletion under way. */
+  deletions(): ({ project: string; cluster: string } & ClusterDeletion)[];
+  /** Records a deletion (one recorded for the same uid is kept; a stale one of another uid is replaced). */
+  putDeletion(project: string, cluster: string, d: ClusterDeletion): void;
+  /**
+   * Ends a deletion (the Cluster is then removed); true for the one transaction that ended it: the
+   * row is locked, so of hub replicas finishing it at once, one does.
+   */
+  endDeletion(project: string, cluster: string, uid: string): boolean;
 }
+
+interface DeletionRow {
+  project: string;
+  cluster: string;
+  uid: string;
+  at: number;
+  forced: number;
+  by_actor: string;
+}
+const deletionOf = (r: DeletionRow) => ({
+  project: r.project,
+  cluster: r.cluster,
+  uid: r.uid,
+  at: Number(r.at),
+  forced: !!Number(r.forced),
+  by: r.by_actor,
+});
+const DELETION_COLUMNS = 'project, cluster, uid, at, forced, by_actor';
 
 export function sqlClusterTables(db: SqlDb): ClusterTables {
   migrateTables(db, 'clusters');
@@ -165,5 +205,37 @@ export function sqlClusterTables(db: SqlDb): ClusterTables {
       run(db, `DELETE FROM cluster_nodes WHERE edge = ?`, edge);
       run(db, `DELETE FROM cluster_pki WHERE edge = ?`, edge);
     },
+    deletion(project, cluster) {
+      const r = one<DeletionRow>(
+        db,
+        `SELECT ${DELETION_COLUMNS} FROM cluster_deletions WHERE project = ? AND cluster = ?`,
+        project,
+        cluster,
+      );
+      if (!r) return undefined;
+      const { project: _p, cluster: _c, ...d } = deletionOf(r);
+      return d;
+    },
+    deletions: () =>
+      all<DeletionRow>(db, `SELECT ${DELETION_COLUMNS} FROM cluster_deletions ORDER BY project, cluster`).map(
+        deletionOf,
+      ),
+    putDeletion(project, cluster, d) {
+      run(
+        db,
+        `INSERT INTO cluster_deletions (${DELETION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (project, cluster) DO UPDATE SET uid = excluded.uid, at = excluded.at,
+           forced = excluded.forced, by_actor = excluded.by_actor
+         WHERE cluster_deletions.uid <> excluded.uid`,
+        project,
+        cluster,
+        d.uid,
+        d.at,
+        d.forced ? 1 : 0,
+        d.by,
+      );
+    },
+    endDeletion: (project, cluster, uid) =>
+      run(db, `DELETE FROM cluster_deletions WHERE project = ? AND cluster = ? AND uid = ?`, project, cluster, uid) > 0,
   };
 }

@@ -18,7 +18,7 @@
  * | data-files.ts | data_files |
  * | git-repos.ts | git_repo_status (what syncing each GitRepo learned) |
  * | projects.ts | projects (the Project objects and their recorded deletions: hub/projects/) |
- * | clusters.ts | cluster_template_versions, cluster_hosts, cluster_pki, cluster_nodes (clusters at the sites) |
+ * | clusters.ts | cluster_template_versions, cluster_hosts, cluster_pki, cluster_nodes, cluster_deletions (clusters at the sites) |
  * | auth.ts | api_tokens, join_tokens, edge_credentials, decommissioned_credentials (the rules: hub/auth/) |
  * | people.ts | people_sessions (the hub's sessions of people signed in with the identity provider; the rules: hub/auth/people.ts) |
  * | kube-api.ts | kube_watch_events, kube_managed_fields (the Kubernetes API's watches and server-side apply) |

@@ -41,4 +41,20 @@ export const CLUSTER_MIGRATIONS: Migration[] = [
       CREATE INDEX cluster_nodes_cluster ON cluster_nodes (project, cluster);
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- A Cluster whose deletion was asked for (phase Deleting): its nodes tear down, then it goes.
+      -- uid: the Cluster's, so a cluster made again under the name is not taken for it.
+      CREATE TABLE cluster_deletions (
+        project TEXT NOT NULL,
+        cluster TEXT NOT NULL,
+        uid TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        forced INTEGER NOT NULL,
+        by_actor TEXT NOT NULL,
+        PRIMARY KEY (project, cluster)
+      );
+    `,
+  },
 ];
