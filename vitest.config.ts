@@ -16,13 +16,13 @@ export default defineConfig({
     // the run does not end on one long file while the other workers idle.
     sequence: { sequencer: LongestFirstSequencer },
     fileParallelism: true,
-    // Three on two cores: the system tier mostly waits on the processes and servers it starts
-    // (measured 2026-12-07: its process tree used 0.35-0.7 of a core with 2 and 3 workers), so a
-    // third file in flight shortens the run; 99/99 system files passed with 3 on a loaded machine.
-    // Four was measured too (2026-12-07, clean clone: .ci/run 589 s against 729 s with three) but
-    // kept both cores 100% busy, and a log-rotation wait of the process driver timed out: not
-    // worth a flaky CI.
-    maxWorkers: 3,
+    // Four on two cores: the system tier mostly waits on the processes and servers it starts
+    // (measured 2026-12-07: its process tree used 0.35-0.7 of a core with 2 and 3 workers), so more
+    // files in flight shorten the run (a clean-clone .ci/run 589 s with four against 729 s with
+    // three). Four keep both cores busy, so a test waits on what it observes with a deadline made
+    // for a loaded machine: the one that flaked at four (the process driver's log rotation, a
+    // line per fork of `sleep`) now writes four lines per fork.
+    maxWorkers: 4,
     // Two projects sharing the workers: the unit tier and the rest. Both isolated: the unit tier
     // without isolation (one module graph per worker, 27.7 s against 8.8 s of worker time measured
     // 2026-12-07) failed in a clean-clone run, hub/orders/engine.test.ts and spec-writer.test.ts

@@ -511,7 +511,9 @@ describe('process driver specifics', () => {
     await d.apply(
       shWorkload(
         'chatty',
-        'i=0; while true; do echo "line $i padding padding padding padding padding"; i=$((i+1)); sleep 0.005; done',
+        // Four lines per fork of sleep (one line per fork took over 30 s to reach line 400 on a busy
+        // machine); about 9 KB/s, so a rotated file stays near its limit between the 1 s checks.
+        'i=0; while true; do for j in 0 1 2 3; do echo "line $i padding padding padding padding padding"; i=$((i+1)); done; sleep 0.02; done',
       ),
     );
     const logDir = join(dataDir, 'workloads', 'chatty', 'logs');
@@ -522,7 +524,7 @@ describe('process driver specifics', () => {
         for await (const l of d.logs('chatty', { tail: 1 })) tail.push(l);
         return Number(/line (\d+)/.exec(tail[0] ?? '')?.[1] ?? 0) > 400;
       },
-      { what: 'a third rotation' },
+      { what: 'a third rotation', timeout: 60_000 },
     );
     const files = await readdir(logDir);
     expect(files.filter((f) => !f.endsWith('.times')).sort()).toEqual(['main.log', 'main.log.1', 'main.log.2']);
