@@ -42,7 +42,7 @@ import {
 import { TunnelStream, type StreamLimits, type StreamMux } from './tunnel-stream.js';
 
 export { TunnelError, type TunnelErrorCode } from './tunnel-error.js';
-export { MAX_DATA_BYTES } from './tunnel-frames.js';
+export { MAX_BULK_DATA_BYTES, MAX_DATA_BYTES } from './tunnel-frames.js';
 export { INITIAL_WINDOW, MAX_BULK_WINDOW, maxWindowFor, TunnelStream, type StreamLimits } from './tunnel-stream.js';
 export { EXEC_STDERR, EXEC_STDOUT, TunnelRequest } from './tunnel-request.js';
 

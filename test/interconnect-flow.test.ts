@@ -19,7 +19,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
 import type { Hub } from '../hub/hub.js';
-import { MAX_BULK_WINDOW, MAX_DATA_BYTES } from '../sync/tunnel.js';
+import { MAX_BULK_DATA_BYTES, MAX_BULK_WINDOW } from '../sync/tunnel.js';
 import { adminApi, startInProcessHub, startProcessAgents, stopInProcess } from './fixtures/in-process-fleet.js';
 import { waitFor } from './helpers.js';
 import { freePort } from './ports.js';
@@ -139,9 +139,9 @@ describe('interconnect: backpressure, half-close, idle timeout, failures', () =>
   it("a slow client gets 200 MiB in order and the hub's relay stays within its streams' bounds", async () => {
     // What the relay may hold for one connection: the serving stream's read window (grown at
     // most to MAX_BULK_WINDOW while the flow kept up), the consumer stream's write buffer (its
-    // high-water mark plus one piece past it), and the same the other way (the client sends
-    // nothing here).
-    const bound = 2 * (MAX_BULK_WINDOW + 64 * 1024 + MAX_DATA_BYTES);
+    // high-water mark, MAX_BULK_DATA_BYTES for a bulk stream, plus one write past it), and the
+    // same the other way (the client sends nothing here).
+    const bound = 2 * (MAX_BULK_WINDOW + 2 * MAX_BULK_DATA_BYTES);
     let maxBuffered = 0;
     const sample = () => (maxBuffered = Math.max(maxBuffered, hub.interconnect.bufferedBytes()));
     const sampler = setInterval(sample, 20);
