@@ -130,7 +130,16 @@ export function startEdge(ctx: ScenarioContext, hubUrl: string, name: string, to
       '--driver',
       'process',
     ],
-    { cwd: ROOT, env: { ...process.env, OUTPOST_LOG_LEVEL: 'info' }, stdio: ['ignore', log, log] },
+    {
+      cwd: ROOT,
+      // BENCH_EDGE_NODE_OPTIONS: Node flags for the agents alone (e.g. `--cpu-prof --cpu-prof-dir DIR`).
+      env: {
+        ...process.env,
+        OUTPOST_LOG_LEVEL: 'info',
+        ...(process.env.BENCH_EDGE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_EDGE_NODE_OPTIONS } : {}),
+      },
+      stdio: ['ignore', log, log],
+    },
   );
   fs.closeSync(log);
   return child;
