@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
-import { fakeArtifactDir } from './fixtures/cluster-artifacts.js';
+import { pushFakeArtifacts } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
 
@@ -59,13 +59,8 @@ describe('deleting a Cluster', () => {
     });
     env = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken };
     await startProcessAgents(hub, dir, ['e1', 'e2', 'e3', 'e4'], { site: 'a' }, agents);
-    const artifacts = fakeArtifactDir(path.join(dir, 'artifacts'));
-    const r = await runCli(
-      ['cluster', 'artifacts', 'push', artifacts, '--kubernetes-version', 'v1.33.13', '--name', 'small', '-o', 'json'],
-      { env },
-    );
-    expect(r.code, r.stderr).toBe(0);
-    expect((await apply(JSON.parse(r.stdout))).status).toBe(200);
+    const { template } = await pushFakeArtifacts(hub, path.join(dir, 'artifacts'), { name: 'small' });
+    expect((await apply(template)).status).toBe(200);
   }, 120_000);
 
   afterAll(async () => {

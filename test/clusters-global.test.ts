@@ -15,7 +15,7 @@ import type { BlobDigest } from '../core/blobs.js';
 import type { EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
-import { fakeArtifactDir } from './fixtures/cluster-artifacts.js';
+import { pushFakeArtifacts } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi, startProcessAgent, stopAgents } from './fixtures/in-process-fleet.js';
 
@@ -68,24 +68,7 @@ describe('global ClusterTemplates', () => {
       allOperator: { role: 'operator', project: '*' },
     }))
       tokens[key] = (await adminApi<{ token: string }>(hub, 'POST', '/api/v1/tokens/api', grant)).token;
-    const r = await runCli(
-      [
-        'cluster',
-        'artifacts',
-        'push',
-        fakeArtifactDir(path.join(dir, 'artifacts')),
-        '--kubernetes-version',
-        'v1.33.13',
-        '--name',
-        'shared',
-        '--global',
-        '-o',
-        'json',
-      ],
-      { env: { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken } },
-    );
-    expect(r.code, r.stderr).toBe(0);
-    template = JSON.parse(r.stdout);
+    template = (await pushFakeArtifacts(hub, path.join(dir, 'artifacts'), { name: 'shared', global: true })).template;
   }, 120_000);
 
   afterAll(async () => {
@@ -108,20 +91,7 @@ describe('global ClusterTemplates', () => {
     }
     expect((await admin('GET', '/projects/*/clustertemplates/shared')).status).toBe(404);
     // Artifacts signed for one project only do not make a global template.
-    const local = await runCli(
-      [
-        'cluster',
-        'artifacts',
-        'push',
-        fakeArtifactDir(path.join(dir, 'artifacts-local')),
-        '--kubernetes-version',
-        'v1.33.13',
-        '-o',
-        'json',
-      ],
-      { env: { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken } },
-    );
-    const narrow = JSON.parse(local.stdout);
+    const { template: narrow } = await pushFakeArtifacts(hub, path.join(dir, 'artifacts-local'));
     const refused = await apply({ ...narrow, metadata: { name: 'narrow', project: '*' } });
     expect(refused.status).toBe(422);
     expect(JSON.stringify(refused.body)).toContain('is signed for project default only');

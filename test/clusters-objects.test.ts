@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeAgent } from '../edge/agent.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
-import { fakeArtifactDir } from './fixtures/cluster-artifacts.js';
+import { pushFakeArtifacts } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
 
@@ -39,14 +39,9 @@ describe('ClusterTemplate and Cluster objects', () => {
       scanner: { kind: 'none' },
     });
     await startProcessAgents(hub, dir, ['e1', 'e2'], { site: 'a' }, agents);
-    const artifacts = fakeArtifactDir(path.join(dir, 'artifacts'));
-    const r = await runCli(
-      ['cluster', 'artifacts', 'push', artifacts, '--kubernetes-version', 'v1.33.13', '--name', 'small', '-o', 'json'],
-      { env: { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken } },
-    );
-    expect(r.stderr).toContain('kubelet: sha256:');
-    expect(r.code).toBe(0);
-    template = JSON.parse(r.stdout);
+    const pushed = await pushFakeArtifacts(hub, path.join(dir, 'artifacts'), { name: 'small' });
+    expect(pushed.stderr).toContain('kubelet: sha256:');
+    template = pushed.template;
   }, 120_000);
 
   afterAll(async () => {

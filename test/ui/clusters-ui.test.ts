@@ -20,8 +20,7 @@ import { ClusterNodeReport } from '../../core/cluster.js';
 import { API_VERSION, type Edge } from '../../core/resources.js';
 import { projectNodeReport } from '../../hub/clusters/node-reports.js';
 import { startHub, type Hub } from '../../hub/hub.js';
-import { runCli } from '../fixtures/cli.js';
-import { fakeArtifactDir } from '../fixtures/cluster-artifacts.js';
+import { pushFakeArtifacts } from '../fixtures/cluster-artifacts.js';
 import { adminApi } from '../fixtures/in-process-fleet.js';
 import { tempDir, waitFor } from '../helpers.js';
 import { buildUi, collectErrors, launch, screenshot, screenshotsTo, signIn } from './browser.js';
@@ -92,23 +91,7 @@ beforeAll(async () => {
     insecureHttp: true,
     scanner: { kind: 'none' },
   });
-  const pushed = await runCli(
-    [
-      'cluster',
-      'artifacts',
-      'push',
-      fakeArtifactDir(path.join(dir, 'artifacts')),
-      '--kubernetes-version',
-      'v1.33.13',
-      '--name',
-      'small',
-      '-o',
-      'json',
-    ],
-    { env: { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.adminToken } },
-  );
-  expect(pushed.code, pushed.stderr).toBe(0);
-  const v1 = JSON.parse(pushed.stdout);
+  const { template: v1 } = await pushFakeArtifacts(hub, path.join(dir, 'artifacts'), { name: 'small' });
   const v2 = { ...v1, spec: { ...v1.spec, version: '2', kubelet: { maxPods: 100 } } };
   await apply(v1, v2);
 
