@@ -10,16 +10,23 @@ import {
   type TunnelStream,
 } from './tunnel.js';
 
-/** Two muxes joined by an asynchronous in-memory link that counts what is in flight, like a socket buffer. */
-function pair(onStream: (s: TunnelStream) => void) {
+/**
+ * Two muxes joined by an asynchronous in-memory link that counts what is in flight, like a socket
+ * buffer. `socketLike`: as a socket, the link reads the sender's buffer when it writes it, later,
+ * and only then calls `written`, after which the sender may fill the same buffer again.
+ */
+function pair(onStream: (s: TunnelStream) => void, opts: { socketLike?: boolean } = {}) {
   const link = { inFlight: 0 };
   let hub!: TunnelMux;
   let edge!: TunnelMux;
-  const deliver = (to: () => TunnelMux) => (p: Buffer) => {
+  const deliver = (to: () => TunnelMux) => (p: Buffer, written?: () => void) => {
     link.inFlight += p.length;
     setImmediate(() => {
+      // A socket holds the sender's buffer until it has written it, then lets it go.
+      const bytes = opts.socketLike ? Buffer.from(p) : p;
+      if (opts.socketLike) written?.();
       link.inFlight -= p.length;
-      to().receive(p);
+      to().receive(bytes);
     });
     return true;
   };
@@ -154,33 +161,14 @@ describe('TunnelMux', () => {
   });
 
   it('carries 16 MB of a bulk stream intact and in order while the transport reuses written frames', async () => {
-    // A transport like a socket: the bytes are taken (copied) at send, `written` comes after, and
-    // only then may the sender fill the same buffer again.
-    const link = { inFlight: 0 };
-    let hub!: TunnelMux;
-    let edge!: TunnelMux;
-    const deliver = (to: () => TunnelMux) => (p: Buffer, written?: () => void) => {
-      const copy = Buffer.from(p);
-      link.inFlight += copy.length;
-      setImmediate(() => {
-        written?.();
-        link.inFlight -= copy.length;
-        to().receive(copy);
-      });
-      return true;
-    };
     const total = 16 * 1024 * 1024;
     const pattern = (at: number, n: number) => {
       const b = Buffer.allocUnsafe(n);
       for (let i = 0; i < n; i++) b[i] = ((at + i) * 7 + ((at + i) >> 12)) & 0xff;
       return b;
     };
-    hub = new TunnelMux({ send: deliver(() => edge), bufferedAmount: () => link.inFlight });
-    edge = new TunnelMux({
-      side: 'edge',
-      send: deliver(() => hub),
-      bufferedAmount: () => link.inFlight,
-      onStream: (s) => {
+    const { hub } = pair(
+      (s) => {
         let sent = 0;
         const pump = (): void => {
           while (sent < total) {
@@ -193,7 +181,8 @@ describe('TunnelMux', () => {
         };
         pump();
       },
-    });
+      { socketLike: true },
+    );
     const s = hub.open({ type: 'tcp', workload: 'w', port: 1 });
     s.end();
     const got: Buffer[] = [];
