@@ -23,7 +23,6 @@ import { HubBlobs } from './blobs/index.js';
 import { ChangeFeed } from './changes/feed.js';
 import { documentHooks, routeObjectChanges } from './change-hooks.js';
 import { HubDataFiles } from './data/index.js';
-import { registerClusterMetrics } from './clusters/metrics.js';
 import { S3Sink } from './data/s3-sink.js';
 import { migrateHub } from './state/schema/index.js';
 import { EdgeLifecycle } from './edges/lifecycle.js';
@@ -169,9 +168,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     releasePublicKeyPem: releaseKey.publicKeyPem,
     scheduler,
     replicated: !!pg,
+    registry,
   });
   const { upgrades, deliveries, clusters, imageStaging, interconnect } = kinds;
-  registerClusterMetrics(registry, clusters, objects);
   const edges = new EdgeLifecycle({
     state,
     objects,

@@ -6,9 +6,11 @@
  * own timer; with replicas the leader plans upgrades and staging, and every replica copies the
  * parts of the edges it serves.
  */
+import type client from 'prom-client';
 import type { ReplicaStore } from '../../sync/store.js';
 import type { HubBlobs } from '../blobs/index.js';
 import { HubClusters } from '../clusters/index.js';
+import { registerClusterMetrics } from '../clusters/metrics.js';
 import { DataDeliveries } from '../data/delivery.js';
 import { imagesGate } from '../images/gate.js';
 import { HubStaging } from '../images/staging.js';
@@ -42,6 +44,8 @@ export function createOrderKinds(o: {
   scheduler: Scheduler;
   /** Hub replicas on PostgreSQL: the leader plans the upgrades. */
   replicated: boolean;
+  /** Where the kinds' Prometheus series go (the clusters' phases and nodes). */
+  registry: client.Registry;
 }): OrderKinds {
   const { state, objects, orders, blobs, scheduler } = o;
   const upgrades = new AgentUpgradeController(
@@ -64,6 +68,7 @@ export function createOrderKinds(o: {
     secrets: o.secrets,
     releasePublicKeyPem: o.releasePublicKeyPem,
   });
+  registerClusterMetrics(o.registry, clusters, objects);
   // Image pre-staging (hub/images/staging.ts): the images gate orders it, the API shows progress.
   const imageStaging = new HubStaging(orders, blobs, state);
   scheduler.addGate(imagesGate(imageStaging));
