@@ -21,7 +21,7 @@ export const TUNNEL_META = 6;
 /** Largest DATA body; well under MAX_FRAME_BYTES, and small so sync frames interleave finely. */
 export const MAX_DATA_BYTES = 32 * 1024;
 /**
- * Largest DATA body of a bulk stream (one whose window may grow: `maxWindowFor`): queued pieces
+ * Largest DATA body of a bulk stream (one of plain bytes: `isBulk`, sync/tunnel-stream.ts): queued pieces
  * go out together up to this. What a relayed byte costs is mostly per frame (a stream write, a
  * queue, a frame, a WebSocket send on each of three event loops), so fewer, larger frames move
  * more bytes per CPU second; a sync frame still waits behind at most SOCKET_HIGH_WATER.

@@ -23,9 +23,27 @@ export const INITIAL_WINDOW = 256 * 1024;
  */
 export const MAX_BULK_WINDOW = 4 * 1024 * 1024;
 
-/** The largest receive window of a stream with this header: one rule for both ends of the tunnel. */
-export function maxWindowFor(header: Record<string, unknown>): number {
-  return header.type === 'interconnect' || header.type === 'tcp' ? MAX_BULK_WINDOW : INITIAL_WINDOW;
+/**
+ * Whether a stream with this header carries plain bytes, no message in its DATA frames (a
+ * workload's TCP bytes, a blob transfer's): its writes may go out joined in large frames.
+ */
+export function isBulk(header: Record<string, unknown>): boolean {
+  return (
+    header.type === 'interconnect' || header.type === 'tcp' || header.type === 'blob-get' || header.type === 'blob-put'
+  );
+}
+
+/**
+ * The largest receive window of a stream with this header at `receiver`'s end: one rule for both
+ * ends of the tunnel. Workload TCP bytes grow it at both ends; a blob download (`blob-get`) at the
+ * edge, which receives it, so a download is not held to 256 KiB per credit round trip. The hub's
+ * receive windows of uploads stay at INITIAL_WINDOW: a hub takes uploads from many edges at once,
+ * and what it may hold for them stays 256 KiB each.
+ */
+export function maxWindowFor(header: Record<string, unknown>, receiver: 'hub' | 'edge' = 'hub'): number {
+  if (header.type === 'interconnect' || header.type === 'tcp') return MAX_BULK_WINDOW;
+  if (header.type === 'blob-get' && receiver === 'edge') return MAX_BULK_WINDOW;
+  return INITIAL_WINDOW;
 }
 
 export interface StreamLimits {
@@ -73,9 +91,9 @@ export class TunnelStream extends Duplex {
   recvWindow = INITIAL_WINDOW;
   private readonly maxWindow: number;
   /**
-   * A stream of plain bytes whose window may grow (`maxWindowFor`): its queued writes may go out
-   * together in one DATA frame of up to MAX_BULK_DATA_BYTES. Other streams keep one write (or
-   * piece of one) per frame: exec's frames each begin with their channel byte.
+   * A stream of plain bytes (`isBulk`): its queued writes may go out together in one DATA frame
+   * of up to MAX_BULK_DATA_BYTES. Other streams keep one write (or piece of one) per frame:
+   * exec's frames each begin with their channel byte.
    */
   readonly bulk: boolean;
   /** The largest DATA body this stream sends. */
@@ -87,9 +105,11 @@ export class TunnelStream extends Duplex {
     private readonly mux: StreamMux,
     readonly header: Record<string, unknown>,
     private readonly limits: StreamLimits = {},
+    /** Which end of the tunnel this stream is at (its receive window's rule, `maxWindowFor`). */
+    side: 'hub' | 'edge' = 'hub',
   ) {
-    const maxWindow = maxWindowFor(header);
-    const bulk = maxWindow > INITIAL_WINDOW;
+    const maxWindow = maxWindowFor(header, side);
+    const bulk = isBulk(header);
     // A bulk stream takes writes until a whole large frame is queued, so the mux can send one.
     super({
       readableHighWaterMark: INITIAL_WINDOW,

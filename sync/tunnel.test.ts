@@ -3,8 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { MAX_BULK_DATA_BYTES, TUNNEL_DATA } from './tunnel-frames.js';
 import {
   INITIAL_WINDOW,
+  isBulk,
   MAX_BULK_WINDOW,
   MAX_DATA_BYTES,
+  maxWindowFor,
   TunnelError,
   TunnelMux,
   type TunnelStream,
@@ -191,6 +193,16 @@ describe('TunnelMux', () => {
     const all = Buffer.concat(got);
     expect(all.length).toBe(total);
     expect(all.equals(pattern(0, total))).toBe(true);
+  });
+
+  it('blob transfers are bulk both ways; a download grows its window at the edge, an upload keeps 256 KiB at the hub', () => {
+    for (const type of ['blob-get', 'blob-put', 'interconnect', 'tcp']) expect(isBulk({ type })).toBe(true);
+    for (const type of ['http', 'logs', 'exec', 'action']) expect(isBulk({ type })).toBe(false);
+    expect(maxWindowFor({ type: 'blob-get' }, 'edge')).toBe(MAX_BULK_WINDOW);
+    expect(maxWindowFor({ type: 'blob-get' }, 'hub')).toBe(INITIAL_WINDOW);
+    // Many edges upload at once: the hub's share of each stays one initial window.
+    expect(maxWindowFor({ type: 'blob-put' }, 'hub')).toBe(INITIAL_WINDOW);
+    expect(maxWindowFor({ type: 'tcp' }, 'hub')).toBe(MAX_BULK_WINDOW);
   });
 
   it('a reset on one side fails the other with its code and message, and frees both', async () => {

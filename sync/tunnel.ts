@@ -43,7 +43,14 @@ import { TunnelStream, type StreamLimits, type StreamMux } from './tunnel-stream
 
 export { TunnelError, type TunnelErrorCode } from './tunnel-error.js';
 export { MAX_BULK_DATA_BYTES, MAX_DATA_BYTES } from './tunnel-frames.js';
-export { INITIAL_WINDOW, MAX_BULK_WINDOW, maxWindowFor, TunnelStream, type StreamLimits } from './tunnel-stream.js';
+export {
+  INITIAL_WINDOW,
+  isBulk,
+  MAX_BULK_WINDOW,
+  maxWindowFor,
+  TunnelStream,
+  type StreamLimits,
+} from './tunnel-stream.js';
 export { EXEC_STDERR, EXEC_STDOUT, TunnelRequest } from './tunnel-request.js';
 
 const log = createLogger('sync:tunnel');
@@ -81,6 +88,7 @@ export class TunnelMux implements StreamMux {
   private readonly streams = new Map<number, TunnelStream>();
   private nextId: number;
   private readonly firstId: number;
+  private readonly side: 'hub' | 'edge';
   private readonly lastId: number;
   private ready: TunnelStream[] = [];
   private pumping = false;
@@ -95,6 +103,7 @@ export class TunnelMux implements StreamMux {
 
   constructor(private readonly opts: TunnelMuxOptions) {
     const edge = opts.side === 'edge';
+    this.side = edge ? 'edge' : 'hub';
     this.firstId = edge ? EDGE_STREAM_ID_BASE : 1;
     this.lastId = edge ? 0xffffffff : EDGE_STREAM_ID_BASE - 1;
     this.nextId = this.firstId;
@@ -120,7 +129,7 @@ export class TunnelMux implements StreamMux {
     // Not connected now (an edge between connections): fail at once, never a stream that waits forever.
     if (!this.opts.send(frame(TUNNEL_OPEN, id, json(header))))
       throw new TunnelError('disconnected', 'the tunnel connection is down: not connected now');
-    const s = new TunnelStream(id, this, header, limits);
+    const s = new TunnelStream(id, this, header, limits, this.side);
     this.streams.set(id, s);
     this.opened++;
     return s;
@@ -167,7 +176,7 @@ export class TunnelMux implements StreamMux {
           );
           return;
         }
-        const ns = new TunnelStream(id, this, header);
+        const ns = new TunnelStream(id, this, header, {}, this.side);
         this.streams.set(id, ns);
         this.opened++;
         this.opts.onStream(ns);
