@@ -38,6 +38,33 @@ const unit = (driver: 'process' | 'podman' | 'kubernetes') =>
   );
 
 describe('outpost edge install: the unit', () => {
+  it('carries the run flags install was given into ExecStart (--blob-budget, --home-redial, --process-stable-run)', () => {
+    const u = parseUnit(
+      edgeUnit({
+        bin: '/usr/local/bin/outpost',
+        dataDir: '/var/lib/outpost-edge',
+        driver: 'process',
+        name: 'shop-1',
+        hub: 'https://hub:7443',
+        blobBudgetBytes: 4 * 1024 ** 3,
+        homeRedialMs: 30_000,
+        processStableMs: 5_000,
+      }),
+    );
+    expect(splitExecLine(u.Service.ExecStart[0])).toEqual([
+      '/usr/local/bin/outpost',
+      'edge',
+      '--data',
+      '/var/lib/outpost-edge',
+      '--blob-budget',
+      String(4 * 1024 ** 3),
+      '--home-redial',
+      '30000ms',
+      '--process-stable-run',
+      '5000ms',
+    ]);
+  });
+
   it('runs the agent on its data dir only (enrollment is done), restarts always', () => {
     for (const d of ['process', 'podman', 'kubernetes'] as const) {
       const u = unit(d);

@@ -20,7 +20,26 @@ import { collectInventory } from './inventory.js';
 
 export const EDGE_UNIT = 'outpost-edge.service';
 
-export interface EdgeInstallOptions extends EnrollOnceOptions {
+/** The `outpost edge` flags an installed agent runs with: what `install` was given is carried into ExecStart. */
+export interface EdgeRunFlags {
+  /** --blob-budget, in bytes. */
+  blobBudgetBytes?: number;
+  /** --home-redial, in ms. */
+  homeRedialMs?: number;
+  /** --process-stable-run, in ms. */
+  processStableMs?: number;
+}
+
+/** The command line the service runs: enrolled already, so the data directory and the run flags. */
+export function edgeArgv(o: EdgeRunFlags & { bin: string; dataDir: string }): string[] {
+  const argv = [o.bin, 'edge', '--data', o.dataDir];
+  if (o.blobBudgetBytes !== undefined) argv.push('--blob-budget', String(o.blobBudgetBytes));
+  if (o.homeRedialMs !== undefined) argv.push('--home-redial', `${o.homeRedialMs}ms`);
+  if (o.processStableMs !== undefined) argv.push('--process-stable-run', `${o.processStableMs}ms`);
+  return argv;
+}
+
+export interface EdgeInstallOptions extends EnrollOnceOptions, EdgeRunFlags {
   unitDir: string;
   bin: string;
   dryRun?: boolean;
@@ -92,7 +111,9 @@ function driverSettings(driver: DriverName, data: string): UnitEntry[] {
   }
 }
 
-export function edgeUnit(o: { bin: string; dataDir: string; driver: DriverName; name: string; hub: string }): string {
+export function edgeUnit(
+  o: EdgeRunFlags & { bin: string; dataDir: string; driver: DriverName; name: string; hub: string },
+): string {
   const { version, commit } = buildInfo();
   const data = unitPath('--data', o.dataDir);
   return renderUnit({
@@ -109,7 +130,7 @@ export function edgeUnit(o: { bin: string; dataDir: string; driver: DriverName; 
       Service: [
         ['Type', 'simple'],
         { comment: `Enrolled already: ${data}/edge.json holds the hub, the credential, the pinned CA and the driver.` },
-        ['ExecStart', execLine([o.bin, 'edge', '--data', o.dataDir])],
+        ['ExecStart', execLine(edgeArgv(o))],
         { comment: 'The agent keeps working without the hub; it must run whenever the host does.' },
         ['Restart', 'always'],
         ['RestartSec', '2s'],
@@ -184,7 +205,16 @@ function plan(o: EdgeInstallOptions): Plan {
       kind: 'file',
       path: path.join(absolute(o.unitDir), EDGE_UNIT),
       mode: 0o644,
-      content: edgeUnit({ bin, dataDir, driver, name, hub }),
+      content: edgeUnit({
+        bin,
+        dataDir,
+        driver,
+        name,
+        hub,
+        ...(o.blobBudgetBytes !== undefined ? { blobBudgetBytes: o.blobBudgetBytes } : {}),
+        ...(o.homeRedialMs !== undefined ? { homeRedialMs: o.homeRedialMs } : {}),
+        ...(o.processStableMs !== undefined ? { processStableMs: o.processStableMs } : {}),
+      }),
     },
     enrolled,
     name,

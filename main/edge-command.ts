@@ -132,8 +132,13 @@ export function registerEdgeCommand(program: Command): Command {
     .option('--unit-dir <dir>', 'where to write outpost-edge.service', '/etc/systemd/system')
     .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
     .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
-      // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig belong to `outpost edge`.
-      const g = cmd.optsWithGlobals() as EdgeFlags;
+      // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig and the run flags
+      // (--blob-budget, --home-redial, --process-stable-run: carried into the unit) belong to `outpost edge`.
+      const g = cmd.optsWithGlobals() as EdgeFlags & {
+        blobBudget?: number;
+        homeRedial?: number;
+        processStableRun?: number;
+      };
       const [{ installEdge }, { isPackaged }, { resolveJoinToken }] = await Promise.all([
         import('../edge/install.js'),
         import('../sync/native.js'),
@@ -144,6 +149,9 @@ export function registerEdgeCommand(program: Command): Command {
           ...g,
           joinToken: resolveJoinToken(g),
           dataDir: g.data,
+          ...(g.blobBudget !== undefined ? { blobBudgetBytes: g.blobBudget } : {}),
+          ...(g.homeRedial !== undefined ? { homeRedialMs: g.homeRedial } : {}),
+          ...(g.processStableRun !== undefined ? { processStableMs: g.processStableRun } : {}),
           unitDir: o.unitDir,
           bin: o.bin,
           dryRun: o.dryRun,
