@@ -7,6 +7,7 @@
 import { enc } from '../api.js';
 import { Badge } from '../components/badge.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Table } from '../components/table.js';
 import { Link } from '../components/link.js';
 import { ago, bytes } from '../format.js';
 import { useGet } from '../hooks.js';
@@ -39,45 +40,28 @@ export function AgentUpgrades() {
         <code>outpost apply -f up.yaml</code>.
       </p>
       <ErrorBox error={list.error} />
-      <div class="table-wrap">
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Version</th>
-              <th scope="col">Edges</th>
-              <th scope="col">Running</th>
-              <th scope="col">Rolled back</th>
-              <th scope="col">Phase</th>
-              <th scope="col">Age</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((u) => (
-              <tr key={u.metadata.name}>
-                <th scope="row">
-                  <Link href={`/agentupgrades/${encodeURIComponent(u.metadata.name)}`}>{u.metadata.name}</Link>
-                </th>
-                <td>{u.spec.release.version}</td>
-                <td>{u.status?.counts?.total ?? 0}</td>
-                <td>{u.status?.running ?? 0}</td>
-                <td>{u.status?.rolledBack ?? 0}</td>
-                <td>
-                  <Badge value={u.status?.phase ?? '-'} title={u.status?.reason} />
-                </td>
-                <td>{u.metadata.creationTimestamp ? ago(u.metadata.creationTimestamp) : '-'}</td>
-              </tr>
-            ))}
-            {items.length === 0 && !list.loading && (
-              <tr>
-                <td colSpan={7} class="muted">
-                  No agent upgrades in this project.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Name', 'Version', 'Edges', 'Running', 'Rolled back', 'Phase', 'Age']}
+        count={items.length}
+        loading={list.loading}
+        empty="No agent upgrades in this project."
+      >
+        {items.map((u) => (
+          <tr key={u.metadata.name}>
+            <th scope="row">
+              <Link href={`/agentupgrades/${encodeURIComponent(u.metadata.name)}`}>{u.metadata.name}</Link>
+            </th>
+            <td>{u.spec.release.version}</td>
+            <td>{u.status?.counts?.total ?? 0}</td>
+            <td>{u.status?.running ?? 0}</td>
+            <td>{u.status?.rolledBack ?? 0}</td>
+            <td>
+              <Badge value={u.status?.phase ?? '-'} title={u.status?.reason} />
+            </td>
+            <td>{u.metadata.creationTimestamp ? ago(u.metadata.creationTimestamp) : '-'}</td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }
@@ -105,39 +89,20 @@ export function AgentUpgradeDetail(props: { name: string }) {
             up.
           </p>
           <p class="muted">{u.status?.reason}</p>
-          <div class="table-wrap">
-            <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Edge</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Agent now</th>
-                  <th scope="col">Connection</th>
-                </tr>
-              </thead>
-              <tbody>
-                {edges.map((e) => (
-                  <tr key={e.edge}>
-                    <th scope="row">
-                      <Link href={`/edges/${encodeURIComponent(e.edge)}`}>{e.edge}</Link>
-                    </th>
-                    <td>
-                      <Badge value={e.state} /> {upgradeStateDetail(e, version)}
-                    </td>
-                    <td>{e.agentVersion ?? '-'}</td>
-                    <td>{e.online ? 'Online' : 'Offline'}</td>
-                  </tr>
-                ))}
-                {edges.length === 0 && (
-                  <tr>
-                    <td colSpan={4} class="muted">
-                      No edge selected.
-                    </td>
-                  </tr>
-                )}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Edge', 'State', 'Agent now', 'Connection']} count={edges.length} empty="No edge selected.">
+            {edges.map((e) => (
+              <tr key={e.edge}>
+                <th scope="row">
+                  <Link href={`/edges/${encodeURIComponent(e.edge)}`}>{e.edge}</Link>
+                </th>
+                <td>
+                  <Badge value={e.state} /> {upgradeStateDetail(e, version)}
+                </td>
+                <td>{e.agentVersion ?? '-'}</td>
+                <td>{e.online ? 'Online' : 'Offline'}</td>
+              </tr>
+            ))}
+          </Table>
         </>
       )}
     </>

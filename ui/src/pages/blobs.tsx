@@ -5,6 +5,7 @@
  */
 import { enc } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Table } from '../components/table.js';
 import { ago, bytes } from '../format.js';
 import { useGet } from '../hooks.js';
 import { useApp } from '../store.js';
@@ -36,45 +37,28 @@ export function Blobs() {
         <code>outpost blob push FILE</code>.
       </p>
       <ErrorBox error={list.error} />
-      <div class="table-wrap">
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">Digest</th>
-              <th scope="col">Size</th>
-              <th scope="col">Media type</th>
-              <th scope="col">Uploaded by</th>
-              <th scope="col">Age</th>
-              <th scope="col">Scan</th>
-              <th scope="col">Referred to by</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((b) => (
-              <tr key={b.digest}>
-                <th scope="row">
-                  <code title={b.digest}>{b.digest.slice(0, 19)}…</code>
-                </th>
-                <td>{bytes(b.size)}</td>
-                <td>{b.mediaType}</td>
-                <td>{b.uploadedBy}</td>
-                <td>{ago(b.createdAt)}</td>
-                <td>{scanText(b)}</td>
-                <td class="wrap-anywhere">
-                  {b.references.length > 0 ? b.references.join(', ') : 'nothing (collected after the grace period)'}
-                </td>
-              </tr>
-            ))}
-            {items.length === 0 && !list.loading && (
-              <tr>
-                <td colSpan={7} class="muted">
-                  No blobs in this project.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Digest', 'Size', 'Media type', 'Uploaded by', 'Age', 'Scan', 'Referred to by']}
+        count={items.length}
+        loading={list.loading}
+        empty="No blobs in this project."
+      >
+        {items.map((b) => (
+          <tr key={b.digest}>
+            <th scope="row">
+              <code title={b.digest}>{b.digest.slice(0, 19)}…</code>
+            </th>
+            <td>{bytes(b.size)}</td>
+            <td>{b.mediaType}</td>
+            <td>{b.uploadedBy}</td>
+            <td>{ago(b.createdAt)}</td>
+            <td>{scanText(b)}</td>
+            <td class="wrap-anywhere">
+              {b.references.length > 0 ? b.references.join(', ') : 'nothing (collected after the grace period)'}
+            </td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }

@@ -7,6 +7,7 @@
 import { useState } from 'preact/hooks';
 import { enc, errorFrom } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Table } from '../components/table.js';
 import { Link } from '../components/link.js';
 import { Markdown } from '../components/markdown.js';
 import { ago } from '../format.js';
@@ -84,42 +85,27 @@ export function Catalog() {
         </form>
       )}
       <ErrorBox error={list.error} />
-      <div class="table-wrap">
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">Package</th>
-              <th scope="col">Latest</th>
-              <th scope="col">Versions</th>
-              <th scope="col">Scan</th>
-              <th scope="col">Description</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((p) => (
-              <tr key={p.name} aria-selected={p.name === name}>
-                <th scope="row">
-                  {p.icon && <img src={p.icon} alt="" width={20} height={20} />}{' '}
-                  <button type="button" class="linkish" onClick={() => setSelected(p.name)}>
-                    {p.name}
-                  </button>
-                </th>
-                <td>{p.latest}</td>
-                <td>{p.versions}</td>
-                <td>{scanText(p.scan)}</td>
-                <td>{p.description ?? ''}</td>
-              </tr>
-            ))}
-            {items.length === 0 && !list.loading && (
-              <tr>
-                <td colSpan={5} class="muted">
-                  No packages in this project yet.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Package', 'Latest', 'Versions', 'Scan', 'Description']}
+        count={items.length}
+        loading={list.loading}
+        empty="No packages in this project yet."
+      >
+        {items.map((p) => (
+          <tr key={p.name} aria-selected={p.name === name}>
+            <th scope="row">
+              {p.icon && <img src={p.icon} alt="" width={20} height={20} />}{' '}
+              <button type="button" class="linkish" onClick={() => setSelected(p.name)}>
+                {p.name}
+              </button>
+            </th>
+            <td>{p.latest}</td>
+            <td>{p.versions}</td>
+            <td>{scanText(p.scan)}</td>
+            <td>{p.description ?? ''}</td>
+          </tr>
+        ))}
+      </Table>
       {name && <PackageView key={name} name={name} onSelect={setSelected} />}
     </>
   );

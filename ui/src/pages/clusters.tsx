@@ -8,6 +8,7 @@
 import { enc } from '../api.js';
 import { Badge } from '../components/badge.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Table } from '../components/table.js';
 import { Link } from '../components/link.js';
 import { ago } from '../format.js';
 import { useGet } from '../hooks.js';
@@ -83,51 +84,34 @@ export function Clusters() {
         <code>outpost cluster kubeconfig NAME</code>.
       </p>
       <ErrorBox error={list.error} />
-      <div class="table-wrap">
-        <table class="table" aria-label="Clusters">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Phase</th>
-              <th scope="col">Template</th>
-              <th scope="col">Kubernetes</th>
-              <th scope="col">Nodes Ready</th>
-              <th scope="col">Control plane</th>
-              <th scope="col">Endpoint</th>
-              <th scope="col">Age</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((c) => (
-              <tr key={c.metadata.name}>
-                <th scope="row">
-                  <Link href={`/clusters/${enc(c.metadata.name)}`}>{c.metadata.name}</Link>
-                </th>
-                <td>
-                  <Badge value={c.status?.phase ?? '-'} title={c.status?.message} />
-                </td>
-                <td>{c.status?.template ?? `${c.spec.template.name}@${c.spec.template.version}`}</td>
-                <td>{c.status?.kubernetesVersion ?? '-'}</td>
-                <td>{readyOf(c.status)}</td>
-                <td>
-                  <Link href={`/edges/${enc(c.spec.controlPlane.edges[0] ?? '')}`}>{c.spec.controlPlane.edges[0]}</Link>
-                </td>
-                <td>
-                  <code>{clusterEndpoint(location.origin, c) ?? '-'}</code>
-                </td>
-                <td>{c.metadata.creationTimestamp ? ago(c.metadata.creationTimestamp) : '-'}</td>
-              </tr>
-            ))}
-            {items.length === 0 && !list.loading && (
-              <tr>
-                <td colSpan={8} class="muted">
-                  No clusters in this project.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Name', 'Phase', 'Template', 'Kubernetes', 'Nodes Ready', 'Control plane', 'Endpoint', 'Age']}
+        label="Clusters"
+        count={items.length}
+        loading={list.loading}
+        empty="No clusters in this project."
+      >
+        {items.map((c) => (
+          <tr key={c.metadata.name}>
+            <th scope="row">
+              <Link href={`/clusters/${enc(c.metadata.name)}`}>{c.metadata.name}</Link>
+            </th>
+            <td>
+              <Badge value={c.status?.phase ?? '-'} title={c.status?.message} />
+            </td>
+            <td>{c.status?.template ?? `${c.spec.template.name}@${c.spec.template.version}`}</td>
+            <td>{c.status?.kubernetesVersion ?? '-'}</td>
+            <td>{readyOf(c.status)}</td>
+            <td>
+              <Link href={`/edges/${enc(c.spec.controlPlane.edges[0] ?? '')}`}>{c.spec.controlPlane.edges[0]}</Link>
+            </td>
+            <td>
+              <code>{clusterEndpoint(location.origin, c) ?? '-'}</code>
+            </td>
+            <td>{c.metadata.creationTimestamp ? ago(c.metadata.creationTimestamp) : '-'}</td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }
@@ -217,78 +201,47 @@ export function ClusterDetail(props: { name: string }) {
           {s && (
             <>
               <h2>Nodes</h2>
-              <div class="table-wrap">
-                <table class="table" aria-label="Nodes">
-                  <thead>
-                    <tr>
-                      <th scope="col">Edge</th>
-                      <th scope="col">Role</th>
-                      <th scope="col">Phase</th>
-                      <th scope="col">Runs</th>
-                      <th scope="col">Kubelet</th>
-                      <th scope="col">Ready</th>
-                      <th scope="col">Reason</th>
-                      <th scope="col">Edge online</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {s.nodes.map((n) => (
-                      <tr key={n.edge}>
-                        <th scope="row">
-                          <Link href={`/edges/${enc(n.edge)}`}>{n.edge}</Link>
-                        </th>
-                        <td>{n.role}</td>
-                        <td>
-                          <Badge value={n.phase} />
-                          {n.step && <span class="reason"> {n.step}</span>}
-                        </td>
-                        <td>{n.runs ?? '-'}</td>
-                        <td>{n.kubeletVersion ?? '-'}</td>
-                        <td>{yes(n.ready)}</td>
-                        <td class="reason-cell">{n.reason ?? n.message ?? '-'}</td>
-                        <td>{yes(n.online)}</td>
-                      </tr>
-                    ))}
-                    {s.nodes.length === 0 && (
-                      <tr>
-                        <td colSpan={8} class="muted">
-                          No node yet{s.message ? `: ${s.message}` : ''}.
-                        </td>
-                      </tr>
-                    )}
-                  </tbody>
-                </table>
-              </div>
+              <Table
+                columns={['Edge', 'Role', 'Phase', 'Runs', 'Kubelet', 'Ready', 'Reason', 'Edge online']}
+                label="Nodes"
+                count={s.nodes.length}
+                empty={<>No node yet{s.message ? `: ${s.message}` : ''}.</>}
+              >
+                {s.nodes.map((n) => (
+                  <tr key={n.edge}>
+                    <th scope="row">
+                      <Link href={`/edges/${enc(n.edge)}`}>{n.edge}</Link>
+                    </th>
+                    <td>{n.role}</td>
+                    <td>
+                      <Badge value={n.phase} />
+                      {n.step && <span class="reason"> {n.step}</span>}
+                    </td>
+                    <td>{n.runs ?? '-'}</td>
+                    <td>{n.kubeletVersion ?? '-'}</td>
+                    <td>{yes(n.ready)}</td>
+                    <td class="reason-cell">{n.reason ?? n.message ?? '-'}</td>
+                    <td>{yes(n.online)}</td>
+                  </tr>
+                ))}
+              </Table>
               <h2>Control plane health</h2>
-              <div class="table-wrap">
-                <table class="table" aria-label="Components">
-                  <thead>
-                    <tr>
-                      <th scope="col">Component</th>
-                      <th scope="col">Health</th>
-                      <th scope="col">Running</th>
-                      <th scope="col">Restarts</th>
-                      <th scope="col">Why not healthy</th>
+              <Table columns={['Component', 'Health', 'Running', 'Restarts', 'Why not healthy']} label="Components">
+                {COMPONENTS.map(([name, check]) => {
+                  const h = s.components[name];
+                  return (
+                    <tr key={name}>
+                      <th scope="row">{check}</th>
+                      <td>
+                        <Badge value={!h ? 'Pending' : h.healthy ? 'Healthy' : 'Unhealthy'} />
+                      </td>
+                      <td>{h ? yes(h.running) : '-'}</td>
+                      <td>{h?.restarts ?? '-'}</td>
+                      <td class="reason-cell">{h && !h.healthy ? (h.message ?? '-') : '-'}</td>
                     </tr>
-                  </thead>
-                  <tbody>
-                    {COMPONENTS.map(([name, check]) => {
-                      const h = s.components[name];
-                      return (
-                        <tr key={name}>
-                          <th scope="row">{check}</th>
-                          <td>
-                            <Badge value={!h ? 'Pending' : h.healthy ? 'Healthy' : 'Unhealthy'} />
-                          </td>
-                          <td>{h ? yes(h.running) : '-'}</td>
-                          <td>{h?.restarts ?? '-'}</td>
-                          <td class="reason-cell">{h && !h.healthy ? (h.message ?? '-') : '-'}</td>
-                        </tr>
-                      );
-                    })}
-                  </tbody>
-                </table>
-              </div>
+                  );
+                })}
+              </Table>
             </>
           )}
           <Events

@@ -6,6 +6,7 @@
 import { enc } from '../api.js';
 import { Badge } from '../components/badge.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Table } from '../components/table.js';
 import { Link } from '../components/link.js';
 import { ago, bytes, dateTime } from '../format.js';
 import { useGet } from '../hooks.js';
@@ -35,43 +36,27 @@ export function DataObjects() {
         <code>outpost data publish -f model.bin --name model -l region=eu</code>.
       </p>
       <ErrorBox error={list.error} />
-      <div class="table-wrap">
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Version</th>
-              <th scope="col">Size</th>
-              <th scope="col">Path</th>
-              <th scope="col">Delivered</th>
-              <th scope="col">Age</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((o) => (
-              <tr key={o.metadata.name}>
-                <th scope="row">
-                  <Link href={`/dataobjects/${encodeURIComponent(o.metadata.name)}`}>{o.metadata.name}</Link>
-                </th>
-                <td>{o.spec.version}</td>
-                <td>{bytes(o.spec.size)}</td>
-                <td>
-                  <code>{o.spec.path ?? o.metadata.name}</code>
-                </td>
-                <td>{o.status?.summary ?? '-'}</td>
-                <td>{o.metadata.creationTimestamp ? ago(o.metadata.creationTimestamp) : '-'}</td>
-              </tr>
-            ))}
-            {items.length === 0 && !list.loading && (
-              <tr>
-                <td colSpan={6} class="muted">
-                  No data objects in this project.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Name', 'Version', 'Size', 'Path', 'Delivered', 'Age']}
+        count={items.length}
+        loading={list.loading}
+        empty="No data objects in this project."
+      >
+        {items.map((o) => (
+          <tr key={o.metadata.name}>
+            <th scope="row">
+              <Link href={`/dataobjects/${encodeURIComponent(o.metadata.name)}`}>{o.metadata.name}</Link>
+            </th>
+            <td>{o.spec.version}</td>
+            <td>{bytes(o.spec.size)}</td>
+            <td>
+              <code>{o.spec.path ?? o.metadata.name}</code>
+            </td>
+            <td>{o.status?.summary ?? '-'}</td>
+            <td>{o.metadata.creationTimestamp ? ago(o.metadata.creationTimestamp) : '-'}</td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }
@@ -96,41 +81,25 @@ export function DataObjectDetail(props: { name: string }) {
             {o.spec.activateAt ? `activates ${dateTime(o.spec.activateAt)}` : 'active on arrival'},{' '}
             {o.spec.expiresAt ? `expires ${dateTime(o.spec.expiresAt)}` : 'never expires'}.
           </p>
-          <div class="table-wrap">
-            <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Edge</th>
-                  <th scope="col">Delivery</th>
-                  <th scope="col">File holds</th>
-                  <th scope="col">Since</th>
-                  <th scope="col">Connection</th>
-                </tr>
-              </thead>
-              <tbody>
-                {edges.map((e) => (
-                  <tr key={e.edge}>
-                    <th scope="row">
-                      <Link href={`/edges/${encodeURIComponent(e.edge)}`}>{e.edge}</Link>
-                    </th>
-                    <td>
-                      <Badge value={e.state} /> {e.state !== 'Delivered' && deliveryStateDetail(e)}
-                    </td>
-                    <td>{e.version ?? '-'}</td>
-                    <td>{e.since ? ago(e.since) : '-'}</td>
-                    <td>{e.online ? 'Online' : 'Offline'}</td>
-                  </tr>
-                ))}
-                {edges.length === 0 && (
-                  <tr>
-                    <td colSpan={5} class="muted">
-                      No edge selected.
-                    </td>
-                  </tr>
-                )}
-              </tbody>
-            </table>
-          </div>
+          <Table
+            columns={['Edge', 'Delivery', 'File holds', 'Since', 'Connection']}
+            count={edges.length}
+            empty="No edge selected."
+          >
+            {edges.map((e) => (
+              <tr key={e.edge}>
+                <th scope="row">
+                  <Link href={`/edges/${encodeURIComponent(e.edge)}`}>{e.edge}</Link>
+                </th>
+                <td>
+                  <Badge value={e.state} /> {e.state !== 'Delivered' && deliveryStateDetail(e)}
+                </td>
+                <td>{e.version ?? '-'}</td>
+                <td>{e.since ? ago(e.since) : '-'}</td>
+                <td>{e.online ? 'Online' : 'Offline'}</td>
+              </tr>
+            ))}
+          </Table>
         </>
       )}
     </>

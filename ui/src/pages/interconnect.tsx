@@ -6,6 +6,7 @@
  */
 import { enc } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Table } from '../components/table.js';
 import { ago, bytes } from '../format.js';
 import { useGet } from '../hooks.js';
 import { useApp } from '../store.js';
@@ -42,155 +43,106 @@ export function Interconnect() {
       </p>
       <ErrorBox error={exports.error ?? imports.error} />
       <h2>Exports</h2>
-      <div class="table-wrap">
-        <table class="table" aria-label="Exports">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Workload</th>
-              <th scope="col">Port</th>
-              <th scope="col">Allowed projects</th>
-              <th scope="col">Status</th>
-              <th scope="col">Age</th>
-            </tr>
-          </thead>
-          <tbody>
-            {ex.map((o) => (
-              <tr key={o.metadata.name}>
-                <th scope="row">{o.metadata.name}</th>
-                <td>{o.spec.workload}</td>
-                <td>{o.spec.port}</td>
-                <td>{o.spec.allowedProjects?.join(', ') || '-'}</td>
-                <td>{o.status?.summary ?? '-'}</td>
-                <td>{o.metadata.creationTimestamp ? ago(o.metadata.creationTimestamp) : '-'}</td>
-              </tr>
-            ))}
-            {ex.length === 0 && !exports.loading && (
-              <tr>
-                <td colSpan={6} class="muted">
-                  No ServiceExports in this project.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Name', 'Workload', 'Port', 'Allowed projects', 'Status', 'Age']}
+        label="Exports"
+        count={ex.length}
+        loading={exports.loading}
+        empty="No ServiceExports in this project."
+      >
+        {ex.map((o) => (
+          <tr key={o.metadata.name}>
+            <th scope="row">{o.metadata.name}</th>
+            <td>{o.spec.workload}</td>
+            <td>{o.spec.port}</td>
+            <td>{o.spec.allowedProjects?.join(', ') || '-'}</td>
+            <td>{o.status?.summary ?? '-'}</td>
+            <td>{o.metadata.creationTimestamp ? ago(o.metadata.creationTimestamp) : '-'}</td>
+          </tr>
+        ))}
+      </Table>
       <h3>Serving edges</h3>
-      <div class="table-wrap">
-        <table class="table" aria-label="Serving edges">
-          <thead>
-            <tr>
-              <th scope="col">Export</th>
-              <th scope="col">Edge</th>
-              <th scope="col">Online</th>
-              <th scope="col">Phase</th>
-              <th scope="col">Healthy</th>
-              <th scope="col">Open</th>
-              <th scope="col">Total</th>
-              <th scope="col">Failed</th>
-              <th scope="col">Last error</th>
+      <Table
+        columns={['Export', 'Edge', 'Online', 'Phase', 'Healthy', 'Open', 'Total', 'Failed', 'Last error']}
+        label="Serving edges"
+      >
+        {ex.flatMap((o) =>
+          (o.status?.serving ?? []).map((e) => (
+            <tr key={`${o.metadata.name}/${e.edge}`}>
+              <td>{o.metadata.name}</td>
+              <th scope="row">{e.edge}</th>
+              <td>{yes(e.online)}</td>
+              <td>{e.phase ?? '-'}</td>
+              <td>{yes(e.healthy)}</td>
+              <td>{e.open ?? 0}</td>
+              <td>{e.total ?? 0}</td>
+              <td>{e.failed ?? 0}</td>
+              <td>{e.lastError ?? '-'}</td>
             </tr>
-          </thead>
-          <tbody>
-            {ex.flatMap((o) =>
-              (o.status?.serving ?? []).map((e) => (
-                <tr key={`${o.metadata.name}/${e.edge}`}>
-                  <td>{o.metadata.name}</td>
-                  <th scope="row">{e.edge}</th>
-                  <td>{yes(e.online)}</td>
-                  <td>{e.phase ?? '-'}</td>
-                  <td>{yes(e.healthy)}</td>
-                  <td>{e.open ?? 0}</td>
-                  <td>{e.total ?? 0}</td>
-                  <td>{e.failed ?? 0}</td>
-                  <td>{e.lastError ?? '-'}</td>
-                </tr>
-              )),
-            )}
-          </tbody>
-        </table>
-      </div>
+          )),
+        )}
+      </Table>
       <h2>Imports</h2>
-      <div class="table-wrap">
-        <table class="table" aria-label="Imports">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Export</th>
-              <th scope="col">Port</th>
-              <th scope="col">Open</th>
-              <th scope="col">Errors</th>
-              <th scope="col">Connect p50 / p99</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
-            {im.map((o) => (
-              <tr key={o.metadata.name}>
-                <th scope="row">{o.metadata.name}</th>
-                <td>{o.status?.export ?? `${o.spec.project ?? session.project}/${o.spec.export}`}</td>
-                <td>{o.spec.port}</td>
-                <td>{o.status?.open ?? 0}</td>
-                <td>{o.status?.errors ?? 0}</td>
-                <td>
-                  {ms(o.status?.connectP50Ms)} / {ms(o.status?.connectP99Ms)}
-                </td>
-                <td>{o.status?.summary ?? '-'}</td>
-              </tr>
-            ))}
-            {im.length === 0 && !imports.loading && (
-              <tr>
-                <td colSpan={7} class="muted">
-                  No ServiceImports in this project.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Name', 'Export', 'Port', 'Open', 'Errors', 'Connect p50 / p99', 'Status']}
+        label="Imports"
+        count={im.length}
+        loading={imports.loading}
+        empty="No ServiceImports in this project."
+      >
+        {im.map((o) => (
+          <tr key={o.metadata.name}>
+            <th scope="row">{o.metadata.name}</th>
+            <td>{o.status?.export ?? `${o.spec.project ?? session.project}/${o.spec.export}`}</td>
+            <td>{o.spec.port}</td>
+            <td>{o.status?.open ?? 0}</td>
+            <td>{o.status?.errors ?? 0}</td>
+            <td>
+              {ms(o.status?.connectP50Ms)} / {ms(o.status?.connectP99Ms)}
+            </td>
+            <td>{o.status?.summary ?? '-'}</td>
+          </tr>
+        ))}
+      </Table>
       <h3>Consuming edges</h3>
-      <div class="table-wrap">
-        <table class="table" aria-label="Consuming edges">
-          <thead>
-            <tr>
-              <th scope="col">Import</th>
-              <th scope="col">Edge</th>
-              <th scope="col">Online</th>
-              <th scope="col">Listening</th>
-              <th scope="col">Open</th>
-              <th scope="col">Total</th>
-              <th scope="col">Refused</th>
-              <th scope="col">Failed</th>
-              <th scope="col">Sent / received</th>
-              <th scope="col">Connect p50 / p99</th>
-              <th scope="col">Last error</th>
+      <Table
+        columns={[
+          'Import',
+          'Edge',
+          'Online',
+          'Listening',
+          'Open',
+          'Total',
+          'Refused',
+          'Failed',
+          'Sent / received',
+          'Connect p50 / p99',
+          'Last error',
+        ]}
+        label="Consuming edges"
+      >
+        {im.flatMap((o) =>
+          (o.status?.edges ?? []).map((e) => (
+            <tr key={`${o.metadata.name}/${e.edge}`}>
+              <td>{o.metadata.name}</td>
+              <th scope="row">{e.edge}</th>
+              <td>{yes(e.online)}</td>
+              <td>{e.listening ? 'yes' : e.error ? `no: ${e.error}` : 'no'}</td>
+              <td>{e.open}</td>
+              <td>{e.total}</td>
+              <td>{e.refused}</td>
+              <td>{e.failed}</td>
+              <td>
+                {bytes(e.bytesOut)} / {bytes(e.bytesIn)}
+              </td>
+              <td>
+                {ms(e.connectP50Ms)} / {ms(e.connectP99Ms)}
+              </td>
+              <td>{e.refusing ?? e.lastError ?? '-'}</td>
             </tr>
-          </thead>
-          <tbody>
-            {im.flatMap((o) =>
-              (o.status?.edges ?? []).map((e) => (
-                <tr key={`${o.metadata.name}/${e.edge}`}>
-                  <td>{o.metadata.name}</td>
-                  <th scope="row">{e.edge}</th>
-                  <td>{yes(e.online)}</td>
-                  <td>{e.listening ? 'yes' : e.error ? `no: ${e.error}` : 'no'}</td>
-                  <td>{e.open}</td>
-                  <td>{e.total}</td>
-                  <td>{e.refused}</td>
-                  <td>{e.failed}</td>
-                  <td>
-                    {bytes(e.bytesOut)} / {bytes(e.bytesIn)}
-                  </td>
-                  <td>
-                    {ms(e.connectP50Ms)} / {ms(e.connectP99Ms)}
-                  </td>
-                  <td>{e.refusing ?? e.lastError ?? '-'}</td>
-                </tr>
-              )),
-            )}
-          </tbody>
-        </table>
-      </div>
+          )),
+        )}
+      </Table>
     </>
   );
 }

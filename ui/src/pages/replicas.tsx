@@ -5,6 +5,7 @@
  */
 import { Badge } from '../components/badge.js';
 import { ErrorBox } from '../components/error-box.js';
+import { Table } from '../components/table.js';
 import { ago, dateTime } from '../format.js';
 import { useGet } from '../hooks.js';
 import type { List, Replica } from '../types.js';
@@ -23,46 +24,29 @@ export function Replicas() {
         plans the fleet (the leader). A replica that stopped or died is listed for a day after.
       </p>
       <ErrorBox error={list.error} />
-      <div class="table-wrap">
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">Replica</th>
-              <th scope="col">URL</th>
-              <th scope="col">State</th>
-              <th scope="col">Role</th>
-              <th scope="col">Edges served</th>
-              <th scope="col">Last heartbeat</th>
-              <th scope="col">Started</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((r) => (
-              <tr key={r.id} aria-current={r.self ? 'true' : undefined}>
-                <th scope="row">
-                  <code>{r.id}</code>
-                  {r.self && <div class="reason">this page talks to it</div>}
-                </th>
-                <td>{r.url}</td>
-                <td>
-                  <Badge value={r.alive ? 'Alive' : 'Down'} />
-                </td>
-                <td>{r.leader ? 'Leader (plans the fleet)' : '—'}</td>
-                <td>{r.edges}</td>
-                <td title={dateTime(r.lastHeartbeat)}>{ago(r.lastHeartbeat)}</td>
-                <td>{dateTime(r.startedAt)}</td>
-              </tr>
-            ))}
-            {items.length === 0 && !list.loading && (
-              <tr>
-                <td colSpan={7} class="muted">
-                  No replicas listed.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        columns={['Replica', 'URL', 'State', 'Role', 'Edges served', 'Last heartbeat', 'Started']}
+        count={items.length}
+        loading={list.loading}
+        empty="No replicas listed."
+      >
+        {items.map((r) => (
+          <tr key={r.id} aria-current={r.self ? 'true' : undefined}>
+            <th scope="row">
+              <code>{r.id}</code>
+              {r.self && <div class="reason">this page talks to it</div>}
+            </th>
+            <td>{r.url}</td>
+            <td>
+              <Badge value={r.alive ? 'Alive' : 'Down'} />
+            </td>
+            <td>{r.leader ? 'Leader (plans the fleet)' : '—'}</td>
+            <td>{r.edges}</td>
+            <td title={dateTime(r.lastHeartbeat)}>{ago(r.lastHeartbeat)}</td>
+            <td>{dateTime(r.startedAt)}</td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }
