@@ -19,13 +19,8 @@
  * added, another port, the address changed, the object deleted), and deletes ours whose import
  * is no longer listed.
  *
- * And where the pods reach this host (`nodeAddress`): the address given (`--interconnect-address`),
- * else the InternalIP of a Node of the cluster that is an address of this host (the node the agent
- * runs on: a single-node k3s, an Outpost cluster's node, docs/clusters.md), else an error saying how
- * to give one.
+ * Where the pods reach this host is host-address.ts.
  */
-import { networkInterfaces } from 'node:os';
-import { isIP } from 'node:net';
 import { createLogger } from '../../../core/logger.js';
 import { DriverError, type ImportOwner, type PublishedImport } from '../driver.js';
 import { deleteObjects, ensureNamespace, type KubernetesContext } from './cluster.js';
@@ -45,9 +40,10 @@ const PORT_NAME = 'tcp';
 const RBAC_HINT =
   'grant the identity of the kubeconfig get, list, create, update and delete on services and endpoints, and get and create on namespaces (examples/kubernetes-driver-rbac.yaml)';
 
-type ApiError = { code?: number; body?: unknown; message?: string };
+export type ApiError = { code?: number; body?: unknown; message?: string };
 
-function serverMessage(err: unknown): string {
+/** The message of the API server's answer (a Kubernetes Status), else the error's. */
+export function serverMessage(err: unknown): string {
   const e = err as ApiError;
   let body = e.body;
   if (typeof body === 'string')
@@ -277,48 +273,4 @@ export async function publishImports(
     }
   }
   return problems;
-}
-
-/** This host's own addresses (every interface's). */
-function localAddresses(): Set<string> {
-  return new Set(
-    Object.values(networkInterfaces())
-      .flat()
-      .map((a) => a?.address)
-      .filter((a): a is string => !!a),
-  );
-}
-
-const isLoopback = (ip: string): boolean => ip.startsWith('127.') || ip === '::1';
-
-/**
- * The address of this host the cluster's pods reach it at, when none was given
- * (`--interconnect-address`): a Node's InternalIP that is one of this host's addresses (not
- * loopback: an Endpoints may not name one). Throws saying why none is known and how to give one.
- */
-export async function nodeAddress(ctx: KubernetesContext): Promise<string> {
-  let nodes: KObj[];
-  try {
-    nodes = (await ctx.client().list('v1', 'Node')).items as KObj[];
-  } catch (err) {
-    const code = (err as ApiError).code;
-    throw new DriverError(
-      `cannot list the cluster's nodes to find the address of this host its pods reach (${code === 403 ? `no right: ${serverMessage(err)}` : serverMessage(err)}): grant list on nodes (examples/kubernetes-driver-rbac.yaml), or start the agent with --interconnect-address IP`,
-      { cause: err },
-    );
-  }
-  const ips = nodes.flatMap((n) =>
-    ((n.status?.addresses ?? []) as { type: string; address: string }[])
-      .filter((a) => a.type === 'InternalIP' && isIP(a.address) !== 0)
-      .map((a) => a.address),
-  );
-  const local = localAddresses();
-  const hit = ips.find((ip) => local.has(ip) && !isLoopback(ip));
-  if (hit) return hit;
-  const why = ips.length
-    ? `none of the nodes' InternalIPs (${ips.join(', ')}) is a non-loopback address of this host`
-    : 'the cluster lists no node with an InternalIP';
-  throw new DriverError(
-    `no address of this host that the cluster's pods reach is known: ${why}; start the agent with --interconnect-address IP (an address of this host the pods can reach)`,
-  );
 }

@@ -25,7 +25,7 @@
  * Where the parts are: connect.ts loads the kubeconfig and checks the server answers; objects.ts
  * turns a unit into the objects to apply; cluster.ts makes the calls on the API server's objects
  * (list owned, apply, delete, waits); apply.ts applies a unit; actions.ts stops, starts and restarts
- * on request; imports.ts publishes interconnect imports; pods.ts picks the pod for logs, exec and the endpoint; state.ts is what the data dir
+ * on request; imports.ts publishes interconnect imports where host-address.ts says the pods reach this host; pods.ts picks the pod for logs, exec and the endpoint; state.ts is what the data dir
  * keeps; observe.ts, drift.ts and report.ts make the status.
  *
  * @example
@@ -54,7 +54,8 @@ import { restartOnRequest, startOnRequest, stopOnRequest } from './actions.js';
 import { applyUnit } from './apply.js';
 import { deleteObjects, owned, waitGone, type KubernetesContext } from './cluster.js';
 import { connectCluster, defaultKubeconfigExists } from './connect.js';
-import { nodeAddress, publishImports } from './imports.js';
+import { nodeAddress } from './host-address.js';
+import { publishImports } from './imports.js';
 import { execInPod, execInPodInteractive, podLogLines } from './io.js';
 import { LABEL_WORKLOAD, type KObj } from './objects.js';
 import { containerOf, pickPod, podEndpoint } from './pods.js';
