@@ -51,7 +51,8 @@ export interface InterconnectListenersDeps {
   hostAddresses?: () => Promise<string[]>;
   /**
    * Publishes the imports listening on an address of `hostAddresses` to the driver's workloads by
-   * name (`Driver.publishImports`), done again every `retryMs`.
+   * name (`Driver.publishImports`), done again every `retryMs` (and `hostAddresses` asked again
+   * as often while there are imports, so the objects follow the address).
    */
   publish?: (imports: PublishedImport[]) => Promise<Record<string, string>>;
   /** How often an address is tried again and the publication done again; default EXTRA_RETRY_MS. */
@@ -162,6 +163,9 @@ export class InterconnectListeners implements SpecFollower {
           this.extraKnown = true;
           for (const [name, l] of this.listeners) this.bindExtra(name, l);
           this.publishNow();
+          // Where the imports are published the address may move (a node's pod bridge comes with
+          // its first pod): asked again at the publication's pace.
+          if (this.publication) this.retryExtra();
         },
         (err: unknown) => {
           for (const l of this.listeners.values())

@@ -29,6 +29,8 @@ export class ImportPublication {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private problems = new Map<string, string>();
+  /** The last failure logged: the same again is not logged again (an edge with no cluster yet). */
+  private lastFailure: string | undefined;
 
   constructor(private readonly d: ImportPublicationDeps) {}
 
@@ -67,11 +69,15 @@ export class ImportPublication {
       .then(
         (problems) => {
           this.failed = false;
+          this.lastFailure = undefined;
           return new Map(Object.entries(problems));
         },
         (err: unknown) => {
           this.failed = true;
-          log.warn({ err }, 'interconnect: publishing the imports to the workloads failed; tried again');
+          const message = (err as Error).message;
+          if (message !== this.lastFailure)
+            log.warn({ err }, 'interconnect: publishing the imports to the workloads failed; tried again');
+          this.lastFailure = message;
           const why = `cannot make the import reachable by name to the workloads: ${(err as Error).message}`;
           return new Map(want.map((i) => [i.name, why]));
         },
