@@ -131,6 +131,8 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     throw new Error(`--name ${o.name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
   // Several URLs (hub replicas): the first that answers enrolls the edge; all are kept in edge.json.
   const hubs = parseHubList(o.hub);
+  // Checked before the hub is asked: a refusal after it enrolled the edge would leave it enrolled there only.
+  if (o.interconnectAddress !== undefined) parseInterconnectAddress(o.interconnectAddress);
   const t = parseToken(o.joinToken);
   if (!t || t.kind !== 'join')
     throw new Error(

@@ -186,6 +186,14 @@ describe('--interconnect-address (kubernetes: where the pods reach this host)', 
       await expect(installEdge({ ...p, interconnectAddress: bad })).rejects.toThrow(why);
     expect(fs.existsSync(p.unitDir)).toBe(false);
     expect(readEdgeConfig(p.dataDir)?.interconnectAddress).toBeUndefined();
+    // Enrolling: refused before the hub is asked (it would hold an edge this host never wrote down).
+    await expect(
+      enrollOnce(
+        { dataDir: path.join(dir, 'fresh'), hub: 'http://127.0.0.1:9', joinToken: JOIN, interconnectAddress: '::1' },
+        'test',
+      ),
+    ).rejects.toThrow(/--interconnect-address ::1: a loopback/);
+    expect(fs.existsSync(path.join(dir, 'fresh'))).toBe(false);
   });
 
   it('is kept in edge.json by install and by a later start, and auto clears it', async () => {
