@@ -60,6 +60,11 @@ export interface EdgeAgentOptions extends EnrollOnceOptions {
    * recovered (Ready again, its back-off reset) (`outpost edge --process-stable-run`; default 10 s).
    */
   processStableMs?: number;
+  /**
+   * Tests: how often interconnect tries an address of the driver again and publishes the imports
+   * again (edge/interconnect/listeners.ts; default 10 s).
+   */
+  interconnectRetryMs?: number;
   /** Bytes the blob store may hold (default DEFAULT_EDGE_BLOB_BUDGET_BYTES). */
   blobBudgetBytes?: number;
   /** Called after `outpost edge local upgrade` staged a release: close the agent and start `outpost edge` again. */
@@ -126,6 +131,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     kubeconfig: config.kubeconfig,
     clusterKubeconfig: () => controlPlaneKubeconfig(o.dataDir),
     ...(o.processStableMs !== undefined ? { processStableMs: o.processStableMs } : {}),
+    ...(config.interconnectAddress ? { interconnectAddress: config.interconnectAddress } : {}),
   });
   try {
     await driver.start();
@@ -252,6 +258,11 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     store,
     open: (h) => tunnel.open(h),
     ...(driver.hostAddresses ? { hostAddresses: () => driver.hostAddresses!() } : {}),
+    // The kubernetes driver: a Service and Endpoints per import, for the cluster's pods.
+    ...(driver.publishImports
+      ? { publish: (imports) => driver.publishImports!(imports, { edge, project: config.project }) }
+      : {}),
+    ...(o.interconnectRetryMs !== undefined ? { retryMs: o.interconnectRetryMs } : {}),
   });
   followers.add(interconnect);
   // Clusters at the sites (docs/clusters.md): this edge's node of a Cluster.

@@ -4,6 +4,7 @@
  * afterwards `outpost edge --data DIR` needs nothing else.
  */
 import fs from 'node:fs';
+import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -26,6 +27,12 @@ export const EdgeConfig = z.object({
   releaseKey: z.string().max(1000).optional(),
   driver: z.enum(DRIVER_NAMES),
   kubeconfig: z.string().optional(),
+  /**
+   * The kubernetes driver: the address of this host the cluster's pods reach it at, where the
+   * interconnect imports listen and their Endpoints point (`--interconnect-address`; absent: found
+   * from the cluster's Nodes, docs/interconnect.md).
+   */
+  interconnectAddress: z.string().optional(),
   /** Private half of the X25519 key pair made at enrollment: opens the Secrets the hub sealed to this edge. */
   sealKey: z.string().optional(),
 });
@@ -89,6 +96,25 @@ export function writeEdgeConfig(dataDir: string, cfg: EdgeConfig): void {
   const tmp = `${f}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(cfg, null, 2), { mode: 0o600 });
   fs.renameSync(tmp, f);
+}
+
+/**
+ * `--interconnect-address` as given: an IPv4 or IPv6 address of this host the cluster's pods reach
+ * (not loopback or unspecified: an Endpoints may not name those), or `auto` (undefined: found from
+ * the cluster's Nodes). Throws naming the problem.
+ */
+export function parseInterconnectAddress(s: string): string | undefined {
+  const a = s.trim();
+  if (a === 'auto') return undefined;
+  if (isIP(a) === 0)
+    throw new Error(
+      `--interconnect-address ${s}: not an IP address: give the address of this host the cluster's pods reach, e.g. 10.0.0.5 (or auto)`,
+    );
+  if (a.startsWith('127.') || a === '::1' || a === '0.0.0.0' || a === '::')
+    throw new Error(
+      `--interconnect-address ${a}: a loopback or unspecified address, which the cluster's pods do not reach and an Endpoints may not name: give an address of this host on the pods' network`,
+    );
+  return a;
 }
 
 export function driverName(s: string): DriverName {

@@ -17,6 +17,7 @@ import {
   driverName,
   hubUrls,
   parseHubList,
+  parseInterconnectAddress,
   readEdgeConfig,
   writeEdgeConfig,
   type EdgeConfig,
@@ -35,6 +36,8 @@ export interface EnrollOptions {
   driver: DriverName;
   inventory: Inventory;
   kubeconfig?: string;
+  /** `--interconnect-address` (parseInterconnectAddress: `auto` is none). */
+  interconnectAddress?: string;
 }
 
 /**
@@ -67,6 +70,8 @@ export interface EnrollOnceOptions {
   labels?: Record<string, string>;
   driver?: string;
   kubeconfig?: string;
+  /** `--interconnect-address`: kept in edge.json; given again on a later start, it replaces it (`auto` clears it). */
+  interconnectAddress?: string;
 }
 
 /**
@@ -93,6 +98,7 @@ export async function enrollOnce(o: EnrollOnceOptions, agentVersion: string): Pr
       driver: requestedDriver,
       inventory: collectInventory(requestedDriver, agentVersion, { kubeconfig: o.kubeconfig }),
       kubeconfig: o.kubeconfig,
+      ...(o.interconnectAddress !== undefined ? { interconnectAddress: o.interconnectAddress } : {}),
     });
   } else if (o.joinToken && o.name && o.name !== config.name) {
     throw new Error(
@@ -108,6 +114,15 @@ export async function enrollOnce(o: EnrollOnceOptions, agentVersion: string): Pr
       log.info({ hubs }, 'hub URLs updated from --hub');
     }
   }
+  if (o.interconnectAddress !== undefined) {
+    // Given again on a later start: where the pods reach this host changed (or is found again: auto).
+    const address = parseInterconnectAddress(o.interconnectAddress);
+    if (address !== config.interconnectAddress) {
+      config = { ...config, interconnectAddress: address };
+      writeEdgeConfig(o.dataDir, config);
+      log.info({ address: address ?? 'auto' }, 'interconnect address updated from --interconnect-address');
+    }
+  }
   return config;
 }
 
@@ -116,6 +131,8 @@ export async function enroll(o: EnrollOptions): Promise<EdgeConfig> {
     throw new Error(`--name ${o.name}: use 1-63 lower-case letters, digits or '-' (the hostname is the default)`);
   // Several URLs (hub replicas): the first that answers enrolls the edge; all are kept in edge.json.
   const hubs = parseHubList(o.hub);
+  // Checked before the hub is asked: a refusal after it enrolled the edge would leave it enrolled there only.
+  if (o.interconnectAddress !== undefined) parseInterconnectAddress(o.interconnectAddress);
   const t = parseToken(o.joinToken);
   if (!t || t.kind !== 'join')
     throw new Error(
@@ -180,6 +197,8 @@ async function enrollAt(o: EnrollOptions, hub: string, hubs: string[], answered:
     driver: o.driver,
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
   };
+  const address = o.interconnectAddress === undefined ? undefined : parseInterconnectAddress(o.interconnectAddress);
+  if (address) cfg.interconnectAddress = address;
   writeEdgeConfig(o.dataDir, cfg);
   log.info(
     { edge: o.name, project: cfg.project, approved: res.body.approved },

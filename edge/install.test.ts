@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseUnit, splitExecLine } from '../core/systemd.js';
-import { writeEdgeConfig } from './config.js';
+import { readEdgeConfig, writeEdgeConfig } from './config.js';
+import { enrollOnce } from './enroll.js';
 import { edgeUnit, installEdge } from './install.js';
 
 // A well-formed join token; no hub is contacted by the tests below.
@@ -185,5 +186,55 @@ describe('outpost edge install: steps', () => {
     });
     expect(r.error, 'systemd-analyze (package systemd, installed by build/setup.sh)').toBeUndefined();
     expect(r.stderr + r.stdout).toBe('');
+  });
+});
+
+describe('--interconnect-address (kubernetes: where the pods reach this host)', () => {
+  const enrolled = () => {
+    const p = base();
+    writeEdgeConfig(p.dataDir, {
+      hub: 'https://127.0.0.1:9',
+      name: 'kube-1',
+      project: 'default',
+      credential: 'c',
+      driver: 'kubernetes',
+      kubeconfig: '/etc/k.yaml',
+    });
+    return p;
+  };
+
+  it('refuses what pods cannot reach before changing anything', async () => {
+    const p = enrolled();
+    for (const [bad, why] of [
+      ['10.0.0', /not an IP address/],
+      ['127.0.0.1', /a loopback or unspecified address/],
+      ['0.0.0.0', /a loopback or unspecified address/],
+    ] as const)
+      await expect(installEdge({ ...p, interconnectAddress: bad })).rejects.toThrow(why);
+    expect(fs.existsSync(p.unitDir)).toBe(false);
+    expect(readEdgeConfig(p.dataDir)?.interconnectAddress).toBeUndefined();
+    // Enrolling: refused before the hub is asked (it would hold an edge this host never wrote down).
+    await expect(
+      enrollOnce(
+        { dataDir: path.join(dir, 'fresh'), hub: 'http://127.0.0.1:9', joinToken: JOIN, interconnectAddress: '::1' },
+        'test',
+      ),
+    ).rejects.toThrow(/--interconnect-address ::1: a loopback/);
+    expect(fs.existsSync(path.join(dir, 'fresh'))).toBe(false);
+  });
+
+  it('is kept in edge.json by install and by a later start, and auto clears it', async () => {
+    const p = enrolled();
+    expect(await installEdge({ ...p, interconnectAddress: '10.0.0.5' })).toContain('interconnect address: 10.0.0.5');
+    expect(readEdgeConfig(p.dataDir)?.interconnectAddress).toBe('10.0.0.5');
+    expect((await enrollOnce({ dataDir: p.dataDir }, 'test')).interconnectAddress).toBe('10.0.0.5');
+    expect((await enrollOnce({ dataDir: p.dataDir, interconnectAddress: 'fd00::7' }, 'test')).interconnectAddress).toBe(
+      'fd00::7',
+    );
+    expect(readEdgeConfig(p.dataDir)?.interconnectAddress).toBe('fd00::7');
+    expect((await enrollOnce({ dataDir: p.dataDir, interconnectAddress: 'auto' }, 'test')).interconnectAddress).toBe(
+      undefined,
+    );
+    expect(readEdgeConfig(p.dataDir)?.interconnectAddress).toBeUndefined();
   });
 });

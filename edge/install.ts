@@ -13,7 +13,16 @@ import { absolute, applyStep, describeStep, installSource, type InstallStep } fr
 import { environment, execLine, renderUnit, unitPath, unitText, type UnitEntry } from '../core/systemd.js';
 import { buildInfo } from '../core/version.js';
 import { parseToken } from '../sync/pinned-ca.js';
-import { configPath, defaultEdgeName, driverName, parseHubList, readEdgeConfig, type EdgeConfig } from './config.js';
+import {
+  configPath,
+  defaultEdgeName,
+  driverName,
+  parseHubList,
+  parseInterconnectAddress,
+  readEdgeConfig,
+  writeEdgeConfig,
+  type EdgeConfig,
+} from './config.js';
 import type { DriverName } from './drivers/driver.js';
 import { enroll, type EnrollOnceOptions } from './enroll.js';
 import { collectInventory } from './inventory.js';
@@ -236,6 +245,8 @@ function nextSteps(dataDir: string): string {
 export async function installEdge(o: EdgeInstallOptions): Promise<string> {
   const p = plan(o);
   const dataDir = absolute(o.dataDir);
+  // Checked before anything is written (enroll and a later start parse it again).
+  const address = o.interconnectAddress === undefined ? undefined : parseInterconnectAddress(o.interconnectAddress);
   const labels =
     Object.entries(o.labels ?? {})
       .map(([k, v]) => `${k}=${v}`)
@@ -247,8 +258,13 @@ export async function installEdge(o: EdgeInstallOptions): Promise<string> {
     return `dry run: nothing was changed. outpost edge install would:\n${p.steps.map(describeStep).join('')}${enrollLine}${describeStep(p.unit)}\n${nextSteps(dataDir)}\n`;
   }
   let out = p.steps.map(applyStep).join('');
-  if (p.enrolled) out += `kept the enrollment of edge ${p.name} with ${p.hub}\n`;
-  else {
+  if (p.enrolled) {
+    out += `kept the enrollment of edge ${p.name} with ${p.hub}\n`;
+    if (o.interconnectAddress !== undefined && address !== p.enrolled.interconnectAddress) {
+      writeEdgeConfig(dataDir, { ...p.enrolled, interconnectAddress: address });
+      out += `interconnect address: ${address ?? 'auto'}\n`;
+    }
+  } else {
     const { version } = buildInfo();
     try {
       await enroll({
@@ -260,6 +276,7 @@ export async function installEdge(o: EdgeInstallOptions): Promise<string> {
         driver: p.driver,
         inventory: collectInventory(p.driver, version, { kubeconfig: o.kubeconfig }),
         ...(o.kubeconfig ? { kubeconfig: absolute(o.kubeconfig) } : {}),
+        ...(o.interconnectAddress !== undefined ? { interconnectAddress: o.interconnectAddress } : {}),
       });
     } catch (err) {
       throw new Error(`enrolling edge ${p.name} with ${p.hub} failed; no unit was written`, { cause: err });

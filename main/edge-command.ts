@@ -25,6 +25,7 @@ interface EdgeFlags {
   labels?: Record<string, string>;
   driver?: string;
   kubeconfig?: string;
+  interconnectAddress?: string;
 }
 
 /** Adds `outpost edge` (the edge agent) and its verbs `install` and `uninstall` to `program`; returns it. */
@@ -48,6 +49,10 @@ export function registerEdgeCommand(program: Command): Command {
     .option('--labels <k=v,...>', 'labels for this edge', labelsOption)
     .addOption(new Option('--driver <driver>', 'runtime driver').choices(DRIVER_NAMES))
     .option('--kubeconfig <file>', 'kubeconfig for the kubernetes driver')
+    .option(
+      '--interconnect-address <ip>',
+      "kubernetes driver: the address of this host the cluster's pods reach, where ServiceImports listen and their Services' Endpoints point (kept; again to change it, auto to find it from the cluster's Nodes, the default)",
+    )
     .option('--blob-budget <size>', 'bytes the edge blob store may hold, e.g. 4GiB', byteSizeOption)
     .option(
       '--home-redial <duration>',
@@ -102,6 +107,7 @@ export function registerEdgeCommand(program: Command): Command {
         labels: o.labels,
         driver: o.driver,
         kubeconfig: o.kubeconfig,
+        ...(o.interconnectAddress !== undefined ? { interconnectAddress: o.interconnectAddress } : {}),
         ...(o.blobBudget !== undefined ? { blobBudgetBytes: o.blobBudget } : {}),
         ...(o.homeRedial !== undefined ? { homeRedialMs: o.homeRedial } : {}),
         ...(o.processStableRun !== undefined ? { processStableMs: o.processStableRun } : {}),
@@ -132,8 +138,9 @@ export function registerEdgeCommand(program: Command): Command {
     .option('--unit-dir <dir>', 'where to write outpost-edge.service', '/etc/systemd/system')
     .option('--bin <file>', 'where to install the executable', '/usr/local/bin/outpost')
     .action(async (o: { dryRun?: boolean; unitDir: string; bin: string }, cmd: Command) => {
-      // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig and the run flags
-      // (--blob-budget, --home-redial, --process-stable-run: carried into the unit) belong to `outpost edge`.
+      // --data, --hub, --join-token, --name, --labels, --driver, --kubeconfig, --interconnect-address
+      // and the run flags (--blob-budget, --home-redial, --process-stable-run: carried into the unit)
+      // belong to `outpost edge`.
       const g = cmd.optsWithGlobals() as EdgeFlags & {
         blobBudget?: number;
         homeRedial?: number;

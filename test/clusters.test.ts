@@ -256,6 +256,110 @@ describe('a real cluster at a site', () => {
     expect(r.stdout.trim(), r.stderr).toBe('from-the-pod');
   }, 360_000);
 
+  it("a pod reaches a ServiceImport of its edge at the Endpoints the driver keeps, echoed by another edge's workload through the hub", async () => {
+    const [echoPort, importPort] = [await freePort(), await freePort()];
+    const echo = `require('net').createServer({ allowHalfOpen: true }, (s) => { s.on('error', () => undefined); s.pipe(s); }).listen(${echoPort}, '127.0.0.1')`;
+    const objects = [
+      {
+        kind: 'Workload',
+        metadata: { name: 'echo' },
+        spec: {
+          manifests: [
+            {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              metadata: { name: 'echo' },
+              spec: {
+                containers: [
+                  {
+                    name: 'echo',
+                    command: [process.execPath, '-e', echo],
+                    ports: [{ containerPort: echoPort }],
+                    readinessProbe: { tcpSocket: { port: echoPort }, periodSeconds: 1 },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      { kind: 'Placement', metadata: { name: 'echo' }, spec: { workloads: ['echo'], edges: ['c2'] } },
+      { kind: 'ServiceExport', metadata: { name: 'echo' }, spec: { workload: 'echo', port: echoPort } },
+      { kind: 'ServiceImport', metadata: { name: 'echo' }, spec: { export: 'echo', port: importPort, edges: ['c1'] } },
+    ];
+    await api('POST', '/api/v1/apply', { objects });
+    try {
+      // The pods' bridge gateway of node c1 (the first address of its pod subnet): where they reach the host.
+      const node = JSON.parse(kube('get', 'node', 'c1', '-o', 'json'));
+      const gateway = String(node.spec.podCIDR).replace(/\.0\/24$/, '.1');
+      // The replies to the pod go where the host routes its subnet: a bridge of another cluster
+      // left on this host with the same subnet would take them (the connect then times out).
+      const routes = execFileSync('ip', ['-4', 'route', 'show', String(node.spec.podCIDR)])
+        .toString()
+        .trim()
+        .split('\n');
+      if (routes.length > 1)
+        throw new Error(
+          `this host routes ${node.spec.podCIDR} to more than node c1's bridge (${routes.join('; ')}): a bridge left by another cluster? Remove it (ip link delete ob-...) and run again`,
+        );
+      const ep = await waitFor(
+        () => {
+          try {
+            return JSON.parse(kube('get', 'endpoints', '-n', 'outpost', 'echo', '-o', 'json'));
+          } catch {
+            return undefined;
+          }
+        },
+        { timeout: 30_000, interval: 500, what: 'the Endpoints of import echo' },
+      );
+      expect(ep.subsets).toEqual([
+        { addresses: [{ ip: gateway }], ports: [{ name: 'tcp', port: importPort, protocol: 'TCP' }] },
+      ]);
+      await waitFor(
+        async () => (await api('GET', '/api/v1/projects/default/placements/echo')).status?.summary?.ready === 1,
+        { timeout: 60_000, what: 'the echo server ready on c2' },
+      );
+      // From the pod of the Deployment above: its default gateway and the import's port.
+      const admin = ['--kubeconfig', path.join(nodeDir(), 'etc', 'admin.kubeconfig')];
+      const got = await waitFor(
+        async () => {
+          const r = await run(kubectl, [
+            ...admin,
+            'exec',
+            '-n',
+            'outpost-web',
+            'deploy/web',
+            '--',
+            'sh',
+            '-c',
+            `echo hello-from-a-pod | nc -w 2 ${gateway} ${importPort}`,
+          ]);
+          return r.stdout.includes('hello-from-a-pod') ? r.stdout : undefined;
+        },
+        { timeout: 30_000, interval: 1_000, what: 'the line echoed to the pod' },
+      );
+      expect(got.trim()).toBe('hello-from-a-pod');
+    } finally {
+      for (const o of [...objects].reverse())
+        await api('DELETE', `/api/v1/projects/default/${o.kind.toLowerCase()}s/${o.metadata.name}`).catch(
+          () => undefined,
+        );
+      // c2 stops the echo process before it becomes a worker (its node's strays are counted then).
+      await waitFor(
+        async () =>
+          !((await api('GET', '/api/v1/projects/default/edges/c2')).status?.workloads ?? []).some(
+            (w: { name: string }) => w.name === 'echo',
+          ),
+        { timeout: 30_000, what: 'the echo workload gone from c2' },
+      );
+    }
+    await waitFor(() => kube('get', 'services,endpoints', '-n', 'outpost', '-o', 'name').trim() === '', {
+      timeout: 30_000,
+      interval: 500,
+      what: 'the Service and Endpoints of echo gone with the import',
+    });
+  }, 120_000);
+
   it('adds a worker: a second kubelet on the same host joins, gets its pod subnet, runs a pod there', async () => {
     await api('POST', '/api/v1/apply', {
       objects: [

@@ -107,6 +107,21 @@ export interface Endpoint {
   port: number;
 }
 
+/** An interconnect import this edge consumes, listened for at `address:port` (edge/interconnect/listeners.ts). */
+export interface PublishedImport {
+  /** The ServiceImport's name. */
+  name: string;
+  port: number;
+  /** The address of this host (of `hostAddresses`) the listener is bound on. */
+  address: string;
+}
+
+/** Whose the objects `publishImports` makes are: this edge of this project. */
+export interface ImportOwner {
+  edge: string;
+  project: string;
+}
+
 export interface Driver {
   readonly name: DriverName;
   /** Connect to the runtime and adopt what is already running. Throws a clear error if the runtime is unusable. */
@@ -130,6 +145,15 @@ export interface Driver {
    * (edge/interconnect/listeners.ts). Absent: loopback only.
    */
   hostAddresses?(): Promise<string[]>;
+  /**
+   * Makes the interconnect imports this edge listens for reachable by name to the driver's
+   * workloads (kubernetes: a Service and its Endpoints each, edge/drivers/kubernetes/imports.ts),
+   * and removes what it made for imports of `owner` not listed. Called again periodically: it
+   * puts back what someone changed, and never writes over an object it did not make. Resolves
+   * with a problem per import it could not publish; throws when it could do nothing. Absent:
+   * the workloads reach the imports at the addresses only.
+   */
+  publishImports?(imports: PublishedImport[], owner: ImportOwner): Promise<Record<string, string>>;
   /** Release resources held by the driver. Workloads keep running. */
   close(): Promise<void>;
 }

@@ -8,7 +8,12 @@ import type { Driver, DriverName } from './driver.js';
 export async function createDriver(
   name: DriverName,
   dataDir: string,
-  opts: { kubeconfig?: string; clusterKubeconfig?: () => string | undefined; processStableMs?: number } = {},
+  opts: {
+    kubeconfig?: string;
+    clusterKubeconfig?: () => string | undefined;
+    processStableMs?: number;
+    interconnectAddress?: string;
+  } = {},
 ): Promise<Driver> {
   const dir = path.join(dataDir, 'runtime', name);
   switch (name) {
@@ -24,6 +29,7 @@ export async function createDriver(
         dataDir: dir,
         ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
         ...(opts.clusterKubeconfig ? { clusterKubeconfig: opts.clusterKubeconfig } : {}),
+        ...(opts.interconnectAddress ? { interconnectAddress: opts.interconnectAddress } : {}),
       });
   }
 }

@@ -10,6 +10,11 @@
  * this project), or accepted while the hub is away, is reset at once (the client sees the
  * connection reset, never a hang), and the reason goes into the report, where the import's status
  * shows it. The report is written at most every INTERCONNECT_REPORT_MS.
+ *
+ * Where the driver publishes imports by name (`Driver.publishImports`: the kubernetes driver's
+ * Service and Endpoints, pointing at the address the pods reach this host at), the imports
+ * listening on that address are published (publish.ts), and a problem doing so is the import's
+ * `error` in the report.
  */
 import net from 'node:net';
 import { mailboxDocId, type EdgeName } from '../../core/ids.js';
@@ -24,8 +29,10 @@ import {
   type ImportReport,
 } from '../../core/orders/interconnect.js';
 import type { ReplicaStore } from '../../sync/store.js';
+import type { PublishedImport } from '../drivers/driver.js';
 import { TunnelError, type TunnelStream } from '../../sync/tunnel.js';
 import type { SpecFollower } from '../orders/followers.js';
+import { ImportPublication } from './publish.js';
 
 const log = createLogger('edge:interconnect');
 
@@ -42,6 +49,14 @@ export interface InterconnectListenersDeps {
    * EXTRA_RETRY_MS, its error in the report meanwhile.
    */
   hostAddresses?: () => Promise<string[]>;
+  /**
+   * Publishes the imports listening on an address of `hostAddresses` to the driver's workloads by
+   * name (`Driver.publishImports`), done again every `retryMs` (and `hostAddresses` asked again
+   * as often while there are imports, so the objects follow the address).
+   */
+  publish?: (imports: PublishedImport[]) => Promise<Record<string, string>>;
+  /** How often an address is tried again and the publication done again; default EXTRA_RETRY_MS. */
+  retryMs?: number;
 }
 
 interface Listener {
@@ -58,7 +73,7 @@ interface Listener {
   report: ImportReport;
 }
 
-/** How often an address of the driver that could not be listened on is tried again. */
+/** How often an address of the driver that could not be listened on is tried again (and imports published again). */
 const EXTRA_RETRY_MS = 10_000;
 
 /** How many connect latencies the percentiles are taken over. */
@@ -81,11 +96,20 @@ export class InterconnectListeners implements SpecFollower {
   /** The driver's addresses, as last asked (hostAddresses). */
   private extraHosts: string[] = [];
   private extraAsking = false;
+  /** Whether hostAddresses answered once: until then nothing is published. */
+  private extraKnown = false;
   private extraTimer: NodeJS.Timeout | undefined;
+  private readonly retryMs: number;
+  private readonly publication: ImportPublication | undefined;
 
   constructor(private readonly d: InterconnectListenersDeps) {
     this.specId = mailboxDocId(d.edge, 'spec');
     this.reportId = mailboxDocId(d.edge, 'report');
+    this.retryMs = d.retryMs ?? EXTRA_RETRY_MS;
+    const publish = d.publish;
+    this.publication = publish
+      ? new ImportPublication({ publish, everyMs: this.retryMs, changed: () => this.changed() })
+      : undefined;
   }
 
   check(): void {
@@ -103,12 +127,31 @@ export class InterconnectListeners implements SpecFollower {
       else if (!l.server) this.bind(name, l);
     }
     this.refreshExtra();
+    this.publishNow();
     this.changed();
+  }
+
+  /**
+   * Publishes each import listening on an address of the driver at the first such address, once
+   * the addresses are known and no bind is under way (a bind not finished yet must not read as
+   * an import to unpublish). With no import, nothing is to be published whatever the addresses.
+   */
+  private publishNow(): void {
+    if (!this.publication) return;
+    if (this.listeners.size === 0) return this.publication.set([]);
+    if (!this.extraKnown) return;
+    const out: PublishedImport[] = [];
+    for (const [name, l] of this.listeners) {
+      if ([...l.extra.values()].some((x) => !x.listening)) return;
+      const address = this.extraHosts.find((h) => l.extra.get(h)?.listening);
+      if (address) out.push({ name, port: l.port, address });
+    }
+    this.publication.set(out);
   }
 
   /** Asks the driver for its addresses again and listens on those not listened on yet. */
   private refreshExtra(): void {
-    if (!this.d.hostAddresses || this.extraAsking || this.stopped) return;
+    if (!this.d.hostAddresses || this.extraAsking || this.stopped || this.listeners.size === 0) return;
     this.extraAsking = true;
     clearTimeout(this.extraTimer);
     this.extraTimer = undefined;
@@ -117,11 +160,16 @@ export class InterconnectListeners implements SpecFollower {
       .then(
         (hosts) => {
           this.extraHosts = hosts.filter((h) => h !== '127.0.0.1');
+          this.extraKnown = true;
           for (const [name, l] of this.listeners) this.bindExtra(name, l);
+          this.publishNow();
+          // Where the imports are published the address may move (a node's pod bridge comes with
+          // its first pod): asked again at the publication's pace.
+          if (this.publication) this.retryExtra();
         },
         (err: unknown) => {
           for (const l of this.listeners.values())
-            l.extraError = `cannot tell where this driver's workloads reach the host: ${(err as Error).message}; tried again every ${EXTRA_RETRY_MS / 1000}s`;
+            l.extraError = `cannot tell where this driver's workloads reach the host: ${(err as Error).message}; tried again every ${this.retryMs / 1000}s`;
           this.retryExtra();
           this.changed();
         },
@@ -134,7 +182,7 @@ export class InterconnectListeners implements SpecFollower {
     this.extraTimer = setTimeout(() => {
       this.extraTimer = undefined;
       this.refreshExtra();
-    }, EXTRA_RETRY_MS);
+    }, this.retryMs);
     this.extraTimer.unref();
   }
 
@@ -152,14 +200,16 @@ export class InterconnectListeners implements SpecFollower {
       l.extra.set(host, server);
       server.once('error', (err) => {
         l.extra.delete(host);
-        l.extraError = `cannot listen on ${host}:${l.port} (where this driver's workloads reach the host): ${err.message}; tried again every ${EXTRA_RETRY_MS / 1000}s`;
+        l.extraError = `cannot listen on ${host}:${l.port} (where this driver's workloads reach the host): ${err.message}; tried again every ${this.retryMs / 1000}s`;
         this.retryExtra();
+        this.publishNow();
         this.changed();
       });
       server.listen(l.port, host, () => {
         if (l.extra.size === this.extraHosts.length && [...l.extra.values()].every((x) => x.listening))
           l.extraError = undefined;
         log.info({ import: name, host, port: l.port }, 'interconnect listening for the workloads of the driver');
+        this.publishNow();
         this.changed();
       });
     }
@@ -170,6 +220,7 @@ export class InterconnectListeners implements SpecFollower {
     this.stopped = true;
     clearTimeout(this.reportTimer);
     clearTimeout(this.extraTimer);
+    this.publication?.stop();
     for (const l of this.listeners.values()) this.close(l);
     this.listeners.clear();
   }
@@ -280,10 +331,15 @@ export class InterconnectListeners implements SpecFollower {
       this.reportTimer = undefined;
       if (this.stopped) return;
       const body = Object.fromEntries(
-        [...this.listeners].map(([name, l]) => [
-          name,
-          l.report.listening && l.extraError ? { ...l.report, error: l.extraError } : l.report,
-        ]),
+        [...this.listeners].map(([name, l]) => {
+          // 127.0.0.1's own error when it does not listen, else what fails besides it.
+          const more = [l.report.listening ? l.extraError : undefined, this.publication?.problemOf(name)].filter(
+            (x): x is string => !!x,
+          );
+          const error = [...(l.report.error ? [l.report.error] : []), ...more].join('; ').slice(0, 2000);
+          const { error: _own, ...rest } = l.report;
+          return [name, error ? { ...rest, error } : rest];
+        }),
       );
       try {
         this.d.store.change<ReportDoc>(this.reportId, (d) => setReportInterconnect(d, body));

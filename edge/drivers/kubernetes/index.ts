@@ -19,11 +19,13 @@
  * - endpoint: the pod IP of a ready pod that declares the port. Reachable when the agent runs on
  *   a node of the cluster or inside it (the edge case: single-node k3s); otherwise use the API
  *   server's pod proxy instead of the endpoint.
+ * - interconnect imports (imports.ts): a Service and Endpoints per import the edge consumes,
+ *   pointing at the address of this host the pods reach (hostAddresses) where the agent listens.
  *
  * Where the parts are: connect.ts loads the kubeconfig and checks the server answers; objects.ts
  * turns a unit into the objects to apply; cluster.ts makes the calls on the API server's objects
  * (list owned, apply, delete, waits); apply.ts applies a unit; actions.ts stops, starts and restarts
- * on request; pods.ts picks the pod for logs, exec and the endpoint; state.ts is what the data dir
+ * on request; imports.ts publishes interconnect imports where host-address.ts says the pods reach this host; pods.ts picks the pod for logs, exec and the endpoint; state.ts is what the data dir
  * keeps; observe.ts, drift.ts and report.ts make the status.
  *
  * @example
@@ -41,8 +43,10 @@ import {
   type ExecOptions,
   type ExecResult,
   type InteractiveExec,
+  type ImportOwner,
   type InteractiveExecOptions,
   type LogOptions,
+  type PublishedImport,
   type WorkloadObservation,
   type WorkloadUnit,
 } from '../driver.js';
@@ -50,6 +54,8 @@ import { restartOnRequest, startOnRequest, stopOnRequest } from './actions.js';
 import { applyUnit } from './apply.js';
 import { deleteObjects, owned, waitGone, type KubernetesContext } from './cluster.js';
 import { connectCluster, defaultKubeconfigExists } from './connect.js';
+import { nodeAddress } from './host-address.js';
+import { publishImports } from './imports.js';
 import { execInPod, execInPodInteractive, podLogLines } from './io.js';
 import { LABEL_WORKLOAD, type KObj } from './objects.js';
 import { containerOf, pickPod, podEndpoint } from './pods.js';
@@ -69,6 +75,11 @@ export interface KubernetesDriverOptions {
   dataDir: string;
   /** How long `remove` and pod replacement wait for objects to be gone. Default 60 s. */
   deleteTimeoutMs?: number;
+  /**
+   * The address of this host the cluster's pods reach it at, for interconnect imports
+   * (`outpost edge --interconnect-address`); default: a Node's InternalIP that is one of this host's.
+   */
+  interconnectAddress?: string;
 }
 
 const log = createLogger('edge:driver:kubernetes');
@@ -252,6 +263,17 @@ class KubernetesDriver implements Driver, KubernetesContext {
   async endpoint(name: string, port: number): Promise<Endpoint | null> {
     await this.ready();
     return podEndpoint(this, name, port);
+  }
+
+  async hostAddresses(): Promise<string[]> {
+    if (this.opts.interconnectAddress) return [this.opts.interconnectAddress];
+    await this.ready();
+    return [await nodeAddress(this)];
+  }
+
+  async publishImports(imports: PublishedImport[], owner: ImportOwner): Promise<Record<string, string>> {
+    await this.ready();
+    return publishImports(this, imports, owner);
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,9 @@
  * RBAC, the ClusterRole from examples/kubernetes-driver-rbac.yaml bound to the agent's user and
  * nothing else. Everything the driver does on a workload must work with it (apply, list, logs,
  * exec, stop/start/restart, remove), and a kind the role does not cover fails the workload with
- * the server's Forbidden message instead of throwing.
+ * the server's Forbidden message instead of throwing. The same for interconnect imports (a Service
+ * and Endpoints each, imports.ts, and the Nodes read for the address): they work with the role,
+ * and a user that may only read is told which verb on which resource is missing and what to grant.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -68,7 +70,12 @@ const observe = async (name: string) => (await driver.list()).find((w) => w.name
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'outpost-k8s-rbac-'));
-  kube = await startKubeApiServer({ users: [{ name: 'edge-agent', groups: ['outpost-edge'] }] });
+  kube = await startKubeApiServer({
+    users: [
+      { name: 'edge-agent', groups: ['outpost-edge'] },
+      { name: 'reader', groups: ['outpost-read'] },
+    ],
+  });
   node = await startNodeDouble(kube);
   const admin = ['--kubeconfig', kube.kubeconfig];
   await run(kubectlBinary(), [
@@ -84,6 +91,22 @@ beforeAll(async () => {
     'outpost-edge',
     '--clusterrole=outpost-edge-driver',
     '--group=outpost-edge',
+  ]);
+  await run(kubectlBinary(), [
+    ...admin,
+    'create',
+    'clusterrole',
+    'outpost-read',
+    '--verb=get,list',
+    '--resource=namespaces,secrets,configmaps,services,endpoints,pods,deployments.apps,nodes',
+  ]);
+  await run(kubectlBinary(), [
+    ...admin,
+    'create',
+    'clusterrolebinding',
+    'outpost-read',
+    '--clusterrole=outpost-read',
+    '--group=outpost-read',
   ]);
   driver = createKubernetesDriver({ kubeconfig: kube.kubeconfigFor('edge-agent'), dataDir: dir });
   await driver.start();
@@ -164,5 +187,45 @@ describe('kubernetes driver with the ClusterRole of examples/kubernetes-driver-r
     expect(o?.phase).toBe('Failed');
     expect(o?.message).toMatch(/statefulsets.*is forbidden: User "edge-agent" cannot/);
     await driver.remove('sts');
+  });
+
+  it('publishes interconnect imports with the role: Services, Endpoints, the Nodes read', async () => {
+    const owner = { edge: 'rbac-edge', project: 'default' };
+    // The node double's InternalIP is 127.0.0.1: read, and refused as an address pods reach.
+    await expect(driver.hostAddresses!()).rejects.toThrow(
+      /none of the nodes' InternalIPs \(127\.0\.0\.1\) is a non-loopback address of this host; start the agent with --interconnect-address IP/,
+    );
+    const stock = { name: 'stock', port: 18080, address: '192.0.2.10' };
+    expect(await driver.publishImports!([stock], owner)).toEqual({});
+    const kubectl = (...args: string[]) =>
+      run(kubectlBinary(), ['--kubeconfig', kube.kubeconfig, '-n', 'outpost', ...args]).then((r) => r.stdout);
+    expect(await kubectl('get', 'endpoints', 'stock', '-o', 'jsonpath={.subsets[0].addresses[0].ip}')).toBe(
+      '192.0.2.10',
+    );
+    await kubectl('patch', 'service', 'stock', '--type=merge', '-p', '{"spec":{"selector":{"app":"x"}}}');
+    expect(await driver.publishImports!([stock], owner)).toEqual({});
+    expect(await kubectl('get', 'service', 'stock', '-o', 'jsonpath={.spec.selector}')).toBe('');
+    expect(await driver.publishImports!([], owner)).toEqual({});
+    expect(await kubectl('get', 'services,endpoints', '-o', 'name')).toBe('');
+  });
+
+  it('a user that may only read is told which verb on which resource to grant', async () => {
+    // The namespace there already (it may read it): the first write it may not do is the Service.
+    await run(kubectlBinary(), ['--kubeconfig', kube.kubeconfig, 'create', 'namespace', 'outpost']).catch(
+      (e: { stderr: string }) => expect(e.stderr).toMatch(/AlreadyExists/),
+    );
+    const reader = createKubernetesDriver({ kubeconfig: kube.kubeconfigFor('reader'), dataDir: join(dir, 'reader') });
+    await reader.start();
+    try {
+      const problems = await reader.publishImports!([{ name: 'stock', port: 18080, address: '192.0.2.10' }], {
+        edge: 'reader-edge',
+        project: 'default',
+      });
+      expect(problems.stock).toMatch(
+        /^no right to create services in namespace outpost \(the API server said: services is forbidden: User "reader" cannot create resource "services" in API group "" in the namespace "outpost"\): grant the identity of the kubeconfig get, list, create, update and delete on services and endpoints/,
+      );
+    } finally {
+      await reader.close();
+    }
   });
 });

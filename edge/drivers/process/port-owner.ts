@@ -6,6 +6,7 @@
  * and the workload read Ready. `WorkloadPorts` tells the probe whose listener it reached.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 
 /** TCP state LISTEN in /proc/net/tcp{,6}. */
@@ -17,13 +18,18 @@ export interface PortHolder {
   command?: string;
 }
 
-/** The inodes of the sockets listening on TCP `port`, any address, IPv4 and IPv6. */
-function listeningInodes(port: number): Set<string> {
+/**
+ * The inodes of the sockets listening on TCP `port`, any address, IPv4 and IPv6. Read without
+ * blocking: the tables list every socket of the host (thousands of TIME_WAIT entries on a busy
+ * one), and a probe that read them synchronously held the agent's event loop for tens of
+ * milliseconds, delaying every relayed connection (docs/benchmarks.md, "Interconnect").
+ */
+async function listeningInodes(port: number): Promise<Set<string>> {
   const out = new Set<string>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
     try {
-      text = readFileSync(table, 'utf8');
+      text = await readFile(table, 'utf8');
     } catch {
       continue;
     }
@@ -105,8 +111,8 @@ export class WorkloadPorts {
    * undefined when one is, or when it cannot be told (no /proc, no listener any more, a member
    * whose files this agent may not read).
    */
-  heldElsewhere(port: number): PortHolder | undefined {
-    const listening = listeningInodes(port);
+  async heldElsewhere(port: number): Promise<PortHolder | undefined> {
+    const listening = await listeningInodes(port);
     if (!listening.size || [...listening].some((i) => this.own.has(i))) return undefined;
     for (const pid of this.members()) {
       const held = socketsOf(pid);

@@ -32,7 +32,7 @@ export async function runProbe(spec: ProbeSpec, target: ProbeTarget): Promise<Pr
   if ('exec' in a) return { ok: await execProbe(a.exec, target, spec.timeoutMs) };
   const port = 'http' in a ? a.http.port : a.tcp.port;
   const ok = 'http' in a ? await httpProbe(a.http, spec.timeoutMs) : await tcpProbe(port, spec.timeoutMs);
-  const holder = ok ? target.ports?.heldElsewhere(port) : undefined;
+  const holder = ok ? await target.ports?.heldElsewhere(port) : undefined;
   return holder ? { ok: false, reason: heldElsewhereReason(port, holder) } : { ok };
 }
 

@@ -299,7 +299,7 @@ export class ProcessSupervisor {
     this.stopProbes();
     // A port it declares that another program holds is the likely reason it exited (it could not
     // bind): said with the exit. Looked at before its group is killed, whose members are its own.
-    const taken = r.pid > 0 ? this.portTakenElsewhere() : undefined;
+    const taken = r.pid > 0 ? await this.portTakenElsewhere() : undefined;
     // The wrapper is gone; anything it left in its group (a daemonized child) goes too, or a
     // restarted process would find its port taken.
     if (r.pid > 0) signalGroup(this.identity, 'SIGKILL');
@@ -328,10 +328,10 @@ export class ProcessSupervisor {
   }
 
   /** The first port the process declares that a program outside its group listens on, said as the probes say it. */
-  private portTakenElsewhere(): string | undefined {
+  private async portTakenElsewhere(): Promise<string | undefined> {
     const ports = new WorkloadPorts(() => groupMembers(this.identity));
     for (const port of this.plan.ports) {
-      const holder = ports.heldElsewhere(port);
+      const holder = await ports.heldElsewhere(port);
       if (holder) return heldElsewhereReason(port, holder);
     }
     return undefined;
