@@ -53,6 +53,7 @@ import { importPauseImage, removeUnusedArtifacts, stageArtifact } from './artifa
 import { nextReport, type ReportPatch } from './report.js';
 import {
   componentCommands,
+  nodeBridge,
   nodeFiles,
   nodeLayout,
   nodeCgroupRoot,
@@ -75,6 +76,7 @@ import { hostAddress } from './node-ip.js';
 import { waitHealthy, type Components } from './gate.js';
 import { reportDrain, superviseNode, type Reporting } from './supervise.js';
 import { OnePassAtATime, PassStopped } from '../orders/one-pass.js';
+import { removeStaleBridges } from './stale-bridges.js';
 import { tearDownOrdered, teardownNode } from './teardown.js';
 
 const log = createLogger('edge:clusters');
@@ -259,6 +261,7 @@ export class ClusterFollower implements SpecFollower {
     fs.mkdirSync(l.pki, { recursive: true, mode: 0o700 });
     for (const [f, text] of Object.entries(bundle)) wrote += writeIfChanged(path.join(l.pki, f), text, 0o600) ? 1 : 0;
     wrote += this.writeConfigs(target, l);
+    await removeStaleBridges(target.spec.network.podCIDR, nodeBridge(target, this.d.edge));
     ensureCgroupRoot(nodeCgroupRoot(target, this.d.edge));
     if (wrote) this.update(target, {}, { step: 'Configured', message: `${wrote} PKI and config files written` });
 
