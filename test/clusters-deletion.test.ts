@@ -16,7 +16,7 @@ import { startHub, type Hub } from '../hub/hub.js';
 import { tempDir, waitFor } from './helpers.js';
 import { pushFakeArtifacts } from './fixtures/cluster-artifacts.js';
 import { runCli } from './fixtures/cli.js';
-import { adminApi, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
+import { adminApi, startProcessAgent, startProcessAgents, stopAgents } from './fixtures/in-process-fleet.js';
 
 describe('deleting a Cluster', () => {
   let dir: string;
@@ -247,4 +247,39 @@ describe('deleting a Cluster', () => {
     expect(st.phase).toBe('Deleting');
     expect(st.message).toContain('e1: cannot tear the node down: cannot unmount /x');
   }, 120_000);
+
+  it("a project's deletion deletes its clusters, waits until their nodes tore down, then its templates", async () => {
+    expect((await apply({ kind: 'Project', metadata: { name: 'shop' }, spec: {} })).status).toBe(200);
+    const join = await adminApi<{ token: string }>(hub, 'POST', '/api/v1/tokens/join', { project: 'shop', uses: 1 });
+    agents.push(await startProcessAgent(hub, dir, 's1', join.token));
+    const { template } = await pushFakeArtifacts(hub, path.join(dir, 'artifacts-shop'), {
+      name: 'small',
+      project: 'shop',
+    });
+    expect((await apply({ ...template, metadata: { ...template.metadata, project: 'shop' } })).status).toBe(200);
+    const c = cluster('till', 's1');
+    expect((await apply({ ...c, metadata: { ...c.metadata, project: 'shop' } })).status).toBe(200);
+    await waitFor(
+      async () => (await call('GET', '/projects/shop/clusters/till')).body.status?.nodes?.[0]?.phase === 'Failed',
+      { timeout: 60_000, what: "till's node reported" },
+    );
+    expect(fs.existsSync(path.join(dir, 's1', 'clusters', 'till'))).toBe(true);
+
+    expect((await call('DELETE', '/projects/shop?decommissionEdges=true')).status).toBe(202);
+    await waitFor(async () => (await call('GET', '/projects/shop')).status === 404, {
+      timeout: 90_000,
+      what: 'project shop gone',
+    });
+    // The cluster went the way a delete takes it: its node tore down on s1 before the edge was
+    // decommissioned, and the template went with the project.
+    expect(fs.existsSync(path.join(dir, 's1', 'clusters', 'till'))).toBe(false);
+    expect(hub.state.clusters.deletion('shop', 'till')).toBeUndefined();
+    expect(hub.state.clusters.templateVersions('shop', 'small')).toEqual([]);
+    const events = (
+      (await call('GET', '/projects/shop/events?kind=Cluster&name=till&limit=200')).body.items as any[]
+    ).map((e) => `${e.reason}: ${e.message}`);
+    expect(events.some((e) => e.startsWith("Deleted: s1: every component stopped and the node's data removed"))).toBe(
+      true,
+    );
+  }, 180_000);
 });

@@ -7,10 +7,13 @@
  * 1. its placements are deleted (the scheduler withdraws their workloads from the edges), and the
  *    pass waits until every edge of the project confirms: no assignment left, and its report
  *    names none of the project's workloads;
- * 2. its GitRepos, AgentUpgrades, DataObjects, workloads and registries are deleted, its packages
- *    forgotten, its blobs removed, its API and join tokens revoked;
- * 3. its edges are moved to the project named in the request, or decommissioned;
- * 4. the Project goes.
+ * 2. its Clusters are deleted, and the pass waits until they are gone (their nodes tear down on
+ *    the edges: hub/clusters/deletion.ts);
+ * 3. its GitRepos, AgentUpgrades, DataObjects, ServiceImports and ServiceExports, workloads,
+ *    registries and ClusterTemplates are deleted, its packages forgotten, its blobs removed, its
+ *    API and join tokens revoked;
+ * 4. its edges are moved to the project named in the request, or decommissioned;
+ * 5. the Project goes.
  *
  * Every step names the project in its reads and writes: another project's rows are never touched.
  */
@@ -29,7 +32,16 @@ const log = createLogger('hub:projects');
 const PASS_INTERVAL_MS = 1_000;
 
 /** Kinds deleted once the edges confirmed, in this order: a GitRepo first, so it applies nothing again. */
-const AFTER_EDGES: Kind[] = ['GitRepo', 'AgentUpgrade', 'DataObject', 'Workload', 'Registry'];
+const AFTER_EDGES: Kind[] = [
+  'GitRepo',
+  'AgentUpgrade',
+  'DataObject',
+  'ServiceImport',
+  'ServiceExport',
+  'Workload',
+  'Registry',
+  'ClusterTemplate',
+];
 
 export interface DeletionDeps {
   state: HubState;
@@ -122,16 +134,23 @@ export class ProjectDeletions {
     );
     if (holding.length) return `${holding.length} edge${holding.length === 1 ? '' : 's'} still hold workloads`;
 
-    // 2. Everything else of it.
+    // 2. Its clusters: a delete makes each Deleting (a second is idempotent), and it goes once its
+    // nodes tore down on the edges, which must be here to do it (as for the workloads above).
+    for (const c of objects.list('Cluster', project)) objects.delete('Cluster', project, c.metadata.name, by);
+    const clusters = objects.count('Cluster', project);
+    if (clusters) return `${clusters} cluster${clusters === 1 ? '' : 's'} still being deleted (their nodes tear down)`;
+
+    // 3. Everything else of it.
     for (const kind of AFTER_EDGES)
       for (const o of objects.list(kind, project)) objects.delete(kind, project, o.metadata.name, by);
     state.catalog.forgetProject(project);
+    state.clusters.forgetProject(project);
     await blobs.removeProject(project);
     const tokens = auth.listTokens();
     for (const t of tokens.api) if (t.project === project && t.revokedAt === null) auth.revokeToken('api', t.id);
     for (const t of tokens.join) if (t.project === project && t.revokedAt === null) auth.revokeToken('join', t.id);
 
-    // 3. The edges: moved, or decommissioned.
+    // 4. The edges: moved, or decommissioned.
     const to = row.deletion.moveEdgesTo;
     for (const e of edges) {
       if (to) this.move(project, e, to);
@@ -140,7 +159,7 @@ export class ProjectDeletions {
     const still = objects.count('Edge', project);
     if (still) return `${still} edge${still === 1 ? '' : 's'} still to ${to ? `move to ${to}` : 'decommission'}`;
 
-    // 4. The Project.
+    // 5. The Project.
     state.transaction(() => {
       state.projects.remove(project);
       state.events.record({

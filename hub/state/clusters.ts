@@ -54,6 +54,8 @@ export interface ClusterTables {
   nodesOf(project: string, cluster: string): { edge: string; report: string }[];
   /** A decommissioned edge: its reservation, its report and its node's PKI go. */
   forgetEdge(edge: string): void;
+  /** Every row of a deleted project: its template versions (kept past a template's delete), and what its clusters left. */
+  forgetProject(project: string): void;
   /** The deletion of a cluster, once asked for. */
   deletion(project: string, cluster: string): ClusterDeletion | undefined;
   /** Every deletion under way. */
@@ -204,6 +206,16 @@ export function sqlClusterTables(db: SqlDb): ClusterTables {
       run(db, `DELETE FROM cluster_hosts WHERE edge = ?`, edge);
       run(db, `DELETE FROM cluster_nodes WHERE edge = ?`, edge);
       run(db, `DELETE FROM cluster_pki WHERE edge = ?`, edge);
+    },
+    forgetProject(project) {
+      for (const table of [
+        'cluster_template_versions',
+        'cluster_hosts',
+        'cluster_pki',
+        'cluster_nodes',
+        'cluster_deletions',
+      ])
+        run(db, `DELETE FROM ${table} WHERE project = ?`, project);
     },
     deletion(project, cluster) {
       const r = one<DeletionRow>(
