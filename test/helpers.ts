@@ -7,6 +7,22 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/**
+ * `fetch` for an idempotent request (GET, HEAD) that tries once more when the connection it reused
+ * was reset: the hub closes an idle keep-alive connection after 5 s, and a request sent on it in
+ * that instant meets the close (a reset, since the request is unread). fetch pools connections;
+ * on a loaded machine the pool's own 4 s timer fires late enough for the race.
+ */
+export async function fetchIdempotent(url: string, init: RequestInit = {}): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause;
+    if (cause?.code !== 'ECONNRESET' && cause?.code !== 'UND_ERR_SOCKET') throw err;
+    return fetch(url, init);
+  }
+}
+
 export function tempDir(prefix = 'outpost-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }

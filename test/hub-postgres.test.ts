@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hubSchemas } from '../hub/state/schema/index.js';
 import { openSqlite } from '../sync/native.js';
 import { TestPostgres } from './fixtures/postgres.js';
-import { tempDir, waitFor } from './helpers.js';
+import { fetchIdempotent, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startHubProc, type HubProc } from './procs.js';
 
 const server = new TestPostgres();
@@ -28,7 +28,7 @@ const pidFiles: string[] = [];
 
 /** GET with the admin token (the hub serves plain HTTP here). */
 async function get(p: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${hub.url}${p}`, { headers: { authorization: `Bearer ${hub.token}` } });
+  const res = await fetchIdempotent(`${hub.url}${p}`, { headers: { authorization: `Bearer ${hub.token}` } });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 

@@ -21,7 +21,7 @@ import { edgeLocal } from './fixtures/edge-local.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { connectedTo, startReplicaEdges, startReplicas } from './fixtures/replicas.js';
-import { tempDir, waitFor } from './helpers.js';
+import { fetchIdempotent, tempDir, waitFor } from './helpers.js';
 import { cli, type HubProc, type Proc } from './procs.js';
 
 const server = new TestPostgres();
@@ -147,7 +147,7 @@ describe('three hub replicas on one PostgreSQL', () => {
     await server.stop();
     const stoppedAt = Date.now();
     for (const h of hubs) {
-      const ready = await fetch(`${h.url}/readyz`);
+      const ready = await fetchIdempotent(`${h.url}/readyz`);
       expect(ready.status).toBe(503);
       const api = await hubApi(h, 'GET', '/api/v1/projects/default/placements');
       expect(api.status).toBe(503);
@@ -159,7 +159,9 @@ describe('three hub replicas on one PostgreSQL', () => {
 
     await server.start();
     for (const h of hubs)
-      await waitFor(async () => (await fetch(`${h.url}/readyz`)).status === 200, { what: 'every replica ready again' });
+      await waitFor(async () => (await fetchIdempotent(`${h.url}/readyz`)).status === 200, {
+        what: 'every replica ready again',
+      });
     // A change applied through replica 2 reaches the edges of all three (the replicas' sessions,
     // and the planner's lock, came back by themselves).
     const r = await hubApi(hubs[1], 'POST', '/api/v1/apply', {
