@@ -12,6 +12,7 @@ import { buildInfo } from '../core/version.js';
 import { applyEdgeProcessSettings } from '../edge/process-settings.js';
 import { byteSizeOption, durationOption, labelsOption } from './flags.js';
 import { untilSignal } from './signals.js';
+import { applyV8Flags } from './v8-flags.js';
 
 const log = createLogger('main');
 
@@ -68,6 +69,7 @@ export function registerEdgeCommand(program: Command): Command {
       // Before anything else is loaded: re-executes this process with the edge's V8 and malloc
       // settings (edge/process-settings.ts); does not return then.
       const tuning = applyEdgeProcessSettings((msg) => log.warn(msg));
+      applyV8Flags();
       const [
         { startEdgeAgent },
         { resolveJoinToken },

@@ -9,6 +9,7 @@ import { Command, Option } from 'commander';
 import { UsageError } from '../cli/index.js';
 import { byteSizeOption, durationOption, positiveIntegerOption } from './flags.js';
 import { untilSignal } from './signals.js';
+import { applyV8Flags } from './v8-flags.js';
 import { cliLogging } from '../core/logger.js';
 
 /** The flags of `outpost hub` that its verbs read too (`install` writes them into the unit). */
@@ -166,6 +167,7 @@ export function registerHubCommand(program: Command): void {
           throw new UsageError(
             '--advertise-url needs --database: only hub replicas sharing a PostgreSQL forward requests to each other',
           );
+        applyV8Flags();
         // Loaded on demand: `outpost --version` and the CLI start faster without the hub and edge code.
         const { startHub } = await import('../hub/hub.js');
         const { parseScanner } = await import('../hub/scan/clamd.js');

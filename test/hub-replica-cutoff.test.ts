@@ -122,7 +122,14 @@ describe('a replica cut off from its database past its lease', () => {
         );
       },
       { timeout: 60_000, what: `${EDGE} recorded connected through A again` },
-    );
+    ).catch(async (err: Error) => {
+      // Seen twice in full runs on a loaded machine (2026-12-07), never alone: say what A and the
+      // edge were doing, so the next failure explains itself.
+      const tail = (a!.proc.out + a!.proc.err).split('\n').slice(-40).join('\n');
+      throw new Error(
+        `${err.message}\nedge: ${agent!.sync.state}; history: ${JSON.stringify((await history()).slice(0, 3))}\nA's last log lines:\n${tail}`,
+      );
+    });
     const back = await adminApi(b!, 'GET', `/api/v1/projects/default/edges/${EDGE}`);
     expect(back.status.phase).toBe('Online');
     expect(back.status.servedBy).toEqual({ replica: aId, url: a!.url });
