@@ -6,6 +6,9 @@ import { V8_FLAGS } from './main/v8-flags.js';
 /** The files of the fast tier (vitest.unit.config.ts keeps the one list). */
 const UNIT = unitConfig.test!.include!;
 
+/** Each file's CPU time, for the durations file and the tiers' line at the end of a run. */
+const CPU_METER = 'test/cpu-meter.ts';
+
 /** Integration tests spawn real processes and sockets; the machines are shared and noisy. */
 const LIMITS = { testTimeout: 60_000, hookTimeout: 60_000 };
 
@@ -32,7 +35,7 @@ export default defineConfig({
     // had. Neither project extends this config, so both take maxWorkers from it (and from
     // `--maxWorkers`): projects with different ones would run one after the other.
     projects: [
-      { test: { name: 'unit', include: UNIT, pool: 'forks', ...LIMITS } },
+      { test: { name: 'unit', include: UNIT, pool: 'forks', setupFiles: [CPU_METER], ...LIMITS } },
       {
         test: {
           name: 'rest',
@@ -59,6 +62,7 @@ export default defineConfig({
             'test/leak-check.ts',
           ],
           pool: 'forks',
+          setupFiles: [CPU_METER],
           // The in-process hubs and agents run with the V8 flags `outpost hub` and `outpost edge`
           // set (main/v8-flags.ts), so they collect as the product does (the suite's wall time did
           // not change with it: 555 s against 540-554 s, 2026-12-07).

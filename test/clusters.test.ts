@@ -217,6 +217,8 @@ describe('a real cluster at a site', () => {
           metadata: { labels: { app: 'web' } },
           spec: {
             containers: [{ name: 'main', image: TEST_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
+            // `sleep` as pid 1 ignores SIGTERM: without this each stop waits out the default 30 s.
+            terminationGracePeriodSeconds: 1,
           },
         },
       },
@@ -415,6 +417,8 @@ describe('a real cluster at a site', () => {
         spec: {
           nodeSelector: { 'kubernetes.io/hostname': 'c2' },
           containers: [{ name: 'main', image: TEST_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
+          // `sleep` as pid 1 ignores SIGTERM: its eviction would wait out the default 30 s.
+          terminationGracePeriodSeconds: 1,
         },
       }),
     );

@@ -20,7 +20,7 @@ import { TIERS, tierOf, type Tier } from './tiers.js';
 export const DURATIONS_FILE = '.test-durations.json';
 
 /**
- * Writes `{ file: { ms, tier, tests, slowest, at } }` for every file of this run into `.test-durations.json`
+ * Writes `{ file: { ms, cpuMs, tier, tests, slowest, at } }` (cpuMs: test/cpu-meter.ts) for every file of this run into `.test-durations.json`
  * (entries of files this run did not run are kept): the slowest files are the ones to look at
  * when the suite gets slow, without another full run on a shared machine.
  */
@@ -42,7 +42,15 @@ function writeDurations(modules: ReadonlyArray<TestModule>): void {
         .sort((a, b) => b[1] - a[1])
         .slice(0, 5),
     );
-    old[rel] = { ms: Math.round(m.diagnostic().duration), tier: tierOf(m.moduleId), tests: tests.length, slowest, at };
+    const cpuMs = m.meta().cpuMs;
+    old[rel] = {
+      ms: Math.round(m.diagnostic().duration),
+      cpuMs,
+      tier: tierOf(m.moduleId),
+      tests: tests.length,
+      slowest,
+      at,
+    };
   }
   const sorted = Object.fromEntries(
     Object.entries(old).sort(([, a], [, b]) => ((b as { ms: number }).ms ?? 0) - ((a as { ms: number }).ms ?? 0)),
@@ -50,27 +58,30 @@ function writeDurations(modules: ReadonlyArray<TestModule>): void {
   fs.writeFileSync(file, `${JSON.stringify(sorted, null, 1)}\n`);
 }
 
-/** `unit 58 files, 412 tests, 9.1 s · hub ... · system ...`: each tier's share of the run. */
+/** `unit 58 files, 412 tests, 9.1 s (CPU 14.2 s) · hub ... · system ...`: each tier's share of the run. */
 function tierTimes(modules: ReadonlyArray<TestModule>): string {
-  const by = new Map<Tier, { files: number; tests: number; ms: number }>(
-    TIERS.map((t) => [t, { files: 0, tests: 0, ms: 0 }]),
+  const by = new Map<Tier, { files: number; tests: number; ms: number; cpuMs: number }>(
+    TIERS.map((t) => [t, { files: 0, tests: 0, ms: 0, cpuMs: 0 }]),
   );
   for (const m of modules) {
     const t = by.get(tierOf(m.moduleId))!;
     t.files++;
     t.tests += [...m.children.allTests()].length;
     t.ms += m.diagnostic().duration;
+    t.cpuMs += m.meta().cpuMs ?? 0;
   }
   return TIERS.map((t) => {
     const x = by.get(t)!;
-    return `${t} ${x.files} files, ${x.tests} tests, ${(x.ms / 1000).toFixed(1)} s`;
+    return `${t} ${x.files} files, ${x.tests} tests, ${(x.ms / 1000).toFixed(1)} s (CPU ${(x.cpuMs / 1000).toFixed(1)} s)`;
   }).join(' · ');
 }
 
 export default class SkipsReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
     if (modules.length) {
-      console.log(`\ntiers (time of their files, summed over the workers): ${tierTimes(modules)}`);
+      console.log(
+        `\ntiers (time of their files summed over the workers; CPU of their workers and the children they waited for): ${tierTimes(modules)}`,
+      );
       writeDurations(modules);
     }
     const skipped: string[] = [];

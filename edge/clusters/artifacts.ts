@@ -75,6 +75,26 @@ export async function stageArtifact(
   await d.blobs.remove(digest);
 }
 
+/** What a pass hears of step 1 (follower.ts): before the first fetch and after the last install. */
+export interface StageProgress {
+  staging(missing: ArtifactName[]): void;
+  staged(count: number): void;
+}
+
+/** Step 1 of a pass: stages, one after another, each artifact of `o` the node has not installed. */
+export async function stageMissing(
+  d: ArtifactDeps,
+  l: NodeLayout,
+  o: Pick<NodeSpec, 'spec'>,
+  progress: StageProgress,
+): Promise<void> {
+  const missing = ARTIFACT_NAMES.filter((n) => !fs.existsSync(l.artifact(n, o.spec.artifacts[n].digest)));
+  if (!missing.length) return;
+  progress.staging(missing);
+  for (const n of missing) await stageArtifact(d, n, o.spec.artifacts[n], l.artifact(n, o.spec.artifacts[n].digest));
+  progress.staged(missing.length);
+}
+
 /** Imports the pause image into the node's containerd (namespace k8s.io), once: its name is the template's. */
 export async function importPauseImage(o: NodeSpec, l: NodeLayout): Promise<void> {
   const ctr = path.join(l.artifact('containerd', o.spec.artifacts.containerd.digest), 'ctr');

@@ -33,7 +33,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ARTIFACT_NAMES, PkiBundle, type ClusterNodeOrder, type ClusterNodeReport } from '../../core/cluster.js';
+import type { BlobDigest } from '../../core/blobs.js';
+import { PkiBundle, type ClusterNodeOrder, type ClusterNodeReport } from '../../core/cluster.js';
 import { mailboxDocId, type EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import {
@@ -49,7 +50,7 @@ import type { ReplicaStore } from '../../sync/store.js';
 import type { EdgeBlobStore } from '../blobs/store.js';
 import type { EdgeTransfers } from '../blobs/transfers.js';
 import type { SpecFollower } from '../orders/followers.js';
-import { importPauseImage, removeUnusedArtifacts, stageArtifact } from './artifacts.js';
+import { importPauseImage, removeUnusedArtifacts, stageMissing } from './artifacts.js';
 import { nextReport, type ReportPatch } from './report.js';
 import {
   componentCommands,
@@ -227,31 +228,26 @@ export class ClusterFollower implements SpecFollower {
     const wasReady = this.sameUid(target)?.phase === 'Ready';
 
     // 1. Stage.
-    const missing = ARTIFACT_NAMES.filter((n) => !fs.existsSync(l.artifact(n, target.spec.artifacts[n].digest)));
-    if (missing.length) {
-      this.update(
-        target,
-        { phase: prev ? 'Upgrading' : 'Staging' },
-        { step: 'Staging', message: `fetching ${missing.join(', ')}` },
-      );
-      for (const n of missing)
-        await stageArtifact(
-          {
-            blobs: this.d.blobs,
-            // Left when the agent stops (the fetch waits for the blob across reconnects).
-            transfers: { fetch: (digest) => this.loop.untilStopped(this.d.transfers.fetch(digest)) },
-            trust: { releaseKey: this.d.releaseKey, project: this.d.project },
-          },
-          n,
-          target.spec.artifacts[n],
-          l.artifact(n, target.spec.artifacts[n].digest),
-        );
-      this.update(
-        target,
-        { phase: prev ? 'Upgrading' : 'Starting' },
-        { step: 'Staged', message: `${missing.length} artifacts verified and installed` },
-      );
-    }
+    const deps = {
+      blobs: this.d.blobs,
+      // Left when the agent stops (the fetch waits for the blob across reconnects).
+      transfers: { fetch: (digest: BlobDigest) => this.loop.untilStopped(this.d.transfers.fetch(digest)) },
+      trust: { releaseKey: this.d.releaseKey, project: this.d.project },
+    };
+    await stageMissing(deps, l, target, {
+      staging: (missing) =>
+        this.update(
+          target,
+          { phase: prev ? 'Upgrading' : 'Staging' },
+          { step: 'Staging', message: `fetching ${missing.join(', ')}` },
+        ),
+      staged: (count) =>
+        this.update(
+          target,
+          { phase: prev ? 'Upgrading' : 'Starting' },
+          { step: 'Staged', message: `${count} artifacts verified and installed` },
+        ),
+    });
 
     // 2. Configure.
     if (!this.d.sealKey)
