@@ -68,4 +68,8 @@ export async function ensureTestBundle(): Promise<string> {
 export default async function setup(): Promise<void> {
   if (process.env.OUTPOST_TEST_SPAWN === 'tsx') return;
   process.env.OUTPOST_TEST_BUNDLE = await ensureTestBundle();
+  // Node's on-disk code cache (keyed by the file's contents and Node's version) for the hundreds of
+  // `outpost` processes a run spawns: each then compiles less of the 3 MB bundle at start (a hub's
+  // start measured 390-420 against 430-450 ms of CPU, a CLI call 0.10 against 0.14 s).
+  process.env.NODE_COMPILE_CACHE ??= path.join(BUNDLE_DIR, 'compile-cache');
 }
