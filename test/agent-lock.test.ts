@@ -12,11 +12,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { isRunning, processRef, readLockHolder } from '../edge/agent-lock.js';
-import { bundle } from '../build/sea/bundle.js';
+import { releaseBundle } from './fixtures/release-bundle.js';
 import { readUpgradeState } from '../edge/upgrade/switch.js';
 import { hubApi } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { cli, CuttableProxy, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, CuttableProxy, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 let dir: string;
 let bundleDir: string | undefined;
@@ -87,7 +87,7 @@ async function pushWrapperRelease(version: string): Promise<string> {
   fs.mkdirSync(cache, { recursive: true });
   bundleDir ??= fs.mkdtempSync(path.join(cache, 'outpost-lock-test-'));
   const agent = path.join(bundleDir, `outpost-${version}.cjs`);
-  await bundle(MAIN, agent, { version, commit: 'locktest' });
+  await releaseBundle(agent, { version, commit: 'locktest' });
   const wrapper = path.join(dir, `outpost-wrapper-${version}`);
   fs.writeFileSync(wrapper, `#!/bin/sh\n${process.execPath} ${agent} "$@"\n`, { mode: 0o755 });
   const pushed = await cli(['agent', 'push', wrapper, '--release-version', version], cliEnv);

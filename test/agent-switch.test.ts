@@ -13,12 +13,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { bundle } from '../build/sea/bundle.js';
+import { releaseBundle } from './fixtures/release-bundle.js';
 import { readUpgradeState, type UpgradeState } from '../edge/upgrade/switch.js';
 import { connectionsOf } from './fixtures/connection-history.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
-import { cli, freePort, MAIN, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
+import { cli, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 let dir: string;
 let edgeDir: string;
@@ -104,7 +104,7 @@ beforeAll(async () => {
   const cache = path.join(ROOT, 'node_modules', '.cache');
   fs.mkdirSync(cache, { recursive: true });
   bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-switch-test-'));
-  await bundle(MAIN, path.join(bundleDir, 'outpost.cjs'), { version: '9.9.1', commit: 'switchtest' });
+  await releaseBundle(path.join(bundleDir, 'outpost.cjs'), { version: '9.9.1', commit: 'switchtest' });
   const good = path.join(dir, 'outpost-good');
   fs.writeFileSync(
     good,

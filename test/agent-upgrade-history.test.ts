@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { bundle } from '../build/sea/bundle.js';
+import { releaseBundle } from './fixtures/release-bundle.js';
 import type { SignedRelease } from '../core/release.js';
 import { readUpgradeState } from '../edge/upgrade/switch.js';
 import { startHub, type Hub } from '../hub/hub.js';
@@ -83,7 +83,7 @@ beforeAll(async () => {
   bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-upgrade-history-'));
   await Promise.all(
     ['0.2.0', '0.3.0'].map((v) =>
-      bundle(path.join(ROOT, 'main.ts'), path.join(bundleDir, v, 'outpost.cjs'), { version: v, commit: 'history' }),
+      releaseBundle(path.join(bundleDir, v, 'outpost.cjs'), { version: v, commit: 'history' }),
     ),
   );
   const launcher = (name: string, v: string, note = '') => {

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { bundle } from '../build/sea/bundle.js';
+import { releaseBundle } from './fixtures/release-bundle.js';
 import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startHubProc, type HubProc } from './procs.js';
@@ -118,7 +118,7 @@ beforeAll(async () => {
   fs.mkdirSync(cache, { recursive: true });
   bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-upgrade-test-'));
   const built = path.join(bundleDir, 'outpost.cjs');
-  await bundle(path.join(ROOT, 'main.ts'), built, { version: NEW_VERSION, commit: 'upgradetest' });
+  await releaseBundle(built, { version: NEW_VERSION, commit: 'upgradetest' });
 
   hub = await startHubProc(path.join(dir, 'hub'), await freePort(), ['--insecure-http', '--scanner', 'none']);
   cliEnv = { OUTPOST_HUB: hub.url, OUTPOST_TOKEN: hub.token, OUTPOST_PROJECT: 'default' };

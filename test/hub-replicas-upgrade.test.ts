@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { bundle } from '../build/sea/bundle.js';
+import { releaseBundle } from './fixtures/release-bundle.js';
 import { edgeLocal } from './fixtures/edge-local.js';
 import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
@@ -46,7 +46,7 @@ beforeAll(async () => {
   const cache = path.join(ROOT, 'node_modules', '.cache');
   fs.mkdirSync(cache, { recursive: true });
   bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-replicas-upgrade-'));
-  await bundle(path.join(ROOT, 'main.ts'), path.join(bundleDir, 'outpost.cjs'), {
+  await releaseBundle(path.join(bundleDir, 'outpost.cjs'), {
     version: NEW_VERSION,
     commit: 'replicasupgrade',
   });
