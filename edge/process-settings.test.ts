@@ -4,7 +4,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../test/helpers.js';
-import { EDGE_MALLOC_ENV, EDGE_V8_OPTIONS, restoreEnvironment, TUNED_ENV, tunedLaunch } from './process-settings.js';
+import {
+  EDGE_MALLOC_ENV,
+  EDGE_V8_ARGS,
+  EDGE_V8_OPTIONS,
+  restoreEnvironment,
+  TUNED_ENV,
+  tunedLaunch,
+} from './process-settings.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const dirs: string[] = [];
@@ -22,7 +29,16 @@ describe('edge process settings: the launch', () => {
       argv: ['/usr/bin/node', '/app/main.ts', 'edge', '--data', '/d'],
     })!;
     expect(l.file).toBe('/usr/bin/node');
-    expect(l.args).toEqual(['/usr/bin/node', '--import', 'tsx', '/app/main.ts', 'edge', '--data', '/d']);
+    expect(l.args).toEqual([
+      '/usr/bin/node',
+      ...EDGE_V8_ARGS,
+      '--import',
+      'tsx',
+      '/app/main.ts',
+      'edge',
+      '--data',
+      '/d',
+    ]);
     expect(l.env.NODE_OPTIONS).toBe(`${EDGE_V8_OPTIONS.join(' ')} --max-semi-space-size=4`);
     for (const [k, v] of Object.entries(EDGE_MALLOC_ENV)) expect(l.env[k]).toBe(v);
     expect(l.env.PATH).toBe('/bin');

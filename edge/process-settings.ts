@@ -30,6 +30,20 @@ const PRIOR_NODE_OPTIONS_ENV = 'OUTPOST_EDGE_PRIOR_NODE_OPTIONS';
 export const EDGE_V8_OPTIONS: readonly string[] = ['--v8-pool-size=1', '--max-semi-space-size=1'];
 
 /**
+ * V8 options only the command line takes (NODE_OPTIONS refuses them). Under node the re-exec puts
+ * them before the script; the single executable carries them in its SEA `execArgv` for every role
+ * (build/sea/executable.ts), since it takes no Node flags on its command line:
+ * - a 32 MB initial old generation. A relayed stream (interconnect) allocates a socket read, a TLS
+ *   record and a joined WebSocket message per chunk, dead at once; counted in the heap's global
+ *   limit (main/v8-flags.ts), they started a full collection every ~100 ms in an agent whose heap
+ *   holds ~20 MB, ~10 during a 512 MiB stream. With the floor one stream through the hub went from
+ *   47-53% to 56% of an SSH hop (docs/benchmarks.md, "Interconnect, fourth round"). It is a limit,
+ *   not a reservation: an idle agent's footprint did not move, and the hub, whose heap is larger,
+ *   measured no difference either way.
+ */
+export const EDGE_V8_ARGS: readonly string[] = ['--initial-old-space-size=32'];
+
+/**
  * glibc malloc: one arena (threads share it instead of keeping their own with freed memory in it),
  * and freed memory above 128 KB returned to the kernel (trim threshold) instead of kept on the heap
  * top; allocations of 128 KB and more get their own mapping, unmapped when freed.
@@ -75,7 +89,9 @@ export function tunedLaunch(p: {
   env.NODE_OPTIONS = [...EDGE_V8_OPTIONS, ...(prior ? [prior] : [])].join(' ');
   env[TUNED_ENV] = added.join(',');
   // A single executable: argv is [exe, exe, ...program args]. Node: [node, ...execArgv, script, ...args].
-  const args = p.sea ? [p.execPath, ...p.argv.slice(2)] : [p.execPath, ...p.execArgv, ...p.argv.slice(1)];
+  const args = p.sea
+    ? [p.execPath, ...p.argv.slice(2)]
+    : [p.execPath, ...EDGE_V8_ARGS, ...p.execArgv, ...p.argv.slice(1)];
   return { file: p.execPath, args, env };
 }
 

@@ -8,13 +8,18 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { collectAssets, type AssetMap } from './assets.js';
+import { EDGE_V8_ARGS } from '../../edge/process-settings.js';
 import { bundle, sourceMapOf, type BuildInfo, type BundleResult } from './bundle.js';
 
 /** Node looks for this fuse in its own binary to know a blob was injected (Node's SEA docs). */
 export const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
-/** Node options every run of the executable gets (see the SEA config below). */
-export const SEA_EXEC_ARGV: readonly string[] = ['--disable-warning=DEP0169'];
+/**
+ * Node options every run of the executable gets (see the SEA config below), with the V8 options
+ * the edge agent needs before its heap is made and that only a command line takes
+ * (edge/process-settings.ts EDGE_V8_ARGS: a floor under its old generation's limit).
+ */
+export const SEA_EXEC_ARGV: readonly string[] = ['--disable-warning=DEP0169', ...EDGE_V8_ARGS];
 
 export interface ExecutableOptions {
   /** Project root (node_modules, optional assets). */
@@ -160,7 +165,9 @@ export async function buildExecutable(opts: ExecutableOptions): Promise<Executab
       ),
     );
     await step('sea-blob', () =>
-      run(node.path, ['--experimental-sea-config', seaConfig], 'generating the SEA blob', work),
+      // With the executable's own options: V8 rejects a code cache made under other V8 flags
+      // ("Code cache data rejected" on every start, and the bundle compiled from scratch).
+      run(node.path, [...SEA_EXEC_ARGV, '--experimental-sea-config', seaConfig], 'generating the SEA blob', work),
     );
     const exe = path.join(work, path.basename(outFile));
     const stripped = await step('copy-node', () => copyNode(node.path, exe, opts.strip ?? true, log));
