@@ -37,7 +37,7 @@ export const EDGE_V8_OPTIONS: readonly string[] = ['--v8-pool-size=1', '--max-se
  *   record and a joined WebSocket message per chunk, dead at once; counted in the heap's global
  *   limit (main/v8-flags.ts), they started a full collection every ~100 ms in an agent whose heap
  *   holds ~20 MB, ~10 during a 512 MiB stream. With the floor one stream through the hub went from
- *   47-53% to 56% of an SSH hop (docs/benchmarks.md, "Interconnect, fourth round"). It is a limit,
+ *   46-50% to 54-62% of an SSH hop (docs/benchmarks.md, "Interconnect, fourth round"). It is a limit,
  *   not a reservation: an idle agent's footprint did not move, and the hub, whose heap is larger,
  *   measured no difference either way.
  */

@@ -12,10 +12,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { isRunning, processRef, readLockHolder } from '../edge/agent-lock.js';
-import { releaseBundle } from './fixtures/release-bundle.js';
+import { releaseBundle, releaseDir } from './fixtures/release-bundle.js';
 import { readUpgradeState } from '../edge/upgrade/switch.js';
 import { hubApi } from './fixtures/host-workloads.js';
-import { ROOT, tempDir, waitFor } from './helpers.js';
+import { tempDir, waitFor } from './helpers.js';
 import { cli, CuttableProxy, freePort, Proc, startEdgeProc, startHubProc, type HubProc } from './procs.js';
 
 let dir: string;
@@ -82,10 +82,7 @@ const connected = async () => (await status())?.connection === 'connected';
 async function pushWrapperRelease(version: string): Promise<string> {
   // The real agent built as `version` (build/sea/bundle.ts): a release's binary must report the
   // version it is signed as (agent push refuses another, and an agent on trial checks itself).
-  // The bundle finds better-sqlite3 and the Automerge wasm in node_modules above it.
-  const cache = path.join(ROOT, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir ??= fs.mkdtempSync(path.join(cache, 'outpost-lock-test-'));
+  bundleDir ??= releaseDir('outpost-lock-test-');
   const agent = path.join(bundleDir, `outpost-${version}.cjs`);
   await releaseBundle(agent, { version, commit: 'locktest' });
   const wrapper = path.join(dir, `outpost-wrapper-${version}`);

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { releaseBundle } from './fixtures/release-bundle.js';
+import { releaseBundle, releaseDir } from './fixtures/release-bundle.js';
 import { readUpgradeState, type UpgradeState } from '../edge/upgrade/switch.js';
 import { connectionsOf } from './fixtures/connection-history.js';
 import { hostPod, hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
@@ -100,10 +100,7 @@ beforeAll(async () => {
   await waitFor(() => fs.existsSync(path.join(pids, 'steady.pid')), { timeout: 30_000, what: 'workload started' });
 
   // The good release: the real agent as 9.9.1, from a script that notes each start of an agent.
-  // The bundle finds better-sqlite3 and the Automerge wasm in node_modules above it.
-  const cache = path.join(ROOT, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-switch-test-'));
+  bundleDir = releaseDir('outpost-switch-test-');
   await releaseBundle(path.join(bundleDir, 'outpost.cjs'), { version: '9.9.1', commit: 'switchtest' });
   const good = path.join(dir, 'outpost-good');
   fs.writeFileSync(

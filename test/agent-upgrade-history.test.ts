@@ -16,13 +16,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { releaseBundle } from './fixtures/release-bundle.js';
+import { releaseBundle, releaseDir } from './fixtures/release-bundle.js';
 import type { SignedRelease } from '../core/release.js';
 import { readUpgradeState } from '../edge/upgrade/switch.js';
 import { startHub, type Hub } from '../hub/hub.js';
 import { runCli } from './fixtures/cli.js';
 import { adminApi } from './fixtures/in-process-fleet.js';
-import { ROOT, tempDir, waitFor } from './helpers.js';
+import { tempDir, waitFor } from './helpers.js';
 import { Proc } from './procs.js';
 
 const EDGES = ['h1', 'h2'];
@@ -77,10 +77,7 @@ const allRunning = (s: UpgradeStatus) => s.phase === 'Complete' && s.running ===
 
 beforeAll(async () => {
   dir = tempDir('outpost-upgrade-history-');
-  // The bundle finds better-sqlite3 and the Automerge wasm in node_modules above it.
-  const cache = path.join(ROOT, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-upgrade-history-'));
+  bundleDir = releaseDir('outpost-upgrade-history-');
   await Promise.all(
     ['0.2.0', '0.3.0'].map((v) =>
       releaseBundle(path.join(bundleDir, v, 'outpost.cjs'), { version: v, commit: 'history' }),

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { releaseBundle } from './fixtures/release-bundle.js';
+import { releaseBundle, releaseDir } from './fixtures/release-bundle.js';
 import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { ROOT, tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startHubProc, type HubProc } from './procs.js';
@@ -113,10 +113,7 @@ beforeAll(async () => {
   dir = tempDir('outpost-upgrade-');
   pids = path.join(dir, 'pids');
   fs.mkdirSync(pids);
-  // The bundle finds better-sqlite3 and the Automerge wasm in node_modules above it.
-  const cache = path.join(ROOT, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-upgrade-test-'));
+  bundleDir = releaseDir('outpost-upgrade-test-');
   const built = path.join(bundleDir, 'outpost.cjs');
   await releaseBundle(built, { version: NEW_VERSION, commit: 'upgradetest' });
 

@@ -24,7 +24,7 @@ declare module '@vitest/runner' {
 const TICK_MS = 10;
 
 /** utime + stime + cutime + cstime of this process, in milliseconds; undefined off Linux. */
-export function processTreeCpuMs(): number | undefined {
+function processTreeCpuMs(): number | undefined {
   let stat: string;
   try {
     stat = fs.readFileSync('/proc/self/stat', 'utf8');

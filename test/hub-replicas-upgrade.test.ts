@@ -12,12 +12,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { releaseBundle } from './fixtures/release-bundle.js';
+import { releaseBundle, releaseDir } from './fixtures/release-bundle.js';
 import { edgeLocal } from './fixtures/edge-local.js';
 import { hubApi, killHostWorkloads } from './fixtures/host-workloads.js';
 import { TestPostgres } from './fixtures/postgres.js';
 import { connectedTo, hubList } from './fixtures/replicas.js';
-import { ROOT, tempDir, waitFor } from './helpers.js';
+import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startHubProc, type HubProc } from './procs.js';
 
 const server = new TestPostgres();
@@ -43,9 +43,7 @@ async function statusOn(h: HubProc): Promise<UpgradeStatus | undefined> {
 
 beforeAll(async () => {
   dir = tempDir('outpost-replicas-upgrade-');
-  const cache = path.join(ROOT, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir = fs.mkdtempSync(path.join(cache, 'outpost-replicas-upgrade-'));
+  bundleDir = releaseDir('outpost-replicas-upgrade-');
   await releaseBundle(path.join(bundleDir, 'outpost.cjs'), {
     version: NEW_VERSION,
     commit: 'replicasupgrade',
