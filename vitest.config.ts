@@ -1,7 +1,8 @@
-import { configDefaults, defineConfig } from 'vitest/config';
+import { defineConfig } from 'vitest/config';
 import LongestFirstSequencer from './test/sequencer.js';
 import unitConfig from './vitest.unit.config.js';
 import { V8_FLAGS } from './main/v8-flags.js';
+import { filesByTier } from './test/tiers.js';
 
 /** The files of the fast tier (vitest.unit.config.ts keeps the one list). */
 const UNIT = unitConfig.test!.include!;
@@ -11,6 +12,20 @@ const CPU_METER = 'test/cpu-meter.ts';
 
 /** Integration tests spawn real processes and sockets; the machines are shared and noisy. */
 const LIMITS = { testTimeout: 60_000, hookTimeout: 60_000 };
+
+/** The test files of each tier, found by what they use (test/tiers.ts). */
+const TIERS = filesByTier();
+
+/** The hub and system tiers: the fixtures' in-process hubs and agents run as the product does. */
+const REST = {
+  pool: 'forks' as const,
+  setupFiles: [CPU_METER, 'test/restore-env.ts'],
+  // The in-process hubs and agents run with the V8 flags `outpost hub` and `outpost edge` set
+  // (main/v8-flags.ts), so they collect as the product does (the suite's wall time did not change
+  // with it: 555 s against 540-554 s, 2026-12-07).
+  execArgv: [...V8_FLAGS],
+  ...LIMITS,
+};
 
 export default defineConfig({
   test: {
@@ -27,49 +42,28 @@ export default defineConfig({
     // for a loaded machine: the one that flaked at four (the process driver's log rotation, a
     // line per fork of `sleep`) now writes four lines per fork.
     maxWorkers: 4,
-    // Two projects sharing the workers: the unit tier and the rest. Both isolated: the unit tier
-    // without isolation (one module graph per worker, 27.7 s against 8.8 s of worker time measured
-    // 2026-12-07) failed in a clean-clone run, hub/orders/engine.test.ts and spec-writer.test.ts
-    // finding Automerge's WebAssembly set up by another file of the same worker ("WebAssembly.Module():
-    // Argument 0 must be a buffer source" in sync/wasm-heap.ts), an order the files' own runs never
-    // had. Neither project extends this config, so both take maxWorkers from it (and from
-    // `--maxWorkers`): projects with different ones would run one after the other.
+    // Built before any file runs (once per machine, cached): the real kube-apiserver the kubernetes
+    // driver tests start, the Helm chart renderer (build/helm), and (when its sources changed) the
+    // bundle of main.ts the tests spawn as `outpost`; test/leak-check.ts points every test's temp
+    // directory into one of this run and fails the run on a process left behind. At the root, so
+    // they run once whichever tiers run.
+    globalSetup: ['test/kube/global-setup.ts', 'test/helm-setup.ts', 'test/outpost-bundle.ts', 'test/leak-check.ts'],
+    // One project per tier (test/tiers.ts), sharing the workers. Neither project extends this
+    // config, so all take maxWorkers from it (and from `--maxWorkers`): projects with different
+    // ones would run one after the other.
+    //
+    // The unit and hub tiers run without isolation: a worker process runs file after file, and
+    // only the packages under node_modules (Automerge's WebAssembly, better-sqlite3, zod, pino, the
+    // AWS SDK) stay loaded between them; vitest evaluates the repository's own modules afresh for
+    // each file. Measured 2026-12-07 on the hub tier alone: 70 s and 72 CPU-s against 89 s and
+    // 121 CPU-s isolated, the same 447 tests passing. A file must then leave the process as it
+    // found it (no process.env, no timers, no servers left behind; Automerge loaded through
+    // `@automerge/automerge/slim` and sync/native.ts initAutomerge, never the full entry point, whose
+    // own WebAssembly glue sync/wasm-heap.ts cannot find).
     projects: [
-      { test: { name: 'unit', include: UNIT, pool: 'forks', setupFiles: [CPU_METER], ...LIMITS } },
-      {
-        test: {
-          name: 'rest',
-          include: [
-            'bench/**/*.test.ts',
-            'core/**/*.test.ts',
-            'sync/**/*.test.ts',
-            'hub/**/*.test.ts',
-            'cli/**/*.test.ts',
-            'main/**/*.test.ts',
-            'edge/**/*.test.ts',
-            'build/**/*.test.ts',
-            'test/**/*.test.ts',
-            'ui/**/*.test.ts',
-          ],
-          exclude: [...configDefaults.exclude, ...UNIT],
-          // Builds (once per machine, cached) the real kube-apiserver the kubernetes driver tests
-          // start and the Helm chart renderer (build/helm), and (when its sources changed) the
-          // bundle of main.ts the tests spawn as `outpost`.
-          globalSetup: [
-            'test/kube/global-setup.ts',
-            'test/helm-setup.ts',
-            'test/outpost-bundle.ts',
-            'test/leak-check.ts',
-          ],
-          pool: 'forks',
-          setupFiles: [CPU_METER],
-          // The in-process hubs and agents run with the V8 flags `outpost hub` and `outpost edge`
-          // set (main/v8-flags.ts), so they collect as the product does (the suite's wall time did
-          // not change with it: 555 s against 540-554 s, 2026-12-07).
-          execArgv: [...V8_FLAGS],
-          ...LIMITS,
-        },
-      },
+      { test: { name: 'unit', include: UNIT, pool: 'forks', isolate: false, setupFiles: [CPU_METER], ...LIMITS } },
+      { test: { name: 'hub', include: TIERS.hub, ...REST, isolate: false } },
+      { test: { name: 'system', include: TIERS.system, ...REST } },
     ],
   },
 });

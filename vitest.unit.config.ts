@@ -34,8 +34,8 @@ export default defineConfig({
       'test/architecture.test.ts',
     ],
     pool: 'forks',
-    // Isolated, as in `npm test` (vitest.config.ts says why: one module graph per worker let a file
-    // find Automerge's WebAssembly as another file had set it up).
+    // Without isolation, as in `npm test` (vitest.config.ts says what a file must then keep to).
+    isolate: false,
     maxWorkers: 2,
   },
 });

@@ -1,6 +1,7 @@
 /**
- * @module A setup file of both vitest projects (vitest.config.ts): at the end of each test file it
- * puts the CPU time of the file's worker process and of the children it waited for (the spawned
+ * @module A setup file of the vitest projects (vitest.config.ts): at the end of each test file it
+ * puts the CPU time of the file's worker process and of the children it waited for, since the
+ * worker's previous file ended (the spawned
  * `outpost` processes, podman and kubectl calls, the servers a file starts and stops: fields 14-17 of
  * /proc/self/stat) into the file's task meta. test/skips-reporter.ts records it per file in
  * `.test-durations.json` and per tier at the end of the run: with four workers on two cores the
@@ -38,9 +39,20 @@ function processTreeCpuMs(): number | undefined {
   return Number.isFinite(ticks) ? ticks * TICK_MS : undefined;
 }
 
+/**
+ * Where the last file of this worker ended, on the same clock. A worker without isolation runs file
+ * after file (vitest.config.ts), and globalThis outlives them; an isolated worker runs one file and
+ * starts at 0, so its file is charged its process's start too.
+ */
+const MARK = Symbol.for('outpost.cpuMeter.lastMs');
+type Marked = typeof globalThis & { [MARK]?: number };
+
 // Registered first, so it runs after the file's own afterAll hooks (vitest runs them as a stack).
 // Vitest wants the context argument destructured; the file is the second.
 afterAll(({}, file) => {
   const ms = processTreeCpuMs();
-  if (ms !== undefined) file.meta.cpuMs = ms;
+  if (ms === undefined) return;
+  const g = globalThis as Marked;
+  file.meta.cpuMs = ms - (g[MARK] ?? 0);
+  g[MARK] = ms;
 });

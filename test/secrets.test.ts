@@ -8,9 +8,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import * as A from '@automerge/automerge';
+import * as A from '@automerge/automerge/slim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSqlite } from '../sync/native.js';
+import { initAutomerge, openSqlite } from '../sync/native.js';
 import { tempDir, waitFor } from './helpers.js';
 import { cli, freePort, Proc, startHubProc, type HubProc } from './procs.js';
 
@@ -119,6 +119,8 @@ function rawBytes(file: string): string {
 function expectNoPlaintext(text: string, where: string): void {
   for (const m of [MARK, DATA_MARK, DATA_B64]) expect(text.includes(m), `${m} in ${where}`).toBe(false);
 }
+
+beforeAll(() => initAutomerge());
 
 beforeAll(async () => {
   dir = tempDir('outpost-secrets-');

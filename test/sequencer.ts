@@ -1,7 +1,8 @@
 /**
  * @module The order vitest starts the test files in (vitest.config.ts `sequence.sequencer`): the
  * longest first, so the last files to finish are short ones and no worker idles at the end while
- * one long file runs alone. Vitest does this by itself only from its results cache, which a clean
+ * one long file runs alone; the files of the projects without isolation come last, each project's
+ * together (see `sort`). Vitest does this by itself only from its results cache, which a clean
  * clone (CI) does not have; it then starts larger files first, and file size says little here
  * (edge/drivers/podman/podman.test.ts is 65 lines and runs a minute: it calls a shared suite).
  * So the durations come from the local cache when it has them (the last run on this machine),
@@ -37,11 +38,17 @@ export default class LongestFirstSequencer extends BaseSequencer {
       return { ms: cached?.duration ?? (s === undefined ? undefined : s * 1000), failed: cached?.failed ?? false };
     };
     const info = new Map(files.map((f) => [f, known(f)]));
+    // The files of a project without isolation (vitest.config.ts) run one after another, and after
+    // those of the isolated ones: vitest keeps such a worker for the next file only when the next
+    // file in the queue is of the same project, so interleaved they would each start a worker.
+    const group = (f: TestSpecification): string => (f.project.config.isolate === false ? `1${f.project.name}` : '0');
     return [...files].sort((a, b) => {
       const x = info.get(a)!;
       const y = info.get(b)!;
       // What failed last time first, then files never timed (new ones: they may be long).
       if (x.failed !== y.failed) return x.failed ? -1 : 1;
+      const [g, h] = [group(a), group(b)];
+      if (g !== h) return g < h ? -1 : 1;
       if ((x.ms === undefined) !== (y.ms === undefined)) return x.ms === undefined ? -1 : 1;
       return (y.ms ?? 0) - (x.ms ?? 0);
     });

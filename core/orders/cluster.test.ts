@@ -3,8 +3,9 @@
  * backend as the hub does, read back checked, withdrawn; and kept across a compaction (a new epoch
  * materialized from the plain view): a spec or report that lost it would tear the node down.
  */
-import * as A from '@automerge/automerge';
-import { describe, expect, it } from 'vitest';
+import * as A from '@automerge/automerge/slim';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initAutomerge } from '../../sync/native.js';
 import {
   ClusterTemplateSpec,
   DEFAULT_CLUSTER_PORTS,
@@ -65,6 +66,8 @@ function write(doc: A.Doc<SpecDoc>, part: ClusterNodeOrder | undefined): A.Doc<S
   b.commit(undefined, 0);
   return A.loadIncremental(doc, new Uint8Array(0));
 }
+
+beforeAll(() => initAutomerge());
 
 describe('CLUSTER_ORDER', () => {
   it('writes the node order, reads it back, keeps it across a compaction, withdraws it', () => {

@@ -1,6 +1,7 @@
 /** The workloads kind's codec (core/orders/workloads.ts) on a real spec document, written through its backend as the hub does. */
-import * as A from '@automerge/automerge';
-import { describe, expect, it } from 'vitest';
+import * as A from '@automerge/automerge/slim';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initAutomerge } from '../../sync/native.js';
 import { initSpec, readSpec, type SpecDoc } from '../mailbox.js';
 import { WORKLOAD_ORDERS, type WorkloadsPart } from './workloads.js';
 
@@ -10,6 +11,8 @@ function write(doc: A.Doc<SpecDoc>, part: WorkloadsPart | undefined): A.Doc<Spec
   b.commit(undefined, 0);
   return A.loadIncremental(doc, new Uint8Array(0));
 }
+
+beforeAll(() => initAutomerge());
 
 describe('WORKLOAD_ORDERS', () => {
   it("writes the edge's labels and exactly its workloads, and withdraws them all", () => {
