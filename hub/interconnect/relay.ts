@@ -24,6 +24,7 @@ import type { ObjectStore } from '../objects.js';
 import type { EdgeState } from '../state/edges.js';
 import type { InterconnectPlanner } from './index.js';
 import { REGION_LABEL, servingOrder } from './pick.js';
+import { EarlyBytes } from './early.js';
 import { bufferedBytes, movedBy, splice } from './splice.js';
 import type { InterconnectStats } from './stats.js';
 
@@ -54,6 +55,8 @@ export class InterconnectRelay {
   /** Every stream the relay holds now (connecting or spliced), for its memory bound. */
   private readonly live = new Set<Duplex>();
   private connections = 0;
+  /** What the connections not yet connected to a serving edge keep of their consumer's bytes. */
+  private readonly early = new Set<EarlyBytes>();
   /** The consumers' streams open now, with what they were authorised for. */
   private readonly authorised = new Map<TunnelStream, { edge: EdgeName; name: string }>();
 
@@ -61,7 +64,9 @@ export class InterconnectRelay {
 
   /** Bytes held in the relay's stream buffers now, all connections (Prometheus and the tests). */
   bufferedBytes(): number {
-    return bufferedBytes(this.live);
+    let kept = 0;
+    for (const e of this.early) kept += e.keptBytes();
+    return bufferedBytes(this.live) + kept;
   }
 
   /** Bytes the hub received from the edges over the streams it holds now (what the open connections moved). */
@@ -144,14 +149,20 @@ export class InterconnectRelay {
     this.connections++;
     this.hold(s);
     this.authorised.set(s, { edge, name });
+    const early = new EarlyBytes(s);
+    this.early.add(early);
     s.once('close', () => {
       this.connections--;
       this.authorised.delete(s);
+      this.early.delete(early);
     });
-    this.connect(s, exp, key, order, Date.now(), []);
+    this.connect(s, exp, key, order, Date.now(), [], early);
   }
 
-  /** Tries the serving edges in `order` until one is connected to the workload, then splices. */
+  /**
+   * Tries the serving edges in `order` until one is connected to the workload, then splices. The
+   * consumer's bytes go to the edge tried as they come (hub/interconnect/early.ts).
+   */
   private connect(
     s: TunnelStream,
     exp: ServiceExport,
@@ -159,6 +170,7 @@ export class InterconnectRelay {
     order: string[],
     started: number,
     tried: string[],
+    early: EarlyBytes,
   ): void {
     const to = order[tried.length];
     if (to === undefined) {
@@ -170,11 +182,14 @@ export class InterconnectRelay {
     }
     if (s.destroyed) return;
     const next = (why: string) => {
+      early.sendTo(undefined);
       this.d.stats.notConnected(key, to, why);
       log.debug({ edge: to, export: key, why }, 'serving edge did not connect; trying the next');
-      this.connect(s, exp, key, order, started, [...tried, `${to}: ${why}`]);
+      this.connect(s, exp, key, order, started, [...tried, `${to}: ${why}`], early);
     };
     const made = (server: Duplex, serverMoved: () => number, bytesToService: () => number) => {
+      early.release(server);
+      this.early.delete(early);
       this.d.stats.connected(key, to, (Date.now() - started) / 1000);
       s.sendMeta({ connected: true, edge: to });
       splice({ consumer: s, server, serverMoved }, exp.spec.idleTimeoutSeconds * 1000, (error) =>
@@ -210,6 +225,7 @@ export class InterconnectRelay {
       return;
     }
     this.hold(out);
+    early.sendTo(out);
     this.whenConnected(
       out,
       () =>
