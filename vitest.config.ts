@@ -61,9 +61,9 @@ export default defineConfig({
     // `@automerge/automerge/slim` and sync/native.ts initAutomerge, never the full entry point, whose
     // own WebAssembly glue sync/wasm-heap.ts cannot find).
     projects: [
-      { test: { name: 'unit', include: UNIT, pool: 'forks', isolate: false, setupFiles: [CPU_METER], ...LIMITS } },
-      { test: { name: 'hub', include: TIERS.hub, ...REST, isolate: false } },
       { test: { name: 'system', include: TIERS.system, ...REST } },
+      { test: { name: 'hub', include: TIERS.hub, ...REST, isolate: false } },
+      { test: { name: 'unit', include: UNIT, pool: 'forks', isolate: false, setupFiles: [CPU_METER], ...LIMITS } },
     ],
   },
 });

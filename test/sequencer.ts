@@ -41,7 +41,8 @@ export default class LongestFirstSequencer extends BaseSequencer {
     // The files of a project without isolation (vitest.config.ts) run one after another, and after
     // those of the isolated ones: vitest keeps such a worker for the next file only when the next
     // file in the queue is of the same project, so interleaved they would each start a worker.
-    const group = (f: TestSpecification): string => (f.project.config.isolate === false ? `1${f.project.name}` : '0');
+    const group = (f: TestSpecification): number =>
+      f.project.config.isolate === false ? 1 + this.ctx.projects.indexOf(f.project) : 0;
     return [...files].sort((a, b) => {
       const x = info.get(a)!;
       const y = info.get(b)!;

@@ -100,6 +100,7 @@ async function shortRun(port: number, n: number) {
     total.push(r.totalMs);
   }
   const r2 = (v: number | undefined) => (v === undefined ? undefined : Math.round(v * 100) / 100);
+  if (process.env.IC_DUMP) fs.writeFileSync(`${process.env.IC_DUMP}-${port}.json`, JSON.stringify(first));
   return {
     connections: n,
     wallMs: Date.now() - t0,

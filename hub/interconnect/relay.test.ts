@@ -13,13 +13,28 @@ import type { InterconnectPlanner } from './index.js';
 import { InterconnectRelay, type RelayDeps } from './relay.js';
 import type { InterconnectStats } from './stats.js';
 
-/** Two muxes joined by setImmediate: the hub's end and an edge's; `onStream` takes the streams the other opens. */
+/**
+ * Two muxes joined in memory: the hub's end and an edge's; `onStream` takes the streams the other
+ * opens. What one side sends within a turn of the event loop arrives together, in one callback, as
+ * the frames of one socket read do.
+ */
 function link(hubOnStream?: (s: TunnelStream) => void, edgeOnStream?: (s: TunnelStream) => void) {
   let hub!: TunnelMux;
   let edge!: TunnelMux;
-  const to = (m: () => TunnelMux) => (p: Buffer) => {
-    setImmediate(() => m().receive(Buffer.from(p)));
-    return true;
+  const to = (m: () => TunnelMux) => {
+    let batch: Buffer[] | undefined;
+    return (p: Buffer) => {
+      if (!batch) {
+        batch = [];
+        const read = batch;
+        setImmediate(() => {
+          batch = undefined;
+          for (const f of read) m().receive(f);
+        });
+      }
+      batch.push(Buffer.from(p));
+      return true;
+    };
   };
   hub = new TunnelMux({ send: to(() => edge), bufferedAmount: () => 0, onStream: hubOnStream });
   edge = new TunnelMux({
@@ -137,6 +152,25 @@ describe('the interconnect relay at open', () => {
     expect(Buffer.concat(atC).toString()).toBe('one,two,three');
     expect(got.bytes().toString()).toBe('one,two,three');
     expect(got.metas).toContainEqual({ connected: true, edge: 'c' });
+  });
+
+  it('tells the consumer the connection was made before it passes on a failure that came in the same read', async () => {
+    // A workload that resets at the first bytes: the serving edge says connected, then fails, and
+    // both frames reach the hub together.
+    const { open } = fleet({
+      b: (s) => {
+        s.sendMeta({ connected: true });
+        queueMicrotask(() =>
+          queueMicrotask(() => s.destroy(new TunnelError('aborted', 'workload echo port 7000: read ECONNRESET'))),
+        );
+      },
+      c: echo,
+    });
+    const s = open();
+    const got = collect(s);
+    s.write('hello');
+    await expect(got.ended).rejects.toThrow(/ECONNRESET/);
+    expect(got.metas).toContainEqual({ connected: true, edge: 'b' });
   });
 
   it('keeps at most about EARLY_LIMIT of a consumer while no edge is connected, and then delivers all of it', async () => {

@@ -56,7 +56,13 @@ export function splice(c: Spliced, idleMs: number, done: (error?: string) => voi
   };
   const failB = (err: Error) => {
     error ??= err.message;
-    if (!a.destroyed) a.destroy(err instanceof TunnelError ? err : new TunnelError('aborted', err.message));
+    // After the consumer's stream has sent what it queued: a reset discards it, and the serving
+    // side's failure can come in the same read as its `connected` (a workload that resets at the
+    // first bytes, which travel with the open: hub/interconnect/early.ts), so the consumer would
+    // not hear that the connection was made before it failed.
+    queueMicrotask(() => {
+      if (!a.destroyed) a.destroy(err instanceof TunnelError ? err : new TunnelError('aborted', err.message));
+    });
   };
   a.on('error', failA);
   b.on('error', failB);
