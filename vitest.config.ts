@@ -48,18 +48,24 @@ export default defineConfig({
     // directory into one of this run and fails the run on a process left behind. At the root, so
     // they run once whichever tiers run.
     globalSetup: ['test/kube/global-setup.ts', 'test/helm-setup.ts', 'test/outpost-bundle.ts', 'test/leak-check.ts'],
-    // One project per tier (test/tiers.ts), sharing the workers. Neither project extends this
-    // config, so all take maxWorkers from it (and from `--maxWorkers`): projects with different
-    // ones would run one after the other.
+    // One project per tier (test/tiers.ts), sharing the workers. No project extends this config,
+    // so all take maxWorkers from it (and from `--maxWorkers`): projects with different ones would
+    // run one after the other.
     //
     // The unit and hub tiers run without isolation: a worker process runs file after file, and
     // only the packages under node_modules (Automerge's WebAssembly, better-sqlite3, zod, pino, the
     // AWS SDK) stay loaded between them; vitest evaluates the repository's own modules afresh for
     // each file. Measured 2026-12-07 on the hub tier alone: 70 s and 72 CPU-s against 89 s and
-    // 121 CPU-s isolated, the same 447 tests passing. A file must then leave the process as it
-    // found it (no process.env, no timers, no servers left behind; Automerge loaded through
-    // `@automerge/automerge/slim` and sync/native.ts initAutomerge, never the full entry point, whose
-    // own WebAssembly glue sync/wasm-heap.ts cannot find).
+    // 121 CPU-s isolated, the same 447 tests passing; the whole suite 463 s and 687 CPU-s against
+    // 537 s and 827 (test/sequencer.ts keeps each such project's files together, or vitest starts
+    // a worker per file anyway). A file must then leave the process as it found it: no timers or
+    // servers left behind, process.env put back (test/restore-env.ts does it for every file),
+    // Automerge loaded through `@automerge/automerge/slim` and sync/native.ts initAutomerge, never
+    // the full entry point, whose own WebAssembly glue sync/wasm-heap.ts cannot find.
+    //
+    // The system tier stays isolated: without, it passed (121 files, with test/restore-env.ts; 5
+    // failed before it, on a `*.postgres.test.ts` file's OUTPOST_TEST_BACKEND and another's
+    // OUTPOST_TEST_SPAWN), but the suite took 478 s and 702 CPU-s: its CPU is its processes'.
     projects: [
       { test: { name: 'system', include: TIERS.system, ...REST } },
       { test: { name: 'hub', include: TIERS.hub, ...REST, isolate: false } },
