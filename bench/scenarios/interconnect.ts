@@ -100,7 +100,10 @@ async function shortRun(port: number, n: number) {
     total.push(r.totalMs);
   }
   const r2 = (v: number | undefined) => (v === undefined ? undefined : Math.round(v * 100) / 100);
-  if (process.env.IC_DUMP) fs.writeFileSync(`${process.env.IC_DUMP}-${port}.json`, JSON.stringify(first));
+  // BENCH_INTERCONNECT_SAMPLES=PREFIX: each run's times to the first byte, in order, to PREFIX-PORT.json (where the
+  // slow connections fall: docs/benchmarks.md, "Interconnect, fifth round").
+  const samples = process.env.BENCH_INTERCONNECT_SAMPLES;
+  if (samples) fs.writeFileSync(`${samples}-${port}.json`, JSON.stringify(first));
   return {
     connections: n,
     wallMs: Date.now() - t0,
