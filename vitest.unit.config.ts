@@ -30,7 +30,6 @@ export default defineConfig({
       'ui/src/format.test.ts',
       'ui/src/yaml.test.ts',
       'ui/src/components/components.test.ts',
-      'main/v8-flags.test.ts',
       'test/architecture.test.ts',
     ],
     pool: 'forks',
