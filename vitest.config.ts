@@ -4,8 +4,8 @@ import unitConfig from './vitest.unit.config.js';
 import { V8_FLAGS } from './main/v8-flags.js';
 import { filesByTier } from './test/tiers.js';
 
-/** The files of the fast tier (vitest.unit.config.ts keeps the one list). */
-const UNIT = unitConfig.test!.include!;
+/** The files of the fast tier and how it runs (vitest.unit.config.ts keeps the one list). */
+const { include: UNIT, pool: UNIT_POOL, isolate: UNIT_ISOLATE } = unitConfig.test!;
 
 /** Each file's CPU time, for the durations file and the tiers' line at the end of a run. */
 const CPU_METER = 'test/cpu-meter.ts';
@@ -69,7 +69,16 @@ export default defineConfig({
     projects: [
       { test: { name: 'system', include: TIERS.system, ...REST } },
       { test: { name: 'hub', include: TIERS.hub, ...REST, isolate: false } },
-      { test: { name: 'unit', include: UNIT, pool: 'forks', isolate: false, setupFiles: [CPU_METER], ...LIMITS } },
+      {
+        test: {
+          name: 'unit',
+          include: UNIT,
+          pool: UNIT_POOL,
+          isolate: UNIT_ISOLATE,
+          setupFiles: [CPU_METER],
+          ...LIMITS,
+        },
+      },
     ],
   },
 });

@@ -9,10 +9,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BlobDigest } from '../core/blobs.js';
+import { muxLink } from '../test/fixtures/mux-link.js';
 import { tempDir } from '../test/helpers.js';
 import { BlobFiles } from './blob-files.js';
 import { downloadBlob, serveTransfer, uploadBlob, type TransferPolicy } from './transfer.js';
-import { TunnelError, TunnelMux, type TunnelStream } from './tunnel.js';
+import { TunnelError, type TunnelStream } from './tunnel.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -25,29 +26,11 @@ function stores() {
   return { hub: new BlobFiles(path.join(d, 'hub')), edge: new BlobFiles(path.join(d, 'edge')) };
 }
 
-/** Two muxes joined in memory; `wire` counts bytes; `cut()` drops the link like a lost connection. */
-function link(onHubStream: (s: TunnelStream) => void) {
-  const wire = { bytes: 0, up: true };
-  let hub!: TunnelMux;
-  let edge!: TunnelMux;
-  const deliver = (to: () => TunnelMux) => (p: Buffer) => {
-    if (!wire.up) return false;
-    wire.bytes += p.length;
-    setImmediate(() => wire.up && to().receive(p));
-    return true;
-  };
-  hub = new TunnelMux({ side: 'hub', send: deliver(() => edge), bufferedAmount: () => 0, onStream: onHubStream });
-  edge = new TunnelMux({ side: 'edge', send: deliver(() => hub), bufferedAmount: () => 0 });
-  return {
-    wire,
-    open: (h: Record<string, unknown>) => edge.open(h),
-    cut() {
-      wire.up = false;
-      hub.close('cut');
-      edge.close('cut');
-    },
-  };
-}
+/** The edge opens the streams; the hub serves them. */
+const link = (onHubStream: (s: TunnelStream) => void) => {
+  const l = muxLink({ onHubStream });
+  return { wire: l.wire, cut: l.cut, open: (h: Record<string, unknown>) => l.edge.open(h) };
+};
 
 function put(files: BlobFiles, bytes: Buffer): BlobDigest {
   const d = `sha256:${createHash('sha256').update(bytes).digest('hex')}` as BlobDigest;

@@ -58,11 +58,12 @@ export class EarlyBytes {
     if (this.target !== server) this.replay(server);
     this.target = undefined;
     this.chunks.length = 0;
+    this.bytes = 0;
   }
 
   /** Bytes kept now (the relay's memory bound counts them through the streams' buffers too). */
   keptBytes(): number {
-    return this.released ? 0 : this.bytes;
+    return this.bytes;
   }
 
   private replay(server: Duplex): void {

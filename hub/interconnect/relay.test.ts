@@ -1,54 +1,18 @@
 /**
  * The relay's connect path (hub/interconnect/relay.ts, early.ts) over real tunnel muxes joined in
- * memory: a consumer's bytes go to the serving edge with the open, an edge that fails before it is
- * connected loses none of them for the next, and what a connection keeps before it is connected is
- * bounded.
+ * memory (test/fixtures/mux-link.ts): a consumer's bytes go to the serving edge with the open, an
+ * edge that fails before it is connected loses none of them for the next, and what a connection
+ * keeps before it is connected is bounded.
  */
 import { describe, expect, it } from 'vitest';
 import type { ServiceExport, ServiceImport } from '../../core/resources.js';
-import { INITIAL_WINDOW, TunnelError, TunnelMux, type TunnelStream } from '../../sync/tunnel.js';
+import { INITIAL_WINDOW, TunnelError, type TunnelStream } from '../../sync/tunnel.js';
+import { muxLink } from '../../test/fixtures/mux-link.js';
 import { waitFor } from '../../test/helpers.js';
 import { EARLY_LIMIT } from './early.js';
 import type { InterconnectPlanner } from './index.js';
 import { InterconnectRelay, type RelayDeps } from './relay.js';
 import type { InterconnectStats } from './stats.js';
-
-/**
- * Two muxes joined in memory: the hub's end and an edge's; `onStream` takes the streams the other
- * opens. What one side sends within a turn of the event loop arrives together, in one callback, as
- * the frames of one socket read do.
- */
-function link(hubOnStream?: (s: TunnelStream) => void, edgeOnStream?: (s: TunnelStream) => void) {
-  let hub!: TunnelMux;
-  let edge!: TunnelMux;
-  const to = (m: () => TunnelMux) => {
-    let batch: Buffer[] | undefined;
-    return (p: Buffer) => {
-      if (!batch) {
-        batch = [];
-        const read = batch;
-        setImmediate(() => {
-          batch = undefined;
-          for (const f of read) m().receive(f);
-        });
-      }
-      batch.push(Buffer.from(p));
-      return true;
-    };
-  };
-  hub = new TunnelMux({ send: to(() => edge), bufferedAmount: () => 0, onStream: hubOnStream });
-  edge = new TunnelMux({
-    side: 'edge',
-    send: to(() => hub),
-    bufferedAmount: () => 0,
-    // As the agent does (edge/tunnel/index.ts): a stream's failure is handled where it is used.
-    onStream: (s) => {
-      s.on('error', () => undefined);
-      edgeOnStream?.(s);
-    },
-  });
-  return { hub, edge };
-}
 
 const exp = {
   kind: 'ServiceExport',
@@ -62,7 +26,7 @@ const imp = { kind: 'ServiceImport', metadata: { name: 'echo', project: 'default
  * region, so tried in that order on the first connection), each answering its streams with `serve`.
  */
 function fleet(serve: Record<'b' | 'c', (s: TunnelStream) => void>) {
-  const serving = { b: link(undefined, serve.b), c: link(undefined, serve.c) };
+  const serving = { b: muxLink({ onEdgeStream: serve.b }), c: muxLink({ onEdgeStream: serve.c }) };
   const stats = { refused() {}, connected() {}, notConnected() {}, closed() {} } as unknown as InterconnectStats;
   const planner = {
     selected: () => ['a'],
@@ -80,7 +44,7 @@ function fleet(serve: Record<'b' | 'c', (s: TunnelStream) => void>) {
     openTo: (edge, header) => serving[edge as 'b' | 'c'].hub.open(header),
   };
   const relay = new InterconnectRelay(deps);
-  const consumer = link((s) => relay.serve('a' as never, s));
+  const consumer = muxLink({ onHubStream: (s) => relay.serve('a' as never, s) });
   return { relay, open: () => consumer.edge.open({ type: 'interconnect', import: 'echo' }) };
 }
 
