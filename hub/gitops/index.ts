@@ -89,10 +89,22 @@ export class GitRepos {
     }
   }
 
-  private tick(): void {
+  /**
+   * The poll loop's turn (every TICK_MS): starts the syncs whose interval has passed. Never throws:
+   * a database that cannot be read now (a hub replica cut off from PostgreSQL) is logged, and the
+   * next turn reads again; a throw here would end the hub (a timer's callback).
+   */
+  tick(): void {
     if (this.stopped || (this.o.leading && !this.o.leading())) return;
+    let repos: GitRepo[];
+    try {
+      repos = this.o.objects.list<GitRepo>('GitRepo', '*');
+    } catch (err) {
+      log.warn({ err }, 'could not read the GitRepos to poll; read again at the next tick');
+      return;
+    }
     const now = Date.now();
-    for (const r of this.o.objects.list<GitRepo>('GitRepo', '*')) {
+    for (const r of repos) {
       if (r.spec.paused) continue;
       const k = `${r.metadata.project}/${r.metadata.name}`;
       if (this.running.has(k)) continue;

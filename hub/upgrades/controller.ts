@@ -160,7 +160,18 @@ export class AgentUpgradeController {
       // Edges this upgrade no longer selects (or all, when it is gone) lose its order, after commit.
       const keep = new Set(after ? this.selected(after) : []);
       const drop = this.selected(before).filter((e) => !keep.has(e));
-      if (drop.length) setImmediate(() => this.clearOrders(c.name, drop));
+      if (drop.length)
+        setImmediate(() => {
+          // After the commit, in a callback of its own: a throw here would end the hub.
+          try {
+            this.clearOrders(c.name, drop);
+          } catch (err) {
+            log.error(
+              { err, upgrade: c.name, edges: drop },
+              'could not withdraw the order from the edges it no longer selects',
+            );
+          }
+        });
     }
     this.mark();
   }
