@@ -34,6 +34,7 @@ import {
 import { SyncSession, type SessionStats } from './session.js';
 import { tunnelMessage } from './tunnel-frames.js';
 import type { ReplicaStore } from './store.js';
+import { holdTurn, noteSocket } from './turn-writes.js';
 
 const log = createLogger('sync:client');
 
@@ -159,6 +160,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
   sendTunnel(payload: Buffer, written?: () => void): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN || !this.session) return false;
+    holdTurn(ws);
     ws.send(tunnelMessage(payload), written && (() => written()));
     return true;
   }
@@ -214,6 +216,7 @@ export class SyncClient extends EventEmitter<SyncClientEvents> {
       ...(this.url.startsWith('wss:') ? { generateMask: zeroMask } : {}),
     });
     this.ws = ws;
+    ws.once('upgrade', (res) => noteSocket(ws, res.socket));
     let docs: MailboxDoc[] = [];
     let helloHeads = new Map<DocId, string[]>();
     /** This connection was welcomed: the hub at this URL serves the edge and holds its documents. */

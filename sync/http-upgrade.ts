@@ -13,6 +13,7 @@ import { bearerToken } from '../core/http.js';
 import type { EdgeName } from '../core/ids.js';
 import { createLogger, throttle } from '../core/logger.js';
 import { answerAndDestroy, HandshakeAdmission } from './admission.js';
+import { noteSocket } from './turn-writes.js';
 
 const log = createLogger('sync:server');
 
@@ -134,7 +135,10 @@ export class UpgradeGate {
     }
     this.admission.admit(socket, deadline, (done) => {
       try {
-        this.wss.handleUpgrade(req, socket, head, (ws) => this.opened(ws, identity, req, done));
+        this.wss.handleUpgrade(req, socket, head, (ws) => {
+          noteSocket(ws, socket);
+          this.opened(ws, identity, req, done);
+        });
       } catch (err) {
         done();
         socket.destroy();

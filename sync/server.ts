@@ -41,6 +41,7 @@ import { SyncSession } from './session.js';
 import { tunnelMessage } from './tunnel-frames.js';
 import type { ReplicaStore } from './store.js';
 import { sameHeads } from './wasm-sync.js';
+import { holdTurn } from './turn-writes.js';
 
 export type { EdgeConnection } from './edge-connection.js';
 export type { EdgeIdentity } from './http-upgrade.js';
@@ -255,6 +256,7 @@ export class SyncServer {
       agentVersion: hello.agentVersion,
       sendTunnel: (payload, written) => {
         if (ws.readyState !== ws.OPEN) return false;
+        holdTurn(ws);
         ws.send(tunnelMessage(payload), written && (() => written()));
         this.sentTo.add(ws);
         return true;

@@ -68,8 +68,13 @@ interface Listener {
   /** Why an extra address does not listen (reported while 127.0.0.1 does). */
   extraError?: string;
   sockets: Set<net.Socket>;
-  /** Connect latencies of the last LATENCY_SAMPLES connections, ms. */
+  /**
+   * Connect latencies of the last LATENCY_SAMPLES connections, ms: a ring, `latencyAt` the next
+   * slot. Their percentiles are taken when the report is written, not per connection (a sort of
+   * a thousand samples on each connect was a quarter of what the agent allocated per connection).
+   */
   latencies: number[];
+  latencyAt: number;
   report: ImportReport;
 }
 
@@ -231,6 +236,7 @@ export class InterconnectListeners implements SpecFollower {
       extra: new Map(),
       sockets: new Set(),
       latencies: [],
+      latencyAt: 0,
       report: { port, listening: false, open: 0, total: 0, refused: 0, failed: 0, bytesIn: 0, bytesOut: 0 },
     };
     this.listeners.set(name, l);
@@ -297,9 +303,8 @@ export class InterconnectListeners implements SpecFollower {
     s.on('meta', (m) => {
       if (connected || !InterconnectConnected.safeParse(m).success) return;
       connected = true;
-      l.latencies.push(Date.now() - accepted);
-      if (l.latencies.length > LATENCY_SAMPLES) l.latencies.shift();
-      l.report = { ...l.report, ...percentiles(l.latencies) };
+      l.latencies[l.latencyAt] = Date.now() - accepted;
+      l.latencyAt = (l.latencyAt + 1) % LATENCY_SAMPLES;
       this.changed();
     });
     s.on('error', (err) => {
@@ -337,7 +342,8 @@ export class InterconnectListeners implements SpecFollower {
             (x): x is string => !!x,
           );
           const error = [...(l.report.error ? [l.report.error] : []), ...more].join('; ').slice(0, 2000);
-          const { error: _own, ...rest } = l.report;
+          const { error: _own, ...own } = l.report;
+          const rest = l.latencies.length ? { ...own, ...percentiles(l.latencies) } : own;
           return [name, error ? { ...rest, error } : rest];
         }),
       );

@@ -34,17 +34,24 @@ export async function serveExport(
   const sock = net.connect({ host: ep.host, port: ep.port, allowHalfOpen: true });
   sock.setTimeout(CONNECT_TIMEOUT_MS);
   await new Promise<void>((resolve, reject) => {
+    // The close and timeout listeners go once connected: an error made at every stream's close
+    // (a stack captured for a promise settled long before) was the serving edge's costliest
+    // function in the interconnect benchmark's short connections. The error listener stays until
+    // the one below is added, so a socket error in between is never unhandled.
+    const timeout = () =>
+      reject(new TunnelError('unavailable', `connecting to workload ${r.workload} port ${r.port} timed out`));
+    const error = (err: Error) =>
+      reject(new TunnelError('unavailable', `workload ${r.workload} port ${r.port}: ${err.message}`));
+    const closed = () => reject(new TunnelError('aborted', 'the connection was closed before it was made'));
     sock.once('connect', () => {
       sock.setTimeout(0);
+      sock.off('timeout', timeout);
+      s.off('close', closed);
       resolve();
     });
-    sock.once('timeout', () =>
-      reject(new TunnelError('unavailable', `connecting to workload ${r.workload} port ${r.port} timed out`)),
-    );
-    sock.once('error', (err) =>
-      reject(new TunnelError('unavailable', `workload ${r.workload} port ${r.port}: ${err.message}`)),
-    );
-    s.once('close', () => reject(new TunnelError('aborted', 'the connection was closed before it was made')));
+    sock.once('timeout', timeout);
+    sock.once('error', error);
+    s.once('close', closed);
   }).catch((err: unknown) => {
     sock.destroy();
     throw err;

@@ -4,11 +4,12 @@
  * edge that fails before it is connected loses none of them for the next, and what a connection
  * keeps before it is connected is bounded.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ServiceExport, ServiceImport } from '../../core/resources.js';
 import { INITIAL_WINDOW, TunnelError, type TunnelStream } from '../../sync/tunnel.js';
 import { muxLink } from '../../test/fixtures/mux-link.js';
 import { waitFor } from '../../test/helpers.js';
+import { ADMISSION_TTL_MS } from './admission.js';
 import { EARLY_LIMIT } from './early.js';
 import type { InterconnectPlanner } from './index.js';
 import { InterconnectRelay, type RelayDeps } from './relay.js';
@@ -25,7 +26,10 @@ const imp = { kind: 'ServiceImport', metadata: { name: 'echo', project: 'default
  * A relay whose consumer is edge `a` and whose serving edges are `b` then `c` (both Ready, same
  * region, so tried in that order on the first connection), each answering its streams with `serve`.
  */
-function fleet(serve: Record<'b' | 'c', (s: TunnelStream) => void>) {
+function fleet(
+  serve: Record<'b' | 'c', (s: TunnelStream) => void>,
+  objects = { imp: imp as ServiceImport | undefined },
+) {
   const serving = { b: muxLink({ onEdgeStream: serve.b }), c: muxLink({ onEdgeStream: serve.c }) };
   const stats = { refused() {}, connected() {}, notConnected() {}, closed() {} } as unknown as InterconnectStats;
   const planner = {
@@ -33,19 +37,27 @@ function fleet(serve: Record<'b' | 'c', (s: TunnelStream) => void>) {
     exportOf: () => ({ exp, project: 'default' }),
     servingEdges: () => ['b', 'c'].map((edge) => ({ edge, online: true, phase: 'Ready' })),
   } as unknown as InterconnectPlanner;
+  /** Reads of each kind of object. */
+  const reads = new Map<string, number>();
   const deps: RelayDeps = {
     planner,
     stats,
     objects: {
-      get: (kind: string) =>
-        kind === 'ServiceImport' ? imp : kind === 'Edge' ? { metadata: { labels: { region: 'r' } } } : undefined,
+      get: (kind: string) => {
+        reads.set(kind, (reads.get(kind) ?? 0) + 1);
+        return kind === 'ServiceImport'
+          ? objects.imp
+          : kind === 'Edge'
+            ? { metadata: { labels: { region: 'r' } } }
+            : undefined;
+      },
     } as unknown as RelayDeps['objects'],
     edges: { get: () => ({ approved: true, project: 'default' }) } as unknown as RelayDeps['edges'],
     openTo: (edge, header) => serving[edge as 'b' | 'c'].hub.open(header),
   };
   const relay = new InterconnectRelay(deps);
   const consumer = muxLink({ onHubStream: (s) => relay.serve('a' as never, s) });
-  return { relay, open: () => consumer.edge.open({ type: 'interconnect', import: 'echo' }) };
+  return { relay, reads, open: () => consumer.edge.open({ type: 'interconnect', import: 'echo' }) };
 }
 
 /** Everything a stream carries until its END, and its META frames. */
@@ -156,10 +168,40 @@ describe('the interconnect relay at open', () => {
     // Wait a little for more to arrive, had the consumer not been paused.
     await new Promise((r) => setTimeout(r, 100));
     // The consumer stream's read window may sit in its buffer too (sync/tunnel-stream.ts).
-    console.log('HELD', relay.bufferedBytes());
     expect(relay.bufferedBytes()).toBeLessThan(payload.length);
     connect();
     await got.ended;
     expect(got.bytes().equals(payload)).toBe(true);
+  });
+
+  it('reads the objects once for a burst of connections, again after ADMISSION_TTL_MS, and at once after they change', async () => {
+    const objects = { imp: imp as ServiceImport | undefined };
+    const { relay, reads, open } = fleet({ b: echo, c: echo }, objects);
+    const roundTrip = async () => {
+      const s = open();
+      const got = collect(s);
+      s.end('x');
+      await got.ended;
+      return got.bytes().toString();
+    };
+    for (let i = 0; i < 20; i++) expect(await roundTrip()).toBe('x');
+    // The import, and the region of the consumer and of the two serving edges: once.
+    expect(reads.get('ServiceImport')).toBe(1);
+    expect(reads.get('Edge')).toBe(3);
+
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + ADMISSION_TTL_MS);
+      expect(await roundTrip()).toBe('x');
+      expect(reads.get('ServiceImport')).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+
+    // The import deleted: the next connection is refused at once, not within the TTL.
+    objects.imp = undefined;
+    relay.reauthorise();
+    await expect(roundTrip()).rejects.toThrow(/ServiceImport echo not found in project default/);
+    expect(reads.get('ServiceImport')).toBe(3);
   });
 });

@@ -2,7 +2,8 @@
  * @module The interconnect's data path on the hub (docs/interconnect.md): a consuming edge opens a
  * stream for each connection it accepts (header core/orders/interconnect.ts InterconnectOpen); the
  * hub authorises it against the objects now (the import exists in the edge's project and selects
- * the edge, the export exists and allows the import's project), orders the edges serving the
+ * the edge, the export exists and allows the import's project; read once per change of the
+ * objects, hub/interconnect/admission.ts), orders the edges serving the
  * export by health and locality (hub/interconnect/pick.ts), and opens a `tcp` stream to the first
  * through the tunnel gateway (hub/tunnel/gateway.ts `openTo`: the same mux, bounds and counters as
  * every tunnel stream). Until that edge says it is connected to the workload (META `connected`),
@@ -17,13 +18,14 @@ import { rawErrorResponse } from '../../core/http.js';
 import type { EdgeName } from '../../core/ids.js';
 import { createLogger } from '../../core/logger.js';
 import { InterconnectConnected, InterconnectOpen } from '../../core/orders/interconnect.js';
-import type { Edge, ServiceExport, ServiceImport } from '../../core/resources.js';
+import type { ServiceExport } from '../../core/resources.js';
 import { TunnelError, TunnelStream, type TunnelErrorCode } from '../../sync/tunnel.js';
 import { INTERCONNECT_UPGRADE, type ReplicaForwarder } from '../tunnel/forward.js';
 import type { ObjectStore } from '../objects.js';
 import type { EdgeState } from '../state/edges.js';
 import type { InterconnectPlanner } from './index.js';
-import { REGION_LABEL, servingOrder } from './pick.js';
+import { Admissions, type Admission } from './admission.js';
+import { servingOrder } from './pick.js';
 import { EarlyBytes } from './early.js';
 import { bufferedBytes, movedBy, splice } from './splice.js';
 import type { InterconnectStats } from './stats.js';
@@ -60,7 +62,12 @@ export class InterconnectRelay {
   /** The consumers' streams open now, with what they were authorised for. */
   private readonly authorised = new Map<TunnelStream, { edge: EdgeName; name: string }>();
 
-  constructor(private readonly d: RelayDeps) {}
+  /** What connections are checked against, read once per change of the objects (hub/interconnect/admission.ts). */
+  private readonly admissions: Admissions;
+
+  constructor(private readonly d: RelayDeps) {
+    this.admissions = new Admissions(d.planner, d.objects);
+  }
 
   /** Bytes held in the relay's stream buffers now, all connections (Prometheus and the tests). */
   bufferedBytes(): number {
@@ -88,21 +95,23 @@ export class InterconnectRelay {
 
   /**
    * Whether `edge` may open a connection for its import `name` now: the one rule, at open and
-   * again for the connections open when the objects change (reauthorise).
+   * again for the connections open when the objects change (reauthorise). What it reads of the
+   * objects is kept until they change (hub/interconnect/admission.ts); the edge's approval is read
+   * each time.
    */
   private authorise(
     edge: EdgeName,
     name: string,
-  ): { exp: ServiceExport; project: string; consumerProject: string } | { code: TunnelErrorCode; message: string } {
+  ):
+    { exp: ServiceExport; admission: Admission; consumerProject: string } | { code: TunnelErrorCode; message: string } {
     const rt = this.d.edges.get(edge);
     if (!rt?.approved) return { code: 'forbidden', message: `edge ${edge} is not enrolled and approved` };
-    const imp = this.d.objects.get<ServiceImport>('ServiceImport', rt.project, name);
-    if (!imp) return { code: 'not_found', message: `ServiceImport ${name} not found in project ${rt.project}` };
-    if (!this.d.planner.selected(imp).includes(edge))
+    const a = this.admissions.of(rt.project, name);
+    if (!a.imp) return { code: 'not_found', message: `ServiceImport ${name} not found in project ${rt.project}` };
+    if (!a.selected.has(edge))
       return { code: 'forbidden', message: `ServiceImport ${rt.project}/${name} does not select edge ${edge}` };
-    const { exp, project, refused } = this.d.planner.exportOf(imp);
-    if (refused || !exp) return { code: 'forbidden', message: refused ?? 'no export' };
-    return { exp, project, consumerProject: rt.project };
+    if (a.refused || !a.exp) return { code: 'forbidden', message: a.refused ?? 'no export' };
+    return { exp: a.exp, admission: a, consumerProject: rt.project };
   }
 
   /**
@@ -111,6 +120,7 @@ export class InterconnectRelay {
    * longer selecting its edge) is reset at both ends, with the reason.
    */
   reauthorise(): void {
+    this.admissions.clear();
     for (const [s, c] of this.authorised) {
       const a = this.authorise(c.edge, c.name);
       if ('code' in a)
@@ -131,19 +141,12 @@ export class InterconnectRelay {
     const name = parsed.data.import;
     const a = this.authorise(edge, name);
     if ('code' in a) return refuse(a.code, a.message);
-    const { exp, project } = a;
-    const key = `${project}/${exp.metadata.name}`;
-    const region = this.d.objects.get<Edge>('Edge', a.consumerProject, edge)?.metadata.labels[REGION_LABEL];
+    const { exp, admission } = a;
+    const key = `${admission.project}/${exp.metadata.name}`;
+    const region = this.admissions.regionOf(admission, a.consumerProject, edge);
     const turn = this.turn.get(key) ?? 0;
     this.turn.set(key, turn + 1);
-    const order = servingOrder(
-      this.d.planner.servingEdges(exp).map((c) => ({
-        ...c,
-        region: this.d.objects.get<Edge>('Edge', project, c.edge)?.metadata.labels[REGION_LABEL],
-      })),
-      region,
-      turn,
-    );
+    const order = servingOrder(admission.serving, region, turn);
     if (!order.length)
       return refuse('unavailable', `no edge serving ServiceExport ${key} is online: connection refused`);
     this.connections++;
