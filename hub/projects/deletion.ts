@@ -107,6 +107,11 @@ export class ProjectDeletions {
             log.warn({ err, project }, 'a step of a project deletion failed; the next pass retries it');
           }
         }
+    } catch (err) {
+      // The projects being deleted could not be read (the database away): the next pass reads
+      // them again. Never a rejection: a timer starts the passes, and nothing would catch it.
+      more = true;
+      log.warn({ err }, 'could not read the projects being deleted; the next pass reads them again');
     } finally {
       this.running = false;
     }
