@@ -35,13 +35,15 @@ export default defineConfig({
     // the run does not end on one long file while the other workers idle.
     sequence: { sequencer: LongestFirstSequencer },
     fileParallelism: true,
-    // Four on two cores: the system tier mostly waits on the processes and servers it starts
+    // Five on two cores: the system tier mostly waits on the processes and servers it starts
     // (measured 2026-12-07: its process tree used 0.35-0.7 of a core with 2 and 3 workers), so more
     // files in flight shorten the run (a clean-clone .ci/run 589 s with four against 729 s with
-    // three). Four keep both cores busy, so a test waits on what it observes with a deadline made
-    // for a loaded machine: the one that flaked at four (the process driver's log rotation, a
-    // line per fork of `sleep`) now writes four lines per fork.
-    maxWorkers: 4,
+    // three). Measured again the same evening, the same hour, whole suite: four 523 s and 790 CPU-s,
+    // five 493 s and 793 CPU-s, six 560 s and ~900 CPU-s (past five the files in flight cost more
+    // CPU than the waits they fill). Five keep both cores busy, so a test waits on what it
+    // observes with a deadline made for a loaded machine: the one that flaked at four (the process
+    // driver's log rotation, a line per fork of `sleep`) now writes four lines per fork.
+    maxWorkers: 5,
     // Built before any file runs (once per machine, cached): the real kube-apiserver the kubernetes
     // driver tests start, the Helm chart renderer (build/helm), and (when its sources changed) the
     // bundle of main.ts the tests spawn as `outpost`; test/leak-check.ts points every test's temp

@@ -3,7 +3,7 @@
  * puts the CPU time of the file's worker process and of the children it waited for (the spawned
  * `outpost` processes, podman and kubectl calls, the servers a file starts and stops: fields 14-17
  * of /proc/self/stat), since the worker's previous file ended, into the file's task meta. test/skips-reporter.ts records it per file in
- * `.test-durations.json` and per tier at the end of the run: with four workers on two cores the
+ * `.test-durations.json` and per tier at the end of the run: with five workers on two cores the
  * suite is CPU-bound, so CPU time, not wall time, says which files make it long.
  *
  * Not counted: what a test leaves running past the file's last hook, and processes that are not the
