@@ -245,7 +245,7 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     transfers,
     open: (h, limits) => tunnel.open(h, limits),
     connected: () => s.state === 'connected',
-    onDegradedChange: () => void r0.trigger(),
+    onDegradedChange: () => r0.check(),
   });
   egressRef = egress;
   reconciler.decorators.push(egress);
@@ -284,10 +284,14 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
     const trial = (state: string) => {
       if (state !== 'connected') return;
       s.off('state', trial);
-      void r0.trigger().then(() => {
-        markHealthy();
-        log.info('release on trial: connected and reconciled, told the launcher');
-      });
+      r0.trigger().then(
+        () => {
+          markHealthy();
+          log.info('release on trial: connected and reconciled, told the launcher');
+        },
+        // Not healthy: the launcher's deadline rolls the release back.
+        (err: unknown) => log.error({ err }, 'release on trial: its first reconcile pass failed; not told healthy'),
+      );
     };
     s.on('state', trial);
   }
@@ -310,8 +314,13 @@ export async function startEdgeAgent(o: EdgeAgentOptions): Promise<EdgeAgent> {
   // restarts as a new epoch (sync/compaction.ts), so a mailbox stays small however long it lives.
   const compactTimer = setInterval(() => {
     if (!s.inSync(reportId)) return;
-    if (compactIfLarge<ReportDoc>(store, reportId, (doc) => materializeReport(readReport(doc), doc.intentSeq ?? 0)))
-      s.announceEpoch(reportId);
+    try {
+      if (compactIfLarge<ReportDoc>(store, reportId, (doc) => materializeReport(readReport(doc), doc.intentSeq ?? 0)))
+        s.announceEpoch(reportId);
+    } catch (err) {
+      // A timer's callback: a throw (the replica cannot be written: a full disk) would end the agent.
+      log.warn({ err }, 'could not compact the report document; tried again at the next period');
+    }
   }, RECONCILE_PERIOD_MS);
   compactTimer.unref();
 

@@ -146,3 +146,28 @@ describe('reconciler', () => {
     );
   });
 });
+
+describe('a reconcile pass that fails', () => {
+  it('is logged by check(), never an unhandled rejection (its callers are timers and events); trigger() still rejects', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'outpost-reconciler-'));
+    const store = await ReplicaStore.open(join(dir, 'edge.db'));
+    store.create<SpecDoc>(mailboxDocId(edge, 'spec'), { init: (d) => initSpec(d, edge) });
+    store.create<ReportDoc>(mailboxDocId(edge, 'report'), { init: (d) => initReport(d, edge) });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const r = new Reconciler(store, edge, createProcessDriver({ dataDir: join(dir, 'data'), pollMs: 100 }));
+      // The replica can no longer be read or written, as with a disk gone.
+      store.close();
+      await expect(r.trigger()).rejects.toThrow();
+      r.check();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+      await r.stop();
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -79,19 +79,25 @@ export class Reconciler implements SpecFollower {
   ) {}
 
   start(): void {
-    this.trigger();
-    this.timer = setInterval(() => this.trigger(), RECONCILE_PERIOD_MS);
+    this.check();
+    this.timer = setInterval(() => this.check(), RECONCILE_PERIOD_MS);
     this.timer.unref();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.running;
+    await this.running?.catch(() => undefined);
   }
 
-  /** The spec changed (or the agent started): a pass now. */
+  /**
+   * The spec changed (or the agent started, or a period passed): a pass now. Never rejects: a pass
+   * that fails (the replica cannot be written: a full disk) is logged, and the next change or
+   * period runs another. Its callers are timers and events, where a rejection would end the agent.
+   */
   check(): void {
-    void this.trigger();
+    this.trigger().catch((err: unknown) =>
+      log.error({ err }, 'reconcile pass failed; the next change or period runs another'),
+    );
   }
 
   /** Runs a pass now, or right after the one in progress. */

@@ -208,7 +208,10 @@ export class ProcessSupervisor {
     this.timer = setInterval(() => {
       if (this.queued) return;
       this.queued = true;
-      void this.enqueue(() => this.tick()).finally(() => (this.queued = false));
+      // A failed tick is logged by the queue (enqueue); caught here too, or it is an unhandled rejection.
+      void this.enqueue(() => this.tick())
+        .catch(() => undefined)
+        .finally(() => (this.queued = false));
     }, this.deps.pollMs);
     // The agent's own loops keep it alive; a forgotten driver must not hold a test process open.
     this.timer.unref();
