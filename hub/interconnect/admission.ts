@@ -7,10 +7,12 @@
  * not nine statements per connection (measured: a fifth of what the hub allocated per connection,
  * docs/benchmarks.md "Interconnect, sixth round").
  *
- * What may be stale within the TTL only moves the order of the serving edges tried (one that went
- * away fails at open and the next is tried); what authorises a connection (the objects) is never
- * stale: their change clears the cache in the same turn that closes the connections it no longer
- * allows.
+ * What may be stale within the TTL: the order of the serving edges tried (one that went away fails
+ * at open and the next is tried), and an edge approved within the second not yet among those an
+ * import selects (its listeners come with its next spec anyway). A change of the objects is not
+ * left stale: the relay clears what is kept and checks every open connection again right after
+ * the change commits (InterconnectPlanner.onAuthorityChange), so a connection opened in between
+ * is checked with the rest and reset if the change took its right away.
  */
 import type { Edge, ServiceExport, ServiceImport } from '../../core/resources.js';
 import type { ObjectStore } from '../objects.js';
