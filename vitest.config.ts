@@ -51,8 +51,10 @@ export default defineConfig({
     // they run once whichever tiers run.
     globalSetup: ['test/kube/global-setup.ts', 'test/helm-setup.ts', 'test/outpost-bundle.ts', 'test/leak-check.ts'],
     // One project per tier (test/tiers.ts), sharing the workers. No project extends this config,
-    // so all take maxWorkers from it (and from `--maxWorkers`): projects with different ones would
-    // run one after the other.
+    // so all take maxWorkers from it (and from `--maxWorkers`). Projects with different ones need a
+    // `sequence.groupOrder` each (vitest refuses them otherwise) and run one group after the other:
+    // tried with the hub and unit tiers at eight after the system tier at five, 494 s against 493,
+    // the hub tier's CPU 103 s against 87 (2026-12-07); not kept.
     //
     // The unit and hub tiers run without isolation: a worker process runs file after file, and
     // only the packages under node_modules (Automerge's WebAssembly, better-sqlite3, zod, pino, the

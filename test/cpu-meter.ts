@@ -2,9 +2,10 @@
  * @module A setup file of the vitest projects (vitest.config.ts): at the end of each test file it
  * puts the CPU time of the file's worker process and of the children it waited for (the spawned
  * `outpost` processes, podman and kubectl calls, the servers a file starts and stops: fields 14-17
- * of /proc/self/stat), since the worker's previous file ended, into the file's task meta. test/skips-reporter.ts records it per file in
- * `.test-durations.json` and per tier at the end of the run: with five workers on two cores the
- * suite is CPU-bound, so CPU time, not wall time, says which files make it long.
+ * of /proc/self/stat), since the worker's previous file ended, into the file's task meta.
+ * test/skips-reporter.ts records it per file in `.test-durations.json` and per tier at the end of
+ * the run: with five workers on two cores the suite is CPU-bound, so CPU time, not wall time, says
+ * which files make it long.
  *
  * Not counted: what a test leaves running past the file's last hook, and processes that are not the
  * worker's own children when they end (podman's containers run under conmon; kubelet's under its
