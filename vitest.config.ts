@@ -24,6 +24,7 @@ const REST = {
   // (main/v8-flags.ts), so they collect as the product does (the suite's wall time did not change
   // with it: 555 s against 540-554 s, 2026-12-07).
   execArgv: [...V8_FLAGS],
+  isolate: false,
   ...LIMITS,
 };
 
@@ -56,23 +57,25 @@ export default defineConfig({
     // tried with the hub and unit tiers at eight after the system tier at five, 494 s against 493,
     // the hub tier's CPU 103 s against 87 (2026-12-07); not kept.
     //
-    // The unit and hub tiers run without isolation: a worker process runs file after file, and
-    // only the packages under node_modules (Automerge's WebAssembly, better-sqlite3, zod, pino, the
-    // AWS SDK) stay loaded between them; vitest evaluates the repository's own modules afresh for
-    // each file. Measured 2026-12-07 on the hub tier alone: 70 s and 72 CPU-s against 89 s and
-    // 121 CPU-s isolated, the same 447 tests passing; the whole suite 463 s and 687 CPU-s against
-    // 537 s and 827 (test/sequencer.ts keeps each such project's files together, or vitest starts
-    // a worker per file anyway). A file must then leave the process as it found it: no timers or
-    // servers left behind, process.env put back (test/restore-env.ts does it for every file),
-    // Automerge loaded through `@automerge/automerge/slim` and sync/native.ts initAutomerge, never
-    // the full entry point, whose own WebAssembly glue sync/wasm-heap.ts cannot find.
+    // No tier runs isolated: a worker process runs file after file, and what the earlier files
+    // imported stays loaded and evaluated, the repository's own modules as well as node_modules
+    // (a module imported by two files of one worker is evaluated once: checked 2026-12-07 with a
+    // counter on globalThis). Each test file itself is evaluated afresh. A file must then leave the
+    // process as it found it: no timers, servers or processes left behind, process.env put back
+    // (test/restore-env.ts does it for every file), a fixture's module state reset by its own stop
+    // (test/fixtures/backend.ts), Automerge loaded through `@automerge/automerge/slim` and
+    // sync/native.ts initAutomerge, never the full entry point, whose own WebAssembly glue
+    // sync/wasm-heap.ts cannot find. test/sequencer.ts keeps each project's files together, or
+    // vitest starts a worker per file anyway.
     //
-    // The system tier stays isolated: without, it passed (121 files, with test/restore-env.ts; 5
-    // failed before it, on a `*.postgres.test.ts` file's OUTPOST_TEST_BACKEND and another's
-    // OUTPOST_TEST_SPAWN), but the suite took 478 s and 702 CPU-s: its CPU is its processes'.
+    // Measured: the hub tier alone 70 s and 72 CPU-s against 89 s and 121 CPU-s isolated
+    // (2026-12-07). The system tier alone, 122 files, the same 668 tests passing: 447 s and 870
+    // CPU-s of the machine against 517 s and 1,018 isolated (2026-12-07): a fresh worker paid
+    // ~1.3 CPU-s to start and import a hub and an agent before its first test. (An earlier single
+    // whole-suite run, 478 s against 463, had said otherwise.)
     projects: [
       { test: { name: 'system', include: TIERS.system, ...REST } },
-      { test: { name: 'hub', include: TIERS.hub, ...REST, isolate: false } },
+      { test: { name: 'hub', include: TIERS.hub, ...REST } },
       {
         test: {
           name: 'unit',
