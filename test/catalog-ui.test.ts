@@ -166,7 +166,9 @@ describe('the Catalog page', () => {
       await screenshot(page, 'catalog');
       await page.getByRole('button', { name: 'Deploy', exact: true }).click();
       await page.getByText('Placement hello applied.').waitFor({ timeout: 20_000 });
-      await page.getByRole('link', { name: 'hello', exact: true }).click();
+      // The form's own link: the versions table links the placement too, once the change feed says
+      // where the version runs (the two were seen at once on a loaded machine).
+      await page.getByRole('form', { name: 'Deploy' }).getByRole('link', { name: 'hello', exact: true }).click();
       await page.getByRole('progressbar', { name: 'placement hello: 2 of 2 ready' }).waitFor({ timeout: 90_000 });
       await screenshot(page, 'catalog-deployed');
       const p = await api<{
