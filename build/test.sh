@@ -14,13 +14,15 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 kept="${OUTPOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/outpost}/checks"
+# The checkout's path goes into sed below: only a plain one is kept or restored.
+[[ "$root" =~ ^[A-Za-z0-9._/-]+$ ]] || kept=''
 mkdir -p .cache/checks
-if [[ -d "$kept" && ! -e .cache/checks/prettier.json && "$root" =~ ^[A-Za-z0-9._/-]+$ ]]; then
+if [[ -n "$kept" && -d "$kept" && ! -e .cache/checks/prettier.json ]]; then
   cp "$kept"/*.tsbuildinfo .cache/checks/ 2>/dev/null
   [[ -f "$kept/prettier.json" ]] && sed "s|@ROOT@/|$root/|g" "$kept/prettier.json" >.cache/checks/prettier.json
 fi
 keep_checks() {
-  [[ "$root" =~ ^[A-Za-z0-9._/-]+$ ]] || return 0
+  [[ -n "$kept" ]] || return 0
   mkdir -p "$kept" && local tmp && tmp=$(mktemp -d "$kept/.new-XXXXXX") || return 0
   cp .cache/checks/*.tsbuildinfo "$tmp/" 2>/dev/null
   [[ -f .cache/checks/prettier.json ]] && sed "s|$root/|@ROOT@/|g" .cache/checks/prettier.json >"$tmp/prettier.json"

@@ -35,7 +35,7 @@ import {
 } from './fixtures/artifact-suites.js';
 import { hubIdentitySuite, identityStoreSuite } from './fixtures/identity-suites.js';
 import { apiTokenSuite, edgeCredentialSuite, joinTokenSuite, proxySessionSuite } from './fixtures/auth-suites.js';
-import { postgresBin, TestPostgres } from './fixtures/postgres.js';
+import { psqlBinary, TestPostgres } from './fixtures/postgres.js';
 import { tempDir } from './helpers.js';
 import { clusterStateSuite } from './fixtures/cluster-state-suite.js';
 import {
@@ -430,7 +430,7 @@ describe('the unit of work on PostgreSQL (hub/state/sql.ts write)', () => {
     const SLEEP = 'SELECT pg_sleep(8) FROM deferred.armed WHERE armed';
     // Another session ends this client's connection while the second of its queued statements runs
     // (and disarms it, so that it does not wait again when it goes once more).
-    const killer = spawn(path.join(postgresBin(), 'psql'), [
+    const killer = spawn(psqlBinary(), [
       '-X',
       '-q',
       '-v',
