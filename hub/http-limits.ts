@@ -61,6 +61,51 @@ export function apiBodyLimit(maxBytes = MAX_REQUEST_BYTES): MiddlewareHandler {
   });
 }
 
+/** Bounds of a lingering close (lingerOnClose): how long, and how many bytes, the rest of a refused body is read for. */
+export const LINGER_MS = 5_000;
+export const LINGER_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Lingering close, as nginx and Apache do it, for a connection answered before its request body
+ * was read (a refused upload): when node's HTTP server closes the connection after the answer
+ * (`socket.destroySoon`, its last act on the socket), the write side is closed first (the client
+ * reads the answer, then its end) and what the client still sends is read and dropped until it
+ * closes too, for at most LINGER_MS and LINGER_BYTES. Closed at once with those bytes unread, the
+ * socket made the kernel answer them with a reset, and a client still writing (a loaded one, most
+ * often) met the reset before it had read the answer: a broken connection instead of the 413 that
+ * says why (test/hardening-blob-uploads.test.ts).
+ *
+ * The server's parser no longer gets the bytes (it paused the socket whenever the refused,
+ * destroyed request could not take them), and reading is restarted at the handle as node's own
+ * server does it for a socket whose parser consumed it (`onSocketResume` in _http_server.js): the
+ * stream's own resume() does not, its read having been left in flight.
+ */
+export function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function (this: Socket) {
+    if (this.writable) this.end();
+    let dropped = 0;
+    const done = () => {
+      clearTimeout(timer);
+      this.destroy();
+    };
+    const timer = setTimeout(done, LINGER_MS);
+    timer.unref();
+    for (const l of this.listeners('data')) this.off('data', l as (c: Buffer) => void);
+    this.on('data', (c: Buffer) => {
+      dropped += c.length;
+      if (dropped > LINGER_BYTES) done();
+    });
+    this.once('end', done);
+    this.once('close', () => clearTimeout(timer));
+    this.resume();
+    const handle = (this as unknown as { _handle?: { reading: boolean; readStart(): void } })._handle;
+    if (handle && !handle.reading) {
+      handle.reading = true;
+      handle.readStart();
+    }
+  };
+}
+
 export interface ConnectionLimiter {
   /** The socket became a long-lived edge connection: it no longer counts against its address. */
   exempt(socket: Socket): void;

@@ -118,6 +118,31 @@ describe('refused blob uploads never end the hub', () => {
     await stillServing([overChunked, overDeclared, badDigest, cut, idle, ...tries]);
   }, 60_000);
 
+  it('a client still sending its body when refused reads the 413, also while its own loop is busy (lingering close)', async () => {
+    // The hub closed the connection at once after its answer (the client asked it to), with the
+    // rest of the body unread: the kernel answered those bytes with a reset, and a client whose
+    // loop was busy met the reset on its next write before it read the answer (71 of 100 uploads
+    // in a trial saw a broken connection, no 413). Now the hub reads and drops the rest until the client
+    // closes. This worker's loop is kept busy 50 ms in every 70 for the uploads.
+    const busy = setInterval(() => {
+      const until = Date.now() + 50;
+      while (Date.now() < until);
+    }, 20);
+    const statuses: number[] = [];
+    try {
+      for (let i = 0; i < 20; i++) {
+        const u = upload({ size: 20 * MiB, chunked: true, close: true, fill: 30 + (i % 10) });
+        statuses.push((await u.answer).status);
+        await u.closed;
+      }
+    } finally {
+      clearInterval(busy);
+    }
+    console.log(`refused while busy, chunked with connection: close: ${statuses.join(' ')}`);
+    expect(statuses).toEqual(statuses.map(() => 413));
+    await stillServing([]);
+  }, 60_000);
+
   it('while the blob disk is full: 507 disk_full naming the directory and the fix; uploads work again once there is room', async () => {
     const fill = path.join(disk, 'fill');
     const fd = fs.openSync(fill, 'w');

@@ -11,6 +11,7 @@
  */
 import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { DEFAULT_MEDIA_TYPE, isDigest, isMediaType, type BlobDigest } from '../../core/blobs.js';
 import { OutpostError } from '../../core/errors.js';
@@ -19,6 +20,7 @@ import { createLogger } from '../../core/logger.js';
 import type { HubAuth } from '../auth/contract.js';
 import { byOf, principalFromHeader } from '../auth/principal.js';
 import { authorize } from '../auth/roles.js';
+import { lingerOnClose } from '../http-limits.js';
 import { sendError } from '../tunnel/routes.js';
 import type { HubBlobs } from './index.js';
 
@@ -49,12 +51,13 @@ export function handleBlobRequest(o: BlobRoutesOptions, req: IncomingMessage, re
   const url = new URL(req.url ?? '/', 'http://x');
   const m = BLOB_PATH.exec(url.pathname);
   if (!m) return false;
+  const socket = req.socket;
   cutWhenIdle(req, res, o.idleTimeoutMs ?? BLOB_IDLE_TIMEOUT_MS);
   serve(o, req, res, decodeURIComponent(m[1]), m[2] === undefined ? undefined : decodeURIComponent(m[2])).catch(
     (err: unknown) => {
       if (!(err instanceof OutpostError)) log.error({ err, path: req.url }, 'blob request failed');
       sendError(res, err);
-      discardBody(req);
+      discardBody(req, socket);
     },
   );
   return true;
@@ -76,10 +79,13 @@ function cutWhenIdle(req: IncomingMessage, res: ServerResponse, ms: number): voi
 
 /**
  * A refused upload's body is read and dropped, so the client (still sending) reads our answer
- * instead of a broken pipe; past a bound the connection is cut instead.
+ * instead of a broken pipe; past a bound the connection is cut instead. When the connection
+ * closes after the answer (the client asked so, or the body was abandoned), it closes lingering.
  */
-function discardBody(req: IncomingMessage): void {
-  if (req.complete || req.destroyed) return;
+function discardBody(req: IncomingMessage, socket: Socket): void {
+  if (req.complete) return;
+  lingerOnClose(socket);
+  if (req.destroyed) return;
   let n = 0;
   req.on('data', (c: Buffer) => {
     n += c.length;
@@ -129,7 +135,7 @@ async function serve(
     if (before) {
       // Deduplicated: the bytes are already here.
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(before));
-      discardBody(req);
+      discardBody(req, req.socket);
       return;
     }
     if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
