@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { tunedLaunch } from '../edge/process-settings.js';
 import { hubDatabase } from './fixtures/backend.js';
 import { runCli } from './fixtures/cli.js';
 import { ROOT, waitFor } from './helpers.js';
@@ -31,9 +32,17 @@ export class Proc {
   out = '';
   err = '';
   constructor(args: string[], env: Record<string, string> = {}) {
-    this.child = spawn(process.execPath, [...outpostArgs(), ...args], {
+    const full = { ...process.env, OUTPOST_LOG_LEVEL: process.env.OUTPOST_TEST_LOG ? 'debug' : 'info', ...env };
+    const argv = [process.execPath, ...outpostArgs(), ...args];
+    // An agent starts as it would start itself again (edge/process-settings.ts): its V8 and malloc
+    // settings already in place, so it does not re-execute Node, a start of ~0.2 CPU-s for each of
+    // the ~250 agents a run spawns. The re-exec itself is proven in edge/process-settings.test.ts.
+    const tuned = isAgent(args)
+      ? tunedLaunch({ env: full, execPath: process.execPath, argv, execArgv: [], sea: false })
+      : undefined;
+    this.child = spawn(tuned?.file ?? process.execPath, (tuned?.args ?? argv).slice(1), {
       cwd: ROOT,
-      env: { ...process.env, OUTPOST_LOG_LEVEL: process.env.OUTPOST_TEST_LOG ? 'debug' : 'info', ...env },
+      env: tuned?.env ?? full,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.on('data', (c: Buffer) => {
@@ -112,6 +121,11 @@ export async function startEdgeProc(
     { timeout: 30_000, what: 'edge agent to run' },
   );
   return proc;
+}
+
+/** `outpost edge [flags]`: the agent, the one command that tunes its process (main/edge-command.ts). */
+function isAgent(args: string[]): boolean {
+  return args[0] === 'edge' && (args[1] === undefined || args[1].startsWith('-'));
 }
 
 /**
