@@ -35,7 +35,9 @@ const rolloutIs = (name: string, phase: string) =>
   waitFor(
     async () => {
       const r = (await getPlacement(name)).status?.rollout;
-      return r?.phase === phase ? r : null;
+      if (r?.phase === phase) return r;
+      // Thrown, not returned: the timeout's message then says where the rollout stood.
+      throw new Error(`rollout ${JSON.stringify(r ?? null)}`);
     },
     { timeout: 45_000, what: `placement ${name} ${phase}` },
   );
