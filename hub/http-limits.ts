@@ -6,6 +6,7 @@
  * long-lived by design and exempt from the cap (SyncServer calls `exempt` once it accepted one).
  */
 import type http from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -51,8 +52,11 @@ export function apiBodyLimit(maxBytes = MAX_REQUEST_BYTES): MiddlewareHandler {
   return bodyLimit({
     maxSize: maxBytes,
     onError: (c) => {
-      // The rest of the body is not worth reading: the connection closes after the answer.
+      // The rest of the body is not worth reading: the connection closes after the answer,
+      // lingering (the client, still sending, reads the 413 and not a reset).
       c.header('connection', 'close');
+      const socket = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket;
+      if (socket) lingerOnClose(socket);
       throw new OutpostError(
         'too_large',
         `the request body is over the hub's ${formatBytes(maxBytes)} limit for one request: send fewer objects at a time`,
@@ -61,9 +65,13 @@ export function apiBodyLimit(maxBytes = MAX_REQUEST_BYTES): MiddlewareHandler {
   });
 }
 
-/** Bounds of a lingering close (lingerOnClose): how long, and how many bytes, the rest of a refused body is read for. */
+/**
+ * Bounds of a lingering close (lingerOnClose): how long, and how many bytes, the rest of a refused
+ * body is read for. A client may have sent tens of MB more before its loop gets to our answer (a
+ * busy one, on loopback); reading and dropping 1 GiB costs the hub well under a second.
+ */
 export const LINGER_MS = 5_000;
-export const LINGER_BYTES = 64 * 1024 * 1024;
+export const LINGER_BYTES = 1024 * 1024 * 1024;
 
 /**
  * Lingering close, as nginx and Apache do it, for a connection answered before its request body
