@@ -6,7 +6,6 @@
  * long-lived by design and exempt from the cap (SyncServer calls `exempt` once it accepted one).
  */
 import type http from 'node:http';
-import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -55,7 +54,7 @@ export function apiBodyLimit(maxBytes = MAX_REQUEST_BYTES): MiddlewareHandler {
       // The rest of the body is not worth reading: the connection closes after the answer,
       // lingering (the client, still sending, reads the 413 and not a reset).
       c.header('connection', 'close');
-      const socket = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket;
+      const socket = (c.env as { incoming?: http.IncomingMessage } | undefined)?.incoming?.socket;
       if (socket) lingerOnClose(socket);
       throw new OutpostError(
         'too_large',
