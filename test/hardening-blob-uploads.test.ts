@@ -15,7 +15,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MiB, rawUpload, type RawUpload } from './fixtures/blob-uploads.js';
 import { hubApi } from './fixtures/host-workloads.js';
-import { tempDir, waitFor } from './helpers.js';
+import { tempDir, waitFor, whileBusy } from './helpers.js';
 import { freePort, startHubProc, type HubProc } from './procs.js';
 
 const QUOTA = 4 * MiB;
@@ -122,22 +122,16 @@ describe('refused blob uploads never end the hub', () => {
     // The hub closed the connection at once after its answer (the client asked it to), with the
     // rest of the body unread: the kernel answered those bytes with a reset, and a client whose
     // loop was busy met the reset on its next write before it read the answer (71 of 100 uploads
-    // in a trial saw a broken connection, no 413). Now the hub reads and drops the rest until the client
-    // closes. This worker's loop is kept busy 50 ms in every 70 for the uploads.
-    const busy = setInterval(() => {
-      const until = Date.now() + 50;
-      while (Date.now() < until);
-    }, 20);
+    // in a trial saw a broken connection, no 413). Now the hub reads and drops the rest until the
+    // client closes. This worker's loop is kept busy for the uploads (whileBusy).
     const statuses: number[] = [];
-    try {
+    await whileBusy(async () => {
       for (let i = 0; i < 20; i++) {
         const u = upload({ size: 20 * MiB, chunked: true, close: true, fill: 30 + (i % 10) });
         statuses.push((await u.answer).status);
         await u.closed;
       }
-    } finally {
-      clearInterval(busy);
-    }
+    });
     console.log(`refused while busy, chunked with connection: close: ${statuses.join(' ')}`);
     expect(statuses).toEqual(statuses.map(() => 413));
     await stillServing([]);

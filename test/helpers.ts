@@ -53,6 +53,23 @@ export async function rssAround<T>(
 }
 
 /**
+ * Runs `fn` while this process's event loop is kept busy 50 ms in every 70: a loaded client, whose
+ * reads and writes wait their turn (the refused-upload tests: a reset that reaches such a client
+ * before the answer it had not read yet).
+ */
+export async function whileBusy<T>(fn: () => Promise<T>): Promise<T> {
+  const busy = setInterval(() => {
+    const until = Date.now() + 50;
+    while (Date.now() < until);
+  }, 20);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(busy);
+  }
+}
+
+/**
  * The one poll-until helper of the tests: polls `fn` until it returns a truthy value or the
  * deadline passes (default 30 s; then throws naming `what` and the last value or error).
  */

@@ -134,8 +134,8 @@ function isAgent(args: string[]): boolean {
  */
 export function needsProcess(args: string[]): boolean {
   const [a, b] = args;
-  if (a === undefined || a.startsWith('-') || a === 'hub') return true;
-  return a === 'edge' && (b === undefined || b.startsWith('-') || ['local', 'install', 'uninstall'].includes(b));
+  if (a === undefined || a.startsWith('-') || a === 'hub' || isAgent(args)) return true;
+  return a === 'edge' && ['local', 'install', 'uninstall'].includes(b ?? '');
 }
 
 /**
